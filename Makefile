@@ -1,0 +1,97 @@
+# labd - self-hosted notebook lab.  `make run` and `make test` do the whole set-up
+# on a fresh Debian 12 machine as root (deploy/install-deps.sh installs what is missing).
+
+CC      ?= cc
+BUILD   ?= build
+PREFIX  ?= /usr/local
+VERSION := 0.1.0
+
+PKGS        := libmicrohttpd sqlite3 libseccomp libcgroup openssl jansson inih
+PKG_CFLAGS  := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c17 -Wall -Wextra -Werror -Wshadow -Wvla -D_GNU_SOURCE \
+           -DLABD_VERSION='"$(VERSION)"' -Iinclude $(PKG_CFLAGS) -MMD -MP
+LDLIBS  += $(PKG_LIBS) -lpthread
+ifeq ($(SAN),1)
+CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+COMMON_SRCS := $(wildcard common/*.c)
+SERVER_SRCS := $(filter-out server/main.c,$(wildcard server/*.c))
+UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
+
+COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/%.o)
+SERVER_OBJS := $(SERVER_SRCS:%.c=$(BUILD)/%.o)
+UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all deps run test check check-asan tests clean install fmt lint bench
+
+all: $(BUILD)/labd
+
+# The sandbox library and the labbox CLI (SANDBOX_* variables, $(BUILD)/libsandbox.a).
+-include sandbox/sandbox.mk
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libcommon.a: $(COMMON_OBJS)
+	$(AR) rcs $@ $^
+
+$(BUILD)/libserver.a: $(SERVER_OBJS)
+	$(AR) rcs $@ $^
+
+$(BUILD)/labd: $(BUILD)/server/main.o $(BUILD)/libserver.a $(SANDBOX_LIB) $(BUILD)/libcommon.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libserver.a $(SANDBOX_LIB) $(BUILD)/libcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+tests: all $(UNIT_BINS) $(SANDBOX_TEST_BINS)
+
+deps:
+	@bash deploy/install-deps.sh
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	$(BUILD)/labd --demo
+
+test: deps
+	@$(MAKE) --no-print-directory tests
+	@BUILD=$(BUILD) bash tests/run.sh
+
+check: test
+
+# The same suites against an ASan+UBSan build.
+check-asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 tests
+	@BUILD=build-asan LABD_ASAN=1 bash tests/run.sh
+
+bench: deps all
+	@bash bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/labd/web
+	install -m 0755 $(BUILD)/labd $(DESTDIR)$(PREFIX)/sbin/labd
+	$(if $(SANDBOX_CLI),install -m 0755 $(SANDBOX_CLI) $(DESTDIR)$(PREFIX)/bin/labbox)
+	cp -R web/. $(DESTDIR)$(PREFIX)/share/labd/web/
+	install -d $(DESTDIR)/etc/labd
+	test -e $(DESTDIR)/etc/labd/labd.ini || install -m 0640 deploy/labd.ini $(DESTDIR)/etc/labd/labd.ini
+	install -D -m 0644 deploy/labd.service $(DESTDIR)/lib/systemd/system/labd.service
+
+fmt:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+# Banned functions (STYLE.md 10): unbounded copies and unchecked conversions.
+lint:
+	@! git grep -nwE 'sprintf|vsprintf|strcpy|strcat|gets|atoi|atol' -- '*.c' '*.h' \
+	  || { echo "lint: banned function used" >&2; exit 1; }
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

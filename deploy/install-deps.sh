@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs everything labd's build, demo and tests need on Debian 12, as root.
+# Idempotent: packages already present are not touched, and apt is only run
+# when something is missing, so `make run` and `make test` can call it every time.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential pkg-config clang
+  libmicrohttpd-dev libsqlite3-dev libseccomp-dev libcgroup-dev libssl-dev
+  libjansson-dev libinih-dev libcmocka-dev libhttp-parser-dev
+  # runtime helpers (sandbox homes, tests)
+  e2fsprogs util-linux iproute2 procps curl sqlite3 python3 python3-pytest bubblewrap
+  # the notebook server that runs inside sandboxes
+  jupyter-notebook python3-jupyter-server
+  # real-browser tests
+  chromium
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: must run as root (it uses apt-get and useradd)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+# Node.js may come from another source than Debian; only ask apt when absent.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The unprivileged user the web process drops to.
+if ! getent passwd labd >/dev/null; then
+  useradd --system --no-create-home --home-dir /nonexistent \
+          --shell /usr/sbin/nologin labd
+  echo "install-deps: created system user labd"
+fi
+
+# playwright-core drives Debian's chromium in the browser tests.
+top=$(cd "$(dirname "$0")/.." && pwd)
+if [ ! -d "$top/tests/e2e/node_modules/playwright-core" ] && [ -f "$top/tests/e2e/package.json" ]; then
+  (cd "$top/tests/e2e" && npm ci --no-audit --no-fund --silent 2>/dev/null ||
+                          npm install --no-audit --no-fund --silent)
+fi
+
+# Marker so make can skip this script when nothing changed.
+touch "$top/.deps-installed"

@@ -1,0 +1,51 @@
+/* api.h - JSON API handlers (server/api_*.c) and their shared helpers.
+ * Every handler sets exactly one reply; on any error nothing is changed. */
+#ifndef LABD_API_H
+#define LABD_API_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "labd/auth.h"
+
+struct http_request;
+struct user;
+
+/* Parses the request body as a JSON object, allowing only the listed field
+ * names (NULL-terminated). On failure sets the 400/415 reply and returns NULL;
+ * on success the caller owns the returned reference. */
+json_t *api_body(struct http_request *req, const char *const *allowed);
+/* Reads an optional string field: 1 present, 0 absent, -1 wrong type (reply set). */
+int api_string(struct http_request *req, json_t *obj, const char *field, const char **out);
+/* Reads an optional boolean field likewise. */
+int api_bool(struct http_request *req, json_t *obj, const char *field, bool *out);
+/* Formats a UNIX time as RFC 3339 UTC into out[21]. */
+void api_time(int64_t t, char out[21]);
+/* The public JSON view of a user (no hash). Caller owns the reference. */
+json_t *api_user_json(const struct user *u);
+/* Sets 500 internal for a store failure. */
+void api_internal(struct http_request *req);
+
+/* api_auth.c */
+/* Sets the 401/429/500 reply for a failed login (429 with Retry-After). */
+void api_login_failed(struct http_request *req, enum login_result res, int64_t retry_after);
+void api_health(struct http_request *req);
+void api_login(struct http_request *req);
+void api_logout(struct http_request *req);
+void api_me(struct http_request *req);
+void api_me_password(struct http_request *req);
+/* api_tokens.c */
+void api_tokens_list(struct http_request *req);
+void api_tokens_create(struct http_request *req);
+void api_tokens_delete(struct http_request *req);
+/* api_users.c */
+void api_users_list(struct http_request *req);
+void api_users_create(struct http_request *req);
+void api_users_get(struct http_request *req);
+void api_users_patch(struct http_request *req);
+void api_users_delete(struct http_request *req);
+/* api_audit.c */
+void api_audit_list(struct http_request *req);
+
+#endif

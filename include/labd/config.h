@@ -1,0 +1,51 @@
+/* config.h - labd's settings: defaults, the INI file (inih), validation.
+ * Every key is documented in docs/config.md; keep the two in step. */
+#ifndef LABD_CONFIG_H
+#define LABD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_PATH_MAX 512
+
+struct labd_config {
+	/* [server] */
+	char listen[128];
+	char state_dir[CONFIG_PATH_MAX];
+	char web_root[CONFIG_PATH_MAX];
+	char user[64];
+	bool secure_cookies;
+	unsigned threads;
+	unsigned max_connections;
+	unsigned connection_timeout; /* seconds */
+	size_t max_body;             /* bytes */
+	char log_level[16];
+	/* [auth] */
+	unsigned min_password_length;
+	int64_t session_idle;     /* seconds */
+	int64_t session_lifetime; /* seconds */
+	unsigned backoff_after;
+	int64_t backoff_base; /* seconds */
+	int64_t backoff_max;  /* seconds */
+	unsigned lockout_failures;
+	unsigned address_lockout_failures;
+	int64_t lockout_duration; /* seconds */
+	uint64_t scrypt_n;
+	unsigned scrypt_r;
+	unsigned scrypt_p;
+};
+
+/* Fills *cfg with the defaults; demo = the `labd --demo` defaults (./var, ./web). */
+void config_defaults(struct labd_config *cfg, bool demo);
+/* Applies the INI file at path on top of *cfg. On error returns -1 and writes
+ * "FILE:LINE: message naming the key" into err. */
+int config_load(struct labd_config *cfg, const char *path, char *err, size_t errlen);
+/* Parses "90", "90s", "15m", "8h", "7d" into seconds; -1 on a bad value. */
+int config_parse_duration(const char *text, int64_t *out);
+/* Parses "4096", "64K", "1M", "15G" into bytes; -1 on a bad value. */
+int config_parse_size(const char *text, uint64_t *out);
+/* Splits "127.0.0.1:8080" / "[::1]:8080" into host and port; -1 when malformed. */
+int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port);
+
+#endif

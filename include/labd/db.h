@@ -1,0 +1,44 @@
+/* db.h - the SQLite store: opening with WAL, busy timeout and foreign keys,
+ * numbered migrations embedded in the binary, and bound-parameter helpers.
+ *
+ * One connection is shared by the HTTP worker threads; every store function
+ * (users_*, sessions_*, ...) holds db_lock() for its whole statement group so
+ * transactions never interleave. */
+#ifndef LABD_DB_H
+#define LABD_DB_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+struct db;
+
+#define DB_CONFLICT (-2) /* a UNIQUE/PRIMARY KEY constraint refused the change */
+
+/* Opens (creating) the database at path and applies pending migrations.
+ * On success *out is owned by the caller: release with db_close(). */
+int db_open(const char *path, struct db **out);
+void db_close(struct db *db);
+
+/* The newest schema version embedded in this binary, and the file's version. */
+int db_latest_version(void);
+int db_schema_version(struct db *db);
+
+void db_lock(struct db *db);
+void db_unlock(struct db *db);
+
+/* Binding types: 'i' int64_t, 't' const char * (NULL binds NULL), 'n' NULL.
+ * db_prepare: a statement with its parameters bound; the caller steps it and
+ * releases it with sqlite3_finalize(). Caller holds db_lock. Returns 0 or -1. */
+int db_prepare(struct db *db, sqlite3_stmt **out, const char *sql, const char *types, ...);
+/* Runs one statement to completion. Returns the number of changed rows, -1 on
+ * error, DB_CONFLICT on a uniqueness violation. Caller holds db_lock. */
+int db_exec(struct db *db, const char *sql, const char *types, ...);
+/* Last inserted rowid on this connection. Caller holds db_lock. */
+int64_t db_last_id(struct db *db);
+
+/* BEGIN IMMEDIATE / COMMIT / ROLLBACK; caller holds db_lock. */
+int db_begin(struct db *db);
+int db_commit(struct db *db);
+void db_rollback(struct db *db);
+
+#endif

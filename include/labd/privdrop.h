@@ -1,0 +1,25 @@
+/* privdrop.h - the root-side preparation and the one-way drop to the labd user.
+ * After privdrop_to() the process has no capabilities in any set (bounding and
+ * ambient included), no_new_privs, and cannot regain root. */
+#ifndef LABD_PRIVDROP_H
+#define LABD_PRIVDROP_H
+
+#include <sys/types.h>
+
+struct labd_config;
+
+struct privdrop_user {
+	uid_t uid;
+	gid_t gid;
+	char name[64];
+};
+
+/* Looks up the configured system user; -1 (logged) when it does not exist or is root. */
+int privdrop_lookup(const char *name, struct privdrop_user *out);
+/* As root: creates state_dir (mode 0750) if missing and gives it, and any
+ * database files in it, to the user. */
+int privdrop_prepare_state_dir(const char *state_dir, const struct privdrop_user *u);
+/* Drops to the user for good. Returns 0, or -1 (logged) - the caller must exit. */
+int privdrop_to(const struct privdrop_user *u);
+
+#endif

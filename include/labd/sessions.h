@@ -1,0 +1,40 @@
+/* sessions.h - browser login sessions. The cookie holds 256 random bits; the
+ * store keeps only their SHA-256, so a copy of the database logs nobody in. */
+#ifndef LABD_SESSIONS_H
+#define LABD_SESSIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct db;
+
+#define SESSION_COOKIE_NAME "labd_session"
+#define SESSION_SECRET_LEN 43 /* base64url of 32 bytes */
+#define SESSION_CSRF_LEN 43
+
+struct session {
+	int64_t id;
+	int64_t user_id;
+	char csrf_token[SESSION_CSRF_LEN + 1];
+};
+
+struct session_limits {
+	int64_t idle;     /* seconds without use before the session ends */
+	int64_t lifetime; /* seconds after login before the session ends */
+};
+
+/* True when value has the shape of a session secret (43 base64url chars). */
+bool sessions_secret_valid(const char *value);
+/* Creates a session; writes the secret for the cookie into secret[] and fills *out. */
+int sessions_create(struct db *db, int64_t user_id, const char *address,
+		    const struct session_limits *lim, int64_t now,
+		    char secret[SESSION_SECRET_LEN + 1], struct session *out);
+/* Finds the live session for a cookie secret and records its use; expired ones
+ * are deleted. Returns 1 found, 0 not found/expired, -1 on error. */
+int sessions_lookup(struct db *db, const char *secret, const struct session_limits *lim,
+		    int64_t now, struct session *out);
+int sessions_delete(struct db *db, int64_t session_id);
+/* Removes every expired session; returns how many, or -1. */
+int sessions_purge_expired(struct db *db, const struct session_limits *lim, int64_t now);
+
+#endif

@@ -1,0 +1,297 @@
+/* config.c - defaults and INI loading through inih; see docs/config.md. */
+#include "labd/config.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "labd/log.h"
+
+void config_defaults(struct labd_config *cfg, bool demo)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->listen, sizeof(cfg->listen), "127.0.0.1:8080");
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", demo ? "./var" : "/var/lib/labd");
+	snprintf(cfg->web_root, sizeof(cfg->web_root), "%s",
+		 demo ? "./web" : "/usr/local/share/labd/web");
+	snprintf(cfg->user, sizeof(cfg->user), "labd");
+	snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
+	cfg->secure_cookies = false;
+	cfg->threads = 0;
+	cfg->max_connections = 512;
+	cfg->connection_timeout = 60;
+	cfg->max_body = 1024 * 1024;
+	cfg->min_password_length = 10;
+	cfg->session_idle = 8 * 3600;
+	cfg->session_lifetime = 7 * 86400;
+	cfg->backoff_after = 3;
+	cfg->backoff_base = 1;
+	cfg->backoff_max = 300;
+	cfg->lockout_failures = 10;
+	cfg->address_lockout_failures = 50;
+	cfg->lockout_duration = 15 * 60;
+	cfg->scrypt_n = 32768;
+	cfg->scrypt_r = 8;
+	cfg->scrypt_p = 1;
+}
+
+/* Parses a non-negative integer followed by an optional one-letter unit. */
+static int parse_scaled(const char *text, const char *units, const uint64_t *scales, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!text || *text < '0' || *text > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (errno)
+		return -1;
+	if (*end) {
+		const char *u = strchr(units, *end);
+		if (!u || end[1] != '\0')
+			return -1;
+		uint64_t scale = scales[u - units];
+		if (v > UINT64_MAX / scale)
+			return -1;
+		v *= scale;
+	}
+	*out = v;
+	return 0;
+}
+
+int config_parse_duration(const char *text, int64_t *out)
+{
+	static const uint64_t scales[] = {1, 60, 3600, 86400};
+	uint64_t v;
+	if (parse_scaled(text, "smhd", scales, &v) < 0 || v > (uint64_t)INT32_MAX * 86400ULL)
+		return -1;
+	*out = (int64_t)v;
+	return 0;
+}
+
+int config_parse_size(const char *text, uint64_t *out)
+{
+	static const uint64_t scales[] = {1024ULL, 1024ULL * 1024, 1024ULL * 1024 * 1024,
+					  1024ULL * 1024 * 1024 * 1024};
+	return parse_scaled(text, "KMGT", scales, out);
+}
+
+int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port)
+{
+	const char *colon, *hstart = listen, *hend;
+	char *end;
+	unsigned long p;
+
+	if (listen[0] == '[') {
+		hend = strchr(listen, ']');
+		if (!hend || hend[1] != ':')
+			return -1;
+		hstart = listen + 1;
+		colon = hend + 1;
+	} else {
+		colon = strrchr(listen, ':');
+		if (!colon)
+			return -1;
+		hend = colon;
+	}
+	if (hend == hstart || (size_t)(hend - hstart) >= hostlen)
+		return -1;
+	errno = 0;
+	p = strtoul(colon + 1, &end, 10);
+	if (errno || *end || colon[1] == '\0' || p == 0 || p > 65535)
+		return -1;
+	memcpy(host, hstart, (size_t)(hend - hstart));
+	host[hend - hstart] = '\0';
+	*port = (unsigned)p;
+	return 0;
+}
+
+enum key_kind { K_STRING, K_BOOL, K_UINT, K_DURATION, K_SIZE, K_LOGLEVEL, K_LISTEN, K_POW2 };
+
+struct key_spec {
+	const char *section, *name;
+	enum key_kind kind;
+	size_t offset, size;
+	uint64_t min, max;
+};
+
+#define KEY(sec, field, kind, min, max)                                                            \
+	{sec, #field, kind, offsetof(struct labd_config, field),                                   \
+	 sizeof(((struct labd_config *)0)->field), min, max}
+
+static const struct key_spec keys[] = {
+	KEY("server", listen, K_LISTEN, 0, 0),
+	KEY("server", state_dir, K_STRING, 1, 0),
+	KEY("server", web_root, K_STRING, 1, 0),
+	KEY("server", user, K_STRING, 1, 0),
+	KEY("server", secure_cookies, K_BOOL, 0, 0),
+	KEY("server", threads, K_UINT, 0, 256),
+	KEY("server", max_connections, K_UINT, 1, 100000),
+	KEY("server", connection_timeout, K_DURATION, 1, 86400),
+	KEY("server", max_body, K_SIZE, 1024, 1ULL << 30),
+	KEY("server", log_level, K_LOGLEVEL, 0, 0),
+	KEY("auth", min_password_length, K_UINT, 1, 256),
+	KEY("auth", session_idle, K_DURATION, 60, 365 * 86400),
+	KEY("auth", session_lifetime, K_DURATION, 60, 365 * 86400),
+	KEY("auth", backoff_after, K_UINT, 1, 1000000),
+	KEY("auth", backoff_base, K_DURATION, 0, 3600),
+	KEY("auth", backoff_max, K_DURATION, 0, 86400),
+	KEY("auth", lockout_failures, K_UINT, 1, 1000000),
+	KEY("auth", address_lockout_failures, K_UINT, 1, 1000000),
+	KEY("auth", lockout_duration, K_DURATION, 1, 365 * 86400),
+	KEY("auth", scrypt_n, K_POW2, 2, 1ULL << 24),
+	KEY("auth", scrypt_r, K_UINT, 1, 64),
+	KEY("auth", scrypt_p, K_UINT, 1, 64),
+};
+
+struct load_state {
+	struct labd_config *cfg;
+	const char *path;
+	FILE *file;
+	int lineno; /* Debian's inih passes no line number: count lines as we feed them */
+	char *err;
+	size_t errlen;
+	int failed;
+};
+
+static int store_number(const struct key_spec *k, void *field, uint64_t v)
+{
+	if (v < k->min || (k->max && v > k->max))
+		return -1;
+	if (k->size == sizeof(uint64_t))
+		*(uint64_t *)field = v;
+	else if (k->size == sizeof(unsigned))
+		*(unsigned *)field = (unsigned)v;
+	else
+		return -1;
+	return 0;
+}
+
+/* Returns NULL on success or a static explanation of what the value must be. */
+static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, const char *value)
+{
+	void *field = (char *)cfg + k->offset;
+	uint64_t v;
+	int64_t d;
+	char host[64];
+	unsigned port;
+	enum log_level lvl;
+
+	switch (k->kind) {
+	case K_STRING:
+		if (strlen(value) < k->min || strlen(value) >= k->size)
+			return "must be a non-empty string of bounded length";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	case K_LISTEN:
+		if (config_split_listen(value, host, sizeof(host), &port) < 0 ||
+		    strlen(value) >= k->size)
+			return "must be ADDRESS:PORT, e.g. 127.0.0.1:8080 or [::1]:8080";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	case K_LOGLEVEL:
+		if (log_level_parse(value, &lvl) < 0)
+			return "must be debug, info, warn or error";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	case K_BOOL:
+		if (!strcasecmp(value, "true") || !strcasecmp(value, "yes") || !strcmp(value, "1"))
+			*(bool *)field = true;
+		else if (!strcasecmp(value, "false") || !strcasecmp(value, "no") ||
+			 !strcmp(value, "0"))
+			*(bool *)field = false;
+		else
+			return "must be true or false";
+		return NULL;
+	case K_UINT:
+		if (parse_scaled(value, "", NULL, &v) < 0 || store_number(k, field, v) < 0)
+			return "must be a whole number in range";
+		return NULL;
+	case K_POW2:
+		if (parse_scaled(value, "", NULL, &v) < 0 || (v & (v - 1)) ||
+		    store_number(k, field, v) < 0)
+			return "must be a power of two in range";
+		return NULL;
+	case K_SIZE:
+		if (config_parse_size(value, &v) < 0 || v < k->min || v > k->max)
+			return "must be a size such as 64K or 1M, in range";
+		*(size_t *)field = (size_t)v;
+		return NULL;
+	case K_DURATION:
+		if (config_parse_duration(value, &d) < 0 || (uint64_t)d < k->min ||
+		    (uint64_t)d > k->max)
+			return "must be a duration such as 30s, 15m, 8h or 7d, in range";
+		if (k->size == sizeof(unsigned))
+			*(unsigned *)field = (unsigned)d;
+		else
+			*(int64_t *)field = d;
+		return NULL;
+	}
+	return "unsupported";
+}
+
+/* inih's line reader: fgets that counts lines for error messages. */
+static char *read_line(char *buf, int size, void *stream)
+{
+	struct load_state *st = stream;
+	char *line = fgets(buf, size, st->file);
+	if (line)
+		st->lineno++;
+	return line;
+}
+
+static int on_ini_value(void *user, const char *section, const char *name, const char *value)
+{
+	struct load_state *st = user;
+	const char *why;
+	int lineno = st->lineno;
+
+	if (st->failed)
+		return 0;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (strcmp(keys[i].section, section) || strcmp(keys[i].name, name))
+			continue;
+		why = apply_key(st->cfg, &keys[i], value);
+		if (!why)
+			return 1;
+		snprintf(st->err, st->errlen, "%s:%d: bad value for [%s] %s: %s", st->path, lineno,
+			 section, name, why);
+		st->failed = 1;
+		return 0;
+	}
+	snprintf(st->err, st->errlen, "%s:%d: unknown key [%s] %s", st->path, lineno, section,
+		 name);
+	st->failed = 1;
+	return 0;
+}
+
+int config_load(struct labd_config *cfg, const char *path, char *err, size_t errlen)
+{
+	struct load_state st = {cfg, path, NULL, 0, err, errlen, 0};
+	int rc;
+
+	st.file = fopen(path, "re");
+	if (!st.file) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	rc = ini_parse_stream(read_line, &st, on_ini_value, &st);
+	fclose(st.file);
+	if (st.failed)
+		return -1;
+	if (rc != 0) {
+		snprintf(err, errlen, "%s:%d: syntax error", path, rc);
+		return -1;
+	}
+	if (cfg->backoff_max < cfg->backoff_base) {
+		snprintf(err, errlen, "%s: [auth] backoff_max must not be below backoff_base", path);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,103 @@
+/* crypto.c - random secrets, SHA-256 and base64url through OpenSSL. */
+#include "labd/crypto.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <string.h>
+
+int crypto_random(void *buf, size_t len)
+{
+	return RAND_bytes(buf, (int)len) == 1 ? 0 : -1;
+}
+
+int crypto_b64url(const unsigned char *in, size_t len, char *out, size_t outlen)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	size_t need = (len * 4 + 2) / 3 + 1, o = 0;
+	uint32_t acc = 0;
+	int bits = 0;
+
+	if (outlen < need)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		acc = (acc << 8) | in[i];
+		bits += 8;
+		while (bits >= 6) {
+			bits -= 6;
+			out[o++] = alphabet[(acc >> bits) & 63];
+		}
+	}
+	if (bits > 0)
+		out[o++] = alphabet[(acc << (6 - bits)) & 63];
+	out[o] = '\0';
+	return 0;
+}
+
+static int b64url_value(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '-')
+		return 62;
+	if (c == '_')
+		return 63;
+	return -1;
+}
+
+int crypto_b64url_decode(const char *in, unsigned char *out, size_t outlen)
+{
+	uint32_t acc = 0;
+	int bits = 0;
+	size_t o = 0;
+
+	for (; *in; in++) {
+		int v = b64url_value(*in);
+		if (v < 0)
+			return -1;
+		acc = (acc << 6) | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (o >= outlen)
+				return -1;
+			out[o++] = (unsigned char)(acc >> bits);
+		}
+	}
+	return (int)o;
+}
+
+int crypto_random_token(char *out, size_t outlen, size_t bytes)
+{
+	unsigned char raw[64];
+
+	if (bytes > sizeof(raw) || crypto_random(raw, bytes) < 0)
+		return -1;
+	int rc = crypto_b64url(raw, bytes, out, outlen);
+	OPENSSL_cleanse(raw, sizeof(raw));
+	return rc;
+}
+
+void crypto_sha256_hex(const char *text, char out[65])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	EVP_Digest(text, strlen(text), md, &mdlen, EVP_sha256(), NULL);
+	for (unsigned i = 0; i < 32; i++) {
+		out[2 * i] = hex[md[i] >> 4];
+		out[2 * i + 1] = hex[md[i] & 15];
+	}
+	out[64] = '\0';
+}
+
+bool crypto_equal(const void *a, const void *b, size_t len)
+{
+	return CRYPTO_memcmp(a, b, len) == 0;
+}

@@ -1,0 +1,185 @@
+/* db.c - SQLite connection, pragmas, migrations and binding helpers; see db.h. */
+#include "labd/db.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "labd/log.h"
+#include "labd/migrations.h"
+
+struct db {
+	sqlite3 *conn;
+	pthread_mutex_t lock;
+};
+
+void db_lock(struct db *db) { pthread_mutex_lock(&db->lock); }
+void db_unlock(struct db *db) { pthread_mutex_unlock(&db->lock); }
+int64_t db_last_id(struct db *db) { return sqlite3_last_insert_rowid(db->conn); }
+int db_latest_version(void) { return migrations_count(); }
+
+static int db_simple(struct db *db, const char *sql)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(db->conn, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		log_error("sqlite: %s: %s", sql, msg ? msg : "unknown error");
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+int db_begin(struct db *db) { return db_simple(db, "BEGIN IMMEDIATE"); }
+int db_commit(struct db *db) { return db_simple(db, "COMMIT"); }
+
+void db_rollback(struct db *db)
+{
+	if (!sqlite3_get_autocommit(db->conn))
+		db_simple(db, "ROLLBACK");
+}
+
+int db_schema_version(struct db *db)
+{
+	sqlite3_stmt *st;
+	int v = -1;
+	if (db_prepare(db, &st, "PRAGMA user_version", "") < 0)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static int bind_args(sqlite3_stmt *st, const char *types, va_list ap)
+{
+	for (int i = 0; types[i]; i++) {
+		int rc = SQLITE_MISUSE;
+		if (types[i] == 'i') {
+			rc = sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+		} else if (types[i] == 't') {
+			const char *s = va_arg(ap, const char *);
+			rc = s ? sqlite3_bind_text(st, i + 1, s, -1, SQLITE_TRANSIENT)
+			       : sqlite3_bind_null(st, i + 1);
+		} else if (types[i] == 'n') {
+			rc = sqlite3_bind_null(st, i + 1);
+		}
+		if (rc != SQLITE_OK)
+			return -1;
+	}
+	return 0;
+}
+
+static int prepare_va(struct db *db, sqlite3_stmt **out, const char *sql, const char *types,
+		      va_list ap)
+{
+	if (sqlite3_prepare_v2(db->conn, sql, -1, out, NULL) != SQLITE_OK) {
+		log_error("sqlite prepare: %s: %s", sql, sqlite3_errmsg(db->conn));
+		return -1;
+	}
+	if (bind_args(*out, types, ap) < 0) {
+		log_error("sqlite bind: %s: %s", sql, sqlite3_errmsg(db->conn));
+		sqlite3_finalize(*out);
+		*out = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int db_prepare(struct db *db, sqlite3_stmt **out, const char *sql, const char *types, ...)
+{
+	va_list ap;
+	va_start(ap, types);
+	int rc = prepare_va(db, out, sql, types, ap);
+	va_end(ap);
+	return rc;
+}
+
+int db_exec(struct db *db, const char *sql, const char *types, ...)
+{
+	sqlite3_stmt *st;
+	va_list ap;
+	int rc;
+
+	va_start(ap, types);
+	rc = prepare_va(db, &st, sql, types, ap);
+	va_end(ap);
+	if (rc < 0)
+		return -1;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE || rc == SQLITE_ROW) {
+		rc = sqlite3_changes(db->conn);
+	} else if (sqlite3_extended_errcode(db->conn) == SQLITE_CONSTRAINT_UNIQUE ||
+		   sqlite3_extended_errcode(db->conn) == SQLITE_CONSTRAINT_PRIMARYKEY) {
+		rc = DB_CONFLICT;
+	} else {
+		log_error("sqlite step: %s: %s", sql, sqlite3_errmsg(db->conn));
+		rc = -1;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Applies each migration newer than the file's user_version in its own
+ * transaction, so a crash mid-way leaves the schema at a whole version. */
+static int db_migrate(struct db *db)
+{
+	int current = db_schema_version(db);
+	char pragma[64];
+
+	if (current < 0)
+		return -1;
+	if (current > migrations_count())
+		return log_error("database schema version %d is newer than this labd (%d)",
+				 current, migrations_count());
+	for (int v = current + 1; v <= migrations_count(); v++) {
+		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v);
+		if (db_begin(db) < 0)
+			return -1;
+		if (db_simple(db, migrations_sql(v)) < 0 || db_simple(db, pragma) < 0) {
+			db_rollback(db);
+			return log_error("database migration %d failed", v);
+		}
+		if (db_commit(db) < 0)
+			return -1;
+		log_info("database migrated to schema version %d", v);
+	}
+	return 0;
+}
+
+int db_open(const char *path, struct db **out)
+{
+	struct db *db = calloc(1, sizeof(*db));
+	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
+
+	if (!db)
+		return log_errno("db: calloc");
+	pthread_mutex_init(&db->lock, NULL);
+	if (sqlite3_open_v2(path, &db->conn, flags, NULL) != SQLITE_OK) {
+		log_error("open database %s: %s", path,
+			  db->conn ? sqlite3_errmsg(db->conn) : "out of memory");
+		db_close(db);
+		return -1;
+	}
+	sqlite3_busy_timeout(db->conn, 5000);
+	sqlite3_extended_result_codes(db->conn, 1);
+	/* WAL lets the host CLI (labd user ...) write while the daemon runs;
+	 * synchronous=NORMAL is durable across process crashes in WAL mode. */
+	if (db_simple(db, "PRAGMA journal_mode = WAL") < 0 ||
+	    db_simple(db, "PRAGMA synchronous = NORMAL") < 0 ||
+	    db_simple(db, "PRAGMA foreign_keys = ON") < 0 || db_migrate(db) < 0) {
+		db_close(db);
+		return -1;
+	}
+	*out = db;
+	return 0;
+}
+
+void db_close(struct db *db)
+{
+	if (!db)
+		return;
+	sqlite3_close(db->conn);
+	pthread_mutex_destroy(&db->lock);
+	free(db);
+}

@@ -1,0 +1,63 @@
+/* main.c - labd's command line: the daemon, --demo, and `user` administration. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "labd/cli.h"
+#include "labd/config.h"
+#include "labd/log.h"
+#include "labd/supervisor.h"
+
+#define DEFAULT_CONFIG "/etc/labd/labd.ini"
+
+static int usage(FILE *to)
+{
+	fprintf(to, "usage: labd [--config FILE] [--demo]        run the daemon\n"
+		    "       labd [--config FILE] [--demo] user add|passwd|list ...\n"
+		    "       labd --version\n"
+		    "--demo keeps state in ./var, serves ./web and listens on 127.0.0.1:8080;\n"
+		    "without --demo or --config, " DEFAULT_CONFIG " is read.\n");
+	return to == stderr ? 2 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *config_path = NULL;
+	bool demo = false;
+	struct labd_config cfg;
+	char err[1024];
+	enum log_level level;
+	int i;
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			config_path = argv[++i];
+		else if (strcmp(argv[i], "--demo") == 0)
+			demo = true;
+		else if (strcmp(argv[i], "--version") == 0)
+			return printf("labd %s\n", LABD_VERSION) < 0;
+		else if (strcmp(argv[i], "--help") == 0)
+			return usage(stdout);
+		else
+			return usage(stderr);
+	}
+	config_defaults(&cfg, demo);
+	if (!config_path && !demo)
+		config_path = DEFAULT_CONFIG;
+	if (config_path && config_load(&cfg, config_path, err, sizeof(err)) < 0) {
+		fprintf(stderr, "labd: %s\n", err);
+		return 1;
+	}
+	if (log_level_parse(cfg.log_level, &level) == 0)
+		log_set_level(level);
+	if (geteuid() != 0) {
+		fprintf(stderr, "labd: must be started as root (it drops to the %s user itself)\n",
+			cfg.user);
+		return 1;
+	}
+	if (i < argc && strcmp(argv[i], "user") == 0)
+		return cli_user(&cfg, argc - i, argv + i);
+	if (i < argc)
+		return usage(stderr);
+	return supervisor_run(&cfg);
+}
