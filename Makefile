@@ -28,6 +28,7 @@ SERVER_OBJS := $(SERVER_SRCS:%.c=$(BUILD)/%.o)
 UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 .PHONY: all deps run test check check-asan tests clean install fmt lint bench
+.SECONDARY:
 
 all: $(BUILD)/labd
 
@@ -44,10 +45,10 @@ $(BUILD)/libcommon.a: $(COMMON_OBJS)
 $(BUILD)/libserver.a: $(SERVER_OBJS)
 	$(AR) rcs $@ $^
 
-$(BUILD)/labd: $(BUILD)/server/main.o $(BUILD)/libserver.a $(SANDBOX_LIB) $(BUILD)/libcommon.a
+$(BUILD)/labd: $(BUILD)/server/main.o $(BUILD)/libserver.a $(BUILD)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libserver.a $(SANDBOX_LIB) $(BUILD)/libcommon.a
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libserver.a $(BUILD)/libcommon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 

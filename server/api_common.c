@@ -33,28 +33,29 @@ static int json_depth(json_t *v, int depth)
 	return max;
 }
 
-json_t *api_body(struct http_request *req, const char *const *allowed)
+json_t *api_error_json(const char *code, const char *message)
+{
+	return json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", message);
+}
+
+json_t *api_parse_object(const char *text, size_t len, const char *const *allowed,
+			 const char **code, char *message, size_t msglen)
 {
 	json_error_t err;
 	const char *key;
 	json_t *obj, *value;
 
-	if (!http_content_type_is(req, "application/json")) {
-		http_reply_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
-				 "send the body as Content-Type: application/json");
-		return NULL;
-	}
-	obj = json_loadb(req->body ? req->body : "", req->body_len, JSON_REJECT_DUPLICATES, &err);
+	*code = "bad_json";
+	obj = json_loadb(text ? text : "", len, JSON_REJECT_DUPLICATES, &err);
 	if (!obj) {
-		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_json",
-				 "body is not valid JSON: %s (line %d, column %d)", err.text,
-				 err.line, err.column);
+		snprintf(message, msglen, "body is not valid JSON: %s (line %d, column %d)",
+			 err.text, err.line, err.column);
 		return NULL;
 	}
 	if (!json_is_object(obj) || json_depth(obj, 0) > API_MAX_DEPTH) {
 		json_decref(obj);
-		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_json",
-				 "body must be a JSON object nested at most %d deep", API_MAX_DEPTH);
+		snprintf(message, msglen, "body must be a JSON object nested at most %d deep",
+			 API_MAX_DEPTH);
 		return NULL;
 	}
 	json_object_foreach(obj, key, value) {
@@ -62,12 +63,29 @@ json_t *api_body(struct http_request *req, const char *const *allowed)
 		for (const char *const *a = allowed; *a; a++)
 			known = known || strcmp(*a, key) == 0;
 		if (!known) {
-			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
-					 "unknown field \"%.64s\"", key);
+			*code = "bad_field";
+			snprintf(message, msglen, "unknown field \"%.64s\"", key);
 			json_decref(obj);
 			return NULL;
 		}
 	}
+	return obj;
+}
+
+json_t *api_body(struct http_request *req, const char *const *allowed)
+{
+	const char *code;
+	char message[256];
+	json_t *obj;
+
+	if (!http_content_type_is(req, "application/json")) {
+		http_reply_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
+				 "send the body as Content-Type: application/json");
+		return NULL;
+	}
+	obj = api_parse_object(req->body, req->body_len, allowed, &code, message, sizeof(message));
+	if (!obj)
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, code, "%s", message);
 	return obj;
 }
 

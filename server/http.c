@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "labd/api.h"
 #include "labd/app.h"
 #include "labd/log.h"
 #include "labd/routes.h"
@@ -115,8 +116,7 @@ void http_reply_error(struct http_request *req, unsigned status, const char *cod
 	va_start(ap, fmt);
 	vsnprintf(message, sizeof(message), fmt, ap);
 	va_end(ap);
-	http_reply_json(req, status,
-			json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", message));
+	http_reply_json(req, status, api_error_json(code, message));
 }
 
 void http_reply_empty(struct http_request *req, unsigned status)

@@ -77,9 +77,11 @@ int tokens_lookup(struct db *db, const char *token, int64_t now, struct token_in
 	if (rc == SQLITE_ROW)
 		token_from_row(st, out);
 	sqlite3_finalize(st);
-	if (rc == SQLITE_ROW && now - out->last_used_at >= 60)
-		db_exec(db, "UPDATE api_tokens SET last_used_at = ? WHERE id = ?", "ii", now,
-			out->id);
+	/* Written at most once a minute per token, like session last_seen. */
+	if (rc == SQLITE_ROW && now - out->last_used_at >= 60 &&
+	    db_exec(db, "UPDATE api_tokens SET last_used_at = ? WHERE id = ?", "ii", now,
+		    out->id) == 1)
+		out->last_used_at = now;
 	db_unlock(db);
 	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }

@@ -12,6 +12,13 @@
 struct http_request;
 struct user;
 
+/* The error body {"error":{"code":code,"message":message}}; caller owns it. */
+json_t *api_error_json(const char *code, const char *message);
+/* Pure part of api_body: parses text as a JSON object of at most 8 levels with
+ * only the allowed fields. On failure returns NULL and writes the error code
+ * ("bad_json" or "bad_field") and a message naming the problem. */
+json_t *api_parse_object(const char *text, size_t len, const char *const *allowed,
+			 const char **code, char *message, size_t msglen);
 /* Parses the request body as a JSON object, allowing only the listed field
  * names (NULL-terminated). On failure sets the 400/415 reply and returns NULL;
  * on success the caller owns the returned reference. */

@@ -1,0 +1,120 @@
+/* sandbox.h - start, watch and tear down one user's sandbox (docs/sandbox.md).
+ *
+ * The supervisor (root) fills a struct sandbox_spec, calls sandbox_start() and gets a
+ * struct sandbox_handle back.  Everything the sandbox holds on the host (cgroups, the
+ * home mount reference, the per-session run dir) is recorded in a state file under
+ * spec->state_dir, so a restarted supervisor can re-adopt it (sandbox_adopt) and
+ * sandbox_gc() can clean what a crash left.
+ *
+ * Threading: sandbox_start() forks; call it from a single-threaded supervisor (or
+ * accept that the child only uses what it was given).  Nothing here is thread-safe.
+ */
+#ifndef LABD_SANDBOX_H
+#define LABD_SANDBOX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SANDBOX_MAX_GPUS 16
+#define SANDBOX_MAX_MASKS 32
+#define SANDBOX_ID_MAX 64
+#define SANDBOX_PATH_MAX 4096
+
+enum sandbox_net {
+	SANDBOX_NET_NONE,   /* own network namespace with loopback only */
+	SANDBOX_NET_EGRESS, /* user-mode NAT; not built yet: sandbox_start returns -1 */
+};
+
+/* What to run and under which limits.  Every pointer is borrowed: it must stay valid
+ * until sandbox_start() returns; the library copies what it keeps.  Zero / NULL
+ * fields take the defaults sandbox_spec_init() documents. */
+struct sandbox_spec {
+	const char *user;   /* lab user name: hostname, /home/<user>, USER; [a-z_][a-z0-9_-]* */
+	uint32_t user_id;   /* lab user id; the host uid/gid is uid_base + user_id */
+	uint32_t uid_base;  /* first host uid of the lab's range (default 200000) */
+	uint32_t inner_uid; /* uid/gid inside the sandbox (default 1000) */
+
+	const char *home_image; /* sparse ext4 image, created on first use; NULL: no home */
+	uint64_t home_size;     /* bytes, for creation (default 15 GiB) */
+
+	uint64_t mem_bytes;  /* memory limit, 0 = none */
+	uint32_t cpu_milli;  /* CPU quota in thousandths of a CPU (2000 = 2 CPUs), 0 = none */
+	uint32_t pids_max;   /* pids limit, 0 = none */
+	uint64_t tmp_bytes;  /* /tmp tmpfs size (default 1 GiB) */
+	uint64_t shm_bytes;  /* /dev/shm tmpfs size (default: mem_bytes / 2, or 1 GiB) */
+	uint32_t io_weight;  /* 1..10000 (v2 io.weight scale); 0 = leave; v1 maps to 10..1000 */
+	uint64_t io_wbps;    /* write bytes/s on the home's loop device, 0 = none */
+	uint64_t nofile;     /* RLIMIT_NOFILE (default 4096) */
+
+	enum sandbox_net net;
+	unsigned gpus[SANDBOX_MAX_GPUS]; /* GPU minors to pass through (/dev/nvidiaN) */
+	unsigned n_gpus;
+	const char *dev_prefix;     /* where the nvidia nodes live (default "/dev") */
+	const char *driver_lib_dir; /* host dir of libcuda/libnvidia-* (image != "/") */
+
+	const char *image;    /* root filesystem, bound read-only (default "/") */
+	const char *run_dir;  /* host dir bound at /run/labd; created, removed at destroy */
+	const char *state_dir; /* supervisor state (default "/var/lib/labd"), masked inside */
+	const char *cgroup_parent; /* cgroup under each hierarchy (default "labd") */
+	const char *masks[SANDBOX_MAX_MASKS]; /* extra host paths hidden inside */
+	unsigned n_masks;
+
+	char *const *argv; /* command run inside; argv[0] is looked up in the sandbox PATH */
+	char *const *envp; /* extra "K=V" entries added to the clean environment, or NULL */
+	const char *cwd;   /* inside; default the home, else "/" */
+	bool die_with_parent; /* SIGKILL the sandbox when the caller dies (labbox run) */
+	bool verbose;
+};
+
+/* A running (or finished) sandbox.  Owned by the caller; release with
+ * sandbox_destroy() (teardown) or sandbox_handle_clear() (forget, keep running). */
+struct sandbox_handle {
+	char id[SANDBOX_ID_MAX]; /* "<user>-<hex>", names the state file and cgroup */
+	pid_t pid;               /* host pid of the sandbox init (pid 1 inside) */
+	uint64_t start_time;     /* /proc/<pid>/stat starttime, guards against pid reuse */
+	int status_fd;           /* pipe carrying the command's wait status, or -1 */
+	bool is_child;           /* pid is our child (waitpid works) */
+	char state_path[SANDBOX_PATH_MAX];
+};
+
+enum sandbox_exit_kind {
+	SANDBOX_EXITED,   /* code holds the exit status */
+	SANDBOX_SIGNALED, /* signal holds the signal number */
+	SANDBOX_OOM,      /* killed by the memory cgroup's OOM killer */
+	SANDBOX_UNKNOWN,  /* re-adopted sandbox: only "it ended" is known */
+};
+
+struct sandbox_result {
+	enum sandbox_exit_kind kind;
+	int code;
+	int signal;
+	uint64_t oom_kills; /* OOM kills counted in the sandbox's memory cgroup */
+};
+
+/* Fills defaults: uid_base 200000, inner_uid 1000, home 15 GiB, tmp 1 GiB, nofile 4096,
+ * image "/", dev_prefix "/dev", state_dir "/var/lib/labd", cgroup_parent "labd". */
+void sandbox_spec_init(struct sandbox_spec *spec);
+/* Checks names, ranges and paths; 0 or -1 with a logged reason. */
+int sandbox_spec_check(const struct sandbox_spec *spec);
+
+/* Builds and starts the sandbox; on success *h is filled and the command runs.
+ * On failure everything taken is released again and -1 is returned. */
+int sandbox_start(const struct sandbox_spec *spec, struct sandbox_handle *h);
+/* Waits for the sandbox to end (blocking) and fills *res.  Does not tear down. */
+int sandbox_wait(struct sandbox_handle *h, struct sandbox_result *res);
+/* Sends sig to the command (SIGTERM is forwarded by init) or, for SIGKILL, kills the
+ * whole sandbox through its cgroup.  0 or -1. */
+int sandbox_kill(struct sandbox_handle *h, int sig);
+/* Kills what is left, removes cgroups, drops the home reference, removes the run dir
+ * and the state file, and clears *h.  Safe on a half-built or already dead sandbox. */
+int sandbox_destroy(struct sandbox_handle *h);
+/* Closes fds held by *h without touching the sandbox (it keeps running). */
+void sandbox_handle_clear(struct sandbox_handle *h);
+/* Re-adopts a sandbox from its state file by id; -1 when unknown or no longer alive. */
+int sandbox_adopt(const char *state_dir, const char *id, struct sandbox_handle *h);
+/* Tears down every sandbox in state_dir whose init is gone (or all with all=true), and
+ * drops home references no live sandbox holds.  Returns how many were cleaned, or -1. */
+int sandbox_gc(const char *state_dir, bool all);
+
+#endif

@@ -1,0 +1,40 @@
+/* sandbox_state.h - the state file that records what one sandbox holds on the host.
+ *
+ * One file per sandbox, <state_dir>/sandboxes/<id>.state, "key=value" lines, written
+ * atomically (temp file + rename).  It is what sandbox_gc() and sandbox_adopt() read
+ * after a crash, so every host resource is recorded before it is taken.
+ */
+#ifndef LABD_SANDBOX_STATE_H
+#define LABD_SANDBOX_STATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "labd/sandbox.h"
+
+struct sandbox_state {
+	char id[SANDBOX_ID_MAX];
+	char user[64];
+	pid_t pid;           /* 0 until the init runs */
+	uint64_t start_time; /* of pid, from /proc/<pid>/stat field 22 */
+	char home_image[SANDBOX_PATH_MAX]; /* "" when no home */
+	char run_dir[SANDBOX_PATH_MAX];    /* "" when none */
+	char cgroup_parent[256];
+};
+
+/* Serialises st into buf (NUL-terminated); returns the length or -1 if it does not fit. */
+int sandbox_state_format(const struct sandbox_state *st, char *buf, size_t size);
+/* Parses text (len bytes, need not be NUL-terminated) into *st; unknown keys are
+ * errors, every value is length- and range-checked.  0 or -1. */
+int sandbox_state_parse(const char *text, size_t len, struct sandbox_state *st);
+/* Writes <state_dir>/sandboxes/<id>.state atomically (mode 0600); 0 or -1. */
+int sandbox_state_save(const char *state_dir, const struct sandbox_state *st);
+/* Reads the state file at path (at most 64 KiB); 0 or -1. */
+int sandbox_state_load(const char *path, struct sandbox_state *st);
+/* Builds the state file path into buf; 0 or -1 if it does not fit. */
+int sandbox_state_path(const char *state_dir, const char *id, char *buf, size_t size);
+/* Reads field 22 (starttime) of /proc/<pid>/stat; 0 if the process is gone. */
+uint64_t sandbox_proc_start_time(pid_t pid);
+
+#endif

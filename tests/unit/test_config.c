@@ -1,0 +1,138 @@
+/* Unit tests: config defaults, INI loading and every kind of bad value. */
+#include "unit.h"
+
+#include "labd/config.h"
+
+static void load_text(const char *text, struct labd_config *cfg, int *rc, char *err, size_t len)
+{
+	char dir[64], path[128];
+	unit_tempdir(dir);
+	unit_write(dir, "labd.ini", text, path);
+	config_defaults(cfg, false);
+	*rc = config_load(cfg, path, err, len);
+	unit_rmdir(dir);
+}
+
+static void test_defaults(void **state)
+{
+	struct labd_config cfg;
+	(void)state;
+	config_defaults(&cfg, false);
+	assert_string_equal(cfg.listen, "127.0.0.1:8080");
+	assert_string_equal(cfg.state_dir, "/var/lib/labd");
+	assert_int_equal(cfg.max_body, 1024 * 1024);
+	assert_int_equal(cfg.lockout_failures, 10);
+	assert_int_equal(cfg.lockout_duration, 900);
+	assert_int_equal(cfg.scrypt_n, 32768);
+	config_defaults(&cfg, true);
+	assert_string_equal(cfg.state_dir, "./var");
+	assert_string_equal(cfg.web_root, "./web");
+}
+
+static void test_load_values(void **state)
+{
+	struct labd_config cfg;
+	char err[256];
+	int rc;
+	(void)state;
+	load_text("; comment\n[server]\nlisten = [::1]:9000\nmax_body = 64K\nsecure_cookies = yes\n"
+		  "connection_timeout = 2m\n[auth]\nsession_idle = 8h\nscrypt_n = 1024\n",
+		  &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_string_equal(cfg.listen, "[::1]:9000");
+	assert_int_equal(cfg.max_body, 65536);
+	assert_true(cfg.secure_cookies);
+	assert_int_equal(cfg.connection_timeout, 120);
+	assert_int_equal(cfg.session_idle, 8 * 3600);
+	assert_int_equal(cfg.scrypt_n, 1024);
+}
+
+static void test_unknown_key_names_file_line_key(void **state)
+{
+	struct labd_config cfg;
+	char err[256];
+	int rc;
+	(void)state;
+	load_text("[server]\nlisten = 127.0.0.1:1\n\nbogus_key = 3\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(err, "labd.ini:4:"));
+	assert_non_null(strstr(err, "bogus_key"));
+	load_text("[nosuch]\nlisten = 1\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(err, ":2: unknown key [nosuch] listen"));
+}
+
+static void test_bad_values(void **state)
+{
+	static const char *const bad[] = {
+		"[server]\nthreads = lots\n",	      "[server]\nthreads = 9999\n",
+		"[server]\nlisten = localhost\n",     "[server]\nlisten = 1.2.3.4:70000\n",
+		"[server]\nmax_body = 12X\n",	      "[server]\nsecure_cookies = maybe\n",
+		"[auth]\nscrypt_n = 1000\n",	      "[auth]\nsession_idle = -5\n",
+		"[server]\nlog_level = loud\n",	      "[auth]\nbackoff_base = 10m\nbackoff_max = 1m\n",
+		"[server]\nstate_dir = \n",
+	};
+	struct labd_config cfg;
+	char err[256];
+	int rc;
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		load_text(bad[i], &cfg, &rc, err, sizeof(err));
+		assert_int_equal(rc, -1);
+		assert_non_null(strstr(err, "labd.ini"));
+	}
+	load_text("[server]\nthreads = lots\n", &cfg, &rc, err, sizeof(err));
+	assert_non_null(strstr(err, ":2: bad value for [server] threads"));
+}
+
+static void test_missing_file(void **state)
+{
+	struct labd_config cfg;
+	char err[256];
+	(void)state;
+	config_defaults(&cfg, false);
+	assert_int_equal(config_load(&cfg, "/nonexistent/labd.ini", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "cannot open"));
+}
+
+static void test_parsers(void **state)
+{
+	int64_t d;
+	uint64_t s;
+	char host[64];
+	unsigned port;
+	(void)state;
+	assert_int_equal(config_parse_duration("90", &d), 0);
+	assert_int_equal(d, 90);
+	assert_int_equal(config_parse_duration("15m", &d), 0);
+	assert_int_equal(d, 900);
+	assert_int_equal(config_parse_duration("7d", &d), 0);
+	assert_int_equal(d, 7 * 86400);
+	assert_int_equal(config_parse_duration("1w", &d), -1);
+	assert_int_equal(config_parse_duration("m", &d), -1);
+	assert_int_equal(config_parse_duration("5mm", &d), -1);
+	assert_int_equal(config_parse_size("15G", &s), 0);
+	assert_true(s == 15ULL << 30);
+	assert_int_equal(config_parse_size("99999999999999999999", &s), -1);
+	assert_int_equal(config_split_listen("0.0.0.0:443", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "0.0.0.0");
+	assert_int_equal(port, 443);
+	assert_int_equal(config_split_listen("[::]:80", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "::");
+	assert_int_equal(config_split_listen(":80", host, sizeof(host), &port), -1);
+	assert_int_equal(config_split_listen("1.2.3.4:", host, sizeof(host), &port), -1);
+	assert_int_equal(config_split_listen("1.2.3.4:0", host, sizeof(host), &port), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_load_values),
+		cmocka_unit_test(test_unknown_key_names_file_line_key),
+		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_parsers),
+	};
+	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}

@@ -1,0 +1,285 @@
+/* Unit tests over a real SQLite file: migrations, users, sessions, tokens,
+ * login throttling. */
+#include "unit.h"
+
+#include <sqlite3.h>
+
+#include "labd/db.h"
+#include "labd/migrations.h"
+#include "labd/sessions.h"
+#include "labd/throttle.h"
+#include "labd/tokens.h"
+#include "labd/users.h"
+
+struct fixture {
+	char dir[64];
+	char path[128];
+	struct db *db;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	unit_tempdir(f->dir);
+	snprintf(f->path, sizeof(f->path), "%s/labd.db", f->dir);
+	assert_int_equal(db_open(f->path, &f->db), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	db_close(f->db);
+	unit_rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+static int64_t make_user(struct db *db, const char *name, enum user_role role)
+{
+	struct user u;
+	assert_int_equal(users_create(db, name, role, "$scrypt$x", 1000, &u), 0);
+	return u.id;
+}
+
+static void test_migrations_apply_once(void **state)
+{
+	struct fixture *f = *state;
+	struct db *again;
+	sqlite3 *raw;
+	sqlite3_stmt *st;
+
+	assert_int_equal(db_schema_version(f->db), migrations_count());
+	assert_int_equal(db_latest_version(), migrations_count());
+	assert_null(migrations_sql(0));
+	assert_null(migrations_sql(migrations_count() + 1));
+	db_close(f->db);
+	assert_int_equal(db_open(f->path, &again), 0); /* re-open applies nothing twice */
+	assert_int_equal(db_schema_version(again), migrations_count());
+	db_close(again);
+	/* WAL journal mode persists in the file. */
+	assert_int_equal(sqlite3_open(f->path, &raw), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(raw, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
+	sqlite3_finalize(st);
+	/* A database from a newer labd is refused, not downgraded. */
+	assert_int_equal(sqlite3_exec(raw, "PRAGMA user_version = 999", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(raw);
+	assert_int_equal(db_open(f->path, &again), -1);
+	/* teardown closes f->db: give it a fresh store */
+	char fresh[128];
+	snprintf(fresh, sizeof(fresh), "%s/fresh.db", f->dir);
+	assert_int_equal(db_open(fresh, &f->db), 0);
+}
+
+static void test_users_crud_and_conflict(void **state)
+{
+	struct fixture *f = *state;
+	struct user u;
+
+	make_user(f->db, "alice", USER_ROLE_USER);
+	assert_int_equal(users_create(f->db, "alice", USER_ROLE_USER, "h", 1, NULL), DB_CONFLICT);
+	assert_int_equal(users_find_by_name(f->db, "alice", &u), 1);
+	assert_int_equal(u.role, USER_ROLE_USER);
+	assert_false(u.disabled);
+	assert_int_equal(users_find_by_name(f->db, "nobody", &u), 0);
+	assert_int_equal(users_count(f->db), 1);
+	assert_int_equal(users_delete(f->db, "nobody"), USERS_NOT_FOUND);
+}
+
+static void test_last_admin_is_protected(void **state)
+{
+	struct fixture *f = *state;
+	enum user_role user_role = USER_ROLE_USER;
+	bool yes = true;
+
+	make_user(f->db, "root1", USER_ROLE_ADMIN);
+	make_user(f->db, "bob", USER_ROLE_USER);
+	assert_int_equal(users_update(f->db, "root1", &user_role, NULL, 2), USERS_LAST_ADMIN);
+	assert_int_equal(users_update(f->db, "root1", NULL, &yes, 2), USERS_LAST_ADMIN);
+	assert_int_equal(users_delete(f->db, "root1"), USERS_LAST_ADMIN);
+	struct user u;
+	assert_int_equal(users_find_by_name(f->db, "root1", &u), 1);
+	assert_int_equal(u.role, USER_ROLE_ADMIN); /* rolled back */
+	assert_false(u.disabled);
+	make_user(f->db, "root2", USER_ROLE_ADMIN);
+	assert_int_equal(users_update(f->db, "root1", NULL, &yes, 2), USERS_OK);
+	assert_int_equal(users_delete(f->db, "root1"), USERS_OK);
+	assert_int_equal(users_count_admins(f->db), 1);
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	assert_true(users_name_valid("a"));
+	assert_true(users_name_valid("alice_2-b"));
+	assert_true(users_name_valid("abcdefghijklmnopqrstuvwxyz012345"));	/* 32 */
+	assert_false(users_name_valid("abcdefghijklmnopqrstuvwxyz0123456")); /* 33 */
+	assert_false(users_name_valid(""));
+	assert_false(users_name_valid("Alice"));
+	assert_false(users_name_valid("1abc"));
+	assert_false(users_name_valid("a.b"));
+	assert_false(users_name_valid("a/b"));
+	assert_false(users_name_valid("_a"));
+}
+
+static void test_sessions(void **state)
+{
+	struct fixture *f = *state;
+	struct session_limits lim = {.idle = 100, .lifetime = 1000};
+	char secret[SESSION_SECRET_LEN + 1], secret2[SESSION_SECRET_LEN + 1];
+	struct session s, found;
+	int64_t uid = make_user(f->db, "carol", USER_ROLE_USER);
+	sqlite3_stmt *st;
+
+	assert_int_equal(sessions_create(f->db, uid, "127.0.0.1", &lim, 5000, secret, &s), 0);
+	assert_int_equal(strlen(secret), SESSION_SECRET_LEN);
+	assert_true(sessions_secret_valid(secret));
+	/* Only the hash is stored. */
+	db_lock(f->db);
+	assert_int_equal(db_prepare(f->db, &st, "SELECT count(*) FROM sessions WHERE token_hash = ?",
+				    "t", secret),
+			 0);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(st, 0), 0);
+	sqlite3_finalize(st);
+	db_unlock(f->db);
+	assert_int_equal(sessions_lookup(f->db, secret, &lim, 5050, &found), 1);
+	assert_int_equal(found.user_id, uid);
+	assert_string_equal(found.csrf_token, s.csrf_token);
+	/* idle expiry: last use at 5050 (touched), now 5050+100 */
+	assert_int_equal(sessions_lookup(f->db, secret, &lim, 5150, &found), 0);
+	assert_int_equal(sessions_lookup(f->db, secret, &lim, 5151, &found), 0); /* deleted */
+	/* absolute expiry even when used constantly */
+	assert_int_equal(sessions_create(f->db, uid, NULL, &lim, 10000, secret2, &s), 0);
+	for (int64_t t = 10000; t < 11000; t += 50)
+		assert_int_equal(sessions_lookup(f->db, secret2, &lim, t, &found), 1);
+	assert_int_equal(sessions_lookup(f->db, secret2, &lim, 11000, &found), 0);
+	assert_int_equal(sessions_lookup(f->db, "not-a-secret", &lim, 1, &found), 0);
+	assert_false(sessions_secret_valid("abc"));
+	assert_false(sessions_secret_valid("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa+"));
+}
+
+static void test_sessions_cascade_on_user_delete(void **state)
+{
+	struct fixture *f = *state;
+	struct session_limits lim = {.idle = 100, .lifetime = 1000};
+	char secret[SESSION_SECRET_LEN + 1];
+	struct session s, found;
+	char token[TOKEN_LEN + 1];
+	struct token_info t;
+
+	make_user(f->db, "admin", USER_ROLE_ADMIN);
+	int64_t uid = make_user(f->db, "dave", USER_ROLE_USER);
+	assert_int_equal(sessions_create(f->db, uid, NULL, &lim, 10, secret, &s), 0);
+	assert_int_equal(tokens_create(f->db, uid, "ci", 10, token, &t), 0);
+	assert_int_equal(users_delete(f->db, "dave"), USERS_OK);
+	assert_int_equal(sessions_lookup(f->db, secret, &lim, 11, &found), 0);
+	assert_int_equal(tokens_lookup(f->db, token, 11, &t), 0);
+}
+
+static int count_tokens(const struct token_info *t, void *ctx)
+{
+	(void)t;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static void test_tokens(void **state)
+{
+	struct fixture *f = *state;
+	char token[TOKEN_LEN + 1], other[TOKEN_LEN + 1];
+	struct token_info t, found;
+	int64_t uid = make_user(f->db, "erin", USER_ROLE_USER);
+	int64_t uid2 = make_user(f->db, "frank", USER_ROLE_USER);
+	int n = 0;
+
+	assert_int_equal(tokens_create(f->db, uid, "laptop", 100, token, &t), 0);
+	assert_int_equal(strlen(token), TOKEN_LEN);
+	assert_true(strncmp(token, "labd_", 5) == 0);
+	assert_int_equal(strncmp(t.prefix, token, TOKEN_SHOWN_PREFIX_LEN), 0);
+	assert_int_equal(tokens_create(f->db, uid, "laptop", 100, other, &t), DB_CONFLICT);
+	assert_int_equal(tokens_create(f->db, uid2, "laptop", 100, other, &t), 0);
+	assert_int_equal(tokens_lookup(f->db, token, 200, &found), 1);
+	assert_int_equal(found.user_id, uid);
+	assert_int_equal(found.last_used_at, 200);
+	token[10] = token[10] == 'A' ? 'B' : 'A';
+	assert_int_equal(tokens_lookup(f->db, token, 200, &found), 0);
+	assert_int_equal(tokens_lookup(f->db, "labd_short", 200, &found), 0);
+	assert_int_equal(tokens_each(f->db, uid, count_tokens, &n), 0);
+	assert_int_equal(n, 1);
+	/* Another user's token id cannot be revoked by this user. */
+	assert_int_equal(tokens_delete(f->db, uid, t.id), 0);
+	assert_int_equal(tokens_delete(f->db, uid2, t.id), 1);
+	assert_int_equal(tokens_delete(f->db, uid2, t.id), 0);
+	assert_true(tokens_name_valid("CI runner ✓"));
+	assert_false(tokens_name_valid(""));
+	assert_false(tokens_name_valid("tab\there"));
+	char longname[80];
+	memset(longname, 'x', 65);
+	longname[65] = '\0';
+	assert_false(tokens_name_valid(longname));
+}
+
+static void test_throttle(void **state)
+{
+	struct fixture *f = *state;
+	struct throttle_policy p = {.backoff_after = 3, .backoff_base = 2, .backoff_max = 10,
+				    .lockout_failures = 6, .lockout_duration = 900};
+	int64_t wait;
+
+	assert_int_equal(throttle_backoff_delay(&p, 2), 0);
+	assert_int_equal(throttle_backoff_delay(&p, 3), 2);
+	assert_int_equal(throttle_backoff_delay(&p, 4), 4);
+	assert_int_equal(throttle_backoff_delay(&p, 5), 8);
+	assert_int_equal(throttle_backoff_delay(&p, 6), 10); /* capped */
+	assert_int_equal(throttle_backoff_delay(&p, 200), 10);
+
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(throttle_check(f->db, "user:x", &p, 1000, &wait), THROTTLE_ALLOWED);
+		assert_int_equal(throttle_fail(f->db, "user:x", &p, 1000), THROTTLE_ALLOWED);
+	}
+	assert_int_equal(throttle_fail(f->db, "user:x", &p, 1000), THROTTLE_ALLOWED); /* 3rd */
+	assert_int_equal(throttle_check(f->db, "user:x", &p, 1001, &wait), THROTTLE_BACKOFF);
+	assert_int_equal(wait, 1);
+	assert_int_equal(throttle_check(f->db, "user:x", &p, 1002, &wait), THROTTLE_ALLOWED);
+	assert_int_equal(throttle_fail(f->db, "user:x", &p, 1002), THROTTLE_ALLOWED);
+	assert_int_equal(throttle_fail(f->db, "user:x", &p, 1010), THROTTLE_ALLOWED);
+	assert_int_equal(throttle_fail(f->db, "user:x", &p, 1020), THROTTLE_LOCKED); /* 6th */
+	assert_int_equal(throttle_check(f->db, "user:x", &p, 1500, &wait), THROTTLE_LOCKED);
+	assert_int_equal(wait, 420);
+	assert_int_equal(throttle_check(f->db, "user:x", &p, 1920, &wait), THROTTLE_ALLOWED);
+	/* Other keys are independent; clearing forgets. */
+	assert_int_equal(throttle_check(f->db, "user:y", &p, 1500, &wait), THROTTLE_ALLOWED);
+	throttle_fail(f->db, "user:y", &p, 1500);
+	throttle_fail(f->db, "user:y", &p, 1500);
+	throttle_fail(f->db, "user:y", &p, 1500);
+	throttle_clear(f->db, "user:y");
+	assert_int_equal(throttle_check(f->db, "user:y", &p, 1500, &wait), THROTTLE_ALLOWED);
+	/* Old failures age out after a lockout period. */
+	throttle_fail(f->db, "user:z", &p, 0);
+	throttle_fail(f->db, "user:z", &p, 0);
+	throttle_fail(f->db, "user:z", &p, 0);
+	assert_int_equal(throttle_check(f->db, "user:z", &p, 1, &wait), THROTTLE_BACKOFF);
+	assert_int_equal(throttle_check(f->db, "user:z", &p, 900, &wait), THROTTLE_ALLOWED);
+	assert_int_equal(throttle_fail(f->db, "user:z", &p, 900), THROTTLE_ALLOWED);
+	assert_int_equal(throttle_check(f->db, "user:z", &p, 900, &wait), THROTTLE_ALLOWED);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_migrations_apply_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_users_crud_and_conflict, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_last_admin_is_protected, setup, teardown),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test_setup_teardown(test_sessions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sessions_cascade_on_user_delete, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_tokens, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_throttle, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
+}
