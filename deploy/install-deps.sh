@@ -53,5 +53,3 @@ if [ ! -d "$top/tests/e2e/node_modules/playwright-core" ] && [ -f "$top/tests/e2
                           npm install --no-audit --no-fund --silent)
 fi
 
-# Marker so make can skip this script when nothing changed.
-touch "$top/.deps-installed"

@@ -155,6 +155,7 @@ struct load_state {
 	const char *path;
 	FILE *file;
 	int lineno; /* Debian's inih passes no line number: count lines as we feed them */
+	int section_lineno; /* line of the last [section] header */
 	char *err;
 	size_t errlen;
 	int failed;
@@ -241,8 +242,11 @@ static char *read_line(char *buf, int size, void *stream)
 {
 	struct load_state *st = stream;
 	char *line = fgets(buf, size, st->file);
-	if (line)
+	if (line) {
 		st->lineno++;
+		if (line[strspn(line, " \t")] == '[')
+			st->section_lineno = st->lineno;
+	}
 	return line;
 }
 
@@ -265,15 +269,22 @@ static int on_ini_value(void *user, const char *section, const char *name, const
 		st->failed = 1;
 		return 0;
 	}
-	snprintf(st->err, st->errlen, "%s:%d: unknown key [%s] %s", st->path, lineno, section,
-		 name);
+	bool known_section = false;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		known_section = known_section || strcmp(keys[i].section, section) == 0;
+	if (!known_section)
+		snprintf(st->err, st->errlen, "%s:%d: unknown section [%s] (key %s)", st->path,
+			 section[0] ? st->section_lineno : lineno, section, name);
+	else
+		snprintf(st->err, st->errlen, "%s:%d: unknown key [%s] %s", st->path, lineno,
+			 section, name);
 	st->failed = 1;
 	return 0;
 }
 
 int config_load(struct labd_config *cfg, const char *path, char *err, size_t errlen)
 {
-	struct load_state st = {cfg, path, NULL, 0, err, errlen, 0};
+	struct load_state st = {cfg, path, NULL, 0, 0, err, errlen, 0};
 	int rc;
 
 	st.file = fopen(path, "re");

@@ -304,6 +304,20 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
+/* libmicrohttpd's decoder turns "%00" into a NUL that would silently cut the
+ * path short ("a.css%00.html" -> "a.css"); turn decoded NULs into a control
+ * character instead, which no route or file name accepts. */
+static size_t unescape_without_nul(void *cls, struct MHD_Connection *conn, char *uri)
+{
+	size_t len = MHD_http_unescape(uri);
+	(void)cls;
+	(void)conn;
+	for (size_t i = 0; i < len; i++)
+		if (uri[i] == '\0')
+			uri[i] = '\x01';
+	return len;
+}
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char msg[512];
@@ -329,6 +343,7 @@ struct MHD_Daemon *http_start(struct app *app, int listen_fd)
 		threads, MHD_OPTION_CONNECTION_LIMIT, app->cfg->max_connections,
 		MHD_OPTION_CONNECTION_TIMEOUT, app->cfg->connection_timeout,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+		on_completed, NULL, MHD_OPTION_UNESCAPE_CALLBACK, unescape_without_nul, NULL,
+		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 		MHD_OPTION_END);
 }

@@ -59,7 +59,7 @@ static void test_unknown_key_names_file_line_key(void **state)
 	assert_non_null(strstr(err, "bogus_key"));
 	load_text("[nosuch]\nlisten = 1\n", &cfg, &rc, err, sizeof(err));
 	assert_int_equal(rc, -1);
-	assert_non_null(strstr(err, ":2: unknown key [nosuch] listen"));
+	assert_non_null(strstr(err, ":1: unknown section [nosuch]"));
 }
 
 static void test_bad_values(void **state)
