@@ -1,0 +1,34 @@
+/* labd login page: carries ?next= into the form and shows ?error= messages. */
+(function () {
+  "use strict";
+
+  var MESSAGES = {
+    invalid: "Wrong user name or password.",
+    throttled: "Too many attempts; wait a moment and try again.",
+    locked: "Too many failed attempts: this account is locked for 15 minutes.",
+  };
+
+  /* Only local paths: "/x", never "//host" or "/\host" (the server checks too). */
+  function safeNext(value) {
+    if (!value || value.charAt(0) !== "/") return "";
+    var second = value.charAt(1);
+    if (second === "/" || second === "\\") return "";
+    return value;
+  }
+
+  function init() {
+    var params = new URLSearchParams(window.location.search);
+    var next = document.getElementById("next");
+    if (next) next.value = safeNext(params.get("next"));
+
+    var code = params.get("error");
+    var box = document.getElementById("login-error");
+    if (code && box) {
+      box.textContent = MESSAGES[code] || "Login failed. Please try again.";
+      box.hidden = false;
+    }
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();
