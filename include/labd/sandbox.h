@@ -1,6 +1,6 @@
 /* sandbox.h - start, watch and tear down one user's sandbox (docs/sandbox.md).
  *
- * The supervisor (root) fills a struct sandbox_spec, calls sandbox_start() and gets a
+ * The supervisor (root) fills a struct sandbox_spec, calls sandbox_start() and receives a
  * struct sandbox_handle back.  Everything the sandbox holds on the host (cgroups, the
  * home mount reference, the per-session run dir) is recorded in a state file under
  * spec->state_dir, so a restarted supervisor can re-adopt it (sandbox_adopt) and

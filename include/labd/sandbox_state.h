@@ -34,7 +34,7 @@ int sandbox_state_save(const char *state_dir, const struct sandbox_state *st);
 int sandbox_state_load(const char *path, struct sandbox_state *st);
 /* Builds the state file path into buf; 0 or -1 if it does not fit. */
 int sandbox_state_path(const char *state_dir, const char *id, char *buf, size_t size);
-/* Reads field 22 (starttime) of /proc/<pid>/stat; 0 if the process is gone. */
+/* Reads field 22 (starttime) of /proc/<pid>/stat; 0 if the process is gone or a zombie. */
 uint64_t sandbox_proc_start_time(pid_t pid);
 
 #endif

@@ -1,0 +1,59 @@
+/* child.h - what the sandbox child (pid 1 of the new namespaces) is given.
+ * Internal to sandbox/: the parent fills it before clone, the child only reads it. */
+#ifndef LABD_SANDBOX_CHILD_H
+#define LABD_SANDBOX_CHILD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "labd/sandbox.h"
+
+#define CHILD_MAX_DEVS 24
+#define CHILD_MAX_ENV 64
+
+struct child_dev {
+	char src[SANDBOX_PATH_MAX]; /* host node, checked to be a char device */
+	char name[64];              /* under /dev inside */
+};
+
+struct child_args {
+	int sync_fd;   /* read: one byte when maps and cgroup are in place */
+	int err_fd;    /* write, O_CLOEXEC: setup error text, EOF on exec */
+	int status_fd; /* write: the command's wait status (int) */
+	uid_t inner_uid;
+	const char *user;
+	char home_src[SANDBOX_PATH_MAX]; /* host mount of the home, "" for none */
+	char home_dst[SANDBOX_PATH_MAX]; /* "/home/<user>" */
+	const char *image;
+	const char *run_dir;
+	const char *driver_lib_dir;
+	const char *masks[SANDBOX_MAX_MASKS + 8];
+	unsigned n_masks;
+	struct child_dev devs[CHILD_MAX_DEVS];
+	unsigned n_devs;
+	bool gpu;
+	uint64_t tmp_bytes, shm_bytes, nofile;
+	char *const *argv;
+	char *envp[CHILD_MAX_ENV + 1];
+	const char *cwd;
+	bool die_with_parent;
+	pid_t parent;
+};
+
+/* Runs in the clone()d child: waits for the parent, builds the filesystem, drops
+ * privileges, becomes init and runs the command.  Never returns. */
+_Noreturn void child_main(const struct child_args *a);
+struct mount_fds {
+	int root, home, run, driver;    /* detached mount trees (open_tree), or -1 */
+	int devs[CHILD_MAX_DEVS];
+};
+
+/* Clones every host tree the sandbox needs while the child still has the host root's
+ * file access (mounts.c).  0, or -1 with a message in msg. */
+int mounts_prepare(const struct child_args *a, struct mount_fds *fds, char *msg, size_t msglen);
+/* Builds the new root from fds (consumed) as the inner uid and pivots into it.
+ * 0, or -1 with a message in msg. */
+int mounts_build(const struct child_args *a, struct mount_fds *fds, char *msg, size_t msglen);
+
+#endif

@@ -1,0 +1,470 @@
+/* home.c - per-user ext4 home images; see include/labd/home.h.
+ *
+ * Host-side code here never opens anything inside a user's home: the image is made
+ * with mkfs.ext4 -E root_owner, so no chown walks user paths, and the helpers
+ * (mkfs.ext4, resize2fs, e2fsck) run by absolute path with a clean environment and no
+ * inherited fds, so LD_PRELOAD or a planted PATH of a user never reaches them.
+ */
+#include "labd/home.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/loop.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "labd/log.h"
+
+#define PATH_LEN 4096
+
+static int run_helper(const char *const argv[])
+{
+	static char *const clean_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+	int st;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return log_errno("fork %s", argv[0]);
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (devnull >= 0) {
+			dup2(devnull, STDIN_FILENO);
+			dup2(devnull, STDOUT_FILENO);
+		}
+		syscall(SYS_close_range, 3, ~0U, 0);
+		execve(argv[0], (char *const *)argv, clean_env);
+		log_die("exec %s", argv[0]);
+	}
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR)
+			return log_errno("waitpid %s", argv[0]);
+	}
+	if (!WIFEXITED(st))
+		return log_error("%s: killed by signal %d", argv[0], WTERMSIG(st));
+	return WEXITSTATUS(st);
+}
+
+static const char *tool(const char *name)
+{
+	static char buf[64];
+	static const char *const dirs[] = {"/usr/sbin", "/sbin", "/usr/bin"};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s/%s", dirs[i], name);
+		if (access(buf, X_OK) == 0)
+			return buf;
+	}
+	snprintf(buf, sizeof(buf), "/usr/sbin/%s", name);
+	return buf;
+}
+
+int home_ensure(const char *image, uint64_t size, uid_t owner)
+{
+	char opts[128], dir[PATH_LEN];
+	const char *slash = strrchr(image, '/');
+	struct stat st;
+	int fd, rc;
+
+	if (!slash || size < (16ull << 20))
+		return log_error("home %s: bad path or size", image);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - image), image);
+	if (dir[0] && mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return log_errno("mkdir %s", dir);
+	fd = open(image, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		if (errno != EEXIST)
+			return log_errno("create %s", image);
+		if (lstat(image, &st) < 0 || !S_ISREG(st.st_mode))
+			return log_error("home %s: not a regular file", image);
+		return 0;
+	}
+	/* sparse: blocks are only used as the user writes */
+	if (ftruncate(fd, (off_t)size) < 0) {
+		log_errno("truncate %s", image);
+		close(fd);
+		unlink(image);
+		return -1;
+	}
+	close(fd);
+	/* -m 0: no root-reserved blocks (the mapped root could otherwise use them);
+	 * root_owner: the home's root dir belongs to the user's mapped host uid */
+	snprintf(opts, sizeof(opts), "root_owner=%u:%u,lazy_itable_init=1,nodiscard", (unsigned)owner,
+		 (unsigned)owner);
+	{
+		const char *mkfs = tool("mkfs.ext4");
+		char mkfs_path[64];
+		snprintf(mkfs_path, sizeof(mkfs_path), "%s", mkfs);
+		const char *argv[] = {mkfs_path, "-q", "-F", "-m", "0", "-E", opts, "-L", "labd-home", image, NULL};
+		rc = run_helper(argv);
+	}
+	if (rc != 0) {
+		unlink(image);
+		return log_error("mkfs.ext4 %s failed (%d)", image, rc);
+	}
+	return 0;
+}
+
+int home_mount_path(const char *state_dir, const char *user, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s/homes/%s/mnt", state_dir, user);
+	return (n < 0 || (size_t)n >= size) ? -1 : 0;
+}
+
+/* Creates <state>/homes/<user>/{mnt,refs} and returns the locked lock fd, or -1. */
+static int home_lock(const char *state_dir, const char *user)
+{
+	char path[PATH_LEN];
+	const char *const sub[] = {"", "/homes", "/homes/", "/homes/", "/homes/"};
+	const char *const tail[] = {"", "", "", "/mnt", "/refs"};
+	int fd;
+
+	if (!user[0] || strchr(user, '/') || user[0] == '.')
+		return log_error("bad user %s", user);
+	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s%s%s", state_dir, sub[i], i >= 2 ? user : "", tail[i]);
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return log_errno("mkdir %s", path);
+	}
+	snprintf(path, sizeof(path), "%s/homes/%s/lock", state_dir, user);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return log_errno("open %s", path);
+	if (flock(fd, LOCK_EX) < 0) {
+		close(fd);
+		return log_errno("lock %s", path);
+	}
+	return fd;
+}
+
+static bool is_mounted(const char *mnt, dev_t *dev)
+{
+	char parent[PATH_LEN];
+	struct stat a, b;
+
+	snprintf(parent, sizeof(parent), "%s/..", mnt);
+	if (stat(mnt, &a) < 0 || stat(parent, &b) < 0)
+		return false;
+	if (dev)
+		*dev = a.st_dev;
+	return a.st_dev != b.st_dev;
+}
+
+static int count_refs(const char *state_dir, const char *user)
+{
+	char path[PATH_LEN];
+	struct dirent *e;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/homes/%s/refs", state_dir, user);
+	if (!(d = opendir(path)))
+		return errno == ENOENT ? 0 : -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static int loop_mount(const char *image, const char *mnt)
+{
+	struct loop_config cfg;
+	char dev[64];
+	int ctl, loopfd = -1, imgfd, rc = -1;
+
+	imgfd = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (imgfd < 0)
+		return log_errno("open %s", image);
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0) {
+		log_errno("open /dev/loop-control");
+		goto out;
+	}
+	for (int tries = 0; tries < 16; tries++) {
+		int nr = ioctl(ctl, LOOP_CTL_GET_FREE);
+		if (nr < 0) {
+			log_errno("loop: get free device");
+			goto out;
+		}
+		snprintf(dev, sizeof(dev), "/dev/loop%d", nr);
+		loopfd = open(dev, O_RDWR | O_CLOEXEC);
+		if (loopfd < 0) {
+			log_errno("open %s", dev);
+			goto out;
+		}
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.fd = (uint32_t)imgfd;
+		/* autoclear: the device detaches itself at the last umount, so a crash
+		 * between here and the mount cannot leak it once the fd is closed */
+		cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
+		snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", image);
+		if (ioctl(loopfd, LOOP_CONFIGURE, &cfg) == 0)
+			break;
+		if (errno == EINVAL) { /* no direct I/O on the backing file system */
+			cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+			if (ioctl(loopfd, LOOP_CONFIGURE, &cfg) == 0)
+				break;
+		}
+		close(loopfd);
+		loopfd = -1;
+		if (errno != EBUSY) {
+			log_errno("loop: configure %s", dev);
+			goto out;
+		}
+	}
+	if (loopfd < 0) {
+		log_error("loop: no free device");
+		goto out;
+	}
+	if (mount(dev, mnt, "ext4", MS_NODEV | MS_NOSUID, "errors=remount-ro") < 0) {
+		log_errno("mount %s on %s", dev, mnt);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (loopfd >= 0)
+		close(loopfd);
+	if (ctl >= 0)
+		close(ctl);
+	close(imgfd);
+	return rc;
+}
+
+int home_mount_ref(const char *state_dir, const char *user, const char *image, const char *holder)
+{
+	char mnt[PATH_LEN], ref[PATH_LEN];
+	int lock, fd, rc = -1;
+
+	if (!holder[0] || strchr(holder, '/') || holder[0] == '.')
+		return log_error("bad home holder %s", holder);
+	if ((lock = home_lock(state_dir, user)) < 0)
+		return -1;
+	home_mount_path(state_dir, user, mnt, sizeof(mnt));
+	if (!is_mounted(mnt, NULL) && loop_mount(image, mnt) < 0)
+		goto out;
+	snprintf(ref, sizeof(ref), "%s/homes/%s/refs/%s", state_dir, user, holder);
+	fd = open(ref, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		log_errno("create %s", ref);
+		if (count_refs(state_dir, user) == 0)
+			umount2(mnt, 0);
+		goto out;
+	}
+	close(fd);
+	rc = 0;
+out:
+	close(lock);
+	return rc;
+}
+
+static int unmount_home(const char *mnt)
+{
+	if (umount2(mnt, 0) == 0 || errno == EINVAL)
+		return 0;
+	/* EBUSY: a dying sandbox still pins it; detach now, the kernel finishes later */
+	if (umount2(mnt, MNT_DETACH) == 0)
+		return 0;
+	return log_errno("umount %s", mnt);
+}
+
+int home_unref(const char *state_dir, const char *user, const char *holder)
+{
+	char mnt[PATH_LEN], ref[PATH_LEN];
+	int lock, rc = 0;
+
+	if (!holder[0] || strchr(holder, '/') || holder[0] == '.')
+		return log_error("bad home holder %s", holder);
+	if ((lock = home_lock(state_dir, user)) < 0)
+		return -1;
+	snprintf(ref, sizeof(ref), "%s/homes/%s/refs/%s", state_dir, user, holder);
+	if (unlink(ref) < 0 && errno != ENOENT)
+		rc = log_errno("unlink %s", ref);
+	home_mount_path(state_dir, user, mnt, sizeof(mnt));
+	if (count_refs(state_dir, user) == 0 && is_mounted(mnt, NULL))
+		rc = unmount_home(mnt);
+	close(lock);
+	return rc;
+}
+
+int home_gc(const char *state_dir, bool (*is_live)(const char *holder, void *arg), void *arg)
+{
+	char path[PATH_LEN], mnt[PATH_LEN];
+	struct dirent *u, *r;
+	int dropped = 0;
+	DIR *homes, *refs;
+
+	snprintf(path, sizeof(path), "%s/homes", state_dir);
+	if (!(homes = opendir(path)))
+		return errno == ENOENT ? 0 : log_errno("opendir %s", path);
+	while ((u = readdir(homes))) {
+		int lock;
+		if (u->d_name[0] == '.' || u->d_type != DT_DIR)
+			continue;
+		if ((lock = home_lock(state_dir, u->d_name)) < 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/homes/%s/refs", state_dir, u->d_name);
+		if ((refs = opendir(path))) {
+			while ((r = readdir(refs))) {
+				if (r->d_name[0] == '.' || is_live(r->d_name, arg))
+					continue;
+				if (unlinkat(dirfd(refs), r->d_name, 0) == 0)
+					dropped++;
+			}
+			closedir(refs);
+		}
+		home_mount_path(state_dir, u->d_name, mnt, sizeof(mnt));
+		if (count_refs(state_dir, u->d_name) == 0 && is_mounted(mnt, NULL))
+			unmount_home(mnt);
+		close(lock);
+	}
+	closedir(homes);
+	return dropped;
+}
+
+/* Finds /dev/loopN backing the mount whose st_dev is dev. */
+static int loop_dev_of(dev_t dev, char *buf, size_t size)
+{
+	if (major(dev) != 7)
+		return log_error("home is not on a loop device");
+	snprintf(buf, size, "/dev/loop%u", minor(dev));
+	return 0;
+}
+
+int home_grow(const char *state_dir, const char *user, const char *image, uint64_t new_size)
+{
+	char mnt[PATH_LEN], dev[64], resize[64], e2fsck[64];
+	struct stat st;
+	dev_t mdev;
+	int fd, lock, rc = -1;
+
+	if ((lock = home_lock(state_dir, user)) < 0)
+		return -1;
+	fd = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		log_errno("open %s", image);
+		goto out;
+	}
+	if (new_size < (uint64_t)st.st_size) {
+		log_error("home %s: shrinking is not supported", image);
+		goto out;
+	}
+	if (new_size == (uint64_t)st.st_size) {
+		rc = 0;
+		goto out;
+	}
+	if (ftruncate(fd, (off_t)new_size) < 0) {
+		log_errno("truncate %s", image);
+		goto out;
+	}
+	snprintf(resize, sizeof(resize), "%s", tool("resize2fs"));
+	snprintf(e2fsck, sizeof(e2fsck), "%s", tool("e2fsck"));
+	home_mount_path(state_dir, user, mnt, sizeof(mnt));
+	if (is_mounted(mnt, &mdev)) {
+		int lfd;
+		if (loop_dev_of(mdev, dev, sizeof(dev)) < 0)
+			goto out;
+		lfd = open(dev, O_RDONLY | O_CLOEXEC);
+		/* the loop device picks up the new size of its file, then ext4 grows online */
+		if (lfd < 0 || ioctl(lfd, LOOP_SET_CAPACITY, 0) < 0) {
+			log_errno("loop: set capacity of %s", dev);
+			if (lfd >= 0)
+				close(lfd);
+			goto out;
+		}
+		close(lfd);
+		const char *argv[] = {resize, dev, NULL};
+		if (run_helper(argv) != 0) {
+			log_error("resize2fs %s failed", dev);
+			goto out;
+		}
+	} else {
+		const char *fsck[] = {e2fsck, "-f", "-p", image, NULL};
+		const char *argv[] = {resize, image, NULL};
+		int frc = run_helper(fsck);
+		if (frc < 0 || frc > 1) { /* 1: errors corrected */
+			log_error("e2fsck %s failed (%d)", image, frc);
+			goto out;
+		}
+		if (run_helper(argv) != 0) {
+			log_error("resize2fs %s failed", image);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	close(lock);
+	return rc;
+}
+
+/* ext4 superblock fields (at byte 1024 of the image), little-endian */
+static uint32_t le32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+int home_usage(const char *state_dir, const char *user, const char *image, struct home_usage *u)
+{
+	char mnt[PATH_LEN];
+	struct statfs sfs;
+	struct stat st;
+
+	memset(u, 0, sizeof(*u));
+	if (lstat(image, &st) < 0 || !S_ISREG(st.st_mode))
+		return log_errno("home %s", image);
+	u->image_bytes = (uint64_t)st.st_blocks * 512;
+	home_mount_path(state_dir, user, mnt, sizeof(mnt));
+	if (is_mounted(mnt, NULL) && statfs(mnt, &sfs) == 0) {
+		u->size_bytes = (uint64_t)sfs.f_blocks * (uint64_t)sfs.f_bsize;
+		u->avail_bytes = (uint64_t)sfs.f_bavail * (uint64_t)sfs.f_bsize;
+		u->used_bytes = ((uint64_t)sfs.f_blocks - (uint64_t)sfs.f_bfree) * (uint64_t)sfs.f_bsize;
+		u->inodes = sfs.f_files;
+		u->inodes_free = sfs.f_ffree;
+		return 0;
+	}
+	/* not mounted: the superblock's counters are exact after a clean unmount */
+	{
+		unsigned char sb[1024];
+		int fd = open(image, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		uint64_t blocks, freeb, bs;
+		if (fd < 0)
+			return log_errno("open %s", image);
+		if (pread(fd, sb, sizeof(sb), 1024) != (ssize_t)sizeof(sb)) {
+			close(fd);
+			return log_error("home %s: short superblock", image);
+		}
+		close(fd);
+		if (sb[0x38] != 0x53 || sb[0x39] != 0xEF)
+			return log_error("home %s: not ext4", image);
+		bs = 1024ull << le32(sb + 0x18);
+		blocks = le32(sb + 0x4);
+		freeb = le32(sb + 0xC);
+		if (le32(sb + 0x60) & 0x80) { /* INCOMPAT_64BIT */
+			blocks |= (uint64_t)le32(sb + 0x150) << 32;
+			freeb |= (uint64_t)le32(sb + 0x158) << 32;
+		}
+		u->size_bytes = blocks * bs;
+		u->used_bytes = (blocks - freeb) * bs;
+		u->avail_bytes = freeb * bs;
+		u->inodes = le32(sb + 0x0);
+		u->inodes_free = le32(sb + 0x10);
+	}
+	return 0;
+}
+
+int home_fsck(const char *image)
+{
+	char e2fsck[64];
+	snprintf(e2fsck, sizeof(e2fsck), "%s", tool("e2fsck"));
+	const char *argv[] = {e2fsck, "-f", "-n", image, NULL};
+	return run_helper(argv) == 0 ? 0 : -1;
+}

@@ -1,0 +1,323 @@
+/* labbox.c - run one command in a labd sandbox, alone (like bwrap or nsjail).
+ *
+ *   labbox run --user NAME --user-id N [options] -- CMD [ARGS...]
+ *   labbox gc [--state-dir DIR] [--all]
+ *   labbox home create|grow|usage|fsck --user NAME --home-image IMG [--size SIZE] [--uid-base B --user-id N]
+ *
+ * A thin wrapper over include/labd/sandbox.h and home.h; see docs/sandbox.md.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "labd/home.h"
+#include "labd/log.h"
+#include "labd/sandbox.h"
+#include "labd/sandbox_parse.h"
+
+#define MAX_ENV 48
+
+static void usage(FILE *f)
+{
+	fputs("usage: labbox run --user NAME --user-id N [options] -- CMD [ARGS...]\n"
+	      "       labbox gc [--state-dir DIR] [--all]\n"
+	      "       labbox home create|grow|usage|fsck --user NAME --home-image IMG [--size SIZE]\n"
+	      "run options:\n"
+	      "  --uid-base N       first host uid of the lab range (200000)\n"
+	      "  --inner-uid N      uid inside (1000)\n"
+	      "  --home-image PATH  ext4 home image, created on first use\n"
+	      "  --home-size SIZE   size when created (15G)\n"
+	      "  --mem SIZE --cpus N --pids N --tmp SIZE --shm SIZE --nofile N\n"
+	      "  --io-weight N --io-wbps SIZE\n"
+	      "  --net none|egress  network (none)\n"
+	      "  --gpu LIST         GPU minors, e.g. 0 or 1,3\n"
+	      "  --dev-prefix DIR   where nvidia device nodes are (/dev)\n"
+	      "  --driver-lib-dir DIR  host driver libraries (for --image)\n"
+	      "  --image DIR        root file system (/), bound read-only\n"
+	      "  --run-dir DIR      host dir bound at /run/labd\n"
+	      "  --state-dir DIR    labd state (/var/lib/labd)\n"
+	      "  --cgroup-parent N  cgroup under each hierarchy (labd)\n"
+	      "  --mask PATH        also hide PATH (repeatable)\n"
+	      "  --env K=V          add to the environment (repeatable)\n"
+	      "  --cwd DIR          working directory inside\n"
+	      "  --keep-with-parent do not kill the sandbox when labbox dies\n"
+	      "  -v, --verbose\n"
+	      "exit status: the command's, 128+N for signal N, 137 with a message for OOM\n",
+	      f);
+}
+
+/* init forwards SIGTERM/SIGINT/SIGHUP to the command (async-signal-safe kill) */
+static volatile pid_t sandbox_pid;
+static void on_signal(int sig)
+{
+	if (sandbox_pid > 0)
+		kill(sandbox_pid, sig);
+}
+
+static int bad(const char *opt, const char *val)
+{
+	log_error("invalid value for --%s: %s", opt, val);
+	return 2;
+}
+
+enum {
+	O_USER = 256, O_USER_ID, O_UID_BASE, O_INNER_UID, O_HOME_IMAGE, O_HOME_SIZE, O_MEM, O_CPUS,
+	O_PIDS, O_TMP, O_SHM, O_NOFILE, O_IO_WEIGHT, O_IO_WBPS, O_NET, O_GPU, O_DEV_PREFIX, O_DRIVER,
+	O_IMAGE, O_RUN_DIR, O_STATE_DIR, O_CGROUP_PARENT, O_MASK, O_ENV, O_CWD, O_KEEP, O_ALL, O_SIZE,
+};
+
+static const struct option opts[] = {
+	{"user", required_argument, NULL, O_USER},
+	{"user-id", required_argument, NULL, O_USER_ID},
+	{"uid-base", required_argument, NULL, O_UID_BASE},
+	{"inner-uid", required_argument, NULL, O_INNER_UID},
+	{"home-image", required_argument, NULL, O_HOME_IMAGE},
+	{"home-size", required_argument, NULL, O_HOME_SIZE},
+	{"mem", required_argument, NULL, O_MEM},
+	{"cpus", required_argument, NULL, O_CPUS},
+	{"pids", required_argument, NULL, O_PIDS},
+	{"tmp", required_argument, NULL, O_TMP},
+	{"shm", required_argument, NULL, O_SHM},
+	{"nofile", required_argument, NULL, O_NOFILE},
+	{"io-weight", required_argument, NULL, O_IO_WEIGHT},
+	{"io-wbps", required_argument, NULL, O_IO_WBPS},
+	{"net", required_argument, NULL, O_NET},
+	{"gpu", required_argument, NULL, O_GPU},
+	{"dev-prefix", required_argument, NULL, O_DEV_PREFIX},
+	{"driver-lib-dir", required_argument, NULL, O_DRIVER},
+	{"image", required_argument, NULL, O_IMAGE},
+	{"run-dir", required_argument, NULL, O_RUN_DIR},
+	{"state-dir", required_argument, NULL, O_STATE_DIR},
+	{"cgroup-parent", required_argument, NULL, O_CGROUP_PARENT},
+	{"mask", required_argument, NULL, O_MASK},
+	{"env", required_argument, NULL, O_ENV},
+	{"cwd", required_argument, NULL, O_CWD},
+	{"keep-with-parent", no_argument, NULL, O_KEEP},
+	{"all", no_argument, NULL, O_ALL},
+	{"size", required_argument, NULL, O_SIZE},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+struct cli {
+	struct sandbox_spec spec;
+	char *env[MAX_ENV + 1];
+	unsigned n_env;
+	bool all, have_user_id;
+	uint64_t size;
+};
+
+static int parse(struct cli *c, int argc, char **argv)
+{
+	struct sandbox_spec *s = &c->spec;
+	uint64_t v;
+	int o;
+
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+		switch (o) {
+		case O_USER: s->user = optarg; break;
+		case O_USER_ID:
+			if (strcmp(optarg, "0") == 0)
+				v = 0;
+			else if (sandbox_parse_uint(optarg, 0x7fffffff, &v) < 0)
+				return bad("user-id", optarg);
+			s->user_id = (uint32_t)v;
+			c->have_user_id = true;
+			break;
+		case O_UID_BASE:
+			if (sandbox_parse_uint(optarg, 0x7fffffff, &v) < 0)
+				return bad("uid-base", optarg);
+			s->uid_base = (uint32_t)v;
+			break;
+		case O_INNER_UID:
+			if (sandbox_parse_uint(optarg, 65533, &v) < 0)
+				return bad("inner-uid", optarg);
+			s->inner_uid = (uint32_t)v;
+			break;
+		case O_HOME_IMAGE: s->home_image = optarg; break;
+		case O_HOME_SIZE:
+			if (sandbox_parse_size(optarg, &s->home_size) < 0)
+				return bad("home-size", optarg);
+			break;
+		case O_SIZE:
+			if (sandbox_parse_size(optarg, &c->size) < 0)
+				return bad("size", optarg);
+			break;
+		case O_MEM:
+			if (sandbox_parse_size(optarg, &s->mem_bytes) < 0)
+				return bad("mem", optarg);
+			break;
+		case O_CPUS:
+			if (sandbox_parse_cpus(optarg, &s->cpu_milli) < 0)
+				return bad("cpus", optarg);
+			break;
+		case O_PIDS:
+			if (sandbox_parse_uint(optarg, 4194304, &v) < 0)
+				return bad("pids", optarg);
+			s->pids_max = (uint32_t)v;
+			break;
+		case O_TMP:
+			if (sandbox_parse_size(optarg, &s->tmp_bytes) < 0)
+				return bad("tmp", optarg);
+			break;
+		case O_SHM:
+			if (sandbox_parse_size(optarg, &s->shm_bytes) < 0)
+				return bad("shm", optarg);
+			break;
+		case O_NOFILE:
+			if (sandbox_parse_uint(optarg, 1 << 20, &s->nofile) < 0)
+				return bad("nofile", optarg);
+			break;
+		case O_IO_WEIGHT:
+			if (sandbox_parse_uint(optarg, 10000, &v) < 0)
+				return bad("io-weight", optarg);
+			s->io_weight = (uint32_t)v;
+			break;
+		case O_IO_WBPS:
+			if (sandbox_parse_size(optarg, &s->io_wbps) < 0)
+				return bad("io-wbps", optarg);
+			break;
+		case O_NET:
+			if (sandbox_parse_net(optarg, &s->net) < 0)
+				return bad("net", optarg);
+			break;
+		case O_GPU:
+			if (sandbox_parse_gpus(optarg, s) < 0)
+				return bad("gpu", optarg);
+			break;
+		case O_DEV_PREFIX: s->dev_prefix = optarg; break;
+		case O_DRIVER: s->driver_lib_dir = optarg; break;
+		case O_IMAGE: s->image = optarg; break;
+		case O_RUN_DIR: s->run_dir = optarg; break;
+		case O_STATE_DIR: s->state_dir = optarg; break;
+		case O_CGROUP_PARENT: s->cgroup_parent = optarg; break;
+		case O_MASK:
+			if (s->n_masks >= SANDBOX_MAX_MASKS)
+				return bad("mask", "too many");
+			s->masks[s->n_masks++] = optarg;
+			break;
+		case O_ENV:
+			if (c->n_env >= MAX_ENV)
+				return bad("env", "too many");
+			c->env[c->n_env++] = optarg;
+			break;
+		case O_CWD: s->cwd = optarg; break;
+		case O_KEEP: s->die_with_parent = false; break;
+		case O_ALL: c->all = true; break;
+		case 'v':
+			s->verbose = true;
+			log_set_level(LOG_LEVEL_DEBUG);
+			break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return 2;
+		}
+	}
+	c->env[c->n_env] = NULL;
+	s->envp = c->env;
+	return 0;
+}
+
+static int cmd_run(struct cli *c, int argc, char **argv)
+{
+	struct sandbox_handle h;
+	struct sandbox_result res;
+	struct sigaction sa;
+	int rc;
+
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (!c->have_user_id)
+		return bad("user-id", "(missing)");
+	c->spec.argv = argv + optind;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (sandbox_start(&c->spec, &h) < 0)
+		return 125;
+	sandbox_pid = h.pid; /* from now on the handler forwards to init */
+	rc = sandbox_wait(&h, &res);
+	sandbox_pid = 0;
+	sandbox_destroy(&h);
+	if (rc < 0)
+		return 125;
+	switch (res.kind) {
+	case SANDBOX_EXITED: return res.code;
+	case SANDBOX_SIGNALED:
+		log_error("command killed by signal %d", res.signal);
+		return 128 + res.signal;
+	case SANDBOX_OOM:
+		log_error("command killed by the OOM killer (memory limit, %" PRIu64 " oom kills)", res.oom_kills);
+		return 137;
+	default: return 125;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c;
+	const char *cmd;
+
+	log_set_tag("labbox");
+	memset(&c, 0, sizeof(c));
+	sandbox_spec_init(&c.spec);
+	c.spec.die_with_parent = true;
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[1];
+	if (strcmp(cmd, "run") == 0) {
+		int rc = parse(&c, argc - 1, argv + 1);
+		return rc ? rc : cmd_run(&c, argc - 1, argv + 1);
+	}
+	if (strcmp(cmd, "gc") == 0) {
+		int rc = parse(&c, argc - 1, argv + 1), n;
+		if (rc)
+			return rc;
+		n = sandbox_gc(c.spec.state_dir, c.all);
+		if (n < 0)
+			return 1;
+		printf("cleaned %d\n", n);
+		return 0;
+	}
+	if (strcmp(cmd, "home") == 0 && argc >= 3) {
+		const char *sub = argv[2];
+		struct home_usage u;
+		int rc = parse(&c, argc - 2, argv + 2);
+		if (rc)
+			return rc;
+		if (!sandbox_user_name_ok(c.spec.user) || !c.spec.home_image)
+			return bad("user/home-image", "(missing)");
+		if (strcmp(sub, "create") == 0)
+			return home_ensure(c.spec.home_image, c.size ? c.size : c.spec.home_size,
+					   c.spec.uid_base + c.spec.user_id) < 0;
+		if (strcmp(sub, "grow") == 0) {
+			if (!c.size)
+				return bad("size", "(missing)");
+			return home_grow(c.spec.state_dir, c.spec.user, c.spec.home_image, c.size) < 0;
+		}
+		if (strcmp(sub, "usage") == 0) {
+			if (home_usage(c.spec.state_dir, c.spec.user, c.spec.home_image, &u) < 0)
+				return 1;
+			printf("size=%" PRIu64 " used=%" PRIu64 " avail=%" PRIu64 " inodes=%" PRIu64
+			       " inodes_free=%" PRIu64 " image=%" PRIu64 "\n",
+			       u.size_bytes, u.used_bytes, u.avail_bytes, u.inodes, u.inodes_free, u.image_bytes);
+			return 0;
+		}
+		if (strcmp(sub, "fsck") == 0)
+			return home_fsck(c.spec.home_image) < 0;
+	}
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,301 @@
+/* mounts.c - the sandbox filesystem, built in the child's private mount namespace.
+ *
+ * Two phases (docs/sandbox.md, "Filesystem"): mounts_prepare() clones the host trees
+ * (root image, home, run dir, device nodes) with open_tree(OPEN_TREE_CLONE) while the
+ * child still has the host root's file access; after the switch to the inner uid,
+ * mounts_build() attaches them under /tmp (the new root's mount point in this
+ * namespace), adds fresh proc/sysfs/tmpfs/devpts, masks secrets and pivots.  Files
+ * created in our tmpfs must belong to a uid mapped in the user namespace, which is why
+ * nothing is created before the uid switch.  The mount namespace was made private by
+ * the clone of "/" (a copy in a user namespace never propagates back to the host).
+ */
+#include "child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define NEWROOT "/tmp"
+
+static int failf(char *msg, size_t len, const char *what, const char *path)
+{
+	int e = errno;
+	snprintf(msg, len, "%s %s: %s", what, path, strerror(e));
+	errno = e;
+	return -1;
+}
+
+static int clone_tree(const char *path, bool recursive)
+{
+	return open_tree(AT_FDCWD, path,
+			 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0));
+}
+
+static int set_attr(int fd, uint64_t set, bool recursive)
+{
+	struct mount_attr attr = {.attr_set = set};
+	return mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr,
+			     sizeof(attr));
+}
+
+static int attach(int *fd, const char *target)
+{
+	int rc = move_mount(*fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH);
+	int e = errno;
+	close(*fd);
+	*fd = -1;
+	errno = e;
+	return rc;
+}
+
+int mounts_prepare(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
+{
+	f->root = f->home = f->run = f->driver = -1;
+	for (unsigned i = 0; i < CHILD_MAX_DEVS; i++)
+		f->devs[i] = -1;
+	f->root = clone_tree(a->image, true);
+	if (f->root < 0)
+		return failf(msg, len, "clone root", a->image);
+	/* read-only, nosuid, nodev all the way down: setuid binaries give nothing */
+	if (set_attr(f->root, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true) < 0)
+		return failf(msg, len, "make read-only", a->image);
+	if (a->home_src[0]) {
+		if ((f->home = clone_tree(a->home_src, false)) < 0 ||
+		    set_attr(f->home, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
+			return failf(msg, len, "clone home", a->home_src);
+	}
+	if (a->run_dir) {
+		if ((f->run = clone_tree(a->run_dir, false)) < 0 ||
+		    set_attr(f->run, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, false) < 0)
+			return failf(msg, len, "clone run dir", a->run_dir);
+	}
+	if (a->driver_lib_dir) {
+		if ((f->driver = clone_tree(a->driver_lib_dir, false)) < 0 ||
+		    set_attr(f->driver, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
+			return failf(msg, len, "clone driver libs", a->driver_lib_dir);
+	}
+	for (unsigned i = 0; i < a->n_devs; i++) {
+		struct stat st;
+		/* the node must still be the character device the parent checked */
+		if (lstat(a->devs[i].src, &st) < 0 || !S_ISCHR(st.st_mode)) {
+			errno = errno ? errno : ENODEV;
+			return failf(msg, len, "device", a->devs[i].src);
+		}
+		if ((f->devs[i] = clone_tree(a->devs[i].src, false)) < 0 ||
+		    set_attr(f->devs[i], MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false) < 0)
+			return failf(msg, len, "clone device", a->devs[i].src);
+	}
+	return 0;
+}
+
+static int mount_tmpfs(const char *target, unsigned long flags, const char *opts, char *msg, size_t len)
+{
+	if (mount("tmpfs", target, "tmpfs", flags, opts) < 0)
+		return failf(msg, len, "mount tmpfs on", target);
+	return 0;
+}
+
+static int touch(const char *path, char *msg, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return failf(msg, len, "create", path);
+	close(fd);
+	return 0;
+}
+
+/* Hides path (inside the new root): an empty read-only tmpfs over a directory, a
+ * read-only /dev/null over anything else.  Missing paths are fine; symlinks are not
+ * followed (a masked path that is a link is left as it is: its target is masked or
+ * not on its own). */
+static int mask(const char *path, char *msg, size_t len)
+{
+	char t[SANDBOX_PATH_MAX + 8];
+	struct stat st;
+	int fd;
+
+	snprintf(t, sizeof(t), NEWROOT "%s", path);
+	if (lstat(t, &st) < 0)
+		return 0; /* absent, or unreachable for the inner uid too */
+	if (S_ISLNK(st.st_mode))
+		return 0;
+	if (S_ISDIR(st.st_mode))
+		return mount_tmpfs(t, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				   "size=4k,nr_inodes=1,mode=000", msg, len);
+	if ((fd = clone_tree("/dev/null", false)) < 0 ||
+	    set_attr(fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, false) < 0 ||
+	    attach(&fd, t) < 0)
+		return failf(msg, len, "mask", path);
+	return 0;
+}
+
+static int bind_ro_self(const char *path, char *msg, size_t len)
+{
+	char t[256];
+	snprintf(t, sizeof(t), NEWROOT "%s", path);
+	if (access(t, F_OK) < 0)
+		return 0;
+	if (mount(t, t, NULL, MS_BIND | MS_REC, NULL) < 0 ||
+	    mount(NULL, t, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return failf(msg, len, "read-only bind", t);
+	return 0;
+}
+
+/* /proc/driver/nvidia with ModifyDeviceFiles: 0, so the driver never creates device
+ * nodes inside (libnvidia-container nvc_mount.c does the same). */
+static int fake_nvidia_proc(char *msg, size_t len)
+{
+	static const char *const files[] = {"params", "version", "registry"};
+	const char *dir = NEWROOT "/proc/driver/nvidia";
+	char buf[16384], path[256];
+
+	if (access("/proc/driver/nvidia/params", R_OK) < 0)
+		return 0; /* no driver on this host (stand-in devices in the tests) */
+	if (mount_tmpfs(dir, MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,mode=0555", msg, len) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		ssize_t n;
+		int in, out;
+		char *p;
+		snprintf(path, sizeof(path), "/proc/driver/nvidia/%s", files[i]);
+		if ((in = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		n = read(in, buf, sizeof(buf) - 1);
+		close(in);
+		if (n < 0)
+			continue;
+		buf[n] = '\0';
+		if ((p = strstr(buf, "ModifyDeviceFiles: 1")))
+			p[strlen("ModifyDeviceFiles: ")] = '0';
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		if ((out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444)) < 0)
+			return failf(msg, len, "create", path);
+		if (write(out, buf, (size_t)n) != n) {
+			close(out);
+			return failf(msg, len, "write", path);
+		}
+		close(out);
+	}
+	if (mount(NULL, dir, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return failf(msg, len, "remount read-only", dir);
+	return 0;
+}
+
+static int build_dev(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
+{
+	static const char *const links[][2] = {{"/proc/self/fd", "fd"},      {"/proc/self/fd/0", "stdin"},
+					       {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"},
+					       {"pts/ptmx", "ptmx"}};
+	char t[256], opts[64];
+
+	if (mount_tmpfs(NEWROOT "/dev", MS_NOSUID | MS_NOEXEC, "size=64k,nr_inodes=128,mode=0755", msg, len) < 0)
+		return -1;
+	for (unsigned i = 0; i < a->n_devs; i++) {
+		snprintf(t, sizeof(t), NEWROOT "/dev/%s", a->devs[i].name);
+		if (touch(t, msg, len) < 0 || attach(&f->devs[i], t) < 0)
+			return failf(msg, len, "bind device", t);
+	}
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(t, sizeof(t), NEWROOT "/dev/%s", links[i][1]);
+		if (symlink(links[i][0], t) < 0)
+			return failf(msg, len, "symlink", t);
+	}
+	if (mkdir(NEWROOT "/dev/pts", 0755) < 0 || mkdir(NEWROOT "/dev/shm", 01777) < 0)
+		return failf(msg, len, "mkdir", NEWROOT "/dev/pts|shm");
+	/* a private devpts instance: the host's terminals are not reachable */
+	if (mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		  "newinstance,ptmxmode=0666,mode=0620") < 0)
+		return failf(msg, len, "mount devpts on", NEWROOT "/dev/pts");
+	/* NCCL and DataLoader workers want a big /dev/shm; it is charged to the memcg */
+	snprintf(opts, sizeof(opts), "size=%llu,mode=1777", (unsigned long long)a->shm_bytes);
+	if (mount_tmpfs(NEWROOT "/dev/shm", MS_NOSUID | MS_NODEV, opts, msg, len) < 0)
+		return -1;
+	return 0;
+}
+
+int mounts_build(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
+{
+	static const char *const proc_files[] = {"/proc/kcore",      "/proc/keys",        "/proc/timer_list",
+						 "/proc/sched_debug", "/proc/sysrq-trigger", "/proc/latency_stats",
+						 "/proc/acpi",       "/proc/scsi",        "/proc/kallsyms"};
+	static const char *const proc_ro[] = {"/proc/sys", "/proc/bus", "/proc/fs", "/proc/irq"};
+	static const char *const sys_masks[] = {"/sys/fs/cgroup", "/sys/firmware", "/sys/kernel/debug",
+						"/sys/kernel/security", "/sys/devices/virtual/powercap",
+						"/sys/kernel/tracing"};
+	char t[SANDBOX_PATH_MAX + 16], opts[64];
+
+	if (attach(&f->root, NEWROOT) < 0)
+		return failf(msg, len, "attach root on", NEWROOT);
+
+	/* a fresh /proc for the new pid namespace */
+	if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return failf(msg, len, "mount proc on", NEWROOT "/proc");
+	for (size_t i = 0; i < sizeof(proc_files) / sizeof(proc_files[0]); i++)
+		if (mask(proc_files[i], msg, len) < 0)
+			return -1;
+	for (size_t i = 0; i < sizeof(proc_ro) / sizeof(proc_ro[0]); i++)
+		if (bind_ro_self(proc_ro[i], msg, len) < 0)
+			return -1;
+
+	/* read-only sysfs of our own network namespace; cgroupfs and firmware hidden */
+	if (mount("sysfs", NEWROOT "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 &&
+	    mount_tmpfs(NEWROOT "/sys", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555",
+			msg, len) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(sys_masks) / sizeof(sys_masks[0]); i++)
+		if (mask(sys_masks[i], msg, len) < 0)
+			return -1;
+
+	if (build_dev(a, f, msg, len) < 0)
+		return -1;
+
+	snprintf(opts, sizeof(opts), "size=%llu,mode=1777", (unsigned long long)a->tmp_bytes);
+	if (mount_tmpfs(NEWROOT "/tmp", MS_NOSUID | MS_NODEV, opts, msg, len) < 0)
+		return -1;
+
+	/* /run: only /run/labd (the Jupyter socket) and the driver libraries */
+	if (mount_tmpfs(NEWROOT "/run", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=64,mode=0755", msg, len) < 0)
+		return -1;
+	if (mkdir(NEWROOT "/run/labd", 0700) < 0)
+		return failf(msg, len, "mkdir", NEWROOT "/run/labd");
+	if (f->run >= 0 && attach(&f->run, NEWROOT "/run/labd") < 0)
+		return failf(msg, len, "bind run dir on", NEWROOT "/run/labd");
+	if (f->driver >= 0) {
+		if (mkdir(NEWROOT "/run/nvidia", 0755) < 0 || mkdir(NEWROOT "/run/nvidia/lib", 0755) < 0 ||
+		    attach(&f->driver, NEWROOT "/run/nvidia/lib") < 0)
+			return failf(msg, len, "bind driver libs on", NEWROOT "/run/nvidia/lib");
+	}
+	if (a->gpu && fake_nvidia_proc(msg, len) < 0)
+		return -1;
+
+	/* /home holds this user's home only: every other home is out of sight */
+	if (mount_tmpfs(NEWROOT "/home", MS_NOSUID | MS_NODEV, "size=64k,nr_inodes=16,mode=0755", msg, len) < 0)
+		return -1;
+	snprintf(t, sizeof(t), NEWROOT "%s", a->home_dst);
+	if (mkdir(t, 0700) < 0)
+		return failf(msg, len, "mkdir", t);
+	if (f->home >= 0 && attach(&f->home, t) < 0)
+		return failf(msg, len, "bind home on", t);
+
+	for (unsigned i = 0; i < a->n_masks; i++)
+		if (mask(a->masks[i], msg, len) < 0)
+			return -1;
+
+	/* the scaffolding tmpfs become read-only once populated */
+	if (mount(NULL, NEWROOT "/dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) < 0 ||
+	    mount(NULL, NEWROOT "/run", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0 ||
+	    mount(NULL, NEWROOT "/home", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		return failf(msg, len, "remount read-only", "/dev|/run|/home");
+
+	/* pivot_root(".", ".") stacks the old root on top; detaching it leaves only ours */
+	if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0)
+		return failf(msg, len, "pivot_root", NEWROOT);
+	if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+		return failf(msg, len, "detach old root", "/");
+	return 0;
+}

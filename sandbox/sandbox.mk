@@ -1,0 +1,35 @@
+# sandbox/sandbox.mk - libsandbox, the labbox CLI and the sandbox tests.
+# Included by the top-level Makefile, which provides CC, CFLAGS, LDLIBS, BUILD and
+# the generic $(BUILD)/%.o rule.
+
+SANDBOX_SRCS := $(filter-out sandbox/labbox.c,$(wildcard sandbox/*.c))
+SANDBOX_OBJS := $(SANDBOX_SRCS:%.c=$(BUILD)/%.o)
+SANDBOX_LIB  := $(BUILD)/libsandbox.a
+SANDBOX_CLI  := $(BUILD)/labbox
+
+SANDBOX_UNIT_SRCS := $(wildcard tests/sandbox/test_*.c)
+SANDBOX_UNIT_BINS := $(SANDBOX_UNIT_SRCS:tests/sandbox/%.c=$(BUILD)/tests/sandbox/%)
+SANDBOX_PROBE     := $(BUILD)/tests/security/probe
+
+SANDBOX_TEST_BINS := $(SANDBOX_CLI) $(SANDBOX_UNIT_BINS) $(SANDBOX_PROBE)
+
+all: $(SANDBOX_CLI)
+
+$(SANDBOX_LIB): $(SANDBOX_OBJS)
+	$(AR) rcs $@ $^
+
+$(SANDBOX_CLI): $(BUILD)/sandbox/labbox.o $(SANDBOX_LIB) $(BUILD)/libcommon.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/sandbox/%: $(BUILD)/tests/sandbox/%.o $(SANDBOX_LIB) $(BUILD)/libcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+# The probe runs inside sandboxes and reports errno names; it needs only libc.
+$(SANDBOX_PROBE): $(BUILD)/tests/security/probe.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^
+
+.PHONY: sandbox-test
+sandbox-test: $(SANDBOX_TEST_BINS)
+	BUILD=$(BUILD) bash tests/security/run.sh

@@ -1,0 +1,219 @@
+/* state.c - sandbox state files; see include/labd/sandbox_state.h. */
+#include "labd/sandbox_state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "labd/log.h"
+
+#define STATE_MAX 65536
+
+int sandbox_state_format(const struct sandbox_state *st, char *buf, size_t size)
+{
+	int n = snprintf(buf, size,
+			 "version=1\nid=%s\nuser=%s\npid=%d\nstart_time=%" PRIu64
+			 "\nhome_image=%s\nrun_dir=%s\ncgroup_parent=%s\n",
+			 st->id, st->user, (int)st->pid, st->start_time, st->home_image,
+			 st->run_dir, st->cgroup_parent);
+	if (n < 0 || (size_t)n >= size)
+		return -1;
+	return n;
+}
+
+static int set_str(char *dst, size_t size, const char *v, size_t vlen)
+{
+	if (vlen >= size || memchr(v, '\0', vlen))
+		return -1;
+	memcpy(dst, v, vlen);
+	dst[vlen] = '\0';
+	return 0;
+}
+
+static int set_u64(uint64_t *dst, const char *v, size_t vlen, uint64_t max)
+{
+	char tmp[32];
+	char *end;
+	unsigned long long x;
+
+	if (vlen == 0 || vlen >= sizeof(tmp))
+		return -1;
+	memcpy(tmp, v, vlen);
+	tmp[vlen] = '\0';
+	if (tmp[0] < '0' || tmp[0] > '9')
+		return -1;
+	errno = 0;
+	x = strtoull(tmp, &end, 10);
+	if (errno || *end || x > max)
+		return -1;
+	*dst = x;
+	return 0;
+}
+
+int sandbox_state_parse(const char *text, size_t len, struct sandbox_state *st)
+{
+	const char *p = text, *end = text + len;
+	bool seen_version = false;
+
+	memset(st, 0, sizeof(*st));
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eq;
+		size_t klen, vlen;
+		const char *v;
+		int rc = -1;
+
+		if (!nl)
+			return -1; /* every line ends with a newline: a torn write is refused */
+		eq = memchr(p, '=', (size_t)(nl - p));
+		if (!eq)
+			return -1;
+		klen = (size_t)(eq - p);
+		v = eq + 1;
+		vlen = (size_t)(nl - v);
+#define KEY(k) (klen == sizeof(k) - 1 && memcmp(p, k, klen) == 0)
+		if (KEY("version")) {
+			rc = (vlen == 1 && v[0] == '1') ? 0 : -1;
+			seen_version = true;
+		} else if (KEY("id")) {
+			rc = set_str(st->id, sizeof(st->id), v, vlen);
+		} else if (KEY("user")) {
+			rc = set_str(st->user, sizeof(st->user), v, vlen);
+		} else if (KEY("pid")) {
+			uint64_t x;
+			rc = set_u64(&x, v, vlen, 4194304);
+			st->pid = (pid_t)x;
+		} else if (KEY("start_time")) {
+			rc = set_u64(&st->start_time, v, vlen, UINT64_MAX);
+		} else if (KEY("home_image")) {
+			rc = set_str(st->home_image, sizeof(st->home_image), v, vlen);
+		} else if (KEY("run_dir")) {
+			rc = set_str(st->run_dir, sizeof(st->run_dir), v, vlen);
+		} else if (KEY("cgroup_parent")) {
+			rc = set_str(st->cgroup_parent, sizeof(st->cgroup_parent), v, vlen);
+		}
+#undef KEY
+		if (rc < 0)
+			return -1;
+		p = nl + 1;
+	}
+	if (!seen_version || !st->id[0] || !st->user[0] || !st->cgroup_parent[0])
+		return -1;
+	/* ids and cgroup names become path components */
+	if (strchr(st->id, '/') || strchr(st->cgroup_parent, '/') || st->id[0] == '.' ||
+	    st->cgroup_parent[0] == '.')
+		return -1;
+	return 0;
+}
+
+int sandbox_state_path(const char *state_dir, const char *id, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s/sandboxes/%s.state", state_dir, id);
+	return (n < 0 || (size_t)n >= size) ? -1 : 0;
+}
+
+int sandbox_state_save(const char *state_dir, const struct sandbox_state *st)
+{
+	char path[SANDBOX_PATH_MAX], tmp[SANDBOX_PATH_MAX + 8], dir[SANDBOX_PATH_MAX];
+	char buf[3 * SANDBOX_PATH_MAX];
+	int fd = -1, rc = -1, len;
+
+	if (snprintf(dir, sizeof(dir), "%s/sandboxes", state_dir) >= (int)sizeof(dir))
+		return log_error("state dir too long");
+	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
+		return log_errno("mkdir %s", state_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return log_errno("mkdir %s", dir);
+	if (sandbox_state_path(state_dir, st->id, path, sizeof(path)) < 0)
+		return log_error("state path too long");
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if ((len = sandbox_state_format(st, buf, sizeof(buf))) < 0)
+		return log_error("state of %s too large", st->id);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return log_errno("open %s", tmp);
+	if (write(fd, buf, (size_t)len) != len || fsync(fd) < 0) {
+		log_errno("write %s", tmp);
+		goto out;
+	}
+	if (rename(tmp, path) < 0) {
+		log_errno("rename %s", tmp);
+		goto out;
+	}
+	rc = 0;
+out:
+	close(fd);
+	if (rc < 0)
+		unlink(tmp);
+	return rc;
+}
+
+int sandbox_state_load(const char *path, struct sandbox_state *st)
+{
+	char *buf = malloc(STATE_MAX);
+	ssize_t n = -1;
+	size_t len = 0;
+	int fd, rc = -1;
+
+	if (!buf)
+		return log_errno("malloc");
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		log_errno("open %s", path);
+		goto out;
+	}
+	while (len < STATE_MAX && (n = read(fd, buf + len, STATE_MAX - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	if (n < 0 || len >= STATE_MAX) {
+		log_error("read %s: error or too large", path);
+		goto out;
+	}
+	if (sandbox_state_parse(buf, len, st) < 0) {
+		log_error("parse %s: malformed state file", path);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(buf);
+	return rc;
+}
+
+uint64_t sandbox_proc_start_time(pid_t pid)
+{
+	char path[64], buf[1024];
+	ssize_t n;
+	int fd;
+	char *p;
+	unsigned long long st = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* comm may hold spaces and ')': fields restart after the last ')' */
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	p++;
+	/* a zombie (its parent died and the host's init has not reaped it yet) is gone */
+	if (p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X'))
+		return 0;
+	/* after ')' come field 3 (state) ... field 22 (starttime): skip 19 fields */
+	for (int field = 3; field < 22 && p; field++) {
+		p = strchr(p + 1, ' ');
+	}
+	if (!p || sscanf(p, " %llu", &st) != 1)
+		return 0;
+	return st;
+}

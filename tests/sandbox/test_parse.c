@@ -1,0 +1,155 @@
+/* test_parse.c - sandbox limit parsers and state files (pure logic). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "labd/sandbox_parse.h"
+#include "labd/sandbox_state.h"
+
+static void test_size(void **st)
+{
+	uint64_t v;
+	(void)st;
+	assert_int_equal(sandbox_parse_size("4096", &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(sandbox_parse_size("15G", &v), 0);
+	assert_int_equal(v, 15ull << 30);
+	assert_int_equal(sandbox_parse_size("512k", &v), 0);
+	assert_int_equal(v, 512ull << 10);
+	assert_int_equal(sandbox_parse_size("4MiB", &v), 0);
+	assert_int_equal(v, 4ull << 20);
+	assert_int_equal(sandbox_parse_size("1T", &v), 0);
+	assert_int_equal(v, 1ull << 40);
+	assert_int_equal(sandbox_parse_size("", &v), -1);
+	assert_int_equal(sandbox_parse_size("-1G", &v), -1);
+	assert_int_equal(sandbox_parse_size(" 1G", &v), -1);
+	assert_int_equal(sandbox_parse_size("1Gx", &v), -1);
+	assert_int_equal(sandbox_parse_size("1X", &v), -1);
+	assert_int_equal(sandbox_parse_size("99999999999T", &v), -1); /* overflow */
+	assert_int_equal(sandbox_parse_size("184467440737095516160", &v), -1);
+}
+
+static void test_cpus(void **st)
+{
+	uint32_t m;
+	(void)st;
+	assert_int_equal(sandbox_parse_cpus("2", &m), 0);
+	assert_int_equal(m, 2000);
+	assert_int_equal(sandbox_parse_cpus("0.5", &m), 0);
+	assert_int_equal(m, 500);
+	assert_int_equal(sandbox_parse_cpus("1.25", &m), 0);
+	assert_int_equal(m, 1250);
+	assert_int_equal(sandbox_parse_cpus("0.001", &m), 0);
+	assert_int_equal(m, 1);
+	assert_int_equal(sandbox_parse_cpus("0", &m), -1);
+	assert_int_equal(sandbox_parse_cpus("0.0001", &m), -1);
+	assert_int_equal(sandbox_parse_cpus("1.", &m), -1);
+	assert_int_equal(sandbox_parse_cpus(".5", &m), -1);
+	assert_int_equal(sandbox_parse_cpus("2000", &m), -1);
+	assert_int_equal(sandbox_parse_cpus("1e3", &m), -1);
+}
+
+static void test_uint_gpus_net_user(void **st)
+{
+	struct sandbox_spec s;
+	enum sandbox_net n;
+	uint64_t v;
+	(void)st;
+	assert_int_equal(sandbox_parse_uint("512", 1000, &v), 0);
+	assert_int_equal(v, 512);
+	assert_int_equal(sandbox_parse_uint("0", 1000, &v), -1);
+	assert_int_equal(sandbox_parse_uint("1001", 1000, &v), -1);
+	assert_int_equal(sandbox_parse_uint("+5", 1000, &v), -1);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(sandbox_parse_gpus("1,3", &s), 0);
+	assert_int_equal(s.n_gpus, 2);
+	assert_int_equal(s.gpus[0], 1);
+	assert_int_equal(s.gpus[1], 3);
+	assert_int_equal(sandbox_parse_gpus("1,1", &s), -1);
+	assert_int_equal(sandbox_parse_gpus("1,", &s), -1);
+	assert_int_equal(sandbox_parse_gpus("256", &s), -1);
+	assert_int_equal(sandbox_parse_gpus("a", &s), -1);
+	assert_int_equal(sandbox_parse_net("none", &n), 0);
+	assert_int_equal(n, SANDBOX_NET_NONE);
+	assert_int_equal(sandbox_parse_net("egress", &n), 0);
+	assert_int_equal(n, SANDBOX_NET_EGRESS);
+	assert_int_equal(sandbox_parse_net("host", &n), -1);
+	assert_true(sandbox_user_name_ok("alice"));
+	assert_true(sandbox_user_name_ok("_svc-1"));
+	assert_false(sandbox_user_name_ok("Alice"));
+	assert_false(sandbox_user_name_ok("../x"));
+	assert_false(sandbox_user_name_ok("a/b"));
+	assert_false(sandbox_user_name_ok(""));
+	assert_false(sandbox_user_name_ok("1abc"));
+	assert_false(sandbox_user_name_ok("abcdefghijklmnopqrstuvwxyzabcdefg")); /* 33 */
+}
+
+static void test_state_roundtrip(void **st)
+{
+	struct sandbox_state a, b;
+	char buf[16384];
+	int n;
+	(void)st;
+	memset(&a, 0, sizeof(a));
+	snprintf(a.id, sizeof(a.id), "alice-0123456789ab");
+	snprintf(a.user, sizeof(a.user), "alice");
+	a.pid = 4242;
+	a.start_time = 123456789;
+	snprintf(a.home_image, sizeof(a.home_image), "/var/lib/labd/homes/alice.img");
+	snprintf(a.cgroup_parent, sizeof(a.cgroup_parent), "labd");
+	n = sandbox_state_format(&a, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_int_equal(sandbox_state_parse(buf, (size_t)n, &b), 0);
+	assert_string_equal(b.id, a.id);
+	assert_string_equal(b.user, "alice");
+	assert_int_equal(b.pid, 4242);
+	assert_int_equal(b.start_time, 123456789);
+	assert_string_equal(b.home_image, a.home_image);
+	assert_string_equal(b.run_dir, "");
+	/* torn write: the last line lacks its newline */
+	assert_int_equal(sandbox_state_parse(buf, (size_t)n - 1, &b), -1);
+	assert_int_equal(sandbox_state_format(&a, buf, 20), -1);
+}
+
+static void test_state_rejects(void **st)
+{
+	struct sandbox_state b;
+	const char *bad[] = {
+		"id=a\nuser=u\ncgroup_parent=labd\n",                          /* no version */
+		"version=2\nid=a\nuser=u\ncgroup_parent=labd\n",               /* unknown version */
+		"version=1\nid=a\nuser=u\ncgroup_parent=labd\nfoo=1\n",        /* unknown key */
+		"version=1\nid=../x\nuser=u\ncgroup_parent=labd\n",            /* path in id */
+		"version=1\nid=a/b\nuser=u\ncgroup_parent=labd\n",
+		"version=1\nid=a\nuser=u\ncgroup_parent=labd\npid=-1\n",       /* negative pid */
+		"version=1\nid=a\nuser=u\ncgroup_parent=labd\npid=99999999\n", /* out of range */
+		"version=1\nid=a\nuser=u\ncgroup_parent=labd\nstart_time=1x\n",
+		"version=1\nid=a\nuser=u\n",                                   /* no cgroup parent */
+		"version=1\nnoequals\n",
+	};
+	(void)st;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(sandbox_state_parse(bad[i], strlen(bad[i]), &b), -1);
+	{
+		char big[600];
+		memset(big, 'a', sizeof(big));
+		memcpy(big, "version=1\nid=", 13);
+		big[sizeof(big) - 1] = '\n';
+		assert_int_equal(sandbox_state_parse(big, sizeof(big), &b), -1); /* id too long */
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_size),
+		cmocka_unit_test(test_cpus),
+		cmocka_unit_test(test_uint_gpus_net_user),
+		cmocka_unit_test(test_state_roundtrip),
+		cmocka_unit_test(test_state_rejects),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
