@@ -13,7 +13,7 @@ PKG_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c17 -Wall -Wextra -Werror -Wshadow -Wvla -D_GNU_SOURCE \
            -DLABD_VERSION='"$(VERSION)"' -Iinclude $(PKG_CFLAGS) -MMD -MP
-LDLIBS  += $(PKG_LIBS) -lpthread
+LDLIBS  += $(PKG_LIBS) -lhttp_parser -lpthread
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined
@@ -45,10 +45,10 @@ $(BUILD)/libcommon.a: $(COMMON_OBJS)
 $(BUILD)/libserver.a: $(SERVER_OBJS)
 	$(AR) rcs $@ $^
 
-$(BUILD)/labd: $(BUILD)/server/main.o $(BUILD)/libserver.a $(BUILD)/libcommon.a
+$(BUILD)/labd: $(BUILD)/server/main.o $(BUILD)/libserver.a $(SANDBOX_LIB) $(BUILD)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libserver.a $(BUILD)/libcommon.a
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libserver.a $(SANDBOX_LIB) $(BUILD)/libcommon.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 

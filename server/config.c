@@ -38,6 +38,25 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->scrypt_n = 32768;
 	cfg->scrypt_r = 8;
 	cfg->scrypt_p = 1;
+	cfg->cpu_limit = 12 * 3600;
+	cfg->gpu_limit = 4 * 3600;
+	cfg->idle_timeout = 3600;
+	cfg->stop_grace = 15;
+	cfg->start_timeout = 60;
+	cfg->warn_before[0] = 30 * 60;
+	cfg->warn_before[1] = 5 * 60;
+	cfg->n_warn_before = 2;
+	snprintf(cfg->jupyter, sizeof(cfg->jupyter), "auto");
+	snprintf(cfg->image, sizeof(cfg->image), "/");
+	cfg->uid_base = 200000;
+	cfg->home_size = 15ULL << 30;
+	cfg->memory = 4ULL << 30;
+	cfg->tmp_size = 1ULL << 30;
+	cfg->cpus_milli = 2000;
+	cfg->pids = 512;
+	cfg->admin_access = false;
+	cfg->n_gpu_devices = 0;
+	snprintf(cfg->dev_prefix, sizeof(cfg->dev_prefix), "/dev");
 }
 
 /* Parses a non-negative integer followed by an optional one-letter unit. */
@@ -112,7 +131,13 @@ int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned
 	return 0;
 }
 
-enum key_kind { K_STRING, K_BOOL, K_UINT, K_DURATION, K_SIZE, K_LOGLEVEL, K_LISTEN, K_POW2 };
+enum key_kind {
+	K_STRING, K_BOOL, K_UINT, K_DURATION, K_SIZE, K_LOGLEVEL, K_LISTEN, K_POW2,
+	K_DURATIONS, /* comma-separated durations, stored descending (warn_before) */
+	K_GPUS,      /* comma-separated GPU minors */
+	K_CPUS,      /* decimal CPU count stored as thousandths */
+	K_JUPYTER,   /* auto, lab, notebook or server */
+};
 
 struct key_spec {
 	const char *section, *name;
@@ -148,6 +173,29 @@ static const struct key_spec keys[] = {
 	KEY("auth", scrypt_n, K_POW2, 2, 1ULL << 24),
 	KEY("auth", scrypt_r, K_UINT, 1, 64),
 	KEY("auth", scrypt_p, K_UINT, 1, 64),
+	KEY("runtime", cpu_limit, K_DURATION, 1, 30 * 86400),
+	KEY("runtime", gpu_limit, K_DURATION, 1, 30 * 86400),
+	KEY("runtime", idle_timeout, K_DURATION, 0, 30 * 86400),
+	KEY("runtime", stop_grace, K_DURATION, 1, 3600),
+	KEY("runtime", start_timeout, K_DURATION, 1, 3600),
+	KEY("runtime", warn_before, K_DURATIONS, 0, 30 * 86400),
+	KEY("runtime", jupyter, K_JUPYTER, 0, 0),
+	KEY("runtime", image, K_STRING, 1, 0),
+	KEY("runtime", uid_base, K_UINT, 1000, 4000000000U),
+	KEY("runtime", home_size, K_SIZE, 64ULL << 20, 16ULL << 40),
+	KEY("runtime", memory, K_SIZE, 64ULL << 20, 16ULL << 40),
+	KEY("runtime", tmp_size, K_SIZE, 1ULL << 20, 1ULL << 40),
+	KEY("runtime", cpus_milli, K_CPUS, 10, 1024000),
+	KEY("runtime", pids, K_UINT, 16, 4194304),
+	KEY("runtime", admin_access, K_BOOL, 0, 0),
+	KEY("gpu", gpu_devices, K_GPUS, 0, 255),
+	KEY("gpu", dev_prefix, K_STRING, 1, 0),
+};
+
+/* Config file names that differ from the struct fields. */
+static const char *const key_aliases[][3] = {
+	{"runtime", "cpus", "cpus_milli"},
+	{"gpu", "devices", "gpu_devices"},
 };
 
 struct load_state {
@@ -171,6 +219,61 @@ static int store_number(const struct key_spec *k, void *field, uint64_t v)
 		*(unsigned *)field = (unsigned)v;
 	else
 		return -1;
+	return 0;
+}
+
+/* "30m,5m" into descending seconds; -1 on a bad or out-of-range item. */
+static int parse_duration_list(const char *value, const struct key_spec *k,
+			       struct labd_config *cfg)
+{
+	char buf[256], *save = NULL;
+	unsigned n = 0;
+
+	snprintf(buf, sizeof(buf), "%s", value);
+	for (char *item = strtok_r(buf, ", ", &save); item; item = strtok_r(NULL, ", ", &save)) {
+		int64_t d;
+		if (n == CONFIG_MAX_WARNINGS || config_parse_duration(item, &d) < 0 ||
+		    (uint64_t)d > k->max || d == 0)
+			return -1;
+		unsigned at = n++;
+		while (at > 0 && cfg->warn_before[at - 1] < d) { /* insertion sort, descending */
+			cfg->warn_before[at] = cfg->warn_before[at - 1];
+			at--;
+		}
+		cfg->warn_before[at] = d;
+	}
+	cfg->n_warn_before = n;
+	return 0;
+}
+
+static int parse_gpu_list(const char *value, const struct key_spec *k, struct labd_config *cfg)
+{
+	char buf[256], *save = NULL;
+	unsigned n = 0;
+
+	snprintf(buf, sizeof(buf), "%s", value);
+	for (char *item = strtok_r(buf, ", ", &save); item; item = strtok_r(NULL, ", ", &save)) {
+		uint64_t v;
+		if (n == CONFIG_MAX_GPUS || parse_scaled(item, "", NULL, &v) < 0 || v > k->max)
+			return -1;
+		for (unsigned i = 0; i < n; i++)
+			if (cfg->gpu_devices[i] == v)
+				return -1;
+		cfg->gpu_devices[n++] = (unsigned)v;
+	}
+	cfg->n_gpu_devices = n;
+	return 0;
+}
+
+/* "2", "0.5", "1.25" CPUs into thousandths. */
+static int parse_cpus(const char *value, uint64_t *milli)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(value, &end);
+	if (errno || end == value || *end || !(v > 0) || v > 1e6)
+		return -1;
+	*milli = (uint64_t)(v * 1000.0 + 0.5);
 	return 0;
 }
 
@@ -224,6 +327,24 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 			return "must be a size such as 64K or 1M, in range";
 		*(size_t *)field = (size_t)v;
 		return NULL;
+	case K_DURATIONS:
+		return parse_duration_list(value, k, cfg) < 0
+			       ? "must be up to 4 durations such as 30m,5m"
+			       : NULL;
+	case K_GPUS:
+		return parse_gpu_list(value, k, cfg) < 0
+			       ? "must be distinct GPU numbers such as 0,1 (or empty)"
+			       : NULL;
+	case K_CPUS:
+		if (parse_cpus(value, &v) < 0 || store_number(k, field, v) < 0)
+			return "must be a number of CPUs such as 2 or 0.5";
+		return NULL;
+	case K_JUPYTER:
+		if (strcmp(value, "auto") && strcmp(value, "lab") && strcmp(value, "notebook") &&
+		    strcmp(value, "server"))
+			return "must be auto, lab, notebook or server";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
 	case K_DURATION:
 		if (config_parse_duration(value, &d) < 0 || (uint64_t)d < k->min ||
 		    (uint64_t)d > k->max)
@@ -253,11 +374,19 @@ static char *read_line(char *buf, int size, void *stream)
 static int on_ini_value(void *user, const char *section, const char *name, const char *value)
 {
 	struct load_state *st = user;
-	const char *why;
+	const char *why, *shown = name; /* the name as written, for messages */
 	int lineno = st->lineno;
 
 	if (st->failed)
 		return 0;
+	for (size_t i = 0; i < sizeof(key_aliases) / sizeof(key_aliases[0]); i++) {
+		if (strcmp(key_aliases[i][0], section))
+			continue;
+		if (!strcmp(key_aliases[i][2], shown))
+			name = "(internal)"; /* field names behind an alias are not keys */
+		else if (!strcmp(key_aliases[i][1], shown))
+			name = key_aliases[i][2];
+	}
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		if (strcmp(keys[i].section, section) || strcmp(keys[i].name, name))
 			continue;
@@ -265,7 +394,7 @@ static int on_ini_value(void *user, const char *section, const char *name, const
 		if (!why)
 			return 1;
 		snprintf(st->err, st->errlen, "%s:%d: bad value for [%s] %s: %s", st->path, lineno,
-			 section, name, why);
+			 section, shown, why);
 		st->failed = 1;
 		return 0;
 	}
@@ -274,10 +403,10 @@ static int on_ini_value(void *user, const char *section, const char *name, const
 		known_section = known_section || strcmp(keys[i].section, section) == 0;
 	if (!known_section)
 		snprintf(st->err, st->errlen, "%s:%d: unknown section [%s] (key %s)", st->path,
-			 section[0] ? st->section_lineno : lineno, section, name);
+			 section[0] ? st->section_lineno : lineno, section, shown);
 	else
 		snprintf(st->err, st->errlen, "%s:%d: unknown key [%s] %s", st->path, lineno,
-			 section, name);
+			 section, shown);
 	st->failed = 1;
 	return 0;
 }

@@ -154,7 +154,12 @@ int db_open(const char *path, struct db **out)
 
 	if (!db)
 		return log_errno("db: calloc");
-	pthread_mutex_init(&db->lock, NULL);
+	/* Recursive: a callback of an *_each() walk may use the store too. */
+	pthread_mutexattr_t attr;
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&db->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
 	if (sqlite3_open_v2(path, &db->conn, flags, NULL) != SQLITE_OK) {
 		log_error("open database %s: %s", path,
 			  db->conn ? sqlite3_errmsg(db->conn) : "out of memory");

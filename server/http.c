@@ -14,6 +14,8 @@
 #include "labd/api.h"
 #include "labd/app.h"
 #include "labd/log.h"
+#include "labd/proxy.h"
+#include "labd/runtime_proxy.h"
 #include "labd/routes.h"
 
 /* Sent on every response, including errors and static files. */
@@ -187,6 +189,8 @@ static void request_free(struct http_request *req)
 {
 	if (!req)
 		return;
+	proxy_release(req);
+	free(req->raw_uri);
 	if (req->response)
 		MHD_destroy_response(req->response);
 	for (int i = 0; i < req->nextra; i++) {
@@ -231,7 +235,10 @@ static enum MHD_Result queue_reply(struct http_request *req)
 		if (!req->response)
 			return MHD_NO;
 	}
-	for (size_t i = 0; i < sizeof(security_headers) / sizeof(security_headers[0]); i++)
+	/* A runtime's pages carry Jupyter's own policy, which its inline scripts
+	 * need; labd's strict one covers labd's pages and errors. */
+	for (size_t i = 0; !req->from_upstream && i < sizeof(security_headers) / sizeof(security_headers[0]);
+	     i++)
 		MHD_add_response_header(req->response, security_headers[i][0],
 					security_headers[i][1]);
 	for (int i = 0; i < req->nextra; i++)
@@ -265,22 +272,32 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct http_request *req = *con_cls;
 	(void)version;
 
-	if (!req) {
-		req = calloc(1, sizeof(*req));
-		if (!req)
-			return MHD_NO;
+	if (!req)
+		return MHD_NO; /* on_uri always makes one */
+	if (!req->started) {
+		req->started = true;
 		req->conn = conn;
 		req->app = cls;
 		req->method = method;
 		req->path = url;
 		client_address(conn, req->address, sizeof(req->address));
-		*con_cls = req;
+		if (runtime_proxy_match(url)) {
+			/* Streamed both ways: no body limit, no buffering. */
+			runtime_proxy_begin(req);
+			return req->response ? queue_reply(req) : MHD_YES;
+		}
 		/* Refuse a declared oversized body before reading any of it. */
 		if (declared_too_large(req)) {
 			reply_too_large(req);
 			return queue_reply(req);
 		}
 		return MHD_YES;
+	}
+	if (req->proxy) {
+		if (*upload_data_size)
+			return proxy_upload(req, upload_data, upload_data_size);
+		enum MHD_Result rc = proxy_respond(req);
+		return rc == MHD_YES && req->response ? queue_reply(req) : rc;
 	}
 	if (*upload_data_size) {
 		body_append(req, upload_data, *upload_data_size);
@@ -292,6 +309,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	else
 		routes_dispatch(req);
 	return queue_reply(req);
+}
+
+/* Called before the request is parsed: keeps the URI exactly as sent (the
+ * proxy forwards it unchanged) and creates the request object. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct http_request *req = calloc(1, sizeof(*req));
+	(void)cls;
+	(void)conn;
+	if (req)
+		req->raw_uri = strdup(uri);
+	if (req && !req->raw_uri) {
+		free(req);
+		req = NULL;
+	}
+	return req;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -338,12 +371,15 @@ struct MHD_Daemon *http_start(struct app *app, int listen_fd)
 	/* Thread pool + epoll: each worker has its own epoll set over the shared
 	 * listening socket, so the server scales with the cores. */
 	return MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-		on_request, app, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+			MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE,
+		0, NULL, NULL,
+		on_request, app, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+		MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
 		threads, MHD_OPTION_CONNECTION_LIMIT, app->cfg->max_connections,
 		MHD_OPTION_CONNECTION_TIMEOUT, app->cfg->connection_timeout,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, NULL, MHD_OPTION_UNESCAPE_CALLBACK, unescape_without_nul, NULL,
-		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+		on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
+		MHD_OPTION_UNESCAPE_CALLBACK, unescape_without_nul, NULL,
 		MHD_OPTION_END);
 }

@@ -73,11 +73,42 @@ int ipc_recv(int fd, json_t **out, int timeout_ms)
 	return 0;
 }
 
+/* The protocol: each request type and the fields it carries (all required). */
+struct field_spec {
+	const char *name;
+	json_type type;
+};
+struct type_spec {
+	const char *type;
+	struct field_spec fields[6];
+};
+static const struct type_spec requests[] = {
+	{"ping", {{NULL, 0}}},
+	{"version", {{NULL, 0}}},
+	{"runtime_list", {{NULL, 0}}},
+	{"runtime_start",
+	 {{"user", JSON_STRING},
+	  {"user_id", JSON_INTEGER},
+	  {"kind", JSON_STRING},
+	  {"token", JSON_STRING},
+	  {"deadline", JSON_INTEGER},
+	  {"gpus", JSON_ARRAY}}},
+	{"runtime_stop", {{"user", JSON_STRING}, {"reason", JSON_STRING}, {NULL, 0}}},
+};
+
+static const struct field_spec *find_field(const struct type_spec *t, const char *name)
+{
+	for (const struct field_spec *f = t->fields; f < t->fields + 6 && f->name; f++)
+		if (strcmp(f->name, name) == 0)
+			return f;
+	return NULL;
+}
+
 int ipc_parse_request(json_t *msg, struct ipc_request *out, char *err, size_t errlen)
 {
-	static const char *const types[] = {"ping", "version", NULL};
 	json_t *v = json_object_get(msg, "v"), *id = json_object_get(msg, "id");
 	json_t *type = json_object_get(msg, "type");
+	const struct type_spec *spec = NULL;
 	const char *key;
 	json_t *value;
 
@@ -94,17 +125,31 @@ int ipc_parse_request(json_t *msg, struct ipc_request *out, char *err, size_t er
 		return -1;
 	}
 	out->id = json_integer_value(id);
-	out->type = NULL;
-	for (const char *const *t = types; *t; t++)
-		if (strcmp(*t, json_string_value(type)) == 0)
-			out->type = *t;
-	if (!out->type) {
+	for (size_t i = 0; i < sizeof(requests) / sizeof(requests[0]); i++)
+		if (strcmp(requests[i].type, json_string_value(type)) == 0)
+			spec = &requests[i];
+	if (!spec) {
 		snprintf(err, errlen, "unknown message type");
 		return -1;
 	}
+	out->type = spec->type;
+	out->msg = msg;
 	json_object_foreach(msg, key, value) {
-		if (strcmp(key, "v") && strcmp(key, "id") && strcmp(key, "type")) {
+		if (!strcmp(key, "v") || !strcmp(key, "id") || !strcmp(key, "type"))
+			continue;
+		const struct field_spec *f = find_field(spec, key);
+		if (!f) {
 			snprintf(err, errlen, "unknown field %.32s", key);
+			return -1;
+		}
+		if (json_typeof(value) != f->type) {
+			snprintf(err, errlen, "field %s has the wrong type", f->name);
+			return -1;
+		}
+	}
+	for (const struct field_spec *f = spec->fields; f < spec->fields + 6 && f->name; f++) {
+		if (!json_object_get(msg, f->name)) {
+			snprintf(err, errlen, "field %s is missing", f->name);
 			return -1;
 		}
 	}

@@ -10,6 +10,24 @@
 
 #define DEFAULT_CONFIG "/etc/labd/labd.ini"
 
+/* The sandbox and the state files want absolute paths; --demo's is ./var. */
+static int absolute_state_dir(struct labd_config *cfg)
+{
+	char cwd[CONFIG_PATH_MAX], abs[CONFIG_PATH_MAX];
+	const char *rel = cfg->state_dir;
+
+	if (rel[0] == '/')
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return log_errno("getcwd");
+	while (rel[0] == '.' && rel[1] == '/')
+		rel += 2;
+	if (snprintf(abs, sizeof(abs), "%s/%s", cwd, rel) >= (int)sizeof(abs))
+		return log_error("state_dir path too long");
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", abs);
+	return 0;
+}
+
 static int usage(FILE *to)
 {
 	fprintf(to, "usage: labd [--config FILE] [--demo]        run the daemon\n"
@@ -48,6 +66,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "labd: %s\n", err);
 		return 1;
 	}
+	if (absolute_state_dir(&cfg) < 0)
+		return 1;
 	if (log_level_parse(cfg.log_level, &level) == 0)
 		log_set_level(level);
 	if (geteuid() != 0) {

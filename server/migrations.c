@@ -45,6 +45,25 @@ static const char *const migrations[] = {
 	"  target TEXT,"
 	"  address TEXT,"
 	"  detail TEXT);",
+	/* 2: interactive runtimes; the partial unique index keeps one live runtime
+	 * per user even if two starts race. */
+	"CREATE TABLE runtimes ("
+	"  id INTEGER PRIMARY KEY,"
+	"  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+	"  kind TEXT NOT NULL CHECK (kind IN ('cpu', 'gpu')),"
+	"  state TEXT NOT NULL CHECK (state IN ('starting', 'running', 'stopping', 'stopped',"
+	"    'failed')),"
+	"  reason TEXT,"
+	"  token TEXT NOT NULL,"
+	"  gpus TEXT NOT NULL DEFAULT '',"
+	"  created_at INTEGER NOT NULL,"
+	"  ready_at INTEGER,"
+	"  deadline INTEGER NOT NULL,"
+	"  ended_at INTEGER,"
+	"  last_activity INTEGER NOT NULL);"
+	"CREATE INDEX runtimes_user ON runtimes(user_id, id);"
+	"CREATE UNIQUE INDEX runtimes_one_live ON runtimes(user_id)"
+	"  WHERE state IN ('starting', 'running', 'stopping');",
 };
 
 int migrations_count(void)

@@ -61,7 +61,11 @@ int privdrop_prepare_state_dir(const char *state_dir, const struct privdrop_user
 	dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return log_errno("open %s", state_dir);
-	if (fchown(dfd, u->uid, u->gid) < 0 || fchmod(dfd, 0750) < 0) {
+	/* root:labd 01770: labd creates its database files here; the sticky bit
+	 * keeps it from renaming root's subdirectories (homes, runtimes); and a
+	 * sandbox being built (host root without capabilities over host inodes)
+	 * can still traverse it as the owner. */
+	if (fchown(dfd, 0, u->gid) < 0 || fchmod(dfd, 01770) < 0) {
 		close(dfd);
 		return log_errno("chown %s", state_dir);
 	}

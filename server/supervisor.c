@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "labd/boxes.h"
 #include "labd/config.h"
 #include "labd/ipc.h"
 #include "labd/log.h"
@@ -36,7 +37,10 @@ struct supervisor {
 	long long child_started_ms, restart_at_ms, stop_deadline_ms;
 	int backoff_ms;
 	int stopping;
+	struct boxes *boxes; /* the users' runtimes */
 };
+
+#define MAX_POLL 260
 
 static long long now_ms(void)
 {
@@ -80,6 +84,26 @@ static int bind_listener(const char *address)
 	return fd;
 }
 
+/* Closes every fd above stderr except the listed ones. */
+static void close_fds_except(int *keep, int n)
+{
+	int lo = 3;
+
+	for (int i = 0; i < n; i++) /* sort: n is tiny */
+		for (int j = i + 1; j < n; j++)
+			if (keep[j] < keep[i]) {
+				int t = keep[i];
+				keep[i] = keep[j];
+				keep[j] = t;
+			}
+	for (int i = 0; i < n; i++) {
+		if (keep[i] > lo)
+			close_range((unsigned)lo, (unsigned)keep[i] - 1, 0);
+		lo = keep[i] + 1 > lo ? keep[i] + 1 : lo;
+	}
+	close_range((unsigned)lo, ~0U, 0);
+}
+
 static void spawn_web(struct supervisor *s)
 {
 	int sv[2];
@@ -101,8 +125,10 @@ static void spawn_web(struct supervisor *s)
 		return;
 	}
 	if (pid == 0) {
-		close(sv[0]);
-		close(s->signal_fd);
+		/* The web process inherits nothing of the supervisor's but what it
+		 * needs: no sandbox pidfds, status pipes or the signalfd. */
+		int keep[] = {s->listen_fd, sv[1], s->web_root_fd};
+		close_fds_except(keep, 3);
 		web_main(s->cfg, &s->user, s->listen_fd, sv[1], s->web_root_fd);
 	}
 	close(sv[1]);
@@ -125,6 +151,12 @@ static void handle_request(struct supervisor *s, json_t *msg)
 				  err);
 	} else if (strcmp(req.type, "ping") == 0) {
 		reply = ipc_reply(req.id, "pong");
+	} else if (strcmp(req.type, "runtime_start") == 0) {
+		reply = boxes_start(s->boxes, req.id, req.msg);
+	} else if (strcmp(req.type, "runtime_stop") == 0) {
+		reply = boxes_stop(s->boxes, req.id, req.msg);
+	} else if (strcmp(req.type, "runtime_list") == 0) {
+		reply = boxes_list(s->boxes, req.id);
 	} else {
 		reply = ipc_reply(req.id, "version");
 		json_object_set_new(reply, "version", json_string(LABD_VERSION));
@@ -160,9 +192,8 @@ static void reap_children(struct supervisor *s)
 	int status;
 	pid_t pid;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (pid != s->child)
-			continue;
+	/* Only the web process: sandboxes are reaped by the sandbox library. */
+	while (s->child > 0 && (pid = waitpid(s->child, &status, WNOHANG)) > 0) {
 		describe_exit(pid, status);
 		s->child = 0;
 		if (s->ipc_fd >= 0)
@@ -202,15 +233,17 @@ static void on_signal(struct supervisor *s)
 	}
 }
 
-static int poll_timeout(const struct supervisor *s)
+static int poll_timeout(const struct supervisor *s, int boxes_ms)
 {
 	long long deadline = s->stopping ? s->stop_deadline_ms
 			     : s->child ? -1
 					: s->restart_at_ms;
-	if (deadline < 0)
-		return -1;
-	long long left = deadline - now_ms();
-	return left < 0 ? 0 : (int)left;
+	long long left = deadline < 0 ? -1 : deadline - now_ms();
+	if (left < 0 && deadline >= 0)
+		left = 0;
+	if (boxes_ms >= 0 && (left < 0 || boxes_ms < left))
+		left = boxes_ms;
+	return (int)left;
 }
 
 static void run_loop(struct supervisor *s)
@@ -218,9 +251,12 @@ static void run_loop(struct supervisor *s)
 	while (!(s->stopping && s->child == 0)) {
 		if (!s->stopping && s->child == 0 && now_ms() >= s->restart_at_ms)
 			spawn_web(s);
-		struct pollfd fds[2] = {{.fd = s->signal_fd, .events = POLLIN},
-					{.fd = s->ipc_fd, .events = POLLIN}};
-		if (poll(fds, s->ipc_fd >= 0 ? 2 : 1, poll_timeout(s)) < 0 && errno != EINTR) {
+		struct pollfd fds[MAX_POLL] = {{.fd = s->signal_fd, .events = POLLIN},
+					       {.fd = s->ipc_fd, .events = POLLIN}};
+		int boxes_ms = boxes_tick(s->boxes);
+		int nbox = boxes_pollfds(s->boxes, fds + 2, MAX_POLL - 2);
+		/* fd -1 entries are ignored by poll, so the layout stays fixed */
+		if (poll(fds, (nfds_t)(2 + nbox), poll_timeout(s, boxes_ms)) < 0 && errno != EINTR) {
 			log_errno("poll");
 			break;
 		}
@@ -228,6 +264,7 @@ static void run_loop(struct supervisor *s)
 			on_signal(s);
 		if (s->ipc_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP)))
 			on_ipc_readable(s);
+		boxes_on_events(s->boxes, fds + 2, nbox);
 		if (s->stopping && s->child > 0 && now_ms() >= s->stop_deadline_ms) {
 			log_warn("web process %d did not stop in time: killing it", (int)s->child);
 			kill(s->child, SIGKILL);
@@ -248,6 +285,10 @@ int supervisor_run(const struct labd_config *cfg)
 	if (privdrop_lookup(cfg->user, &s.user) < 0 ||
 	    privdrop_prepare_state_dir(cfg->state_dir, &s.user) < 0)
 		return 1;
+	/* Runtimes keep running across a supervisor restart and are re-adopted. */
+	s.boxes = boxes_open(cfg, cfg->state_dir);
+	if (!s.boxes)
+		goto out;
 	s.web_root_fd = open(cfg->web_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (s.web_root_fd < 0) {
 		log_errno("open web root %s", cfg->web_root);
@@ -281,5 +322,6 @@ out:
 		close(s.web_root_fd);
 	if (s.ipc_fd >= 0)
 		close(s.ipc_fd);
+	boxes_close(s.boxes);
 	return rc;
 }

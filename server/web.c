@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +17,10 @@
 #include "labd/http.h"
 #include "labd/ipc.h"
 #include "labd/log.h"
+#include "labd/monitor.h"
+#include "labd/upstream.h"
+#include "labd/waker.h"
+#include "labd/wsrelay.h"
 #include "labd/password.h"
 #include "labd/privdrop.h"
 #include "labd/users.h"
@@ -38,6 +43,8 @@ void app_init_policies(struct app *app, const struct labd_config *cfg)
 int web_open_store_as_user(const struct labd_config *cfg, const struct privdrop_user *u,
 			   struct db **out)
 {
+	/* The store holds password hashes and runtime tokens: no bits for others. */
+	umask(027);
 	if (privdrop_prepare_state_dir(cfg->state_dir, u) < 0)
 		return -1;
 	/* The store is opened by a relative name from inside the state dir, so the
@@ -101,6 +108,7 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	pid_t supervisor = getppid();
 	struct app app = {.web_root_fd = web_root_fd};
 	struct MHD_Daemon *httpd;
+	struct monitor *monitor = NULL;
 	enum log_level level;
 
 	log_set_tag("labd-web");
@@ -119,15 +127,25 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	app.supervisor = ipc_client_new(ipc_fd);
 	if (!app.supervisor || web_bootstrap_admin(cfg, app.db) < 0)
 		_exit(1);
+	app.proxy.secure = cfg->secure_cookies;
+	if (waker_start(&app.proxy.waker) < 0 || wsrelay_start(&app.proxy.relay) < 0)
+		_exit(1);
 	httpd = http_start(&app, listen_fd);
 	if (!httpd) {
 		log_error("cannot start the HTTP server");
 		_exit(1);
 	}
+	if (monitor_start(&app, &monitor) < 0)
+		_exit(1);
 	log_info("serving as user %s (pid %d)", u->name, (int)getpid());
 	serve_until_signal(&app);
 	log_info("shutting down");
+	monitor_stop(monitor);
+	/* libmicrohttpd must have no upgraded or suspended connection left. */
+	wsrelay_stop(app.proxy.relay);
+	waker_stop(app.proxy.waker);
 	MHD_stop_daemon(httpd);
+	upstream_clear();
 	ipc_client_free(app.supervisor);
 	db_close(app.db);
 	close(web_root_fd);

@@ -6,6 +6,7 @@
 
 #include "labd/config.h"
 #include "labd/password.h"
+#include "labd/proxy.h"
 #include "labd/sessions.h"
 #include "labd/throttle.h"
 
@@ -21,6 +22,7 @@ struct app {
 	struct session_limits session;
 	struct throttle_policy throttle;      /* per user name */
 	struct throttle_policy throttle_addr; /* per client address */
+	struct proxy_context proxy;           /* waker + WebSocket relay */
 };
 
 /* Derives the policy structs from cfg. */

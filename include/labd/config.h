@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 #define CONFIG_PATH_MAX 512
+#define CONFIG_MAX_WARNINGS 4
+#define CONFIG_MAX_GPUS 16
 
 struct labd_config {
 	/* [server] */
@@ -34,6 +36,24 @@ struct labd_config {
 	uint64_t scrypt_n;
 	unsigned scrypt_r;
 	unsigned scrypt_p;
+	/* [runtime] */
+	int64_t cpu_limit;    /* seconds a CPU runtime may run */
+	int64_t gpu_limit;    /* seconds a GPU runtime may run */
+	int64_t idle_timeout; /* seconds without activity before culling; 0 = never */
+	int64_t stop_grace;   /* seconds between asking Jupyter to stop and killing */
+	int64_t start_timeout; /* seconds Jupyter has to answer api/status */
+	int64_t warn_before[CONFIG_MAX_WARNINGS]; /* lead times, descending */
+	unsigned n_warn_before;
+	char jupyter[16]; /* auto, lab, notebook or server */
+	char image[CONFIG_PATH_MAX];
+	unsigned uid_base;
+	uint64_t home_size, memory, tmp_size;
+	unsigned cpus_milli, pids;
+	bool admin_access;
+	/* [gpu] */
+	unsigned gpu_devices[CONFIG_MAX_GPUS];
+	unsigned n_gpu_devices;
+	char dev_prefix[CONFIG_PATH_MAX];
 };
 
 /* Fills *cfg with the defaults; demo = the `labd --demo` defaults (./var, ./web). */

@@ -17,6 +17,7 @@
 #include "labd/router.h"
 
 struct app;
+struct proxy_state;
 
 #define HTTP_MAX_EXTRA_HEADERS 6
 
@@ -24,7 +25,11 @@ struct http_request {
 	struct MHD_Connection *conn;
 	struct app *app;
 	const char *method; /* borrowed from libmicrohttpd for the request */
-	const char *path;
+	const char *path;   /* decoded path, no query */
+	char *raw_uri;      /* as the client sent it, with the query; owned */
+	bool started;       /* the first access-handler call has been seen */
+	struct proxy_state *proxy; /* set while proxying to a runtime; owned */
+	bool from_upstream;        /* the reply is Jupyter's, with its own headers */
 	char *body; /* NUL-terminated; owned */
 	size_t body_len, body_cap;
 	bool body_too_large;

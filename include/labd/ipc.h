@@ -1,8 +1,11 @@
 /* ipc.h - the supervisor protocol: one JSON object per SOCK_SEQPACKET message
  * over the socketpair between labd (root) and labd-web.
  *
- * Request:  {"v":1,"id":N,"type":"ping"|"version", ...}
- * Reply:    {"v":1,"id":N,"type":"pong"|"version"|"error", ...}
+ * Requests (web -> supervisor), every listed field required:
+ *   ping, version, runtime_list
+ *   runtime_start {user, user_id, kind "cpu"|"gpu", token, deadline (unix s), gpus [int]}
+ *   runtime_stop  {user, reason}
+ * Replies: {"v":1,"id":N,"type":"pong"|"version"|"ok"|"runtimes"|"error", ...}
  * Every message is at most IPC_MAX_MESSAGE bytes; the receiver validates the
  * version, the id, the type and refuses unknown fields before acting. */
 #ifndef LABD_IPC_H
@@ -23,7 +26,8 @@ int ipc_recv(int fd, json_t **out, int timeout_ms);
 
 struct ipc_request {
 	long long id;
-	const char *type; /* borrowed from the message */
+	const char *type; /* static name of the validated type */
+	json_t *msg;      /* the message, borrowed; its fields have the right types */
 };
 /* Validates a request against the protocol (version, id, known type, no
  * unknown fields). Returns 0, or -1 with a reason in err. */

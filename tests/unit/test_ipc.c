@@ -69,6 +69,9 @@ static void test_validation(void **state)
 	assert_int_equal(parse("{\"v\":1,\"id\":\"3\",\"type\":\"ping\"}", &req), -1);
 	assert_int_equal(parse("{\"v\":1,\"id\":3,\"type\":\"rm -rf\"}", &req), -1);
 	assert_int_equal(parse("{\"v\":1,\"id\":3,\"type\":\"ping\",\"x\":1}", &req), -1);
+	assert_int_equal(parse("{\"v\":1,\"id\":5,\"type\":\"runtime_stop\",\"user\":\"a\",\"reason\":\"x\"}", &req), 0);
+	assert_int_equal(parse("{\"v\":1,\"id\":5,\"type\":\"runtime_stop\",\"user\":\"a\"}", &req), -1);
+	assert_int_equal(parse("{\"v\":1,\"id\":5,\"type\":\"runtime_stop\",\"user\":1,\"reason\":\"x\"}", &req), -1);
 }
 
 static void test_error_reply(void **state)

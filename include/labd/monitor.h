@@ -1,0 +1,19 @@
+/* monitor.h - the web process's runtime watcher. Once a second it reconciles
+ * the runtimes table with the supervisor's sandboxes: marks a runtime running
+ * when Jupyter answers api/status, records how and why each one ended,
+ * fails starts that take longer than [runtime] start_timeout, and culls
+ * runtimes idle for [runtime] idle_timeout (no request, no open WebSocket, no
+ * busy kernel). Every transition is audited with its reason. */
+#ifndef LABD_MONITOR_H
+#define LABD_MONITOR_H
+
+struct app;
+struct monitor;
+
+/* Starts the thread; 0 or -1. The app must outlive monitor_stop(). */
+int monitor_start(struct app *app, struct monitor **out);
+void monitor_stop(struct monitor *m);
+/* One reconciliation pass (what the thread runs each second). */
+void monitor_pass(struct app *app);
+
+#endif

@@ -1,0 +1,60 @@
+/* runtimes.h - interactive runtime rows: one live (starting, running or
+ * stopping) runtime per user, its Jupyter token, GPUs, deadline and activity. */
+#ifndef LABD_RUNTIMES_H
+#define LABD_RUNTIMES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct db;
+
+enum runtime_kind { RUNTIME_CPU, RUNTIME_GPU };
+enum runtime_state {
+	RUNTIME_STARTING,
+	RUNTIME_RUNNING,
+	RUNTIME_STOPPING,
+	RUNTIME_STOPPED,
+	RUNTIME_FAILED,
+};
+
+#define RUNTIME_TOKEN_LEN 43
+#define RUNTIME_GPUS_MAX 64 /* "0,1,2" */
+#define RUNTIME_REASON_MAX 160
+
+struct runtime {
+	int64_t id;
+	int64_t user_id;
+	char user_name[33];
+	enum runtime_kind kind;
+	enum runtime_state state;
+	char reason[RUNTIME_REASON_MAX];
+	char token[RUNTIME_TOKEN_LEN + 1];
+	char gpus[RUNTIME_GPUS_MAX];
+	int64_t created_at, ready_at, deadline, ended_at, last_activity;
+};
+
+const char *runtimes_kind_name(enum runtime_kind k);
+int runtimes_kind_parse(const char *text, enum runtime_kind *out);
+const char *runtimes_state_name(enum runtime_state s);
+/* True for starting, running and stopping. */
+bool runtimes_state_live(enum runtime_state s);
+
+/* Inserts a starting runtime. 0, DB_CONFLICT when the user already has a live one, -1. */
+int runtimes_create(struct db *db, int64_t user_id, enum runtime_kind kind, const char *token,
+		    const char *gpus, int64_t now, int64_t deadline, struct runtime *out);
+/* The user's live runtime (1), none (0), or -1. */
+int runtimes_live(struct db *db, int64_t user_id, struct runtime *out);
+/* The user's newest runtime of any state (1), none (0), or -1. */
+int runtimes_latest(struct db *db, int64_t user_id, struct runtime *out);
+/* The live runtime of the user named name (1), none (0), or -1. */
+int runtimes_live_by_name(struct db *db, const char *name, struct runtime *out);
+/* Moves a runtime to state; reason NULL keeps the old one. Ending states set
+ * ended_at, running sets ready_at. Returns 1 changed, 0 not found/not live, -1. */
+int runtimes_set_state(struct db *db, int64_t id, enum runtime_state state, const char *reason,
+		       int64_t now);
+/* Records activity (rate-limited writes like sessions). */
+int runtimes_touch(struct db *db, int64_t id, int64_t now);
+/* Calls fn for each live runtime. */
+int runtimes_each_live(struct db *db, int (*fn)(const struct runtime *r, void *ctx), void *ctx);
+
+#endif

@@ -1,0 +1,21 @@
+/* upstream.h - keep-alive connections to Jupyter's Unix sockets.
+ * Connections are non-blocking; idle ones are pooled per socket path so a
+ * page load does not pay a connect per asset. Thread-safe. */
+#ifndef LABD_UPSTREAM_H
+#define LABD_UPSTREAM_H
+
+#include <stdbool.h>
+
+#define UPSTREAM_PATH_MAX 108 /* sun_path */
+
+/* Returns a connected non-blocking fd for path (pooled or new), or -1.
+ * *reused tells whether it came from the pool (it may have gone stale). */
+int upstream_get(const char *path, bool *reused);
+/* Returns a healthy idle connection to the pool (or closes it when full). */
+void upstream_put(const char *path, int fd);
+/* Closes every pooled connection to path (its runtime stopped). */
+void upstream_forget(const char *path);
+/* Closes the whole pool (shutdown). */
+void upstream_clear(void);
+
+#endif

@@ -1,0 +1,160 @@
+/* runtime_proxy.c - see runtime_proxy.h. */
+#include "labd/runtime_proxy.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "labd/api.h"
+#include "labd/app.h"
+#include "labd/http.h"
+#include "labd/log.h"
+#include "labd/pages.h"
+#include "labd/proxy.h"
+#include "labd/runtimes.h"
+#include "labd/users.h"
+
+bool runtime_proxy_match(const char *path)
+{
+	return strncmp(path, "/user/", 6) == 0;
+}
+
+int runtime_proxy_user(const char *path, char *out, size_t outlen)
+{
+	const char *name = path + 6;
+	size_t len = strcspn(name, "/");
+
+	if (strncmp(path, "/user/", 6) != 0 || len == 0 || len >= outlen)
+		return -1;
+	memcpy(out, name, len);
+	out[len] = '\0';
+	return users_name_valid(out) ? 0 : -1;
+}
+
+void runtime_proxy_socket_path(const char *user, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "runtimes/%s/run/jupyter.sock", user);
+}
+
+/* Browsers get pages and redirects; scripts get JSON. */
+static bool wants_html(struct http_request *req)
+{
+	const char *accept = http_header(req, "Accept");
+	return http_method_is(req, "GET") && accept && strstr(accept, "text/html");
+}
+
+/* Percent-encodes s for a query value. */
+static void url_encode(const char *s, char *out, size_t outlen)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p && o + 4 < outlen; p++) {
+		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+		    strchr("-_.~/", *p)) {
+			out[o++] = (char)*p;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 15];
+		}
+	}
+	out[o] = '\0';
+}
+
+static void reply_login(struct http_request *req)
+{
+	char next[2048], location[2200];
+
+	if (!wants_html(req)) {
+		http_reply_error(req, MHD_HTTP_UNAUTHORIZED, "unauthorized",
+				 "log in or send an API token");
+		return;
+	}
+	url_encode(req->raw_uri, next, sizeof(next));
+	snprintf(location, sizeof(location), "/login?next=%s", next);
+	http_reply_redirect(req, location);
+}
+
+static void reply_not_running(struct http_request *req, const char *user, const struct runtime *r,
+			      int found)
+{
+	const char *state = found ? runtimes_state_name(r->state) : "stopped";
+
+	if (wants_html(req)) {
+		pages_serve_html(req, MHD_HTTP_SERVICE_UNAVAILABLE, "runtime.html");
+		return;
+	}
+	if (found && r->state == RUNTIME_STARTING)
+		http_add_header(req, "Retry-After", "2");
+	http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "runtime_not_running",
+			 "the runtime of %s is %s; start it with POST /api/v1/me/session", user,
+			 state);
+}
+
+/* Authentication, ownership and Origin; true when the request may go on. */
+static bool allowed(struct http_request *req, const char *user)
+{
+	if (auth_identify(req) < 0) {
+		api_internal(req);
+		return false;
+	}
+	if (req->auth.kind == AUTH_NONE) {
+		reply_login(req);
+		return false;
+	}
+	bool owner = strcmp(req->auth.user.name, user) == 0;
+	bool admin = req->auth.user.role == USER_ROLE_ADMIN && req->app->cfg->admin_access;
+	if (!owner && !admin) {
+		if (wants_html(req))
+			pages_serve_html(req, MHD_HTTP_FORBIDDEN, "403.html");
+		else
+			http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
+					 "this runtime belongs to another user");
+		return false;
+	}
+	/* Jupyter skips its own XSRF check for token-authenticated requests, so
+	 * labd refuses cross-origin writes itself (the cookie is SameSite=Lax too). */
+	if (http_is_state_changing(req) && req->auth.kind == AUTH_COOKIE && !auth_origin_ok(req)) {
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "csrf_failed",
+				 "cross-origin request refused");
+		return false;
+	}
+	return true;
+}
+
+void runtime_proxy_begin(struct http_request *req)
+{
+	char user[USER_NAME_MAX + 1], location[USER_NAME_MAX + 16];
+	struct proxy_target target;
+	struct runtime r;
+	int found;
+
+	if (runtime_proxy_user(req->path, user, sizeof(user)) < 0) {
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no such runtime path");
+		return;
+	}
+	if (!allowed(req, user))
+		return;
+	if (req->path[6 + strlen(user)] == '\0') { /* "/user/alice" -> "/user/alice/" */
+		snprintf(location, sizeof(location), "/user/%s/", user);
+		http_reply_redirect(req, location);
+		return;
+	}
+	found = runtimes_live_by_name(req->app->db, user, &r);
+	if (found < 0) {
+		api_internal(req);
+		return;
+	}
+	if (found == 0 || r.state != RUNTIME_RUNNING) {
+		reply_not_running(req, user, &r, found);
+		return;
+	}
+	memset(&target, 0, sizeof(target));
+	runtime_proxy_socket_path(user, target.socket_path, sizeof(target.socket_path));
+	snprintf(target.token, sizeof(target.token), "%s", r.token);
+	snprintf(target.owner, sizeof(target.owner), "%s", user);
+	runtimes_touch(req->app->db, r.id, time(NULL));
+	proxy_begin(req, &req->app->proxy, &target);
+}
