@@ -398,6 +398,21 @@ static void finish(struct boxes *b, struct box *x)
 	log_info("runtime of %s ended: %s", x->user, x->reason);
 }
 
+void boxes_stop_all(struct boxes *b, const char *reason)
+{
+	for (int i = 0; i < MAX_BOXES; i++)
+		if (b->box[i].used && b->box[i].state == BOX_RUNNING)
+			request_stop(b, &b->box[i], reason);
+}
+
+int boxes_live(struct boxes *b)
+{
+	int n = 0;
+	for (int i = 0; i < MAX_BOXES; i++)
+		n += b->box[i].used && b->box[i].state != BOX_ENDED;
+	return n;
+}
+
 int boxes_pollfds(struct boxes *b, struct pollfd *fds, int max)
 {
 	int n = 0;

@@ -55,6 +55,7 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->cpus_milli = 2000;
 	cfg->pids = 512;
 	cfg->admin_access = false;
+	cfg->keep_on_shutdown = true;
 	cfg->n_gpu_devices = 0;
 	snprintf(cfg->dev_prefix, sizeof(cfg->dev_prefix), "/dev");
 }
@@ -188,6 +189,7 @@ static const struct key_spec keys[] = {
 	KEY("runtime", cpus_milli, K_CPUS, 10, 1024000),
 	KEY("runtime", pids, K_UINT, 16, 4194304),
 	KEY("runtime", admin_access, K_BOOL, 0, 0),
+	KEY("runtime", keep_on_shutdown, K_BOOL, 0, 0),
 	KEY("gpu", gpu_devices, K_GPUS, 0, 255),
 	KEY("gpu", dev_prefix, K_STRING, 1, 0),
 };

@@ -37,7 +37,8 @@ struct supervisor {
 	long long child_started_ms, restart_at_ms, stop_deadline_ms;
 	int backoff_ms;
 	int stopping;
-	struct boxes *boxes; /* the users' runtimes */
+	long long give_up_ms; /* stop waiting for runtimes to end after this */
+	struct boxes *boxes;  /* the users' runtimes */
 };
 
 #define MAX_POLL 260
@@ -219,6 +220,11 @@ static void begin_stop(struct supervisor *s, int sig)
 	s->stop_deadline_ms = now_ms() + STOP_GRACE_MS;
 	if (s->child > 0)
 		kill(s->child, SIGTERM);
+	if (!s->cfg->keep_on_shutdown) {
+		boxes_stop_all(s->boxes, "labd is shutting down");
+		/* each box gets its grace period, then is killed; allow for that */
+		s->give_up_ms = now_ms() + s->cfg->stop_grace * 1000 + STOP_GRACE_MS;
+	}
 }
 
 static void on_signal(struct supervisor *s)
@@ -235,7 +241,7 @@ static void on_signal(struct supervisor *s)
 
 static int poll_timeout(const struct supervisor *s, int boxes_ms)
 {
-	long long deadline = s->stopping ? s->stop_deadline_ms
+	long long deadline = s->stopping ? (s->child ? s->stop_deadline_ms : s->give_up_ms)
 			     : s->child ? -1
 					: s->restart_at_ms;
 	long long left = deadline < 0 ? -1 : deadline - now_ms();
@@ -248,7 +254,8 @@ static int poll_timeout(const struct supervisor *s, int boxes_ms)
 
 static void run_loop(struct supervisor *s)
 {
-	while (!(s->stopping && s->child == 0)) {
+	while (!(s->stopping && s->child == 0 &&
+		 (boxes_live(s->boxes) == 0 || s->cfg->keep_on_shutdown || now_ms() > s->give_up_ms))) {
 		if (!s->stopping && s->child == 0 && now_ms() >= s->restart_at_ms)
 			spawn_web(s);
 		struct pollfd fds[MAX_POLL] = {{.fd = s->signal_fd, .events = POLLIN},

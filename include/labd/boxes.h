@@ -25,6 +25,11 @@ json_t *boxes_start(struct boxes *b, long long id, json_t *msg);
 json_t *boxes_stop(struct boxes *b, long long id, json_t *msg);
 json_t *boxes_list(struct boxes *b, long long id);
 
+/* Asks every running sandbox to stop (used when [runtime] keep_on_shutdown
+ * is false); boxes_live() then counts down as they end. */
+void boxes_stop_all(struct boxes *b, const char *reason);
+int boxes_live(struct boxes *b);
+
 /* Fills up to max pollfds to watch (one per running sandbox); returns how many. */
 int boxes_pollfds(struct boxes *b, struct pollfd *fds, int max);
 /* Handles readiness of fds filled by boxes_pollfds. */

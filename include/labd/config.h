@@ -50,6 +50,7 @@ struct labd_config {
 	uint64_t home_size, memory, tmp_size;
 	unsigned cpus_milli, pids;
 	bool admin_access;
+	bool keep_on_shutdown; /* runtimes outlive labd's stop and are re-adopted */
 	/* [gpu] */
 	unsigned gpu_devices[CONFIG_MAX_GPUS];
 	unsigned n_gpu_devices;
