@@ -85,6 +85,39 @@ static void test_bad_values(void **state)
 	assert_non_null(strstr(err, ":2: bad value for [server] threads"));
 }
 
+static void test_runtime_keys(void **state)
+{
+	struct labd_config cfg;
+	char err[256];
+	int rc;
+	(void)state;
+	config_defaults(&cfg, false);
+	assert_int_equal(cfg.cpu_limit, 12 * 3600);
+	assert_int_equal(cfg.gpu_limit, 4 * 3600);
+	assert_int_equal(cfg.home_size, 15ULL << 30);
+	assert_int_equal(cfg.n_gpu_devices, 0);
+	load_text("[runtime]\ncpus = 0.5\nwarn_before = 5m, 1h, 30s\nidle_timeout = 0\n"
+		  "keep_on_shutdown = false\n[gpu]\ndevices = 1,0\n",
+		  &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(cfg.cpus_milli, 500);
+	assert_int_equal(cfg.n_warn_before, 3);
+	assert_int_equal(cfg.warn_before[0], 3600); /* sorted, longest first */
+	assert_int_equal(cfg.warn_before[2], 30);
+	assert_int_equal(cfg.idle_timeout, 0);
+	assert_false(cfg.keep_on_shutdown);
+	assert_int_equal(cfg.n_gpu_devices, 2);
+	assert_int_equal(cfg.gpu_devices[0], 1);
+	load_text("[gpu]\ndevices = 0,0\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(err, "[gpu] devices"));
+	load_text("[runtime]\njupyter = emacs\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	load_text("[runtime]\ncpus_milli = 5\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1); /* the field behind an alias is not a key */
+	assert_non_null(strstr(err, "unknown key [runtime] cpus_milli"));
+}
+
 static void test_missing_file(void **state)
 {
 	struct labd_config cfg;
@@ -131,6 +164,7 @@ int main(void)
 		cmocka_unit_test(test_load_values),
 		cmocka_unit_test(test_unknown_key_names_file_line_key),
 		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_runtime_keys),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_parsers),
 	};

@@ -1,0 +1,137 @@
+/* Unit tests: the proxy's pure helpers (token scrubbing across pieces,
+ * hop-by-hop headers, cookie stripping), runtime paths and Jupyter's argv. */
+#include "unit.h"
+
+#include "labd/boxes.h"
+#include "labd/proxy.h"
+#include "labd/runtime_proxy.h"
+#include "labd/scrub.h"
+
+static size_t scrub_whole(const char *needle, const char *text, size_t piece, char *out)
+{
+	struct scrub s;
+	size_t len = strlen(text), o = 0;
+
+	assert_int_equal(scrub_init(&s, needle), 0);
+	for (size_t i = 0; i < len; i += piece) {
+		size_t n = len - i < piece ? len - i : piece;
+		o += scrub_feed(&s, text + i, n, out + o, false);
+	}
+	o += scrub_feed(&s, "", 0, out + o, true);
+	out[o] = '\0';
+	return o;
+}
+
+static void test_scrub_every_split(void **state)
+{
+	const char *tok = "SECRETTOKEN0123456789abcdefghijklmnopqrstu";
+	char text[512], out[1024];
+	(void)state;
+	snprintf(text, sizeof(text), "a=\"%s\" href=\"tree?token=%s\" end %s", tok, tok, tok);
+	/* Whatever the piece size, every occurrence goes and nothing else does. */
+	for (size_t piece = 1; piece <= strlen(text); piece++) {
+		scrub_whole(tok, text, piece, out);
+		assert_string_equal(out, "a=\"\" href=\"tree?token=\" end ");
+	}
+	scrub_whole(tok, "no secret here", 3, out);
+	assert_string_equal(out, "no secret here");
+	scrub_whole(tok, "SECRETTOKEN partial only", 4, out);
+	assert_string_equal(out, "SECRETTOKEN partial only");
+}
+
+static void test_scrub_string_and_init(void **state)
+{
+	struct scrub s;
+	char hdr[] = "/user/a/tree?token=XYZXYZ&x=1";
+	char big[100];
+	(void)state;
+	scrub_string("XYZXYZ", hdr);
+	assert_string_equal(hdr, "/user/a/tree?token=&x=1");
+	assert_int_equal(scrub_init(&s, ""), -1);
+	memset(big, 'a', 99);
+	big[99] = '\0';
+	assert_int_equal(scrub_init(&s, big), -1);
+}
+
+static void test_hop_headers(void **state)
+{
+	(void)state;
+	assert_true(proxy_is_hop_header("Connection"));
+	assert_true(proxy_is_hop_header("keep-alive"));
+	assert_true(proxy_is_hop_header("Transfer-Encoding"));
+	assert_true(proxy_is_hop_header("TE"));
+	assert_true(proxy_is_hop_header("Upgrade"));
+	assert_true(proxy_is_hop_header("Proxy-Authorization"));
+	assert_false(proxy_is_hop_header("Content-Type"));
+	assert_false(proxy_is_hop_header("Cookie"));
+	assert_false(proxy_is_hop_header("Sec-WebSocket-Key"));
+}
+
+static void test_strip_cookie(void **state)
+{
+	char out[256];
+	(void)state;
+	proxy_strip_cookie("labd_session=abc; _xsrf=2|x; theme=dark", "labd_session", out,
+			   sizeof(out));
+	assert_string_equal(out, "_xsrf=2|x; theme=dark");
+	proxy_strip_cookie("_xsrf=1; labd_session=abc", "labd_session", out, sizeof(out));
+	assert_string_equal(out, "_xsrf=1");
+	proxy_strip_cookie("labd_session=abc", "labd_session", out, sizeof(out));
+	assert_string_equal(out, "");
+	proxy_strip_cookie("labd_sessionx=1;labd_session=2", "labd_session", out, sizeof(out));
+	assert_string_equal(out, "labd_sessionx=1");
+}
+
+static void test_runtime_paths(void **state)
+{
+	char user[33], sock[128];
+	(void)state;
+	assert_true(runtime_proxy_match("/user/alice/tree"));
+	assert_false(runtime_proxy_match("/users/alice"));
+	assert_int_equal(runtime_proxy_user("/user/alice/tree", user, sizeof(user)), 0);
+	assert_string_equal(user, "alice");
+	assert_int_equal(runtime_proxy_user("/user/alice", user, sizeof(user)), 0);
+	assert_int_equal(runtime_proxy_user("/user//x", user, sizeof(user)), -1);
+	assert_int_equal(runtime_proxy_user("/user/Alice/", user, sizeof(user)), -1);
+	assert_int_equal(runtime_proxy_user("/user/../etc/", user, sizeof(user)), -1);
+	runtime_proxy_socket_path("alice", sock, sizeof(sock));
+	assert_string_equal(sock, "runtimes/alice/run/jupyter.sock");
+}
+
+static void test_jupyter_argv(void **state)
+{
+	char *argv[16], bufs[16][256];
+	int n;
+	(void)state;
+	n = boxes_jupyter_argv("notebook", "bob", argv, bufs);
+	assert_true(n > 5);
+	assert_null(argv[n]);
+	assert_string_equal(argv[0], "jupyter");
+	assert_string_equal(argv[1], "notebook");
+	bool sock = false, base = false, dir = false;
+	for (int i = 0; i < n; i++) {
+		sock = sock || !strcmp(argv[i], "--NotebookApp.sock=/run/labd/jupyter.sock");
+		base = base || !strcmp(argv[i], "--NotebookApp.base_url=/user/bob/");
+		dir = dir || !strcmp(argv[i], "--NotebookApp.notebook_dir=/home/bob");
+		assert_null(strstr(argv[i], "token")); /* the token travels in the environment */
+	}
+	assert_true(sock && base && dir);
+	n = boxes_jupyter_argv("lab", "bob", argv, bufs);
+	assert_string_equal(argv[1], "lab");
+	bool server_app = false;
+	for (int i = 0; i < n; i++)
+		server_app = server_app || !strcmp(argv[i], "--ServerApp.base_url=/user/bob/");
+	assert_true(server_app);
+	assert_string_equal(boxes_pick_jupyter("server", "/"), "server");
+	assert_null(boxes_pick_jupyter("auto", "/nonexistent-image"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_scrub_every_split), cmocka_unit_test(test_scrub_string_and_init),
+		cmocka_unit_test(test_hop_headers),	  cmocka_unit_test(test_strip_cookie),
+		cmocka_unit_test(test_runtime_paths),	  cmocka_unit_test(test_jupyter_argv),
+	};
+	return cmocka_run_group_tests_name("proxy", tests, NULL, NULL);
+}
