@@ -89,7 +89,7 @@ fmt:
 
 # Banned functions (STYLE.md 10): unbounded copies and unchecked conversions.
 lint:
-	@! git grep -nwE 'sprintf|vsprintf|strcpy|strcat|gets|atoi|atol' -- '*.c' '*.h' \
+	@! git grep -nE '\b(sprintf|vsprintf|strcpy|strcat|gets|atoi|atol)[[:space:]]*\(' -- '*.c' '*.h' \
 	  || { echo "lint: banned function used" >&2; exit 1; }
 
 clean:
