@@ -78,7 +78,7 @@ bench: deps all
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/labd/web
 	install -m 0755 $(BUILD)/labd $(DESTDIR)$(PREFIX)/sbin/labd
-	$(if $(SANDBOX_CLI),install -m 0755 $(SANDBOX_CLI) $(DESTDIR)$(PREFIX)/bin/labbox)
+	$(if $(SANDBOX_CLI),install -D -m 0755 $(SANDBOX_CLI) $(DESTDIR)$(PREFIX)/bin/labbox)
 	cp -R web/. $(DESTDIR)$(PREFIX)/share/labd/web/
 	install -d $(DESTDIR)/etc/labd
 	test -e $(DESTDIR)/etc/labd/labd.ini || install -m 0640 deploy/labd.ini $(DESTDIR)/etc/labd/labd.ini
