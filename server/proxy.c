@@ -440,23 +440,38 @@ static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max)
 	return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
+/* Walks the collected "name\0value\0" pairs from *off: the next name (its
+ * value in *value), or NULL at the end. */
+static const char *next_header(const struct proxy_state *p, size_t *off, const char **value)
+{
+	if (*off >= p->headers_len)
+		return NULL;
+	const char *name = p->headers + *off;
+	*value = name + strlen(name) + 1;
+	*off = (size_t)(*value - p->headers) + strlen(*value) + 1;
+	return name;
+}
+
+/* The first response header called name, or NULL. */
+static const char *response_header(const struct proxy_state *p, const char *name)
+{
+	const char *n, *v;
+	size_t off = 0;
+
+	while ((n = next_header(p, &off, &v)))
+		if (!strcasecmp(n, name))
+			return v;
+	return NULL;
+}
+
 /* Copies upstream's end-to-end headers into resp, scrubbing the token. */
 static void copy_response_headers(struct proxy_state *p, struct MHD_Response *resp)
 {
-	const char *connection = NULL;
+	const char *connection = response_header(p, "Connection"), *name, *val;
 	char value[8192];
+	size_t off = 0;
 
-	for (size_t off = 0; off < p->headers_len;) {
-		const char *name = p->headers + off;
-		const char *val = name + strlen(name) + 1;
-		off = (size_t)(val - p->headers) + strlen(val) + 1;
-		if (!strcasecmp(name, "Connection"))
-			connection = val;
-	}
-	for (size_t off = 0; off < p->headers_len;) {
-		const char *name = p->headers + off;
-		const char *val = name + strlen(name) + 1;
-		off = (size_t)(val - p->headers) + strlen(val) + 1;
+	while ((name = next_header(p, &off, &val))) {
 		/* Hop-by-hop headers and those that libmicrohttpd sets itself; a
 		 * WebSocket's Upgrade is the one hop header passed on (MHD adds
 		 * "Connection: Upgrade" itself). */
@@ -474,15 +489,10 @@ static void copy_response_headers(struct proxy_state *p, struct MHD_Response *re
 
 static bool content_type_is_text(struct proxy_state *p)
 {
-	for (size_t off = 0; off < p->headers_len;) {
-		const char *name = p->headers + off;
-		const char *val = name + strlen(name) + 1;
-		off = (size_t)(val - p->headers) + strlen(val) + 1;
-		if (!strcasecmp(name, "Content-Type"))
-			return strncasecmp(val, "text/", 5) == 0 || strstr(val, "javascript") ||
-			       strstr(val, "json") || strstr(val, "xml");
-	}
-	return false;
+	const char *ct = response_header(p, "Content-Type");
+
+	return ct && (strncasecmp(ct, "text/", 5) == 0 || strstr(ct, "javascript") ||
+		      strstr(ct, "json") || strstr(ct, "xml"));
 }
 
 static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
