@@ -223,6 +223,26 @@ box alice 7 --run-dir "$WORK/run-alice" -- sh -c \
 expect "planted symlinks leave host files alone" "keep gone" \
 	"$(cat "$WORK/victim/file") $([ -e "$WORK/run-alice" ] && echo left || echo gone)"
 
+echo "== signals"
+# The labd supervisor blocks SIGTERM (for its signalfd) when it starts sandboxes:
+# the command must still get a fresh mask, and init (pid 1, which the kernel
+# shields from SIG_DFL signals sent from outside) must forward SIGTERM to it.
+python3 -c 'import os, signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGCHLD})
+os.execv(sys.argv[1], sys.argv[1:])' "$LABBOX" run --user alice --user-id 7 --uid-base 200000 \
+	--state-dir "$STATE" --cgroup-parent "$CGP" -- \
+	sh -c 'trap "echo got-term; exit 0" TERM; echo ready; while :; do sleep 0.1; done' \
+	>"$WORK/term.out" 2>"$LOG" &
+termbox=$!
+for _ in $(seq 50); do grep -q ready "$WORK/term.out" 2>/dev/null && break; sleep 0.1; done
+init=$(pgrep -P "$termbox" | head -1)
+[ -n "$init" ] && kill -TERM "$init"
+for _ in $(seq 30); do grep -q got-term "$WORK/term.out" && break; sleep 0.1; done
+expect "SIGTERM to init reaches the command (even if the caller blocked it)" "ready got-term" \
+	"$(squash <"$WORK/term.out")"
+kill -9 "$termbox" 2>/dev/null
+wait "$termbox" 2>/dev/null
+
 echo "== crash and teardown"
 (exec "$LABBOX" run --user alice --user-id 7 --uid-base 200000 --state-dir "$STATE" --cgroup-parent "$CGP" \
 	--home-image "$A" -- sh -c 'while :; do dd if=/dev/zero of=$HOME/w bs=64k count=32 conv=fsync 2>/dev/null; done' \
