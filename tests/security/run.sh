@@ -227,11 +227,15 @@ echo "== signals"
 # The labd supervisor blocks SIGTERM (for its signalfd) when it starts sandboxes:
 # the command must still get a fresh mask, and init (pid 1, which the kernel
 # shields from SIG_DFL signals sent from outside) must forward SIGTERM to it.
+# The command is python, not sh: dash clears its signal mask at start.
 python3 -c 'import os, signal, sys
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGCHLD})
 os.execv(sys.argv[1], sys.argv[1:])' "$LABBOX" run --user alice --user-id 7 --uid-base 200000 \
 	--state-dir "$STATE" --cgroup-parent "$CGP" -- \
-	sh -c 'trap "echo got-term; exit 0" TERM; echo ready; while :; do sleep 0.1; done' \
+	python3 -c 'import signal, sys, time
+signal.signal(signal.SIGTERM, lambda *a: (print("got-term", flush=True), sys.exit(0)))
+print("ready", flush=True)
+time.sleep(30)' \
 	>"$WORK/term.out" 2>"$LOG" &
 termbox=$!
 for _ in $(seq 50); do grep -q ready "$WORK/term.out" 2>/dev/null && break; sleep 0.1; done
