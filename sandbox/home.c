@@ -177,12 +177,54 @@ static int count_refs(const char *state_dir, const char *user)
 	return n;
 }
 
+/* The loop device the image is attached to already ("/dev/loopN" into dev),
+ * found through sysfs; 0 when found, -1 when not attached. */
+static int attached_loop(const char *image, char *dev, size_t len)
+{
+	char want[PATH_MAX], path[PATH_LEN], backing[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+	int rc = -1;
+
+	if (!realpath(image, want) || !(d = opendir("/sys/block")))
+		return -1;
+	while (rc < 0 && (e = readdir(d))) {
+		if (strncmp(e->d_name, "loop", 4) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/loop/backing_file", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(backing, sizeof(backing), f)) {
+			backing[strcspn(backing, "\n")] = '\0';
+			if (strcmp(backing, want) == 0) {
+				snprintf(dev, len, "/dev/%.32s", e->d_name);
+				rc = 0;
+			}
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return rc;
+}
+
 static int loop_mount(const char *image, const char *mnt)
 {
 	struct loop_config cfg;
 	char dev[64];
 	int ctl, loopfd = -1, imgfd, rc = -1;
 
+	/* Still attached: another sandbox, started while this home was mounted,
+	 * holds a copy of the mount in its namespace (the recursive clone of the
+	 * host's root takes it along, covered by the state-dir mask). Mount that
+	 * same device, which shares its superblock; a second loop device on the
+	 * same image would be a second ext4 instance on one file: corruption. */
+	if (attached_loop(image, dev, sizeof(dev)) == 0) {
+		log_warn("home %s is still attached to %s: reusing it", image, dev);
+		if (mount(dev, mnt, "ext4", MS_NODEV | MS_NOSUID, "errors=remount-ro") < 0)
+			return log_errno("mount %s on %s", dev, mnt);
+		return 0;
+	}
 	imgfd = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (imgfd < 0)
 		return log_errno("open %s", image);

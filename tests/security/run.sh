@@ -108,10 +108,11 @@ sum_before=$(sha256sum <"$LABBOX")
 expect "/proc/1/exe not writable (CVE-2019-5736)" EACCES "$(probe openrw /proc/1/exe)"
 expect "host labbox binary unchanged" "$sum_before" "$(sha256sum <"$LABBOX")"
 expect "/tmp size-limited" "ENOSPC 8" "$(box alice 7 --tmp 8M -- "$PROBE" fill /tmp/f)"
-before=$(wc -l </proc/self/mountinfo)
+# only this suite's paths: other processes on the host may mount meanwhile
+before=$(grep -c -e "$WORK" -e " / / " /proc/self/mountinfo)
 box alice 7 -- sleep 1 &
 sleep 0.5
-during=$(wc -l </proc/self/mountinfo)
+during=$(grep -c -e "$WORK" -e " / / " /proc/self/mountinfo)
 wait
 expect "no sandbox mount propagates to the host" "$before" "$during"
 
@@ -215,6 +216,24 @@ else
 		ko "home grown offline" ">36 MiB" "$size_after"
 	fi
 fi
+
+# A sandbox started while another user's home is mounted carries a (masked) copy
+# of that mount, which keeps the loop device attached after the home unmounts.
+# Mounting the home again must reuse that device: a second loop device on the
+# same image would be a second ext4 instance on one file, which corrupts it.
+home_a -- sh -c 'echo copy-check > $HOME/c; sleep 2' &
+homepid=$!
+sleep 0.8
+box bob 8 -- sleep 5 &
+bobpid=$!
+wait "$homepid"
+home_a -- sh -c 'cat $HOME/c; echo again >> $HOME/c; sleep 1' >"$WORK/again" &
+againpid=$!
+sleep 0.5
+devices=$(losetup -j "$A" | wc -l)
+wait "$againpid" "$bobpid"
+expect "a home is never attached to two loop devices" "copy-check 1" "$(squash <"$WORK/again") $devices"
+expect "home intact after a neighbour's sandbox" "copy-check again" "$(home_a -- cat /home/alice/c | squash)"
 
 # symlinks planted in the user-writable run dir must not steer host-side teardown
 mkdir -p "$WORK/victim" && echo keep >"$WORK/victim/file"
