@@ -84,6 +84,13 @@ web_root = $repo/web
 [auth]
 scrypt_n = 1024
 min_password_length = 10
+[runtime]
+; runtime.test.mjs: a small home and memory limit, no idle culling mid-test, and a CPU
+; limit under the first warn_before lead time (30m) so the dashboard's warning shows
+home_size = 1G
+memory = 2G
+idle_timeout = 0
+cpu_limit = 20m
 EOF
 
 url="http://127.0.0.1:$port"
@@ -113,24 +120,44 @@ for _ in $(seq 1 20); do
 done
 [ -n "$admin_pw" ] || setup_failed "no 'admin password ...: <password>' line in the labd log"
 
-echo "e2e: labd is up at $url (pid $daemon_pid); running the browser tests"
-out="$tmp/node-test.out"
-# Feed the tests through tee so the TAP stream is shown as it comes and kept for the summary.
-(cd "$repo" && LABD_URL="$url" LABD_ADMIN_PASSWORD="$admin_pw" CHROMIUM="$CHROMIUM" \
-    timeout 600 node --test --test-reporter=tap tests/e2e/) 2>&1 | tee "$out"
-node_rc=${PIPESTATUS[0]}
+# The test files share the daemon and its admin, so they run one after the other, in
+# name order, except runtime.test.mjs (slow: it starts and stops real runtimes), which runs
+# last so the other files see an admin without a runtime. E2E_TESTS="a.test.mjs ..." runs
+# only those files, in that order.
+if [ -n "${E2E_TESTS:-}" ]; then
+    read -r -a files <<<"$E2E_TESTS"
+else
+    files=()
+    while IFS= read -r f; do
+        [ "$f" = "runtime.test.mjs" ] || files+=("$f")
+    done < <(cd "$here" && ls -1 -- *.test.mjs 2>/dev/null | LC_ALL=C sort)
+    [ -f "$here/runtime.test.mjs" ] && files+=("runtime.test.mjs")
+fi
+[ "${#files[@]}" -gt 0 ] || setup_failed "no *.test.mjs files in $here"
+
+echo "e2e: labd is up at $url (pid $daemon_pid); running the browser tests: ${files[*]}"
+passed=0
+failed=0
+for f in "${files[@]}"; do
+    out="$tmp/node-test.$f.out"
+    # Feed the tests through tee so the TAP stream is shown as it comes and kept for the summary.
+    (cd "$repo" && LABD_URL="$url" LABD_ADMIN_PASSWORD="$admin_pw" CHROMIUM="$CHROMIUM" \
+        timeout "${E2E_TIMEOUT:-1500}" node --test --test-reporter=tap "tests/e2e/$f") 2>&1 | tee "$out"
+    node_rc=${PIPESTATUS[0]}
+    p="$(sed -nE 's/^# pass ([0-9]+)$/\1/p' "$out" | tail -n 1)"
+    n="$(sed -nE 's/^# fail ([0-9]+)$/\1/p' "$out" | tail -n 1)"
+    p="${p:-0}"
+    n="${n:-0}"
+    # A crashed or timed-out runner with no failure counted is still a failure.
+    if [ "$node_rc" -ne 0 ] && [ "$n" -eq 0 ]; then
+        echo "e2e: node --test $f exited with status $node_rc" >&2
+        n=1
+    fi
+    passed=$((passed + p))
+    failed=$((failed + n))
+done
 
 stop_daemon
-
-passed="$(sed -nE 's/^# pass ([0-9]+)$/\1/p' "$out" | tail -n 1)"
-failed="$(sed -nE 's/^# fail ([0-9]+)$/\1/p' "$out" | tail -n 1)"
-passed="${passed:-0}"
-failed="${failed:-0}"
-# A crashed or timed-out runner with no failure counted is still a failure.
-if [ "$node_rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
-    echo "e2e: node --test exited with status $node_rc" >&2
-    failed=1
-fi
 
 if [ "$failed" -gt 0 ] || [ "$passed" -eq 0 ]; then
     echo "----- labd log -----"

@@ -160,10 +160,11 @@ test('admin logs in through the form and lands on the dashboard', T, async () =>
   assert.equal(new URL(page.url()).pathname, '/dashboard');
   await waitSignedIn(page, 'admin');
 
-  // The runtime placeholder with its disabled start buttons.
+  // The runtime card has loaded: no runtime yet, so one can be started and none stopped.
   await page.locator('#runtime', { hasText: 'No runtime yet' }).waitFor();
-  assert.equal(await page.locator('#start-cpu').isDisabled(), true);
-  assert.equal(await page.locator('#start-gpu').isDisabled(), true);
+  assert.equal(await page.locator('#start-cpu').isDisabled(), false);
+  assert.equal(await page.locator('#start-gpu').isDisabled(), false);
+  assert.equal(await page.locator('#stop-runtime').isDisabled(), true);
   // Admins see the link to the admin console.
   await page.locator('#admin-link').waitFor({ state: 'visible' });
 

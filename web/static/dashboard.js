@@ -1,4 +1,4 @@
-/* labd dashboard: who am I, API tokens, change password. */
+/* labd dashboard: who am I, the runtime card, API tokens, change password. */
 (function () {
   "use strict";
 
@@ -129,14 +129,271 @@
       });
   }
 
+  /* ---- runtime card ---------------------------------------------------------------- */
+
+  var LIVE = { starting: true, running: true, stopping: true };
+  var SUMMARY = {
+    starting: "Your runtime is starting…",
+    running: "Your runtime is running.",
+    stopping: "Your runtime is stopping…",
+    stopped: "Your runtime has stopped.",
+    failed: "Your runtime failed.",
+  };
+
+  var rt = {
+    session: undefined, /* undefined: not loaded yet; null: none */
+    endsAt: 0, /* local clock (ms) when seconds_left reaches 0, for the countdown */
+    pollTimer: null,
+    tickTimer: null,
+    inFlight: false, /* a start/stop request is being sent */
+    loading: false,
+    loadFailed: false, /* #runtime-error shows a failed poll, cleared by the next good one */
+    warnLevel: null, /* the warn_before lead time the banner was last written for */
+  };
+
+  function pad2(n) {
+    return n < 10 ? "0" + n : String(n);
+  }
+
+  /* 3725 -> "1:02:05" */
+  function hms(seconds) {
+    seconds = Math.max(0, Math.floor(seconds));
+    var h = Math.floor(seconds / 3600);
+    var m = Math.floor((seconds % 3600) / 60);
+    return h + ":" + pad2(m) + ":" + pad2(seconds % 60);
+  }
+
+  /* Shorter form for the warning: "4:59" under an hour, else "1:02:05". */
+  function shortTime(seconds) {
+    seconds = Math.max(0, Math.floor(seconds));
+    if (seconds >= 3600) return hms(seconds);
+    return Math.floor(seconds / 60) + ":" + pad2(seconds % 60);
+  }
+
+  function secondsLeft() {
+    return Math.max(0, Math.ceil((rt.endsAt - Date.now()) / 1000));
+  }
+
+  function setRow(id, shown) {
+    $(id).hidden = !shown;
+  }
+
+  /* The warning banner. It is an alert: its text is written anew (and so announced) only
+   * when a new warn_before lead time is passed; the time in it then ticks in a span that
+   * is not a live region, so a screen reader does not read it out every second. */
+  function showWarning(level, left) {
+    var box = $("runtime-warning");
+    if (level === null) {
+      rt.warnLevel = null;
+      L.showMessage(box, "");
+      return;
+    }
+    if (rt.warnLevel !== level || box.hidden) {
+      rt.warnLevel = level;
+      box.textContent = "";
+      box.appendChild(document.createTextNode("Your runtime stops in "));
+      box.appendChild(L.el("span", { id: "runtime-warning-time", attrs: { "aria-live": "off" } }, [shortTime(left)]));
+      box.appendChild(document.createTextNode(" — save your work."));
+      box.hidden = false;
+    } else {
+      $("runtime-warning-time").textContent = shortTime(left);
+    }
+  }
+
+  /* Countdown and warning banner; runs every second while a runtime is live. */
+  function tick() {
+    var s = rt.session;
+    var live = !!(s && LIVE[s.state]);
+    if (!live) {
+      $("runtime-countdown").textContent = "";
+      showWarning(null);
+      return;
+    }
+    var left = secondsLeft();
+    $("runtime-countdown").textContent = hms(left);
+    /* The smallest lead time already passed, if any. */
+    var level = null;
+    (s.warn_before || []).forEach(function (lead) {
+      if (typeof lead === "number" && left < lead && (level === null || lead < level)) level = lead;
+    });
+    showWarning(s.state === "stopping" ? null : level, left);
+  }
+
+  function updateButtons() {
+    var s = rt.session;
+    var known = s !== undefined;
+    var live = !!(s && LIVE[s.state]);
+    var busy = rt.inFlight || !known;
+    $("start-cpu").disabled = busy || live;
+    $("start-gpu").disabled = busy || live;
+    $("stop-runtime").disabled = busy || !(s && (s.state === "starting" || s.state === "running"));
+    var open = $("open-runtime");
+    if (s && s.state === "running" && s.url) {
+      open.href = s.url + "tree";
+      open.removeAttribute("aria-disabled");
+      open.removeAttribute("role");
+      open.classList.remove("link-disabled");
+    } else {
+      open.removeAttribute("href");
+      open.setAttribute("role", "link");
+      open.setAttribute("aria-disabled", "true");
+      open.classList.add("link-disabled");
+    }
+  }
+
+  function renderRuntime() {
+    var s = rt.session;
+    var badge = $("runtime-state");
+    var status = $("runtime-status");
+    $("runtime").setAttribute("aria-busy", s === undefined ? "true" : "false");
+    if (!s) {
+      badge.hidden = true;
+      badge.textContent = "";
+      badge.className = "badge state";
+      status.dataset.state = s === undefined ? "loading" : "none";
+      var summary = $("runtime-summary");
+      summary.textContent = "";
+      summary.appendChild(L.el("strong", null, [s === undefined ? "Loading your runtime…" : "No runtime yet"]));
+      if (s === null) summary.appendChild(document.createTextNode(" — start one to work in Jupyter."));
+      $("runtime-facts").hidden = true;
+      L.showMessage("runtime-reason", "");
+      updateButtons();
+      tick();
+      return;
+    }
+    var state = String(s.state);
+    var live = !!LIVE[state];
+    badge.textContent = state;
+    badge.className = "badge state state-" + state;
+    badge.hidden = false;
+    status.dataset.state = state;
+    $("runtime-summary").textContent = SUMMARY[state] || "Runtime state: " + state;
+
+    $("runtime-type").textContent = s.type === "gpu" ? "GPU" : s.type === "cpu" ? "CPU" : String(s.type || "");
+    $("runtime-started").textContent = L.formatTime(s.started_at);
+    $("runtime-ended").textContent = L.formatTime(s.ended_at);
+    setRow("runtime-ended-row", !live && !!s.ended_at);
+    setRow("runtime-countdown-row", live);
+    var gpus = Array.isArray(s.gpus) ? s.gpus : [];
+    $("runtime-gpus").textContent = gpus.join(", ");
+    setRow("runtime-gpus-row", gpus.length > 0);
+    $("runtime-facts").hidden = false;
+
+    var reason = (state === "failed" || state === "stopped") && s.reason ? String(s.reason) : "";
+    L.showMessage("runtime-reason", reason ? (state === "failed" ? "Why: " : "Reason: ") + reason : "");
+
+    updateButtons();
+    tick();
+  }
+
+  function setSession(session) {
+    rt.session = session || null;
+    if (rt.session && LIVE[rt.session.state]) {
+      rt.endsAt = Date.now() + Math.max(0, Number(rt.session.seconds_left) || 0) * 1000;
+    } else {
+      rt.endsAt = 0;
+    }
+    renderRuntime();
+    if (rt.session && LIVE[rt.session.state]) {
+      if (!rt.tickTimer) rt.tickTimer = setInterval(tick, 1000);
+    } else if (rt.tickTimer) {
+      clearInterval(rt.tickTimer);
+      rt.tickTimer = null;
+    }
+  }
+
+  function schedulePoll() {
+    if (rt.pollTimer) clearTimeout(rt.pollTimer);
+    var s = rt.session;
+    var fast = s && (s.state === "starting" || s.state === "stopping");
+    rt.pollTimer = setTimeout(loadSession, fast ? 2000 : 10000);
+  }
+
+  function loadSession() {
+    if (rt.pollTimer) {
+      clearTimeout(rt.pollTimer);
+      rt.pollTimer = null;
+    }
+    if (rt.loading) return Promise.resolve();
+    rt.loading = true;
+    return L.api("GET", "/me/session")
+      .then(function (data) {
+        if (rt.loadFailed) {
+          rt.loadFailed = false;
+          L.showMessage("runtime-error", "");
+        }
+        setSession(data ? data.session : null);
+      })
+      .catch(function (err) {
+        /* Keep what we showed; say why it may be stale. */
+        rt.loadFailed = true;
+        L.showMessage("runtime-error", "Could not load the runtime: " + L.errorText(err));
+        if (rt.session === undefined) setSession(null);
+      })
+      .then(function () {
+        rt.loading = false;
+        schedulePoll();
+      });
+  }
+
+  /* Start (POST) or stop (DELETE); the reply carries the session. */
+  function runtimeRequest(method, body) {
+    rt.inFlight = true;
+    rt.loadFailed = false;
+    updateButtons();
+    L.showMessage("runtime-error", "");
+    return L.api(method, "/me/session", body)
+      .then(function (data) {
+        rt.inFlight = false;
+        if (data && data.session) setSession(data.session);
+        else updateButtons();
+      })
+      .catch(function (err) {
+        rt.inFlight = false;
+        L.showMessage("runtime-error", L.errorText(err));
+        updateButtons();
+      })
+      .then(function () {
+        return loadSession();
+      });
+  }
+
+  function onStart(type) {
+    return function () {
+      runtimeRequest("POST", { type: type });
+    };
+  }
+
+  function onStop() {
+    runtimeRequest("DELETE");
+  }
+
+  function initRuntime() {
+    $("start-cpu").addEventListener("click", onStart("cpu"));
+    $("start-gpu").addEventListener("click", onStart("gpu"));
+    $("stop-runtime").addEventListener("click", onStop);
+    $("open-runtime").addEventListener("click", function (ev) {
+      if (this.getAttribute("aria-disabled") === "true") ev.preventDefault();
+    });
+    /* Back in the tab: refresh at once rather than at the next poll. */
+    document.addEventListener("visibilitychange", function () {
+      if (!document.hidden && rt.session !== undefined) loadSession();
+    });
+    renderRuntime();
+  }
+
   function init() {
     $("token-form").addEventListener("submit", onCreateToken);
     $("tokens").addEventListener("click", onTokensClick);
     $("password-form").addEventListener("submit", onChangePassword);
     L.wireCopy($("new-token-copy"), $("new-token"));
+    initRuntime();
 
     L.loadMe()
-      .then(loadTokens)
+      .then(function () {
+        loadSession();
+        return loadTokens();
+      })
       .catch(function (err) {
         L.showMessage("page-error", L.errorText(err));
       });
