@@ -45,7 +45,7 @@ int audit_each(struct db *db, int64_t before, int limit,
 		if (fn(&e, ctx))
 			break;
 	}
-	sqlite3_finalize(st);
+	db_done(db, st);
 	db_unlock(db);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
 }

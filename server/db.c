@@ -2,6 +2,7 @@
 #include "labd/db.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,9 +10,20 @@
 #include "labd/log.h"
 #include "labd/migrations.h"
 
+/* Prepared statements kept for reuse: parsing SQL was the largest cost of a
+ * proxied request. Keyed by the SQL literal's address. */
+#define STMT_CACHE 48
+
+struct cached_stmt {
+	const char *sql;
+	sqlite3_stmt *st;
+	bool busy; /* handed out; a nested use of the same SQL gets its own */
+};
+
 struct db {
 	sqlite3 *conn;
 	pthread_mutex_t lock;
+	struct cached_stmt cache[STMT_CACHE];
 };
 
 void db_lock(struct db *db) { pthread_mutex_lock(&db->lock); }
@@ -47,7 +59,7 @@ int db_schema_version(struct db *db)
 		return -1;
 	if (sqlite3_step(st) == SQLITE_ROW)
 		v = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
+	db_done(db, st);
 	return v;
 }
 
@@ -70,16 +82,55 @@ static int bind_args(sqlite3_stmt *st, const char *types, va_list ap)
 	return 0;
 }
 
+/* A cached statement for sql, compiling it on first use; NULL when the cache
+ * cannot help (full, or this SQL is already in use further up the stack). */
+static sqlite3_stmt *cached(struct db *db, const char *sql)
+{
+	struct cached_stmt *free_slot = NULL;
+
+	for (int i = 0; i < STMT_CACHE; i++) {
+		struct cached_stmt *c = &db->cache[i];
+		if (c->sql == sql) {
+			if (c->busy)
+				return NULL;
+			c->busy = true;
+			return c->st;
+		}
+		if (!c->sql && !free_slot)
+			free_slot = c;
+	}
+	if (!free_slot || sqlite3_prepare_v3(db->conn, sql, -1, SQLITE_PREPARE_PERSISTENT,
+					      &free_slot->st, NULL) != SQLITE_OK)
+		return NULL;
+	free_slot->sql = sql;
+	free_slot->busy = true;
+	return free_slot->st;
+}
+
+void db_done(struct db *db, sqlite3_stmt *st)
+{
+	for (int i = 0; i < STMT_CACHE; i++) {
+		if (db->cache[i].st == st && db->cache[i].busy) {
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			db->cache[i].busy = false;
+			return;
+		}
+	}
+	sqlite3_finalize(st);
+}
+
 static int prepare_va(struct db *db, sqlite3_stmt **out, const char *sql, const char *types,
 		      va_list ap)
 {
-	if (sqlite3_prepare_v2(db->conn, sql, -1, out, NULL) != SQLITE_OK) {
+	*out = cached(db, sql);
+	if (!*out && sqlite3_prepare_v2(db->conn, sql, -1, out, NULL) != SQLITE_OK) {
 		log_error("sqlite prepare: %s: %s", sql, sqlite3_errmsg(db->conn));
 		return -1;
 	}
 	if (bind_args(*out, types, ap) < 0) {
 		log_error("sqlite bind: %s: %s", sql, sqlite3_errmsg(db->conn));
-		sqlite3_finalize(*out);
+		db_done(db, *out);
 		*out = NULL;
 		return -1;
 	}
@@ -116,7 +167,7 @@ int db_exec(struct db *db, const char *sql, const char *types, ...)
 		log_error("sqlite step: %s: %s", sql, sqlite3_errmsg(db->conn));
 		rc = -1;
 	}
-	sqlite3_finalize(st);
+	db_done(db, st);
 	return rc;
 }
 
@@ -184,6 +235,8 @@ void db_close(struct db *db)
 {
 	if (!db)
 		return;
+	for (int i = 0; i < STMT_CACHE; i++)
+		sqlite3_finalize(db->cache[i].st);
 	sqlite3_close(db->conn);
 	pthread_mutex_destroy(&db->lock);
 	free(db);

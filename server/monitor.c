@@ -34,6 +34,7 @@ struct pass {
 	struct app *app;
 	json_t *boxes; /* the supervisor's runtime_list, or NULL when it did not answer */
 	int64_t now;
+	int starting; /* runtimes still starting after this pass */
 };
 
 static json_t *find_box(json_t *boxes, const char *user)
@@ -93,7 +94,8 @@ static void check_idle(struct pass *p, const struct runtime *r)
 	char socket_path[UPSTREAM_PATH_MAX], reason[RUNTIME_REASON_MAX];
 	int64_t limit = p->app->cfg->idle_timeout;
 
-	if (limit <= 0 || p->now - r->last_activity < limit)
+	/* last_activity lags by up to the touch interval: never cull early */
+	if (limit <= 0 || p->now - r->last_activity < limit + RUNTIME_TOUCH_INTERVAL)
 		return;
 	runtime_proxy_socket_path(r->user_name, socket_path, sizeof(socket_path));
 	if (wsrelay_count(p->app->proxy.relay, r->user_name) > 0 ||
@@ -133,24 +135,27 @@ static int reconcile(const struct runtime *r, void *ctx)
 		api_runtime_stop(p->app, r, r->reason[0] ? r->reason : "stopped");
 		return 0;
 	}
-	if (r->state == RUNTIME_STARTING)
+	if (r->state == RUNTIME_STARTING) {
 		check_starting(p, r);
+		p->starting++; /* counted even if it became ready: harmless */
+	}
 	else if (r->state == RUNTIME_RUNNING)
 		check_idle(p, r);
 	return 0;
 }
 
-void monitor_pass(struct app *app)
+int monitor_pass(struct app *app)
 {
 	struct pass p = {.app = app, .now = time(NULL)};
 	json_t *reply = NULL;
 
 	if (ipc_client_call(app->supervisor, "runtime_list", NULL, &reply) < 0)
-		return; /* decide nothing without the supervisor's word */
+		return 0; /* decide nothing without the supervisor's word */
 	p.boxes = json_object_get(reply, "runtimes");
 	if (json_is_array(p.boxes))
 		runtimes_each_live(app->db, reconcile, &p);
 	json_decref(reply);
+	return p.starting;
 }
 
 static void *monitor_loop(void *arg)
@@ -161,10 +166,13 @@ static void *monitor_loop(void *arg)
 	pthread_mutex_lock(&m->lock);
 	while (!m->stopping) {
 		pthread_mutex_unlock(&m->lock);
-		monitor_pass(m->app);
+		/* Poll a starting Jupyter often: readiness is what the user waits on. */
+		long wait_ns = monitor_pass(m->app) > 0 ? 100000000L : 1000000000L;
 		pthread_mutex_lock(&m->lock);
 		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += 1;
+		until.tv_nsec += wait_ns;
+		until.tv_sec += until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
 		if (!m->stopping)
 			pthread_cond_timedwait(&m->wake, &m->lock, &until);
 	}

@@ -206,19 +206,20 @@ static void reply_bad_gateway(struct http_request *req, const char *why)
 int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 		const struct proxy_target *target)
 {
-	struct proxy_state *p = calloc(1, sizeof(*p));
+	/* One allocation for the state and its four buffers (none zeroed: each
+	 * is written before it is read). */
+	size_t buffers = 2 * HEAD_MAX + 2 * IO_CHUNK + SCRUB_NEEDLE_MAX;
+	struct proxy_state *p = malloc(sizeof(*p) + buffers);
 
-	if (!p || !(p->out = malloc(HEAD_MAX)) || !(p->in = malloc(IO_CHUNK)) ||
-	    !(p->headers = malloc(HEAD_MAX)) || !(p->body = malloc(IO_CHUNK + SCRUB_NEEDLE_MAX))) {
-		if (p) {
-			free(p->out);
-			free(p->in);
-			free(p->headers);
-			free(p);
-		}
+	if (!p) {
 		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "overloaded", "out of memory");
 		return -1;
 	}
+	memset(p, 0, sizeof(*p));
+	p->out = (char *)(p + 1);
+	p->headers = p->out + HEAD_MAX;
+	p->in = p->headers + HEAD_MAX;
+	p->body = p->in + IO_CHUNK;
 	p->ctx = ctx;
 	p->target = *target;
 	p->conn = req->conn;
@@ -620,10 +621,6 @@ void proxy_release(struct http_request *req)
 		else
 			close(p->fd);
 	}
-	free(p->out);
-	free(p->in);
-	free(p->headers);
-	free(p->body);
 	free(p);
 	req->proxy = NULL;
 }

@@ -114,9 +114,12 @@ static bool allowed(struct http_request *req, const char *user)
 					 "this runtime belongs to another user");
 		return false;
 	}
-	/* Jupyter skips its own XSRF check for token-authenticated requests, so
-	 * labd refuses cross-origin writes itself (the cookie is SameSite=Lax too). */
-	if (http_is_state_changing(req) && req->auth.kind == AUTH_COOKIE && !auth_origin_ok(req)) {
+	/* Jupyter skips its own XSRF and Origin checks for token-authenticated
+	 * requests, so labd refuses cross-origin writes and WebSocket upgrades
+	 * itself: SameSite=Lax still sends the cookie from another port of the
+	 * same host, and a kernel channel runs code. */
+	if ((http_is_state_changing(req) || http_header(req, "Upgrade")) &&
+	    req->auth.kind == AUTH_COOKIE && !auth_origin_ok(req)) {
 		http_reply_error(req, MHD_HTTP_FORBIDDEN, "csrf_failed",
 				 "cross-origin request refused");
 		return false;
@@ -155,6 +158,7 @@ void runtime_proxy_begin(struct http_request *req)
 	runtime_proxy_socket_path(user, target.socket_path, sizeof(target.socket_path));
 	snprintf(target.token, sizeof(target.token), "%s", r.token);
 	snprintf(target.owner, sizeof(target.owner), "%s", user);
-	runtimes_touch(req->app->db, r.id, time(NULL));
+	if (r.last_activity < time(NULL) - RUNTIME_TOUCH_INTERVAL) /* skip a no-op UPDATE */
+		runtimes_touch(req->app->db, r.id, time(NULL));
 	proxy_begin(req, &req->app->proxy, &target);
 }

@@ -6,7 +6,8 @@
 
 #include "labd/db.h"
 
-#define TOUCH_INTERVAL 5
+/* Activity is written at most this often; the idle check allows for it. */
+#define TOUCH_INTERVAL RUNTIME_TOUCH_INTERVAL
 
 static const char *const kind_names[] = {"cpu", "gpu"};
 static const char *const state_names[] = {"starting", "running", "stopping", "stopped", "failed"};
@@ -78,7 +79,7 @@ static int find_one(struct db *db, const char *sql, char type, int64_t id, const
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		runtime_from_row(st, out);
-	sqlite3_finalize(st);
+	db_done(db, st);
 	db_unlock(db);
 	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
@@ -166,7 +167,7 @@ int runtimes_each_live(struct db *db, int (*fn)(const struct runtime *r, void *c
 		if (fn(&r, ctx))
 			break;
 	}
-	sqlite3_finalize(st);
+	db_done(db, st);
 	db_unlock(db);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
 }

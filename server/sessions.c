@@ -68,7 +68,7 @@ int sessions_lookup(struct db *db, const char *secret, const struct session_limi
 	}
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW) {
-		sqlite3_finalize(st);
+		db_done(db, st);
 		db_unlock(db);
 		return rc == SQLITE_DONE ? 0 : -1;
 	}
@@ -77,7 +77,7 @@ int sessions_lookup(struct db *db, const char *secret, const struct session_limi
 	snprintf(out->csrf_token, sizeof(out->csrf_token), "%s",
 		 (const char *)sqlite3_column_text(st, 2));
 	int64_t last_seen = sqlite3_column_int64(st, 3), expires = sqlite3_column_int64(st, 4);
-	sqlite3_finalize(st);
+	db_done(db, st);
 
 	if (now >= expires || now - last_seen >= lim->idle) {
 		db_exec(db, "DELETE FROM sessions WHERE id = ?", "i", out->id);

@@ -34,7 +34,7 @@ static int load(struct db *db, const char *key, int64_t *failures, int64_t *last
 		*last = sqlite3_column_int64(st, 1);
 		*locked_until = sqlite3_column_int64(st, 2);
 	}
-	sqlite3_finalize(st);
+	db_done(db, st);
 	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 

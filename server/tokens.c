@@ -76,7 +76,7 @@ int tokens_lookup(struct db *db, const char *token, int64_t now, struct token_in
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		token_from_row(st, out);
-	sqlite3_finalize(st);
+	db_done(db, st);
 	/* Written at most once a minute per token, like session last_seen. */
 	if (rc == SQLITE_ROW && now - out->last_used_at >= 60 &&
 	    db_exec(db, "UPDATE api_tokens SET last_used_at = ? WHERE id = ?", "ii", now,
@@ -105,7 +105,7 @@ int tokens_each(struct db *db, int64_t user_id, int (*fn)(const struct token_inf
 		if (fn(&t, ctx))
 			break;
 	}
-	sqlite3_finalize(st);
+	db_done(db, st);
 	db_unlock(db);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
 }

@@ -71,7 +71,7 @@ static int find_locked(struct db *db, struct user *out, const char *sql, const c
 	} else {
 		rc = rc == SQLITE_DONE ? 0 : -1;
 	}
-	sqlite3_finalize(st);
+	db_done(db, st);
 	return rc;
 }
 
@@ -131,7 +131,7 @@ int users_each(struct db *db, int (*fn)(const struct user *u, void *ctx), void *
 		if (fn(&u, ctx))
 			break;
 	}
-	sqlite3_finalize(st);
+	db_done(db, st);
 	db_unlock(db);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
 }
@@ -145,7 +145,7 @@ static int count_locked(struct db *db, const char *sql)
 		return -1;
 	if (sqlite3_step(st) == SQLITE_ROW)
 		n = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
+	db_done(db, st);
 	return n;
 }
 

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,11 +26,22 @@ struct pipe_dir {
 	bool eof; /* source closed: shut down the sink once drained */
 };
 
+/* Where the bytes sent so far stand in the WebSocket frame stream, so labd
+ * only ever inserts its own close frame between two of Jupyter's frames. */
+struct frame_pos {
+	unsigned char head[14];
+	size_t head_len;   /* header bytes seen of the current frame */
+	uint64_t left;     /* payload bytes still to come */
+	bool in_payload;
+	bool saw_close; /* a close frame went through: the closing is clean already */
+};
+
 struct relay {
 	int client, upstream;
 	struct MHD_UpgradeResponseHandle *urh;
 	struct pipe_dir up;   /* client -> upstream */
 	struct pipe_dir down; /* upstream -> client */
+	struct frame_pos down_pos;
 	char owner[33];
 	struct relay *prev, *next;
 };
@@ -116,19 +129,83 @@ static bool fill(int src, struct pipe_dir *d)
 	return true;
 }
 
-/* Writes d's buffer to dst; false on a hard error. */
-static bool drain(int dst, struct pipe_dir *d)
+/* The header length once its first bytes are known (RFC 6455 section 5.2). */
+static size_t frame_head_len(const struct frame_pos *f)
+{
+	size_t n = 2;
+	if (f->head_len < 2)
+		return 2;
+	if ((f->head[1] & 0x7f) == 126)
+		n += 2;
+	else if ((f->head[1] & 0x7f) == 127)
+		n += 8;
+	return n + ((f->head[1] & 0x80) ? 4 : 0);
+}
+
+static void frame_advance(struct frame_pos *f, const unsigned char *p, size_t n)
+{
+	while (n > 0) {
+		if (f->in_payload) {
+			uint64_t take = f->left < n ? f->left : n;
+			f->left -= take;
+			p += take;
+			n -= (size_t)take;
+			if (f->left == 0)
+				f->in_payload = false, f->head_len = 0;
+			continue;
+		}
+		f->head[f->head_len++] = *p++;
+		n--;
+		if (f->head_len < 2 || f->head_len < frame_head_len(f))
+			continue;
+		f->saw_close = f->saw_close || (f->head[0] & 0x0f) == 0x8;
+		unsigned len7 = f->head[1] & 0x7f;
+		f->left = len7;
+		if (len7 == 126)
+			f->left = (uint64_t)f->head[2] << 8 | f->head[3];
+		else if (len7 == 127)
+			for (int i = 0; i < 8; i++)
+				f->left = f->left << 8 | f->head[2 + i];
+		f->in_payload = f->left > 0;
+		if (!f->in_payload)
+			f->head_len = 0;
+	}
+}
+
+static bool at_frame_boundary(const struct frame_pos *f)
+{
+	return !f->in_payload && f->head_len == 0;
+}
+
+/* Writes d's buffer to dst; false on a hard error. When pos is given, it
+ * follows the frames sent. */
+static bool drain_frames(int dst, struct pipe_dir *d, struct frame_pos *pos)
 {
 	while (d->off < d->len) {
 		ssize_t n = send(dst, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL);
-		if (n > 0)
+		if (n > 0) {
+			if (pos)
+				frame_advance(pos, (unsigned char *)d->buf + d->off, (size_t)n);
 			d->off += (size_t)n;
-		else if (n < 0 && errno == EINTR)
+		} else if (n < 0 && errno == EINTR) {
 			continue;
-		else
+		} else {
 			return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+		}
 	}
 	return true;
+}
+
+/* Tells the browser the server is going away (RFC 6455 close frame, status
+ * 1001) when no frame of Jupyter's is half sent, so it sees a clean close
+ * rather than 1006. Best effort: the socket is closed right after. */
+static void send_going_away(struct relay *x)
+{
+	static const unsigned char frame[] = {0x88, 0x02, 0x03, 0xe9};
+
+	if (!x->down_pos.saw_close && at_frame_boundary(&x->down_pos) &&
+	    send(x->client, frame, sizeof(frame), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		log_debug("wsrelay: close frame to %s not sent", x->owner);
 }
 
 /* One step of a relay after an event; false when it is finished. */
@@ -136,12 +213,14 @@ static bool step(struct relay *x)
 {
 	if (!fill(x->client, &x->up) || !fill(x->upstream, &x->down))
 		return false;
-	if (!drain(x->upstream, &x->up) || !drain(x->client, &x->down))
+	if (!drain_frames(x->upstream, &x->up, NULL) || !drain_frames(x->client, &x->down, &x->down_pos))
 		return false;
 	if (x->up.eof && x->up.off == x->up.len)
 		shutdown(x->upstream, SHUT_WR);
-	if (x->down.eof && x->down.off == x->down.len)
+	if (x->down.eof && x->down.off == x->down.len) {
+		send_going_away(x); /* Jupyter went away, perhaps without a close frame */
 		shutdown(x->client, SHUT_WR);
+	}
 	/* Either side closing ends the WebSocket: a half-open one has no use. */
 	return !(x->up.eof && x->up.off == x->up.len) && !(x->down.eof && x->down.off == x->down.len);
 }
@@ -155,8 +234,10 @@ static void close_matching(struct wsrelay *r, const char *owner)
 	pthread_mutex_unlock(&r->lock);
 	for (; x; x = next) {
 		next = x->next;
-		if (!owner || strcmp(x->owner, owner) == 0)
+		if (!owner || strcmp(x->owner, owner) == 0) {
+			send_going_away(x);
 			relay_free(r, x);
+		}
 	}
 }
 
@@ -298,6 +379,10 @@ int wsrelay_add(struct wsrelay *r, int client_fd, struct MHD_UpgradeResponseHand
 	x->urh = urh;
 	snprintf(x->owner, sizeof(x->owner), "%s", owner);
 	fcntl(client_fd, F_SETFL, fcntl(client_fd, F_GETFL) | O_NONBLOCK);
+	/* Kernel replies are small frames right after a small "busy" frame: with
+	 * Nagle on, each waited ~40 ms for the browser's delayed ACK. */
+	int one = 1;
+	setsockopt(client_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	fcntl(upstream_fd, F_SETFL, fcntl(upstream_fd, F_GETFL) | O_NONBLOCK);
 	pthread_mutex_lock(&r->lock);
 	x->next = r->list;

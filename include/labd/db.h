@@ -28,8 +28,12 @@ void db_unlock(struct db *db);
 
 /* Binding types: 'i' int64_t, 't' const char * (NULL binds NULL), 'n' NULL.
  * db_prepare: a statement with its parameters bound; the caller steps it and
- * releases it with sqlite3_finalize(). Caller holds db_lock. Returns 0 or -1. */
+ * gives it back with db_done(). Statements are compiled once per SQL text
+ * (sql must be a string literal: its address is the cache key) and reused.
+ * Caller holds db_lock. Returns 0 or -1. */
 int db_prepare(struct db *db, sqlite3_stmt **out, const char *sql, const char *types, ...);
+/* Returns a statement from db_prepare (reset for reuse, or finalized). */
+void db_done(struct db *db, sqlite3_stmt *st);
 /* Runs one statement to completion. Returns the number of changed rows, -1 on
  * error, DB_CONFLICT on a uniqueness violation. Caller holds db_lock. */
 int db_exec(struct db *db, const char *sql, const char *types, ...);

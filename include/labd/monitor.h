@@ -13,7 +13,8 @@ struct monitor;
 /* Starts the thread; 0 or -1. The app must outlive monitor_stop(). */
 int monitor_start(struct app *app, struct monitor **out);
 void monitor_stop(struct monitor *m);
-/* One reconciliation pass (what the thread runs each second). */
-void monitor_pass(struct app *app);
+/* One reconciliation pass (what the thread runs each second, or every
+ * 100 ms while a runtime is starting). Returns how many are starting. */
+int monitor_pass(struct app *app);
 
 #endif

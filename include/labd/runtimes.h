@@ -20,6 +20,7 @@ enum runtime_state {
 #define RUNTIME_TOKEN_LEN 43
 #define RUNTIME_GPUS_MAX 64 /* "0,1,2" */
 #define RUNTIME_REASON_MAX 160
+#define RUNTIME_TOUCH_INTERVAL 1 /* seconds between activity writes */
 
 struct runtime {
 	int64_t id;

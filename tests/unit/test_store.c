@@ -144,7 +144,7 @@ static void test_sessions(void **state)
 			 0);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
 	assert_int_equal(sqlite3_column_int(st, 0), 0);
-	sqlite3_finalize(st);
+	db_done(f->db, st);
 	db_unlock(f->db);
 	assert_int_equal(sessions_lookup(f->db, secret, &lim, 5050, &found), 1);
 	assert_int_equal(found.user_id, uid);
