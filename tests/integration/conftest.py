@@ -7,7 +7,14 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from labd_harness import STRONG, Daemon, teardown_daemon, unique_name  # noqa: E402
+from labd_harness import (  # noqa: E402
+    STRONG,
+    Daemon,
+    runtime_daemon,
+    teardown_daemon,
+    teardown_runtime_daemon,
+    unique_name,
+)
 
 
 @pytest.fixture(scope="session")
@@ -78,6 +85,37 @@ def daemon_factory():
     for d in started:
         try:
             teardown_daemon(d)
+        except AssertionError as e:
+            errors.append(str(e))
+    assert not errors, "\n\n".join(errors)
+
+
+@pytest.fixture(scope="module")
+def runtime_daemon_factory():
+    """Module-scoped: start daemons with a [runtime] section (small limits,
+    keep_on_shutdown = false unless overridden).  Teardown stops each one and
+    asserts that no sandbox, mount or loop device is left under its state dir."""
+    started = []
+
+    def make(name, runtime=None, gpu=None, **kw):
+        d = runtime_daemon(name, runtime=runtime, gpu=gpu, **kw)
+        started.append(d)
+        try:
+            d.start()
+        except BaseException:
+            started.remove(d)
+            try:
+                teardown_runtime_daemon(d)
+            except AssertionError:
+                pass  # the start failure is the error to report
+            raise
+        return d
+
+    yield make
+    errors = []
+    for d in started:
+        try:
+            teardown_runtime_daemon(d)
         except AssertionError as e:
             errors.append(str(e))
     assert not errors, "\n\n".join(errors)

@@ -3,7 +3,10 @@
 Only the standard library is used (http.client, socket, subprocess).
 """
 
+import base64
+import calendar
 import glob
+import hashlib
 import http.client
 import itertools
 import json as jsonlib
@@ -12,10 +15,13 @@ import re
 import shutil
 import signal
 import socket
+import sqlite3
+import struct
 import subprocess
 import tempfile
 import time
 import urllib.parse
+import uuid
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ASAN = bool(os.environ.get("LABD_ASAN"))
@@ -131,6 +137,7 @@ class Client:
         self.csrf = None
         self.bearer = None
         self.user = None
+        self.on_response = None  # optional callable(Response), e.g. to scan for leaks
 
     @property
     def origin(self):
@@ -185,6 +192,8 @@ class Client:
             r = Response(method, path, resp.status, resp.reason, resp.msg, rbody)
         finally:
             conn.close()
+        if self.on_response is not None:
+            self.on_response(r)
         for name, (value, attrs) in r.set_cookies().items():
             expired = attrs.get("max-age") in ("0", "-1") or value in ("", '""')
             if expired:
@@ -378,7 +387,7 @@ def pid_alive(pid):
 class Daemon:
     """One labd instance with its own temp dir, config, state and log."""
 
-    def __init__(self, name="main", server=None, auth=None, keep_dir=False):
+    def __init__(self, name="main", server=None, auth=None, keep_dir=False, sections=None):
         self.name = name
         self.dir = tempfile.mkdtemp(prefix=f"labd-it-{name}-")
         # The web process runs as the unprivileged labd user: it must be able
@@ -407,6 +416,8 @@ class Daemon:
         self.log_path = None
         self.admin_password = None
         self.keep_dir = keep_dir
+        # Further INI sections, e.g. {"runtime": {"cpu_limit": "20s"}, "gpu": {...}}.
+        self.sections = {k: dict(v) for k, v in (sections or {}).items()}
         self.write_config()
 
     # config ---------------------------------------------------------------
@@ -415,6 +426,9 @@ class Daemon:
         lines += [f"{k} = {v}" for k, v in self.server.items()]
         lines += ["", "[auth]"]
         lines += [f"{k} = {v}" for k, v in self.auth.items()]
+        for section, keys in getattr(self, "sections", {}).items():
+            lines += ["", f"[{section}]"]
+            lines += [f"{k} = {v}" for k, v in keys.items()]
         with open(self.config_path, "w") as fh:
             fh.write("\n".join(lines) + "\n")
 
@@ -558,3 +572,557 @@ def teardown_daemon(d):
                 f"labd ({d.name}) did not exit within 10 s of SIGTERM (killed)\n" + d.log_tail()
     finally:
         d.cleanup()
+
+
+# --------------------------------------------------------------------------- runtimes
+#
+# Helpers for the runtime tests (test_runtime*.py): daemons with a [runtime]
+# section, the session API, teardown that proves no sandbox, mount or loop
+# device is left behind, and a minimal WebSocket client (standard library only).
+
+# Small limits for every runtime daemon; tests override single keys.
+RUNTIME_DEFAULTS = {
+    "home_size": "1G",
+    "memory": "2G",
+    "stop_grace": "3s",
+    "keep_on_shutdown": "false",
+}
+# Jupyter in a fresh sandbox answers within a few seconds; allow for a busy machine.
+RUNTIME_START_TIMEOUT = 60 * SLOW
+LIVE_STATES = ("starting", "running", "stopping")
+
+
+def labbox_binary():
+    return os.path.join(build_dir(), "labbox")
+
+
+def runtime_daemon(name, runtime=None, gpu=None, server=None, auth=None):
+    """A Daemon (not started) whose config has [runtime] (RUNTIME_DEFAULTS + runtime)."""
+    rt = dict(RUNTIME_DEFAULTS)
+    rt.update(runtime or {})
+    sections = {"runtime": rt}
+    if gpu is not None:
+        sections["gpu"] = dict(gpu)
+    return Daemon(name, server=server, auth=auth, sections=sections)
+
+
+def wait_session(c, states, timeout=RUNTIME_START_TIMEOUT, interval=0.2):
+    """Polls GET /api/v1/me/session until its state is in states; returns the session."""
+    if isinstance(states, str):
+        states = (states,)
+    deadline = time.monotonic() + timeout
+    seen = []
+    while True:
+        r = c.get("/api/v1/me/session")
+        assert r.status == 200, f"GET /api/v1/me/session: {r!r}"
+        s = r.json["session"]
+        st = s and s["state"]
+        if not seen or seen[-1] != st:
+            seen.append(st)
+        if st in states:
+            return s
+        assert st not in ("failed",) or "failed" in states, \
+            f"runtime failed (wanted {states}): {s}"
+        assert time.monotonic() < deadline, \
+            f"session not {states} within {timeout:.0f}s; states seen {seen}; last {s}"
+        time.sleep(interval)
+
+
+def start_runtime(c, kind="cpu"):
+    """POST /api/v1/me/session and wait for running; returns (202 session, running session)."""
+    r = c.post("/api/v1/me/session", json={"type": kind})
+    assert r.status == 202, f"starting a {kind} runtime: {r!r}"
+    first = r.json["session"]
+    return first, wait_session(c, "running")
+
+
+def stop_runtime(c, timeout=30 * SLOW):
+    """DELETE /api/v1/me/session (if live) and wait for stopped; returns the session."""
+    r = c.get("/api/v1/me/session")
+    s = r.json["session"]
+    if s and s["state"] in ("starting", "running"):
+        r = c.delete("/api/v1/me/session")
+        assert r.status in (202, 404), f"stopping the runtime: {r!r}"
+    return wait_session(c, ("stopped", "failed"), timeout=timeout)
+
+
+def runtime_token(d, user):
+    """The Jupyter token of user's newest runtime, read (as root) from labd's
+    database: only to prove that it never shows up in a response."""
+    db = sqlite3.connect(f"file:{os.path.join(d.state_dir, 'labd.db')}?mode=ro", uri=True,
+                         timeout=10)
+    try:
+        row = db.execute(
+            "SELECT r.token FROM runtimes r JOIN users u ON u.id = r.user_id "
+            "WHERE u.name = ? ORDER BY r.id DESC LIMIT 1", (user,)).fetchone()
+    finally:
+        db.close()
+    assert row and row[0], f"no runtime token for {user} in the database"
+    return row[0]
+
+
+def parse_api_time(s):
+    """'2026-12-02T16:00:00Z' -> epoch seconds."""
+    return calendar.timegm(time.strptime(s, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def audit_entries(admin, action=None, target=None, limit=500):
+    r = admin.get(f"/api/v1/audit?limit={limit}")
+    assert r.status == 200, f"GET /api/v1/audit: {r!r}"
+    out = r.json["entries"]
+    if action:
+        out = [e for e in out if e["action"] == action]
+    if target:
+        out = [e for e in out if e["target"] == target]
+    return out
+
+
+def web_process(d, timeout=10):
+    """The daemon's web process: the supervisor's child whose comm is labd-web
+    (sandboxes are children of the supervisor too)."""
+    deadline = time.monotonic() + timeout * SLOW
+    while True:
+        found = []
+        for k in proc_children(d.pid):
+            try:
+                with open(f"/proc/{k}/comm") as fh:
+                    comm = fh.read().strip()
+            except OSError:
+                continue
+            if comm == "labd-web" and pid_alive(k):
+                found.append(k)
+        if len(found) == 1:
+            return found[0]
+        assert len(found) < 2, f"supervisor has {len(found)} labd-web children: {found}"
+        assert time.monotonic() < deadline, \
+            "supervisor has no labd-web child: " + repr(
+                [(k, open(f"/proc/{k}/comm").read().strip()) for k in proc_children(d.pid)
+                 if os.path.exists(f"/proc/{k}/comm")]) + "\n" + d.log_tail()
+        time.sleep(0.05)
+
+
+def proc_kib(pid, key):
+    """A '<n> kB' field of /proc/<pid>/status (VmHWM, VmRSS) in KiB."""
+    return int(proc_status(pid)[key].split()[0])
+
+
+# ---- leftovers ---------------------------------------------------------------
+
+
+def _pid_start_time(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rpartition(")")[2].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def sandbox_records(state_dir):
+    """[(file, {key: value})] of the sandbox state files under state_dir."""
+    out = []
+    for f in sorted(glob.glob(os.path.join(state_dir, "sandboxes", "*.state"))):
+        kv = {}
+        try:
+            with open(f) as fh:
+                for line in fh:
+                    k, _, v = line.rstrip("\n").partition("=")
+                    kv[k] = v
+        except OSError:
+            continue
+        out.append((f, kv))
+    return out
+
+
+def mounts_under(path):
+    """Mount points at or below path (like `findmnt | grep path`)."""
+    path = os.path.realpath(path)
+    out = []
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            f = line.split()
+            mp = f[4].encode().decode("unicode_escape")
+            if mp == path or mp.startswith(path + "/"):
+                out.append(mp)
+    try:
+        fm = subprocess.run(["findmnt", "-rn", "-o", "TARGET,SOURCE"], capture_output=True,
+                            text=True, timeout=10).stdout
+        out += [ln for ln in fm.splitlines() if path in ln and ln.split()[0] not in out]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return out
+
+
+def loops_under(path):
+    """Loop devices whose backing file lies below path."""
+    path = os.path.realpath(path)
+    out = []
+    for bf in glob.glob("/sys/block/loop*/loop/backing_file"):
+        try:
+            with open(bf) as fh:
+                backing = fh.read().strip()
+        except OSError:
+            continue
+        if backing.startswith(path + "/"):
+            out.append(f"/dev/{bf.split('/')[3]} -> {backing}")
+    return out
+
+
+def processes_in_cgroups(ids):
+    """[(pid, id)] of live processes whose cgroup path names one of the sandbox ids."""
+    out = []
+    if not ids:
+        return out
+    for cg in glob.glob("/proc/[0-9]*/cgroup"):
+        try:
+            with open(cg) as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        for i in ids:
+            if f"/{i}\n" in text or f"/{i}/" in text:
+                pid = int(cg.split("/")[2])
+                if pid_alive(pid):
+                    out.append((pid, i))
+                break
+    return out
+
+
+def mount_holders(path):
+    """[(pid, comm)] of processes in other mount namespaces that still have a
+    mount below path (a sandbox cloned from the host's root takes a copy of
+    every mount there, including homes of other runtimes)."""
+    path = os.path.realpath(path)
+    try:
+        mine = os.readlink("/proc/self/ns/mnt")
+    except OSError:
+        mine = None
+    seen_ns, out = set(), []
+    for mi in glob.glob("/proc/[0-9]*/mountinfo"):
+        pid = int(mi.split("/")[2])
+        try:
+            ns = os.readlink(f"/proc/{pid}/ns/mnt")
+            if ns == mine or ns in seen_ns:
+                continue
+            with open(mi) as fh:
+                text = fh.read()
+            if path + "/" in text:
+                seen_ns.add(ns)
+                with open(f"/proc/{pid}/comm") as fh:
+                    out.append((pid, fh.read().strip()))
+        except OSError:
+            continue
+    return out
+
+
+def wait_loops_released(state_dir, timeout=20):
+    """Waits for the loop devices of state_dir's homes to detach (autoclear at
+    the last unmount).  Returns (loops still attached, their holders)."""
+    deadline = time.monotonic() + timeout * SLOW
+    while loops_under(state_dir) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    loops = loops_under(state_dir)
+    return loops, (mount_holders(state_dir) if loops else [])
+
+
+def runtime_leftovers(state_dir, seen_pids=(), seen_ids=()):
+    """Human-readable list of what a stopped daemon left behind."""
+    left = []
+    for f, kv in sandbox_records(state_dir):
+        left.append(f"sandbox state file {f} (id {kv.get('id')}, pid {kv.get('pid')})")
+    for pid, start in seen_pids:
+        if pid_alive(pid) and _pid_start_time(pid) == start:
+            left.append(f"sandbox process {pid} still alive")
+    for pid, i in processes_in_cgroups(seen_ids):
+        left.append(f"process {pid} still in the cgroup of sandbox {i}")
+    left += [f"mount {m}" for m in mounts_under(state_dir)]
+    loops, holders = wait_loops_released(state_dir) if not left else \
+        (loops_under(state_dir), mount_holders(state_dir))
+    if loops and holders:
+        # Only namespaces outside this daemon (its own sandbox processes are
+        # checked above) still hold a copy: not this daemon's leak.
+        print(f"\nnote: {state_dir}: {loops} still attached, held by the mount namespaces "
+              f"of {holders[:5]} (other sandboxes on this machine)")
+    else:
+        left += [f"loop device {lp} (no process holds a mount of it)" for lp in loops]
+    return left
+
+
+def remember_sandboxes(d):
+    """Records (pid, start time) of d's current sandboxes for the teardown check."""
+    seen = getattr(d, "sandbox_pids", set())
+    ids = getattr(d, "sandbox_ids", set())
+    for _, kv in sandbox_records(d.state_dir):
+        if kv.get("id"):
+            ids.add(kv["id"])
+        try:
+            pid = int(kv.get("pid", "0"))
+        except ValueError:
+            continue
+        if pid > 0:
+            st = _pid_start_time(pid)
+            if st is not None:
+                seen.add((pid, st))
+    # and every sandbox the daemon's logs name ("... started: sandbox <id>, pid N")
+    for log in glob.glob(os.path.join(d.dir, "labd.*.log")):
+        try:
+            with open(log, errors="replace") as fh:
+                ids.update(re.findall(r"\bsandbox ([a-z][a-z0-9_-]*-[0-9a-f]{8,})\b", fh.read()))
+        except OSError:
+            pass
+    d.sandbox_pids = seen
+    d.sandbox_ids = ids
+    return seen
+
+
+def teardown_runtime_daemon(d, stop_timeout=30):
+    """Stops a runtime daemon (SIGTERM, within stop_timeout s: keep_on_shutdown=false
+    stops its runtimes first) and asserts that nothing is left: no sandbox state
+    file or process, no mount and no loop device under its state dir.  Then runs
+    `labbox gc --all` for safety and checks again."""
+    errors = []
+    try:
+        if d.proc is None:
+            return
+        remember_sandboxes(d)
+        already = d.proc.poll() is not None
+        rc = d.stop(stop_timeout)
+        remember_sandboxes(d)
+        if not already and rc is None:
+            errors.append(f"labd ({d.name}) did not exit within {stop_timeout} s of SIGTERM "
+                          "(killed)")
+        reports = d.sanitizer_reports()
+        if reports:
+            errors.append("sanitizer reports:\n" + "\n".join(reports[:20]))
+        left = runtime_leftovers(d.state_dir, getattr(d, "sandbox_pids", ()),
+                                 getattr(d, "sandbox_ids", ()))
+        if left:
+            errors.append(f"labd ({d.name}) left behind after it stopped:\n  " +
+                          "\n  ".join(left))
+        gc = subprocess.run([labbox_binary(), "gc", "--all", "--state-dir", d.state_dir],
+                            capture_output=True, text=True, timeout=60)
+        if gc.returncode != 0:
+            errors.append(f"labbox gc --all failed ({gc.returncode}): {gc.stderr.strip()}")
+        left = runtime_leftovers(d.state_dir, getattr(d, "sandbox_pids", ()),
+                                 getattr(d, "sandbox_ids", ()))
+        if left:
+            d.keep_dir = True  # never rmtree through a mounted home
+            errors.append(f"still left after labbox gc --all ({d.dir} kept):\n  " +
+                          "\n  ".join(left))
+        if errors:
+            raise AssertionError("\n".join(errors) + "\n" + d.log_tail())
+    finally:
+        d.cleanup()
+
+
+# ---- WebSocket -----------------------------------------------------------------
+
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+class WebSocketClosed(Exception):
+    def __init__(self, code=None, reason="", clean=True):
+        super().__init__(f"websocket closed (code {code}, reason {reason!r}, "
+                         f"{'clean' if clean else 'without a close frame'})")
+        self.code = code
+        self.reason = reason
+        self.clean = clean
+
+
+class WebSocket:
+    """Minimal RFC 6455 client: handshake, masked client frames, fragmented and
+    126/127-length server frames, ping/pong, close."""
+
+    def __init__(self, port, path, headers=None, timeout=HTTP_TIMEOUT, source=None):
+        self.port = port
+        self.path = path
+        src = (source, 0) if source else None
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                             source_address=src)
+        self.key = base64.b64encode(os.urandom(16)).decode()
+        lines = [f"GET {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Upgrade: websocket",
+                 "Connection: Upgrade", f"Sec-WebSocket-Key: {self.key}",
+                 "Sec-WebSocket-Version: 13"]
+        lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            b = self.sock.recv(65536)
+            if not b:
+                break
+            buf += b
+            assert len(buf) < 1 << 20, "websocket handshake reply too large"
+        head, _, self.buf = buf.partition(b"\r\n\r\n")
+        self.raw_head = head
+        hl = head.split(b"\r\n")
+        m = re.match(rb"HTTP/1\.1 (\d{3})", hl[0] if hl else b"")
+        self.status = int(m.group(1)) if m else None
+        self.headers = {}
+        for ln in hl[1:]:
+            k, _, v = ln.partition(b":")
+            self.headers.setdefault(k.strip().decode("latin-1").lower(), []).append(
+                v.strip().decode("latin-1"))
+        self.closed = False
+        self.close_code = None
+
+    def header(self, name):
+        v = self.headers.get(name.lower())
+        return v[0] if v else None
+
+    def expect_open(self):
+        assert self.status == 101, \
+            f"websocket {self.path}: expected 101, got {self.status}: {self.raw_head[:500]!r}" \
+            f" {self.buf[:300]!r}"
+        want = base64.b64encode(hashlib.sha1((self.key + WS_GUID).encode()).digest()).decode()
+        assert self.header("Sec-WebSocket-Accept") == want, \
+            f"bad Sec-WebSocket-Accept {self.header('Sec-WebSocket-Accept')!r}"
+        assert (self.header("Upgrade") or "").lower() == "websocket", self.raw_head
+        return self
+
+    # frames
+    def send_frame(self, opcode, payload=b"", fin=True):
+        if isinstance(payload, str):
+            payload = payload.encode()
+        n = len(payload)
+        head = bytes([(0x80 if fin else 0) | opcode])
+        if n < 126:
+            head += bytes([0x80 | n])
+        elif n < 1 << 16:
+            head += bytes([0x80 | 126]) + struct.pack("!H", n)
+        else:
+            head += bytes([0x80 | 127]) + struct.pack("!Q", n)
+        mask = os.urandom(4)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload)) if n < 4096 else \
+            (int.from_bytes(payload, "big") ^ int.from_bytes((mask * (n // 4 + 1))[:n], "big")
+             ).to_bytes(n, "big")
+        self.sock.sendall(head + mask + masked)
+
+    def send_text(self, text):
+        self.send_frame(0x1, text)
+
+    def send_json(self, obj):
+        self.send_text(jsonlib.dumps(obj))
+
+    def _read(self, n):
+        while len(self.buf) < n:
+            b = self.sock.recv(65536)
+            if not b:
+                raise WebSocketClosed(None, "", clean=False)
+            self.buf += b
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def _frame(self):
+        b0, b1 = self._read(2)
+        assert not b1 & 0x80, "server frames must not be masked"
+        n = b1 & 0x7F
+        if n == 126:
+            n = struct.unpack("!H", self._read(2))[0]
+        elif n == 127:
+            n = struct.unpack("!Q", self._read(8))[0]
+        return bool(b0 & 0x80), b0 & 0x0F, self._read(n)
+
+    def recv(self, timeout=None):
+        """Next data message as (opcode, bytes); answers pings; raises
+        WebSocketClosed on a close frame (answered) or EOF, socket.timeout on timeout."""
+        if self.closed:
+            raise WebSocketClosed(self.close_code)
+        old = self.sock.gettimeout()
+        if timeout is not None:
+            self.sock.settimeout(timeout)
+        try:
+            parts, first_op = [], None
+            while True:
+                fin, op, payload = self._frame()
+                if op == 0x9:
+                    self.send_frame(0xA, payload)
+                    continue
+                if op == 0xA:
+                    continue
+                if op == 0x8:
+                    code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else None
+                    self.closed = True
+                    self.close_code = code
+                    try:
+                        self.send_frame(0x8, payload[:2])
+                    except OSError:
+                        pass
+                    raise WebSocketClosed(code, payload[2:].decode("utf-8", "replace"))
+                if op != 0x0:
+                    first_op = op
+                parts.append(payload)
+                if fin:
+                    return first_op, b"".join(parts)
+        finally:
+            if timeout is not None and not self.closed:
+                try:
+                    self.sock.settimeout(old)
+                except OSError:
+                    pass
+
+    def recv_json(self, timeout=None):
+        op, data = self.recv(timeout)
+        assert op == 0x1, f"expected a text frame, got opcode {op}: {data[:200]!r}"
+        return jsonlib.loads(data)
+
+    def close(self, code=1000):
+        if not self.closed:
+            try:
+                self.send_frame(0x8, struct.pack("!H", code))
+            except OSError:
+                pass
+            self.closed = True
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def ws_cookie_headers(c):
+    """Headers a browser would send on c's behalf for a WebSocket."""
+    h = {}
+    if c.cookies:
+        h["Cookie"] = "; ".join(f"{k}={v}" for k, v in c.cookies.items())
+    if c.bearer:
+        h["Authorization"] = f"Bearer {c.bearer}"
+    return h
+
+
+def jupyter_message(msg_type, content, channel="shell", session=None):
+    return {
+        "header": {"msg_id": uuid.uuid4().hex, "username": "test",
+                   "session": session or uuid.uuid4().hex, "msg_type": msg_type,
+                   "version": "5.3",
+                   "date": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())},
+        "parent_header": {}, "metadata": {}, "content": content,
+        "channel": channel, "buffers": [],
+    }
+
+
+def jupyter_execute(ws, code, timeout=60 * SLOW):
+    """Runs code on the kernel behind ws; returns (execute_result text/plain or None,
+    stdout text, every message whose parent is this request)."""
+    msg = jupyter_message("execute_request", {
+        "code": code, "silent": False, "store_history": True, "user_expressions": {},
+        "allow_stdin": False, "stop_on_error": True})
+    mid = msg["header"]["msg_id"]
+    ws.send_json(msg)
+    result, stdout, mine, replied, idle = None, "", [], False, False
+    deadline = time.monotonic() + timeout
+    while not (replied and idle):
+        left = deadline - time.monotonic()
+        assert left > 0, f"no complete reply to execute_request {code!r} within {timeout}s: " \
+            f"{[m.get('msg_type') for m in mine]}"
+        m = ws.recv_json(timeout=left)
+        if (m.get("parent_header") or {}).get("msg_id") != mid:
+            continue
+        mine.append(m)
+        t = m.get("msg_type") or m["header"]["msg_type"]
+        if t == "execute_result":
+            result = m["content"]["data"]["text/plain"]
+        elif t == "stream" and m["content"].get("name") == "stdout":
+            stdout += m["content"]["text"]
+        elif t == "execute_reply":
+            replied = True
+        elif t == "status" and m["content"].get("execution_state") == "idle":
+            idle = True
+    return result, stdout, mine

@@ -1,0 +1,96 @@
+"""Whole-daemon restart with [runtime] keep_on_shutdown = true: the running
+runtime survives labd's SIGTERM and is re-adopted by the next start."""
+
+import time
+
+import pytest
+
+from labd_harness import (
+    SLOW,
+    STRONG,
+    WebSocket,
+    assert_error,
+    assert_status,
+    audit_entries,
+    jupyter_execute,
+    remember_sandboxes,
+    sandbox_records,
+    start_runtime,
+    unique_name,
+    wait_session,
+    web_process,
+    ws_cookie_headers,
+)
+
+
+@pytest.fixture(scope="module")
+def rd(runtime_daemon_factory):
+    return runtime_daemon_factory("rt-restart", runtime={"keep_on_shutdown": "true",
+                                                         "cpu_limit": "1h"})
+
+
+def test_runtime_survives_daemon_restart(rd):
+    admin = rd.admin()
+    name = unique_name("rst")
+    pw = f"{STRONG}-{name}"
+    assert admin.post("/api/v1/users", json={"name": name, "password": pw}).status == 201
+    c = rd.client()
+    c.login(name, pw)
+    base = f"/user/{name}/"
+    _, before = start_runtime(c)
+    remember_sandboxes(rd)
+    r = c.put(base + "api/contents/saved.txt",
+              json={"type": "file", "format": "text", "content": "from before the restart"})
+    assert r.status == 201, r
+    r = c.post(base + "api/kernels", json={"name": "python3"})
+    assert r.status == 201, r
+    kid = r.json["id"]
+    ws = WebSocket(rd.port, base + f"api/kernels/{kid}/channels",
+                   headers=dict(ws_cookie_headers(c), Origin=c.origin),
+                   source=c.source).expect_open()
+    try:
+        assert jupyter_execute(ws, "survivor = 6*7; survivor")[0] == "42"
+    finally:
+        ws.close()
+    boxes = {kv["id"]: kv["pid"] for _, kv in sandbox_records(rd.state_dir)}
+    assert len(boxes) == 1, boxes
+
+    # SIGTERM: labd exits, the sandbox stays
+    t0 = time.monotonic()
+    rc = rd.stop(15)
+    assert rc == 0, f"labd exit status {rc} on SIGTERM\n" + rd.log_tail()
+    assert time.monotonic() - t0 < 10 * SLOW
+    assert {kv["id"]: kv["pid"] for _, kv in sandbox_records(rd.state_dir)} == boxes, \
+        "the sandbox did not survive labd's exit (keep_on_shutdown = true)"
+
+    # the same config again: re-adopted
+    rd.start(expect_admin_password=False)
+    after = wait_session(c, ("running", "stopping", "stopped", "failed"), timeout=10 * SLOW)
+    assert after["state"] == "running", f"after the restart: {after}\n" + rd.log_tail()
+    for k in ("id", "started_at", "deadline", "ready_at"):
+        assert after[k] == before[k], f"{k}: {before[k]!r} -> {after[k]!r}"
+    assert {kv["id"]: kv["pid"] for _, kv in sandbox_records(rd.state_dir)} == boxes
+    r = c.get(base + "api/status")
+    assert_status(r, 200)
+    r = c.get(base + "api/contents/saved.txt")
+    assert_status(r, 200)
+    assert r.json["content"] == "from before the restart", r.json
+    # the kernel (and its state) lived on inside the sandbox
+    ws = WebSocket(rd.port, base + f"api/kernels/{kid}/channels",
+                   headers=dict(ws_cookie_headers(c), Origin=c.origin),
+                   source=c.source).expect_open()
+    try:
+        assert jupyter_execute(ws, "survivor")[0] == "42"
+    finally:
+        ws.close()
+    web_process(rd)
+
+    # a clean stop, then the daemon (the fixture asserts nothing is left)
+    r = c.delete("/api/v1/me/session")
+    assert_status(r, 202)
+    s = wait_session(c, ("stopped", "failed"), timeout=20 * SLOW)
+    assert s["state"] == "stopped" and s["reason"] == "stopped by the user", s
+    assert not sandbox_records(rd.state_dir), sandbox_records(rd.state_dir)
+    assert_error(c.get(base + "api/status"), 503, "runtime_not_running")
+    stops = audit_entries(admin, "runtime.stop", name)
+    assert len(stops) == 1 and stops[0]["detail"] == "stopped by the user", stops
