@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# bench/run.sh - every labd benchmark in one invocation (what `make bench` runs):
+#   1. proxy-bench.py  HTTP req/s + p50/p99 and WebSocket round trips through
+#                      labd vs direct vs configurable-http-proxy vs nginx
+#   2. start-ready.py  start-to-ready, labd (full sandbox) vs JupyterHub 3
+#   3. sandbox-start   sandbox start latency vs bwrap and unshare
+# then a summary table of ratios measured in this run.  Root only (sandboxes,
+# a throwaway system user for JupyterHub).  Loopback only; every step has a
+# time limit; everything started is stopped and every temp dir removed on exit.
+# Not part of `make test`.  See bench/README.md.
+#
+# Env: BUILD (build), BENCH_NO_INSTALL=1 (never apt-get), and the tunables of
+# proxy-bench.py / start-ready.py (BENCH_DURATION, BENCH_ROUNDS, ...).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 1
+export BUILD=${BUILD:-build}
+PY=/usr/bin/python3
+export PYTHONDONTWRITEBYTECODE=1
+
+say() { printf '%s\n' "$*" >&2; }
+
+[ "$(id -u)" -eq 0 ] || { say "bench: run as root (labd runtimes need it; so does the JupyterHub user)"; exit 1; }
+
+# --- dependencies: command -> Debian package
+declare -A PKG=(
+	[wrk]=wrk
+	[nginx]=nginx
+	[configurable-http-proxy]=node-configurable-http-proxy
+	[jupyterhub]=jupyterhub
+	[jupyterhub-singleuser]=jupyterhub
+	[jupyter-notebook]=jupyter-notebook
+	[bwrap]=bubblewrap
+	[unshare]=util-linux
+	[useradd]=passwd
+)
+missing=()
+for cmd in "${!PKG[@]}"; do
+	command -v "$cmd" >/dev/null 2>&1 || PATH=/usr/sbin:/sbin:$PATH command -v "$cmd" >/dev/null 2>&1 ||
+		missing+=("${PKG[$cmd]}")
+done
+[ -x "$PY" ] || missing+=(python3)
+if [ ${#missing[@]} -gt 0 ]; then
+	mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+	if [ -z "${BENCH_NO_INSTALL:-}" ] && command -v apt-get >/dev/null; then
+		say "bench: installing ${missing[*]}"
+		DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y --no-install-recommends \
+			"${missing[@]}" >&2 || { say "bench: apt-get install ${missing[*]} failed"; exit 1; }
+	else
+		say "bench: missing packages: ${missing[*]} (apt-get install ${missing[*]})"
+		exit 1
+	fi
+fi
+"$PY" -c 'import notebook.notebookapp, jupyterhub' 2>/dev/null ||
+	{ say "bench: $PY lacks notebook or jupyterhub (apt-get install jupyter-notebook jupyterhub)"; exit 1; }
+if [ ! -x "$BUILD/labd" ] || [ ! -x "$BUILD/labbox" ]; then
+	say "bench: build labd first (make)"
+	exit 1
+fi
+
+W=$(mktemp -d /var/tmp/labd-bench.XXXXXX)
+chmod 755 "$W"
+SUMMARY=$W/summary
+: >"$SUMMARY"
+CHILD=
+
+# Kills what is left of the processes this run started: each script's own
+# cleanup runs first; then anything whose cwd is still inside $W (kernels,
+# single-user servers, proxies), found by pid.
+cleanup() {
+	set +e
+	trap - EXIT INT TERM HUP
+	if [ -n "$CHILD" ] && kill -0 "$CHILD" 2>/dev/null; then
+		kill -TERM "$CHILD" 2>/dev/null
+		for _ in $(seq 120); do kill -0 "$CHILD" 2>/dev/null || break; sleep 0.5; done
+		kill -KILL "$CHILD" 2>/dev/null
+	fi
+	for sig in TERM KILL; do
+		for p in /proc/[0-9]*; do
+			case "$(readlink "$p/cwd" 2>/dev/null)" in
+			"$W" | "$W"/*) kill -"$sig" "${p#/proc/}" 2>/dev/null ;;
+			esac
+		done
+		[ "$sig" = TERM ] && sleep 1
+	done
+	for st in "$W"/*/labd/state; do
+		[ -d "$st" ] && "$BUILD/labbox" gc --all --state-dir "$st" >/dev/null 2>&1
+	done
+	if [ -f "$W/start/hub-user-created" ]; then
+		userdel "$(cat "$W/start/hub-user-created")" 2>/dev/null
+	fi
+	if findmnt -rn -o TARGET | grep -q "^$W"; then
+		say "bench: mounts left under $W; not removing it:"
+		findmnt -rn -o TARGET | grep "^$W" >&2
+	else
+		rm -rf "$W"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
+# run LIMIT CMD...: one benchmark in the background (so a signal reaches the
+# trap at once), killed after LIMIT seconds.
+run() {
+	local limit=$1
+	shift
+	timeout -k 30 "$limit" "$@" &
+	CHILD=$!
+	wait "$CHILD"
+	local rc=$?
+	CHILD=
+	[ "$rc" -eq 124 ] && say "bench: $* hit its ${limit}s limit"
+	return "$rc"
+}
+
+t0=$(date +%s)
+echo "labd benchmarks: $(date -u +%FT%TZ), $(nproc) cpus, $(uname -r), labd $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo +changes)"
+echo "peers: nginx $(nginx -v 2>&1 | sed 's/.*\///'), configurable-http-proxy $(NODE_PATH=/usr/share/nodejs configurable-http-proxy --version 2>/dev/null), jupyterhub $("$PY" -c 'import jupyterhub; print(jupyterhub.__version__)'), notebook $("$PY" -c 'import notebook; print(notebook.__version__)'), wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null)"
+rc=0
+echo
+echo "## 1. Proxy: HTTP and WebSocket"
+run 480 "$PY" bench/proxy-bench.py --workdir "$W/proxy" --summary "$SUMMARY" || rc=1
+echo
+echo "## 2. Start to ready"
+run 240 "$PY" bench/start-ready.py --workdir "$W/start" --summary "$SUMMARY" || rc=1
+echo
+echo "## 3. Sandbox start (bench/sandbox-start)"
+run 180 bash bench/sandbox-start "${BENCH_SANDBOX_RUNS:-100}" >"$W/sandbox.txt" || rc=1
+cat "$W/sandbox.txt"
+awk -v f="$SUMMARY" '
+	$1 == "bwrap" { bw = $2 }
+	$1 == "labbox-home-mounted" { lb = $2 }
+	END { if (bw > 0 && lb > 0) printf "sandbox start\tp50 ms\t%.2f\tbwrap\t%.2f\t%.2fx\t-\t-\n", lb, bw, lb / bw >> f }' "$W/sandbox.txt"
+
+echo
+echo "## Summary: labd against its peers, all measured in this run ($(($(date +%s) - t0)) s)"
+echo "(ratio = labd / peer; req/s and replies/s: higher is better for labd; ms, s and cpu: lower is)"
+awk -F'\t' '
+	BEGIN { printf "%-22s %-11s %10s  %-11s %10s %8s  %-7s %s\n", "benchmark", "metric", "labd", "peer", "peer", "ratio", "target", "met" }
+	{ printf "%-22s %-11s %10s  %-11s %10s %8s  %-7s %s\n", $1, $2, $3, $4, $5, $6, $7, $8 }' "$SUMMARY"
+[ -s "$SUMMARY" ] || { echo "(no results)"; rc=1; }
+echo "http synthetic: backend F, nginx serving Jupyter's two responses as static files (proxy capacity);"
+echo "http jupyter: labd and nginx-uds reach the runtime's Jupyter (A) over its Unix socket, chp the"
+echo "  same Notebook 6 outside labd on TCP (B); nginx-uds = nginx on the same socket as labd."
+echo "targets (issue 4): req/s >=3x chp and within 1.25x of nginx (>=0.8x); start no slower than JupyterHub"
+exit "$rc"
