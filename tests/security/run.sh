@@ -27,6 +27,9 @@ done
 # /var/tmp is visible (read-only) inside; the state and image dirs below are masked.
 WORK=$(mktemp -d /var/tmp/labd-sec.XXXXXX)
 chmod 755 "$WORK"
+# The probe runs inside sandboxes, whose /tmp is private: a checkout under /tmp
+# (CI clones anywhere) would hide it, so run a copy from the visible work dir.
+cp "$PROBE" "$WORK/probe" && PROBE=$WORK/probe
 STATE=$WORK/state
 HOMES=$WORK/homes
 CGP=labd-test-$$
