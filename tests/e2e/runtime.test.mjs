@@ -9,11 +9,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './browser.mjs';
 
 const BASE = (process.env.LABD_URL || '').replace(/\/+$/, '');
 const ADMIN_PW = process.env.LABD_ADMIN_PASSWORD || '';
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 // Screenshots of the page a step failed on go here.
 const ARTIFACTS = process.env.LABD_E2E_ARTIFACTS || '/tmp/labd-e2e-artifacts';
 const USER = 'admin';
@@ -45,19 +44,7 @@ const isLabdPage = (url) => {
 };
 
 before(async () => {
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
   context = await browser.newContext({ baseURL: BASE, viewport: { width: 1280, height: 900 } });
   context.setDefaultTimeout(30_000);
   context.setDefaultNavigationTimeout(60_000);

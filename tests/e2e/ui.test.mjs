@@ -7,11 +7,10 @@
 // makes only two failed logins.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './browser.mjs';
 
 const BASE = (process.env.LABD_URL || '').replace(/\/+$/, '');
 const ADMIN_PW = process.env.LABD_ADMIN_PASSWORD || '';
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const T = { timeout: 60_000 };
 
 if (!BASE || !ADMIN_PW) {
@@ -25,19 +24,7 @@ const consoleLog = [];
 const pageErrors = [];
 
 before(async () => {
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => {

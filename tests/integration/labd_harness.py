@@ -1098,6 +1098,19 @@ def jupyter_message(msg_type, content, channel="shell", session=None):
     }
 
 
+def open_kernel_channel(daemon, c):
+    """Starts a python3 kernel in c's runtime and opens its channels WebSocket
+    through labd with c's cookie; returns (kernel id, open WebSocket)."""
+    base = f"/user/{c.user}/"
+    r = c.post(base + "api/kernels", json={"name": "python3"})
+    assert r.status == 201, r
+    kid = r.json["id"]
+    ws = WebSocket(daemon.port, base + f"api/kernels/{kid}/channels",
+                   headers=dict(ws_cookie_headers(c), Origin=c.origin),
+                   source=c.source).expect_open()
+    return kid, ws
+
+
 def jupyter_execute(ws, code, timeout=60 * SLOW):
     """Runs code on the kernel behind ws; returns (execute_result text/plain or None,
     stdout text, every message whose parent is this request)."""

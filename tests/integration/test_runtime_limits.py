@@ -8,23 +8,22 @@ import time
 import pytest
 
 from labd_harness import (
-    SLOW,
-    STRONG,
-    WebSocket,
     assert_error,
     assert_status,
     audit_entries,
     jupyter_execute,
     jupyter_message,
+    open_kernel_channel,
     parse_api_time,
     pid_alive,
     remember_sandboxes,
     sandbox_records,
+    SLOW,
     start_runtime,
+    STRONG,
     unique_name,
     wait_session,
     web_process,
-    ws_cookie_headers,
 )
 
 CPU_LIMIT = 20
@@ -163,14 +162,8 @@ def test_idle_culling(idd):
     base = f"/user/{c.user}/"
     start_runtime(c)
     remember_sandboxes(idd)
-    r = c.post(base + "api/kernels", json={"name": "python3"})
-    assert r.status == 201, r
-    kid = r.json["id"]
-
     # 1. an open WebSocket (no requests) keeps it alive well past idle_timeout
-    ws = WebSocket(idd.port, base + f"api/kernels/{kid}/channels",
-                   headers=dict(ws_cookie_headers(c), Origin=c.origin),
-                   source=c.source).expect_open()
+    kid, ws = open_kernel_channel(idd, c)
     try:
         result, _, _ = jupyter_execute(ws, "6*7")
         assert result == "42"

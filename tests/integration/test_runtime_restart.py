@@ -6,6 +6,7 @@ import time
 import pytest
 
 from labd_harness import (
+    open_kernel_channel,
     SLOW,
     STRONG,
     WebSocket,
@@ -42,12 +43,7 @@ def test_runtime_survives_daemon_restart(rd):
     r = c.put(base + "api/contents/saved.txt",
               json={"type": "file", "format": "text", "content": "from before the restart"})
     assert r.status == 201, r
-    r = c.post(base + "api/kernels", json={"name": "python3"})
-    assert r.status == 201, r
-    kid = r.json["id"]
-    ws = WebSocket(rd.port, base + f"api/kernels/{kid}/channels",
-                   headers=dict(ws_cookie_headers(c), Origin=c.origin),
-                   source=c.source).expect_open()
+    kid, ws = open_kernel_channel(rd, c)
     try:
         assert jupyter_execute(ws, "survivor = 6*7; survivor")[0] == "42"
     finally:

@@ -9,22 +9,21 @@ import time
 import pytest
 
 from labd_harness import (
-    SLOW,
-    STRONG,
-    WebSocket,
-    WebSocketClosed,
     assert_error,
     assert_security_headers,
     assert_status,
     audit_entries,
     jupyter_execute,
     loops_under,
+    open_kernel_channel,
     parse_api_time,
     remember_sandboxes,
     sandbox_records,
+    SLOW,
+    STRONG,
     unique_name,
     wait_session,
-    ws_cookie_headers,
+    WebSocketClosed,
 )
 
 SESSION_KEYS = {"id", "type", "state", "reason", "started_at", "ready_at", "deadline",
@@ -152,12 +151,7 @@ def test_stop_closes_websocket(sd, sadmin, suser):
     ids = [kv["id"] for _, kv in sandbox_records(sd.state_dir) if kv["user"] == suser.user]
     assert len(ids) == 1, sandbox_records(sd.state_dir)
     base = f"/user/{suser.user}/"
-    r = suser.post(base + "api/kernels", json={"name": "python3"})
-    assert r.status == 201, r
-    kid = r.json["id"]
-    ws = WebSocket(sd.port, base + f"api/kernels/{kid}/channels",
-                   headers=dict(ws_cookie_headers(suser), Origin=suser.origin),
-                   source=suser.source).expect_open()
+    kid, ws = open_kernel_channel(sd, suser)
     try:
         result, _, _ = jupyter_execute(ws, "6*7")
         assert result == "42"
