@@ -224,46 +224,79 @@ static int store_number(const struct key_spec *k, void *field, uint64_t v)
 	return 0;
 }
 
-/* "30m,5m" into descending seconds; -1 on a bad or out-of-range item. */
-static int parse_duration_list(const char *value, const struct key_spec *k,
-			       struct labd_config *cfg)
+/* Calls fn on each item of a comma- or space-separated list, with its index;
+ * returns the item count, or -1 as soon as fn refuses one. */
+static int for_each_item(const char *value, int (*fn)(const char *item, unsigned i, void *ctx),
+			 void *ctx)
 {
 	char buf[256], *save = NULL;
 	unsigned n = 0;
 
-	snprintf(buf, sizeof(buf), "%s", value);
-	for (char *item = strtok_r(buf, ", ", &save); item; item = strtok_r(NULL, ", ", &save)) {
-		int64_t d;
-		if (n == CONFIG_MAX_WARNINGS || config_parse_duration(item, &d) < 0 ||
-		    (uint64_t)d > k->max || d == 0)
+	if (snprintf(buf, sizeof(buf), "%s", value) >= (int)sizeof(buf))
+		return -1;
+	for (char *item = strtok_r(buf, ", ", &save); item; item = strtok_r(NULL, ", ", &save))
+		if (fn(item, n++, ctx) < 0)
 			return -1;
-		unsigned at = n++;
-		while (at > 0 && cfg->warn_before[at - 1] < d) { /* insertion sort, descending */
-			cfg->warn_before[at] = cfg->warn_before[at - 1];
-			at--;
-		}
-		cfg->warn_before[at] = d;
+	return (int)n;
+}
+
+struct list_ctx {
+	const struct key_spec *k;
+	struct labd_config *cfg;
+};
+
+/* One lead time of warn_before, kept in descending order. */
+static int add_warning(const char *item, unsigned n, void *arg)
+{
+	struct list_ctx *c = arg;
+	int64_t d;
+
+	if (n == CONFIG_MAX_WARNINGS || config_parse_duration(item, &d) < 0 ||
+	    (uint64_t)d > c->k->max || d == 0)
+		return -1;
+	unsigned at = n;
+	while (at > 0 && c->cfg->warn_before[at - 1] < d) { /* insertion sort */
+		c->cfg->warn_before[at] = c->cfg->warn_before[at - 1];
+		at--;
 	}
-	cfg->n_warn_before = n;
+	c->cfg->warn_before[at] = d;
+	return 0;
+}
+
+/* One GPU number of [gpu] devices; duplicates are refused. */
+static int add_gpu(const char *item, unsigned n, void *arg)
+{
+	struct list_ctx *c = arg;
+	uint64_t v;
+
+	if (n == CONFIG_MAX_GPUS || parse_scaled(item, "", NULL, &v) < 0 || v > c->k->max)
+		return -1;
+	for (unsigned i = 0; i < n; i++)
+		if (c->cfg->gpu_devices[i] == v)
+			return -1;
+	c->cfg->gpu_devices[n] = (unsigned)v;
+	return 0;
+}
+
+/* "30m,5m" into descending seconds; -1 on a bad or out-of-range item. */
+static int parse_duration_list(const char *value, const struct key_spec *k,
+			       struct labd_config *cfg)
+{
+	struct list_ctx c = {k, cfg};
+	int n = for_each_item(value, add_warning, &c);
+	if (n < 0)
+		return -1;
+	cfg->n_warn_before = (unsigned)n;
 	return 0;
 }
 
 static int parse_gpu_list(const char *value, const struct key_spec *k, struct labd_config *cfg)
 {
-	char buf[256], *save = NULL;
-	unsigned n = 0;
-
-	snprintf(buf, sizeof(buf), "%s", value);
-	for (char *item = strtok_r(buf, ", ", &save); item; item = strtok_r(NULL, ", ", &save)) {
-		uint64_t v;
-		if (n == CONFIG_MAX_GPUS || parse_scaled(item, "", NULL, &v) < 0 || v > k->max)
-			return -1;
-		for (unsigned i = 0; i < n; i++)
-			if (cfg->gpu_devices[i] == v)
-				return -1;
-		cfg->gpu_devices[n++] = (unsigned)v;
-	}
-	cfg->n_gpu_devices = n;
+	struct list_ctx c = {k, cfg};
+	int n = for_each_item(value, add_gpu, &c);
+	if (n < 0)
+		return -1;
+	cfg->n_gpu_devices = (unsigned)n;
 	return 0;
 }
 
