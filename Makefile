@@ -62,7 +62,7 @@ run: deps
 	$(BUILD)/labd --demo
 
 test: deps
-	@$(MAKE) --no-print-directory tests
+	@$(MAKE) --no-print-directory tests lint
 	@BUILD=$(BUILD) bash tests/run.sh
 
 check: test
