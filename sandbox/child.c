@@ -196,6 +196,9 @@ _Noreturn void child_main(const struct child_args *args)
 	 * is noticed as EOF on sync_fd below */
 	if (a.die_with_parent)
 		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* Its own session: a Ctrl-C meant for the caller's terminal (labd run in
+	 * the foreground) must not reach init, which would forward it to Jupyter. */
+	setsid();
 	close_fds(&a);
 	if (read(a.sync_fd, &c, 1) != 1)
 		_exit(127); /* the parent failed before releasing us */
