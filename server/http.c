@@ -146,6 +146,25 @@ void http_reply_fd(struct http_request *req, unsigned status, const char *conten
 	set_reply(req, status, resp);
 }
 
+void http_url_encode(const char *s, char *out, size_t outlen)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p && o + 4 < outlen; p++) {
+		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+		    strchr("-_.~/", *p)) {
+			out[o++] = (char)*p;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 15];
+		}
+	}
+	if (outlen)
+		out[o] = '\0';
+}
+
 int http_form_field(const char *body, const char *name, char *out, size_t outlen)
 {
 	size_t nlen = strlen(name);

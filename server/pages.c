@@ -147,24 +147,12 @@ void pages_admin(struct http_request *req)
 /* Appends "&next=<percent-encoded next>" to a login URL. */
 static void append_next(char *url, size_t len, const char *next)
 {
-	static const char hex[] = "0123456789ABCDEF";
 	size_t used = strlen(url);
 
 	if (!next || !*next || used + 6 >= len)
 		return;
-	memcpy(url + used, "&next=", 6);
-	used += 6;
-	for (const unsigned char *p = (const unsigned char *)next; *p && used + 4 < len; p++) {
-		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-		    (*p >= '0' && *p <= '9') || strchr("-_.~/", *p)) {
-			url[used++] = (char)*p;
-		} else {
-			url[used++] = '%';
-			url[used++] = hex[*p >> 4];
-			url[used++] = hex[*p & 15];
-		}
-	}
-	url[used] = '\0';
+	memcpy(url + used, "&next=", 7);
+	http_url_encode(next, url + used + 6, len - used - 6);
 }
 
 void pages_login_post(struct http_request *req)

@@ -53,14 +53,15 @@ static void reply_not_found(struct http_request *req)
 /* An unauthenticated request: JSON 401 for the API, a login redirect for pages. */
 static void reply_unauthenticated(struct http_request *req, enum route_kind kind)
 {
-	char location[1024];
+	char next[900], location[1024];
 
 	if (kind == ROUTE_API || !http_method_is(req, "GET")) {
 		http_reply_error(req, MHD_HTTP_UNAUTHORIZED, "unauthorized",
 				 "log in or send an API token");
 		return;
 	}
-	snprintf(location, sizeof(location), "/login?next=%s", req->path);
+	http_url_encode(req->path, next, sizeof(next));
+	snprintf(location, sizeof(location), "/login?next=%s", next);
 	http_reply_redirect(req, location);
 }
 

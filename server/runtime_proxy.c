@@ -44,25 +44,6 @@ static bool wants_html(struct http_request *req)
 	return http_method_is(req, "GET") && accept && strstr(accept, "text/html");
 }
 
-/* Percent-encodes s for a query value. */
-static void url_encode(const char *s, char *out, size_t outlen)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t o = 0;
-
-	for (const unsigned char *p = (const unsigned char *)s; *p && o + 4 < outlen; p++) {
-		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-		    strchr("-_.~/", *p)) {
-			out[o++] = (char)*p;
-		} else {
-			out[o++] = '%';
-			out[o++] = hex[*p >> 4];
-			out[o++] = hex[*p & 15];
-		}
-	}
-	out[o] = '\0';
-}
-
 static void reply_login(struct http_request *req)
 {
 	char next[2048], location[2200];
@@ -72,7 +53,7 @@ static void reply_login(struct http_request *req)
 				 "log in or send an API token");
 		return;
 	}
-	url_encode(req->raw_uri, next, sizeof(next));
+	http_url_encode(req->raw_uri, next, sizeof(next));
 	snprintf(location, sizeof(location), "/login?next=%s", next);
 	http_reply_redirect(req, location);
 }

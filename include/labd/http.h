@@ -69,6 +69,10 @@ void http_reply_fd(struct http_request *req, unsigned status, const char *conten
 /* Adds a response header, copied; silently bounded to HTTP_MAX_EXTRA_HEADERS. */
 void http_add_header(struct http_request *req, const char *name, const char *value);
 
+/* Percent-encodes s for a query value into out (unreserved characters and '/'
+ * stay as they are); truncates at a whole escape when out is too small. */
+void http_url_encode(const char *s, char *out, size_t outlen);
+
 /* Decodes field `name` of an application/x-www-form-urlencoded body into out;
  * returns 0, or -1 when absent or longer than outlen-1. */
 int http_form_field(const char *body, const char *name, char *out, size_t outlen);
