@@ -16,6 +16,7 @@
 
 #include "labd/config.h"
 #include "labd/ipc.h"
+#include "labd/clock.h"
 #include "labd/log.h"
 #include "labd/sandbox.h"
 #include "labd/users.h"
@@ -52,13 +53,6 @@ static gid_t cfg_gid(const struct labd_config *cfg)
 {
 	struct passwd *pw = getpwnam(cfg->user);
 	return pw ? pw->pw_gid : 0;
-}
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static struct box *find(struct boxes *b, const char *user)
@@ -320,7 +314,7 @@ static void request_stop(struct boxes *b, struct box *x, const char *reason)
 	snprintf(x->reason, sizeof(x->reason), "%s", reason);
 	x->requested = true;
 	x->state = BOX_STOPPING;
-	x->kill_at_ms = now_ms() + b->cfg->stop_grace * 1000;
+	x->kill_at_ms = clock_ms() + b->cfg->stop_grace * 1000;
 	/* init forwards SIGTERM to Jupyter, which shuts its kernels down cleanly */
 	sandbox_kill(&x->h, SIGTERM);
 	save_box(b, x); /* a restarted supervisor finishes the stop */
@@ -436,7 +430,7 @@ void boxes_on_events(struct boxes *b, const struct pollfd *fds, int n)
 
 int boxes_tick(struct boxes *b)
 {
-	long long now = now_ms(), next = -1;
+	long long now = clock_ms(), next = -1;
 	int64_t wall = time(NULL);
 
 	for (int i = 0; i < MAX_BOXES; i++) {

@@ -1,6 +1,8 @@
 /* jupyter.c - see jupyter.h. */
 #include "labd/jupyter.h"
 
+#include "labd/clock.h"
+
 #include <errno.h>
 #include <http_parser.h>
 #include <jansson.h>
@@ -35,18 +37,11 @@ static int on_complete(http_parser *p)
 	return 0;
 }
 
-static long long ms_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits for fd to become ready before the deadline; false on timeout. */
 static bool wait_fd(int fd, short events, long long deadline)
 {
 	struct pollfd p = {.fd = fd, .events = events};
-	long long left = deadline - ms_now();
+	long long left = deadline - clock_ms();
 	return left > 0 && poll(&p, 1, (int)left) == 1;
 }
 
@@ -58,7 +53,7 @@ int jupyter_request(const char *socket_path, const char *method, const char *use
 						      .on_message_complete = on_complete};
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct response r = {.body = body, .cap = bodylen};
-	long long deadline = ms_now() + timeout_ms;
+	long long deadline = clock_ms() + timeout_ms;
 	char req[1024], buf[8192];
 	http_parser parser;
 	int fd, rc = -1, n;

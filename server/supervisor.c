@@ -19,6 +19,7 @@
 #include "labd/boxes.h"
 #include "labd/config.h"
 #include "labd/ipc.h"
+#include "labd/clock.h"
 #include "labd/log.h"
 #include "labd/privdrop.h"
 #include "labd/web.h"
@@ -42,13 +43,6 @@ struct supervisor {
 };
 
 #define MAX_POLL 260
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int bind_listener(const char *address)
 {
@@ -112,7 +106,7 @@ static void spawn_web(struct supervisor *s)
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		log_errno("socketpair");
-		s->restart_at_ms = now_ms() + s->backoff_ms;
+		s->restart_at_ms = clock_ms() + s->backoff_ms;
 		return;
 	}
 	fflush(stdout);
@@ -122,7 +116,7 @@ static void spawn_web(struct supervisor *s)
 		log_errno("fork");
 		close(sv[0]);
 		close(sv[1]);
-		s->restart_at_ms = now_ms() + s->backoff_ms;
+		s->restart_at_ms = clock_ms() + s->backoff_ms;
 		return;
 	}
 	if (pid == 0) {
@@ -135,7 +129,7 @@ static void spawn_web(struct supervisor *s)
 	close(sv[1]);
 	s->child = pid;
 	s->ipc_fd = sv[0];
-	s->child_started_ms = now_ms();
+	s->child_started_ms = clock_ms();
 	log_info("started web process %d", (int)pid);
 }
 
@@ -202,11 +196,11 @@ static void reap_children(struct supervisor *s)
 		s->ipc_fd = -1;
 		if (s->stopping)
 			continue;
-		long long lived = now_ms() - s->child_started_ms;
+		long long lived = clock_ms() - s->child_started_ms;
 		s->backoff_ms = lived >= STABLE_AFTER_MS ? RESTART_MIN_MS
 				: s->backoff_ms * 2 > RESTART_MAX_MS ? RESTART_MAX_MS
 								      : s->backoff_ms * 2;
-		s->restart_at_ms = now_ms() + s->backoff_ms;
+		s->restart_at_ms = clock_ms() + s->backoff_ms;
 		log_warn("restarting the web process in %d ms", s->backoff_ms);
 	}
 }
@@ -217,13 +211,13 @@ static void begin_stop(struct supervisor *s, int sig)
 		return;
 	log_info("signal %d: stopping", sig);
 	s->stopping = 1;
-	s->stop_deadline_ms = now_ms() + STOP_GRACE_MS;
+	s->stop_deadline_ms = clock_ms() + STOP_GRACE_MS;
 	if (s->child > 0)
 		kill(s->child, SIGTERM);
 	if (!s->cfg->keep_on_shutdown) {
 		boxes_stop_all(s->boxes, "labd is shutting down");
 		/* each box gets its grace period, then is killed; allow for that */
-		s->give_up_ms = now_ms() + s->cfg->stop_grace * 1000 + STOP_GRACE_MS;
+		s->give_up_ms = clock_ms() + s->cfg->stop_grace * 1000 + STOP_GRACE_MS;
 	}
 }
 
@@ -244,7 +238,7 @@ static int poll_timeout(const struct supervisor *s, int boxes_ms)
 	long long deadline = s->stopping ? (s->child ? s->stop_deadline_ms : s->give_up_ms)
 			     : s->child ? -1
 					: s->restart_at_ms;
-	long long left = deadline < 0 ? -1 : deadline - now_ms();
+	long long left = deadline < 0 ? -1 : deadline - clock_ms();
 	if (left < 0 && deadline >= 0)
 		left = 0;
 	if (boxes_ms >= 0 && (left < 0 || boxes_ms < left))
@@ -255,8 +249,8 @@ static int poll_timeout(const struct supervisor *s, int boxes_ms)
 static void run_loop(struct supervisor *s)
 {
 	while (!(s->stopping && s->child == 0 &&
-		 (boxes_live(s->boxes) == 0 || s->cfg->keep_on_shutdown || now_ms() > s->give_up_ms))) {
-		if (!s->stopping && s->child == 0 && now_ms() >= s->restart_at_ms)
+		 (boxes_live(s->boxes) == 0 || s->cfg->keep_on_shutdown || clock_ms() > s->give_up_ms))) {
+		if (!s->stopping && s->child == 0 && clock_ms() >= s->restart_at_ms)
 			spawn_web(s);
 		struct pollfd fds[MAX_POLL] = {{.fd = s->signal_fd, .events = POLLIN},
 					       {.fd = s->ipc_fd, .events = POLLIN}};
@@ -272,10 +266,10 @@ static void run_loop(struct supervisor *s)
 		if (s->ipc_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP)))
 			on_ipc_readable(s);
 		boxes_on_events(s->boxes, fds + 2, nbox);
-		if (s->stopping && s->child > 0 && now_ms() >= s->stop_deadline_ms) {
+		if (s->stopping && s->child > 0 && clock_ms() >= s->stop_deadline_ms) {
 			log_warn("web process %d did not stop in time: killing it", (int)s->child);
 			kill(s->child, SIGKILL);
-			s->stop_deadline_ms = now_ms() + 1000;
+			s->stop_deadline_ms = clock_ms() + 1000;
 		}
 	}
 }

@@ -1,0 +1,11 @@
+/* clock.c - see include/labd/clock.h. */
+#include "labd/clock.h"
+
+#include <time.h>
+
+long long clock_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

@@ -1,0 +1,8 @@
+/* clock.h - monotonic milliseconds for deadlines and timers (not wall time). */
+#ifndef LABD_CLOCK_H
+#define LABD_CLOCK_H
+
+/* CLOCK_MONOTONIC in milliseconds: unaffected by changes of the wall clock. */
+long long clock_ms(void);
+
+#endif
