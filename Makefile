@@ -12,7 +12,7 @@ PKG_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c17 -Wall -Wextra -Werror -Wshadow -Wvla -D_GNU_SOURCE \
-           -DLABD_VERSION='"$(VERSION)"' -Iinclude $(PKG_CFLAGS) -MMD -MP
+           -DLABD_VERSION='"$(VERSION)"' -I. -Iinclude -Iserver $(PKG_CFLAGS) -MMD -MP
 LDLIBS  += $(PKG_LIBS) -lhttp_parser -lpthread
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -20,7 +20,7 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 
 COMMON_SRCS := $(wildcard common/*.c)
-SERVER_SRCS := $(filter-out server/main.c,$(wildcard server/*.c))
+SERVER_SRCS := $(wildcard server/*/*.c)
 UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/%.o)

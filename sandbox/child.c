@@ -28,7 +28,7 @@
 #include <grp.h>
 
 #include "labd/log.h"
-#include "labd/seccomp_filter.h"
+#include "sandbox/secfilter.h"
 
 extern char **environ;
 

@@ -5,7 +5,7 @@
  * (mkfs.ext4, resize2fs, e2fsck) run by absolute path with a clean environment and no
  * inherited fds, so LD_PRELOAD or a planted PATH of a user never reaches them.
  */
-#include "labd/home.h"
+#include "sandbox/home.h"
 
 #include <dirent.h>
 #include <errno.h>

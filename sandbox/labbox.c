@@ -15,10 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "labd/home.h"
+#include "sandbox/home.h"
 #include "labd/log.h"
 #include "labd/sandbox.h"
-#include "labd/sandbox_parse.h"
+#include "sandbox/parse.h"
 
 #define MAX_ENV 48
 

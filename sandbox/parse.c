@@ -1,5 +1,5 @@
 /* parse.c - pure parsers for sandbox limits; see include/labd/sandbox_parse.h. */
-#include "labd/sandbox_parse.h"
+#include "sandbox/parse.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -21,11 +21,11 @@
 #include <unistd.h>
 
 #include "child.h"
-#include "labd/cgroup_box.h"
-#include "labd/home.h"
+#include "sandbox/cgbox.h"
+#include "sandbox/home.h"
 #include "labd/log.h"
-#include "labd/sandbox_parse.h"
-#include "labd/sandbox_state.h"
+#include "sandbox/parse.h"
+#include "sandbox/state.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/labd"
 

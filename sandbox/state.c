@@ -1,5 +1,5 @@
 /* state.c - sandbox state files; see include/labd/sandbox_state.h. */
-#include "labd/sandbox_state.h"
+#include "sandbox/state.h"
 
 #include <errno.h>
 #include <fcntl.h>

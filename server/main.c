@@ -3,10 +3,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "labd/cli.h"
-#include "labd/config.h"
+#include "web/cli.h"
+#include "config/config.h"
 #include "labd/log.h"
-#include "labd/supervisor.h"
+#include "supervisor/supervisor.h"
 
 #define DEFAULT_CONFIG "/etc/labd/labd.ini"
 

@@ -4,11 +4,11 @@
 #ifndef LABD_APP_H
 #define LABD_APP_H
 
-#include "labd/config.h"
-#include "labd/password.h"
-#include "labd/proxy.h"
-#include "labd/sessions.h"
-#include "labd/throttle.h"
+#include "config/config.h"
+#include "auth/password.h"
+#include "proxy/proxy.h"
+#include "store/sessions.h"
+#include "store/throttle.h"
 
 struct db;
 struct ipc_client;

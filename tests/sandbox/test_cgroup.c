@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "labd/cgroup_box.h"
-#include "labd/cgroup_bpf.h"
+#include "sandbox/cgbox.h"
+#include "sandbox/cgbpf.h"
 
 static char tmpl[64];
 

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "labd/sandbox_parse.h"
-#include "labd/sandbox_state.h"
+#include "sandbox/parse.h"
+#include "sandbox/state.h"
 
 static void test_size(void **st)
 {

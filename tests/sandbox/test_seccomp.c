@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "labd/seccomp_filter.h"
+#include "sandbox/secfilter.h"
 
 #define CHECK(cond, code) do { if (!(cond)) _exit(code); } while (0)
 

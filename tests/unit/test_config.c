@@ -1,7 +1,7 @@
 /* Unit tests: config defaults, INI loading and every kind of bad value. */
 #include "unit.h"
 
-#include "labd/config.h"
+#include "config/config.h"
 
 static void load_text(const char *text, struct labd_config *cfg, int *rc, char *err, size_t len)
 {

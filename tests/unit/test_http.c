@@ -4,11 +4,11 @@
 
 #include <jansson.h>
 
-#include "labd/api.h"
+#include "api/api.h"
 #include "labd/app.h"
-#include "labd/auth.h"
-#include "labd/http.h"
-#include "labd/pages.h"
+#include "auth/auth.h"
+#include "http/http.h"
+#include "api/pages.h"
 
 static void test_cookie_flags(void **state)
 {

@@ -4,7 +4,7 @@
 
 #include <sys/socket.h>
 
-#include "labd/ipc.h"
+#include "proto/ipc.h"
 
 static void test_roundtrip(void **state)
 {

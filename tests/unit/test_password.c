@@ -2,7 +2,7 @@
 #include "unit.h"
 
 #include "labd/crypto.h"
-#include "labd/password.h"
+#include "auth/password.h"
 
 static const struct password_params fast = {1024, 8, 1};
 

@@ -2,10 +2,10 @@
  * hop-by-hop headers, cookie stripping), runtime paths and Jupyter's argv. */
 #include "unit.h"
 
-#include "labd/boxes.h"
-#include "labd/proxy.h"
-#include "labd/runtime_proxy.h"
-#include "labd/scrub.h"
+#include "supervisor/sandboxes.h"
+#include "proxy/proxy.h"
+#include "proxy/gate.h"
+#include "proxy/scrub.h"
 
 static size_t scrub_whole(const char *needle, const char *text, size_t piece, char *out)
 {
@@ -86,15 +86,15 @@ static void test_runtime_paths(void **state)
 {
 	char user[33], sock[128];
 	(void)state;
-	assert_true(runtime_proxy_match("/user/alice/tree"));
-	assert_false(runtime_proxy_match("/users/alice"));
-	assert_int_equal(runtime_proxy_user("/user/alice/tree", user, sizeof(user)), 0);
+	assert_true(gate_match("/user/alice/tree"));
+	assert_false(gate_match("/users/alice"));
+	assert_int_equal(gate_user("/user/alice/tree", user, sizeof(user)), 0);
 	assert_string_equal(user, "alice");
-	assert_int_equal(runtime_proxy_user("/user/alice", user, sizeof(user)), 0);
-	assert_int_equal(runtime_proxy_user("/user//x", user, sizeof(user)), -1);
-	assert_int_equal(runtime_proxy_user("/user/Alice/", user, sizeof(user)), -1);
-	assert_int_equal(runtime_proxy_user("/user/../etc/", user, sizeof(user)), -1);
-	runtime_proxy_socket_path("alice", sock, sizeof(sock));
+	assert_int_equal(gate_user("/user/alice", user, sizeof(user)), 0);
+	assert_int_equal(gate_user("/user//x", user, sizeof(user)), -1);
+	assert_int_equal(gate_user("/user/Alice/", user, sizeof(user)), -1);
+	assert_int_equal(gate_user("/user/../etc/", user, sizeof(user)), -1);
+	gate_socket_path("alice", sock, sizeof(sock));
 	assert_string_equal(sock, "runtimes/alice/run/jupyter.sock");
 }
 
@@ -103,7 +103,7 @@ static void test_jupyter_argv(void **state)
 	char *argv[16], bufs[16][256];
 	int n;
 	(void)state;
-	n = boxes_jupyter_argv("notebook", "bob", argv, bufs);
+	n = sandboxes_jupyter_argv("notebook", "bob", argv, bufs);
 	assert_true(n > 5);
 	assert_null(argv[n]);
 	assert_string_equal(argv[0], "jupyter");
@@ -116,14 +116,14 @@ static void test_jupyter_argv(void **state)
 		assert_null(strstr(argv[i], "token")); /* the token travels in the environment */
 	}
 	assert_true(sock && base && dir);
-	n = boxes_jupyter_argv("lab", "bob", argv, bufs);
+	n = sandboxes_jupyter_argv("lab", "bob", argv, bufs);
 	assert_string_equal(argv[1], "lab");
 	bool server_app = false;
 	for (int i = 0; i < n; i++)
 		server_app = server_app || !strcmp(argv[i], "--ServerApp.base_url=/user/bob/");
 	assert_true(server_app);
-	assert_string_equal(boxes_pick_jupyter("server", "/"), "server");
-	assert_null(boxes_pick_jupyter("auto", "/nonexistent-image"));
+	assert_string_equal(sandboxes_pick_jupyter("server", "/"), "server");
+	assert_null(sandboxes_pick_jupyter("auto", "/nonexistent-image"));
 }
 
 int main(void)

@@ -1,7 +1,7 @@
 /* Unit tests: route matching, parameters, 405 Allow lists. */
 #include "unit.h"
 
-#include "labd/router.h"
+#include "http/router.h"
 
 static void h(struct http_request *req) { (void)req; }
 

@@ -4,12 +4,12 @@
 
 #include <sqlite3.h>
 
-#include "labd/db.h"
-#include "labd/migrations.h"
-#include "labd/sessions.h"
-#include "labd/throttle.h"
-#include "labd/tokens.h"
-#include "labd/users.h"
+#include "store/db.h"
+#include "store/migrations.h"
+#include "store/sessions.h"
+#include "store/throttle.h"
+#include "store/tokens.h"
+#include "store/users.h"
 
 struct fixture {
 	char dir[64];

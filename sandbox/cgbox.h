@@ -1,0 +1,74 @@
+/* cgroup_box.h - one sandbox's cgroup(s) on cgroup v1, hybrid and v2 hosts.
+ *
+ * libcgroup finds the hierarchies (cgroup_init + cgroup_get_subsys_mount_point); the
+ * knobs are written here per version, because libcgroup maps v1<->v2 only for cpu,
+ * cpuset and memory while pids, io/blkio and devices differ (docs/sandbox.md).  All
+ * paths hang off a struct cgbox_layout, so the unit tests point it at a fake tree.
+ */
+#ifndef LABD_CGBOX_H
+#define LABD_CGBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum cgbox_mode {
+	CGBOX_V1, /* legacy or hybrid: each controller on its own v1 hierarchy */
+	CGBOX_V2, /* unified: everything in one v2 hierarchy */
+};
+
+/* v1 controllers we use, indexes into cgbox_layout.v1 */
+enum cgbox_ctl { CGBOX_MEMORY, CGBOX_CPU, CGBOX_PIDS, CGBOX_BLKIO, CGBOX_DEVICES, CGBOX_FREEZER, CGBOX_NCTL };
+
+struct cgbox_layout {
+	enum cgbox_mode mode;
+	char v1[CGBOX_NCTL][256]; /* mount point per controller, "" when absent (v1) */
+	char v2[256];             /* unified mount point (v2 mode) */
+	bool bpf_devices;         /* v2: attach the BPF device program (false in unit tests) */
+};
+
+struct cgbox_dev {
+	char type; /* 'c' or 'b' */
+	unsigned major, minor;
+};
+
+#define CGBOX_MAX_DEVS 48
+
+struct cgbox_limits {
+	uint64_t mem_bytes;  /* 0 = none */
+	uint32_t cpu_milli;  /* 0 = none */
+	uint32_t pids_max;   /* 0 = none */
+	uint32_t io_weight;  /* v2 scale 1..10000, 0 = leave */
+	uint64_t io_wbps;    /* 0 = none */
+	unsigned io_major, io_minor; /* device io_wbps applies to */
+	bool devices;        /* restrict devices to devs[] */
+	struct cgbox_dev devs[CGBOX_MAX_DEVS];
+	size_t n_devs;
+};
+
+/* Fills *lo for this host (libcgroup + statfs of /sys/fs/cgroup); 0 or -1. */
+int cgbox_detect(struct cgbox_layout *lo);
+/* The names of the controllers, for messages and the v1 layout ("memory", ...). */
+const char *cgbox_ctl_name(enum cgbox_ctl c);
+/* Creates <parent>/<name> in every hierarchy and applies lim; on failure removes what
+ * it made.  parent and name are single path components (checked). 0 or -1. */
+int cgbox_create(const struct cgbox_layout *lo, const char *parent, const char *name,
+		 const struct cgbox_limits *lim);
+/* Moves pid into the cgroup(s); 0 or -1. */
+int cgbox_attach(const struct cgbox_layout *lo, const char *parent, const char *name, pid_t pid);
+/* Number of OOM kills so far (v1 memory.oom_control oom_kill, v2 memory.events
+ * oom_kill); 0 when unknown.  */
+uint64_t cgbox_oom_kills(const struct cgbox_layout *lo, const char *parent, const char *name);
+/* Counts the processes in the cgroup (pids / memory / unified); -1 on error. */
+int cgbox_nprocs(const struct cgbox_layout *lo, const char *parent, const char *name);
+/* SIGKILLs every process in the cgroup until it is empty (freezing it first where a
+ * freezer exists, v2 cgroup.kill when present); 0, or -1 after a bounded wait. */
+int cgbox_kill(const struct cgbox_layout *lo, const char *parent, const char *name);
+/* Removes the cgroup(s); missing ones are not an error.  0 or -1. */
+int cgbox_remove(const struct cgbox_layout *lo, const char *parent, const char *name);
+/* Builds "<hierarchy>/<parent>/<name>" for controller c (v2: c is ignored). */
+int cgbox_path(const struct cgbox_layout *lo, enum cgbox_ctl c, const char *parent,
+	       const char *name, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,70 @@
+/* api.h - JSON API handlers (server/api_*.c) and their shared helpers.
+ * Every handler sets exactly one reply; on any error nothing is changed. */
+#ifndef LABD_API_H
+#define LABD_API_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "auth/auth.h"
+
+struct http_request;
+struct user;
+
+/* The error body {"error":{"code":code,"message":message}}; caller owns it. */
+json_t *api_error_json(const char *code, const char *message);
+/* Pure part of api_body: parses text as a JSON object of at most 8 levels with
+ * only the allowed fields. On failure returns NULL and writes the error code
+ * ("bad_json" or "bad_field") and a message naming the problem. */
+json_t *api_parse_object(const char *text, size_t len, const char *const *allowed,
+			 const char **code, char *message, size_t msglen);
+/* Parses the request body as a JSON object, allowing only the listed field
+ * names (NULL-terminated). On failure sets the 400/415 reply and returns NULL;
+ * on success the caller owns the returned reference. */
+json_t *api_body(struct http_request *req, const char *const *allowed);
+/* Reads an optional string field: 1 present, 0 absent, -1 wrong type (reply set). */
+int api_string(struct http_request *req, json_t *obj, const char *field, const char **out);
+/* Reads an optional boolean field likewise. */
+int api_bool(struct http_request *req, json_t *obj, const char *field, bool *out);
+/* Formats a UNIX time as RFC 3339 UTC into out[21]. */
+void api_time(int64_t t, char out[21]);
+/* The public JSON view of a user (no hash). Caller owns the reference. */
+json_t *api_user_json(const struct user *u);
+/* Sets 500 internal for a store failure. */
+void api_internal(struct http_request *req);
+
+/* api_auth.c */
+/* Sets the 401/429/500 reply for a failed login (429 with Retry-After). */
+void api_login_failed(struct http_request *req, enum login_result res, int64_t retry_after);
+void api_health(struct http_request *req);
+void api_login(struct http_request *req);
+void api_logout(struct http_request *req);
+void api_me(struct http_request *req);
+void api_me_password(struct http_request *req);
+/* api_tokens.c */
+void api_tokens_list(struct http_request *req);
+void api_tokens_create(struct http_request *req);
+void api_tokens_delete(struct http_request *req);
+/* api_users.c */
+void api_users_list(struct http_request *req);
+void api_users_create(struct http_request *req);
+void api_users_get(struct http_request *req);
+void api_users_patch(struct http_request *req);
+void api_users_delete(struct http_request *req);
+/* api_session.c */
+struct runtime;
+struct labd_config;
+struct app;
+void api_session_start(struct http_request *req);
+void api_session_get(struct http_request *req);
+void api_session_stop(struct http_request *req);
+/* The public JSON view of a runtime. Caller owns the reference. */
+json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg);
+/* Asks the supervisor to stop r's sandbox and marks it stopping (or ended when
+ * the supervisor no longer has it). -1 when the supervisor did not answer. */
+int api_runtime_stop(struct app *app, const struct runtime *r, const char *reason);
+/* api_audit.c */
+void api_audit_list(struct http_request *req);
+
+#endif

@@ -1,0 +1,144 @@
+/* api_auth.c - health, JSON login/logout, the current user and password change. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api.h"
+#include "labd/app.h"
+#include "store/audit.h"
+#include "http/http.h"
+#include "proto/ipc.h"
+#include "store/sessions.h"
+
+void api_health(struct http_request *req)
+{
+	json_t *reply = NULL;
+	bool up = ipc_client_call(req->app->supervisor, "ping", NULL, &reply) == 0 &&
+		  strcmp(json_string_value(json_object_get(reply, "type")), "pong") == 0;
+
+	json_decref(reply);
+	http_reply_json(req, up ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
+			json_pack("{s:s,s:s,s:s}", "status", up ? "ok" : "degraded", "version",
+				  LABD_VERSION, "supervisor", up ? "ok" : "unreachable"));
+}
+
+void api_login_failed(struct http_request *req, enum login_result res, int64_t retry_after)
+{
+	char retry[24];
+
+	switch (res) {
+	case LOGIN_INVALID:
+		http_reply_error(req, MHD_HTTP_UNAUTHORIZED, "invalid_credentials",
+				 "wrong user name or password");
+		return;
+	case LOGIN_THROTTLED:
+	case LOGIN_LOCKED:
+		snprintf(retry, sizeof(retry), "%lld", (long long)(retry_after > 0 ? retry_after : 1));
+		http_add_header(req, "Retry-After", retry);
+		if (res == LOGIN_LOCKED)
+			http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "account_locked",
+					 "too many failed logins: locked for %s more seconds",
+					 retry);
+		else
+			http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "throttled",
+					 "too many failed logins: retry in %s seconds", retry);
+		return;
+	default:
+		api_internal(req);
+	}
+}
+
+void api_login(struct http_request *req)
+{
+	static const char *const fields[] = {"username", "password", NULL};
+	const char *name = NULL, *password = NULL;
+	char secret[SESSION_SECRET_LEN + 1], cookie[256];
+	struct user user;
+	struct session session;
+	int64_t retry_after = 0;
+	json_t *body = api_body(req, fields);
+
+	if (!body)
+		return;
+	if (api_string(req, body, "username", &name) != 1 ||
+	    api_string(req, body, "password", &password) != 1) {
+		if (!req->response)
+			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+					 "fields \"username\" and \"password\" are required");
+		json_decref(body);
+		return;
+	}
+	enum login_result res = auth_login(req->app, name, password, req->address, &user,
+					   &session, secret, &retry_after);
+	json_decref(body);
+	if (res != LOGIN_OK) {
+		api_login_failed(req, res, retry_after);
+		return;
+	}
+	auth_cookie_header(req->app, secret, cookie, sizeof(cookie));
+	http_add_header(req, "Set-Cookie", cookie);
+	http_reply_json(req, MHD_HTTP_OK,
+			json_pack("{s:o,s:s}", "user", api_user_json(&user), "csrf_token",
+				  session.csrf_token));
+}
+
+void api_logout(struct http_request *req)
+{
+	char cookie[256];
+
+	if (req->auth.kind == AUTH_COOKIE && sessions_delete(req->app->db, req->auth.session_id) < 0) {
+		api_internal(req);
+		return;
+	}
+	audit_add(req->app->db, time(NULL), req->auth.user.name, "logout", req->auth.user.name,
+		  req->address, NULL);
+	auth_cookie_header(req->app, NULL, cookie, sizeof(cookie));
+	http_add_header(req, "Set-Cookie", cookie);
+	http_reply_empty(req, MHD_HTTP_NO_CONTENT);
+}
+
+void api_me(struct http_request *req)
+{
+	json_t *me = api_user_json(&req->auth.user);
+
+	json_object_set_new(me, "auth",
+			    json_string(req->auth.kind == AUTH_COOKIE ? "cookie" : "token"));
+	if (req->auth.kind == AUTH_COOKIE)
+		json_object_set_new(me, "csrf_token", json_string(req->auth.csrf_token));
+	http_reply_json(req, MHD_HTTP_OK, me);
+}
+
+void api_me_password(struct http_request *req)
+{
+	static const char *const fields[] = {"current_password", "new_password", NULL};
+	const char *current = NULL, *next = NULL, *why;
+	char hash[PASSWORD_HASH_MAX];
+	json_t *body = api_body(req, fields);
+	struct app *app = req->app;
+
+	if (!body)
+		return;
+	if (api_string(req, body, "current_password", &current) != 1 ||
+	    api_string(req, body, "new_password", &next) != 1) {
+		if (!req->response)
+			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+					 "fields \"current_password\" and \"new_password\" are "
+					 "required");
+	} else if ((why = password_policy_error(next, app->cfg->min_password_length))) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "field \"new_password\" %s (at least %u characters)", why,
+				 app->cfg->min_password_length);
+	} else if (!password_verify(current, req->auth.user.password_hash)) {
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
+				 "the current password is wrong");
+	} else if (password_hash(next, &app->password, hash) < 0 ||
+		   users_set_password(app->db, req->auth.user.id, hash, req->auth.session_id,
+				      time(NULL)) != USERS_OK) {
+		api_internal(req);
+	} else {
+		audit_add(app->db, time(NULL), req->auth.user.name, "password.change",
+			  req->auth.user.name, req->address, NULL);
+		http_reply_empty(req, MHD_HTTP_NO_CONTENT);
+	}
+	json_decref(body);
+}

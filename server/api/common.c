@@ -1,0 +1,150 @@
+/* api_common.c - JSON body parsing and field readers shared by the API handlers. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api.h"
+#include "http/http.h"
+#include "store/users.h"
+
+/* Nesting deeper than any labd request needs is refused before it costs anything. */
+#define API_MAX_DEPTH 8
+
+static int json_depth(json_t *v, int depth)
+{
+	const char *key;
+	json_t *child;
+	size_t i;
+	int max = depth;
+
+	if (depth > API_MAX_DEPTH)
+		return depth;
+	if (json_is_object(v)) {
+		json_object_foreach(v, key, child) {
+			int d = json_depth(child, depth + 1);
+			max = d > max ? d : max;
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, child) {
+			int d = json_depth(child, depth + 1);
+			max = d > max ? d : max;
+		}
+	}
+	return max;
+}
+
+json_t *api_error_json(const char *code, const char *message)
+{
+	return json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", message);
+}
+
+json_t *api_parse_object(const char *text, size_t len, const char *const *allowed,
+			 const char **code, char *message, size_t msglen)
+{
+	json_error_t err;
+	const char *key;
+	json_t *obj, *value;
+
+	*code = "bad_json";
+	obj = json_loadb(text ? text : "", len, JSON_REJECT_DUPLICATES, &err);
+	if (!obj) {
+		snprintf(message, msglen, "body is not valid JSON: %s (line %d, column %d)",
+			 err.text, err.line, err.column);
+		return NULL;
+	}
+	if (!json_is_object(obj) || json_depth(obj, 0) > API_MAX_DEPTH) {
+		json_decref(obj);
+		snprintf(message, msglen, "body must be a JSON object nested at most %d deep",
+			 API_MAX_DEPTH);
+		return NULL;
+	}
+	json_object_foreach(obj, key, value) {
+		bool known = false;
+		for (const char *const *a = allowed; *a; a++)
+			known = known || strcmp(*a, key) == 0;
+		if (!known) {
+			*code = "bad_field";
+			snprintf(message, msglen, "unknown field \"%.64s\"", key);
+			json_decref(obj);
+			return NULL;
+		}
+	}
+	return obj;
+}
+
+json_t *api_body(struct http_request *req, const char *const *allowed)
+{
+	const char *code;
+	char message[256];
+	json_t *obj;
+
+	if (!http_content_type_is(req, "application/json")) {
+		http_reply_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
+				 "send the body as Content-Type: application/json");
+		return NULL;
+	}
+	obj = api_parse_object(req->body, req->body_len, allowed, &code, message, sizeof(message));
+	if (!obj)
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, code, "%s", message);
+	return obj;
+}
+
+int api_string(struct http_request *req, json_t *obj, const char *field, const char **out)
+{
+	json_t *v = json_object_get(obj, field);
+
+	if (!v)
+		return 0;
+	if (!json_is_string(v)) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "field \"%s\" must be a string", field);
+		return -1;
+	}
+	*out = json_string_value(v);
+	/* Embedded NUL bytes would make the C string disagree with the JSON one. */
+	if (strlen(*out) != json_string_length(v)) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "field \"%s\" must not contain NUL characters", field);
+		return -1;
+	}
+	return 1;
+}
+
+int api_bool(struct http_request *req, json_t *obj, const char *field, bool *out)
+{
+	json_t *v = json_object_get(obj, field);
+
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v)) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "field \"%s\" must be true or false", field);
+		return -1;
+	}
+	*out = json_is_true(v);
+	return 1;
+}
+
+void api_time(int64_t t, char out[21])
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+
+	gmtime_r(&tt, &tm);
+	strftime(out, 21, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+json_t *api_user_json(const struct user *u)
+{
+	char created[21];
+
+	api_time(u->created_at, created);
+	return json_pack("{s:s,s:s,s:b,s:s}", "name", u->name, "role", users_role_name(u->role),
+			 "disabled", u->disabled, "created_at", created);
+}
+
+void api_internal(struct http_request *req)
+{
+	http_reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+			 "internal error; nothing was changed");
+}

@@ -1,0 +1,103 @@
+/* api_tokens.c - a user's API tokens: list, create (shown once), revoke. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "api/api.h"
+#include "labd/app.h"
+#include "store/audit.h"
+#include "store/db.h"
+#include "http/http.h"
+#include "store/tokens.h"
+
+static json_t *token_json(const struct token_info *t)
+{
+	char created[21], used[21];
+
+	api_time(t->created_at, created);
+	api_time(t->last_used_at, used);
+	return json_pack("{s:I,s:s,s:s,s:s,s:o}", "id", (json_int_t)t->id, "name", t->name, "prefix",
+			 t->prefix, "created_at", created, "last_used_at",
+			 t->last_used_at ? json_string(used) : json_null());
+}
+
+static int append_token(const struct token_info *t, void *ctx)
+{
+	json_array_append_new(ctx, token_json(t));
+	return 0;
+}
+
+void api_tokens_list(struct http_request *req)
+{
+	json_t *list = json_array();
+
+	if (tokens_each(req->app->db, req->auth.user.id, append_token, list) < 0) {
+		json_decref(list);
+		api_internal(req);
+		return;
+	}
+	http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "tokens", list));
+}
+
+void api_tokens_create(struct http_request *req)
+{
+	static const char *const fields[] = {"name", NULL};
+	const char *name = NULL;
+	char token[TOKEN_LEN + 1];
+	struct token_info info;
+	json_t *body = api_body(req, fields), *out;
+	int rc;
+
+	if (!body)
+		return;
+	if (api_string(req, body, "name", &name) != 1 || !tokens_name_valid(name)) {
+		if (!req->response)
+			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+					 "field \"name\" must be 1-%d printable characters",
+					 TOKEN_NAME_MAX);
+		json_decref(body);
+		return;
+	}
+	rc = tokens_create(req->app->db, req->auth.user.id, name, time(NULL), token, &info);
+	if (rc == DB_CONFLICT) {
+		http_reply_error(req, MHD_HTTP_CONFLICT, "conflict",
+				 "you already have a token named \"%s\"", name);
+	} else if (rc < 0) {
+		api_internal(req);
+	} else {
+		audit_add(req->app->db, time(NULL), req->auth.user.name, "token.create",
+			  req->auth.user.name, req->address, name);
+		out = token_json(&info);
+		json_object_set_new(out, "token", json_string(token));
+		http_reply_json(req, MHD_HTTP_CREATED, out);
+	}
+	json_decref(body);
+}
+
+void api_tokens_delete(struct http_request *req)
+{
+	const char *text = req->match.params[0];
+	char *end, detail[32];
+	long long id;
+	int rc;
+
+	errno = 0;
+	id = strtoll(text, &end, 10);
+	if (errno || *end || id <= 0) {
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no token with id %.32s",
+				 text);
+		return;
+	}
+	rc = tokens_delete(req->app->db, req->auth.user.id, id);
+	if (rc < 0) {
+		api_internal(req);
+	} else if (rc == 0) {
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no token with id %lld", id);
+	} else {
+		snprintf(detail, sizeof(detail), "id %lld", id);
+		audit_add(req->app->db, time(NULL), req->auth.user.name, "token.revoke",
+			  req->auth.user.name, req->address, detail);
+		http_reply_empty(req, MHD_HTTP_NO_CONTENT);
+	}
+}

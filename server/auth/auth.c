@@ -1,0 +1,186 @@
+/* auth.c - request identity, CSRF/Origin checks and the login procedure; see auth.h. */
+#include "auth/auth.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "labd/app.h"
+#include "store/audit.h"
+#include "labd/crypto.h"
+#include "http/http.h"
+#include "store/tokens.h"
+
+static int identify_by_token(struct http_request *req, const char *token, int64_t now)
+{
+	struct token_info t;
+	int rc = tokens_lookup(req->app->db, token, now, &t);
+
+	if (rc <= 0)
+		return rc;
+	rc = users_find_by_id(req->app->db, t.user_id, &req->auth.user);
+	if (rc <= 0 || req->auth.user.disabled)
+		return rc < 0 ? -1 : 0;
+	req->auth.kind = AUTH_TOKEN;
+	req->auth.token_id = t.id;
+	return 1;
+}
+
+static int identify_by_cookie(struct http_request *req, const char *secret, int64_t now)
+{
+	struct session s;
+	int rc = sessions_lookup(req->app->db, secret, &req->app->session, now, &s);
+
+	if (rc <= 0)
+		return rc;
+	rc = users_find_by_id(req->app->db, s.user_id, &req->auth.user);
+	if (rc <= 0 || req->auth.user.disabled)
+		return rc < 0 ? -1 : 0;
+	req->auth.kind = AUTH_COOKIE;
+	req->auth.session_id = s.id;
+	snprintf(req->auth.csrf_token, sizeof(req->auth.csrf_token), "%s", s.csrf_token);
+	return 1;
+}
+
+int auth_identify(struct http_request *req)
+{
+	const char *authz = http_header(req, "Authorization");
+	const char *cookie = http_cookie(req, SESSION_COOKIE_NAME);
+	int64_t now = time(NULL);
+	int rc = 0;
+
+	memset(&req->auth, 0, sizeof(req->auth));
+	/* An explicit bearer token wins over an ambient cookie. */
+	if (authz && strncasecmp(authz, "Bearer ", 7) == 0)
+		rc = identify_by_token(req, authz + 7, now);
+	else if (cookie)
+		rc = identify_by_cookie(req, cookie, now);
+	if (rc <= 0)
+		req->auth.kind = AUTH_NONE;
+	return rc < 0 ? -1 : 0;
+}
+
+bool auth_csrf_ok(struct http_request *req)
+{
+	const char *sent = http_header(req, "X-CSRF-Token");
+	char form_value[SESSION_CSRF_LEN + 2];
+	size_t want = strlen(req->auth.csrf_token);
+
+	if (!sent && req->body && http_content_type_is(req, "application/x-www-form-urlencoded") &&
+	    http_form_field(req->body, "csrf_token", form_value, sizeof(form_value)) == 0)
+		sent = form_value;
+	return sent && want > 0 && strlen(sent) == want &&
+	       crypto_equal(sent, req->auth.csrf_token, want);
+}
+
+bool auth_origin_ok(struct http_request *req)
+{
+	const char *origin = http_header(req, "Origin");
+	const char *host = http_header(req, "Host");
+	const char *sep;
+
+	if (!origin)
+		return true; /* not a browser cross-origin request; CSRF token still applies */
+	sep = strstr(origin, "://");
+	return host && sep && strcasecmp(sep + 3, host) == 0;
+}
+
+bool auth_next_is_local(const char *next)
+{
+	if (!next || next[0] != '/' || next[1] == '/' || next[1] == '\\')
+		return false;
+	for (const unsigned char *p = (const unsigned char *)next; *p; p++)
+		if (*p < 0x21 || *p == 0x7f || *p == '\\')
+			return false;
+	return true;
+}
+
+void auth_cookie_header(const struct app *app, const char *secret, char *out, size_t outlen)
+{
+	const char *secure = app->cfg->secure_cookies ? "; Secure" : "";
+
+	if (secret)
+		snprintf(out, outlen, SESSION_COOKIE_NAME "=%s; Path=/; HttpOnly; SameSite=Lax%s",
+			 secret, secure);
+	else
+		snprintf(out, outlen,
+			 SESSION_COOKIE_NAME "=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0%s",
+			 secure);
+}
+
+/* Throttle keys: one per user name, one per client address. */
+static void throttle_keys(const char *name, const char *address, char *ukey, char *akey,
+			  size_t len)
+{
+	snprintf(ukey, len, "user:%s", name);
+	snprintf(akey, len, "addr:%s", address);
+}
+
+static enum login_result check_throttle(struct app *app, const char *ukey, const char *akey,
+					int64_t now, int64_t *retry_after)
+{
+	int64_t wait_user, wait_addr;
+	enum throttle_state su = throttle_check(app->db, ukey, &app->throttle, now, &wait_user);
+	enum throttle_state sa =
+		throttle_check(app->db, akey, &app->throttle_addr, now, &wait_addr);
+
+	*retry_after = wait_user > wait_addr ? wait_user : wait_addr;
+	if (su == THROTTLE_LOCKED || sa == THROTTLE_LOCKED)
+		return LOGIN_LOCKED;
+	if (su == THROTTLE_BACKOFF || sa == THROTTLE_BACKOFF)
+		return LOGIN_THROTTLED;
+	return LOGIN_OK;
+}
+
+static void record_failure(struct app *app, const char *name, const char *address,
+			   const char *ukey, const char *akey, const char *why, int64_t now)
+{
+	audit_add(app->db, now, NULL, "login.failure", name, address, why);
+	if (throttle_fail(app->db, ukey, &app->throttle, now) == THROTTLE_LOCKED)
+		audit_add(app->db, now, NULL, "login.locked", name, address,
+			  "account locked after repeated failures");
+	if (throttle_fail(app->db, akey, &app->throttle_addr, now) == THROTTLE_LOCKED)
+		audit_add(app->db, now, NULL, "login.locked", name, address,
+			  "address locked after repeated failures");
+}
+
+enum login_result auth_login(struct app *app, const char *name, const char *password,
+			     const char *address, struct user *user, struct session *session,
+			     char secret[SESSION_SECRET_LEN + 1], int64_t *retry_after)
+{
+	char ukey[96], akey[96];
+	int64_t now = time(NULL);
+	enum login_result res;
+	int found = 0;
+
+	/* Names are bounded and validated before they reach keys or the log. */
+	if (!users_name_valid(name))
+		name = "(invalid)";
+	throttle_keys(name, address, ukey, akey, sizeof(ukey));
+	res = check_throttle(app, ukey, akey, now, retry_after);
+	if (res != LOGIN_OK) {
+		if (res == LOGIN_LOCKED)
+			audit_add(app->db, now, NULL, "login.failure", name, address,
+				  "refused: locked");
+		return res;
+	}
+	if (strcmp(name, "(invalid)") != 0)
+		found = users_find_by_name(app->db, name, user);
+	if (found < 0)
+		return LOGIN_ERROR;
+	/* Same work whether or not the user exists, so timing reveals nothing. */
+	bool ok = found ? password_verify(password, user->password_hash)
+			: password_verify_dummy(password, &app->password);
+	if (!ok || user->disabled) {
+		record_failure(app, name, address, ukey, akey,
+			       !found ? "unknown user" : !ok ? "wrong password" : "account disabled",
+			       now);
+		return LOGIN_INVALID;
+	}
+	throttle_clear(app->db, ukey);
+	if (sessions_create(app->db, user->id, address, &app->session, now, secret, session) < 0)
+		return LOGIN_ERROR;
+	audit_add(app->db, now, user->name, "login.success", user->name, address, NULL);
+	return LOGIN_OK;
+}

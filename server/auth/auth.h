@@ -1,0 +1,51 @@
+/* auth.h - who is making a request (session cookie or bearer token), CSRF and
+ * Origin checks, and the login procedure with throttling and auditing. */
+#ifndef LABD_AUTH_H
+#define LABD_AUTH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/sessions.h"
+#include "store/users.h"
+
+struct app;
+struct http_request;
+
+enum auth_kind { AUTH_NONE, AUTH_COOKIE, AUTH_TOKEN };
+
+struct auth_identity {
+	enum auth_kind kind;
+	struct user user;   /* valid unless kind == AUTH_NONE */
+	int64_t session_id; /* AUTH_COOKIE */
+	char csrf_token[SESSION_CSRF_LEN + 1];
+	int64_t token_id; /* AUTH_TOKEN */
+};
+
+/* Resolves the request's credentials into req->auth (AUTH_NONE when absent,
+ * expired, revoked or the user is disabled). Returns -1 only on a store error. */
+int auth_identify(struct http_request *req);
+/* For state-changing methods with cookie auth: true when the request carries the
+ * session's CSRF token (header X-CSRF-Token or form field csrf_token). */
+bool auth_csrf_ok(struct http_request *req);
+/* False when an Origin header names a different origin than the Host header. */
+bool auth_origin_ok(struct http_request *req);
+
+enum login_result { LOGIN_OK, LOGIN_INVALID, LOGIN_THROTTLED, LOGIN_LOCKED, LOGIN_ERROR };
+
+/* Checks name/password under throttling, audits the outcome and on success
+ * creates a session: fills *user, *session and secret (for the cookie).
+ * *retry_after is set for THROTTLED/LOCKED. */
+enum login_result auth_login(struct app *app, const char *name, const char *password,
+			     const char *address, struct user *user, struct session *session,
+			     char secret[SESSION_SECRET_LEN + 1], int64_t *retry_after);
+
+/* Writes the Set-Cookie value for a session secret (or, with NULL, one that
+ * clears the cookie). */
+void auth_cookie_header(const struct app *app, const char *secret, char *out, size_t outlen);
+
+/* True when next is a local path safe to redirect to after login: starts with
+ * one '/', not "//" or "/\", no control characters. */
+bool auth_next_is_local(const char *next);
+
+#endif

@@ -1,0 +1,472 @@
+/* config.c - defaults and INI loading through inih; see docs/config.md. */
+#include "config/config.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "labd/log.h"
+
+void config_defaults(struct labd_config *cfg, bool demo)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->listen, sizeof(cfg->listen), "127.0.0.1:8080");
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", demo ? "./var" : "/var/lib/labd");
+	snprintf(cfg->web_root, sizeof(cfg->web_root), "%s",
+		 demo ? "./web" : "/usr/local/share/labd/web");
+	snprintf(cfg->user, sizeof(cfg->user), "labd");
+	snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
+	cfg->secure_cookies = false;
+	cfg->threads = 0;
+	cfg->max_connections = 512;
+	cfg->connection_timeout = 60;
+	cfg->max_body = 1024 * 1024;
+	cfg->min_password_length = 10;
+	cfg->session_idle = 8 * 3600;
+	cfg->session_lifetime = 7 * 86400;
+	cfg->backoff_after = 3;
+	cfg->backoff_base = 1;
+	cfg->backoff_max = 300;
+	cfg->lockout_failures = 10;
+	cfg->address_lockout_failures = 50;
+	cfg->lockout_duration = 15 * 60;
+	cfg->scrypt_n = 32768;
+	cfg->scrypt_r = 8;
+	cfg->scrypt_p = 1;
+	cfg->cpu_limit = 12 * 3600;
+	cfg->gpu_limit = 4 * 3600;
+	cfg->idle_timeout = 3600;
+	cfg->stop_grace = 15;
+	cfg->start_timeout = 60;
+	cfg->warn_before[0] = 30 * 60;
+	cfg->warn_before[1] = 5 * 60;
+	cfg->n_warn_before = 2;
+	snprintf(cfg->jupyter, sizeof(cfg->jupyter), "auto");
+	snprintf(cfg->image, sizeof(cfg->image), "/");
+	cfg->uid_base = 200000;
+	cfg->home_size = 15ULL << 30;
+	cfg->memory = 4ULL << 30;
+	cfg->tmp_size = 1ULL << 30;
+	cfg->cpus_milli = 2000;
+	cfg->pids = 512;
+	cfg->admin_access = false;
+	cfg->keep_on_shutdown = true;
+	cfg->n_gpu_devices = 0;
+	snprintf(cfg->dev_prefix, sizeof(cfg->dev_prefix), "/dev");
+}
+
+/* Parses a non-negative integer followed by an optional one-letter unit. */
+static int parse_scaled(const char *text, const char *units, const uint64_t *scales, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!text || *text < '0' || *text > '9')
+		return -1;
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (errno)
+		return -1;
+	if (*end) {
+		const char *u = strchr(units, *end);
+		if (!u || end[1] != '\0')
+			return -1;
+		uint64_t scale = scales[u - units];
+		if (v > UINT64_MAX / scale)
+			return -1;
+		v *= scale;
+	}
+	*out = v;
+	return 0;
+}
+
+int config_parse_duration(const char *text, int64_t *out)
+{
+	static const uint64_t scales[] = {1, 60, 3600, 86400};
+	uint64_t v;
+	if (parse_scaled(text, "smhd", scales, &v) < 0 || v > (uint64_t)INT32_MAX * 86400ULL)
+		return -1;
+	*out = (int64_t)v;
+	return 0;
+}
+
+int config_parse_size(const char *text, uint64_t *out)
+{
+	static const uint64_t scales[] = {1024ULL, 1024ULL * 1024, 1024ULL * 1024 * 1024,
+					  1024ULL * 1024 * 1024 * 1024};
+	return parse_scaled(text, "KMGT", scales, out);
+}
+
+int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port)
+{
+	const char *colon, *hstart = listen, *hend;
+	char *end;
+	unsigned long p;
+
+	if (listen[0] == '[') {
+		hend = strchr(listen, ']');
+		if (!hend || hend[1] != ':')
+			return -1;
+		hstart = listen + 1;
+		colon = hend + 1;
+	} else {
+		colon = strrchr(listen, ':');
+		if (!colon)
+			return -1;
+		hend = colon;
+	}
+	if (hend == hstart || (size_t)(hend - hstart) >= hostlen)
+		return -1;
+	errno = 0;
+	p = strtoul(colon + 1, &end, 10);
+	if (errno || *end || colon[1] == '\0' || p == 0 || p > 65535)
+		return -1;
+	memcpy(host, hstart, (size_t)(hend - hstart));
+	host[hend - hstart] = '\0';
+	*port = (unsigned)p;
+	return 0;
+}
+
+enum key_kind {
+	K_STRING, K_BOOL, K_UINT, K_DURATION, K_SIZE, K_LOGLEVEL, K_LISTEN, K_POW2,
+	K_DURATIONS, /* comma-separated durations, stored descending (warn_before) */
+	K_GPUS,      /* comma-separated GPU minors */
+	K_CPUS,      /* decimal CPU count stored as thousandths */
+	K_JUPYTER,   /* auto, lab, notebook or server */
+};
+
+struct key_spec {
+	const char *section, *name;
+	enum key_kind kind;
+	size_t offset, size;
+	uint64_t min, max;
+};
+
+#define KEY(sec, field, kind, min, max)                                                            \
+	{sec, #field, kind, offsetof(struct labd_config, field),                                   \
+	 sizeof(((struct labd_config *)0)->field), min, max}
+
+static const struct key_spec keys[] = {
+	KEY("server", listen, K_LISTEN, 0, 0),
+	KEY("server", state_dir, K_STRING, 1, 0),
+	KEY("server", web_root, K_STRING, 1, 0),
+	KEY("server", user, K_STRING, 1, 0),
+	KEY("server", secure_cookies, K_BOOL, 0, 0),
+	KEY("server", threads, K_UINT, 0, 256),
+	KEY("server", max_connections, K_UINT, 1, 100000),
+	KEY("server", connection_timeout, K_DURATION, 1, 86400),
+	KEY("server", max_body, K_SIZE, 1024, 1ULL << 30),
+	KEY("server", log_level, K_LOGLEVEL, 0, 0),
+	KEY("auth", min_password_length, K_UINT, 1, 256),
+	KEY("auth", session_idle, K_DURATION, 60, 365 * 86400),
+	KEY("auth", session_lifetime, K_DURATION, 60, 365 * 86400),
+	KEY("auth", backoff_after, K_UINT, 1, 1000000),
+	KEY("auth", backoff_base, K_DURATION, 0, 3600),
+	KEY("auth", backoff_max, K_DURATION, 0, 86400),
+	KEY("auth", lockout_failures, K_UINT, 1, 1000000),
+	KEY("auth", address_lockout_failures, K_UINT, 1, 1000000),
+	KEY("auth", lockout_duration, K_DURATION, 1, 365 * 86400),
+	KEY("auth", scrypt_n, K_POW2, 2, 1ULL << 24),
+	KEY("auth", scrypt_r, K_UINT, 1, 64),
+	KEY("auth", scrypt_p, K_UINT, 1, 64),
+	KEY("runtime", cpu_limit, K_DURATION, 1, 30 * 86400),
+	KEY("runtime", gpu_limit, K_DURATION, 1, 30 * 86400),
+	KEY("runtime", idle_timeout, K_DURATION, 0, 30 * 86400),
+	KEY("runtime", stop_grace, K_DURATION, 1, 3600),
+	KEY("runtime", start_timeout, K_DURATION, 1, 3600),
+	KEY("runtime", warn_before, K_DURATIONS, 0, 30 * 86400),
+	KEY("runtime", jupyter, K_JUPYTER, 0, 0),
+	KEY("runtime", image, K_STRING, 1, 0),
+	KEY("runtime", uid_base, K_UINT, 1000, 4000000000U),
+	KEY("runtime", home_size, K_SIZE, 64ULL << 20, 16ULL << 40),
+	KEY("runtime", memory, K_SIZE, 64ULL << 20, 16ULL << 40),
+	KEY("runtime", tmp_size, K_SIZE, 1ULL << 20, 1ULL << 40),
+	KEY("runtime", cpus_milli, K_CPUS, 10, 1024000),
+	KEY("runtime", pids, K_UINT, 16, 4194304),
+	KEY("runtime", admin_access, K_BOOL, 0, 0),
+	KEY("runtime", keep_on_shutdown, K_BOOL, 0, 0),
+	KEY("gpu", gpu_devices, K_GPUS, 0, 255),
+	KEY("gpu", dev_prefix, K_STRING, 1, 0),
+};
+
+/* Config file names that differ from the struct fields. */
+static const char *const key_aliases[][3] = {
+	{"runtime", "cpus", "cpus_milli"},
+	{"gpu", "devices", "gpu_devices"},
+};
+
+struct load_state {
+	struct labd_config *cfg;
+	const char *path;
+	FILE *file;
+	int lineno; /* Debian's inih passes no line number: count lines as we feed them */
+	int section_lineno; /* line of the last [section] header */
+	char *err;
+	size_t errlen;
+	int failed;
+};
+
+static int store_number(const struct key_spec *k, void *field, uint64_t v)
+{
+	if (v < k->min || (k->max && v > k->max))
+		return -1;
+	if (k->size == sizeof(uint64_t))
+		*(uint64_t *)field = v;
+	else if (k->size == sizeof(unsigned))
+		*(unsigned *)field = (unsigned)v;
+	else
+		return -1;
+	return 0;
+}
+
+/* Calls fn on each item of a comma- or space-separated list, with its index;
+ * returns the item count, or -1 as soon as fn refuses one. */
+static int for_each_item(const char *value, int (*fn)(const char *item, unsigned i, void *ctx),
+			 void *ctx)
+{
+	char buf[256], *save = NULL;
+	unsigned n = 0;
+
+	if (snprintf(buf, sizeof(buf), "%s", value) >= (int)sizeof(buf))
+		return -1;
+	for (char *item = strtok_r(buf, ", ", &save); item; item = strtok_r(NULL, ", ", &save))
+		if (fn(item, n++, ctx) < 0)
+			return -1;
+	return (int)n;
+}
+
+struct list_ctx {
+	const struct key_spec *k;
+	struct labd_config *cfg;
+};
+
+/* One lead time of warn_before, kept in descending order. */
+static int add_warning(const char *item, unsigned n, void *arg)
+{
+	struct list_ctx *c = arg;
+	int64_t d;
+
+	if (n == CONFIG_MAX_WARNINGS || config_parse_duration(item, &d) < 0 ||
+	    (uint64_t)d > c->k->max || d == 0)
+		return -1;
+	unsigned at = n;
+	while (at > 0 && c->cfg->warn_before[at - 1] < d) { /* insertion sort */
+		c->cfg->warn_before[at] = c->cfg->warn_before[at - 1];
+		at--;
+	}
+	c->cfg->warn_before[at] = d;
+	return 0;
+}
+
+/* One GPU number of [gpu] devices; duplicates are refused. */
+static int add_gpu(const char *item, unsigned n, void *arg)
+{
+	struct list_ctx *c = arg;
+	uint64_t v;
+
+	if (n == CONFIG_MAX_GPUS || parse_scaled(item, "", NULL, &v) < 0 || v > c->k->max)
+		return -1;
+	for (unsigned i = 0; i < n; i++)
+		if (c->cfg->gpu_devices[i] == v)
+			return -1;
+	c->cfg->gpu_devices[n] = (unsigned)v;
+	return 0;
+}
+
+/* "30m,5m" into descending seconds; -1 on a bad or out-of-range item. */
+static int parse_duration_list(const char *value, const struct key_spec *k,
+			       struct labd_config *cfg)
+{
+	struct list_ctx c = {k, cfg};
+	int n = for_each_item(value, add_warning, &c);
+	if (n < 0)
+		return -1;
+	cfg->n_warn_before = (unsigned)n;
+	return 0;
+}
+
+static int parse_gpu_list(const char *value, const struct key_spec *k, struct labd_config *cfg)
+{
+	struct list_ctx c = {k, cfg};
+	int n = for_each_item(value, add_gpu, &c);
+	if (n < 0)
+		return -1;
+	cfg->n_gpu_devices = (unsigned)n;
+	return 0;
+}
+
+/* "2", "0.5", "1.25" CPUs into thousandths. */
+static int parse_cpus(const char *value, uint64_t *milli)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(value, &end);
+	if (errno || end == value || *end || !(v > 0) || v > 1e6)
+		return -1;
+	*milli = (uint64_t)(v * 1000.0 + 0.5);
+	return 0;
+}
+
+/* Returns NULL on success or a static explanation of what the value must be. */
+static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, const char *value)
+{
+	void *field = (char *)cfg + k->offset;
+	uint64_t v;
+	int64_t d;
+	char host[64];
+	unsigned port;
+	enum log_level lvl;
+
+	switch (k->kind) {
+	case K_STRING:
+		if (strlen(value) < k->min || strlen(value) >= k->size)
+			return "must be a non-empty string of bounded length";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	case K_LISTEN:
+		if (config_split_listen(value, host, sizeof(host), &port) < 0 ||
+		    strlen(value) >= k->size)
+			return "must be ADDRESS:PORT, e.g. 127.0.0.1:8080 or [::1]:8080";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	case K_LOGLEVEL:
+		if (log_level_parse(value, &lvl) < 0)
+			return "must be debug, info, warn or error";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	case K_BOOL:
+		if (!strcasecmp(value, "true") || !strcasecmp(value, "yes") || !strcmp(value, "1"))
+			*(bool *)field = true;
+		else if (!strcasecmp(value, "false") || !strcasecmp(value, "no") ||
+			 !strcmp(value, "0"))
+			*(bool *)field = false;
+		else
+			return "must be true or false";
+		return NULL;
+	case K_UINT:
+		if (parse_scaled(value, "", NULL, &v) < 0 || store_number(k, field, v) < 0)
+			return "must be a whole number in range";
+		return NULL;
+	case K_POW2:
+		if (parse_scaled(value, "", NULL, &v) < 0 || (v & (v - 1)) ||
+		    store_number(k, field, v) < 0)
+			return "must be a power of two in range";
+		return NULL;
+	case K_SIZE:
+		if (config_parse_size(value, &v) < 0 || v < k->min || v > k->max)
+			return "must be a size such as 64K or 1M, in range";
+		*(size_t *)field = (size_t)v;
+		return NULL;
+	case K_DURATIONS:
+		return parse_duration_list(value, k, cfg) < 0
+			       ? "must be up to 4 durations such as 30m,5m"
+			       : NULL;
+	case K_GPUS:
+		return parse_gpu_list(value, k, cfg) < 0
+			       ? "must be distinct GPU numbers such as 0,1 (or empty)"
+			       : NULL;
+	case K_CPUS:
+		if (parse_cpus(value, &v) < 0 || store_number(k, field, v) < 0)
+			return "must be a number of CPUs such as 2 or 0.5";
+		return NULL;
+	case K_JUPYTER:
+		if (strcmp(value, "auto") && strcmp(value, "lab") && strcmp(value, "notebook") &&
+		    strcmp(value, "server"))
+			return "must be auto, lab, notebook or server";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	case K_DURATION:
+		if (config_parse_duration(value, &d) < 0 || (uint64_t)d < k->min ||
+		    (uint64_t)d > k->max)
+			return "must be a duration such as 30s, 15m, 8h or 7d, in range";
+		if (k->size == sizeof(unsigned))
+			*(unsigned *)field = (unsigned)d;
+		else
+			*(int64_t *)field = d;
+		return NULL;
+	}
+	return "unsupported";
+}
+
+/* inih's line reader: fgets that counts lines for error messages. */
+static char *read_line(char *buf, int size, void *stream)
+{
+	struct load_state *st = stream;
+	char *line = fgets(buf, size, st->file);
+	if (line) {
+		st->lineno++;
+		if (line[strspn(line, " \t")] == '[')
+			st->section_lineno = st->lineno;
+	}
+	return line;
+}
+
+static int on_ini_value(void *user, const char *section, const char *name, const char *value)
+{
+	struct load_state *st = user;
+	const char *why, *shown = name; /* the name as written, for messages */
+	int lineno = st->lineno;
+
+	if (st->failed)
+		return 0;
+	for (size_t i = 0; i < sizeof(key_aliases) / sizeof(key_aliases[0]); i++) {
+		if (strcmp(key_aliases[i][0], section))
+			continue;
+		if (!strcmp(key_aliases[i][2], shown))
+			name = "(internal)"; /* field names behind an alias are not keys */
+		else if (!strcmp(key_aliases[i][1], shown))
+			name = key_aliases[i][2];
+	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (strcmp(keys[i].section, section) || strcmp(keys[i].name, name))
+			continue;
+		why = apply_key(st->cfg, &keys[i], value);
+		if (!why)
+			return 1;
+		snprintf(st->err, st->errlen, "%s:%d: bad value for [%s] %s: %s", st->path, lineno,
+			 section, shown, why);
+		st->failed = 1;
+		return 0;
+	}
+	bool known_section = false;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		known_section = known_section || strcmp(keys[i].section, section) == 0;
+	if (!known_section)
+		snprintf(st->err, st->errlen, "%s:%d: unknown section [%s] (key %s)", st->path,
+			 section[0] ? st->section_lineno : lineno, section, shown);
+	else
+		snprintf(st->err, st->errlen, "%s:%d: unknown key [%s] %s", st->path, lineno,
+			 section, shown);
+	st->failed = 1;
+	return 0;
+}
+
+int config_load(struct labd_config *cfg, const char *path, char *err, size_t errlen)
+{
+	struct load_state st = {cfg, path, NULL, 0, 0, err, errlen, 0};
+	int rc;
+
+	st.file = fopen(path, "re");
+	if (!st.file) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	rc = ini_parse_stream(read_line, &st, on_ini_value, &st);
+	fclose(st.file);
+	if (st.failed)
+		return -1;
+	if (rc != 0) {
+		snprintf(err, errlen, "%s:%d: syntax error", path, rc);
+		return -1;
+	}
+	if (cfg->backoff_max < cfg->backoff_base) {
+		snprintf(err, errlen, "%s: [auth] backoff_max must not be below backoff_base", path);
+		return -1;
+	}
+	return 0;
+}

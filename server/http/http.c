@@ -1,0 +1,404 @@
+/* http.c - libmicrohttpd plumbing: request lifetime, bounded bodies, replies
+ * and the headers every response carries; see http.h. */
+#include "http/http.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "labd/app.h"
+#include "labd/log.h"
+#include "proxy/proxy.h"
+#include "proxy/gate.h"
+#include "web/routes.h"
+
+/* Sent on every response, including errors and static files. */
+static const char *const security_headers[][2] = {
+	{"Content-Security-Policy",
+	 "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+	 "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"},
+	{"X-Frame-Options", "DENY"},
+	{"X-Content-Type-Options", "nosniff"},
+	{"Referrer-Policy", "same-origin"},
+};
+
+const char *http_header(struct http_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const char *http_query(struct http_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *http_cookie(struct http_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_COOKIE_KIND, name);
+}
+
+bool http_method_is(const struct http_request *req, const char *method)
+{
+	return strcmp(req->method, method) == 0;
+}
+
+bool http_is_state_changing(const struct http_request *req)
+{
+	return http_method_is(req, "POST") || http_method_is(req, "PUT") ||
+	       http_method_is(req, "PATCH") || http_method_is(req, "DELETE");
+}
+
+bool http_content_type_is(struct http_request *req, const char *type)
+{
+	const char *ct = http_header(req, "Content-Type");
+	size_t n = strlen(type);
+
+	if (!ct || strncasecmp(ct, type, n) != 0)
+		return false;
+	return ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ';
+}
+
+static void set_reply(struct http_request *req, unsigned status, struct MHD_Response *resp)
+{
+	if (req->response)
+		MHD_destroy_response(req->response);
+	req->response = resp;
+	req->status = status;
+}
+
+void http_add_header(struct http_request *req, const char *name, const char *value)
+{
+	if (req->nextra >= HTTP_MAX_EXTRA_HEADERS) {
+		log_warn("dropped response header %s: too many", name);
+		return;
+	}
+	req->extra[req->nextra][0] = strdup(name);
+	req->extra[req->nextra][1] = strdup(value);
+	req->nextra++;
+}
+
+static void reply_text(struct http_request *req, unsigned status, const char *ctype,
+		       const char *cache, const char *text, size_t len)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
+	if (!resp) {
+		set_reply(req, 0, NULL);
+		return;
+	}
+	MHD_add_response_header(resp, "Content-Type", ctype);
+	MHD_add_response_header(resp, "Cache-Control", cache);
+	set_reply(req, status, resp);
+}
+
+void http_reply_json(struct http_request *req, unsigned status, json_t *body)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (!text) {
+		set_reply(req, 0, NULL);
+		return;
+	}
+	reply_text(req, status, "application/json", "no-store", text, strlen(text));
+	free(text);
+}
+
+void http_reply_error(struct http_request *req, unsigned status, const char *code,
+		      const char *fmt, ...)
+{
+	char message[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof(message), fmt, ap);
+	va_end(ap);
+	http_reply_json(req, status, api_error_json(code, message));
+}
+
+void http_reply_empty(struct http_request *req, unsigned status)
+{
+	reply_text(req, status, "text/plain", "no-store", "", 0);
+}
+
+void http_reply_redirect(struct http_request *req, const char *location)
+{
+	reply_text(req, MHD_HTTP_SEE_OTHER, "text/plain", "no-store", "", 0);
+	if (req->response)
+		MHD_add_response_header(req->response, "Location", location);
+}
+
+void http_reply_fd(struct http_request *req, unsigned status, const char *content_type, int fd,
+		   size_t size)
+{
+	struct MHD_Response *resp = MHD_create_response_from_fd(size, fd);
+	if (!resp) {
+		close(fd);
+		set_reply(req, 0, NULL);
+		return;
+	}
+	MHD_add_response_header(resp, "Content-Type", content_type);
+	set_reply(req, status, resp);
+}
+
+void http_url_encode(const char *s, char *out, size_t outlen)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (const unsigned char *p = (const unsigned char *)s; *p && o + 4 < outlen; p++) {
+		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+		    strchr("-_.~/", *p)) {
+			out[o++] = (char)*p;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[*p >> 4];
+			out[o++] = hex[*p & 15];
+		}
+	}
+	if (outlen)
+		out[o] = '\0';
+}
+
+int http_form_field(const char *body, const char *name, char *out, size_t outlen)
+{
+	size_t nlen = strlen(name);
+
+	for (const char *p = body; p && *p;) {
+		const char *end = strchr(p, '&');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len > nlen && p[nlen] == '=' && strncmp(p, name, nlen) == 0) {
+			size_t vlen = len - nlen - 1;
+			if (vlen >= outlen)
+				return -1;
+			memcpy(out, p + nlen + 1, vlen);
+			out[vlen] = '\0';
+			/* Forms encode spaces as '+', which MHD's decoder leaves alone. */
+			for (char *c = out; *c; c++)
+				if (*c == '+')
+					*c = ' ';
+			MHD_http_unescape(out);
+			return 0;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return -1;
+}
+
+static void client_address(struct MHD_Connection *conn, char *out, size_t outlen)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	snprintf(out, outlen, "unknown");
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)outlen);
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out,
+			  (socklen_t)outlen);
+}
+
+static void request_free(struct http_request *req)
+{
+	if (!req)
+		return;
+	proxy_release(req);
+	free(req->raw_uri);
+	if (req->response)
+		MHD_destroy_response(req->response);
+	for (int i = 0; i < req->nextra; i++) {
+		free(req->extra[i][0]);
+		free(req->extra[i][1]);
+	}
+	free(req->body);
+	free(req);
+}
+
+/* Appends upload bytes, refusing to hold more than max_body in memory. */
+static void body_append(struct http_request *req, const char *data, size_t len)
+{
+	size_t max = req->app->cfg->max_body;
+
+	if (req->body_too_large || req->body_len + len > max) {
+		req->body_too_large = true;
+		return;
+	}
+	if (req->body_len + len + 1 > req->body_cap) {
+		size_t cap = req->body_cap ? req->body_cap : 1024;
+		while (cap < req->body_len + len + 1)
+			cap *= 2;
+		char *grown = realloc(req->body, cap);
+		if (!grown) {
+			req->body_too_large = true;
+			return;
+		}
+		req->body = grown;
+		req->body_cap = cap;
+	}
+	memcpy(req->body + req->body_len, data, len);
+	req->body_len += len;
+	req->body[req->body_len] = '\0';
+}
+
+static enum MHD_Result queue_reply(struct http_request *req)
+{
+	if (!req->response) {
+		http_reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+				 "the server could not build a response");
+		if (!req->response)
+			return MHD_NO;
+	}
+	/* A runtime's pages carry Jupyter's own policy, which its inline scripts
+	 * need; labd's strict one covers labd's pages and errors. */
+	for (size_t i = 0; !req->from_upstream && i < sizeof(security_headers) / sizeof(security_headers[0]);
+	     i++)
+		MHD_add_response_header(req->response, security_headers[i][0],
+					security_headers[i][1]);
+	for (int i = 0; i < req->nextra; i++)
+		MHD_add_response_header(req->response, req->extra[i][0], req->extra[i][1]);
+	return MHD_queue_response(req->conn, req->status, req->response);
+}
+
+static bool declared_too_large(struct http_request *req)
+{
+	const char *cl = http_header(req, "Content-Length");
+	char *end;
+	unsigned long long n;
+
+	if (!cl)
+		return false;
+	n = strtoull(cl, &end, 10);
+	return *end == '\0' && n > req->app->cfg->max_body;
+}
+
+static void reply_too_large(struct http_request *req)
+{
+	http_reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "body_too_large",
+			 "request body is larger than the %zu bytes allowed",
+			 req->app->cfg->max_body);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **con_cls)
+{
+	struct http_request *req = *con_cls;
+	(void)version;
+
+	if (!req)
+		return MHD_NO; /* on_uri always makes one */
+	if (!req->started) {
+		req->started = true;
+		req->conn = conn;
+		req->app = cls;
+		req->method = method;
+		req->path = url;
+		client_address(conn, req->address, sizeof(req->address));
+		if (gate_match(url)) {
+			/* Streamed both ways: no body limit, no buffering. */
+			gate_begin(req);
+			return req->response ? queue_reply(req) : MHD_YES;
+		}
+		/* Refuse a declared oversized body before reading any of it. */
+		if (declared_too_large(req)) {
+			reply_too_large(req);
+			return queue_reply(req);
+		}
+		return MHD_YES;
+	}
+	if (req->proxy) {
+		if (*upload_data_size)
+			return proxy_upload(req, upload_data, upload_data_size);
+		enum MHD_Result rc = proxy_respond(req);
+		return rc == MHD_YES && req->response ? queue_reply(req) : rc;
+	}
+	if (*upload_data_size) {
+		body_append(req, upload_data, *upload_data_size);
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (req->body_too_large)
+		reply_too_large(req);
+	else
+		routes_dispatch(req);
+	return queue_reply(req);
+}
+
+/* Called before the request is parsed: keeps the URI exactly as sent (the
+ * proxy forwards it unchanged) and creates the request object. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct http_request *req = calloc(1, sizeof(*req));
+	(void)cls;
+	(void)conn;
+	if (req)
+		req->raw_uri = strdup(uri);
+	if (req && !req->raw_uri) {
+		free(req);
+		req = NULL;
+	}
+	return req;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	request_free(*con_cls);
+	*con_cls = NULL;
+}
+
+/* libmicrohttpd's decoder turns "%00" into a NUL that would silently cut the
+ * path short ("a.css%00.html" -> "a.css"); turn decoded NULs into a control
+ * character instead, which no route or file name accepts. */
+static size_t unescape_without_nul(void *cls, struct MHD_Connection *conn, char *uri)
+{
+	size_t len = MHD_http_unescape(uri);
+	(void)cls;
+	(void)conn;
+	for (size_t i = 0; i < len; i++)
+		if (uri[i] == '\0')
+			uri[i] = '\x01';
+	return len;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+	(void)cls;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	log_debug("http: %s", msg);
+}
+
+struct MHD_Daemon *http_start(struct app *app, int listen_fd)
+{
+	unsigned threads = app->cfg->threads;
+
+	if (threads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = n > 0 ? (unsigned)n : 1;
+	}
+	/* Thread pool + epoll: each worker has its own epoll set over the shared
+	 * listening socket, so the server scales with the cores. */
+	return MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+			MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE,
+		0, NULL, NULL,
+		on_request, app, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+		MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
+		threads, MHD_OPTION_CONNECTION_LIMIT, app->cfg->max_connections,
+		MHD_OPTION_CONNECTION_TIMEOUT, app->cfg->connection_timeout,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
+		on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
+		MHD_OPTION_UNESCAPE_CALLBACK, unescape_without_nul, NULL,
+		MHD_OPTION_END);
+}

@@ -1,0 +1,145 @@
+/* runtime_proxy.c - see runtime_proxy.h. */
+#include "proxy/gate.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "api/api.h"
+#include "labd/app.h"
+#include "http/http.h"
+#include "labd/log.h"
+#include "api/pages.h"
+#include "proxy/proxy.h"
+#include "store/runtimes.h"
+#include "store/users.h"
+
+bool gate_match(const char *path)
+{
+	return strncmp(path, "/user/", 6) == 0;
+}
+
+int gate_user(const char *path, char *out, size_t outlen)
+{
+	const char *name = path + 6;
+	size_t len = strcspn(name, "/");
+
+	if (strncmp(path, "/user/", 6) != 0 || len == 0 || len >= outlen)
+		return -1;
+	memcpy(out, name, len);
+	out[len] = '\0';
+	return users_name_valid(out) ? 0 : -1;
+}
+
+void gate_socket_path(const char *user, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "runtimes/%s/run/jupyter.sock", user);
+}
+
+/* Browsers get pages and redirects; scripts get JSON. */
+static bool wants_html(struct http_request *req)
+{
+	const char *accept = http_header(req, "Accept");
+	return http_method_is(req, "GET") && accept && strstr(accept, "text/html");
+}
+
+static void reply_login(struct http_request *req)
+{
+	char next[2048], location[2200];
+
+	if (!wants_html(req)) {
+		http_reply_error(req, MHD_HTTP_UNAUTHORIZED, "unauthorized",
+				 "log in or send an API token");
+		return;
+	}
+	http_url_encode(req->raw_uri, next, sizeof(next));
+	snprintf(location, sizeof(location), "/login?next=%s", next);
+	http_reply_redirect(req, location);
+}
+
+static void reply_not_running(struct http_request *req, const char *user, const struct runtime *r,
+			      int found)
+{
+	const char *state = found ? runtimes_state_name(r->state) : "stopped";
+
+	if (wants_html(req)) {
+		pages_serve_html(req, MHD_HTTP_SERVICE_UNAVAILABLE, "runtime.html");
+		return;
+	}
+	if (found && r->state == RUNTIME_STARTING)
+		http_add_header(req, "Retry-After", "2");
+	http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "runtime_not_running",
+			 "the runtime of %s is %s; start it with POST /api/v1/me/session", user,
+			 state);
+}
+
+/* Authentication, ownership and Origin; true when the request may go on. */
+static bool allowed(struct http_request *req, const char *user)
+{
+	if (auth_identify(req) < 0) {
+		api_internal(req);
+		return false;
+	}
+	if (req->auth.kind == AUTH_NONE) {
+		reply_login(req);
+		return false;
+	}
+	bool owner = strcmp(req->auth.user.name, user) == 0;
+	bool admin = req->auth.user.role == USER_ROLE_ADMIN && req->app->cfg->admin_access;
+	if (!owner && !admin) {
+		if (wants_html(req))
+			pages_serve_html(req, MHD_HTTP_FORBIDDEN, "403.html");
+		else
+			http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
+					 "this runtime belongs to another user");
+		return false;
+	}
+	/* Jupyter skips its own XSRF and Origin checks for token-authenticated
+	 * requests, so labd refuses cross-origin writes and WebSocket upgrades
+	 * itself: SameSite=Lax still sends the cookie from another port of the
+	 * same host, and a kernel channel runs code. */
+	if ((http_is_state_changing(req) || http_header(req, "Upgrade")) &&
+	    req->auth.kind == AUTH_COOKIE && !auth_origin_ok(req)) {
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "csrf_failed",
+				 "cross-origin request refused");
+		return false;
+	}
+	return true;
+}
+
+void gate_begin(struct http_request *req)
+{
+	char user[USER_NAME_MAX + 1], location[USER_NAME_MAX + 16];
+	struct proxy_target target;
+	struct runtime r;
+	int found;
+
+	if (gate_user(req->path, user, sizeof(user)) < 0) {
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no such runtime path");
+		return;
+	}
+	if (!allowed(req, user))
+		return;
+	if (req->path[6 + strlen(user)] == '\0') { /* "/user/alice" -> "/user/alice/" */
+		snprintf(location, sizeof(location), "/user/%s/", user);
+		http_reply_redirect(req, location);
+		return;
+	}
+	found = runtimes_live_by_name(req->app->db, user, &r);
+	if (found < 0) {
+		api_internal(req);
+		return;
+	}
+	if (found == 0 || r.state != RUNTIME_RUNNING) {
+		reply_not_running(req, user, &r, found);
+		return;
+	}
+	memset(&target, 0, sizeof(target));
+	gate_socket_path(user, target.socket_path, sizeof(target.socket_path));
+	snprintf(target.token, sizeof(target.token), "%s", r.token);
+	snprintf(target.owner, sizeof(target.owner), "%s", user);
+	if (r.last_activity < time(NULL) - RUNTIME_TOUCH_INTERVAL) /* skip a no-op UPDATE */
+		runtimes_touch(req->app->db, r.id, time(NULL));
+	proxy_begin(req, &req->app->proxy, &target);
+}

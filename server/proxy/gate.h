@@ -1,0 +1,24 @@
+/* runtime_proxy.h - the gate in front of /user/<name>/: authenticates every
+ * request (cookie or bearer token), lets only the owner through (and admins
+ * when [runtime] admin_access is on), checks Origin on state-changing
+ * requests, finds the user's running runtime and hands the request to the
+ * proxy; a stopped runtime gets a page (or JSON) that offers to start it. */
+#ifndef LABD_GATE_H
+#define LABD_GATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct http_request;
+
+/* True for paths the runtime proxy serves ("/user/..."). */
+bool gate_match(const char *path);
+/* First access-handler call of such a request: either starts proxying
+ * (req->proxy set, no reply) or sets the reply. */
+void gate_begin(struct http_request *req);
+/* Extracts <name> from "/user/<name>[/...]" into out; -1 if malformed. */
+int gate_user(const char *path, char *out, size_t outlen);
+/* Jupyter's socket for a user, relative to the state dir (the web process's cwd). */
+void gate_socket_path(const char *user, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,626 @@
+/* proxy.c - see proxy.h. Upstream I/O is non-blocking; whenever it would
+ * block, the client connection is parked with the waker and the worker thread
+ * moves on to other connections. */
+#include "proxy/proxy.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <http_parser.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http/http.h"
+#include "labd/log.h"
+#include "proxy/scrub.h"
+#include "store/sessions.h"
+#include "proxy/waker.h"
+#include "proxy/wsrelay.h"
+
+#define HEAD_MAX (64 * 1024)  /* request or response head */
+#define IO_CHUNK (64 * 1024)  /* one upstream read */
+#define RESPONSE_TIMEOUT 300  /* seconds without progress from upstream */
+
+struct proxy_state {
+	const struct proxy_context *ctx;
+	struct proxy_target target;
+	struct MHD_Connection *conn;
+	int fd;
+	bool reused;
+	/* upstream-bound bytes not yet written (the head, chunk framing) */
+	char *out;
+	size_t out_len, out_off;
+	size_t head_len; /* the request head stays at out[0..head_len) for a retry */
+	bool chunked_upload, has_body, upload_finished, websocket, head_request;
+	size_t chunk_left; /* bytes of the current upload chunk not yet sent */
+	/* the response */
+	http_parser parser;
+	char *in;       /* last read from upstream */
+	size_t in_len, in_off;
+	char *headers; /* "name\0value\0" pairs */
+	size_t headers_len;
+	bool last_was_value, headers_done, message_done, failed, scrubbing;
+	char *body; /* parsed body bytes not yet given to MHD */
+	size_t body_len, body_off;
+	struct scrub scrub;
+	time_t last_progress;
+};
+
+static const char *const hop_headers[] = {
+	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
+	"Proxy-Authorization", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
+};
+
+bool proxy_is_hop_header(const char *name)
+{
+	for (size_t i = 0; i < sizeof(hop_headers) / sizeof(hop_headers[0]); i++)
+		if (strcasecmp(name, hop_headers[i]) == 0)
+			return true;
+	return false;
+}
+
+void proxy_strip_cookie(const char *value, const char *name, char *out, size_t outlen)
+{
+	size_t used = 0, nlen = strlen(name);
+
+	out[0] = '\0';
+	for (const char *p = value; *p;) {
+		while (*p == ' ' || *p == ';')
+			p++;
+		const char *end = strchr(p, ';');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		bool ours = len > nlen && p[nlen] == '=' && strncmp(p, name, nlen) == 0;
+		if (len && !ours && used + len + 3 < outlen) {
+			used += (size_t)snprintf(out + used, outlen - used, "%s%.*s", used ? "; " : "",
+						 (int)len, p);
+		}
+		p += len;
+	}
+}
+
+/* True when the comma-separated header value lists token (case-insensitive). */
+static bool header_has_token(const char *value, const char *token)
+{
+	size_t tlen = strlen(token);
+
+	for (const char *p = value; p && *p;) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		size_t len = strcspn(p, ", ");
+		if (len == tlen && strncasecmp(p, token, tlen) == 0)
+			return true;
+		p += len;
+	}
+	return false;
+}
+
+static int append_out(struct proxy_state *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int append_out(struct proxy_state *p, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(p->out + p->out_len, HEAD_MAX - p->out_len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= HEAD_MAX - p->out_len)
+		return -1;
+	p->out_len += (size_t)n;
+	return 0;
+}
+
+struct head_ctx {
+	struct proxy_state *p;
+	const char *connection; /* client's Connection header: tokens name more hop headers */
+	int failed;
+};
+
+static enum MHD_Result copy_request_header(void *cls, enum MHD_ValueKind kind, const char *key,
+					   const char *value)
+{
+	struct head_ctx *h = cls;
+	char cookies[4096];
+	(void)kind;
+
+	if (proxy_is_hop_header(key) || header_has_token(h->connection, key) ||
+	    !strcasecmp(key, "Host") || !strcasecmp(key, "Authorization") ||
+	    !strcasecmp(key, "Content-Length") || !strcasecmp(key, "Expect") ||
+	    !strncasecmp(key, "X-Forwarded-", 12))
+		return MHD_YES;
+	if (!strcasecmp(key, "Cookie")) {
+		/* labd's own session cookie never reaches the runtime */
+		proxy_strip_cookie(value, SESSION_COOKIE_NAME, cookies, sizeof(cookies));
+		if (cookies[0] && append_out(h->p, "Cookie: %s\r\n", cookies) < 0)
+			h->failed = 1;
+		return MHD_YES;
+	}
+	if (append_out(h->p, "%s: %s\r\n", key, value) < 0)
+		h->failed = 1;
+	return MHD_YES;
+}
+
+/* Builds the upstream request head from the client's request. */
+static int build_head(struct proxy_state *p, struct http_request *req)
+{
+	const char *host = http_header(req, "Host");
+	const char *cl = http_header(req, "Content-Length");
+	const char *te = http_header(req, "Transfer-Encoding");
+	const char *upgrade = http_header(req, "Upgrade");
+	struct head_ctx h = {p, http_header(req, "Connection"), 0};
+
+	p->websocket = upgrade && http_method_is(req, "GET") && !strcasecmp(upgrade, "websocket");
+	p->chunked_upload = !cl && te && header_has_token(te, "chunked");
+	p->has_body = cl ? strcmp(cl, "0") != 0 : p->chunked_upload;
+	if (append_out(p, "%s %s HTTP/1.1\r\nHost: %s\r\n", req->method, req->raw_uri,
+		       host ? host : "localhost") < 0)
+		return -1;
+	MHD_get_connection_values(req->conn, MHD_HEADER_KIND, copy_request_header, &h);
+	if (h.failed ||
+	    append_out(p, "Authorization: token %s\r\nX-Forwarded-For: %s\r\n"
+			  "X-Forwarded-Proto: %s\r\nX-Forwarded-Host: %s\r\n",
+		       p->target.token, req->address, p->ctx->secure ? "https" : "http",
+		       host ? host : "") < 0)
+		return -1;
+	if (cl && append_out(p, "Content-Length: %s\r\n", cl) < 0)
+		return -1;
+	if (p->chunked_upload && append_out(p, "Transfer-Encoding: chunked\r\n") < 0)
+		return -1;
+	if (p->websocket)
+		return append_out(p, "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+	return append_out(p, "Connection: keep-alive\r\n\r\n");
+}
+
+/* Writes pending bytes; 1 = all written, 0 = would block, -1 = error. */
+static int flush_out(struct proxy_state *p)
+{
+	while (p->out_off < p->out_len) {
+		ssize_t n = send(p->fd, p->out + p->out_off, p->out_len - p->out_off, MSG_NOSIGNAL);
+		if (n > 0) {
+			p->out_off += (size_t)n;
+			p->last_progress = time(NULL);
+		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			return 0;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else {
+			return -1;
+		}
+	}
+	p->out_off = p->out_len = 0;
+	return 1;
+}
+
+static void reply_bad_gateway(struct http_request *req, const char *why)
+{
+	log_warn("proxy %s %s: %s", req->method, req->path, why);
+	http_reply_error(req, MHD_HTTP_BAD_GATEWAY, "runtime_unreachable",
+			 "your runtime did not answer (%s); it may be starting or stopping", why);
+}
+
+int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
+		const struct proxy_target *target)
+{
+	/* One allocation for the state and its four buffers (none zeroed: each
+	 * is written before it is read). */
+	size_t buffers = 2 * HEAD_MAX + 2 * IO_CHUNK + SCRUB_NEEDLE_MAX;
+	struct proxy_state *p = malloc(sizeof(*p) + buffers);
+
+	if (!p) {
+		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "overloaded", "out of memory");
+		return -1;
+	}
+	memset(p, 0, sizeof(*p));
+	p->out = (char *)(p + 1);
+	p->headers = p->out + HEAD_MAX;
+	p->in = p->headers + HEAD_MAX;
+	p->body = p->in + IO_CHUNK;
+	p->ctx = ctx;
+	p->target = *target;
+	p->conn = req->conn;
+	p->last_progress = time(NULL);
+	p->head_request = http_method_is(req, "HEAD");
+	req->proxy = p;
+	p->fd = upstream_get(target->socket_path, &p->reused);
+	if (p->fd < 0) {
+		reply_bad_gateway(req, "cannot connect to its socket");
+		return -1;
+	}
+	if (build_head(p, req) < 0) {
+		http_reply_error(req, 431, "headers_too_large", "request headers too large");
+		return -1;
+	}
+	p->head_len = p->out_len;
+	scrub_init(&p->scrub, target->token);
+	return 0;
+}
+
+/* Parks the connection until fd is ready; on failure marks the exchange failed. */
+static bool park(struct proxy_state *p, uint32_t events)
+{
+	if (time(NULL) - p->last_progress > RESPONSE_TIMEOUT ||
+	    waker_suspend_until(p->ctx->waker, p->conn, p->fd, events) < 0) {
+		p->failed = true;
+		return false;
+	}
+	return true;
+}
+
+enum MHD_Result proxy_upload(struct http_request *req, const char *data, size_t *size)
+{
+	struct proxy_state *p = req->proxy;
+	int rc;
+
+	/* Pending head or framing first; while upstream cannot take it, keep the
+	 * piece in libmicrohttpd (*size unchanged) and park. */
+	if ((rc = flush_out(p)) < 0)
+		return MHD_NO;
+	if (rc == 0)
+		return park(p, EPOLLOUT) ? MHD_YES : MHD_NO;
+	/* libmicrohttpd hands back exactly the unsent rest after a park, so a new
+	 * chunk starts only when the previous one went out whole. */
+	if (p->chunked_upload && p->chunk_left == 0) {
+		if (append_out(p, "%zx\r\n", *size) < 0)
+			return MHD_NO;
+		p->chunk_left = *size;
+		if ((rc = flush_out(p)) < 0)
+			return MHD_NO;
+		if (rc == 0)
+			return park(p, EPOLLOUT) ? MHD_YES : MHD_NO;
+	}
+	while (*size > 0) {
+		ssize_t n = send(p->fd, data, *size, MSG_NOSIGNAL);
+		if (n > 0) {
+			data += n;
+			*size -= (size_t)n;
+			p->chunk_left -= p->chunked_upload ? (size_t)n : 0;
+			p->last_progress = time(NULL);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return park(p, EPOLLOUT) ? MHD_YES : MHD_NO;
+		return MHD_NO;
+	}
+	if (p->chunked_upload && append_out(p, "\r\n") < 0)
+		return MHD_NO;
+	return MHD_YES;
+}
+
+/* --- the response ------------------------------------------------------- */
+
+static bool content_type_is_text(struct proxy_state *p);
+
+static int on_header_field(http_parser *hp, const char *at, size_t len)
+{
+	struct proxy_state *p = hp->data;
+	if (p->last_was_value || p->headers_len == 0) {
+		if (p->headers_len && p->headers_len + 1 > HEAD_MAX)
+			return -1;
+		if (p->headers_len)
+			p->headers[p->headers_len++] = '\0'; /* end the previous value */
+		p->last_was_value = false;
+	}
+	if (p->headers_len + len + 2 > HEAD_MAX)
+		return -1;
+	memcpy(p->headers + p->headers_len, at, len);
+	p->headers_len += len;
+	return 0;
+}
+
+static int on_header_value(http_parser *hp, const char *at, size_t len)
+{
+	struct proxy_state *p = hp->data;
+	if (!p->last_was_value) {
+		p->headers[p->headers_len++] = '\0'; /* end the name */
+		p->last_was_value = true;
+	}
+	if (p->headers_len + len + 2 > HEAD_MAX)
+		return -1;
+	memcpy(p->headers + p->headers_len, at, len);
+	p->headers_len += len;
+	return 0;
+}
+
+static int on_headers_complete(http_parser *hp)
+{
+	struct proxy_state *p = hp->data;
+	if (p->headers_len)
+		p->headers[p->headers_len++] = '\0';
+	p->headers_done = true;
+	p->scrubbing = content_type_is_text(p);
+	/* A HEAD response announces a body it does not send. */
+	return p->head_request ? 1 : 0;
+}
+
+static int on_body(http_parser *hp, const char *at, size_t len)
+{
+	struct proxy_state *p = hp->data;
+	/* Reads are at most IO_CHUNK and only happen once the body buffer is
+	 * drained, so this never overflows; the scrubber adds at most its carry. */
+	if (p->scrubbing)
+		p->body_len += scrub_feed(&p->scrub, at, len, p->body + p->body_len, false);
+	else {
+		memcpy(p->body + p->body_len, at, len);
+		p->body_len += len;
+	}
+	return 0;
+}
+
+static int on_message_complete(http_parser *hp)
+{
+	struct proxy_state *p = hp->data;
+	if (p->scrubbing)
+		p->body_len += scrub_feed(&p->scrub, "", 0, p->body + p->body_len, true);
+	p->message_done = true;
+	return 0;
+}
+
+static const http_parser_settings parser_settings = {
+	.on_header_field = on_header_field,
+	.on_header_value = on_header_value,
+	.on_headers_complete = on_headers_complete,
+	.on_body = on_body,
+	.on_message_complete = on_message_complete,
+};
+
+/* Feeds unparsed input to the parser; -1 on a protocol error. Stops early at
+ * an upgrade (the rest is WebSocket data) or once the body buffer has data. */
+static int parse_input(struct proxy_state *p)
+{
+	size_t n = http_parser_execute(&p->parser, &parser_settings, p->in + p->in_off,
+				       p->in_len - p->in_off);
+	p->in_off += n;
+	if (p->parser.upgrade)
+		return 0;
+	if (HTTP_PARSER_ERRNO(&p->parser) != HPE_OK) {
+		log_warn("proxy: bad response from %s: %s", p->target.socket_path,
+			 http_errno_description(HTTP_PARSER_ERRNO(&p->parser)));
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads once from upstream into the input buffer and parses it.
+ * 1 = progress, 0 = would block, -1 = error or premature EOF. */
+static int read_upstream(struct proxy_state *p)
+{
+	ssize_t n;
+
+	do
+		n = recv(p->fd, p->in, IO_CHUNK, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+	p->last_progress = time(NULL);
+	p->in_len = (size_t)n;
+	p->in_off = 0;
+	if (n == 0) {
+		/* EOF ends a body delimited by the connection close; anything else
+		 * is an upstream that died mid-response. */
+		http_parser_execute(&p->parser, &parser_settings, NULL, 0);
+		return p->message_done ? 1 : -1;
+	}
+	return parse_input(p) < 0 ? -1 : 1;
+}
+
+static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct proxy_state *p = cls;
+	(void)pos;
+
+	for (;;) {
+		if (p->body_off < p->body_len) {
+			size_t n = p->body_len - p->body_off;
+			n = n < max ? n : max;
+			memcpy(buf, p->body + p->body_off, n);
+			p->body_off += n;
+			return (ssize_t)n;
+		}
+		p->body_off = p->body_len = 0;
+		if (p->message_done)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (p->in_off < p->in_len) {
+			if (parse_input(p) < 0)
+				break;
+			continue;
+		}
+		int rc = read_upstream(p);
+		if (rc < 0)
+			break;
+		if (rc == 0)
+			return park(p, EPOLLIN) ? 0 : MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	p->failed = true;
+	return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+/* Walks the collected "name\0value\0" pairs from *off: the next name (its
+ * value in *value), or NULL at the end. */
+static const char *next_header(const struct proxy_state *p, size_t *off, const char **value)
+{
+	if (*off >= p->headers_len)
+		return NULL;
+	const char *name = p->headers + *off;
+	*value = name + strlen(name) + 1;
+	*off = (size_t)(*value - p->headers) + strlen(*value) + 1;
+	return name;
+}
+
+/* The first response header called name, or NULL. */
+static const char *response_header(const struct proxy_state *p, const char *name)
+{
+	const char *n, *v;
+	size_t off = 0;
+
+	while ((n = next_header(p, &off, &v)))
+		if (!strcasecmp(n, name))
+			return v;
+	return NULL;
+}
+
+/* Copies upstream's end-to-end headers into resp, scrubbing the token. */
+static void copy_response_headers(struct proxy_state *p, struct MHD_Response *resp)
+{
+	const char *connection = response_header(p, "Connection"), *name, *val;
+	char value[8192];
+	size_t off = 0;
+
+	while ((name = next_header(p, &off, &val))) {
+		/* Hop-by-hop headers and those that libmicrohttpd sets itself; a
+		 * WebSocket's Upgrade is the one hop header passed on (MHD adds
+		 * "Connection: Upgrade" itself). */
+		bool keep_upgrade = p->websocket && !strcasecmp(name, "Upgrade");
+		if (!keep_upgrade &&
+		    (proxy_is_hop_header(name) || header_has_token(connection, name) ||
+		     !strcasecmp(name, "Content-Length") || !strcasecmp(name, "Date") ||
+		     !strcasecmp(name, "Server")))
+			continue;
+		snprintf(value, sizeof(value), "%s", val);
+		scrub_string(p->target.token, value);
+		MHD_add_response_header(resp, name, value);
+	}
+}
+
+static bool content_type_is_text(struct proxy_state *p)
+{
+	const char *ct = response_header(p, "Content-Type");
+
+	return ct && (strncasecmp(ct, "text/", 5) == 0 || strstr(ct, "javascript") ||
+		      strstr(ct, "json") || strstr(ct, "xml"));
+}
+
+static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
+			const char *extra_in, size_t extra_in_size, MHD_socket sock,
+			struct MHD_UpgradeResponseHandle *urh)
+{
+	struct http_request *req = cls;
+	struct proxy_state *p = req->proxy;
+	(void)conn;
+	(void)con_cls;
+
+	/* Bytes Jupyter sent after its 101 head are already WebSocket frames. */
+	if (wsrelay_add(p->ctx->relay, sock, urh, p->fd, extra_in, extra_in_size,
+			p->in + p->in_off, p->in_len - p->in_off, p->target.owner) == 0)
+		log_debug("proxy: websocket relay for %s", p->target.owner);
+	p->fd = -1; /* the relay owns it now */
+}
+
+/* Builds and sets the reply once the response head is in. */
+static void start_response(struct http_request *req, struct proxy_state *p)
+{
+	struct MHD_Response *resp;
+	unsigned status = p->parser.status_code;
+
+	if (p->websocket && status == MHD_HTTP_SWITCHING_PROTOCOLS && p->parser.upgrade) {
+		resp = MHD_create_response_for_upgrade(on_upgraded, req);
+	} else if (p->message_done && p->body_len == 0) {
+		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	} else {
+		/* Text bodies may carry the token: scrub them, which changes their
+		 * length, so those go out chunked. */
+		/* http-parser counts content_length down as it parses, so the total
+		 * is what it still expects plus what is buffered. */
+		bool known = (p->parser.flags & F_CONTENTLENGTH) && !(p->parser.flags & F_CHUNKED) &&
+			     !p->scrubbing;
+		uint64_t size = p->message_done ? 0 : p->parser.content_length;
+		resp = MHD_create_response_from_callback(known ? size + p->body_len : MHD_SIZE_UNKNOWN,
+							 IO_CHUNK, read_body, p, NULL);
+	}
+	if (!resp) {
+		reply_bad_gateway(req, "cannot build the response");
+		return;
+	}
+	copy_response_headers(p, resp);
+	req->response = resp;
+	req->status = status;
+	req->from_upstream = true;
+}
+
+/* A pooled connection that the server closed while idle fails before any
+ * response byte: resend a body-less request once on a fresh connection. */
+static bool retry_fresh(struct proxy_state *p)
+{
+	bool reused;
+
+	if (!p->reused || p->has_body || p->in_len > 0 || p->parser.nread > 0)
+		return false;
+	close(p->fd);
+	p->fd = upstream_get(p->target.socket_path, &reused);
+	p->reused = false; /* a fresh connect: never retried twice */
+	if (p->fd < 0)
+		return false;
+	p->out_off = 0;
+	p->out_len = p->head_len;
+	http_parser_init(&p->parser, HTTP_RESPONSE);
+	p->parser.data = p;
+	return true;
+}
+
+enum MHD_Result proxy_respond(struct http_request *req)
+{
+	struct proxy_state *p = req->proxy;
+	int rc;
+
+	if (p->failed) {
+		reply_bad_gateway(req, "the connection to it broke");
+		return MHD_YES;
+	}
+	if (!p->upload_finished) {
+		if (p->chunked_upload && append_out(p, "0\r\n\r\n") < 0)
+			return MHD_NO;
+		p->upload_finished = true;
+		http_parser_init(&p->parser, HTTP_RESPONSE);
+		p->parser.data = p;
+	}
+	if ((rc = flush_out(p)) < 0) {
+		reply_bad_gateway(req, "it closed the connection");
+		return MHD_YES;
+	}
+	if (rc == 0)
+		return park(p, EPOLLOUT) ? MHD_YES : MHD_NO;
+	while (!p->headers_done) {
+		rc = p->in_off < p->in_len ? (parse_input(p) < 0 ? -1 : 1) : read_upstream(p);
+		if (rc < 0 && retry_fresh(p)) {
+			rc = 0;
+			if (flush_out(p) < 0) {
+				reply_bad_gateway(req, "it closed the connection");
+				return MHD_YES;
+			}
+		}
+		if (rc < 0) {
+			reply_bad_gateway(req, "it sent no valid response");
+			return MHD_YES;
+		}
+		if (rc == 0)
+			return park(p, EPOLLIN) ? MHD_YES : MHD_NO;
+	}
+	start_response(req, p);
+	return MHD_YES;
+}
+
+void proxy_release(struct http_request *req)
+{
+	struct proxy_state *p = req->proxy;
+
+	if (!p)
+		return;
+
+	/* Only a connection that finished a whole exchange with nothing left over
+	 * and that upstream agreed to keep open is reused. */
+	if (p->fd >= 0) {
+		if (p->message_done && !p->failed && p->in_off == p->in_len &&
+		    http_should_keep_alive(&p->parser) && !p->websocket)
+			upstream_put(p->target.socket_path, p->fd);
+		else
+			close(p->fd);
+	}
+	free(p);
+	req->proxy = NULL;
+}

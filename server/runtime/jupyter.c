@@ -1,0 +1,116 @@
+/* jupyter.c - see jupyter.h. */
+#include "runtime/jupyter.h"
+
+#include "labd/clock.h"
+
+#include <errno.h>
+#include <http_parser.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+struct response {
+	char *body;
+	size_t len, cap;
+	bool done;
+};
+
+static int on_body(http_parser *p, const char *at, size_t len)
+{
+	struct response *r = p->data;
+	size_t room = r->cap - 1 - r->len;
+	size_t n = len < room ? len : room;
+	memcpy(r->body + r->len, at, n);
+	r->len += n;
+	return 0;
+}
+
+static int on_complete(http_parser *p)
+{
+	((struct response *)p->data)->done = true;
+	return 0;
+}
+
+/* Waits for fd to become ready before the deadline; false on timeout. */
+static bool wait_fd(int fd, short events, long long deadline)
+{
+	struct pollfd p = {.fd = fd, .events = events};
+	long long left = deadline - clock_ms();
+	return left > 0 && poll(&p, 1, (int)left) == 1;
+}
+
+int jupyter_request(const char *socket_path, const char *method, const char *user,
+		    const char *api_path, const char *token, int timeout_ms, int *status,
+		    char *body, size_t bodylen)
+{
+	static const http_parser_settings settings = {.on_body = on_body,
+						      .on_message_complete = on_complete};
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct response r = {.body = body, .cap = bodylen};
+	long long deadline = clock_ms() + timeout_ms;
+	char req[1024], buf[8192];
+	http_parser parser;
+	int fd, rc = -1, n;
+
+	if (strlen(socket_path) >= sizeof(sa.sun_path) || bodylen == 0)
+		return -1;
+	memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
+	n = snprintf(req, sizeof(req),
+		     "%s /user/%s/%s HTTP/1.1\r\nHost: localhost\r\nAuthorization: token %s\r\n"
+		     "Content-Length: 0\r\nConnection: close\r\n\r\n",
+		     method, user, api_path, token);
+	if (n < 0 || n >= (int)sizeof(req))
+		return -1;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    !wait_fd(fd, POLLOUT, deadline) || send(fd, req, (size_t)n, MSG_NOSIGNAL) != n)
+		goto out;
+	http_parser_init(&parser, HTTP_RESPONSE);
+	parser.data = &r;
+	while (!r.done && wait_fd(fd, POLLIN, deadline)) {
+		ssize_t got = recv(fd, buf, sizeof(buf), 0);
+		if (got < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (got < 0)
+			break;
+		http_parser_execute(&parser, &settings, buf, (size_t)got);
+		if (got == 0 || HTTP_PARSER_ERRNO(&parser) != HPE_OK)
+			break;
+	}
+	if (r.done) {
+		*status = (int)parser.status_code;
+		rc = 0;
+	}
+out:
+	body[r.len] = '\0';
+	close(fd);
+	return rc;
+}
+
+int jupyter_kernels_busy(const char *socket_path, const char *user, const char *token)
+{
+	char body[65536];
+	int status, busy = 0;
+	json_t *list, *k;
+	size_t i;
+
+	if (jupyter_request(socket_path, "GET", user, "api/kernels", token, 1000, &status, body,
+			    sizeof(body)) < 0 ||
+	    status != 200 || !(list = json_loads(body, 0, NULL)))
+		return -1;
+	json_array_foreach(list, i, k) {
+		const char *state = json_string_value(json_object_get(k, "execution_state"));
+		if (state && strcmp(state, "busy") == 0)
+			busy = 1;
+	}
+	json_decref(list);
+	return busy;
+}

@@ -1,0 +1,243 @@
+/* db.c - SQLite connection, pragmas, migrations and binding helpers; see db.h. */
+#include "store/db.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "labd/log.h"
+#include "store/migrations.h"
+
+/* Prepared statements kept for reuse: parsing SQL was the largest cost of a
+ * proxied request. Keyed by the SQL literal's address. */
+#define STMT_CACHE 48
+
+struct cached_stmt {
+	const char *sql;
+	sqlite3_stmt *st;
+	bool busy; /* handed out; a nested use of the same SQL gets its own */
+};
+
+struct db {
+	sqlite3 *conn;
+	pthread_mutex_t lock;
+	struct cached_stmt cache[STMT_CACHE];
+};
+
+void db_lock(struct db *db) { pthread_mutex_lock(&db->lock); }
+void db_unlock(struct db *db) { pthread_mutex_unlock(&db->lock); }
+int64_t db_last_id(struct db *db) { return sqlite3_last_insert_rowid(db->conn); }
+int db_latest_version(void) { return migrations_count(); }
+
+static int db_simple(struct db *db, const char *sql)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(db->conn, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		log_error("sqlite: %s: %s", sql, msg ? msg : "unknown error");
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+int db_begin(struct db *db) { return db_simple(db, "BEGIN IMMEDIATE"); }
+int db_commit(struct db *db) { return db_simple(db, "COMMIT"); }
+
+void db_rollback(struct db *db)
+{
+	if (!sqlite3_get_autocommit(db->conn))
+		db_simple(db, "ROLLBACK");
+}
+
+int db_schema_version(struct db *db)
+{
+	sqlite3_stmt *st;
+	int v = -1;
+	if (db_prepare(db, &st, "PRAGMA user_version", "") < 0)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	db_done(db, st);
+	return v;
+}
+
+static int bind_args(sqlite3_stmt *st, const char *types, va_list ap)
+{
+	for (int i = 0; types[i]; i++) {
+		int rc = SQLITE_MISUSE;
+		if (types[i] == 'i') {
+			rc = sqlite3_bind_int64(st, i + 1, va_arg(ap, int64_t));
+		} else if (types[i] == 't') {
+			const char *s = va_arg(ap, const char *);
+			rc = s ? sqlite3_bind_text(st, i + 1, s, -1, SQLITE_TRANSIENT)
+			       : sqlite3_bind_null(st, i + 1);
+		} else if (types[i] == 'n') {
+			rc = sqlite3_bind_null(st, i + 1);
+		}
+		if (rc != SQLITE_OK)
+			return -1;
+	}
+	return 0;
+}
+
+/* A cached statement for sql, compiling it on first use; NULL when the cache
+ * cannot help (full, or this SQL is already in use further up the stack). */
+static sqlite3_stmt *cached(struct db *db, const char *sql)
+{
+	struct cached_stmt *free_slot = NULL;
+
+	for (int i = 0; i < STMT_CACHE; i++) {
+		struct cached_stmt *c = &db->cache[i];
+		if (c->sql == sql) {
+			if (c->busy)
+				return NULL;
+			c->busy = true;
+			return c->st;
+		}
+		if (!c->sql && !free_slot)
+			free_slot = c;
+	}
+	if (!free_slot || sqlite3_prepare_v3(db->conn, sql, -1, SQLITE_PREPARE_PERSISTENT,
+					      &free_slot->st, NULL) != SQLITE_OK)
+		return NULL;
+	free_slot->sql = sql;
+	free_slot->busy = true;
+	return free_slot->st;
+}
+
+void db_done(struct db *db, sqlite3_stmt *st)
+{
+	for (int i = 0; i < STMT_CACHE; i++) {
+		if (db->cache[i].st == st && db->cache[i].busy) {
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			db->cache[i].busy = false;
+			return;
+		}
+	}
+	sqlite3_finalize(st);
+}
+
+static int prepare_va(struct db *db, sqlite3_stmt **out, const char *sql, const char *types,
+		      va_list ap)
+{
+	*out = cached(db, sql);
+	if (!*out && sqlite3_prepare_v2(db->conn, sql, -1, out, NULL) != SQLITE_OK) {
+		log_error("sqlite prepare: %s: %s", sql, sqlite3_errmsg(db->conn));
+		return -1;
+	}
+	if (bind_args(*out, types, ap) < 0) {
+		log_error("sqlite bind: %s: %s", sql, sqlite3_errmsg(db->conn));
+		db_done(db, *out);
+		*out = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int db_prepare(struct db *db, sqlite3_stmt **out, const char *sql, const char *types, ...)
+{
+	va_list ap;
+	va_start(ap, types);
+	int rc = prepare_va(db, out, sql, types, ap);
+	va_end(ap);
+	return rc;
+}
+
+int db_exec(struct db *db, const char *sql, const char *types, ...)
+{
+	sqlite3_stmt *st;
+	va_list ap;
+	int rc;
+
+	va_start(ap, types);
+	rc = prepare_va(db, &st, sql, types, ap);
+	va_end(ap);
+	if (rc < 0)
+		return -1;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE || rc == SQLITE_ROW) {
+		rc = sqlite3_changes(db->conn);
+	} else if (sqlite3_extended_errcode(db->conn) == SQLITE_CONSTRAINT_UNIQUE ||
+		   sqlite3_extended_errcode(db->conn) == SQLITE_CONSTRAINT_PRIMARYKEY) {
+		rc = DB_CONFLICT;
+	} else {
+		log_error("sqlite step: %s: %s", sql, sqlite3_errmsg(db->conn));
+		rc = -1;
+	}
+	db_done(db, st);
+	return rc;
+}
+
+/* Applies each migration newer than the file's user_version in its own
+ * transaction, so a crash mid-way leaves the schema at a whole version. */
+static int db_migrate(struct db *db)
+{
+	int current = db_schema_version(db);
+	char pragma[64];
+
+	if (current < 0)
+		return -1;
+	if (current > migrations_count())
+		return log_error("database schema version %d is newer than this labd (%d)",
+				 current, migrations_count());
+	for (int v = current + 1; v <= migrations_count(); v++) {
+		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v);
+		if (db_begin(db) < 0)
+			return -1;
+		if (db_simple(db, migrations_sql(v)) < 0 || db_simple(db, pragma) < 0) {
+			db_rollback(db);
+			return log_error("database migration %d failed", v);
+		}
+		if (db_commit(db) < 0)
+			return -1;
+		log_info("database migrated to schema version %d", v);
+	}
+	return 0;
+}
+
+int db_open(const char *path, struct db **out)
+{
+	struct db *db = calloc(1, sizeof(*db));
+	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX;
+
+	if (!db)
+		return log_errno("db: calloc");
+	/* Recursive: a callback of an *_each() walk may use the store too. */
+	pthread_mutexattr_t attr;
+	pthread_mutexattr_init(&attr);
+	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&db->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+	if (sqlite3_open_v2(path, &db->conn, flags, NULL) != SQLITE_OK) {
+		log_error("open database %s: %s", path,
+			  db->conn ? sqlite3_errmsg(db->conn) : "out of memory");
+		db_close(db);
+		return -1;
+	}
+	sqlite3_busy_timeout(db->conn, 5000);
+	sqlite3_extended_result_codes(db->conn, 1);
+	/* WAL lets the host CLI (labd user ...) write while the daemon runs;
+	 * synchronous=NORMAL is durable across process crashes in WAL mode. */
+	if (db_simple(db, "PRAGMA journal_mode = WAL") < 0 ||
+	    db_simple(db, "PRAGMA synchronous = NORMAL") < 0 ||
+	    db_simple(db, "PRAGMA foreign_keys = ON") < 0 || db_migrate(db) < 0) {
+		db_close(db);
+		return -1;
+	}
+	*out = db;
+	return 0;
+}
+
+void db_close(struct db *db)
+{
+	if (!db)
+		return;
+	for (int i = 0; i < STMT_CACHE; i++)
+		sqlite3_finalize(db->cache[i].st);
+	sqlite3_close(db->conn);
+	pthread_mutex_destroy(&db->lock);
+	free(db);
+}

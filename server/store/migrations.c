@@ -1,0 +1,79 @@
+/* migrations.c - labd's schema history; see migrations.h. */
+#include "store/migrations.h"
+
+#include <stddef.h>
+
+static const char *const migrations[] = {
+	/* 1: accounts, cookie sessions, API tokens, login throttling, audit log. */
+	"CREATE TABLE users ("
+	"  id INTEGER PRIMARY KEY,"
+	"  name TEXT NOT NULL UNIQUE,"
+	"  role TEXT NOT NULL CHECK (role IN ('admin', 'user')),"
+	"  password_hash TEXT NOT NULL,"
+	"  disabled INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),"
+	"  created_at INTEGER NOT NULL,"
+	"  updated_at INTEGER NOT NULL);"
+	"CREATE TABLE sessions ("
+	"  id INTEGER PRIMARY KEY,"
+	"  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+	"  token_hash TEXT NOT NULL UNIQUE,"
+	"  csrf_token TEXT NOT NULL,"
+	"  address TEXT,"
+	"  created_at INTEGER NOT NULL,"
+	"  last_seen INTEGER NOT NULL,"
+	"  expires_at INTEGER NOT NULL);"
+	"CREATE INDEX sessions_user ON sessions(user_id);"
+	"CREATE TABLE api_tokens ("
+	"  id INTEGER PRIMARY KEY,"
+	"  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+	"  name TEXT NOT NULL,"
+	"  prefix TEXT NOT NULL,"
+	"  token_hash TEXT NOT NULL UNIQUE,"
+	"  created_at INTEGER NOT NULL,"
+	"  last_used_at INTEGER,"
+	"  UNIQUE (user_id, name));"
+	"CREATE TABLE login_failures ("
+	"  key TEXT PRIMARY KEY,"
+	"  failures INTEGER NOT NULL,"
+	"  last_failure INTEGER NOT NULL,"
+	"  locked_until INTEGER NOT NULL DEFAULT 0);"
+	"CREATE TABLE audit ("
+	"  id INTEGER PRIMARY KEY,"
+	"  time INTEGER NOT NULL,"
+	"  actor TEXT,"
+	"  action TEXT NOT NULL,"
+	"  target TEXT,"
+	"  address TEXT,"
+	"  detail TEXT);",
+	/* 2: interactive runtimes; the partial unique index keeps one live runtime
+	 * per user even if two starts race. */
+	"CREATE TABLE runtimes ("
+	"  id INTEGER PRIMARY KEY,"
+	"  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+	"  kind TEXT NOT NULL CHECK (kind IN ('cpu', 'gpu')),"
+	"  state TEXT NOT NULL CHECK (state IN ('starting', 'running', 'stopping', 'stopped',"
+	"    'failed')),"
+	"  reason TEXT,"
+	"  token TEXT NOT NULL,"
+	"  gpus TEXT NOT NULL DEFAULT '',"
+	"  created_at INTEGER NOT NULL,"
+	"  ready_at INTEGER,"
+	"  deadline INTEGER NOT NULL,"
+	"  ended_at INTEGER,"
+	"  last_activity INTEGER NOT NULL);"
+	"CREATE INDEX runtimes_user ON runtimes(user_id, id);"
+	"CREATE UNIQUE INDEX runtimes_one_live ON runtimes(user_id)"
+	"  WHERE state IN ('starting', 'running', 'stopping');",
+};
+
+int migrations_count(void)
+{
+	return (int)(sizeof(migrations) / sizeof(migrations[0]));
+}
+
+const char *migrations_sql(int version)
+{
+	if (version < 1 || version > migrations_count())
+		return NULL;
+	return migrations[version - 1];
+}

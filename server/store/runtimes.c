@@ -1,0 +1,173 @@
+/* runtimes.c - runtime rows; see runtimes.h. */
+#include "store/runtimes.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "store/db.h"
+
+/* Activity is written at most this often; the idle check allows for it. */
+#define TOUCH_INTERVAL RUNTIME_TOUCH_INTERVAL
+
+static const char *const kind_names[] = {"cpu", "gpu"};
+static const char *const state_names[] = {"starting", "running", "stopping", "stopped", "failed"};
+
+const char *runtimes_kind_name(enum runtime_kind k) { return kind_names[k]; }
+const char *runtimes_state_name(enum runtime_state s) { return state_names[s]; }
+
+bool runtimes_state_live(enum runtime_state s)
+{
+	return s == RUNTIME_STARTING || s == RUNTIME_RUNNING || s == RUNTIME_STOPPING;
+}
+
+int runtimes_kind_parse(const char *text, enum runtime_kind *out)
+{
+	for (int i = 0; i < 2; i++) {
+		if (strcmp(text, kind_names[i]) == 0) {
+			*out = (enum runtime_kind)i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+#define RUNTIME_COLUMNS                                                                            \
+	"r.id, r.user_id, u.name, r.kind, r.state, coalesce(r.reason, ''), r.token, r.gpus,"      \
+	" r.created_at, coalesce(r.ready_at, 0), r.deadline, coalesce(r.ended_at, 0),"           \
+	" r.last_activity FROM runtimes r JOIN users u ON u.id = r.user_id"
+#define LIVE "r.state IN ('starting', 'running', 'stopping')"
+
+static void copy_text(char *dst, size_t len, sqlite3_stmt *st, int col)
+{
+	snprintf(dst, len, "%s", (const char *)sqlite3_column_text(st, col));
+}
+
+static void runtime_from_row(sqlite3_stmt *st, struct runtime *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = sqlite3_column_int64(st, 0);
+	r->user_id = sqlite3_column_int64(st, 1);
+	copy_text(r->user_name, sizeof(r->user_name), st, 2);
+	r->kind = strcmp((const char *)sqlite3_column_text(st, 3), "gpu") == 0 ? RUNTIME_GPU
+										: RUNTIME_CPU;
+	for (int i = 0; i < 5; i++)
+		if (strcmp((const char *)sqlite3_column_text(st, 4), state_names[i]) == 0)
+			r->state = (enum runtime_state)i;
+	copy_text(r->reason, sizeof(r->reason), st, 5);
+	copy_text(r->token, sizeof(r->token), st, 6);
+	copy_text(r->gpus, sizeof(r->gpus), st, 7);
+	r->created_at = sqlite3_column_int64(st, 8);
+	r->ready_at = sqlite3_column_int64(st, 9);
+	r->deadline = sqlite3_column_int64(st, 10);
+	r->ended_at = sqlite3_column_int64(st, 11);
+	r->last_activity = sqlite3_column_int64(st, 12);
+}
+
+/* One-row query with a single bound value ('i' id or 't' text). */
+static int find_one(struct db *db, const char *sql, char type, int64_t id, const char *text,
+		    struct runtime *out)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	db_lock(db);
+	rc = type == 'i' ? db_prepare(db, &st, sql, "i", id) : db_prepare(db, &st, sql, "t", text);
+	if (rc < 0) {
+		db_unlock(db);
+		return -1;
+	}
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		runtime_from_row(st, out);
+	db_done(db, st);
+	db_unlock(db);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+int runtimes_create(struct db *db, int64_t user_id, enum runtime_kind kind, const char *token,
+		    const char *gpus, int64_t now, int64_t deadline, struct runtime *out)
+{
+	int rc;
+	int64_t id;
+
+	db_lock(db);
+	rc = db_exec(db,
+		     "INSERT INTO runtimes (user_id, kind, state, token, gpus, created_at, deadline,"
+		     " last_activity) VALUES (?, ?, 'starting', ?, ?, ?, ?, ?)",
+		     "itttiii", user_id, kind_names[kind], token, gpus, now, deadline, now);
+	id = db_last_id(db);
+	db_unlock(db);
+	if (rc != 1)
+		return rc == DB_CONFLICT ? DB_CONFLICT : -1;
+	return find_one(db, "SELECT " RUNTIME_COLUMNS " WHERE r.id = ?", 'i', id, NULL, out) == 1
+		       ? 0
+		       : -1;
+}
+
+int runtimes_live(struct db *db, int64_t user_id, struct runtime *out)
+{
+	return find_one(db, "SELECT " RUNTIME_COLUMNS " WHERE r.user_id = ? AND " LIVE, 'i',
+			user_id, NULL, out);
+}
+
+int runtimes_latest(struct db *db, int64_t user_id, struct runtime *out)
+{
+	return find_one(db,
+			"SELECT " RUNTIME_COLUMNS " WHERE r.user_id = ? ORDER BY r.id DESC LIMIT 1",
+			'i', user_id, NULL, out);
+}
+
+int runtimes_live_by_name(struct db *db, const char *name, struct runtime *out)
+{
+	return find_one(db, "SELECT " RUNTIME_COLUMNS " WHERE u.name = ? AND " LIVE, 't', 0, name,
+			out);
+}
+
+int runtimes_set_state(struct db *db, int64_t id, enum runtime_state state, const char *reason,
+		       int64_t now)
+{
+	int rc;
+	bool ending = !runtimes_state_live(state);
+
+	db_lock(db);
+	rc = db_exec(db,
+		     "UPDATE runtimes SET state = ?, reason = coalesce(?, reason),"
+		     " ready_at = CASE WHEN ? = 'running' THEN ? ELSE ready_at END,"
+		     " ended_at = CASE WHEN ? THEN ? ELSE ended_at END"
+		     " WHERE id = ? AND state IN ('starting', 'running', 'stopping')",
+		     "tttiiii", state_names[state], reason, state_names[state], now, (int64_t)ending,
+		     now, id);
+	db_unlock(db);
+	return rc < 0 ? -1 : rc > 0;
+}
+
+int runtimes_touch(struct db *db, int64_t id, int64_t now)
+{
+	db_lock(db);
+	int rc = db_exec(db,
+			 "UPDATE runtimes SET last_activity = ? WHERE id = ? AND last_activity <= ?",
+			 "iii", now, id, now - TOUCH_INTERVAL);
+	db_unlock(db);
+	return rc < 0 ? -1 : 0;
+}
+
+int runtimes_each_live(struct db *db, int (*fn)(const struct runtime *r, void *ctx), void *ctx)
+{
+	sqlite3_stmt *st;
+	struct runtime r;
+	int rc;
+
+	db_lock(db);
+	if (db_prepare(db, &st, "SELECT " RUNTIME_COLUMNS " WHERE " LIVE " ORDER BY r.id", "") < 0) {
+		db_unlock(db);
+		return -1;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		runtime_from_row(st, &r);
+		if (fn(&r, ctx))
+			break;
+	}
+	db_done(db, st);
+	db_unlock(db);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+}

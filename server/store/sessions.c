@@ -1,0 +1,110 @@
+/* sessions.c - cookie session rows; see sessions.h. */
+#include "store/sessions.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "labd/crypto.h"
+#include "store/db.h"
+
+/* last_seen is only rewritten when older than this, so a busy page does not
+ * turn every request into a database write. */
+#define TOUCH_INTERVAL 30
+
+bool sessions_secret_valid(const char *value)
+{
+	if (strlen(value) != SESSION_SECRET_LEN)
+		return false;
+	for (const char *p = value; *p; p++) {
+		char c = *p;
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_'))
+			return false;
+	}
+	return true;
+}
+
+int sessions_create(struct db *db, int64_t user_id, const char *address,
+		    const struct session_limits *lim, int64_t now,
+		    char secret[SESSION_SECRET_LEN + 1], struct session *out)
+{
+	char hash[65];
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (crypto_random_token(secret, SESSION_SECRET_LEN + 1, 32) < 0 ||
+	    crypto_random_token(out->csrf_token, sizeof(out->csrf_token), 32) < 0)
+		return -1;
+	crypto_sha256_hex(secret, hash);
+	db_lock(db);
+	rc = db_exec(db,
+		     "INSERT INTO sessions (user_id, token_hash, csrf_token, address, created_at,"
+		     " last_seen, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		     "itttiii", user_id, hash, out->csrf_token, address, now, now,
+		     now + lim->lifetime);
+	out->id = db_last_id(db);
+	db_unlock(db);
+	out->user_id = user_id;
+	return rc == 1 ? 0 : -1;
+}
+
+int sessions_lookup(struct db *db, const char *secret, const struct session_limits *lim,
+		    int64_t now, struct session *out)
+{
+	sqlite3_stmt *st;
+	char hash[65];
+	int rc;
+
+	if (!sessions_secret_valid(secret))
+		return 0;
+	crypto_sha256_hex(secret, hash);
+	db_lock(db);
+	if (db_prepare(db, &st,
+		       "SELECT id, user_id, csrf_token, last_seen, expires_at FROM sessions"
+		       " WHERE token_hash = ?",
+		       "t", hash) < 0) {
+		db_unlock(db);
+		return -1;
+	}
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		db_done(db, st);
+		db_unlock(db);
+		return rc == SQLITE_DONE ? 0 : -1;
+	}
+	out->id = sqlite3_column_int64(st, 0);
+	out->user_id = sqlite3_column_int64(st, 1);
+	snprintf(out->csrf_token, sizeof(out->csrf_token), "%s",
+		 (const char *)sqlite3_column_text(st, 2));
+	int64_t last_seen = sqlite3_column_int64(st, 3), expires = sqlite3_column_int64(st, 4);
+	db_done(db, st);
+
+	if (now >= expires || now - last_seen >= lim->idle) {
+		db_exec(db, "DELETE FROM sessions WHERE id = ?", "i", out->id);
+		rc = 0;
+	} else {
+		if (now - last_seen >= TOUCH_INTERVAL)
+			db_exec(db, "UPDATE sessions SET last_seen = ? WHERE id = ?", "ii", now,
+				out->id);
+		rc = 1;
+	}
+	db_unlock(db);
+	return rc;
+}
+
+int sessions_delete(struct db *db, int64_t session_id)
+{
+	db_lock(db);
+	int rc = db_exec(db, "DELETE FROM sessions WHERE id = ?", "i", session_id);
+	db_unlock(db);
+	return rc < 0 ? -1 : 0;
+}
+
+int sessions_purge_expired(struct db *db, const struct session_limits *lim, int64_t now)
+{
+	db_lock(db);
+	int rc = db_exec(db, "DELETE FROM sessions WHERE expires_at <= ? OR last_seen <= ?", "ii",
+			 now, now - lim->idle);
+	db_unlock(db);
+	return rc;
+}

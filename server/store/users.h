@@ -1,0 +1,57 @@
+/* users.h - lab accounts in the store: names, roles, password hashes, disabled flag. */
+#ifndef LABD_USERS_H
+#define LABD_USERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "auth/password.h"
+
+struct db;
+
+#define USER_NAME_MAX 32
+
+enum user_role { USER_ROLE_USER, USER_ROLE_ADMIN };
+
+struct user {
+	int64_t id;
+	char name[USER_NAME_MAX + 1];
+	enum user_role role;
+	bool disabled;
+	int64_t created_at;
+	char password_hash[PASSWORD_HASH_MAX];
+};
+
+/* True when name matches ^[a-z][a-z0-9_-]{0,31}$. */
+bool users_name_valid(const char *name);
+const char *users_role_name(enum user_role role);
+/* Parses "admin"/"user"; -1 otherwise. */
+int users_role_parse(const char *text, enum user_role *out);
+
+/* Lookups fill *out; return 1 found, 0 not found, -1 on a store error. */
+int users_find_by_name(struct db *db, const char *name, struct user *out);
+int users_find_by_id(struct db *db, int64_t id, struct user *out);
+/* Inserts a user; returns 0, DB_CONFLICT when the name exists, -1 on error.
+ * On success out->id is set. */
+int users_create(struct db *db, const char *name, enum user_role role, const char *hash,
+		 int64_t now, struct user *out);
+/* Calls fn for each user ordered by name; stops early when fn returns non-zero. */
+int users_each(struct db *db, int (*fn)(const struct user *u, void *ctx), void *ctx);
+int users_count(struct db *db);
+/* Number of users with role admin, enabled or not; -1 on error. */
+int users_count_admins(struct db *db);
+
+enum users_change_result { USERS_OK = 0, USERS_ERROR = -1, USERS_NOT_FOUND = -3, USERS_LAST_ADMIN = -4 };
+/* Applies role/disabled changes (NULL = unchanged) in one transaction, refusing
+ * one that leaves no enabled admin. Changing the role or disabling ends the
+ * user's sessions when disabled. */
+int users_update(struct db *db, const char *name, const enum user_role *role,
+		 const bool *disabled, int64_t now);
+/* Replaces the password hash and ends the user's sessions except keep_session
+ * (0 = end all). */
+int users_set_password(struct db *db, int64_t user_id, const char *hash, int64_t keep_session,
+		       int64_t now);
+/* Deletes a user (sessions and tokens cascade), refusing the last enabled admin. */
+int users_delete(struct db *db, const char *name);
+
+#endif

@@ -1,0 +1,328 @@
+/* supervisor.c - see supervisor.h. */
+#include "supervisor/supervisor.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "supervisor/sandboxes.h"
+#include "config/config.h"
+#include "proto/ipc.h"
+#include "labd/clock.h"
+#include "labd/log.h"
+#include "labd/privdrop.h"
+#include "web/web.h"
+
+#define RESTART_MIN_MS 200
+#define RESTART_MAX_MS 10000
+#define STABLE_AFTER_MS 30000 /* a child that lived this long resets the backoff */
+#define STOP_GRACE_MS 10000
+
+struct supervisor {
+	const struct labd_config *cfg;
+	struct privdrop_user user;
+	int listen_fd, web_root_fd, signal_fd;
+	pid_t child;
+	int ipc_fd; /* supervisor end of the child's socketpair, -1 when none */
+	long long child_started_ms, restart_at_ms, stop_deadline_ms;
+	int backoff_ms;
+	int stopping;
+	long long give_up_ms; /* stop waiting for runtimes to end after this */
+	struct sandboxes *boxes;  /* the users' runtimes */
+};
+
+#define MAX_POLL 260
+
+static int bind_listener(const char *address)
+{
+	char host[64];
+	unsigned port;
+	struct sockaddr_storage ss = {0};
+	socklen_t len;
+	int fd, one = 1;
+
+	if (config_split_listen(address, host, sizeof(host), &port) < 0)
+		return log_error("bad listen address %s", address);
+	struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+	if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+		in4->sin_family = AF_INET;
+		in4->sin_port = htons((uint16_t)port);
+		len = sizeof(*in4);
+	} else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		len = sizeof(*in6);
+	} else {
+		return log_error("listen address %s is not a numeric IP address", host);
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return log_errno("socket");
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 1024) < 0) {
+		log_errno("listen on %s", address);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Closes every fd above stderr except the listed ones. */
+static void close_fds_except(int *keep, int n)
+{
+	int lo = 3;
+
+	for (int i = 0; i < n; i++) /* sort: n is tiny */
+		for (int j = i + 1; j < n; j++)
+			if (keep[j] < keep[i]) {
+				int t = keep[i];
+				keep[i] = keep[j];
+				keep[j] = t;
+			}
+	for (int i = 0; i < n; i++) {
+		if (keep[i] > lo)
+			close_range((unsigned)lo, (unsigned)keep[i] - 1, 0);
+		lo = keep[i] + 1 > lo ? keep[i] + 1 : lo;
+	}
+	close_range((unsigned)lo, ~0U, 0);
+}
+
+static void spawn_web(struct supervisor *s)
+{
+	int sv[2];
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		log_errno("socketpair");
+		s->restart_at_ms = clock_ms() + s->backoff_ms;
+		return;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		log_errno("fork");
+		close(sv[0]);
+		close(sv[1]);
+		s->restart_at_ms = clock_ms() + s->backoff_ms;
+		return;
+	}
+	if (pid == 0) {
+		/* The web process inherits nothing of the supervisor's but what it
+		 * needs: no sandbox pidfds, status pipes or the signalfd. */
+		int keep[] = {s->listen_fd, sv[1], s->web_root_fd};
+		close_fds_except(keep, 3);
+		web_main(s->cfg, &s->user, s->listen_fd, sv[1], s->web_root_fd);
+	}
+	close(sv[1]);
+	s->child = pid;
+	s->ipc_fd = sv[0];
+	s->child_started_ms = clock_ms();
+	log_info("started web process %d", (int)pid);
+}
+
+static void handle_request(struct supervisor *s, json_t *msg)
+{
+	struct ipc_request req;
+	char err[128];
+	json_t *reply;
+
+	if (ipc_parse_request(msg, &req, err, sizeof(err)) < 0) {
+		json_t *id = json_object_get(msg, "id");
+		log_warn("refused a message from the web process: %s", err);
+		reply = ipc_error(json_is_integer(id) ? json_integer_value(id) : -1, "bad_request",
+				  err);
+	} else if (strcmp(req.type, "ping") == 0) {
+		reply = ipc_reply(req.id, "pong");
+	} else if (strcmp(req.type, "runtime_start") == 0) {
+		reply = sandboxes_start(s->boxes, req.id, req.msg);
+	} else if (strcmp(req.type, "runtime_stop") == 0) {
+		reply = sandboxes_stop(s->boxes, req.id, req.msg);
+	} else if (strcmp(req.type, "runtime_list") == 0) {
+		reply = sandboxes_list(s->boxes, req.id);
+	} else {
+		reply = ipc_reply(req.id, "version");
+		json_object_set_new(reply, "version", json_string(LABD_VERSION));
+	}
+	ipc_send(s->ipc_fd, reply);
+	json_decref(reply);
+}
+
+static void on_ipc_readable(struct supervisor *s)
+{
+	json_t *msg;
+	int rc = ipc_recv(s->ipc_fd, &msg, 0);
+
+	if (rc == 0) {
+		handle_request(s, msg);
+		json_decref(msg);
+	} else if (rc == 1) {
+		close(s->ipc_fd); /* the child is exiting; SIGCHLD follows */
+		s->ipc_fd = -1;
+	}
+}
+
+static void describe_exit(pid_t pid, int status)
+{
+	if (WIFEXITED(status))
+		log_info("web process %d exited with status %d", (int)pid, WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		log_warn("web process %d was killed by signal %d", (int)pid, WTERMSIG(status));
+}
+
+static void reap_children(struct supervisor *s)
+{
+	int status;
+	pid_t pid;
+
+	/* Only the web process: sandboxes are reaped by the sandbox library. */
+	while (s->child > 0 && (pid = waitpid(s->child, &status, WNOHANG)) > 0) {
+		describe_exit(pid, status);
+		s->child = 0;
+		if (s->ipc_fd >= 0)
+			close(s->ipc_fd);
+		s->ipc_fd = -1;
+		if (s->stopping)
+			continue;
+		long long lived = clock_ms() - s->child_started_ms;
+		s->backoff_ms = lived >= STABLE_AFTER_MS ? RESTART_MIN_MS
+				: s->backoff_ms * 2 > RESTART_MAX_MS ? RESTART_MAX_MS
+								      : s->backoff_ms * 2;
+		s->restart_at_ms = clock_ms() + s->backoff_ms;
+		log_warn("restarting the web process in %d ms", s->backoff_ms);
+	}
+}
+
+static void begin_stop(struct supervisor *s, int sig)
+{
+	if (s->stopping)
+		return;
+	log_info("signal %d: stopping", sig);
+	s->stopping = 1;
+	s->stop_deadline_ms = clock_ms() + STOP_GRACE_MS;
+	if (s->child > 0)
+		kill(s->child, SIGTERM);
+	if (!s->cfg->keep_on_shutdown) {
+		sandboxes_stop_all(s->boxes, "labd is shutting down");
+		/* each box gets its grace period, then is killed; allow for that */
+		s->give_up_ms = clock_ms() + s->cfg->stop_grace * 1000 + STOP_GRACE_MS;
+	}
+}
+
+static void on_signal(struct supervisor *s)
+{
+	struct signalfd_siginfo si;
+
+	while (read(s->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD)
+			reap_children(s);
+		else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+			begin_stop(s, (int)si.ssi_signo);
+	}
+}
+
+static int poll_timeout(const struct supervisor *s, int sandboxes_ms)
+{
+	long long deadline = s->stopping ? (s->child ? s->stop_deadline_ms : s->give_up_ms)
+			     : s->child ? -1
+					: s->restart_at_ms;
+	long long left = deadline < 0 ? -1 : deadline - clock_ms();
+	if (left < 0 && deadline >= 0)
+		left = 0;
+	if (sandboxes_ms >= 0 && (left < 0 || sandboxes_ms < left))
+		left = sandboxes_ms;
+	return (int)left;
+}
+
+static void run_loop(struct supervisor *s)
+{
+	while (!(s->stopping && s->child == 0 &&
+		 (sandboxes_live(s->boxes) == 0 || s->cfg->keep_on_shutdown || clock_ms() > s->give_up_ms))) {
+		if (!s->stopping && s->child == 0 && clock_ms() >= s->restart_at_ms)
+			spawn_web(s);
+		struct pollfd fds[MAX_POLL] = {{.fd = s->signal_fd, .events = POLLIN},
+					       {.fd = s->ipc_fd, .events = POLLIN}};
+		int sandboxes_ms = sandboxes_tick(s->boxes);
+		int nbox = sandboxes_pollfds(s->boxes, fds + 2, MAX_POLL - 2);
+		/* fd -1 entries are ignored by poll, so the layout stays fixed */
+		if (poll(fds, (nfds_t)(2 + nbox), poll_timeout(s, sandboxes_ms)) < 0 && errno != EINTR) {
+			log_errno("poll");
+			break;
+		}
+		if (fds[0].revents & POLLIN)
+			on_signal(s);
+		if (s->ipc_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP)))
+			on_ipc_readable(s);
+		sandboxes_on_events(s->boxes, fds + 2, nbox);
+		if (s->stopping && s->child > 0 && clock_ms() >= s->stop_deadline_ms) {
+			log_warn("web process %d did not stop in time: killing it", (int)s->child);
+			kill(s->child, SIGKILL);
+			s->stop_deadline_ms = clock_ms() + 1000;
+		}
+	}
+}
+
+int supervisor_run(const struct labd_config *cfg)
+{
+	struct supervisor s = {.cfg = cfg, .ipc_fd = -1, .backoff_ms = RESTART_MIN_MS,
+			       .listen_fd = -1, .web_root_fd = -1, .signal_fd = -1};
+	sigset_t set;
+	int rc = 1;
+
+	log_set_tag("labd");
+	prctl(PR_SET_NAME, "labd", 0, 0, 0);
+	if (privdrop_lookup(cfg->user, &s.user) < 0 ||
+	    privdrop_prepare_state_dir(cfg->state_dir, &s.user) < 0)
+		return 1;
+	/* Runtimes keep running across a supervisor restart and are re-adopted. */
+	s.boxes = sandboxes_open(cfg, cfg->state_dir);
+	if (!s.boxes)
+		goto out;
+	s.web_root_fd = open(cfg->web_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (s.web_root_fd < 0) {
+		log_errno("open web root %s", cfg->web_root);
+		goto out;
+	}
+	s.listen_fd = bind_listener(cfg->listen);
+	if (s.listen_fd < 0)
+		goto out;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	s.signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (s.signal_fd < 0) {
+		log_errno("signalfd");
+		goto out;
+	}
+	printf("labd %s: listening on http://%s/\n", LABD_VERSION, cfg->listen);
+	fflush(stdout);
+	run_loop(&s);
+	rc = 0;
+	log_info("stopped");
+out:
+	if (s.signal_fd >= 0)
+		close(s.signal_fd);
+	if (s.listen_fd >= 0)
+		close(s.listen_fd);
+	if (s.web_root_fd >= 0)
+		close(s.web_root_fd);
+	if (s.ipc_fd >= 0)
+		close(s.ipc_fd);
+	sandboxes_close(s.boxes);
+	return rc;
+}

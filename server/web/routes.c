@@ -1,0 +1,138 @@
+/* routes.c - the route table and the gate in front of every handler; see routes.h. */
+#include "web/routes.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "auth/auth.h"
+#include "http/http.h"
+#include "labd/log.h"
+#include "api/pages.h"
+
+static const struct route routes[] = {
+	{"GET", "/api/v1/health", ROUTE_PUBLIC, ROUTE_API, api_health},
+	{"POST", "/api/v1/login", ROUTE_PUBLIC, ROUTE_API, api_login},
+	{"POST", "/api/v1/logout", ROUTE_USER, ROUTE_API, api_logout},
+	{"GET", "/api/v1/me", ROUTE_USER, ROUTE_API, api_me},
+	{"POST", "/api/v1/me/password", ROUTE_USER, ROUTE_API, api_me_password},
+	{"GET", "/api/v1/me/tokens", ROUTE_USER, ROUTE_API, api_tokens_list},
+	{"POST", "/api/v1/me/tokens", ROUTE_USER, ROUTE_API, api_tokens_create},
+	{"DELETE", "/api/v1/me/tokens/{}", ROUTE_USER, ROUTE_API, api_tokens_delete},
+	{"POST", "/api/v1/me/session", ROUTE_USER, ROUTE_API, api_session_start},
+	{"GET", "/api/v1/me/session", ROUTE_USER, ROUTE_API, api_session_get},
+	{"DELETE", "/api/v1/me/session", ROUTE_USER, ROUTE_API, api_session_stop},
+	{"GET", "/api/v1/users", ROUTE_ADMIN, ROUTE_API, api_users_list},
+	{"POST", "/api/v1/users", ROUTE_ADMIN, ROUTE_API, api_users_create},
+	{"GET", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_get},
+	{"PATCH", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_patch},
+	{"DELETE", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_delete},
+	{"GET", "/api/v1/audit", ROUTE_ADMIN, ROUTE_API, api_audit_list},
+	{"GET", "/", ROUTE_PUBLIC, ROUTE_PAGE, pages_root},
+	{"GET", "/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_login_form},
+	{"POST", "/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_login_post},
+	{"POST", "/logout", ROUTE_USER, ROUTE_PAGE, pages_logout_post},
+	{"GET", "/dashboard", ROUTE_USER, ROUTE_PAGE, pages_dashboard},
+	{"GET", "/admin", ROUTE_ADMIN, ROUTE_PAGE, pages_admin},
+};
+
+static bool is_api_path(const char *path)
+{
+	return strncmp(path, "/api/", 5) == 0 || strcmp(path, "/api") == 0;
+}
+
+static void reply_not_found(struct http_request *req)
+{
+	if (is_api_path(req->path))
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no such API path: %s",
+				 req->path);
+	else
+		pages_serve_html(req, MHD_HTTP_NOT_FOUND, "404.html");
+}
+
+/* An unauthenticated request: JSON 401 for the API, a login redirect for pages. */
+static void reply_unauthenticated(struct http_request *req, enum route_kind kind)
+{
+	char next[900], location[1024];
+
+	if (kind == ROUTE_API || !http_method_is(req, "GET")) {
+		http_reply_error(req, MHD_HTTP_UNAUTHORIZED, "unauthorized",
+				 "log in or send an API token");
+		return;
+	}
+	http_url_encode(req->path, next, sizeof(next));
+	snprintf(location, sizeof(location), "/login?next=%s", next);
+	http_reply_redirect(req, location);
+}
+
+static void reply_forbidden(struct http_request *req, enum route_kind kind, const char *code,
+			    const char *message)
+{
+	if (kind == ROUTE_PAGE && http_method_is(req, "GET"))
+		pages_serve_html(req, MHD_HTTP_FORBIDDEN, "403.html");
+	else
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, code, "%s", message);
+}
+
+/* Authentication, role, Origin and CSRF checks; true when the handler may run. */
+static bool gate(struct http_request *req, const struct route *r)
+{
+	if (auth_identify(req) < 0) {
+		api_internal(req);
+		return false;
+	}
+	/* A cross-site form or fetch never gets to change anything, logged in or not
+	 * (this also stops login CSRF). */
+	if (http_is_state_changing(req) && !auth_origin_ok(req)) {
+		reply_forbidden(req, r->kind, "csrf_failed", "cross-origin request refused");
+		return false;
+	}
+	if (r->access == ROUTE_PUBLIC)
+		return true;
+	if (req->auth.kind == AUTH_NONE) {
+		reply_unauthenticated(req, r->kind);
+		return false;
+	}
+	if (r->access == ROUTE_ADMIN && req->auth.user.role != USER_ROLE_ADMIN) {
+		reply_forbidden(req, r->kind, "forbidden", "this needs an administrator");
+		return false;
+	}
+	if (http_is_state_changing(req) && req->auth.kind == AUTH_COOKIE && !auth_csrf_ok(req)) {
+		reply_forbidden(req, r->kind, "csrf_failed",
+				"missing or wrong CSRF token (send X-CSRF-Token)");
+		return false;
+	}
+	return true;
+}
+
+void routes_dispatch(struct http_request *req)
+{
+	/* HEAD is answered as GET; libmicrohttpd drops the body. */
+	const char *method = http_method_is(req, "HEAD") ? "GET" : req->method;
+
+	if (strncmp(req->path, "/static/", 8) == 0) {
+		if (strcmp(method, "GET") != 0) {
+			http_add_header(req, "Allow", "GET, HEAD");
+			http_reply_error(req, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed",
+					 "%s is not allowed here", req->method);
+			return;
+		}
+		pages_static(req);
+		return;
+	}
+	if (router_match(routes, sizeof(routes) / sizeof(routes[0]), method, req->path,
+			 &req->match) < 0) {
+		if (req->match.allow[0] == '\0') {
+			reply_not_found(req);
+			return;
+		}
+		http_add_header(req, "Allow", req->match.allow);
+		http_reply_error(req, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed",
+				 "%s is not allowed on %s (allowed: %s)", req->method, req->path,
+				 req->match.allow);
+		return;
+	}
+	if (gate(req, req->match.route))
+		req->match.route->handler(req);
+	log_debug("%s %s %s -> %u", req->address, req->method, req->path, req->status);
+}
