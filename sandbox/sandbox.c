@@ -528,6 +528,14 @@ int sandbox_wait(struct sandbox_handle *h, struct sandbox_result *res)
 		}
 		if (pfd >= 0)
 			close(pfd);
+		/* an adopted init's status pipe (passed along by the process that
+		 * started it) still tells how the command ended */
+		if (h->status_fd >= 0 &&
+		    read(h->status_fd, &cmd_status, sizeof(cmd_status)) == sizeof(cmd_status)) {
+			res->kind = WIFEXITED(cmd_status) ? SANDBOX_EXITED : SANDBOX_SIGNALED;
+			res->code = WIFEXITED(cmd_status) ? WEXITSTATUS(cmd_status) : 0;
+			res->signal = WIFEXITED(cmd_status) ? 0 : WTERMSIG(cmd_status);
+		}
 	}
 	if (lo && sandbox_state_load(h->state_path, &st) == 0) {
 		res->oom_kills = cgbox_oom_kills(lo, st.cgroup_parent, st.id);

@@ -61,9 +61,6 @@ void api_session_get(struct http_request *req);
 void api_session_stop(struct http_request *req);
 /* The public JSON view of a runtime. Caller owns the reference. */
 json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg);
-/* Asks the supervisor to stop r's sandbox and marks it stopping (or ended when
- * the supervisor no longer has it). -1 when the supervisor did not answer. */
-int api_runtime_stop(struct app *app, const struct runtime *r, const char *reason);
 /* api_audit.c */
 void api_audit_list(struct http_request *req);
 

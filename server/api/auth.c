@@ -7,16 +7,13 @@
 #include "labd/app.h"
 #include "store/audit.h"
 #include "http/http.h"
-#include "proto/ipc.h"
+#include "runtime/runtime.h"
 #include "store/sessions.h"
 
 void api_health(struct http_request *req)
 {
-	json_t *reply = NULL;
-	bool up = ipc_client_call(req->app->supervisor, "ping", NULL, &reply) == 0 &&
-		  strcmp(json_string_value(json_object_get(reply, "type")), "pong") == 0;
+	bool up = runtime_backend_ping(req->app) == 0;
 
-	json_decref(reply);
 	http_reply_json(req, up ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
 			json_pack("{s:s,s:s,s:s}", "status", up ? "ok" : "degraded", "version",
 				  LABD_VERSION, "supervisor", up ? "ok" : "unreachable"));

@@ -12,6 +12,7 @@
 #include "labd/log.h"
 #include "api/pages.h"
 #include "proxy/proxy.h"
+#include "runtime/runtime.h"
 #include "store/runtimes.h"
 #include "store/users.h"
 
@@ -30,11 +31,6 @@ int gate_user(const char *path, char *out, size_t outlen)
 	memcpy(out, name, len);
 	out[len] = '\0';
 	return users_name_valid(out) ? 0 : -1;
-}
-
-void gate_socket_path(const char *user, char *out, size_t outlen)
-{
-	snprintf(out, outlen, "runtimes/%s/run/jupyter.sock", user);
 }
 
 /* Browsers get pages and redirects; scripts get JSON. */
@@ -136,7 +132,11 @@ void gate_begin(struct http_request *req)
 		return;
 	}
 	memset(&target, 0, sizeof(target));
-	gate_socket_path(user, target.socket_path, sizeof(target.socket_path));
+	if (runtime_socket_path(&r, target.socket_path, sizeof(target.socket_path)) < 0) {
+		http_reply_error(req, MHD_HTTP_BAD_GATEWAY, "bad_endpoint",
+				 "the runtime's endpoint is not one this proxy reaches");
+		return;
+	}
 	snprintf(target.token, sizeof(target.token), "%s", r.token);
 	snprintf(target.owner, sizeof(target.owner), "%s", user);
 	if (r.last_activity < time(NULL) - RUNTIME_TOUCH_INTERVAL) /* skip a no-op UPDATE */

@@ -18,7 +18,5 @@ bool gate_match(const char *path);
 void gate_begin(struct http_request *req);
 /* Extracts <name> from "/user/<name>[/...]" into out; -1 if malformed. */
 int gate_user(const char *path, char *out, size_t outlen);
-/* Jupyter's socket for a user, relative to the state dir (the web process's cwd). */
-void gate_socket_path(const char *user, char *out, size_t outlen);
 
 #endif

@@ -64,6 +64,8 @@ static const char *const migrations[] = {
 	"CREATE INDEX runtimes_user ON runtimes(user_id, id);"
 	"CREATE UNIQUE INDEX runtimes_one_live ON runtimes(user_id)"
 	"  WHERE state IN ('starting', 'running', 'stopping');",
+	/* 3: where the runtime is reached, as its backend reported it */
+	"ALTER TABLE runtimes ADD COLUMN endpoint TEXT NOT NULL DEFAULT '';",
 };
 
 int migrations_count(void)

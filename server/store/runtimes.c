@@ -34,7 +34,7 @@ int runtimes_kind_parse(const char *text, enum runtime_kind *out)
 #define RUNTIME_COLUMNS                                                                            \
 	"r.id, r.user_id, u.name, r.kind, r.state, coalesce(r.reason, ''), r.token, r.gpus,"      \
 	" r.created_at, coalesce(r.ready_at, 0), r.deadline, coalesce(r.ended_at, 0),"           \
-	" r.last_activity FROM runtimes r JOIN users u ON u.id = r.user_id"
+	" r.last_activity, r.endpoint FROM runtimes r JOIN users u ON u.id = r.user_id"
 #define LIVE "r.state IN ('starting', 'running', 'stopping')"
 
 static void copy_text(char *dst, size_t len, sqlite3_stmt *st, int col)
@@ -61,6 +61,7 @@ static void runtime_from_row(sqlite3_stmt *st, struct runtime *r)
 	r->deadline = sqlite3_column_int64(st, 10);
 	r->ended_at = sqlite3_column_int64(st, 11);
 	r->last_activity = sqlite3_column_int64(st, 12);
+	copy_text(r->endpoint, sizeof(r->endpoint), st, 13);
 }
 
 /* One-row query with a single bound value ('i' id or 't' text). */
@@ -139,6 +140,14 @@ int runtimes_set_state(struct db *db, int64_t id, enum runtime_state state, cons
 		     now, id);
 	db_unlock(db);
 	return rc < 0 ? -1 : rc > 0;
+}
+
+int runtimes_set_endpoint(struct db *db, int64_t id, const char *endpoint)
+{
+	db_lock(db);
+	int rc = db_exec(db, "UPDATE runtimes SET endpoint = ? WHERE id = ?", "ti", endpoint, id);
+	db_unlock(db);
+	return rc < 0 ? -1 : 0;
 }
 
 int runtimes_touch(struct db *db, int64_t id, int64_t now)

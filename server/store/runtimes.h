@@ -20,6 +20,7 @@ enum runtime_state {
 #define RUNTIME_TOKEN_LEN 43
 #define RUNTIME_GPUS_MAX 64 /* "0,1,2" */
 #define RUNTIME_REASON_MAX 160
+#define RUNTIME_ENDPOINT_MAX 200
 #define RUNTIME_TOUCH_INTERVAL 1 /* seconds between activity writes */
 
 struct runtime {
@@ -31,6 +32,7 @@ struct runtime {
 	char reason[RUNTIME_REASON_MAX];
 	char token[RUNTIME_TOKEN_LEN + 1];
 	char gpus[RUNTIME_GPUS_MAX];
+	char endpoint[RUNTIME_ENDPOINT_MAX]; /* "unix:PATH" or "tcp:HOST:PORT"; "" until known */
 	int64_t created_at, ready_at, deadline, ended_at, last_activity;
 };
 
@@ -53,6 +55,8 @@ int runtimes_live_by_name(struct db *db, const char *name, struct runtime *out);
  * ended_at, running sets ready_at. Returns 1 changed, 0 not found/not live, -1. */
 int runtimes_set_state(struct db *db, int64_t id, enum runtime_state state, const char *reason,
 		       int64_t now);
+/* Records where the runtime is reached. 0 or -1. */
+int runtimes_set_endpoint(struct db *db, int64_t id, const char *endpoint);
 /* Records activity (rate-limited writes like sessions). */
 int runtimes_touch(struct db *db, int64_t id, int64_t now);
 /* Calls fn for each live runtime. */

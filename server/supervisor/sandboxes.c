@@ -1,9 +1,8 @@
-/* boxes.c - see boxes.h. */
+/* sandboxes.c - the supervisor's sandbox host; see sandboxes.h. */
 #include "supervisor/sandboxes.h"
 
-#include <errno.h>
 #include <dirent.h>
-#include <fcntl.h>
+#include <errno.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,77 +14,87 @@
 #include <unistd.h>
 
 #include "config/config.h"
-#include "proto/ipc.h"
 #include "labd/clock.h"
 #include "labd/log.h"
 #include "labd/sandbox.h"
-#include "store/users.h"
+#include "proto/proto.h"
+#include "supervisor/launch.h"
 
-#define MAX_BOXES 256
-#define ENDED_KEEP_SECONDS 3600 /* how long an ended runtime stays listed */
-#define PATH_LEN 1024
+#define MAX_SANDBOXES 256
+#define ENDED_KEEP_S 3600 /* how long an ended sandbox stays listed */
+#define PROBE_EVERY_MS 5  /* readiness: the user is waiting on this */
 
-enum box_state { BOX_RUNNING, BOX_STOPPING, BOX_ENDED };
-static const char *const box_state_names[] = {"running", "stopping", "ended"};
+enum hosted_state { H_STARTING, H_RUNNING, H_STOPPING, H_ENDING, H_ENDED };
+static const char *const state_names[] = {"starting", "running", "stopping", "stopping", "ended"};
 
-struct box {
+struct hosted {
 	bool used;
-	char user[USER_NAME_MAX + 1];
+	char user[LAUNCH_NAME_MAX + 1];
 	char kind[8];
+	long long runtime_id;
+	uid_t host_uid;
 	struct sandbox_handle h;
 	int pidfd;
-	int64_t deadline, ended_at;
-	enum box_state state;
-	bool requested; /* the stop was asked for (user, idle, deadline) */
-	bool failed;    /* ended on its own, not cleanly */
-	char reason[160];
-	long long kill_at_ms;
+	pid_t worker; /* while starting or ending */
+	int worker_fd;
+	int64_t deadline_s, ended_at_s;
+	enum hosted_state state;
+	bool ready;
+	bool stop_pending; /* asked to stop while still starting */
+	bool requested;    /* the stop was asked for (user, idle, shutdown) */
+	bool failed;       /* ended on its own, not cleanly */
+	char cause[16];
+	char reason[200];
+	long long kill_at_ms, probe_at_ms;
+	unsigned warned; /* bit i: warn_before[i] was sent */
 };
 
 struct sandboxes {
 	const struct labd_config *cfg;
+	struct sandboxes_events ev;
 	char state_dir[CONFIG_PATH_MAX];
-	struct box box[MAX_BOXES];
+	struct hosted slot[MAX_SANDBOXES];
 };
 
-/* The labd user's group: it may traverse runtimes/ to the Jupyter sockets. */
-static gid_t cfg_gid(const struct labd_config *cfg)
+static gid_t labd_gid(const struct labd_config *cfg)
 {
 	struct passwd *pw = getpwnam(cfg->user);
 	return pw ? pw->pw_gid : 0;
 }
 
-static struct box *find(struct sandboxes *b, const char *user)
+static struct hosted *find(struct sandboxes *sb, const char *user)
 {
-	for (int i = 0; i < MAX_BOXES; i++)
-		if (b->box[i].used && strcmp(b->box[i].user, user) == 0)
-			return &b->box[i];
+	for (int i = 0; i < MAX_SANDBOXES; i++)
+		if (sb->slot[i].used && strcmp(sb->slot[i].user, user) == 0)
+			return &sb->slot[i];
 	return NULL;
 }
 
-static struct box *free_slot(struct sandboxes *b)
+static struct hosted *free_slot(struct sandboxes *sb)
 {
-	for (int i = 0; i < MAX_BOXES; i++)
-		if (!b->box[i].used)
-			return &b->box[i];
+	for (int i = 0; i < MAX_SANDBOXES; i++)
+		if (!sb->slot[i].used)
+			return &sb->slot[i];
 	return NULL;
 }
 
-static void box_file(const struct sandboxes *b, const char *user, char *out, size_t len)
+static void record_path(const struct sandboxes *sb, const char *user, char *out, size_t len)
 {
-	snprintf(out, len, "%s/boxes/%s.json", b->state_dir, user);
+	snprintf(out, len, "%s/boxes/%s.json", sb->state_dir, user);
 }
 
 /* Records what re-adoption needs beside the sandbox's own state file. */
-static int save_box(const struct sandboxes *b, const struct box *x)
+static int save_record(const struct sandboxes *sb, const struct hosted *x)
 {
-	char path[PATH_LEN], tmp[PATH_LEN + 8];
-	json_t *j = json_pack("{s:s,s:s,s:s,s:I,s:s?}", "user", x->user, "id", x->h.id, "kind",
-			      x->kind, "deadline", (json_int_t)x->deadline, "stopping",
-			      x->state == BOX_STOPPING ? x->reason : NULL);
+	char path[LAUNCH_PATH_MAX], tmp[LAUNCH_PATH_MAX + 8];
+	json_t *j = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:s?}", "user", x->user, "id", x->h.id,
+			      "kind", x->kind, "runtime_id", (json_int_t)x->runtime_id, "uid",
+			      (json_int_t)x->host_uid, "deadline",
+			      (json_int_t)x->deadline_s, "stopping",
+			      x->state == H_STOPPING ? x->reason : NULL);
 	int rc;
 
-	box_file(b, x->user, path, sizeof(path));
+	record_path(sb, x->user, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	rc = json_dump_file(j, tmp, JSON_COMPACT);
 	json_decref(j);
@@ -94,59 +103,68 @@ static int save_box(const struct sandboxes *b, const struct box *x)
 	return 0;
 }
 
-const char *sandboxes_pick_jupyter(const char *setting, const char *image)
+static json_t *event(const char *type, const struct hosted *x)
 {
-	static const char *const kinds[] = {"lab", "notebook", "server"};
-	static const char *const dirs[] = {"usr/bin", "usr/local/bin"};
-	char path[PATH_LEN];
-
-	if (strcmp(setting, "auto") != 0)
-		return setting;
-	for (size_t k = 0; k < 3; k++)
-		for (size_t d = 0; d < 2; d++) {
-			snprintf(path, sizeof(path), "%s/%s/jupyter-%s",
-				 strcmp(image, "/") ? image : "", dirs[d], kinds[k]);
-			if (access(path, X_OK) == 0)
-				return kinds[k];
-		}
-	return NULL;
+	json_t *e = proto_msg(type, -1);
+	json_object_set_new(e, "user", json_string(x->user));
+	json_object_set_new(e, "runtime_id", json_integer(x->runtime_id));
+	return e;
 }
 
-int sandboxes_jupyter_argv(const char *kind, const char *user, char *argv[16], char bufs[][256])
+static void emit(struct sandboxes *sb, json_t *e)
 {
-	/* Notebook 6 is configured through NotebookApp; lab and server through
-	 * jupyter_server's ServerApp. The token comes from JUPYTER_TOKEN in the
-	 * environment, never the command line (visible in /proc). */
-	const char *app = strcmp(kind, "notebook") == 0 ? "NotebookApp" : "ServerApp";
-	int n = 0;
-
-#define ARG(...) (snprintf(bufs[n], 256, __VA_ARGS__), argv[n] = bufs[n], n++)
-	ARG("jupyter");
-	ARG("%s", kind);
-	ARG("--no-browser");
-	ARG("--%s.sock=/run/labd/jupyter.sock", app);
-	ARG("--%s.sock_mode=0666", app);
-	ARG("--%s.base_url=/user/%s/", app, user);
-	ARG("--%s.allow_remote_access=True", app);
-	ARG("--%s.%s=/home/%s", app, strcmp(kind, "notebook") == 0 ? "notebook_dir" : "root_dir",
-	    user);
-	/* Kernels use TCP on the sandbox's own loopback (a private network
-	 * namespace). Notebook 6 leaves ipc-transport kernels "starting" forever. */
-#undef ARG
-	argv[n] = NULL;
-	return n;
+	if (sb->ev.emit)
+		sb->ev.emit(sb->ev.ctx, e);
+	json_decref(e);
 }
 
-static bool token_valid(const char *t)
+static void emit_ready(struct sandboxes *sb, struct hosted *x)
 {
-	size_t n = strlen(t);
-	if (n < 32 || n > 64)
-		return false;
-	for (const char *p = t; *p; p++)
-		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-		      *p == '-' || *p == '_'))
-			return false;
-	return true;
+	char endpoint[LAUNCH_PATH_MAX];
+	json_t *e = event("sandbox_ready", x);
+
+	launch_endpoint(x->user, endpoint, sizeof(endpoint));
+	json_object_set_new(e, "endpoint", json_string(endpoint));
+	emit(sb, e);
+}
+
+static void emit_ended(struct sandboxes *sb, struct hosted *x)
+{
+	json_t *e = event("sandbox_ended", x);
+
+	json_object_set_new(e, "cause", json_string(x->cause));
+	json_object_set_new(e, "failed", json_boolean(x->failed));
+	json_object_set_new(e, "reason", json_string(x->reason));
+	emit(sb, e);
+}
+
+static void set_end(struct hosted *x, const char *cause, bool failed, const char *reason)
+{
+	snprintf(x->cause, sizeof(x->cause), "%s", cause);
+	snprintf(x->reason, sizeof(x->reason), "%s", reason);
+	x->failed = failed;
+}
+
+static void close_worker(struct hosted *x)
+{
+	if (x->worker_fd >= 0)
+		close(x->worker_fd);
+	x->worker_fd = -1;
+	x->worker = 0;
+}
+
+/* The sandbox is gone for good: forget its record, tell the web process. */
+static void mark_ended(struct sandboxes *sb, struct hosted *x)
+{
+	char path[LAUNCH_PATH_MAX];
+
+	close_worker(x);
+	x->state = H_ENDED;
+	x->ended_at_s = time(NULL);
+	record_path(sb, x->user, path, sizeof(path));
+	unlink(path);
+	log_info("runtime of %s ended (%s): %s", x->user, x->cause, x->reason);
+	emit_ended(sb, x);
 }
 
 static bool gpu_configured(const struct labd_config *cfg, json_int_t g)
@@ -157,342 +175,371 @@ static bool gpu_configured(const struct labd_config *cfg, json_int_t g)
 	return false;
 }
 
-/* Field checks beyond the protocol's types; NULL when fine. */
-static const char *check_start(struct sandboxes *b, json_t *msg)
+/* Checks beyond the protocol's kinds and bounds; NULL when fine. */
+static const char *check_start(struct sandboxes *sb, json_t *msg)
 {
-	const char *user = json_string_value(json_object_get(msg, "user"));
-	const char *kind = json_string_value(json_object_get(msg, "kind"));
-	json_int_t uid = json_integer_value(json_object_get(msg, "user_id"));
-	json_int_t deadline = json_integer_value(json_object_get(msg, "deadline"));
+	const char *kind = proto_str(msg, "kind");
 	json_t *gpus = json_object_get(msg, "gpus"), *g;
 	size_t i;
 
-	if (!users_name_valid(user))
-		return "bad user name";
-	if (uid < 1 || uid > 1000000)
-		return "user_id out of range";
 	if (strcmp(kind, "cpu") && strcmp(kind, "gpu"))
 		return "kind must be cpu or gpu";
-	if (!token_valid(json_string_value(json_object_get(msg, "token"))))
-		return "bad token";
-	if (deadline <= time(NULL))
+	if (proto_int(msg, "deadline") <= time(NULL))
 		return "deadline is in the past";
-	if (json_array_size(gpus) > SANDBOX_MAX_GPUS || (strcmp(kind, "gpu") == 0) != (json_array_size(gpus) > 0))
+	if ((strcmp(kind, "gpu") == 0) != (json_array_size(gpus) > 0))
 		return "gpus do not match the kind";
 	json_array_foreach(gpus, i, g) {
-		if (!json_is_integer(g) || !gpu_configured(b->cfg, json_integer_value(g)))
+		if (!gpu_configured(sb->cfg, json_integer_value(g)))
 			return "gpu is not one of [gpu] devices";
 	}
 	return NULL;
 }
 
-static void fill_spec(struct sandboxes *b, json_t *msg, struct sandbox_spec *s, char *home,
-		      char *run_dir, char *argv[16], char bufs[][256], char *envp[4],
-		      char env_bufs[][160], const char *jupyter)
+static void fill_request(json_t *msg, const char *jupyter, struct launch_request *rq)
 {
-	const char *user = json_string_value(json_object_get(msg, "user"));
 	json_t *gpus = json_object_get(msg, "gpus"), *g;
 	size_t i;
 
-	sandbox_spec_init(s);
-	s->user = user;
-	s->user_id = (uint32_t)json_integer_value(json_object_get(msg, "user_id"));
-	s->uid_base = b->cfg->uid_base;
-	snprintf(home, PATH_LEN, "%s/homes/%s.img", b->state_dir, user);
-	s->home_image = home;
-	s->home_size = b->cfg->home_size;
-	s->mem_bytes = b->cfg->memory;
-	s->cpu_milli = b->cfg->cpus_milli;
-	s->pids_max = b->cfg->pids;
-	s->tmp_bytes = b->cfg->tmp_size;
-	s->image = b->cfg->image;
-	snprintf(run_dir, PATH_LEN, "%s/runtimes/%s/run", b->state_dir, user);
-	s->run_dir = run_dir;
-	s->state_dir = b->state_dir;
-	s->dev_prefix = b->cfg->dev_prefix;
-	json_array_foreach(gpus, i, g)
-		s->gpus[s->n_gpus++] = (unsigned)json_integer_value(g);
-	sandboxes_jupyter_argv(jupyter, user, argv, bufs);
-	s->argv = argv;
-	snprintf(env_bufs[0], 160, "JUPYTER_TOKEN=%s",
-		 json_string_value(json_object_get(msg, "token")));
-	envp[0] = env_bufs[0];
-	envp[1] = NULL;
-	s->envp = envp;
-	s->die_with_parent = false; /* runtimes outlive a supervisor restart */
+	memset(rq, 0, sizeof(*rq));
+	snprintf(rq->user, sizeof(rq->user), "%s", proto_str(msg, "user"));
+	rq->user_id = (uint32_t)proto_int(msg, "user_id");
+	snprintf(rq->token, sizeof(rq->token), "%s", proto_str(msg, "token"));
+	json_array_foreach(gpus, i, g) {
+		if (rq->n_gpus < SANDBOX_MAX_GPUS)
+			rq->gpus[rq->n_gpus++] = (unsigned)json_integer_value(g);
+	}
+	rq->jupyter = jupyter;
 }
 
-/* Starts the sandbox with stdin from /dev/null and stdout/stderr appended to
- * runtimes/<user>/jupyter.log (readable by labd's group), not the supervisor's
- * terminal. The supervisor is single-threaded, so swapping fds 0-2 around the
- * fork is safe. */
-static int start_with_log(struct sandboxes *b, const char *user, const struct sandbox_spec *spec,
-			  struct sandbox_handle *h)
+json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 {
-	char path[PATH_LEN];
-	int saved[3], log_fd, null_fd, rc;
-
-	snprintf(path, sizeof(path), "%s/runtimes/%s/jupyter.log", b->state_dir, user);
-	log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
-	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (log_fd < 0 || null_fd < 0) {
-		if (log_fd >= 0)
-			close(log_fd);
-		if (null_fd >= 0)
-			close(null_fd);
-		return log_errno("open %s", path);
-	}
-	if (fchown(log_fd, 0, cfg_gid(b->cfg)) < 0)
-		log_warn("chown %s: %s", path, strerror(errno));
-	fflush(stdout);
-	fflush(stderr);
-	for (int fd = 0; fd < 3; fd++)
-		saved[fd] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	dup2(null_fd, 0);
-	dup2(log_fd, 1);
-	dup2(log_fd, 2);
-	rc = sandbox_start(spec, h);
-	for (int fd = 0; fd < 3; fd++) {
-		if (saved[fd] >= 0) {
-			dup2(saved[fd], fd);
-			close(saved[fd]);
-		}
-	}
-	close(log_fd);
-	close(null_fd);
-	return rc;
-}
-
-json_t *sandboxes_start(struct sandboxes *b, long long id, json_t *msg)
-{
-	const char *why = check_start(b, msg);
-	const char *user = json_string_value(json_object_get(msg, "user"));
-	char home[PATH_LEN], run_dir[PATH_LEN], user_dir[PATH_LEN], bufs[16][256], env_bufs[2][160];
-	char *argv[16], *envp[4];
-	struct sandbox_spec spec;
-	struct box *x;
-	const char *jupyter;
+	const char *why = check_start(sb, msg), *user = proto_str(msg, "user"), *jupyter;
+	struct launch_request rq;
+	struct hosted *x;
+	char endpoint[LAUNCH_PATH_MAX];
+	int rc;
 
 	if (why)
-		return ipc_error(id, "bad_request", why);
-	x = find(b, user);
-	if (x && x->state != BOX_ENDED)
-		return ipc_error(id, "runtime_exists", "this user already has a runtime");
-	if (!x && !(x = free_slot(b)))
-		return ipc_error(id, "busy", "too many runtimes");
-	jupyter = sandboxes_pick_jupyter(b->cfg->jupyter, b->cfg->image);
+		return proto_error(id, "bad_request", why);
+	x = find(sb, user);
+	if (x && x->state != H_ENDED)
+		return proto_error(id, "runtime_exists", "this user already has a sandbox");
+	if (!x && !(x = free_slot(sb)))
+		return proto_error(id, "busy", "too many sandboxes");
+	jupyter = launch_pick_jupyter(sb->cfg->jupyter, sb->cfg->image);
 	if (!jupyter)
-		return ipc_error(id, "no_jupyter", "no jupyter lab, notebook or server in the image");
-	snprintf(user_dir, sizeof(user_dir), "%s/runtimes/%s", b->state_dir, user);
-	if ((mkdir(user_dir, 0710) < 0 && errno != EEXIST) || chown(user_dir, 0, cfg_gid(b->cfg)) < 0)
-		return ipc_error(id, "sandbox_failed", "cannot create the runtime dir");
-	fill_spec(b, msg, &spec, home, run_dir, argv, bufs, envp, env_bufs, jupyter);
+		return proto_error(id, "no_jupyter", "no jupyter lab, notebook or server in the image");
+	fill_request(msg, jupyter, &rq);
 	memset(x, 0, sizeof(*x));
-	if (start_with_log(b, user, &spec, &x->h) < 0)
-		return ipc_error(id, "sandbox_failed", "the sandbox could not be built (see the log)");
-	/* labd-web (not the sandbox's uid) connects to Jupyter's socket in here:
-	 * let it traverse; the socket's parents keep everyone else out. */
-	chmod(run_dir, 0711);
+	x->pidfd = x->worker_fd = -1;
+	x->h.status_fd = -1;
+	if ((rc = launch_spawn(sb->cfg, sb->state_dir, &rq, &x->worker, &x->worker_fd)) < 0)
+		return proto_error(id, "sandbox_failed", strerror(-rc));
 	x->used = true;
-	x->state = BOX_RUNNING;
-	x->pidfd = (int)syscall(SYS_pidfd_open, x->h.pid, 0);
-	x->deadline = json_integer_value(json_object_get(msg, "deadline"));
+	x->state = H_STARTING;
+	x->runtime_id = proto_int(msg, "runtime_id");
+	x->deadline_s = proto_int(msg, "deadline");
+	x->host_uid = sb->cfg->uid_base + rq.user_id;
 	snprintf(x->user, sizeof(x->user), "%s", user);
-	snprintf(x->kind, sizeof(x->kind), "%s", json_string_value(json_object_get(msg, "kind")));
-	save_box(b, x);
-	log_info("runtime of %s started: sandbox %s, pid %d, jupyter %s", user, x->h.id,
-		 (int)x->h.pid, jupyter);
-	json_t *r = ipc_reply(id, "ok");
-	json_object_set_new(r, "pid", json_integer(x->h.pid));
+	snprintf(x->kind, sizeof(x->kind), "%s", proto_str(msg, "kind"));
+	log_info("building the sandbox of %s (runtime %lld, worker %d)", user, x->runtime_id,
+		 (int)x->worker);
+	json_t *r = proto_ok(id);
+	launch_endpoint(user, endpoint, sizeof(endpoint));
+	json_object_set_new(r, "endpoint", json_string(endpoint));
 	return r;
 }
 
-static void request_stop(struct sandboxes *b, struct box *x, const char *reason)
+static void request_stop(struct sandboxes *sb, struct hosted *x, const char *cause,
+			 const char *reason)
 {
-	if (x->state != BOX_RUNNING)
+	if (x->state == H_STARTING) {
+		x->stop_pending = true;
+		set_end(x, cause, false, reason);
 		return;
-	snprintf(x->reason, sizeof(x->reason), "%s", reason);
+	}
+	if (x->state != H_RUNNING)
+		return;
+	set_end(x, cause, false, reason);
 	x->requested = true;
-	x->state = BOX_STOPPING;
-	x->kill_at_ms = clock_ms() + b->cfg->stop_grace * 1000;
+	x->state = H_STOPPING;
+	x->kill_at_ms = clock_ms() + sb->cfg->stop_grace * 1000;
 	/* init forwards SIGTERM to Jupyter, which shuts its kernels down cleanly */
 	sandbox_kill(&x->h, SIGTERM);
-	save_box(b, x); /* a restarted supervisor finishes the stop */
+	save_record(sb, x); /* a restarted supervisor finishes the stop */
 	log_info("stopping the runtime of %s: %s", x->user, reason);
 }
 
-json_t *sandboxes_stop(struct sandboxes *b, long long id, json_t *msg)
+json_t *sandboxes_stop(struct sandboxes *sb, long long id, json_t *msg)
 {
-	struct box *x = find(b, json_string_value(json_object_get(msg, "user")));
-	const char *reason = json_string_value(json_object_get(msg, "reason"));
+	struct hosted *x = find(sb, proto_str(msg, "user"));
+	long long rid = proto_int(msg, "runtime_id");
+	const char *reason = proto_str(msg, "reason");
 
-	if (!x || x->state == BOX_ENDED)
-		return ipc_error(id, "not_found", "no runtime is running for this user");
-	request_stop(b, x, reason[0] ? reason : "stopped");
-	return ipc_reply(id, "ok");
+	if (!x || x->state == H_ENDED || (rid && x->runtime_id && rid != x->runtime_id))
+		return proto_error(id, "not_found", "no sandbox is running for this runtime");
+	request_stop(sb, x, "requested", reason[0] ? reason : "stopped");
+	return proto_ok(id);
 }
 
-json_t *sandboxes_list(struct sandboxes *b, long long id)
+json_t *sandboxes_list(struct sandboxes *sb, long long id)
 {
 	json_t *list = json_array(), *r;
 
-	for (int i = 0; i < MAX_BOXES; i++) {
-		struct box *x = &b->box[i];
+	for (int i = 0; i < MAX_SANDBOXES; i++) {
+		struct hosted *x = &sb->slot[i];
 		if (!x->used)
 			continue;
-		json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:b,s:I,s:I}", "user", x->user,
-						      "state", box_state_names[x->state], "reason",
-						      x->reason, "failed", x->failed, "deadline",
-						      (json_int_t)x->deadline, "ended_at",
-						      (json_int_t)x->ended_at));
+		json_array_append_new(
+			list, json_pack("{s:s,s:I,s:s,s:b,s:s,s:s,s:b}", "user", x->user,
+					"runtime_id", (json_int_t)x->runtime_id, "state",
+					state_names[x->state], "ready", x->ready, "cause", x->cause,
+					"reason", x->reason, "failed", x->failed));
 	}
-	r = ipc_reply(id, "runtimes");
-	json_object_set_new(r, "runtimes", list);
+	r = proto_ok(id);
+	json_object_set_new(r, "sandboxes", list);
 	return r;
 }
 
-static void describe_end(struct box *x, const struct sandbox_result *res)
+static void describe_end(struct hosted *x, const struct sandbox_result *res)
 {
+	char why[200];
+
 	if (res->kind == SANDBOX_OOM) {
-		x->failed = true;
-		snprintf(x->reason, sizeof(x->reason),
-			 "out of memory: the runtime used more than its memory limit");
+		set_end(x, "oom", true,
+			"out of memory: the runtime used more than its memory limit");
 		return;
 	}
 	if (x->requested)
-		return; /* the stop reason stays */
-	x->failed = !(res->kind == SANDBOX_EXITED && res->code == 0);
-	if (res->kind == SANDBOX_EXITED)
-		snprintf(x->reason, sizeof(x->reason), "jupyter exited with status %d", res->code);
-	else if (res->kind == SANDBOX_SIGNALED)
-		snprintf(x->reason, sizeof(x->reason), "jupyter was killed by signal %d",
-			 res->signal);
-	else
-		snprintf(x->reason, sizeof(x->reason), "the runtime ended");
+		return; /* the stop's cause and reason stay */
+	if (res->kind == SANDBOX_EXITED) {
+		snprintf(why, sizeof(why), "jupyter exited with status %d", res->code);
+		set_end(x, "exited", res->code != 0, why);
+	} else if (res->kind == SANDBOX_SIGNALED) {
+		snprintf(why, sizeof(why), "jupyter was killed by signal %d", res->signal);
+		set_end(x, "signaled", true, why);
+	} else {
+		set_end(x, "gone", true, "the runtime ended");
+	}
 }
 
-/* The sandbox's init is gone: classify, tear down (home unmounted), forget. */
-static void finish(struct sandboxes *b, struct box *x)
+/* The sandbox's init is gone: classify, then tear down in a worker. */
+static void begin_teardown(struct sandboxes *sb, struct hosted *x)
 {
 	struct sandbox_result res;
-	char path[PATH_LEN];
+	int rc;
 
 	if (sandbox_wait(&x->h, &res) < 0)
 		memset(&res, 0, sizeof(res)), res.kind = SANDBOX_UNKNOWN;
 	describe_end(x, &res);
-	if (sandbox_destroy(&x->h) < 0)
-		log_warn("teardown of the runtime of %s was incomplete; gc will retry", x->user);
 	if (x->pidfd >= 0)
 		close(x->pidfd);
 	x->pidfd = -1;
-	x->state = BOX_ENDED;
-	x->ended_at = time(NULL);
-	box_file(b, x->user, path, sizeof(path));
-	unlink(path);
-	log_info("runtime of %s ended: %s", x->user, x->reason);
+	x->state = H_ENDING;
+	rc = launch_teardown(&x->h, &x->worker, &x->worker_fd);
+	if (rc < 0) {
+		log_warn("teardown of the runtime of %s could not start (%s); gc will retry",
+			 x->user, strerror(-rc));
+		mark_ended(sb, x);
+	}
+	(void)sb;
 }
 
-void sandboxes_stop_all(struct sandboxes *b, const char *reason)
+static void on_started(struct sandboxes *sb, struct hosted *x)
 {
-	for (int i = 0; i < MAX_BOXES; i++)
-		if (b->box[i].used && b->box[i].state == BOX_RUNNING)
-			request_stop(b, &b->box[i], reason);
+	char err[200];
+	int rc = launch_result(x->worker_fd, &x->h, err, sizeof(err));
+
+	if (rc == -EAGAIN)
+		return;
+	close_worker(x);
+	if (rc < 0) {
+		set_end(x, "start_failed", true, err);
+		mark_ended(sb, x);
+		return;
+	}
+	x->state = H_RUNNING;
+	x->pidfd = (int)syscall(SYS_pidfd_open, x->h.pid, 0);
+	x->probe_at_ms = clock_ms();
+	save_record(sb, x);
+	log_info("runtime of %s started: sandbox %s, pid %d", x->user, x->h.id, (int)x->h.pid);
+	if (x->stop_pending)
+		request_stop(sb, x, x->cause, x->reason);
 }
 
-int sandboxes_live(struct sandboxes *b)
+void sandboxes_stop_all(struct sandboxes *sb, const char *reason)
+{
+	for (int i = 0; i < MAX_SANDBOXES; i++)
+		if (sb->slot[i].used)
+			request_stop(sb, &sb->slot[i], "requested", reason);
+}
+
+int sandboxes_live(struct sandboxes *sb)
 {
 	int n = 0;
-	for (int i = 0; i < MAX_BOXES; i++)
-		n += b->box[i].used && b->box[i].state != BOX_ENDED;
+	for (int i = 0; i < MAX_SANDBOXES; i++)
+		n += sb->slot[i].used && sb->slot[i].state != H_ENDED;
 	return n;
 }
 
-int sandboxes_pollfds(struct sandboxes *b, struct pollfd *fds, int max)
+int sandboxes_pollfds(struct sandboxes *sb, struct pollfd *fds, int max)
 {
 	int n = 0;
-	for (int i = 0; i < MAX_BOXES && n < max; i++)
-		if (b->box[i].used && b->box[i].state != BOX_ENDED && b->box[i].pidfd >= 0)
-			fds[n++] = (struct pollfd){.fd = b->box[i].pidfd, .events = POLLIN};
+	for (int i = 0; i < MAX_SANDBOXES && n < max; i++) {
+		struct hosted *x = &sb->slot[i];
+		if (!x->used)
+			continue;
+		if (x->worker_fd >= 0)
+			fds[n++] = (struct pollfd){.fd = x->worker_fd, .events = POLLIN};
+		else if ((x->state == H_RUNNING || x->state == H_STOPPING) && x->pidfd >= 0)
+			fds[n++] = (struct pollfd){.fd = x->pidfd, .events = POLLIN};
+	}
 	return n;
 }
 
-void sandboxes_on_events(struct sandboxes *b, const struct pollfd *fds, int n)
+static void on_fd(struct sandboxes *sb, struct hosted *x, int fd)
+{
+	if (fd == x->worker_fd && x->state == H_STARTING)
+		on_started(sb, x);
+	else if (fd == x->worker_fd && x->state == H_ENDING)
+		mark_ended(sb, x); /* EOF: the teardown worker is done */
+	else if (fd == x->pidfd && (x->state == H_RUNNING || x->state == H_STOPPING))
+		begin_teardown(sb, x);
+}
+
+void sandboxes_on_events(struct sandboxes *sb, const struct pollfd *fds, int n)
 {
 	for (int k = 0; k < n; k++) {
 		if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
-		for (int i = 0; i < MAX_BOXES; i++)
-			if (b->box[i].used && b->box[i].pidfd == fds[k].fd &&
-			    b->box[i].state != BOX_ENDED)
-				finish(b, &b->box[i]);
+		for (int i = 0; i < MAX_SANDBOXES; i++) {
+			struct hosted *x = &sb->slot[i];
+			if (x->used && (x->worker_fd == fds[k].fd || x->pidfd == fds[k].fd)) {
+				on_fd(sb, x, fds[k].fd);
+				break;
+			}
+		}
 	}
 }
 
-int sandboxes_tick(struct sandboxes *b)
+static void send_warnings(struct sandboxes *sb, struct hosted *x, int64_t wall)
+{
+	for (unsigned i = 0; i < sb->cfg->n_warn_before && i < 32; i++) {
+		int64_t left = x->deadline_s - wall;
+		if ((x->warned & (1u << i)) || left > sb->cfg->warn_before[i])
+			continue;
+		x->warned |= 1u << i;
+		json_t *e = event("sandbox_warning", x);
+		json_object_set_new(e, "seconds_left", json_integer(left > 0 ? left : 0));
+		emit(sb, e);
+	}
+}
+
+static long long next_warning_ms(struct sandboxes *sb, struct hosted *x, int64_t wall,
+				 long long now)
+{
+	long long due = now + (x->deadline_s - wall) * 1000;
+	for (unsigned i = 0; i < sb->cfg->n_warn_before && i < 32; i++)
+		if (!(x->warned & (1u << i))) {
+			long long w = now + (x->deadline_s - sb->cfg->warn_before[i] - wall) * 1000;
+			due = w < due ? w : due;
+		}
+	return due;
+}
+
+/* Timers of one running or stopping sandbox; returns when it is next due. */
+static long long tick_one(struct sandboxes *sb, struct hosted *x, long long now, int64_t wall)
+{
+	if (x->state == H_RUNNING && !x->ready && now >= x->probe_at_ms) {
+		char run_dir[LAUNCH_PATH_MAX];
+		launch_run_dir(sb->state_dir, x->user, run_dir, sizeof(run_dir));
+		if (launch_probe(run_dir, x->host_uid)) {
+			x->ready = true;
+			log_info("runtime of %s answers", x->user);
+			emit_ready(sb, x);
+		}
+		x->probe_at_ms = now + PROBE_EVERY_MS;
+	}
+	if (x->state == H_RUNNING) {
+		if (x->deadline_s <= wall)
+			request_stop(sb, x, "time_limit", "time limit reached");
+		else
+			send_warnings(sb, x, wall);
+	}
+	if (x->state == H_RUNNING)
+		return x->ready ? next_warning_ms(sb, x, wall, now) : x->probe_at_ms;
+	if (x->state == H_STOPPING && x->kill_at_ms <= now) {
+		log_warn("runtime of %s did not stop within the grace period: killing it",
+			 x->user);
+		sandbox_kill(&x->h, SIGKILL);
+		x->kill_at_ms = now + 1000; /* and again, until the pidfd says gone */
+	}
+	return x->state == H_STOPPING ? x->kill_at_ms : -1;
+}
+
+int sandboxes_tick(struct sandboxes *sb)
 {
 	long long now = clock_ms(), next = -1;
 	int64_t wall = time(NULL);
 
-	for (int i = 0; i < MAX_BOXES; i++) {
-		struct box *x = &b->box[i];
-		long long due = -1;
+	for (int i = 0; i < MAX_SANDBOXES; i++) {
+		struct hosted *x = &sb->slot[i];
 		if (!x->used)
 			continue;
-		if (x->state == BOX_ENDED && wall - x->ended_at > ENDED_KEEP_SECONDS) {
+		if (x->state == H_ENDED && wall - x->ended_at_s > ENDED_KEEP_S) {
 			x->used = false;
 			continue;
 		}
-		if (x->state == BOX_RUNNING && x->deadline <= wall)
-			request_stop(b, x, "time limit reached");
-		if (x->state == BOX_RUNNING)
-			due = now + (x->deadline - wall) * 1000;
-		if (x->state == BOX_STOPPING && x->kill_at_ms <= now) {
-			log_warn("runtime of %s did not stop within the grace period: killing it",
-				 x->user);
-			sandbox_kill(&x->h, SIGKILL);
-			x->kill_at_ms = now + 1000; /* and again, until the pidfd says gone */
-		}
-		if (x->state == BOX_STOPPING)
-			due = x->kill_at_ms;
+		long long due = tick_one(sb, x, now, wall);
 		if (due >= 0 && (next < 0 || due < next))
 			next = due;
 	}
 	return next < 0 ? -1 : (int)(next - now < 0 ? 0 : next - now > 60000 ? 60000 : next - now);
 }
 
-/* Re-adopts the runtimes a previous supervisor left running. */
-static void adopt_all(struct sandboxes *b)
+/* Re-adopts one record a previous supervisor left; false when it is gone. */
+static bool adopt_one(struct sandboxes *sb, json_t *j)
 {
-	char dir[PATH_LEN], path[PATH_LEN + 300];
+	const char *user = json_string_value(json_object_get(j, "user"));
+	const char *id = json_string_value(json_object_get(j, "id"));
+	const char *stopping = json_string_value(json_object_get(j, "stopping"));
+	struct hosted *x = free_slot(sb);
+
+	if (!x || !user || !id || strlen(user) > LAUNCH_NAME_MAX)
+		return false;
+	memset(x, 0, sizeof(*x));
+	x->worker_fd = -1;
+	if (sandbox_adopt(sb->state_dir, id, &x->h) < 0)
+		return false;
+	x->used = true;
+	x->state = H_RUNNING;
+	snprintf(x->user, sizeof(x->user), "%s", user);
+	snprintf(x->kind, sizeof(x->kind), "%s",
+		 json_string_value(json_object_get(j, "kind")) ?: "cpu");
+	x->runtime_id = json_integer_value(json_object_get(j, "runtime_id"));
+	x->host_uid = (uid_t)json_integer_value(json_object_get(j, "uid"));
+	x->deadline_s = json_integer_value(json_object_get(j, "deadline"));
+	x->pidfd = (int)syscall(SYS_pidfd_open, x->h.pid, 0);
+	log_info("re-adopted the runtime of %s (sandbox %s)", user, id);
+	if (stopping)
+		request_stop(sb, x, "requested", stopping);
+	return true;
+}
+
+static void adopt_all(struct sandboxes *sb)
+{
+	char dir[LAUNCH_PATH_MAX], path[LAUNCH_PATH_MAX + 300];
 	struct dirent *e;
 	DIR *d;
 
-	snprintf(dir, sizeof(dir), "%s/boxes", b->state_dir);
+	snprintf(dir, sizeof(dir), "%s/boxes", sb->state_dir);
 	d = opendir(dir);
 	while (d && (e = readdir(d))) {
-		json_t *j;
-		struct box *x;
 		if (e->d_name[0] == '.' || !strstr(e->d_name, ".json"))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		j = json_load_file(path, 0, NULL);
-		x = free_slot(b);
-		const char *user = json_string_value(json_object_get(j, "user"));
-		const char *id = json_string_value(json_object_get(j, "id"));
-		if (x && user && id && users_name_valid(user) &&
-		    sandbox_adopt(b->state_dir, id, &x->h) == 0) {
-			x->used = true;
-			x->state = BOX_RUNNING;
-			snprintf(x->user, sizeof(x->user), "%s", user);
-			snprintf(x->kind, sizeof(x->kind), "%s",
-				 json_string_value(json_object_get(j, "kind")) ?: "cpu");
-			x->deadline = json_integer_value(json_object_get(j, "deadline"));
-			x->pidfd = (int)syscall(SYS_pidfd_open, x->h.pid, 0);
-			log_info("re-adopted the runtime of %s (sandbox %s)", user, id);
-			const char *stopping = json_string_value(json_object_get(j, "stopping"));
-			if (stopping)
-				request_stop(b, x, stopping);
-		} else {
+		json_t *j = json_load_file(path, 0, NULL);
+		if (!adopt_one(sb, j)) {
 			log_info("runtime record %s is no longer running", e->d_name);
 			unlink(path);
 		}
@@ -502,45 +549,51 @@ static void adopt_all(struct sandboxes *b)
 		closedir(d);
 }
 
-struct sandboxes *sandboxes_open(const struct labd_config *cfg, const char *state_dir)
+struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state_dir,
+				const struct sandboxes_events *ev)
 {
 	/* runtimes/ is root:labd 0710: labd-web reaches the Jupyter sockets below
 	 * it, other sandboxes' uids do not. */
-	static const char *const dirs[][2] = {{"homes", "0700"}, {"runtimes", "0710"},
-					      {"boxes", "0700"}};
-	struct sandboxes *b = calloc(1, sizeof(*b));
-	char path[PATH_LEN + 16];
+	static const struct {
+		const char *name;
+		mode_t mode;
+	} dirs[] = {{"homes", 0700}, {"runtimes", 0710}, {"boxes", 0700}};
+	struct sandboxes *sb = calloc(1, sizeof(*sb));
+	char path[LAUNCH_PATH_MAX + 16];
 
-	if (!b)
+	if (!sb)
 		return NULL;
-	b->cfg = cfg;
-	snprintf(b->state_dir, sizeof(b->state_dir), "%s", state_dir);
+	sb->cfg = cfg;
+	if (ev)
+		sb->ev = *ev;
+	snprintf(sb->state_dir, sizeof(sb->state_dir), "%s", state_dir);
 	for (size_t i = 0; i < 3; i++) {
-		snprintf(path, sizeof(path), "%s/%s", state_dir, dirs[i][0]);
-		mode_t mode = (mode_t)strtol(dirs[i][1], NULL, 8);
-		if ((mkdir(path, mode) < 0 && errno != EEXIST) || chmod(path, mode) < 0 ||
-		    chown(path, 0, cfg_gid(cfg)) < 0) {
+		snprintf(path, sizeof(path), "%s/%s", state_dir, dirs[i].name);
+		if ((mkdir(path, dirs[i].mode) < 0 && errno != EEXIST) || chmod(path, dirs[i].mode) < 0 ||
+		    chown(path, 0, labd_gid(cfg)) < 0) {
 			log_errno("mkdir %s", path);
-			free(b);
+			free(sb);
 			return NULL;
 		}
 	}
-	adopt_all(b);
+	adopt_all(sb);
 	if (sandbox_gc(state_dir, false) > 0)
 		log_info("cleaned up sandboxes a crash left behind");
-	return b;
+	return sb;
 }
 
-void sandboxes_close(struct sandboxes *b)
+void sandboxes_free(struct sandboxes *sb)
 {
-	if (!b)
+	if (!sb)
 		return;
-	for (int i = 0; i < MAX_BOXES; i++) {
-		if (!b->box[i].used || b->box[i].state == BOX_ENDED)
+	for (int i = 0; i < MAX_SANDBOXES; i++) {
+		struct hosted *x = &sb->slot[i];
+		if (!x->used || x->state == H_ENDED)
 			continue;
-		if (b->box[i].pidfd >= 0)
-			close(b->box[i].pidfd);
-		sandbox_handle_clear(&b->box[i].h);
+		if (x->pidfd >= 0)
+			close(x->pidfd);
+		close_worker(x);
+		sandbox_handle_clear(&x->h);
 	}
-	free(b);
+	free(sb);
 }

@@ -1,7 +1,9 @@
-/* boxes.h - the supervisor's runtimes: one sandbox per user running Jupyter,
- * with the deadline enforced here (so a dead web process cannot extend a
+/* sandboxes.h - the supervisor's sandbox host: one sandbox per user running
+ * Jupyter, built and torn down by forked workers (launch.h) so the loop never
+ * blocks; the deadline enforced here (so a dead web process cannot extend a
  * runtime), stop requests with a grace period, exit classification (OOM,
- * signal, status) and re-adoption of sandboxes that outlived a supervisor
+ * signal, status), events pushed to the web process (ready, ended + cause,
+ * deadline warnings) and re-adoption of sandboxes that outlived a supervisor
  * restart. Single-threaded: called only from the supervisor's loop. */
 #ifndef LABD_SANDBOXES_H
 #define LABD_SANDBOXES_H
@@ -12,37 +14,39 @@
 struct labd_config;
 struct sandboxes;
 
+/* Where events go: emit borrows the message (supervisor/channel.c sends it,
+ * or drops it while no web process listens; the list reconciles later). */
+struct sandboxes_events {
+	void (*emit)(void *ctx, json_t *event);
+	void *ctx;
+};
+
 /* Prepares the state dirs and re-adopts sandboxes recorded there.
  * state_dir must be absolute. NULL on failure (logged). */
-struct sandboxes *sandboxes_open(const struct labd_config *cfg, const char *state_dir);
+struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state_dir,
+				const struct sandboxes_events *ev);
 /* Forgets the sandboxes without stopping them (they are re-adopted by the next
  * supervisor) and frees the set. */
-void sandboxes_close(struct sandboxes *b);
+void sandboxes_free(struct sandboxes *sb);
 
-/* Handlers for the IPC requests; each returns the reply (caller owns it).
- * msg has been validated by ipc_parse_request. */
-json_t *sandboxes_start(struct sandboxes *b, long long id, json_t *msg);
-json_t *sandboxes_stop(struct sandboxes *b, long long id, json_t *msg);
-json_t *sandboxes_list(struct sandboxes *b, long long id);
+/* Handlers for requests checked against proto.h's field lists; each returns
+ * the reply (caller owns it). A start is answered when the build has begun;
+ * sandbox_ready or sandbox_ended follows. */
+json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg);
+json_t *sandboxes_stop(struct sandboxes *sb, long long id, json_t *msg);
+json_t *sandboxes_list(struct sandboxes *sb, long long id);
 
-/* Asks every running sandbox to stop (used when [runtime] keep_on_shutdown
- * is false); sandboxes_live() then counts down as they end. */
-void sandboxes_stop_all(struct sandboxes *b, const char *reason);
-int sandboxes_live(struct sandboxes *b);
+/* Asks every sandbox to stop (used when [runtime] keep_on_shutdown is false);
+ * sandboxes_live() then counts down as they end. */
+void sandboxes_stop_all(struct sandboxes *sb, const char *reason);
+int sandboxes_live(struct sandboxes *sb);
 
-/* Fills up to max pollfds to watch (one per running sandbox); returns how many. */
-int sandboxes_pollfds(struct sandboxes *b, struct pollfd *fds, int max);
+/* Fills up to max pollfds to watch (sandbox pidfds, worker sockets). */
+int sandboxes_pollfds(struct sandboxes *sb, struct pollfd *fds, int max);
 /* Handles readiness of fds filled by sandboxes_pollfds. */
-void sandboxes_on_events(struct sandboxes *b, const struct pollfd *fds, int n);
-/* Enforces deadlines and grace periods; returns ms until the next timer (-1 none). */
-int sandboxes_tick(struct sandboxes *b);
-
-/* The Jupyter argv for a user (pure; exposed for tests). kind is "lab",
- * "notebook" or "server"; the strings live in bufs[n][256]; argv is
- * NULL-terminated. Returns argc. */
-int sandboxes_jupyter_argv(const char *kind, const char *user, char *argv[16], char bufs[][256]);
-/* Chooses "lab", "notebook" or "server" for [runtime] jupyter = auto by
- * looking into the image; NULL when none is installed. */
-const char *sandboxes_pick_jupyter(const char *setting, const char *image);
+void sandboxes_on_events(struct sandboxes *sb, const struct pollfd *fds, int n);
+/* Probes starting Jupyters, sends warnings, enforces deadlines and grace
+ * periods; returns ms until the next timer (-1 none). */
+int sandboxes_tick(struct sandboxes *sb);
 
 #endif

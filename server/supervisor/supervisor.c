@@ -16,9 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "supervisor/sandboxes.h"
 #include "config/config.h"
-#include "proto/ipc.h"
+#include "supervisor/channel.h"
+#include "supervisor/sandboxes.h"
 #include "labd/clock.h"
 #include "labd/log.h"
 #include "labd/privdrop.h"
@@ -34,15 +34,15 @@ struct supervisor {
 	struct privdrop_user user;
 	int listen_fd, web_root_fd, signal_fd;
 	pid_t child;
-	int ipc_fd; /* supervisor end of the child's socketpair, -1 when none */
+	struct channel *channel; /* to the web process, NULL when none */
 	long long child_started_ms, restart_at_ms, stop_deadline_ms;
 	int backoff_ms;
 	int stopping;
 	long long give_up_ms; /* stop waiting for runtimes to end after this */
-	struct sandboxes *boxes;  /* the users' runtimes */
+	struct sandboxes *sandboxes;
 };
 
-#define MAX_POLL 260
+#define MAX_POLL 520 /* signalfd, channel, one fd per sandbox */
 
 static int bind_listener(const char *address)
 {
@@ -128,50 +128,37 @@ static void spawn_web(struct supervisor *s)
 	}
 	close(sv[1]);
 	s->child = pid;
-	s->ipc_fd = sv[0];
+	s->channel = channel_new(sv[0], s->sandboxes);
 	s->child_started_ms = clock_ms();
 	log_info("started web process %d", (int)pid);
 }
 
-static void handle_request(struct supervisor *s, json_t *msg)
+static void close_channel(struct supervisor *s)
 {
-	struct ipc_request req;
-	char err[128];
-	json_t *reply;
-
-	if (ipc_parse_request(msg, &req, err, sizeof(err)) < 0) {
-		json_t *id = json_object_get(msg, "id");
-		log_warn("refused a message from the web process: %s", err);
-		reply = ipc_error(json_is_integer(id) ? json_integer_value(id) : -1, "bad_request",
-				  err);
-	} else if (strcmp(req.type, "ping") == 0) {
-		reply = ipc_reply(req.id, "pong");
-	} else if (strcmp(req.type, "runtime_start") == 0) {
-		reply = sandboxes_start(s->boxes, req.id, req.msg);
-	} else if (strcmp(req.type, "runtime_stop") == 0) {
-		reply = sandboxes_stop(s->boxes, req.id, req.msg);
-	} else if (strcmp(req.type, "runtime_list") == 0) {
-		reply = sandboxes_list(s->boxes, req.id);
-	} else {
-		reply = ipc_reply(req.id, "version");
-		json_object_set_new(reply, "version", json_string(LABD_VERSION));
-	}
-	ipc_send(s->ipc_fd, reply);
-	json_decref(reply);
+	channel_free(s->channel);
+	s->channel = NULL;
 }
 
-static void on_ipc_readable(struct supervisor *s)
+static void on_channel_readable(struct supervisor *s)
 {
-	json_t *msg;
-	int rc = ipc_recv(s->ipc_fd, &msg, 0);
+	int rc = channel_on_readable(s->channel);
 
-	if (rc == 0) {
-		handle_request(s, msg);
-		json_decref(msg);
-	} else if (rc == 1) {
-		close(s->ipc_fd); /* the child is exiting; SIGCHLD follows */
-		s->ipc_fd = -1;
+	if (rc == 1) {
+		close_channel(s); /* the child is exiting; SIGCHLD follows */
+	} else if (rc < 0) {
+		/* A web process that breaks the protocol is not trusted to go on:
+		 * the restart gives a fresh one; the sandboxes keep running. */
+		close_channel(s);
+		if (s->child > 0)
+			kill(s->child, SIGKILL);
 	}
+}
+
+/* Events from the sandboxes go to whichever web process listens now. */
+static void emit_event(void *ctx, json_t *event)
+{
+	struct supervisor *s = ctx;
+	channel_emit(s->channel, event);
 }
 
 static void describe_exit(pid_t pid, int status)
@@ -187,13 +174,14 @@ static void reap_children(struct supervisor *s)
 	int status;
 	pid_t pid;
 
-	/* Only the web process: sandboxes are reaped by the sandbox library. */
-	while (s->child > 0 && (pid = waitpid(s->child, &status, WNOHANG)) > 0) {
+	/* The web process and the sandbox workers (their results come over their
+	 * sockets); sandbox inits are never our children. */
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid != s->child)
+			continue;
 		describe_exit(pid, status);
 		s->child = 0;
-		if (s->ipc_fd >= 0)
-			close(s->ipc_fd);
-		s->ipc_fd = -1;
+		close_channel(s);
 		if (s->stopping)
 			continue;
 		long long lived = clock_ms() - s->child_started_ms;
@@ -215,7 +203,7 @@ static void begin_stop(struct supervisor *s, int sig)
 	if (s->child > 0)
 		kill(s->child, SIGTERM);
 	if (!s->cfg->keep_on_shutdown) {
-		sandboxes_stop_all(s->boxes, "labd is shutting down");
+		sandboxes_stop_all(s->sandboxes, "labd is shutting down");
 		/* each box gets its grace period, then is killed; allow for that */
 		s->give_up_ms = clock_ms() + s->cfg->stop_grace * 1000 + STOP_GRACE_MS;
 	}
@@ -249,13 +237,13 @@ static int poll_timeout(const struct supervisor *s, int sandboxes_ms)
 static void run_loop(struct supervisor *s)
 {
 	while (!(s->stopping && s->child == 0 &&
-		 (sandboxes_live(s->boxes) == 0 || s->cfg->keep_on_shutdown || clock_ms() > s->give_up_ms))) {
+		 (sandboxes_live(s->sandboxes) == 0 || s->cfg->keep_on_shutdown || clock_ms() > s->give_up_ms))) {
 		if (!s->stopping && s->child == 0 && clock_ms() >= s->restart_at_ms)
 			spawn_web(s);
 		struct pollfd fds[MAX_POLL] = {{.fd = s->signal_fd, .events = POLLIN},
-					       {.fd = s->ipc_fd, .events = POLLIN}};
-		int sandboxes_ms = sandboxes_tick(s->boxes);
-		int nbox = sandboxes_pollfds(s->boxes, fds + 2, MAX_POLL - 2);
+					       {.fd = channel_fd(s->channel), .events = POLLIN}};
+		int sandboxes_ms = sandboxes_tick(s->sandboxes);
+		int nbox = sandboxes_pollfds(s->sandboxes, fds + 2, MAX_POLL - 2);
 		/* fd -1 entries are ignored by poll, so the layout stays fixed */
 		if (poll(fds, (nfds_t)(2 + nbox), poll_timeout(s, sandboxes_ms)) < 0 && errno != EINTR) {
 			log_errno("poll");
@@ -263,9 +251,9 @@ static void run_loop(struct supervisor *s)
 		}
 		if (fds[0].revents & POLLIN)
 			on_signal(s);
-		if (s->ipc_fd >= 0 && (fds[1].revents & (POLLIN | POLLHUP)))
-			on_ipc_readable(s);
-		sandboxes_on_events(s->boxes, fds + 2, nbox);
+		if (s->channel && (fds[1].revents & (POLLIN | POLLHUP)))
+			on_channel_readable(s);
+		sandboxes_on_events(s->sandboxes, fds + 2, nbox);
 		if (s->stopping && s->child > 0 && clock_ms() >= s->stop_deadline_ms) {
 			log_warn("web process %d did not stop in time: killing it", (int)s->child);
 			kill(s->child, SIGKILL);
@@ -276,7 +264,7 @@ static void run_loop(struct supervisor *s)
 
 int supervisor_run(const struct labd_config *cfg)
 {
-	struct supervisor s = {.cfg = cfg, .ipc_fd = -1, .backoff_ms = RESTART_MIN_MS,
+	struct supervisor s = {.cfg = cfg, .backoff_ms = RESTART_MIN_MS,
 			       .listen_fd = -1, .web_root_fd = -1, .signal_fd = -1};
 	sigset_t set;
 	int rc = 1;
@@ -287,8 +275,9 @@ int supervisor_run(const struct labd_config *cfg)
 	    privdrop_prepare_state_dir(cfg->state_dir, &s.user) < 0)
 		return 1;
 	/* Runtimes keep running across a supervisor restart and are re-adopted. */
-	s.boxes = sandboxes_open(cfg, cfg->state_dir);
-	if (!s.boxes)
+	struct sandboxes_events ev = {emit_event, &s};
+	s.sandboxes = sandboxes_new(cfg, cfg->state_dir, &ev);
+	if (!s.sandboxes)
 		goto out;
 	s.web_root_fd = open(cfg->web_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (s.web_root_fd < 0) {
@@ -321,8 +310,7 @@ out:
 		close(s.listen_fd);
 	if (s.web_root_fd >= 0)
 		close(s.web_root_fd);
-	if (s.ipc_fd >= 0)
-		close(s.ipc_fd);
-	sandboxes_close(s.boxes);
+	close_channel(&s);
+	sandboxes_free(s.sandboxes);
 	return rc;
 }

@@ -15,9 +15,10 @@
 #include "store/audit.h"
 #include "store/db.h"
 #include "http/http.h"
-#include "proto/ipc.h"
+#include "backend/backend.h"
 #include "labd/log.h"
 #include "runtime/reconcile.h"
+#include "runtime/runtime.h"
 #include "proxy/upstream.h"
 #include "proxy/waker.h"
 #include "proxy/wsrelay.h"
@@ -83,6 +84,22 @@ int web_bootstrap_admin(const struct labd_config *cfg, struct db *db)
 	return 0;
 }
 
+/* The proxy lets go of a runtime that ended: pooled upstream connections
+ * and the user's open WebSockets (closed with a close frame). */
+static void forget_runtime(struct app *app, const struct runtime *r)
+{
+	char socket_path[RUNTIME_ENDPOINT_MAX];
+
+	if (runtime_socket_path(r, socket_path, sizeof(socket_path)) == 0)
+		upstream_forget(socket_path);
+	wsrelay_close_owner(app->proxy.relay, r->user_name);
+}
+
+static int open_websockets(struct app *app, const char *user)
+{
+	return wsrelay_count(app->proxy.relay, user);
+}
+
 /* Waits for SIGTERM/SIGINT (blocked since the supervisor forked us), sweeping
  * expired sessions now and then. */
 static void serve_until_signal(struct app *app)
@@ -103,12 +120,12 @@ static void serve_until_signal(struct app *app)
 }
 
 _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_user *u,
-			int listen_fd, int ipc_fd, int web_root_fd)
+			int listen_fd, int supervisor_fd, int web_root_fd)
 {
 	pid_t supervisor = getppid();
 	struct app app = {.web_root_fd = web_root_fd};
 	struct MHD_Daemon *httpd;
-	struct reconciler *monitor = NULL;
+	struct backend_events events;
 	enum log_level level;
 
 	log_set_tag("labd-web");
@@ -124,29 +141,37 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
 	if (getppid() != supervisor)
 		_exit(1);
-	app.supervisor = ipc_client_new(ipc_fd);
-	if (!app.supervisor || web_bootstrap_admin(cfg, app.db) < 0)
+	if (web_bootstrap_admin(cfg, app.db) < 0)
 		_exit(1);
 	app.proxy.secure = cfg->secure_cookies;
+	app.on_runtime_ended = forget_runtime;
+	app.open_websockets = open_websockets;
 	if (waker_start(&app.proxy.waker) < 0 || wsrelay_start(&app.proxy.relay) < 0)
+		_exit(1);
+	/* The backend before the reconciler (which lists its sandboxes), both
+	 * before the first request (which may start a runtime). */
+	runtime_events_init(&events, &app);
+	app.backend = backend_local_new(supervisor_fd, &events);
+	if (!app.backend || reconcile_start(&app, &app.reconciler) < 0)
 		_exit(1);
 	httpd = http_start(&app, listen_fd);
 	if (!httpd) {
 		log_error("cannot start the HTTP server");
 		_exit(1);
 	}
-	if (reconcile_start(&app, &monitor) < 0)
-		_exit(1);
 	log_info("serving as user %s (pid %d)", u->name, (int)getpid());
 	serve_until_signal(&app);
 	log_info("shutting down");
-	reconcile_stop(monitor);
+	reconcile_stop(app.reconciler);
+	/* backend events may still come until backend_free: keep them off the
+	 * relay that is about to go */
+	__atomic_store_n(&app.on_runtime_ended, NULL, __ATOMIC_SEQ_CST);
 	/* libmicrohttpd must have no upgraded or suspended connection left. */
 	wsrelay_stop(app.proxy.relay);
 	waker_stop(app.proxy.waker);
 	MHD_stop_daemon(httpd);
 	upstream_clear();
-	ipc_client_free(app.supervisor);
+	backend_free(app.backend);
 	db_close(app.db);
 	close(web_root_fd);
 	_exit(0);

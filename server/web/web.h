@@ -11,7 +11,7 @@ struct db;
  * listen_fd (bound listening socket), ipc_fd (its end of the supervisor
  * socketpair) and web_root_fd (O_PATH directory). Entered as root. */
 _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_user *u,
-			int listen_fd, int ipc_fd, int web_root_fd);
+			int listen_fd, int supervisor_fd, int web_root_fd);
 
 /* As root: prepares the state dir, enters it and drops to the labd user, then
  * opens the store. Shared by the web process and the host CLI so that every

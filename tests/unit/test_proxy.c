@@ -2,7 +2,7 @@
  * hop-by-hop headers, cookie stripping), runtime paths and Jupyter's argv. */
 #include "unit.h"
 
-#include "supervisor/sandboxes.h"
+#include "supervisor/launch.h"
 #include "proxy/proxy.h"
 #include "proxy/gate.h"
 #include "proxy/scrub.h"
@@ -94,8 +94,8 @@ static void test_runtime_paths(void **state)
 	assert_int_equal(gate_user("/user//x", user, sizeof(user)), -1);
 	assert_int_equal(gate_user("/user/Alice/", user, sizeof(user)), -1);
 	assert_int_equal(gate_user("/user/../etc/", user, sizeof(user)), -1);
-	gate_socket_path("alice", sock, sizeof(sock));
-	assert_string_equal(sock, "runtimes/alice/run/jupyter.sock");
+	launch_endpoint("alice", sock, sizeof(sock));
+	assert_string_equal(sock, "unix:runtimes/alice/run/jupyter.sock");
 }
 
 static void test_jupyter_argv(void **state)
@@ -103,7 +103,7 @@ static void test_jupyter_argv(void **state)
 	char *argv[16], bufs[16][256];
 	int n;
 	(void)state;
-	n = sandboxes_jupyter_argv("notebook", "bob", argv, bufs);
+	n = launch_jupyter_argv("notebook", "bob", argv, bufs);
 	assert_true(n > 5);
 	assert_null(argv[n]);
 	assert_string_equal(argv[0], "jupyter");
@@ -116,14 +116,14 @@ static void test_jupyter_argv(void **state)
 		assert_null(strstr(argv[i], "token")); /* the token travels in the environment */
 	}
 	assert_true(sock && base && dir);
-	n = sandboxes_jupyter_argv("lab", "bob", argv, bufs);
+	n = launch_jupyter_argv("lab", "bob", argv, bufs);
 	assert_string_equal(argv[1], "lab");
 	bool server_app = false;
 	for (int i = 0; i < n; i++)
 		server_app = server_app || !strcmp(argv[i], "--ServerApp.base_url=/user/bob/");
 	assert_true(server_app);
-	assert_string_equal(sandboxes_pick_jupyter("server", "/"), "server");
-	assert_null(sandboxes_pick_jupyter("auto", "/nonexistent-image"));
+	assert_string_equal(launch_pick_jupyter("server", "/"), "server");
+	assert_null(launch_pick_jupyter("auto", "/nonexistent-image"));
 }
 
 int main(void)

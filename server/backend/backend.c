@@ -1,0 +1,29 @@
+/* backend.c - dispatch through a backend's operations; see backend.h. */
+#include "backend/backend.h"
+
+int backend_start(struct backend *b, const struct backend_start *s, char *endpoint, char *err,
+		  size_t errlen)
+{
+	return b->ops->start(b, s, endpoint, err, errlen);
+}
+
+int backend_stop(struct backend *b, const char *user, int64_t runtime_id, const char *reason)
+{
+	return b->ops->stop(b, user, runtime_id, reason);
+}
+
+int backend_list(struct backend *b, struct backend_sandbox **out, size_t *n)
+{
+	return b->ops->list(b, out, n);
+}
+
+int backend_ping(struct backend *b)
+{
+	return b->ops->ping(b);
+}
+
+void backend_free(struct backend *b)
+{
+	if (b)
+		b->ops->free(b);
+}

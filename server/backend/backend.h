@@ -1,0 +1,90 @@
+/* backend.h - the seam between labd-web and whatever runs sandboxes.
+ *
+ * Folder rule: backend/ includes proto/, config/ and common/ only; the
+ * runtime layer (runtime/) is its one caller.
+ *
+ * The local backend (local.c) speaks the supervisor protocol; a later Slurm
+ * backend submits the same sandboxes as jobs on compute nodes. So that it
+ * can, everything here is asynchronous: a start returns once the backend took
+ * the request, and what happens next arrives as events, possibly much later
+ * (a queued Slurm job); the endpoint a runtime is reached at is known only
+ * once it runs ("unix:PATH" relative to the state dir today, "tcp:HOST:PORT"
+ * for remote backends) and is stored with the runtime row. */
+#ifndef LABD_BACKEND_H
+#define LABD_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BACKEND_ENDPOINT_MAX 200
+#define BACKEND_REASON_MAX 200
+
+struct backend;
+
+/* Called from the backend's own thread; they must not call back into the
+ * backend (queue the work instead). Strings are borrowed for the call. */
+struct backend_events {
+	/* the channel is (re)established: reconcile with backend_list */
+	void (*connected)(void *ctx);
+	void (*ready)(void *ctx, const char *user, int64_t runtime_id, const char *endpoint);
+	/* cause: one of proto.h's PROTO_CAUSES */
+	void (*ended)(void *ctx, const char *user, int64_t runtime_id, const char *cause,
+		      bool failed, const char *reason);
+	void (*warning)(void *ctx, const char *user, int64_t runtime_id, int64_t seconds_left);
+	void *ctx;
+};
+
+struct backend_start {
+	const char *user;
+	int64_t user_id, runtime_id;
+	const char *kind; /* "cpu" or "gpu" */
+	const char *token;
+	int64_t deadline_s;
+	unsigned gpus[16];
+	unsigned n_gpus;
+};
+
+/* One sandbox as the backend sees it. */
+struct backend_sandbox {
+	char user[33];
+	int64_t runtime_id;
+	char state[12]; /* starting, running, stopping, ended */
+	bool ready, failed;
+	char cause[16];
+	char reason[BACKEND_REASON_MAX];
+};
+
+struct backend_ops {
+	int (*start)(struct backend *b, const struct backend_start *s, char *endpoint,
+		     char *err, size_t errlen);
+	int (*stop)(struct backend *b, const char *user, int64_t runtime_id, const char *reason);
+	int (*list)(struct backend *b, struct backend_sandbox **out, size_t *n);
+	int (*ping)(struct backend *b);
+	void (*free)(struct backend *b);
+};
+
+struct backend {
+	const struct backend_ops *ops;
+};
+
+/* Asks for a sandbox. 0 when the backend took it (endpoint[BACKEND_ENDPOINT_MAX]
+ * filled when already known); -EEXIST when the user still has one; -ETIMEDOUT
+ * when the backend did not answer (the start may still happen: reconcile);
+ * another negative errno with a message in err. */
+int backend_start(struct backend *b, const struct backend_start *s, char *endpoint, char *err,
+		  size_t errlen);
+/* Asks the sandbox of runtime_id (0: whichever the user has) to stop; its end
+ * arrives as an event. 0, -ENOENT when there is none, -ETIMEDOUT. */
+int backend_stop(struct backend *b, const char *user, int64_t runtime_id, const char *reason);
+/* Every sandbox the backend holds; *out is freed by the caller (free()). */
+int backend_list(struct backend *b, struct backend_sandbox **out, size_t *n);
+/* 0 when the backend answers. */
+int backend_ping(struct backend *b);
+void backend_free(struct backend *b);
+
+/* The local backend: takes fd (the supervisor socketpair), says hello and
+ * delivers events to ev (copied) from its reader thread. NULL on failure. */
+struct backend *backend_local_new(int fd, const struct backend_events *ev);
+
+#endif

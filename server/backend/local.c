@@ -1,0 +1,324 @@
+/* local.c - the local backend: the supervisor protocol from the web side.
+ *
+ * Calls may come from any worker thread at once: each waits for its own reply
+ * by id, so a slow answer to one never holds up another (no lock is held
+ * while waiting). One reader thread takes replies and events off the socket;
+ * events are checked against the same field lists the supervisor sends by
+ * (proto.h) before they reach the runtime layer. */
+#include "backend/backend.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "labd/log.h"
+#include "proto/proto.h"
+
+#define CALL_TIMEOUT_MS 5000
+
+struct pending {
+	long long id;
+	json_t *reply;
+	struct pending *next;
+};
+
+struct local {
+	struct backend base;
+	int fd;
+	pthread_t reader;
+	pthread_mutex_t lock;
+	pthread_cond_t answered;
+	struct pending *pending;
+	long long next_id;
+	struct backend_events ev;
+};
+
+static void on_ready(struct local *l, json_t *m)
+{
+	if (l->ev.ready)
+		l->ev.ready(l->ev.ctx, proto_str(m, "user"), proto_int(m, "runtime_id"),
+			    proto_str(m, "endpoint"));
+}
+
+static void on_ended(struct local *l, json_t *m)
+{
+	if (l->ev.ended)
+		l->ev.ended(l->ev.ctx, proto_str(m, "user"), proto_int(m, "runtime_id"),
+			    proto_str(m, "cause"), proto_bool(m, "failed"), proto_str(m, "reason"));
+}
+
+static void on_warning(struct local *l, json_t *m)
+{
+	if (l->ev.warning)
+		l->ev.warning(l->ev.ctx, proto_str(m, "user"), proto_int(m, "runtime_id"),
+			      proto_int(m, "seconds_left"));
+}
+
+/* What the supervisor may send: one table validates and dispatches. */
+static const struct {
+	const char *type;
+	const struct proto_field *fields;
+	void (*handler)(struct local *l, json_t *msg);
+} events[] = {
+	{"sandbox_ready", proto_sandbox_ready, on_ready},
+	{"sandbox_ended", proto_sandbox_ended, on_ended},
+	{"sandbox_warning", proto_sandbox_warning, on_warning},
+};
+
+static void deliver_reply(struct local *l, json_t *msg)
+{
+	long long id = proto_int(msg, "id");
+
+	pthread_mutex_lock(&l->lock);
+	for (struct pending *p = l->pending; p; p = p->next)
+		if (p->id == id && !p->reply) {
+			p->reply = json_incref(msg);
+			pthread_cond_broadcast(&l->answered);
+			break;
+		}
+	/* no waiter: the call timed out meanwhile; the reconciler catches up */
+	pthread_mutex_unlock(&l->lock);
+}
+
+static void dispatch(struct local *l, json_t *msg)
+{
+	const char *type = json_string_value(json_object_get(msg, "type")) ?: "";
+	char err[128];
+
+	if (strcmp(type, "reply") == 0) {
+		if (proto_check(msg, proto_reply, true, err, sizeof(err)) == 0)
+			deliver_reply(l, msg);
+		else
+			log_error("supervisor sent a bad reply: %s", err);
+		return;
+	}
+	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		if (strcmp(events[i].type, type) != 0)
+			continue;
+		if (proto_check(msg, events[i].fields, false, err, sizeof(err)) == 0)
+			events[i].handler(l, msg);
+		else
+			log_error("supervisor sent a bad %s: %s", type, err);
+		return;
+	}
+	log_error("supervisor sent an unknown message type %.40s", type);
+}
+
+static void *reader_loop(void *arg)
+{
+	struct local *l = arg;
+	struct pollfd pfd = {.fd = l->fd, .events = POLLIN};
+
+	for (;;) {
+		json_t *msg;
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			break;
+		int rc = proto_recv(l->fd, &msg);
+		if (rc == -EAGAIN || rc == -EPROTO)
+			continue;
+		if (rc != 0)
+			break; /* EOF: the supervisor is gone or the web process stops */
+		dispatch(l, msg);
+		json_decref(msg);
+	}
+	return NULL;
+}
+
+static void deadline_in(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* Sends msg (consumed) and waits for its reply. 0 with *reply owned by the
+ * caller, -ETIMEDOUT, or another negative errno. */
+static int call(struct local *l, json_t *msg, json_t **reply)
+{
+	struct pending self = {0}, **pp;
+	struct timespec until;
+	int rc = 0;
+
+	*reply = NULL;
+	deadline_in(&until, CALL_TIMEOUT_MS);
+	pthread_mutex_lock(&l->lock);
+	self.id = l->next_id++;
+	self.next = l->pending;
+	l->pending = &self;
+	json_object_set_new(msg, "id", json_integer(self.id));
+	rc = proto_send(l->fd, msg);
+	while (rc == 0 && !self.reply)
+		if (pthread_cond_timedwait(&l->answered, &l->lock, &until) == ETIMEDOUT)
+			rc = -ETIMEDOUT;
+	for (pp = &l->pending; *pp != &self; pp = &(*pp)->next)
+		;
+	*pp = self.next;
+	pthread_mutex_unlock(&l->lock);
+	json_decref(msg);
+	if (self.reply && rc == 0)
+		*reply = self.reply;
+	else
+		json_decref(self.reply);
+	return self.reply ? 0 : rc;
+}
+
+/* A call whose reply only says ok or not: 0, or -ENOENT/-EEXIST/-EIO by code. */
+static int simple_call(struct local *l, json_t *msg, json_t **reply, char *err, size_t errlen)
+{
+	int rc = call(l, msg, reply);
+	const char *code;
+
+	if (rc < 0)
+		return rc;
+	if (proto_bool(*reply, "ok"))
+		return 0;
+	code = proto_str(*reply, "code");
+	if (err)
+		snprintf(err, errlen, "%s", proto_str(*reply, "message"));
+	return strcmp(code, "not_found") == 0	 ? -ENOENT
+	       : strcmp(code, "runtime_exists") == 0 ? -EEXIST
+						    : -EIO;
+}
+
+static int local_start(struct backend *b, const struct backend_start *s, char *endpoint,
+		       char *err, size_t errlen)
+{
+	struct local *l = (struct local *)b;
+	json_t *gpus = json_array(), *reply = NULL;
+	int rc;
+
+	for (unsigned i = 0; i < s->n_gpus; i++)
+		json_array_append_new(gpus, json_integer(s->gpus[i]));
+	json_t *m = proto_msg("sandbox_start", -1);
+	json_object_update_new(m, json_pack("{s:s,s:I,s:I,s:s,s:s,s:I,s:o}", "user", s->user,
+					    "user_id", (json_int_t)s->user_id, "runtime_id",
+					    (json_int_t)s->runtime_id, "kind", s->kind, "token",
+					    s->token, "deadline", (json_int_t)s->deadline_s, "gpus",
+					    gpus));
+	rc = simple_call(l, m, &reply, err, errlen);
+	endpoint[0] = '\0';
+	if (rc == 0)
+		snprintf(endpoint, BACKEND_ENDPOINT_MAX, "%s", proto_str(reply, "endpoint"));
+	json_decref(reply);
+	return rc;
+}
+
+static int local_stop(struct backend *b, const char *user, int64_t runtime_id, const char *reason)
+{
+	json_t *m = proto_msg("sandbox_stop", -1), *reply = NULL;
+	int rc;
+
+	json_object_update_new(m, json_pack("{s:s,s:I,s:s%}", "user", user, "runtime_id",
+					    (json_int_t)runtime_id, "reason", reason,
+					    strnlen(reason, 150)));
+	rc = simple_call((struct local *)b, m, &reply, NULL, 0);
+	json_decref(reply);
+	return rc;
+}
+
+static void copy_sandbox(json_t *e, struct backend_sandbox *s)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->user, sizeof(s->user), "%s", proto_str(e, "user"));
+	s->runtime_id = proto_int(e, "runtime_id");
+	snprintf(s->state, sizeof(s->state), "%s", proto_str(e, "state"));
+	s->ready = proto_bool(e, "ready");
+	s->failed = proto_bool(e, "failed");
+	snprintf(s->cause, sizeof(s->cause), "%s", proto_str(e, "cause"));
+	snprintf(s->reason, sizeof(s->reason), "%s", proto_str(e, "reason"));
+}
+
+static int local_list(struct backend *b, struct backend_sandbox **out, size_t *n)
+{
+	json_t *reply = NULL, *list, *e;
+	int rc = simple_call((struct local *)b, proto_msg("sandbox_list", -1), &reply, NULL, 0);
+	size_t i;
+
+	*out = NULL;
+	*n = 0;
+	list = json_object_get(reply, "sandboxes");
+	if (rc == 0 && json_array_size(list) > 0) {
+		*out = calloc(json_array_size(list), sizeof(**out));
+		if (!*out)
+			rc = -ENOMEM;
+	}
+	json_array_foreach(list, i, e) {
+		if (*out && json_is_object(e))
+			copy_sandbox(e, &(*out)[(*n)++]);
+	}
+	json_decref(reply);
+	return rc;
+}
+
+static int local_ping(struct backend *b)
+{
+	json_t *reply = NULL;
+	int rc = simple_call((struct local *)b, proto_msg("ping", -1), &reply, NULL, 0);
+	json_decref(reply);
+	return rc;
+}
+
+static void local_free(struct backend *b)
+{
+	struct local *l = (struct local *)b;
+
+	shutdown(l->fd, SHUT_RDWR); /* the reader sees EOF and ends */
+	pthread_join(l->reader, NULL);
+	close(l->fd);
+	pthread_cond_destroy(&l->answered);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
+
+static const struct backend_ops local_ops = {local_start, local_stop, local_list, local_ping,
+					     local_free};
+
+static int say_hello(struct local *l)
+{
+	json_t *m = proto_msg("hello", -1), *reply = NULL;
+	int rc;
+
+	json_object_set_new(m, "version", json_string(LABD_VERSION));
+	rc = simple_call(l, m, &reply, NULL, 0);
+	json_decref(reply);
+	return rc;
+}
+
+struct backend *backend_local_new(int fd, const struct backend_events *ev)
+{
+	struct local *l = calloc(1, sizeof(*l));
+
+	if (!l) {
+		close(fd);
+		return NULL;
+	}
+	l->base.ops = &local_ops;
+	l->fd = fd;
+	l->next_id = 1;
+	l->ev = *ev;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->answered, NULL);
+	if (pthread_create(&l->reader, NULL, reader_loop, l) != 0) {
+		close(fd);
+		free(l);
+		return NULL;
+	}
+	if (say_hello(l) < 0) {
+		log_error("the supervisor did not answer hello");
+		local_free(&l->base);
+		return NULL;
+	}
+	if (l->ev.connected)
+		l->ev.connected(l->ev.ctx);
+	return &l->base;
+}

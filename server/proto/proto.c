@@ -1,0 +1,260 @@
+/* proto.c - framing, the field lists and their validation; see proto.h. */
+#include "proto/proto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "labd/log.h"
+
+#define USER_ID_MAX 1000000
+#define TIME_MAX 32503680000LL /* year 3000: bounds a deadline */
+
+const struct proto_field proto_empty[] = {{NULL, 0, 0, 0, false}};
+const struct proto_field proto_hello[] = {
+	{"version", PROTO_STRING, 1, 32, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_sandbox_start[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"user_id", PROTO_INT, 1, USER_ID_MAX, false},
+	{"runtime_id", PROTO_INT, 1, 1LL << 53, false},
+	{"kind", PROTO_STRING, 3, 3, false},
+	{"token", PROTO_TOKEN, 32, 64, false},
+	{"deadline", PROTO_INT, 1, TIME_MAX, false},
+	{"gpus", PROTO_INT_ARRAY, 0, 16, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_sandbox_stop[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"runtime_id", PROTO_INT, 0, 1LL << 53, false},
+	{"reason", PROTO_STRING, 0, 150, false},
+	{NULL, 0, 0, 0, false},
+};
+/* A reply's own fields; what a request's reply adds is checked by its caller. */
+const struct proto_field proto_reply[] = {
+	{"ok", PROTO_BOOL, 0, 0, false},
+	{"code", PROTO_STRING, 1, 40, true},
+	{"message", PROTO_STRING, 0, 200, true},
+	{"version", PROTO_STRING, 1, 32, true},
+	{"endpoint", PROTO_STRING, 1, 200, true},
+	{"sandboxes", PROTO_LIST, 0, 0, true},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_sandbox_ready[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"runtime_id", PROTO_INT, 0, 1LL << 53, false},
+	{"endpoint", PROTO_STRING, 1, 200, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_sandbox_ended[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"runtime_id", PROTO_INT, 0, 1LL << 53, false},
+	{"cause", PROTO_STRING, 1, 16, false},
+	{"failed", PROTO_BOOL, 0, 0, false},
+	{"reason", PROTO_STRING, 0, 200, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_sandbox_warning[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"runtime_id", PROTO_INT, 0, 1LL << 53, false},
+	{"seconds_left", PROTO_INT, 0, TIME_MAX, false},
+	{NULL, 0, 0, 0, false},
+};
+
+int proto_send(int fd, json_t *msg)
+{
+	char *text = json_dumps(msg, JSON_COMPACT);
+	ssize_t n;
+	size_t len;
+
+	if (!text)
+		return -ENOMEM;
+	len = strlen(text);
+	if (len > PROTO_MAX_MESSAGE) {
+		free(text);
+		log_error("proto: message of %zu bytes is over the limit", len);
+		return -EMSGSIZE;
+	}
+	do
+		n = send(fd, text, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	free(text);
+	if (n == (ssize_t)len)
+		return 0;
+	return n < 0 ? -errno : -EIO;
+}
+
+int proto_recv(int fd, json_t **out)
+{
+	char *buf = malloc(PROTO_MAX_MESSAGE + 1);
+	json_error_t err;
+	ssize_t n;
+
+	*out = NULL;
+	if (!buf)
+		return -ENOMEM;
+	/* One recv is one whole SEQPACKET message; MSG_TRUNC reports its real size. */
+	do
+		n = recv(fd, buf, PROTO_MAX_MESSAGE + 1, MSG_TRUNC | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		free(buf);
+		return n == 0 ? 1 : -errno;
+	}
+	if (n > PROTO_MAX_MESSAGE) {
+		free(buf);
+		log_error("proto: dropped a %zd-byte message (limit %d)", n, PROTO_MAX_MESSAGE);
+		return -EPROTO;
+	}
+	*out = json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, &err);
+	free(buf);
+	if (!*out || !json_is_object(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		return -EPROTO;
+	}
+	return 0;
+}
+
+static bool name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 32 || !(s[0] >= 'a' && s[0] <= 'z'))
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
+
+static bool token_ok(const char *s)
+{
+	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") ==
+	       strlen(s);
+}
+
+static bool in(long long v, long long lo, long long hi)
+{
+	return v >= lo && v <= hi;
+}
+
+/* Kind and bounds of one value; NULL when fine, else what is wrong. */
+static const char *check_value(const struct proto_field *f, json_t *v)
+{
+	size_t i;
+	json_t *e;
+
+	switch (f->kind) {
+	case PROTO_STRING:
+	case PROTO_NAME:
+	case PROTO_TOKEN:
+		if (!json_is_string(v))
+			return "must be a string";
+		if (f->kind == PROTO_NAME)
+			return name_ok(json_string_value(v)) ? NULL : "is not a user name";
+		if (!in((long long)json_string_length(v), f->min, f->max))
+			return "has a length out of bounds";
+		if (f->kind == PROTO_TOKEN && !token_ok(json_string_value(v)))
+			return "has characters outside [A-Za-z0-9_-]";
+		return NULL;
+	case PROTO_INT:
+		if (!json_is_integer(v))
+			return "must be an integer";
+		return in(json_integer_value(v), f->min, f->max) ? NULL : "is out of bounds";
+	case PROTO_BOOL:
+		return json_is_boolean(v) ? NULL : "must be a boolean";
+	case PROTO_INT_ARRAY:
+		if (!json_is_array(v))
+			return "must be an array";
+		if (!in((long long)json_array_size(v), f->min, f->max))
+			return "has a length out of bounds";
+		json_array_foreach(v, i, e) {
+			if (!json_is_integer(e) || json_integer_value(e) < 0)
+				return "must hold non-negative integers";
+		}
+		return NULL;
+	case PROTO_LIST:
+		return json_is_array(v) ? NULL : "must be an array";
+	}
+	return "has an unknown kind";
+}
+
+static const struct proto_field *find_field(const struct proto_field *fields, const char *name)
+{
+	for (const struct proto_field *f = fields; f->name; f++)
+		if (strcmp(f->name, name) == 0)
+			return f;
+	return NULL;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+{
+	snprintf(err, errlen, fmt, a, b);
+	return -EPROTO;
+}
+
+int proto_check(json_t *msg, const struct proto_field *fields, bool want_id, char *err,
+		size_t errlen)
+{
+	json_t *v = json_object_get(msg, "v"), *id = json_object_get(msg, "id"), *value;
+	const char *key, *why;
+
+	if (!json_is_integer(v) || json_integer_value(v) != PROTO_VERSION)
+		return fail(err, errlen, "unsupported protocol version%s%s", "", "");
+	if (want_id != (id != NULL) || (id && (!json_is_integer(id) || json_integer_value(id) < 0)))
+		return fail(err, errlen, "field id %s%s", want_id ? "must be a non-negative integer"
+								  : "is not allowed here", "");
+	json_object_foreach(msg, key, value) {
+		if (!strcmp(key, "v") || !strcmp(key, "id") || !strcmp(key, "type"))
+			continue;
+		const struct proto_field *f = find_field(fields, key);
+		if (!f)
+			return fail(err, errlen, "unknown field %.32s%s", key, "");
+		if ((why = check_value(f, value)))
+			return fail(err, errlen, "field %s %s", f->name, why);
+	}
+	for (const struct proto_field *f = fields; f->name; f++)
+		if (!f->optional && !json_object_get(msg, f->name))
+			return fail(err, errlen, "field %s is missing%s", f->name, "");
+	return 0;
+}
+
+json_t *proto_msg(const char *type, long long id)
+{
+	json_t *m = json_pack("{s:i,s:s}", "v", PROTO_VERSION, "type", type);
+	if (m && id >= 0)
+		json_object_set_new(m, "id", json_integer(id));
+	return m;
+}
+
+json_t *proto_ok(long long id)
+{
+	json_t *r = proto_msg("reply", id);
+	json_object_set_new(r, "ok", json_true());
+	return r;
+}
+
+json_t *proto_error(long long id, const char *code, const char *message)
+{
+	json_t *r = proto_msg("reply", id);
+	json_object_set_new(r, "ok", json_false());
+	json_object_set_new(r, "code", json_string(code));
+	json_object_set_new(r, "message", json_string(message));
+	return r;
+}
+
+const char *proto_str(json_t *msg, const char *name)
+{
+	return json_string_value(json_object_get(msg, name)) ?: "";
+}
+
+long long proto_int(json_t *msg, const char *name)
+{
+	return json_integer_value(json_object_get(msg, name));
+}
+
+bool proto_bool(json_t *msg, const char *name)
+{
+	return json_is_true(json_object_get(msg, name));
+}

@@ -1,0 +1,301 @@
+/* runtime.c - runtime lifecycle and reconciliation; see runtime.h. */
+#include "runtime/runtime.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "config/config.h"
+#include "labd/app.h"
+#include "labd/crypto.h"
+#include "labd/log.h"
+#include "runtime/reconcile.h"
+#include "store/audit.h"
+#include "store/db.h"
+
+/* A start in flight for this long before a missing sandbox counts. */
+#define START_GRACE_S 10
+
+int runtime_socket_path(const struct runtime *r, char *out, size_t len)
+{
+	if (strncmp(r->endpoint, "unix:", 5) != 0 || strlen(r->endpoint + 5) >= len)
+		return -1;
+	snprintf(out, len, "%s", r->endpoint + 5);
+	return 0;
+}
+
+/* GPUs held by live runtimes. */
+struct gpu_use {
+	unsigned used[64];
+	int n;
+};
+
+static int collect_gpus(const struct runtime *r, void *ctx)
+{
+	struct gpu_use *u = ctx;
+	char copy[RUNTIME_GPUS_MAX], *save = NULL;
+
+	snprintf(copy, sizeof(copy), "%s", r->gpus);
+	for (char *g = strtok_r(copy, ",", &save); g && u->n < 64; g = strtok_r(NULL, ",", &save))
+		u->used[u->n++] = (unsigned)strtoul(g, NULL, 10);
+	return 0;
+}
+
+/* Picks a free GPU from [gpu] devices into out ("3"); -1 when none is free. */
+static int pick_gpu(struct app *app, char *out, size_t len)
+{
+	struct gpu_use u = {.n = 0};
+
+	if (runtimes_each_live(app->db, collect_gpus, &u) < 0)
+		return -1;
+	for (unsigned i = 0; i < app->cfg->n_gpu_devices; i++) {
+		bool busy = false;
+		for (int k = 0; k < u.n; k++)
+			busy = busy || u.used[k] == app->cfg->gpu_devices[i];
+		if (!busy) {
+			snprintf(out, len, "%u", app->cfg->gpu_devices[i]);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Ends a live row once: audit, log, and tell the proxy to let go. */
+static void end_runtime(struct app *app, const struct runtime *r, bool failed, const char *reason)
+{
+	int64_t now = time(NULL);
+
+	if (runtimes_set_state(app->db, r->id, failed ? RUNTIME_FAILED : RUNTIME_STOPPED, reason,
+			       now) != 1)
+		return;
+	void (*ended)(struct app *, const struct runtime *) =
+		__atomic_load_n(&app->on_runtime_ended, __ATOMIC_SEQ_CST);
+	if (ended)
+		ended(app, r);
+	audit_add(app->db, now, NULL, failed ? "runtime.failed" : "runtime.end", r->user_name, NULL,
+		  reason);
+	log_info("runtime of %s %s: %s", r->user_name, failed ? "failed" : "ended", reason);
+}
+
+/* Hands the sandbox to the backend; on refusal the row is failed. */
+static void ask_backend(struct app *app, struct runtime *r)
+{
+	struct backend_start s = {.user = r->user_name, .user_id = r->user_id,
+				  .runtime_id = r->id, .kind = runtimes_kind_name(r->kind),
+				  .token = r->token, .deadline_s = r->deadline};
+	char endpoint[BACKEND_ENDPOINT_MAX], err[160], reason[RUNTIME_REASON_MAX];
+	int rc;
+
+	if (r->gpus[0])
+		s.gpus[s.n_gpus++] = (unsigned)strtoul(r->gpus, NULL, 10);
+	rc = backend_start(app->backend, &s, endpoint, err, sizeof(err));
+	if (rc == 0) {
+		if (endpoint[0])
+			runtimes_set_endpoint(app->db, r->id, endpoint);
+		return;
+	}
+	if (rc == -ETIMEDOUT) {
+		/* it may still come up: let the reconciler decide from the list */
+		log_warn("the supervisor did not answer the start of %s's runtime", r->user_name);
+		reconcile_wake(app->reconciler);
+		return;
+	}
+	snprintf(reason, sizeof(reason), "could not start: %.140s", err[0] ? err : strerror(-rc));
+	end_runtime(app, r, true, reason);
+}
+
+enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const char *user,
+					const char *address, enum runtime_kind kind,
+					struct runtime *out)
+{
+	char token[RUNTIME_TOKEN_LEN + 1], gpus[RUNTIME_GPUS_MAX] = "";
+	int64_t now = time(NULL);
+	int rc;
+
+	if (kind == RUNTIME_GPU && pick_gpu(app, gpus, sizeof(gpus)) < 0)
+		return RUNTIME_START_NO_GPU;
+	if (crypto_random_token(token, sizeof(token), 32) < 0)
+		return RUNTIME_START_ERROR;
+	rc = runtimes_create(app->db, user_id, kind, token, gpus, now,
+			     now + (kind == RUNTIME_GPU ? app->cfg->gpu_limit : app->cfg->cpu_limit),
+			     out);
+	if (rc == DB_CONFLICT)
+		return RUNTIME_START_EXISTS;
+	if (rc < 0)
+		return RUNTIME_START_ERROR;
+	audit_add(app->db, now, user, "runtime.start", user, address, runtimes_kind_name(kind));
+	ask_backend(app, out);
+	return runtimes_latest(app->db, user_id, out) == 1 ? RUNTIME_START_OK : RUNTIME_START_ERROR;
+}
+
+int runtime_stop(struct app *app, const struct runtime *r, const char *reason)
+{
+	int rc = backend_stop(app->backend, r->user_name, r->id, reason);
+
+	if (rc == 0)
+		runtimes_set_state(app->db, r->id, RUNTIME_STOPPING, reason, time(NULL));
+	else if (rc == -ENOENT) /* the backend has no such sandbox: it is already gone */
+		end_runtime(app, r, r->state == RUNTIME_STARTING, reason);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+int runtime_backend_ping(struct app *app)
+{
+	return backend_ping(app->backend);
+}
+
+/* The live row an event is about, if it is still the same runtime. */
+static bool event_row(struct app *app, const char *user, int64_t runtime_id, struct runtime *r)
+{
+	return runtimes_live_by_name(app->db, user, r) == 1 && (runtime_id == 0 || runtime_id == r->id);
+}
+
+static void mark_ready(struct app *app, const struct runtime *r, const char *endpoint)
+{
+	int64_t now = time(NULL);
+
+	if (endpoint && endpoint[0] && strcmp(endpoint, r->endpoint) != 0)
+		runtimes_set_endpoint(app->db, r->id, endpoint);
+	if (runtimes_set_state(app->db, r->id, RUNTIME_RUNNING, NULL, now) == 1) {
+		audit_add(app->db, now, NULL, "runtime.ready", r->user_name, NULL,
+			  runtimes_kind_name(r->kind));
+		log_info("runtime of %s is ready after %lld s", r->user_name,
+			 (long long)(now - r->created_at));
+	}
+}
+
+static void on_ready(void *ctx, const char *user, int64_t runtime_id, const char *endpoint)
+{
+	struct runtime r;
+
+	if (event_row(ctx, user, runtime_id, &r) && r.state == RUNTIME_STARTING)
+		mark_ready(ctx, &r, endpoint);
+}
+
+static void on_ended(void *ctx, const char *user, int64_t runtime_id, const char *cause,
+		     bool failed, const char *reason)
+{
+	struct runtime r;
+
+	(void)cause;
+	if (event_row(ctx, user, runtime_id, &r))
+		end_runtime(ctx, &r, failed || r.state == RUNTIME_STARTING,
+			    reason[0] ? reason : "the runtime ended");
+}
+
+static void on_warning(void *ctx, const char *user, int64_t runtime_id, int64_t seconds_left)
+{
+	(void)ctx;
+	log_info("runtime %lld of %s: %lld seconds left", (long long)runtime_id, user,
+		 (long long)seconds_left);
+}
+
+static void on_connected(void *ctx)
+{
+	struct app *app = ctx;
+	reconcile_wake(app->reconciler);
+}
+
+void runtime_events_init(struct backend_events *ev, struct app *app)
+{
+	*ev = (struct backend_events){on_connected, on_ready, on_ended, on_warning, app};
+}
+
+/* ---- total reconciliation ---- */
+
+struct rows {
+	struct runtime *r;
+	size_t n, cap;
+};
+
+static int collect_row(const struct runtime *r, void *ctx)
+{
+	struct rows *rows = ctx;
+	if (rows->n == rows->cap) {
+		size_t cap = rows->cap ? rows->cap * 2 : 16;
+		struct runtime *grown = realloc(rows->r, cap * sizeof(*grown));
+		if (!grown)
+			return 1;
+		rows->r = grown;
+		rows->cap = cap;
+	}
+	rows->r[rows->n++] = *r;
+	return 0;
+}
+
+static const struct backend_sandbox *find_sandbox(const struct backend_sandbox *s, size_t n,
+						  const char *user)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(s[i].user, user) == 0)
+			return &s[i];
+	return NULL;
+}
+
+static bool same_runtime(const struct backend_sandbox *s, const struct runtime *r)
+{
+	return s->runtime_id == 0 || s->runtime_id == r->id;
+}
+
+/* One live row against what the backend holds for its user. */
+static void reconcile_row(struct app *app, const struct runtime *r, const struct backend_sandbox *s,
+			  int64_t now)
+{
+	if (!s || !same_runtime(s, r)) {
+		if (r->state != RUNTIME_STARTING || now - r->created_at > START_GRACE_S)
+			end_runtime(app, r, true, "the runtime's sandbox is gone");
+		return;
+	}
+	if (strcmp(s->state, "ended") == 0) {
+		end_runtime(app, r, s->failed || r->state == RUNTIME_STARTING,
+			    s->reason[0] ? s->reason : "the runtime ended");
+	} else if (strcmp(s->state, "stopping") == 0 && r->state != RUNTIME_STOPPING) {
+		runtimes_set_state(app->db, r->id, RUNTIME_STOPPING, s->reason, now);
+	} else if (strcmp(s->state, "running") == 0 && r->state == RUNTIME_STOPPING) {
+		/* a stop the supervisor never heard of (it restarted meanwhile) */
+		backend_stop(app->backend, r->user_name, r->id, r->reason[0] ? r->reason : "stopped");
+	} else if (s->ready && r->state == RUNTIME_STARTING) {
+		mark_ready(app, r, NULL); /* the ready event came before we listened */
+	}
+}
+
+/* A sandbox that no live row accounts for is stopped. */
+static void stop_strays(struct app *app, const struct rows *rows, const struct backend_sandbox *s,
+			size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool owned = false;
+		if (strcmp(s[i].state, "ended") == 0 || strcmp(s[i].state, "stopping") == 0)
+			continue;
+		for (size_t k = 0; k < rows->n && !owned; k++)
+			owned = strcmp(rows->r[k].user_name, s[i].user) == 0 &&
+				same_runtime(&s[i], &rows->r[k]);
+		if (owned)
+			continue;
+		log_warn("stopping the sandbox of %s: no live runtime %lld accounts for it", s[i].user,
+			 (long long)s[i].runtime_id);
+		backend_stop(app->backend, s[i].user, s[i].runtime_id, "no runtime owns this sandbox");
+	}
+}
+
+int runtime_reconcile_all(struct app *app)
+{
+	struct backend_sandbox *s = NULL;
+	struct rows rows = {0};
+	size_t n = 0;
+	int64_t now = time(NULL);
+
+	if (backend_list(app->backend, &s, &n) < 0)
+		return -1; /* decide nothing without the backend's word */
+	if (runtimes_each_live(app->db, collect_row, &rows) == 0) {
+		for (size_t i = 0; i < rows.n; i++)
+			reconcile_row(app, &rows.r[i], find_sandbox(s, n, rows.r[i].user_name), now);
+		stop_strays(app, &rows, s, n);
+	}
+	free(rows.r);
+	free(s);
+	return 0;
+}

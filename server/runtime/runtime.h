@@ -1,0 +1,53 @@
+/* runtime.h - the user's interactive runtime: its lifecycle on the web side.
+ *
+ * Folder rule: runtime/ includes store/, backend/, config/ and common/; it
+ * never names the proxy or HTTP: what the proxy must forget when a runtime
+ * ends reaches it through app->on_runtime_ended, set by web/.
+ *
+ * A start inserts a starting row and hands the sandbox to the backend; the
+ * backend's events move the row on (ready -> running, ended -> stopped or
+ * failed with the cause) without polling. Reconciliation is total: after the
+ * channel comes up, when a backend call timed out, and every few minutes as a
+ * safety net, every sandbox is matched to a live row or stopped, and every
+ * live row to a sandbox or ended. */
+#ifndef LABD_RUNTIME_H
+#define LABD_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/runtimes.h"
+
+struct app;
+struct backend_events;
+
+enum runtime_start_result {
+	RUNTIME_START_OK,      /* *out is the new row (starting, or failed if refused) */
+	RUNTIME_START_EXISTS,  /* the user has a live runtime */
+	RUNTIME_START_NO_GPU,  /* no GPU is free */
+	RUNTIME_START_ERROR,   /* store or token failure */
+};
+
+/* Starts a runtime of kind for the user (address: the client's, for the
+ * audit). On OK *out is the row as it is after the backend's answer (failed
+ * with the reason when it refused). */
+enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const char *user,
+					const char *address, enum runtime_kind kind,
+					struct runtime *out);
+/* Asks the backend to stop r and marks it stopping (or ended when the backend
+ * no longer has it). 0, or -ETIMEDOUT when the backend did not answer. */
+int runtime_stop(struct app *app, const struct runtime *r, const char *reason);
+/* 0 when the backend answers. */
+int runtime_backend_ping(struct app *app);
+
+/* The events a backend delivers, bound to app (runtime_events_init). */
+void runtime_events_init(struct backend_events *ev, struct app *app);
+/* One total reconciliation with the backend's list; 0 or -1 when it did not
+ * answer (nothing is decided then). */
+int runtime_reconcile_all(struct app *app);
+
+/* The Unix socket of a "unix:" endpoint into out; -1 for other endpoints. */
+int runtime_socket_path(const struct runtime *r, char *out, size_t len);
+
+#endif

@@ -1,0 +1,163 @@
+/* channel.c - the supervisor's message table and dispatch; see channel.h. */
+#include "supervisor/channel.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "labd/log.h"
+#include "proto/proto.h"
+#include "supervisor/sandboxes.h"
+
+/* What the web process may send in each state of the channel. */
+enum channel_state {
+	CH_NEW = 1 << 0,   /* only hello, once */
+	CH_READY = 1 << 1, /* after hello */
+};
+
+struct channel {
+	int fd;
+	enum channel_state state;
+	struct sandboxes *sb;
+};
+
+typedef json_t *(*handler_fn)(struct channel *ch, long long id, json_t *msg);
+
+static json_t *on_hello(struct channel *ch, long long id, json_t *msg)
+{
+	json_t *r;
+
+	if (strcmp(proto_str(msg, "version"), LABD_VERSION) != 0)
+		log_warn("web process speaks labd %s, supervisor is %s", proto_str(msg, "version"),
+			 LABD_VERSION);
+	ch->state = CH_READY;
+	r = proto_ok(id);
+	json_object_set_new(r, "version", json_string(LABD_VERSION));
+	return r;
+}
+
+static json_t *on_ping(struct channel *ch, long long id, json_t *msg)
+{
+	(void)ch;
+	(void)msg;
+	return proto_ok(id);
+}
+
+static json_t *on_start(struct channel *ch, long long id, json_t *msg)
+{
+	return sandboxes_start(ch->sb, id, msg);
+}
+
+static json_t *on_stop(struct channel *ch, long long id, json_t *msg)
+{
+	return sandboxes_stop(ch->sb, id, msg);
+}
+
+static json_t *on_list(struct channel *ch, long long id, json_t *msg)
+{
+	(void)msg;
+	return sandboxes_list(ch->sb, id);
+}
+
+/* The table: validation and dispatch in one place. */
+static const struct {
+	const char *type;
+	const struct proto_field *fields;
+	unsigned permit;
+	handler_fn handler;
+} table[] = {
+	{"hello", proto_hello, CH_NEW, on_hello},
+	{"ping", proto_empty, CH_READY, on_ping},
+	{"sandbox_start", proto_sandbox_start, CH_READY, on_start},
+	{"sandbox_stop", proto_sandbox_stop, CH_READY, on_stop},
+	{"sandbox_list", proto_empty, CH_READY, on_list},
+};
+
+struct channel *channel_new(int fd, struct sandboxes *sb)
+{
+	struct channel *ch = calloc(1, sizeof(*ch));
+
+	if (!ch) {
+		close(fd);
+		return NULL;
+	}
+	ch->fd = fd;
+	ch->state = CH_NEW;
+	ch->sb = sb;
+	return ch;
+}
+
+void channel_free(struct channel *ch)
+{
+	if (!ch)
+		return;
+	close(ch->fd);
+	free(ch);
+}
+
+int channel_fd(const struct channel *ch)
+{
+	return ch ? ch->fd : -1;
+}
+
+static int refuse(const char *type, const char *why)
+{
+	log_error("attack? the web process sent %.40s: %s; closing the channel and restarting it",
+		  type, why);
+	return -EPROTO;
+}
+
+static int dispatch(struct channel *ch, json_t *msg)
+{
+	const char *type = json_string_value(json_object_get(msg, "type"));
+	char err[128];
+	json_t *reply;
+
+	for (size_t i = 0; type && i < sizeof(table) / sizeof(table[0]); i++) {
+		if (strcmp(table[i].type, type) != 0)
+			continue;
+		if (!(table[i].permit & ch->state))
+			return refuse(type, "not permitted in this state of the channel");
+		if (proto_check(msg, table[i].fields, true, err, sizeof(err)) < 0)
+			return refuse(type, err);
+		reply = table[i].handler(ch, proto_int(msg, "id"), msg);
+		int rc = proto_send(ch->fd, reply);
+		json_decref(reply);
+		if (rc < 0)
+			log_warn("cannot answer the web process: %s", strerror(-rc));
+		return 0;
+	}
+	return refuse(type ? type : "(no type)", "unknown message type");
+}
+
+int channel_on_readable(struct channel *ch)
+{
+	for (;;) {
+		json_t *msg;
+		int rc = proto_recv(ch->fd, &msg);
+		if (rc == -EAGAIN)
+			return 0;
+		if (rc == 1)
+			return 1;
+		if (rc == -EPROTO)
+			return refuse("a message", "not a JSON object within the size limit");
+		if (rc < 0)
+			return 1;
+		rc = dispatch(ch, msg);
+		json_decref(msg);
+		if (rc < 0)
+			return rc;
+	}
+}
+
+void channel_emit(struct channel *ch, json_t *event)
+{
+	int rc;
+
+	if (!ch || ch->state != CH_READY)
+		return;
+	if ((rc = proto_send(ch->fd, event)) < 0)
+		log_warn("cannot push %s to the web process: %s",
+			 json_string_value(json_object_get(event, "type")), strerror(-rc));
+}

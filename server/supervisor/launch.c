@@ -1,0 +1,265 @@
+/* launch.c - building a runtime's sandbox off the supervisor's loop; see launch.h. */
+#include "supervisor/launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "labd/log.h"
+#include "supervisor/worker.h"
+
+/* What a start worker reports: the handle, or why it failed. */
+struct start_report {
+	int ok;
+	char error[200];
+	struct sandbox_handle h;
+};
+
+struct start_job {
+	const struct labd_config *cfg;
+	const char *state_dir;
+	const struct launch_request *rq;
+};
+
+void launch_run_dir(const char *state_dir, const char *user, char *out, size_t len)
+{
+	snprintf(out, len, "%s/runtimes/%s/run", state_dir, user);
+}
+
+void launch_endpoint(const char *user, char *out, size_t len)
+{
+	snprintf(out, len, "unix:runtimes/%s/run/jupyter.sock", user);
+}
+
+const char *launch_pick_jupyter(const char *setting, const char *image)
+{
+	static const char *const kinds[] = {"lab", "notebook", "server"};
+	static const char *const dirs[] = {"usr/bin", "usr/local/bin"};
+	char path[LAUNCH_PATH_MAX];
+
+	if (strcmp(setting, "auto") != 0)
+		return setting;
+	for (size_t k = 0; k < 3; k++)
+		for (size_t d = 0; d < 2; d++) {
+			snprintf(path, sizeof(path), "%s/%s/jupyter-%s",
+				 strcmp(image, "/") ? image : "", dirs[d], kinds[k]);
+			if (access(path, X_OK) == 0)
+				return kinds[k];
+		}
+	return NULL;
+}
+
+int launch_jupyter_argv(const char *kind, const char *user, char *argv[16], char bufs[][256])
+{
+	/* Notebook 6 is configured through NotebookApp; lab and server through
+	 * jupyter_server's ServerApp. The token comes from JUPYTER_TOKEN in the
+	 * environment, never the command line (visible in /proc). */
+	const char *app = strcmp(kind, "notebook") == 0 ? "NotebookApp" : "ServerApp";
+	int n = 0;
+
+#define ARG(...) (snprintf(bufs[n], 256, __VA_ARGS__), argv[n] = bufs[n], n++)
+	ARG("jupyter");
+	ARG("%s", kind);
+	ARG("--no-browser");
+	ARG("--%s.sock=/run/labd/jupyter.sock", app);
+	ARG("--%s.sock_mode=0666", app);
+	ARG("--%s.base_url=/user/%s/", app, user);
+	ARG("--%s.allow_remote_access=True", app);
+	ARG("--%s.%s=/home/%s", app, strcmp(kind, "notebook") == 0 ? "notebook_dir" : "root_dir",
+	    user);
+	/* Kernels use TCP on the sandbox's own loopback (a private network
+	 * namespace). Notebook 6 leaves ipc-transport kernels "starting" forever. */
+#undef ARG
+	argv[n] = NULL;
+	return n;
+}
+
+/* The labd user's group: it may traverse runtimes/ to the Jupyter sockets. */
+static gid_t labd_gid(const struct labd_config *cfg)
+{
+	struct passwd *pw = getpwnam(cfg->user);
+	return pw ? pw->pw_gid : 0;
+}
+
+/* Jupyter's output: runtimes/<user>/jupyter.log, readable by labd's group. */
+static int open_log(const struct start_job *j, char *err, size_t errlen)
+{
+	char path[LAUNCH_PATH_MAX];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/runtimes/%s/jupyter.log", j->state_dir, j->rq->user);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd < 0) {
+		snprintf(err, errlen, "step log: open runtimes/%s/jupyter.log: %s", j->rq->user, strerror(errno));
+		return -1;
+	}
+	if (fchown(fd, 0, labd_gid(j->cfg)) < 0)
+		log_warn("chown %s: %s", path, strerror(errno));
+	return fd;
+}
+
+static int make_dirs(const struct start_job *j, char *err, size_t errlen)
+{
+	char dir[LAUNCH_PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s/runtimes/%s", j->state_dir, j->rq->user);
+	if ((mkdir(dir, 0710) < 0 && errno != EEXIST) || chown(dir, 0, labd_gid(j->cfg)) < 0) {
+		snprintf(err, errlen, "step runtime dir: runtimes/%s: %s", j->rq->user, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *home, char *run_dir,
+		      char *argv[16], char bufs[][256], char *envp[2], char *env)
+{
+	const struct labd_config *cfg = j->cfg;
+
+	sandbox_spec_init(s);
+	s->user = j->rq->user;
+	s->user_id = j->rq->user_id;
+	s->uid_base = cfg->uid_base;
+	snprintf(home, LAUNCH_PATH_MAX, "%s/homes/%s.img", j->state_dir, j->rq->user);
+	s->home_image = home;
+	s->home_size = cfg->home_size;
+	s->mem_bytes = cfg->memory;
+	s->cpu_milli = cfg->cpus_milli;
+	s->pids_max = cfg->pids;
+	s->tmp_bytes = cfg->tmp_size;
+	s->image = cfg->image;
+	launch_run_dir(j->state_dir, j->rq->user, run_dir, LAUNCH_PATH_MAX);
+	s->run_dir = run_dir;
+	s->state_dir = j->state_dir;
+	s->dev_prefix = cfg->dev_prefix;
+	for (unsigned i = 0; i < j->rq->n_gpus; i++)
+		s->gpus[s->n_gpus++] = j->rq->gpus[i];
+	launch_jupyter_argv(j->rq->jupyter, j->rq->user, argv, bufs);
+	s->argv = argv;
+	snprintf(env, 160, "JUPYTER_TOKEN=%s", j->rq->token);
+	envp[0] = env;
+	envp[1] = NULL;
+	s->envp = envp;
+	s->die_with_parent = false; /* runtimes outlive a supervisor restart */
+}
+
+/* Failure injection for tests: LABD_FAULT_SLOW_START=<user>:<ms> delays that
+ * user's sandbox build, standing in for a slow mkfs or image step. */
+static void fault_slow_start(const char *user)
+{
+	const char *f = getenv("LABD_FAULT_SLOW_START");
+	const char *colon = f ? strchr(f, ':') : NULL;
+
+	if (colon && (size_t)(colon - f) == strlen(user) && strncmp(f, user, strlen(user)) == 0) {
+		long ms = strtol(colon + 1, NULL, 10);
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* The start worker: its stdio becomes Jupyter's (this process is ours alone). */
+static int start_worker(void *arg, int fd)
+{
+	const struct start_job *j = arg;
+	struct start_report rep = {0};
+	char home[LAUNCH_PATH_MAX], run_dir[LAUNCH_PATH_MAX], bufs[16][256], env[160];
+	char *argv[16], *envp[2];
+	struct sandbox_spec spec;
+	int log_fd, null_fd;
+
+	fault_slow_start(j->rq->user);
+	if (make_dirs(j, rep.error, sizeof(rep.error)) < 0 ||
+	    (log_fd = open_log(j, rep.error, sizeof(rep.error))) < 0)
+		return worker_send(fd, &rep, sizeof(rep), -1) < 0 ? 2 : 1;
+	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	dup2(null_fd, 0);
+	dup2(log_fd, 1);
+	dup2(log_fd, 2);
+	fill_spec(j, &spec, home, run_dir, argv, bufs, envp, env);
+	if (sandbox_start(&spec, &rep.h) < 0) {
+		snprintf(rep.error, sizeof(rep.error),
+			 "the sandbox could not be built (see the supervisor's log)");
+		return worker_send(fd, &rep, sizeof(rep), -1) < 0 ? 2 : 1;
+	}
+	/* labd-web (not the sandbox's uid) connects to Jupyter's socket in here:
+	 * let it traverse; the socket's parents keep everyone else out. */
+	chmod(run_dir, 0711);
+	rep.ok = 1;
+	return worker_send(fd, &rep, sizeof(rep), rep.h.status_fd) < 0 ? 2 : 0;
+}
+
+int launch_spawn(const struct labd_config *cfg, const char *state_dir,
+		 const struct launch_request *rq, pid_t *pid, int *fd)
+{
+	struct start_job j = {cfg, state_dir, rq};
+	/* fork copies j and rq into the child: they only need to live until then */
+	return worker_spawn(start_worker, &j, pid, fd);
+}
+
+int launch_result(int fd, struct sandbox_handle *h, char *err, size_t errlen)
+{
+	struct start_report rep;
+	int passed;
+	ssize_t n = worker_recv(fd, &rep, sizeof(rep), &passed);
+
+	if (n == -EAGAIN)
+		return -EAGAIN;
+	if (n != (ssize_t)sizeof(rep) || !rep.ok) {
+		if (passed >= 0)
+			close(passed);
+		snprintf(err, errlen, "%s",
+			 n == (ssize_t)sizeof(rep) ? rep.error : "the sandbox worker died");
+		return -EIO;
+	}
+	*h = rep.h;
+	h->is_child = false; /* the worker was its parent */
+	h->status_fd = passed;
+	return 0;
+}
+
+static int teardown_worker(void *arg, int fd)
+{
+	(void)fd;
+	return sandbox_destroy(arg) < 0 ? 1 : 0;
+}
+
+int launch_teardown(struct sandbox_handle *h, pid_t *pid, int *fd)
+{
+	int rc = worker_spawn(teardown_worker, h, pid, fd);
+	sandbox_handle_clear(h);
+	return rc;
+}
+
+int launch_probe(const char *run_dir, uid_t owner)
+{
+	char path[LAUNCH_PATH_MAX], via[64];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat st;
+	int pfd, s, ok;
+
+	snprintf(path, sizeof(path), "%s/jupyter.sock", run_dir);
+	pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return 0;
+	if (fstat(pfd, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != owner) {
+		close(pfd);
+		return 0;
+	}
+	/* connect through the opened inode, not the name the user can swap */
+	snprintf(via, sizeof(via), "/proc/self/fd/%d", pfd);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", via);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	ok = s >= 0 && connect(s, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (s >= 0)
+		close(s);
+	close(pfd);
+	return ok;
+}

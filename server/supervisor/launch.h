@@ -1,0 +1,57 @@
+/* launch.h - how the supervisor builds a runtime's sandbox: the Jupyter
+ * command, the sandbox spec from [runtime]/[sandbox] settings, the start and
+ * the teardown in forked workers (worker.h), and the readiness probe. */
+#ifndef LABD_LAUNCH_H
+#define LABD_LAUNCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "labd/sandbox.h"
+
+struct labd_config;
+
+#define LAUNCH_NAME_MAX 32
+#define LAUNCH_PATH_MAX 1024
+
+struct launch_request {
+	char user[LAUNCH_NAME_MAX + 1];
+	uint32_t user_id;
+	char token[65];
+	unsigned gpus[SANDBOX_MAX_GPUS];
+	unsigned n_gpus;
+	const char *jupyter; /* "lab", "notebook" or "server" */
+};
+
+/* Forks a worker that builds and starts the sandbox; read its result with
+ * launch_result once *fd is readable. 0 or a negative errno. */
+int launch_spawn(const struct labd_config *cfg, const char *state_dir,
+		 const struct launch_request *rq, pid_t *pid, int *fd);
+/* The worker's result: 0 with *h filled (the init is no child of ours; its
+ * status pipe comes along), -EAGAIN when not there yet, or -EIO with the
+ * failing step's message in err. */
+int launch_result(int fd, struct sandbox_handle *h, char *err, size_t errlen);
+/* Forks a worker that tears the sandbox down (kills what is left, unmounts the
+ * home, removes cgroups); *fd reads EOF when it is done. h is cleared. */
+int launch_teardown(struct sandbox_handle *h, pid_t *pid, int *fd);
+
+/* 1 when Jupyter's socket in run_dir accepts a connection, else 0. The socket
+ * lives where the user can write, so it is opened without following links
+ * and must be a socket owned by the sandbox's uid. */
+int launch_probe(const char *run_dir, uid_t owner);
+
+/* The runtime dirs of user: runtimes/<user> and the run dir bound at /run/labd. */
+void launch_run_dir(const char *state_dir, const char *user, char *out, size_t len);
+/* The endpoint labd-web reaches the runtime at, relative to the state dir. */
+void launch_endpoint(const char *user, char *out, size_t len);
+
+/* The Jupyter argv for a user (pure; exposed for tests). kind is "lab",
+ * "notebook" or "server"; the strings live in bufs[n][256]; argv is
+ * NULL-terminated. Returns argc. */
+int launch_jupyter_argv(const char *kind, const char *user, char *argv[16], char bufs[][256]);
+/* Chooses "lab", "notebook" or "server" for [runtime] jupyter = auto by
+ * looking into the image; NULL when none is installed. */
+const char *launch_pick_jupyter(const char *setting, const char *image);
+
+#endif

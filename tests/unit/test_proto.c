@@ -1,0 +1,178 @@
+/* Unit tests: the supervisor protocol's framing, its field checks, and the
+ * supervisor's message table (permits per channel state, unknown types, bad
+ * fields), all over a real SOCK_SEQPACKET socketpair. */
+#include "unit.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include "proto/proto.h"
+#include "supervisor/channel.h"
+
+static void test_roundtrip(void **state)
+{
+	int sv[2];
+	json_t *msg = proto_msg("ping", 7), *got;
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(proto_send(sv[0], msg), 0);
+	assert_int_equal(proto_recv(sv[1], &got), 0);
+	assert_true(json_equal(msg, got));
+	json_decref(got);
+	json_decref(msg);
+	assert_int_equal(proto_recv(sv[1], &got), -EAGAIN); /* nothing more */
+	close(sv[0]);
+	assert_int_equal(proto_recv(sv[1], &got), 1); /* EOF */
+	close(sv[1]);
+}
+
+static void test_rejects_garbage_and_oversize(void **state)
+{
+	int sv[2];
+	json_t *got;
+	char *big = malloc(PROTO_MAX_MESSAGE + 100);
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(send(sv[0], "not json", 8, 0), 8);
+	assert_int_equal(proto_recv(sv[1], &got), -EPROTO);
+	assert_int_equal(send(sv[0], "[1]", 3, 0), 3);
+	assert_int_equal(proto_recv(sv[1], &got), -EPROTO);
+	memset(big, ' ', PROTO_MAX_MESSAGE + 100);
+	big[0] = '{';
+	big[PROTO_MAX_MESSAGE + 99] = '}';
+	assert_int_equal(send(sv[0], big, PROTO_MAX_MESSAGE + 100, 0), PROTO_MAX_MESSAGE + 100);
+	assert_int_equal(proto_recv(sv[1], &got), -EPROTO);
+	assert_null(got);
+	free(big);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static int check(const char *text, const struct proto_field *fields, bool want_id)
+{
+	char err[128];
+	json_t *msg = json_loads(text, 0, NULL);
+	assert_non_null(msg);
+	int rc = proto_check(msg, fields, want_id, err, sizeof(err));
+	json_decref(msg);
+	return rc;
+}
+
+static void test_field_checks(void **state)
+{
+	const char *tok = "abcdefghijklmnopqrstuvwxyz0123456789-_AB";
+	char ok[512], bad[512];
+	(void)state;
+	assert_int_equal(check("{\"v\":2,\"id\":3,\"type\":\"ping\"}", proto_empty, true), 0);
+	assert_int_equal(check("{\"v\":1,\"id\":3,\"type\":\"ping\"}", proto_empty, true), -EPROTO);
+	assert_int_equal(check("{\"id\":3,\"type\":\"ping\"}", proto_empty, true), -EPROTO);
+	assert_int_equal(check("{\"v\":2,\"id\":-1,\"type\":\"ping\"}", proto_empty, true), -EPROTO);
+	assert_int_equal(check("{\"v\":2,\"type\":\"ping\"}", proto_empty, true), -EPROTO);
+	assert_int_equal(check("{\"v\":2,\"id\":1,\"type\":\"x\"}", proto_empty, false), -EPROTO);
+	assert_int_equal(check("{\"v\":2,\"id\":3,\"type\":\"ping\",\"x\":1}", proto_empty, true),
+			 -EPROTO);
+	snprintf(ok, sizeof(ok),
+		 "{\"v\":2,\"id\":5,\"type\":\"sandbox_start\",\"user\":\"alice\",\"user_id\":2,"
+		 "\"runtime_id\":9,\"kind\":\"cpu\",\"token\":\"%s\",\"deadline\":2000000000,"
+		 "\"gpus\":[]}",
+		 tok);
+	assert_int_equal(check(ok, proto_sandbox_start, true), 0);
+	/* each bound: name syntax, uid range, token charset and length, gpus */
+	const char *const mutations[][2] = {
+		{"\"alice\"", "\"Alice\""},		{"\"alice\"", "\"_alice\""},
+		{"\"user_id\":2", "\"user_id\":0"},	{"\"user_id\":2", "\"user_id\":1000001"},
+		{"\"gpus\":[]", "\"gpus\":[-1]"},	{"\"gpus\":[]", "\"gpus\":[\"0\"]"},
+		{"\"kind\":\"cpu\"", "\"kind\":\"cpux\""}, {"-_AB\"", "-_A/\""},
+		{"\"deadline\":2000000000", "\"deadline\":\"soon\""},
+	};
+	for (size_t i = 0; i < sizeof(mutations) / sizeof(mutations[0]); i++) {
+		const char *at = strstr(ok, mutations[i][0]);
+		assert_non_null(at);
+		snprintf(bad, sizeof(bad), "%.*s%s%s", (int)(at - ok), ok, mutations[i][1],
+			 at + strlen(mutations[i][0]));
+		assert_int_equal(check(bad, proto_sandbox_start, true), -EPROTO);
+	}
+	assert_int_equal(check("{\"v\":2,\"id\":5,\"type\":\"sandbox_stop\",\"user\":\"a\","
+			       "\"runtime_id\":0,\"reason\":\"x\"}",
+			       proto_sandbox_stop, true),
+			 0);
+	assert_int_equal(check("{\"v\":2,\"id\":5,\"type\":\"sandbox_stop\",\"user\":\"a\","
+			       "\"reason\":\"x\"}",
+			       proto_sandbox_stop, true),
+			 -EPROTO);
+}
+
+static void test_error_reply(void **state)
+{
+	json_t *e = proto_error(9, "bad_request", "why");
+	(void)state;
+	assert_int_equal(json_integer_value(json_object_get(e, "v")), PROTO_VERSION);
+	assert_int_equal(json_integer_value(json_object_get(e, "id")), 9);
+	assert_string_equal(json_string_value(json_object_get(e, "type")), "reply");
+	assert_false(json_is_true(json_object_get(e, "ok")));
+	assert_string_equal(json_string_value(json_object_get(e, "code")), "bad_request");
+	json_decref(e);
+}
+
+/* Sends text on the web end and lets the supervisor's channel handle it. */
+static int feed(struct channel *ch, int web, const char *text)
+{
+	assert_int_equal(send(web, text, strlen(text), 0), (ssize_t)strlen(text));
+	return channel_on_readable(ch);
+}
+
+static json_t *answer(int web)
+{
+	struct pollfd p = {.fd = web, .events = POLLIN};
+	json_t *r = NULL;
+	assert_int_equal(poll(&p, 1, 1000), 1);
+	assert_int_equal(proto_recv(web, &r), 0);
+	return r;
+}
+
+/* The table: what a fresh channel permits, then what a ready one does. */
+static void test_channel_table(void **state)
+{
+	int sv[2];
+	struct channel *ch;
+	json_t *r;
+	(void)state;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	ch = channel_new(sv[0], NULL);
+	/* before hello only hello is permitted */
+	assert_int_equal(feed(ch, sv[1], "{\"v\":2,\"id\":1,\"type\":\"ping\"}"), -EPROTO);
+	assert_int_equal(feed(ch, sv[1], "{\"v\":2,\"id\":1,\"type\":\"hello\",\"version\":\"" LABD_VERSION "\"}"), 0);
+	r = answer(sv[1]);
+	assert_true(json_is_true(json_object_get(r, "ok")));
+	assert_int_equal(json_integer_value(json_object_get(r, "id")), 1);
+	json_decref(r);
+	assert_int_equal(feed(ch, sv[1], "{\"v\":2,\"id\":2,\"type\":\"ping\"}"), 0);
+	r = answer(sv[1]);
+	assert_int_equal(json_integer_value(json_object_get(r, "id")), 2);
+	json_decref(r);
+	/* hello once only; unknown types; fields out of bounds; not JSON */
+	assert_int_equal(feed(ch, sv[1], "{\"v\":2,\"id\":3,\"type\":\"hello\",\"version\":\"x\"}"), -EPROTO);
+	assert_int_equal(feed(ch, sv[1], "{\"v\":2,\"id\":4,\"type\":\"exec\",\"argv\":[\"sh\"]}"), -EPROTO);
+	assert_int_equal(feed(ch, sv[1], "{\"v\":2,\"id\":5,\"type\":\"sandbox_stop\",\"user\":\"../root\","
+					 "\"runtime_id\":1,\"reason\":\"x\"}"), -EPROTO);
+	assert_int_equal(feed(ch, sv[1], "{\"v\":2,\"id\":6,\"type\":\"sandbox_list\",\"all\":true}"), -EPROTO);
+	assert_int_equal(feed(ch, sv[1], "nonsense"), -EPROTO);
+	/* nothing was answered to any of those */
+	assert_int_equal(proto_recv(sv[1], &r), -EAGAIN);
+	channel_free(ch);
+	close(sv[1]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_rejects_garbage_and_oversize),
+		cmocka_unit_test(test_field_checks),
+		cmocka_unit_test(test_error_reply),
+		cmocka_unit_test(test_channel_table),
+	};
+	return cmocka_run_group_tests_name("proto", tests, NULL, NULL);
+}
