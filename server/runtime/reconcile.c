@@ -83,7 +83,7 @@ static void check_starting(struct pass *p, const struct runtime *r)
 	if (p->now - r->created_at > p->app->cfg->start_timeout) {
 		snprintf(reason, sizeof(reason), "jupyter did not answer within %lld seconds",
 			 (long long)p->app->cfg->start_timeout);
-		api_runtime_stop(p->app, r, reason);
+		api_runtime_request_stop(p->app, r, reason);
 		end_runtime(p, r, true, reason);
 	}
 }
@@ -104,7 +104,7 @@ static void check_idle(struct pass *p, const struct runtime *r)
 		return;
 	}
 	snprintf(reason, sizeof(reason), "idle for %lld seconds", (long long)limit);
-	if (api_runtime_stop(p->app, r, reason) == 0)
+	if (api_runtime_request_stop(p->app, r, reason) == 0)
 		audit_add(p->app->db, p->now, NULL, "runtime.cull", r->user_name, NULL, reason);
 }
 
@@ -132,7 +132,7 @@ static int reconcile(const struct runtime *r, void *ctx)
 	}
 	/* A stop the supervisor never heard of (it restarted meanwhile): ask again. */
 	if (strcmp(state, "running") == 0 && r->state == RUNTIME_STOPPING) {
-		api_runtime_stop(p->app, r, r->reason[0] ? r->reason : "stopped");
+		api_runtime_request_stop(p->app, r, r->reason[0] ? r->reason : "stopped");
 		return 0;
 	}
 	if (r->state == RUNTIME_STARTING) {
