@@ -411,8 +411,8 @@ def test_kill_web_process_while_runtime_runs(pd, owner):
     p = user_path(owner, "api/contents/before-kill.txt")
     assert owner.put(p, json={"type": "file", "format": "text", "content": "still here"}
                      ).status == 201
-    boxes = {kv["id"]: kv["pid"] for _, kv in sandbox_records(pd.state_dir)}
-    assert len(boxes) == 1, boxes
+    sandboxes = {kv["id"]: kv["pid"] for _, kv in sandbox_records(pd.state_dir)}
+    assert len(sandboxes) == 1, sandboxes
     old = web_process(pd)
     t0 = time.monotonic()
     os.kill(old, signal.SIGKILL)
@@ -437,7 +437,7 @@ def test_kill_web_process_while_runtime_runs(pd, owner):
     assert after["id"] == before["id"] and after["started_at"] == before["started_at"], \
         (before, after)
     assert after["deadline"] == before["deadline"], (before, after)
-    assert {kv["id"]: kv["pid"] for _, kv in sandbox_records(pd.state_dir)} == boxes, \
+    assert {kv["id"]: kv["pid"] for _, kv in sandbox_records(pd.state_dir)} == sandboxes, \
         "the sandbox changed"
     r = owner.get(p + "?content=1")
     assert_status(r, 200)
