@@ -90,7 +90,7 @@ class Bench:
         self.labd = L.Labd(self.procs, os.path.join(self.w, "labd")).start()
         self.labd.setup_user(USER)
         t0 = time.monotonic()
-        self.labd.session_start()
+        self.labd.runtime_start()
         s = self.labd.wait_state(("running", "failed", "stopped"), 120)
         if not s or s["state"] != "running":
             raise RuntimeError(f"the runtime did not reach running: {s}\n{self.labd.log_tail()}")
@@ -341,7 +341,7 @@ class Bench:
             L.log(f"could not put the runtime socket back: {e}")
         try:
             if getattr(self, "labd", None):
-                s = self.labd.session_stop(30)
+                s = self.labd.runtime_stop(30)
                 if s and s.get("state") not in ("stopped", "failed"):
                     L.log(f"runtime did not stop: {s}")
                 self.labd.stop()

@@ -280,30 +280,30 @@ class Labd:
     def auth(self):
         return {"Authorization": f"Bearer {self.token}"}
 
-    def session(self):
-        st, _, raw = request(self.port, "GET", "/api/v1/me/session", headers=self.auth())
+    def runtime(self):
+        st, _, raw = request(self.port, "GET", "/api/v1/me/runtime", headers=self.auth())
         j = jbody(raw) if st == 200 else None
         return (j or {}).get("session")
 
-    def session_start(self):
-        st, _, raw = request(self.port, "POST", "/api/v1/me/session", headers=self.auth(),
+    def runtime_start(self):
+        st, _, raw = request(self.port, "POST", "/api/v1/me/runtime", headers=self.auth(),
                              body={"type": "cpu"})
         if st != 202:
-            raise RuntimeError(f"POST /api/v1/me/session: {st} {raw[:300]!r}")
+            raise RuntimeError(f"POST /api/v1/me/runtime: {st} {raw[:300]!r}")
         return jbody(raw)["session"]
 
     def wait_state(self, states, timeout):
-        """Polls the session until its state is one of states; returns it or None."""
+        """Polls the runtime until its state is one of states; returns it or None."""
         def check():
-            s = self.session()
+            s = self.runtime()
             return s if s and s.get("state") in states else None
         return wait_until(check, timeout, 0.025)
 
-    def session_stop(self, timeout=60):
-        """DELETE the session and waits until it is no longer live."""
-        s = self.session()
+    def runtime_stop(self, timeout=60):
+        """DELETEs the runtime and waits until it is no longer live."""
+        s = self.runtime()
         if s and s.get("state") in ("starting", "running"):
-            request(self.port, "DELETE", "/api/v1/me/session", headers=self.auth())
+            request(self.port, "DELETE", "/api/v1/me/runtime", headers=self.auth())
         if s and s.get("state") in ("starting", "running", "stopping"):
             return self.wait_state(("stopped", "failed"), timeout)
         return s
@@ -326,7 +326,7 @@ class Labd:
             return
         try:
             if self.token:
-                self.session_stop(30)
+                self.runtime_stop(30)
         except OSError:
             pass
         self.procs.stop(self.proc, timeout=30)

@@ -5,8 +5,8 @@ labd (full sandbox) against JupyterHub 3 with its LocalProcessSpawner, in one ru
 Both start the same app, Notebook 6 (Debian's jupyter-notebook; JupyterHub via
 jupyterhub-singleuser with JUPYTERHUB_SINGLEUSER_APP=notebook.notebookapp.NotebookApp).
 
-labd:  t0 = POST /api/v1/me/session {"type":"cpu"};
-       api   = GET /api/v1/me/session first says "running" (polled every 25 ms);
+labd:  t0 = POST /api/v1/me/runtime {"type":"cpu"};
+       api   = GET /api/v1/me/runtime first says "running" (polled every 25 ms);
        proxy = first 200 from GET /user/bench/api/status through labd;
        up    = first 200 from Jupyter's own socket (polled every 10 ms, token
                from labd's database): when Jupyter itself was ready, so
@@ -70,7 +70,7 @@ def labd_runs(procs, w, runs, problems):
         out = []
         for i in range(runs + 1):
             t0 = time.monotonic()
-            s = labd.session_start()
+            s = labd.runtime_start()
             if s.get("state") == "failed":
                 raise RuntimeError(f"labd refused the start: {s}")
             up = {}
@@ -91,9 +91,9 @@ def labd_runs(procs, w, runs, problems):
 
             th = threading.Thread(target=watch_socket, daemon=True)
             th.start()
-            t_api = poll(lambda: (labd.session() or {}).get("state") in ("running", "failed", "stopped"),
+            t_api = poll(lambda: (labd.runtime() or {}).get("state") in ("running", "failed", "stopped"),
                          START_LIMIT, 0.025)
-            state = (labd.session() or {}).get("state")
+            state = (labd.runtime() or {}).get("state")
             if state != "running":
                 up["stop"] = True
                 raise RuntimeError(f"labd start {i}: state {state}\n{labd.log_tail()}")
@@ -102,7 +102,7 @@ def labd_runs(procs, w, runs, problems):
             th.join(5)
             up["stop"] = True
             t_stop0 = time.monotonic()
-            s = labd.session_stop(STOP_LIMIT)
+            s = labd.runtime_stop(STOP_LIMIT)
             t_stop = time.monotonic() - t_stop0
             if not s or s.get("state") not in ("stopped", "failed"):
                 raise RuntimeError(f"labd runtime did not stop within {STOP_LIMIT} s: {s}")

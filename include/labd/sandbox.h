@@ -2,7 +2,7 @@
  *
  * The supervisor (root) fills a struct sandbox_spec, calls sandbox_start() and receives a
  * struct sandbox_handle back.  Everything the sandbox holds on the host (cgroups, the
- * home mount reference, the per-session run dir) is recorded in a state file under
+ * home mount reference, the per-sandbox run dir) is recorded in a state file under
  * spec->state_dir, so a restarted supervisor can re-adopt it (sandbox_adopt) and
  * sandbox_gc() can clean what a crash left.
  *

@@ -52,13 +52,15 @@ void api_users_create(struct http_request *req);
 void api_users_get(struct http_request *req);
 void api_users_patch(struct http_request *req);
 void api_users_delete(struct http_request *req);
-/* api_session.c */
+/* runtime.c */
 struct runtime;
 struct labd_config;
 struct app;
-void api_session_start(struct http_request *req);
-void api_session_get(struct http_request *req);
-void api_session_stop(struct http_request *req);
+void api_runtime_start(struct http_request *req);
+void api_runtime_get(struct http_request *req);
+void api_runtime_stop(struct http_request *req);
+/* Answers the deprecated /api/v1/me/session with 308 to /api/v1/me/runtime. */
+void api_runtime_moved(struct http_request *req);
 /* The public JSON view of a runtime. Caller owns the reference. */
 json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg);
 /* api_audit.c */

@@ -1,4 +1,4 @@
-/* api_session.c - the user's interactive runtime: start, show, stop. */
+/* runtime.c - the user's interactive runtime: start, show, stop. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +41,7 @@ json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg)
 			 "warn_before", warn);
 }
 
-void api_session_start(struct http_request *req)
+void api_runtime_start(struct http_request *req)
 {
 	static const char *const fields[] = {"type", NULL};
 	const char *type = NULL;
@@ -81,7 +81,7 @@ out:
 	json_decref(body);
 }
 
-void api_session_get(struct http_request *req)
+void api_runtime_get(struct http_request *req)
 {
 	struct runtime r;
 	int rc = runtimes_latest(req->app->db, req->auth.user.id, &r);
@@ -95,7 +95,7 @@ void api_session_get(struct http_request *req)
 				  rc ? api_runtime_json(&r, req->app->cfg) : json_null()));
 }
 
-void api_session_stop(struct http_request *req)
+void api_runtime_stop(struct http_request *req)
 {
 	struct runtime r;
 	int rc = runtimes_live(req->app->db, req->auth.user.id, &r);
@@ -118,4 +118,16 @@ void api_session_stop(struct http_request *req)
 	runtimes_latest(req->app->db, req->auth.user.id, &r);
 	http_reply_json(req, MHD_HTTP_ACCEPTED,
 			json_pack("{s:o}", "session", api_runtime_json(&r, req->app->cfg)));
+}
+
+/* The runtime API lived at /api/v1/me/session until it was named for what it
+ * manages. 308 (RFC 9110 section 15.4.9) keeps the method and body, so an old
+ * client that follows redirects gets exactly what the new path answers; the old
+ * path goes away in the next release. */
+void api_runtime_moved(struct http_request *req)
+{
+	http_add_header(req, "Location", "/api/v1/me/runtime");
+	http_reply_error(req, MHD_HTTP_PERMANENT_REDIRECT, "moved",
+			 "%s moved to /api/v1/me/runtime and goes away in the next release",
+			 req->path);
 }

@@ -66,7 +66,7 @@ static void reply_not_running(struct http_request *req, const char *user, const 
 	if (found && r->state == RUNTIME_STARTING)
 		http_add_header(req, "Retry-After", "2");
 	http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "runtime_not_running",
-			 "the runtime of %s is %s; start it with POST /api/v1/me/session", user,
+			 "the runtime of %s is %s; start it with POST /api/v1/me/runtime", user,
 			 state);
 }
 

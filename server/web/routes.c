@@ -19,9 +19,15 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/me/tokens", ROUTE_USER, ROUTE_API, api_tokens_list},
 	{"POST", "/api/v1/me/tokens", ROUTE_USER, ROUTE_API, api_tokens_create},
 	{"DELETE", "/api/v1/me/tokens/{}", ROUTE_USER, ROUTE_API, api_tokens_delete},
-	{"POST", "/api/v1/me/session", ROUTE_USER, ROUTE_API, api_session_start},
-	{"GET", "/api/v1/me/session", ROUTE_USER, ROUTE_API, api_session_get},
-	{"DELETE", "/api/v1/me/session", ROUTE_USER, ROUTE_API, api_session_stop},
+	{"POST", "/api/v1/me/runtime", ROUTE_USER, ROUTE_API, api_runtime_start},
+	{"GET", "/api/v1/me/runtime", ROUTE_USER, ROUTE_API, api_runtime_get},
+	{"DELETE", "/api/v1/me/runtime", ROUTE_USER, ROUTE_API, api_runtime_stop},
+	/* Deprecated, gone in the next release. Public: the redirect changes and reveals
+	 * nothing, and the new path runs the whole gate, so a client that follows it gets
+	 * today's answer (401 and 403 included) from one place. */
+	{"POST", "/api/v1/me/session", ROUTE_PUBLIC, ROUTE_API, api_runtime_moved},
+	{"GET", "/api/v1/me/session", ROUTE_PUBLIC, ROUTE_API, api_runtime_moved},
+	{"DELETE", "/api/v1/me/session", ROUTE_PUBLIC, ROUTE_API, api_runtime_moved},
 	{"GET", "/api/v1/users", ROUTE_ADMIN, ROUTE_API, api_users_list},
 	{"POST", "/api/v1/users", ROUTE_ADMIN, ROUTE_API, api_users_create},
 	{"GET", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_get},

@@ -8,7 +8,7 @@ struct privdrop_user;
 struct db;
 
 /* Runs the web process and exits; never returns. Takes ownership of the fds:
- * listen_fd (bound listening socket), ipc_fd (its end of the supervisor
+ * listen_fd (bound listening socket), supervisor_fd (its end of the supervisor
  * socketpair) and web_root_fd (O_PATH directory). Entered as root. */
 _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_user *u,
 			int listen_fd, int supervisor_fd, int web_root_fd);

@@ -147,12 +147,12 @@ async function api(session, method, path, body) {
 
 async function stopRuntimeByApi() {
   const s = await apiSession();
-  let cur = (await api(s, 'GET', '/me/session')).body?.session;
+  let cur = (await api(s, 'GET', '/me/runtime')).body?.session;
   if (!cur || !['starting', 'running', 'stopping'].includes(cur.state)) return;
-  if (cur.state !== 'stopping') await api(s, 'DELETE', '/me/session');
+  if (cur.state !== 'stopping') await api(s, 'DELETE', '/me/runtime');
   const deadline = Date.now() + STOP_TIMEOUT;
   while (Date.now() < deadline) {
-    cur = (await api(s, 'GET', '/me/session')).body?.session;
+    cur = (await api(s, 'GET', '/me/runtime')).body?.session;
     if (!cur || !['starting', 'running', 'stopping'].includes(cur.state)) return;
     await sleep(1000);
   }
@@ -302,7 +302,7 @@ test('start a CPU runtime, run print(6*7) in Jupyter, stop, start again: the not
   });
 
   await step('dashboard runtime card before starting', page, async () => {
-    // The card has loaded the session: no live runtime, so the start buttons are enabled.
+    // The card has loaded the runtime: none live, so the start buttons are enabled.
     await page.locator('#start-cpu:not([disabled])').waitFor();
     assert.equal(await page.locator('#start-gpu').isDisabled(), false);
     assert.equal(await page.locator('#stop-runtime').isDisabled(), true, 'nothing to stop');
@@ -460,7 +460,7 @@ test('the "runtime not running" page (503) starts the runtime and lands in the n
 
   await step('Start CPU runtime on that page opens the notebook when it runs', page, async () => {
     await page.locator('#start-cpu:not([disabled])').waitFor();
-    // The page polls the session and reloads the same address once the runtime runs.
+    // The page polls the runtime API and reloads the same address once the runtime runs.
     await Promise.all([
       page.waitForEvent('load', { timeout: START_TIMEOUT + 30_000 }),
       page.locator('#start-cpu').click(),

@@ -577,7 +577,7 @@ def teardown_daemon(d):
 # --------------------------------------------------------------------------- runtimes
 #
 # Helpers for the runtime tests (test_runtime*.py): daemons with a [runtime]
-# section, the session API, teardown that proves no sandbox, mount or loop
+# section, the runtime API, teardown that proves no sandbox, mount or loop
 # device is left behind, and a minimal WebSocket client (standard library only).
 
 # Small limits for every runtime daemon; tests override single keys.
@@ -606,15 +606,15 @@ def runtime_daemon(name, runtime=None, gpu=None, server=None, auth=None):
     return Daemon(name, server=server, auth=auth, sections=sections)
 
 
-def wait_session(c, states, timeout=RUNTIME_START_TIMEOUT, interval=0.2):
-    """Polls GET /api/v1/me/session until its state is in states; returns the session."""
+def wait_runtime(c, states, timeout=RUNTIME_START_TIMEOUT, interval=0.2):
+    """Polls GET /api/v1/me/runtime until its state is in states; returns the runtime."""
     if isinstance(states, str):
         states = (states,)
     deadline = time.monotonic() + timeout
     seen = []
     while True:
-        r = c.get("/api/v1/me/session")
-        assert r.status == 200, f"GET /api/v1/me/session: {r!r}"
+        r = c.get("/api/v1/me/runtime")
+        assert r.status == 200, f"GET /api/v1/me/runtime: {r!r}"
         s = r.json["session"]
         st = s and s["state"]
         if not seen or seen[-1] != st:
@@ -624,26 +624,26 @@ def wait_session(c, states, timeout=RUNTIME_START_TIMEOUT, interval=0.2):
         assert st not in ("failed",) or "failed" in states, \
             f"runtime failed (wanted {states}): {s}"
         assert time.monotonic() < deadline, \
-            f"session not {states} within {timeout:.0f}s; states seen {seen}; last {s}"
+            f"runtime not {states} within {timeout:.0f}s; states seen {seen}; last {s}"
         time.sleep(interval)
 
 
 def start_runtime(c, kind="cpu"):
-    """POST /api/v1/me/session and wait for running; returns (202 session, running session)."""
-    r = c.post("/api/v1/me/session", json={"type": kind})
+    """POST /api/v1/me/runtime and wait for running; returns (202 runtime, running runtime)."""
+    r = c.post("/api/v1/me/runtime", json={"type": kind})
     assert r.status == 202, f"starting a {kind} runtime: {r!r}"
     first = r.json["session"]
-    return first, wait_session(c, "running")
+    return first, wait_runtime(c, "running")
 
 
 def stop_runtime(c, timeout=30 * SLOW):
-    """DELETE /api/v1/me/session (if live) and wait for stopped; returns the session."""
-    r = c.get("/api/v1/me/session")
+    """DELETE /api/v1/me/runtime (if live) and wait for stopped; returns the runtime."""
+    r = c.get("/api/v1/me/runtime")
     s = r.json["session"]
     if s and s["state"] in ("starting", "running"):
-        r = c.delete("/api/v1/me/session")
+        r = c.delete("/api/v1/me/runtime")
         assert r.status in (202, 404), f"stopping the runtime: {r!r}"
-    return wait_session(c, ("stopped", "failed"), timeout=timeout)
+    return wait_runtime(c, ("stopped", "failed"), timeout=timeout)
 
 
 def runtime_token(d, user):

@@ -116,6 +116,7 @@ def allow_set(r):
     ("GET", "/api/v1/me/tokens/1", {"DELETE"}),
     ("DELETE", "/api/v1/me", {"GET"}),
     ("POST", "/api/v1/audit", {"GET"}),
+    ("PUT", "/api/v1/me/runtime", {"GET", "POST", "DELETE"}),
 ])
 def test_method_not_allowed(daemon, admin, method, path, allowed):
     kw = {"json": {}} if method in ("POST", "PUT", "PATCH") else {}

@@ -22,7 +22,7 @@ from labd_harness import (
     start_runtime,
     STRONG,
     unique_name,
-    wait_session,
+    wait_runtime,
     web_process,
 )
 
@@ -72,12 +72,12 @@ def test_deadline_stops_runtime_and_home_survives(dd):
 
     # running (and counting down) until shortly before the deadline
     while time.time() < deadline - 2:
-        s = wait_session(c, ("running", "stopping", "stopped", "failed"), timeout=5)
+        s = wait_runtime(c, ("running", "stopping", "stopped", "failed"), timeout=5)
         assert s["state"] == "running", f"{deadline - time.time():.1f} s before the deadline: {s}"
         assert abs(s["seconds_left"] - (deadline - time.time())) <= 2, s
         time.sleep(1)
 
-    s = wait_session(c, ("stopped", "failed"), timeout=deadline - time.time() + GRACE + SLACK + 10)
+    s = wait_runtime(c, ("stopped", "failed"), timeout=deadline - time.time() + GRACE + SLACK + 10)
     seen_at = time.time()
     assert s["state"] == "stopped", s
     assert "time limit" in (s["reason"] or ""), f"reason {s['reason']!r}"
@@ -135,7 +135,7 @@ def test_supervisor_enforces_deadline_without_web_process(dd):
     print(f"\nsandbox ended {gone_at - deadline:+.1f} s from the deadline with the web "
           "process frozen")
     assert left is None, f"sandbox state left: {left}"
-    s = wait_session(c, ("stopped", "failed"), timeout=10 * SLOW)
+    s = wait_runtime(c, ("stopped", "failed"), timeout=10 * SLOW)
     assert s["state"] == "stopped" and "time limit" in (s["reason"] or ""), s
     assert web_process(dd) == web
 
@@ -150,10 +150,10 @@ def idd(runtime_daemon_factory):
 
 
 def assert_running_for(c, seconds, why):
-    """Polls the session API (not the proxy: no activity) for seconds."""
+    """Polls the runtime API (not the proxy: no activity) for seconds."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        r = c.get("/api/v1/me/session")
+        r = c.get("/api/v1/me/runtime")
         s = r.json["session"]
         assert s["state"] == "running", \
             f"{why}: {s['state']} ({s['reason']!r}) after " \
@@ -199,9 +199,9 @@ def test_idle_culling(idd):
         assert time.monotonic() - busy_from < 30, r.json
         time.sleep(0.5)
     t_req = time.time()
-    s = wait_session(c, ("stopping", "stopped", "failed"), timeout=IDLE + SLACK + 5, interval=0.2)
+    s = wait_runtime(c, ("stopping", "stopped", "failed"), timeout=IDLE + SLACK + 5, interval=0.2)
     t_stopping = time.time()
-    s = wait_session(c, ("stopped", "failed"), timeout=GRACE + SLACK + 5)
+    s = wait_runtime(c, ("stopped", "failed"), timeout=GRACE + SLACK + 5)
     print(f"\nidle: stopping {t_stopping - t_req:.1f} s after the last request, "
           f"ended_at {s['ended_at']}")
     assert s["state"] == "stopped", s

@@ -1,6 +1,6 @@
 """The runtime proxy at /user/<name>/ against the real Jupyter server: pages and
 static assets, the contents API, a kernel over the proxied WebSocket, access
-control, token hygiene, and a kill -9 of the web process mid-session."""
+control, token hygiene, and a kill -9 of the web process while the runtime runs."""
 
 import os
 import re
@@ -25,7 +25,7 @@ from labd_harness import (
     sandbox_records,
     start_runtime,
     unique_name,
-    wait_session,
+    wait_runtime,
     web_process,
     ws_cookie_headers,
 )
@@ -79,7 +79,7 @@ def owner(pd, padmin):
     """A user with a running CPU runtime for the whole module."""
     c = make_user(pd, padmin, "own")
     first, running = start_runtime(c)
-    c.session_at_start = running
+    c.runtime_at_start = running
     c.token = runtime_token(pd, c.user)
     assert re.fullmatch(r"[A-Za-z0-9_\-]{20,}", c.token), "unexpected token shape"
     remember_sandboxes(pd)
@@ -404,15 +404,15 @@ def test_not_a_user_path(pd, owner):
 # ---------------------------------------------------------------- web process kill -9
 
 
-def test_kill_web_process_mid_session(pd, owner):
+def test_kill_web_process_while_runtime_runs(pd, owner):
     """kill -9 of the web process: the supervisor restarts it, the proxy works
     again within 2 s with the same cookie and the runtime kept running."""
-    before = wait_session(owner, "running")
+    before = wait_runtime(owner, "running")
     p = user_path(owner, "api/contents/before-kill.txt")
     assert owner.put(p, json={"type": "file", "format": "text", "content": "still here"}
                      ).status == 201
-    boxes = {kv["id"]: kv["pid"] for _, kv in sandbox_records(pd.state_dir)}
-    assert len(boxes) == 1, boxes
+    sandboxes = {kv["id"]: kv["pid"] for _, kv in sandbox_records(pd.state_dir)}
+    assert len(sandboxes) == 1, sandboxes
     old = web_process(pd)
     t0 = time.monotonic()
     os.kill(old, signal.SIGKILL)
@@ -433,11 +433,11 @@ def test_kill_web_process_mid_session(pd, owner):
     assert first_ok <= 2.0 * SLOW, f"proxy answered 200 only after {first_ok:.2f} s (limit 2 s)"
     new = web_process(pd)
     assert new != old
-    after = wait_session(owner, "running", timeout=5)
+    after = wait_runtime(owner, "running", timeout=5)
     assert after["id"] == before["id"] and after["started_at"] == before["started_at"], \
         (before, after)
     assert after["deadline"] == before["deadline"], (before, after)
-    assert {kv["id"]: kv["pid"] for _, kv in sandbox_records(pd.state_dir)} == boxes, \
+    assert {kv["id"]: kv["pid"] for _, kv in sandbox_records(pd.state_dir)} == sandboxes, \
         "the sandbox changed"
     r = owner.get(p + "?content=1")
     assert_status(r, 200)

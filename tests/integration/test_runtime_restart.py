@@ -18,7 +18,7 @@ from labd_harness import (
     sandbox_records,
     start_runtime,
     unique_name,
-    wait_session,
+    wait_runtime,
     web_process,
     ws_cookie_headers,
 )
@@ -61,7 +61,7 @@ def test_runtime_survives_daemon_restart(rd):
 
     # the same config again: re-adopted
     rd.start(expect_admin_password=False)
-    after = wait_session(c, ("running", "stopping", "stopped", "failed"), timeout=10 * SLOW)
+    after = wait_runtime(c, ("running", "stopping", "stopped", "failed"), timeout=10 * SLOW)
     assert after["state"] == "running", f"after the restart: {after}\n" + rd.log_tail()
     for k in ("id", "started_at", "deadline", "ready_at"):
         assert after[k] == before[k], f"{k}: {before[k]!r} -> {after[k]!r}"
@@ -82,9 +82,9 @@ def test_runtime_survives_daemon_restart(rd):
     web_process(rd)
 
     # a clean stop, then the daemon (the fixture asserts nothing is left)
-    r = c.delete("/api/v1/me/session")
+    r = c.delete("/api/v1/me/runtime")
     assert_status(r, 202)
-    s = wait_session(c, ("stopped", "failed"), timeout=20 * SLOW)
+    s = wait_runtime(c, ("stopped", "failed"), timeout=20 * SLOW)
     assert s["state"] == "stopped" and s["reason"] == "stopped by the user", s
     assert not sandbox_records(rd.state_dir), sandbox_records(rd.state_dir)
     assert_error(c.get(base + "api/status"), 503, "runtime_not_running")

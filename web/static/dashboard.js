@@ -141,7 +141,7 @@
   };
 
   var rt = {
-    session: undefined, /* undefined: not loaded yet; null: none */
+    current: undefined, /* the runtime; undefined: not loaded yet; null: none */
     endsAt: 0, /* local clock (ms) when seconds_left reaches 0, for the countdown */
     pollTimer: null,
     tickTimer: null,
@@ -202,7 +202,7 @@
 
   /* Countdown and warning banner; runs every second while a runtime is live. */
   function tick() {
-    var s = rt.session;
+    var s = rt.current;
     var live = !!(s && LIVE[s.state]);
     if (!live) {
       $("runtime-countdown").textContent = "";
@@ -220,7 +220,7 @@
   }
 
   function updateButtons() {
-    var s = rt.session;
+    var s = rt.current;
     var known = s !== undefined;
     var live = !!(s && LIVE[s.state]);
     var busy = rt.inFlight || !known;
@@ -242,7 +242,7 @@
   }
 
   function renderRuntime() {
-    var s = rt.session;
+    var s = rt.current;
     var badge = $("runtime-state");
     var status = $("runtime-status");
     $("runtime").setAttribute("aria-busy", s === undefined ? "true" : "false");
@@ -286,15 +286,15 @@
     tick();
   }
 
-  function setSession(session) {
-    rt.session = session || null;
-    if (rt.session && LIVE[rt.session.state]) {
-      rt.endsAt = Date.now() + Math.max(0, Number(rt.session.seconds_left) || 0) * 1000;
+  function setRuntime(runtime) {
+    rt.current = runtime || null;
+    if (rt.current && LIVE[rt.current.state]) {
+      rt.endsAt = Date.now() + Math.max(0, Number(rt.current.seconds_left) || 0) * 1000;
     } else {
       rt.endsAt = 0;
     }
     renderRuntime();
-    if (rt.session && LIVE[rt.session.state]) {
+    if (rt.current && LIVE[rt.current.state]) {
       if (!rt.tickTimer) rt.tickTimer = setInterval(tick, 1000);
     } else if (rt.tickTimer) {
       clearInterval(rt.tickTimer);
@@ -304,31 +304,31 @@
 
   function schedulePoll() {
     if (rt.pollTimer) clearTimeout(rt.pollTimer);
-    var s = rt.session;
+    var s = rt.current;
     var fast = s && (s.state === "starting" || s.state === "stopping");
-    rt.pollTimer = setTimeout(loadSession, fast ? 2000 : 10000);
+    rt.pollTimer = setTimeout(loadRuntime, fast ? 2000 : 10000);
   }
 
-  function loadSession() {
+  function loadRuntime() {
     if (rt.pollTimer) {
       clearTimeout(rt.pollTimer);
       rt.pollTimer = null;
     }
     if (rt.loading) return Promise.resolve();
     rt.loading = true;
-    return L.api("GET", "/me/session")
+    return L.api("GET", "/me/runtime")
       .then(function (data) {
         if (rt.loadFailed) {
           rt.loadFailed = false;
           L.showMessage("runtime-error", "");
         }
-        setSession(data ? data.session : null);
+        setRuntime(data ? data.session : null);
       })
       .catch(function (err) {
         /* Keep what we showed; say why it may be stale. */
         rt.loadFailed = true;
         L.showMessage("runtime-error", "Could not load the runtime: " + L.errorText(err));
-        if (rt.session === undefined) setSession(null);
+        if (rt.current === undefined) setRuntime(null);
       })
       .then(function () {
         rt.loading = false;
@@ -336,16 +336,16 @@
       });
   }
 
-  /* Start (POST) or stop (DELETE); the reply carries the session. */
+  /* Start (POST) or stop (DELETE); the reply carries the runtime. */
   function runtimeRequest(method, body) {
     rt.inFlight = true;
     rt.loadFailed = false;
     updateButtons();
     L.showMessage("runtime-error", "");
-    return L.api(method, "/me/session", body)
+    return L.api(method, "/me/runtime", body)
       .then(function (data) {
         rt.inFlight = false;
-        if (data && data.session) setSession(data.session);
+        if (data && data.session) setRuntime(data.session);
         else updateButtons();
       })
       .catch(function (err) {
@@ -354,7 +354,7 @@
         updateButtons();
       })
       .then(function () {
-        return loadSession();
+        return loadRuntime();
       });
   }
 
@@ -377,7 +377,7 @@
     });
     /* Back in the tab: refresh at once rather than at the next poll. */
     document.addEventListener("visibilitychange", function () {
-      if (!document.hidden && rt.session !== undefined) loadSession();
+      if (!document.hidden && rt.current !== undefined) loadRuntime();
     });
     renderRuntime();
   }
@@ -391,7 +391,7 @@
 
     L.loadMe()
       .then(function () {
-        loadSession();
+        loadRuntime();
         return loadTokens();
       })
       .catch(function (err) {

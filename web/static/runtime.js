@@ -14,7 +14,7 @@
 
   var me = null;
   var owner = null; /* <name> of /user/<name>/... */
-  var session;
+  var runtime;
   var pollTimer = null;
   var waiting = false; /* we started it (or it was starting): go to Jupyter when running */
   var starting = false; /* the POST is in flight */
@@ -57,7 +57,7 @@
   }
 
   function render() {
-    var s = session;
+    var s = runtime;
     var state = s ? String(s.state) : "none";
     var badge = $("runtime-state");
     badge.textContent = s ? state : "no runtime";
@@ -100,18 +100,18 @@
   function poll() {
     if (pollTimer) clearTimeout(pollTimer);
     pollTimer = null;
-    return L.api("GET", "/me/session")
+    return L.api("GET", "/me/runtime")
       .then(function (data) {
-        session = data ? data.session : null;
-        if (session && session.state === "starting") waiting = true;
-        if (session && (session.state === "failed" || session.state === "stopped")) waiting = false;
+        runtime = data ? data.session : null;
+        if (runtime && runtime.state === "starting") waiting = true;
+        if (runtime && (runtime.state === "failed" || runtime.state === "stopped")) waiting = false;
         render();
       })
       .catch(function (err) {
         L.showMessage("runtime-error", "Could not load the runtime: " + L.errorText(err));
       })
       .then(function () {
-        var s = session;
+        var s = runtime;
         var state = s && s.state;
         if (state === "running" && waiting) return; /* reloading */
         /* Keep watching while something is happening; slowly otherwise. */
@@ -124,12 +124,12 @@
     render();
     L.showMessage("runtime-error", "");
     say("Starting your runtime…");
-    L.api("POST", "/me/session", { type: "cpu" })
+    L.api("POST", "/me/runtime", { type: "cpu" })
       .then(function (data) {
         waiting = true;
         if (data && data.session) {
-          session = data.session;
-          if (session.state === "failed") waiting = false;
+          runtime = data.session;
+          if (runtime.state === "failed") waiting = false;
         }
       })
       .catch(function (err) {

@@ -1,6 +1,6 @@
-"""Runtime sessions: POST/GET/DELETE /api/v1/me/session, the states, errors,
-the stop of a running runtime (its WebSocket closes), and the proxy's answer
-for a runtime that is not running."""
+"""The runtime API: POST/GET/DELETE /api/v1/me/runtime, the states, errors,
+the stop of a running runtime (its WebSocket closes), the proxy's answer for a
+runtime that is not running, and the deprecated /api/v1/me/session (308)."""
 
 import os
 import socket
@@ -22,18 +22,18 @@ from labd_harness import (
     SLOW,
     STRONG,
     unique_name,
-    wait_session,
+    wait_runtime,
     WebSocketClosed,
 )
 
-SESSION_KEYS = {"id", "type", "state", "reason", "started_at", "ready_at", "deadline",
+RUNTIME_KEYS = {"id", "type", "state", "reason", "started_at", "ready_at", "deadline",
                 "seconds_left", "ended_at", "gpus", "url", "warn_before"}
 CPU_LIMIT = 7200
 
 
 @pytest.fixture(scope="module")
 def sd(runtime_daemon_factory):
-    return runtime_daemon_factory("rt-session", runtime={"cpu_limit": "2h",
+    return runtime_daemon_factory("rt-api", runtime={"cpu_limit": "2h",
                                                          "warn_before": "10m,1m"})
 
 
@@ -44,7 +44,7 @@ def sadmin(sd):
 
 @pytest.fixture
 def suser(sd, sadmin):
-    name = unique_name("ses")
+    name = unique_name("rta")
     pw = f"{STRONG}-{name}"
     r = sadmin.post("/api/v1/users", json={"name": name, "password": pw})
     assert r.status == 201, r
@@ -55,16 +55,16 @@ def suser(sd, sadmin):
 
 
 def test_start_runs_with_documented_fields(sd, sadmin, suser):
-    r = suser.get("/api/v1/me/session")
+    r = suser.get("/api/v1/me/runtime")
     assert_status(r, 200)
     assert r.json == {"session": None}, r.json
 
     t0 = time.time()
-    r = suser.post("/api/v1/me/session", json={"type": "cpu"})
+    r = suser.post("/api/v1/me/runtime", json={"type": "cpu"})
     assert_status(r, 202)
     assert set(r.json) == {"session"}, r.json
     s = r.json["session"]
-    assert set(s) == SESSION_KEYS, f"session keys {sorted(s)}"
+    assert set(s) == RUNTIME_KEYS, f"runtime keys {sorted(s)}"
     assert s["type"] == "cpu" and s["state"] == "starting", s
     assert s["reason"] is None and s["ready_at"] is None and s["ended_at"] is None, s
     assert s["gpus"] == [] and s["url"] == f"/user/{suser.user}/", s
@@ -75,10 +75,10 @@ def test_start_runs_with_documented_fields(sd, sadmin, suser):
     assert CPU_LIMIT - 3 <= s["seconds_left"] <= CPU_LIMIT, s
 
     # one runtime per user, whatever its state
-    r = suser.post("/api/v1/me/session", json={"type": "cpu"})
+    r = suser.post("/api/v1/me/runtime", json={"type": "cpu"})
     assert_error(r, 409, "runtime_exists")
 
-    s2 = wait_session(suser, "running")
+    s2 = wait_runtime(suser, "running")
     remember_sandboxes(sd)
     assert s2["id"] == s["id"] and s2["started_at"] == s["started_at"], (s, s2)
     assert s2["deadline"] == s["deadline"] and s2["reason"] is None, s2
@@ -87,9 +87,9 @@ def test_start_runs_with_documented_fields(sd, sadmin, suser):
     assert CPU_LIMIT - elapsed - 2 <= s2["seconds_left"] <= CPU_LIMIT, (elapsed, s2)
     print(f"\nruntime ready after {parse_api_time(s2['ready_at']) - started} s")
 
-    r = suser.post("/api/v1/me/session", json={"type": "cpu"})
+    r = suser.post("/api/v1/me/runtime", json={"type": "cpu"})
     assert_error(r, 409, "runtime_exists")
-    assert wait_session(suser, "running")["id"] == s["id"]
+    assert wait_runtime(suser, "running")["id"] == s["id"]
 
     # the proxy reaches Jupyter
     r = suser.get(f"/user/{suser.user}/api/status")
@@ -102,30 +102,30 @@ def test_start_runs_with_documented_fields(sd, sadmin, suser):
 
 
 def test_gpu_without_devices(sd, suser):
-    r = suser.post("/api/v1/me/session", json={"type": "gpu"})
+    r = suser.post("/api/v1/me/runtime", json={"type": "gpu"})
     assert_error(r, 409, "no_gpu_available")
-    r = suser.get("/api/v1/me/session")
-    assert r.json == {"session": None}, "a refused GPU start left a session: " + repr(r.json)
+    r = suser.get("/api/v1/me/runtime")
+    assert r.json == {"session": None}, "a refused GPU start left a runtime: " + repr(r.json)
 
 
 @pytest.mark.parametrize("body", [{"type": "tpu"}, {"type": 5}, {"type": None}, {},
                                   {"type": "CPU"}, {"type": ""}])
 def test_bad_type(sd, suser, body):
-    r = suser.post("/api/v1/me/session", json=body)
+    r = suser.post("/api/v1/me/runtime", json=body)
     assert_error(r, 400, "bad_field", field="type")
-    assert suser.get("/api/v1/me/session").json == {"session": None}
+    assert suser.get("/api/v1/me/runtime").json == {"session": None}
 
 
-def test_session_auth(sd, suser):
+def test_runtime_auth(sd, suser):
     anon = sd.client()
-    assert_error(anon.post("/api/v1/me/session", json={"type": "cpu"}), 401)
-    assert_error(anon.get("/api/v1/me/session"), 401)
-    assert_error(anon.delete("/api/v1/me/session"), 401)
+    assert_error(anon.post("/api/v1/me/runtime", json={"type": "cpu"}), 401)
+    assert_error(anon.get("/api/v1/me/runtime"), 401)
+    assert_error(anon.delete("/api/v1/me/runtime"), 401)
     # cookie without the CSRF token
-    assert_error(suser.post("/api/v1/me/session", json={"type": "cpu"}, csrf=None),
+    assert_error(suser.post("/api/v1/me/runtime", json={"type": "cpu"}, csrf=None),
                  403, "csrf_failed")
-    assert suser.get("/api/v1/me/session").json == {"session": None}
-    assert_error(suser.delete("/api/v1/me/session"), 404, "no_runtime")
+    assert suser.get("/api/v1/me/runtime").json == {"session": None}
+    assert_error(suser.delete("/api/v1/me/runtime"), 404, "no_runtime")
 
 
 def test_not_running_pages(sd, suser):
@@ -144,9 +144,9 @@ def test_not_running_pages(sd, suser):
 
 
 def test_stop_closes_websocket(sd, sadmin, suser):
-    r = suser.post("/api/v1/me/session", json={"type": "cpu"})
+    r = suser.post("/api/v1/me/runtime", json={"type": "cpu"})
     assert_status(r, 202)
-    running = wait_session(suser, "running")
+    running = wait_runtime(suser, "running")
     remember_sandboxes(sd)
     ids = [kv["id"] for _, kv in sandbox_records(sd.state_dir) if kv["user"] == suser.user]
     assert len(ids) == 1, sandbox_records(sd.state_dir)
@@ -157,7 +157,7 @@ def test_stop_closes_websocket(sd, sadmin, suser):
         assert result == "42"
 
         t0 = time.monotonic()
-        r = suser.delete("/api/v1/me/session")
+        r = suser.delete("/api/v1/me/runtime")
         assert_status(r, 202)
         s = r.json["session"]
         assert s["id"] == running["id"] and s["state"] == "stopping", s
@@ -180,7 +180,7 @@ def test_stop_closes_websocket(sd, sadmin, suser):
     finally:
         ws.close()
 
-    s = wait_session(suser, ("stopped", "failed"), timeout=15 * SLOW)
+    s = wait_runtime(suser, ("stopped", "failed"), timeout=15 * SLOW)
     took = time.monotonic() - t0
     assert s["state"] == "stopped", s
     assert s["reason"] == "stopped by the user", s
@@ -205,8 +205,8 @@ def test_stop_closes_websocket(sd, sadmin, suser):
     r = suser.get(base + "tree", headers={"Accept": "application/json"})
     assert_error(r, 503, "runtime_not_running")
     # a second stop has nothing to stop; GET shows the stopped one
-    assert_error(suser.delete("/api/v1/me/session"), 404, "no_runtime")
-    assert suser.get("/api/v1/me/session").json["session"]["id"] == running["id"]
+    assert_error(suser.delete("/api/v1/me/runtime"), 404, "no_runtime")
+    assert suser.get("/api/v1/me/runtime").json["session"]["id"] == running["id"]
 
 
 def test_restart_while_another_runtime_runs(sd, sadmin):
@@ -227,22 +227,22 @@ def test_restart_while_another_runtime_runs(sd, sadmin):
     def a_loops():
         return [lp for lp in loops_under(sd.state_dir) if lp.endswith(f" -> {img}")]
 
-    wait = lambda c: wait_session(c, "running")  # noqa: E731
-    assert a.post("/api/v1/me/session", json={"type": "cpu"}).status == 202
+    wait = lambda c: wait_runtime(c, "running")  # noqa: E731
+    assert a.post("/api/v1/me/runtime", json={"type": "cpu"}).status == 202
     wait(a)
     r = a.put(f"/user/{a.user}/api/contents/mine.txt",
               json={"type": "file", "format": "text", "content": "first runtime"})
     assert r.status == 201, r
-    assert b.post("/api/v1/me/session", json={"type": "cpu"}).status == 202
+    assert b.post("/api/v1/me/runtime", json={"type": "cpu"}).status == 202
     wait(b)
     remember_sandboxes(sd)
     assert len(a_loops()) == 1, a_loops()
 
-    assert a.delete("/api/v1/me/session").status == 202
-    s = wait_session(a, ("stopped", "failed"), timeout=15 * SLOW)
+    assert a.delete("/api/v1/me/runtime").status == 202
+    s = wait_runtime(a, ("stopped", "failed"), timeout=15 * SLOW)
     assert s["state"] == "stopped", s
     assert len(a_loops()) <= 1, a_loops()
-    assert a.post("/api/v1/me/session", json={"type": "cpu"}).status == 202
+    assert a.post("/api/v1/me/runtime", json={"type": "cpu"}).status == 202
     wait(a)
     remember_sandboxes(sd)
     assert len(a_loops()) == 1, f"{img} attached more than once: {a_loops()}"
@@ -253,6 +253,100 @@ def test_restart_while_another_runtime_runs(sd, sadmin):
               json={"type": "file", "format": "text", "content": "second runtime"})
     assert_status(r, 200)
     for c in (a, b):
-        assert c.delete("/api/v1/me/session").status == 202
+        assert c.delete("/api/v1/me/runtime").status == 202
     for c in (a, b):
-        assert wait_session(c, ("stopped", "failed"), timeout=15 * SLOW)["state"] == "stopped"
+        assert wait_runtime(c, ("stopped", "failed"), timeout=15 * SLOW)["state"] == "stopped"
+
+
+# --------------------------------------------------------------------------- 308
+#
+# /api/v1/me/session was the runtime API's path until this release; it answers
+# 308 to /api/v1/me/runtime (method and body kept) and goes away in the next.
+
+OLD_PATH = "/api/v1/me/session"
+NEW_PATH = "/api/v1/me/runtime"
+
+
+def assert_moved(r):
+    """The old path's answer: 308 to the new path, with an error-shaped body."""
+    e = assert_error(r, 308, "moved")
+    assert r.header("Location") == NEW_PATH, r.headers
+    assert NEW_PATH in e["message"], e
+    assert_security_headers(r)
+
+
+def follow(c, method, path, **kw):
+    """Sends method to path and, like a client that follows redirects, sends the
+    same method and body again to each 307/308 Location; returns (hops, last)."""
+    hops = []
+    r = c.request(method, path, **kw)
+    while r.status in (307, 308) and len(hops) < 5:
+        hops.append(r)
+        r = c.request(method, r.header("Location"), **kw)
+    return hops, r
+
+
+def test_old_path_redirects_each_method(sd, sadmin, suser):
+    """POST, GET and DELETE on the old path each get 308 with the Location, and a
+    client that follows it gets exactly what the new path answers."""
+    for method in ("GET", "POST", "DELETE"):
+        kw = {"json": {"type": "cpu"}} if method == "POST" else {}
+        # without following: nothing is started, whatever the method
+        assert_moved(suser.request(method, OLD_PATH, **kw))
+        assert suser.get(NEW_PATH).json == {"session": None}
+
+    hops, r = follow(suser, "GET", OLD_PATH)
+    assert len(hops) == 1 and r.path == NEW_PATH, (hops, r)
+    assert_status(r, 200)
+    assert r.json == {"session": None}, r.json
+
+    # POST is re-sent with its body: the runtime starts (202), as on the new path
+    hops, r = follow(suser, "POST", OLD_PATH, json={"type": "cpu"})
+    assert [h.status for h in hops] == [308] and r.path == NEW_PATH, (hops, r)
+    assert_status(r, 202)
+    started = r.json["session"]
+    assert set(started) == RUNTIME_KEYS and started["state"] == "starting", started
+    hops, r = follow(suser, "POST", OLD_PATH, json={"type": "cpu"})
+    assert_error(r, 409, "runtime_exists")
+    running = wait_runtime(suser, "running")
+    remember_sandboxes(sd)
+
+    hops, r = follow(suser, "GET", OLD_PATH)
+    assert_status(r, 200)
+    assert r.json["session"]["id"] == started["id"], r.json
+
+    # DELETE (the curl -X DELETE case): 308 with the Location, then the stop
+    r = suser.delete(OLD_PATH)
+    assert_moved(r)
+    assert suser.get(NEW_PATH).json["session"]["state"] == "running"
+    hops, r = follow(suser, "DELETE", OLD_PATH)
+    assert [h.status for h in hops] == [308] and r.path == NEW_PATH, (hops, r)
+    assert_status(r, 202)
+    assert r.json["session"]["id"] == running["id"], r.json
+    assert r.json["session"]["state"] == "stopping", r.json
+    assert wait_runtime(suser, ("stopped", "failed"), timeout=15 * SLOW)["state"] == "stopped"
+    hops, r = follow(suser, "DELETE", OLD_PATH)
+    assert_error(r, 404, "no_runtime")
+    assert len(audit_entries(sadmin, "runtime.start", suser.user)) == 1
+    assert len(audit_entries(sadmin, "runtime.stop", suser.user)) == 1
+
+
+def test_old_path_is_public_and_the_new_path_gates(sd, suser):
+    """The redirect needs no login and no CSRF token (it changes nothing); the
+    new path then refuses as it always did."""
+    anon = sd.client()
+    for method in ("GET", "POST", "DELETE"):
+        kw = {"json": {"type": "cpu"}} if method == "POST" else {}
+        hops, r = follow(anon, method, OLD_PATH, **kw)
+        assert len(hops) == 1, hops
+        assert_moved(hops[0])
+        assert_error(r, 401, "unauthorized")
+    hops, r = follow(suser, "POST", OLD_PATH, json={"type": "cpu"}, csrf=None)
+    assert_moved(hops[0])
+    assert_error(r, 403, "csrf_failed")
+    assert suser.get(NEW_PATH).json == {"session": None}
+    # methods the old path never had are still 405, not redirected
+    r = suser.put(OLD_PATH, json={"type": "cpu"})
+    assert_error(r, 405, "method_not_allowed")
+    allowed = set(r.header("Allow", "").replace(" ", "").split(","))
+    assert {"GET", "POST", "DELETE"} <= allowed <= {"GET", "HEAD", "POST", "DELETE"}, r.headers
