@@ -162,7 +162,7 @@ void pages_login_post(struct http_request *req)
 	struct user user;
 	struct session session;
 	int64_t retry_after = 0;
-	const char *body = req->body ? req->body : "";
+	const char *body = buf_str(&req->body);
 
 	if (!http_content_type_is(req, "application/x-www-form-urlencoded")) {
 		http_reply_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",

@@ -67,8 +67,8 @@ bool auth_csrf_ok(struct http_request *req)
 	char form_value[SESSION_CSRF_LEN + 2];
 	size_t want = strlen(req->auth.csrf_token);
 
-	if (!sent && req->body && http_content_type_is(req, "application/x-www-form-urlencoded") &&
-	    http_form_field(req->body, "csrf_token", form_value, sizeof(form_value)) == 0)
+	if (!sent && req->body.data && http_content_type_is(req, "application/x-www-form-urlencoded") &&
+	    http_form_field(req->body.data, "csrf_token", form_value, sizeof(form_value)) == 0)
 		sent = form_value;
 	return sent && want > 0 && strlen(sent) == want &&
 	       crypto_equal(sent, req->auth.csrf_token, want);
