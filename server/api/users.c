@@ -5,6 +5,7 @@
 
 #include "api/api.h"
 #include "labd/app.h"
+#include "labd/parse.h"
 #include "store/audit.h"
 #include "store/db.h"
 #include "http/http.h"
@@ -81,7 +82,7 @@ void api_users_create(struct http_request *req)
 
 	if (!body)
 		return;
-	if (api_string(req, body, "name", &name) != 1 || !users_name_valid(name)) {
+	if (api_string(req, body, "name", &name) != 1 || !parse_user_name_ok(name)) {
 		if (!req->response)
 			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 					 "field \"name\" must match ^[a-z][a-z0-9_-]{0,31}$");
@@ -115,7 +116,7 @@ out:
 static int path_user(struct http_request *req, struct user *u)
 {
 	const char *name = req->match.params[0];
-	int rc = users_name_valid(name) ? users_find_by_name(req->app->db, name, u) : 0;
+	int rc = parse_user_name_ok(name) ? users_find_by_name(req->app->db, name, u) : 0;
 
 	if (rc < 0)
 		api_internal(req);

@@ -9,6 +9,7 @@
 #include "labd/app.h"
 #include "store/audit.h"
 #include "labd/crypto.h"
+#include "labd/parse.h"
 #include "http/http.h"
 #include "store/tokens.h"
 
@@ -155,7 +156,7 @@ enum login_result auth_login(struct app *app, const char *name, const char *pass
 	int found = 0;
 
 	/* Names are bounded and validated before they reach keys or the log. */
-	if (!users_name_valid(name))
+	if (!parse_user_name_ok(name))
 		name = "(invalid)";
 	throttle_keys(name, address, ukey, akey, sizeof(ukey));
 	res = check_throttle(app, ukey, akey, now, retry_after);

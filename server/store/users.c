@@ -6,20 +6,6 @@
 
 #include "store/db.h"
 
-bool users_name_valid(const char *name)
-{
-	size_t len = strlen(name);
-
-	if (len < 1 || len > USER_NAME_MAX || name[0] < 'a' || name[0] > 'z')
-		return false;
-	for (size_t i = 1; i < len; i++) {
-		char c = name[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
-}
-
 const char *users_role_name(enum user_role role)
 {
 	return role == USER_ROLE_ADMIN ? "admin" : "user";

@@ -6,10 +6,11 @@
 #include <stdint.h>
 
 #include "auth/password.h"
+#include "labd/parse.h"
 
 struct db;
 
-#define USER_NAME_MAX 32
+#define USER_NAME_MAX PARSE_USER_NAME_MAX /* valid names: parse_user_name_ok() */
 
 enum user_role { USER_ROLE_USER, USER_ROLE_ADMIN };
 
@@ -22,8 +23,6 @@ struct user {
 	char password_hash[PASSWORD_HASH_MAX];
 };
 
-/* True when name matches ^[a-z][a-z0-9_-]{0,31}$. */
-bool users_name_valid(const char *name);
 const char *users_role_name(enum user_role role);
 /* Parses "admin"/"user"; -1 otherwise. */
 int users_role_parse(const char *text, enum user_role *out);

@@ -18,8 +18,8 @@
 #include "proto/ipc.h"
 #include "labd/clock.h"
 #include "labd/log.h"
+#include "labd/parse.h"
 #include "labd/sandbox.h"
-#include "store/users.h"
 
 #define MAX_BOXES 256
 #define ENDED_KEEP_SECONDS 3600 /* how long an ended runtime stays listed */
@@ -30,7 +30,7 @@ static const char *const box_state_names[] = {"running", "stopping", "ended"};
 
 struct box {
 	bool used;
-	char user[USER_NAME_MAX + 1];
+	char user[PARSE_USER_NAME_MAX + 1];
 	char kind[8];
 	struct sandbox_handle h;
 	int pidfd;
@@ -137,18 +137,6 @@ int sandboxes_jupyter_argv(const char *kind, const char *user, char *argv[16], c
 	return n;
 }
 
-static bool token_valid(const char *t)
-{
-	size_t n = strlen(t);
-	if (n < 32 || n > 64)
-		return false;
-	for (const char *p = t; *p; p++)
-		if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-		      *p == '-' || *p == '_'))
-			return false;
-	return true;
-}
-
 static bool gpu_configured(const struct labd_config *cfg, json_int_t g)
 {
 	for (unsigned i = 0; i < cfg->n_gpu_devices; i++)
@@ -167,13 +155,13 @@ static const char *check_start(struct sandboxes *b, json_t *msg)
 	json_t *gpus = json_object_get(msg, "gpus"), *g;
 	size_t i;
 
-	if (!users_name_valid(user))
+	if (!parse_user_name_ok(user))
 		return "bad user name";
 	if (uid < 1 || uid > 1000000)
 		return "user_id out of range";
 	if (strcmp(kind, "cpu") && strcmp(kind, "gpu"))
 		return "kind must be cpu or gpu";
-	if (!token_valid(json_string_value(json_object_get(msg, "token"))))
+	if (!parse_token_ok(json_string_value(json_object_get(msg, "token"))))
 		return "bad token";
 	if (deadline <= time(NULL))
 		return "deadline is in the past";
@@ -479,7 +467,7 @@ static void adopt_all(struct sandboxes *b)
 		x = free_slot(b);
 		const char *user = json_string_value(json_object_get(j, "user"));
 		const char *id = json_string_value(json_object_get(j, "id"));
-		if (x && user && id && users_name_valid(user) &&
+		if (x && user && id && parse_user_name_ok(user) &&
 		    sandbox_adopt(b->state_dir, id, &x->h) == 0) {
 			x->used = true;
 			x->state = BOX_RUNNING;

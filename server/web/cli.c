@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "store/db.h"
 #include "labd/log.h"
+#include "labd/parse.h"
 #include "auth/password.h"
 #include "labd/privdrop.h"
 #include "store/users.h"
@@ -61,7 +62,7 @@ static int cmd_add(const struct labd_config *cfg, struct db *db, const char *nam
 	char password[PASSWORD_MAX_LENGTH + 2], hash[PASSWORD_HASH_MAX];
 	bool generated;
 
-	if (!users_name_valid(name))
+	if (!parse_user_name_ok(name))
 		return log_error("user name %s must match ^[a-z][a-z0-9_-]{0,31}$", name);
 	if (read_password(cfg, from_stdin, password, sizeof(password), &generated) < 0 ||
 	    password_hash(password, &pp, hash) < 0)

@@ -110,21 +110,6 @@ static void test_last_admin_is_protected(void **state)
 	assert_int_equal(users_count_admins(f->db), 1);
 }
 
-static void test_names(void **state)
-{
-	(void)state;
-	assert_true(users_name_valid("a"));
-	assert_true(users_name_valid("alice_2-b"));
-	assert_true(users_name_valid("abcdefghijklmnopqrstuvwxyz012345"));	/* 32 */
-	assert_false(users_name_valid("abcdefghijklmnopqrstuvwxyz0123456")); /* 33 */
-	assert_false(users_name_valid(""));
-	assert_false(users_name_valid("Alice"));
-	assert_false(users_name_valid("1abc"));
-	assert_false(users_name_valid("a.b"));
-	assert_false(users_name_valid("a/b"));
-	assert_false(users_name_valid("_a"));
-}
-
 static void test_sessions(void **state)
 {
 	struct fixture *f = *state;
@@ -274,7 +259,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrations_apply_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_users_crud_and_conflict, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_last_admin_is_protected, setup, teardown),
-		cmocka_unit_test(test_names),
 		cmocka_unit_test_setup_teardown(test_sessions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sessions_cascade_on_user_delete, setup,
 						teardown),
