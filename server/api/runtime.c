@@ -145,8 +145,9 @@ void api_session_start(struct http_request *req)
 		api_internal(req);
 		goto out;
 	}
-	audit_add(app->db, now, req->auth.user.name, "runtime.start", req->auth.user.name,
-		  req->address, type);
+	if (audit_add(app->db, now, req->auth.user.name, "runtime.start", req->auth.user.name,
+		      req->address, type) < 0)
+		log_error("audit: runtime.start of %s not recorded", req->auth.user.name);
 	ask_supervisor_start(req, &r);
 	if (runtimes_latest(app->db, req->auth.user.id, &r) != 1) {
 		api_internal(req);
@@ -208,8 +209,9 @@ void api_session_stop(struct http_request *req)
 				 "the supervisor did not answer; try again");
 		return;
 	}
-	audit_add(req->app->db, time(NULL), req->auth.user.name, "runtime.stop", req->auth.user.name,
-		  req->address, "stopped by the user");
+	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "runtime.stop",
+		      req->auth.user.name, req->address, "stopped by the user") < 0)
+		log_error("audit: runtime.stop of %s not recorded", req->auth.user.name);
 	runtimes_latest(req->app->db, req->auth.user.id, &r);
 	http_reply_json(req, MHD_HTTP_ACCEPTED,
 			json_pack("{s:o}", "session", api_runtime_json(&r, req->app->cfg)));

@@ -58,8 +58,9 @@ static void end_runtime(struct pass *p, const struct runtime *r, bool failed, co
 	gate_socket_path(r->user_name, socket_path, sizeof(socket_path));
 	upstream_forget(socket_path);
 	wsrelay_close_owner(p->app->proxy.relay, r->user_name);
-	audit_add(p->app->db, p->now, NULL, failed ? "runtime.failed" : "runtime.end", r->user_name,
-		  NULL, reason);
+	if (audit_add(p->app->db, p->now, NULL, failed ? "runtime.failed" : "runtime.end",
+		      r->user_name, NULL, reason) < 0)
+		log_error("audit: end of the runtime of %s not recorded", r->user_name);
 	log_info("runtime of %s %s: %s", r->user_name, failed ? "failed" : "ended", reason);
 }
 
@@ -73,8 +74,9 @@ static void check_starting(struct pass *p, const struct runtime *r)
 			    body, sizeof(body)) == 0 &&
 	    status == 200) {
 		if (runtimes_set_state(p->app->db, r->id, RUNTIME_RUNNING, NULL, p->now) == 1) {
-			audit_add(p->app->db, p->now, NULL, "runtime.ready", r->user_name, NULL,
-				  runtimes_kind_name(r->kind));
+			if (audit_add(p->app->db, p->now, NULL, "runtime.ready", r->user_name, NULL,
+				      runtimes_kind_name(r->kind)) < 0)
+				log_error("audit: runtime.ready of %s not recorded", r->user_name);
 			log_info("runtime of %s is ready after %lld s", r->user_name,
 				 (long long)(p->now - r->created_at));
 		}
@@ -105,7 +107,8 @@ static void check_idle(struct pass *p, const struct runtime *r)
 	}
 	snprintf(reason, sizeof(reason), "idle for %lld seconds", (long long)limit);
 	if (api_runtime_stop(p->app, r, reason) == 0)
-		audit_add(p->app->db, p->now, NULL, "runtime.cull", r->user_name, NULL, reason);
+		if (audit_add(p->app->db, p->now, NULL, "runtime.cull", r->user_name, NULL, reason) < 0)
+			log_error("audit: runtime.cull of %s not recorded", r->user_name);
 }
 
 static int reconcile(const struct runtime *r, void *ctx)

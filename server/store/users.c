@@ -157,7 +157,8 @@ static int enabled_admins_locked(struct db *db)
 }
 
 /* Commits when the change still leaves an enabled admin, else rolls back. */
-static int finish_admin_guarded(struct db *db, int rc)
+static enum users_change_result finish_admin_guarded(struct db *db,
+						     enum users_change_result rc)
 {
 	if (rc == USERS_OK && enabled_admins_locked(db) < 1)
 		rc = USERS_LAST_ADMIN;
@@ -168,11 +169,11 @@ static int finish_admin_guarded(struct db *db, int rc)
 	return rc;
 }
 
-int users_update(struct db *db, const char *name, const enum user_role *role,
-		 const bool *disabled, int64_t now)
+enum users_change_result users_update(struct db *db, const char *name,
+				      const enum user_role *role, const bool *disabled, int64_t now)
 {
 	struct user u;
-	int rc = USERS_OK;
+	enum users_change_result rc = USERS_OK;
 
 	db_lock(db);
 	if (db_begin(db) < 0) {
@@ -200,10 +201,10 @@ int users_update(struct db *db, const char *name, const enum user_role *role,
 	return rc;
 }
 
-int users_set_password(struct db *db, int64_t user_id, const char *hash, int64_t keep_session,
-		       int64_t now)
+enum users_change_result users_set_password(struct db *db, int64_t user_id, const char *hash,
+					    int64_t keep_session, int64_t now)
 {
-	int rc = USERS_OK;
+	enum users_change_result rc = USERS_OK;
 
 	db_lock(db);
 	if (db_begin(db) < 0) {
@@ -225,9 +226,9 @@ int users_set_password(struct db *db, int64_t user_id, const char *hash, int64_t
 	return rc;
 }
 
-int users_delete(struct db *db, const char *name)
+enum users_change_result users_delete(struct db *db, const char *name)
 {
-	int rc = USERS_OK;
+	enum users_change_result rc = USERS_OK;
 
 	db_lock(db);
 	if (db_begin(db) < 0) {

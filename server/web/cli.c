@@ -73,7 +73,8 @@ static int cmd_add(const struct labd_config *cfg, struct db *db, const char *nam
 		return log_error("user %s already exists", name);
 	if (rc < 0)
 		return -1;
-	audit_add(db, time(NULL), "(host)", "user.create", name, NULL, admin ? "admin" : "user");
+	if (audit_add(db, time(NULL), "(host)", "user.create", name, NULL, admin ? "admin" : "user") < 0)
+		log_error("audit: user.create of %s not recorded", name);
 	printf("created user %s (%s)\n", name, admin ? "admin" : "user");
 	if (generated)
 		printf("password: %s\n", password);
@@ -95,7 +96,8 @@ static int cmd_passwd(const struct labd_config *cfg, struct db *db, const char *
 	    password_hash(password, &pp, hash) < 0 ||
 	    users_set_password(db, u.id, hash, 0, time(NULL)) != USERS_OK)
 		return -1;
-	audit_add(db, time(NULL), "(host)", "user.password_reset", name, NULL, NULL);
+	if (audit_add(db, time(NULL), "(host)", "user.password_reset", name, NULL, NULL) < 0)
+		log_error("audit: user.password_reset of %s not recorded", name);
 	printf("password of %s changed\n", name);
 	if (generated)
 		printf("password: %s\n", password);

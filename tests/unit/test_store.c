@@ -2,8 +2,10 @@
  * login throttling. */
 #include "unit.h"
 
+#include <errno.h>
 #include <sqlite3.h>
 
+#include "store/audit.h"
 #include "store/db.h"
 #include "store/migrations.h"
 #include "store/sessions.h"
@@ -253,6 +255,17 @@ static void test_throttle(void **state)
 	assert_int_equal(throttle_check(f->db, "user:z", &p, 900, &wait), THROTTLE_ALLOWED);
 }
 
+/* A lost audit entry is reported to the caller, not only logged. */
+static void test_audit_add_reports_failure(void **state)
+{
+	struct fixture *f = *state;
+	assert_int_equal(audit_add(f->db, 1, "root", "user.create", "alice", "127.0.0.1", NULL), 0);
+	db_lock(f->db);
+	assert_true(db_exec(f->db, "DROP TABLE audit", "") >= 0);
+	db_unlock(f->db);
+	assert_int_equal(audit_add(f->db, 2, "root", "user.delete", "alice", NULL, NULL), -EIO);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -264,6 +277,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tokens, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_throttle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_audit_add_reports_failure, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("store", tests, NULL, NULL);
 }
