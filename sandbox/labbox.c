@@ -17,6 +17,7 @@
 
 #include "sandbox/home.h"
 #include "labd/log.h"
+#include "labd/parse.h"
 #include "labd/sandbox.h"
 #include "sandbox/parse.h"
 
@@ -124,64 +125,62 @@ static int parse(struct cli *c, int argc, char **argv)
 		switch (o) {
 		case O_USER: s->user = optarg; break;
 		case O_USER_ID:
-			if (strcmp(optarg, "0") == 0)
-				v = 0;
-			else if (sandbox_parse_uint(optarg, 0x7fffffff, &v) < 0)
+			if (parse_uint(optarg, 0, 0x7fffffff, &v) < 0)
 				return bad("user-id", optarg);
 			s->user_id = (uint32_t)v;
 			c->have_user_id = true;
 			break;
 		case O_UID_BASE:
-			if (sandbox_parse_uint(optarg, 0x7fffffff, &v) < 0)
+			if (parse_uint(optarg, 1, 0x7fffffff, &v) < 0)
 				return bad("uid-base", optarg);
 			s->uid_base = (uint32_t)v;
 			break;
 		case O_INNER_UID:
-			if (sandbox_parse_uint(optarg, 65533, &v) < 0)
+			if (parse_uint(optarg, 1, 65533, &v) < 0)
 				return bad("inner-uid", optarg);
 			s->inner_uid = (uint32_t)v;
 			break;
 		case O_HOME_IMAGE: s->home_image = optarg; break;
 		case O_HOME_SIZE:
-			if (sandbox_parse_size(optarg, &s->home_size) < 0)
+			if (parse_size_bytes(optarg, &s->home_size) < 0)
 				return bad("home-size", optarg);
 			break;
 		case O_SIZE:
-			if (sandbox_parse_size(optarg, &c->size) < 0)
+			if (parse_size_bytes(optarg, &c->size) < 0)
 				return bad("size", optarg);
 			break;
 		case O_MEM:
-			if (sandbox_parse_size(optarg, &s->mem_bytes) < 0)
+			if (parse_size_bytes(optarg, &s->mem_bytes) < 0)
 				return bad("mem", optarg);
 			break;
 		case O_CPUS:
-			if (sandbox_parse_cpus(optarg, &s->cpu_milli) < 0)
+			if (parse_cpus_milli(optarg, &s->cpu_milli) < 0)
 				return bad("cpus", optarg);
 			break;
 		case O_PIDS:
-			if (sandbox_parse_uint(optarg, 4194304, &v) < 0)
+			if (parse_uint(optarg, 1, 4194304, &v) < 0)
 				return bad("pids", optarg);
 			s->pids_max = (uint32_t)v;
 			break;
 		case O_TMP:
-			if (sandbox_parse_size(optarg, &s->tmp_bytes) < 0)
+			if (parse_size_bytes(optarg, &s->tmp_bytes) < 0)
 				return bad("tmp", optarg);
 			break;
 		case O_SHM:
-			if (sandbox_parse_size(optarg, &s->shm_bytes) < 0)
+			if (parse_size_bytes(optarg, &s->shm_bytes) < 0)
 				return bad("shm", optarg);
 			break;
 		case O_NOFILE:
-			if (sandbox_parse_uint(optarg, 1 << 20, &s->nofile) < 0)
+			if (parse_uint(optarg, 1, 1 << 20, &s->nofile) < 0)
 				return bad("nofile", optarg);
 			break;
 		case O_IO_WEIGHT:
-			if (sandbox_parse_uint(optarg, 10000, &v) < 0)
+			if (parse_uint(optarg, 1, 10000, &v) < 0)
 				return bad("io-weight", optarg);
 			s->io_weight = (uint32_t)v;
 			break;
 		case O_IO_WBPS:
-			if (sandbox_parse_size(optarg, &s->io_wbps) < 0)
+			if (parse_size_bytes(optarg, &s->io_wbps) < 0)
 				return bad("io-wbps", optarg);
 			break;
 		case O_NET:
@@ -297,7 +296,7 @@ int main(int argc, char **argv)
 		int rc = parse(&c, argc - 2, argv + 2);
 		if (rc)
 			return rc;
-		if (!sandbox_user_name_ok(c.spec.user) || !c.spec.home_image)
+		if (!parse_user_name_ok(c.spec.user) || !c.spec.home_image)
 			return bad("user/home-image", "(missing)");
 		if (strcmp(sub, "create") == 0)
 			return home_ensure(c.spec.home_image, c.size ? c.size : c.spec.home_size,

@@ -1,89 +1,9 @@
-/* parse.c - pure parsers for sandbox limits; see include/labd/sandbox_parse.h. */
+/* parse.c - parsers for the sandbox-only options (GPU lists, network mode); see
+ * parse.h. Sizes, CPU counts, numbers and user names use labd/parse.h. */
 #include "sandbox/parse.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
-
-int sandbox_parse_uint(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!s || !isdigit((unsigned char)s[0]))
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < 1 || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-int sandbox_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-
-	if (!s || !isdigit((unsigned char)s[0]))
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	switch (*end) {
-	case '\0': break;
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: return -1;
-	}
-	if (shift && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0))
-		end += strlen(end);
-	if (*end)
-		return -1;
-	if (shift && v > (UINT64_MAX >> shift))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-int sandbox_parse_cpus(const char *s, uint32_t *milli)
-{
-	uint64_t whole = 0, frac = 0;
-	unsigned digits = 0;
-	const char *p = s;
-
-	if (!s || !isdigit((unsigned char)*p))
-		return -1;
-	while (isdigit((unsigned char)*p)) {
-		whole = whole * 10 + (uint64_t)(*p++ - '0');
-		if (whole > 1024)
-			return -1;
-	}
-	if (*p == '.') {
-		p++;
-		if (!isdigit((unsigned char)*p))
-			return -1;
-		while (isdigit((unsigned char)*p)) {
-			if (++digits > 3)
-				return -1;
-			frac = frac * 10 + (uint64_t)(*p++ - '0');
-		}
-		while (digits++ < 3)
-			frac *= 10;
-	}
-	if (*p)
-		return -1;
-	whole = whole * 1000 + frac;
-	if (whole < 1 || whole > 1024 * 1000)
-		return -1;
-	*milli = (uint32_t)whole;
-	return 0;
-}
 
 int sandbox_parse_gpus(const char *s, struct sandbox_spec *spec)
 {
@@ -121,23 +41,4 @@ int sandbox_parse_net(const char *s, enum sandbox_net *out)
 	else
 		return -1;
 	return 0;
-}
-
-int sandbox_user_name_ok(const char *s)
-{
-	size_t n;
-
-	if (!s)
-		return 0;
-	n = strlen(s);
-	if (n < 1 || n > 32)
-		return 0;
-	if (!(islower((unsigned char)s[0]) || s[0] == '_'))
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (!(islower(c) || isdigit(c) || c == '_' || c == '-'))
-			return 0;
-	}
-	return 1;
 }

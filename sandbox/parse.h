@@ -1,23 +1,15 @@
-/* sandbox_parse.h - pure parsers for sandbox limits given as text (CLI, config).
- * Every function returns 0 on success or -1 (no logging; the caller says what). */
+/* parse.h - pure parsers for the sandbox-only options given as text (labbox).
+ * Sizes, CPU counts, numbers and user names are parsed by labd/parse.h, shared
+ * with the server. Every function returns 0 on success or -1 (no logging; the
+ * caller says what). */
 #ifndef LABD_SANDBOX_PARSE_H
 #define LABD_SANDBOX_PARSE_H
 
-#include <stdint.h>
-
 #include "labd/sandbox.h"
 
-/* "4096", "512K", "4M", "15G", "1T" (binary units, optional "iB"/"B"); no overflow. */
-int sandbox_parse_size(const char *s, uint64_t *out);
-/* "2", "0.5", "1.25" CPUs -> thousandths (2000, 500, 1250); 1..1024 CPUs. */
-int sandbox_parse_cpus(const char *s, uint32_t *milli);
-/* Decimal 1..max with no sign, spaces or trailing text. */
-int sandbox_parse_uint(const char *s, uint64_t max, uint64_t *out);
 /* "0", "1,3" -> GPU minors (each < 256, no duplicates) into spec->gpus. */
 int sandbox_parse_gpus(const char *s, struct sandbox_spec *spec);
 /* "none" or "egress". */
 int sandbox_parse_net(const char *s, enum sandbox_net *out);
-/* A lab user name: 1..32 chars of [a-z_][a-z0-9_-]*. 1 if valid, else 0. */
-int sandbox_user_name_ok(const char *s);
 
 #endif

@@ -24,7 +24,7 @@
 #include "sandbox/cgbox.h"
 #include "sandbox/home.h"
 #include "labd/log.h"
-#include "sandbox/parse.h"
+#include "labd/parse.h"
 #include "sandbox/state.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/labd"
@@ -54,7 +54,7 @@ int sandbox_spec_check(const struct sandbox_spec *s)
 {
 	uint64_t host = (uint64_t)s->uid_base + s->user_id;
 
-	if (!sandbox_user_name_ok(s->user))
+	if (!parse_user_name_ok(s->user))
 		return log_error("bad user name: %s", s->user ? s->user : "(none)");
 	if (s->uid_base < 1000 || host > 0xfffffffeull || s->inner_uid == 0 || s->inner_uid > 65533)
 		return log_error("bad uid range: base %u user id %u inner %u", s->uid_base, s->user_id,

@@ -5,6 +5,7 @@
 
 #include "api/api.h"
 #include "labd/app.h"
+#include "labd/log.h"
 #include "store/audit.h"
 #include "http/http.h"
 #include "runtime/runtime.h"
@@ -87,8 +88,9 @@ void api_logout(struct http_request *req)
 		api_internal(req);
 		return;
 	}
-	audit_add(req->app->db, time(NULL), req->auth.user.name, "logout", req->auth.user.name,
-		  req->address, NULL);
+	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "logout", req->auth.user.name,
+		      req->address, NULL) < 0)
+		log_error("audit: logout of %s not recorded", req->auth.user.name);
 	auth_cookie_header(req->app, NULL, cookie, sizeof(cookie));
 	http_add_header(req, "Set-Cookie", cookie);
 	http_reply_empty(req, MHD_HTTP_NO_CONTENT);
@@ -133,8 +135,9 @@ void api_me_password(struct http_request *req)
 				      time(NULL)) != USERS_OK) {
 		api_internal(req);
 	} else {
-		audit_add(app->db, time(NULL), req->auth.user.name, "password.change",
-			  req->auth.user.name, req->address, NULL);
+		if (audit_add(app->db, time(NULL), req->auth.user.name, "password.change",
+			      req->auth.user.name, req->address, NULL) < 0)
+			log_error("audit: password.change of %s not recorded", req->auth.user.name);
 		http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 	}
 	json_decref(body);

@@ -83,7 +83,7 @@ json_t *api_body(struct http_request *req, const char *const *allowed)
 				 "send the body as Content-Type: application/json");
 		return NULL;
 	}
-	obj = api_parse_object(req->body, req->body_len, allowed, &code, message, sizeof(message));
+	obj = api_parse_object(req->body.data, req->body.len, allowed, &code, message, sizeof(message));
 	if (!obj)
 		http_reply_error(req, MHD_HTTP_BAD_REQUEST, code, "%s", message);
 	return obj;

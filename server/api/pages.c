@@ -162,7 +162,7 @@ void pages_login_post(struct http_request *req)
 	struct user user;
 	struct session session;
 	int64_t retry_after = 0;
-	const char *body = req->body ? req->body : "";
+	const char *body = buf_str(&req->body);
 
 	if (!http_content_type_is(req, "application/x-www-form-urlencoded")) {
 		http_reply_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
@@ -198,8 +198,9 @@ void pages_logout_post(struct http_request *req)
 
 	if (req->auth.kind == AUTH_COOKIE)
 		sessions_delete(req->app->db, req->auth.session_id);
-	audit_add(req->app->db, time(NULL), req->auth.user.name, "logout", req->auth.user.name,
-		  req->address, NULL);
+	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "logout", req->auth.user.name,
+		      req->address, NULL) < 0)
+		log_error("audit: logout of %s not recorded", req->auth.user.name);
 	auth_cookie_header(req->app, NULL, cookie, sizeof(cookie));
 	http_add_header(req, "Set-Cookie", cookie);
 	http_reply_redirect(req, "/login");

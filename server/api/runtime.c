@@ -113,8 +113,9 @@ void api_runtime_stop(struct http_request *req)
 				 "the supervisor did not answer; try again");
 		return;
 	}
-	audit_add(req->app->db, time(NULL), req->auth.user.name, "runtime.stop", req->auth.user.name,
-		  req->address, "stopped by the user");
+	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "runtime.stop",
+		      req->auth.user.name, req->address, "stopped by the user") < 0)
+		log_error("audit: runtime.stop of %s not recorded", req->auth.user.name);
 	runtimes_latest(req->app->db, req->auth.user.id, &r);
 	http_reply_json(req, MHD_HTTP_ACCEPTED,
 			json_pack("{s:o}", "session", api_runtime_json(&r, req->app->cfg)));

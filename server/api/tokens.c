@@ -6,6 +6,7 @@
 
 #include "api/api.h"
 #include "labd/app.h"
+#include "labd/log.h"
 #include "store/audit.h"
 #include "store/db.h"
 #include "http/http.h"
@@ -66,8 +67,9 @@ void api_tokens_create(struct http_request *req)
 	} else if (rc < 0) {
 		api_internal(req);
 	} else {
-		audit_add(req->app->db, time(NULL), req->auth.user.name, "token.create",
-			  req->auth.user.name, req->address, name);
+		if (audit_add(req->app->db, time(NULL), req->auth.user.name, "token.create",
+			      req->auth.user.name, req->address, name) < 0)
+			log_error("audit: token.create of %s not recorded", req->auth.user.name);
 		out = token_json(&info);
 		json_object_set_new(out, "token", json_string(token));
 		http_reply_json(req, MHD_HTTP_CREATED, out);
@@ -96,8 +98,9 @@ void api_tokens_delete(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no token with id %lld", id);
 	} else {
 		snprintf(detail, sizeof(detail), "id %lld", id);
-		audit_add(req->app->db, time(NULL), req->auth.user.name, "token.revoke",
-			  req->auth.user.name, req->address, detail);
+		if (audit_add(req->app->db, time(NULL), req->auth.user.name, "token.revoke",
+			      req->auth.user.name, req->address, detail) < 0)
+			log_error("audit: token.revoke of %s not recorded", req->auth.user.name);
 		http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 	}
 }

@@ -5,6 +5,8 @@
 
 #include "api/api.h"
 #include "labd/app.h"
+#include "labd/log.h"
+#include "labd/parse.h"
 #include "store/audit.h"
 #include "store/db.h"
 #include "http/http.h"
@@ -81,7 +83,7 @@ void api_users_create(struct http_request *req)
 
 	if (!body)
 		return;
-	if (api_string(req, body, "name", &name) != 1 || !users_name_valid(name)) {
+	if (api_string(req, body, "name", &name) != 1 || !parse_user_name_ok(name)) {
 		if (!req->response)
 			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 					 "field \"name\" must match ^[a-z][a-z0-9_-]{0,31}$");
@@ -101,8 +103,9 @@ void api_users_create(struct http_request *req)
 		api_internal(req);
 		goto out;
 	}
-	audit_add(req->app->db, time(NULL), req->auth.user.name, "user.create", name, req->address,
-		  users_role_name(role));
+	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "user.create", name,
+		      req->address, users_role_name(role)) < 0)
+		log_error("audit: user.create of %s not recorded", name);
 	out = json_pack("{s:o}", "user", api_user_json(&u));
 	if (generated[0])
 		json_object_set_new(out, "password", json_string(generated));
@@ -115,7 +118,7 @@ out:
 static int path_user(struct http_request *req, struct user *u)
 {
 	const char *name = req->match.params[0];
-	int rc = users_name_valid(name) ? users_find_by_name(req->app->db, name, u) : 0;
+	int rc = parse_user_name_ok(name) ? users_find_by_name(req->app->db, name, u) : 0;
 
 	if (rc < 0)
 		api_internal(req);
@@ -190,10 +193,11 @@ void api_users_patch(struct http_request *req)
 	}
 	describe_patch(detail, sizeof(detail), has_role, role, has_disabled, disabled,
 		       has_password || reset);
-	audit_add(req->app->db, time(NULL), req->auth.user.name,
-		  (has_password || reset) && !has_role && !has_disabled ? "user.password_reset"
-									: "user.update",
-		  u.name, req->address, detail);
+	if (audit_add(req->app->db, time(NULL), req->auth.user.name,
+		      (has_password || reset) && !has_role && !has_disabled ? "user.password_reset"
+									    : "user.update",
+		      u.name, req->address, detail) < 0)
+		log_error("audit: change of user %s not recorded", u.name);
 	if (users_find_by_id(req->app->db, u.id, &u) != 1) {
 		api_internal(req);
 		goto out;
@@ -218,7 +222,8 @@ void api_users_delete(struct http_request *req)
 		reply_change_failed(req, rc);
 		return;
 	}
-	audit_add(req->app->db, time(NULL), req->auth.user.name, "user.delete", u.name,
-		  req->address, NULL);
+	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "user.delete", u.name,
+		      req->address, NULL) < 0)
+		log_error("audit: user.delete of %s not recorded", u.name);
 	http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 }

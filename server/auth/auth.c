@@ -9,6 +9,8 @@
 #include "labd/app.h"
 #include "store/audit.h"
 #include "labd/crypto.h"
+#include "labd/log.h"
+#include "labd/parse.h"
 #include "http/http.h"
 #include "store/tokens.h"
 
@@ -67,8 +69,8 @@ bool auth_csrf_ok(struct http_request *req)
 	char form_value[SESSION_CSRF_LEN + 2];
 	size_t want = strlen(req->auth.csrf_token);
 
-	if (!sent && req->body && http_content_type_is(req, "application/x-www-form-urlencoded") &&
-	    http_form_field(req->body, "csrf_token", form_value, sizeof(form_value)) == 0)
+	if (!sent && req->body.data && http_content_type_is(req, "application/x-www-form-urlencoded") &&
+	    http_form_field(req->body.data, "csrf_token", form_value, sizeof(form_value)) == 0)
 		sent = form_value;
 	return sent && want > 0 && strlen(sent) == want &&
 	       crypto_equal(sent, req->auth.csrf_token, want);
@@ -136,13 +138,16 @@ static enum login_result check_throttle(struct app *app, const char *ukey, const
 static void record_failure(struct app *app, const char *name, const char *address,
 			   const char *ukey, const char *akey, const char *why, int64_t now)
 {
-	audit_add(app->db, now, NULL, "login.failure", name, address, why);
-	if (throttle_fail(app->db, ukey, &app->throttle, now) == THROTTLE_LOCKED)
-		audit_add(app->db, now, NULL, "login.locked", name, address,
-			  "account locked after repeated failures");
-	if (throttle_fail(app->db, akey, &app->throttle_addr, now) == THROTTLE_LOCKED)
-		audit_add(app->db, now, NULL, "login.locked", name, address,
-			  "address locked after repeated failures");
+	if (audit_add(app->db, now, NULL, "login.failure", name, address, why) < 0)
+		log_error("audit: login.failure of %s not recorded", name);
+	if (throttle_fail(app->db, ukey, &app->throttle, now) == THROTTLE_LOCKED &&
+	    audit_add(app->db, now, NULL, "login.locked", name, address,
+		      "account locked after repeated failures") < 0)
+		log_error("audit: lockout of account %s not recorded", name);
+	if (throttle_fail(app->db, akey, &app->throttle_addr, now) == THROTTLE_LOCKED &&
+	    audit_add(app->db, now, NULL, "login.locked", name, address,
+		      "address locked after repeated failures") < 0)
+		log_error("audit: lockout of address %s not recorded", address);
 }
 
 enum login_result auth_login(struct app *app, const char *name, const char *password,
@@ -155,14 +160,14 @@ enum login_result auth_login(struct app *app, const char *name, const char *pass
 	int found = 0;
 
 	/* Names are bounded and validated before they reach keys or the log. */
-	if (!users_name_valid(name))
+	if (!parse_user_name_ok(name))
 		name = "(invalid)";
 	throttle_keys(name, address, ukey, akey, sizeof(ukey));
 	res = check_throttle(app, ukey, akey, now, retry_after);
 	if (res != LOGIN_OK) {
-		if (res == LOGIN_LOCKED)
-			audit_add(app->db, now, NULL, "login.failure", name, address,
-				  "refused: locked");
+		if (res == LOGIN_LOCKED &&
+		    audit_add(app->db, now, NULL, "login.failure", name, address, "refused: locked") < 0)
+			log_error("audit: refused login of %s not recorded", name);
 		return res;
 	}
 	if (strcmp(name, "(invalid)") != 0)
@@ -181,6 +186,7 @@ enum login_result auth_login(struct app *app, const char *name, const char *pass
 	throttle_clear(app->db, ukey);
 	if (sessions_create(app->db, user->id, address, &app->session, now, secret, session) < 0)
 		return LOGIN_ERROR;
-	audit_add(app->db, now, user->name, "login.success", user->name, address, NULL);
+	if (audit_add(app->db, now, user->name, "login.success", user->name, address, NULL) < 0)
+		log_error("audit: login.success of %s not recorded", user->name);
 	return LOGIN_OK;
 }

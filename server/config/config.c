@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "labd/log.h"
+#include "labd/parse.h"
 
 void config_defaults(struct labd_config *cfg, bool demo)
 {
@@ -60,48 +61,6 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	snprintf(cfg->dev_prefix, sizeof(cfg->dev_prefix), "/dev");
 }
 
-/* Parses a non-negative integer followed by an optional one-letter unit. */
-static int parse_scaled(const char *text, const char *units, const uint64_t *scales, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!text || *text < '0' || *text > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(text, &end, 10);
-	if (errno)
-		return -1;
-	if (*end) {
-		const char *u = strchr(units, *end);
-		if (!u || end[1] != '\0')
-			return -1;
-		uint64_t scale = scales[u - units];
-		if (v > UINT64_MAX / scale)
-			return -1;
-		v *= scale;
-	}
-	*out = v;
-	return 0;
-}
-
-int config_parse_duration(const char *text, int64_t *out)
-{
-	static const uint64_t scales[] = {1, 60, 3600, 86400};
-	uint64_t v;
-	if (parse_scaled(text, "smhd", scales, &v) < 0 || v > (uint64_t)INT32_MAX * 86400ULL)
-		return -1;
-	*out = (int64_t)v;
-	return 0;
-}
-
-int config_parse_size(const char *text, uint64_t *out)
-{
-	static const uint64_t scales[] = {1024ULL, 1024ULL * 1024, 1024ULL * 1024 * 1024,
-					  1024ULL * 1024 * 1024 * 1024};
-	return parse_scaled(text, "KMGT", scales, out);
-}
-
 int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port)
 {
 	const char *colon, *hstart = listen, *hend;
@@ -136,7 +95,7 @@ enum key_kind {
 	K_STRING, K_BOOL, K_UINT, K_DURATION, K_SIZE, K_LOGLEVEL, K_LISTEN, K_POW2,
 	K_DURATIONS, /* comma-separated durations, stored descending (warn_before) */
 	K_GPUS,      /* comma-separated GPU minors */
-	K_CPUS,      /* decimal CPU count stored as thousandths */
+	K_CPUS,      /* decimal CPU count stored as milli-CPUs */
 	K_JUPYTER,   /* auto, lab, notebook or server */
 };
 
@@ -186,7 +145,7 @@ static const struct key_spec keys[] = {
 	KEY("runtime", home_size, K_SIZE, 64ULL << 20, 16ULL << 40),
 	KEY("runtime", memory, K_SIZE, 64ULL << 20, 16ULL << 40),
 	KEY("runtime", tmp_size, K_SIZE, 1ULL << 20, 1ULL << 40),
-	KEY("runtime", cpus_milli, K_CPUS, 10, 1024000),
+	KEY("runtime", cpus_milli, K_CPUS, 10, PARSE_CPUS_MAX_MILLI),
 	KEY("runtime", pids, K_UINT, 16, 4194304),
 	KEY("runtime", admin_access, K_BOOL, 0, 0),
 	KEY("runtime", keep_on_shutdown, K_BOOL, 0, 0),
@@ -251,7 +210,7 @@ static int add_warning(const char *item, unsigned n, void *arg)
 	struct list_ctx *c = arg;
 	int64_t d;
 
-	if (n == CONFIG_MAX_WARNINGS || config_parse_duration(item, &d) < 0 ||
+	if (n == CONFIG_MAX_WARNINGS || parse_duration_s(item, &d) < 0 ||
 	    (uint64_t)d > c->k->max || d == 0)
 		return -1;
 	unsigned at = n;
@@ -269,7 +228,7 @@ static int add_gpu(const char *item, unsigned n, void *arg)
 	struct list_ctx *c = arg;
 	uint64_t v;
 
-	if (n == CONFIG_MAX_GPUS || parse_scaled(item, "", NULL, &v) < 0 || v > c->k->max)
+	if (n == CONFIG_MAX_GPUS || parse_uint(item, 0, c->k->max, &v) < 0)
 		return -1;
 	for (unsigned i = 0; i < n; i++)
 		if (c->cfg->gpu_devices[i] == v)
@@ -300,24 +259,13 @@ static int parse_gpu_list(const char *value, const struct key_spec *k, struct la
 	return 0;
 }
 
-/* "2", "0.5", "1.25" CPUs into thousandths. */
-static int parse_cpus(const char *value, uint64_t *milli)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(value, &end);
-	if (errno || end == value || *end || !(v > 0) || v > 1e6)
-		return -1;
-	*milli = (uint64_t)(v * 1000.0 + 0.5);
-	return 0;
-}
-
 /* Returns NULL on success or a static explanation of what the value must be. */
 static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, const char *value)
 {
 	void *field = (char *)cfg + k->offset;
 	uint64_t v;
 	int64_t d;
+	uint32_t milli;
 	char host[64];
 	unsigned port;
 	enum log_level lvl;
@@ -349,16 +297,16 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 			return "must be true or false";
 		return NULL;
 	case K_UINT:
-		if (parse_scaled(value, "", NULL, &v) < 0 || store_number(k, field, v) < 0)
+		if (parse_uint(value, 0, UINT64_MAX, &v) < 0 || store_number(k, field, v) < 0)
 			return "must be a whole number in range";
 		return NULL;
 	case K_POW2:
-		if (parse_scaled(value, "", NULL, &v) < 0 || (v & (v - 1)) ||
+		if (parse_uint(value, 0, UINT64_MAX, &v) < 0 || (v & (v - 1)) ||
 		    store_number(k, field, v) < 0)
 			return "must be a power of two in range";
 		return NULL;
 	case K_SIZE:
-		if (config_parse_size(value, &v) < 0 || v < k->min || v > k->max)
+		if (parse_size_bytes(value, &v) < 0 || v < k->min || v > k->max)
 			return "must be a size such as 64K or 1M, in range";
 		*(size_t *)field = (size_t)v;
 		return NULL;
@@ -371,7 +319,7 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 			       ? "must be distinct GPU numbers such as 0,1 (or empty)"
 			       : NULL;
 	case K_CPUS:
-		if (parse_cpus(value, &v) < 0 || store_number(k, field, v) < 0)
+		if (parse_cpus_milli(value, &milli) < 0 || store_number(k, field, milli) < 0)
 			return "must be a number of CPUs such as 2 or 0.5";
 		return NULL;
 	case K_JUPYTER:
@@ -381,7 +329,7 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 		snprintf(field, k->size, "%s", value);
 		return NULL;
 	case K_DURATION:
-		if (config_parse_duration(value, &d) < 0 || (uint64_t)d < k->min ||
+		if (parse_duration_s(value, &d) < 0 || (uint64_t)d < k->min ||
 		    (uint64_t)d > k->max)
 			return "must be a duration such as 30s, 15m, 8h or 7d, in range";
 		if (k->size == sizeof(unsigned))

@@ -62,10 +62,6 @@ void config_defaults(struct labd_config *cfg, bool demo);
 /* Applies the INI file at path on top of *cfg. On error returns -1 and writes
  * "FILE:LINE: message naming the key" into err. */
 int config_load(struct labd_config *cfg, const char *path, char *err, size_t errlen);
-/* Parses "90", "90s", "15m", "8h", "7d" into seconds; -1 on a bad value. */
-int config_parse_duration(const char *text, int64_t *out);
-/* Parses "4096", "64K", "1M", "15G" into bytes; -1 on a bad value. */
-int config_parse_size(const char *text, uint64_t *out);
 /* Splits "127.0.0.1:8080" / "[::1]:8080" into host and port; -1 when malformed. */
 int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port);
 

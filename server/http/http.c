@@ -216,34 +216,15 @@ static void request_free(struct http_request *req)
 		free(req->extra[i][0]);
 		free(req->extra[i][1]);
 	}
-	free(req->body);
+	buf_release(&req->body);
 	free(req);
 }
 
 /* Appends upload bytes, refusing to hold more than max_body in memory. */
 static void body_append(struct http_request *req, const char *data, size_t len)
 {
-	size_t max = req->app->cfg->max_body;
-
-	if (req->body_too_large || req->body_len + len > max) {
+	if (req->body_too_large || buf_add(&req->body, data, len) < 0)
 		req->body_too_large = true;
-		return;
-	}
-	if (req->body_len + len + 1 > req->body_cap) {
-		size_t cap = req->body_cap ? req->body_cap : 1024;
-		while (cap < req->body_len + len + 1)
-			cap *= 2;
-		char *grown = realloc(req->body, cap);
-		if (!grown) {
-			req->body_too_large = true;
-			return;
-		}
-		req->body = grown;
-		req->body_cap = cap;
-	}
-	memcpy(req->body + req->body_len, data, len);
-	req->body_len += len;
-	req->body[req->body_len] = '\0';
 }
 
 static enum MHD_Result queue_reply(struct http_request *req)
@@ -299,6 +280,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		req->app = cls;
 		req->method = method;
 		req->path = url;
+		buf_init(&req->body, req->app->cfg->max_body);
 		client_address(conn, req->address, sizeof(req->address));
 		if (gate_match(url)) {
 			/* Streamed both ways: no body limit, no buffering. */

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "auth/auth.h"
+#include "labd/buf.h"
 #include "http/router.h"
 
 struct app;
@@ -30,8 +31,7 @@ struct http_request {
 	bool started;       /* the first access-handler call has been seen */
 	struct proxy_state *proxy; /* set while proxying to a runtime; owned */
 	bool from_upstream;        /* the reply is Jupyter's, with its own headers */
-	char *body; /* NUL-terminated; owned */
-	size_t body_len, body_cap;
+	struct buf body; /* at most max_body bytes; body.data is NULL when none came */
 	bool body_too_large;
 	char address[64];
 	struct auth_identity auth;

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "labd/log.h"
+#include "labd/parse.h"
 
 #define USER_ID_MAX 1000000
 #define TIME_MAX 32503680000LL /* year 3000: bounds a deadline */
@@ -22,7 +23,7 @@ const struct proto_field proto_sandbox_start[] = {
 	{"user_id", PROTO_INT, 1, USER_ID_MAX, false},
 	{"runtime_id", PROTO_INT, 1, 1LL << 53, false},
 	{"kind", PROTO_STRING, 3, 3, false},
-	{"token", PROTO_TOKEN, 32, 64, false},
+	{"token", PROTO_TOKEN, PARSE_TOKEN_LEN, PARSE_TOKEN_LEN, false},
 	{"deadline", PROTO_INT, 1, TIME_MAX, false},
 	{"gpus", PROTO_INT_ARRAY, 0, 16, false},
 	{NULL, 0, 0, 0, false},
@@ -119,21 +120,6 @@ int proto_recv(int fd, json_t **out)
 	return 0;
 }
 
-static bool name_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n < 1 || n > 32 || !(s[0] >= 'a' && s[0] <= 'z'))
-		return false;
-	return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
-}
-
-static bool token_ok(const char *s)
-{
-	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") ==
-	       strlen(s);
-}
-
 static bool in(long long v, long long lo, long long hi)
 {
 	return v >= lo && v <= hi;
@@ -152,10 +138,10 @@ static const char *check_value(const struct proto_field *f, json_t *v)
 		if (!json_is_string(v))
 			return "must be a string";
 		if (f->kind == PROTO_NAME)
-			return name_ok(json_string_value(v)) ? NULL : "is not a user name";
+			return parse_user_name_ok(json_string_value(v)) ? NULL : "is not a user name";
 		if (!in((long long)json_string_length(v), f->min, f->max))
 			return "has a length out of bounds";
-		if (f->kind == PROTO_TOKEN && !token_ok(json_string_value(v)))
+		if (f->kind == PROTO_TOKEN && !parse_token_ok(json_string_value(v)))
 			return "has characters outside [A-Za-z0-9_-]";
 		return NULL;
 	case PROTO_INT:

@@ -10,6 +10,7 @@
 #include "labd/app.h"
 #include "http/http.h"
 #include "labd/log.h"
+#include "labd/parse.h"
 #include "api/pages.h"
 #include "proxy/proxy.h"
 #include "runtime/runtime.h"
@@ -30,7 +31,7 @@ int gate_user(const char *path, char *out, size_t outlen)
 		return -1;
 	memcpy(out, name, len);
 	out[len] = '\0';
-	return users_name_valid(out) ? 0 : -1;
+	return parse_user_name_ok(out) ? 0 : -1;
 }
 
 /* Browsers get pages and redirects; scripts get JSON. */

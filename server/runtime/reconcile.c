@@ -13,7 +13,6 @@
 #include "labd/log.h"
 #include "runtime/jupyter.h"
 #include "runtime/runtime.h"
-#include "store/audit.h"
 #include "store/runtimes.h"
 
 #define TIMER_EVERY_S 1
@@ -71,7 +70,7 @@ static void cull_if_idle(struct app *app, const struct runtime *r, int64_t now)
 	}
 	snprintf(reason, sizeof(reason), "idle for %lld seconds", (long long)app->cfg->idle_timeout);
 	if (runtime_stop(app, r, reason) == 0)
-		audit_add(app->db, now, NULL, "runtime.cull", r->user_name, NULL, reason);
+		runtime_audit(app, now, NULL, "runtime.cull", r->user_name, NULL, reason);
 }
 
 void reconcile_timers(struct app *app)

@@ -63,6 +63,13 @@ static int pick_gpu(struct app *app, char *out, size_t len)
 	return -1;
 }
 
+void runtime_audit(struct app *app, int64_t now, const char *actor, const char *action,
+		   const char *user, const char *address, const char *detail)
+{
+	if (audit_add(app->db, now, actor, action, user, address, detail) < 0)
+		log_error("audit: %s of %s not recorded", action, user);
+}
+
 /* Ends a live row once: audit, log, and tell the proxy to let go. */
 static void end_runtime(struct app *app, const struct runtime *r, bool failed, const char *reason)
 {
@@ -75,8 +82,8 @@ static void end_runtime(struct app *app, const struct runtime *r, bool failed, c
 		__atomic_load_n(&app->on_runtime_ended, __ATOMIC_SEQ_CST);
 	if (ended)
 		ended(app, r);
-	audit_add(app->db, now, NULL, failed ? "runtime.failed" : "runtime.end", r->user_name, NULL,
-		  reason);
+	runtime_audit(app, now, NULL, failed ? "runtime.failed" : "runtime.end", r->user_name, NULL,
+		      reason);
 	log_info("runtime of %s %s: %s", r->user_name, failed ? "failed" : "ended", reason);
 }
 
@@ -126,7 +133,7 @@ enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const 
 		return RUNTIME_START_EXISTS;
 	if (rc < 0)
 		return RUNTIME_START_ERROR;
-	audit_add(app->db, now, user, "runtime.start", user, address, runtimes_kind_name(kind));
+	runtime_audit(app, now, user, "runtime.start", user, address, runtimes_kind_name(kind));
 	ask_backend(app, out);
 	return runtimes_latest(app->db, user_id, out) == 1 ? RUNTIME_START_OK : RUNTIME_START_ERROR;
 }
@@ -160,8 +167,8 @@ static void mark_ready(struct app *app, const struct runtime *r, const char *end
 	if (endpoint && endpoint[0] && strcmp(endpoint, r->endpoint) != 0)
 		runtimes_set_endpoint(app->db, r->id, endpoint);
 	if (runtimes_set_state(app->db, r->id, RUNTIME_RUNNING, NULL, now) == 1) {
-		audit_add(app->db, now, NULL, "runtime.ready", r->user_name, NULL,
-			  runtimes_kind_name(r->kind));
+		runtime_audit(app, now, NULL, "runtime.ready", r->user_name, NULL,
+			      runtimes_kind_name(r->kind));
 		log_info("runtime of %s is ready after %lld s", r->user_name,
 			 (long long)(now - r->created_at));
 	}

@@ -47,6 +47,10 @@ void runtime_events_init(struct backend_events *ev, struct app *app);
  * answer (nothing is decided then). */
 int runtime_reconcile_all(struct app *app);
 
+/* Adds an audit entry; a write that fails is logged as an error. */
+void runtime_audit(struct app *app, int64_t now, const char *actor, const char *action,
+		   const char *user, const char *address, const char *detail);
+
 /* The Unix socket of a "unix:" endpoint into out; -1 for other endpoints. */
 int runtime_socket_path(const struct runtime *r, char *out, size_t len);
 

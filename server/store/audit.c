@@ -1,13 +1,13 @@
 /* audit.c - audit rows; see audit.h. */
 #include "store/audit.h"
 
+#include <errno.h>
 #include <stdint.h>
 
 #include "store/db.h"
-#include "labd/log.h"
 
-void audit_add(struct db *db, int64_t now, const char *actor, const char *action,
-	       const char *target, const char *address, const char *detail)
+int audit_add(struct db *db, int64_t now, const char *actor, const char *action,
+	      const char *target, const char *address, const char *detail)
 {
 	db_lock(db);
 	int rc = db_exec(db,
@@ -15,8 +15,7 @@ void audit_add(struct db *db, int64_t now, const char *actor, const char *action
 			 " VALUES (?, ?, ?, ?, ?, ?)",
 			 "ittttt", now, actor, action, target, address, detail);
 	db_unlock(db);
-	if (rc != 1)
-		log_warn("audit entry %s for %s was not recorded", action, target ? target : "-");
+	return rc == 1 ? 0 : -EIO; /* db_exec has logged why */
 }
 
 int audit_each(struct db *db, int64_t before, int limit,

@@ -14,9 +14,10 @@ struct audit_entry {
 	const char *actor, *action, *target, *address, *detail; /* borrowed; NULL = none */
 };
 
-/* Appends an entry; a failure is logged, never fatal to the request. */
-void audit_add(struct db *db, int64_t now, const char *actor, const char *action,
-	       const char *target, const char *address, const char *detail);
+/* Appends an entry: 0, or -EIO when it was not recorded. A lost entry is not
+ * fatal to the change it describes, but the caller logs it as an error. */
+int audit_add(struct db *db, int64_t now, const char *actor, const char *action,
+	      const char *target, const char *address, const char *detail);
 /* Calls fn for up to limit entries newest first, with id < before (0 = no bound).
  * Entry strings are valid only during the call. */
 int audit_each(struct db *db, int64_t before, int limit,

@@ -6,20 +6,6 @@
 
 #include "store/db.h"
 
-bool users_name_valid(const char *name)
-{
-	size_t len = strlen(name);
-
-	if (len < 1 || len > USER_NAME_MAX || name[0] < 'a' || name[0] > 'z')
-		return false;
-	for (size_t i = 1; i < len; i++) {
-		char c = name[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
-}
-
 const char *users_role_name(enum user_role role)
 {
 	return role == USER_ROLE_ADMIN ? "admin" : "user";
@@ -171,7 +157,8 @@ static int enabled_admins_locked(struct db *db)
 }
 
 /* Commits when the change still leaves an enabled admin, else rolls back. */
-static int finish_admin_guarded(struct db *db, int rc)
+static enum users_change_result finish_admin_guarded(struct db *db,
+						     enum users_change_result rc)
 {
 	if (rc == USERS_OK && enabled_admins_locked(db) < 1)
 		rc = USERS_LAST_ADMIN;
@@ -182,11 +169,11 @@ static int finish_admin_guarded(struct db *db, int rc)
 	return rc;
 }
 
-int users_update(struct db *db, const char *name, const enum user_role *role,
-		 const bool *disabled, int64_t now)
+enum users_change_result users_update(struct db *db, const char *name,
+				      const enum user_role *role, const bool *disabled, int64_t now)
 {
 	struct user u;
-	int rc = USERS_OK;
+	enum users_change_result rc = USERS_OK;
 
 	db_lock(db);
 	if (db_begin(db) < 0) {
@@ -214,10 +201,10 @@ int users_update(struct db *db, const char *name, const enum user_role *role,
 	return rc;
 }
 
-int users_set_password(struct db *db, int64_t user_id, const char *hash, int64_t keep_session,
-		       int64_t now)
+enum users_change_result users_set_password(struct db *db, int64_t user_id, const char *hash,
+					    int64_t keep_session, int64_t now)
 {
-	int rc = USERS_OK;
+	enum users_change_result rc = USERS_OK;
 
 	db_lock(db);
 	if (db_begin(db) < 0) {
@@ -239,9 +226,9 @@ int users_set_password(struct db *db, int64_t user_id, const char *hash, int64_t
 	return rc;
 }
 
-int users_delete(struct db *db, const char *name)
+enum users_change_result users_delete(struct db *db, const char *name)
 {
-	int rc = USERS_OK;
+	enum users_change_result rc = USERS_OK;
 
 	db_lock(db);
 	if (db_begin(db) < 0) {

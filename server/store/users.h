@@ -6,10 +6,11 @@
 #include <stdint.h>
 
 #include "auth/password.h"
+#include "labd/parse.h"
 
 struct db;
 
-#define USER_NAME_MAX 32
+#define USER_NAME_MAX PARSE_USER_NAME_MAX /* valid names: parse_user_name_ok() */
 
 enum user_role { USER_ROLE_USER, USER_ROLE_ADMIN };
 
@@ -22,8 +23,6 @@ struct user {
 	char password_hash[PASSWORD_HASH_MAX];
 };
 
-/* True when name matches ^[a-z][a-z0-9_-]{0,31}$. */
-bool users_name_valid(const char *name);
 const char *users_role_name(enum user_role role);
 /* Parses "admin"/"user"; -1 otherwise. */
 int users_role_parse(const char *text, enum user_role *out);
@@ -45,13 +44,13 @@ enum users_change_result { USERS_OK = 0, USERS_ERROR = -1, USERS_NOT_FOUND = -3,
 /* Applies role/disabled changes (NULL = unchanged) in one transaction, refusing
  * one that leaves no enabled admin. Changing the role or disabling ends the
  * user's sessions when disabled. */
-int users_update(struct db *db, const char *name, const enum user_role *role,
-		 const bool *disabled, int64_t now);
+enum users_change_result users_update(struct db *db, const char *name,
+				      const enum user_role *role, const bool *disabled, int64_t now);
 /* Replaces the password hash and ends the user's sessions except keep_session
  * (0 = end all). */
-int users_set_password(struct db *db, int64_t user_id, const char *hash, int64_t keep_session,
-		       int64_t now);
+enum users_change_result users_set_password(struct db *db, int64_t user_id, const char *hash,
+					    int64_t keep_session, int64_t now);
 /* Deletes a user (sessions and tokens cascade), refusing the last enabled admin. */
-int users_delete(struct db *db, const char *name);
+enum users_change_result users_delete(struct db *db, const char *name);
 
 #endif

@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "store/db.h"
 #include "labd/log.h"
+#include "labd/parse.h"
 #include "auth/password.h"
 #include "labd/privdrop.h"
 #include "store/users.h"
@@ -61,7 +62,7 @@ static int cmd_add(const struct labd_config *cfg, struct db *db, const char *nam
 	char password[PASSWORD_MAX_LENGTH + 2], hash[PASSWORD_HASH_MAX];
 	bool generated;
 
-	if (!users_name_valid(name))
+	if (!parse_user_name_ok(name))
 		return log_error("user name %s must match ^[a-z][a-z0-9_-]{0,31}$", name);
 	if (read_password(cfg, from_stdin, password, sizeof(password), &generated) < 0 ||
 	    password_hash(password, &pp, hash) < 0)
@@ -72,7 +73,8 @@ static int cmd_add(const struct labd_config *cfg, struct db *db, const char *nam
 		return log_error("user %s already exists", name);
 	if (rc < 0)
 		return -1;
-	audit_add(db, time(NULL), "(host)", "user.create", name, NULL, admin ? "admin" : "user");
+	if (audit_add(db, time(NULL), "(host)", "user.create", name, NULL, admin ? "admin" : "user") < 0)
+		log_error("audit: user.create of %s not recorded", name);
 	printf("created user %s (%s)\n", name, admin ? "admin" : "user");
 	if (generated)
 		printf("password: %s\n", password);
@@ -94,7 +96,8 @@ static int cmd_passwd(const struct labd_config *cfg, struct db *db, const char *
 	    password_hash(password, &pp, hash) < 0 ||
 	    users_set_password(db, u.id, hash, 0, time(NULL)) != USERS_OK)
 		return -1;
-	audit_add(db, time(NULL), "(host)", "user.password_reset", name, NULL, NULL);
+	if (audit_add(db, time(NULL), "(host)", "user.password_reset", name, NULL, NULL) < 0)
+		log_error("audit: user.password_reset of %s not recorded", name);
 	printf("password of %s changed\n", name);
 	if (generated)
 		printf("password: %s\n", password);

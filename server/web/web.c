@@ -75,7 +75,8 @@ int web_bootstrap_admin(const struct labd_config *cfg, struct db *db)
 	if (password_generate(password) < 0 || password_hash(password, &pp, hash) < 0 ||
 	    users_create(db, "admin", USER_ROLE_ADMIN, hash, time(NULL), NULL) != 0)
 		return log_error("cannot create the first administrator");
-	audit_add(db, time(NULL), NULL, "admin.bootstrap", "admin", NULL, "first start");
+	if (audit_add(db, time(NULL), NULL, "admin.bootstrap", "admin", NULL, "first start") < 0)
+		log_error("audit: admin.bootstrap not recorded");
 	printf("labd: first start: created user \"admin\"\n"
 	       "labd: admin password (shown once, change it after logging in): %s\n",
 	       password);

@@ -128,25 +128,64 @@ static void test_missing_file(void **state)
 	assert_non_null(strstr(err, "cannot open"));
 }
 
-static void test_parsers(void **state)
+/* Sizes, durations and CPU counts go through labd/parse.h (tested in test_parse.c);
+ * here: that config uses it, with each key's own range on top. */
+static void test_value_syntax(void **state)
 {
-	int64_t d;
-	uint64_t s;
+	static const char *const good[] = {
+		"[server]\nmax_body = 64k\n",	    "[server]\nmax_body = 1MiB\n",
+		"[runtime]\nmemory = 4GB\n",	    "[runtime]\ncpus = 1024\n",
+		"[runtime]\ncpus = 0.01\n",	    "[runtime]\ncpus = 2.125\n",
+		"[auth]\nsession_idle = 90\n",	    "[runtime]\ncpu_limit = 12h\n",
+	};
+	static const char *const bad[] = {
+		"[server]\nmax_body = 64KK\n",	    "[server]\nmax_body = 1B\n",
+		"[runtime]\nmemory = -4G\n",	    "[runtime]\nhome_size = 99999999999T\n",
+		"[runtime]\ncpus = 1025\n",	    "[runtime]\ncpus = 1e3\n",
+		"[runtime]\ncpus = 0.0005\n",	    "[runtime]\ncpus = 0.005\n", /* below 10 milli */
+		"[runtime]\ncpus = -1\n",	    "[auth]\nsession_idle = 1w\n",
+		"[auth]\nsession_idle = 5mm\n",    "[runtime]\ncpu_limit = 2147483648d\n",
+		"[server]\nthreads = +4\n",	    "[gpu]\ndevices = 0,256\n",
+	};
+	struct labd_config cfg;
+	char err[256];
+	int rc;
+	(void)state;
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		load_text(good[i], &cfg, &rc, err, sizeof(err));
+		if (rc != 0)
+			fail_msg("refused %s: %s", good[i], err);
+	}
+	load_text("[runtime]\ncpus = 2.125\nmemory = 4GB\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(cfg.cpus_milli, 2125);
+	assert_true(cfg.memory == 4ULL << 30);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		load_text(bad[i], &cfg, &rc, err, sizeof(err));
+		if (rc != -1 || !strstr(err, "bad value"))
+			fail_msg("accepted %s", bad[i]);
+	}
+}
+
+/* The shipped example must keep loading (unit tests run from the repository root). */
+static void test_deploy_example_loads(void **state)
+{
+	struct labd_config cfg;
+	char err[256];
+	(void)state;
+	if (access("deploy/labd.ini", R_OK) != 0)
+		skip();
+	config_defaults(&cfg, false);
+	if (config_load(&cfg, "deploy/labd.ini", err, sizeof(err)) != 0)
+		fail_msg("deploy/labd.ini: %s", err);
+	assert_int_equal(cfg.session_idle, 8 * 3600);
+	assert_int_equal(cfg.session_lifetime, 7 * 86400);
+}
+
+static void test_split_listen(void **state)
+{
 	char host[64];
 	unsigned port;
 	(void)state;
-	assert_int_equal(config_parse_duration("90", &d), 0);
-	assert_int_equal(d, 90);
-	assert_int_equal(config_parse_duration("15m", &d), 0);
-	assert_int_equal(d, 900);
-	assert_int_equal(config_parse_duration("7d", &d), 0);
-	assert_int_equal(d, 7 * 86400);
-	assert_int_equal(config_parse_duration("1w", &d), -1);
-	assert_int_equal(config_parse_duration("m", &d), -1);
-	assert_int_equal(config_parse_duration("5mm", &d), -1);
-	assert_int_equal(config_parse_size("15G", &s), 0);
-	assert_true(s == 15ULL << 30);
-	assert_int_equal(config_parse_size("99999999999999999999", &s), -1);
 	assert_int_equal(config_split_listen("0.0.0.0:443", host, sizeof(host), &port), 0);
 	assert_string_equal(host, "0.0.0.0");
 	assert_int_equal(port, 443);
@@ -166,7 +205,9 @@ int main(void)
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_runtime_keys),
 		cmocka_unit_test(test_missing_file),
-		cmocka_unit_test(test_parsers),
+		cmocka_unit_test(test_value_syntax),
+		cmocka_unit_test(test_deploy_example_loads),
+		cmocka_unit_test(test_split_listen),
 	};
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }
