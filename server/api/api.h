@@ -12,8 +12,6 @@
 struct http_request;
 struct user;
 
-/* The error body {"error":{"code":code,"message":message}}; caller owns it. */
-json_t *api_error_json(const char *code, const char *message);
 /* Pure part of api_body: parses text as a JSON object of at most 8 levels with
  * only the allowed fields. On failure returns NULL and writes the error code
  * ("bad_json" or "bad_field") and a message naming the problem. */
@@ -31,8 +29,6 @@ int api_bool(struct http_request *req, json_t *obj, const char *field, bool *out
 void api_time(int64_t t, char out[21]);
 /* The public JSON view of a user (no hash). Caller owns the reference. */
 json_t *api_user_json(const struct user *u);
-/* Sets 500 internal for a store failure. */
-void api_internal(struct http_request *req);
 
 /* api_auth.c */
 /* Sets the 401/429/500 reply for a failed login (429 with Retry-After). */

@@ -57,7 +57,7 @@ void api_audit_list(struct http_request *req)
 	list = json_array();
 	if (audit_each(req->app->db, before, (int)limit, append_entry, list) < 0) {
 		json_decref(list);
-		api_internal(req);
+		http_reply_internal(req);
 		return;
 	}
 	http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "entries", list));

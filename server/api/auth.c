@@ -5,6 +5,8 @@
 
 #include "api/api.h"
 #include "labd/app.h"
+#include "auth/password.h"
+#include "config/config.h"
 #include "labd/log.h"
 #include "store/audit.h"
 #include "http/http.h"
@@ -42,7 +44,7 @@ void api_login_failed(struct http_request *req, enum login_result res, int64_t r
 					 "too many failed logins: retry in %s seconds", retry);
 		return;
 	default:
-		api_internal(req);
+		http_reply_internal(req);
 	}
 }
 
@@ -85,7 +87,7 @@ void api_logout(struct http_request *req)
 	char cookie[256];
 
 	if (req->auth.kind == AUTH_COOKIE && sessions_delete(req->app->db, req->auth.session_id) < 0) {
-		api_internal(req);
+		http_reply_internal(req);
 		return;
 	}
 	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "logout", req->auth.user.name,
@@ -130,10 +132,10 @@ void api_me_password(struct http_request *req)
 	} else if (!password_verify(current, req->auth.user.password_hash)) {
 		http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
 				 "the current password is wrong");
-	} else if (password_hash(next, &app->password, hash) < 0 ||
+	} else if (password_hash(next, app->password, hash) < 0 ||
 		   users_set_password(app->db, req->auth.user.id, hash, req->auth.session_id,
 				      time(NULL)) != USERS_OK) {
-		api_internal(req);
+		http_reply_internal(req);
 	} else {
 		if (audit_add(app->db, time(NULL), req->auth.user.name, "password.change",
 			      req->auth.user.name, req->address, NULL) < 0)

@@ -33,11 +33,6 @@ static int json_depth(json_t *v, int depth)
 	return max;
 }
 
-json_t *api_error_json(const char *code, const char *message)
-{
-	return json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", message);
-}
-
 json_t *api_parse_object(const char *text, size_t len, const char *const *allowed,
 			 const char **code, char *message, size_t msglen)
 {
@@ -143,8 +138,3 @@ json_t *api_user_json(const struct user *u)
 			 "disabled", u->disabled, "created_at", created);
 }
 
-void api_internal(struct http_request *req)
-{
-	http_reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
-			 "internal error; nothing was changed");
-}

@@ -6,6 +6,7 @@
 
 #include "api/api.h"
 #include "labd/app.h"
+#include "config/config.h"
 #include "store/audit.h"
 #include "store/db.h"
 #include "http/http.h"
@@ -74,7 +75,7 @@ void api_runtime_start(struct http_request *req)
 				 app->cfg->n_gpu_devices);
 		break;
 	case RUNTIME_START_ERROR:
-		api_internal(req);
+		http_reply_internal(req);
 		break;
 	}
 out:
@@ -87,7 +88,7 @@ void api_runtime_get(struct http_request *req)
 	int rc = runtimes_latest(req->app->db, req->auth.user.id, &r);
 
 	if (rc < 0) {
-		api_internal(req);
+		http_reply_internal(req);
 		return;
 	}
 	http_reply_json(req, MHD_HTTP_OK,
@@ -101,7 +102,7 @@ void api_runtime_stop(struct http_request *req)
 	int rc = runtimes_live(req->app->db, req->auth.user.id, &r);
 
 	if (rc < 0) {
-		api_internal(req);
+		http_reply_internal(req);
 		return;
 	}
 	if (rc == 0) {

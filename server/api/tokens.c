@@ -35,7 +35,7 @@ void api_tokens_list(struct http_request *req)
 
 	if (tokens_each(req->app->db, req->auth.user.id, append_token, list) < 0) {
 		json_decref(list);
-		api_internal(req);
+		http_reply_internal(req);
 		return;
 	}
 	http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "tokens", list));
@@ -65,7 +65,7 @@ void api_tokens_create(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_CONFLICT, "conflict",
 				 "you already have a token named \"%s\"", name);
 	} else if (rc < 0) {
-		api_internal(req);
+		http_reply_internal(req);
 	} else {
 		if (audit_add(req->app->db, time(NULL), req->auth.user.name, "token.create",
 			      req->auth.user.name, req->address, name) < 0)
@@ -93,7 +93,7 @@ void api_tokens_delete(struct http_request *req)
 	}
 	rc = tokens_delete(req->app->db, req->auth.user.id, id);
 	if (rc < 0) {
-		api_internal(req);
+		http_reply_internal(req);
 	} else if (rc == 0) {
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no token with id %lld", id);
 	} else {

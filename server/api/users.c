@@ -5,6 +5,8 @@
 
 #include "api/api.h"
 #include "labd/app.h"
+#include "auth/password.h"
+#include "config/config.h"
 #include "labd/log.h"
 #include "labd/parse.h"
 #include "store/audit.h"
@@ -24,7 +26,7 @@ void api_users_list(struct http_request *req)
 
 	if (users_each(req->app->db, append_user, list) < 0) {
 		json_decref(list);
-		api_internal(req);
+		http_reply_internal(req);
 		return;
 	}
 	http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "users", list));
@@ -46,11 +48,11 @@ static int choose_password(struct http_request *req, const char *given, char gen
 		return -1;
 	}
 	if (!given && password_generate(generated) < 0) {
-		api_internal(req);
+		http_reply_internal(req);
 		return -1;
 	}
-	if (password_hash(given ? given : generated, &req->app->password, hash) < 0) {
-		api_internal(req);
+	if (password_hash(given ? given : generated, req->app->password, hash) < 0) {
+		http_reply_internal(req);
 		return -1;
 	}
 	return 0;
@@ -100,7 +102,7 @@ void api_users_create(struct http_request *req)
 		goto out;
 	}
 	if (rc < 0) {
-		api_internal(req);
+		http_reply_internal(req);
 		goto out;
 	}
 	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "user.create", name,
@@ -121,7 +123,7 @@ static int path_user(struct http_request *req, struct user *u)
 	int rc = parse_user_name_ok(name) ? users_find_by_name(req->app->db, name, u) : 0;
 
 	if (rc < 0)
-		api_internal(req);
+		http_reply_internal(req);
 	else if (rc == 0)
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no user named \"%.32s\"",
 				 name);
@@ -144,7 +146,7 @@ static void reply_change_failed(struct http_request *req, int rc)
 	else if (rc == USERS_NOT_FOUND)
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no such user");
 	else
-		api_internal(req);
+		http_reply_internal(req);
 }
 
 /* Describes a PATCH for the audit log, e.g. "role=admin disabled=true password". */
@@ -199,7 +201,7 @@ void api_users_patch(struct http_request *req)
 		      u.name, req->address, detail) < 0)
 		log_error("audit: change of user %s not recorded", u.name);
 	if (users_find_by_id(req->app->db, u.id, &u) != 1) {
-		api_internal(req);
+		http_reply_internal(req);
 		goto out;
 	}
 	out = json_pack("{s:o}", "user", api_user_json(&u));

@@ -7,6 +7,10 @@
 #include <time.h>
 
 #include "labd/app.h"
+#include "store/throttle.h"
+#include "store/sessions.h"
+#include "auth/password.h"
+#include "config/config.h"
 #include "store/audit.h"
 #include "labd/crypto.h"
 #include "labd/log.h"
@@ -32,7 +36,7 @@ static int identify_by_token(struct http_request *req, const char *token, int64_
 static int identify_by_cookie(struct http_request *req, const char *secret, int64_t now)
 {
 	struct session s;
-	int rc = sessions_lookup(req->app->db, secret, &req->app->session, now, &s);
+	int rc = sessions_lookup(req->app->db, secret, req->app->session, now, &s);
 
 	if (rc <= 0)
 		return rc;
@@ -123,9 +127,9 @@ static enum login_result check_throttle(struct app *app, const char *ukey, const
 					int64_t now, int64_t *retry_after)
 {
 	int64_t wait_user, wait_addr;
-	enum throttle_state su = throttle_check(app->db, ukey, &app->throttle, now, &wait_user);
+	enum throttle_state su = throttle_check(app->db, ukey, app->throttle, now, &wait_user);
 	enum throttle_state sa =
-		throttle_check(app->db, akey, &app->throttle_addr, now, &wait_addr);
+		throttle_check(app->db, akey, app->throttle_addr, now, &wait_addr);
 
 	*retry_after = wait_user > wait_addr ? wait_user : wait_addr;
 	if (su == THROTTLE_LOCKED || sa == THROTTLE_LOCKED)
@@ -140,11 +144,11 @@ static void record_failure(struct app *app, const char *name, const char *addres
 {
 	if (audit_add(app->db, now, NULL, "login.failure", name, address, why) < 0)
 		log_error("audit: login.failure of %s not recorded", name);
-	if (throttle_fail(app->db, ukey, &app->throttle, now) == THROTTLE_LOCKED &&
+	if (throttle_fail(app->db, ukey, app->throttle, now) == THROTTLE_LOCKED &&
 	    audit_add(app->db, now, NULL, "login.locked", name, address,
 		      "account locked after repeated failures") < 0)
 		log_error("audit: lockout of account %s not recorded", name);
-	if (throttle_fail(app->db, akey, &app->throttle_addr, now) == THROTTLE_LOCKED &&
+	if (throttle_fail(app->db, akey, app->throttle_addr, now) == THROTTLE_LOCKED &&
 	    audit_add(app->db, now, NULL, "login.locked", name, address,
 		      "address locked after repeated failures") < 0)
 		log_error("audit: lockout of address %s not recorded", address);
@@ -176,7 +180,7 @@ enum login_result auth_login(struct app *app, const char *name, const char *pass
 		return LOGIN_ERROR;
 	/* Same work whether or not the user exists, so timing reveals nothing. */
 	bool ok = found ? password_verify(password, user->password_hash)
-			: password_verify_dummy(password, &app->password);
+			: password_verify_dummy(password, app->password);
 	if (!ok || user->disabled) {
 		record_failure(app, name, address, ukey, akey,
 			       !found ? "unknown user" : !ok ? "wrong password" : "account disabled",
@@ -184,7 +188,7 @@ enum login_result auth_login(struct app *app, const char *name, const char *pass
 		return LOGIN_INVALID;
 	}
 	throttle_clear(app->db, ukey);
-	if (sessions_create(app->db, user->id, address, &app->session, now, secret, session) < 0)
+	if (sessions_create(app->db, user->id, address, app->session, now, secret, session) < 0)
 		return LOGIN_ERROR;
 	if (audit_add(app->db, now, user->name, "login.success", user->name, address, NULL) < 0)
 		log_error("audit: login.success of %s not recorded", user->name);

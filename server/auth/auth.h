@@ -4,6 +4,7 @@
 #define LABD_AUTH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "store/sessions.h"

@@ -4,11 +4,13 @@
 #ifndef LABD_PASSWORD_H
 #define LABD_PASSWORD_H
 
+#include "store/users.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define PASSWORD_HASH_MAX 192
+#define PASSWORD_HASH_MAX USERS_HASH_MAX /* hashes live in users rows */
 #define PASSWORD_MAX_LENGTH 1024
 
 struct password_params {

@@ -11,12 +11,9 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "api/api.h"
 #include "labd/app.h"
+#include "config/config.h"
 #include "labd/log.h"
-#include "proxy/proxy.h"
-#include "proxy/gate.h"
-#include "web/routes.h"
 
 /* Sent on every response, including errors and static files. */
 static const char *const security_headers[][2] = {
@@ -118,7 +115,18 @@ void http_reply_error(struct http_request *req, unsigned status, const char *cod
 	va_start(ap, fmt);
 	vsnprintf(message, sizeof(message), fmt, ap);
 	va_end(ap);
-	http_reply_json(req, status, api_error_json(code, message));
+	http_reply_json(req, status, http_error_json(code, message));
+}
+
+json_t *http_error_json(const char *code, const char *message)
+{
+	return json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", message);
+}
+
+void http_reply_internal(struct http_request *req)
+{
+	http_reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
+			 "internal error; nothing was changed");
 }
 
 void http_reply_empty(struct http_request *req, unsigned status)
@@ -208,7 +216,8 @@ static void request_free(struct http_request *req)
 {
 	if (!req)
 		return;
-	proxy_release(req);
+	if (req->handler && req->handler->release)
+		req->handler->release(req);
 	free(req->raw_uri);
 	if (req->response)
 		MHD_destroy_response(req->response);
@@ -265,10 +274,47 @@ static void reply_too_large(struct http_request *req)
 			 req->app->cfg->max_body);
 }
 
+/* What http_start serves with; the MHD callbacks' closure. */
+struct http_server {
+	struct app *app;
+	const struct http_handler *handlers;
+	size_t n;
+};
+
+static const struct http_handler *find_handler(const struct http_server *srv, const char *path)
+{
+	for (size_t i = 0; i < srv->n; i++)
+		if (strncmp(path, srv->handlers[i].prefix, strlen(srv->handlers[i].prefix)) == 0)
+			return &srv->handlers[i];
+	return NULL;
+}
+
+/* The first call: the head is there, the body not yet. */
+static enum MHD_Result on_head(struct http_server *srv, struct http_request *req)
+{
+	req->handler = find_handler(srv, req->path);
+	if (!req->handler) {
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no such resource");
+		return queue_reply(req);
+	}
+	if (req->handler->streaming) {
+		/* streamed both ways: no body limit, no buffering */
+		req->handler->begin(req);
+		return req->response ? queue_reply(req) : MHD_YES;
+	}
+	/* Refuse a declared oversized body before reading any of it. */
+	if (declared_too_large(req)) {
+		reply_too_large(req);
+		return queue_reply(req);
+	}
+	return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **con_cls)
 {
+	struct http_server *srv = cls;
 	struct http_request *req = *con_cls;
 	(void)version;
 
@@ -277,27 +323,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (!req->started) {
 		req->started = true;
 		req->conn = conn;
-		req->app = cls;
+		req->app = srv->app;
 		req->method = method;
 		req->path = url;
 		buf_init(&req->body, req->app->cfg->max_body);
 		client_address(conn, req->address, sizeof(req->address));
-		if (gate_match(url)) {
-			/* Streamed both ways: no body limit, no buffering. */
-			gate_begin(req);
-			return req->response ? queue_reply(req) : MHD_YES;
-		}
-		/* Refuse a declared oversized body before reading any of it. */
-		if (declared_too_large(req)) {
-			reply_too_large(req);
-			return queue_reply(req);
-		}
-		return MHD_YES;
+		return on_head(srv, req);
 	}
-	if (req->proxy) {
+	if (req->stream) {
 		if (*upload_data_size)
-			return proxy_upload(req, upload_data, upload_data_size);
-		enum MHD_Result rc = proxy_respond(req);
+			return req->handler->upload(req, upload_data, upload_data_size);
+		enum MHD_Result rc = req->handler->respond(req);
 		return rc == MHD_YES && req->response ? queue_reply(req) : rc;
 	}
 	if (*upload_data_size) {
@@ -308,7 +344,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (req->body_too_large)
 		reply_too_large(req);
 	else
-		routes_dispatch(req);
+		req->handler->on_request(req);
 	return queue_reply(req);
 }
 
@@ -361,10 +397,14 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	log_debug("http: %s", msg);
 }
 
-struct MHD_Daemon *http_start(struct app *app, int listen_fd)
+struct MHD_Daemon *http_start(struct app *app, int listen_fd, const struct http_handler *handlers,
+			      size_t n_handlers)
 {
+	/* one server per process: the web process starts it once */
+	static struct http_server srv;
 	unsigned threads = app->cfg->threads;
 
+	srv = (struct http_server){app, handlers, n_handlers};
 	if (threads == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = n > 0 ? (unsigned)n : 1;
@@ -375,7 +415,7 @@ struct MHD_Daemon *http_start(struct app *app, int listen_fd)
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
 			MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE,
 		0, NULL, NULL,
-		on_request, app, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+		on_request, &srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 		MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
 		threads, MHD_OPTION_CONNECTION_LIMIT, app->cfg->max_connections,
 		MHD_OPTION_CONNECTION_TIMEOUT, app->cfg->connection_timeout,

@@ -18,7 +18,25 @@
 #include "http/router.h"
 
 struct app;
-struct proxy_state;
+struct http_request;
+
+/* A handler, registered for a path prefix (as h2o's on_req): the transport
+ * never names what it serves. A buffered handler gets the whole body (at most
+ * [http] max_body) in on_request; a streaming one gets the request as soon as
+ * its head is there and the body piece by piece, nothing buffered. */
+struct http_handler {
+	const char *prefix; /* matched against the decoded path; "/" matches all */
+	bool streaming;
+	/* buffered: called once, with the body; sets exactly one reply */
+	void (*on_request)(struct http_request *req);
+	/* streaming: begin sets a reply, or sets req->stream and takes over */
+	void (*begin)(struct http_request *req);
+	enum MHD_Result (*upload)(struct http_request *req, const char *data, size_t *size);
+	/* the body is done: queue the reply (parking the connection meanwhile) */
+	enum MHD_Result (*respond)(struct http_request *req);
+	/* the request is over: free req->stream */
+	void (*release)(struct http_request *req);
+};
 
 #define HTTP_MAX_EXTRA_HEADERS 6
 
@@ -29,7 +47,8 @@ struct http_request {
 	const char *path;   /* decoded path, no query */
 	char *raw_uri;      /* as the client sent it, with the query; owned */
 	bool started;       /* the first access-handler call has been seen */
-	struct proxy_state *proxy; /* set while proxying to a runtime; owned */
+	const struct http_handler *handler; /* the one serving this request */
+	void *stream; /* a streaming handler's state; freed by its release */
 	bool from_upstream;        /* the reply is Jupyter's, with its own headers */
 	struct buf body; /* at most max_body bytes; body.data is NULL when none came */
 	bool body_too_large;
@@ -44,8 +63,13 @@ struct http_request {
 };
 
 /* Starts libmicrohttpd on an already bound listening socket with a thread pool
- * and epoll; returns the daemon or NULL. Stop with MHD_stop_daemon(). */
-struct MHD_Daemon *http_start(struct app *app, int listen_fd);
+ * and epoll, serving with handlers[0..n) (borrowed until stopped; the first
+ * whose prefix matches wins); returns the daemon or NULL. Stop with
+ * MHD_stop_daemon(). */
+struct MHD_Daemon *http_start(struct app *app, int listen_fd, const struct http_handler *handlers,
+			      size_t n);
+/* The error body {"error":{"code":code,"message":message}}; caller owns it. */
+json_t *http_error_json(const char *code, const char *message);
 
 /* Request accessors: values are borrowed for the request's lifetime. */
 const char *http_header(struct http_request *req, const char *name);
@@ -62,6 +86,8 @@ void http_reply_json(struct http_request *req, unsigned status, json_t *body); /
 void http_reply_error(struct http_request *req, unsigned status, const char *code,
 		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void http_reply_empty(struct http_request *req, unsigned status);
+/* 500 internal, for a store failure: nothing was changed. */
+void http_reply_internal(struct http_request *req);
 void http_reply_redirect(struct http_request *req, const char *location);
 /* Serves an open file (the reply owns fd from here on, even on failure). */
 void http_reply_fd(struct http_request *req, unsigned status, const char *content_type, int fd,

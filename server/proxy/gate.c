@@ -6,21 +6,16 @@
 #include <strings.h>
 #include <time.h>
 
-#include "api/api.h"
 #include "labd/app.h"
+#include "config/config.h"
 #include "http/http.h"
+#include "http/static.h"
 #include "labd/log.h"
 #include "labd/parse.h"
-#include "api/pages.h"
 #include "proxy/proxy.h"
 #include "runtime/runtime.h"
 #include "store/runtimes.h"
 #include "store/users.h"
-
-bool gate_match(const char *path)
-{
-	return strncmp(path, "/user/", 6) == 0;
-}
 
 int gate_user(const char *path, char *out, size_t outlen)
 {
@@ -61,7 +56,7 @@ static void reply_not_running(struct http_request *req, const char *user, const 
 	const char *state = found ? runtimes_state_name(r->state) : "stopped";
 
 	if (wants_html(req)) {
-		pages_serve_html(req, MHD_HTTP_SERVICE_UNAVAILABLE, "runtime.html");
+		static_serve_html(req, MHD_HTTP_SERVICE_UNAVAILABLE, "runtime.html");
 		return;
 	}
 	if (found && r->state == RUNTIME_STARTING)
@@ -75,7 +70,7 @@ static void reply_not_running(struct http_request *req, const char *user, const 
 static bool allowed(struct http_request *req, const char *user)
 {
 	if (auth_identify(req) < 0) {
-		api_internal(req);
+		http_reply_internal(req);
 		return false;
 	}
 	if (req->auth.kind == AUTH_NONE) {
@@ -86,7 +81,7 @@ static bool allowed(struct http_request *req, const char *user)
 	bool admin = req->auth.user.role == USER_ROLE_ADMIN && req->app->cfg->admin_access;
 	if (!owner && !admin) {
 		if (wants_html(req))
-			pages_serve_html(req, MHD_HTTP_FORBIDDEN, "403.html");
+			static_serve_html(req, MHD_HTTP_FORBIDDEN, "403.html");
 		else
 			http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
 					 "this runtime belongs to another user");
@@ -125,7 +120,7 @@ void gate_begin(struct http_request *req)
 	}
 	found = runtimes_live_by_name(req->app->db, user, &r);
 	if (found < 0) {
-		api_internal(req);
+		http_reply_internal(req);
 		return;
 	}
 	if (found == 0 || r.state != RUNTIME_RUNNING) {
@@ -142,5 +137,5 @@ void gate_begin(struct http_request *req)
 	snprintf(target.owner, sizeof(target.owner), "%s", user);
 	if (r.last_activity < time(NULL) - RUNTIME_TOUCH_INTERVAL) /* skip a no-op UPDATE */
 		runtimes_touch(req->app->db, r.id, time(NULL));
-	proxy_begin(req, &req->app->proxy, &target);
+	proxy_begin(req, req->app->proxy, &target);
 }

@@ -11,8 +11,8 @@
 
 struct http_request;
 
-/* True for paths the runtime proxy serves ("/user/..."). */
-bool gate_match(const char *path);
+/* The paths the gate serves: GATE_PREFIX "<name>/...". */
+#define GATE_PREFIX "/user/"
 /* First access-handler call of such a request: either starts proxying
  * (req->proxy set, no reply) or sets the reply. */
 void gate_begin(struct http_request *req);

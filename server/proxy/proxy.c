@@ -225,7 +225,7 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 	p->conn = req->conn;
 	p->last_progress = time(NULL);
 	p->head_request = http_method_is(req, "HEAD");
-	req->proxy = p;
+	req->stream = p;
 	p->fd = upstream_get(target->socket_path, &p->reused);
 	if (p->fd < 0) {
 		reply_bad_gateway(req, "cannot connect to its socket");
@@ -253,7 +253,7 @@ static bool park(struct proxy_state *p, uint32_t events)
 
 enum MHD_Result proxy_upload(struct http_request *req, const char *data, size_t *size)
 {
-	struct proxy_state *p = req->proxy;
+	struct proxy_state *p = req->stream;
 	int rc;
 
 	/* Pending head or framing first; while upstream cannot take it, keep the
@@ -501,7 +501,7 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
 			struct MHD_UpgradeResponseHandle *urh)
 {
 	struct http_request *req = cls;
-	struct proxy_state *p = req->proxy;
+	struct proxy_state *p = req->stream;
 	(void)conn;
 	(void)con_cls;
 
@@ -565,7 +565,7 @@ static bool retry_fresh(struct proxy_state *p)
 
 enum MHD_Result proxy_respond(struct http_request *req)
 {
-	struct proxy_state *p = req->proxy;
+	struct proxy_state *p = req->stream;
 	int rc;
 
 	if (p->failed) {
@@ -607,7 +607,7 @@ enum MHD_Result proxy_respond(struct http_request *req)
 
 void proxy_release(struct http_request *req)
 {
-	struct proxy_state *p = req->proxy;
+	struct proxy_state *p = req->stream;
 
 	if (!p)
 		return;
@@ -622,5 +622,5 @@ void proxy_release(struct http_request *req)
 			close(p->fd);
 	}
 	free(p);
-	req->proxy = NULL;
+	req->stream = NULL;
 }

@@ -7,6 +7,7 @@
 #include "api/api.h"
 #include "auth/auth.h"
 #include "http/http.h"
+#include "http/static.h"
 #include "labd/log.h"
 #include "api/pages.h"
 
@@ -53,7 +54,7 @@ static void reply_not_found(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no such API path: %s",
 				 req->path);
 	else
-		pages_serve_html(req, MHD_HTTP_NOT_FOUND, "404.html");
+		static_serve_html(req, MHD_HTTP_NOT_FOUND, "404.html");
 }
 
 /* An unauthenticated request: JSON 401 for the API, a login redirect for pages. */
@@ -75,7 +76,7 @@ static void reply_forbidden(struct http_request *req, enum route_kind kind, cons
 			    const char *message)
 {
 	if (kind == ROUTE_PAGE && http_method_is(req, "GET"))
-		pages_serve_html(req, MHD_HTTP_FORBIDDEN, "403.html");
+		static_serve_html(req, MHD_HTTP_FORBIDDEN, "403.html");
 	else
 		http_reply_error(req, MHD_HTTP_FORBIDDEN, code, "%s", message);
 }
@@ -84,7 +85,7 @@ static void reply_forbidden(struct http_request *req, enum route_kind kind, cons
 static bool gate(struct http_request *req, const struct route *r)
 {
 	if (auth_identify(req) < 0) {
-		api_internal(req);
+		http_reply_internal(req);
 		return false;
 	}
 	/* A cross-site form or fetch never gets to change anything, logged in or not
@@ -123,7 +124,7 @@ void routes_dispatch(struct http_request *req)
 					 "%s is not allowed here", req->method);
 			return;
 		}
-		pages_static(req);
+		static_serve(req);
 		return;
 	}
 	if (router_match(routes, sizeof(routes) / sizeof(routes[0]), method, req->path,

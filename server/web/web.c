@@ -12,9 +12,15 @@
 #include <unistd.h>
 
 #include "labd/app.h"
+#include "config/config.h"
+#include "store/throttle.h"
+#include "store/sessions.h"
 #include "store/audit.h"
 #include "store/db.h"
 #include "http/http.h"
+#include "proxy/gate.h"
+#include "proxy/proxy.h"
+#include "web/routes.h"
 #include "backend/backend.h"
 #include "labd/log.h"
 #include "runtime/reconcile.h"
@@ -29,16 +35,27 @@
 /* How often expired sessions are swept from the store. */
 #define MAINTENANCE_SECONDS 60
 
-void app_init_policies(struct app *app, const struct labd_config *cfg)
+/* The policies the app points at, derived from the configuration. */
+struct policies {
+	struct password_params password;
+	struct session_limits session;
+	struct throttle_policy throttle, throttle_addr;
+	struct proxy_context proxy;
+};
+
+static void init_policies(struct app *app, struct policies *p, const struct labd_config *cfg)
 {
-	app->cfg = cfg;
-	app->password = (struct password_params){cfg->scrypt_n, cfg->scrypt_r, cfg->scrypt_p};
-	app->session = (struct session_limits){cfg->session_idle, cfg->session_lifetime};
-	app->throttle = (struct throttle_policy){cfg->backoff_after, cfg->backoff_base,
-						 cfg->backoff_max, cfg->lockout_failures,
-						 cfg->lockout_duration};
-	app->throttle_addr = app->throttle;
-	app->throttle_addr.lockout_failures = cfg->address_lockout_failures;
+	p->password = (struct password_params){cfg->scrypt_n, cfg->scrypt_r, cfg->scrypt_p};
+	p->session = (struct session_limits){cfg->session_idle, cfg->session_lifetime};
+	p->throttle = (struct throttle_policy){cfg->backoff_after, cfg->backoff_base,
+					       cfg->backoff_max, cfg->lockout_failures,
+					       cfg->lockout_duration};
+	p->throttle_addr = p->throttle;
+	p->throttle_addr.lockout_failures = cfg->address_lockout_failures;
+	p->proxy.secure = cfg->secure_cookies;
+	*app = (struct app){.cfg = cfg, .web_root_fd = app->web_root_fd, .password = &p->password,
+			    .session = &p->session, .throttle = &p->throttle,
+			    .throttle_addr = &p->throttle_addr, .proxy = &p->proxy};
 }
 
 int web_open_store_as_user(const struct labd_config *cfg, const struct privdrop_user *u,
@@ -85,6 +102,14 @@ int web_bootstrap_admin(const struct labd_config *cfg, struct db *db)
 	return 0;
 }
 
+/* Who serves what: runtimes' pages are streamed through the proxy's gate,
+ * everything else goes through the route table. */
+static const struct http_handler handlers[] = {
+	{.prefix = GATE_PREFIX, .streaming = true, .begin = gate_begin, .upload = proxy_upload,
+	 .respond = proxy_respond, .release = proxy_release},
+	{.prefix = "/", .on_request = routes_dispatch},
+};
+
 /* The proxy lets go of a runtime that ended: pooled upstream connections
  * and the user's open WebSockets (closed with a close frame). */
 static void forget_runtime(struct app *app, const struct runtime *r)
@@ -93,12 +118,12 @@ static void forget_runtime(struct app *app, const struct runtime *r)
 
 	if (runtime_socket_path(r, socket_path, sizeof(socket_path)) == 0)
 		upstream_forget(socket_path);
-	wsrelay_close_owner(app->proxy.relay, r->user_name);
+	wsrelay_close_owner(app->proxy->relay, r->user_name);
 }
 
 static int open_websockets(struct app *app, const char *user)
 {
-	return wsrelay_count(app->proxy.relay, user);
+	return wsrelay_count(app->proxy->relay, user);
 }
 
 /* Waits for SIGTERM/SIGINT (blocked since the supervisor forked us), sweeping
@@ -116,7 +141,7 @@ static void serve_until_signal(struct app *app)
 		if (sig == SIGTERM || sig == SIGINT)
 			return;
 		if (sig < 0 && errno == EAGAIN)
-			sessions_purge_expired(app->db, &app->session, time(NULL));
+			sessions_purge_expired(app->db, app->session, time(NULL));
 	}
 }
 
@@ -127,6 +152,7 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	struct app app = {.web_root_fd = web_root_fd};
 	struct MHD_Daemon *httpd;
 	struct backend_events events;
+	struct policies policies;
 	enum log_level level;
 
 	log_set_tag("labd-web");
@@ -134,7 +160,7 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	if (log_level_parse(cfg->log_level, &level) == 0)
 		log_set_level(level);
 	signal(SIGPIPE, SIG_IGN);
-	app_init_policies(&app, cfg);
+	init_policies(&app, &policies, cfg);
 	if (web_open_store_as_user(cfg, u, &app.db) < 0)
 		_exit(1);
 	/* Cleared by the credential change, so set only now; then close the race
@@ -144,10 +170,9 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 		_exit(1);
 	if (web_bootstrap_admin(cfg, app.db) < 0)
 		_exit(1);
-	app.proxy.secure = cfg->secure_cookies;
 	app.on_runtime_ended = forget_runtime;
 	app.open_websockets = open_websockets;
-	if (waker_start(&app.proxy.waker) < 0 || wsrelay_start(&app.proxy.relay) < 0)
+	if (waker_start(&app.proxy->waker) < 0 || wsrelay_start(&app.proxy->relay) < 0)
 		_exit(1);
 	/* The backend before the reconciler (which lists its sandboxes), both
 	 * before the first request (which may start a runtime). */
@@ -155,7 +180,7 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	app.backend = backend_local_new(supervisor_fd, &events);
 	if (!app.backend || reconcile_start(&app, &app.reconciler) < 0)
 		_exit(1);
-	httpd = http_start(&app, listen_fd);
+	httpd = http_start(&app, listen_fd, handlers, sizeof(handlers) / sizeof(handlers[0]));
 	if (!httpd) {
 		log_error("cannot start the HTTP server");
 		_exit(1);
@@ -168,8 +193,8 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	 * relay that is about to go */
 	__atomic_store_n(&app.on_runtime_ended, NULL, __ATOMIC_SEQ_CST);
 	/* libmicrohttpd must have no upgraded or suspended connection left. */
-	wsrelay_stop(app.proxy.relay);
-	waker_stop(app.proxy.waker);
+	wsrelay_stop(app.proxy->relay);
+	waker_stop(app.proxy->waker);
 	MHD_stop_daemon(httpd);
 	upstream_clear();
 	backend_free(app.backend);

@@ -6,8 +6,10 @@
 
 #include "api/api.h"
 #include "labd/app.h"
+#include "config/config.h"
 #include "auth/auth.h"
 #include "http/http.h"
+#include "http/static.h"
 #include "api/pages.h"
 
 static void test_cookie_flags(void **state)
@@ -90,7 +92,7 @@ static void test_json_bodies(void **state)
 
 static void test_error_shape(void **state)
 {
-	json_t *e = api_error_json("not_found", "no such user");
+	json_t *e = http_error_json("not_found", "no such user");
 	json_t *inner = json_object_get(e, "error");
 	(void)state;
 	assert_int_equal(json_object_size(e), 1);
@@ -103,23 +105,23 @@ static void test_error_shape(void **state)
 static void test_static_paths(void **state)
 {
 	(void)state;
-	assert_true(pages_path_safe("static/labd.css"));
-	assert_true(pages_path_safe("login.html"));
-	assert_false(pages_path_safe("static/../../etc/passwd"));
-	assert_false(pages_path_safe("../x"));
-	assert_false(pages_path_safe("static/./x"));
-	assert_false(pages_path_safe("static//x"));
-	assert_false(pages_path_safe("/etc/passwd"));
-	assert_false(pages_path_safe("static/.hidden"));
-	assert_false(pages_path_safe("static\\..\\x"));
-	assert_false(pages_path_safe("static/a\nb"));
-	assert_false(pages_path_safe(""));
-	assert_string_equal(pages_mime_type("a.css"), "text/css; charset=utf-8");
-	assert_string_equal(pages_mime_type("a/b.js"), "text/javascript; charset=utf-8");
-	assert_string_equal(pages_mime_type("x.html"), "text/html; charset=utf-8");
-	assert_string_equal(pages_mime_type("x.svg"), "image/svg+xml");
-	assert_string_equal(pages_mime_type("noext"), "application/octet-stream");
-	assert_string_equal(pages_mime_type("x.css.bak"), "application/octet-stream");
+	assert_true(static_path_safe("static/labd.css"));
+	assert_true(static_path_safe("login.html"));
+	assert_false(static_path_safe("static/../../etc/passwd"));
+	assert_false(static_path_safe("../x"));
+	assert_false(static_path_safe("static/./x"));
+	assert_false(static_path_safe("static//x"));
+	assert_false(static_path_safe("/etc/passwd"));
+	assert_false(static_path_safe("static/.hidden"));
+	assert_false(static_path_safe("static\\..\\x"));
+	assert_false(static_path_safe("static/a\nb"));
+	assert_false(static_path_safe(""));
+	assert_string_equal(static_mime_type("a.css"), "text/css; charset=utf-8");
+	assert_string_equal(static_mime_type("a/b.js"), "text/javascript; charset=utf-8");
+	assert_string_equal(static_mime_type("x.html"), "text/html; charset=utf-8");
+	assert_string_equal(static_mime_type("x.svg"), "image/svg+xml");
+	assert_string_equal(static_mime_type("noext"), "application/octet-stream");
+	assert_string_equal(static_mime_type("x.css.bak"), "application/octet-stream");
 }
 
 static void test_time_format(void **state)
