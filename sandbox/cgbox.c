@@ -157,9 +157,9 @@ static int v1_limits(const struct cgbox_layout *lo, const char *parent, const ch
 			if (write_u64(dir, "blkio.weight", w) < 0)
 				return -1;
 		}
-		if (lim->io_wbps && (lim->io_major || lim->io_minor)) {
+		if (lim->io_write_bytes_per_s && (lim->io_major || lim->io_minor)) {
 			snprintf(buf, sizeof(buf), "%u:%u %" PRIu64, lim->io_major, lim->io_minor,
-				 lim->io_wbps);
+				 lim->io_write_bytes_per_s);
 			if (write_knob(dir, "blkio.throttle.write_bps_device", buf) < 0)
 				return -1;
 		}
@@ -213,9 +213,9 @@ static int v2_limits(const struct cgbox_layout *lo, const char *dir, const struc
 		if (write_knob(dir, "io.weight", buf) < 0)
 			return -1;
 	}
-	if (lim->io_wbps && (lim->io_major || lim->io_minor)) {
+	if (lim->io_write_bytes_per_s && (lim->io_major || lim->io_minor)) {
 		snprintf(buf, sizeof(buf), "%u:%u wbps=%" PRIu64, lim->io_major, lim->io_minor,
-			 lim->io_wbps);
+			 lim->io_write_bytes_per_s);
 		if (write_knob(dir, "io.max", buf) < 0)
 			return -1;
 	}

@@ -40,8 +40,8 @@ struct cgbox_limits {
 	uint32_t cpu_milli;  /* 0 = none */
 	uint32_t pids_max;   /* 0 = none */
 	uint32_t io_weight;  /* v2 scale 1..10000, 0 = leave */
-	uint64_t io_wbps;    /* 0 = none */
-	unsigned io_major, io_minor; /* device io_wbps applies to */
+	uint64_t io_write_bytes_per_s; /* 0 = none */
+	unsigned io_major, io_minor; /* the device io_write_bytes_per_s applies to */
 	bool devices;        /* restrict devices to devs[] */
 	struct cgbox_dev devs[CGBOX_MAX_DEVS];
 	size_t n_devs;

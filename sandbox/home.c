@@ -69,14 +69,14 @@ static const char *tool(const char *name)
 	return buf;
 }
 
-int home_ensure(const char *image, uint64_t size, uid_t owner)
+int home_ensure(const char *image, uint64_t size_bytes, uid_t owner)
 {
 	char opts[128], dir[PATH_LEN];
 	const char *slash = strrchr(image, '/');
 	struct stat st;
 	int fd, rc;
 
-	if (!slash || size < (16ull << 20))
+	if (!slash || size_bytes < (16ull << 20))
 		return log_error("home %s: bad path or size", image);
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - image), image);
 	if (dir[0] && mkdir(dir, 0700) < 0 && errno != EEXIST)
@@ -90,7 +90,7 @@ int home_ensure(const char *image, uint64_t size, uid_t owner)
 		return 0;
 	}
 	/* sparse: blocks are only used as the user writes */
-	if (ftruncate(fd, (off_t)size) < 0) {
+	if (ftruncate(fd, (off_t)size_bytes) < 0) {
 		log_errno("truncate %s", image);
 		close(fd);
 		unlink(image);
@@ -383,7 +383,7 @@ static int loop_dev_of(dev_t dev, char *buf, size_t size)
 	return 0;
 }
 
-int home_grow(const char *state_dir, const char *user, const char *image, uint64_t new_size)
+int home_grow(const char *state_dir, const char *user, const char *image, uint64_t new_size_bytes)
 {
 	char mnt[PATH_LEN], dev[64], resize[64], e2fsck[64];
 	struct stat st;
@@ -397,15 +397,15 @@ int home_grow(const char *state_dir, const char *user, const char *image, uint64
 		log_errno("open %s", image);
 		goto out;
 	}
-	if (new_size < (uint64_t)st.st_size) {
+	if (new_size_bytes < (uint64_t)st.st_size) {
 		log_error("home %s: shrinking is not supported", image);
 		goto out;
 	}
-	if (new_size == (uint64_t)st.st_size) {
+	if (new_size_bytes == (uint64_t)st.st_size) {
 		rc = 0;
 		goto out;
 	}
-	if (ftruncate(fd, (off_t)new_size) < 0) {
+	if (ftruncate(fd, (off_t)new_size_bytes) < 0) {
 		log_errno("truncate %s", image);
 		goto out;
 	}

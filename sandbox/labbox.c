@@ -110,7 +110,7 @@ struct cli {
 	char *env[MAX_ENV + 1];
 	unsigned n_env;
 	bool all, have_user_id;
-	uint64_t size;
+	uint64_t size_bytes;
 };
 
 static int parse(struct cli *c, int argc, char **argv)
@@ -147,7 +147,7 @@ static int parse(struct cli *c, int argc, char **argv)
 				return bad("home-size", optarg);
 			break;
 		case O_SIZE:
-			if (sandbox_parse_size(optarg, &c->size) < 0)
+			if (sandbox_parse_size(optarg, &c->size_bytes) < 0)
 				return bad("size", optarg);
 			break;
 		case O_MEM:
@@ -181,7 +181,7 @@ static int parse(struct cli *c, int argc, char **argv)
 			s->io_weight = (uint32_t)v;
 			break;
 		case O_IO_WBPS:
-			if (sandbox_parse_size(optarg, &s->io_wbps) < 0)
+			if (sandbox_parse_size(optarg, &s->io_write_bytes_per_s) < 0)
 				return bad("io-wbps", optarg);
 			break;
 		case O_NET:
@@ -300,12 +300,12 @@ int main(int argc, char **argv)
 		if (!sandbox_user_name_ok(c.spec.user) || !c.spec.home_image)
 			return bad("user/home-image", "(missing)");
 		if (strcmp(sub, "create") == 0)
-			return home_ensure(c.spec.home_image, c.size ? c.size : c.spec.home_size,
+			return home_ensure(c.spec.home_image, c.size_bytes ? c.size_bytes : c.spec.home_size,
 					   c.spec.uid_base + c.spec.user_id) < 0;
 		if (strcmp(sub, "grow") == 0) {
-			if (!c.size)
+			if (!c.size_bytes)
 				return bad("size", "(missing)");
-			return home_grow(c.spec.state_dir, c.spec.user, c.spec.home_image, c.size) < 0;
+			return home_grow(c.spec.state_dir, c.spec.user, c.spec.home_image, c.size_bytes) < 0;
 		}
 		if (strcmp(sub, "usage") == 0) {
 			if (home_usage(c.spec.state_dir, c.spec.user, c.spec.home_image, &u) < 0)

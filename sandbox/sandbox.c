@@ -241,7 +241,7 @@ static int remove_tree(const char *path)
 
 static bool state_alive(const struct sandbox_state *st)
 {
-	return st->pid > 0 && st->start_time && sandbox_proc_start_time(st->pid) == st->start_time;
+	return st->pid > 0 && st->start_time_ticks && sandbox_proc_start_ticks(st->pid) == st->start_time_ticks;
 }
 
 /* Releases everything st records.  Idempotent: safe after a partial start or a crash. */
@@ -405,8 +405,8 @@ int sandbox_start(const struct sandbox_spec *s, struct sandbox_handle *h)
 	lim.cpu_milli = s->cpu_milli;
 	lim.pids_max = s->pids_max;
 	lim.io_weight = s->io_weight;
-	lim.io_wbps = s->io_wbps;
-	if (s->io_wbps && a.home_src[0]) {
+	lim.io_write_bytes_per_s = s->io_write_bytes_per_s;
+	if (s->io_write_bytes_per_s && a.home_src[0]) {
 		struct stat hst;
 		if (stat(a.home_src, &hst) == 0) {
 			lim.io_major = major(hst.st_dev);
@@ -442,8 +442,8 @@ int sandbox_start(const struct sandbox_spec *s, struct sandbox_handle *h)
 	h->pid = pid;
 	h->is_child = true;
 	st.pid = pid;
-	st.start_time = sandbox_proc_start_time(pid);
-	h->start_time = st.start_time;
+	st.start_time_ticks = sandbox_proc_start_ticks(pid);
+	h->start_time_ticks = st.start_time_ticks;
 	/* inside uid/gid inner_uid is host uid_base + user_id, and nothing else is mapped:
 	 * an escaped process owns nothing of another user or of root */
 	if (write_map(pid, "uid_map", s->inner_uid, host_uid) < 0 ||
@@ -521,7 +521,7 @@ int sandbox_wait(struct sandbox_handle *h, struct sandbox_result *res)
 		}
 	} else {
 		int pfd = (int)syscall(SYS_pidfd_open, h->pid, 0);
-		if (pfd >= 0 && sandbox_proc_start_time(h->pid) == h->start_time) {
+		if (pfd >= 0 && sandbox_proc_start_ticks(h->pid) == h->start_time_ticks) {
 			struct pollfd p = {pfd, POLLIN, 0};
 			while (poll(&p, 1, -1) < 0 && errno == EINTR) {
 			}
@@ -544,7 +544,7 @@ int sandbox_kill(struct sandbox_handle *h, int sig)
 	struct sandbox_state st;
 	const struct cgbox_layout *lo = layout();
 
-	if (h->pid <= 0 || sandbox_proc_start_time(h->pid) != h->start_time)
+	if (h->pid <= 0 || sandbox_proc_start_ticks(h->pid) != h->start_time_ticks)
 		return 0; /* already gone (or the pid was reused: not ours) */
 	if (sig != SIGKILL)
 		return kill(h->pid, sig) < 0 ? log_errno("kill %d", (int)h->pid) : 0;
@@ -595,7 +595,7 @@ int sandbox_adopt(const char *state_dir, const char *id, struct sandbox_handle *
 		return log_error("sandbox %s: no longer running", id);
 	snprintf(h->id, sizeof(h->id), "%s", st.id);
 	h->pid = st.pid;
-	h->start_time = st.start_time;
+	h->start_time_ticks = st.start_time_ticks;
 	return 0;
 }
 

@@ -19,7 +19,7 @@ int sandbox_state_format(const struct sandbox_state *st, char *buf, size_t size)
 	int n = snprintf(buf, size,
 			 "version=1\nid=%s\nuser=%s\npid=%d\nstart_time=%" PRIu64
 			 "\nhome_image=%s\nrun_dir=%s\ncgroup_parent=%s\n",
-			 st->id, st->user, (int)st->pid, st->start_time, st->home_image,
+			 st->id, st->user, (int)st->pid, st->start_time_ticks, st->home_image,
 			 st->run_dir, st->cgroup_parent);
 	if (n < 0 || (size_t)n >= size)
 		return -1;
@@ -89,7 +89,7 @@ int sandbox_state_parse(const char *text, size_t len, struct sandbox_state *st)
 			rc = set_u64(&x, v, vlen, 4194304);
 			st->pid = (pid_t)x;
 		} else if (KEY("start_time")) {
-			rc = set_u64(&st->start_time, v, vlen, UINT64_MAX);
+			rc = set_u64(&st->start_time_ticks, v, vlen, UINT64_MAX);
 		} else if (KEY("home_image")) {
 			rc = set_str(st->home_image, sizeof(st->home_image), v, vlen);
 		} else if (KEY("run_dir")) {
@@ -184,7 +184,7 @@ out:
 	return rc;
 }
 
-uint64_t sandbox_proc_start_time(pid_t pid)
+uint64_t sandbox_proc_start_ticks(pid_t pid)
 {
 	char path[64], buf[1024];
 	ssize_t n;

@@ -17,7 +17,7 @@ struct sandbox_state {
 	char id[SANDBOX_ID_MAX];
 	char user[64];
 	pid_t pid;           /* 0 until the init runs */
-	uint64_t start_time; /* of pid, from /proc/<pid>/stat field 22 */
+	uint64_t start_time_ticks; /* of pid, /proc/<pid>/stat field 22; file key "start_time" */
 	char home_image[SANDBOX_PATH_MAX]; /* "" when no home */
 	char run_dir[SANDBOX_PATH_MAX];    /* "" when none */
 	char cgroup_parent[256];
@@ -35,6 +35,6 @@ int sandbox_state_load(const char *path, struct sandbox_state *st);
 /* Builds the state file path into buf; 0 or -1 if it does not fit. */
 int sandbox_state_path(const char *state_dir, const char *id, char *buf, size_t size);
 /* Reads field 22 (starttime) of /proc/<pid>/stat; 0 if the process is gone or a zombie. */
-uint64_t sandbox_proc_start_time(pid_t pid);
+uint64_t sandbox_proc_start_ticks(pid_t pid);
 
 #endif

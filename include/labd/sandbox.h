@@ -44,7 +44,7 @@ struct sandbox_spec {
 	uint64_t tmp_bytes;  /* /tmp tmpfs size (default 1 GiB) */
 	uint64_t shm_bytes;  /* /dev/shm tmpfs size (default: mem_bytes / 2, or 1 GiB) */
 	uint32_t io_weight;  /* 1..10000 (v2 io.weight scale); 0 = leave; v1 maps to 10..1000 */
-	uint64_t io_wbps;    /* write bytes/s on the home's loop device, 0 = none */
+	uint64_t io_write_bytes_per_s; /* on the home's loop device, 0 = none */
 	uint64_t nofile;     /* RLIMIT_NOFILE (default 4096) */
 
 	enum sandbox_net net;
@@ -72,7 +72,7 @@ struct sandbox_spec {
 struct sandbox_handle {
 	char id[SANDBOX_ID_MAX]; /* "<user>-<hex>", names the state file and cgroup */
 	pid_t pid;               /* host pid of the sandbox init (pid 1 inside) */
-	uint64_t start_time;     /* /proc/<pid>/stat starttime, guards against pid reuse */
+	uint64_t start_time_ticks; /* /proc/<pid>/stat starttime (clock ticks), against pid reuse */
 	int status_fd;           /* pipe carrying the command's wait status, or -1 */
 	bool is_child;           /* pid is our child (waitpid works) */
 	char state_path[SANDBOX_PATH_MAX];

@@ -98,7 +98,7 @@ static void test_state_roundtrip(void **st)
 	snprintf(a.id, sizeof(a.id), "alice-0123456789ab");
 	snprintf(a.user, sizeof(a.user), "alice");
 	a.pid = 4242;
-	a.start_time = 123456789;
+	a.start_time_ticks = 123456789;
 	snprintf(a.home_image, sizeof(a.home_image), "/var/lib/labd/homes/alice.img");
 	snprintf(a.cgroup_parent, sizeof(a.cgroup_parent), "labd");
 	n = sandbox_state_format(&a, buf, sizeof(buf));
@@ -107,7 +107,7 @@ static void test_state_roundtrip(void **st)
 	assert_string_equal(b.id, a.id);
 	assert_string_equal(b.user, "alice");
 	assert_int_equal(b.pid, 4242);
-	assert_int_equal(b.start_time, 123456789);
+	assert_int_equal(b.start_time_ticks, 123456789);
 	assert_string_equal(b.home_image, a.home_image);
 	assert_string_equal(b.run_dir, "");
 	/* torn write: the last line lacks its newline */
