@@ -49,6 +49,9 @@ struct cgbox_limits {
 
 /* Fills *lo for this host (libcgroup + statfs of /sys/fs/cgroup); 0 or -1. */
 int cgbox_detect(struct cgbox_layout *lo);
+/* This host's layout, detected on first use and kept for the process; NULL (with the
+ * reason reported once) when no usable hierarchy exists. */
+const struct cgbox_layout *cgbox_host(void);
 /* The names of the controllers, for messages and the v1 layout ("memory", ...). */
 const char *cgbox_ctl_name(enum cgbox_ctl c);
 /* Creates <parent>/<name> in every hierarchy and applies lim; on failure removes what

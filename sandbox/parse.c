@@ -141,3 +141,30 @@ int sandbox_user_name_ok(const char *s)
 	}
 	return 1;
 }
+
+int sandbox_parse_stat_field(const char *stat, unsigned field, uint64_t *out)
+{
+	/* comm (field 2) may hold spaces and ')': fields restart after the last ')' */
+	const char *p = strrchr(stat, ')');
+	char *end;
+	unsigned long long v;
+
+	if (!p || field < 3)
+		return -1;
+	p++;
+	for (unsigned f = 3; f <= field; f++) {
+		if (*p != ' ')
+			return -1;
+		p++;
+		if (f < field)
+			p += strcspn(p, " \n");
+	}
+	if (!isdigit((unsigned char)*p))
+		return -1;
+	errno = 0;
+	v = strtoull(p, &end, 10);
+	if (errno || (*end && *end != ' ' && *end != '\n'))
+		return -1;
+	*out = v;
+	return 0;
+}

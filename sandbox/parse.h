@@ -1,4 +1,4 @@
-/* sandbox_parse.h - pure parsers for sandbox limits given as text (CLI, config).
+/* parse.h - pure parsers for sandbox limits given as text (CLI, config) and /proc.
  * Every function returns 0 on success or -1 (no logging; the caller says what). */
 #ifndef LABD_SANDBOX_PARSE_H
 #define LABD_SANDBOX_PARSE_H
@@ -17,6 +17,9 @@ int sandbox_parse_uint(const char *s, uint64_t max, uint64_t *out);
 int sandbox_parse_gpus(const char *s, struct sandbox_spec *spec);
 /* "none" or "egress". */
 int sandbox_parse_net(const char *s, enum sandbox_net *out);
+/* Field `field` (as proc(5) numbers them, >= 3) of a /proc/<pid>/stat line, as an
+ * unsigned decimal number; comm (field 2) may hold spaces and ')'. */
+int sandbox_parse_stat_field(const char *stat, unsigned field, uint64_t *out);
 /* A lab user name: 1..32 chars of [a-z_][a-z0-9_-]*. 1 if valid, else 0. */
 int sandbox_user_name_ok(const char *s);
 

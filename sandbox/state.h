@@ -7,6 +7,7 @@
 #ifndef LABD_SANDBOX_STATE_H
 #define LABD_SANDBOX_STATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -36,5 +37,7 @@ int sandbox_state_load(const char *path, struct sandbox_state *st);
 int sandbox_state_path(const char *state_dir, const char *id, char *buf, size_t size);
 /* Reads field 22 (starttime) of /proc/<pid>/stat; 0 if the process is gone or a zombie. */
 uint64_t sandbox_proc_start_ticks(pid_t pid);
+/* Whether the init st records is still that process (pid and start time match). */
+bool sandbox_state_alive(const struct sandbox_state *st);
 
 #endif
