@@ -6,7 +6,7 @@
  *
  *   session -> stdio -> wait-parent -> cgroup-namespace -> mount-sources -> inner-uid ->
  *   mounts (mounts.c) -> hostname -> loopback -> privileges -> seccomp (secfilter.c) ->
- *   rlimits -> command; the command's own last step is exec.
+ *   rlimits -> command -> title (title.c); the command's own last step is exec.
  *
  * The parent writes the uid/gid maps and moves us into the cgroups before wait-parent
  * returns.  After "command" this process stays as a tiny init that forwards signals and
@@ -34,6 +34,7 @@
 #include <grp.h>
 
 #include "sandbox/secfilter.h"
+#include "sandbox/title.h"
 
 extern char **environ;
 
@@ -290,6 +291,14 @@ static int step_rlimits(struct child *c)
 	return 0;
 }
 
+/* After the fork: the command keeps its copy of the strings the title overwrites (its
+ * argv may point into the caller's argument area, and so may user, cwd, image and the
+ * masks, none of which init reads again). */
+static int step_title(struct child *c)
+{
+	return title_set(c->a.user, c->msg, sizeof(c->msg));
+}
+
 /* The command's side, after fork: default signals, its own session, exec. */
 static _Noreturn void run_command(const struct child_args *a)
 {
@@ -358,6 +367,7 @@ static const struct child_step {
 	{"seccomp", step_seccomp},
 	{"rlimits", step_rlimits},
 	{"command", step_command},
+	{"title", step_title},
 };
 
 _Noreturn void child_main(const struct child_args *args)
