@@ -142,12 +142,32 @@ static void test_state_rejects(void **st)
 	}
 }
 
+static void test_stat_field(void **st)
+{
+	static const char line[] = "7 (a b) c) R 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 9\n";
+	uint64_t v;
+
+	(void)st;
+	assert_int_equal(sandbox_parse_stat_field(line, 4, &v), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(sandbox_parse_stat_field(line, 22, &v), 0);
+	assert_int_equal(v, 4242);
+	assert_int_equal(sandbox_parse_stat_field(line, 23, &v), 0);
+	assert_int_equal(v, 9);
+	assert_int_equal(sandbox_parse_stat_field(line, 3, &v), -1);  /* "R" is no number */
+	assert_int_equal(sandbox_parse_stat_field(line, 8, &v), -1);  /* -1 neither */
+	assert_int_equal(sandbox_parse_stat_field(line, 24, &v), -1); /* past the end */
+	assert_int_equal(sandbox_parse_stat_field(line, 2, &v), -1);
+	assert_int_equal(sandbox_parse_stat_field("no comm 1 2 3", 3, &v), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_size),
 		cmocka_unit_test(test_cpus),
 		cmocka_unit_test(test_uint_gpus_net_user),
+		cmocka_unit_test(test_stat_field),
 		cmocka_unit_test(test_state_roundtrip),
 		cmocka_unit_test(test_state_rejects),
 	};
