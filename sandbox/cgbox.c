@@ -1,4 +1,4 @@
-/* cgroup.c - per-sandbox cgroups on v1/hybrid and v2; see include/labd/cgroup_box.h.
+/* cgbox.c - per-sandbox cgroups on v1/hybrid and v2; see cgbox.h.
  *
  * Knob mapping (libcgroup's abstraction covers only cpu, cpuset and memory, so we keep
  * one table for all of them and write the files ourselves):

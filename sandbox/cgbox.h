@@ -1,4 +1,4 @@
-/* cgroup_box.h - one sandbox's cgroup(s) on cgroup v1, hybrid and v2 hosts.
+/* cgbox.h - one sandbox's cgroup(s) on cgroup v1, hybrid and v2 hosts.
  *
  * libcgroup finds the hierarchies (cgroup_init + cgroup_get_subsys_mount_point); the
  * knobs are written here per version, because libcgroup maps v1<->v2 only for cpu,

@@ -1,4 +1,4 @@
-/* cgroup_bpf.c - cgroup v2 device allow-list as a BPF program; see cgroup_bpf.h.
+/* cgbpf.c - cgroup v2 device allow-list as a BPF program; see cgbpf.h.
  *
  * The kernel calls the program with struct bpf_cgroup_dev_ctx { access_type, major,
  * minor }, access_type = (access << 16) | type; returning 0 makes open()/mknod() fail

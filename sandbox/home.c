@@ -1,4 +1,4 @@
-/* home.c - per-user ext4 home images; see include/labd/home.h.
+/* home.c - per-user ext4 home images; see home.h.
  *
  * Host-side code here never opens anything inside a user's home: the image is made
  * with mkfs.ext4 -E root_owner, so no chown walks user paths, and the helpers

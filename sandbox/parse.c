@@ -1,4 +1,4 @@
-/* parse.c - pure parsers for sandbox limits; see include/labd/sandbox_parse.h. */
+/* parse.c - pure parsers for sandbox limits; see parse.h. */
 #include "sandbox/parse.h"
 
 #include <ctype.h>

@@ -1,4 +1,4 @@
-/* state.c - sandbox state files; see include/labd/sandbox_state.h. */
+/* state.c - sandbox state files; see state.h. */
 #include "sandbox/state.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* sandbox_state.h - the state file that records what one sandbox holds on the host.
+/* state.h - the state file that records what one sandbox holds on the host.
  *
  * One file per sandbox, <state_dir>/sandboxes/<id>.state, "key=value" lines, written
  * atomically (temp file + rename).  It is what sandbox_gc() and sandbox_adopt() read
