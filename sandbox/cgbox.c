@@ -1,4 +1,4 @@
-/* cgroup.c - per-sandbox cgroups on v1/hybrid and v2; see include/labd/cgroup_box.h.
+/* cgbox.c - per-sandbox cgroups on v1/hybrid and v2; see cgbox.h.
  *
  * Knob mapping (libcgroup's abstraction covers only cpu, cpuset and memory, so we keep
  * one table for all of them and write the files ourselves):
@@ -27,10 +27,22 @@
 
 #include "sandbox/cgbpf.h"
 #include "labd/log.h"
+#include "sandbox/fail.h"
 
 static const char *const ctl_names[CGBOX_NCTL] = {"memory", "cpu", "pids", "blkio", "devices", "freezer"};
 
 const char *cgbox_ctl_name(enum cgbox_ctl c) { return c < CGBOX_NCTL ? ctl_names[c] : "?"; }
+
+const struct cgbox_layout *cgbox_host(void)
+{
+	/* the hierarchies do not move while we run: detect once */
+	static struct cgbox_layout host;
+	static int state; /* 0 not yet, 1 usable, -1 not */
+
+	if (state == 0)
+		state = cgbox_detect(&host) == 0 ? 1 : -1;
+	return state == 1 ? &host : NULL;
+}
 
 static int component_ok(const char *s)
 {
@@ -65,7 +77,7 @@ int cgbox_detect(struct cgbox_layout *lo)
 		free(mp);
 	}
 	if (!lo->v1[CGBOX_MEMORY][0] || !lo->v1[CGBOX_PIDS][0])
-		return log_error("cgroup v1: memory or pids controller not mounted");
+		return fail_error("cgroup v1: memory or pids controller not mounted");
 	return 0;
 }
 
@@ -91,13 +103,13 @@ static int write_knob(const char *dir, const char *file, const char *value)
 	int fd;
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
-		return log_error("cgroup path too long: %s", dir);
+		return fail_error("cgroup path too long: %s", dir);
 	/* O_CREAT only matters for the fake trees of the unit tests: cgroupfs files exist. */
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
-		return log_errno("open %s", path);
+		return fail_errno("open %s", path);
 	if (write(fd, value, len) != (ssize_t)len) {
-		log_errno("write %s to %s", value, path);
+		fail_errno("write %s to %s", value, path);
 		close(fd);
 		return -1;
 	}
@@ -123,7 +135,7 @@ static int write_u64(const char *dir, const char *file, uint64_t v)
 static int mkdir_ok(const char *path)
 {
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
-		return log_errno("mkdir %s", path);
+		return fail_errno("mkdir %s", path);
 	return 0;
 }
 
@@ -142,7 +154,7 @@ static int v1_limits(const struct cgbox_layout *lo, const char *parent, const ch
 	}
 	if (lim->cpu_milli) {
 		if (cgbox_path(lo, CGBOX_CPU, parent, name, dir, sizeof(dir)) < 0)
-			return log_error("cgroup v1: cpu controller not mounted");
+			return fail_error("cgroup v1: cpu controller not mounted");
 		if (write_knob(dir, "cpu.cfs_period_us", "100000") < 0 ||
 		    write_u64(dir, "cpu.cfs_quota_us", (uint64_t)lim->cpu_milli * 100) < 0)
 			return -1;
@@ -157,16 +169,16 @@ static int v1_limits(const struct cgbox_layout *lo, const char *parent, const ch
 			if (write_u64(dir, "blkio.weight", w) < 0)
 				return -1;
 		}
-		if (lim->io_wbps && (lim->io_major || lim->io_minor)) {
+		if (lim->io_write_bytes_per_s && (lim->io_major || lim->io_minor)) {
 			snprintf(buf, sizeof(buf), "%u:%u %" PRIu64, lim->io_major, lim->io_minor,
-				 lim->io_wbps);
+				 lim->io_write_bytes_per_s);
 			if (write_knob(dir, "blkio.throttle.write_bps_device", buf) < 0)
 				return -1;
 		}
 	}
 	if (lim->devices) {
 		if (cgbox_path(lo, CGBOX_DEVICES, parent, name, dir, sizeof(dir)) < 0)
-			return log_error("cgroup v1: devices controller not mounted");
+			return fail_error("cgroup v1: devices controller not mounted");
 		/* default deny, then exactly the listed nodes; no 'm': nodes can't be made */
 		if (write_knob(dir, "devices.deny", "a") < 0)
 			return -1;
@@ -213,9 +225,9 @@ static int v2_limits(const struct cgbox_layout *lo, const char *dir, const struc
 		if (write_knob(dir, "io.weight", buf) < 0)
 			return -1;
 	}
-	if (lim->io_wbps && (lim->io_major || lim->io_minor)) {
+	if (lim->io_write_bytes_per_s && (lim->io_major || lim->io_minor)) {
 		snprintf(buf, sizeof(buf), "%u:%u wbps=%" PRIu64, lim->io_major, lim->io_minor,
-			 lim->io_wbps);
+			 lim->io_write_bytes_per_s);
 		if (write_knob(dir, "io.max", buf) < 0)
 			return -1;
 	}
@@ -224,10 +236,10 @@ static int v2_limits(const struct cgbox_layout *lo, const char *dir, const struc
 		int n = cgbpf_dev_build(lim->devs, lim->n_devs, insns, CGBPF_MAX_INSNS);
 		int fd, rc;
 		if (n < 0)
-			return log_error("cgroup v2: device program too large");
+			return fail_error("cgroup v2: device program too large");
 		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
-			return log_errno("open %s", dir);
+			return fail_errno("open %s", dir);
 		rc = cgbpf_dev_attach(fd, insns, (size_t)n);
 		close(fd);
 		if (rc < 0)
@@ -242,13 +254,13 @@ int cgbox_create(const struct cgbox_layout *lo, const char *parent, const char *
 	char dir[512];
 
 	if (!component_ok(parent) || !component_ok(name))
-		return log_error("cgroup: bad name %s/%s", parent ? parent : "", name ? name : "");
+		return fail_error("cgroup: bad name %s/%s", parent ? parent : "", name ? name : "");
 	if (lo->mode == CGBOX_V2) {
 		if (v2_enable(lo->v2) < 0 || cgbox_path(lo, 0, parent, NULL, dir, sizeof(dir)) < 0 ||
 		    mkdir_ok(dir) < 0 || v2_enable(dir) < 0)
 			goto fail;
 		if (cgbox_path(lo, 0, parent, name, dir, sizeof(dir)) < 0 || mkdir(dir, 0755) < 0) {
-			log_errno("mkdir %s", dir);
+			fail_errno("mkdir %s", dir);
 			return -1; /* an existing cgroup of that name is not ours to remove */
 		}
 		if (v2_limits(lo, dir, lim) < 0)
@@ -411,7 +423,7 @@ int cgbox_kill(const struct cgbox_layout *lo, const char *parent, const char *na
 		sleep_ms(round < 10 ? 2 : 10);
 	}
 	if (read_procs(dir, NULL, 0) > 0)
-		return log_error("cgroup %s/%s: processes survive SIGKILL", parent, name);
+		return fail_error("cgroup %s/%s: processes survive SIGKILL", parent, name);
 	return 0;
 }
 
@@ -437,7 +449,7 @@ int cgbox_remove(const struct cgbox_layout *lo, const char *parent, const char *
 					closedir(d);
 			}
 			if (tries >= 100) {
-				rc = log_errno("rmdir %s", dir);
+				rc = fail_errno("rmdir %s", dir);
 				break;
 			}
 			sleep_ms(10); /* EBUSY: the last task is still being reaped */

@@ -1,4 +1,4 @@
-/* cgroup_box.h - one sandbox's cgroup(s) on cgroup v1, hybrid and v2 hosts.
+/* cgbox.h - one sandbox's cgroup(s) on cgroup v1, hybrid and v2 hosts.
  *
  * libcgroup finds the hierarchies (cgroup_init + cgroup_get_subsys_mount_point); the
  * knobs are written here per version, because libcgroup maps v1<->v2 only for cpu,
@@ -40,8 +40,8 @@ struct cgbox_limits {
 	uint32_t cpu_milli;  /* 0 = none */
 	uint32_t pids_max;   /* 0 = none */
 	uint32_t io_weight;  /* v2 scale 1..10000, 0 = leave */
-	uint64_t io_wbps;    /* 0 = none */
-	unsigned io_major, io_minor; /* device io_wbps applies to */
+	uint64_t io_write_bytes_per_s; /* 0 = none */
+	unsigned io_major, io_minor; /* the device io_write_bytes_per_s applies to */
 	bool devices;        /* restrict devices to devs[] */
 	struct cgbox_dev devs[CGBOX_MAX_DEVS];
 	size_t n_devs;
@@ -49,6 +49,9 @@ struct cgbox_limits {
 
 /* Fills *lo for this host (libcgroup + statfs of /sys/fs/cgroup); 0 or -1. */
 int cgbox_detect(struct cgbox_layout *lo);
+/* This host's layout, detected on first use and kept for the process; NULL (with the
+ * reason reported once) when no usable hierarchy exists. */
+const struct cgbox_layout *cgbox_host(void);
 /* The names of the controllers, for messages and the v1 layout ("memory", ...). */
 const char *cgbox_ctl_name(enum cgbox_ctl c);
 /* Creates <parent>/<name> in every hierarchy and applies lim; on failure removes what

@@ -1,4 +1,4 @@
-/* cgroup_bpf.c - cgroup v2 device allow-list as a BPF program; see cgroup_bpf.h.
+/* cgbpf.c - cgroup v2 device allow-list as a BPF program; see cgbpf.h.
  *
  * The kernel calls the program with struct bpf_cgroup_dev_ctx { access_type, major,
  * minor }, access_type = (access << 16) | type; returning 0 makes open()/mknod() fail
@@ -13,7 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "labd/log.h"
+#include "sandbox/fail.h"
 
 #define INSN(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i)})
 #define LDX_W(dst, src, off) INSN(BPF_LDX | BPF_MEM | BPF_W, dst, src, off, 0)
@@ -76,7 +76,7 @@ int cgbpf_dev_attach(int cgroup_fd, const struct bpf_insn *insns, size_t n)
 		prog = bpf_call(BPF_PROG_LOAD, &attr);
 	}
 	if (prog < 0)
-		return log_errno("bpf: load device program");
+		return fail_errno("bpf: load device program");
 	memset(&attr, 0, sizeof(attr));
 	attr.target_fd = (uint32_t)cgroup_fd;
 	attr.attach_bpf_fd = (uint32_t)prog;
@@ -85,7 +85,7 @@ int cgbpf_dev_attach(int cgroup_fd, const struct bpf_insn *insns, size_t n)
 	attr.attach_flags = BPF_F_ALLOW_MULTI;
 	rc = bpf_call(BPF_PROG_ATTACH, &attr);
 	if (rc < 0)
-		log_errno("bpf: attach device program");
+		fail_errno("bpf: attach device program");
 	close(prog); /* the attachment holds its own reference */
 	return rc < 0 ? -1 : 0;
 }

@@ -1,4 +1,4 @@
-/* cgroup_bpf.h - the cgroup v2 device controller: a BPF_PROG_TYPE_CGROUP_DEVICE
+/* cgbpf.h - the cgroup v2 device controller: a BPF_PROG_TYPE_CGROUP_DEVICE
  * program that allows exactly a list of devices (modelled on crun's ebpf.c). */
 #ifndef LABD_CGROUP_BPF_H
 #define LABD_CGROUP_BPF_H

@@ -1,10 +1,16 @@
-/* child.c - the sandbox child: pid 1 of the new namespaces.
+/* child.c - the sandbox child: pid 1 of the new namespaces, built in named steps.
  *
- * Order (nsjail's containProc, bubblewrap): wait for the parent to write the uid/gid
- * maps and move us into the cgroup -> cgroup namespace -> clone the host trees ->
- * become the inner uid -> build the filesystem and pivot -> hostname, loopback ->
- * drop every capability, no_new_privs, not dumpable -> seccomp -> rlimits -> fork the
- * command; this process stays as a tiny init that forwards signals and reaps.
+ * The steps, in order (nsjail's containProc, bubblewrap), each a short function calling
+ * into the module that owns it; the first that fails sends "<step>\0<what>" to the parent
+ * through err_fd and exits 127:
+ *
+ *   session -> stdio -> wait-parent -> cgroup-namespace -> mount-sources -> inner-uid ->
+ *   mounts (mounts.c) -> hostname -> loopback -> privileges -> seccomp (secfilter.c) ->
+ *   rlimits -> command -> title (title.c); the command's own last step is exec.
+ *
+ * The parent writes the uid/gid maps and moves us into the cgroups before wait-parent
+ * returns.  After "command" this process stays as a tiny init that forwards signals and
+ * reaps (run_init).
  */
 #include "child.h"
 
@@ -27,25 +33,53 @@
 #include <unistd.h>
 #include <grp.h>
 
-#include "labd/log.h"
 #include "sandbox/secfilter.h"
+#include "sandbox/title.h"
 
 extern char **environ;
 
-/* Reports a setup failure to the parent through err_fd and exits. */
-static _Noreturn void child_fail(const struct child_args *a, const char *msg)
+/* One child in the making: its copy of the arguments and what the steps share. */
+struct child {
+	struct child_args a;
+	struct mount_fds fds;
+	sigset_t set; /* the signals init waits for */
+	pid_t cmd;
+	char msg[512]; /* what the failing step says */
+};
+
+/* Sends "<step>\0<msg>" to the parent (one write: a pipe keeps it whole) and exits. */
+static _Noreturn void report(int err_fd, const char *step, const char *msg)
 {
-	size_t n = strlen(msg);
-	if (write(a->err_fd, msg, n) < 0)
-		_exit(127);
+	char buf[SANDBOX_STEP_MAX + 512];
+	size_t sl = strnlen(step, SANDBOX_STEP_MAX - 1), ml = strnlen(msg, 511);
+
+	memcpy(buf, step, sl);
+	buf[sl] = '\0';
+	memcpy(buf + sl + 1, msg, ml);
+	if (write(err_fd, buf, sl + 1 + ml) < 0)
+		_exit(127); /* the parent is gone: nobody to tell */
 	_exit(127);
 }
 
-static _Noreturn void child_failf(const struct child_args *a, const char *what)
+void child_report_parse(const char *buf, size_t len, char *step, size_t step_size, char *msg,
+			size_t msg_size)
 {
-	char msg[512];
-	snprintf(msg, sizeof(msg), "%s: %s", what, strerror(errno));
-	child_fail(a, msg);
+	const char *nul = memchr(buf, '\0', len);
+
+	if (!nul) {
+		snprintf(step, step_size, "child");
+		snprintf(msg, msg_size, "%.*s", (int)len, buf);
+		return;
+	}
+	snprintf(step, step_size, "%.*s", (int)(nul - buf), buf);
+	snprintf(msg, msg_size, "%.*s", (int)(len - (size_t)(nul + 1 - buf)), nul + 1);
+}
+
+/* "<what>: <strerror(errno)>" into c->msg; returns -1. */
+static int failed(struct child *c, const char *what)
+{
+	snprintf(c->msg, sizeof(c->msg), "%s: %s", what, strerror(errno));
+	return -1;
 }
 
 static int loopback_up(void)
@@ -79,60 +113,6 @@ static int drop_caps(void)
 		return -1;
 	memset(data, 0, sizeof(data));
 	return (int)syscall(SYS_capset, &hdr, data);
-}
-
-/* Moves our three pipes to 3, 4, 5 and closes every other inherited fd. */
-static void close_fds(struct child_args *a)
-{
-	int fds[3] = {a->sync_fd, a->err_fd, a->status_fd};
-	for (int i = 0; i < 3; i++) {
-		int tmp = fcntl(fds[i], F_DUPFD_CLOEXEC, 16);
-		if (tmp < 0)
-			_exit(127);
-		fds[i] = tmp;
-	}
-	for (int i = 0; i < 3; i++) {
-		if (dup3(fds[i], 3 + i, O_CLOEXEC) < 0)
-			_exit(127);
-	}
-	/* nothing of the parent's survives: no leaked fd reaches a host directory or
-	 * socket (CVE-2024-21626 class) */
-	if (syscall(SYS_close_range, 6, ~0U, 0) < 0) {
-		for (int fd = 6; fd < 65536; fd++)
-			close(fd);
-	}
-	a->sync_fd = 3;
-	a->err_fd = 4;
-	a->status_fd = 5;
-}
-
-static _Noreturn void run_command(const struct child_args *a, const sigset_t *oldmask)
-{
-	struct sigaction sa;
-	sigset_t none;
-
-	(void)oldmask;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (int s = 1; s < NSIG; s++)
-		sigaction(s, &sa, NULL);
-	/* A fresh mask, not the caller's: the labd supervisor blocks SIGTERM and
-	 * SIGCHLD for its signalfd, and a command started with SIGTERM blocked
-	 * could never be asked to stop. */
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	close(a->status_fd);
-	/* own session: TIOCSTI on an inherited terminal can't reach the caller's shell */
-	setsid();
-	if (a->cwd && chdir(a->cwd) < 0 && chdir("/") < 0)
-		child_failf(a, "chdir");
-	environ = (char **)a->envp;
-	execvp(a->argv[0], a->argv);
-	{
-		char msg[512];
-		snprintf(msg, sizeof(msg), "exec %s: %s", a->argv[0], strerror(errno));
-		child_fail(a, msg);
-	}
 }
 
 /* pid 1: forwards termination signals to the command, reaps every orphan, and exits
@@ -183,88 +163,222 @@ static void install_forward_handlers(const sigset_t *set)
 			sigaction(sig, &sa, NULL);
 }
 
-_Noreturn void child_main(const struct child_args *args)
+/* getppid() is 0 in the new pid namespace; a parent that died before this is noticed as
+ * EOF in wait-parent.  Its own session: a Ctrl-C meant for the caller's terminal (labd
+ * run in the foreground) must not reach init, which would forward it to Jupyter. */
+static int step_session(struct child *c)
 {
-	struct child_args a = *args;
-	struct mount_fds fds;
-	struct rlimit rl;
-	sigset_t set, old;
-	char msg[768], c;
-	pid_t cmd;
+	if (c->a.die_with_parent && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		return failed(c, "set the parent-death signal");
+	if (setsid() < 0)
+		return failed(c, "setsid");
+	return 0;
+}
 
-	/* getppid() is 0 in the new pid namespace; a parent that died before this line
-	 * is noticed as EOF on sync_fd below */
-	if (a.die_with_parent)
-		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	/* Its own session: a Ctrl-C meant for the caller's terminal (labd run in
-	 * the foreground) must not reach init, which would forward it to Jupyter. */
-	setsid();
-	close_fds(&a);
-	if (read(a.sync_fd, &c, 1) != 1)
-		_exit(127); /* the parent failed before releasing us */
-	close(a.sync_fd);
+/* The spec's stdio onto 0, 1, 2 (nsjail's setupFD), our three pipes onto 3, 4, 5
+ * (close-on-exec), and nothing else of the caller's survives: no leaked fd reaches a
+ * host directory or socket (CVE-2024-21626 class). */
+static int step_stdio(struct child *c)
+{
+	int want[6] = {c->a.stdio[0], c->a.stdio[1], c->a.stdio[2],
+		       c->a.sync_fd,  c->a.err_fd,   c->a.status_fd};
+	int moved[6];
 
-	/* the cgroup namespace roots /proc/self/cgroup at the cgroup the parent made */
-	if (unshare(CLONE_NEWCGROUP) < 0)
-		child_failf(&a, "unshare cgroup namespace");
-	if (mounts_prepare(&a, &fds, msg, sizeof(msg)) < 0)
-		child_fail(&a, msg);
-	/* drop the host root's supplementary groups before anything else can use them */
-	if (setgroups(0, NULL) < 0 || setresgid(a.inner_uid, a.inner_uid, a.inner_uid) < 0 ||
-	    setresuid(a.inner_uid, a.inner_uid, a.inner_uid) < 0)
-		child_failf(&a, "switch to the inner uid");
-	/* a credential change clears the parent-death signal: set it (again) now, then
-	 * make sure the parent did not die before it took effect (our status pipe's read
-	 * end is gone then, which poll reports as POLLERR) */
-	if (a.die_with_parent) {
-		struct pollfd p = {a.status_fd, POLLOUT, 0};
-		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	for (int i = 0; i < 3; i++)
+		if (want[i] == SANDBOX_FD_NULL && (want[i] = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+			return failed(c, "open /dev/null");
+	/* first all above 5, so that no target below clobbers a source still to be moved */
+	for (int i = 0; i < 6; i++)
+		if ((moved[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 6)) < 0)
+			return failed(c, "duplicate stdio");
+	c->a.err_fd = moved[4];
+	for (int i = 0; i < 6; i++)
+		if (dup3(moved[i], i, i < 3 ? 0 : O_CLOEXEC) < 0)
+			return failed(c, "move stdio");
+	c->a.sync_fd = 3;
+	c->a.err_fd = 4;
+	c->a.status_fd = 5;
+	if (syscall(SYS_close_range, 6, ~0U, 0) < 0) {
+		for (int fd = 6; fd < 65536; fd++)
+			close(fd);
+	}
+	return 0;
+}
+
+static int step_wait_parent(struct child *c)
+{
+	char go;
+
+	if (read(c->a.sync_fd, &go, 1) != 1)
+		_exit(127); /* the parent failed before releasing us: nobody reads a report */
+	close(c->a.sync_fd);
+	return 0;
+}
+
+/* the cgroup namespace roots /proc/self/cgroup at the cgroup the parent made */
+static int step_cgroup_ns(struct child *c)
+{
+	return unshare(CLONE_NEWCGROUP) < 0 ? failed(c, "unshare cgroup namespace") : 0;
+}
+
+static int step_mount_sources(struct child *c)
+{
+	return mounts_prepare(&c->a, &c->fds, c->msg, sizeof(c->msg));
+}
+
+/* Drops the host root's supplementary groups before anything else can use them. */
+static int step_inner_uid(struct child *c)
+{
+	uid_t u = c->a.inner_uid;
+
+	if (setgroups(0, NULL) < 0 || setresgid(u, u, u) < 0 || setresuid(u, u, u) < 0)
+		return failed(c, "switch to the inner uid");
+	/* a credential change clears the parent-death signal: set it again, then make sure
+	 * the parent did not die before it took effect (our status pipe's read end is gone
+	 * then, which poll reports as POLLERR) */
+	if (c->a.die_with_parent) {
+		struct pollfd p = {c->a.status_fd, POLLOUT, 0};
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+			return failed(c, "set the parent-death signal");
 		if (poll(&p, 1, 0) == 1 && (p.revents & POLLERR))
 			_exit(127);
 	}
-	if (mounts_build(&a, &fds, msg, sizeof(msg)) < 0)
-		child_fail(&a, msg);
-	if (sethostname(a.user, strlen(a.user)) < 0)
-		child_failf(&a, "sethostname");
-	if (loopback_up() < 0)
-		child_failf(&a, "bring up lo");
+	return 0;
+}
 
+static int step_mounts(struct child *c)
+{
+	return mounts_build(&c->a, &c->fds, c->msg, sizeof(c->msg));
+}
+
+static int step_hostname(struct child *c)
+{
+	return sethostname(c->a.user, strlen(c->a.user)) < 0 ? failed(c, "sethostname") : 0;
+}
+
+static int step_loopback(struct child *c)
+{
+	return loopback_up() < 0 ? failed(c, "bring up lo") : 0;
+}
+
+static int step_privileges(struct child *c)
+{
 	if (drop_caps() < 0)
-		child_failf(&a, "drop capabilities");
+		return failed(c, "drop capabilities");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		child_failf(&a, "no_new_privs");
+		return failed(c, "no_new_privs");
 	/* init holds the supervisor's memory image: nobody inside may ptrace or read it,
 	 * nor write through /proc/1/exe (CVE-2019-5736 class) */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		child_failf(&a, "set non-dumpable");
-	if (secfilter_install() < 0)
-		child_failf(&a, "seccomp");
-	rl.rlim_cur = rl.rlim_max = 0;
-	if (setrlimit(RLIMIT_CORE, &rl) < 0)
-		child_failf(&a, "rlimit core");
-	rl.rlim_cur = rl.rlim_max = a.nofile;
-	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-		child_failf(&a, "rlimit nofile");
+		return failed(c, "set non-dumpable");
+	return 0;
+}
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
-	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGUSR2);
-	sigprocmask(SIG_BLOCK, &set, &old);
-	/* As pid 1 of its namespace, init is SIGNAL_UNKILLABLE: the kernel drops a
-	 * signal sent from outside whose handler is SIG_DFL, even while it is
-	 * blocked for sigwaitinfo. A handler (never run: the signals stay blocked)
-	 * makes the supervisor's SIGTERM arrive so it can be forwarded. */
-	install_forward_handlers(&set);
-	cmd = fork();
-	if (cmd < 0)
-		child_failf(&a, "fork command");
-	if (cmd == 0)
-		run_command(&a, &old);
-	close(a.err_fd); /* EOF reaches the parent once the command has exec'd */
-	run_init(&a, cmd, &set);
+static int step_seccomp(struct child *c)
+{
+	return secfilter_install() < 0 ? failed(c, "install the filter") : 0;
+}
+
+static int step_rlimits(struct child *c)
+{
+	struct rlimit rl = {0, 0};
+
+	if (setrlimit(RLIMIT_CORE, &rl) < 0)
+		return failed(c, "rlimit core");
+	rl.rlim_cur = rl.rlim_max = c->a.nofile;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return failed(c, "rlimit nofile");
+	return 0;
+}
+
+/* After the fork: the command keeps its copy of the strings the title overwrites (its
+ * argv may point into the caller's argument area, and so may user, cwd, image and the
+ * masks, none of which init reads again). */
+static int step_title(struct child *c)
+{
+	return title_set(c->a.user, c->msg, sizeof(c->msg));
+}
+
+/* The command's side, after fork: default signals, its own session, exec. */
+static _Noreturn void run_command(const struct child_args *a)
+{
+	struct sigaction sa;
+	sigset_t none;
+	char msg[512];
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int s = 1; s < NSIG; s++)
+		sigaction(s, &sa, NULL);
+	/* A fresh mask, not the caller's: the labd supervisor blocks SIGTERM and SIGCHLD
+	 * for its signalfd, and a command started with SIGTERM blocked could never be
+	 * asked to stop. */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	close(a->status_fd);
+	/* own session: TIOCSTI on an inherited terminal can't reach the caller's shell */
+	setsid();
+	if (a->cwd && chdir(a->cwd) < 0 && chdir("/") < 0) {
+		snprintf(msg, sizeof(msg), "chdir %s: %s", a->cwd, strerror(errno));
+		report(a->err_fd, "exec", msg);
+	}
+	environ = (char **)a->envp;
+	execvp(a->argv[0], a->argv);
+	snprintf(msg, sizeof(msg), "exec %s: %s", a->argv[0], strerror(errno));
+	report(a->err_fd, "exec", msg);
+}
+
+/* Blocks what init waits for and forks the command. */
+static int step_command(struct child *c)
+{
+	static const int sigs[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+	sigemptyset(&c->set);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&c->set, sigs[i]);
+	sigprocmask(SIG_BLOCK, &c->set, NULL);
+	/* As pid 1 of its namespace, init is SIGNAL_UNKILLABLE: the kernel drops a signal
+	 * sent from outside whose handler is SIG_DFL, even while it is blocked for
+	 * sigwaitinfo.  A handler (never run: the signals stay blocked) makes the
+	 * supervisor's SIGTERM arrive so it can be forwarded. */
+	install_forward_handlers(&c->set);
+	c->cmd = fork();
+	if (c->cmd < 0)
+		return failed(c, "fork the command");
+	if (c->cmd == 0)
+		run_command(&c->a);
+	return 0;
+}
+
+static const struct child_step {
+	const char *name;
+	int (*run)(struct child *c);
+} child_steps[] = {
+	{"session", step_session},
+	{"stdio", step_stdio},
+	{"wait-parent", step_wait_parent},
+	{"cgroup-namespace", step_cgroup_ns},
+	{"mount-sources", step_mount_sources},
+	{"inner-uid", step_inner_uid},
+	{"mounts", step_mounts},
+	{"hostname", step_hostname},
+	{"loopback", step_loopback},
+	{"privileges", step_privileges},
+	{"seccomp", step_seccomp},
+	{"rlimits", step_rlimits},
+	{"command", step_command},
+	{"title", step_title},
+};
+
+_Noreturn void child_main(const struct child_args *args)
+{
+	struct child c;
+
+	memset(&c, 0, sizeof(c));
+	c.a = *args;
+	for (size_t i = 0; i < sizeof(child_steps) / sizeof(child_steps[0]); i++)
+		if (child_steps[i].run(&c) < 0)
+			report(c.a.err_fd, child_steps[i].name, c.msg);
+	close(c.a.err_fd); /* EOF reaches the parent once the command has exec'd */
+	run_init(&c.a, c.cmd, &c.set);
 }

@@ -19,8 +19,9 @@ struct child_dev {
 
 struct child_args {
 	int sync_fd;   /* read: one byte when maps and cgroup are in place */
-	int err_fd;    /* write, O_CLOEXEC: setup error text, EOF on exec */
+	int err_fd;    /* write, O_CLOEXEC: "<step>\0<what failed>" (child_report), EOF on exec */
 	int status_fd; /* write: the command's wait status (int) */
+	int stdio[3];  /* the caller's fds for 0, 1, 2, or SANDBOX_FD_NULL */
 	uid_t inner_uid;
 	const char *user;
 	char home_src[SANDBOX_PATH_MAX]; /* host mount of the home, "" for none */
@@ -41,9 +42,14 @@ struct child_args {
 	pid_t parent;
 };
 
-/* Runs in the clone()d child: waits for the parent, builds the filesystem, drops
- * privileges, becomes init and runs the command.  Never returns. */
+/* Runs in the clone()d child: its steps (child.c) wait for the parent, build the
+ * filesystem, drop privileges, and fork the command; then it stays as init.  A failing
+ * step writes its report to err_fd and exits 127.  Never returns. */
 _Noreturn void child_main(const struct child_args *a);
+/* The parent's side: parses a report read from err_fd (len bytes) into the step's name
+ * and its message.  Pure. */
+void child_report_parse(const char *buf, size_t len, char *step, size_t step_size, char *msg,
+			size_t msg_size);
 struct mount_fds {
 	int root, home, run, driver;    /* detached mount trees (open_tree), or -1 */
 	int devs[CHILD_MAX_DEVS];

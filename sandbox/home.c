@@ -1,4 +1,4 @@
-/* home.c - per-user ext4 home images; see include/labd/home.h.
+/* home.c - per-user ext4 home images; see home.h.
  *
  * Host-side code here never opens anything inside a user's home: the image is made
  * with mkfs.ext4 -E root_owner, so no chown walks user paths, and the helpers
@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "labd/log.h"
+#include "sandbox/fail.h"
 
 #define PATH_LEN 4096
 
@@ -36,7 +37,7 @@ static int run_helper(const char *const argv[])
 	pid_t pid = fork();
 
 	if (pid < 0)
-		return log_errno("fork %s", argv[0]);
+		return fail_errno("fork %s", argv[0]);
 	if (pid == 0) {
 		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (devnull >= 0) {
@@ -49,10 +50,10 @@ static int run_helper(const char *const argv[])
 	}
 	while (waitpid(pid, &st, 0) < 0) {
 		if (errno != EINTR)
-			return log_errno("waitpid %s", argv[0]);
+			return fail_errno("waitpid %s", argv[0]);
 	}
 	if (!WIFEXITED(st))
-		return log_error("%s: killed by signal %d", argv[0], WTERMSIG(st));
+		return fail_error("%s: killed by signal %d", argv[0], WTERMSIG(st));
 	return WEXITSTATUS(st);
 }
 
@@ -69,29 +70,29 @@ static const char *tool(const char *name)
 	return buf;
 }
 
-int home_ensure(const char *image, uint64_t size, uid_t owner)
+int home_ensure(const char *image, uint64_t size_bytes, uid_t owner)
 {
 	char opts[128], dir[PATH_LEN];
 	const char *slash = strrchr(image, '/');
 	struct stat st;
 	int fd, rc;
 
-	if (!slash || size < (16ull << 20))
-		return log_error("home %s: bad path or size", image);
+	if (!slash || size_bytes < (16ull << 20))
+		return fail_error("home %s: bad path or size", image);
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - image), image);
 	if (dir[0] && mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return log_errno("mkdir %s", dir);
+		return fail_errno("mkdir %s", dir);
 	fd = open(image, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		if (errno != EEXIST)
-			return log_errno("create %s", image);
+			return fail_errno("create %s", image);
 		if (lstat(image, &st) < 0 || !S_ISREG(st.st_mode))
-			return log_error("home %s: not a regular file", image);
+			return fail_error("home %s: not a regular file", image);
 		return 0;
 	}
 	/* sparse: blocks are only used as the user writes */
-	if (ftruncate(fd, (off_t)size) < 0) {
-		log_errno("truncate %s", image);
+	if (ftruncate(fd, (off_t)size_bytes) < 0) {
+		fail_errno("truncate %s", image);
 		close(fd);
 		unlink(image);
 		return -1;
@@ -110,7 +111,7 @@ int home_ensure(const char *image, uint64_t size, uid_t owner)
 	}
 	if (rc != 0) {
 		unlink(image);
-		return log_error("mkfs.ext4 %s failed (%d)", image, rc);
+		return fail_error("mkfs.ext4 %s failed (%d)", image, rc);
 	}
 	return 0;
 }
@@ -130,19 +131,19 @@ static int home_lock(const char *state_dir, const char *user)
 	int fd;
 
 	if (!user[0] || strchr(user, '/') || user[0] == '.')
-		return log_error("bad user %s", user);
+		return fail_error("bad user %s", user);
 	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
 		snprintf(path, sizeof(path), "%s%s%s%s", state_dir, sub[i], i >= 2 ? user : "", tail[i]);
 		if (mkdir(path, 0700) < 0 && errno != EEXIST)
-			return log_errno("mkdir %s", path);
+			return fail_errno("mkdir %s", path);
 	}
 	snprintf(path, sizeof(path), "%s/homes/%s/lock", state_dir, user);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
-		return log_errno("open %s", path);
+		return fail_errno("open %s", path);
 	if (flock(fd, LOCK_EX) < 0) {
 		close(fd);
-		return log_errno("lock %s", path);
+		return fail_errno("lock %s", path);
 	}
 	return fd;
 }
@@ -222,27 +223,27 @@ static int loop_mount(const char *image, const char *mnt)
 	if (attached_loop(image, dev, sizeof(dev)) == 0) {
 		log_warn("home %s is still attached to %s: reusing it", image, dev);
 		if (mount(dev, mnt, "ext4", MS_NODEV | MS_NOSUID, "errors=remount-ro") < 0)
-			return log_errno("mount %s on %s", dev, mnt);
+			return fail_errno("mount %s on %s", dev, mnt);
 		return 0;
 	}
 	imgfd = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (imgfd < 0)
-		return log_errno("open %s", image);
+		return fail_errno("open %s", image);
 	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 	if (ctl < 0) {
-		log_errno("open /dev/loop-control");
+		fail_errno("open /dev/loop-control");
 		goto out;
 	}
 	for (int tries = 0; tries < 16; tries++) {
 		int nr = ioctl(ctl, LOOP_CTL_GET_FREE);
 		if (nr < 0) {
-			log_errno("loop: get free device");
+			fail_errno("loop: get free device");
 			goto out;
 		}
 		snprintf(dev, sizeof(dev), "/dev/loop%d", nr);
 		loopfd = open(dev, O_RDWR | O_CLOEXEC);
 		if (loopfd < 0) {
-			log_errno("open %s", dev);
+			fail_errno("open %s", dev);
 			goto out;
 		}
 		memset(&cfg, 0, sizeof(cfg));
@@ -261,16 +262,16 @@ static int loop_mount(const char *image, const char *mnt)
 		close(loopfd);
 		loopfd = -1;
 		if (errno != EBUSY) {
-			log_errno("loop: configure %s", dev);
+			fail_errno("loop: configure %s", dev);
 			goto out;
 		}
 	}
 	if (loopfd < 0) {
-		log_error("loop: no free device");
+		fail_error("loop: no free device");
 		goto out;
 	}
 	if (mount(dev, mnt, "ext4", MS_NODEV | MS_NOSUID, "errors=remount-ro") < 0) {
-		log_errno("mount %s on %s", dev, mnt);
+		fail_errno("mount %s on %s", dev, mnt);
 		goto out;
 	}
 	rc = 0;
@@ -289,7 +290,7 @@ int home_mount_ref(const char *state_dir, const char *user, const char *image, c
 	int lock, fd, rc = -1;
 
 	if (!holder[0] || strchr(holder, '/') || holder[0] == '.')
-		return log_error("bad home holder %s", holder);
+		return fail_error("bad home holder %s", holder);
 	if ((lock = home_lock(state_dir, user)) < 0)
 		return -1;
 	home_mount_path(state_dir, user, mnt, sizeof(mnt));
@@ -298,7 +299,7 @@ int home_mount_ref(const char *state_dir, const char *user, const char *image, c
 	snprintf(ref, sizeof(ref), "%s/homes/%s/refs/%s", state_dir, user, holder);
 	fd = open(ref, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
-		log_errno("create %s", ref);
+		fail_errno("create %s", ref);
 		if (count_refs(state_dir, user) == 0)
 			umount2(mnt, 0);
 		goto out;
@@ -317,7 +318,7 @@ static int unmount_home(const char *mnt)
 	/* EBUSY: a dying sandbox still pins it; detach now, the kernel finishes later */
 	if (umount2(mnt, MNT_DETACH) == 0)
 		return 0;
-	return log_errno("umount %s", mnt);
+	return fail_errno("umount %s", mnt);
 }
 
 int home_unref(const char *state_dir, const char *user, const char *holder)
@@ -326,12 +327,12 @@ int home_unref(const char *state_dir, const char *user, const char *holder)
 	int lock, rc = 0;
 
 	if (!holder[0] || strchr(holder, '/') || holder[0] == '.')
-		return log_error("bad home holder %s", holder);
+		return fail_error("bad home holder %s", holder);
 	if ((lock = home_lock(state_dir, user)) < 0)
 		return -1;
 	snprintf(ref, sizeof(ref), "%s/homes/%s/refs/%s", state_dir, user, holder);
 	if (unlink(ref) < 0 && errno != ENOENT)
-		rc = log_errno("unlink %s", ref);
+		rc = fail_errno("unlink %s", ref);
 	home_mount_path(state_dir, user, mnt, sizeof(mnt));
 	if (count_refs(state_dir, user) == 0 && is_mounted(mnt, NULL))
 		rc = unmount_home(mnt);
@@ -348,7 +349,7 @@ int home_gc(const char *state_dir, bool (*is_live)(const char *holder, void *arg
 
 	snprintf(path, sizeof(path), "%s/homes", state_dir);
 	if (!(homes = opendir(path)))
-		return errno == ENOENT ? 0 : log_errno("opendir %s", path);
+		return errno == ENOENT ? 0 : fail_errno("opendir %s", path);
 	while ((u = readdir(homes))) {
 		int lock;
 		if (u->d_name[0] == '.' || u->d_type != DT_DIR)
@@ -378,12 +379,12 @@ int home_gc(const char *state_dir, bool (*is_live)(const char *holder, void *arg
 static int loop_dev_of(dev_t dev, char *buf, size_t size)
 {
 	if (major(dev) != 7)
-		return log_error("home is not on a loop device");
+		return fail_error("home is not on a loop device");
 	snprintf(buf, size, "/dev/loop%u", minor(dev));
 	return 0;
 }
 
-int home_grow(const char *state_dir, const char *user, const char *image, uint64_t new_size)
+int home_grow(const char *state_dir, const char *user, const char *image, uint64_t new_size_bytes)
 {
 	char mnt[PATH_LEN], dev[64], resize[64], e2fsck[64];
 	struct stat st;
@@ -394,19 +395,19 @@ int home_grow(const char *state_dir, const char *user, const char *image, uint64
 		return -1;
 	fd = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		log_errno("open %s", image);
+		fail_errno("open %s", image);
 		goto out;
 	}
-	if (new_size < (uint64_t)st.st_size) {
-		log_error("home %s: shrinking is not supported", image);
+	if (new_size_bytes < (uint64_t)st.st_size) {
+		fail_error("home %s: shrinking is not supported", image);
 		goto out;
 	}
-	if (new_size == (uint64_t)st.st_size) {
+	if (new_size_bytes == (uint64_t)st.st_size) {
 		rc = 0;
 		goto out;
 	}
-	if (ftruncate(fd, (off_t)new_size) < 0) {
-		log_errno("truncate %s", image);
+	if (ftruncate(fd, (off_t)new_size_bytes) < 0) {
+		fail_errno("truncate %s", image);
 		goto out;
 	}
 	snprintf(resize, sizeof(resize), "%s", tool("resize2fs"));
@@ -419,7 +420,7 @@ int home_grow(const char *state_dir, const char *user, const char *image, uint64
 		lfd = open(dev, O_RDONLY | O_CLOEXEC);
 		/* the loop device picks up the new size of its file, then ext4 grows online */
 		if (lfd < 0 || ioctl(lfd, LOOP_SET_CAPACITY, 0) < 0) {
-			log_errno("loop: set capacity of %s", dev);
+			fail_errno("loop: set capacity of %s", dev);
 			if (lfd >= 0)
 				close(lfd);
 			goto out;
@@ -427,7 +428,7 @@ int home_grow(const char *state_dir, const char *user, const char *image, uint64
 		close(lfd);
 		const char *argv[] = {resize, dev, NULL};
 		if (run_helper(argv) != 0) {
-			log_error("resize2fs %s failed", dev);
+			fail_error("resize2fs %s failed", dev);
 			goto out;
 		}
 	} else {
@@ -435,11 +436,11 @@ int home_grow(const char *state_dir, const char *user, const char *image, uint64
 		const char *argv[] = {resize, image, NULL};
 		int frc = run_helper(fsck);
 		if (frc < 0 || frc > 1) { /* 1: errors corrected */
-			log_error("e2fsck %s failed (%d)", image, frc);
+			fail_error("e2fsck %s failed (%d)", image, frc);
 			goto out;
 		}
 		if (run_helper(argv) != 0) {
-			log_error("resize2fs %s failed", image);
+			fail_error("resize2fs %s failed", image);
 			goto out;
 		}
 	}
@@ -462,7 +463,7 @@ int home_usage(const char *state_dir, const char *user, const char *image, struc
 
 	memset(u, 0, sizeof(*u));
 	if (lstat(image, &st) < 0 || !S_ISREG(st.st_mode))
-		return log_errno("home %s", image);
+		return fail_errno("home %s", image);
 	u->image_bytes = (uint64_t)st.st_blocks * 512;
 	home_mount_path(state_dir, user, mnt, sizeof(mnt));
 	if (is_mounted(mnt, NULL) && statfs(mnt, &sfs) == 0) {
@@ -479,14 +480,14 @@ int home_usage(const char *state_dir, const char *user, const char *image, struc
 		int fd = open(image, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		uint64_t blocks, freeb, bs;
 		if (fd < 0)
-			return log_errno("open %s", image);
+			return fail_errno("open %s", image);
 		if (pread(fd, sb, sizeof(sb), 1024) != (ssize_t)sizeof(sb)) {
 			close(fd);
-			return log_error("home %s: short superblock", image);
+			return fail_error("home %s: short superblock", image);
 		}
 		close(fd);
 		if (sb[0x38] != 0x53 || sb[0x39] != 0xEF)
-			return log_error("home %s: not ext4", image);
+			return fail_error("home %s: not ext4", image);
 		bs = 1024ull << le32(sb + 0x18);
 		blocks = le32(sb + 0x4);
 		freeb = le32(sb + 0xC);

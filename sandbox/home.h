@@ -18,10 +18,10 @@ struct home_usage {
 	uint64_t image_bytes; /* bytes the sparse image really occupies on the host */
 };
 
-/* Creates image (O_EXCL, 0600, sparse, size bytes) with mkfs.ext4 if it does not exist,
+/* Creates image (O_EXCL, 0600, sparse, size_bytes) with mkfs.ext4 if it does not exist,
  * root directory owned by owner:owner (the mapped host uid).  Host helpers run with a
  * clean environment.  0 or -1. */
-int home_ensure(const char *image, uint64_t size, uid_t owner);
+int home_ensure(const char *image, uint64_t size_bytes, uid_t owner);
 /* Mount point of user's home: <state_dir>/homes/<user>/mnt (into buf). */
 int home_mount_path(const char *state_dir, const char *user, char *buf, size_t size);
 /* Mounts the image (loop, ext4, nodev,nosuid) if not yet mounted and adds holder's
@@ -32,9 +32,9 @@ int home_unref(const char *state_dir, const char *user, const char *holder);
 /* Drops references whose holder is_live() says are gone, unmounting unused homes.
  * Returns how many references were dropped, or -1. */
 int home_gc(const char *state_dir, bool (*is_live)(const char *holder, void *arg), void *arg);
-/* Grows the image to new_size bytes, online if mounted (LOOP_SET_CAPACITY +
+/* Grows the image to new_size_bytes, online if mounted (LOOP_SET_CAPACITY +
  * resize2fs), offline otherwise.  Shrinking is refused.  0 or -1. */
-int home_grow(const char *state_dir, const char *user, const char *image, uint64_t new_size);
+int home_grow(const char *state_dir, const char *user, const char *image, uint64_t new_size_bytes);
 /* Usage of the mounted home (statfs), or of the image alone when not mounted. */
 int home_usage(const char *state_dir, const char *user, const char *image, struct home_usage *u);
 /* Runs e2fsck -fn on an unmounted image; 0 when clean, -1 otherwise. */

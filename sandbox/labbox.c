@@ -7,6 +7,7 @@
  * A thin wrapper over include/labd/sandbox.h and home.h; see docs/sandbox.md.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -46,6 +47,9 @@ static void usage(FILE *f)
 	      "  --mask PATH        also hide PATH (repeatable)\n"
 	      "  --env K=V          add to the environment (repeatable)\n"
 	      "  --cwd DIR          working directory inside\n"
+	      "  --stdin FILE       the command's stdin (default labbox's; /dev/null works too)\n"
+	      "  --stdout FILE      the command's stdout, created or truncated (default labbox's)\n"
+	      "  --stderr FILE      the command's stderr, likewise\n"
 	      "  --keep-with-parent do not kill the sandbox when labbox dies\n"
 	      "  -v, --verbose\n"
 	      "exit status: the command's, 128+N for signal N, 137 with a message for OOM\n",
@@ -70,6 +74,7 @@ enum {
 	O_USER = 256, O_USER_ID, O_UID_BASE, O_INNER_UID, O_HOME_IMAGE, O_HOME_SIZE, O_MEM, O_CPUS,
 	O_PIDS, O_TMP, O_SHM, O_NOFILE, O_IO_WEIGHT, O_IO_WBPS, O_NET, O_GPU, O_DEV_PREFIX, O_DRIVER,
 	O_IMAGE, O_RUN_DIR, O_STATE_DIR, O_CGROUP_PARENT, O_MASK, O_ENV, O_CWD, O_KEEP, O_ALL, O_SIZE,
+	O_STDIN, O_STDOUT, O_STDERR,
 };
 
 static const struct option opts[] = {
@@ -98,6 +103,9 @@ static const struct option opts[] = {
 	{"mask", required_argument, NULL, O_MASK},
 	{"env", required_argument, NULL, O_ENV},
 	{"cwd", required_argument, NULL, O_CWD},
+	{"stdin", required_argument, NULL, O_STDIN},
+	{"stdout", required_argument, NULL, O_STDOUT},
+	{"stderr", required_argument, NULL, O_STDERR},
 	{"keep-with-parent", no_argument, NULL, O_KEEP},
 	{"all", no_argument, NULL, O_ALL},
 	{"size", required_argument, NULL, O_SIZE},
@@ -111,8 +119,22 @@ struct cli {
 	char *env[MAX_ENV + 1];
 	unsigned n_env;
 	bool all, have_user_id;
-	uint64_t size;
+	uint64_t size_bytes;
 };
+
+/* Opens FILE for --stdin (read) or --stdout/--stderr (write) into *fd, as the shell's
+ * < and > would; labbox exits soon, so the fd is simply left open until then. */
+static int open_stdio(const char *opt, const char *path, bool out, int *fd)
+{
+	int flags = out ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY;
+
+	*fd = open(path, flags | O_CLOEXEC | O_NOCTTY, 0644);
+	if (*fd < 0) {
+		log_errno("--%s %s", opt, path);
+		return 2;
+	}
+	return 0;
+}
 
 static int parse(struct cli *c, int argc, char **argv)
 {
@@ -146,7 +168,7 @@ static int parse(struct cli *c, int argc, char **argv)
 				return bad("home-size", optarg);
 			break;
 		case O_SIZE:
-			if (parse_size_bytes(optarg, &c->size) < 0)
+			if (parse_size_bytes(optarg, &c->size_bytes) < 0)
 				return bad("size", optarg);
 			break;
 		case O_MEM:
@@ -180,7 +202,7 @@ static int parse(struct cli *c, int argc, char **argv)
 			s->io_weight = (uint32_t)v;
 			break;
 		case O_IO_WBPS:
-			if (parse_size_bytes(optarg, &s->io_wbps) < 0)
+			if (parse_size_bytes(optarg, &s->io_write_bytes_per_s) < 0)
 				return bad("io-wbps", optarg);
 			break;
 		case O_NET:
@@ -208,6 +230,18 @@ static int parse(struct cli *c, int argc, char **argv)
 			c->env[c->n_env++] = optarg;
 			break;
 		case O_CWD: s->cwd = optarg; break;
+		case O_STDIN:
+			if (open_stdio("stdin", optarg, false, &s->stdin_fd))
+				return 2;
+			break;
+		case O_STDOUT:
+			if (open_stdio("stdout", optarg, true, &s->stdout_fd))
+				return 2;
+			break;
+		case O_STDERR:
+			if (open_stdio("stderr", optarg, true, &s->stderr_fd))
+				return 2;
+			break;
 		case O_KEEP: s->die_with_parent = false; break;
 		case O_ALL: c->all = true; break;
 		case 'v':
@@ -299,12 +333,12 @@ int main(int argc, char **argv)
 		if (!parse_user_name_ok(c.spec.user) || !c.spec.home_image)
 			return bad("user/home-image", "(missing)");
 		if (strcmp(sub, "create") == 0)
-			return home_ensure(c.spec.home_image, c.size ? c.size : c.spec.home_size,
+			return home_ensure(c.spec.home_image, c.size_bytes ? c.size_bytes : c.spec.home_size,
 					   c.spec.uid_base + c.spec.user_id) < 0;
 		if (strcmp(sub, "grow") == 0) {
-			if (!c.size)
+			if (!c.size_bytes)
 				return bad("size", "(missing)");
-			return home_grow(c.spec.state_dir, c.spec.user, c.spec.home_image, c.size) < 0;
+			return home_grow(c.spec.state_dir, c.spec.user, c.spec.home_image, c.size_bytes) < 0;
 		}
 		if (strcmp(sub, "usage") == 0) {
 			if (home_usage(c.spec.state_dir, c.spec.user, c.spec.home_image, &u) < 0)

@@ -218,47 +218,53 @@ static int build_dev(const struct child_args *a, struct mount_fds *f, char *msg,
 	return 0;
 }
 
-int mounts_build(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
+/* A fresh /proc for the new pid namespace, its host-wide knobs masked or read-only. */
+static int build_proc(char *msg, size_t len)
 {
-	static const char *const proc_files[] = {"/proc/kcore",      "/proc/keys",        "/proc/timer_list",
-						 "/proc/sched_debug", "/proc/sysrq-trigger", "/proc/latency_stats",
-						 "/proc/acpi",       "/proc/scsi",        "/proc/kallsyms"};
-	static const char *const proc_ro[] = {"/proc/sys", "/proc/bus", "/proc/fs", "/proc/irq"};
-	static const char *const sys_masks[] = {"/sys/fs/cgroup", "/sys/firmware", "/sys/kernel/debug",
-						"/sys/kernel/security", "/sys/devices/virtual/powercap",
-						"/sys/kernel/tracing"};
-	char t[SANDBOX_PATH_MAX + 16], opts[64];
+	static const char *const masked[] = {"/proc/kcore",      "/proc/keys",          "/proc/timer_list",
+					     "/proc/sched_debug", "/proc/sysrq-trigger", "/proc/latency_stats",
+					     "/proc/acpi",       "/proc/scsi",          "/proc/kallsyms"};
+	static const char *const ro[] = {"/proc/sys", "/proc/bus", "/proc/fs", "/proc/irq"};
 
-	if (attach(&f->root, NEWROOT) < 0)
-		return failf(msg, len, "attach root on", NEWROOT);
-
-	/* a fresh /proc for the new pid namespace */
 	if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return failf(msg, len, "mount proc on", NEWROOT "/proc");
-	for (size_t i = 0; i < sizeof(proc_files) / sizeof(proc_files[0]); i++)
-		if (mask(proc_files[i], msg, len) < 0)
+	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++)
+		if (mask(masked[i], msg, len) < 0)
 			return -1;
-	for (size_t i = 0; i < sizeof(proc_ro) / sizeof(proc_ro[0]); i++)
-		if (bind_ro_self(proc_ro[i], msg, len) < 0)
+	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++)
+		if (bind_ro_self(ro[i], msg, len) < 0)
 			return -1;
+	return 0;
+}
 
-	/* read-only sysfs of our own network namespace; cgroupfs and firmware hidden */
+/* Read-only sysfs of our own network namespace; cgroupfs and firmware hidden. */
+static int build_sys(char *msg, size_t len)
+{
+	static const char *const masked[] = {"/sys/fs/cgroup", "/sys/firmware", "/sys/kernel/debug",
+					     "/sys/kernel/security", "/sys/devices/virtual/powercap",
+					     "/sys/kernel/tracing"};
+
 	if (mount("sysfs", NEWROOT "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 &&
 	    mount_tmpfs(NEWROOT "/sys", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555",
 			msg, len) < 0)
 		return -1;
-	for (size_t i = 0; i < sizeof(sys_masks) / sizeof(sys_masks[0]); i++)
-		if (mask(sys_masks[i], msg, len) < 0)
+	for (size_t i = 0; i < sizeof(masked) / sizeof(masked[0]); i++)
+		if (mask(masked[i], msg, len) < 0)
 			return -1;
+	return 0;
+}
 
-	if (build_dev(a, f, msg, len) < 0)
-		return -1;
+static int build_tmp(const struct child_args *a, char *msg, size_t len)
+{
+	char opts[64];
 
 	snprintf(opts, sizeof(opts), "size=%llu,mode=1777", (unsigned long long)a->tmp_bytes);
-	if (mount_tmpfs(NEWROOT "/tmp", MS_NOSUID | MS_NODEV, opts, msg, len) < 0)
-		return -1;
+	return mount_tmpfs(NEWROOT "/tmp", MS_NOSUID | MS_NODEV, opts, msg, len);
+}
 
-	/* /run: only /run/labd (the Jupyter socket) and the driver libraries */
+/* /run: only /run/labd (the Jupyter socket) and the driver libraries. */
+static int build_run(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
+{
 	if (mount_tmpfs(NEWROOT "/run", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=64,mode=0755", msg, len) < 0)
 		return -1;
 	if (mkdir(NEWROOT "/run/labd", 0700) < 0)
@@ -272,8 +278,14 @@ int mounts_build(const struct child_args *a, struct mount_fds *f, char *msg, siz
 	}
 	if (a->gpu && fake_nvidia_proc(msg, len) < 0)
 		return -1;
+	return 0;
+}
 
-	/* /home holds this user's home only: every other home is out of sight */
+/* /home holds this user's home only: every other home is out of sight. */
+static int build_home(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
+{
+	char t[SANDBOX_PATH_MAX + 16];
+
 	if (mount_tmpfs(NEWROOT "/home", MS_NOSUID | MS_NODEV, "size=64k,nr_inodes=16,mode=0755", msg, len) < 0)
 		return -1;
 	snprintf(t, sizeof(t), NEWROOT "%s", a->home_dst);
@@ -281,21 +293,33 @@ int mounts_build(const struct child_args *a, struct mount_fds *f, char *msg, siz
 		return failf(msg, len, "mkdir", t);
 	if (f->home >= 0 && attach(&f->home, t) < 0)
 		return failf(msg, len, "bind home on", t);
+	return 0;
+}
 
-	for (unsigned i = 0; i < a->n_masks; i++)
-		if (mask(a->masks[i], msg, len) < 0)
-			return -1;
-
-	/* the scaffolding tmpfs become read-only once populated */
+/* The scaffolding tmpfs become read-only once populated, then the new root replaces
+ * the old: pivot_root(".", ".") stacks the old root on top; detaching it leaves ours. */
+static int seal_and_pivot(char *msg, size_t len)
+{
 	if (mount(NULL, NEWROOT "/dev", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL) < 0 ||
 	    mount(NULL, NEWROOT "/run", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0 ||
 	    mount(NULL, NEWROOT "/home", NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
 		return failf(msg, len, "remount read-only", "/dev|/run|/home");
-
-	/* pivot_root(".", ".") stacks the old root on top; detaching it leaves only ours */
 	if (chdir(NEWROOT) < 0 || syscall(SYS_pivot_root, ".", ".") < 0)
 		return failf(msg, len, "pivot_root", NEWROOT);
 	if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
 		return failf(msg, len, "detach old root", "/");
 	return 0;
+}
+
+int mounts_build(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
+{
+	if (attach(&f->root, NEWROOT) < 0)
+		return failf(msg, len, "attach root on", NEWROOT);
+	if (build_proc(msg, len) < 0 || build_sys(msg, len) < 0 || build_dev(a, f, msg, len) < 0 ||
+	    build_tmp(a, msg, len) < 0 || build_run(a, f, msg, len) < 0 || build_home(a, f, msg, len) < 0)
+		return -1;
+	for (unsigned i = 0; i < a->n_masks; i++)
+		if (mask(a->masks[i], msg, len) < 0)
+			return -1;
+	return seal_and_pivot(msg, len);
 }

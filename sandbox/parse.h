@@ -11,5 +11,8 @@
 int sandbox_parse_gpus(const char *s, struct sandbox_spec *spec);
 /* "none" or "egress". */
 int sandbox_parse_net(const char *s, enum sandbox_net *out);
+/* Field `field` (as proc(5) numbers them, >= 3) of a /proc/<pid>/stat line, as an
+ * unsigned decimal number; comm (field 2) may hold spaces and ')'. */
+int sandbox_parse_stat_field(const char *stat, unsigned field, uint64_t *out);
 
 #endif

@@ -1,4 +1,4 @@
-/* seccomp.c - the sandbox's seccomp deny list; see seccomp_filter.h and the table with
+/* secfilter.c - the sandbox's seccomp deny list; see secfilter.h and the table with
  * a reason per syscall in docs/sandbox.md (modelled on Docker's default profile).
  *
  * Default action ALLOW, listed syscalls fail with EPERM (not a kill: programs probe for

@@ -1,4 +1,4 @@
-/* seccomp_filter.h - the sandbox's seccomp-bpf deny list (libseccomp).
+/* secfilter.h - the sandbox's seccomp-bpf deny list (libseccomp).
  * The list and the reason per syscall are in docs/sandbox.md; keep both in step. */
 #ifndef LABD_SECFILTER_H
 #define LABD_SECFILTER_H

@@ -1,4 +1,4 @@
-/* state.c - sandbox state files; see include/labd/sandbox_state.h. */
+/* state.c - sandbox state files; see state.h. */
 #include "sandbox/state.h"
 
 #include <errno.h>
@@ -10,7 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "labd/log.h"
+#include "sandbox/fail.h"
+#include "sandbox/parse.h"
 
 #define STATE_MAX 65536
 
@@ -19,7 +20,7 @@ int sandbox_state_format(const struct sandbox_state *st, char *buf, size_t size)
 	int n = snprintf(buf, size,
 			 "version=1\nid=%s\nuser=%s\npid=%d\nstart_time=%" PRIu64
 			 "\nhome_image=%s\nrun_dir=%s\ncgroup_parent=%s\n",
-			 st->id, st->user, (int)st->pid, st->start_time, st->home_image,
+			 st->id, st->user, (int)st->pid, st->start_time_ticks, st->home_image,
 			 st->run_dir, st->cgroup_parent);
 	if (n < 0 || (size_t)n >= size)
 		return -1;
@@ -89,7 +90,7 @@ int sandbox_state_parse(const char *text, size_t len, struct sandbox_state *st)
 			rc = set_u64(&x, v, vlen, 4194304);
 			st->pid = (pid_t)x;
 		} else if (KEY("start_time")) {
-			rc = set_u64(&st->start_time, v, vlen, UINT64_MAX);
+			rc = set_u64(&st->start_time_ticks, v, vlen, UINT64_MAX);
 		} else if (KEY("home_image")) {
 			rc = set_str(st->home_image, sizeof(st->home_image), v, vlen);
 		} else if (KEY("run_dir")) {
@@ -124,25 +125,25 @@ int sandbox_state_save(const char *state_dir, const struct sandbox_state *st)
 	int fd = -1, rc = -1, len;
 
 	if (snprintf(dir, sizeof(dir), "%s/sandboxes", state_dir) >= (int)sizeof(dir))
-		return log_error("state dir too long");
+		return fail_error("state dir too long");
 	if (mkdir(state_dir, 0700) < 0 && errno != EEXIST)
-		return log_errno("mkdir %s", state_dir);
+		return fail_errno("mkdir %s", state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return log_errno("mkdir %s", dir);
+		return fail_errno("mkdir %s", dir);
 	if (sandbox_state_path(state_dir, st->id, path, sizeof(path)) < 0)
-		return log_error("state path too long");
+		return fail_error("state path too long");
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	if ((len = sandbox_state_format(st, buf, sizeof(buf))) < 0)
-		return log_error("state of %s too large", st->id);
+		return fail_error("state of %s too large", st->id);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
-		return log_errno("open %s", tmp);
+		return fail_errno("open %s", tmp);
 	if (write(fd, buf, (size_t)len) != len || fsync(fd) < 0) {
-		log_errno("write %s", tmp);
+		fail_errno("write %s", tmp);
 		goto out;
 	}
 	if (rename(tmp, path) < 0) {
-		log_errno("rename %s", tmp);
+		fail_errno("rename %s", tmp);
 		goto out;
 	}
 	rc = 0;
@@ -161,21 +162,21 @@ int sandbox_state_load(const char *path, struct sandbox_state *st)
 	int fd, rc = -1;
 
 	if (!buf)
-		return log_errno("malloc");
+		return fail_errno("malloc");
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
-		log_errno("open %s", path);
+		fail_errno("open %s", path);
 		goto out;
 	}
 	while (len < STATE_MAX && (n = read(fd, buf + len, STATE_MAX - len)) > 0)
 		len += (size_t)n;
 	close(fd);
 	if (n < 0 || len >= STATE_MAX) {
-		log_error("read %s: error or too large", path);
+		fail_error("read %s: error or too large", path);
 		goto out;
 	}
 	if (sandbox_state_parse(buf, len, st) < 0) {
-		log_error("parse %s: malformed state file", path);
+		fail_error("parse %s: malformed state file", path);
 		goto out;
 	}
 	rc = 0;
@@ -184,13 +185,13 @@ out:
 	return rc;
 }
 
-uint64_t sandbox_proc_start_time(pid_t pid)
+uint64_t sandbox_proc_start_ticks(pid_t pid)
 {
 	char path[64], buf[1024];
+	const char *p;
+	uint64_t ticks;
 	ssize_t n;
 	int fd;
-	char *p;
-	unsigned long long st = 0;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -201,19 +202,17 @@ uint64_t sandbox_proc_start_time(pid_t pid)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	/* comm may hold spaces and ')': fields restart after the last ')' */
-	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	p++;
 	/* a zombie (its parent died and the host's init has not reaped it yet) is gone */
-	if (p[0] == ' ' && (p[1] == 'Z' || p[1] == 'X'))
+	p = strrchr(buf, ')');
+	if (!p || (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X')))
 		return 0;
-	/* after ')' come field 3 (state) ... field 22 (starttime): skip 19 fields */
-	for (int field = 3; field < 22 && p; field++) {
-		p = strchr(p + 1, ' ');
-	}
-	if (!p || sscanf(p, " %llu", &st) != 1)
+	if (sandbox_parse_stat_field(buf, 22, &ticks) < 0)
 		return 0;
-	return st;
+	return ticks;
+}
+
+bool sandbox_state_alive(const struct sandbox_state *st)
+{
+	return st->pid > 0 && st->start_time_ticks &&
+	       sandbox_proc_start_ticks(st->pid) == st->start_time_ticks;
 }

@@ -1,4 +1,4 @@
-/* sandbox_state.h - the state file that records what one sandbox holds on the host.
+/* state.h - the state file that records what one sandbox holds on the host.
  *
  * One file per sandbox, <state_dir>/sandboxes/<id>.state, "key=value" lines, written
  * atomically (temp file + rename).  It is what sandbox_gc() and sandbox_adopt() read
@@ -7,6 +7,7 @@
 #ifndef LABD_SANDBOX_STATE_H
 #define LABD_SANDBOX_STATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -17,7 +18,7 @@ struct sandbox_state {
 	char id[SANDBOX_ID_MAX];
 	char user[64];
 	pid_t pid;           /* 0 until the init runs */
-	uint64_t start_time; /* of pid, from /proc/<pid>/stat field 22 */
+	uint64_t start_time_ticks; /* of pid, /proc/<pid>/stat field 22; file key "start_time" */
 	char home_image[SANDBOX_PATH_MAX]; /* "" when no home */
 	char run_dir[SANDBOX_PATH_MAX];    /* "" when none */
 	char cgroup_parent[256];
@@ -35,6 +36,8 @@ int sandbox_state_load(const char *path, struct sandbox_state *st);
 /* Builds the state file path into buf; 0 or -1 if it does not fit. */
 int sandbox_state_path(const char *state_dir, const char *id, char *buf, size_t size);
 /* Reads field 22 (starttime) of /proc/<pid>/stat; 0 if the process is gone or a zombie. */
-uint64_t sandbox_proc_start_time(pid_t pid);
+uint64_t sandbox_proc_start_ticks(pid_t pid);
+/* Whether the init st records is still that process (pid and start time match). */
+bool sandbox_state_alive(const struct sandbox_state *st);
 
 #endif

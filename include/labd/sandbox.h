@@ -20,15 +20,19 @@
 #define SANDBOX_MAX_MASKS 32
 #define SANDBOX_ID_MAX 64
 #define SANDBOX_PATH_MAX 4096
+#define SANDBOX_STEP_MAX 32
+#define SANDBOX_MESSAGE_MAX 768
+#define SANDBOX_FD_NULL (-1) /* a stdio slot that gets /dev/null */
 
 enum sandbox_net {
 	SANDBOX_NET_NONE,   /* own network namespace with loopback only */
 	SANDBOX_NET_EGRESS, /* user-mode NAT; not built yet: sandbox_start returns -1 */
 };
 
-/* What to run and under which limits.  Every pointer is borrowed: it must stay valid
- * until sandbox_start() returns; the library copies what it keeps.  Zero / NULL
- * fields take the defaults sandbox_spec_init() documents. */
+/* What to run and under which limits.  Every pointer and fd is borrowed: it must stay
+ * valid until sandbox_start() returns; the library copies (or dups) what it keeps.
+ * Start from sandbox_spec_init(): zero / NULL fields take the defaults it documents,
+ * except the stdio fds, where 0 is a real descriptor. */
 struct sandbox_spec {
 	const char *user;   /* lab user name: hostname, /home/<user>, USER; [a-z_][a-z0-9_-]* */
 	uint32_t user_id;   /* lab user id; the host uid/gid is uid_base + user_id */
@@ -44,7 +48,7 @@ struct sandbox_spec {
 	uint64_t tmp_bytes;  /* /tmp tmpfs size (default 1 GiB) */
 	uint64_t shm_bytes;  /* /dev/shm tmpfs size (default: mem_bytes / 2, or 1 GiB) */
 	uint32_t io_weight;  /* 1..10000 (v2 io.weight scale); 0 = leave; v1 maps to 10..1000 */
-	uint64_t io_wbps;    /* write bytes/s on the home's loop device, 0 = none */
+	uint64_t io_write_bytes_per_s; /* on the home's loop device, 0 = none */
 	uint64_t nofile;     /* RLIMIT_NOFILE (default 4096) */
 
 	enum sandbox_net net;
@@ -63,6 +67,10 @@ struct sandbox_spec {
 	char *const *argv; /* command run inside; argv[0] is looked up in the sandbox PATH */
 	char *const *envp; /* extra "K=V" entries added to the clean environment, or NULL */
 	const char *cwd;   /* inside; default the home, else "/" */
+	/* The command's stdin, stdout and stderr: fds of the caller, dup'ed onto 0, 1, 2 in
+	 * the sandbox (O_CLOEXEC on them is fine), or SANDBOX_FD_NULL for /dev/null.  Every
+	 * other fd of the caller is closed there.  Default 0, 1, 2: the caller's own. */
+	int stdin_fd, stdout_fd, stderr_fd;
 	bool die_with_parent; /* SIGKILL the sandbox when the caller dies (labbox run) */
 	bool verbose;
 };
@@ -72,7 +80,7 @@ struct sandbox_spec {
 struct sandbox_handle {
 	char id[SANDBOX_ID_MAX]; /* "<user>-<hex>", names the state file and cgroup */
 	pid_t pid;               /* host pid of the sandbox init (pid 1 inside) */
-	uint64_t start_time;     /* /proc/<pid>/stat starttime, guards against pid reuse */
+	uint64_t start_time_ticks; /* /proc/<pid>/stat starttime (clock ticks), against pid reuse */
 	int status_fd;           /* pipe carrying the command's wait status, or -1 */
 	bool is_child;           /* pid is our child (waitpid works) */
 	char state_path[SANDBOX_PATH_MAX];
@@ -85,6 +93,12 @@ enum sandbox_exit_kind {
 	SANDBOX_UNKNOWN,  /* re-adopted sandbox: only "it ended" is known */
 };
 
+/* Why sandbox_start_err() failed: the step that broke and what broke in it. */
+struct sandbox_error {
+	char step[SANDBOX_STEP_MAX];       /* "spec", "home", "cgroups", "mounts", "exec", ... */
+	char message[SANDBOX_MESSAGE_MAX]; /* "step home: mkdir /x: No such file or directory" */
+};
+
 struct sandbox_result {
 	enum sandbox_exit_kind kind;
 	int code;
@@ -93,13 +107,19 @@ struct sandbox_result {
 };
 
 /* Fills defaults: uid_base 200000, inner_uid 1000, home 15 GiB, tmp 1 GiB, nofile 4096,
- * image "/", dev_prefix "/dev", state_dir "/var/lib/labd", cgroup_parent "labd". */
+ * image "/", dev_prefix "/dev", state_dir "/var/lib/labd", cgroup_parent "labd",
+ * stdio 0, 1, 2 (the caller's own). */
 void sandbox_spec_init(struct sandbox_spec *spec);
 /* Checks names, ranges and paths; 0 or -1 with a logged reason. */
 int sandbox_spec_check(const struct sandbox_spec *spec);
 
-/* Builds and starts the sandbox; on success *h is filled and the command runs.
- * On failure everything taken is released again and -1 is returned. */
+/* Builds and starts the sandbox in named steps (docs/sandbox.md, "Start-up steps"); on
+ * success *h is filled and the command runs.  On failure everything taken is released
+ * again, "sandbox <id>: step <name>: <what>" is logged, *err (if not NULL) says the same,
+ * and -1 is returned.  The command failing to exec is a failure of step "exec". */
+int sandbox_start_err(const struct sandbox_spec *spec, struct sandbox_handle *h,
+		      struct sandbox_error *err);
+/* sandbox_start_err() without the error record (the log line still names the step). */
 int sandbox_start(const struct sandbox_spec *spec, struct sandbox_handle *h);
 /* Waits for the sandbox to end (blocking) and fills *res.  Does not tear down. */
 int sandbox_wait(struct sandbox_handle *h, struct sandbox_result *res);

@@ -165,7 +165,8 @@ static void fault_slow_start(const char *user)
 	}
 }
 
-/* The start worker: its stdio becomes Jupyter's (this process is ours alone). */
+/* The start worker: builds the sandbox, with Jupyter's output going to its
+ * log (stdio is part of the spec), and reports the handle or the failing step. */
 static int start_worker(void *arg, int fd)
 {
 	const struct start_job *j = arg;
@@ -173,20 +174,19 @@ static int start_worker(void *arg, int fd)
 	char home[LAUNCH_PATH_MAX], run_dir[LAUNCH_PATH_MAX], bufs[16][256], env[160];
 	char *argv[16], *envp[2];
 	struct sandbox_spec spec;
-	int log_fd, null_fd;
+	struct sandbox_error err = {0};
+	int log_fd;
 
 	fault_slow_start(j->rq->user);
 	if (make_dirs(j, rep.error, sizeof(rep.error)) < 0 ||
 	    (log_fd = open_log(j, rep.error, sizeof(rep.error))) < 0)
 		return worker_send(fd, &rep, sizeof(rep), -1) < 0 ? 2 : 1;
-	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	dup2(null_fd, 0);
-	dup2(log_fd, 1);
-	dup2(log_fd, 2);
 	fill_spec(j, &spec, home, run_dir, argv, bufs, envp, env);
-	if (sandbox_start(&spec, &rep.h) < 0) {
-		snprintf(rep.error, sizeof(rep.error),
-			 "the sandbox could not be built (see the supervisor's log)");
+	spec.stdin_fd = SANDBOX_FD_NULL;
+	spec.stdout_fd = spec.stderr_fd = log_fd;
+	if (sandbox_start_err(&spec, &rep.h, &err) < 0) {
+		snprintf(rep.error, sizeof(rep.error), "%.199s",
+			 err.message[0] ? err.message : "the sandbox could not be built");
 		return worker_send(fd, &rep, sizeof(rep), -1) < 0 ? 2 : 1;
 	}
 	/* labd-web (not the sandbox's uid) connects to Jupyter's socket in here:

@@ -77,7 +77,7 @@ static void test_v2_fake_tree(void **st)
 	lim.cpu_milli = 1500;
 	lim.pids_max = 512;
 	lim.io_weight = 200;
-	lim.io_wbps = 1 << 20;
+	lim.io_write_bytes_per_s = 1 << 20;
 	lim.io_major = 7;
 	lim.io_minor = 3;
 	lim.devices = true;

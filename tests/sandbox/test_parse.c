@@ -56,7 +56,7 @@ static void test_state_roundtrip(void **st)
 	snprintf(a.id, sizeof(a.id), "alice-0123456789ab");
 	snprintf(a.user, sizeof(a.user), "alice");
 	a.pid = 4242;
-	a.start_time = 123456789;
+	a.start_time_ticks = 123456789;
 	snprintf(a.home_image, sizeof(a.home_image), "/var/lib/labd/homes/alice.img");
 	snprintf(a.cgroup_parent, sizeof(a.cgroup_parent), "labd");
 	n = sandbox_state_format(&a, buf, sizeof(buf));
@@ -65,7 +65,7 @@ static void test_state_roundtrip(void **st)
 	assert_string_equal(b.id, a.id);
 	assert_string_equal(b.user, "alice");
 	assert_int_equal(b.pid, 4242);
-	assert_int_equal(b.start_time, 123456789);
+	assert_int_equal(b.start_time_ticks, 123456789);
 	assert_string_equal(b.home_image, a.home_image);
 	assert_string_equal(b.run_dir, "");
 	/* torn write: the last line lacks its newline */
@@ -100,10 +100,30 @@ static void test_state_rejects(void **st)
 	}
 }
 
+static void test_stat_field(void **st)
+{
+	static const char line[] = "7 (a b) c) R 1 7 7 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 9\n";
+	uint64_t v;
+
+	(void)st;
+	assert_int_equal(sandbox_parse_stat_field(line, 4, &v), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(sandbox_parse_stat_field(line, 22, &v), 0);
+	assert_int_equal(v, 4242);
+	assert_int_equal(sandbox_parse_stat_field(line, 23, &v), 0);
+	assert_int_equal(v, 9);
+	assert_int_equal(sandbox_parse_stat_field(line, 3, &v), -1);  /* "R" is no number */
+	assert_int_equal(sandbox_parse_stat_field(line, 8, &v), -1);  /* -1 neither */
+	assert_int_equal(sandbox_parse_stat_field(line, 24, &v), -1); /* past the end */
+	assert_int_equal(sandbox_parse_stat_field(line, 2, &v), -1);
+	assert_int_equal(sandbox_parse_stat_field("no comm 1 2 3", 3, &v), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gpus_net),
+		cmocka_unit_test(test_stat_field),
 		cmocka_unit_test(test_state_roundtrip),
 		cmocka_unit_test(test_state_rejects),
 	};

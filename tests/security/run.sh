@@ -245,6 +245,43 @@ box alice 7 --run-dir "$WORK/run-alice" -- sh -c \
 expect "planted symlinks leave host files alone" "keep gone" \
 	"$(cat "$WORK/victim/file") $([ -e "$WORK/run-alice" ] && echo left || echo gone)"
 
+echo "== start-up steps, stdio and the process title"
+# a failing step is named in labbox's stderr (the library's log line), and nothing of the
+# half-built sandbox is left behind
+held() { echo "$(ls "$STATE/sandboxes" | wc -l) $(ls -d /sys/fs/cgroup/*/"$CGP"/*/ /sys/fs/cgroup/"$CGP"/*/ 2>/dev/null | wc -l)"; }
+held_before=$(held)
+box alice 7 --home-image "$WORK/no-such-dir/sub/alice.img" -- true
+rc=$?
+expect "failing step named: home" "125 step home: mkdir $WORK/no-such-dir/sub: No such file or directory" \
+	"$rc $(sed -n 's/.*sandbox [a-z0-9-]*: //p' "$LOG")"
+box alice 7 --image "$WORK/no-such-root" -- true
+expect "failing step named: mount-sources (in the child)" "step mount-sources: clone root $WORK/no-such-root: No such file or directory" \
+	"$(sed -n 's/.*sandbox [a-z0-9-]*: //p' "$LOG")"
+box alice 7 -- /no/such/command
+expect "failing step named: exec" "step exec: exec /no/such/command: No such file or directory" \
+	"$(sed -n 's/.*sandbox [a-z0-9-]*: //p' "$LOG")"
+expect "failed starts leave no state or cgroup" "$held_before" "$(held)"
+out=$(box alice 7 --stdout "$WORK/cmd.out" --stderr "$WORK/cmd.err" -- sh -c 'echo to-out; echo to-err >&2')
+expect "stdout and stderr from the spec, the caller's untouched" "[] to-out to-err" \
+	"[$out] $(cat "$WORK/cmd.out") $(cat "$WORK/cmd.err")"
+echo from-file >"$WORK/cmd.in"
+expect "stdin from the spec" from-file "$(box alice 7 --stdin "$WORK/cmd.in" -- cat)"
+"$LABBOX" run --user alice --user-id 7 --uid-base 200000 --state-dir "$STATE" --cgroup-parent "$CGP" \
+	-- sleep 3 2>"$LOG" &
+titlebox=$!
+init=
+for _ in $(seq 50); do
+	init=$(pgrep -P "$titlebox" | head -1)
+	[ -n "$init" ] && [ "$(cat /proc/"$init"/comm 2>/dev/null)" = lsbx-alice ] && break
+	sleep 0.1
+done
+expect "init's comm and command line name the sandbox on the host" "lsbx-alice labd-sandbox alice" \
+	"$(cat /proc/"$init"/comm 2>/dev/null) $(tr '\0' '\n' </proc/"$init"/cmdline 2>/dev/null | head -1)"
+expect "the caller's own command line untouched" "$LABBOX run --user alice" \
+	"$(tr '\0' ' ' </proc/"$titlebox"/cmdline | cut -d' ' -f1-4)"
+kill "$titlebox" 2>/dev/null
+wait "$titlebox" 2>/dev/null
+
 echo "== signals"
 # The labd supervisor blocks SIGTERM (for its signalfd) when it starts sandboxes:
 # the command must still get a fresh mask, and init (pid 1, which the kernel
@@ -320,6 +357,8 @@ else
 fi
 
 echo "== unit tests (tests/sandbox)"
+# test_start starts sandboxes of its own: in this suite's state dir and cgroups
+export SANDBOX_TEST_STATE_DIR=$STATE SANDBOX_TEST_CGROUP_PARENT=$CGP
 for t in "$ROOT/$BUILD"/tests/sandbox/test_*; do
 	[ -x "$t" ] || continue
 	case "$t" in *.o | *.d) continue ;; esac

@@ -1,0 +1,105 @@
+/* spec.c - the defaults and the checks of struct sandbox_spec; see labd/sandbox.h. */
+#include "labd/sandbox.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandbox/fail.h"
+#include "labd/parse.h"
+#include "sandbox/parse.h"
+
+#define DEFAULT_STATE_DIR "/var/lib/labd"
+
+void sandbox_spec_init(struct sandbox_spec *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->uid_base = 200000;
+	s->inner_uid = 1000;
+	s->home_size = 15ull << 30;
+	s->tmp_bytes = 1ull << 30;
+	s->nofile = 4096;
+	s->net = SANDBOX_NET_NONE;
+	s->dev_prefix = "/dev";
+	s->image = "/";
+	s->state_dir = DEFAULT_STATE_DIR;
+	s->cgroup_parent = "labd";
+	/* today's behaviour: the command writes where the caller does */
+	s->stdin_fd = STDIN_FILENO;
+	s->stdout_fd = STDOUT_FILENO;
+	s->stderr_fd = STDERR_FILENO;
+}
+
+static bool abs_path_ok(const char *p)
+{
+	return p && p[0] == '/' && strlen(p) < SANDBOX_PATH_MAX - 64 && !strstr(p, "/../") &&
+	       !strstr(p, "\n");
+}
+
+static int check_ids(const struct sandbox_spec *s)
+{
+	uint64_t host = (uint64_t)s->uid_base + s->user_id;
+
+	if (!parse_user_name_ok(s->user))
+		return fail_error("bad user name: %s", s->user ? s->user : "(none)");
+	if (s->uid_base < 1000 || host > 0xfffffffeull || s->inner_uid == 0 || s->inner_uid > 65533)
+		return fail_error("bad uid range: base %u user id %u inner %u", s->uid_base,
+				  s->user_id, s->inner_uid);
+	return 0;
+}
+
+static int check_paths(const struct sandbox_spec *s)
+{
+	if (!abs_path_ok(s->image) || !abs_path_ok(s->state_dir) || !abs_path_ok(s->dev_prefix))
+		return fail_error("image, state dir and device prefix must be absolute paths");
+	if ((s->home_image && !abs_path_ok(s->home_image)) || (s->run_dir && !abs_path_ok(s->run_dir)) ||
+	    (s->driver_lib_dir && !abs_path_ok(s->driver_lib_dir)))
+		return fail_error("home image, run dir and driver dir must be absolute paths");
+	if (!s->cgroup_parent || !s->cgroup_parent[0] || strchr(s->cgroup_parent, '/') ||
+	    s->cgroup_parent[0] == '.')
+		return fail_error("bad cgroup parent");
+	if (s->n_masks > SANDBOX_MAX_MASKS)
+		return fail_error("too many masks");
+	for (unsigned i = 0; i < s->n_masks; i++)
+		if (!abs_path_ok(s->masks[i]))
+			return fail_error("bad mask path");
+	return 0;
+}
+
+static int check_limits(const struct sandbox_spec *s)
+{
+	if (s->n_gpus > SANDBOX_MAX_GPUS)
+		return fail_error("too many gpus");
+	if (s->tmp_bytes < 4096 || s->nofile < 16 || s->nofile > (1u << 20))
+		return fail_error("tmp size or nofile out of range");
+	if (s->home_image && s->home_size < (16ull << 20))
+		return fail_error("home size below 16 MiB");
+	return 0;
+}
+
+static int check_stdio(const struct sandbox_spec *s)
+{
+	const int fds[3] = {s->stdin_fd, s->stdout_fd, s->stderr_fd};
+	static const char *const names[3] = {"stdin", "stdout", "stderr"};
+
+	for (int i = 0; i < 3; i++) {
+		if (fds[i] == SANDBOX_FD_NULL)
+			continue;
+		if (fds[i] < 0 || fcntl(fds[i], F_GETFD) < 0)
+			return fail_error("%s: fd %d is not open", names[i], fds[i]);
+	}
+	return 0;
+}
+
+int sandbox_spec_check(const struct sandbox_spec *s)
+{
+	if (check_ids(s) < 0)
+		return -1;
+	if (!s->argv || !s->argv[0])
+		return fail_error("no command");
+	if (s->net != SANDBOX_NET_NONE)
+		return fail_error("network mode egress is not built yet");
+	if (check_paths(s) < 0 || check_limits(s) < 0 || check_stdio(s) < 0)
+		return -1;
+	return 0;
+}

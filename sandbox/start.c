@@ -1,0 +1,516 @@
+/* start.c - sandbox_start: the supervisor's side of building a sandbox, as named steps.
+ *
+ * Like nsjail's containProc(), starting is a list of steps, each a short function that
+ * calls into the module owning that concern (spec.c, state.c, home.c, cgbox.c, the
+ * child in child.c), and the first that fails stops the start with its name:
+ *
+ *   spec -> state -> run-dir -> home -> masks -> devices -> environment -> cgroups ->
+ *   clone -> id-maps -> cgroup-attach -> record -> release -> child steps (child.c)
+ *
+ * home comes before cgroups because the io limit names the home's loop device; the
+ * state file comes before anything is taken, so gc finds whatever a crash leaves.
+ * What a step says failed is held (fail.h) and logged once as
+ * "sandbox <id>: step <name>: <what>"; everything taken is then released by the same
+ * teardown sandbox_destroy() uses.  See docs/sandbox.md, "Start-up steps".
+ */
+#include "labd/sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "labd/log.h"
+#include "sandbox/cgbox.h"
+#include "sandbox/child.h"
+#include "sandbox/fail.h"
+#include "sandbox/home.h"
+#include "sandbox/state.h"
+#include "sandbox/teardown.h"
+
+/* The environment handed to the child: strings packed here, pointed at by envp. */
+struct env_store {
+	char buf[16384];
+	size_t used;
+};
+
+/* One start in progress: everything the steps fill and the failure path releases.
+ * Allocated (it is large), owned by sandbox_start_err(). */
+struct start {
+	const struct sandbox_spec *spec;
+	struct sandbox_handle *h;
+	uint32_t host_uid;
+	struct child_args child; /* the child works on a copy made by clone() */
+	struct env_store env;
+	struct cgbox_limits lim;
+	struct sandbox_state st;
+	bool have_state;
+	char img_dir[SANDBOX_PATH_MAX];
+	int sync_p[2], err_p[2], status_p[2]; /* -1 when closed */
+	pid_t pid;
+	char child_step[SANDBOX_STEP_MAX]; /* the step the child reported failing */
+};
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static int step_spec(struct start *c)
+{
+	const struct sandbox_spec *s = c->spec;
+	struct child_args *a = &c->child;
+
+	if (sandbox_spec_check(s) < 0)
+		return -1;
+	c->host_uid = s->uid_base + s->user_id;
+	a->inner_uid = s->inner_uid;
+	a->user = s->user;
+	a->image = s->image;
+	a->argv = s->argv;
+	a->tmp_bytes = s->tmp_bytes;
+	a->shm_bytes = s->shm_bytes ? s->shm_bytes : (s->mem_bytes ? s->mem_bytes / 2 : 1ull << 30);
+	a->nofile = s->nofile;
+	a->die_with_parent = s->die_with_parent;
+	a->parent = getpid();
+	a->stdio[0] = s->stdin_fd;
+	a->stdio[1] = s->stdout_fd;
+	a->stdio[2] = s->stderr_fd;
+	snprintf(a->home_dst, sizeof(a->home_dst), "/home/%s", s->user);
+	a->cwd = s->cwd ? s->cwd : a->home_dst;
+	return 0;
+}
+
+/* Names the sandbox and records it before anything is taken. */
+static int step_state(struct start *c)
+{
+	const struct sandbox_spec *s = c->spec;
+	struct sandbox_state *st = &c->st;
+	unsigned char r[6];
+
+	if (getrandom(r, sizeof(r), 0) != sizeof(r))
+		return fail_errno("getrandom");
+	snprintf(c->h->id, sizeof(c->h->id), "%s-%02x%02x%02x%02x%02x%02x", s->user, r[0], r[1],
+		 r[2], r[3], r[4], r[5]);
+	snprintf(st->id, sizeof(st->id), "%s", c->h->id);
+	snprintf(st->user, sizeof(st->user), "%s", s->user);
+	snprintf(st->cgroup_parent, sizeof(st->cgroup_parent), "%s", s->cgroup_parent);
+	if (s->home_image)
+		snprintf(st->home_image, sizeof(st->home_image), "%s", s->home_image);
+	if (s->run_dir)
+		snprintf(st->run_dir, sizeof(st->run_dir), "%s", s->run_dir);
+	if (sandbox_state_path(s->state_dir, c->h->id, c->h->state_path, sizeof(c->h->state_path)) < 0)
+		return fail_error("state path too long");
+	if (sandbox_state_save(s->state_dir, st) < 0)
+		return -1;
+	c->have_state = true;
+	return 0;
+}
+
+static int step_run_dir(struct start *c)
+{
+	const char *dir = c->spec->run_dir;
+	struct stat st;
+
+	if (!dir)
+		return 0;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return fail_errno("mkdir %s", dir);
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return fail_error("%s: not a directory", dir);
+	if (lchown(dir, c->host_uid, c->host_uid) < 0)
+		return fail_errno("chown %s", dir);
+	c->child.run_dir = dir;
+	return 0;
+}
+
+static int step_home(struct start *c)
+{
+	const struct sandbox_spec *s = c->spec;
+
+	if (!s->home_image)
+		return 0;
+	if (home_ensure(s->home_image, s->home_size, c->host_uid) < 0 ||
+	    home_mount_ref(s->state_dir, s->user, s->home_image, c->h->id) < 0)
+		return -1;
+	return home_mount_path(s->state_dir, s->user, c->child.home_src, sizeof(c->child.home_src));
+}
+
+/* Secrets and other users' data: hidden even though the root is the host's. */
+static int step_masks(struct start *c)
+{
+	const struct sandbox_spec *s = c->spec;
+	struct child_args *a = &c->child;
+
+	a->masks[a->n_masks++] = "/etc/shadow";
+	a->masks[a->n_masks++] = "/etc/gshadow";
+	a->masks[a->n_masks++] = "/root";
+	a->masks[a->n_masks++] = s->state_dir;
+	if (s->home_image) {
+		const char *slash = strrchr(s->home_image, '/');
+		snprintf(c->img_dir, sizeof(c->img_dir), "%.*s", (int)(slash - s->home_image),
+			 s->home_image);
+		if (c->img_dir[0])
+			a->masks[a->n_masks++] = c->img_dir;
+	}
+	for (unsigned i = 0; i < s->n_masks; i++)
+		a->masks[a->n_masks++] = s->masks[i];
+	return 0;
+}
+
+static int add_dev(struct start *c, const char *dir, const char *name, bool optional)
+{
+	struct child_args *a = &c->child;
+	struct cgbox_limits *lim = &c->lim;
+	char src[SANDBOX_PATH_MAX];
+	struct stat st;
+
+	if (a->n_devs >= CHILD_MAX_DEVS || lim->n_devs >= CGBOX_MAX_DEVS)
+		return fail_error("too many devices");
+	snprintf(src, sizeof(src), "%s/%s", dir, name);
+	if (lstat(src, &st) < 0) {
+		if (optional && errno == ENOENT)
+			return 0;
+		return fail_errno("device %s", src);
+	}
+	if (!S_ISCHR(st.st_mode))
+		return fail_error("device %s: not a character device", src);
+	snprintf(a->devs[a->n_devs].src, sizeof(a->devs[0].src), "%s", src);
+	snprintf(a->devs[a->n_devs].name, sizeof(a->devs[0].name), "%s", name);
+	a->n_devs++;
+	lim->devs[lim->n_devs++] = (struct cgbox_dev){'c', major(st.st_rdev), minor(st.st_rdev)};
+	return 0;
+}
+
+static int add_gpus(struct start *c)
+{
+	const struct sandbox_spec *s = c->spec;
+	char name[32];
+
+	c->child.gpu = true;
+	for (unsigned i = 0; i < s->n_gpus; i++) {
+		snprintf(name, sizeof(name), "nvidia%u", s->gpus[i]);
+		if (add_dev(c, s->dev_prefix, name, false) < 0)
+			return -1;
+	}
+	/* not nvidia-modeset: only displays need it */
+	if (add_dev(c, s->dev_prefix, "nvidiactl", true) < 0 ||
+	    add_dev(c, s->dev_prefix, "nvidia-uvm", true) < 0 ||
+	    add_dev(c, s->dev_prefix, "nvidia-uvm-tools", true) < 0)
+		return -1;
+	if (s->driver_lib_dir && strcmp(s->image, "/") != 0)
+		c->child.driver_lib_dir = s->driver_lib_dir;
+	return 0;
+}
+
+/* The minimal set of device nodes, then exactly the allotted GPUs. */
+static int step_devices(struct start *c)
+{
+	static const char *const std_devs[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+	c->lim.devices = true;
+	for (size_t i = 0; i < sizeof(std_devs) / sizeof(std_devs[0]); i++)
+		if (add_dev(c, "/dev", std_devs[i], false) < 0)
+			return -1;
+	c->lim.devs[c->lim.n_devs++] = (struct cgbox_dev){'c', 5, 2};     /* /dev/pts/ptmx */
+	c->lim.devs[c->lim.n_devs++] = (struct cgbox_dev){'c', 136, ~0u}; /* /dev/pts/N */
+	return c->spec->n_gpus ? add_gpus(c) : 0;
+}
+
+static int env_add(struct start *c, unsigned *n, const char *kv)
+{
+	struct env_store *es = &c->env;
+	size_t len = strlen(kv) + 1;
+
+	if (*n >= CHILD_MAX_ENV || es->used + len > sizeof(es->buf))
+		return fail_error("environment too large");
+	memcpy(es->buf + es->used, kv, len);
+	c->child.envp[(*n)++] = es->buf + es->used;
+	c->child.envp[*n] = NULL;
+	es->used += len;
+	return 0;
+}
+
+static int env_add_gpus(struct start *c, unsigned *n)
+{
+	const struct sandbox_spec *s = c->spec;
+	char list[256], kv[320];
+	size_t off = 0;
+
+	list[0] = '\0';
+	for (unsigned i = 0; i < s->n_gpus; i++) {
+		int w = snprintf(list + off, sizeof(list) - off, "%s%u", i ? "," : "", s->gpus[i]);
+		if (w < 0 || (size_t)w >= sizeof(list) - off)
+			return fail_error("gpu list too long");
+		off += (size_t)w;
+	}
+	/* the devices inside keep their host minors, so the host's numbering applies */
+	snprintf(kv, sizeof(kv), "CUDA_VISIBLE_DEVICES=%s", list);
+	if (env_add(c, n, kv) < 0)
+		return -1;
+	snprintf(kv, sizeof(kv), "NVIDIA_VISIBLE_DEVICES=%s", list);
+	if (env_add(c, n, kv) < 0)
+		return -1;
+	if (s->driver_lib_dir && env_add(c, n, "LD_LIBRARY_PATH=/run/nvidia/lib") < 0)
+		return -1;
+	return 0;
+}
+
+/* A clean environment, then the spec's extra entries. */
+static int step_env(struct start *c)
+{
+	const struct sandbox_spec *s = c->spec;
+	char kv[SANDBOX_PATH_MAX + 64];
+	unsigned n = 0;
+
+	snprintf(kv, sizeof(kv), "HOME=%s", c->child.home_dst);
+	if (env_add(c, &n, kv) < 0)
+		return -1;
+	snprintf(kv, sizeof(kv), "USER=%s", s->user);
+	if (env_add(c, &n, kv) < 0 || env_add(c, &n, "LOGNAME=labd") < 0 ||
+	    env_add(c, &n, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin") < 0 ||
+	    env_add(c, &n, "LANG=C.UTF-8") < 0 || env_add(c, &n, "SHELL=/bin/sh") < 0)
+		return -1;
+	if (s->n_gpus && env_add_gpus(c, &n) < 0)
+		return -1;
+	for (char *const *e = s->envp; e && *e; e++) {
+		if (!strchr(*e, '=') || **e == '=')
+			return fail_error("bad environment entry: %s", *e);
+		if (env_add(c, &n, *e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int step_cgroups(struct start *c)
+{
+	const struct sandbox_spec *s = c->spec;
+	const struct cgbox_layout *lo = cgbox_host();
+	struct cgbox_limits *lim = &c->lim;
+	struct stat st;
+
+	if (!lo)
+		return fail_error("no usable cgroup hierarchy");
+	lim->mem_bytes = s->mem_bytes;
+	lim->cpu_milli = s->cpu_milli;
+	lim->pids_max = s->pids_max;
+	lim->io_weight = s->io_weight;
+	lim->io_write_bytes_per_s = s->io_write_bytes_per_s;
+	if (s->io_write_bytes_per_s && c->child.home_src[0] && stat(c->child.home_src, &st) == 0) {
+		lim->io_major = major(st.st_dev);
+		lim->io_minor = minor(st.st_dev);
+	}
+	return cgbox_create(lo, s->cgroup_parent, c->h->id, lim);
+}
+
+static int step_clone(struct start *c)
+{
+	/* sync is a socket so that send(MSG_NOSIGNAL) to a dead child is EPIPE, not a
+	 * SIGPIPE that kills the supervisor */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->sync_p) < 0 ||
+	    pipe2(c->err_p, O_CLOEXEC) < 0 || pipe2(c->status_p, O_CLOEXEC) < 0)
+		return fail_errno("pipe");
+	c->child.sync_fd = c->sync_p[0];
+	c->child.err_fd = c->err_p[1];
+	c->child.status_fd = c->status_p[1];
+	c->pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |
+						   CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
+				NULL, NULL, NULL, NULL);
+	if (c->pid < 0)
+		return fail_errno("clone");
+	if (c->pid == 0)
+		child_main(&c->child);
+	close_fd(&c->sync_p[0]);
+	close_fd(&c->err_p[1]);
+	close_fd(&c->status_p[1]);
+	c->h->pid = c->pid;
+	c->h->is_child = true;
+	c->st.pid = c->pid;
+	c->st.start_time_ticks = sandbox_proc_start_ticks(c->pid);
+	c->h->start_time_ticks = c->st.start_time_ticks;
+	return 0;
+}
+
+static int write_map(pid_t pid, const char *file, uint32_t inner, uint32_t host)
+{
+	char path[64], buf[64];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	n = snprintf(buf, sizeof(buf), "%u %u 1\n", inner, host);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail_errno("open %s", path);
+	if (write(fd, buf, (size_t)n) != n) {
+		fail_errno("write %s", path);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Inside uid/gid inner_uid is host uid_base + user_id, and nothing else is mapped: an
+ * escaped process owns nothing of another user or of root. */
+static int step_id_maps(struct start *c)
+{
+	if (write_map(c->pid, "uid_map", c->spec->inner_uid, c->host_uid) < 0 ||
+	    write_map(c->pid, "gid_map", c->spec->inner_uid, c->host_uid) < 0)
+		return -1;
+	return 0;
+}
+
+static int step_cgroup_attach(struct start *c)
+{
+	const struct cgbox_layout *lo = cgbox_host();
+
+	return lo ? cgbox_attach(lo, c->spec->cgroup_parent, c->h->id, c->pid)
+		  : fail_error("no usable cgroup hierarchy");
+}
+
+/* The state file learns init's pid and start time: adopt and gc can find it now. */
+static int step_record(struct start *c)
+{
+	return sandbox_state_save(c->spec->state_dir, &c->st);
+}
+
+static int step_release(struct start *c)
+{
+	if (send(c->sync_p[1], "g", 1, MSG_NOSIGNAL) != 1)
+		return fail_errno("release the child");
+	close_fd(&c->sync_p[1]);
+	return 0;
+}
+
+/* Waits for the child's steps: EOF on err_p means the command has been exec'd, a
+ * report names the child's step that failed (child.c). */
+static int step_child(struct start *c)
+{
+	char buf[SANDBOX_STEP_MAX + SANDBOX_MESSAGE_MAX], msg[SANDBOX_MESSAGE_MAX];
+	ssize_t n;
+
+	do
+		n = read(c->err_p[0], buf, sizeof(buf));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return fail_errno("read the child's report");
+	if (n == 0)
+		return 0;
+	child_report_parse(buf, (size_t)n, c->child_step, sizeof(c->child_step), msg, sizeof(msg));
+	return fail_error("%s", msg);
+}
+
+static const struct start_step {
+	const char *name;
+	int (*run)(struct start *c);
+} start_steps[] = {
+	{"spec", step_spec},
+	{"state", step_state},
+	{"run-dir", step_run_dir},
+	{"home", step_home},
+	{"masks", step_masks},
+	{"devices", step_devices},
+	{"environment", step_env},
+	{"cgroups", step_cgroups},
+	{"clone", step_clone},
+	{"id-maps", step_id_maps},
+	{"cgroup-attach", step_cgroup_attach},
+	{"record", step_record},
+	{"release", step_release},
+	{"child", step_child}, /* named by the child's report when it fails */
+};
+
+/* Runs the steps in order; on a failure fills *err and logs it once. */
+static int run_steps(struct start *c, struct sandbox_error *err)
+{
+	char why[SANDBOX_MESSAGE_MAX - 64];
+	const char *failed = NULL;
+
+	fail_hold(why, sizeof(why));
+	for (size_t i = 0; i < sizeof(start_steps) / sizeof(start_steps[0]) && !failed; i++)
+		if (start_steps[i].run(c) < 0)
+			failed = start_steps[i].name;
+	fail_release();
+	if (!failed)
+		return 0;
+	if (c->child_step[0])
+		failed = c->child_step;
+	snprintf(err->step, sizeof(err->step), "%s", failed);
+	snprintf(err->message, sizeof(err->message), "step %s: %s", failed, why[0] ? why : "failed");
+	log_error("sandbox%s%s: %s", c->h->id[0] ? " " : "", c->h->id, err->message);
+	return -1;
+}
+
+static void handle_reset(struct sandbox_handle *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->status_fd = -1;
+	h->pid = -1;
+}
+
+/* After a failed step: releases everything taken, in the opposite order. */
+static void abandon(struct start *c)
+{
+	if (c->pid > 0) {
+		kill(c->pid, SIGKILL);
+		waitpid(c->pid, NULL, 0);
+	}
+	close_fd(&c->status_p[0]);
+	if (c->have_state)
+		teardown_sandbox(c->spec->state_dir, &c->st);
+	handle_reset(c->h);
+}
+
+int sandbox_start_err(const struct sandbox_spec *spec, struct sandbox_handle *h,
+		      struct sandbox_error *err)
+{
+	struct sandbox_error none;
+	struct start *c;
+	int rc;
+
+	handle_reset(h);
+	err = err ? err : &none;
+	memset(err, 0, sizeof(*err));
+	if (!(c = calloc(1, sizeof(*c)))) {
+		snprintf(err->step, sizeof(err->step), "spec");
+		snprintf(err->message, sizeof(err->message), "step spec: out of memory");
+		return log_error("sandbox: %s", err->message);
+	}
+	c->spec = spec;
+	c->h = h;
+	for (int i = 0; i < 2; i++)
+		c->sync_p[i] = c->err_p[i] = c->status_p[i] = -1;
+	rc = run_steps(c, err);
+	if (rc < 0) {
+		abandon(c);
+	} else {
+		h->status_fd = c->status_p[0];
+		c->status_p[0] = -1;
+		if (spec->verbose)
+			log_info("sandbox %s: started, init pid %d", h->id, (int)h->pid);
+	}
+	for (int i = 0; i < 2; i++) {
+		close_fd(&c->sync_p[i]);
+		close_fd(&c->err_p[i]);
+		close_fd(&c->status_p[i]);
+	}
+	free(c);
+	return rc;
+}
+
+int sandbox_start(const struct sandbox_spec *spec, struct sandbox_handle *h)
+{
+	return sandbox_start_err(spec, h, NULL);
+}

@@ -1,0 +1,201 @@
+/* test_start.c - sandbox_start_err: a failing step is named; stdio comes from the spec.
+ *
+ * The pure parts (the child's report, the title area) run anywhere.  The starts need
+ * root, namespaces and cgroups: they run when tests/security/run.sh runs this test and
+ * exports SANDBOX_TEST_STATE_DIR and SANDBOX_TEST_CGROUP_PARENT (its cleanup removes
+ * what is left); elsewhere they are skipped, except the spec check, which takes nothing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "labd/sandbox.h"
+#include "sandbox/child.h"
+#include "sandbox/title.h"
+
+static char *sh_argv[] = {"/bin/sh", "-c", "cat; echo out; echo err >&2", NULL};
+
+static void test_report_parse(void **st)
+{
+	char step[SANDBOX_STEP_MAX], msg[128];
+	static const char rep[] = "mount-sources\0clone root /x: No such file or directory";
+
+	(void)st;
+	child_report_parse(rep, sizeof(rep) - 1, step, sizeof(step), msg, sizeof(msg));
+	assert_string_equal(step, "mount-sources");
+	assert_string_equal(msg, "clone root /x: No such file or directory");
+	child_report_parse("no separator", 12, step, sizeof(step), msg, sizeof(msg));
+	assert_string_equal(step, "child");
+	assert_string_equal(msg, "no separator");
+	child_report_parse("exec\0", 5, step, sizeof(step), msg, sizeof(msg));
+	assert_string_equal(step, "exec");
+	assert_string_equal(msg, "");
+}
+
+static void test_title_area(void **st)
+{
+	/* comm with spaces and ")" as a process may name itself; fields 48-51 at the end */
+	static const char stat[] =
+		"42 (a) b) (c) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123 1000 50 "
+		"18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 100 200 300 "
+		"140000 140040 140040 140100 0\n";
+	struct title_area a;
+
+	(void)st;
+	assert_int_equal(title_area_parse(stat, &a), 0);
+	assert_int_equal(a.arg_start, 140000);
+	assert_int_equal(a.arg_end, 140040);
+	assert_int_equal(a.env_start, 140040);
+	assert_int_equal(a.env_end, 140100);
+	assert_int_equal(title_room(&a), 100); /* the environment follows: usable too */
+	a.env_start = 150000;
+	assert_int_equal(title_room(&a), 40);
+	assert_int_equal(title_area_parse("42 (x) S 1 2 3\n", &a), -1);
+	assert_int_equal(title_area_parse("garbage", &a), -1);
+}
+
+static struct sandbox_spec base_spec(void)
+{
+	struct sandbox_spec s;
+
+	sandbox_spec_init(&s);
+	s.user = "stepper";
+	s.user_id = 9;
+	s.argv = sh_argv;
+	s.die_with_parent = true;
+	if (getenv("SANDBOX_TEST_STATE_DIR"))
+		s.state_dir = getenv("SANDBOX_TEST_STATE_DIR");
+	if (getenv("SANDBOX_TEST_CGROUP_PARENT"))
+		s.cgroup_parent = getenv("SANDBOX_TEST_CGROUP_PARENT");
+	return s;
+}
+
+static bool can_start(void)
+{
+	return geteuid() == 0 && getenv("SANDBOX_TEST_STATE_DIR") &&
+	       getenv("SANDBOX_TEST_CGROUP_PARENT");
+}
+
+static void test_step_spec(void **st)
+{
+	struct sandbox_spec s = base_spec();
+	struct sandbox_handle h;
+	struct sandbox_error err;
+	int fds[2];
+
+	(void)st;
+	s.user = "Not A User";
+	assert_int_equal(sandbox_start_err(&s, &h, &err), -1);
+	assert_string_equal(err.step, "spec");
+	assert_string_equal(err.message, "step spec: bad user name: Not A User");
+	assert_int_equal(h.pid, -1);
+	assert_int_equal(h.status_fd, -1);
+
+	s = base_spec();
+	assert_int_equal(pipe(fds), 0);
+	close(fds[0]);
+	close(fds[1]);
+	s.stdout_fd = fds[1]; /* closed: the caller's mistake is the spec's */
+	assert_int_equal(sandbox_start_err(&s, &h, &err), -1);
+	assert_string_equal(err.step, "spec");
+	assert_non_null(strstr(err.message, "stdout: fd"));
+}
+
+static void test_step_home(void **st)
+{
+	struct sandbox_spec s = base_spec();
+	struct sandbox_handle h;
+	struct sandbox_error err;
+	char img[256];
+
+	(void)st;
+	if (!can_start())
+		skip();
+	snprintf(img, sizeof(img), "%s/no-such-dir/sub/stepper.img", s.state_dir);
+	s.home_image = img;
+	s.home_size = 64ull << 20;
+	assert_int_equal(sandbox_start_err(&s, &h, &err), -1);
+	assert_string_equal(err.step, "home");
+	assert_non_null(strstr(err.message, "step home: mkdir "));
+	assert_non_null(strstr(err.message, "No such file or directory"));
+}
+
+static void test_step_exec(void **st)
+{
+	static char *argv[] = {"/no/such/command", NULL};
+	struct sandbox_spec s = base_spec();
+	struct sandbox_handle h;
+	struct sandbox_error err;
+
+	(void)st;
+	if (!can_start())
+		skip();
+	s.argv = argv;
+	assert_int_equal(sandbox_start_err(&s, &h, &err), -1);
+	assert_string_equal(err.step, "exec");
+	assert_string_equal(err.message, "step exec: exec /no/such/command: No such file or directory");
+}
+
+static size_t read_all(int fd, char *buf, size_t size)
+{
+	size_t used = 0;
+	ssize_t n;
+
+	while (used < size - 1 && (n = read(fd, buf + used, size - 1 - used)) > 0)
+		used += (size_t)n;
+	buf[used] = '\0';
+	return used;
+}
+
+/* stdout and stderr into a pipe of ours, stdin /dev/null (cat ends at once), and our
+ * own stdout is the same file before and after */
+static void test_stdio_in_spec(void **st)
+{
+	struct sandbox_spec s = base_spec();
+	struct sandbox_handle h;
+	struct sandbox_result res;
+	struct stat before, after;
+	char buf[256];
+	int p[2];
+
+	(void)st;
+	if (!can_start())
+		skip();
+	assert_int_equal(fstat(STDOUT_FILENO, &before), 0);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	s.stdin_fd = SANDBOX_FD_NULL;
+	s.stdout_fd = p[1];
+	s.stderr_fd = p[1];
+	assert_int_equal(sandbox_start_err(&s, &h, NULL), 0);
+	close(p[1]);
+	read_all(p[0], buf, sizeof(buf));
+	close(p[0]);
+	assert_string_equal(buf, "out\nerr\n");
+	assert_int_equal(sandbox_wait(&h, &res), 0);
+	assert_int_equal(res.kind, SANDBOX_EXITED);
+	assert_int_equal(res.code, 0);
+	assert_int_equal(sandbox_destroy(&h), 0);
+	assert_int_equal(fstat(STDOUT_FILENO, &after), 0);
+	assert_true(before.st_dev == after.st_dev && before.st_ino == after.st_ino);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_report_parse),
+		cmocka_unit_test(test_title_area),
+		cmocka_unit_test(test_step_spec),
+		cmocka_unit_test(test_step_home),
+		cmocka_unit_test(test_step_exec),
+		cmocka_unit_test(test_stdio_in_spec),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
