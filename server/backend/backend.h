@@ -83,6 +83,10 @@ int backend_list(struct backend *b, struct backend_sandbox **out, size_t *n);
 int backend_ping(struct backend *b);
 void backend_free(struct backend *b);
 
+/* Failure injection for tests: sends text to the supervisor as it is, as a
+ * compromised web process could. 0 or a negative errno. */
+int backend_local_send_raw(struct backend *b, const char *text);
+
 /* The local backend: takes fd (the supervisor socketpair), says hello and
  * delivers events to ev (copied) from its reader thread. NULL on failure. */
 struct backend *backend_local_new(int fd, const struct backend_events *ev);

@@ -2,6 +2,7 @@
 #include "supervisor/channel.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -108,6 +109,18 @@ static int refuse(const char *type, const char *why)
 	return -EPROTO;
 }
 
+/* Failure injection for tests: LABD_FAULT_DROP_START_REPLY=<user> loses the
+ * reply to that user's sandbox_start, as a reply that comes too late would. */
+static bool fault_drop_reply(const char *type, json_t *msg)
+{
+	const char *user = getenv("LABD_FAULT_DROP_START_REPLY");
+
+	if (!user || strcmp(type, "sandbox_start") != 0 || strcmp(user, proto_str(msg, "user")) != 0)
+		return false;
+	log_warn("fault injection: dropping the reply to the start of %s", user);
+	return true;
+}
+
 static int dispatch(struct channel *ch, json_t *msg)
 {
 	const char *type = json_string_value(json_object_get(msg, "type"));
@@ -121,7 +134,12 @@ static int dispatch(struct channel *ch, json_t *msg)
 			return refuse(type, "not permitted in this state of the channel");
 		if (proto_check(msg, table[i].fields, true, err, sizeof(err)) < 0)
 			return refuse(type, err);
+		log_debug("web process: %s", type);
 		reply = table[i].handler(ch, proto_int(msg, "id"), msg);
+		if (fault_drop_reply(type, msg)) {
+			json_decref(reply);
+			return 0;
+		}
 		int rc = proto_send(ch->fd, reply);
 		json_decref(reply);
 		if (rc < 0)

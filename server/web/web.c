@@ -33,7 +33,7 @@
 #include "store/users.h"
 
 /* How often expired sessions are swept from the store. */
-#define MAINTENANCE_SECONDS 60
+#define MAINTENANCE_S 60
 
 /* The policies the app points at, derived from the configuration. */
 struct policies {
@@ -127,19 +127,28 @@ static int open_websockets(struct app *app, const char *user)
 }
 
 /* Waits for SIGTERM/SIGINT (blocked since the supervisor forked us), sweeping
- * expired sessions now and then. */
+ * expired sessions now and then. With LABD_FAULT_BAD_MESSAGE set (tests only),
+ * SIGUSR1 sends that text to the supervisor, as a compromised web process
+ * could. */
 static void serve_until_signal(struct app *app)
 {
+	const char *bad = getenv("LABD_FAULT_BAD_MESSAGE");
 	sigset_t set;
-	struct timespec tick = {MAINTENANCE_SECONDS, 0};
+	struct timespec tick = {MAINTENANCE_S, 0};
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	if (bad)
+		sigaddset(&set, SIGUSR1); /* blocked in every thread by web_main */
 	for (;;) {
 		int sig = sigtimedwait(&set, NULL, &tick);
 		if (sig == SIGTERM || sig == SIGINT)
 			return;
+		if (sig == SIGUSR1 && bad) {
+			log_warn("fault injection: sending %s to the supervisor", bad);
+			backend_local_send_raw(app->backend, bad);
+		}
 		if (sig < 0 && errno == EAGAIN)
 			sessions_purge_expired(app->db, app->session, time(NULL));
 	}
@@ -160,6 +169,12 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	if (log_level_parse(cfg->log_level, &level) == 0)
 		log_set_level(level);
 	signal(SIGPIPE, SIG_IGN);
+	if (getenv("LABD_FAULT_BAD_MESSAGE")) {
+		sigset_t usr1;
+		sigemptyset(&usr1);
+		sigaddset(&usr1, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &usr1, NULL); /* before any thread starts */
+	}
 	init_policies(&app, &policies, cfg);
 	if (web_open_store_as_user(cfg, u, &app.db) < 0)
 		_exit(1);

@@ -387,8 +387,11 @@ def pid_alive(pid):
 class Daemon:
     """One labd instance with its own temp dir, config, state and log."""
 
-    def __init__(self, name="main", server=None, auth=None, keep_dir=False, sections=None):
+    def __init__(self, name="main", server=None, auth=None, keep_dir=False, sections=None,
+                 env=None):
         self.name = name
+        # Extra environment for the daemon (failure injection: LABD_FAULT_*).
+        self.env = dict(env or {})
         self.dir = tempfile.mkdtemp(prefix=f"labd-it-{name}-")
         # The web process runs as the unprivileged labd user: it must be able
         # to reach state_dir below this directory.
@@ -446,6 +449,7 @@ class Daemon:
         self.log_path = os.path.join(self.dir, f"labd.{self.runs}.log")
         logf = open(self.log_path, "wb")
         env = dict(os.environ)
+        env.update(self.env)
         self.proc = subprocess.Popen(
             [binary, "--config", self.config_path],
             stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
@@ -596,14 +600,14 @@ def labbox_binary():
     return os.path.join(build_dir(), "labbox")
 
 
-def runtime_daemon(name, runtime=None, gpu=None, server=None, auth=None):
+def runtime_daemon(name, runtime=None, gpu=None, server=None, auth=None, env=None):
     """A Daemon (not started) whose config has [runtime] (RUNTIME_DEFAULTS + runtime)."""
     rt = dict(RUNTIME_DEFAULTS)
     rt.update(runtime or {})
     sections = {"runtime": rt}
     if gpu is not None:
         sections["gpu"] = dict(gpu)
-    return Daemon(name, server=server, auth=auth, sections=sections)
+    return Daemon(name, server=server, auth=auth, sections=sections, env=env)
 
 
 def wait_runtime(c, states, timeout=RUNTIME_START_TIMEOUT, interval=0.2):
