@@ -27,7 +27,7 @@ COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/%.o)
 SERVER_OBJS := $(SERVER_SRCS:%.c=$(BUILD)/%.o)
 UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test check check-asan tests clean install fmt lint bench
+.PHONY: all deps run test check check-asan check-layers tests clean install fmt lint bench
 .SECONDARY:
 
 all: $(BUILD)/labd
@@ -62,7 +62,7 @@ run: deps
 	$(BUILD)/labd --demo
 
 test: deps
-	@$(MAKE) --no-print-directory tests lint
+	@$(MAKE) --no-print-directory tests lint check-layers
 	@BUILD=$(BUILD) bash tests/run.sh
 
 check: test
@@ -86,6 +86,11 @@ install: all
 
 fmt:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+
+# The include order of docs/architecture.md, and no store or HTTP in root-side
+# code (tests/layers/run.sh proves it fails on planted violations).
+check-layers: tests
+	@bash tests/layers/check-layers.sh . $(BUILD)
 
 # Banned functions (STYLE.md 10): unbounded copies and unchecked conversions.
 lint:

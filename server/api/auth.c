@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "labd/log.h"
 #include "store/audit.h"
+#include "auth/auth.h"
 #include "http/http.h"
 #include "runtime/runtime.h"
 #include "store/sessions.h"

@@ -13,6 +13,7 @@
 #include "labd/app.h"
 #include "auth/password.h"
 #include "store/audit.h"
+#include "auth/auth.h"
 #include "http/http.h"
 #include "http/static.h"
 #include "labd/log.h"

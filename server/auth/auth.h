@@ -7,21 +7,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store/identity.h"
 #include "store/sessions.h"
 #include "store/users.h"
 
 struct app;
 struct http_request;
 
-enum auth_kind { AUTH_NONE, AUTH_COOKIE, AUTH_TOKEN };
-
-struct auth_identity {
-	enum auth_kind kind;
-	struct user user;   /* valid unless kind == AUTH_NONE */
-	int64_t session_id; /* AUTH_COOKIE */
-	char csrf_token[SESSION_CSRF_LEN + 1];
-	int64_t token_id; /* AUTH_TOKEN */
-};
 
 /* Resolves the request's credentials into req->auth (AUTH_NONE when absent,
  * expired, revoked or the user is disabled). Returns -1 only on a store error. */

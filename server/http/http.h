@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "auth/auth.h"
+#include "store/identity.h"
 #include "labd/buf.h"
 #include "http/router.h"
 

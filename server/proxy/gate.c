@@ -8,6 +8,7 @@
 
 #include "labd/app.h"
 #include "config/config.h"
+#include "auth/auth.h"
 #include "http/http.h"
 #include "http/static.h"
 #include "labd/log.h"

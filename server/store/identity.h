@@ -1,0 +1,22 @@
+/* identity.h - who a request comes from, as the store knows them: the user row
+ * and the session or API token that vouched for them. A plain record, so the
+ * HTTP layer can carry it in the request; auth/ fills it in. */
+#ifndef LABD_IDENTITY_H
+#define LABD_IDENTITY_H
+
+#include <stdint.h>
+
+#include "store/sessions.h"
+#include "store/users.h"
+
+enum auth_kind { AUTH_NONE, AUTH_COOKIE, AUTH_TOKEN };
+
+struct auth_identity {
+	enum auth_kind kind;
+	struct user user;   /* valid unless kind == AUTH_NONE */
+	int64_t session_id; /* AUTH_COOKIE */
+	char csrf_token[SESSION_CSRF_LEN + 1];
+	int64_t token_id; /* AUTH_TOKEN */
+};
+
+#endif
