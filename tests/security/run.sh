@@ -2,26 +2,50 @@
 # tests/security/run.sh - the sandbox escape and isolation suite (run as root).
 #
 # Every case runs the real labbox with a probe inside (tests/security/probe.c) and
-# asserts the exact result: an errno name, a value, or a host-side fact.  Cases that
-# cannot run on this host print "SKIP name: reason" and count neither way.  The last
-# line is "N passed, N failed"; the exit status is non-zero when anything failed.
+# asserts the exact result: an errno name, a value, or a host-side fact.
+# Cases that cannot run on this host print "SKIP name -- reason" (tests/lib.sh: only
+# the skips in tests/expected-skips.txt are allowed under CI=true).  The last line is
+# "N passed, N failed, N skipped"; the exit status is non-zero when anything failed.
 # Network cases use only loopback and the namespaces labbox creates.
 set -uo pipefail
 
 BUILD=${BUILD:-build}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$ROOT/tests/lib.sh"
 LABBOX=$ROOT/$BUILD/labbox
 PROBE=$ROOT/$BUILD/tests/security/probe
 pass=0
 fail=0
+skipped=0
+
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL $1: expected [$2], got [$3]"; [ -s "${LOG:-}" ] && sed 's/^/    /' "$LOG" | tail -5; }
+skip() { if skip_verdict sandbox "$1" "$2"; then skipped=$((skipped + 1)); else fail=$((fail + 1)); fi; }
+# expect NAME EXPECTED ACTUAL
+expect() { if [ "$2" = "$3" ]; then ok "$1"; else ko "$1" "$2" "$3"; return 1; fi; }
+
+# The sandbox library's own cmocka tests: counted per test case, skips as skips.
+sandbox_units() {
+	local t
+	echo "== unit tests (tests/sandbox)"
+	CM_PASSED=0 CM_FAILED=0 CM_SKIPPED=0
+	for t in "$ROOT/$BUILD"/tests/sandbox/test_*; do
+		[ -x "$t" ] || continue
+		case "$t" in *.o | *.d) continue ;; esac
+		cmocka_run sandbox "$t"
+	done
+	pass=$((pass + CM_PASSED)) fail=$((fail + CM_FAILED)) skipped=$((skipped + CM_SKIPPED))
+}
 
 if [ "$(id -u)" -ne 0 ]; then
-	echo "SKIP security suite: needs root"
-	echo "0 passed, 0 failed"
-	exit 0
+	# the cmocka tests need no root (those that do skip, and are counted as skips)
+	skip "escape and isolation cases" "needs root"
+	sandbox_units
+	suite_result sandbox "$pass" "$fail" "$skipped"
+	exit
 fi
 for f in "$LABBOX" "$PROBE"; do
-	[ -x "$f" ] || { echo "missing $f (run make tests)"; echo "0 passed, 1 failed"; exit 1; }
+	[ -x "$f" ] || { echo "missing $f (run make tests)"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 done
 
 # /var/tmp is visible (read-only) inside; the state and image dirs below are masked.
@@ -51,12 +75,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1: expected [$2], got [$3]"; [ -s "$LOG" ] && sed 's/^/    /' "$LOG" | tail -5; }
-skip() { echo "SKIP $1: $2"; }
-# expect NAME EXPECTED ACTUAL
-expect() { if [ "$2" = "$3" ]; then ok "$1"; else ko "$1" "$2" "$3"; fi; }
 
 # box USER ID [labbox options] -- CMD: one sandbox with the suite's state and cgroups
 box() {
@@ -319,12 +337,6 @@ else
 	skip "GPU device cgroup" "no devices controller"
 fi
 
-echo "== unit tests (tests/sandbox)"
-for t in "$ROOT/$BUILD"/tests/sandbox/test_*; do
-	[ -x "$t" ] || continue
-	case "$t" in *.o | *.d) continue ;; esac
-	if "$t" >"$LOG" 2>&1; then ok "unit $(basename "$t")"; else ko "unit $(basename "$t")" pass "$(tail -3 "$LOG")"; fi
-done
+sandbox_units
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+suite_result sandbox "$pass" "$fail" "$skipped"
