@@ -10,8 +10,9 @@ SANDBOX_CLI  := $(BUILD)/labbox
 SANDBOX_UNIT_SRCS := $(wildcard tests/sandbox/test_*.c)
 SANDBOX_UNIT_BINS := $(SANDBOX_UNIT_SRCS:tests/sandbox/%.c=$(BUILD)/tests/sandbox/%)
 SANDBOX_PROBE     := $(BUILD)/tests/security/probe
+SANDBOX_SECCOMP_ONLY := $(BUILD)/tests/security/seccomp_only
 
-SANDBOX_TEST_BINS := $(SANDBOX_CLI) $(SANDBOX_UNIT_BINS) $(SANDBOX_PROBE)
+SANDBOX_TEST_BINS := $(SANDBOX_CLI) $(SANDBOX_UNIT_BINS) $(SANDBOX_PROBE) $(SANDBOX_SECCOMP_ONLY)
 
 all: $(SANDBOX_CLI)
 
@@ -33,3 +34,8 @@ $(SANDBOX_PROBE): $(BUILD)/tests/security/probe.o
 .PHONY: sandbox-test
 sandbox-test: $(SANDBOX_TEST_BINS)
 	BUILD=$(BUILD) bash tests/security/run.sh
+
+# labd's seccomp filter alone around a command: the escape suite's controls.
+$(SANDBOX_SECCOMP_ONLY): $(BUILD)/tests/security/seccomp_only.o $(SANDBOX_LIB) $(BUILD)/libcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

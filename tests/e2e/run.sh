@@ -4,39 +4,59 @@
 #
 #   BUILD=build bash tests/e2e/run.sh
 #
-# The last line of the output is "N passed, N failed"; the exit status is non-zero
-# when a test failed or none ran.
+# The last line of the output is "N passed, N failed, N skipped"; the exit status is
+# non-zero when a test failed or none ran.  Each skipped test is named ("SKIP
+# <file>/<test> -- <reason>") and checked against tests/expected-skips.txt
+# (tests/lib.sh); a cancelled test counts as failed.
+#
+# All test files share one daemon, except a file with a same-named .ini beside it
+# (login.test.mjs and login.ini): it gets a throw-away daemon of its own whose config
+# adds that file's settings (a fast lockout, say, that must not throttle the others).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
+. "$repo/tests/lib.sh"
 BUILD="${BUILD:-build}"
 case "$BUILD" in /*) labd_bin="$BUILD/labd" ;; *) labd_bin="$repo/$BUILD/labd" ;; esac
 CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 
 tmp=""
 daemon_pid=""
+file_daemon_pid=""
 
+# stop_daemon PID: SIGTERM, then SIGKILL to its process group after 10 s.
 stop_daemon() {
-    [ -n "$daemon_pid" ] || return 0
-    if kill -0 "$daemon_pid" 2>/dev/null; then
-        kill -TERM "$daemon_pid" 2>/dev/null
+    local pid=$1
+    [ -n "$pid" ] || return 0
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null
         for _ in $(seq 1 100); do
-            kill -0 "$daemon_pid" 2>/dev/null || break
+            kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
         done
-        if kill -0 "$daemon_pid" 2>/dev/null; then
+        if kill -0 "$pid" 2>/dev/null; then
             echo "e2e: labd did not stop within 10 s of SIGTERM; killing it" >&2
             # The daemon runs in its own process group (setsid): take its children too.
-            kill -KILL -- "-$daemon_pid" 2>/dev/null || kill -KILL "$daemon_pid" 2>/dev/null
+            kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null
         fi
     fi
-    wait "$daemon_pid" 2>/dev/null
-    daemon_pid=""
+    wait "$pid" 2>/dev/null
+}
+
+show_logs() {
+    local l
+    for l in "$tmp"/*/labd.log; do
+        [ -s "$l" ] || continue
+        echo "----- labd log ($l) -----"
+        cat "$l"
+        echo "--------------------"
+    done
 }
 
 cleanup() {
-    stop_daemon
+    stop_daemon "$file_daemon_pid"
+    stop_daemon "$daemon_pid"
     [ -n "$tmp" ] && rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -46,13 +66,12 @@ trap 'exit 143' TERM
 # A setup failure counts as one failed test, so the summary is never "0 failed" on error.
 setup_failed() {
     echo "e2e: $*" >&2
-    if [ -n "$tmp" ] && [ -s "$tmp/labd.log" ]; then
-        echo "----- labd log -----"
-        cat "$tmp/labd.log"
-        echo "--------------------"
-    fi
-    stop_daemon
-    echo "0 passed, 1 failed"
+    [ -n "$tmp" ] && show_logs
+    stop_daemon "$file_daemon_pid"
+    file_daemon_pid=""
+    stop_daemon "$daemon_pid"
+    daemon_pid=""
+    echo "0 passed, 1 failed, 0 skipped"
     exit 1
 }
 
@@ -71,15 +90,19 @@ tmp="$(mktemp -d /tmp/labd-e2e.XXXXXX)" || setup_failed "mktemp failed"
 # The web process runs as the unprivileged labd user: it must reach state_dir below.
 chmod 0755 "$tmp"
 
-port="$(node -e '
+# start_daemon NAME [EXTRA_INI]: a throw-away labd in $tmp/NAME whose config is the base
+# below plus EXTRA_INI's settings; sets DAEMON_PID, DAEMON_URL and DAEMON_PW.
+start_daemon() {
+    local name=$1 extra=${2:-} dir="$tmp/$1" port code="" up=""
+    mkdir -p "$dir" && chmod 0755 "$dir"
+    port="$(node -e '
 const s = require("net").createServer();
 s.listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });
 ')" || setup_failed "cannot find a free port"
-
-cat >"$tmp/labd.ini" <<EOF
+    cat >"$dir/labd.ini" <<EOF
 [server]
 listen = 127.0.0.1:$port
-state_dir = $tmp/state
+state_dir = $dir/state
 web_root = $repo/web
 [auth]
 scrypt_n = 1024
@@ -92,33 +115,34 @@ memory = 2G
 idle_timeout = 0
 cpu_limit = 20m
 EOF
-
-url="http://127.0.0.1:$port"
-# Own session and process group, so a stuck daemon can be killed with its children.
-setsid "$labd_bin" --config "$tmp/labd.ini" >"$tmp/labd.log" 2>&1 </dev/null &
-daemon_pid=$!
-
-up=""
-for _ in $(seq 1 100); do
-    if ! kill -0 "$daemon_pid" 2>/dev/null; then
-        wait "$daemon_pid" 2>/dev/null
-        rc=$?
-        daemon_pid=""
-        setup_failed "labd exited during start-up (status $rc)"
+    if [ -n "$extra" ]; then
+        { echo "; from $extra"; cat "$extra"; } >>"$dir/labd.ini"
     fi
-    code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$url/api/v1/health" 2>/dev/null)"
-    if [ "$code" = "200" ]; then up=1; break; fi
-    sleep 0.1
-done
-[ -n "$up" ] || setup_failed "GET $url/api/v1/health did not answer 200 within 10 s (last: ${code:-none})"
+    DAEMON_URL="http://127.0.0.1:$port"
+    # Own session and process group, so a stuck daemon can be killed with its children.
+    setsid "$labd_bin" --config "$dir/labd.ini" >"$dir/labd.log" 2>&1 </dev/null &
+    DAEMON_PID=$!
+    for _ in $(seq 1 100); do
+        if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+            wait "$DAEMON_PID" 2>/dev/null
+            setup_failed "labd ($name) exited during start-up (status $?)"
+        fi
+        code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$DAEMON_URL/api/v1/health" 2>/dev/null)"
+        if [ "$code" = "200" ]; then up=1; break; fi
+        sleep 0.1
+    done
+    [ -n "$up" ] || setup_failed "GET $DAEMON_URL/api/v1/health ($name) did not answer 200 within 10 s (last: ${code:-none})"
+    DAEMON_PW=""
+    for _ in $(seq 1 20); do
+        DAEMON_PW="$(sed -nE 's/.*admin password[^:]*: ([^[:space:]]+).*/\1/p' "$dir/labd.log" | head -n 1)"
+        [ -n "$DAEMON_PW" ] && break
+        sleep 0.1
+    done
+    [ -n "$DAEMON_PW" ] || setup_failed "no 'admin password ...: <password>' line in $dir/labd.log"
+}
 
-admin_pw=""
-for _ in $(seq 1 20); do
-    admin_pw="$(sed -nE 's/.*admin password[^:]*: ([^[:space:]]+).*/\1/p' "$tmp/labd.log" | head -n 1)"
-    [ -n "$admin_pw" ] && break
-    sleep 0.1
-done
-[ -n "$admin_pw" ] || setup_failed "no 'admin password ...: <password>' line in the labd log"
+start_daemon main
+daemon_pid=$DAEMON_PID url=$DAEMON_URL admin_pw=$DAEMON_PW
 
 # The test files share the daemon and its admin, so they run one after the other, in
 # name order, except runtime.test.mjs (slow: it starts and stops real runtimes), which runs
@@ -138,35 +162,52 @@ fi
 echo "e2e: labd is up at $url (pid $daemon_pid); running the browser tests: ${files[*]}"
 passed=0
 failed=0
+skipped=0
 for f in "${files[@]}"; do
     out="$tmp/node-test.$f.out"
+    f_url=$url f_pw=$admin_pw
+    ini="$here/${f%.test.mjs}.ini"
+    if [ -f "$ini" ]; then
+        start_daemon "${f%.test.mjs}" "$ini"
+        file_daemon_pid=$DAEMON_PID f_url=$DAEMON_URL f_pw=$DAEMON_PW
+        echo "e2e: $f gets its own labd at $f_url (pid $file_daemon_pid, settings from $(basename "$ini"))"
+    fi
     # Feed the tests through tee so the TAP stream is shown as it comes and kept for the summary.
-    (cd "$repo" && LABD_URL="$url" LABD_ADMIN_PASSWORD="$admin_pw" CHROMIUM="$CHROMIUM" \
+    (cd "$repo" && LABD_URL="$f_url" LABD_ADMIN_PASSWORD="$f_pw" CHROMIUM="$CHROMIUM" \
         timeout "${E2E_TIMEOUT:-1500}" node --test --test-reporter=tap "tests/e2e/$f") 2>&1 | tee "$out"
     node_rc=${PIPESTATUS[0]}
+    if [ -n "$file_daemon_pid" ]; then
+        stop_daemon "$file_daemon_pid"
+        file_daemon_pid=""
+    fi
     p="$(sed -nE 's/^# pass ([0-9]+)$/\1/p' "$out" | tail -n 1)"
     n="$(sed -nE 's/^# fail ([0-9]+)$/\1/p' "$out" | tail -n 1)"
+    c="$(sed -nE 's/^# cancelled ([0-9]+)$/\1/p' "$out" | tail -n 1)"
     p="${p:-0}"
-    n="${n:-0}"
+    n=$((${n:-0} + ${c:-0}))
     # A crashed or timed-out runner with no failure counted is still a failure.
     if [ "$node_rc" -ne 0 ] && [ "$n" -eq 0 ]; then
         echo "e2e: node --test $f exited with status $node_rc" >&2
         n=1
     fi
+    # Skipped tests, by name: "ok N - <title> # SKIP <reason>"
+    while IFS=$'\t' read -r title reason; do
+        [ -n "$title" ] || continue
+        if skip_verdict e2e "$f/$title" "${reason:-no reason given}"; then
+            skipped=$((skipped + 1))
+        else
+            n=$((n + 1))
+        fi
+    done < <(sed -nE 's/^ *ok [0-9]+ - (.*) # SKIP ?(.*)$/\1\t\2/p' "$out")
     passed=$((passed + p))
     failed=$((failed + n))
 done
 
-stop_daemon
+stop_daemon "$daemon_pid"
+daemon_pid=""
 
 if [ "$failed" -gt 0 ] || [ "$passed" -eq 0 ]; then
-    echo "----- labd log -----"
-    cat "$tmp/labd.log"
-    echo "--------------------"
+    show_logs
 fi
 
-echo "$passed passed, $failed failed"
-if [ "$failed" -gt 0 ] || [ "$passed" -eq 0 ]; then
-    exit 1
-fi
-exit 0
+suite_result e2e "$passed" "$failed" "$skipped"

@@ -28,9 +28,15 @@ if (!BASE || !ADMIN_PW) {
 
 let browser;
 let context;
-// Console messages and uncaught errors of labd's own pages (not Jupyter's).
+// Console messages and uncaught errors of labd's own pages (not Jupyter's; labd's
+// "runtime not running" page counts as labd's although it answers on a Jupyter path).
 const labdConsole = [];
 const labdErrors = [];
+// Every page document the browser got (path, HTTP status, labd's or not), and the labd
+// pages a test saw rendered (a known element visible): the console check at the end
+// means nothing unless these pages really loaded.
+const documents = [];
+const labdRendered = new Set();
 // Shared between the tests of this file, which run in order.
 const shared = { notebook: null, ranOnce: false };
 
@@ -42,6 +48,9 @@ const isLabdPage = (url) => {
     return false;
   }
 };
+// Whether each page's current document is labd's (set from its main-frame response).
+const labdDocument = new WeakMap();
+const showsLabd = (page) => labdDocument.get(page) ?? isLabdPage(page.url());
 
 before(async () => {
   browser = await launchChromium();
@@ -64,11 +73,19 @@ after(async () => {
 });
 
 function watchPage(page) {
+  page.on('response', (res) => {
+    const req = res.request();
+    if (req.isNavigationRequest() && req.frame() === page.mainFrame()) {
+      const labd = isLabdPage(res.url()) || res.status() === 503;
+      labdDocument.set(page, labd);
+      documents.push({ path: new URL(res.url()).pathname, status: res.status(), labd });
+    }
+  });
   page.on('console', (msg) => {
-    if (isLabdPage(page.url())) labdConsole.push({ type: msg.type(), text: msg.text(), url: page.url() });
+    if (showsLabd(page)) labdConsole.push({ type: msg.type(), text: msg.text(), url: page.url() });
   });
   page.on('pageerror', (err) => {
-    if (isLabdPage(page.url())) labdErrors.push(`${page.url()}: ${err.message}`);
+    if (showsLabd(page)) labdErrors.push(`${page.url()}: ${err.message}`);
   });
   // Jupyter asks before leaving a page with a running kernel; labd asks nothing.
   page.on('dialog', (d) => d.accept().catch(() => {}));
@@ -106,6 +123,7 @@ async function formLogin(page, username, password) {
   await page.locator('#password').fill(password);
   await Promise.all([page.waitForURL(isPath('/dashboard')), page.locator('#password').press('Enter')]);
   await page.locator('#whoami', { hasText: `Signed in as ${username}` }).waitFor();
+  labdRendered.add('/dashboard');
 }
 
 /* The API from Node with its own login (for cleanup, independent of the browser). */
@@ -454,6 +472,7 @@ test('the "runtime not running" page (503) starts the runtime and lands in the n
     assert.equal(new URL(page.url()).pathname, url, 'the address stays the same');
     await page.locator('h1', { hasText: 'not running' }).waitFor();
     await page.locator('#runtime-state', { hasText: 'stopped' }).waitFor();
+    labdRendered.add('runtime page');
     assert.equal(await page.locator('a[href="/dashboard"]').count() > 0, true, 'links back to the dashboard');
     assert.equal(await page.locator('#runtime-error').getAttribute('role'), 'alert');
   });
@@ -477,6 +496,14 @@ test('the "runtime not running" page (503) starts the runtime and lands in the n
 });
 
 test('labd pages logged no Content-Security-Policy violation and no script error', () => {
+  // First, that there was something to check: the dashboard (200) and the runtime page
+  // (503, its documented status) were loaded and rendered by the tests above.
+  const seen = JSON.stringify(documents);
+  assert.ok(documents.some((d) => d.path === '/dashboard' && d.status === 200), `no /dashboard with 200: ${seen}`);
+  assert.ok(documents.some((d) => d.path.startsWith(JUPYTER) && d.status === 503 && d.labd),
+    `no runtime page (503): ${seen}`);
+  assert.deepEqual([...labdRendered].sort(), ['/dashboard', 'runtime page'],
+    'labd pages the tests saw rendered');
   const csp = labdConsole.filter((m) => /Content[- ]Security[- ]Policy/i.test(m.text));
   assert.deepEqual(csp, [], 'CSP violations');
   assert.deepEqual(labdErrors, [], 'uncaught errors in labd pages');

@@ -22,6 +22,10 @@ const contexts = [];
 // Every console message and uncaught page error of every page, for the CSP check.
 const consoleLog = [];
 const pageErrors = [];
+// Every page document loaded (path and HTTP status) and every page a test saw rendered
+// (a known element visible): the CSP check at the end means nothing unless they did.
+const documents = [];
+const rendered = new Set();
 
 before(async () => {
   browser = await launchChromium();
@@ -43,6 +47,12 @@ async function newPage() {
     consoleLog.push({ type: msg.type(), text: msg.text(), url: page.url() });
   });
   page.on('pageerror', (err) => pageErrors.push(`${page.url()}: ${err.message}`));
+  page.on('response', (res) => {
+    const req = res.request();
+    if (req.isNavigationRequest() && req.frame() === page.mainFrame()) {
+      documents.push({ path: new URL(res.url()).pathname, status: res.status() });
+    }
+  });
   // Dialogs (confirm before delete/revoke/reset) are accepted.
   page.on('dialog', (d) => d.accept());
   return { context, page };
@@ -61,7 +71,21 @@ async function formLogin(page, username, password, { expectPath = '/dashboard' }
 async function waitSignedIn(page, name) {
   await page.locator('#whoami', { hasText: `Signed in as ${name}` }).waitFor();
   assert.equal(await page.locator('#whoami').textContent(), `Signed in as ${name}`);
+  rendered.add(new URL(page.url()).pathname);
 }
+
+/* The login page rendered: its heading is visible. */
+async function loginRendered(page) {
+  await page.locator('#login-title', { hasText: 'Log in' }).waitFor();
+  rendered.add('/login');
+}
+
+/* The last document loaded for path, or undefined. */
+function lastDocument(path) {
+  return documents.filter((d) => d.path === path).at(-1);
+}
+
+const isCspMessage = (text) => /Content[- ]Security[- ]Policy/i.test(text);
 
 async function logout(page) {
   // The CSRF field is filled from /api/v1/me; wait for it before posting.
@@ -118,7 +142,7 @@ async function bearerMe(token) {
 }
 
 function cspMessages() {
-  return consoleLog.filter((m) => /Content[- ]Security[- ]Policy/i.test(m.text));
+  return consoleLog.filter((m) => isCspMessage(m.text));
 }
 
 /* The row of a table whose first cell is exactly `name`. */
@@ -134,6 +158,7 @@ test('admin logs in through the form and lands on the dashboard', T, async () =>
 
   const res = await page.goto('/login');
   assert.equal(res.status(), 200);
+  await loginRendered(page);
   // The CSP is really in force, so the console check below means something.
   assert.match(res.headers()['content-security-policy'] || '', /script-src 'self'/);
 
@@ -146,6 +171,7 @@ test('admin logs in through the form and lands on the dashboard', T, async () =>
   await formLogin(page, 'admin', ADMIN_PW);
   assert.equal(new URL(page.url()).pathname, '/dashboard');
   await waitSignedIn(page, 'admin');
+  assert.equal(lastDocument('/dashboard')?.status, 200, 'the dashboard loaded with 200');
 
   // The runtime card has loaded: no runtime yet, so one can be started and none stopped.
   await page.locator('#runtime', { hasText: 'No runtime yet' }).waitFor();
@@ -364,6 +390,35 @@ test('admin console: generated password, roles, disable, reset, duplicate, delet
 });
 
 test('no Content-Security-Policy violation or script error was logged', T, async () => {
+  // There was something to check: the pages loaded (200) and rendered.
+  for (const path of ['/login', '/dashboard', '/admin']) {
+    assert.ok(documents.some((d) => d.path === path && d.status === 200),
+      `${path} never loaded with 200: ${JSON.stringify(documents)}`);
+  }
+  assert.deepEqual([...rendered].sort(), ['/admin', '/dashboard', '/login'],
+    'pages the tests saw rendered');
+  // And a violation would have been seen: an inline script on the login page (refused
+  // by script-src 'self') shows up as a CSP message in the console (its own context,
+  // so the shared log stays clean).
+  const context = await browser.newContext({ baseURL: BASE });
+  try {
+    const page = await context.newPage();
+    const seen = [];
+    page.on('console', (msg) => seen.push(msg.text()));
+    assert.equal((await page.goto('/login')).status(), 200);
+    await page.locator('#login-title', { hasText: 'Log in' }).waitFor();
+    const refused = page.waitForEvent('console', { predicate: (m) => isCspMessage(m.text()), timeout: 5_000 });
+    await page.evaluate(() => {
+      const s = document.createElement('script');
+      s.textContent = 'document.title = "inline ran";';
+      document.head.appendChild(s);
+    });
+    await refused;
+    assert.equal(await page.title(), 'Log in · labd', 'the inline script did not run');
+    assert.ok(seen.some(isCspMessage), 'the refused inline script was reported as a CSP violation');
+  } finally {
+    await context.close();
+  }
   assert.deepEqual(cspMessages(), [], 'CSP violations in the console');
   assert.deepEqual(pageErrors, [], 'uncaught errors in pages');
 });

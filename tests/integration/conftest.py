@@ -132,3 +132,21 @@ def pytest_runtest_makereport(item, call):
             if isinstance(v, Daemon) and id(v) not in seen:
                 seen.add(id(v))
                 rep.sections.append((f"labd ({v.name}) log tail", v.log_tail(30)))
+
+
+def pytest_runtest_logreport(report):
+    """Names every skipped (or xfailed) test for tests/integration/run.sh, which
+    checks each against tests/expected-skips.txt: one line "<node id>\\t<reason>" in
+    the file LABD_SKIP_LOG names (set by run.sh; nothing is written without it)."""
+    path = os.environ.get("LABD_SKIP_LOG")
+    if not path or not report.skipped:
+        return
+    if hasattr(report, "wasxfail"):
+        reason = f"xfail: {report.wasxfail}"
+    elif isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+    else:
+        reason = str(report.longrepr)
+    nodeid = report.nodeid.split("tests/integration/", 1)[-1]
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(f"{nodeid}\t{' '.join(reason.split())}\n")

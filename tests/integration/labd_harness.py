@@ -29,6 +29,23 @@ ASAN = bool(os.environ.get("LABD_ASAN"))
 SLOW = 3.0 if ASAN else 1.0
 HTTP_TIMEOUT = 15 * SLOW
 
+
+def wait_until(predicate, timeout, what, interval=0.05):
+    """Polls predicate() every interval seconds until it returns a true value, and
+    returns that value.  After timeout seconds it raises AssertionError "timed out
+    after T s waiting for WHAT" (what: a string, or a callable giving one then, for
+    details such as the last answer or a log tail).  Use it instead of fixed sleeps."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = predicate()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            detail = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout:.1f} s waiting for {detail}")
+        time.sleep(interval)
+
+
 ADMIN_PW_RE = re.compile(r"admin password[^:]*: (\S+)")
 SANITIZER_RE = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:")
 
@@ -821,9 +838,11 @@ def mount_holders(path):
 def wait_loops_released(state_dir, timeout=20):
     """Waits for the loop devices of state_dir's homes to detach (autoclear at
     the last unmount).  Returns (loops still attached, their holders)."""
-    deadline = time.monotonic() + timeout * SLOW
-    while loops_under(state_dir) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    try:
+        wait_until(lambda: not loops_under(state_dir), timeout * SLOW,
+                   f"the loop devices under {state_dir} to detach", interval=0.2)
+    except AssertionError:
+        pass  # the caller asserts on what is left, with its holders
     loops = loops_under(state_dir)
     return loops, (mount_holders(state_dir) if loops else [])
 

@@ -3,11 +3,10 @@
 import os
 import pwd
 import signal
-import time
 
 import pytest
 
-from labd_harness import SLOW, assert_status, pid_alive, proc_status
+from labd_harness import SLOW, assert_status, pid_alive, proc_status, wait_until
 
 
 def labd_ids():
@@ -17,14 +16,10 @@ def labd_ids():
 
 def web_pid(d, timeout=10):
     """The supervisor's (single) child, the web process."""
-    deadline = time.monotonic() + timeout * SLOW
-    while True:
-        kids = [k for k in d.web_children() if pid_alive(k)]
-        if kids:
-            assert len(kids) == 1, f"supervisor has {len(kids)} children: {kids}"
-            return kids[0]
-        assert time.monotonic() < deadline, "supervisor has no child process\n" + d.log_tail()
-        time.sleep(0.1)
+    kids = wait_until(lambda: [k for k in d.web_children() if pid_alive(k)], timeout * SLOW,
+                      lambda: "a child of the supervisor\n" + d.log_tail())
+    assert len(kids) == 1, f"supervisor has {len(kids)} children: {kids}"
+    return kids[0]
 
 
 def assert_unprivileged(pid):
@@ -63,21 +58,20 @@ def test_web_restart_after_kill(procd):
     assert_status(tok, 201)
     old = web_pid(procd)
     os.kill(old, signal.SIGKILL)
-    deadline = time.monotonic() + 10 * SLOW
-    new = None
-    while time.monotonic() < deadline:
+
+    def new_web_answering():
         kids = [k for k in procd.web_children() if pid_alive(k) and k != old]
-        if kids:
-            try:
-                r = procd.client(source=None).get("/api/v1/health")
-                if r.status == 200:
-                    new = kids[0]
-                    break
-            except OSError:
-                pass
-        time.sleep(0.1)
-    assert new, f"no new web process answering health within {10 * SLOW:.0f}s of kill -9\n" \
-        + procd.log_tail()
+        if not kids:
+            return None
+        try:
+            r = procd.client(source=None).get("/api/v1/health")
+        except OSError:
+            return None
+        return kids[0] if r.status == 200 else None
+
+    new = wait_until(new_web_answering, 10 * SLOW,
+                     lambda: "a new web process answering health after kill -9\n"
+                     + procd.log_tail())
     assert procd.proc.poll() is None, "supervisor died with its child\n" + procd.log_tail()
     h = procd.client(source=None).get("/api/v1/health")
     assert_status(h, 200)
@@ -102,9 +96,7 @@ def test_sigterm_stops_both(procd):
         procd.kill()
         raise AssertionError("supervisor did not exit within 10 s of SIGTERM\n" + procd.log_tail())
     assert rc == 0, f"supervisor exit status {rc}\n" + procd.log_tail()
-    deadline = time.monotonic() + 10 * SLOW
-    while pid_alive(web) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not pid_alive(web), f"web process {web} still alive after the supervisor exited"
+    wait_until(lambda: not pid_alive(web), 10 * SLOW,
+               f"web process {web} to exit after the supervisor did")
     with pytest.raises(OSError):
         procd.client(source=None).get("/api/v1/health")

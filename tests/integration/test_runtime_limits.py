@@ -23,6 +23,7 @@ from labd_harness import (
     STRONG,
     unique_name,
     wait_runtime,
+    wait_until,
     web_process,
 )
 
@@ -117,24 +118,19 @@ def test_supervisor_enforces_deadline_without_web_process(dd):
     web = web_process(dd)
     os.kill(web, signal.SIGSTOP)
     try:
-        wait_until = deadline + GRACE + SLACK
-        while time.time() < wait_until and pid_alive(box_pid):
-            time.sleep(0.2)
+        wait_until(lambda: not pid_alive(box_pid), max(deadline + GRACE + SLACK - time.time(), 0),
+                   lambda: f"sandbox pid {box_pid} to end: still alive "
+                   f"{time.time() - deadline:.1f} s after the deadline while the web process "
+                   "was stopped", interval=0.2)
         gone_at = time.time()
-        alive = pid_alive(box_pid)
         # the supervisor tears down (unmounts the home, removes cgroups and the
         # state file) right after it sees the exit: give that a moment
-        left = box_of(dd, c.user)
-        while left is not None and time.time() < gone_at + 5 * SLOW:
-            time.sleep(0.1)
-            left = box_of(dd, c.user)
+        wait_until(lambda: box_of(dd, c.user) is None, 5 * SLOW,
+                   lambda: f"the sandbox's state to go: {box_of(dd, c.user)}", interval=0.1)
     finally:
         os.kill(web, signal.SIGCONT)
-    assert not alive, f"sandbox pid {box_pid} still alive {gone_at - deadline:.1f} s after " \
-                      "the deadline while the web process was stopped"
     print(f"\nsandbox ended {gone_at - deadline:+.1f} s from the deadline with the web "
           "process frozen")
-    assert left is None, f"sandbox state left: {left}"
     s = wait_runtime(c, ("stopped", "failed"), timeout=10 * SLOW)
     assert s["state"] == "stopped" and "time limit" in (s["reason"] or ""), s
     assert web_process(dd) == web

@@ -21,6 +21,7 @@ from labd_harness import (
     stop_runtime,
     unique_name,
     wait_runtime,
+    wait_until,
     web_process,
 )
 
@@ -46,16 +47,6 @@ def new_user(d, prefix):
     return name, c
 
 
-def wait_until(what, cond, timeout):
-    deadline = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v:
-            return v
-        assert time.monotonic() < deadline, f"timed out after {timeout:.0f}s waiting for {what}"
-        time.sleep(0.05)
-
-
 @pytest.mark.parametrize("kind", sorted(BAD_MESSAGES))
 def test_protocol_violation_restarts_web_keeps_runtimes(runtime_daemon_factory, kind):
     d = runtime_daemon_factory(f"ch-{kind.replace(' ', '')}",
@@ -67,7 +58,7 @@ def test_protocol_violation_restarts_web_keeps_runtimes(runtime_daemon_factory, 
     web = web_process(d)
 
     os.kill(web, signal.SIGUSR1)  # the web process sends BAD_MESSAGES[kind]
-    wait_until("a new web process", lambda: web_process(d) != web, 15 * SLOW)
+    wait_until(lambda: web_process(d) != web, 15 * SLOW, "a new web process")
     log = d.log()
     assert re.search(r"labd: error: attack\? the web process sent", log), log[-2000:]
     assert "restarting the web process" in log
@@ -145,7 +136,7 @@ def test_start_without_reply_ends_reconciled(runtime_daemon_factory):
     assert_status(c.get(f"/user/{name}/api/status"), 200)
     stopped = stop_runtime(c)
     assert stopped["id"] == running["id"] and stopped["state"] == "stopped", stopped
-    wait_until("the sandbox to be gone", lambda: not sandbox_records(d.state_dir), 30 * SLOW)
+    wait_until(lambda: not sandbox_records(d.state_dir), 30 * SLOW, "the sandbox to be gone")
     # and the user can start again (the reply is dropped again: same outcome)
     r = c.post("/api/v1/me/runtime", json={"type": "cpu"})
     assert r.status == 202, r

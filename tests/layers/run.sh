@@ -78,5 +78,5 @@ else
 	fail=$((fail + 1)); echo "FAIL no built objects in $BUILD (run make tests)"
 fi
 
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, 0 skipped"
 [ "$fail" -eq 0 ]

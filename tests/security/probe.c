@@ -1,9 +1,22 @@
 /* probe.c - runs inside a sandbox and prints what one attempt gave: "OK", an errno
  * name ("EPERM"), or a measured value.  Used by tests/security/run.sh; every case
- * prints exactly one line so the suite can assert the exact result. */
+ * prints exactly one line so the suite can assert the exact result.
+ *
+ * The suite also runs the same cases outside any sandbox (as host root, as a
+ * capability-less uid, under the seccomp filter alone) as positive controls, so every
+ * case is harmless there too: arguments are chosen so that a call that gets past the
+ * defences fails on them (kexec_load with too many segments, init_module of nothing)
+ * or changes only the probe's own private namespaces.
+ *
+ * The "-e" cases (mount-efault, umount-einval, chroot-enoent, setns-ebadf,
+ * unshare-einval) pass an
+ * argument the kernel rejects *before* it checks capabilities: without seccomp even
+ * a process with no capability gets EFAULT/EINVAL/ENOENT/EBADF, so EPERM can only
+ * come from the filter, which runs before the system call. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/magic.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +30,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/time.h>
@@ -94,16 +109,24 @@ int main(int argc, char **argv)
 
 	if (!strcmp(c, "mount"))
 		return res(mount("none", "/tmp", "tmpfs", 0, NULL));
-	if (!strcmp(c, "umount"))
-		return res(umount2("/", MNT_DETACH));
+	if (!strcmp(c, "mount-efault")) /* the fs type is copied in before may_mount() */
+		return res(mount("none", "/tmp", (const char *)1, 0, NULL));
+	if (!strcmp(c, "umount")) /* umount [PATH]: detach PATH (default /) */
+		return res(umount2(a[0] ? a : "/", MNT_DETACH));
+	if (!strcmp(c, "umount-einval")) /* unknown flags are refused before may_mount() */
+		return res(umount2("/", ~0));
 	if (!strcmp(c, "pivot_root"))
 		return res(syscall(SYS_pivot_root, "/tmp", "/tmp"));
 	if (!strcmp(c, "chroot"))
 		return res(chroot("/tmp"));
+	if (!strcmp(c, "chroot-enoent")) /* the path is looked up before CAP_SYS_CHROOT */
+		return res(chroot("/nonexistent-labd-probe"));
 	if (!strcmp(c, "unshare-user"))
 		return res(unshare(CLONE_NEWUSER));
 	if (!strcmp(c, "unshare-mnt"))
 		return res(unshare(CLONE_NEWNS));
+	if (!strcmp(c, "unshare-einval")) /* CLONE_PARENT is refused before any capability */
+		return res(unshare(CLONE_NEWNS | CLONE_PARENT));
 	if (!strcmp(c, "clone-newuser")) {
 		long pid = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, NULL);
 		if (pid == 0)
@@ -118,6 +141,8 @@ int main(int argc, char **argv)
 		int fd = open("/proc/self/ns/net", O_RDONLY);
 		return res(fd < 0 ? fd : setns(fd, 0));
 	}
+	if (!strcmp(c, "setns-ebadf")) /* the fd is looked up before any capability */
+		return res(setns(-1, 0));
 	if (!strcmp(c, "ptrace-init"))
 		return res(ptrace(PTRACE_ATTACH, 1, NULL, NULL));
 	if (!strcmp(c, "ptrace-child")) { /* positive control: profilers need ptrace */
@@ -146,8 +171,8 @@ int main(int argc, char **argv)
 		return res(syscall(SYS_init_module, NULL, 0, ""));
 	if (!strcmp(c, "finit_module"))
 		return res(syscall(SYS_finit_module, -1, "", 0));
-	if (!strcmp(c, "kexec_load"))
-		return res(syscall(SYS_kexec_load, 0, 0, NULL, 0));
+	if (!strcmp(c, "kexec_load")) /* 17 segments: one more than KEXEC_SEGMENT_MAX */
+		return res(syscall(SYS_kexec_load, 0, 17, NULL, 0));
 	if (!strcmp(c, "userfaultfd"))
 		return res(syscall(SYS_userfaultfd, 0));
 	if (!strcmp(c, "io_uring_setup"))
@@ -242,8 +267,31 @@ int main(int argc, char **argv)
 		return res(open(a, O_WRONLY | O_CREAT, 0644));
 	if (!strcmp(c, "mkdir"))
 		return res(mkdir(a, 0755));
-	if (!strcmp(c, "mknod"))
-		return res(mknod(a, S_IFCHR | 0600, makedev(1, 3)));
+	if (!strcmp(c, "mknod")) /* mknod PATH [fifo]: /dev/null's device, or a FIFO */
+		return res(mknod(a, (argc > 3 && !strcmp(argv[3], "fifo") ? S_IFIFO : S_IFCHR) | 0600,
+				 makedev(1, 3)));
+	if (!strcmp(c, "env")) { /* env NAME: its value, or "unset" */
+		const char *v = getenv(a);
+		puts(v ? v : "unset");
+		return 0;
+	}
+	if (!strcmp(c, "fs")) { /* fs PATH: file system type, mode, ro|rw */
+		struct statfs sf;
+		struct statvfs sv;
+		struct stat st;
+		if (statfs(a, &sf) < 0 || statvfs(a, &sv) < 0 || stat(a, &st) < 0)
+			return res(-1);
+		switch ((unsigned long)sf.f_type) {
+		case TMPFS_MAGIC: fputs("tmpfs", stdout); break;
+		case PROC_SUPER_MAGIC: fputs("proc", stdout); break;
+		case SYSFS_MAGIC: fputs("sysfs", stdout); break;
+		case EXT4_SUPER_MAGIC: fputs("ext4", stdout); break;
+		case OVERLAYFS_SUPER_MAGIC: fputs("overlay", stdout); break;
+		default: printf("0x%lx", (unsigned long)sf.f_type);
+		}
+		printf(" %03o %s\n", (unsigned)(st.st_mode & 07777), sv.f_flag & ST_RDONLY ? "ro" : "rw");
+		return 0;
+	}
 	if (!strcmp(c, "stat")) {
 		struct stat st;
 		return res(stat(a, &st));

@@ -2,26 +2,57 @@
 # tests/security/run.sh - the sandbox escape and isolation suite (run as root).
 #
 # Every case runs the real labbox with a probe inside (tests/security/probe.c) and
-# asserts the exact result: an errno name, a value, or a host-side fact.  Cases that
-# cannot run on this host print "SKIP name: reason" and count neither way.  The last
-# line is "N passed, N failed"; the exit status is non-zero when anything failed.
+# asserts the exact result: an errno name, a value, or a host-side fact.  Where a
+# missing capability or a plain file permission would give the same result as the
+# defence, a positive control ("control ..." cases) runs the same probe with that
+# defence off, as host root outside the sandbox, or against a permissive target, and
+# asserts that it gets through there: the case then tells the defence from coincidence.
+# Cases that cannot run on this host print "SKIP name -- reason" (tests/lib.sh: only
+# the skips in tests/expected-skips.txt are allowed under CI=true).  The last line is
+# "N passed, N failed, N skipped"; the exit status is non-zero when anything failed.
+# Waits poll with deadlines (wait_until), sandboxes hold on FIFO gates, never sleeps.
 # Network cases use only loopback and the namespaces labbox creates.
 set -uo pipefail
 
 BUILD=${BUILD:-build}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$ROOT/tests/lib.sh"
 LABBOX=$ROOT/$BUILD/labbox
 PROBE=$ROOT/$BUILD/tests/security/probe
 pass=0
 fail=0
+skipped=0
+
+ok() { pass=$((pass + 1)); echo "PASS $1"; }
+ko() { fail=$((fail + 1)); echo "FAIL $1: expected [$2], got [$3]"; [ -s "${LOG:-}" ] && sed 's/^/    /' "$LOG" | tail -5; }
+skip() { if skip_verdict sandbox "$1" "$2"; then skipped=$((skipped + 1)); else fail=$((fail + 1)); fi; }
+# expect NAME EXPECTED ACTUAL
+expect() { if [ "$2" = "$3" ]; then ok "$1"; else ko "$1" "$2" "$3"; return 1; fi; }
+# expect_re NAME REGEX ACTUAL: ACTUAL matches REGEX as a whole (alternatives: A|B)
+expect_re() { if [[ $3 =~ ^($2)$ ]]; then ok "$1 ($3)"; else ko "$1" "$2" "$3"; fi; }
+
+# The sandbox library's own cmocka tests: counted per test case, skips as skips.
+sandbox_units() {
+	local t
+	echo "== unit tests (tests/sandbox)"
+	CM_PASSED=0 CM_FAILED=0 CM_SKIPPED=0
+	for t in "$ROOT/$BUILD"/tests/sandbox/test_*; do
+		[ -x "$t" ] || continue
+		case "$t" in *.o | *.d) continue ;; esac
+		cmocka_run sandbox "$t"
+	done
+	pass=$((pass + CM_PASSED)) fail=$((fail + CM_FAILED)) skipped=$((skipped + CM_SKIPPED))
+}
 
 if [ "$(id -u)" -ne 0 ]; then
-	echo "SKIP security suite: needs root"
-	echo "0 passed, 0 failed"
-	exit 0
+	# the cmocka tests need no root (those that do skip, and are counted as skips)
+	skip "escape and isolation cases" "needs root"
+	sandbox_units
+	suite_result sandbox "$pass" "$fail" "$skipped"
+	exit
 fi
 for f in "$LABBOX" "$PROBE"; do
-	[ -x "$f" ] || { echo "missing $f (run make tests)"; echo "0 passed, 1 failed"; exit 1; }
+	[ -x "$f" ] || { echo "missing $f (run make tests)"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 done
 
 # /var/tmp is visible (read-only) inside; the state and image dirs below are masked.
@@ -32,6 +63,9 @@ chmod 755 "$WORK"
 cp "$PROBE" "$WORK/probe" && PROBE=$WORK/probe
 STATE=$WORK/state
 HOMES=$WORK/homes
+# permissive stand-ins for the 0700 state and image dirs (controls of their masks)
+OPEN_STATE=$WORK/state-open
+OPEN_HOMES=$WORK/homes-open
 CGP=labd-test-$$
 LOG=$WORK/log
 LISTENER=
@@ -40,8 +74,9 @@ cleanup() {
 	jobs -p | xargs -r kill -9 2>/dev/null
 	wait 2>/dev/null
 	"$LABBOX" gc --all --state-dir "$STATE" >/dev/null 2>&1
+	"$LABBOX" gc --all --state-dir "$OPEN_STATE" >/dev/null 2>&1
 	grep -o " $WORK[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null
-	for img in "$HOMES"/*.img; do
+	for img in "$HOMES"/*.img "$OPEN_HOMES"/*.img; do
 		[ -e "$img" ] && losetup -j "$img" | cut -d: -f1 | xargs -r -n1 losetup -d 2>/dev/null
 	done
 	for c in /sys/fs/cgroup/*/"$CGP" /sys/fs/cgroup/"$CGP"; do
@@ -51,12 +86,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-ok() { pass=$((pass + 1)); echo "PASS $1"; }
-ko() { fail=$((fail + 1)); echo "FAIL $1: expected [$2], got [$3]"; [ -s "$LOG" ] && sed 's/^/    /' "$LOG" | tail -5; }
-skip() { echo "SKIP $1: $2"; }
-# expect NAME EXPECTED ACTUAL
-expect() { if [ "$2" = "$3" ]; then ok "$1"; else ko "$1" "$2" "$3"; fi; }
 
 # box USER ID [labbox options] -- CMD: one sandbox with the suite's state and cgroups
 box() {
@@ -69,6 +98,39 @@ box() {
 probe() { box alice 7 -- "$PROBE" "$@"; }
 squash() { tr -s ' \t\n' ' ' | sed 's/^ //; s/ $//'; }
 
+# Controls outside any sandbox.
+# hostroot CMD...: host root with every capability, no filter, in a private mount
+# namespace whose /tmp is a fresh tmpfs (so mount, umount and pivot_root change
+# nothing of the host's).
+hostroot() { unshare -m --propagation private -- sh -c 'mount -t tmpfs labd-control /tmp && exec "$@"' sh "$@"; }
+# nobody CMD...: host uid 65534, no capability at all, no filter.
+nobody() { (cd / && setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --bounding-set=-all -- "$@"); }
+# as_uid UID CMD...: a host uid, no capability, no filter (the sandbox user's host uid)
+as_uid() { (cd / && setpriv --reuid="$1" --regid="$1" --clear-groups --inh-caps=-all --bounding-set=-all -- "${@:2}"); }
+
+# Gates: a sandbox command holds on a FIFO until the suite releases it, so host-side
+# checks run while the sandbox is certainly up (no fixed sleeps).
+# gate NAME creates it; "$(held NAME)" is the shell line that waits on it inside the
+# sandbox (the work dir is visible read-only there); release NAME opens it.
+gate() { mkfifo -m 0666 "$WORK/gate.$1"; }
+held() { echo "timeout 60 cat $WORK/gate.$1 >/dev/null"; }
+release() { timeout 10 sh -c ': >"$1"' sh "$WORK/gate.$1" || echo "release $1: no sandbox was waiting" >&2; }
+# has_line FILE LINE: FILE has a line that is exactly LINE
+has_line() { grep -qx -- "$2" "$1" 2>/dev/null; }
+# descendants PID: every process below PID
+descendants() { local k; for k in $(pgrep -P "$1"); do echo "$k"; descendants "$k"; done; }
+# box_init PID: host pid of the sandbox init (pid 1 of its own pid namespace) below PID
+box_init() {
+	local p
+	for p in $(descendants "$1"); do
+		if awk '/^NSpid:/ { exit !(NF > 2 && $NF == 1) }' "/proc/$p/status" 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
 echo "== syscall surface (seccomp, capabilities, user namespace)"
 for c in mount umount pivot_root chroot unshare-user unshare-mnt clone-newuser setns ptrace-init \
 	bpf keyctl add_key perf_event_open init_module finit_module kexec_load userfaultfd \
@@ -77,7 +139,64 @@ for c in mount umount pivot_root chroot unshare-user unshare-mnt clone-newuser s
 done
 expect "clone3 answered ENOSYS (libc falls back to clone)" ENOSYS "$(probe clone3)"
 expect "i386 int 0x80 kills (native arch only)" SYS "$(probe int80)"
+
+# A capability-less process gets EPERM from mount, umount, pivot_root, chroot, setns,
+# unshare(CLONE_NEWNS) and userfaultfd (and from init_module or kexec_load on kernels
+# that have them) with no filter at all, so the EPERMs above do not show the filter
+# by themselves.  Controls, the same probe each time:
+#  - host root, no filter (private namespaces): gets past the defence: OK, or the error
+#    its harmless arguments earn (never EPERM), so the probe really makes the call;
+#  - host root with every capability and only labd's filter (seccomp_only): EPERM, so
+#    the filter alone refuses the call, whatever the capabilities;
+#  - the "-e" variants pass an argument the kernel rejects before any capability
+#    check: without the filter even uid 65534 with no capability gets the kernel's
+#    errno, so EPERM for them inside the sandbox is the sandbox's filter.
+# Not run outside a sandbox: ptrace-init (host root would attach to the host's init)
+# and add_key (it would add a key to this shell's session keyring).
+cp "$ROOT/$BUILD/tests/security/seccomp_only" "$WORK/seccomp_only" 2>"$LOG" ||
+	ko "seccomp_only built by make tests" "built" "$(cat "$LOG")"
+while read -r c host; do
+	expect_re "control $c: host root without the filter gets past" "$host" "$(hostroot "$PROBE" "$c" 2>&1)"
+	expect "control $c: host root under labd's filter alone gets EPERM" EPERM \
+		"$(hostroot "$WORK/seccomp_only" "$PROBE" "$c" 2>&1)"
+done <<'EOF'
+mount OK
+umount OK
+pivot_root OK
+chroot OK
+unshare-user OK
+unshare-mnt OK
+clone-newuser OK
+setns OK
+bpf EINVAL
+keyctl OK|ENOKEY
+perf_event_open EFAULT
+init_module ENOEXEC|ENOSYS
+finit_module EBADF|ENOSYS
+kexec_load EINVAL|ENOSYS
+userfaultfd OK
+io_uring_setup EFAULT
+open_by_handle_at EFAULT|EBADF
+tiocsti ENOTTY
+af_alg OK|EAFNOSUPPORT
+af_vsock OK|EAFNOSUPPORT
+EOF
+while read -r c kernel; do
+	expect "control $c: no capability and no filter gets the kernel's $kernel" "$kernel" "$(nobody "$PROBE" "$c" 2>&1)"
+	expect "$c denied by the sandbox's filter (the kernel would say $kernel)" EPERM "$(probe "$c")"
+done <<'EOF'
+mount-efault EFAULT
+umount-einval EINVAL
+chroot-enoent ENOENT
+setns-ebadf EBADF
+unshare-einval EINVAL
+EOF
+
+# mknod of a device needs CAP_MKNOD; the same call for a FIFO in the same place, and
+# the same device as host root, show that the path and the probe are not the reason.
 expect "mknod of a device denied" EPERM "$(probe mknod /tmp/null2)"
+expect "control mknod: a FIFO in the same sandbox dir is allowed" OK "$(probe mknod /tmp/fifo2 fifo)"
+expect "control mknod: host root makes the same device node" OK "$(hostroot "$PROBE" mknod /tmp/null2 2>&1)"
 for c in ptrace-child memfd_create pidfd_open; do
 	expect "$c allowed (profilers, CUDA, NCCL)" OK "$(probe "$c")"
 done
@@ -94,9 +213,29 @@ echo "== namespaces and filesystem"
 expect "only the sandbox's pids visible" "1 2" "$(probe pids)"
 expect "hostname is the user name" alice "$(probe hostname)"
 expect "/etc/shadow masked" "OK 0" "$(probe read /etc/shadow)"
+# /root, the state dir and the image dir are 0700 on the host: the inner uid gets
+# EACCES there with or without the mask.  So each mask is also seen for what it is (an
+# empty read-only tmpfs of mode 000, unlike the host's dir) and tried on a permissive
+# stand-in, which the sandbox's host uid can read outside but not inside.
 expect "/root unreadable" EACCES "$(probe open /root)"
+expect "/root masked by an empty tmpfs" "tmpfs 000 ro" "$(probe fs /root)"
+host_root_fs=$("$PROBE" fs /root)
+if [ "$host_root_fs" != "tmpfs 000 ro" ]; then ok "control /root: the host's /root is not that ($host_root_fs)"; else ko "control /root: the host's /root differs" "not tmpfs 000 ro" "$host_root_fs"; fi
+mkdir -p "$WORK/open" && echo hello >"$WORK/open/f" && chmod 755 "$WORK/open" && chmod 644 "$WORK/open/f"
+expect "control --mask: a world-readable dir is readable without the mask" "OK 6" "$(probe read "$WORK/open/f")"
+expect "--mask hides a world-readable dir" EACCES "$(box alice 7 --mask "$WORK/open" -- "$PROBE" read "$WORK/open/f")"
 expect "labd state dir unreadable" EACCES "$(probe stat "$STATE/sandboxes")"
+expect "labd state dir masked by an empty tmpfs" "tmpfs 000 ro" "$(probe fs "$STATE")"
+mkdir -p "$OPEN_STATE" && chmod 755 "$OPEN_STATE" && echo hello >"$OPEN_STATE/f" && chmod 644 "$OPEN_STATE/f"
+expect "control state dir: a world-readable one is readable by the host uid outside" "OK 6" \
+	"$(as_uid 200007 "$PROBE" read "$OPEN_STATE/f")"
+expect "state dir masked even when world-readable" EACCES \
+	"$(box alice 7 --state-dir "$OPEN_STATE" -- "$PROBE" read "$OPEN_STATE/f")"
+# /proc/sys files are root's 0644: EACCES for the inner uid even if writable, so the
+# read-only bind is checked as such, against the rest of the same /proc
 expect "/proc/sys not writable" EACCES "$(probe write /proc/sys/kernel/core_pattern)"
+expect "/proc/sys bound read-only" "proc 555 ro" "$(probe fs /proc/sys)"
+expect "control /proc/sys: the sandbox's /proc itself is read-write" "proc 555 rw" "$(probe fs /proc)"
 expect "/sys read-only" EROFS "$(probe write /sys/kernel/uevent_helper)"
 expect "no cgroup release_agent (CVE-2022-0492)" EACCES "$(probe write /sys/fs/cgroup/release_agent)"
 expect "no cgroup mkdir" EACCES "$(probe mkdir /sys/fs/cgroup/x)"
@@ -111,13 +250,57 @@ sum_before=$(sha256sum <"$LABBOX")
 expect "/proc/1/exe not writable (CVE-2019-5736)" EACCES "$(probe openrw /proc/1/exe)"
 expect "host labbox binary unchanged" "$sum_before" "$(sha256sum <"$LABBOX")"
 expect "/tmp size-limited" "ENOSPC 8" "$(box alice 7 --tmp 8M -- "$PROBE" fill /tmp/f)"
-# only this suite's paths: other processes on the host may mount meanwhile
-before=$(grep -c -e "$WORK" -e " / / " /proc/self/mountinfo)
-box alice 7 -- sleep 1 &
-sleep 0.5
-during=$(grep -c -e "$WORK" -e " / / " /proc/self/mountinfo)
-wait
-expect "no sandbox mount propagates to the host" "$before" "$during"
+
+# Mount propagation, found where the sandbox's mounts really are: the mountinfo of its
+# init.  Its own mounts are those whose device (a fresh proc, sysfs, devpts or tmpfs
+# superblock) the host had none of before it started; a propagated copy in the host
+# would carry the same device.  A shared peer group seen in both namespaces would mean
+# propagation either way.  The control runs the same check on a namespace that does
+# propagate (a mount under a shared bind mount of the work dir).
+devs() { awk '{ print $3 }' "$1" | sort -u; }
+peers() { grep -o 'shared:[0-9]*' "$1" | sort -u; }
+# propagation PID BEFORE: "own=N leaked=N shared-peers=N" for PID's mount namespace
+propagation() {
+	local own leaked shared
+	own=$(comm -23 <(devs "/proc/$1/mountinfo") "$2")
+	leaked=$(comm -12 <(echo "$own") <(devs /proc/self/mountinfo) | grep -c .)
+	shared=$(comm -12 <(peers "/proc/$1/mountinfo") <(peers /proc/self/mountinfo) | grep -c .)
+	echo "own=$(echo "$own" | grep -c .) leaked=$leaked shared-peers=$shared"
+}
+devs /proc/self/mountinfo >"$WORK/devs.before"
+gate prop
+box alice 7 -- sh -c "echo ready; $(held prop)" >"$WORK/prop.out" &
+propbox=$!
+if wait_until 15 "the sandbox to start" has_line "$WORK/prop.out" ready && init=$(box_init "$propbox"); then
+	report=$(propagation "$init" "$WORK/devs.before")
+	rootline=$(awk '$5 == "/" { print $6 }' "/proc/$init/mountinfo" | cut -d, -f1)
+	if [[ $report =~ ^own=([0-9]+)\ leaked=0\ shared-peers=0$ ]] && [ "${BASH_REMATCH[1]}" -ge 5 ] && [ "$rootline" = ro ]; then
+		ok "no sandbox mount propagates to the host (init $init: read-only root, $report)"
+	else
+		ko "no sandbox mount propagates to the host" "own>=5 leaked=0 shared-peers=0, root ro" "$report, root $rootline"
+	fi
+else
+	ko "no sandbox mount propagates to the host" "a running sandbox init" "none found"
+fi
+release prop
+wait "$propbox"
+mkdir -p "$WORK/shared"
+mount --bind "$WORK/shared" "$WORK/shared" && mount --make-shared "$WORK/shared"
+devs /proc/self/mountinfo >"$WORK/devs.before"
+gate propctl
+unshare -m --propagation unchanged -- sh -c "mount -t tmpfs labd-control $WORK/shared && echo ready && $(held propctl)" \
+	>"$WORK/propctl.out" 2>"$LOG" &
+ctl=$!
+if wait_until 10 "the control namespace" has_line "$WORK/propctl.out" ready; then
+	report=$(propagation "$ctl" "$WORK/devs.before")
+	expect_re "control propagation: a namespace under a shared mount is caught" "own=[1-9][0-9]* leaked=[1-9][0-9]* shared-peers=[1-9][0-9]*" "$report"
+else
+	ko "control propagation: a namespace under a shared mount is caught" "ready" "$(cat "$WORK/propctl.out")"
+fi
+release propctl
+wait "$ctl"
+# the propagated tmpfs sits on the bind mount: unmount both
+while mountpoint -q "$WORK/shared"; do umount "$WORK/shared" || break; done
 
 echo "== network"
 port=$((20000 + RANDOM % 20000))
@@ -125,8 +308,8 @@ python3 -c "import socket,sys,time
 s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(('127.0.0.1', $port)); s.listen(8); time.sleep(120)" &
 LISTENER=$!
-for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.05; done
-if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+listening() { (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; }
+if wait_until 5 "the host listener on 127.0.0.1:$port" listening; then
 	expect "host 127.0.0.1 listener unreachable" ECONNREFUSED "$(probe connect $port)"
 else
 	ko "host 127.0.0.1 listener unreachable" "listener up" "host listener did not start"
@@ -137,13 +320,16 @@ expect "only loopback inside" lo "$(box alice 7 -- ls /sys/class/net | squash)"
 
 echo "== resources"
 hostlat=$WORK/hostlat
+# the probe prints its result once fork fails, then holds its children for 2 s: the
+# host's latency is measured while the bomb is at its limit
 box alice 7 --pids 64 -- "$PROBE" forkbomb 2 >"$WORK/bomb" &
-sleep 0.8
+bomb=$!
+wait_until 15 "the fork bomb to reach its limit" test -s "$WORK/bomb"
 t0=$(date +%s%N)
 /bin/true
 t1=$(date +%s%N)
 echo $(((t1 - t0) / 1000000)) >"$hostlat"
-wait
+wait "$bomb"
 read -r berr bcount <"$WORK/bomb" || true
 if [ "${berr:-}" = EAGAIN ] && [ "${bcount:-99}" -lt 64 ] && [ "$(cat "$hostlat")" -lt 1000 ]; then
 	ok "fork bomb stops at pids limit ($bcount forks, host answered in $(cat "$hostlat") ms)"
@@ -174,9 +360,17 @@ cat >"$WORK/evil.c" <<EOF
 __attribute__((constructor)) static void evil(void) { open("$WORK/marker", O_CREAT | O_WRONLY, 0644); }
 EOF
 cc -shared -fPIC -o "$WORK/evil.so" "$WORK/evil.c"
-# first use: mkfs.ext4 runs on the host while the user's environment asks for LD_PRELOAD
-home_a --env LD_PRELOAD="$WORK/evil.so" -- sh -c 'echo persist-42 > $HOME/p'
-expect "user LD_PRELOAD reaches no host helper" absent "$([ -e "$WORK/marker" ] && echo present || echo absent)"
+# control: preloaded into a host process, evil.so does leave its marker
+LD_PRELOAD="$WORK/evil.so" /bin/true
+expect "control LD_PRELOAD: evil.so preloaded on the host leaves its marker" present \
+	"$([ -e "$WORK/marker" ] && echo present || echo absent)"
+rm -f "$WORK/marker"
+# first use: mkfs.ext4 runs on the host while the user's environment asks for LD_PRELOAD;
+# the probe shows the variable did reach the sandbox (where the read-only root keeps
+# evil.so's marker out), so "absent" is about the host helpers
+preload=$(home_a --env LD_PRELOAD="$WORK/evil.so" -- sh -c 'echo persist-42 > $HOME/p && exec "$0" env LD_PRELOAD' "$PROBE")
+expect "user LD_PRELOAD reaches no host helper" "$WORK/evil.so absent" \
+	"$preload $([ -e "$WORK/marker" ] && echo present || echo absent)"
 expect "home persists across sandboxes" persist-42 "$(home_a -- cat /home/alice/p)"
 home_a -- "$PROBE" write /home/alice/owned >/dev/null
 expect "home files owned by the mapped host uid" 200007 \
@@ -185,6 +379,12 @@ expect "HOME set and is the cwd" "/home/alice /home/alice" "$(home_a -- sh -c 'e
 home_b -- true
 expect "other users' homes absent" alice "$(home_a -- ls /home | squash)"
 expect "home images unreachable" EACCES "$(home_a -- "$PROBE" stat "$B")"
+expect "home image dir masked by an empty tmpfs" "tmpfs 000 ro" "$(home_a -- "$PROBE" fs "$HOMES")"
+mkdir -p "$OPEN_HOMES" && chmod 755 "$OPEN_HOMES" && echo hello >"$OPEN_HOMES/f" && chmod 644 "$OPEN_HOMES/f"
+expect "control image dir: a world-readable one is readable by the host uid outside" "OK 6" \
+	"$(as_uid 200009 "$PROBE" read "$OPEN_HOMES/f")"
+expect "image dir masked even when world-readable" EACCES \
+	"$(box carol 9 --home-image "$OPEN_HOMES/carol.img" --home-size 16M -- "$PROBE" read "$OPEN_HOMES/f")"
 out=$(home_a -- "$PROBE" fill /home/alice/big)
 err=${out% *}
 mib=${out#* }
@@ -199,11 +399,14 @@ usage=$("$LABBOX" home usage --user alice --home-image "$A" --state-dir "$STATE"
 case "$usage" in size=[1-9]*) ok "usage readable from the host ($usage)" ;; *) ko "usage readable from the host" "size=..." "$usage" ;; esac
 # online growth needs CAP_SYS_RESOURCE (EXT4_IOC_RESIZE_FS); some VMs withhold it
 if [ $((0x$(sed -n 's/^CapEff:\t//p' /proc/self/status) >> 24 & 1)) -eq 1 ]; then
-	home_a -- sh -c 'sleep 1.5; df -B1 --output=size /home/alice | tail -1' >"$WORK/grow" &
-	sleep 0.7
+	gate grow
+	home_a -- sh -c "echo ready; $(held grow); df -B1 --output=size /home/alice | tail -1" >"$WORK/grow" &
+	growbox=$!
+	wait_until 15 "alice's home to be mounted" has_line "$WORK/grow" ready
 	"$LABBOX" home grow --user alice --home-image "$A" --state-dir "$STATE" --size 48M 2>"$LOG"
-	wait
-	size_after=$(tr -d ' ' <"$WORK/grow")
+	release grow
+	wait "$growbox"
+	size_after=$(grep -vx ready "$WORK/grow" | tr -d ' ')
 	if [ -n "$size_after" ] && [ "$size_after" -gt $((36 << 20)) ]; then
 		ok "home grown online while mounted ($size_after bytes)"
 	else
@@ -224,26 +427,37 @@ fi
 # of that mount, which keeps the loop device attached after the home unmounts.
 # Mounting the home again must reuse that device: a second loop device on the
 # same image would be a second ext4 instance on one file, which corrupts it.
-home_a -- sh -c 'echo copy-check > $HOME/c; sleep 2' &
+# Each step waits on the previous one's "ready" (gates, no sleeps); the loop device
+# still attached once alice's first sandbox is gone shows the copy held it.
+gate first && gate bob && gate again
+home_a -- sh -c "echo copy-check > \$HOME/c; echo ready; $(held first)" >"$WORK/first" &
 homepid=$!
-sleep 0.8
-box bob 8 -- sleep 5 &
+wait_until 15 "alice's first sandbox" has_line "$WORK/first" ready
+box bob 8 -- sh -c "echo ready; $(held bob)" >"$WORK/bob" &
 bobpid=$!
+wait_until 15 "bob's sandbox" has_line "$WORK/bob" ready
+release first
 wait "$homepid"
-home_a -- sh -c 'cat $HOME/c; echo again >> $HOME/c; sleep 1' >"$WORK/again" &
+held_by_copy=$(losetup -j "$A" | wc -l)
+home_a -- sh -c "cat \$HOME/c; echo again >> \$HOME/c; echo ready; $(held again)" >"$WORK/again" &
 againpid=$!
-sleep 0.5
+wait_until 15 "alice's second sandbox" has_line "$WORK/again" ready
 devices=$(losetup -j "$A" | wc -l)
+release again
+release bob
 wait "$againpid" "$bobpid"
-expect "a home is never attached to two loop devices" "copy-check 1" "$(squash <"$WORK/again") $devices"
+expect "a home is never attached to two loop devices" "copy-check 1 (held by the copy: 1)" \
+	"$(grep -vx ready "$WORK/again" | squash) $devices (held by the copy: $held_by_copy)"
 expect "home intact after a neighbour's sandbox" "copy-check again" "$(home_a -- cat /home/alice/c | squash)"
 
 # symlinks planted in the user-writable run dir must not steer host-side teardown
+# (the sandbox must have planted them: its exit status and its own listing say so)
 mkdir -p "$WORK/victim" && echo keep >"$WORK/victim/file"
-box alice 7 --run-dir "$WORK/run-alice" -- sh -c \
-	"ln -s $WORK/victim /run/labd/dir; ln -s $WORK/victim/file /run/labd/file; mkdir /run/labd/d; ln -s / /run/labd/d/root"
-expect "planted symlinks leave host files alone" "keep gone" \
-	"$(cat "$WORK/victim/file") $([ -e "$WORK/run-alice" ] && echo left || echo gone)"
+planted=$(box alice 7 --run-dir "$WORK/run-alice" -- sh -c \
+	"ln -s $WORK/victim /run/labd/dir && ln -s $WORK/victim/file /run/labd/file && mkdir /run/labd/d && ln -s / /run/labd/d/root && ls /run/labd /run/labd/d")
+rc=$?
+expect "planted symlinks leave host files alone" "rc=0 planted=[/run/labd: d dir file /run/labd/d: root] keep gone" \
+	"rc=$rc planted=[$(squash <<<"$planted")] $(cat "$WORK/victim/file") $([ -e "$WORK/run-alice" ] && echo left || echo gone)"
 
 echo "== start-up steps, stdio and the process title"
 # a failing step is named in labbox's stderr (the library's log line), and nothing of the
@@ -297,26 +511,31 @@ print("ready", flush=True)
 time.sleep(30)' \
 	>"$WORK/term.out" 2>"$LOG" &
 termbox=$!
-for _ in $(seq 50); do grep -q ready "$WORK/term.out" 2>/dev/null && break; sleep 0.1; done
-init=$(pgrep -P "$termbox" | head -1)
+wait_until 10 "the command to be ready" has_line "$WORK/term.out" ready
+init=$(box_init "$termbox")
 [ -n "$init" ] && kill -TERM "$init"
-for _ in $(seq 30); do grep -q got-term "$WORK/term.out" && break; sleep 0.1; done
+wait_until 5 "the command to get SIGTERM" has_line "$WORK/term.out" got-term
 expect "SIGTERM to init reaches the command (even if the caller blocked it)" "ready got-term" \
 	"$(squash <"$WORK/term.out")"
 kill -9 "$termbox" 2>/dev/null
 wait "$termbox" 2>/dev/null
 
 echo "== crash and teardown"
+# killed once the writer has completed a write, so the next is under way
 (exec "$LABBOX" run --user alice --user-id 7 --uid-base 200000 --state-dir "$STATE" --cgroup-parent "$CGP" \
-	--home-image "$A" -- sh -c 'while :; do dd if=/dev/zero of=$HOME/w bs=64k count=32 conv=fsync 2>/dev/null; done' \
-	2>/dev/null) &
+	--home-image "$A" -- sh -c 'while :; do dd if=/dev/zero of=$HOME/w bs=64k count=32 conv=fsync 2>/dev/null; echo w; done' \
+	2>/dev/null) >"$WORK/writes" &
 lb=$!
-sleep 1
+wait_until 15 "the writer's first write" test -s "$WORK/writes"
 kill -9 "$lb"
 wait "$lb" 2>/dev/null
-sleep 0.3
-left=$(cat /sys/fs/cgroup/pids/"$CGP"/*/cgroup.procs /sys/fs/cgroup/"$CGP"/*/cgroup.procs 2>/dev/null | wc -l)
-expect "labbox SIGKILLed: no sandbox process survives" 0 "$left"
+box_procs() { cat /sys/fs/cgroup/pids/"$CGP"/*/cgroup.procs /sys/fs/cgroup/"$CGP"/*/cgroup.procs 2>/dev/null | wc -l; }
+no_box_procs() { [ "$(box_procs)" -eq 0 ]; }
+if wait_until 5 "the sandbox's processes to die with labbox" no_box_procs; then
+	ok "labbox SIGKILLed: no sandbox process survives (all gone ${WAITED_MS} ms after)"
+else
+	ko "labbox SIGKILLed: no sandbox process survives" "0 within 5 s" "$(box_procs)"
+fi
 "$LABBOX" gc --state-dir "$STATE" >/dev/null 2>"$LOG"
 expect "home fsck clean after SIGKILL mid-write" 0 "$("$LABBOX" home fsck --user alice --home-image "$A" 2>"$LOG"; echo $?)"
 expect "home mounts again after the crash" persist-42 "$(home_a -- cat /home/alice/p)"
@@ -326,10 +545,20 @@ leaks=$(
 	ls -d /sys/fs/cgroup/*/"$CGP"/*/ /sys/fs/cgroup/"$CGP"/*/ 2>/dev/null | wc -l
 	ls "$STATE/sandboxes" 2>/dev/null | wc -l
 )
-expect "no leaked mounts, loop devices, cgroups or state" "0 0 0 0" "$(echo $leaks)"
+expect "no leaked mounts, loop devices, cgroups or state" "0 0 0 0" "$(echo $leaks)" ||
+	grep " $WORK" /proc/self/mountinfo | awk '{ print "    leaked mount: " $5 }'
 
 echo "== GPU passthrough with stand-in devices"
-if [ -d /sys/fs/cgroup/devices ] || [ -e /sys/fs/cgroup/cgroup.controllers ]; then
+# The device cgroup is tested by its effect: a process in the sandbox's own cgroup
+# (found through its init's /proc/PID/cgroup) opens the allotted and another stand-in
+# node.  Inside the sandbox the other node is not even there, so the host joins that
+# cgroup to open it; the driverless stand-ins answer ENXIO once the cgroup lets an
+# open through, and host root outside the cgroup gets ENXIO from nvidia0 too (the
+# control: EPERM comes from the cgroup, not from the node).  cgroup v1 enforces with
+# the devices controller (its devices.list is checked as well), v2 with a BPF program
+# that has no list to read.
+if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then cgmode=v2; elif [ -d /sys/fs/cgroup/devices ]; then cgmode=v1; else cgmode=; fi
+if [ -n "$cgmode" ]; then
 	G=$WORK/gpudev
 	mkdir -p "$G"
 	mknod "$G/nvidia0" c 195 0 && mknod "$G/nvidia1" c 195 1 && mknod "$G/nvidiactl" c 195 255 &&
@@ -338,32 +567,38 @@ if [ -d /sys/fs/cgroup/devices ] || [ -e /sys/fs/cgroup/cgroup.controllers ]; th
 	expect "only the allotted GPU nodes inside" "nvidia-uvm nvidia1 nvidiactl" "$(gpu -- sh -c 'ls /dev | grep nvidia' | squash)"
 	expect "allotted GPU passes the device cgroup" ENXIO "$(gpu -- "$PROBE" open /dev/nvidia1)"
 	expect "CUDA_VISIBLE_DEVICES set" 1 "$(gpu -- sh -c 'echo $CUDA_VISIBLE_DEVICES')"
-	# make nvidia0 appear inside: join the sandbox's device cgroup from the host and
-	# open the stand-in node directly
-	gpu -- sleep 2 &
-	sleep 0.7
-	cg=$(grep -l "^c 195:1 rw" /sys/fs/cgroup/devices/"$CGP"/*/devices.list 2>/dev/null | head -1)
-	cg=${cg%devices.list}
-	if [ -n "$cg" ]; then
-		r0=$(sh -c "echo \$\$ > ${cg}cgroup.procs && exec $PROBE open $G/nvidia0")
-		r1=$(sh -c "echo \$\$ > ${cg}cgroup.procs && exec $PROBE open $G/nvidia1")
-		expect "other GPU denied by the device cgroup even if it appears" "EPERM ENXIO" "$r0 $r1"
-	else
-		ko "other GPU denied by the device cgroup even if it appears" "a cgroup" "none found"
+	expect "control GPU: host root outside the sandbox's cgroup opens nvidia0 (no driver: ENXIO)" ENXIO \
+		"$("$PROBE" open "$G/nvidia0")"
+	gate gpu
+	gpu -- sh -c "echo ready; $(held gpu)" >"$WORK/gpu.out" &
+	gpubox=$!
+	cg=
+	if wait_until 15 "the GPU sandbox" has_line "$WORK/gpu.out" ready && init=$(box_init "$gpubox"); then
+		if [ "$cgmode" = v2 ]; then
+			cg=/sys/fs/cgroup$(sed -n 's/^0:://p' "/proc/$init/cgroup")
+		else
+			cg=/sys/fs/cgroup/devices$(awk -F: '$2 ~ /(^|,)devices(,|$)/ { print $3 }' "/proc/$init/cgroup")
+		fi
 	fi
-	wait
+	if [ -n "$cg" ] && [ -e "$cg/cgroup.procs" ] && [ "$cg" != /sys/fs/cgroup/ ] && [ "$cg" != /sys/fs/cgroup/devices/ ]; then
+		if [ "$cgmode" = v1 ]; then
+			expect "v1 devices.list allows nvidia1, not nvidia0" "c 195:1 rw, 0" \
+				"$(grep -x 'c 195:1 rw' "$cg/devices.list"), $(grep -c '^c 195:0 ' "$cg/devices.list")"
+		fi
+		r0=$(sh -c "echo \$\$ > $cg/cgroup.procs && exec $PROBE open $G/nvidia0")
+		r1=$(sh -c "echo \$\$ > $cg/cgroup.procs && exec $PROBE open $G/nvidia1")
+		expect "other GPU denied by the device cgroup even if it appears ($cgmode)" "EPERM ENXIO" "$r0 $r1"
+	else
+		ko "other GPU denied by the device cgroup even if it appears" "the sandbox's $cgmode cgroup" "${cg:-none found}"
+	fi
+	release gpu
+	wait "$gpubox"
 else
-	skip "GPU device cgroup" "no devices controller"
+	skip "GPU device cgroup" "no devices controller and no cgroup v2"
 fi
 
-echo "== unit tests (tests/sandbox)"
 # test_start starts sandboxes of its own: in this suite's state dir and cgroups
 export SANDBOX_TEST_STATE_DIR=$STATE SANDBOX_TEST_CGROUP_PARENT=$CGP
-for t in "$ROOT/$BUILD"/tests/sandbox/test_*; do
-	[ -x "$t" ] || continue
-	case "$t" in *.o | *.d) continue ;; esac
-	if "$t" >"$LOG" 2>&1; then ok "unit $(basename "$t")"; else ko "unit $(basename "$t")" pass "$(tail -3 "$LOG")"; fi
-done
+sandbox_units
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+suite_result sandbox "$pass" "$fail" "$skipped"
