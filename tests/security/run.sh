@@ -462,8 +462,8 @@ expect "planted symlinks leave host files alone" "rc=0 planted=[/run/labd: d dir
 echo "== start-up steps, stdio and the process title"
 # a failing step is named in labbox's stderr (the library's log line), and nothing of the
 # half-built sandbox is left behind
-held() { echo "$(ls "$STATE/sandboxes" | wc -l) $(ls -d /sys/fs/cgroup/*/"$CGP"/*/ /sys/fs/cgroup/"$CGP"/*/ 2>/dev/null | wc -l)"; }
-held_before=$(held)
+held_resources() { echo "$(ls "$STATE/sandboxes" | wc -l) $(ls -d /sys/fs/cgroup/*/"$CGP"/*/ /sys/fs/cgroup/"$CGP"/*/ 2>/dev/null | wc -l)"; }
+held_before=$(held_resources)
 box alice 7 --home-image "$WORK/no-such-dir/sub/alice.img" -- true
 rc=$?
 expect "failing step named: home" "125 step home: mkdir $WORK/no-such-dir/sub: No such file or directory" \
@@ -474,7 +474,7 @@ expect "failing step named: mount-sources (in the child)" "step mount-sources: c
 box alice 7 -- /no/such/command
 expect "failing step named: exec" "step exec: exec /no/such/command: No such file or directory" \
 	"$(sed -n 's/.*sandbox [a-z0-9-]*: //p' "$LOG")"
-expect "failed starts leave no state or cgroup" "$held_before" "$(held)"
+expect "failed starts leave no state or cgroup" "$held_before" "$(held_resources)"
 out=$(box alice 7 --stdout "$WORK/cmd.out" --stderr "$WORK/cmd.err" -- sh -c 'echo to-out; echo to-err >&2')
 expect "stdout and stderr from the spec, the caller's untouched" "[] to-out to-err" \
 	"[$out] $(cat "$WORK/cmd.out") $(cat "$WORK/cmd.err")"
