@@ -161,7 +161,7 @@ static int runtime_row(sqlite3_stmt *st, void *arg)
 	return w->fn(&r, w->ctx);
 }
 
-/* fn may change runtimes (runtimes_set_state) while the walk holds the lock. */
+/* fn may use the store (runtimes_set_state, ...): the walk holds the recursive lock. */
 int runtimes_each_live(struct db *db, int (*fn)(const struct runtime *r, void *ctx), void *ctx)
 {
 	struct runtime_walk w = {fn, ctx};
