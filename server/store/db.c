@@ -1,6 +1,7 @@
 /* db.c - SQLite connection, pragmas, migrations and binding helpers; see db.h. */
 #include "store/db.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -53,14 +54,8 @@ void db_rollback(struct db *db)
 
 int db_schema_version(struct db *db)
 {
-	sqlite3_stmt *st;
-	int v = -1;
-	if (db_prepare(db, &st, "PRAGMA user_version", "") < 0)
-		return -1;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		v = sqlite3_column_int(st, 0);
-	db_done(db, st);
-	return v;
+	int v;
+	return db_one(db, "PRAGMA user_version", "", db_row_int, &v) == 1 ? v : -1;
 }
 
 static int bind_args(sqlite3_stmt *st, const char *types, va_list ap)
@@ -168,6 +163,57 @@ int db_exec(struct db *db, const char *sql, const char *types, ...)
 		rc = -1;
 	}
 	db_done(db, st);
+	return rc;
+}
+
+int db_row_int(sqlite3_stmt *st, void *ctx)
+{
+	*(int *)ctx = sqlite3_column_int(st, 0);
+	return 0;
+}
+
+/* The walk behind db_each and db_one; max_rows 0 = no limit. */
+static int each_va(struct db *db, const char *sql, const char *types, db_row_fn *row, void *ctx,
+		   int max_rows, va_list ap)
+{
+	sqlite3_stmt *st;
+	int rc, rows = 0;
+
+	db_lock(db);
+	if (prepare_va(db, &st, sql, types, ap) < 0) {
+		rows = -EIO; /* prepare_va has logged why */
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		rows++;
+		if (row(st, ctx) || rows == max_rows)
+			break;
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		log_error("sqlite step: %s: %s", sql, sqlite3_errmsg(db->conn));
+		rows = -EIO;
+	}
+	db_done(db, st);
+out:
+	db_unlock(db);
+	return rows;
+}
+
+int db_each(struct db *db, const char *sql, const char *types, db_row_fn *row, void *ctx, ...)
+{
+	va_list ap;
+	va_start(ap, ctx);
+	int rc = each_va(db, sql, types, row, ctx, 0, ap);
+	va_end(ap);
+	return rc;
+}
+
+int db_one(struct db *db, const char *sql, const char *types, db_row_fn *row, void *ctx, ...)
+{
+	va_list ap;
+	va_start(ap, ctx);
+	int rc = each_va(db, sql, types, row, ctx, 1, ap);
+	va_end(ap);
 	return rc;
 }
 

@@ -1,5 +1,6 @@
 /* db.h - the SQLite store: opening with WAL, busy timeout and foreign keys,
- * numbered migrations embedded in the binary, and bound-parameter helpers.
+ * numbered migrations embedded in the binary, bound-parameter helpers and the
+ * one row walker (db_each/db_one) every table module reads rows through.
  *
  * One connection is shared by the HTTP worker threads; every store function
  * (users_*, sessions_*, ...) holds db_lock() for its whole statement group so
@@ -37,6 +38,20 @@ void db_done(struct db *db, sqlite3_stmt *st);
 /* Runs one statement to completion. Returns the number of changed rows, -1 on
  * error, DB_CONFLICT on a uniqueness violation. Caller holds db_lock. */
 int db_exec(struct db *db, const char *sql, const char *types, ...);
+/* A row callback: reads the current row's columns (text pointers are valid
+ * only during the call) into ctx; returns 0 to go on, non-zero to stop. */
+typedef int db_row_fn(sqlite3_stmt *st, void *ctx);
+/* Runs a query, binding the values like db_prepare, and calls row for each
+ * result row in order until it returns non-zero. Holds db_lock for the whole
+ * walk; the lock is recursive, so a caller inside a transaction and a row
+ * callback that uses the store again both work. Returns the number of rows
+ * passed to row, or -EIO (logged) when the query could not be prepared or
+ * stepped. sql must be a string literal, as for db_prepare. */
+int db_each(struct db *db, const char *sql, const char *types, db_row_fn *row, void *ctx, ...);
+/* db_each for the first row only: 1 found (row was called), 0 none, -EIO. */
+int db_one(struct db *db, const char *sql, const char *types, db_row_fn *row, void *ctx, ...);
+/* A db_row_fn storing column 0 as an int into *(int *)ctx. */
+int db_row_int(sqlite3_stmt *st, void *ctx);
 /* Last inserted rowid on this connection. Caller holds db_lock. */
 int64_t db_last_id(struct db *db);
 

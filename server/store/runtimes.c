@@ -42,8 +42,11 @@ static void copy_text(char *dst, size_t len, sqlite3_stmt *st, int col)
 	snprintf(dst, len, "%s", (const char *)sqlite3_column_text(st, col));
 }
 
-static void runtime_from_row(sqlite3_stmt *st, struct runtime *r)
+/* A db_row_fn filling the struct runtime at out. */
+static int runtime_from_row(sqlite3_stmt *st, void *out)
 {
+	struct runtime *r = out;
+
 	memset(r, 0, sizeof(*r));
 	r->id = sqlite3_column_int64(st, 0);
 	r->user_id = sqlite3_column_int64(st, 1);
@@ -62,27 +65,7 @@ static void runtime_from_row(sqlite3_stmt *st, struct runtime *r)
 	r->ended_at = sqlite3_column_int64(st, 11);
 	r->last_activity = sqlite3_column_int64(st, 12);
 	copy_text(r->endpoint, sizeof(r->endpoint), st, 13);
-}
-
-/* One-row query with a single bound value ('i' id or 't' text). */
-static int find_one(struct db *db, const char *sql, char type, int64_t id, const char *text,
-		    struct runtime *out)
-{
-	sqlite3_stmt *st;
-	int rc;
-
-	db_lock(db);
-	rc = type == 'i' ? db_prepare(db, &st, sql, "i", id) : db_prepare(db, &st, sql, "t", text);
-	if (rc < 0) {
-		db_unlock(db);
-		return -1;
-	}
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		runtime_from_row(st, out);
-	db_done(db, st);
-	db_unlock(db);
-	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+	return 0;
 }
 
 int runtimes_create(struct db *db, int64_t user_id, enum runtime_kind kind, const char *token,
@@ -100,28 +83,32 @@ int runtimes_create(struct db *db, int64_t user_id, enum runtime_kind kind, cons
 	db_unlock(db);
 	if (rc != 1)
 		return rc == DB_CONFLICT ? DB_CONFLICT : -1;
-	return find_one(db, "SELECT " RUNTIME_COLUMNS " WHERE r.id = ?", 'i', id, NULL, out) == 1
+	return db_one(db, "SELECT " RUNTIME_COLUMNS " WHERE r.id = ?", "i", runtime_from_row, out,
+		      id) == 1
 		       ? 0
 		       : -1;
 }
 
 int runtimes_live(struct db *db, int64_t user_id, struct runtime *out)
 {
-	return find_one(db, "SELECT " RUNTIME_COLUMNS " WHERE r.user_id = ? AND " LIVE, 'i',
-			user_id, NULL, out);
+	int rc = db_one(db, "SELECT " RUNTIME_COLUMNS " WHERE r.user_id = ? AND " LIVE, "i",
+			runtime_from_row, out, user_id);
+	return rc < 0 ? -1 : rc;
 }
 
 int runtimes_latest(struct db *db, int64_t user_id, struct runtime *out)
 {
-	return find_one(db,
+	int rc = db_one(db,
 			"SELECT " RUNTIME_COLUMNS " WHERE r.user_id = ? ORDER BY r.id DESC LIMIT 1",
-			'i', user_id, NULL, out);
+			"i", runtime_from_row, out, user_id);
+	return rc < 0 ? -1 : rc;
 }
 
 int runtimes_live_by_name(struct db *db, const char *name, struct runtime *out)
 {
-	return find_one(db, "SELECT " RUNTIME_COLUMNS " WHERE u.name = ? AND " LIVE, 't', 0, name,
-			out);
+	int rc = db_one(db, "SELECT " RUNTIME_COLUMNS " WHERE u.name = ? AND " LIVE, "t",
+			runtime_from_row, out, name);
+	return rc < 0 ? -1 : rc;
 }
 
 int runtimes_set_state(struct db *db, int64_t id, enum runtime_state state, const char *reason,
@@ -160,23 +147,25 @@ int runtimes_touch(struct db *db, int64_t id, int64_t now)
 	return rc < 0 ? -1 : 0;
 }
 
+struct runtime_walk {
+	int (*fn)(const struct runtime *r, void *ctx);
+	void *ctx;
+};
+
+static int runtime_row(sqlite3_stmt *st, void *arg)
+{
+	struct runtime_walk *w = arg;
+	struct runtime r;
+
+	runtime_from_row(st, &r);
+	return w->fn(&r, w->ctx);
+}
+
+/* fn may use the store (runtimes_set_state, ...): the walk holds the recursive lock. */
 int runtimes_each_live(struct db *db, int (*fn)(const struct runtime *r, void *ctx), void *ctx)
 {
-	sqlite3_stmt *st;
-	struct runtime r;
-	int rc;
-
-	db_lock(db);
-	if (db_prepare(db, &st, "SELECT " RUNTIME_COLUMNS " WHERE " LIVE " ORDER BY r.id", "") < 0) {
-		db_unlock(db);
-		return -1;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		runtime_from_row(st, &r);
-		if (fn(&r, ctx))
-			break;
-	}
-	db_done(db, st);
-	db_unlock(db);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+	struct runtime_walk w = {fn, ctx};
+	int rc = db_each(db, "SELECT " RUNTIME_COLUMNS " WHERE " LIVE " ORDER BY r.id", "",
+			 runtime_row, &w);
+	return rc < 0 ? -1 : 0;
 }

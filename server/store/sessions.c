@@ -48,10 +48,29 @@ int sessions_create(struct db *db, int64_t user_id, const char *address,
 	return rc == 1 ? 0 : -1;
 }
 
+/* The columns sessions_lookup reads: the session, and when it lapses. */
+struct session_row {
+	struct session *out;
+	int64_t last_seen, expires_at;
+};
+
+static int session_from_row(sqlite3_stmt *st, void *arg)
+{
+	struct session_row *r = arg;
+
+	r->out->id = sqlite3_column_int64(st, 0);
+	r->out->user_id = sqlite3_column_int64(st, 1);
+	snprintf(r->out->csrf_token, sizeof(r->out->csrf_token), "%s",
+		 (const char *)sqlite3_column_text(st, 2));
+	r->last_seen = sqlite3_column_int64(st, 3);
+	r->expires_at = sqlite3_column_int64(st, 4);
+	return 0;
+}
+
 int sessions_lookup(struct db *db, const char *secret, const struct session_limits *lim,
 		    int64_t now, struct session *out)
 {
-	sqlite3_stmt *st;
+	struct session_row row = {.out = out};
 	char hash[65];
 	int rc;
 
@@ -59,31 +78,19 @@ int sessions_lookup(struct db *db, const char *secret, const struct session_limi
 		return 0;
 	crypto_sha256_hex(secret, hash);
 	db_lock(db);
-	if (db_prepare(db, &st,
-		       "SELECT id, user_id, csrf_token, last_seen, expires_at FROM sessions"
-		       " WHERE token_hash = ?",
-		       "t", hash) < 0) {
+	rc = db_one(db,
+		    "SELECT id, user_id, csrf_token, last_seen, expires_at FROM sessions"
+		    " WHERE token_hash = ?",
+		    "t", session_from_row, &row, hash);
+	if (rc != 1) {
 		db_unlock(db);
-		return -1;
+		return rc < 0 ? -1 : 0;
 	}
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW) {
-		db_done(db, st);
-		db_unlock(db);
-		return rc == SQLITE_DONE ? 0 : -1;
-	}
-	out->id = sqlite3_column_int64(st, 0);
-	out->user_id = sqlite3_column_int64(st, 1);
-	snprintf(out->csrf_token, sizeof(out->csrf_token), "%s",
-		 (const char *)sqlite3_column_text(st, 2));
-	int64_t last_seen = sqlite3_column_int64(st, 3), expires = sqlite3_column_int64(st, 4);
-	db_done(db, st);
-
-	if (now >= expires || now - last_seen >= lim->idle) {
+	if (now >= row.expires_at || now - row.last_seen >= lim->idle) {
 		db_exec(db, "DELETE FROM sessions WHERE id = ?", "i", out->id);
 		rc = 0;
 	} else {
-		if (now - last_seen >= TOUCH_INTERVAL)
+		if (now - row.last_seen >= TOUCH_INTERVAL)
 			db_exec(db, "UPDATE sessions SET last_seen = ? WHERE id = ?", "ii", now,
 				out->id);
 		rc = 1;

@@ -20,8 +20,11 @@ bool tokens_name_valid(const char *name)
 	return chars >= 1 && chars <= TOKEN_NAME_MAX;
 }
 
-static void token_from_row(sqlite3_stmt *st, struct token_info *t)
+/* A db_row_fn filling the struct token_info at out. */
+static int token_from_row(sqlite3_stmt *st, void *out)
 {
+	struct token_info *t = out;
+
 	memset(t, 0, sizeof(*t));
 	t->id = sqlite3_column_int64(st, 0);
 	t->user_id = sqlite3_column_int64(st, 1);
@@ -29,6 +32,7 @@ static void token_from_row(sqlite3_stmt *st, struct token_info *t)
 	snprintf(t->prefix, sizeof(t->prefix), "%s", (const char *)sqlite3_column_text(st, 3));
 	t->created_at = sqlite3_column_int64(st, 4);
 	t->last_used_at = sqlite3_column_int64(st, 5);
+	return 0;
 }
 
 #define TOKEN_COLUMNS "id, user_id, name, prefix, created_at, coalesce(last_used_at, 0)"
@@ -60,7 +64,6 @@ int tokens_create(struct db *db, int64_t user_id, const char *name, int64_t now,
 
 int tokens_lookup(struct db *db, const char *token, int64_t now, struct token_info *out)
 {
-	sqlite3_stmt *st;
 	char hash[65];
 	int rc;
 
@@ -68,46 +71,38 @@ int tokens_lookup(struct db *db, const char *token, int64_t now, struct token_in
 		return 0;
 	crypto_sha256_hex(token, hash);
 	db_lock(db);
-	if (db_prepare(db, &st, "SELECT " TOKEN_COLUMNS " FROM api_tokens WHERE token_hash = ?",
-		       "t", hash) < 0) {
-		db_unlock(db);
-		return -1;
-	}
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		token_from_row(st, out);
-	db_done(db, st);
+	rc = db_one(db, "SELECT " TOKEN_COLUMNS " FROM api_tokens WHERE token_hash = ?", "t",
+		    token_from_row, out, hash);
 	/* Written at most once a minute per token, like session last_seen. */
-	if (rc == SQLITE_ROW && now - out->last_used_at >= 60 &&
+	if (rc == 1 && now - out->last_used_at >= 60 &&
 	    db_exec(db, "UPDATE api_tokens SET last_used_at = ? WHERE id = ?", "ii", now,
 		    out->id) == 1)
 		out->last_used_at = now;
 	db_unlock(db);
-	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+	return rc < 0 ? -1 : rc;
+}
+
+struct token_walk {
+	int (*fn)(const struct token_info *t, void *ctx);
+	void *ctx;
+};
+
+static int token_row(sqlite3_stmt *st, void *arg)
+{
+	struct token_walk *w = arg;
+	struct token_info t;
+
+	token_from_row(st, &t);
+	return w->fn(&t, w->ctx);
 }
 
 int tokens_each(struct db *db, int64_t user_id, int (*fn)(const struct token_info *t, void *ctx),
 		void *ctx)
 {
-	sqlite3_stmt *st;
-	struct token_info t;
-	int rc;
-
-	db_lock(db);
-	if (db_prepare(db, &st,
-		       "SELECT " TOKEN_COLUMNS " FROM api_tokens WHERE user_id = ? ORDER BY id", "i",
-		       user_id) < 0) {
-		db_unlock(db);
-		return -1;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		token_from_row(st, &t);
-		if (fn(&t, ctx))
-			break;
-	}
-	db_done(db, st);
-	db_unlock(db);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+	struct token_walk w = {fn, ctx};
+	int rc = db_each(db, "SELECT " TOKEN_COLUMNS " FROM api_tokens WHERE user_id = ? ORDER BY id",
+			 "i", token_row, &w, user_id);
+	return rc < 0 ? -1 : 0;
 }
 
 int tokens_delete(struct db *db, int64_t user_id, int64_t token_id)

@@ -24,8 +24,11 @@ int users_role_parse(const char *text, enum user_role *out)
 
 #define USER_COLUMNS "id, name, role, disabled, created_at, password_hash"
 
-static void user_from_row(sqlite3_stmt *st, struct user *u)
+/* A db_row_fn filling the struct user at out. */
+static int user_from_row(sqlite3_stmt *st, void *out)
 {
+	struct user *u = out;
+
 	memset(u, 0, sizeof(*u));
 	u->id = sqlite3_column_int64(st, 0);
 	snprintf(u->name, sizeof(u->name), "%s", (const char *)sqlite3_column_text(st, 1));
@@ -35,47 +38,22 @@ static void user_from_row(sqlite3_stmt *st, struct user *u)
 	u->created_at = sqlite3_column_int64(st, 4);
 	snprintf(u->password_hash, sizeof(u->password_hash), "%s",
 		 (const char *)sqlite3_column_text(st, 5));
+	return 0;
 }
 
-/* Runs a one-row user query; caller holds the lock. */
-static int find_locked(struct db *db, struct user *out, const char *sql, const char *types,
-		       const void *key)
-{
-	sqlite3_stmt *st;
-	int rc;
-
-	if (types[0] == 't')
-		rc = db_prepare(db, &st, sql, "t", (const char *)key);
-	else
-		rc = db_prepare(db, &st, sql, "i", *(const int64_t *)key);
-	if (rc < 0)
-		return -1;
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		user_from_row(st, out);
-		rc = 1;
-	} else {
-		rc = rc == SQLITE_DONE ? 0 : -1;
-	}
-	db_done(db, st);
-	return rc;
-}
+#define USER_BY_NAME "SELECT " USER_COLUMNS " FROM users WHERE name = ?"
+#define USER_BY_ID "SELECT " USER_COLUMNS " FROM users WHERE id = ?"
 
 int users_find_by_name(struct db *db, const char *name, struct user *out)
 {
-	db_lock(db);
-	int rc = find_locked(db, out, "SELECT " USER_COLUMNS " FROM users WHERE name = ?", "t",
-			     name);
-	db_unlock(db);
-	return rc;
+	int rc = db_one(db, USER_BY_NAME, "t", user_from_row, out, name);
+	return rc < 0 ? -1 : rc;
 }
 
 int users_find_by_id(struct db *db, int64_t id, struct user *out)
 {
-	db_lock(db);
-	int rc = find_locked(db, out, "SELECT " USER_COLUMNS " FROM users WHERE id = ?", "i", &id);
-	db_unlock(db);
-	return rc;
+	int rc = db_one(db, USER_BY_ID, "i", user_from_row, out, id);
+	return rc < 0 ? -1 : rc;
 }
 
 int users_create(struct db *db, const char *name, enum user_role role, const char *hash,
@@ -90,10 +68,7 @@ int users_create(struct db *db, const char *name, enum user_role role, const cha
 		     "tttii", name, users_role_name(role), hash, now, now);
 	if (rc > 0 && out) {
 		int64_t id = db_last_id(db);
-		rc = find_locked(db, out, "SELECT " USER_COLUMNS " FROM users WHERE id = ?", "i",
-				 &id) == 1
-			     ? 0
-			     : -1;
+		rc = db_one(db, USER_BY_ID, "i", user_from_row, out, id) == 1 ? 0 : -1;
 	} else if (rc > 0) {
 		rc = 0;
 	}
@@ -101,66 +76,51 @@ int users_create(struct db *db, const char *name, enum user_role role, const cha
 	return rc;
 }
 
+struct user_walk {
+	int (*fn)(const struct user *u, void *ctx);
+	void *ctx;
+};
+
+static int user_row(sqlite3_stmt *st, void *arg)
+{
+	struct user_walk *w = arg;
+	struct user u;
+
+	user_from_row(st, &u);
+	return w->fn(&u, w->ctx);
+}
+
 int users_each(struct db *db, int (*fn)(const struct user *u, void *ctx), void *ctx)
 {
-	sqlite3_stmt *st;
-	struct user u;
-	int rc;
-
-	db_lock(db);
-	if (db_prepare(db, &st, "SELECT " USER_COLUMNS " FROM users ORDER BY name", "") < 0) {
-		db_unlock(db);
-		return -1;
-	}
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		user_from_row(st, &u);
-		if (fn(&u, ctx))
-			break;
-	}
-	db_done(db, st);
-	db_unlock(db);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+	struct user_walk w = {fn, ctx};
+	int rc = db_each(db, "SELECT " USER_COLUMNS " FROM users ORDER BY name", "", user_row, &w);
+	return rc < 0 ? -1 : 0;
 }
 
-static int count_locked(struct db *db, const char *sql)
+/* A count(*) query; -1 on error. */
+static int count(struct db *db, const char *sql)
 {
-	sqlite3_stmt *st;
-	int n = -1;
-
-	if (db_prepare(db, &st, sql, "") < 0)
-		return -1;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int(st, 0);
-	db_done(db, st);
-	return n;
+	int n;
+	return db_one(db, sql, "", db_row_int, &n) == 1 ? n : -1;
 }
 
-int users_count(struct db *db)
-{
-	db_lock(db);
-	int n = count_locked(db, "SELECT count(*) FROM users");
-	db_unlock(db);
-	return n;
-}
+int users_count(struct db *db) { return count(db, "SELECT count(*) FROM users"); }
 
 int users_count_admins(struct db *db)
 {
-	db_lock(db);
-	int n = count_locked(db, "SELECT count(*) FROM users WHERE role = 'admin'");
-	db_unlock(db);
-	return n;
+	return count(db, "SELECT count(*) FROM users WHERE role = 'admin'");
 }
 
-static int enabled_admins_locked(struct db *db)
+static int enabled_admins(struct db *db)
 {
-	return count_locked(db, "SELECT count(*) FROM users WHERE role = 'admin' AND disabled = 0");
+	return count(db, "SELECT count(*) FROM users WHERE role = 'admin' AND disabled = 0");
 }
 
 /* Commits when the change still leaves an enabled admin, else rolls back. */
 static enum users_change_result finish_admin_guarded(struct db *db,
 						     enum users_change_result rc)
 {
-	if (rc == USERS_OK && enabled_admins_locked(db) < 1)
+	if (rc == USERS_OK && enabled_admins(db) < 1)
 		rc = USERS_LAST_ADMIN;
 	if (rc == USERS_OK && db_commit(db) < 0)
 		rc = USERS_ERROR;
@@ -180,8 +140,7 @@ enum users_change_result users_update(struct db *db, const char *name,
 		db_unlock(db);
 		return USERS_ERROR;
 	}
-	int found = find_locked(db, &u, "SELECT " USER_COLUMNS " FROM users WHERE name = ?", "t",
-				name);
+	int found = db_one(db, USER_BY_NAME, "t", user_from_row, &u, name);
 	if (found != 1)
 		rc = found == 0 ? USERS_NOT_FOUND : USERS_ERROR;
 	if (rc == USERS_OK && role &&
