@@ -23,6 +23,8 @@
 #define MAX_SANDBOXES 256
 #define ENDED_KEEP_S 3600 /* how long an ended sandbox stays listed */
 #define PROBE_EVERY_MS 5  /* readiness: the user is waiting on this */
+/* 256 sandboxes listed with reasons this long stay within PROTO_MAX_MESSAGE */
+#define LIST_REASON_MAX 96
 
 enum hosted_state { H_STARTING, H_RUNNING, H_STOPPING, H_ENDING, H_ENDED };
 static const char *const state_names[] = {"starting", "running", "stopping", "stopping", "ended"};
@@ -138,10 +140,24 @@ static void emit_ended(struct sandboxes *sb, struct hosted *x)
 	emit(sb, e);
 }
 
+/* The length of s cut to at most max bytes, never inside a UTF-8 sequence. */
+static size_t utf8_cut(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max + 1);
+
+	if (n <= max)
+		return n;
+	n = max;
+	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	return n;
+}
+
 static void set_end(struct hosted *x, const char *cause, bool failed, const char *reason)
 {
 	snprintf(x->cause, sizeof(x->cause), "%s", cause);
-	snprintf(x->reason, sizeof(x->reason), "%s", reason);
+	snprintf(x->reason, sizeof(x->reason), "%.*s", (int)utf8_cut(reason, sizeof(x->reason) - 1),
+		 reason);
 	x->failed = failed;
 }
 
@@ -290,11 +306,12 @@ json_t *sandboxes_list(struct sandboxes *sb, long long id)
 		struct hosted *x = &sb->slot[i];
 		if (!x->used)
 			continue;
+		/* the reason is cut so that a full list stays one message */
 		json_array_append_new(
-			list, json_pack("{s:s,s:I,s:s,s:b,s:s,s:s,s:b}", "user", x->user,
-					"runtime_id", (json_int_t)x->runtime_id, "state",
-					state_names[x->state], "ready", x->ready, "cause", x->cause,
-					"reason", x->reason, "failed", x->failed));
+			list, json_pack("{s:s,s:I,s:s,s:b,s:s,s:s%,s:b}", "user", x->user, "runtime_id",
+					(json_int_t)x->runtime_id, "state", state_names[x->state],
+					"ready", x->ready, "cause", x->cause, "reason", x->reason,
+					utf8_cut(x->reason, LIST_REASON_MAX), "failed", x->failed));
 	}
 	r = proto_ok(id);
 	json_object_set_new(r, "sandboxes", list);
@@ -342,7 +359,6 @@ static void begin_teardown(struct sandboxes *sb, struct hosted *x)
 			 x->user, strerror(-rc));
 		mark_ended(sb, x);
 	}
-	(void)sb;
 }
 
 static void on_started(struct sandboxes *sb, struct hosted *x)
