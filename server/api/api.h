@@ -1,4 +1,4 @@
-/* api.h - JSON API handlers (server/api_*.c) and their shared helpers.
+/* api.h - JSON API handlers (server/api/*.c) and their shared helpers.
  * Every handler sets exactly one reply; on any error nothing is changed. */
 #ifndef LABD_API_H
 #define LABD_API_H
@@ -30,7 +30,7 @@ void api_time(int64_t t, char out[21]);
 /* The public JSON view of a user (no hash). Caller owns the reference. */
 json_t *api_user_json(const struct user *u);
 
-/* api_auth.c */
+/* auth.c */
 /* Sets the 401/429/500 reply for a failed login (429 with Retry-After). */
 void api_login_failed(struct http_request *req, enum login_result res, int64_t retry_after);
 void api_health(struct http_request *req);
@@ -38,11 +38,11 @@ void api_login(struct http_request *req);
 void api_logout(struct http_request *req);
 void api_me(struct http_request *req);
 void api_me_password(struct http_request *req);
-/* api_tokens.c */
+/* tokens.c */
 void api_tokens_list(struct http_request *req);
 void api_tokens_create(struct http_request *req);
 void api_tokens_delete(struct http_request *req);
-/* api_users.c */
+/* users.c */
 void api_users_list(struct http_request *req);
 void api_users_create(struct http_request *req);
 void api_users_get(struct http_request *req);
@@ -59,7 +59,7 @@ void api_runtime_stop(struct http_request *req);
 void api_runtime_moved(struct http_request *req);
 /* The public JSON view of a runtime. Caller owns the reference. */
 json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg);
-/* api_audit.c */
+/* audit.c */
 void api_audit_list(struct http_request *req);
 
 #endif

@@ -1,4 +1,4 @@
-/* api_audit.c - the audit log for admins, newest first, paged by id. */
+/* audit.c - the audit log for admins, newest first, paged by id. */
 #include <errno.h>
 #include <stdlib.h>
 

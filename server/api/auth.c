@@ -1,4 +1,4 @@
-/* api_auth.c - health, JSON login/logout, the current user and password change. */
+/* auth.c - health, JSON login/logout, the current user and password change. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>

@@ -1,4 +1,4 @@
-/* api_common.c - JSON body parsing and field readers shared by the API handlers. */
+/* common.c - JSON body parsing and field readers shared by the API handlers. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>

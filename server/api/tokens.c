@@ -1,4 +1,4 @@
-/* api_tokens.c - a user's API tokens: list, create (shown once), revoke. */
+/* tokens.c - a user's API tokens: list, create (shown once), revoke. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

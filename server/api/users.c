@@ -1,4 +1,4 @@
-/* api_users.c - admin account management: list, create, show, change, delete. */
+/* users.c - admin account management: list, create, show, change, delete. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>

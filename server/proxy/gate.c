@@ -1,4 +1,4 @@
-/* runtime_proxy.c - see runtime_proxy.h. */
+/* gate.c - see gate.h. */
 #include "proxy/gate.h"
 
 #include <stdio.h>

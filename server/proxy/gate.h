@@ -1,4 +1,4 @@
-/* runtime_proxy.h - the gate in front of /user/<name>/: authenticates every
+/* gate.h - the gate in front of /user/<name>/: authenticates every
  * request (cookie or bearer token), lets only the owner through (and admins
  * when [runtime] admin_access is on), checks Origin on state-changing
  * requests, finds the user's running runtime and hands the request to the

@@ -1,5 +1,5 @@
 /* jupyter.h - small blocking requests to a runtime's Jupyter over its Unix
- * socket, for the monitor (readiness, kernel activity, shutdown); the user's
+ * socket, for the reconciler (kernel activity); the user's
  * traffic goes through the proxy instead. */
 #ifndef LABD_JUPYTER_H
 #define LABD_JUPYTER_H
