@@ -1,4 +1,4 @@
-/* api.h - JSON API handlers (server/api/*.c) and their shared helpers.
+/* api.h - JSON API handlers (the files of server/api/) and their shared helpers.
  * Every handler sets exactly one reply; on any error nothing is changed. */
 #ifndef LABD_API_H
 #define LABD_API_H
