@@ -6,9 +6,9 @@ Both start the same app, Notebook 6 (Debian's jupyter-notebook; JupyterHub via
 jupyterhub-singleuser with JUPYTERHUB_SINGLEUSER_APP=notebook.notebookapp.NotebookApp).
 
 labd:  t0 = POST /api/v1/me/runtime {"type":"cpu"};
-       api   = GET /api/v1/me/runtime first says "running" (polled every 25 ms);
+       api   = GET /api/v1/me/runtime first says "running" (polled every 5 ms);
        proxy = first 200 from GET /user/bench/api/status through labd;
-       up    = first 200 from Jupyter's own socket (polled every 10 ms, token
+       up    = first 200 from Jupyter's own socket (polled every 2 ms, token
                from labd's database): when Jupyter itself was ready, so
                api - up is labd's own detection delay.
 hub:   t0 = POST /hub/api/users/labdbench/server (admin service token);
@@ -87,12 +87,12 @@ def labd_runs(procs, w, runs, problems):
                             up["t"] = time.monotonic()
                     except OSError:
                         pass
-                    time.sleep(0.01)
+                    time.sleep(0.002)
 
             th = threading.Thread(target=watch_socket, daemon=True)
             th.start()
             t_api = poll(lambda: (labd.runtime() or {}).get("state") in ("running", "failed", "stopped"),
-                         START_LIMIT, 0.025)
+                         START_LIMIT, 0.005)
             state = (labd.runtime() or {}).get("state")
             if state != "running":
                 up["stop"] = True
