@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +21,10 @@
 #define READ_BLOCK_BYTES (16 * 1024)
 /* A full hub asks clients to come back after this long. */
 #define RETRY_AFTER_S "10"
+/* The kernel's send buffer of a stream's socket (it doubles the value). An
+ * event stream is low-rate, and autotuning would let a stalled client hold
+ * megabytes of kernel memory on top of the stream's own bounded buffer. */
+#define SOCKET_SNDBUF_BYTES (16 * 1024)
 
 struct http_stream {
 	pthread_mutex_t lock; /* guards everything below but the hub links */
@@ -29,12 +34,13 @@ struct http_stream {
 	bool suspended; /* by the reader, so exactly one resume is owed */
 	bool closed;    /* no more writes; end once out is sent */
 	bool failed;    /* end at once, with an error */
+	int fd;         /* the client socket (libmicrohttpd's), or -1 */
 	void (*on_close)(void *ctx);
 	void *on_close_ctx;
 	/* the hub's, under its lock */
 	struct http_streams *hub;
 	uint64_t serial; /* names the stream in the hub's epoll set */
-	int fd;          /* the client socket watched for a hang-up, or -1 */
+	bool watched;    /* fd is in the hub's epoll set */
 	struct http_stream *prev, *next;
 };
 
@@ -61,14 +67,22 @@ static void wake_locked(struct http_stream *s)
 	MHD_resume_connection(s->conn);
 }
 
-/* With s->lock held: ends the stream (failed: at once, with an error). */
+/* With s->lock held, before the release: ends the stream; failed: at once,
+ * with an error. A failed stream's socket is shut down as well, since a
+ * stalled client's connection waits to become writable and would not see
+ * the reader's error before libmicrohttpd's timeout; the shutdown wakes
+ * libmicrohttpd now (the fd stays open: closing it is libmicrohttpd's). */
 static void end_locked(struct http_stream *s, bool failed)
 {
-	if (!s->closed || (failed && !s->failed)) {
-		s->closed = true;
-		s->failed = s->failed || failed;
-		wake_locked(s);
+	if (s->closed && (!failed || s->failed))
+		return;
+	s->closed = true;
+	if (failed && !s->failed) {
+		s->failed = true;
+		if (s->fd >= 0)
+			shutdown(s->fd, SHUT_RDWR);
 	}
+	wake_locked(s);
 }
 
 void http_stream_ref(struct http_stream *s)
@@ -132,10 +146,13 @@ static void release_cb(void *cls)
 	struct http_streams *hub = s->hub;
 	void (*on_close)(void *ctx);
 	void *ctx;
+	int fd;
 
 	pthread_mutex_lock(&s->lock);
+	fd = s->fd;
 	s->closed = true;
 	s->suspended = false; /* a released connection is not ours to resume */
+	s->fd = -1;           /* nor its socket ours to shut down */
 	on_close = s->on_close;
 	ctx = s->on_close_ctx;
 	s->on_close = NULL;
@@ -149,8 +166,8 @@ static void release_cb(void *cls)
 	if (s->next)
 		s->next->prev = s->prev;
 	hub->n--;
-	if (s->fd >= 0)
-		epoll_ctl(hub->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	if (s->watched)
+		epoll_ctl(hub->epfd, EPOLL_CTL_DEL, fd, NULL);
 	pthread_mutex_unlock(&hub->lock);
 
 	if (on_close)
@@ -158,20 +175,27 @@ static void release_cb(void *cls)
 	http_stream_unref(s);
 }
 
+/* With s->lock held, after an append to s->out (all or nothing) that
+ * returned rc: wakes the reader, or ends a stream whose client fell too far
+ * behind. */
+static int appended_locked(struct http_stream *s, int rc)
+{
+	if (rc == 0) {
+		wake_locked(s);
+	} else if (rc == -EMSGSIZE || rc == -ENOMEM) {
+		log_warn("http: closing an event stream: its client is %zu bytes behind",
+			 s->out.len);
+		end_locked(s, true);
+	}
+	return rc;
+}
+
 int http_stream_write(struct http_stream *s, const void *data, size_t len)
 {
 	int rc;
 
 	pthread_mutex_lock(&s->lock);
-	if (s->closed) {
-		rc = -EPIPE;
-	} else if ((rc = buf_add(&s->out, data, len)) < 0) {
-		log_warn("http: closing an event stream: its client is %zu bytes behind",
-			 s->out.len);
-		end_locked(s, true);
-	} else {
-		wake_locked(s);
-	}
+	rc = s->closed ? -EPIPE : appended_locked(s, buf_add(&s->out, data, len));
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -206,30 +230,31 @@ out:
 	return rc;
 }
 
+/* Events and comments are framed straight into the stream's buffer (which
+ * the framing leaves as it was on failure): no allocation per event or ping,
+ * and a client never gets half of one. */
 int http_stream_event(struct http_stream *s, const char *event, const char *data, uint64_t id)
 {
-	struct buf frame;
 	int rc;
 
-	/* One write per event, so a client never gets half of one. */
-	buf_init(&frame, s->out.max_bytes);
-	if ((rc = http_stream_frame_event(&frame, event, data, id)) == 0)
-		rc = http_stream_write(s, frame.data, frame.len);
-	buf_release(&frame);
+	if (event && strpbrk(event, "\r\n"))
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	rc = s->closed ? -EPIPE
+		       : appended_locked(s, http_stream_frame_event(&s->out, event, data, id));
+	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
 
 int http_stream_comment(struct http_stream *s, const char *text)
 {
-	struct buf frame;
 	int rc;
 
 	if (strpbrk(text, "\r\n"))
 		return -EINVAL;
-	buf_init(&frame, s->out.max_bytes);
-	if ((rc = buf_addf(&frame, ": %s\n\n", text)) == 0)
-		rc = http_stream_write(s, frame.data, frame.len);
-	buf_release(&frame);
+	pthread_mutex_lock(&s->lock);
+	rc = s->closed ? -EPIPE : appended_locked(s, buf_addf(&s->out, ": %s\n\n", text));
+	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
 
@@ -298,11 +323,13 @@ static enum open_result open_locked(struct http_streams *hub, struct MHD_Connect
 	hub->head = s;
 	hub->n++;
 	s->fd = client_fd(conn);
+	if (s->fd >= 0 &&
+	    setsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &(int){SOCKET_SNDBUF_BYTES}, sizeof(int)) < 0)
+		log_errno("http: event stream socket %d: SO_SNDBUF", s->fd);
 	ev.data.u64 = s->serial;
-	if (s->fd >= 0 && epoll_ctl(hub->epfd, EPOLL_CTL_ADD, s->fd, &ev) < 0) {
+	s->watched = s->fd >= 0 && epoll_ctl(hub->epfd, EPOLL_CTL_ADD, s->fd, &ev) == 0;
+	if (s->fd >= 0 && !s->watched) /* a hang-up is then found at the next ping */
 		log_errno("http: watch event stream socket %d", s->fd);
-		s->fd = -1; /* found at the next ping instead */
-	}
 	*out = s;
 	return OPEN_OK;
 }
