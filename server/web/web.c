@@ -140,8 +140,8 @@ static int start_events(struct app *app)
 	uint64_t keepalive_ms = HTTP_STREAM_KEEPALIVE_MS;
 	unsigned max_streams = app->cfg->max_connections / 4 ? app->cfg->max_connections / 4 : 1;
 
-	if (env && parse_uint(env, 10, 3600 * 1000, &keepalive_ms) < 0)
-		return log_error("LABD_EVENT_KEEPALIVE_MS=%s: not 10..3600000", env);
+	if (env && parse_uint(env, 1, 3600 * 1000, &keepalive_ms) < 0)
+		return log_error("LABD_EVENT_KEEPALIVE_MS=%s: not 1..3600000", env);
 	app->watch = runtime_watch_new(app->db, EVENT_STREAMS_PER_USER, max_streams);
 	app->streams = http_streams_new((unsigned)keepalive_ms, max_streams);
 	return app->watch && app->streams ? 0 : -1;
