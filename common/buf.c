@@ -88,6 +88,17 @@ int buf_addf(struct buf *b, const char *fmt, ...)
 	return 0;
 }
 
+void buf_drop(struct buf *b, size_t n)
+{
+	if (n >= b->len) {
+		buf_clear(b);
+		return;
+	}
+	memmove(b->data, b->data + n, b->len - n);
+	b->len -= n;
+	b->data[b->len] = '\0';
+}
+
 const char *buf_str(const struct buf *b)
 {
 	return b->data ? b->data : "";

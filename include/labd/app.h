@@ -14,6 +14,8 @@ struct session_limits;
 struct throttle_policy;
 struct reconciler;
 struct runtime;
+struct runtime_watch;
+struct http_streams;
 
 struct app {
 	const struct labd_config *cfg; /* borrowed for the process lifetime */
@@ -27,6 +29,8 @@ struct app {
 	const struct throttle_policy *throttle;      /* per user name */
 	const struct throttle_policy *throttle_addr; /* per client address */
 	struct proxy_context *proxy;                 /* waker + WebSocket relay */
+	struct runtime_watch *watch;   /* runtime state changes, to event streams */
+	struct http_streams *streams;  /* open event streams: keepalive, shutdown */
 	/* Set by web/ so the runtime layer never names the proxy: what must let
 	 * go of a runtime that ended (pooled connections, open WebSockets), and
 	 * how many WebSockets a user has open (idle culling counts them). */

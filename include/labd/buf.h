@@ -37,6 +37,9 @@ void buf_clear(struct buf *b);
 int buf_add(struct buf *b, const void *data, size_t len);
 /* Appends printf-formatted text; the same results as buf_add (-EINVAL on a bad format). */
 int buf_addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Removes the first n bytes (all of them when n >= len), keeping the memory:
+ * a queue drained from the front (a stream's unsent bytes). */
+void buf_drop(struct buf *b, size_t n);
 /* The content as a string: "" while nothing was added. Borrowed until the next change. */
 const char *buf_str(const struct buf *b);
 

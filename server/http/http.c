@@ -154,6 +154,11 @@ void http_reply_fd(struct http_request *req, unsigned status, const char *conten
 	set_reply(req, status, resp);
 }
 
+void http_reply_response(struct http_request *req, unsigned status, struct MHD_Response *resp)
+{
+	set_reply(req, resp ? status : 0, resp);
+}
+
 void http_url_encode(const char *s, char *out, size_t outlen)
 {
 	static const char hex[] = "0123456789ABCDEF";

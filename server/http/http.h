@@ -92,6 +92,8 @@ void http_reply_redirect(struct http_request *req, const char *location);
 /* Serves an open file (the reply owns fd from here on, even on failure). */
 void http_reply_fd(struct http_request *req, unsigned status, const char *content_type, int fd,
 		   size_t size);
+/* Replies with a response built elsewhere (a stream); takes resp. NULL: 500. */
+void http_reply_response(struct http_request *req, unsigned status, struct MHD_Response *resp);
 /* Adds a response header, copied; silently bounded to HTTP_MAX_EXTRA_HEADERS. */
 void http_add_header(struct http_request *req, const char *name, const char *value);
 

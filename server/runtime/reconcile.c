@@ -13,6 +13,7 @@
 #include "labd/log.h"
 #include "runtime/jupyter.h"
 #include "runtime/runtime.h"
+#include "runtime/watch.h"
 #include "store/runtimes.h"
 
 #define TIMER_EVERY_S 1
@@ -53,8 +54,10 @@ static void fail_start(struct app *app, const struct runtime *r)
 
 	snprintf(reason, sizeof(reason), "jupyter did not answer within %lld seconds",
 		 (long long)app->cfg->start_timeout);
-	if (runtime_stop(app, r, reason) == 0)
+	if (runtime_stop(app, r, reason) == 0) {
 		runtimes_set_state(app->db, r->id, RUNTIME_FAILED, reason, time(NULL));
+		runtime_watch_notify(app->watch, r->user_id);
+	}
 }
 
 /* Active = a recent request, an open WebSocket or a busy kernel. */

@@ -13,6 +13,7 @@
 #include "labd/crypto.h"
 #include "labd/log.h"
 #include "runtime/reconcile.h"
+#include "runtime/watch.h"
 #include "store/audit.h"
 #include "store/db.h"
 
@@ -78,6 +79,7 @@ static void end_runtime(struct app *app, const struct runtime *r, bool failed, c
 	if (runtimes_set_state(app->db, r->id, failed ? RUNTIME_FAILED : RUNTIME_STOPPED, reason,
 			       now) != 1)
 		return;
+	runtime_watch_notify(app->watch, r->user_id);
 	void (*ended)(struct app *, const struct runtime *) =
 		__atomic_load_n(&app->on_runtime_ended, __ATOMIC_SEQ_CST);
 	if (ended)
@@ -133,6 +135,7 @@ enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const 
 		return RUNTIME_START_EXISTS;
 	if (rc < 0)
 		return RUNTIME_START_ERROR;
+	runtime_watch_notify(app->watch, user_id);
 	runtime_audit(app, now, user, "runtime.start", user, address, runtimes_kind_name(kind));
 	ask_backend(app, out);
 	return runtimes_latest(app->db, user_id, out) == 1 ? RUNTIME_START_OK : RUNTIME_START_ERROR;
@@ -142,9 +145,10 @@ int runtime_stop(struct app *app, const struct runtime *r, const char *reason)
 {
 	int rc = backend_stop(app->backend, r->user_name, r->id, reason);
 
-	if (rc == 0)
+	if (rc == 0) {
 		runtimes_set_state(app->db, r->id, RUNTIME_STOPPING, reason, time(NULL));
-	else if (rc == -ENOENT) /* the backend has no such sandbox: it is already gone */
+		runtime_watch_notify(app->watch, r->user_id);
+	} else if (rc == -ENOENT) /* the backend has no such sandbox: it is already gone */
 		end_runtime(app, r, r->state == RUNTIME_STARTING, reason);
 	return rc == -ENOENT ? 0 : rc;
 }
@@ -167,6 +171,7 @@ static void mark_ready(struct app *app, const struct runtime *r, const char *end
 	if (endpoint && endpoint[0] && strcmp(endpoint, r->endpoint) != 0)
 		runtimes_set_endpoint(app->db, r->id, endpoint);
 	if (runtimes_set_state(app->db, r->id, RUNTIME_RUNNING, NULL, now) == 1) {
+		runtime_watch_notify(app->watch, r->user_id);
 		runtime_audit(app, now, NULL, "runtime.ready", r->user_name, NULL,
 			      runtimes_kind_name(r->kind));
 		log_info("runtime of %s is ready after %lld s", r->user_name,
@@ -261,6 +266,7 @@ static void reconcile_row(struct app *app, const struct runtime *r, const struct
 			    s->reason[0] ? s->reason : "the runtime ended");
 	} else if (strcmp(s->state, "stopping") == 0 && r->state != RUNTIME_STOPPING) {
 		runtimes_set_state(app->db, r->id, RUNTIME_STOPPING, s->reason, now);
+		runtime_watch_notify(app->watch, r->user_id);
 	} else if (strcmp(s->state, "running") == 0 && r->state == RUNTIME_STOPPING) {
 		/* a stop the supervisor never heard of (it restarted meanwhile) */
 		backend_stop(app->backend, r->user_name, r->id, r->reason[0] ? r->reason : "stopped");

@@ -18,13 +18,16 @@
 #include "store/audit.h"
 #include "store/db.h"
 #include "http/http.h"
+#include "http/stream.h"
 #include "proxy/gate.h"
 #include "proxy/proxy.h"
 #include "web/routes.h"
 #include "backend/backend.h"
 #include "labd/log.h"
+#include "labd/parse.h"
 #include "runtime/reconcile.h"
 #include "runtime/runtime.h"
+#include "runtime/watch.h"
 #include "proxy/upstream.h"
 #include "proxy/waker.h"
 #include "proxy/wsrelay.h"
@@ -34,6 +37,9 @@
 
 /* How often expired sessions are swept from the store. */
 #define MAINTENANCE_S 60
+/* Runtime event streams one user may hold open (tabs of the dashboard and
+ * of runtime pages); all users together get a quarter of the connections. */
+#define EVENT_STREAMS_PER_USER 8
 
 /* The policies the app points at, derived from the configuration. */
 struct policies {
@@ -126,6 +132,21 @@ static int open_websockets(struct app *app, const char *user)
 	return wsrelay_count(app->proxy->relay, user);
 }
 
+/* The registry of runtime changes and the event streams that carry them.
+ * LABD_EVENT_KEEPALIVE_MS (tests only) shortens the 15 s keepalive. */
+static int start_events(struct app *app)
+{
+	const char *env = getenv("LABD_EVENT_KEEPALIVE_MS");
+	uint64_t keepalive_ms = HTTP_STREAM_KEEPALIVE_MS;
+	unsigned max_streams = app->cfg->max_connections / 4 ? app->cfg->max_connections / 4 : 1;
+
+	if (env && parse_uint(env, 1, 3600 * 1000, &keepalive_ms) < 0)
+		return log_error("LABD_EVENT_KEEPALIVE_MS=%s: not 1..3600000", env);
+	app->watch = runtime_watch_new(app->db, EVENT_STREAMS_PER_USER, max_streams);
+	app->streams = http_streams_new((unsigned)keepalive_ms, max_streams);
+	return app->watch && app->streams ? 0 : -1;
+}
+
 /* Waits for SIGTERM/SIGINT (blocked since the supervisor forked us), sweeping
  * expired sessions now and then. With LABD_FAULT_BAD_MESSAGE set (tests only),
  * SIGUSR1 sends that text to the supervisor, as a compromised web process
@@ -187,7 +208,8 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 		_exit(1);
 	app.on_runtime_ended = forget_runtime;
 	app.open_websockets = open_websockets;
-	if (waker_start(&app.proxy->waker) < 0 || wsrelay_start(&app.proxy->relay) < 0)
+	if (waker_start(&app.proxy->waker) < 0 || wsrelay_start(&app.proxy->relay) < 0 ||
+	    start_events(&app) < 0)
 		_exit(1);
 	/* The backend before the reconciler (which lists its sandboxes), both
 	 * before the first request (which may start a runtime). */
@@ -208,11 +230,14 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	 * relay that is about to go */
 	__atomic_store_n(&app.on_runtime_ended, NULL, __ATOMIC_SEQ_CST);
 	/* libmicrohttpd must have no upgraded or suspended connection left. */
+	http_streams_close_all(app.streams);
 	wsrelay_stop(app.proxy->relay);
 	waker_stop(app.proxy->waker);
 	MHD_stop_daemon(httpd);
+	http_streams_free(app.streams);
 	upstream_clear();
 	backend_free(app.backend);
+	runtime_watch_free(app.watch); /* backend events notify until backend_free */
 	db_close(app.db);
 	close(web_root_fd);
 	_exit(0);

@@ -458,11 +458,31 @@ test('the "runtime not running" page (503) starts the runtime and lands in the n
   }
   const name = shared.notebook;
   const page = await context.newPage();
+  // The dashboard's polls of the runtime, and its event stream.
+  const polls = [];
+  const streams = [];
+  page.on('request', (req) => {
+    if (req.method() === 'GET' && new URL(req.url()).pathname === '/api/v1/me/runtime') polls.push(req.url());
+  });
+  page.on('response', (res) => {
+    if (new URL(res.url()).pathname === '/api/v1/me/runtime/events') {
+      streams.push({ status: res.status(), type: res.headers()['content-type'] });
+    }
+  });
   await page.goto('/dashboard');
 
-  await step('stop the runtime', page, async () => {
+  await step('a stop made elsewhere shows on the dashboard at once: pushed, not polled', page, async () => {
     await waitState(page, 'running', 30_000);
-    await stopFromDashboard(page);
+    const deadline = Date.now() + 10_000;
+    while (!streams.length && Date.now() < deadline) await sleep(100);
+    assert.deepEqual(streams[0], { status: 200, type: 'text/event-stream' }, 'the card follows the event stream');
+    await sleep(500); // the stream is open: polling has slowed to once a minute
+    const before = polls.length;
+    const r = await api(await apiSession(), 'DELETE', '/me/runtime');
+    assert.equal(r.status, 202, `DELETE /me/runtime: ${JSON.stringify(r.body)}`);
+    await waitState(page, 'stopped', STOP_TIMEOUT);
+    assert.equal(polls.length, before, 'no GET /api/v1/me/runtime between the stop and the card showing it');
+    assert.equal(await page.locator('#start-cpu').isDisabled(), false, 'start enabled again once stopped');
   });
 
   const url = `${JUPYTER}notebooks/${encodeURIComponent(name)}`;

@@ -94,6 +94,29 @@ static void test_clear_and_release(void **state)
 	buf_release(&b);
 }
 
+static void test_drop_front(void **state)
+{
+	struct buf b;
+	(void)state;
+	buf_init(&b, 8);
+	assert_int_equal(buf_add(&b, "abcdefgh", 8), 0);
+	assert_int_equal(buf_add(&b, "i", 1), -EMSGSIZE);
+	buf_drop(&b, 3);
+	assert_string_equal(buf_str(&b), "defgh");
+	/* dropped bytes make room again, never more than the maximum */
+	assert_int_equal(buf_add(&b, "ijk", 3), 0);
+	assert_string_equal(buf_str(&b), "defghijk");
+	assert_int_equal(buf_add(&b, "l", 1), -EMSGSIZE);
+	assert_true(b.alloc <= 9);
+	buf_drop(&b, 100);
+	assert_int_equal(b.len, 0);
+	assert_string_equal(buf_str(&b), "");
+	buf_drop(&b, 1); /* empty: nothing happens */
+	buf_release(&b);
+	buf_drop(&b, 1); /* never allocated */
+	assert_null(b.data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -102,6 +125,7 @@ int main(void)
 		cmocka_unit_test(test_one_past_fails_intact),
 		cmocka_unit_test(test_growth_and_addf),
 		cmocka_unit_test(test_clear_and_release),
+		cmocka_unit_test(test_drop_front),
 	};
 	return cmocka_run_group_tests_name("buf", tests, NULL, NULL);
 }

@@ -149,7 +149,13 @@
     loading: false,
     loadFailed: false, /* #runtime-error shows a failed poll, cleared by the next good one */
     warnLevel: null, /* the warn_before lead time the banner was last written for */
+    events: null, /* the EventSource of EVENTS_URL, while one is open or reconnecting */
+    live: false, /* the event stream is open: changes are pushed, polling is a slow fallback */
   };
+
+  var EVENTS_URL = "/api/v1/me/runtime/events";
+  var SLOW_POLL_MS = 60000; /* while the event stream is open */
+  var EVENTS_RETRY_MS = 30000; /* after the server refused or ended the stream */
 
   function pad2(n) {
     return n < 10 ? "0" + n : String(n);
@@ -306,7 +312,7 @@
     if (rt.pollTimer) clearTimeout(rt.pollTimer);
     var s = rt.current;
     var fast = s && (s.state === "starting" || s.state === "stopping");
-    rt.pollTimer = setTimeout(loadRuntime, fast ? 2000 : 10000);
+    rt.pollTimer = setTimeout(loadRuntime, rt.live ? SLOW_POLL_MS : fast ? 2000 : 10000);
   }
 
   function loadRuntime() {
@@ -334,6 +340,44 @@
         rt.loading = false;
         schedulePoll();
       });
+  }
+
+  /* Live updates: each "runtime" event carries what GET /me/runtime answers. While the
+   * stream is down (reconnecting, refused with 429, or no EventSource) polling goes on
+   * as before. */
+  function onRuntimeEvent(ev) {
+    var data;
+    try {
+      data = JSON.parse(ev.data);
+    } catch (e) {
+      return;
+    }
+    if (rt.loadFailed) {
+      rt.loadFailed = false;
+      L.showMessage("runtime-error", "");
+    }
+    setRuntime(data ? data.session : null);
+    schedulePoll();
+  }
+
+  function openEvents() {
+    if (!window.EventSource || rt.events) return;
+    var es = new EventSource(EVENTS_URL);
+    rt.events = es;
+    es.addEventListener("runtime", onRuntimeEvent);
+    es.addEventListener("open", function () {
+      rt.live = true;
+      schedulePoll();
+    });
+    es.addEventListener("error", function () {
+      rt.live = false;
+      if (es.readyState === EventSource.CLOSED) {
+        /* refused or ended for good: the browser will not retry, so we do, later */
+        rt.events = null;
+        setTimeout(openEvents, EVENTS_RETRY_MS);
+      }
+      schedulePoll();
+    });
   }
 
   /* Start (POST) or stop (DELETE); the reply carries the runtime. */
@@ -392,6 +436,7 @@
     L.loadMe()
       .then(function () {
         loadRuntime();
+        openEvents();
         return loadTokens();
       })
       .catch(function (err) {

@@ -11,6 +11,8 @@
   var LIVE = { starting: true, running: true, stopping: true };
   var RELOAD_KEY = "labd.runtime.reloaded";
   var POLL_MS = 2000;
+  var SLOW_POLL_MS = 60000; /* while the event stream is open */
+  var EVENTS_URL = "/api/v1/me/runtime/events";
 
   var me = null;
   var owner = null; /* <name> of /user/<name>/... */
@@ -18,6 +20,7 @@
   var pollTimer = null;
   var waiting = false; /* we started it (or it was starting): go to Jupyter when running */
   var starting = false; /* the POST is in flight */
+  var live = false; /* the event stream is open: changes are pushed */
 
   function pathOwner() {
     var m = /^\/user\/([^/]+)\//.exec(window.location.pathname + "/");
@@ -97,15 +100,19 @@
     }
   }
 
+  function follow(session) {
+    runtime = session;
+    if (runtime && runtime.state === "starting") waiting = true;
+    if (runtime && (runtime.state === "failed" || runtime.state === "stopped")) waiting = false;
+    render();
+  }
+
   function poll() {
     if (pollTimer) clearTimeout(pollTimer);
     pollTimer = null;
     return L.api("GET", "/me/runtime")
       .then(function (data) {
-        runtime = data ? data.session : null;
-        if (runtime && runtime.state === "starting") waiting = true;
-        if (runtime && (runtime.state === "failed" || runtime.state === "stopped")) waiting = false;
-        render();
+        follow(data ? data.session : null);
       })
       .catch(function (err) {
         L.showMessage("runtime-error", "Could not load the runtime: " + L.errorText(err));
@@ -115,8 +122,32 @@
         var state = s && s.state;
         if (state === "running" && waiting) return; /* reloading */
         /* Keep watching while something is happening; slowly otherwise. */
-        pollTimer = setTimeout(poll, state === "starting" || state === "stopping" ? POLL_MS : 10000);
+        var ms = state === "starting" || state === "stopping" ? POLL_MS : 10000;
+        pollTimer = setTimeout(poll, live ? SLOW_POLL_MS : ms);
       });
+  }
+
+  /* The runtime's state pushed as it changes; polling stays as the fallback. */
+  function openEvents() {
+    if (!window.EventSource) return;
+    var es = new EventSource(EVENTS_URL);
+    es.addEventListener("runtime", function (ev) {
+      var data;
+      try {
+        data = JSON.parse(ev.data);
+      } catch (e) {
+        return;
+      }
+      follow(data ? data.session : null);
+    });
+    es.addEventListener("open", function () {
+      live = true;
+    });
+    es.addEventListener("error", function () {
+      /* reconnecting, or refused for good: back to polling at the usual pace */
+      live = false;
+      if (pollTimer) poll();
+    });
   }
 
   function onStart() {
@@ -160,6 +191,7 @@
     L.loadMe()
       .then(function (who) {
         me = who;
+        if (!owner || owner === me.name) openEvents();
         return poll();
       })
       .catch(function (err) {
