@@ -164,7 +164,7 @@ static int parse(struct cli *c, int argc, char **argv)
 			break;
 		case O_HOME_IMAGE: s->home_image = optarg; break;
 		case O_HOME_SIZE:
-			if (parse_size_bytes(optarg, &s->home_size) < 0)
+			if (parse_size_bytes(optarg, &s->home_size_bytes) < 0)
 				return bad("home-size", optarg);
 			break;
 		case O_SIZE:
@@ -333,7 +333,7 @@ int main(int argc, char **argv)
 		if (!parse_user_name_ok(c.spec.user) || !c.spec.home_image)
 			return bad("user/home-image", "(missing)");
 		if (strcmp(sub, "create") == 0)
-			return home_ensure(c.spec.home_image, c.size_bytes ? c.size_bytes : c.spec.home_size,
+			return home_ensure(c.spec.home_image, c.size_bytes ? c.size_bytes : c.spec.home_size_bytes,
 					   c.spec.uid_base + c.spec.user_id) < 0;
 		if (strcmp(sub, "grow") == 0) {
 			if (!c.size_bytes)

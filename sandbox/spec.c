@@ -16,7 +16,7 @@ void sandbox_spec_init(struct sandbox_spec *s)
 	memset(s, 0, sizeof(*s));
 	s->uid_base = 200000;
 	s->inner_uid = 1000;
-	s->home_size = 15ull << 30;
+	s->home_size_bytes = 15ull << 30;
 	s->tmp_bytes = 1ull << 30;
 	s->nofile = 4096;
 	s->net = SANDBOX_NET_NONE;
@@ -72,7 +72,7 @@ static int check_limits(const struct sandbox_spec *s)
 		return fail_error("too many gpus");
 	if (s->tmp_bytes < 4096 || s->nofile < 16 || s->nofile > (1u << 20))
 		return fail_error("tmp size or nofile out of range");
-	if (s->home_image && s->home_size < (16ull << 20))
+	if (s->home_image && s->home_size_bytes < (16ull << 20))
 		return fail_error("home size below 16 MiB");
 	return 0;
 }

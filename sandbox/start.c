@@ -142,7 +142,7 @@ static int step_home(struct start *c)
 
 	if (!s->home_image)
 		return 0;
-	if (home_ensure(s->home_image, s->home_size, c->host_uid) < 0 ||
+	if (home_ensure(s->home_image, s->home_size_bytes, c->host_uid) < 0 ||
 	    home_mount_ref(s->state_dir, s->user, s->home_image, c->h->id) < 0)
 		return -1;
 	return home_mount_path(s->state_dir, s->user, c->child.home_src, sizeof(c->child.home_src));

@@ -25,7 +25,7 @@ json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg)
 	for (char *g = strtok_r(copy, ",", &save); g; g = strtok_r(NULL, ",", &save))
 		json_array_append_new(gpus, json_integer(strtol(g, NULL, 10)));
 	for (unsigned i = 0; i < cfg->n_warn_before; i++)
-		json_array_append_new(warn, json_integer(cfg->warn_before[i]));
+		json_array_append_new(warn, json_integer(cfg->warn_before_s[i]));
 	api_time(r->created_at, created);
 	api_time(r->ready_at, ready);
 	api_time(r->deadline, deadline);

@@ -25,34 +25,34 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->secure_cookies = false;
 	cfg->threads = 0;
 	cfg->max_connections = 512;
-	cfg->connection_timeout = 60;
-	cfg->max_body = 1024 * 1024;
+	cfg->connection_timeout_s = 60;
+	cfg->max_body_bytes = 1024 * 1024;
 	cfg->min_password_length = 10;
-	cfg->session_idle = 8 * 3600;
-	cfg->session_lifetime = 7 * 86400;
+	cfg->session_idle_s = 8 * 3600;
+	cfg->session_lifetime_s = 7 * 86400;
 	cfg->backoff_after = 3;
-	cfg->backoff_base = 1;
-	cfg->backoff_max = 300;
+	cfg->backoff_base_s = 1;
+	cfg->backoff_max_s = 300;
 	cfg->lockout_failures = 10;
 	cfg->address_lockout_failures = 50;
-	cfg->lockout_duration = 15 * 60;
+	cfg->lockout_duration_s = 15 * 60;
 	cfg->scrypt_n = 32768;
 	cfg->scrypt_r = 8;
 	cfg->scrypt_p = 1;
-	cfg->cpu_limit = 12 * 3600;
-	cfg->gpu_limit = 4 * 3600;
-	cfg->idle_timeout = 3600;
-	cfg->stop_grace = 15;
-	cfg->start_timeout = 60;
-	cfg->warn_before[0] = 30 * 60;
-	cfg->warn_before[1] = 5 * 60;
+	cfg->cpu_limit_s = 12 * 3600;
+	cfg->gpu_limit_s = 4 * 3600;
+	cfg->idle_timeout_s = 3600;
+	cfg->stop_grace_s = 15;
+	cfg->start_timeout_s = 60;
+	cfg->warn_before_s[0] = 30 * 60;
+	cfg->warn_before_s[1] = 5 * 60;
 	cfg->n_warn_before = 2;
 	snprintf(cfg->jupyter, sizeof(cfg->jupyter), "auto");
 	snprintf(cfg->image, sizeof(cfg->image), "/");
 	cfg->uid_base = 200000;
-	cfg->home_size = 15ULL << 30;
-	cfg->memory = 4ULL << 30;
-	cfg->tmp_size = 1ULL << 30;
+	cfg->home_size_bytes = 15ULL << 30;
+	cfg->memory_bytes = 4ULL << 30;
+	cfg->tmp_bytes = 1ULL << 30;
 	cfg->cpus_milli = 2000;
 	cfg->pids = 512;
 	cfg->admin_access = false;
@@ -106,9 +106,11 @@ struct key_spec {
 	uint64_t min, max;
 };
 
-#define KEY(sec, field, kind, min, max)                                                            \
-	{sec, #field, kind, offsetof(struct labd_config, field),                                   \
+/* name: the key in the file; field: where it goes (with its unit in the name) */
+#define KEYN(sec, name, field, kind, min, max)                                                     \
+	{sec, name, kind, offsetof(struct labd_config, field),                                     \
 	 sizeof(((struct labd_config *)0)->field), min, max}
+#define KEY(sec, field, kind, min, max) KEYN(sec, #field, field, kind, min, max)
 
 static const struct key_spec keys[] = {
 	KEY("server", listen, K_LISTEN, 0, 0),
@@ -118,45 +120,39 @@ static const struct key_spec keys[] = {
 	KEY("server", secure_cookies, K_BOOL, 0, 0),
 	KEY("server", threads, K_UINT, 0, 256),
 	KEY("server", max_connections, K_UINT, 1, 100000),
-	KEY("server", connection_timeout, K_DURATION, 1, 86400),
-	KEY("server", max_body, K_SIZE, 1024, 1ULL << 30),
+	KEYN("server", "connection_timeout", connection_timeout_s, K_DURATION, 1, 86400),
+	KEYN("server", "max_body", max_body_bytes, K_SIZE, 1024, 1ULL << 30),
 	KEY("server", log_level, K_LOGLEVEL, 0, 0),
 	KEY("auth", min_password_length, K_UINT, 1, 256),
-	KEY("auth", session_idle, K_DURATION, 60, 365 * 86400),
-	KEY("auth", session_lifetime, K_DURATION, 60, 365 * 86400),
+	KEYN("auth", "session_idle", session_idle_s, K_DURATION, 60, 365 * 86400),
+	KEYN("auth", "session_lifetime", session_lifetime_s, K_DURATION, 60, 365 * 86400),
 	KEY("auth", backoff_after, K_UINT, 1, 1000000),
-	KEY("auth", backoff_base, K_DURATION, 0, 3600),
-	KEY("auth", backoff_max, K_DURATION, 0, 86400),
+	KEYN("auth", "backoff_base", backoff_base_s, K_DURATION, 0, 3600),
+	KEYN("auth", "backoff_max", backoff_max_s, K_DURATION, 0, 86400),
 	KEY("auth", lockout_failures, K_UINT, 1, 1000000),
 	KEY("auth", address_lockout_failures, K_UINT, 1, 1000000),
-	KEY("auth", lockout_duration, K_DURATION, 1, 365 * 86400),
+	KEYN("auth", "lockout_duration", lockout_duration_s, K_DURATION, 1, 365 * 86400),
 	KEY("auth", scrypt_n, K_POW2, 2, 1ULL << 24),
 	KEY("auth", scrypt_r, K_UINT, 1, 64),
 	KEY("auth", scrypt_p, K_UINT, 1, 64),
-	KEY("runtime", cpu_limit, K_DURATION, 1, 30 * 86400),
-	KEY("runtime", gpu_limit, K_DURATION, 1, 30 * 86400),
-	KEY("runtime", idle_timeout, K_DURATION, 0, 30 * 86400),
-	KEY("runtime", stop_grace, K_DURATION, 1, 3600),
-	KEY("runtime", start_timeout, K_DURATION, 1, 3600),
-	KEY("runtime", warn_before, K_DURATIONS, 0, 30 * 86400),
+	KEYN("runtime", "cpu_limit", cpu_limit_s, K_DURATION, 1, 30 * 86400),
+	KEYN("runtime", "gpu_limit", gpu_limit_s, K_DURATION, 1, 30 * 86400),
+	KEYN("runtime", "idle_timeout", idle_timeout_s, K_DURATION, 0, 30 * 86400),
+	KEYN("runtime", "stop_grace", stop_grace_s, K_DURATION, 1, 3600),
+	KEYN("runtime", "start_timeout", start_timeout_s, K_DURATION, 1, 3600),
+	KEYN("runtime", "warn_before", warn_before_s, K_DURATIONS, 0, 30 * 86400),
 	KEY("runtime", jupyter, K_JUPYTER, 0, 0),
 	KEY("runtime", image, K_STRING, 1, 0),
 	KEY("runtime", uid_base, K_UINT, 1000, 4000000000U),
-	KEY("runtime", home_size, K_SIZE, 64ULL << 20, 16ULL << 40),
-	KEY("runtime", memory, K_SIZE, 64ULL << 20, 16ULL << 40),
-	KEY("runtime", tmp_size, K_SIZE, 1ULL << 20, 1ULL << 40),
-	KEY("runtime", cpus_milli, K_CPUS, 10, PARSE_CPUS_MAX_MILLI),
+	KEYN("runtime", "home_size", home_size_bytes, K_SIZE, 64ULL << 20, 16ULL << 40),
+	KEYN("runtime", "memory", memory_bytes, K_SIZE, 64ULL << 20, 16ULL << 40),
+	KEYN("runtime", "tmp_size", tmp_bytes, K_SIZE, 1ULL << 20, 1ULL << 40),
+	KEYN("runtime", "cpus", cpus_milli, K_CPUS, 10, PARSE_CPUS_MAX_MILLI),
 	KEY("runtime", pids, K_UINT, 16, 4194304),
 	KEY("runtime", admin_access, K_BOOL, 0, 0),
 	KEY("runtime", keep_on_shutdown, K_BOOL, 0, 0),
-	KEY("gpu", gpu_devices, K_GPUS, 0, 255),
+	KEYN("gpu", "devices", gpu_devices, K_GPUS, 0, 255),
 	KEY("gpu", dev_prefix, K_STRING, 1, 0),
-};
-
-/* Config file names that differ from the struct fields. */
-static const char *const key_aliases[][3] = {
-	{"runtime", "cpus", "cpus_milli"},
-	{"gpu", "devices", "gpu_devices"},
 };
 
 struct load_state {
@@ -214,11 +210,11 @@ static int add_warning(const char *item, unsigned n, void *arg)
 	    (uint64_t)d > c->k->max || d == 0)
 		return -1;
 	unsigned at = n;
-	while (at > 0 && c->cfg->warn_before[at - 1] < d) { /* insertion sort */
-		c->cfg->warn_before[at] = c->cfg->warn_before[at - 1];
+	while (at > 0 && c->cfg->warn_before_s[at - 1] < d) { /* insertion sort */
+		c->cfg->warn_before_s[at] = c->cfg->warn_before_s[at - 1];
 		at--;
 	}
-	c->cfg->warn_before[at] = d;
+	c->cfg->warn_before_s[at] = d;
 	return 0;
 }
 
@@ -357,19 +353,11 @@ static char *read_line(char *buf, int size, void *stream)
 static int on_ini_value(void *user, const char *section, const char *name, const char *value)
 {
 	struct load_state *st = user;
-	const char *why, *shown = name; /* the name as written, for messages */
+	const char *why;
 	int lineno = st->lineno;
 
 	if (st->failed)
 		return 0;
-	for (size_t i = 0; i < sizeof(key_aliases) / sizeof(key_aliases[0]); i++) {
-		if (strcmp(key_aliases[i][0], section))
-			continue;
-		if (!strcmp(key_aliases[i][2], shown))
-			name = "(internal)"; /* field names behind an alias are not keys */
-		else if (!strcmp(key_aliases[i][1], shown))
-			name = key_aliases[i][2];
-	}
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		if (strcmp(keys[i].section, section) || strcmp(keys[i].name, name))
 			continue;
@@ -377,7 +365,7 @@ static int on_ini_value(void *user, const char *section, const char *name, const
 		if (!why)
 			return 1;
 		snprintf(st->err, st->errlen, "%s:%d: bad value for [%s] %s: %s", st->path, lineno,
-			 section, shown, why);
+			 section, name, why);
 		st->failed = 1;
 		return 0;
 	}
@@ -386,10 +374,10 @@ static int on_ini_value(void *user, const char *section, const char *name, const
 		known_section = known_section || strcmp(keys[i].section, section) == 0;
 	if (!known_section)
 		snprintf(st->err, st->errlen, "%s:%d: unknown section [%s] (key %s)", st->path,
-			 section[0] ? st->section_lineno : lineno, section, shown);
+			 section[0] ? st->section_lineno : lineno, section, name);
 	else
 		snprintf(st->err, st->errlen, "%s:%d: unknown key [%s] %s", st->path, lineno,
-			 section, shown);
+			 section, name);
 	st->failed = 1;
 	return 0;
 }
@@ -412,7 +400,7 @@ int config_load(struct labd_config *cfg, const char *path, char *err, size_t err
 		snprintf(err, errlen, "%s:%d: syntax error", path, rc);
 		return -1;
 	}
-	if (cfg->backoff_max < cfg->backoff_base) {
+	if (cfg->backoff_max_s < cfg->backoff_base_s) {
 		snprintf(err, errlen, "%s: [auth] backoff_max must not be below backoff_base", path);
 		return -1;
 	}

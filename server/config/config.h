@@ -20,34 +20,34 @@ struct labd_config {
 	bool secure_cookies;
 	unsigned threads;
 	unsigned max_connections;
-	unsigned connection_timeout; /* seconds */
-	size_t max_body;             /* bytes */
+	unsigned connection_timeout_s;
+	size_t max_body_bytes;
 	char log_level[16];
 	/* [auth] */
 	unsigned min_password_length;
-	int64_t session_idle;     /* seconds */
-	int64_t session_lifetime; /* seconds */
+	int64_t session_idle_s;
+	int64_t session_lifetime_s;
 	unsigned backoff_after;
-	int64_t backoff_base; /* seconds */
-	int64_t backoff_max;  /* seconds */
+	int64_t backoff_base_s;
+	int64_t backoff_max_s;
 	unsigned lockout_failures;
 	unsigned address_lockout_failures;
-	int64_t lockout_duration; /* seconds */
+	int64_t lockout_duration_s;
 	uint64_t scrypt_n;
 	unsigned scrypt_r;
 	unsigned scrypt_p;
 	/* [runtime] */
-	int64_t cpu_limit;    /* seconds a CPU runtime may run */
-	int64_t gpu_limit;    /* seconds a GPU runtime may run */
-	int64_t idle_timeout; /* seconds without activity before culling; 0 = never */
-	int64_t stop_grace;   /* seconds between asking Jupyter to stop and killing */
-	int64_t start_timeout; /* seconds Jupyter has to answer api/status */
-	int64_t warn_before[CONFIG_MAX_WARNINGS]; /* lead times, descending */
+	int64_t cpu_limit_s;     /* how long a CPU runtime may run */
+	int64_t gpu_limit_s;     /* how long a GPU runtime may run */
+	int64_t idle_timeout_s;  /* without activity before culling; 0 = never */
+	int64_t stop_grace_s;    /* between asking Jupyter to stop and killing */
+	int64_t start_timeout_s; /* for Jupyter's socket to answer */
+	int64_t warn_before_s[CONFIG_MAX_WARNINGS]; /* lead times, descending */
 	unsigned n_warn_before;
 	char jupyter[16]; /* auto, lab, notebook or server */
 	char image[CONFIG_PATH_MAX];
 	unsigned uid_base;
-	uint64_t home_size, memory, tmp_size;
+	uint64_t home_size_bytes, memory_bytes, tmp_bytes;
 	unsigned cpus_milli, pids;
 	bool admin_access;
 	bool keep_on_shutdown; /* runtimes outlive labd's stop and are re-adopted */

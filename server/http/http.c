@@ -269,14 +269,14 @@ static bool declared_too_large(struct http_request *req)
 	if (!cl)
 		return false;
 	n = strtoull(cl, &end, 10);
-	return *end == '\0' && n > req->app->cfg->max_body;
+	return *end == '\0' && n > req->app->cfg->max_body_bytes;
 }
 
 static void reply_too_large(struct http_request *req)
 {
 	http_reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "body_too_large",
 			 "request body is larger than the %zu bytes allowed",
-			 req->app->cfg->max_body);
+			 req->app->cfg->max_body_bytes);
 }
 
 /* What http_start serves with; the MHD callbacks' closure. */
@@ -331,7 +331,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		req->app = srv->app;
 		req->method = method;
 		req->path = url;
-		buf_init(&req->body, req->app->cfg->max_body);
+		buf_init(&req->body, req->app->cfg->max_body_bytes);
 		client_address(conn, req->address, sizeof(req->address));
 		return on_head(srv, req);
 	}
@@ -423,7 +423,7 @@ struct MHD_Daemon *http_start(struct app *app, int listen_fd, const struct http_
 		on_request, &srv, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 		MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
 		threads, MHD_OPTION_CONNECTION_LIMIT, app->cfg->max_connections,
-		MHD_OPTION_CONNECTION_TIMEOUT, app->cfg->connection_timeout,
+		MHD_OPTION_CONNECTION_TIMEOUT, app->cfg->connection_timeout_s,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
 		on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
 		MHD_OPTION_UNESCAPE_CALLBACK, unescape_without_nul, NULL,

@@ -136,7 +136,7 @@ void gate_begin(struct http_request *req)
 	}
 	snprintf(target.token, sizeof(target.token), "%s", r.token);
 	snprintf(target.owner, sizeof(target.owner), "%s", user);
-	if (r.last_activity < time(NULL) - RUNTIME_TOUCH_INTERVAL) /* skip a no-op UPDATE */
+	if (r.last_activity < time(NULL) - RUNTIME_TOUCH_INTERVAL_S) /* skip a no-op UPDATE */
 		runtimes_touch(req->app->db, r.id, time(NULL));
 	proxy_begin(req, req->app->proxy, &target);
 }

@@ -38,10 +38,10 @@ struct due {
 static int collect_due(const struct runtime *r, void *ctx)
 {
 	struct due *d = ctx;
-	bool start_late = r->state == RUNTIME_STARTING && d->now - r->created_at > d->cfg->start_timeout;
+	bool start_late = r->state == RUNTIME_STARTING && d->now - r->created_at > d->cfg->start_timeout_s;
 	/* last_activity lags by up to the touch interval: never cull early */
-	bool idle = r->state == RUNTIME_RUNNING && d->cfg->idle_timeout > 0 &&
-		    d->now - r->last_activity >= d->cfg->idle_timeout + RUNTIME_TOUCH_INTERVAL;
+	bool idle = r->state == RUNTIME_RUNNING && d->cfg->idle_timeout_s > 0 &&
+		    d->now - r->last_activity >= d->cfg->idle_timeout_s + RUNTIME_TOUCH_INTERVAL_S;
 
 	if ((start_late || idle) && d->n < 64)
 		d->r[d->n++] = *r;
@@ -53,7 +53,7 @@ static void fail_start(struct app *app, const struct runtime *r)
 	char reason[RUNTIME_REASON_MAX];
 
 	snprintf(reason, sizeof(reason), "jupyter did not answer within %lld seconds",
-		 (long long)app->cfg->start_timeout);
+		 (long long)app->cfg->start_timeout_s);
 	if (runtime_stop(app, r, reason) == 0) {
 		runtimes_set_state(app->db, r->id, RUNTIME_FAILED, reason, time(NULL));
 		runtime_watch_notify(app->watch, r->user_id);
@@ -71,7 +71,7 @@ static void cull_if_idle(struct app *app, const struct runtime *r, int64_t now)
 		runtimes_touch(app->db, r->id, now);
 		return;
 	}
-	snprintf(reason, sizeof(reason), "idle for %lld seconds", (long long)app->cfg->idle_timeout);
+	snprintf(reason, sizeof(reason), "idle for %lld seconds", (long long)app->cfg->idle_timeout_s);
 	if (runtime_stop(app, r, reason) == 0)
 		runtime_audit(app, now, NULL, "runtime.cull", r->user_name, NULL, reason);
 }

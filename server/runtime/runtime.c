@@ -129,7 +129,7 @@ enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const 
 	if (crypto_random_token(token, sizeof(token), 32) < 0)
 		return RUNTIME_START_ERROR;
 	rc = runtimes_create(app->db, user_id, kind, token, gpus, now,
-			     now + (kind == RUNTIME_GPU ? app->cfg->gpu_limit : app->cfg->cpu_limit),
+			     now + (kind == RUNTIME_GPU ? app->cfg->gpu_limit_s : app->cfg->cpu_limit_s),
 			     out);
 	if (rc == DB_CONFLICT)
 		return RUNTIME_START_EXISTS;

@@ -7,7 +7,7 @@
 #include "store/db.h"
 
 /* Activity is written at most this often; the idle check allows for it. */
-#define TOUCH_INTERVAL RUNTIME_TOUCH_INTERVAL
+#define TOUCH_INTERVAL RUNTIME_TOUCH_INTERVAL_S
 
 static const char *const kind_names[] = {"cpu", "gpu"};
 static const char *const state_names[] = {"starting", "running", "stopping", "stopped", "failed"};

@@ -21,7 +21,7 @@ enum runtime_state {
 #define RUNTIME_GPUS_MAX 64 /* "0,1,2" */
 #define RUNTIME_REASON_MAX 160
 #define RUNTIME_ENDPOINT_MAX 200
-#define RUNTIME_TOUCH_INTERVAL 1 /* seconds between activity writes */
+#define RUNTIME_TOUCH_INTERVAL_S 1 /* seconds between activity writes */
 
 struct runtime {
 	int64_t id;

@@ -41,7 +41,7 @@ int sessions_create(struct db *db, int64_t user_id, const char *address,
 		     "INSERT INTO sessions (user_id, token_hash, csrf_token, address, created_at,"
 		     " last_seen, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
 		     "itttiii", user_id, hash, out->csrf_token, address, now, now,
-		     now + lim->lifetime);
+		     now + lim->lifetime_s);
 	out->id = db_last_id(db);
 	db_unlock(db);
 	out->user_id = user_id;
@@ -86,7 +86,7 @@ int sessions_lookup(struct db *db, const char *secret, const struct session_limi
 		db_unlock(db);
 		return rc < 0 ? -1 : 0;
 	}
-	if (now >= row.expires_at || now - row.last_seen >= lim->idle) {
+	if (now >= row.expires_at || now - row.last_seen >= lim->idle_s) {
 		db_exec(db, "DELETE FROM sessions WHERE id = ?", "i", out->id);
 		rc = 0;
 	} else {
@@ -111,7 +111,7 @@ int sessions_purge_expired(struct db *db, const struct session_limits *lim, int6
 {
 	db_lock(db);
 	int rc = db_exec(db, "DELETE FROM sessions WHERE expires_at <= ? OR last_seen <= ?", "ii",
-			 now, now - lim->idle);
+			 now, now - lim->idle_s);
 	db_unlock(db);
 	return rc;
 }

@@ -19,8 +19,8 @@ struct session {
 };
 
 struct session_limits {
-	int64_t idle;     /* seconds without use before the session ends */
-	int64_t lifetime; /* seconds after login before the session ends */
+	int64_t idle_s;     /* without use before the session ends */
+	int64_t lifetime_s; /* after login before the session ends */
 };
 
 /* True when value has the shape of a session secret (43 base64url chars). */

@@ -7,13 +7,13 @@ int64_t throttle_backoff_delay(const struct throttle_policy *p, unsigned failure
 {
 	int64_t delay;
 
-	if (failures < p->backoff_after || p->backoff_base <= 0)
+	if (failures < p->backoff_after || p->backoff_base_s <= 0)
 		return 0;
 	unsigned doublings = failures - p->backoff_after;
 	if (doublings > 30)
-		return p->backoff_max;
-	delay = p->backoff_base << doublings;
-	return delay > p->backoff_max ? p->backoff_max : delay;
+		return p->backoff_max_s;
+	delay = p->backoff_base_s << doublings;
+	return delay > p->backoff_max_s ? p->backoff_max_s : delay;
 }
 
 struct failure_row {
@@ -44,7 +44,7 @@ static int load(struct db *db, const char *key, struct failure_row *r)
 static int64_t live_failures(const struct throttle_policy *p, int64_t failures, int64_t last,
 			     int64_t now)
 {
-	return now - last >= p->lockout_duration ? 0 : failures;
+	return now - last >= p->lockout_duration_s ? 0 : failures;
 }
 
 enum throttle_state throttle_check(struct db *db, const char *key, const struct throttle_policy *p,
@@ -83,7 +83,7 @@ enum throttle_state throttle_fail(struct db *db, const char *key, const struct t
 		r.failures = live_failures(p, r.failures, r.last, now);
 	r.failures++;
 	if (r.failures >= p->lockout_failures) {
-		r.locked_until = now + p->lockout_duration;
+		r.locked_until = now + p->lockout_duration_s;
 		state = THROTTLE_LOCKED;
 		r.failures = 0; /* after the lockout the count starts again */
 	}

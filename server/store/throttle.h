@@ -10,10 +10,10 @@ struct db;
 
 struct throttle_policy {
 	unsigned backoff_after;    /* failures before backoff starts */
-	int64_t backoff_base;      /* seconds, doubled per further failure */
-	int64_t backoff_max;       /* seconds */
+	int64_t backoff_base_s;    /* doubled per further failure */
+	int64_t backoff_max_s;
 	unsigned lockout_failures; /* failures that lock */
-	int64_t lockout_duration;  /* seconds */
+	int64_t lockout_duration_s;
 };
 
 enum throttle_state { THROTTLE_ALLOWED, THROTTLE_BACKOFF, THROTTLE_LOCKED };

@@ -130,11 +130,11 @@ static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *h
 	s->uid_base = cfg->uid_base;
 	snprintf(home, LAUNCH_PATH_MAX, "%s/homes/%s.img", j->state_dir, j->rq->user);
 	s->home_image = home;
-	s->home_size = cfg->home_size;
-	s->mem_bytes = cfg->memory;
+	s->home_size_bytes = cfg->home_size_bytes;
+	s->mem_bytes = cfg->memory_bytes;
 	s->cpu_milli = cfg->cpus_milli;
 	s->pids_max = cfg->pids;
-	s->tmp_bytes = cfg->tmp_size;
+	s->tmp_bytes = cfg->tmp_bytes;
 	s->image = cfg->image;
 	launch_run_dir(j->state_dir, j->rq->user, run_dir, LAUNCH_PATH_MAX);
 	s->run_dir = run_dir;

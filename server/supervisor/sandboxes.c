@@ -279,7 +279,7 @@ static void request_stop(struct sandboxes *sb, struct hosted *x, const char *cau
 	set_end(x, cause, false, reason);
 	x->requested = true;
 	x->state = H_STOPPING;
-	x->kill_at_ms = clock_ms() + sb->cfg->stop_grace * 1000;
+	x->kill_at_ms = clock_ms() + sb->cfg->stop_grace_s * 1000;
 	/* init forwards SIGTERM to Jupyter, which shuts its kernels down cleanly */
 	sandbox_kill(&x->h, SIGTERM);
 	save_record(sb, x); /* a restarted supervisor finishes the stop */
@@ -442,7 +442,7 @@ static void send_warnings(struct sandboxes *sb, struct hosted *x, int64_t wall)
 {
 	for (unsigned i = 0; i < sb->cfg->n_warn_before && i < 32; i++) {
 		int64_t left = x->deadline_s - wall;
-		if ((x->warned & (1u << i)) || left > sb->cfg->warn_before[i])
+		if ((x->warned & (1u << i)) || left > sb->cfg->warn_before_s[i])
 			continue;
 		x->warned |= 1u << i;
 		json_t *e = event("sandbox_warning", x);
@@ -457,7 +457,7 @@ static long long next_warning_ms(struct sandboxes *sb, struct hosted *x, int64_t
 	long long due = now + (x->deadline_s - wall) * 1000;
 	for (unsigned i = 0; i < sb->cfg->n_warn_before && i < 32; i++)
 		if (!(x->warned & (1u << i))) {
-			long long w = now + (x->deadline_s - sb->cfg->warn_before[i] - wall) * 1000;
+			long long w = now + (x->deadline_s - sb->cfg->warn_before_s[i] - wall) * 1000;
 			due = w < due ? w : due;
 		}
 	return due;

@@ -205,7 +205,7 @@ static void begin_stop(struct supervisor *s, int sig)
 	if (!s->cfg->keep_on_shutdown) {
 		sandboxes_stop_all(s->sandboxes, "labd is shutting down");
 		/* each box gets its grace period, then is killed; allow for that */
-		s->give_up_ms = clock_ms() + s->cfg->stop_grace * 1000 + STOP_GRACE_MS;
+		s->give_up_ms = clock_ms() + s->cfg->stop_grace_s * 1000 + STOP_GRACE_MS;
 	}
 }
 

@@ -52,10 +52,10 @@ struct policies {
 static void init_policies(struct app *app, struct policies *p, const struct labd_config *cfg)
 {
 	p->password = (struct password_params){cfg->scrypt_n, cfg->scrypt_r, cfg->scrypt_p};
-	p->session = (struct session_limits){cfg->session_idle, cfg->session_lifetime};
-	p->throttle = (struct throttle_policy){cfg->backoff_after, cfg->backoff_base,
-					       cfg->backoff_max, cfg->lockout_failures,
-					       cfg->lockout_duration};
+	p->session = (struct session_limits){cfg->session_idle_s, cfg->session_lifetime_s};
+	p->throttle = (struct throttle_policy){cfg->backoff_after, cfg->backoff_base_s,
+					       cfg->backoff_max_s, cfg->lockout_failures,
+					       cfg->lockout_duration_s};
 	p->throttle_addr = p->throttle;
 	p->throttle_addr.lockout_failures = cfg->address_lockout_failures;
 	p->proxy.secure = cfg->secure_cookies;

@@ -121,7 +121,7 @@ static void test_step_home(void **st)
 		skip();
 	snprintf(img, sizeof(img), "%s/no-such-dir/sub/stepper.img", s.state_dir);
 	s.home_image = img;
-	s.home_size = 64ull << 20;
+	s.home_size_bytes = 64ull << 20;
 	assert_int_equal(sandbox_start_err(&s, &h, &err), -1);
 	assert_string_equal(err.step, "home");
 	assert_non_null(strstr(err.message, "step home: mkdir "));

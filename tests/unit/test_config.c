@@ -20,9 +20,9 @@ static void test_defaults(void **state)
 	config_defaults(&cfg, false);
 	assert_string_equal(cfg.listen, "127.0.0.1:8080");
 	assert_string_equal(cfg.state_dir, "/var/lib/labd");
-	assert_int_equal(cfg.max_body, 1024 * 1024);
+	assert_int_equal(cfg.max_body_bytes, 1024 * 1024);
 	assert_int_equal(cfg.lockout_failures, 10);
-	assert_int_equal(cfg.lockout_duration, 900);
+	assert_int_equal(cfg.lockout_duration_s, 900);
 	assert_int_equal(cfg.scrypt_n, 32768);
 	config_defaults(&cfg, true);
 	assert_string_equal(cfg.state_dir, "./var");
@@ -40,10 +40,10 @@ static void test_load_values(void **state)
 		  &cfg, &rc, err, sizeof(err));
 	assert_int_equal(rc, 0);
 	assert_string_equal(cfg.listen, "[::1]:9000");
-	assert_int_equal(cfg.max_body, 65536);
+	assert_int_equal(cfg.max_body_bytes, 65536);
 	assert_true(cfg.secure_cookies);
-	assert_int_equal(cfg.connection_timeout, 120);
-	assert_int_equal(cfg.session_idle, 8 * 3600);
+	assert_int_equal(cfg.connection_timeout_s, 120);
+	assert_int_equal(cfg.session_idle_s, 8 * 3600);
 	assert_int_equal(cfg.scrypt_n, 1024);
 }
 
@@ -92,9 +92,9 @@ static void test_runtime_keys(void **state)
 	int rc;
 	(void)state;
 	config_defaults(&cfg, false);
-	assert_int_equal(cfg.cpu_limit, 12 * 3600);
-	assert_int_equal(cfg.gpu_limit, 4 * 3600);
-	assert_int_equal(cfg.home_size, 15ULL << 30);
+	assert_int_equal(cfg.cpu_limit_s, 12 * 3600);
+	assert_int_equal(cfg.gpu_limit_s, 4 * 3600);
+	assert_int_equal(cfg.home_size_bytes, 15ULL << 30);
 	assert_int_equal(cfg.n_gpu_devices, 0);
 	load_text("[runtime]\ncpus = 0.5\nwarn_before = 5m, 1h, 30s\nidle_timeout = 0\n"
 		  "keep_on_shutdown = false\n[gpu]\ndevices = 1,0\n",
@@ -102,9 +102,9 @@ static void test_runtime_keys(void **state)
 	assert_int_equal(rc, 0);
 	assert_int_equal(cfg.cpus_milli, 500);
 	assert_int_equal(cfg.n_warn_before, 3);
-	assert_int_equal(cfg.warn_before[0], 3600); /* sorted, longest first */
-	assert_int_equal(cfg.warn_before[2], 30);
-	assert_int_equal(cfg.idle_timeout, 0);
+	assert_int_equal(cfg.warn_before_s[0], 3600); /* sorted, longest first */
+	assert_int_equal(cfg.warn_before_s[2], 30);
+	assert_int_equal(cfg.idle_timeout_s, 0);
 	assert_false(cfg.keep_on_shutdown);
 	assert_int_equal(cfg.n_gpu_devices, 2);
 	assert_int_equal(cfg.gpu_devices[0], 1);
@@ -158,7 +158,7 @@ static void test_value_syntax(void **state)
 	}
 	load_text("[runtime]\ncpus = 2.125\nmemory = 4GB\n", &cfg, &rc, err, sizeof(err));
 	assert_int_equal(cfg.cpus_milli, 2125);
-	assert_true(cfg.memory == 4ULL << 30);
+	assert_true(cfg.memory_bytes == 4ULL << 30);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		load_text(bad[i], &cfg, &rc, err, sizeof(err));
 		if (rc != -1 || !strstr(err, "bad value"))
@@ -177,8 +177,8 @@ static void test_deploy_example_loads(void **state)
 	config_defaults(&cfg, false);
 	if (config_load(&cfg, "deploy/labd.ini", err, sizeof(err)) != 0)
 		fail_msg("deploy/labd.ini: %s", err);
-	assert_int_equal(cfg.session_idle, 8 * 3600);
-	assert_int_equal(cfg.session_lifetime, 7 * 86400);
+	assert_int_equal(cfg.session_idle_s, 8 * 3600);
+	assert_int_equal(cfg.session_lifetime_s, 7 * 86400);
 }
 
 static void test_split_listen(void **state)

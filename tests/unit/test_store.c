@@ -115,7 +115,7 @@ static void test_last_admin_is_protected(void **state)
 static void test_sessions(void **state)
 {
 	struct fixture *f = *state;
-	struct session_limits lim = {.idle = 100, .lifetime = 1000};
+	struct session_limits lim = {.idle_s = 100, .lifetime_s = 1000};
 	char secret[SESSION_SECRET_LEN + 1], secret2[SESSION_SECRET_LEN + 1];
 	struct session s, found;
 	int64_t uid = make_user(f->db, "carol", USER_ROLE_USER);
@@ -152,7 +152,7 @@ static void test_sessions(void **state)
 static void test_sessions_cascade_on_user_delete(void **state)
 {
 	struct fixture *f = *state;
-	struct session_limits lim = {.idle = 100, .lifetime = 1000};
+	struct session_limits lim = {.idle_s = 100, .lifetime_s = 1000};
 	char secret[SESSION_SECRET_LEN + 1];
 	struct session s, found;
 	char token[TOKEN_LEN + 1];
@@ -213,8 +213,8 @@ static void test_tokens(void **state)
 static void test_throttle(void **state)
 {
 	struct fixture *f = *state;
-	struct throttle_policy p = {.backoff_after = 3, .backoff_base = 2, .backoff_max = 10,
-				    .lockout_failures = 6, .lockout_duration = 900};
+	struct throttle_policy p = {.backoff_after = 3, .backoff_base_s = 2, .backoff_max_s = 10,
+				    .lockout_failures = 6, .lockout_duration_s = 900};
 	int64_t wait;
 
 	assert_int_equal(throttle_backoff_delay(&p, 2), 0);
