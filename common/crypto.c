@@ -83,6 +83,15 @@ int crypto_random_token(char *out, size_t outlen, size_t bytes)
 	return rc;
 }
 
+void crypto_sha256(const void *data, size_t len, unsigned char out[32])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
+	memcpy(out, md, 32);
+}
+
 void crypto_sha256_hex(const char *text, char out[65])
 {
 	static const char hex[] = "0123456789abcdef";

@@ -96,6 +96,7 @@ int runtimes_create(struct db *db, int64_t user_id, enum runtime_kind kind, cons
 		     " last_activity) VALUES (?, ?, 'starting', ?, ?, ?, ?, ?)",
 		     "itttiii", user_id, kind_names[kind], token, gpus, now, deadline, now);
 	id = db_last_id(db);
+	db_changed(db, DB_RUNTIMES);
 	db_unlock(db);
 	if (rc != 1)
 		return rc == DB_CONFLICT ? DB_CONFLICT : -1;
@@ -137,6 +138,7 @@ int runtimes_set_state(struct db *db, int64_t id, enum runtime_state state, cons
 		     " WHERE id = ? AND state IN ('starting', 'running', 'stopping')",
 		     "tttiiii", state_names[state], reason, state_names[state], now, (int64_t)ending,
 		     now, id);
+	db_changed(db, DB_RUNTIMES);
 	db_unlock(db);
 	return rc < 0 ? -1 : rc > 0;
 }

@@ -210,6 +210,7 @@ int users_update(struct db *db, const char *name, const enum user_role *role,
 	    db_exec(db, "DELETE FROM sessions WHERE user_id = ?", "i", u.id) < 0)
 		rc = USERS_ERROR;
 	rc = finish_admin_guarded(db, rc);
+	db_changed(db, DB_IDENTITIES);
 	db_unlock(db);
 	return rc;
 }
@@ -235,6 +236,7 @@ int users_set_password(struct db *db, int64_t user_id, const char *hash, int64_t
 		rc = USERS_ERROR;
 	if (rc != USERS_OK)
 		db_rollback(db);
+	db_changed(db, DB_IDENTITIES);
 	db_unlock(db);
 	return rc;
 }
@@ -254,6 +256,7 @@ int users_delete(struct db *db, const char *name)
 	else if (changed < 0)
 		rc = USERS_ERROR;
 	rc = finish_admin_guarded(db, rc);
+	db_changed(db, DB_IDENTITIES);
 	db_unlock(db);
 	return rc;
 }
