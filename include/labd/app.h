@@ -12,6 +12,7 @@
 
 struct db;
 struct ipc_client;
+struct ttlcache;
 
 struct app {
 	const struct labd_config *cfg; /* borrowed for the process lifetime */
@@ -23,6 +24,8 @@ struct app {
 	struct throttle_policy throttle;      /* per user name */
 	struct throttle_policy throttle_addr; /* per client address */
 	struct proxy_context proxy;           /* waker + WebSocket relay */
+	struct ttlcache *identities;          /* auth_identify's cache; NULL: none */
+	struct ttlcache *runtimes;            /* the gate's cache of runtimes; NULL: none */
 };
 
 /* Derives the policy structs from cfg. */

@@ -14,6 +14,8 @@
 #include "labd/app.h"
 #include "store/audit.h"
 #include "store/db.h"
+#include "store/runtimes.h"
+#include "store/ttlcache.h"
 #include "http/http.h"
 #include "proto/ipc.h"
 #include "labd/log.h"
@@ -27,6 +29,9 @@
 
 /* How often expired sessions are swept from the store. */
 #define MAINTENANCE_SECONDS 60
+/* Sizes of the request path's caches of store reads (entries). */
+#define IDENTITY_CACHE_ENTRIES 4096
+#define RUNTIME_CACHE_ENTRIES 1024
 
 void app_init_policies(struct app *app, const struct labd_config *cfg)
 {
@@ -83,12 +88,15 @@ int web_bootstrap_admin(const struct labd_config *cfg, struct db *db)
 	return 0;
 }
 
-/* Waits for SIGTERM/SIGINT (blocked since the supervisor forked us), sweeping
- * expired sessions now and then. */
+/* Waits for SIGTERM/SIGINT (blocked since the supervisor forked us). Every
+ * second it looks for writes by the host CLI (a password reset must end
+ * sessions that the caches still hold); now and then it sweeps expired
+ * sessions from the store. */
 static void serve_until_signal(struct app *app)
 {
 	sigset_t set;
-	struct timespec tick = {MAINTENANCE_SECONDS, 0};
+	struct timespec tick = {1, 0};
+	unsigned ticks = 0;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -97,7 +105,10 @@ static void serve_until_signal(struct app *app)
 		int sig = sigtimedwait(&set, NULL, &tick);
 		if (sig == SIGTERM || sig == SIGINT)
 			return;
-		if (sig < 0 && errno == EAGAIN)
+		if (sig >= 0 || errno != EAGAIN)
+			continue;
+		db_poll_external(app->db);
+		if (++ticks % MAINTENANCE_SECONDS == 0)
 			sessions_purge_expired(app->db, &app->session, time(NULL));
 	}
 }
@@ -128,6 +139,12 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	if (!app.supervisor || web_bootstrap_admin(cfg, app.db) < 0)
 		_exit(1);
 	app.proxy.secure = cfg->secure_cookies;
+	app.identities = ttlcache_new(IDENTITY_CACHE_ENTRIES, sizeof(struct auth_identity));
+	app.runtimes = ttlcache_new(RUNTIME_CACHE_ENTRIES, sizeof(struct runtime));
+	if (!app.identities || !app.runtimes) {
+		log_error("cannot allocate the request caches");
+		_exit(1);
+	}
 	if (waker_start(&app.proxy.waker) < 0 || wsrelay_start(&app.proxy.relay) < 0)
 		_exit(1);
 	httpd = http_start(&app, listen_fd);
@@ -146,6 +163,8 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	waker_stop(app.proxy.waker);
 	MHD_stop_daemon(httpd);
 	upstream_clear();
+	ttlcache_free(app.identities);
+	ttlcache_free(app.runtimes);
 	ipc_client_free(app.supervisor);
 	db_close(app.db);
 	close(web_root_fd);
