@@ -520,8 +520,12 @@ static void start_response(struct http_request *req, struct proxy_state *p)
 
 	if (p->websocket && status == MHD_HTTP_SWITCHING_PROTOCOLS && p->parser.upgrade) {
 		resp = MHD_create_response_for_upgrade(on_upgraded, req);
-	} else if (p->message_done && p->body_len == 0) {
-		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	} else if (p->message_done) {
+		/* The whole (small) body came with the head: a copy of it costs less
+		 * than a streaming response, whose block libmicrohttpd allocates
+		 * and zeroes per response. */
+		resp = MHD_create_response_from_buffer(p->body_len - p->body_off,
+						       p->body + p->body_off, MHD_RESPMEM_MUST_COPY);
 	} else {
 		/* Text bodies may carry the token: scrub them, which changes their
 		 * length, so those go out chunked. */
