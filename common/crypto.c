@@ -4,6 +4,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <string.h>
 
 int crypto_random(void *buf, size_t len)
@@ -83,22 +84,32 @@ int crypto_random_token(char *out, size_t outlen, size_t bytes)
 	return rc;
 }
 
+/* SHA-256 fetched from the provider once: an implicit fetch on every
+ * EVP_Digest was most of the cost of hashing a short secret. */
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
 void crypto_sha256(const void *data, size_t len, unsigned char out[32])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 
-	EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
+	pthread_once(&sha256_once, sha256_fetch);
+	EVP_Digest(data, len, md, &mdlen, sha256_md ? sha256_md : EVP_sha256(), NULL);
 	memcpy(out, md, 32);
 }
 
 void crypto_sha256_hex(const char *text, char out[65])
 {
 	static const char hex[] = "0123456789abcdef";
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
+	unsigned char md[32];
 
-	EVP_Digest(text, strlen(text), md, &mdlen, EVP_sha256(), NULL);
+	crypto_sha256(text, strlen(text), md);
 	for (unsigned i = 0; i < 32; i++) {
 		out[2 * i] = hex[md[i] >> 4];
 		out[2 * i + 1] = hex[md[i] & 15];
