@@ -226,13 +226,16 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 	p->last_progress = time(NULL);
 	p->head_request = http_method_is(req, "HEAD");
 	req->proxy = p;
-	p->fd = upstream_get(target->socket_path, &p->reused);
-	if (p->fd < 0) {
-		reply_bad_gateway(req, "cannot connect to its socket");
-		return -1;
-	}
+	p->fd = -1;
 	if (build_head(p, req) < 0) {
 		http_reply_error(req, 431, "headers_too_large", "request headers too large");
+		return -1;
+	}
+	/* A body-less request is resent if a pooled connection turns out
+	 * stale (retry_fresh), so only one with a body pays for a probe. */
+	p->fd = upstream_get(target->socket_path, p->has_body, &p->reused);
+	if (p->fd < 0) {
+		reply_bad_gateway(req, "cannot connect to its socket");
 		return -1;
 	}
 	p->head_len = p->out_len;
@@ -556,7 +559,7 @@ static bool retry_fresh(struct proxy_state *p)
 	if (!p->reused || p->has_body || p->in_len > 0 || p->parser.nread > 0)
 		return false;
 	close(p->fd);
-	p->fd = upstream_get(p->target.socket_path, &reused);
+	p->fd = upstream_get(p->target.socket_path, false, &reused);
 	p->reused = false; /* a fresh connect: never retried twice */
 	if (p->fd < 0)
 		return false;
@@ -583,7 +586,9 @@ enum MHD_Result proxy_respond(struct http_request *req)
 		http_parser_init(&p->parser, HTTP_RESPONSE);
 		p->parser.data = p;
 	}
-	if ((rc = flush_out(p)) < 0) {
+	if ((rc = flush_out(p)) < 0 && retry_fresh(p))
+		rc = flush_out(p);
+	if (rc < 0) {
 		reply_bad_gateway(req, "it closed the connection");
 		return MHD_YES;
 	}

@@ -63,7 +63,7 @@ static int connect_new(const char *path)
 	return fd;
 }
 
-int upstream_get(const char *path, bool *reused)
+int upstream_get(const char *path, bool probe, bool *reused)
 {
 	int fd = -1;
 
@@ -74,7 +74,7 @@ int upstream_get(const char *path, bool *reused)
 			continue;
 		int candidate = pool[i].fd;
 		pool[i].fd = -1;
-		if (still_idle(candidate))
+		if (!probe || still_idle(candidate))
 			fd = candidate;
 		else
 			close(candidate);

@@ -9,8 +9,11 @@
 #define UPSTREAM_PATH_MAX 108 /* sun_path */
 
 /* Returns a connected non-blocking fd for path (pooled or new), or -1.
- * *reused tells whether it came from the pool (it may have gone stale). */
-int upstream_get(const char *path, bool *reused);
+ * *reused tells whether it came from the pool: it may have gone stale. With
+ * probe, a pooled one is first checked with a syscall (for a request that
+ * could not be resent); without, the caller resends on a fresh connection
+ * when a reused one fails before any response byte. */
+int upstream_get(const char *path, bool probe, bool *reused);
 /* Returns a healthy idle connection to the pool (or closes it when full). */
 void upstream_put(const char *path, int fd);
 /* Closes every pooled connection to path (its runtime stopped). */
