@@ -23,7 +23,7 @@ struct app {
 	struct session_limits session;
 	struct throttle_policy throttle;      /* per user name */
 	struct throttle_policy throttle_addr; /* per client address */
-	struct proxy_context proxy;           /* waker + WebSocket relay */
+	struct proxy_context proxy;           /* WebSocket relay */
 	struct ttlcache *identities;          /* auth_identify's cache; NULL: none */
 	struct ttlcache *runtimes;            /* the gate's cache of runtimes; NULL: none */
 };

@@ -16,6 +16,7 @@
 #include "labd/log.h"
 #include "proxy/proxy.h"
 #include "proxy/gate.h"
+#include "http/workers.h"
 #include "web/routes.h"
 
 /* Sent on every response, including errors and static files. */
@@ -379,26 +380,41 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 	log_debug("http: %s", msg);
 }
 
-struct MHD_Daemon *http_start(struct app *app, int listen_fd)
+struct workers *http_start(struct app *app, int listen_fd)
 {
-	unsigned threads = app->cfg->threads;
+	unsigned threads = app->cfg->threads, limit;
+	struct MHD_Daemon **daemons;
+	struct workers *w;
 
 	if (threads == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		threads = n > 0 ? (unsigned)n : 1;
 	}
-	/* Thread pool + epoll: each worker has its own epoll set over the shared
-	 * listening socket, so the server scales with the cores. */
-	return MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
-			MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE,
-		0, NULL, NULL,
-		on_request, app, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
-		MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_THREAD_POOL_SIZE,
-		threads, MHD_OPTION_CONNECTION_LIMIT, app->cfg->max_connections,
-		MHD_OPTION_CONNECTION_TIMEOUT, app->cfg->connection_timeout,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
-		on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
-		MHD_OPTION_UNESCAPE_CALLBACK, unescape_without_nul, NULL,
-		MHD_OPTION_END);
+	limit = (app->cfg->max_connections + threads - 1) / threads;
+	if (!(daemons = calloc(threads, sizeof(*daemons))))
+		return NULL;
+	/* One daemon per worker thread, each driven by the worker's own epoll
+	 * loop (workers.c), which accepts for it and parks its proxied
+	 * connections on their upstream sockets. */
+	for (unsigned i = 0; i < threads; i++) {
+		daemons[i] = MHD_start_daemon(
+			MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ERROR_LOG |
+				MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE,
+			0, NULL, NULL, on_request, app, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+			MHD_OPTION_CONNECTION_LIMIT, limit,
+			MHD_OPTION_CONNECTION_TIMEOUT, app->cfg->connection_timeout,
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+			MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK,
+			on_uri, NULL, MHD_OPTION_UNESCAPE_CALLBACK, unescape_without_nul, NULL,
+			MHD_OPTION_END);
+		if (!daemons[i]) {
+			while (i > 0)
+				MHD_stop_daemon(daemons[--i]);
+			free(daemons);
+			return NULL;
+		}
+	}
+	w = workers_start(daemons, threads, listen_fd);
+	free(daemons);
+	return w;
 }

@@ -18,6 +18,7 @@
 
 struct app;
 struct proxy_state;
+struct workers;
 
 #define HTTP_MAX_EXTRA_HEADERS 6
 
@@ -43,9 +44,10 @@ struct http_request {
 	char *extra[HTTP_MAX_EXTRA_HEADERS][2];
 };
 
-/* Starts libmicrohttpd on an already bound listening socket with a thread pool
- * and epoll; returns the daemon or NULL. Stop with MHD_stop_daemon(). */
-struct MHD_Daemon *http_start(struct app *app, int listen_fd);
+/* Starts libmicrohttpd on an already bound listening socket: one daemon per
+ * worker thread (cfg threads, 0 = one per core); returns the pool or NULL.
+ * Stop with workers_stop(). */
+struct workers *http_start(struct app *app, int listen_fd);
 
 /* Request accessors: values are borrowed for the request's lifetime. */
 const char *http_header(struct http_request *req, const char *name);

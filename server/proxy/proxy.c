@@ -1,6 +1,6 @@
 /* proxy.c - see proxy.h. Upstream I/O is non-blocking; whenever it would
- * block, the client connection is parked with the waker and the worker thread
- * moves on to other connections. */
+ * block, the client connection is parked on the upstream socket
+ * (workers_park) and the worker thread moves on to other connections. */
 #include "proxy/proxy.h"
 
 #include <errno.h>
@@ -19,7 +19,7 @@
 #include "labd/log.h"
 #include "proxy/scrub.h"
 #include "store/sessions.h"
-#include "proxy/waker.h"
+#include "http/workers.h"
 #include "proxy/wsrelay.h"
 
 #define HEAD_MAX (64 * 1024)  /* request or response head */
@@ -247,7 +247,7 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 static bool park(struct proxy_state *p, uint32_t events)
 {
 	if (time(NULL) - p->last_progress > RESPONSE_TIMEOUT ||
-	    waker_suspend_until(p->ctx->waker, p->conn, p->fd, events) < 0) {
+	    workers_park(p->conn, p->fd, events) < 0) {
 		p->failed = true;
 		return false;
 	}

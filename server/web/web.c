@@ -20,8 +20,8 @@
 #include "proto/ipc.h"
 #include "labd/log.h"
 #include "runtime/reconcile.h"
+#include "http/workers.h"
 #include "proxy/upstream.h"
-#include "proxy/waker.h"
 #include "proxy/wsrelay.h"
 #include "auth/password.h"
 #include "labd/privdrop.h"
@@ -118,7 +118,7 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 {
 	pid_t supervisor = getppid();
 	struct app app = {.web_root_fd = web_root_fd};
-	struct MHD_Daemon *httpd;
+	struct workers *httpd;
 	struct reconciler *monitor = NULL;
 	enum log_level level;
 
@@ -145,7 +145,7 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 		log_error("cannot allocate the request caches");
 		_exit(1);
 	}
-	if (waker_start(&app.proxy.waker) < 0 || wsrelay_start(&app.proxy.relay) < 0)
+	if (wsrelay_start(&app.proxy.relay) < 0)
 		_exit(1);
 	httpd = http_start(&app, listen_fd);
 	if (!httpd) {
@@ -160,8 +160,7 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	reconcile_stop(monitor);
 	/* libmicrohttpd must have no upgraded or suspended connection left. */
 	wsrelay_stop(app.proxy.relay);
-	waker_stop(app.proxy.waker);
-	MHD_stop_daemon(httpd);
+	workers_stop(httpd);
 	upstream_clear();
 	ttlcache_free(app.identities);
 	ttlcache_free(app.runtimes);

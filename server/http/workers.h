@@ -1,0 +1,33 @@
+/* workers.h - the web process's worker threads. Each runs its own
+ * libmicrohttpd daemon (epoll, no thread of its own) in an epoll loop that
+ * also watches:
+ *  - the shared listening socket, with EPOLLEXCLUSIVE, accepting one
+ *    connection per wake-up: a burst of new connections spreads over the
+ *    workers that are idle instead of landing on the one that woke first
+ *    (libmicrohttpd's own thread pool accepts up to ten at a time);
+ *  - the upstream sockets that parked connections wait on (workers_park).
+ * A connection lives on one thread from accept to close, and that thread
+ * parks and resumes it itself: no lock and no hand-off to another thread
+ * between a request and its upstream's answer. */
+#ifndef LABD_WORKERS_H
+#define LABD_WORKERS_H
+
+#include <microhttpd.h>
+#include <stdint.h>
+
+struct workers;
+
+/* Starts one thread per daemon. The daemons must have been started with
+ * MHD_USE_EPOLL, MHD_USE_NO_LISTEN_SOCKET and MHD_ALLOW_SUSPEND_RESUME and no
+ * internal thread; they are owned by the pool from here on, even on failure.
+ * listen_fd is borrowed until workers_stop(). NULL on error (logged). */
+struct workers *workers_start(struct MHD_Daemon **daemons, unsigned n, int listen_fd);
+/* Stops accepting, joins the threads, resumes every parked connection, stops
+ * the daemons (closing their connections) and frees the pool. NULL is a no-op. */
+void workers_stop(struct workers *w);
+/* Suspends conn, then resumes it once fd is ready for events (EPOLLIN and/or
+ * EPOLLOUT, once). Only from a libmicrohttpd callback of conn on a worker
+ * thread. Returns 0, or -1 (conn not suspended) on error. */
+int workers_park(struct MHD_Connection *conn, int fd, uint32_t events);
+
+#endif
