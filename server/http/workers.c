@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,27 +18,30 @@
 #include "labd/log.h"
 
 #define EVENTS_MAX 64
-#define SPARE_MAX 64            /* parked entries kept for reuse, per worker */
-#define ACCEPT_PAUSE_MS 100     /* out of descriptors or memory: stop accepting a while */
+#define ACCEPT_PAUSE_MS 100 /* out of descriptors or memory: stop accepting a while */
 
-/* A connection suspended until its upstream fd is ready. */
-struct parked {
-	struct MHD_Connection *conn;
-	int fd;
-	struct parked *prev, *next;
+/* epoll data of the fds that are not upstream sockets (those carry the fd) */
+#define TAG_LISTEN (1ull << 32)
+#define TAG_STOP (2ull << 32)
+#define TAG_DAEMON (3ull << 32)
+
+/* A connection suspended until its upstream socket is ready. */
+struct waiter {
+	struct MHD_Connection *conn; /* NULL: nobody waits on this fd */
+	uint32_t events;
 };
 
 struct worker {
 	struct workers *pool;
 	struct MHD_Daemon *daemon;
 	int epfd;
-	bool started;
+	bool started, listening;
 	pthread_t thread;
-	long long accept_paused_until_ms; /* 0: accepting */
+	long long accept_paused_until_ms; /* 0: not paused */
+	_Atomic unsigned connections;     /* read by the other workers */
 	/* Touched only by the worker's thread, and by workers_stop() after it. */
-	struct parked *parked;
-	struct parked *spare;
-	unsigned nspare;
+	struct waiter *waiting; /* indexed by upstream fd */
+	size_t nwaiting;
 };
 
 struct workers {
@@ -47,92 +51,100 @@ struct workers {
 	struct worker w[];
 };
 
-/* epoll tags for the fds that are not parked connections */
-static char tag_listen, tag_stop, tag_daemon;
-
 /* The worker whose thread this is (NULL on other threads). */
 static _Thread_local struct worker *current;
 
-static struct parked *entry_new(struct worker *w)
+int workers_watch(int fd)
 {
-	struct parked *e = w->spare;
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+				 .data.u64 = (uint64_t)fd};
 
-	if (!e)
-		return calloc(1, sizeof(*e));
-	w->spare = e->next;
-	w->nspare--;
-	return e;
+	if (!current)
+		return log_error("workers: watch outside a worker thread");
+	if (epoll_ctl(current->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return log_errno("workers: watch fd %d", fd);
+	return 0;
 }
 
-static void entry_release(struct worker *w, struct parked *e)
+void workers_unwatch(int fd)
 {
-	if (w->nspare >= SPARE_MAX) {
-		free(e);
+	struct worker *w = current;
+
+	if (!w)
 		return;
-	}
-	e->next = w->spare;
-	w->spare = e;
-	w->nspare++;
-}
-
-static void entry_unlink(struct worker *w, struct parked *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		w->parked = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
+	epoll_ctl(w->epfd, EPOLL_CTL_DEL, fd, NULL);
+	if ((size_t)fd < w->nwaiting)
+		w->waiting[fd].conn = NULL;
 }
 
 int workers_park(struct MHD_Connection *conn, int fd, uint32_t events)
 {
 	struct worker *w = current;
-	struct epoll_event ev = {.events = events | EPOLLONESHOT | EPOLLRDHUP};
-	struct parked *e;
 
-	if (!w)
+	if (!w || fd < 0)
 		return log_error("workers: park outside a worker thread");
-	if (!(e = entry_new(w)))
-		return log_errno("workers: park");
-	e->conn = conn;
-	e->fd = fd;
-	ev.data.ptr = e;
-	MHD_suspend_connection(conn);
-	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		log_errno("workers: watch fd %d", fd);
-		MHD_resume_connection(conn);
-		entry_release(w, e);
-		return -1;
+	if ((size_t)fd >= w->nwaiting) {
+		size_t n = w->nwaiting ? w->nwaiting : 256;
+		while (n <= (size_t)fd)
+			n *= 2;
+		struct waiter *grown = realloc(w->waiting, n * sizeof(*grown));
+		if (!grown)
+			return log_errno("workers: park");
+		memset(grown + w->nwaiting, 0, (n - w->nwaiting) * sizeof(*grown));
+		w->waiting = grown;
+		w->nwaiting = n;
 	}
-	e->prev = NULL;
-	e->next = w->parked;
-	if (w->parked)
-		w->parked->prev = e;
-	w->parked = e;
+	MHD_suspend_connection(conn);
+	w->waiting[fd] = (struct waiter){conn, events};
 	return 0;
 }
 
-/* The upstream fd of a parked connection is ready: libmicrohttpd calls its
- * handler again in the next MHD_run. */
-static void wake(struct worker *w, struct parked *e)
+/* An event on an upstream socket: resumes the connection waiting for it, if
+ * any (libmicrohttpd calls its handler again in the next MHD_run). Events
+ * nobody waits for (an idle pooled socket, a write edge while reading) are
+ * dropped: the socket is edge-triggered and waits always follow an EAGAIN. */
+static void wake(struct worker *w, int fd, uint32_t got)
 {
-	epoll_ctl(w->epfd, EPOLL_CTL_DEL, e->fd, NULL);
-	entry_unlink(w, e);
-	MHD_resume_connection(e->conn);
-	entry_release(w, e);
+	struct waiter *x = (size_t)fd < w->nwaiting ? &w->waiting[fd] : NULL;
+
+	if (!x || !x->conn || !(got & (x->events | EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
+		return;
+	struct MHD_Connection *conn = x->conn;
+	x->conn = NULL;
+	MHD_resume_connection(conn);
 }
 
-static int watch_listen(struct worker *w)
+/* Whether this worker should take the next connection: not while it holds
+ * more than its share of them (one over the mean). A burst of connections
+ * would otherwise all go to the first worker that wakes, and the least
+ * loaded worker always qualifies. */
+static bool fair_to_accept(struct worker *w)
 {
-	/* EPOLLEXCLUSIVE: a new connection wakes one idle worker, not all. */
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &tag_listen};
+	unsigned total = 0, mine = atomic_load(&w->connections);
 
-	return epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->pool->listen_fd, &ev);
+	for (unsigned i = 0; i < w->pool->n; i++)
+		total += atomic_load(&w->pool->w[i].connections);
+	return mine * w->pool->n <= total + w->pool->n;
 }
 
-/* Accepts one connection: a busy worker comes back here less often than an
- * idle one, so new connections go to whoever has time for them. */
+/* Keeps the listening socket in the epoll set only while this worker may
+ * accept (level-triggered: every waiting worker sees a pending connection). */
+static void update_listening(struct worker *w)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_LISTEN};
+	bool want = !w->accept_paused_until_ms && fair_to_accept(w);
+
+	if (want == w->listening)
+		return;
+	if (epoll_ctl(w->epfd, want ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, w->pool->listen_fd, &ev) < 0) {
+		log_errno("workers: watch the listening socket");
+		return;
+	}
+	w->listening = want;
+}
+
+/* Accepts one connection at a time, so the decision above is taken again
+ * before the next. */
 static void accept_one(struct worker *w)
 {
 	struct sockaddr_storage sa;
@@ -145,13 +157,14 @@ static void accept_one(struct worker *w)
 			/* The listening socket stays readable: without a pause this
 			 * worker would spin on it. */
 			log_errno("workers: accept (pausing for %d ms)", ACCEPT_PAUSE_MS);
-			epoll_ctl(w->epfd, EPOLL_CTL_DEL, w->pool->listen_fd, NULL);
 			w->accept_paused_until_ms = clock_ms() + ACCEPT_PAUSE_MS;
 		}
 		return; /* EAGAIN: another worker took it */
 	}
 	/* libmicrohttpd closes the socket itself when it cannot take it. */
-	if (MHD_add_connection(w->daemon, fd, (struct sockaddr *)&sa, len) != MHD_YES)
+	if (MHD_add_connection(w->daemon, fd, (struct sockaddr *)&sa, len) == MHD_YES)
+		atomic_fetch_add(&w->connections, 1);
+	else
 		log_debug("workers: connection refused: %s", strerror(errno));
 }
 
@@ -166,13 +179,10 @@ static int wait_ms(struct worker *w)
 		ms = mhd_ms > INT_MAX ? INT_MAX : (long long)mhd_ms;
 	if (w->accept_paused_until_ms) {
 		long long left = w->accept_paused_until_ms - clock_ms();
-		if (left <= 0) {
+		if (left <= 0)
 			w->accept_paused_until_ms = 0;
-			if (watch_listen(w) < 0)
-				log_errno("workers: watch the listening socket");
-		} else if (ms < 0 || left < ms) {
+		else if (ms < 0 || left < ms)
 			ms = left;
-		}
 	}
 	return (int)ms;
 }
@@ -181,39 +191,45 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct epoll_event events[EVENTS_MAX];
+	const union MHD_DaemonInfo *info;
 
 	current = w;
 	for (;;) {
-		int n = epoll_wait(w->epfd, events, EVENTS_MAX, wait_ms(w));
+		int timeout = wait_ms(w);
+		update_listening(w);
+		int n = epoll_wait(w->epfd, events, EVENTS_MAX, timeout);
 		if (n < 0 && errno != EINTR) {
 			log_errno("workers: epoll_wait");
 			return NULL;
 		}
 		for (int i = 0; i < n; i++) {
-			void *tag = events[i].data.ptr;
-			if (tag == &tag_stop)
+			uint64_t tag = events[i].data.u64;
+			if (tag == TAG_STOP)
 				return NULL; /* parked connections: workers_stop resumes them */
-			if (tag == &tag_listen)
+			if (tag == TAG_LISTEN)
 				accept_one(w);
-			else if (tag != &tag_daemon)
-				wake(w, tag);
+			else if (tag != TAG_DAEMON)
+				wake(w, (int)tag, events[i].events);
 		}
 		MHD_run(w->daemon);
+		info = MHD_get_daemon_info(w->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (info)
+			atomic_store(&w->connections, info->num_connections);
 	}
 }
 
 static int worker_init(struct workers *pool, struct worker *w, struct MHD_Daemon *daemon)
 {
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_EPOLL_FD);
-	struct epoll_event ev_daemon = {.events = EPOLLIN, .data.ptr = &tag_daemon};
-	struct epoll_event ev_stop = {.events = EPOLLIN, .data.ptr = &tag_stop};
+	struct epoll_event ev_daemon = {.events = EPOLLIN, .data.u64 = TAG_DAEMON};
+	struct epoll_event ev_stop = {.events = EPOLLIN, .data.u64 = TAG_STOP};
 
 	w->pool = pool;
 	w->daemon = daemon;
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (w->epfd < 0 || !info ||
 	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, info->epoll_fd, &ev_daemon) < 0 ||
-	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, pool->stopfd, &ev_stop) < 0 || watch_listen(w) < 0)
+	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, pool->stopfd, &ev_stop) < 0)
 		return log_errno("workers: epoll set");
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 		return log_error("workers: cannot start a thread");
@@ -268,17 +284,10 @@ void workers_stop(struct workers *pool)
 	for (unsigned i = 0; i < pool->n; i++) {
 		struct worker *w = &pool->w[i];
 		/* libmicrohttpd must have no suspended connection left. */
-		while (w->parked) {
-			struct parked *e = w->parked;
-			entry_unlink(w, e);
-			MHD_resume_connection(e->conn);
-			free(e);
-		}
-		while (w->spare) {
-			struct parked *e = w->spare;
-			w->spare = e->next;
-			free(e);
-		}
+		for (size_t fd = 0; fd < w->nwaiting; fd++)
+			if (w->waiting[fd].conn)
+				MHD_resume_connection(w->waiting[fd].conn);
+		free(w->waiting);
 		if (w->daemon)
 			MHD_stop_daemon(w->daemon);
 		if (w->epfd >= 0)

@@ -5,10 +5,13 @@
  *    connection per wake-up: a burst of new connections spreads over the
  *    workers that are idle instead of landing on the one that woke first
  *    (libmicrohttpd's own thread pool accepts up to ten at a time);
- *  - the upstream sockets that parked connections wait on (workers_park).
+ *  - the upstream sockets of the requests it proxies, each registered once
+ *    (edge-triggered) when the worker connects it, so that parking a
+ *    connection on one (workers_park) costs no system call.
  * A connection lives on one thread from accept to close, and that thread
  * parks and resumes it itself: no lock and no hand-off to another thread
- * between a request and its upstream's answer. */
+ * between a request and its upstream's answer. An upstream socket stays with
+ * the worker that connected it (upstream.c pools idle ones per thread). */
 #ifndef LABD_WORKERS_H
 #define LABD_WORKERS_H
 
@@ -25,9 +28,17 @@ struct workers *workers_start(struct MHD_Daemon **daemons, unsigned n, int liste
 /* Stops accepting, joins the threads, resumes every parked connection, stops
  * the daemons (closing their connections) and frees the pool. NULL is a no-op. */
 void workers_stop(struct workers *w);
-/* Suspends conn, then resumes it once fd is ready for events (EPOLLIN and/or
- * EPOLLOUT, once). Only from a libmicrohttpd callback of conn on a worker
- * thread. Returns 0, or -1 (conn not suspended) on error. */
+/* Watches a new upstream socket in the calling worker's epoll set, for
+ * workers_park; closing it ends the watch. -1 off a worker thread or on error. */
+int workers_watch(int fd);
+/* Ends the watch before fd goes to another thread (the WebSocket relay). */
+void workers_unwatch(int fd);
+/* Suspends conn until fd (watched by this worker) becomes ready for events
+ * (EPOLLIN and/or EPOLLOUT), an error or a hang-up. fd is edge-triggered: call
+ * this only after the read or write that is waited for returned EAGAIN; a
+ * wake-up may be spurious (the caller then tries again and parks again).
+ * Only from a libmicrohttpd callback of conn on a worker thread. Returns 0,
+ * or -1 (conn not suspended). */
 int workers_park(struct MHD_Connection *conn, int fd, uint32_t events);
 
 #endif

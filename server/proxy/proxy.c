@@ -234,7 +234,7 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 	/* A body-less request is resent if a pooled connection turns out
 	 * stale (retry_fresh), so only one with a body pays for a probe. */
 	p->fd = upstream_get(target->socket_path, p->has_body, &p->reused);
-	if (p->fd < 0) {
+	if (p->fd < 0 || (!p->reused && workers_watch(p->fd) < 0)) {
 		reply_bad_gateway(req, "cannot connect to its socket");
 		return -1;
 	}
@@ -509,6 +509,7 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
 	(void)con_cls;
 
 	/* Bytes Jupyter sent after its 101 head are already WebSocket frames. */
+	workers_unwatch(p->fd);
 	if (wsrelay_add(p->ctx->relay, sock, urh, p->fd, extra_in, extra_in_size,
 			p->in + p->in_off, p->in_len - p->in_off, p->target.owner) == 0)
 		log_debug("proxy: websocket relay for %s", p->target.owner);
@@ -563,6 +564,11 @@ static bool retry_fresh(struct proxy_state *p)
 	p->reused = false; /* a fresh connect: never retried twice */
 	if (p->fd < 0)
 		return false;
+	if (!reused && workers_watch(p->fd) < 0) {
+		close(p->fd);
+		p->fd = -1;
+		return false;
+	}
 	p->out_off = 0;
 	p->out_len = p->head_len;
 	http_parser_init(&p->parser, HTTP_RESPONSE);
