@@ -25,6 +25,7 @@
 #define HEAD_MAX (64 * 1024)  /* request or response head */
 #define IO_CHUNK (64 * 1024)  /* one upstream read */
 #define RESPONSE_TIMEOUT 300  /* seconds without progress from upstream */
+#define SPARE_STATES 4        /* released states kept per thread for the next requests */
 
 struct proxy_state {
 	const struct proxy_context *ctx;
@@ -115,6 +116,22 @@ static int append_out(struct proxy_state *p, const char *fmt, ...)
 	return 0;
 }
 
+/* Appends "name: value\r\n" (the common case, without printf). */
+static int append_header(struct proxy_state *p, const char *name, const char *value)
+{
+	size_t nlen = strlen(name), vlen = strlen(value);
+
+	if (nlen + vlen + 4 >= HEAD_MAX - p->out_len)
+		return -1;
+	char *o = p->out + p->out_len;
+	memcpy(o, name, nlen);
+	memcpy(o + nlen, ": ", 2);
+	memcpy(o + nlen + 2, value, vlen);
+	memcpy(o + nlen + 2 + vlen, "\r\n", 2);
+	p->out_len += nlen + vlen + 4;
+	return 0;
+}
+
 struct head_ctx {
 	struct proxy_state *p;
 	const char *connection; /* client's Connection header: tokens name more hop headers */
@@ -136,11 +153,11 @@ static enum MHD_Result copy_request_header(void *cls, enum MHD_ValueKind kind, c
 	if (!strcasecmp(key, "Cookie")) {
 		/* labd's own session cookie never reaches the runtime */
 		proxy_strip_cookie(value, SESSION_COOKIE_NAME, cookies, sizeof(cookies));
-		if (cookies[0] && append_out(h->p, "Cookie: %s\r\n", cookies) < 0)
+		if (cookies[0] && append_header(h->p, "Cookie", cookies) < 0)
 			h->failed = 1;
 		return MHD_YES;
 	}
-	if (append_out(h->p, "%s: %s\r\n", key, value) < 0)
+	if (append_header(h->p, key, value) < 0)
 		h->failed = 1;
 	return MHD_YES;
 }
@@ -203,13 +220,32 @@ static void reply_bad_gateway(struct http_request *req, const char *why)
 			 "your runtime did not answer (%s); it may be starting or stopping", why);
 }
 
+/* One allocation for the state and its four buffers (none zeroed: each is
+ * written before it is read). A few released ones are kept per thread: at a
+ * quarter megabyte each, a malloc and free per request made the allocator
+ * return the memory to the kernel and fault it back in. The spares live as
+ * long as their thread (the worker threads, until the process ends). */
+#define STATE_BYTES (sizeof(struct proxy_state) + 2 * HEAD_MAX + 2 * IO_CHUNK + SCRUB_NEEDLE_MAX)
+static _Thread_local struct proxy_state *spare_states[SPARE_STATES];
+static _Thread_local unsigned spare_count;
+
+static struct proxy_state *state_new(void)
+{
+	return spare_count ? spare_states[--spare_count] : malloc(STATE_BYTES);
+}
+
+static void state_free(struct proxy_state *p)
+{
+	if (spare_count < SPARE_STATES)
+		spare_states[spare_count++] = p;
+	else
+		free(p);
+}
+
 int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 		const struct proxy_target *target)
 {
-	/* One allocation for the state and its four buffers (none zeroed: each
-	 * is written before it is read). */
-	size_t buffers = 2 * HEAD_MAX + 2 * IO_CHUNK + SCRUB_NEEDLE_MAX;
-	struct proxy_state *p = malloc(sizeof(*p) + buffers);
+	struct proxy_state *p = state_new();
 
 	if (!p) {
 		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "overloaded", "out of memory");
@@ -636,6 +672,6 @@ void proxy_release(struct http_request *req)
 		else
 			close(p->fd);
 	}
-	free(p);
+	state_free(p);
 	req->proxy = NULL;
 }
