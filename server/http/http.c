@@ -403,7 +403,7 @@ struct workers *http_start(struct app *app, int listen_fd)
 			0, NULL, NULL, on_request, app, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 			MHD_OPTION_CONNECTION_LIMIT, limit,
 			MHD_OPTION_CONNECTION_TIMEOUT, app->cfg->connection_timeout,
-			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32 * 1024,
 			MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK,
 			on_uri, NULL, MHD_OPTION_UNESCAPE_CALLBACK, unescape_without_nul, NULL,
 			MHD_OPTION_END);
