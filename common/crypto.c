@@ -94,13 +94,24 @@ static void sha256_fetch(void)
 	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
 }
 
+/* A digest context per thread, reused: no allocation per hash. Freed only
+ * with its thread (the web process's workers live as long as the process). */
+static _Thread_local EVP_MD_CTX *sha256_ctx;
+
 void crypto_sha256(const void *data, size_t len, unsigned char out[32])
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
+	const EVP_MD *type;
 
 	pthread_once(&sha256_once, sha256_fetch);
-	EVP_Digest(data, len, md, &mdlen, sha256_md ? sha256_md : EVP_sha256(), NULL);
+	type = sha256_md ? sha256_md : EVP_sha256();
+	if (!sha256_ctx)
+		sha256_ctx = EVP_MD_CTX_new();
+	if (!sha256_ctx || !EVP_DigestInit_ex2(sha256_ctx, type, NULL) ||
+	    !EVP_DigestUpdate(sha256_ctx, data, len) ||
+	    !EVP_DigestFinal_ex(sha256_ctx, md, &mdlen))
+		EVP_Digest(data, len, md, &mdlen, type, NULL);
 	memcpy(out, md, 32);
 }
 

@@ -178,13 +178,12 @@ static int build_head(struct proxy_state *p, struct http_request *req)
 		       host ? host : "localhost") < 0)
 		return -1;
 	MHD_get_connection_values(req->conn, MHD_HEADER_KIND, copy_request_header, &h);
-	if (h.failed ||
-	    append_out(p, "Authorization: token %s\r\nX-Forwarded-For: %s\r\n"
-			  "X-Forwarded-Proto: %s\r\nX-Forwarded-Host: %s\r\n",
-		       p->target.token, req->address, p->ctx->secure ? "https" : "http",
-		       host ? host : "") < 0)
+	if (h.failed || append_out(p, "Authorization: token %s\r\n", p->target.token) < 0 ||
+	    append_header(p, "X-Forwarded-For", req->address) < 0 ||
+	    append_header(p, "X-Forwarded-Proto", p->ctx->secure ? "https" : "http") < 0 ||
+	    append_header(p, "X-Forwarded-Host", host ? host : "") < 0)
 		return -1;
-	if (cl && append_out(p, "Content-Length: %s\r\n", cl) < 0)
+	if (cl && append_header(p, "Content-Length", cl) < 0)
 		return -1;
 	if (p->chunked_upload && append_out(p, "Transfer-Encoding: chunked\r\n") < 0)
 		return -1;
@@ -521,9 +520,12 @@ static void copy_response_headers(struct proxy_state *p, struct MHD_Response *re
 		     !strcasecmp(name, "Content-Length") || !strcasecmp(name, "Date") ||
 		     !strcasecmp(name, "Server")))
 			continue;
-		snprintf(value, sizeof(value), "%s", val);
-		scrub_string(p->target.token, value);
-		MHD_add_response_header(resp, name, value);
+		if (strstr(val, p->target.token)) { /* rare: copy only then */
+			snprintf(value, sizeof(value), "%s", val);
+			scrub_string(p->target.token, value);
+			val = value;
+		}
+		MHD_add_response_header(resp, name, val);
 	}
 }
 
