@@ -594,7 +594,8 @@ static void start_response(struct http_request *req, struct proxy_state *p)
 }
 
 /* A pooled connection that the server closed while idle fails before any
- * response byte: resend a body-less request once on a fresh connection. */
+ * response byte: resend a body-less request once, on a pooled connection
+ * that passes the probe (the server may have closed several) or a new one. */
 static bool retry_fresh(struct proxy_state *p)
 {
 	bool reused;
@@ -602,8 +603,8 @@ static bool retry_fresh(struct proxy_state *p)
 	if (!p->reused || p->has_body || p->in_len > 0 || p->parser.nread > 0)
 		return false;
 	close(p->fd);
-	p->fd = upstream_get(p->target.socket_path, false, &reused);
-	p->reused = false; /* a fresh connect: never retried twice */
+	p->fd = upstream_get(p->target.socket_path, true, &reused);
+	p->reused = false; /* never retried twice */
 	if (p->fd < 0)
 		return false;
 	if (!reused && workers_watch(p->fd) < 0) {
