@@ -31,8 +31,10 @@ struct waiter {
 	uint32_t events;
 };
 
+/* Aligned to a cache line: the workers read each other's connection counts,
+ * and a worker's own fields should not share a line with another's. */
 struct worker {
-	struct workers *pool;
+	_Alignas(64) struct workers *pool;
 	struct MHD_Daemon *daemon;
 	int epfd;
 	bool started, listening;
@@ -213,7 +215,7 @@ static void *worker_main(void *arg)
 		}
 		MHD_run(w->daemon);
 		info = MHD_get_daemon_info(w->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-		if (info)
+		if (info && info->num_connections != atomic_load(&w->connections))
 			atomic_store(&w->connections, info->num_connections);
 	}
 }
@@ -239,9 +241,12 @@ static int worker_init(struct workers *pool, struct worker *w, struct MHD_Daemon
 
 struct workers *workers_start(struct MHD_Daemon **daemons, unsigned n, int listen_fd)
 {
-	struct workers *pool = calloc(1, sizeof(*pool) + n * sizeof(pool->w[0]));
+	size_t bytes = sizeof(struct workers) + n * sizeof(struct worker); /* a multiple of 64 */
+	struct workers *pool = aligned_alloc(_Alignof(struct workers), bytes);
 	int rc = 0;
 
+	if (pool)
+		memset(pool, 0, bytes);
 	if (!pool) {
 		log_errno("workers: calloc");
 		for (unsigned i = 0; i < n; i++)
