@@ -245,14 +245,13 @@ struct workers *workers_start(struct MHD_Daemon **daemons, unsigned n, int liste
 	struct workers *pool = aligned_alloc(_Alignof(struct workers), bytes);
 	int rc = 0;
 
-	if (pool)
-		memset(pool, 0, bytes);
 	if (!pool) {
-		log_errno("workers: calloc");
+		log_errno("workers: allocate");
 		for (unsigned i = 0; i < n; i++)
 			MHD_stop_daemon(daemons[i]);
 		return NULL;
 	}
+	memset(pool, 0, bytes);
 	pool->listen_fd = listen_fd;
 	pool->n = n;
 	for (unsigned i = 0; i < n; i++) {
