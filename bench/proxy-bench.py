@@ -30,7 +30,8 @@ Requests: GET /user/bench/api/status (~120 B JSON) and
 WebSocket: bench/ws-rtt.py, kernel_info_request round trips on
 /user/bench/api/kernels/<id>/channels (see that file).
 
-Usage: proxy-bench.py --workdir DIR [--summary FILE] [--only http|ws]
+Usage: proxy-bench.py --workdir DIR [--summary FILE] [--only http|synthetic|ws]
+(--only synthetic: just the HTTP phase on backend F, for quick iterations)
 Tunables (env): BENCH_DURATION (4), BENCH_ROUNDS (3), BENCH_CONNS (32),
 BENCH_WS_N (1000), BENCH_WS_MSGS (2000), BENCH_WS_WINDOW (16).
 """
@@ -355,20 +356,21 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--summary")
-    ap.add_argument("--only", choices=("http", "ws"))
+    ap.add_argument("--only", choices=("http", "synthetic", "ws"))
     args = ap.parse_args()
     L.install_signal_exit()
     b = Bench(args)
     rc = 0
     try:
         b.setup()
-        if args.only in (None, "http"):
+        if args.only in (None, "http", "synthetic"):
             # F first: neither labd nor nginx may hold pooled connections to A yet
             L.log("http: synthetic backend (F) on the runtime socket path")
             b.swap_in_fast()
             b.check_arms("fast", True)
             b.http_phase("fast", "F: synthetic nginx static backend (proxy capacity)")
             b.swap_back()
+        if args.only in (None, "http"):
             # labd's pooled upstream connections now point at a closed backend:
             # the next request must still succeed (stale-pool retry)
             st, h, body = L.request(b.labd.port, "GET", BASE + "api/status", headers=b.labd.auth())

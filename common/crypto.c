@@ -4,6 +4,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <string.h>
 
 int crypto_random(void *buf, size_t len)
@@ -83,13 +84,43 @@ int crypto_random_token(char *out, size_t outlen, size_t bytes)
 	return rc;
 }
 
+/* SHA-256 fetched from the provider once: an implicit fetch on every
+ * EVP_Digest was most of the cost of hashing a short secret. */
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+/* A digest context per thread, reused: no allocation per hash. Freed only
+ * with its thread (the web process's workers live as long as the process). */
+static _Thread_local EVP_MD_CTX *sha256_ctx;
+
+void crypto_sha256(const void *data, size_t len, unsigned char out[32])
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	const EVP_MD *type;
+
+	pthread_once(&sha256_once, sha256_fetch);
+	type = sha256_md ? sha256_md : EVP_sha256();
+	if (!sha256_ctx)
+		sha256_ctx = EVP_MD_CTX_new();
+	if (!sha256_ctx || !EVP_DigestInit_ex2(sha256_ctx, type, NULL) ||
+	    !EVP_DigestUpdate(sha256_ctx, data, len) ||
+	    !EVP_DigestFinal_ex(sha256_ctx, md, &mdlen))
+		EVP_Digest(data, len, md, &mdlen, type, NULL);
+	memcpy(out, md, 32);
+}
+
 void crypto_sha256_hex(const char *text, char out[65])
 {
 	static const char hex[] = "0123456789abcdef";
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
+	unsigned char md[32];
 
-	EVP_Digest(text, strlen(text), md, &mdlen, EVP_sha256(), NULL);
+	crypto_sha256(text, strlen(text), md);
 	for (unsigned i = 0; i < 32; i++) {
 		out[2 * i] = hex[md[i] >> 4];
 		out[2 * i + 1] = hex[md[i] & 15];

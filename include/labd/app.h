@@ -16,6 +16,7 @@ struct reconciler;
 struct runtime;
 struct runtime_watch;
 struct http_streams;
+struct ttlcache;
 
 struct app {
 	const struct labd_config *cfg; /* borrowed for the process lifetime */
@@ -36,6 +37,8 @@ struct app {
 	 * how many WebSockets a user has open (idle culling counts them). */
 	void (*on_runtime_ended)(struct app *app, const struct runtime *r);
 	int (*open_websockets)(struct app *app, const char *user);
+	struct ttlcache *identities; /* auth_identify's cache; NULL: none */
+	struct ttlcache *runtimes;   /* the gate's cache of live runtimes; NULL: none */
 };
 
 #endif

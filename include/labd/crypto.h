@@ -10,6 +10,8 @@ int crypto_random(void *buf, size_t len);
 /* A fresh random secret of `bytes` bytes as unpadded base64url into out
  * (outlen >= 4*bytes/3+2); -1 on failure. 32 bytes give 43 characters. */
 int crypto_random_token(char *out, size_t outlen, size_t bytes);
+/* SHA-256 of len bytes into out[32]. */
+void crypto_sha256(const void *data, size_t len, unsigned char out[32]);
 /* SHA-256 of text as 64 lowercase hex digits + NUL into out[65]. */
 void crypto_sha256_hex(const char *text, char out[65]);
 /* Unpadded base64url of len bytes into out; -1 if outlen is too small. */

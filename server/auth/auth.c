@@ -11,14 +11,24 @@
 #include "store/sessions.h"
 #include "auth/password.h"
 #include "config/config.h"
+#include "labd/clock.h"
 #include "store/audit.h"
 #include "labd/crypto.h"
 #include "labd/log.h"
 #include "labd/parse.h"
 #include "http/http.h"
+#include "store/db.h"
 #include "store/tokens.h"
+#include "store/ttlcache.h"
 
-static int identify_by_token(struct http_request *req, const char *token, int64_t now)
+/* A resolved identity is reused for at most this long without asking the
+ * store. Every change that ends a session or token or changes a user bumps
+ * the store's identity generation and so forgets it at once (db.h); this
+ * bound is a safety net, and it keeps last-seen times fresh. */
+#define IDENTITY_TTL_MS 10000
+
+static int identify_by_token(struct http_request *req, const char *token, int64_t now,
+			     long long *ttl_ms)
 {
 	struct token_info t;
 	int rc = tokens_lookup(req->app->db, token, now, &t);
@@ -30,10 +40,12 @@ static int identify_by_token(struct http_request *req, const char *token, int64_
 		return rc < 0 ? -1 : 0;
 	req->auth.kind = AUTH_TOKEN;
 	req->auth.token_id = t.id;
+	*ttl_ms = IDENTITY_TTL_MS;
 	return 1;
 }
 
-static int identify_by_cookie(struct http_request *req, const char *secret, int64_t now)
+static int identify_by_cookie(struct http_request *req, const char *secret, int64_t now,
+			      long long *ttl_ms)
 {
 	struct session s;
 	int rc = sessions_lookup(req->app->db, secret, req->app->session, now, &s);
@@ -46,6 +58,11 @@ static int identify_by_cookie(struct http_request *req, const char *secret, int6
 	req->auth.kind = AUTH_COOKIE;
 	req->auth.session_id = s.id;
 	snprintf(req->auth.csrf_token, sizeof(req->auth.csrf_token), "%s", s.csrf_token);
+	/* never past the session's own end, by lifetime or by idleness */
+	int64_t left = s.expires_at - now;
+	if (s.last_seen + req->app->session->idle_s - now < left)
+		left = s.last_seen + req->app->session->idle_s - now;
+	*ttl_ms = left * 1000 < IDENTITY_TTL_MS ? left * 1000 : IDENTITY_TTL_MS;
 	return 1;
 }
 
@@ -53,17 +70,37 @@ int auth_identify(struct http_request *req)
 {
 	const char *authz = http_header(req, "Authorization");
 	const char *cookie = http_cookie(req, SESSION_COOKIE_NAME);
+	bool bearer = authz && strncasecmp(authz, "Bearer ", 7) == 0;
+	const char *secret = bearer ? authz + 7 : cookie;
+	enum auth_kind kind = bearer ? AUTH_TOKEN : AUTH_COOKIE;
+	/* taken before the store is read: a change in between makes what is
+	 * read here stale at once */
+	uint64_t gen = db_generation(req->app->db, DB_IDENTITIES);
+	long long now_ms = clock_ms(), ttl_ms = 0;
+	unsigned char key[TTLCACHE_KEY_LEN];
+	struct auth_identity cached;
 	int64_t now = time(NULL);
 	int rc = 0;
 
 	memset(&req->auth, 0, sizeof(req->auth));
+	if (!secret)
+		return 0;
+	/* Keyed by the secret's SHA-256, so the cache holds no usable secret. */
+	crypto_sha256(secret, strlen(secret), key);
+	if (ttlcache_get(req->app->identities, key, gen, now_ms, &cached) && cached.kind == kind) {
+		req->auth = cached;
+		explicit_bzero(&cached, sizeof(cached));
+		return 0;
+	}
 	/* An explicit bearer token wins over an ambient cookie. */
-	if (authz && strncasecmp(authz, "Bearer ", 7) == 0)
-		rc = identify_by_token(req, authz + 7, now);
-	else if (cookie)
-		rc = identify_by_cookie(req, cookie, now);
+	if (bearer)
+		rc = identify_by_token(req, secret, now, &ttl_ms);
+	else
+		rc = identify_by_cookie(req, secret, now, &ttl_ms);
 	if (rc <= 0)
-		req->auth.kind = AUTH_NONE;
+		memset(&req->auth, 0, sizeof(req->auth)); /* AUTH_NONE */
+	else if (ttl_ms > 0)
+		ttlcache_put(req->app->identities, key, gen, now_ms + ttl_ms, &req->auth);
 	return rc < 0 ? -1 : 0;
 }
 

@@ -16,7 +16,10 @@ struct http_request;
 
 
 /* Resolves the request's credentials into req->auth (AUTH_NONE when absent,
- * expired, revoked or the user is disabled). Returns -1 only on a store error. */
+ * expired, revoked or the user is disabled). Returns -1 only on a store error.
+ * What the store said is kept in app->identities (when set) for a few
+ * seconds, keyed by the secret's SHA-256, and forgotten at once by any store
+ * change to sessions, tokens or users (db_generation(DB_IDENTITIES)). */
 int auth_identify(struct http_request *req);
 /* For state-changing methods with cookie auth: true when the request carries the
  * session's CSRF token (header X-CSRF-Token or form field csrf_token). */

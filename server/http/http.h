@@ -37,6 +37,7 @@ struct http_handler {
 	/* the request is over: free req->stream */
 	void (*release)(struct http_request *req);
 };
+struct workers;
 
 #define HTTP_MAX_EXTRA_HEADERS 6
 
@@ -62,12 +63,12 @@ struct http_request {
 	char *extra[HTTP_MAX_EXTRA_HEADERS][2];
 };
 
-/* Starts libmicrohttpd on an already bound listening socket with a thread pool
- * and epoll, serving with handlers[0..n) (borrowed until stopped; the first
- * whose prefix matches wins); returns the daemon or NULL. Stop with
- * MHD_stop_daemon(). */
-struct MHD_Daemon *http_start(struct app *app, int listen_fd, const struct http_handler *handlers,
-			      size_t n);
+/* Starts libmicrohttpd on an already bound listening socket: one daemon per
+ * worker thread (cfg threads, 0 = one per core), serving with handlers[0..n)
+ * (borrowed until stopped; the first whose prefix matches wins); returns the
+ * pool or NULL. Stop with workers_stop(). */
+struct workers *http_start(struct app *app, int listen_fd, const struct http_handler *handlers,
+			   size_t n);
 /* The error body {"error":{"code":code,"message":message}}; caller owns it. */
 json_t *http_error_json(const char *code, const char *message);
 

@@ -1,5 +1,6 @@
 /* stream.c - responses written by any thread (Server-Sent Events); see stream.h. */
 #include "http/stream.h"
+#include "http/workers.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -64,7 +65,7 @@ static void wake_locked(struct http_stream *s)
 	if (!s->suspended)
 		return;
 	s->suspended = false;
-	MHD_resume_connection(s->conn);
+	workers_resume(s->conn);
 }
 
 /* With s->lock held, before the release: ends the stream; failed: at once,

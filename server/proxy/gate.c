@@ -9,14 +9,22 @@
 #include "labd/app.h"
 #include "config/config.h"
 #include "auth/auth.h"
+#include "labd/clock.h"
 #include "http/http.h"
 #include "http/static.h"
 #include "labd/log.h"
 #include "labd/parse.h"
 #include "proxy/proxy.h"
 #include "runtime/runtime.h"
+#include "store/db.h"
 #include "store/runtimes.h"
+#include "store/ttlcache.h"
 #include "store/users.h"
+
+/* A user's live runtime is reused from app->runtimes for at most this long;
+ * every state change bumps db_generation(DB_RUNTIMES) and forgets it at once. */
+#define RUNTIME_CACHE_TTL_MS 2000
+_Static_assert(USER_NAME_MAX <= TTLCACHE_KEY_LEN, "a user name is its own cache key");
 
 int gate_user(const char *path, char *out, size_t outlen)
 {
@@ -65,6 +73,31 @@ static void reply_not_running(struct http_request *req, const char *user, const 
 	http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "runtime_not_running",
 			 "the runtime of %s is %s; start it with POST /api/v1/me/runtime", user,
 			 state);
+}
+
+/* The user's live runtime (1), none (0) or -1, from the cache when it can;
+ * records the request as activity at most every RUNTIME_TOUCH_INTERVAL_S. */
+static int live_runtime(struct app *app, const char *user, struct runtime *r)
+{
+	unsigned char key[TTLCACHE_KEY_LEN] = {0};
+	uint64_t gen = db_generation(app->db, DB_RUNTIMES); /* before the read */
+	long long now_ms = clock_ms();
+	int64_t now = time(NULL);
+	int found = 1;
+
+	memcpy(key, user, strnlen(user, TTLCACHE_KEY_LEN)); /* names are at most 32 bytes */
+	if (!ttlcache_get(app->runtimes, key, gen, now_ms, r)) {
+		found = runtimes_live_by_name(app->db, user, r);
+		if (found == 1)
+			ttlcache_put(app->runtimes, key, gen, now_ms + RUNTIME_CACHE_TTL_MS, r);
+	}
+	if (found == 1 && r->state == RUNTIME_RUNNING &&
+	    r->last_activity < now - RUNTIME_TOUCH_INTERVAL_S) { /* skip a no-op UPDATE */
+		runtimes_touch(app->db, r->id, now);
+		r->last_activity = now;
+		ttlcache_put(app->runtimes, key, gen, now_ms + RUNTIME_CACHE_TTL_MS, r);
+	}
+	return found;
 }
 
 /* Authentication, ownership and Origin; true when the request may go on. */
@@ -119,7 +152,7 @@ void gate_begin(struct http_request *req)
 		http_reply_redirect(req, location);
 		return;
 	}
-	found = runtimes_live_by_name(req->app->db, user, &r);
+	found = live_runtime(req->app, user, &r);
 	if (found < 0) {
 		http_reply_internal(req);
 		return;
@@ -136,7 +169,5 @@ void gate_begin(struct http_request *req)
 	}
 	snprintf(target.token, sizeof(target.token), "%s", r.token);
 	snprintf(target.owner, sizeof(target.owner), "%s", user);
-	if (r.last_activity < time(NULL) - RUNTIME_TOUCH_INTERVAL_S) /* skip a no-op UPDATE */
-		runtimes_touch(req->app->db, r.id, time(NULL));
 	proxy_begin(req, req->app->proxy, &target);
 }

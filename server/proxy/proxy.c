@@ -1,6 +1,6 @@
 /* proxy.c - see proxy.h. Upstream I/O is non-blocking; whenever it would
- * block, the client connection is parked with the waker and the worker thread
- * moves on to other connections. */
+ * block, the client connection is parked on the upstream socket
+ * (workers_park) and the worker thread moves on to other connections. */
 #include "proxy/proxy.h"
 
 #include <errno.h>
@@ -19,12 +19,13 @@
 #include "labd/log.h"
 #include "proxy/scrub.h"
 #include "store/sessions.h"
-#include "proxy/waker.h"
+#include "http/workers.h"
 #include "proxy/wsrelay.h"
 
 #define HEAD_MAX (64 * 1024)  /* request or response head */
 #define IO_CHUNK (64 * 1024)  /* one upstream read */
 #define RESPONSE_TIMEOUT 300  /* seconds without progress from upstream */
+#define SPARE_STATES 4        /* released states kept per thread for the next requests */
 
 struct proxy_state {
 	const struct proxy_context *ctx;
@@ -58,6 +59,10 @@ static const char *const hop_headers[] = {
 
 bool proxy_is_hop_header(const char *name)
 {
+	/* Every name above starts with one of these letters: most headers are
+	 * settled without a string comparison. */
+	if (!strchr("ckptu", name[0] | 0x20) || !name[0])
+		return false;
 	for (size_t i = 0; i < sizeof(hop_headers) / sizeof(hop_headers[0]); i++)
 		if (strcasecmp(name, hop_headers[i]) == 0)
 			return true;
@@ -115,6 +120,22 @@ static int append_out(struct proxy_state *p, const char *fmt, ...)
 	return 0;
 }
 
+/* Appends "name: value\r\n" (the common case, without printf). */
+static int append_header(struct proxy_state *p, const char *name, const char *value)
+{
+	size_t nlen = strlen(name), vlen = strlen(value);
+
+	if (nlen + vlen + 4 >= HEAD_MAX - p->out_len)
+		return -1;
+	char *o = p->out + p->out_len;
+	memcpy(o, name, nlen);
+	memcpy(o + nlen, ": ", 2);
+	memcpy(o + nlen + 2, value, vlen);
+	memcpy(o + nlen + 2 + vlen, "\r\n", 2);
+	p->out_len += nlen + vlen + 4;
+	return 0;
+}
+
 struct head_ctx {
 	struct proxy_state *p;
 	const char *connection; /* client's Connection header: tokens name more hop headers */
@@ -136,11 +157,11 @@ static enum MHD_Result copy_request_header(void *cls, enum MHD_ValueKind kind, c
 	if (!strcasecmp(key, "Cookie")) {
 		/* labd's own session cookie never reaches the runtime */
 		proxy_strip_cookie(value, SESSION_COOKIE_NAME, cookies, sizeof(cookies));
-		if (cookies[0] && append_out(h->p, "Cookie: %s\r\n", cookies) < 0)
+		if (cookies[0] && append_header(h->p, "Cookie", cookies) < 0)
 			h->failed = 1;
 		return MHD_YES;
 	}
-	if (append_out(h->p, "%s: %s\r\n", key, value) < 0)
+	if (append_header(h->p, key, value) < 0)
 		h->failed = 1;
 	return MHD_YES;
 }
@@ -161,13 +182,12 @@ static int build_head(struct proxy_state *p, struct http_request *req)
 		       host ? host : "localhost") < 0)
 		return -1;
 	MHD_get_connection_values(req->conn, MHD_HEADER_KIND, copy_request_header, &h);
-	if (h.failed ||
-	    append_out(p, "Authorization: token %s\r\nX-Forwarded-For: %s\r\n"
-			  "X-Forwarded-Proto: %s\r\nX-Forwarded-Host: %s\r\n",
-		       p->target.token, req->address, p->ctx->secure ? "https" : "http",
-		       host ? host : "") < 0)
+	if (h.failed || append_out(p, "Authorization: token %s\r\n", p->target.token) < 0 ||
+	    append_header(p, "X-Forwarded-For", req->address) < 0 ||
+	    append_header(p, "X-Forwarded-Proto", p->ctx->secure ? "https" : "http") < 0 ||
+	    append_header(p, "X-Forwarded-Host", host ? host : "") < 0)
 		return -1;
-	if (cl && append_out(p, "Content-Length: %s\r\n", cl) < 0)
+	if (cl && append_header(p, "Content-Length", cl) < 0)
 		return -1;
 	if (p->chunked_upload && append_out(p, "Transfer-Encoding: chunked\r\n") < 0)
 		return -1;
@@ -203,13 +223,32 @@ static void reply_bad_gateway(struct http_request *req, const char *why)
 			 "your runtime did not answer (%s); it may be starting or stopping", why);
 }
 
+/* One allocation for the state and its four buffers (none zeroed: each is
+ * written before it is read). A few released ones are kept per thread: at a
+ * quarter megabyte each, a malloc and free per request made the allocator
+ * return the memory to the kernel and fault it back in. The spares live as
+ * long as their thread (the worker threads, until the process ends). */
+#define STATE_BYTES (sizeof(struct proxy_state) + 2 * HEAD_MAX + 2 * IO_CHUNK + SCRUB_NEEDLE_MAX)
+static _Thread_local struct proxy_state *spare_states[SPARE_STATES];
+static _Thread_local unsigned spare_count;
+
+static struct proxy_state *state_new(void)
+{
+	return spare_count ? spare_states[--spare_count] : malloc(STATE_BYTES);
+}
+
+static void state_free(struct proxy_state *p)
+{
+	if (spare_count < SPARE_STATES)
+		spare_states[spare_count++] = p;
+	else
+		free(p);
+}
+
 int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 		const struct proxy_target *target)
 {
-	/* One allocation for the state and its four buffers (none zeroed: each
-	 * is written before it is read). */
-	size_t buffers = 2 * HEAD_MAX + 2 * IO_CHUNK + SCRUB_NEEDLE_MAX;
-	struct proxy_state *p = malloc(sizeof(*p) + buffers);
+	struct proxy_state *p = state_new();
 
 	if (!p) {
 		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "overloaded", "out of memory");
@@ -226,13 +265,16 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 	p->last_progress = time(NULL);
 	p->head_request = http_method_is(req, "HEAD");
 	req->stream = p;
-	p->fd = upstream_get(target->socket_path, &p->reused);
-	if (p->fd < 0) {
-		reply_bad_gateway(req, "cannot connect to its socket");
-		return -1;
-	}
+	p->fd = -1;
 	if (build_head(p, req) < 0) {
 		http_reply_error(req, 431, "headers_too_large", "request headers too large");
+		return -1;
+	}
+	/* A body-less request is resent if a pooled connection turns out
+	 * stale (retry_fresh), so only one with a body pays for a probe. */
+	p->fd = upstream_get(target->socket_path, p->has_body, &p->reused);
+	if (p->fd < 0 || (!p->reused && workers_watch(p->fd) < 0)) {
+		reply_bad_gateway(req, "cannot connect to its socket");
 		return -1;
 	}
 	p->head_len = p->out_len;
@@ -244,7 +286,7 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 static bool park(struct proxy_state *p, uint32_t events)
 {
 	if (time(NULL) - p->last_progress > RESPONSE_TIMEOUT ||
-	    waker_suspend_until(p->ctx->waker, p->conn, p->fd, events) < 0) {
+	    workers_park(p->conn, p->fd, events) < 0) {
 		p->failed = true;
 		return false;
 	}
@@ -482,9 +524,12 @@ static void copy_response_headers(struct proxy_state *p, struct MHD_Response *re
 		     !strcasecmp(name, "Content-Length") || !strcasecmp(name, "Date") ||
 		     !strcasecmp(name, "Server")))
 			continue;
-		snprintf(value, sizeof(value), "%s", val);
-		scrub_string(p->target.token, value);
-		MHD_add_response_header(resp, name, value);
+		if (strstr(val, p->target.token)) { /* rare: copy only then */
+			snprintf(value, sizeof(value), "%s", val);
+			scrub_string(p->target.token, value);
+			val = value;
+		}
+		MHD_add_response_header(resp, name, val);
 	}
 }
 
@@ -506,6 +551,7 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
 	(void)con_cls;
 
 	/* Bytes Jupyter sent after its 101 head are already WebSocket frames. */
+	workers_unwatch(p->fd);
 	if (wsrelay_add(p->ctx->relay, sock, urh, p->fd, extra_in, extra_in_size,
 			p->in + p->in_off, p->in_len - p->in_off, p->target.owner) == 0)
 		log_debug("proxy: websocket relay for %s", p->target.owner);
@@ -520,8 +566,12 @@ static void start_response(struct http_request *req, struct proxy_state *p)
 
 	if (p->websocket && status == MHD_HTTP_SWITCHING_PROTOCOLS && p->parser.upgrade) {
 		resp = MHD_create_response_for_upgrade(on_upgraded, req);
-	} else if (p->message_done && p->body_len == 0) {
-		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	} else if (p->message_done) {
+		/* The whole (small) body came with the head: a copy of it costs less
+		 * than a streaming response, whose block libmicrohttpd allocates
+		 * and zeroes per response. */
+		resp = MHD_create_response_from_buffer(p->body_len - p->body_off,
+						       p->body + p->body_off, MHD_RESPMEM_MUST_COPY);
 	} else {
 		/* Text bodies may carry the token: scrub them, which changes their
 		 * length, so those go out chunked. */
@@ -544,7 +594,8 @@ static void start_response(struct http_request *req, struct proxy_state *p)
 }
 
 /* A pooled connection that the server closed while idle fails before any
- * response byte: resend a body-less request once on a fresh connection. */
+ * response byte: resend a body-less request once, on a pooled connection
+ * that passes the probe (the server may have closed several) or a new one. */
 static bool retry_fresh(struct proxy_state *p)
 {
 	bool reused;
@@ -552,10 +603,15 @@ static bool retry_fresh(struct proxy_state *p)
 	if (!p->reused || p->has_body || p->in_len > 0 || p->parser.nread > 0)
 		return false;
 	close(p->fd);
-	p->fd = upstream_get(p->target.socket_path, &reused);
-	p->reused = false; /* a fresh connect: never retried twice */
+	p->fd = upstream_get(p->target.socket_path, true, &reused);
+	p->reused = false; /* never retried twice */
 	if (p->fd < 0)
 		return false;
+	if (!reused && workers_watch(p->fd) < 0) {
+		close(p->fd);
+		p->fd = -1;
+		return false;
+	}
 	p->out_off = 0;
 	p->out_len = p->head_len;
 	http_parser_init(&p->parser, HTTP_RESPONSE);
@@ -579,7 +635,9 @@ enum MHD_Result proxy_respond(struct http_request *req)
 		http_parser_init(&p->parser, HTTP_RESPONSE);
 		p->parser.data = p;
 	}
-	if ((rc = flush_out(p)) < 0) {
+	if ((rc = flush_out(p)) < 0 && retry_fresh(p))
+		rc = flush_out(p);
+	if (rc < 0) {
 		reply_bad_gateway(req, "it closed the connection");
 		return MHD_YES;
 	}
@@ -621,6 +679,6 @@ void proxy_release(struct http_request *req)
 		else
 			close(p->fd);
 	}
-	free(p);
+	state_free(p);
 	req->stream = NULL;
 }

@@ -14,7 +14,6 @@
 #include "proxy/upstream.h"
 
 struct http_request;
-struct waker;
 struct wsrelay;
 
 struct proxy_target {
@@ -24,7 +23,6 @@ struct proxy_target {
 };
 
 struct proxy_context {
-	struct waker *waker;
 	struct wsrelay *relay;
 	bool secure; /* X-Forwarded-Proto https */
 };

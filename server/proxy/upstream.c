@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -12,24 +13,43 @@
 
 #include "labd/log.h"
 
-#define POOL_SLOTS 64 /* idle connections kept in all */
+#define POOL_SLOTS 64 /* idle connections kept per thread */
 
 struct slot {
 	char path[UPSTREAM_PATH_MAX];
 	int fd; /* -1 = free */
 };
 
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct slot pool[POOL_SLOTS];
-static bool pool_ready;
+/* One pool per thread that proxies: a connection stays with the worker that
+ * connected it, whose epoll set watches it (workers_watch). The lock is taken
+ * by other threads only to forget a runtime's connections. */
+struct pool {
+	pthread_mutex_t lock;
+	struct slot slot[POOL_SLOTS];
+	struct pool *next; /* all pools, for upstream_forget */
+};
 
-static void pool_init_locked(void)
+static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pool *pools;
+static _Thread_local struct pool *mine;
+
+/* The calling thread's pool, made on first use; NULL when out of memory. */
+static struct pool *my_pool(void)
 {
-	if (pool_ready)
-		return;
+	struct pool *p = mine;
+
+	if (p)
+		return p;
+	if (!(p = calloc(1, sizeof(*p))))
+		return NULL;
+	pthread_mutex_init(&p->lock, NULL);
 	for (int i = 0; i < POOL_SLOTS; i++)
-		pool[i].fd = -1;
-	pool_ready = true;
+		p->slot[i].fd = -1;
+	pthread_mutex_lock(&pools_lock);
+	p->next = pools;
+	pools = p;
+	pthread_mutex_unlock(&pools_lock);
+	return mine = p;
 }
 
 /* An idle keep-alive connection must have nothing to read; data or EOF means
@@ -63,55 +83,66 @@ static int connect_new(const char *path)
 	return fd;
 }
 
-int upstream_get(const char *path, bool *reused)
+int upstream_get(const char *path, bool probe, bool *reused)
 {
+	struct pool *p = my_pool();
 	int fd = -1;
 
-	pthread_mutex_lock(&pool_lock);
-	pool_init_locked();
-	for (int i = 0; i < POOL_SLOTS && fd < 0; i++) {
-		if (pool[i].fd < 0 || strcmp(pool[i].path, path) != 0)
-			continue;
-		int candidate = pool[i].fd;
-		pool[i].fd = -1;
-		if (still_idle(candidate))
-			fd = candidate;
-		else
-			close(candidate);
+	if (p) {
+		pthread_mutex_lock(&p->lock);
+		for (int i = 0; i < POOL_SLOTS && fd < 0; i++) {
+			struct slot *s = &p->slot[i];
+			if (s->fd < 0 || strcmp(s->path, path) != 0)
+				continue;
+			int candidate = s->fd;
+			s->fd = -1;
+			if (!probe || still_idle(candidate))
+				fd = candidate;
+			else
+				close(candidate);
+		}
+		pthread_mutex_unlock(&p->lock);
 	}
-	pthread_mutex_unlock(&pool_lock);
 	*reused = fd >= 0;
 	return fd >= 0 ? fd : connect_new(path);
 }
 
 void upstream_put(const char *path, int fd)
 {
-	pthread_mutex_lock(&pool_lock);
-	pool_init_locked();
-	for (int i = 0; i < POOL_SLOTS; i++) {
-		if (pool[i].fd < 0) {
-			snprintf(pool[i].path, sizeof(pool[i].path), "%s", path);
-			pool[i].fd = fd;
-			fd = -1;
-			break;
+	struct pool *p = my_pool();
+
+	if (p) {
+		pthread_mutex_lock(&p->lock);
+		for (int i = 0; i < POOL_SLOTS; i++) {
+			struct slot *s = &p->slot[i];
+			if (s->fd < 0) {
+				snprintf(s->path, sizeof(s->path), "%s", path);
+				s->fd = fd;
+				fd = -1;
+				break;
+			}
 		}
+		pthread_mutex_unlock(&p->lock);
 	}
-	pthread_mutex_unlock(&pool_lock);
 	if (fd >= 0)
 		close(fd);
 }
 
 void upstream_forget(const char *path)
 {
-	pthread_mutex_lock(&pool_lock);
-	pool_init_locked();
-	for (int i = 0; i < POOL_SLOTS; i++) {
-		if (pool[i].fd >= 0 && (!path || strcmp(pool[i].path, path) == 0)) {
-			close(pool[i].fd);
-			pool[i].fd = -1;
+	pthread_mutex_lock(&pools_lock);
+	for (struct pool *p = pools; p; p = p->next) {
+		pthread_mutex_lock(&p->lock);
+		for (int i = 0; i < POOL_SLOTS; i++) {
+			struct slot *s = &p->slot[i];
+			if (s->fd >= 0 && (!path || strcmp(s->path, path) == 0)) {
+				close(s->fd);
+				s->fd = -1;
+			}
 		}
+		pthread_mutex_unlock(&p->lock);
 	}
-	pthread_mutex_unlock(&pool_lock);
+	pthread_mutex_unlock(&pools_lock);
 }
 
 void upstream_clear(void)

@@ -1,6 +1,8 @@
 /* upstream.h - keep-alive connections to Jupyter's Unix sockets.
  * Connections are non-blocking; idle ones are pooled per socket path so a
- * page load does not pay a connect per asset. Thread-safe. */
+ * page load does not pay a connect per asset. Each thread has its own pool:
+ * a connection is only ever reused by the thread that made it (the worker
+ * whose epoll set watches it). Thread-safe. */
 #ifndef LABD_UPSTREAM_H
 #define LABD_UPSTREAM_H
 
@@ -9,11 +11,16 @@
 #define UPSTREAM_PATH_MAX 108 /* sun_path */
 
 /* Returns a connected non-blocking fd for path (pooled or new), or -1.
- * *reused tells whether it came from the pool (it may have gone stale). */
-int upstream_get(const char *path, bool *reused);
-/* Returns a healthy idle connection to the pool (or closes it when full). */
+ * *reused tells whether it came from the pool: it may have gone stale. With
+ * probe, a pooled one is first checked with a syscall (for a request that
+ * could not be resent); without, the caller resends on a fresh connection
+ * when a reused one fails before any response byte. */
+int upstream_get(const char *path, bool probe, bool *reused);
+/* Returns a healthy idle connection to the calling thread's pool (or closes
+ * it when full). */
 void upstream_put(const char *path, int fd);
-/* Closes every pooled connection to path (its runtime stopped). */
+/* Closes every pooled connection to path, in every thread's pool (its
+ * runtime stopped). */
 void upstream_forget(const char *path);
 /* Closes the whole pool (shutdown). */
 void upstream_clear(void);

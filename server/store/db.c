@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,12 +26,57 @@ struct db {
 	sqlite3 *conn;
 	pthread_mutex_t lock;
 	struct cached_stmt cache[STMT_CACHE];
+	_Atomic uint64_t generation[DB_TOPICS];
+	int64_t data_version; /* PRAGMA data_version at the last db_poll_external */
 };
 
 void db_lock(struct db *db) { pthread_mutex_lock(&db->lock); }
 void db_unlock(struct db *db) { pthread_mutex_unlock(&db->lock); }
 int64_t db_last_id(struct db *db) { return sqlite3_last_insert_rowid(db->conn); }
 int db_latest_version(void) { return migrations_count(); }
+
+uint64_t db_generation(struct db *db, enum db_topic topic)
+{
+	return atomic_load(&db->generation[topic]);
+}
+
+void db_changed(struct db *db, enum db_topic topic)
+{
+	atomic_fetch_add(&db->generation[topic], 1);
+}
+
+/* PRAGMA data_version changes when another connection commits, never for
+ * this connection's own writes (those bump their topic themselves). */
+static int64_t data_version(struct db *db)
+{
+	sqlite3_stmt *st;
+	int64_t v = -1;
+
+	if (db_prepare(db, &st, "PRAGMA data_version", "") < 0)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	db_done(db, st);
+	return v;
+}
+
+int db_poll_external(struct db *db)
+{
+	int rc = 0;
+
+	db_lock(db);
+	int64_t v = data_version(db);
+	if (v < 0) {
+		rc = -1;
+	} else if (v != db->data_version) {
+		db->data_version = v;
+		for (int t = 0; t < DB_TOPICS; t++)
+			db_changed(db, (enum db_topic)t);
+		rc = 1;
+	}
+	db_unlock(db);
+	return rc;
+}
 
 static int db_simple(struct db *db, const char *sql)
 {
@@ -273,6 +319,7 @@ int db_open(const char *path, struct db **out)
 		db_close(db);
 		return -1;
 	}
+	db->data_version = data_version(db);
 	*out = db;
 	return 0;
 }

@@ -55,6 +55,24 @@ int db_row_int(sqlite3_stmt *st, void *ctx);
 /* Last inserted rowid on this connection. Caller holds db_lock. */
 int64_t db_last_id(struct db *db);
 
+/* Change generations, for in-memory caches of store reads (auth's identity
+ * cache, the gate's runtime cache). A cache entry is valid only while the
+ * generation it was read under is current; readers take the generation before
+ * they read the store. */
+enum db_topic {
+	DB_IDENTITIES, /* sessions ended, tokens revoked, users changed or deleted */
+	DB_RUNTIMES,   /* runtimes created or changing state */
+	DB_TOPICS
+};
+uint64_t db_generation(struct db *db, enum db_topic topic);
+/* Bumps a topic's generation; store functions call it after the change, still
+ * holding db_lock. */
+void db_changed(struct db *db, enum db_topic topic);
+/* Notices commits by another process (the host CLI: labd user ...) since the
+ * last call and bumps every generation for them. Returns 1 when there were,
+ * 0 when not, -1 on error. Takes db_lock itself. */
+int db_poll_external(struct db *db);
+
 /* BEGIN IMMEDIATE / COMMIT / ROLLBACK; caller holds db_lock. */
 int db_begin(struct db *db);
 int db_commit(struct db *db);

@@ -80,6 +80,7 @@ int runtimes_create(struct db *db, int64_t user_id, enum runtime_kind kind, cons
 		     " last_activity) VALUES (?, ?, 'starting', ?, ?, ?, ?, ?)",
 		     "itttiii", user_id, kind_names[kind], token, gpus, now, deadline, now);
 	id = db_last_id(db);
+	db_changed(db, DB_RUNTIMES);
 	db_unlock(db);
 	if (rc != 1)
 		return rc == DB_CONFLICT ? DB_CONFLICT : -1;
@@ -125,6 +126,7 @@ int runtimes_set_state(struct db *db, int64_t id, enum runtime_state state, cons
 		     " WHERE id = ? AND state IN ('starting', 'running', 'stopping')",
 		     "tttiiii", state_names[state], reason, state_names[state], now, (int64_t)ending,
 		     now, id);
+	db_changed(db, DB_RUNTIMES);
 	db_unlock(db);
 	return rc < 0 ? -1 : rc > 0;
 }
@@ -133,6 +135,7 @@ int runtimes_set_endpoint(struct db *db, int64_t id, const char *endpoint)
 {
 	db_lock(db);
 	int rc = db_exec(db, "UPDATE runtimes SET endpoint = ? WHERE id = ?", "ti", endpoint, id);
+	db_changed(db, DB_RUNTIMES); /* the gate's cache holds the endpoint */
 	db_unlock(db);
 	return rc < 0 ? -1 : 0;
 }

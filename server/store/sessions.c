@@ -45,6 +45,8 @@ int sessions_create(struct db *db, int64_t user_id, const char *address,
 	out->id = db_last_id(db);
 	db_unlock(db);
 	out->user_id = user_id;
+	out->last_seen = now;
+	out->expires_at = now + lim->lifetime_s;
 	return rc == 1 ? 0 : -1;
 }
 
@@ -88,11 +90,15 @@ int sessions_lookup(struct db *db, const char *secret, const struct session_limi
 	}
 	if (now >= row.expires_at || now - row.last_seen >= lim->idle_s) {
 		db_exec(db, "DELETE FROM sessions WHERE id = ?", "i", out->id);
+		db_changed(db, DB_IDENTITIES);
 		rc = 0;
 	} else {
-		if (now - row.last_seen >= TOUCH_INTERVAL)
-			db_exec(db, "UPDATE sessions SET last_seen = ? WHERE id = ?", "ii", now,
-				out->id);
+		if (now - row.last_seen >= TOUCH_INTERVAL &&
+		    db_exec(db, "UPDATE sessions SET last_seen = ? WHERE id = ?", "ii", now,
+			    out->id) == 1)
+			row.last_seen = now;
+		out->last_seen = row.last_seen;
+		out->expires_at = row.expires_at;
 		rc = 1;
 	}
 	db_unlock(db);
@@ -103,6 +109,7 @@ int sessions_delete(struct db *db, int64_t session_id)
 {
 	db_lock(db);
 	int rc = db_exec(db, "DELETE FROM sessions WHERE id = ?", "i", session_id);
+	db_changed(db, DB_IDENTITIES);
 	db_unlock(db);
 	return rc < 0 ? -1 : 0;
 }
@@ -112,6 +119,8 @@ int sessions_purge_expired(struct db *db, const struct session_limits *lim, int6
 	db_lock(db);
 	int rc = db_exec(db, "DELETE FROM sessions WHERE expires_at <= ? OR last_seen <= ?", "ii",
 			 now, now - lim->idle_s);
+	if (rc != 0)
+		db_changed(db, DB_IDENTITIES);
 	db_unlock(db);
 	return rc;
 }

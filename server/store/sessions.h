@@ -16,6 +16,7 @@ struct session {
 	int64_t id;
 	int64_t user_id;
 	char csrf_token[SESSION_CSRF_LEN + 1];
+	int64_t last_seen, expires_at; /* as stored after this lookup */
 };
 
 struct session_limits {
@@ -33,6 +34,8 @@ int sessions_create(struct db *db, int64_t user_id, const char *address,
  * are deleted. Returns 1 found, 0 not found/expired, -1 on error. */
 int sessions_lookup(struct db *db, const char *secret, const struct session_limits *lim,
 		    int64_t now, struct session *out);
+/* Ends a session. This and every other store function that ends sessions or
+ * tokens or changes a user bumps db_generation(DB_IDENTITIES). */
 int sessions_delete(struct db *db, int64_t session_id);
 /* Removes every expired session; returns how many, or -1. */
 int sessions_purge_expired(struct db *db, const struct session_limits *lim, int64_t now);

@@ -110,6 +110,7 @@ int tokens_delete(struct db *db, int64_t user_id, int64_t token_id)
 	db_lock(db);
 	int rc = db_exec(db, "DELETE FROM api_tokens WHERE id = ? AND user_id = ?", "ii", token_id,
 			 user_id);
+	db_changed(db, DB_IDENTITIES);
 	db_unlock(db);
 	return rc < 0 ? -1 : rc > 0;
 }

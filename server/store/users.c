@@ -156,6 +156,7 @@ enum users_change_result users_update(struct db *db, const char *name,
 	    db_exec(db, "DELETE FROM sessions WHERE user_id = ?", "i", u.id) < 0)
 		rc = USERS_ERROR;
 	rc = finish_admin_guarded(db, rc);
+	db_changed(db, DB_IDENTITIES);
 	db_unlock(db);
 	return rc;
 }
@@ -181,6 +182,7 @@ enum users_change_result users_set_password(struct db *db, int64_t user_id, cons
 		rc = USERS_ERROR;
 	if (rc != USERS_OK)
 		db_rollback(db);
+	db_changed(db, DB_IDENTITIES);
 	db_unlock(db);
 	return rc;
 }
@@ -200,6 +202,7 @@ enum users_change_result users_delete(struct db *db, const char *name)
 	else if (changed < 0)
 		rc = USERS_ERROR;
 	rc = finish_admin_guarded(db, rc);
+	db_changed(db, DB_IDENTITIES);
 	db_unlock(db);
 	return rc;
 }

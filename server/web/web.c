@@ -29,7 +29,9 @@
 #include "runtime/runtime.h"
 #include "runtime/watch.h"
 #include "proxy/upstream.h"
-#include "proxy/waker.h"
+#include "http/workers.h"
+#include "store/runtimes.h"
+#include "store/ttlcache.h"
 #include "proxy/wsrelay.h"
 #include "auth/password.h"
 #include "labd/privdrop.h"
@@ -37,6 +39,9 @@
 
 /* How often expired sessions are swept from the store. */
 #define MAINTENANCE_S 60
+/* Sizes of the request path's caches of store reads (entries). */
+#define IDENTITY_CACHE_ENTRIES 4096
+#define RUNTIME_CACHE_ENTRIES 1024
 /* Runtime event streams one user may hold open (tabs of the dashboard and
  * of runtime pages); all users together get a quarter of the connections. */
 #define EVENT_STREAMS_PER_USER 8
@@ -147,15 +152,18 @@ static int start_events(struct app *app)
 	return app->watch && app->streams ? 0 : -1;
 }
 
-/* Waits for SIGTERM/SIGINT (blocked since the supervisor forked us), sweeping
- * expired sessions now and then. With LABD_FAULT_BAD_MESSAGE set (tests only),
+/* Waits for SIGTERM/SIGINT (blocked since the supervisor forked us). Every
+ * second it looks for writes by the host CLI (a password reset must end
+ * sessions that the caches still hold); now and then it sweeps expired
+ * sessions from the store. With LABD_FAULT_BAD_MESSAGE set (tests only),
  * SIGUSR1 sends that text to the supervisor, as a compromised web process
  * could. */
 static void serve_until_signal(struct app *app)
 {
 	const char *bad = getenv("LABD_FAULT_BAD_MESSAGE");
 	sigset_t set;
-	struct timespec tick = {MAINTENANCE_S, 0};
+	struct timespec tick = {1, 0};
+	unsigned ticks = 0;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -170,7 +178,10 @@ static void serve_until_signal(struct app *app)
 			log_warn("fault injection: sending %s to the supervisor", bad);
 			backend_local_send_raw(app->backend, bad);
 		}
-		if (sig < 0 && errno == EAGAIN)
+		if (sig >= 0 || errno != EAGAIN)
+			continue;
+		db_poll_external(app->db);
+		if (++ticks % MAINTENANCE_S == 0)
 			sessions_purge_expired(app->db, app->session, time(NULL));
 	}
 }
@@ -180,7 +191,7 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 {
 	pid_t supervisor = getppid();
 	struct app app = {.web_root_fd = web_root_fd};
-	struct MHD_Daemon *httpd;
+	struct workers *httpd;
 	struct backend_events events;
 	struct policies policies;
 	enum log_level level;
@@ -208,8 +219,13 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 		_exit(1);
 	app.on_runtime_ended = forget_runtime;
 	app.open_websockets = open_websockets;
-	if (waker_start(&app.proxy->waker) < 0 || wsrelay_start(&app.proxy->relay) < 0 ||
-	    start_events(&app) < 0)
+	app.identities = ttlcache_new(IDENTITY_CACHE_ENTRIES, sizeof(struct auth_identity));
+	app.runtimes = ttlcache_new(RUNTIME_CACHE_ENTRIES, sizeof(struct runtime));
+	if (!app.identities || !app.runtimes) {
+		log_error("cannot allocate the request caches");
+		_exit(1);
+	}
+	if (wsrelay_start(&app.proxy->relay) < 0 || start_events(&app) < 0)
 		_exit(1);
 	/* The backend before the reconciler (which lists its sandboxes), both
 	 * before the first request (which may start a runtime). */
@@ -232,10 +248,11 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	/* libmicrohttpd must have no upgraded or suspended connection left. */
 	http_streams_close_all(app.streams);
 	wsrelay_stop(app.proxy->relay);
-	waker_stop(app.proxy->waker);
-	MHD_stop_daemon(httpd);
+	workers_stop(httpd);
 	http_streams_free(app.streams);
 	upstream_clear();
+	ttlcache_free(app.identities);
+	ttlcache_free(app.runtimes);
 	backend_free(app.backend);
 	runtime_watch_free(app.watch); /* backend events notify until backend_free */
 	db_close(app.db);

@@ -8,6 +8,7 @@
 #include "store/audit.h"
 #include "store/db.h"
 #include "store/migrations.h"
+#include "store/runtimes.h"
 #include "store/sessions.h"
 #include "store/throttle.h"
 #include "store/tokens.h"
@@ -136,6 +137,9 @@ static void test_sessions(void **state)
 	assert_int_equal(sessions_lookup(f->db, secret, &lim, 5050, &found), 1);
 	assert_int_equal(found.user_id, uid);
 	assert_string_equal(found.csrf_token, s.csrf_token);
+	/* what a cache needs to know when the session ends */
+	assert_int_equal(found.last_seen, 5050);
+	assert_int_equal(found.expires_at, 6000);
 	/* idle expiry: last use at 5050 (touched), now 5050+100 */
 	assert_int_equal(sessions_lookup(f->db, secret, &lim, 5150, &found), 0);
 	assert_int_equal(sessions_lookup(f->db, secret, &lim, 5151, &found), 0); /* deleted */
@@ -208,6 +212,81 @@ static void test_tokens(void **state)
 	memset(longname, 'x', 65);
 	longname[65] = '\0';
 	assert_false(tokens_name_valid(longname));
+}
+
+/* Every store change that ends a session or token or changes a user bumps
+ * the identity generation (caches of identities trust nothing older);
+ * runtime state changes bump the runtime generation. */
+static void test_generations(void **state)
+{
+	struct fixture *f = *state;
+	struct session_limits lim = {.idle_s = 100, .lifetime_s = 1000};
+	char secret[SESSION_SECRET_LEN + 1], token[TOKEN_LEN + 1];
+	enum user_role admin = USER_ROLE_ADMIN;
+	struct session s, found;
+	struct token_info t;
+	struct runtime r;
+	bool yes = true;
+	uint64_t g;
+
+	make_user(f->db, "root", USER_ROLE_ADMIN);
+	int64_t uid = make_user(f->db, "gina", USER_ROLE_USER);
+#define BUMPS(topic, expr)                                                                         \
+	do {                                                                                       \
+		g = db_generation(f->db, topic);                                                   \
+		expr;                                                                              \
+		assert_true(db_generation(f->db, topic) > g);                                      \
+	} while (0)
+#define KEEPS(topic, expr)                                                                         \
+	do {                                                                                       \
+		g = db_generation(f->db, topic);                                                   \
+		expr;                                                                              \
+		assert_true(db_generation(f->db, topic) == g);                                     \
+	} while (0)
+	KEEPS(DB_IDENTITIES, sessions_create(f->db, uid, NULL, &lim, 10, secret, &s));
+	KEEPS(DB_IDENTITIES, tokens_create(f->db, uid, "ci", 10, token, &t));
+	KEEPS(DB_IDENTITIES, sessions_lookup(f->db, secret, &lim, 20, &found));
+	BUMPS(DB_IDENTITIES, sessions_delete(f->db, s.id));
+	BUMPS(DB_IDENTITIES, tokens_delete(f->db, uid, t.id));
+	BUMPS(DB_IDENTITIES, users_update(f->db, "gina", &admin, NULL, 30));
+	BUMPS(DB_IDENTITIES, users_update(f->db, "gina", NULL, &yes, 30));
+	BUMPS(DB_IDENTITIES, users_set_password(f->db, uid, "$scrypt$y", 0, 30));
+	sessions_create(f->db, uid, NULL, &lim, 10, secret, &s);
+	BUMPS(DB_IDENTITIES, sessions_lookup(f->db, secret, &lim, 5000, &found)); /* expired */
+	sessions_create(f->db, uid, NULL, &lim, 10, secret, &s);
+	BUMPS(DB_IDENTITIES, sessions_purge_expired(f->db, &lim, 5000));
+	KEEPS(DB_IDENTITIES, sessions_purge_expired(f->db, &lim, 5000)); /* nothing left */
+	KEEPS(DB_RUNTIMES, users_update(f->db, "gina", NULL, NULL, 40));
+	BUMPS(DB_RUNTIMES, runtimes_create(f->db, uid, RUNTIME_CPU, "tok", "", 40, 100, &r));
+	BUMPS(DB_RUNTIMES, runtimes_set_state(f->db, r.id, RUNTIME_RUNNING, NULL, 41));
+	KEEPS(DB_RUNTIMES, runtimes_touch(f->db, r.id, 50));
+	BUMPS(DB_IDENTITIES, users_delete(f->db, "gina"));
+#undef BUMPS
+#undef KEEPS
+}
+
+/* A write by another process (the host CLI) is noticed once and bumps every
+ * generation; this connection's own writes are not. */
+static void test_poll_external(void **state)
+{
+	struct fixture *f = *state;
+	uint64_t gi, gr;
+	sqlite3 *other;
+
+	assert_int_equal(db_poll_external(f->db), 0);
+	make_user(f->db, "hal", USER_ROLE_USER);
+	assert_int_equal(db_poll_external(f->db), 0);
+	gi = db_generation(f->db, DB_IDENTITIES);
+	gr = db_generation(f->db, DB_RUNTIMES);
+	assert_int_equal(sqlite3_open(f->path, &other), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(other, "UPDATE users SET disabled = 1 WHERE name = 'hal'", NULL,
+				      NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(other);
+	assert_int_equal(db_poll_external(f->db), 1);
+	assert_true(db_generation(f->db, DB_IDENTITIES) > gi);
+	assert_true(db_generation(f->db, DB_RUNTIMES) > gr);
+	assert_int_equal(db_poll_external(f->db), 0);
 }
 
 static void test_throttle(void **state)
@@ -357,6 +436,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sessions_cascade_on_user_delete, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_tokens, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_generations, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_poll_external, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_throttle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit_add_reports_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_db_each, setup, teardown),

@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "http/http.h"
 #include "http/stream.h"
+#include "http/workers.h"
 #include "labd/app.h"
 #include "labd/buf.h"
 
@@ -55,7 +56,7 @@ static void test_frame_event(void **state)
 
 static struct labd_config cfg;
 static struct app app;
-static struct MHD_Daemon *httpd;
+static struct workers *httpd;
 static int port;
 static struct http_streams *hub;       /* what the handler opens streams in */
 static struct http_streams *hubs[4];   /* all made, freed after the server */
@@ -126,7 +127,7 @@ static int server_down(void **state)
 	(void)state;
 	for (size_t i = 0; i < nhubs; i++)
 		http_streams_close_all(hubs[i]);
-	MHD_stop_daemon(httpd);
+	workers_stop(httpd);
 	for (size_t i = 0; i < nhubs; i++)
 		http_streams_free(hubs[i]);
 	return 0;

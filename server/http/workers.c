@@ -1,0 +1,334 @@
+/* workers.c - see workers.h. */
+#include "http/workers.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "labd/clock.h"
+#include "labd/log.h"
+
+#define EVENTS_MAX 64
+#define ACCEPT_PAUSE_MS 100 /* out of descriptors or memory: stop accepting a while */
+
+/* epoll data of the fds that are not upstream sockets (those carry the fd) */
+#define TAG_LISTEN (1ull << 32)
+#define TAG_STOP (2ull << 32)
+#define TAG_DAEMON (3ull << 32)
+#define TAG_KICK (4ull << 32)
+
+/* A connection suspended until its upstream socket is ready. */
+struct waiter {
+	struct MHD_Connection *conn; /* NULL: nobody waits on this fd */
+	uint32_t events;
+};
+
+/* Aligned to a cache line: the workers read each other's connection counts,
+ * and a worker's own fields should not share a line with another's. */
+struct worker {
+	_Alignas(64) struct workers *pool;
+	struct MHD_Daemon *daemon;
+	int epfd;
+	int kickfd; /* eventfd: another thread resumed one of our connections */
+	bool started, listening;
+	pthread_t thread;
+	long long accept_paused_until_ms; /* 0: not paused */
+	_Atomic unsigned connections;     /* read by the other workers */
+	/* Touched only by the worker's thread, and by workers_stop() after it. */
+	struct waiter *waiting; /* indexed by upstream fd */
+	size_t nwaiting;
+};
+
+struct workers {
+	int listen_fd;
+	int stopfd; /* eventfd: readable once the pool is stopping */
+	unsigned n;
+	struct worker w[];
+};
+
+/* The worker whose thread this is (NULL on other threads). */
+static _Thread_local struct worker *current;
+/* The one pool of this process, for workers_resume from any thread. */
+static struct workers *_Atomic running;
+
+int workers_watch(int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+				 .data.u64 = (uint64_t)fd};
+
+	if (!current)
+		return log_error("workers: watch outside a worker thread");
+	if (epoll_ctl(current->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return log_errno("workers: watch fd %d", fd);
+	return 0;
+}
+
+void workers_unwatch(int fd)
+{
+	struct worker *w = current;
+
+	if (!w)
+		return;
+	epoll_ctl(w->epfd, EPOLL_CTL_DEL, fd, NULL);
+	if ((size_t)fd < w->nwaiting)
+		w->waiting[fd].conn = NULL;
+}
+
+int workers_park(struct MHD_Connection *conn, int fd, uint32_t events)
+{
+	struct worker *w = current;
+
+	if (!w || fd < 0)
+		return log_error("workers: park outside a worker thread");
+	if ((size_t)fd >= w->nwaiting) {
+		size_t n = w->nwaiting ? w->nwaiting : 256;
+		while (n <= (size_t)fd)
+			n *= 2;
+		struct waiter *grown = realloc(w->waiting, n * sizeof(*grown));
+		if (!grown)
+			return log_errno("workers: park");
+		memset(grown + w->nwaiting, 0, (n - w->nwaiting) * sizeof(*grown));
+		w->waiting = grown;
+		w->nwaiting = n;
+	}
+	MHD_suspend_connection(conn);
+	w->waiting[fd] = (struct waiter){conn, events};
+	return 0;
+}
+
+/* An event on an upstream socket: resumes the connection waiting for it, if
+ * any (libmicrohttpd calls its handler again in the next MHD_run). Events
+ * nobody waits for (an idle pooled socket, a write edge while reading) are
+ * dropped: the socket is edge-triggered and waits always follow an EAGAIN. */
+static void wake(struct worker *w, int fd, uint32_t got)
+{
+	struct waiter *x = (size_t)fd < w->nwaiting ? &w->waiting[fd] : NULL;
+
+	if (!x || !x->conn || !(got & (x->events | EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
+		return;
+	struct MHD_Connection *conn = x->conn;
+	x->conn = NULL;
+	MHD_resume_connection(conn);
+}
+
+/* Whether this worker should take the next connection: not while it holds
+ * more than its share of them (one over the mean). A burst of connections
+ * would otherwise all go to the first worker that wakes, and the least
+ * loaded worker always qualifies. */
+static bool fair_to_accept(struct worker *w)
+{
+	unsigned total = 0, mine = atomic_load(&w->connections);
+
+	for (unsigned i = 0; i < w->pool->n; i++)
+		total += atomic_load(&w->pool->w[i].connections);
+	return mine * w->pool->n <= total + w->pool->n;
+}
+
+/* Keeps the listening socket in the epoll set only while this worker may
+ * accept (level-triggered: every waiting worker sees a pending connection). */
+static void update_listening(struct worker *w)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_LISTEN};
+	bool want = !w->accept_paused_until_ms && fair_to_accept(w);
+
+	if (want == w->listening)
+		return;
+	if (epoll_ctl(w->epfd, want ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, w->pool->listen_fd, &ev) < 0) {
+		log_errno("workers: watch the listening socket");
+		return;
+	}
+	w->listening = want;
+}
+
+/* Accepts one connection at a time, so the decision above is taken again
+ * before the next. */
+static void accept_one(struct worker *w)
+{
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof(sa);
+	int fd = accept4(w->pool->listen_fd, (struct sockaddr *)&sa, &len,
+			 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			/* The listening socket stays readable: without a pause this
+			 * worker would spin on it. */
+			log_errno("workers: accept (pausing for %d ms)", ACCEPT_PAUSE_MS);
+			w->accept_paused_until_ms = clock_ms() + ACCEPT_PAUSE_MS;
+		}
+		return; /* EAGAIN: another worker took it */
+	}
+	/* libmicrohttpd closes the socket itself when it cannot take it. */
+	if (MHD_add_connection(w->daemon, fd, (struct sockaddr *)&sa, len) == MHD_YES)
+		atomic_fetch_add(&w->connections, 1);
+	else
+		log_debug("workers: connection refused: %s", strerror(errno));
+}
+
+/* How long epoll_wait may block: libmicrohttpd's own deadline (connection
+ * timeouts, data it already holds) and the end of an accept pause. */
+static int wait_ms(struct worker *w)
+{
+	MHD_UNSIGNED_LONG_LONG mhd_ms;
+	long long ms = -1;
+
+	if (MHD_get_timeout(w->daemon, &mhd_ms) == MHD_YES)
+		ms = mhd_ms > INT_MAX ? INT_MAX : (long long)mhd_ms;
+	if (w->accept_paused_until_ms) {
+		long long left = w->accept_paused_until_ms - clock_ms();
+		if (left <= 0)
+			w->accept_paused_until_ms = 0;
+		else if (ms < 0 || left < ms)
+			ms = left;
+	}
+	return (int)ms;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct epoll_event events[EVENTS_MAX];
+	const union MHD_DaemonInfo *info;
+
+	current = w;
+	for (;;) {
+		int timeout = wait_ms(w);
+		update_listening(w);
+		int n = epoll_wait(w->epfd, events, EVENTS_MAX, timeout);
+		if (n < 0 && errno != EINTR) {
+			log_errno("workers: epoll_wait");
+			return NULL;
+		}
+		for (int i = 0; i < n; i++) {
+			uint64_t tag = events[i].data.u64;
+			if (tag == TAG_STOP)
+				return NULL; /* parked connections: workers_stop resumes them */
+			if (tag == TAG_KICK) {
+				uint64_t v;
+				if (read(w->kickfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+					log_errno("workers: kick");
+				continue;
+			}
+			if (tag == TAG_LISTEN)
+				accept_one(w);
+			else if (tag != TAG_DAEMON)
+				wake(w, (int)tag, events[i].events);
+		}
+		MHD_run(w->daemon);
+		info = MHD_get_daemon_info(w->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+		if (info && info->num_connections != atomic_load(&w->connections))
+			atomic_store(&w->connections, info->num_connections);
+	}
+}
+
+static int worker_init(struct workers *pool, struct worker *w, struct MHD_Daemon *daemon)
+{
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_EPOLL_FD);
+	struct epoll_event ev_daemon = {.events = EPOLLIN, .data.u64 = TAG_DAEMON};
+	struct epoll_event ev_stop = {.events = EPOLLIN, .data.u64 = TAG_STOP};
+	struct epoll_event ev_kick = {.events = EPOLLIN, .data.u64 = TAG_KICK};
+
+	w->pool = pool;
+	w->daemon = daemon;
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	w->kickfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->epfd < 0 || w->kickfd < 0 || !info ||
+	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, info->epoll_fd, &ev_daemon) < 0 ||
+	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, pool->stopfd, &ev_stop) < 0 ||
+	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->kickfd, &ev_kick) < 0)
+		return log_errno("workers: epoll set");
+	if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+		return log_error("workers: cannot start a thread");
+	w->started = true;
+	return 0;
+}
+
+struct workers *workers_start(struct MHD_Daemon **daemons, unsigned n, int listen_fd)
+{
+	size_t bytes = sizeof(struct workers) + n * sizeof(struct worker); /* a multiple of 64 */
+	struct workers *pool = aligned_alloc(_Alignof(struct workers), bytes);
+	int rc = 0;
+
+	if (!pool) {
+		log_errno("workers: allocate");
+		for (unsigned i = 0; i < n; i++)
+			MHD_stop_daemon(daemons[i]);
+		return NULL;
+	}
+	memset(pool, 0, bytes);
+	pool->listen_fd = listen_fd;
+	pool->n = n;
+	for (unsigned i = 0; i < n; i++) {
+		pool->w[i].epfd = pool->w[i].kickfd = -1;
+		pool->w[i].daemon = daemons[i];
+	}
+	/* Several workers wait on the socket and one may find nothing left. */
+	if (fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK) < 0 ||
+	    (pool->stopfd = eventfd(0, EFD_CLOEXEC)) < 0) {
+		log_errno("workers: set up");
+		pool->stopfd = -1;
+		rc = -1;
+	}
+	for (unsigned i = 0; rc == 0 && i < n; i++)
+		rc = worker_init(pool, &pool->w[i], daemons[i]);
+	if (rc < 0) {
+		workers_stop(pool);
+		return NULL;
+	}
+	atomic_store(&running, pool);
+	return pool;
+}
+
+void workers_stop(struct workers *pool)
+{
+	uint64_t one = 1;
+
+	if (!pool)
+		return;
+	atomic_store(&running, NULL);
+	if (pool->stopfd >= 0 && write(pool->stopfd, &one, sizeof(one)) < 0)
+		log_errno("workers: signal stop");
+	for (unsigned i = 0; i < pool->n; i++)
+		if (pool->w[i].started)
+			pthread_join(pool->w[i].thread, NULL);
+	for (unsigned i = 0; i < pool->n; i++) {
+		struct worker *w = &pool->w[i];
+		/* libmicrohttpd must have no suspended connection left. */
+		for (size_t fd = 0; fd < w->nwaiting; fd++)
+			if (w->waiting[fd].conn)
+				MHD_resume_connection(w->waiting[fd].conn);
+		free(w->waiting);
+		if (w->daemon)
+			MHD_stop_daemon(w->daemon);
+		if (w->epfd >= 0)
+			close(w->epfd);
+		if (w->kickfd >= 0)
+			close(w->kickfd);
+	}
+	if (pool->stopfd >= 0)
+		close(pool->stopfd);
+	free(pool);
+}
+
+void workers_resume(struct MHD_Connection *conn)
+{
+	struct workers *pool = atomic_load(&running);
+	uint64_t one = 1;
+
+	MHD_resume_connection(conn);
+	/* libmicrohttpd's own wake-up does not reach a daemon run from an
+	 * external epoll loop: wake the workers so the owner runs it now (the
+	 * others find nothing to do). */
+	for (unsigned i = 0; pool && i < pool->n; i++)
+		if (pool->w[i].kickfd >= 0 && write(pool->w[i].kickfd, &one, sizeof(one)) < 0)
+			log_errno("workers: kick");
+}

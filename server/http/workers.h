@@ -1,0 +1,48 @@
+/* workers.h - the web process's worker threads. Each runs its own
+ * libmicrohttpd daemon (epoll, no thread of its own) in an epoll loop that
+ * also watches:
+ *  - the shared listening socket, with EPOLLEXCLUSIVE, accepting one
+ *    connection per wake-up: a burst of new connections spreads over the
+ *    workers that are idle instead of landing on the one that woke first
+ *    (libmicrohttpd's own thread pool accepts up to ten at a time);
+ *  - the upstream sockets of the requests it proxies, each registered once
+ *    (edge-triggered) when the worker connects it, so that parking a
+ *    connection on one (workers_park) costs no system call.
+ * A connection lives on one thread from accept to close, and that thread
+ * parks and resumes it itself: no lock and no hand-off to another thread
+ * between a request and its upstream's answer. An upstream socket stays with
+ * the worker that connected it (upstream.c pools idle ones per thread). */
+#ifndef LABD_WORKERS_H
+#define LABD_WORKERS_H
+
+#include <microhttpd.h>
+#include <stdint.h>
+
+struct workers;
+
+/* Starts one thread per daemon. The daemons must have been started with
+ * MHD_USE_EPOLL, MHD_USE_NO_LISTEN_SOCKET and MHD_ALLOW_SUSPEND_RESUME and no
+ * internal thread; they are owned by the pool from here on, even on failure.
+ * listen_fd is borrowed until workers_stop(). NULL on error (logged). */
+struct workers *workers_start(struct MHD_Daemon **daemons, unsigned n, int listen_fd);
+/* Stops accepting, joins the threads, resumes every parked connection, stops
+ * the daemons (closing their connections) and frees the pool. NULL is a no-op. */
+void workers_stop(struct workers *w);
+/* Watches a new upstream socket in the calling worker's epoll set, for
+ * workers_park; closing it ends the watch. -1 off a worker thread or on error. */
+int workers_watch(int fd);
+/* Ends the watch before fd goes to another thread (the WebSocket relay). */
+void workers_unwatch(int fd);
+/* Suspends conn until fd (watched by this worker) becomes ready for events
+ * (EPOLLIN and/or EPOLLOUT), an error or a hang-up. fd is edge-triggered: call
+ * this only after the read or write that is waited for returned EAGAIN; a
+ * wake-up may be spurious (the caller then tries again and parks again).
+ * Only from a libmicrohttpd callback of conn on a worker thread. Returns 0,
+ * or -1 (conn not suspended). */
+int workers_park(struct MHD_Connection *conn, int fd, uint32_t events);
+
+/* Resumes conn from any thread (a suspended event stream that got data) and
+ * wakes the worker that runs its daemon. */
+void workers_resume(struct MHD_Connection *conn);
+
+#endif
