@@ -324,7 +324,7 @@ def main():
         d = [r["api"] - r["up"] for r in lab[1:] if r.get("up") is not None]
         if d:
             print(f"  labd noticed Jupyter was up {L.median(d):.2f} s (median) after it was "
-                  f"(its monitor polls once a second)")
+                  f"(the supervisor pushes readiness)")
     if hub_res:
         row("JupyterHub (CHP)", hub_res[1:], hub_res[0])
     elif hub_err:

@@ -30,7 +30,7 @@ from labd_harness import (
 CPU_LIMIT = 20
 IDLE = 8
 GRACE = 3
-# The monitor looks once a second; allow for a busy machine on top.
+# The reconciler looks once a second; allow for a busy machine on top.
 SLACK = 5 * SLOW
 
 
