@@ -16,7 +16,7 @@
 
 void api_health(struct http_request *req)
 {
-	bool up = runtime_backend_ping(req->app) == 0;
+	bool up = runtime_backend_ping(http_app(req)) == 0;
 
 	http_reply_json(req, up ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
 			json_pack("{s:s,s:s,s:s}", "status", up ? "ok" : "degraded", "version",
@@ -63,20 +63,20 @@ void api_login(struct http_request *req)
 		return;
 	if (api_string(req, body, "username", &name) != 1 ||
 	    api_string(req, body, "password", &password) != 1) {
-		if (!req->response)
+		if (!http_has_reply(req))
 			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 					 "fields \"username\" and \"password\" are required");
 		json_decref(body);
 		return;
 	}
-	enum login_result res = auth_login(req->app, name, password, req->address, &user,
+	enum login_result res = auth_login(http_app(req), name, password, http_address(req), &user,
 					   &session, secret, &retry_after);
 	json_decref(body);
 	if (res != LOGIN_OK) {
 		api_login_failed(req, res, retry_after);
 		return;
 	}
-	auth_cookie_header(req->app, secret, cookie, sizeof(cookie));
+	auth_cookie_header(http_app(req), secret, cookie, sizeof(cookie));
 	http_add_header(req, "Set-Cookie", cookie);
 	http_reply_json(req, MHD_HTTP_OK,
 			json_pack("{s:o,s:s}", "user", api_user_json(&user), "csrf_token",
@@ -87,26 +87,26 @@ void api_logout(struct http_request *req)
 {
 	char cookie[256];
 
-	if (req->auth.kind == AUTH_COOKIE && sessions_delete(req->app->db, req->auth.session_id) < 0) {
+	if (http_identity(req)->kind == AUTH_COOKIE && sessions_delete(http_app(req)->db, http_identity(req)->session_id) < 0) {
 		http_reply_internal(req);
 		return;
 	}
-	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "logout", req->auth.user.name,
-		      req->address, NULL) < 0)
-		log_error("audit: logout of %s not recorded", req->auth.user.name);
-	auth_cookie_header(req->app, NULL, cookie, sizeof(cookie));
+	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name, "logout", http_identity(req)->user.name,
+		      http_address(req), NULL) < 0)
+		log_error("audit: logout of %s not recorded", http_identity(req)->user.name);
+	auth_cookie_header(http_app(req), NULL, cookie, sizeof(cookie));
 	http_add_header(req, "Set-Cookie", cookie);
 	http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 }
 
 void api_me(struct http_request *req)
 {
-	json_t *me = api_user_json(&req->auth.user);
+	json_t *me = api_user_json(&http_identity(req)->user);
 
 	json_object_set_new(me, "auth",
-			    json_string(req->auth.kind == AUTH_COOKIE ? "cookie" : "token"));
-	if (req->auth.kind == AUTH_COOKIE)
-		json_object_set_new(me, "csrf_token", json_string(req->auth.csrf_token));
+			    json_string(http_identity(req)->kind == AUTH_COOKIE ? "cookie" : "token"));
+	if (http_identity(req)->kind == AUTH_COOKIE)
+		json_object_set_new(me, "csrf_token", json_string(http_identity(req)->csrf_token));
 	http_reply_json(req, MHD_HTTP_OK, me);
 }
 
@@ -116,13 +116,13 @@ void api_me_password(struct http_request *req)
 	const char *current = NULL, *next = NULL, *why;
 	char hash[PASSWORD_HASH_MAX];
 	json_t *body = api_body(req, fields);
-	struct app *app = req->app;
+	struct app *app = http_app(req);
 
 	if (!body)
 		return;
 	if (api_string(req, body, "current_password", &current) != 1 ||
 	    api_string(req, body, "new_password", &next) != 1) {
-		if (!req->response)
+		if (!http_has_reply(req))
 			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 					 "fields \"current_password\" and \"new_password\" are "
 					 "required");
@@ -130,17 +130,17 @@ void api_me_password(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 				 "field \"new_password\" %s (at least %u characters)", why,
 				 app->cfg->min_password_length);
-	} else if (!password_verify(current, req->auth.user.password_hash)) {
+	} else if (!password_verify(current, http_identity(req)->user.password_hash)) {
 		http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
 				 "the current password is wrong");
 	} else if (password_hash(next, app->password, hash) < 0 ||
-		   users_set_password(app->db, req->auth.user.id, hash, req->auth.session_id,
+		   users_set_password(app->db, http_identity(req)->user.id, hash, http_identity(req)->session_id,
 				      time(NULL)) != USERS_OK) {
 		http_reply_internal(req);
 	} else {
-		if (audit_add(app->db, time(NULL), req->auth.user.name, "password.change",
-			      req->auth.user.name, req->address, NULL) < 0)
-			log_error("audit: password.change of %s not recorded", req->auth.user.name);
+		if (audit_add(app->db, time(NULL), http_identity(req)->user.name, "password.change",
+			      http_identity(req)->user.name, http_address(req), NULL) < 0)
+			log_error("audit: password.change of %s not recorded", http_identity(req)->user.name);
 		http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 	}
 	json_decref(body);

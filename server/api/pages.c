@@ -57,7 +57,7 @@ void pages_login_post(struct http_request *req)
 	struct user user;
 	struct session session;
 	int64_t retry_after = 0;
-	const char *body = buf_str(&req->body);
+	const char *body = http_body(req, NULL);
 
 	if (!http_content_type_is(req, "application/x-www-form-urlencoded")) {
 		http_reply_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
@@ -68,11 +68,11 @@ void pages_login_post(struct http_request *req)
 	http_form_field(body, "password", password, sizeof(password));
 	if (http_form_field(body, "next", next, sizeof(next)) < 0 || !auth_next_is_local(next))
 		snprintf(next, sizeof(next), "/dashboard");
-	enum login_result res = auth_login(req->app, name, password, req->address, &user, &session,
+	enum login_result res = auth_login(http_app(req), name, password, http_address(req), &user, &session,
 					   secret, &retry_after);
 	explicit_bzero(password, sizeof(password));
 	if (res == LOGIN_OK) {
-		auth_cookie_header(req->app, secret, cookie, sizeof(cookie));
+		auth_cookie_header(http_app(req), secret, cookie, sizeof(cookie));
 		http_add_header(req, "Set-Cookie", cookie);
 		http_reply_redirect(req, next);
 		return;
@@ -91,12 +91,12 @@ void pages_logout_post(struct http_request *req)
 {
 	char cookie[256];
 
-	if (req->auth.kind == AUTH_COOKIE)
-		sessions_delete(req->app->db, req->auth.session_id);
-	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "logout", req->auth.user.name,
-		      req->address, NULL) < 0)
-		log_error("audit: logout of %s not recorded", req->auth.user.name);
-	auth_cookie_header(req->app, NULL, cookie, sizeof(cookie));
+	if (http_identity(req)->kind == AUTH_COOKIE)
+		sessions_delete(http_app(req)->db, http_identity(req)->session_id);
+	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name, "logout", http_identity(req)->user.name,
+		      http_address(req), NULL) < 0)
+		log_error("audit: logout of %s not recorded", http_identity(req)->user.name);
+	auth_cookie_header(http_app(req), NULL, cookie, sizeof(cookie));
 	http_add_header(req, "Set-Cookie", cookie);
 	http_reply_redirect(req, "/login");
 }

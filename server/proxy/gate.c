@@ -54,7 +54,7 @@ static void reply_login(struct http_request *req)
 				 "log in or send an API token");
 		return;
 	}
-	http_url_encode(req->raw_uri, next, sizeof(next));
+	http_url_encode(http_raw_uri(req), next, sizeof(next));
 	snprintf(location, sizeof(location), "/login?next=%s", next);
 	http_reply_redirect(req, location);
 }
@@ -107,12 +107,12 @@ static bool allowed(struct http_request *req, const char *user)
 		http_reply_internal(req);
 		return false;
 	}
-	if (req->auth.kind == AUTH_NONE) {
+	if (http_identity(req)->kind == AUTH_NONE) {
 		reply_login(req);
 		return false;
 	}
-	bool owner = strcmp(req->auth.user.name, user) == 0;
-	bool admin = req->auth.user.role == USER_ROLE_ADMIN && req->app->cfg->admin_access;
+	bool owner = strcmp(http_identity(req)->user.name, user) == 0;
+	bool admin = http_identity(req)->user.role == USER_ROLE_ADMIN && http_app(req)->cfg->admin_access;
 	if (!owner && !admin) {
 		if (wants_html(req))
 			static_serve_html(req, MHD_HTTP_FORBIDDEN, "403.html");
@@ -126,7 +126,7 @@ static bool allowed(struct http_request *req, const char *user)
 	 * itself: SameSite=Lax still sends the cookie from another port of the
 	 * same host, and a kernel channel runs code. */
 	if ((http_is_state_changing(req) || http_header(req, "Upgrade")) &&
-	    req->auth.kind == AUTH_COOKIE && !auth_origin_ok(req)) {
+	    http_identity(req)->kind == AUTH_COOKIE && !auth_origin_ok(req)) {
 		http_reply_error(req, MHD_HTTP_FORBIDDEN, "csrf_failed",
 				 "cross-origin request refused");
 		return false;
@@ -141,18 +141,18 @@ void gate_begin(struct http_request *req)
 	struct runtime r;
 	int found;
 
-	if (gate_user(req->path, user, sizeof(user)) < 0) {
+	if (gate_user(http_path(req), user, sizeof(user)) < 0) {
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no such runtime path");
 		return;
 	}
 	if (!allowed(req, user))
 		return;
-	if (req->path[6 + strlen(user)] == '\0') { /* "/user/alice" -> "/user/alice/" */
+	if (http_path(req)[6 + strlen(user)] == '\0') { /* "/user/alice" -> "/user/alice/" */
 		snprintf(location, sizeof(location), "/user/%s/", user);
 		http_reply_redirect(req, location);
 		return;
 	}
-	found = live_runtime(req->app, user, &r);
+	found = live_runtime(http_app(req), user, &r);
 	if (found < 0) {
 		http_reply_internal(req);
 		return;
@@ -169,5 +169,5 @@ void gate_begin(struct http_request *req)
 	}
 	snprintf(target.token, sizeof(target.token), "%s", r.token);
 	snprintf(target.owner, sizeof(target.owner), "%s", user);
-	proxy_begin(req, req->app->proxy, &target);
+	proxy_begin(req, http_app(req)->proxy, &target);
 }
