@@ -51,6 +51,7 @@ void api_login_failed(struct http_request *req, enum login_result res, int64_t r
 
 void api_login(struct http_request *req)
 {
+	struct app *app = http_app(req);
 	static const char *const fields[] = {"username", "password", NULL};
 	const char *name = NULL, *password = NULL;
 	char secret[SESSION_SECRET_LEN + 1], cookie[256];
@@ -69,14 +70,14 @@ void api_login(struct http_request *req)
 		json_decref(body);
 		return;
 	}
-	enum login_result res = auth_login(http_app(req), name, password, http_address(req), &user,
+	enum login_result res = auth_login(app, name, password, http_address(req), &user,
 					   &session, secret, &retry_after);
 	json_decref(body);
 	if (res != LOGIN_OK) {
 		api_login_failed(req, res, retry_after);
 		return;
 	}
-	auth_cookie_header(http_app(req), secret, cookie, sizeof(cookie));
+	auth_cookie_header(app, secret, cookie, sizeof(cookie));
 	http_add_header(req, "Set-Cookie", cookie);
 	http_reply_json(req, MHD_HTTP_OK,
 			json_pack("{s:o,s:s}", "user", api_user_json(&user), "csrf_token",
@@ -85,33 +86,37 @@ void api_login(struct http_request *req)
 
 void api_logout(struct http_request *req)
 {
+	const struct auth_identity *ident = http_identity(req);
+	struct app *app = http_app(req);
 	char cookie[256];
 
-	if (http_identity(req)->kind == AUTH_COOKIE && sessions_delete(http_app(req)->db, http_identity(req)->session_id) < 0) {
+	if (ident->kind == AUTH_COOKIE && sessions_delete(app->db, ident->session_id) < 0) {
 		http_reply_internal(req);
 		return;
 	}
-	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name, "logout", http_identity(req)->user.name,
+	if (audit_add(app->db, time(NULL), ident->user.name, "logout", ident->user.name,
 		      http_address(req), NULL) < 0)
-		log_error("audit: logout of %s not recorded", http_identity(req)->user.name);
-	auth_cookie_header(http_app(req), NULL, cookie, sizeof(cookie));
+		log_error("audit: logout of %s not recorded", ident->user.name);
+	auth_cookie_header(app, NULL, cookie, sizeof(cookie));
 	http_add_header(req, "Set-Cookie", cookie);
 	http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 }
 
 void api_me(struct http_request *req)
 {
-	json_t *me = api_user_json(&http_identity(req)->user);
+	const struct auth_identity *ident = http_identity(req);
+	json_t *me = api_user_json(&ident->user);
 
 	json_object_set_new(me, "auth",
-			    json_string(http_identity(req)->kind == AUTH_COOKIE ? "cookie" : "token"));
-	if (http_identity(req)->kind == AUTH_COOKIE)
-		json_object_set_new(me, "csrf_token", json_string(http_identity(req)->csrf_token));
+			    json_string(ident->kind == AUTH_COOKIE ? "cookie" : "token"));
+	if (ident->kind == AUTH_COOKIE)
+		json_object_set_new(me, "csrf_token", json_string(ident->csrf_token));
 	http_reply_json(req, MHD_HTTP_OK, me);
 }
 
 void api_me_password(struct http_request *req)
 {
+	const struct auth_identity *ident = http_identity(req);
 	static const char *const fields[] = {"current_password", "new_password", NULL};
 	const char *current = NULL, *next = NULL, *why;
 	char hash[PASSWORD_HASH_MAX];
@@ -130,17 +135,17 @@ void api_me_password(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 				 "field \"new_password\" %s (at least %u characters)", why,
 				 app->cfg->min_password_length);
-	} else if (!password_verify(current, http_identity(req)->user.password_hash)) {
+	} else if (!password_verify(current, ident->user.password_hash)) {
 		http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
 				 "the current password is wrong");
 	} else if (password_hash(next, app->password, hash) < 0 ||
-		   users_set_password(app->db, http_identity(req)->user.id, hash, http_identity(req)->session_id,
+		   users_set_password(app->db, ident->user.id, hash, ident->session_id,
 				      time(NULL)) != USERS_OK) {
 		http_reply_internal(req);
 	} else {
-		if (audit_add(app->db, time(NULL), http_identity(req)->user.name, "password.change",
-			      http_identity(req)->user.name, http_address(req), NULL) < 0)
-			log_error("audit: password.change of %s not recorded", http_identity(req)->user.name);
+		if (audit_add(app->db, time(NULL), ident->user.name, "password.change",
+			      ident->user.name, http_address(req), NULL) < 0)
+			log_error("audit: password.change of %s not recorded", ident->user.name);
 		http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 	}
 	json_decref(body);

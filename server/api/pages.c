@@ -52,6 +52,7 @@ static void append_next(char *url, size_t len, const char *next)
 
 void pages_login_post(struct http_request *req)
 {
+	struct app *app = http_app(req);
 	char name[64] = "", password[PASSWORD_MAX_LENGTH + 1] = "", next[512] = "";
 	char secret[SESSION_SECRET_LEN + 1], cookie[256], location[1024];
 	struct user user;
@@ -68,11 +69,11 @@ void pages_login_post(struct http_request *req)
 	http_form_field(body, "password", password, sizeof(password));
 	if (http_form_field(body, "next", next, sizeof(next)) < 0 || !auth_next_is_local(next))
 		snprintf(next, sizeof(next), "/dashboard");
-	enum login_result res = auth_login(http_app(req), name, password, http_address(req), &user, &session,
+	enum login_result res = auth_login(app, name, password, http_address(req), &user, &session,
 					   secret, &retry_after);
 	explicit_bzero(password, sizeof(password));
 	if (res == LOGIN_OK) {
-		auth_cookie_header(http_app(req), secret, cookie, sizeof(cookie));
+		auth_cookie_header(app, secret, cookie, sizeof(cookie));
 		http_add_header(req, "Set-Cookie", cookie);
 		http_reply_redirect(req, next);
 		return;
@@ -89,14 +90,16 @@ void pages_login_post(struct http_request *req)
 
 void pages_logout_post(struct http_request *req)
 {
+	const struct auth_identity *ident = http_identity(req);
+	struct app *app = http_app(req);
 	char cookie[256];
 
-	if (http_identity(req)->kind == AUTH_COOKIE)
-		sessions_delete(http_app(req)->db, http_identity(req)->session_id);
-	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name, "logout", http_identity(req)->user.name,
+	if (ident->kind == AUTH_COOKIE)
+		sessions_delete(app->db, ident->session_id);
+	if (audit_add(app->db, time(NULL), ident->user.name, "logout", ident->user.name,
 		      http_address(req), NULL) < 0)
-		log_error("audit: logout of %s not recorded", http_identity(req)->user.name);
-	auth_cookie_header(http_app(req), NULL, cookie, sizeof(cookie));
+		log_error("audit: logout of %s not recorded", ident->user.name);
+	auth_cookie_header(app, NULL, cookie, sizeof(cookie));
 	http_add_header(req, "Set-Cookie", cookie);
 	http_reply_redirect(req, "/login");
 }

@@ -43,6 +43,8 @@ void api_tokens_list(struct http_request *req)
 
 void api_tokens_create(struct http_request *req)
 {
+	const struct auth_identity *ident = http_identity(req);
+	struct app *app = http_app(req);
 	static const char *const fields[] = {"name", NULL};
 	const char *name = NULL;
 	char token[TOKEN_LEN + 1];
@@ -60,16 +62,16 @@ void api_tokens_create(struct http_request *req)
 		json_decref(body);
 		return;
 	}
-	rc = tokens_create(http_app(req)->db, http_identity(req)->user.id, name, time(NULL), token, &info);
+	rc = tokens_create(app->db, ident->user.id, name, time(NULL), token, &info);
 	if (rc == DB_CONFLICT) {
 		http_reply_error(req, MHD_HTTP_CONFLICT, "conflict",
 				 "you already have a token named \"%s\"", name);
 	} else if (rc < 0) {
 		http_reply_internal(req);
 	} else {
-		if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name, "token.create",
-			      http_identity(req)->user.name, http_address(req), name) < 0)
-			log_error("audit: token.create of %s not recorded", http_identity(req)->user.name);
+		if (audit_add(app->db, time(NULL), ident->user.name, "token.create",
+			      ident->user.name, http_address(req), name) < 0)
+			log_error("audit: token.create of %s not recorded", ident->user.name);
 		out = token_json(&info);
 		json_object_set_new(out, "token", json_string(token));
 		http_reply_json(req, MHD_HTTP_CREATED, out);
@@ -79,6 +81,8 @@ void api_tokens_create(struct http_request *req)
 
 void api_tokens_delete(struct http_request *req)
 {
+	const struct auth_identity *ident = http_identity(req);
+	struct app *app = http_app(req);
 	const char *text = http_match(req)->params[0];
 	char *end, detail[32];
 	long long id;
@@ -91,16 +95,16 @@ void api_tokens_delete(struct http_request *req)
 				 text);
 		return;
 	}
-	rc = tokens_delete(http_app(req)->db, http_identity(req)->user.id, id);
+	rc = tokens_delete(app->db, ident->user.id, id);
 	if (rc < 0) {
 		http_reply_internal(req);
 	} else if (rc == 0) {
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no token with id %lld", id);
 	} else {
 		snprintf(detail, sizeof(detail), "id %lld", id);
-		if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name, "token.revoke",
-			      http_identity(req)->user.name, http_address(req), detail) < 0)
-			log_error("audit: token.revoke of %s not recorded", http_identity(req)->user.name);
+		if (audit_add(app->db, time(NULL), ident->user.name, "token.revoke",
+			      ident->user.name, http_address(req), detail) < 0)
+			log_error("audit: token.revoke of %s not recorded", ident->user.name);
 		http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 	}
 }

@@ -74,6 +74,7 @@ static int read_role(struct http_request *req, json_t *body, bool *present, enum
 
 void api_users_create(struct http_request *req)
 {
+	struct app *app = http_app(req);
 	static const char *const fields[] = {"name", "role", "password", NULL};
 	const char *name = NULL, *password = NULL;
 	enum user_role role = USER_ROLE_USER;
@@ -95,7 +96,7 @@ void api_users_create(struct http_request *req)
 	    api_string(req, body, "password", &password) < 0 ||
 	    choose_password(req, password, generated, hash) < 0)
 		goto out;
-	rc = users_create(http_app(req)->db, name, role, hash, time(NULL), &u);
+	rc = users_create(app->db, name, role, hash, time(NULL), &u);
 	if (rc == DB_CONFLICT) {
 		http_reply_error(req, MHD_HTTP_CONFLICT, "conflict", "user \"%s\" already exists",
 				 name);
@@ -105,7 +106,7 @@ void api_users_create(struct http_request *req)
 		http_reply_internal(req);
 		goto out;
 	}
-	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name, "user.create", name,
+	if (audit_add(app->db, time(NULL), http_identity(req)->user.name, "user.create", name,
 		      http_address(req), users_role_name(role)) < 0)
 		log_error("audit: user.create of %s not recorded", name);
 	out = json_pack("{s:o}", "user", api_user_json(&u));
@@ -161,6 +162,7 @@ static void describe_patch(char *out, size_t len, bool has_role, enum user_role 
 
 void api_users_patch(struct http_request *req)
 {
+	struct app *app = http_app(req);
 	static const char *const fields[] = {"role", "disabled", "password", "reset_password", NULL};
 	const char *password = NULL;
 	enum user_role role;
@@ -185,22 +187,22 @@ void api_users_patch(struct http_request *req)
 	if ((has_password || reset) && choose_password(req, password, generated, hash) < 0)
 		goto out;
 	/* Validation is complete; now change, role/disabled first (the guarded part). */
-	rc = users_update(http_app(req)->db, u.name, has_role ? &role : NULL,
+	rc = users_update(app->db, u.name, has_role ? &role : NULL,
 			  has_disabled ? &disabled : NULL, time(NULL));
 	if (rc == USERS_OK && (has_password || reset))
-		rc = users_set_password(http_app(req)->db, u.id, hash, 0, time(NULL));
+		rc = users_set_password(app->db, u.id, hash, 0, time(NULL));
 	if (rc != USERS_OK) {
 		reply_change_failed(req, rc);
 		goto out;
 	}
 	describe_patch(detail, sizeof(detail), has_role, role, has_disabled, disabled,
 		       has_password || reset);
-	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name,
+	if (audit_add(app->db, time(NULL), http_identity(req)->user.name,
 		      (has_password || reset) && !has_role && !has_disabled ? "user.password_reset"
 									    : "user.update",
 		      u.name, http_address(req), detail) < 0)
 		log_error("audit: change of user %s not recorded", u.name);
-	if (users_find_by_id(http_app(req)->db, u.id, &u) != 1) {
+	if (users_find_by_id(app->db, u.id, &u) != 1) {
 		http_reply_internal(req);
 		goto out;
 	}
@@ -214,17 +216,18 @@ out:
 
 void api_users_delete(struct http_request *req)
 {
+	struct app *app = http_app(req);
 	struct user u;
 	int rc;
 
 	if (path_user(req, &u) < 0)
 		return;
-	rc = users_delete(http_app(req)->db, u.name);
+	rc = users_delete(app->db, u.name);
 	if (rc != USERS_OK) {
 		reply_change_failed(req, rc);
 		return;
 	}
-	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name, "user.delete", u.name,
+	if (audit_add(app->db, time(NULL), http_identity(req)->user.name, "user.delete", u.name,
 		      http_address(req), NULL) < 0)
 		log_error("audit: user.delete of %s not recorded", u.name);
 	http_reply_empty(req, MHD_HTTP_NO_CONTENT);

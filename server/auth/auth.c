@@ -90,7 +90,8 @@ int auth_identify(struct http_request *req)
 		return 0;
 	/* Keyed by the secret's SHA-256, so the cache holds no usable secret. */
 	crypto_sha256(secret, strlen(secret), key);
-	if (ttlcache_get(http_app(req)->identities, key, gen, now_ms, &cached) && cached.kind == kind) {
+	if (ttlcache_get(http_app(req)->identities, key, gen, now_ms, &cached) &&
+	    cached.kind == kind) {
 		*id = cached;
 		explicit_bzero(&cached, sizeof(cached));
 		return 0;
