@@ -55,7 +55,7 @@ void api_audit_list(struct http_request *req)
 	    query_number(req, "before", 1, INT64_MAX, &before) < 0)
 		return;
 	list = json_array();
-	if (audit_each(req->app->db, before, (int)limit, append_entry, list) < 0) {
+	if (audit_each(http_app(req)->db, before, (int)limit, append_entry, list) < 0) {
 		json_decref(list);
 		http_reply_internal(req);
 		return;

@@ -16,7 +16,7 @@
 
 void api_health(struct http_request *req)
 {
-	bool up = runtime_backend_ping(req->app) == 0;
+	bool up = runtime_backend_ping(http_app(req)) == 0;
 
 	http_reply_json(req, up ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
 			json_pack("{s:s,s:s,s:s}", "status", up ? "ok" : "degraded", "version",
@@ -51,6 +51,7 @@ void api_login_failed(struct http_request *req, enum login_result res, int64_t r
 
 void api_login(struct http_request *req)
 {
+	struct app *app = http_app(req);
 	static const char *const fields[] = {"username", "password", NULL};
 	const char *name = NULL, *password = NULL;
 	char secret[SESSION_SECRET_LEN + 1], cookie[256];
@@ -63,20 +64,20 @@ void api_login(struct http_request *req)
 		return;
 	if (api_string(req, body, "username", &name) != 1 ||
 	    api_string(req, body, "password", &password) != 1) {
-		if (!req->response)
+		if (!http_has_reply(req))
 			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 					 "fields \"username\" and \"password\" are required");
 		json_decref(body);
 		return;
 	}
-	enum login_result res = auth_login(req->app, name, password, req->address, &user,
+	enum login_result res = auth_login(app, name, password, http_address(req), &user,
 					   &session, secret, &retry_after);
 	json_decref(body);
 	if (res != LOGIN_OK) {
 		api_login_failed(req, res, retry_after);
 		return;
 	}
-	auth_cookie_header(req->app, secret, cookie, sizeof(cookie));
+	auth_cookie_header(app, secret, cookie, sizeof(cookie));
 	http_add_header(req, "Set-Cookie", cookie);
 	http_reply_json(req, MHD_HTTP_OK,
 			json_pack("{s:o,s:s}", "user", api_user_json(&user), "csrf_token",
@@ -85,44 +86,48 @@ void api_login(struct http_request *req)
 
 void api_logout(struct http_request *req)
 {
+	const struct auth_identity *ident = http_identity(req);
+	struct app *app = http_app(req);
 	char cookie[256];
 
-	if (req->auth.kind == AUTH_COOKIE && sessions_delete(req->app->db, req->auth.session_id) < 0) {
+	if (ident->kind == AUTH_COOKIE && sessions_delete(app->db, ident->session_id) < 0) {
 		http_reply_internal(req);
 		return;
 	}
-	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "logout", req->auth.user.name,
-		      req->address, NULL) < 0)
-		log_error("audit: logout of %s not recorded", req->auth.user.name);
-	auth_cookie_header(req->app, NULL, cookie, sizeof(cookie));
+	if (audit_add(app->db, time(NULL), ident->user.name, "logout", ident->user.name,
+		      http_address(req), NULL) < 0)
+		log_error("audit: logout of %s not recorded", ident->user.name);
+	auth_cookie_header(app, NULL, cookie, sizeof(cookie));
 	http_add_header(req, "Set-Cookie", cookie);
 	http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 }
 
 void api_me(struct http_request *req)
 {
-	json_t *me = api_user_json(&req->auth.user);
+	const struct auth_identity *ident = http_identity(req);
+	json_t *me = api_user_json(&ident->user);
 
 	json_object_set_new(me, "auth",
-			    json_string(req->auth.kind == AUTH_COOKIE ? "cookie" : "token"));
-	if (req->auth.kind == AUTH_COOKIE)
-		json_object_set_new(me, "csrf_token", json_string(req->auth.csrf_token));
+			    json_string(ident->kind == AUTH_COOKIE ? "cookie" : "token"));
+	if (ident->kind == AUTH_COOKIE)
+		json_object_set_new(me, "csrf_token", json_string(ident->csrf_token));
 	http_reply_json(req, MHD_HTTP_OK, me);
 }
 
 void api_me_password(struct http_request *req)
 {
+	const struct auth_identity *ident = http_identity(req);
 	static const char *const fields[] = {"current_password", "new_password", NULL};
 	const char *current = NULL, *next = NULL, *why;
 	char hash[PASSWORD_HASH_MAX];
 	json_t *body = api_body(req, fields);
-	struct app *app = req->app;
+	struct app *app = http_app(req);
 
 	if (!body)
 		return;
 	if (api_string(req, body, "current_password", &current) != 1 ||
 	    api_string(req, body, "new_password", &next) != 1) {
-		if (!req->response)
+		if (!http_has_reply(req))
 			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 					 "fields \"current_password\" and \"new_password\" are "
 					 "required");
@@ -130,17 +135,17 @@ void api_me_password(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 				 "field \"new_password\" %s (at least %u characters)", why,
 				 app->cfg->min_password_length);
-	} else if (!password_verify(current, req->auth.user.password_hash)) {
+	} else if (!password_verify(current, ident->user.password_hash)) {
 		http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
 				 "the current password is wrong");
 	} else if (password_hash(next, app->password, hash) < 0 ||
-		   users_set_password(app->db, req->auth.user.id, hash, req->auth.session_id,
+		   users_set_password(app->db, ident->user.id, hash, ident->session_id,
 				      time(NULL)) != USERS_OK) {
 		http_reply_internal(req);
 	} else {
-		if (audit_add(app->db, time(NULL), req->auth.user.name, "password.change",
-			      req->auth.user.name, req->address, NULL) < 0)
-			log_error("audit: password.change of %s not recorded", req->auth.user.name);
+		if (audit_add(app->db, time(NULL), ident->user.name, "password.change",
+			      ident->user.name, http_address(req), NULL) < 0)
+			log_error("audit: password.change of %s not recorded", ident->user.name);
 		http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 	}
 	json_decref(body);

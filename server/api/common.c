@@ -69,8 +69,9 @@ json_t *api_parse_object(const char *text, size_t len, const char *const *allowe
 
 json_t *api_body(struct http_request *req, const char *const *allowed)
 {
-	const char *code;
+	const char *code, *body;
 	char message[256];
+	size_t len;
 	json_t *obj;
 
 	if (!http_content_type_is(req, "application/json")) {
@@ -78,7 +79,8 @@ json_t *api_body(struct http_request *req, const char *const *allowed)
 				 "send the body as Content-Type: application/json");
 		return NULL;
 	}
-	obj = api_parse_object(req->body.data, req->body.len, allowed, &code, message, sizeof(message));
+	body = http_body(req, &len);
+	obj = api_parse_object(body, len, allowed, &code, message, sizeof(message));
 	if (!obj)
 		http_reply_error(req, MHD_HTTP_BAD_REQUEST, code, "%s", message);
 	return obj;

@@ -52,12 +52,13 @@ static void append_next(char *url, size_t len, const char *next)
 
 void pages_login_post(struct http_request *req)
 {
+	struct app *app = http_app(req);
 	char name[64] = "", password[PASSWORD_MAX_LENGTH + 1] = "", next[512] = "";
 	char secret[SESSION_SECRET_LEN + 1], cookie[256], location[1024];
 	struct user user;
 	struct session session;
 	int64_t retry_after = 0;
-	const char *body = buf_str(&req->body);
+	const char *body = http_body(req, NULL);
 
 	if (!http_content_type_is(req, "application/x-www-form-urlencoded")) {
 		http_reply_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
@@ -68,11 +69,11 @@ void pages_login_post(struct http_request *req)
 	http_form_field(body, "password", password, sizeof(password));
 	if (http_form_field(body, "next", next, sizeof(next)) < 0 || !auth_next_is_local(next))
 		snprintf(next, sizeof(next), "/dashboard");
-	enum login_result res = auth_login(req->app, name, password, req->address, &user, &session,
+	enum login_result res = auth_login(app, name, password, http_address(req), &user, &session,
 					   secret, &retry_after);
 	explicit_bzero(password, sizeof(password));
 	if (res == LOGIN_OK) {
-		auth_cookie_header(req->app, secret, cookie, sizeof(cookie));
+		auth_cookie_header(app, secret, cookie, sizeof(cookie));
 		http_add_header(req, "Set-Cookie", cookie);
 		http_reply_redirect(req, next);
 		return;
@@ -89,14 +90,16 @@ void pages_login_post(struct http_request *req)
 
 void pages_logout_post(struct http_request *req)
 {
+	const struct auth_identity *ident = http_identity(req);
+	struct app *app = http_app(req);
 	char cookie[256];
 
-	if (req->auth.kind == AUTH_COOKIE)
-		sessions_delete(req->app->db, req->auth.session_id);
-	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "logout", req->auth.user.name,
-		      req->address, NULL) < 0)
-		log_error("audit: logout of %s not recorded", req->auth.user.name);
-	auth_cookie_header(req->app, NULL, cookie, sizeof(cookie));
+	if (ident->kind == AUTH_COOKIE)
+		sessions_delete(app->db, ident->session_id);
+	if (audit_add(app->db, time(NULL), ident->user.name, "logout", ident->user.name,
+		      http_address(req), NULL) < 0)
+		log_error("audit: logout of %s not recorded", ident->user.name);
+	auth_cookie_header(app, NULL, cookie, sizeof(cookie));
 	http_add_header(req, "Set-Cookie", cookie);
 	http_reply_redirect(req, "/login");
 }

@@ -44,22 +44,23 @@ json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg)
 
 void api_runtime_start(struct http_request *req)
 {
+	const struct auth_identity *ident = http_identity(req);
 	static const char *const fields[] = {"type", NULL};
 	const char *type = NULL;
 	enum runtime_kind kind;
-	struct app *app = req->app;
+	struct app *app = http_app(req);
 	struct runtime r;
 	json_t *body = api_body(req, fields);
 
 	if (!body)
 		return;
 	if (api_string(req, body, "type", &type) != 1 || runtimes_kind_parse(type, &kind) < 0) {
-		if (!req->response)
+		if (!http_has_reply(req))
 			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 					 "field \"type\" must be \"cpu\" or \"gpu\"");
 		goto out;
 	}
-	switch (runtime_start(app, req->auth.user.id, req->auth.user.name, req->address, kind, &r)) {
+	switch (runtime_start(app, ident->user.id, ident->user.name, http_address(req), kind, &r)) {
 	case RUNTIME_START_OK:
 		http_reply_json(req, MHD_HTTP_ACCEPTED,
 				json_pack("{s:o}", "session", api_runtime_json(&r, app->cfg)));
@@ -84,8 +85,9 @@ out:
 
 void api_runtime_get(struct http_request *req)
 {
+	struct app *app = http_app(req);
 	struct runtime r;
-	int rc = runtimes_latest(req->app->db, req->auth.user.id, &r);
+	int rc = runtimes_latest(app->db, http_identity(req)->user.id, &r);
 
 	if (rc < 0) {
 		http_reply_internal(req);
@@ -93,13 +95,15 @@ void api_runtime_get(struct http_request *req)
 	}
 	http_reply_json(req, MHD_HTTP_OK,
 			json_pack("{s:o}", "session",
-				  rc ? api_runtime_json(&r, req->app->cfg) : json_null()));
+				  rc ? api_runtime_json(&r, app->cfg) : json_null()));
 }
 
 void api_runtime_stop(struct http_request *req)
 {
+	const struct auth_identity *ident = http_identity(req);
+	struct app *app = http_app(req);
 	struct runtime r;
-	int rc = runtimes_live(req->app->db, req->auth.user.id, &r);
+	int rc = runtimes_live(app->db, ident->user.id, &r);
 
 	if (rc < 0) {
 		http_reply_internal(req);
@@ -109,17 +113,17 @@ void api_runtime_stop(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "no_runtime", "you have no running runtime");
 		return;
 	}
-	if (runtime_stop(req->app, &r, "stopped by the user") < 0) {
+	if (runtime_stop(app, &r, "stopped by the user") < 0) {
 		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "supervisor_unreachable",
 				 "the supervisor did not answer; try again");
 		return;
 	}
-	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "runtime.stop",
-		      req->auth.user.name, req->address, "stopped by the user") < 0)
-		log_error("audit: runtime.stop of %s not recorded", req->auth.user.name);
-	runtimes_latest(req->app->db, req->auth.user.id, &r);
+	if (audit_add(app->db, time(NULL), ident->user.name, "runtime.stop",
+		      ident->user.name, http_address(req), "stopped by the user") < 0)
+		log_error("audit: runtime.stop of %s not recorded", ident->user.name);
+	runtimes_latest(app->db, ident->user.id, &r);
 	http_reply_json(req, MHD_HTTP_ACCEPTED,
-			json_pack("{s:o}", "session", api_runtime_json(&r, req->app->cfg)));
+			json_pack("{s:o}", "session", api_runtime_json(&r, app->cfg)));
 }
 
 /* The runtime API lived at /api/v1/me/session until it was named for what it
@@ -131,5 +135,5 @@ void api_runtime_moved(struct http_request *req)
 	http_add_header(req, "Location", "/api/v1/me/runtime");
 	http_reply_error(req, MHD_HTTP_PERMANENT_REDIRECT, "moved",
 			 "%s moved to /api/v1/me/runtime and goes away in the next release",
-			 req->path);
+			 http_path(req));
 }

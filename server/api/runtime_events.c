@@ -67,7 +67,8 @@ static uint64_t first_id(struct http_request *req)
 
 void api_runtime_events(struct http_request *req)
 {
-	struct app *app = req->app;
+	const struct auth_identity *ident = http_identity(req);
+	struct app *app = http_app(req);
 	struct events_sub *sub = calloc(1, sizeof(*sub));
 	int rc;
 
@@ -83,7 +84,7 @@ void api_runtime_events(struct http_request *req)
 		free(sub); /* the reply says why */
 		return;
 	}
-	rc = runtime_watch_subscribe(app->watch, req->auth.user.id, on_change, sub, &sub->watcher);
+	rc = runtime_watch_subscribe(app->watch, ident->user.id, on_change, sub, &sub->watcher);
 	if (rc == 0)
 		return;
 	/* Each reply below replaces the stream's, which releases the stream
@@ -92,7 +93,7 @@ void api_runtime_events(struct http_request *req)
 		http_add_header(req, "Retry-After", RETRY_AFTER_S);
 		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_streams",
 				 "you have %u runtime event streams open; close one first",
-				 runtime_watch_count(app->watch, req->auth.user.id));
+				 runtime_watch_count(app->watch, ident->user.id));
 	} else if (rc == -ENFILE) {
 		http_add_header(req, "Retry-After", RETRY_AFTER_S);
 		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "too_many_streams",

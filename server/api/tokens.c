@@ -33,7 +33,7 @@ void api_tokens_list(struct http_request *req)
 {
 	json_t *list = json_array();
 
-	if (tokens_each(req->app->db, req->auth.user.id, append_token, list) < 0) {
+	if (tokens_each(http_app(req)->db, http_identity(req)->user.id, append_token, list) < 0) {
 		json_decref(list);
 		http_reply_internal(req);
 		return;
@@ -43,6 +43,8 @@ void api_tokens_list(struct http_request *req)
 
 void api_tokens_create(struct http_request *req)
 {
+	const struct auth_identity *ident = http_identity(req);
+	struct app *app = http_app(req);
 	static const char *const fields[] = {"name", NULL};
 	const char *name = NULL;
 	char token[TOKEN_LEN + 1];
@@ -53,23 +55,23 @@ void api_tokens_create(struct http_request *req)
 	if (!body)
 		return;
 	if (api_string(req, body, "name", &name) != 1 || !tokens_name_valid(name)) {
-		if (!req->response)
+		if (!http_has_reply(req))
 			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 					 "field \"name\" must be 1-%d printable characters",
 					 TOKEN_NAME_MAX);
 		json_decref(body);
 		return;
 	}
-	rc = tokens_create(req->app->db, req->auth.user.id, name, time(NULL), token, &info);
+	rc = tokens_create(app->db, ident->user.id, name, time(NULL), token, &info);
 	if (rc == DB_CONFLICT) {
 		http_reply_error(req, MHD_HTTP_CONFLICT, "conflict",
 				 "you already have a token named \"%s\"", name);
 	} else if (rc < 0) {
 		http_reply_internal(req);
 	} else {
-		if (audit_add(req->app->db, time(NULL), req->auth.user.name, "token.create",
-			      req->auth.user.name, req->address, name) < 0)
-			log_error("audit: token.create of %s not recorded", req->auth.user.name);
+		if (audit_add(app->db, time(NULL), ident->user.name, "token.create",
+			      ident->user.name, http_address(req), name) < 0)
+			log_error("audit: token.create of %s not recorded", ident->user.name);
 		out = token_json(&info);
 		json_object_set_new(out, "token", json_string(token));
 		http_reply_json(req, MHD_HTTP_CREATED, out);
@@ -79,7 +81,9 @@ void api_tokens_create(struct http_request *req)
 
 void api_tokens_delete(struct http_request *req)
 {
-	const char *text = req->match.params[0];
+	const struct auth_identity *ident = http_identity(req);
+	struct app *app = http_app(req);
+	const char *text = http_match(req)->params[0];
 	char *end, detail[32];
 	long long id;
 	int rc;
@@ -91,16 +95,16 @@ void api_tokens_delete(struct http_request *req)
 				 text);
 		return;
 	}
-	rc = tokens_delete(req->app->db, req->auth.user.id, id);
+	rc = tokens_delete(app->db, ident->user.id, id);
 	if (rc < 0) {
 		http_reply_internal(req);
 	} else if (rc == 0) {
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no token with id %lld", id);
 	} else {
 		snprintf(detail, sizeof(detail), "id %lld", id);
-		if (audit_add(req->app->db, time(NULL), req->auth.user.name, "token.revoke",
-			      req->auth.user.name, req->address, detail) < 0)
-			log_error("audit: token.revoke of %s not recorded", req->auth.user.name);
+		if (audit_add(app->db, time(NULL), ident->user.name, "token.revoke",
+			      ident->user.name, http_address(req), detail) < 0)
+			log_error("audit: token.revoke of %s not recorded", ident->user.name);
 		http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 	}
 }

@@ -24,7 +24,7 @@ void api_users_list(struct http_request *req)
 {
 	json_t *list = json_array();
 
-	if (users_each(req->app->db, append_user, list) < 0) {
+	if (users_each(http_app(req)->db, append_user, list) < 0) {
 		json_decref(list);
 		http_reply_internal(req);
 		return;
@@ -41,17 +41,17 @@ static int choose_password(struct http_request *req, const char *given, char gen
 	const char *why;
 
 	generated[0] = '\0';
-	if (given && (why = password_policy_error(given, req->app->cfg->min_password_length))) {
+	if (given && (why = password_policy_error(given, http_app(req)->cfg->min_password_length))) {
 		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 				 "field \"password\" %s (at least %u characters)", why,
-				 req->app->cfg->min_password_length);
+				 http_app(req)->cfg->min_password_length);
 		return -1;
 	}
 	if (!given && password_generate(generated) < 0) {
 		http_reply_internal(req);
 		return -1;
 	}
-	if (password_hash(given ? given : generated, req->app->password, hash) < 0) {
+	if (password_hash(given ? given : generated, http_app(req)->password, hash) < 0) {
 		http_reply_internal(req);
 		return -1;
 	}
@@ -74,6 +74,7 @@ static int read_role(struct http_request *req, json_t *body, bool *present, enum
 
 void api_users_create(struct http_request *req)
 {
+	struct app *app = http_app(req);
 	static const char *const fields[] = {"name", "role", "password", NULL};
 	const char *name = NULL, *password = NULL;
 	enum user_role role = USER_ROLE_USER;
@@ -86,7 +87,7 @@ void api_users_create(struct http_request *req)
 	if (!body)
 		return;
 	if (api_string(req, body, "name", &name) != 1 || !parse_user_name_ok(name)) {
-		if (!req->response)
+		if (!http_has_reply(req))
 			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 					 "field \"name\" must match ^[a-z][a-z0-9_-]{0,31}$");
 		goto out;
@@ -95,7 +96,7 @@ void api_users_create(struct http_request *req)
 	    api_string(req, body, "password", &password) < 0 ||
 	    choose_password(req, password, generated, hash) < 0)
 		goto out;
-	rc = users_create(req->app->db, name, role, hash, time(NULL), &u);
+	rc = users_create(app->db, name, role, hash, time(NULL), &u);
 	if (rc == DB_CONFLICT) {
 		http_reply_error(req, MHD_HTTP_CONFLICT, "conflict", "user \"%s\" already exists",
 				 name);
@@ -105,8 +106,8 @@ void api_users_create(struct http_request *req)
 		http_reply_internal(req);
 		goto out;
 	}
-	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "user.create", name,
-		      req->address, users_role_name(role)) < 0)
+	if (audit_add(app->db, time(NULL), http_identity(req)->user.name, "user.create", name,
+		      http_address(req), users_role_name(role)) < 0)
 		log_error("audit: user.create of %s not recorded", name);
 	out = json_pack("{s:o}", "user", api_user_json(&u));
 	if (generated[0])
@@ -119,8 +120,8 @@ out:
 /* Loads the user named in the path; 0 with *u, or -1 with the reply set. */
 static int path_user(struct http_request *req, struct user *u)
 {
-	const char *name = req->match.params[0];
-	int rc = parse_user_name_ok(name) ? users_find_by_name(req->app->db, name, u) : 0;
+	const char *name = http_match(req)->params[0];
+	int rc = parse_user_name_ok(name) ? users_find_by_name(http_app(req)->db, name, u) : 0;
 
 	if (rc < 0)
 		http_reply_internal(req);
@@ -161,6 +162,7 @@ static void describe_patch(char *out, size_t len, bool has_role, enum user_role 
 
 void api_users_patch(struct http_request *req)
 {
+	struct app *app = http_app(req);
 	static const char *const fields[] = {"role", "disabled", "password", "reset_password", NULL};
 	const char *password = NULL;
 	enum user_role role;
@@ -185,22 +187,22 @@ void api_users_patch(struct http_request *req)
 	if ((has_password || reset) && choose_password(req, password, generated, hash) < 0)
 		goto out;
 	/* Validation is complete; now change, role/disabled first (the guarded part). */
-	rc = users_update(req->app->db, u.name, has_role ? &role : NULL,
+	rc = users_update(app->db, u.name, has_role ? &role : NULL,
 			  has_disabled ? &disabled : NULL, time(NULL));
 	if (rc == USERS_OK && (has_password || reset))
-		rc = users_set_password(req->app->db, u.id, hash, 0, time(NULL));
+		rc = users_set_password(app->db, u.id, hash, 0, time(NULL));
 	if (rc != USERS_OK) {
 		reply_change_failed(req, rc);
 		goto out;
 	}
 	describe_patch(detail, sizeof(detail), has_role, role, has_disabled, disabled,
 		       has_password || reset);
-	if (audit_add(req->app->db, time(NULL), req->auth.user.name,
+	if (audit_add(app->db, time(NULL), http_identity(req)->user.name,
 		      (has_password || reset) && !has_role && !has_disabled ? "user.password_reset"
 									    : "user.update",
-		      u.name, req->address, detail) < 0)
+		      u.name, http_address(req), detail) < 0)
 		log_error("audit: change of user %s not recorded", u.name);
-	if (users_find_by_id(req->app->db, u.id, &u) != 1) {
+	if (users_find_by_id(app->db, u.id, &u) != 1) {
 		http_reply_internal(req);
 		goto out;
 	}
@@ -214,18 +216,19 @@ out:
 
 void api_users_delete(struct http_request *req)
 {
+	struct app *app = http_app(req);
 	struct user u;
 	int rc;
 
 	if (path_user(req, &u) < 0)
 		return;
-	rc = users_delete(req->app->db, u.name);
+	rc = users_delete(app->db, u.name);
 	if (rc != USERS_OK) {
 		reply_change_failed(req, rc);
 		return;
 	}
-	if (audit_add(req->app->db, time(NULL), req->auth.user.name, "user.delete", u.name,
-		      req->address, NULL) < 0)
+	if (audit_add(app->db, time(NULL), http_identity(req)->user.name, "user.delete", u.name,
+		      http_address(req), NULL) < 0)
 		log_error("audit: user.delete of %s not recorded", u.name);
 	http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 }

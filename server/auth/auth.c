@@ -30,16 +30,17 @@
 static int identify_by_token(struct http_request *req, const char *token, int64_t now,
 			     long long *ttl_ms)
 {
+	struct auth_identity *id = http_identity(req);
 	struct token_info t;
-	int rc = tokens_lookup(req->app->db, token, now, &t);
+	int rc = tokens_lookup(http_app(req)->db, token, now, &t);
 
 	if (rc <= 0)
 		return rc;
-	rc = users_find_by_id(req->app->db, t.user_id, &req->auth.user);
-	if (rc <= 0 || req->auth.user.disabled)
+	rc = users_find_by_id(http_app(req)->db, t.user_id, &id->user);
+	if (rc <= 0 || id->user.disabled)
 		return rc < 0 ? -1 : 0;
-	req->auth.kind = AUTH_TOKEN;
-	req->auth.token_id = t.id;
+	id->kind = AUTH_TOKEN;
+	id->token_id = t.id;
 	*ttl_ms = IDENTITY_TTL_MS;
 	return 1;
 }
@@ -47,21 +48,22 @@ static int identify_by_token(struct http_request *req, const char *token, int64_
 static int identify_by_cookie(struct http_request *req, const char *secret, int64_t now,
 			      long long *ttl_ms)
 {
+	struct auth_identity *id = http_identity(req);
 	struct session s;
-	int rc = sessions_lookup(req->app->db, secret, req->app->session, now, &s);
+	int rc = sessions_lookup(http_app(req)->db, secret, http_app(req)->session, now, &s);
 
 	if (rc <= 0)
 		return rc;
-	rc = users_find_by_id(req->app->db, s.user_id, &req->auth.user);
-	if (rc <= 0 || req->auth.user.disabled)
+	rc = users_find_by_id(http_app(req)->db, s.user_id, &id->user);
+	if (rc <= 0 || id->user.disabled)
 		return rc < 0 ? -1 : 0;
-	req->auth.kind = AUTH_COOKIE;
-	req->auth.session_id = s.id;
-	snprintf(req->auth.csrf_token, sizeof(req->auth.csrf_token), "%s", s.csrf_token);
+	id->kind = AUTH_COOKIE;
+	id->session_id = s.id;
+	snprintf(id->csrf_token, sizeof(id->csrf_token), "%s", s.csrf_token);
 	/* never past the session's own end, by lifetime or by idleness */
 	int64_t left = s.expires_at - now;
-	if (s.last_seen + req->app->session->idle_s - now < left)
-		left = s.last_seen + req->app->session->idle_s - now;
+	if (s.last_seen + http_app(req)->session->idle_s - now < left)
+		left = s.last_seen + http_app(req)->session->idle_s - now;
 	*ttl_ms = left * 1000 < IDENTITY_TTL_MS ? left * 1000 : IDENTITY_TTL_MS;
 	return 1;
 }
@@ -75,20 +77,22 @@ int auth_identify(struct http_request *req)
 	enum auth_kind kind = bearer ? AUTH_TOKEN : AUTH_COOKIE;
 	/* taken before the store is read: a change in between makes what is
 	 * read here stale at once */
-	uint64_t gen = db_generation(req->app->db, DB_IDENTITIES);
+	uint64_t gen = db_generation(http_app(req)->db, DB_IDENTITIES);
 	long long now_ms = clock_ms(), ttl_ms = 0;
 	unsigned char key[TTLCACHE_KEY_LEN];
 	struct auth_identity cached;
 	int64_t now = time(NULL);
+	struct auth_identity *id = http_identity(req);
 	int rc = 0;
 
-	memset(&req->auth, 0, sizeof(req->auth));
+	memset(id, 0, sizeof(*id));
 	if (!secret)
 		return 0;
 	/* Keyed by the secret's SHA-256, so the cache holds no usable secret. */
 	crypto_sha256(secret, strlen(secret), key);
-	if (ttlcache_get(req->app->identities, key, gen, now_ms, &cached) && cached.kind == kind) {
-		req->auth = cached;
+	if (ttlcache_get(http_app(req)->identities, key, gen, now_ms, &cached) &&
+	    cached.kind == kind) {
+		*id = cached;
 		explicit_bzero(&cached, sizeof(cached));
 		return 0;
 	}
@@ -98,9 +102,9 @@ int auth_identify(struct http_request *req)
 	else
 		rc = identify_by_cookie(req, secret, now, &ttl_ms);
 	if (rc <= 0)
-		memset(&req->auth, 0, sizeof(req->auth)); /* AUTH_NONE */
+		memset(id, 0, sizeof(*id)); /* AUTH_NONE */
 	else if (ttl_ms > 0)
-		ttlcache_put(req->app->identities, key, gen, now_ms + ttl_ms, &req->auth);
+		ttlcache_put(http_app(req)->identities, key, gen, now_ms + ttl_ms, id);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -108,13 +112,14 @@ bool auth_csrf_ok(struct http_request *req)
 {
 	const char *sent = http_header(req, "X-CSRF-Token");
 	char form_value[SESSION_CSRF_LEN + 2];
-	size_t want = strlen(req->auth.csrf_token);
+	size_t want = strlen(http_identity(req)->csrf_token);
+	const char *body = http_body(req, NULL);
 
-	if (!sent && req->body.data && http_content_type_is(req, "application/x-www-form-urlencoded") &&
-	    http_form_field(req->body.data, "csrf_token", form_value, sizeof(form_value)) == 0)
+	if (!sent && http_content_type_is(req, "application/x-www-form-urlencoded") &&
+	    http_form_field(body, "csrf_token", form_value, sizeof(form_value)) == 0)
 		sent = form_value;
 	return sent && want > 0 && strlen(sent) == want &&
-	       crypto_equal(sent, req->auth.csrf_token, want);
+	       crypto_equal(sent, http_identity(req)->csrf_token, want);
 }
 
 bool auth_origin_ok(struct http_request *req)

@@ -15,7 +15,7 @@ struct app;
 struct http_request;
 
 
-/* Resolves the request's credentials into req->auth (AUTH_NONE when absent,
+/* Resolves the request's credentials into http_identity(req) (AUTH_NONE when absent,
  * expired, revoked or the user is disabled). Returns -1 only on a store error.
  * What the store said is kept in app->identities (when set) for a few
  * seconds, keyed by the secret's SHA-256, and forgotten at once by any store

@@ -16,6 +16,29 @@
 #include "labd/log.h"
 #include "http/workers.h"
 
+/* The request object; opaque outside this file (handlers use the accessors). */
+struct http_request {
+	struct MHD_Connection *conn;
+	struct app *app;
+	const char *method; /* borrowed from libmicrohttpd for the request */
+	const char *path;   /* decoded path, no query */
+	char *raw_uri;      /* as the client sent it, with the query; owned */
+	bool started;       /* the first access-handler call has been seen */
+	const struct http_handler *handler; /* the one serving this request */
+	void *stream; /* a streaming handler's state; freed by its release */
+	bool from_upstream;        /* the reply is Jupyter's, with its own headers */
+	struct buf body; /* at most max_body bytes; body.data is NULL when none came */
+	bool body_too_large;
+	char address[64];
+	struct auth_identity auth;
+	struct route_match match;
+	/* the reply */
+	unsigned status;
+	struct MHD_Response *response;
+	int nextra;
+	char *extra[HTTP_MAX_EXTRA_HEADERS][2];
+};
+
 /* Sent on every response, including errors and static files. */
 static const char *const security_headers[][2] = {
 	{"Content-Security-Policy",
@@ -25,6 +48,73 @@ static const char *const security_headers[][2] = {
 	{"X-Content-Type-Options", "nosniff"},
 	{"Referrer-Policy", "same-origin"},
 };
+
+struct app *http_app(const struct http_request *req)
+{
+	return req->app;
+}
+
+struct auth_identity *http_identity(struct http_request *req)
+{
+	return &req->auth;
+}
+
+struct route_match *http_match(struct http_request *req)
+{
+	return &req->match;
+}
+
+const char *http_method(const struct http_request *req)
+{
+	return req->method;
+}
+
+const char *http_path(const struct http_request *req)
+{
+	return req->path;
+}
+
+const char *http_raw_uri(const struct http_request *req)
+{
+	return req->raw_uri;
+}
+
+const char *http_address(const struct http_request *req)
+{
+	return req->address;
+}
+
+const char *http_body(const struct http_request *req, size_t *len)
+{
+	if (len)
+		*len = req->body.len;
+	return buf_str(&req->body);
+}
+
+struct MHD_Connection *http_connection(const struct http_request *req)
+{
+	return req->conn;
+}
+
+void *http_stream_state(const struct http_request *req)
+{
+	return req->stream;
+}
+
+void http_set_stream_state(struct http_request *req, void *state)
+{
+	req->stream = state;
+}
+
+bool http_has_reply(const struct http_request *req)
+{
+	return req->response != NULL;
+}
+
+unsigned http_status(const struct http_request *req)
+{
+	return req->status;
+}
 
 const char *http_header(struct http_request *req, const char *name)
 {
@@ -158,6 +248,12 @@ void http_reply_fd(struct http_request *req, unsigned status, const char *conten
 void http_reply_response(struct http_request *req, unsigned status, struct MHD_Response *resp)
 {
 	set_reply(req, resp ? status : 0, resp);
+}
+
+void http_reply_upstream(struct http_request *req, unsigned status, struct MHD_Response *resp)
+{
+	set_reply(req, resp ? status : 0, resp);
+	req->from_upstream = resp != NULL;
 }
 
 void http_url_encode(const char *s, char *out, size_t outlen)

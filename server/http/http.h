@@ -2,9 +2,10 @@
  *
  * One struct http_request per HTTP request: created when libmicrohttpd first
  * reports it, released by the completion callback; it owns the body buffer,
- * the extra response headers and the queued response. Handlers read the
- * request with the getters and set exactly one reply with an http_reply_*
- * function; the dispatcher adds the security headers to every reply. */
+ * the extra response headers and the queued response. The struct is opaque
+ * (defined in http.c): handlers read the request with the accessors below and
+ * set exactly one reply with an http_reply_* function; the dispatcher adds the
+ * security headers to every reply. */
 #ifndef LABD_HTTP_H
 #define LABD_HTTP_H
 
@@ -29,39 +30,17 @@ struct http_handler {
 	bool streaming;
 	/* buffered: called once, with the body; sets exactly one reply */
 	void (*on_request)(struct http_request *req);
-	/* streaming: begin sets a reply, or sets req->stream and takes over */
+	/* streaming: begin sets a reply, or sets its stream state and takes over */
 	void (*begin)(struct http_request *req);
 	enum MHD_Result (*upload)(struct http_request *req, const char *data, size_t *size);
 	/* the body is done: queue the reply (parking the connection meanwhile) */
 	enum MHD_Result (*respond)(struct http_request *req);
-	/* the request is over: free req->stream */
+	/* the request is over: free the stream state */
 	void (*release)(struct http_request *req);
 };
 struct workers;
 
 #define HTTP_MAX_EXTRA_HEADERS 6
-
-struct http_request {
-	struct MHD_Connection *conn;
-	struct app *app;
-	const char *method; /* borrowed from libmicrohttpd for the request */
-	const char *path;   /* decoded path, no query */
-	char *raw_uri;      /* as the client sent it, with the query; owned */
-	bool started;       /* the first access-handler call has been seen */
-	const struct http_handler *handler; /* the one serving this request */
-	void *stream; /* a streaming handler's state; freed by its release */
-	bool from_upstream;        /* the reply is Jupyter's, with its own headers */
-	struct buf body; /* at most max_body bytes; body.data is NULL when none came */
-	bool body_too_large;
-	char address[64];
-	struct auth_identity auth;
-	struct route_match match;
-	/* the reply */
-	unsigned status;
-	struct MHD_Response *response;
-	int nextra;
-	char *extra[HTTP_MAX_EXTRA_HEADERS][2];
-};
 
 /* Starts libmicrohttpd on an already bound listening socket: one daemon per
  * worker thread (cfg threads, 0 = one per core), serving with handlers[0..n)
@@ -73,6 +52,32 @@ struct workers *http_start(struct app *app, int listen_fd, const struct http_han
 json_t *http_error_json(const char *code, const char *message);
 
 /* Request accessors: values are borrowed for the request's lifetime. */
+/* The application state the server was started with. */
+struct app *http_app(const struct http_request *req);
+/* The request's identity, stored in the request (AUTH_NONE until auth_identify fills it). */
+struct auth_identity *http_identity(struct http_request *req);
+/* The request's route match, stored in the request: the router fills it, handlers read it. */
+struct route_match *http_match(struct http_request *req);
+/* The method as sent ("GET", ...). */
+const char *http_method(const struct http_request *req);
+/* The decoded path, without the query. */
+const char *http_path(const struct http_request *req);
+/* The URI exactly as the client sent it, query included. */
+const char *http_raw_uri(const struct http_request *req);
+/* The client's address as text ("unknown" when libmicrohttpd has none). */
+const char *http_address(const struct http_request *req);
+/* A buffered handler's body, NUL-terminated ("" when none came); its length
+ * in *len unless len is NULL. */
+const char *http_body(const struct http_request *req, size_t *len);
+/* The libmicrohttpd connection, for suspend/resume and upgrades. */
+struct MHD_Connection *http_connection(const struct http_request *req);
+/* A streaming handler's state: NULL until it sets one; its release frees it. */
+void *http_stream_state(const struct http_request *req);
+void http_set_stream_state(struct http_request *req, void *state);
+/* True once a reply has been set. */
+bool http_has_reply(const struct http_request *req);
+/* The status of the reply set so far; 0 when none. */
+unsigned http_status(const struct http_request *req);
 const char *http_header(struct http_request *req, const char *name);
 const char *http_query(struct http_request *req, const char *name);
 const char *http_cookie(struct http_request *req, const char *name);
@@ -95,6 +100,9 @@ void http_reply_fd(struct http_request *req, unsigned status, const char *conten
 		   size_t size);
 /* Replies with a response built elsewhere (a stream); takes resp. NULL: 500. */
 void http_reply_response(struct http_request *req, unsigned status, struct MHD_Response *resp);
+/* Replies with an upstream's response (the proxy): takes resp, which carries
+ * the upstream's own headers, so labd's security headers are not added. */
+void http_reply_upstream(struct http_request *req, unsigned status, struct MHD_Response *resp);
 /* Adds a response header, copied; silently bounded to HTTP_MAX_EXTRA_HEADERS. */
 void http_add_header(struct http_request *req, const char *name, const char *value);
 

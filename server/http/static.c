@@ -76,7 +76,7 @@ static void serve_file(struct http_request *req, unsigned status, const char *re
 	struct stat st;
 	char etag[64], modified[64];
 	struct tm tm;
-	int fd = static_path_safe(rel) ? open_beneath(req->app->web_root_fd, rel) : -1;
+	int fd = static_path_safe(rel) ? open_beneath(http_app(req)->web_root_fd, rel) : -1;
 
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		if (fd >= 0)
@@ -112,7 +112,7 @@ void static_serve(struct http_request *req)
 {
 	char rel[300];
 
-	if (snprintf(rel, sizeof(rel), "static/%s", req->path + strlen("/static/")) >=
+	if (snprintf(rel, sizeof(rel), "static/%s", http_path(req) + strlen("/static/")) >=
 	    (int)sizeof(rel)) {
 		static_serve_html(req, MHD_HTTP_NOT_FOUND, "404.html");
 		return;

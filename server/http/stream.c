@@ -345,7 +345,7 @@ struct http_stream *http_stream_open(struct http_request *req, struct http_strea
 	size_t n;
 
 	pthread_mutex_lock(&hub->lock);
-	res = open_locked(hub, req->conn, content_type, max_bytes, &s, &resp);
+	res = open_locked(hub, http_connection(req), content_type, max_bytes, &s, &resp);
 	n = hub->n;
 	if (res == OPEN_OK) {
 		s->on_close = on_close;

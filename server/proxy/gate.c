@@ -54,7 +54,7 @@ static void reply_login(struct http_request *req)
 				 "log in or send an API token");
 		return;
 	}
-	http_url_encode(req->raw_uri, next, sizeof(next));
+	http_url_encode(http_raw_uri(req), next, sizeof(next));
 	snprintf(location, sizeof(location), "/login?next=%s", next);
 	http_reply_redirect(req, location);
 }
@@ -103,16 +103,18 @@ static int live_runtime(struct app *app, const char *user, struct runtime *r)
 /* Authentication, ownership and Origin; true when the request may go on. */
 static bool allowed(struct http_request *req, const char *user)
 {
+	const struct auth_identity *ident = http_identity(req); /* filled just below */
+
 	if (auth_identify(req) < 0) {
 		http_reply_internal(req);
 		return false;
 	}
-	if (req->auth.kind == AUTH_NONE) {
+	if (ident->kind == AUTH_NONE) {
 		reply_login(req);
 		return false;
 	}
-	bool owner = strcmp(req->auth.user.name, user) == 0;
-	bool admin = req->auth.user.role == USER_ROLE_ADMIN && req->app->cfg->admin_access;
+	bool owner = strcmp(ident->user.name, user) == 0;
+	bool admin = ident->user.role == USER_ROLE_ADMIN && http_app(req)->cfg->admin_access;
 	if (!owner && !admin) {
 		if (wants_html(req))
 			static_serve_html(req, MHD_HTTP_FORBIDDEN, "403.html");
@@ -126,7 +128,7 @@ static bool allowed(struct http_request *req, const char *user)
 	 * itself: SameSite=Lax still sends the cookie from another port of the
 	 * same host, and a kernel channel runs code. */
 	if ((http_is_state_changing(req) || http_header(req, "Upgrade")) &&
-	    req->auth.kind == AUTH_COOKIE && !auth_origin_ok(req)) {
+	    ident->kind == AUTH_COOKIE && !auth_origin_ok(req)) {
 		http_reply_error(req, MHD_HTTP_FORBIDDEN, "csrf_failed",
 				 "cross-origin request refused");
 		return false;
@@ -136,23 +138,24 @@ static bool allowed(struct http_request *req, const char *user)
 
 void gate_begin(struct http_request *req)
 {
+	struct app *app = http_app(req);
 	char user[USER_NAME_MAX + 1], location[USER_NAME_MAX + 16];
 	struct proxy_target target;
 	struct runtime r;
 	int found;
 
-	if (gate_user(req->path, user, sizeof(user)) < 0) {
+	if (gate_user(http_path(req), user, sizeof(user)) < 0) {
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no such runtime path");
 		return;
 	}
 	if (!allowed(req, user))
 		return;
-	if (req->path[6 + strlen(user)] == '\0') { /* "/user/alice" -> "/user/alice/" */
+	if (http_path(req)[6 + strlen(user)] == '\0') { /* "/user/alice" -> "/user/alice/" */
 		snprintf(location, sizeof(location), "/user/%s/", user);
 		http_reply_redirect(req, location);
 		return;
 	}
-	found = live_runtime(req->app, user, &r);
+	found = live_runtime(app, user, &r);
 	if (found < 0) {
 		http_reply_internal(req);
 		return;
@@ -169,5 +172,5 @@ void gate_begin(struct http_request *req)
 	}
 	snprintf(target.token, sizeof(target.token), "%s", r.token);
 	snprintf(target.owner, sizeof(target.owner), "%s", user);
-	proxy_begin(req, req->app->proxy, &target);
+	proxy_begin(req, app->proxy, &target);
 }

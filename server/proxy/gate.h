@@ -14,7 +14,7 @@ struct http_request;
 /* The paths the gate serves: GATE_PREFIX "<name>/...". */
 #define GATE_PREFIX "/user/"
 /* First access-handler call of such a request: either starts proxying
- * (req->proxy set, no reply) or sets the reply. */
+ * (the proxy's stream state set, no reply) or sets the reply. */
 void gate_begin(struct http_request *req);
 /* Extracts <name> from "/user/<name>[/...]" into out; -1 if malformed. */
 int gate_user(const char *path, char *out, size_t outlen);

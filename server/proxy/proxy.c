@@ -178,12 +178,12 @@ static int build_head(struct proxy_state *p, struct http_request *req)
 	p->websocket = upgrade && http_method_is(req, "GET") && !strcasecmp(upgrade, "websocket");
 	p->chunked_upload = !cl && te && header_has_token(te, "chunked");
 	p->has_body = cl ? strcmp(cl, "0") != 0 : p->chunked_upload;
-	if (append_out(p, "%s %s HTTP/1.1\r\nHost: %s\r\n", req->method, req->raw_uri,
+	if (append_out(p, "%s %s HTTP/1.1\r\nHost: %s\r\n", http_method(req), http_raw_uri(req),
 		       host ? host : "localhost") < 0)
 		return -1;
-	MHD_get_connection_values(req->conn, MHD_HEADER_KIND, copy_request_header, &h);
+	MHD_get_connection_values(http_connection(req), MHD_HEADER_KIND, copy_request_header, &h);
 	if (h.failed || append_out(p, "Authorization: token %s\r\n", p->target.token) < 0 ||
-	    append_header(p, "X-Forwarded-For", req->address) < 0 ||
+	    append_header(p, "X-Forwarded-For", http_address(req)) < 0 ||
 	    append_header(p, "X-Forwarded-Proto", p->ctx->secure ? "https" : "http") < 0 ||
 	    append_header(p, "X-Forwarded-Host", host ? host : "") < 0)
 		return -1;
@@ -218,7 +218,7 @@ static int flush_out(struct proxy_state *p)
 
 static void reply_bad_gateway(struct http_request *req, const char *why)
 {
-	log_warn("proxy %s %s: %s", req->method, req->path, why);
+	log_warn("proxy %s %s: %s", http_method(req), http_path(req), why);
 	http_reply_error(req, MHD_HTTP_BAD_GATEWAY, "runtime_unreachable",
 			 "your runtime did not answer (%s); it may be starting or stopping", why);
 }
@@ -261,10 +261,10 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 	p->body = p->in + IO_CHUNK;
 	p->ctx = ctx;
 	p->target = *target;
-	p->conn = req->conn;
+	p->conn = http_connection(req);
 	p->last_progress = time(NULL);
 	p->head_request = http_method_is(req, "HEAD");
-	req->stream = p;
+	http_set_stream_state(req, p);
 	p->fd = -1;
 	if (build_head(p, req) < 0) {
 		http_reply_error(req, 431, "headers_too_large", "request headers too large");
@@ -295,7 +295,7 @@ static bool park(struct proxy_state *p, uint32_t events)
 
 enum MHD_Result proxy_upload(struct http_request *req, const char *data, size_t *size)
 {
-	struct proxy_state *p = req->stream;
+	struct proxy_state *p = http_stream_state(req);
 	int rc;
 
 	/* Pending head or framing first; while upstream cannot take it, keep the
@@ -546,7 +546,7 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
 			struct MHD_UpgradeResponseHandle *urh)
 {
 	struct http_request *req = cls;
-	struct proxy_state *p = req->stream;
+	struct proxy_state *p = http_stream_state(req);
 	(void)conn;
 	(void)con_cls;
 
@@ -588,9 +588,7 @@ static void start_response(struct http_request *req, struct proxy_state *p)
 		return;
 	}
 	copy_response_headers(p, resp);
-	req->response = resp;
-	req->status = status;
-	req->from_upstream = true;
+	http_reply_upstream(req, status, resp);
 }
 
 /* A pooled connection that the server closed while idle fails before any
@@ -621,7 +619,7 @@ static bool retry_fresh(struct proxy_state *p)
 
 enum MHD_Result proxy_respond(struct http_request *req)
 {
-	struct proxy_state *p = req->stream;
+	struct proxy_state *p = http_stream_state(req);
 	int rc;
 
 	if (p->failed) {
@@ -665,7 +663,7 @@ enum MHD_Result proxy_respond(struct http_request *req)
 
 void proxy_release(struct http_request *req)
 {
-	struct proxy_state *p = req->stream;
+	struct proxy_state *p = http_stream_state(req);
 
 	if (!p)
 		return;
@@ -680,5 +678,5 @@ void proxy_release(struct http_request *req)
 			close(p->fd);
 	}
 	state_free(p);
-	req->stream = NULL;
+	http_set_stream_state(req, NULL);
 }

@@ -51,9 +51,9 @@ static bool is_api_path(const char *path)
 
 static void reply_not_found(struct http_request *req)
 {
-	if (is_api_path(req->path))
+	if (is_api_path(http_path(req)))
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no such API path: %s",
-				 req->path);
+				 http_path(req));
 	else
 		static_serve_html(req, MHD_HTTP_NOT_FOUND, "404.html");
 }
@@ -68,7 +68,7 @@ static void reply_unauthenticated(struct http_request *req, enum route_kind kind
 				 "log in or send an API token");
 		return;
 	}
-	http_url_encode(req->path, next, sizeof(next));
+	http_url_encode(http_path(req), next, sizeof(next));
 	snprintf(location, sizeof(location), "/login?next=%s", next);
 	http_reply_redirect(req, location);
 }
@@ -85,6 +85,8 @@ static void reply_forbidden(struct http_request *req, enum route_kind kind, cons
 /* Authentication, role, Origin and CSRF checks; true when the handler may run. */
 static bool gate(struct http_request *req, const struct route *r)
 {
+	const struct auth_identity *ident = http_identity(req); /* filled just below */
+
 	if (auth_identify(req) < 0) {
 		http_reply_internal(req);
 		return false;
@@ -97,15 +99,15 @@ static bool gate(struct http_request *req, const struct route *r)
 	}
 	if (r->access == ROUTE_PUBLIC)
 		return true;
-	if (req->auth.kind == AUTH_NONE) {
+	if (ident->kind == AUTH_NONE) {
 		reply_unauthenticated(req, r->kind);
 		return false;
 	}
-	if (r->access == ROUTE_ADMIN && req->auth.user.role != USER_ROLE_ADMIN) {
+	if (r->access == ROUTE_ADMIN && ident->user.role != USER_ROLE_ADMIN) {
 		reply_forbidden(req, r->kind, "forbidden", "this needs an administrator");
 		return false;
 	}
-	if (http_is_state_changing(req) && req->auth.kind == AUTH_COOKIE && !auth_csrf_ok(req)) {
+	if (http_is_state_changing(req) && ident->kind == AUTH_COOKIE && !auth_csrf_ok(req)) {
 		reply_forbidden(req, r->kind, "csrf_failed",
 				"missing or wrong CSRF token (send X-CSRF-Token)");
 		return false;
@@ -115,32 +117,33 @@ static bool gate(struct http_request *req, const struct route *r)
 
 void routes_dispatch(struct http_request *req)
 {
+	struct route_match *match = http_match(req);
+	const char *path = http_path(req);
 	/* HEAD is answered as GET; libmicrohttpd drops the body. */
-	const char *method = http_method_is(req, "HEAD") ? "GET" : req->method;
+	const char *method = http_method_is(req, "HEAD") ? "GET" : http_method(req);
 
-	if (strncmp(req->path, "/static/", 8) == 0) {
+	if (strncmp(path, "/static/", 8) == 0) {
 		if (strcmp(method, "GET") != 0) {
 			http_add_header(req, "Allow", "GET, HEAD");
 			http_reply_error(req, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed",
-					 "%s is not allowed here", req->method);
+					 "%s is not allowed here", http_method(req));
 			return;
 		}
 		static_serve(req);
 		return;
 	}
-	if (router_match(routes, sizeof(routes) / sizeof(routes[0]), method, req->path,
-			 &req->match) < 0) {
-		if (req->match.allow[0] == '\0') {
+	if (router_match(routes, sizeof(routes) / sizeof(routes[0]), method, path, match) < 0) {
+		if (match->allow[0] == '\0') {
 			reply_not_found(req);
 			return;
 		}
-		http_add_header(req, "Allow", req->match.allow);
+		http_add_header(req, "Allow", match->allow);
 		http_reply_error(req, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed",
-				 "%s is not allowed on %s (allowed: %s)", req->method, req->path,
-				 req->match.allow);
+				 "%s is not allowed on %s (allowed: %s)", http_method(req), path,
+				 match->allow);
 		return;
 	}
-	if (gate(req, req->match.route))
-		req->match.route->handler(req);
-	log_debug("%s %s %s -> %u", req->address, req->method, req->path, req->status);
+	if (gate(req, match->route))
+		match->route->handler(req);
+	log_debug("%s %s %s -> %u", http_address(req), http_method(req), path, http_status(req));
 }

@@ -81,7 +81,7 @@ static void handler(struct http_request *req)
 		http_stream_open(req, hub, "text/event-stream", SMALL_MAX_BYTES, count_close, NULL);
 	if (!s)
 		return;
-	if (strcmp(req->path, "/refuse") == 0) {
+	if (strcmp(http_path(req), "/refuse") == 0) {
 		http_stream_unref(s);
 		http_reply_error(req, 429, "too_many_streams", "refused");
 		return;
