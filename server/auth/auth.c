@@ -236,3 +236,12 @@ enum login_result auth_login(struct app *app, const char *name, const char *pass
 		log_error("audit: login.success of %s not recorded", user->name);
 	return LOGIN_OK;
 }
+
+void auth_redirect_login(struct http_request *req, const char *next)
+{
+	char encoded[2048], location[2100];
+
+	http_url_encode(next, encoded, sizeof(encoded));
+	snprintf(location, sizeof(location), "/login?next=%s", encoded);
+	http_reply_redirect(req, location);
+}

@@ -44,4 +44,8 @@ void auth_cookie_header(const struct app *app, const char *secret, char *out, si
  * one '/', not "//" or "/\", no control characters. */
 bool auth_next_is_local(const char *next);
 
+/* Redirects a browser to the login page, coming back to next (a local path,
+ * percent-encoded here) once logged in. */
+void auth_redirect_login(struct http_request *req, const char *next);
+
 #endif

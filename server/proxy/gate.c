@@ -47,16 +47,12 @@ static bool wants_html(struct http_request *req)
 
 static void reply_login(struct http_request *req)
 {
-	char next[2048], location[2200];
-
 	if (!wants_html(req)) {
 		http_reply_error(req, MHD_HTTP_UNAUTHORIZED, "unauthorized",
 				 "log in or send an API token");
 		return;
 	}
-	http_url_encode(http_raw_uri(req), next, sizeof(next));
-	snprintf(location, sizeof(location), "/login?next=%s", next);
-	http_reply_redirect(req, location);
+	auth_redirect_login(req, http_raw_uri(req));
 }
 
 static void reply_not_running(struct http_request *req, const char *user, const struct runtime *r,

@@ -61,16 +61,12 @@ static void reply_not_found(struct http_request *req)
 /* An unauthenticated request: JSON 401 for the API, a login redirect for pages. */
 static void reply_unauthenticated(struct http_request *req, enum route_kind kind)
 {
-	char next[900], location[1024];
-
 	if (kind == ROUTE_API || !http_method_is(req, "GET")) {
 		http_reply_error(req, MHD_HTTP_UNAUTHORIZED, "unauthorized",
 				 "log in or send an API token");
 		return;
 	}
-	http_url_encode(http_path(req), next, sizeof(next));
-	snprintf(location, sizeof(location), "/login?next=%s", next);
-	http_reply_redirect(req, location);
+	auth_redirect_login(req, http_path(req));
 }
 
 static void reply_forbidden(struct http_request *req, enum route_kind kind, const char *code,
