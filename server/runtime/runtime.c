@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "config/config.h"
 #include "labd/app.h"
+#include "labd/buf.h"
 #include "labd/crypto.h"
 #include "labd/log.h"
 #include "runtime/reconcile.h"
@@ -218,23 +219,31 @@ void runtime_events_init(struct backend_events *ev, struct app *app)
 
 /* ---- total reconciliation ---- */
 
+/* The live rows, copied out of the walk (the backend is not called under the
+ * store's lock), in one bounded buffer: past ROWS_MAX live runtimes nothing is
+ * decided, rather than deciding on part of them. */
+#define ROWS_MAX 4096
+
 struct rows {
-	struct runtime *r;
-	size_t n, cap;
+	struct buf b;
+	const struct runtime *r; /* b's data once the walk is done */
+	size_t n;
 };
 
 static int collect_row(const struct runtime *r, void *ctx)
 {
 	struct rows *rows = ctx;
-	if (rows->n == rows->cap) {
-		size_t cap = rows->cap ? rows->cap * 2 : 16;
-		struct runtime *grown = realloc(rows->r, cap * sizeof(*grown));
-		if (!grown)
-			return 1;
-		rows->r = grown;
-		rows->cap = cap;
-	}
-	rows->r[rows->n++] = *r;
+	return buf_add(&rows->b, r, sizeof(*r)) < 0; /* non-zero stops the walk */
+}
+
+static int collect_rows(struct app *app, struct rows *rows)
+{
+	buf_init(&rows->b, ROWS_MAX * sizeof(struct runtime));
+	if (runtimes_each_live(app->db, collect_row, rows) < 0 ||
+	    rows->b.len % sizeof(struct runtime) != 0)
+		return -1;
+	rows->r = (const struct runtime *)rows->b.data;
+	rows->n = rows->b.len / sizeof(struct runtime);
 	return 0;
 }
 
@@ -297,18 +306,22 @@ static void stop_strays(struct app *app, const struct rows *rows, const struct b
 int runtime_reconcile_all(struct app *app)
 {
 	struct backend_sandbox *s = NULL;
-	struct rows rows = {0};
+	struct rows rows;
 	size_t n = 0;
 	int64_t now = time(NULL);
+	int rc = 0;
 
 	if (backend_list(app->backend, &s, &n) < 0)
 		return -1; /* decide nothing without the backend's word */
-	if (runtimes_each_live(app->db, collect_row, &rows) == 0) {
+	if (collect_rows(app, &rows) == 0) {
 		for (size_t i = 0; i < rows.n; i++)
 			reconcile_row(app, &rows.r[i], find_sandbox(s, n, rows.r[i].user_name), now);
 		stop_strays(app, &rows, s, n);
+	} else {
+		rc = -1;
+		log_error("reconcile: cannot read the live runtimes (more than %d?)", ROWS_MAX);
 	}
-	free(rows.r);
+	buf_release(&rows.b);
 	free(s);
-	return 0;
+	return rc;
 }

@@ -43,8 +43,8 @@ int runtime_backend_ping(struct app *app);
 
 /* The events a backend delivers, bound to app (runtime_events_init). */
 void runtime_events_init(struct backend_events *ev, struct app *app);
-/* One total reconciliation with the backend's list; 0 or -1 when it did not
- * answer (nothing is decided then). */
+/* One total reconciliation with the backend's list; 0, or -1 when the backend
+ * did not answer or the live rows could not be read (nothing is decided then). */
 int runtime_reconcile_all(struct app *app);
 
 /* Adds an audit entry; a write that fails is logged as an error. */
