@@ -83,8 +83,7 @@ int launch_jupyter_argv(const char *kind, const char *user, char *argv[16], char
 	return n;
 }
 
-/* The labd user's group: it may traverse runtimes/ to the Jupyter sockets. */
-static gid_t labd_gid(const struct labd_config *cfg)
+gid_t launch_labd_gid(const struct labd_config *cfg)
 {
 	struct passwd *pw = getpwnam(cfg->user);
 	return pw ? pw->pw_gid : 0;
@@ -102,7 +101,7 @@ static int open_log(const struct start_job *j, char *err, size_t errlen)
 		snprintf(err, errlen, "step log: open runtimes/%s/jupyter.log: %s", j->rq->user, strerror(errno));
 		return -1;
 	}
-	if (fchown(fd, 0, labd_gid(j->cfg)) < 0)
+	if (fchown(fd, 0, launch_labd_gid(j->cfg)) < 0)
 		log_warn("chown %s: %s", path, strerror(errno));
 	return fd;
 }
@@ -112,7 +111,7 @@ static int make_dirs(const struct start_job *j, char *err, size_t errlen)
 	char dir[LAUNCH_PATH_MAX];
 
 	snprintf(dir, sizeof(dir), "%s/runtimes/%s", j->state_dir, j->rq->user);
-	if ((mkdir(dir, 0710) < 0 && errno != EEXIST) || chown(dir, 0, labd_gid(j->cfg)) < 0) {
+	if ((mkdir(dir, 0710) < 0 && errno != EEXIST) || chown(dir, 0, launch_labd_gid(j->cfg)) < 0) {
 		snprintf(err, errlen, "step runtime dir: runtimes/%s: %s", j->rq->user, strerror(errno));
 		return -1;
 	}

@@ -43,6 +43,9 @@ int launch_probe(const char *run_dir, uid_t owner);
 
 /* The runtime dirs of user: runtimes/<user> and the run dir bound at /run/labd. */
 void launch_run_dir(const char *state_dir, const char *user, char *out, size_t len);
+/* The labd user's group, which owns runtimes/ and the Jupyter logs: labd-web
+ * traverses to the sockets and reads the logs through it. 0 when unknown. */
+gid_t launch_labd_gid(const struct labd_config *cfg);
 /* The endpoint labd-web reaches the runtime at, relative to the state dir. */
 void launch_endpoint(const char *user, char *out, size_t len);
 

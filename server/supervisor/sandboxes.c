@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,12 +56,6 @@ struct sandboxes {
 	char state_dir[CONFIG_PATH_MAX];
 	struct hosted slot[MAX_SANDBOXES];
 };
-
-static gid_t labd_gid(const struct labd_config *cfg)
-{
-	struct passwd *pw = getpwnam(cfg->user);
-	return pw ? pw->pw_gid : 0;
-}
 
 static struct hosted *find(struct sandboxes *sb, const char *user)
 {
@@ -586,7 +579,7 @@ struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state
 	for (size_t i = 0; i < 3; i++) {
 		snprintf(path, sizeof(path), "%s/%s", state_dir, dirs[i].name);
 		if ((mkdir(path, dirs[i].mode) < 0 && errno != EEXIST) || chmod(path, dirs[i].mode) < 0 ||
-		    chown(path, 0, labd_gid(cfg)) < 0) {
+		    chown(path, 0, launch_labd_gid(cfg)) < 0) {
 			log_errno("mkdir %s", path);
 			free(sb);
 			return NULL;
