@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import threading
 import time
 
@@ -36,9 +37,10 @@ BAD_MESSAGES = {
 }
 
 
-def new_user(d, prefix):
+def new_user(d, prefix, name=None):
+    """A fresh user (name: a given one, for a daemon configured with it), logged in."""
     admin = d.admin()
-    name = unique_name(prefix)
+    name = name or unique_name(prefix)
     pw = f"{STRONG}-{name}"
     r = admin.post("/api/v1/users", json={"name": name, "password": pw})
     assert r.status == 201, r
@@ -79,11 +81,8 @@ def test_slow_build_delays_nobody_else(runtime_daemon_factory):
     slow_name = unique_name("slw")
     d = runtime_daemon_factory("ch-slow",
                                env={"LABD_FAULT_SLOW_START": f"{slow_name}:{slow_s * 1000}"})
+    _, slow = new_user(d, "slw", slow_name)
     admin = d.admin()
-    pw = f"{STRONG}-{slow_name}"
-    assert admin.post("/api/v1/users", json={"name": slow_name, "password": pw}).status == 201
-    slow = d.client()
-    slow.login(slow_name, pw)
     other_name = unique_name("fst")
     other_pw = f"{STRONG}-{other_name}"
     assert admin.post("/api/v1/users",
@@ -121,11 +120,7 @@ def test_slow_build_delays_nobody_else(runtime_daemon_factory):
 def test_start_without_reply_ends_reconciled(runtime_daemon_factory):
     name = unique_name("nrp")
     d = runtime_daemon_factory("ch-noreply", env={"LABD_FAULT_DROP_START_REPLY": name})
-    admin = d.admin()
-    pw = f"{STRONG}-{name}"
-    assert admin.post("/api/v1/users", json={"name": name, "password": pw}).status == 201
-    c = d.client()
-    c.login(name, pw)
+    _, c = new_user(d, "nrp", name)
 
     r = c.post("/api/v1/me/runtime", json={"type": "cpu"})
     assert r.status == 202, r
@@ -195,3 +190,39 @@ def test_ready_is_pushed_not_polled(runtime_daemon_factory):
     lists = d.log().count("web process: sandbox_list") - lists_before
     assert lists == 0, f"the web process listed sandboxes {lists} times while nothing happened"
     stop_runtime(c)
+
+
+def test_reconciliation_stops_a_stray_and_keeps_the_rest(runtime_daemon_factory):
+    """Total reconciliation when a web process comes up: a sandbox that no live
+    runtime row accounts for is stopped, while another user's live runtime (a
+    row that does match its sandbox) is left running."""
+    d = runtime_daemon_factory("ch-stray")
+    stray_name, stray = new_user(d, "sty")
+    keep_name, keep = new_user(d, "kpt")
+    _, kept = start_runtime(keep)
+    start_runtime(stray)
+
+    def sandbox_of(user):
+        return [kv for _, kv in sandbox_records(d.state_dir) if kv.get("user") == user]
+
+    assert sandbox_of(stray_name) and sandbox_of(keep_name)
+    # the stray's row ends behind labd's back (as root, in its database)
+    db = sqlite3.connect(os.path.join(d.state_dir, "labd.db"), timeout=10)
+    try:
+        with db:
+            n = db.execute("UPDATE runtimes SET state = 'failed', reason = 'test', ended_at = 1"
+                           " WHERE user_id = (SELECT id FROM users WHERE name = ?)"
+                           " AND state = 'running'", (stray_name,)).rowcount
+    finally:
+        db.close()
+    assert n == 1
+    web = web_process(d)
+    os.kill(web, signal.SIGKILL)  # the next web process reconciles when it connects
+    wait_until(lambda: not sandbox_of(stray_name), 30 * SLOW,
+               lambda: f"the stray sandbox of {stray_name} to be stopped\n" + d.log_tail())
+    assert "no live runtime" in d.log()
+    assert sandbox_of(keep_name), "the matching sandbox was stopped too"
+    after = wait_runtime(keep, ("running",), timeout=10 * SLOW)
+    assert after["id"] == kept["id"]
+    assert_status(keep.get(f"/user/{keep_name}/api/status"), 200)
+    stop_runtime(keep)
