@@ -30,8 +30,9 @@ Requests: GET /user/bench/api/status (~120 B JSON) and
 WebSocket: bench/ws-rtt.py, kernel_info_request round trips on
 /user/bench/api/kernels/<id>/channels (see that file).
 
-Usage: proxy-bench.py --workdir DIR [--summary FILE] [--only http|synthetic|ws]
-(--only synthetic: just the HTTP phase on backend F, for quick iterations)
+Usage: proxy-bench.py --workdir DIR [--summary FILE] [--only http|synthetic|ws|hold]
+(--only synthetic: just the HTTP phase on backend F, for quick iterations;
+ --only hold: that set-up, then wait BENCH_HOLD_S seconds for a profiler run by hand)
 Tunables (env): BENCH_DURATION (4), BENCH_ROUNDS (3), BENCH_CONNS (32),
 BENCH_WS_N (1000), BENCH_WS_MSGS (2000), BENCH_WS_WINDOW (16).
 """
@@ -334,6 +335,21 @@ class Bench:
             L.summary(self.summary, "ws kernel_info", "replies/s", lab.get("replies_per_s"), peer,
                       p.get("replies_per_s"), "-", "-")
 
+    # ------------------------------------------------------------------ profiling
+    def hold(self):
+        """--only hold: the synthetic set-up, then wait (BENCH_HOLD_S, default 600 s, or
+        until interrupted) so that labd-web can be profiled under a load run by hand."""
+        self.swap_in_fast()
+        self.check_arms("fast", True)
+        auth = " ".join(f"-H '{k}: {v}'" for k, v in self.labd.auth().items())
+        print(f"labd-web pid {self.labd.web_pid()}; nginx workers {self.nginx_workers()}\n"
+              f"labd:      wrk -t1 -c{self.conns} -d{self.duration}s --latency {auth} "
+              f"http://127.0.0.1:{self.labd.port}{BASE}api/status\n"
+              f"nginx-uds: wrk -t1 -c{self.conns} -d{self.duration}s --latency "
+              f"http://127.0.0.1:{self.port_nx_a}{BASE}api/status", flush=True)
+        time.sleep(env_int("BENCH_HOLD_S", 600))
+        self.swap_back()
+
     # ------------------------------------------------------------------ teardown
     def teardown(self):
         try:
@@ -356,13 +372,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--workdir", required=True)
     ap.add_argument("--summary")
-    ap.add_argument("--only", choices=("http", "synthetic", "ws"))
+    ap.add_argument("--only", choices=("http", "synthetic", "ws", "hold"))
     args = ap.parse_args()
     L.install_signal_exit()
     b = Bench(args)
     rc = 0
     try:
         b.setup()
+        if args.only == "hold":
+            b.hold()
         if args.only in (None, "http", "synthetic"):
             # F first: neither labd nor nginx may hold pooled connections to A yet
             L.log("http: synthetic backend (F) on the runtime socket path")
