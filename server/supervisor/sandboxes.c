@@ -561,14 +561,7 @@ static void adopt_all(struct sandboxes *sb)
 struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state_dir,
 				const struct sandboxes_events *ev)
 {
-	/* runtimes/ is root:labd 0710: labd-web reaches the Jupyter sockets below
-	 * it, other sandboxes' uids do not. */
-	static const struct {
-		const char *name;
-		mode_t mode;
-	} dirs[] = {{"homes", 0700}, {"runtimes", 0710}, {"boxes", 0700}};
 	struct sandboxes *sb = calloc(1, sizeof(*sb));
-	char path[LAUNCH_PATH_MAX + 16];
 
 	if (!sb)
 		return NULL;
@@ -576,15 +569,6 @@ struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state
 	if (ev)
 		sb->ev = *ev;
 	snprintf(sb->state_dir, sizeof(sb->state_dir), "%s", state_dir);
-	for (size_t i = 0; i < 3; i++) {
-		snprintf(path, sizeof(path), "%s/%s", state_dir, dirs[i].name);
-		if ((mkdir(path, dirs[i].mode) < 0 && errno != EEXIST) || chmod(path, dirs[i].mode) < 0 ||
-		    chown(path, 0, launch_labd_gid(cfg)) < 0) {
-			log_errno("mkdir %s", path);
-			free(sb);
-			return NULL;
-		}
-	}
 	adopt_all(sb);
 	if (sandbox_gc(state_dir, false) > 0)
 		log_info("cleaned up sandboxes a crash left behind");

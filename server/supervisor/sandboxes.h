@@ -21,7 +21,7 @@ struct sandboxes_events {
 	void *ctx;
 };
 
-/* Prepares the state dirs and re-adopts sandboxes recorded there.
+/* Re-adopts sandboxes recorded in the state dirs (statedir_prepare made them).
  * state_dir must be absolute. NULL on failure (logged). */
 struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state_dir,
 				const struct sandboxes_events *ev);

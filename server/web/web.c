@@ -77,12 +77,13 @@ int web_open_store_as_user(const struct labd_config *cfg, const struct privdrop_
 	if (privdrop_prepare_state_dir(cfg->state_dir, u) < 0)
 		return -1;
 	/* The store is opened by a relative name from inside the state dir, so the
-	 * unprivileged process needs no search permission on the dirs above it. */
+	 * unprivileged process needs no search permission on the dirs above it;
+	 * it lives in db/, the one directory there that labd owns. */
 	if (chdir(cfg->state_dir) < 0)
 		return log_errno("chdir %s", cfg->state_dir);
 	if (privdrop_to(u) < 0)
 		return -1;
-	return db_open("labd.db", out);
+	return db_open("db/labd.db", out);
 }
 
 int web_bootstrap_admin(const struct labd_config *cfg, struct db *db)

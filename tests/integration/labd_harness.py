@@ -670,7 +670,7 @@ def stop_runtime(c, timeout=30 * SLOW):
 def runtime_token(d, user):
     """The Jupyter token of user's newest runtime, read (as root) from labd's
     database: only to prove that it never shows up in a response."""
-    db = sqlite3.connect(f"file:{os.path.join(d.state_dir, 'labd.db')}?mode=ro", uri=True,
+    db = sqlite3.connect(f"file:{os.path.join(d.state_dir, 'db', 'labd.db')}?mode=ro", uri=True,
                          timeout=10)
     try:
         row = db.execute(

@@ -1,0 +1,148 @@
+"""Root trusts nothing from the web process (docs/security.md section 4).
+
+The state dir is root's; the web process's database lives in db/; every
+directory the supervisor works in is made and verified at boot, and a planted
+one stops the boot; a state file naming a path outside the state dir is
+refused; in each case a canary outside the state dir survives."""
+
+import os
+import pwd
+import stat
+import subprocess
+import time
+
+import pytest
+
+from labd_harness import (
+    SLOW,
+    STRONG,
+    Daemon,
+    labd_binary,
+    teardown_daemon,
+    unique_name,
+    wait_until,
+)
+
+
+def labd_uid():
+    return pwd.getpwnam("labd").pw_uid
+
+
+def plant_canary(d):
+    """A directory with a file, outside the state dir."""
+    canary = os.path.join(d.dir, "canary")
+    os.makedirs(canary, exist_ok=True)
+    with open(os.path.join(canary, "keep"), "w") as fh:
+        fh.write("precious\n")
+    return canary
+
+
+def assert_canary(canary):
+    with open(os.path.join(canary, "keep")) as fh:
+        assert fh.read() == "precious\n", "the canary outside the state dir was changed"
+
+
+def boot_expecting_refusal(d, timeout=10):
+    """Runs labd; it must exit non-zero by itself. Returns its output."""
+    p = subprocess.run([labd_binary(), "--config", d.config_path], capture_output=True,
+                       text=True, timeout=timeout * SLOW, cwd=d.dir)
+    assert p.returncode != 0, "labd started on a planted state dir:\n" + p.stdout + p.stderr
+    return p.stdout + p.stderr
+
+
+def fresh_state(d):
+    os.makedirs(d.state_dir, mode=0o700)
+
+
+def plant_symlink(d, name, target):
+    os.symlink(target, os.path.join(d.state_dir, name))
+
+
+def plant_labd_dir(d, name, target):
+    path = os.path.join(d.state_dir, name)
+    os.mkdir(path, 0o700)
+    os.chown(path, labd_uid(), -1)
+
+
+@pytest.mark.parametrize("name", ["sandboxes", "homes", "runtimes", "boxes", "archive"])
+@pytest.mark.parametrize("how", ["symlink", "labd_owned"])
+def test_planted_state_subdir_stops_the_boot(name, how):
+    d = Daemon(f"plant-{name}-{how}")
+    try:
+        canary = plant_canary(d)
+        fresh_state(d)
+        (plant_symlink if how == "symlink" else plant_labd_dir)(d, name, canary)
+        out = boot_expecting_refusal(d)
+        assert f"{name} is " in out and "refusing to start" in out, out[-2000:]
+        assert_canary(canary)
+        assert sorted(os.listdir(canary)) == ["keep"]
+    finally:
+        d.cleanup()
+
+
+def test_state_dir_is_roots_and_db_is_labds():
+    d = Daemon("perm")
+    try:
+        d.start()
+        st = os.lstat(d.state_dir)
+        assert st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o710, oct(st.st_mode)
+        db = os.lstat(os.path.join(d.state_dir, "db"))
+        assert stat.S_ISDIR(db.st_mode) and db.st_uid == labd_uid(), db
+        assert stat.S_IMODE(db.st_mode) == 0o700, oct(db.st_mode)
+        assert os.path.exists(os.path.join(d.state_dir, "db", "labd.db"))
+        assert not os.path.exists(os.path.join(d.state_dir, "labd.db"))
+        for name in ("sandboxes", "homes", "runtimes", "boxes", "archive"):
+            sub = os.lstat(os.path.join(d.state_dir, name))
+            assert stat.S_ISDIR(sub.st_mode) and sub.st_uid == 0, (name, sub)
+            assert stat.S_IMODE(sub.st_mode) & 0o007 == 0, (name, oct(sub.st_mode))
+    finally:
+        teardown_daemon(d)
+
+
+def test_old_layout_database_moves_once_without_loss():
+    d = Daemon("migrate", keep_dir=True)
+    try:
+        d.start()
+        admin = d.admin()
+        name = unique_name("mig")
+        pw = f"{STRONG}-{name}"
+        assert admin.post("/api/v1/users", json={"name": name, "password": pw}).status == 201
+        assert d.stop() == 0
+        # the layout before step 5: the database files directly in the state dir
+        for f in os.listdir(os.path.join(d.state_dir, "db")):
+            os.rename(os.path.join(d.state_dir, "db", f), os.path.join(d.state_dir, f))
+        os.rmdir(os.path.join(d.state_dir, "db"))
+        for run in range(2):  # the second boot finds nothing to move
+            d.start(expect_admin_password=False)
+            assert not os.path.exists(os.path.join(d.state_dir, "labd.db"))
+            assert os.path.exists(os.path.join(d.state_dir, "db", "labd.db"))
+            c = d.client()
+            c.login(name, pw)
+            assert c.get("/api/v1/me").json["name"] == name
+            assert ("moved the database" in d.log()) == (run == 0), d.log_tail()
+            assert d.stop() == 0
+    finally:
+        d.keep_dir = False
+        teardown_daemon(d)
+
+
+def test_forged_state_file_outside_the_state_dir_is_refused():
+    d = Daemon("forged")
+    try:
+        canary = plant_canary(d)
+        fresh_state(d)
+        boxes = os.path.join(d.state_dir, "sandboxes")
+        os.mkdir(boxes, 0o700)
+        forged = os.path.join(boxes, "forged.state")
+        with open(forged, "w") as fh:
+            fh.write("version=1\nid=forged\nuser=ghost\npid=0\nstart_time=0\n"
+                     f"home_image=\nrun_dir={canary}\ncgroup_parent=labd-forged\n")
+        old = time.time() - 3600  # a start that never got its pid: due for gc
+        os.utime(forged, (old, old))
+        d.start()
+        wait_until(lambda: not os.path.exists(forged), 10 * SLOW, "the forged state file dropped")
+        log = d.log()
+        assert "run_dir " + canary + " is outside" in log, d.log_tail()
+        assert_canary(canary)
+    finally:
+        teardown_daemon(d)
