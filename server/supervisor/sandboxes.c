@@ -18,6 +18,7 @@
 #include "labd/sandbox.h"
 #include "proto/proto.h"
 #include "supervisor/launch.h"
+#include "supervisor/uidmap.h"
 
 #define MAX_SANDBOXES 256
 #define ENDED_KEEP_S 3600 /* how long an ended sandbox stays listed */
@@ -34,6 +35,8 @@ struct hosted {
 	char kind[8];
 	long long runtime_id;
 	uid_t host_uid;
+	unsigned gpus[SANDBOX_MAX_GPUS]; /* held until the teardown is done */
+	unsigned n_gpus;
 	struct sandbox_handle h;
 	int pidfd;
 	pid_t worker; /* while starting or ending */
@@ -54,6 +57,7 @@ struct sandboxes {
 	const struct labd_config *cfg;
 	struct sandboxes_events ev;
 	char state_dir[CONFIG_PATH_MAX];
+	struct uidmap *uids;
 	struct hosted slot[MAX_SANDBOXES];
 };
 
@@ -87,7 +91,12 @@ static int save_record(const struct sandboxes *sb, const struct hosted *x)
 			      (json_int_t)x->host_uid, "deadline",
 			      (json_int_t)x->deadline_s, "stopping",
 			      x->state == H_STOPPING ? x->reason : NULL);
+	json_t *gpus = json_array();
 	int rc;
+
+	for (unsigned i = 0; i < x->n_gpus; i++)
+		json_array_append_new(gpus, json_integer(x->gpus[i]));
+	json_object_set_new(j, "gpus", gpus);
 
 	record_path(sb, x->user, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -184,6 +193,20 @@ static bool gpu_configured(const struct labd_config *cfg, json_int_t g)
 	return false;
 }
 
+/* The live sandbox (starting, running or still being torn down) holding gpu. */
+static const struct hosted *gpu_holder(const struct sandboxes *sb, unsigned gpu)
+{
+	for (int i = 0; i < MAX_SANDBOXES; i++) {
+		const struct hosted *x = &sb->slot[i];
+		if (!x->used || x->state == H_ENDED)
+			continue;
+		for (unsigned k = 0; k < x->n_gpus; k++)
+			if (x->gpus[k] == gpu)
+				return x;
+	}
+	return NULL;
+}
+
 /* Checks beyond the protocol's kinds and bounds; NULL when fine. */
 static const char *check_start(struct sandboxes *sb, json_t *msg)
 {
@@ -200,6 +223,9 @@ static const char *check_start(struct sandboxes *sb, json_t *msg)
 	json_array_foreach(gpus, i, g) {
 		if (!gpu_configured(sb->cfg, json_integer_value(g)))
 			return "gpu is not one of [gpu] devices";
+		/* exclusivity is root's to keep, whatever the web process believes */
+		if (gpu_holder(sb, (unsigned)json_integer_value(g)))
+			return "gpu is held by another sandbox";
 	}
 	return NULL;
 }
@@ -225,11 +251,14 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	const char *why = check_start(sb, msg), *user = proto_str(msg, "user"), *jupyter;
 	struct launch_request rq;
 	struct hosted *x;
-	char endpoint[LAUNCH_PATH_MAX];
+	char endpoint[LAUNCH_PATH_MAX], reason[200];
+	uid_t uid;
 	int rc;
 
-	if (why)
-		return proto_error(id, "bad_request", why);
+	if (why) {
+		log_error("refused sandbox_start for %s: %s", user, why);
+		return proto_error(id, strstr(why, "held") ? "gpu_busy" : "bad_request", why);
+	}
 	x = find(sb, user);
 	if (x && x->state != H_ENDED)
 		return proto_error(id, "runtime_exists", "this user already has a sandbox");
@@ -238,6 +267,11 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	jupyter = launch_pick_jupyter(sb->cfg->jupyter, sb->cfg->image);
 	if (!jupyter)
 		return proto_error(id, "no_jupyter", "no jupyter lab, notebook or server in the image");
+	if ((rc = uidmap_claim(sb->uids, user, proto_int(msg, "user_id"), &uid, reason,
+			       sizeof(reason))) < 0) {
+		log_error("refused sandbox_start for %s: %s", user, reason);
+		return proto_error(id, "bad_uid", reason);
+	}
 	fill_request(msg, jupyter, &rq);
 	memset(x, 0, sizeof(*x));
 	x->pidfd = x->worker_fd = -1;
@@ -248,7 +282,9 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	x->state = H_STARTING;
 	x->runtime_id = proto_int(msg, "runtime_id");
 	x->deadline_s = proto_int(msg, "deadline");
-	x->host_uid = sb->cfg->uid_base + rq.user_id;
+	x->host_uid = uid;
+	x->n_gpus = rq.n_gpus;
+	memcpy(x->gpus, rq.gpus, sizeof(x->gpus));
 	snprintf(x->user, sizeof(x->user), "%s", user);
 	snprintf(x->kind, sizeof(x->kind), "%s", proto_str(msg, "kind"));
 	log_info("building the sandbox of %s (runtime %lld, worker %d)", user, x->runtime_id,
@@ -528,6 +564,12 @@ static bool adopt_one(struct sandboxes *sb, json_t *j)
 	x->runtime_id = json_integer_value(json_object_get(j, "runtime_id"));
 	x->host_uid = (uid_t)json_integer_value(json_object_get(j, "uid"));
 	x->deadline_s = json_integer_value(json_object_get(j, "deadline"));
+	json_t *g, *gpus = json_object_get(j, "gpus");
+	size_t i;
+	json_array_foreach(gpus, i, g) {
+		if (x->n_gpus < SANDBOX_MAX_GPUS)
+			x->gpus[x->n_gpus++] = (unsigned)json_integer_value(g);
+	}
 	x->pidfd = (int)syscall(SYS_pidfd_open, x->h.pid, 0);
 	log_info("re-adopted the runtime of %s (sandbox %s)", user, id);
 	if (stopping)
@@ -569,6 +611,10 @@ struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state
 	if (ev)
 		sb->ev = *ev;
 	snprintf(sb->state_dir, sizeof(sb->state_dir), "%s", state_dir);
+	if (!(sb->uids = uidmap_new(cfg, state_dir))) {
+		free(sb);
+		return NULL;
+	}
 	adopt_all(sb);
 	if (sandbox_gc(state_dir, false) > 0)
 		log_info("cleaned up sandboxes a crash left behind");
@@ -588,5 +634,6 @@ void sandboxes_free(struct sandboxes *sb)
 		close_worker(x);
 		sandbox_handle_clear(&x->h);
 	}
+	uidmap_free(sb->uids);
 	free(sb);
 }

@@ -5,8 +5,10 @@ directory the supervisor works in is made and verified at boot, and a planted
 one stops the boot; a state file naming a path outside the state dir is
 refused; in each case a canary outside the state dir survives."""
 
+import json
 import os
 import pwd
+import signal
 import stat
 import subprocess
 import time
@@ -18,9 +20,13 @@ from labd_harness import (
     STRONG,
     Daemon,
     labd_binary,
+    runtime_daemon,
+    start_runtime,
+    stop_runtime,
     teardown_daemon,
     unique_name,
     wait_until,
+    web_process,
 )
 
 
@@ -144,5 +150,98 @@ def test_forged_state_file_outside_the_state_dir_is_refused():
         log = d.log()
         assert "run_dir " + canary + " is outside" in log, d.log_tail()
         assert_canary(canary)
+    finally:
+        teardown_daemon(d)
+
+
+# --------------------------------------------------------------------------- uids and GPUs
+#
+# What a compromised web process could ask: raw sandbox_start messages, sent on
+# SIGUSR1 through the LABD_FAULT_BAD_MESSAGE hook (one message per line).
+
+def start_message(msg_id, user, user_id, gpus=()):
+    kind = "gpu" if gpus else "cpu"
+    return json.dumps({
+        "v": 2, "id": msg_id, "type": "sandbox_start", "user": user, "user_id": user_id,
+        "runtime_id": 900000 + msg_id, "kind": kind, "token": "t" * 43,
+        "deadline": int(time.time()) + 3600, "gpus": list(gpus)})
+
+
+def send_raw(d, messages, expect):
+    """Has the web process send messages; waits for each expected log line."""
+    web = web_process(d)
+    os.kill(web, signal.SIGUSR1)
+    for line in expect:
+        wait_until(lambda: line in d.log(), 15 * SLOW, f"log line {line!r}")
+
+
+def no_trace_of(d, names):
+    for n in names:
+        assert not os.path.exists(os.path.join(d.state_dir, "boxes", f"{n}.json")), n
+        assert not os.path.exists(os.path.join(d.state_dir, "runtimes", n)), n
+        assert not any(f.startswith(n) for f in os.listdir(os.path.join(d.state_dir, "homes")))
+
+
+UID_CASES = [
+    # (user, user_id, why in the log)
+    ("ghosta", 600, "user id 600 gives uid 65600, outside uid_base 65000 + uid_count 600"),
+    ("ghostb", 534, "uid 65534 belongs to an account in /etc/passwd"),
+    ("ghostc", 105, "uid 65105 lies in a range of"),
+    ("ghostd", 9, "user ghostd has uid 65007, not 65009"),
+    ("ghoste", 7, "uid 65007 belongs to ghostd"),
+    ("ghostf", 8, "uid 65008 belongs to a deleted user"),
+]
+
+
+def test_uids_outside_the_supervisors_rules_are_refused(tmp_path):
+    subuid = tmp_path / "subuid"
+    subuid.write_text("someone:65100:10\n")
+    os.chmod(tmp_path, 0o755)
+    msgs = "\n".join(start_message(i + 1, u, uid) for i, (u, uid, _) in enumerate(UID_CASES))
+    d = runtime_daemon("uids", runtime={"uid_base": "65000", "uid_count": "600",
+                                        "subuid_file": str(subuid)},
+                       env={"LABD_FAULT_BAD_MESSAGE": msgs})
+    try:
+        os.makedirs(d.state_dir, mode=0o700)
+        # what the supervisor recorded before: ghostd holds 65007, 65008 was retired
+        with open(os.path.join(d.state_dir, "uids.json"), "w") as fh:
+            json.dump({"names": {"ghostd": 65007}, "retired": [65008]}, fh)
+        d.start()
+        send_raw(d, msgs, [f"refused sandbox_start for {u}: {why}" for u, _, why in UID_CASES])
+        no_trace_of(d, [u for u, _, _ in UID_CASES])
+        log = d.log()
+        assert "attack?" not in log and "restarting the web process" not in log, d.log_tail()
+    finally:
+        teardown_daemon(d)
+
+
+def make_gpu_nodes(base):
+    """Stand-in nvidia nodes (as the escape suite makes them): nothing answers."""
+    os.makedirs(base, exist_ok=True)
+    for name, major, minor in (("nvidia0", 195, 0), ("nvidia1", 195, 1),
+                               ("nvidiactl", 195, 255), ("nvidia-uvm", 235, 0)):
+        os.mknod(os.path.join(base, name), 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+
+
+def test_busy_gpu_is_never_given_to_a_second_sandbox():
+    d = runtime_daemon("gpu-busy", gpu={"devices": "0"})
+    nodes = os.path.join(d.dir, "gpudev")
+    make_gpu_nodes(nodes)
+    d.sections["gpu"]["dev_prefix"] = nodes
+    d.write_config()
+    d.env["LABD_FAULT_BAD_MESSAGE"] = start_message(77, "ghostg", 500, gpus=[0])
+    try:
+        d.start()
+        admin = d.admin()
+        name = unique_name("gpu")
+        pw = f"{STRONG}-{name}"
+        assert admin.post("/api/v1/users", json={"name": name, "password": pw}).status == 201
+        c = d.client()
+        c.login(name, pw)
+        _, running = start_runtime(c, "gpu")
+        assert running["gpus"] == [0], running
+        send_raw(d, None, ["refused sandbox_start for ghostg: gpu is held by another sandbox"])
+        no_trace_of(d, ["ghostg"])
+        stop_runtime(c)
     finally:
         teardown_daemon(d)
