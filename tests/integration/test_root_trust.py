@@ -9,8 +9,10 @@ import json
 import os
 import pwd
 import signal
+import socket
 import stat
 import subprocess
+import threading
 import time
 
 import pytest
@@ -245,3 +247,74 @@ def test_busy_gpu_is_never_given_to_a_second_sandbox():
         stop_runtime(c)
     finally:
         teardown_daemon(d)
+
+
+# --------------------------------------------------------------------------- runtime socket peer
+
+class FakeJupyter:
+    """A root-owned Unix socket that answers every request with 200 "forged"."""
+
+    def __init__(self, path):
+        self.path = path
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        os.chmod(path, 0o666)
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.served = 0
+        self.stop = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    conn.recv(65536)
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                 b"Content-Length: 8\r\n\r\n\"forged\"")
+                    self.served += 1
+                except OSError:
+                    pass
+
+    def close(self):
+        self.stop = True
+        self.thread.join(5)
+        self.sock.close()
+
+
+@pytest.mark.parametrize("how", ["symlink", "foreign"])
+def test_runtime_socket_of_another_uid_is_refused(runtime_daemon_factory, how):
+    d = runtime_daemon_factory(f"peer-{how}")
+    admin = d.admin()
+    name = unique_name("peer")
+    pw = f"{STRONG}-{name}"
+    assert admin.post("/api/v1/users", json={"name": name, "password": pw}).status == 201
+    c = d.client()
+    c.login(name, pw)
+    start_runtime(c)
+    sock = os.path.join(d.state_dir, "runtimes", name, "run", "jupyter.sock")
+    real = sock + ".real"
+    fake = FakeJupyter(os.path.join(d.dir, f"fake-{how}.sock"))
+    try:
+        # no proxied request before the swap: nothing is pooled yet
+        os.rename(sock, real)
+        if how == "symlink":
+            os.symlink(fake.path, sock)
+        else:
+            os.rename(fake.path, sock)
+        r = c.get(f"/user/{name}/api/status")
+        assert r.status == 502, r
+        assert fake.served == 0 or "forged" not in r.text
+        wait_until(lambda: "is not the runtime's uid" in d.log(), 5 * SLOW, "the refusal logged")
+        os.unlink(sock)
+        os.rename(real, sock)
+        assert c.get(f"/user/{name}/api/status").status == 200
+    finally:
+        fake.close()
+    stop_runtime(c)
