@@ -17,12 +17,14 @@
 #include "labd/log.h"
 #include "labd/sandbox.h"
 #include "proto/proto.h"
+#include "supervisor/homes.h"
 #include "supervisor/launch.h"
 #include "supervisor/uidmap.h"
 
 #define MAX_SANDBOXES 256
 #define ENDED_KEEP_S 3600 /* how long an ended sandbox stays listed */
 #define PROBE_EVERY_MS 5  /* readiness: the user is waiting on this */
+#define SWEEP_EVERY_MS (3600 * 1000LL) /* archived homes past their retention */
 /* 256 sandboxes listed with reasons this long stay within PROTO_MAX_MESSAGE */
 #define LIST_REASON_MAX 96
 
@@ -47,6 +49,7 @@ struct hosted {
 	bool stop_pending; /* asked to stop while still starting */
 	bool requested;    /* the stop was asked for (user, idle, shutdown) */
 	bool failed;       /* ended on its own, not cleanly */
+	long long retire_user_id; /* the user was deleted: retire this home once ended */
 	char cause[16];
 	char reason[200];
 	long long kill_at_ms, probe_at_ms;
@@ -58,6 +61,7 @@ struct sandboxes {
 	struct sandboxes_events ev;
 	char state_dir[CONFIG_PATH_MAX];
 	struct uidmap *uids;
+	long long sweep_at_ms; /* next sweep of archived homes */
 	struct hosted slot[MAX_SANDBOXES];
 };
 
@@ -183,6 +187,10 @@ static void mark_ended(struct sandboxes *sb, struct hosted *x)
 	unlink(path);
 	log_info("runtime of %s ended (%s): %s", x->user, x->cause, x->reason);
 	emit_ended(sb, x);
+	if (x->retire_user_id) {
+		homes_retire(sb->cfg, sb->state_dir, x->user, x->retire_user_id);
+		x->retire_user_id = 0;
+	}
 }
 
 static bool gpu_configured(const struct labd_config *cfg, json_int_t g)
@@ -324,6 +332,27 @@ json_t *sandboxes_stop(struct sandboxes *sb, long long id, json_t *msg)
 	if (!x || x->state == H_ENDED || (rid && x->runtime_id && rid != x->runtime_id))
 		return proto_error(id, "not_found", "no sandbox is running for this runtime");
 	request_stop(sb, x, "requested", reason[0] ? reason : "stopped");
+	return proto_ok(id);
+}
+
+json_t *sandboxes_user_deleted(struct sandboxes *sb, long long id, json_t *msg)
+{
+	const char *user = proto_str(msg, "user");
+	long long user_id = proto_int(msg, "user_id");
+	struct hosted *x = find(sb, user);
+	char why[200];
+
+	if (uidmap_retire(sb->uids, user, user_id, why, sizeof(why)) < 0) {
+		log_error("refused user_deleted for %s: %s", user, why);
+		return proto_error(id, "bad_uid", why);
+	}
+	if (x && x->state != H_ENDED) {
+		/* the home is still mounted: it goes when the teardown is done */
+		x->retire_user_id = user_id;
+		request_stop(sb, x, "requested", "account deleted");
+	} else {
+		homes_retire(sb->cfg, sb->state_dir, user, user_id);
+	}
 	return proto_ok(id);
 }
 
@@ -526,6 +555,12 @@ int sandboxes_tick(struct sandboxes *sb)
 {
 	long long now = clock_ms(), next = -1;
 	int64_t wall = time(NULL);
+
+	if (now >= sb->sweep_at_ms) {
+		homes_sweep(sb->state_dir, sb->cfg->archive_retention_s, wall);
+		sb->sweep_at_ms = now + SWEEP_EVERY_MS;
+	}
+	next = sb->sweep_at_ms;
 
 	for (int i = 0; i < MAX_SANDBOXES; i++) {
 		struct hosted *x = &sb->slot[i];

@@ -35,6 +35,9 @@ void sandboxes_free(struct sandboxes *sb);
 json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg);
 json_t *sandboxes_stop(struct sandboxes *sb, long long id, json_t *msg);
 json_t *sandboxes_list(struct sandboxes *sb, long long id);
+/* The user is gone: their uid is retired, their sandbox (if any) stopped,
+ * and their home archived or removed once that sandbox's teardown is done. */
+json_t *sandboxes_user_deleted(struct sandboxes *sb, long long id, json_t *msg);
 
 /* Asks every sandbox to stop (used when [runtime] keep_on_shutdown is false);
  * sandboxes_live() then counts down as they end. */
