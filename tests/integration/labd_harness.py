@@ -682,6 +682,22 @@ def runtime_token(d, user):
     return row[0]
 
 
+def user_id(d, name):
+    """The id of user name, read (as root) from labd's database; None if absent."""
+    db = sqlite3.connect(f"file:{os.path.join(d.state_dir, 'db', 'labd.db')}?mode=ro",
+                         uri=True, timeout=10)
+    try:
+        row = db.execute("SELECT id FROM users WHERE name = ?", (name,)).fetchone()
+    finally:
+        db.close()
+    return row and row[0]
+
+
+def home_image(d, name):
+    """Where user name's home image lives: homes are keyed on user ids."""
+    return os.path.join(d.state_dir, "homes", f"{user_id(d, name)}.img")
+
+
 def parse_api_time(s):
     """'2026-12-02T16:00:00Z' -> epoch seconds."""
     return calendar.timegm(time.strptime(s, "%Y-%m-%dT%H:%M:%SZ"))

@@ -6,7 +6,6 @@ docs say, and archives past their retention are swept."""
 
 import glob
 import os
-import sqlite3
 import time
 
 from labd_harness import (
@@ -18,21 +17,11 @@ from labd_harness import (
     stop_runtime,
     teardown_daemon,
     unique_name,
-    wait_runtime,
+    user_id,
     wait_until,
 )
 
 UID_BASE = 200000  # the default [runtime] uid_base
-
-
-def user_id(d, name):
-    db = sqlite3.connect(f"file:{os.path.join(d.state_dir, 'db', 'labd.db')}?mode=ro",
-                         uri=True, timeout=10)
-    try:
-        row = db.execute("SELECT id FROM users WHERE name = ?", (name,)).fetchone()
-    finally:
-        db.close()
-    return row and row[0]
 
 
 def create(d, admin, name):
