@@ -110,3 +110,25 @@ def test_archives_past_retention_are_swept():
         assert "7-gone-1.img is past archive_retention" in d.log()
     finally:
         teardown_daemon(d)
+
+
+def test_home_named_by_user_name_moves_to_its_id_without_loss(runtime_daemon_factory):
+    d = runtime_daemon_factory("lifecycle-rename")
+    admin = d.admin()
+    name = unique_name("old")
+    c = create(d, admin, name)
+    start_runtime(c)
+    r = c.put(f"/user/{name}/api/contents/kept.txt",
+              json={"type": "file", "format": "text", "content": "from before"})
+    assert r.status in (200, 201), r
+    stop_runtime(c)
+    # the layout before homes were keyed on ids
+    by_id = os.path.join(d.state_dir, "homes", f"{user_id(d, name)}.img")
+    by_name = os.path.join(d.state_dir, "homes", f"{name}.img")
+    os.rename(by_id, by_name)
+    start_runtime(c)
+    assert os.path.exists(by_id) and not os.path.exists(by_name)
+    r = c.get(f"/user/{name}/api/contents/kept.txt")
+    assert r.status == 200 and r.json["content"] == "from before", r
+    assert f"home of {name} moved to homes/" in d.log()
+    stop_runtime(c)
