@@ -314,7 +314,7 @@ class Labd:
     def runtime_token(self):
         """Jupyter's token of the user's newest runtime, read from labd's
         database (root only): lets a peer proxy reach the same Jupyter."""
-        db = sqlite3.connect(f"file:{self.state_dir}/labd.db?mode=ro", uri=True, timeout=5)
+        db = sqlite3.connect(f"file:{self.state_dir}/db/labd.db?mode=ro", uri=True, timeout=5)
         try:
             row = db.execute("SELECT token FROM runtimes ORDER BY id DESC LIMIT 1").fetchone()
         finally:

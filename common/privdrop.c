@@ -50,31 +50,79 @@ static int make_dirs(const char *path, mode_t mode)
 	return 0;
 }
 
+/* Opens dir name under dfd as a directory, never through a link; -1 (logged). */
+static int open_dir_at(int dfd, const char *name, const char *shown)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		log_error("%s/%s is not a directory (a link, or missing: %s): refusing to use it",
+			  shown, name, strerror(errno));
+	return fd;
+}
+
+/* Moves a database of the old layout (files directly in the state dir) into
+ * db/. The main file moves last, so a crash part-way leaves it where this
+ * step looks for it and the next boot finishes the move; a WAL moved
+ * without its database would be lost, one left behind would be ignored. */
+static int migrate_db(int dfd, int dbfd, const char *shown)
+{
+	static const char *const files[] = {"labd.db-wal", "labd.db-shm", "labd.db"};
+	struct stat st;
+
+	if (fstatat(dfd, "labd.db", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : log_errno("stat %s/labd.db", shown);
+	if (fstatat(dbfd, "labd.db", &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return log_error("%s/labd.db and %s/db/labd.db both exist: move one away by hand",
+				 shown, shown);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (renameat(dfd, files[i], dbfd, files[i]) < 0 && errno != ENOENT)
+			return log_errno("move %s/%s into db/", shown, files[i]);
+	log_info("moved the database into %s/db/", shown);
+	return 0;
+}
+
 int privdrop_prepare_state_dir(const char *state_dir, const struct privdrop_user *u)
 {
 	static const char *const files[] = {"labd.db", "labd.db-wal", "labd.db-shm"};
-	int dfd;
+	int dfd, dbfd = -1, rc = -1;
 
-	if (make_dirs(state_dir, 0750) < 0)
+	if (make_dirs(state_dir, 0710) < 0)
 		return -1;
 	/* fd-relative from here: a symlink swapped in cannot redirect the chown. */
 	dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return log_errno("open %s", state_dir);
-	/* root:labd 01770: labd creates its database files here; the sticky bit
-	 * keeps it from renaming root's subdirectories (homes, runtimes); and a
-	 * sandbox being built (host root without capabilities over host inodes)
-	 * can still traverse it as the owner. */
-	if (fchown(dfd, 0, u->gid) < 0 || fchmod(dfd, 01770) < 0) {
-		close(dfd);
-		return log_errno("chown %s", state_dir);
+	/* root:labd 0710: labd may only pass through (to db/ and the Jupyter
+	 * sockets under runtimes/); it can create no name here that root would
+	 * later trust (the review's planted sandboxes/). */
+	if (fchown(dfd, 0, u->gid) < 0 || fchmod(dfd, 0710) < 0) {
+		log_errno("chown %s", state_dir);
+		goto out;
 	}
+	if (mkdirat(dfd, "db", 0700) < 0 && errno != EEXIST) {
+		log_errno("mkdir %s/db", state_dir);
+		goto out;
+	}
+	/* db/ is the web process's own: root only moves and chowns in it */
+	if ((dbfd = open_dir_at(dfd, "db", state_dir)) < 0)
+		goto out;
+	if (fchown(dbfd, u->uid, u->gid) < 0 || fchmod(dbfd, 0700) < 0) {
+		log_errno("chown %s/db", state_dir);
+		goto out;
+	}
+	if (migrate_db(dfd, dbfd, state_dir) < 0)
+		goto out;
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-		if (fchownat(dfd, files[i], u->uid, u->gid, AT_SYMLINK_NOFOLLOW) < 0 &&
+		if (fchownat(dbfd, files[i], u->uid, u->gid, AT_SYMLINK_NOFOLLOW) < 0 &&
 		    errno != ENOENT)
-			log_warn("chown %s/%s: %s", state_dir, files[i], strerror(errno));
+			log_warn("chown %s/db/%s: %s", state_dir, files[i], strerror(errno));
+	rc = 0;
+out:
+	if (dbfd >= 0)
+		close(dbfd);
 	close(dfd);
-	return 0;
+	return rc;
 }
 
 int privdrop_to(const struct privdrop_user *u)

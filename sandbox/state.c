@@ -105,10 +105,72 @@ int sandbox_state_parse(const char *text, size_t len, struct sandbox_state *st)
 	}
 	if (!seen_version || !st->id[0] || !st->user[0] || !st->cgroup_parent[0])
 		return -1;
-	/* ids and cgroup names become path components */
-	if (strchr(st->id, '/') || strchr(st->cgroup_parent, '/') || st->id[0] == '.' ||
-	    st->cgroup_parent[0] == '.')
+	/* ids, user names and cgroup names become path components */
+	if (strchr(st->id, '/') || strchr(st->cgroup_parent, '/') || strchr(st->user, '/') ||
+	    st->id[0] == '.' || st->cgroup_parent[0] == '.' || st->user[0] == '.')
 		return -1;
+	return 0;
+}
+
+bool sandbox_state_path_under(const char *state_dir, const char *path)
+{
+	size_t n = strlen(state_dir);
+	const char *p;
+
+	if (!state_dir[0] || strncmp(path, state_dir, n) != 0 || path[n] != '/')
+		return false;
+	/* each component after the prefix: not empty, ".", or ".." */
+	for (p = path + n; *p == '/'; ) {
+		const char *c = p + 1, *next = strchr(c, '/');
+		size_t len = next ? (size_t)(next - c) : strlen(c);
+		if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		if (!next)
+			return true;
+		p = next;
+	}
+	return false;
+}
+
+/* The state dir of a state file: the path without "/sandboxes/<file>". */
+static int state_dir_of_file(const char *path, char *buf, size_t size)
+{
+	const char *file = strrchr(path, '/');
+	const char *dir = file;
+
+	while (dir && dir > path && dir[-1] != '/')
+		dir--;
+	if (!file || !dir || dir == path || strncmp(dir, "sandboxes/", 10) != 0 ||
+	    (size_t)(dir - 1 - path) >= size)
+		return -1;
+	snprintf(buf, size, "%.*s", (int)(dir - 1 - path), path);
+	return 0;
+}
+
+static bool confined;
+
+void sandbox_state_confine(void)
+{
+	confined = true;
+}
+
+/* A state file names host paths that root later unmounts and removes: each
+ * must lie under the state dir the file itself is in, or a forged file could
+ * have root remove any tree. */
+static int check_paths(const char *path, const struct sandbox_state *st)
+{
+	char dir[SANDBOX_PATH_MAX];
+
+	if (!confined)
+		return 0;
+	if (state_dir_of_file(path, dir, sizeof(dir)) < 0)
+		return fail_error("state file %s is not in a sandboxes/ directory", path);
+	if (st->home_image[0] && !sandbox_state_path_under(dir, st->home_image))
+		return fail_error("state file %s: home_image %s is outside %s: refused", path,
+				  st->home_image, dir);
+	if (st->run_dir[0] && !sandbox_state_path_under(dir, st->run_dir))
+		return fail_error("state file %s: run_dir %s is outside %s: refused", path,
+				  st->run_dir, dir);
 	return 0;
 }
 
@@ -179,6 +241,8 @@ int sandbox_state_load(const char *path, struct sandbox_state *st)
 		fail_error("parse %s: malformed state file", path);
 		goto out;
 	}
+	if (check_paths(path, st) < 0)
+		goto out;
 	rc = 0;
 out:
 	free(buf);

@@ -31,8 +31,17 @@ int sandbox_state_format(const struct sandbox_state *st, char *buf, size_t size)
 int sandbox_state_parse(const char *text, size_t len, struct sandbox_state *st);
 /* Writes <state_dir>/sandboxes/<id>.state atomically (mode 0600); 0 or -1. */
 int sandbox_state_save(const char *state_dir, const struct sandbox_state *st);
-/* Reads the state file at path (at most 64 KiB); 0 or -1. */
+/* From now on this process refuses state files whose home_image or run_dir
+ * lies outside the state dir they are in (labd's supervisor, which puts
+ * everything there; labbox run may take a --run-dir anywhere). */
+void sandbox_state_confine(void);
+/* Reads the state file at path (at most 64 KiB; once confined, it must be
+ * <state_dir>/sandboxes/<file> and name no path outside that state dir).
+ * 0 or -1 (logged). */
 int sandbox_state_load(const char *path, struct sandbox_state *st);
+/* Whether path lies below state_dir: it as a prefix, then only components
+ * that are not empty, "." or "..". */
+bool sandbox_state_path_under(const char *state_dir, const char *path);
 /* Builds the state file path into buf; 0 or -1 if it does not fit. */
 int sandbox_state_path(const char *state_dir, const char *id, char *buf, size_t size);
 /* Reads field 22 (starttime) of /proc/<pid>/stat; 0 if the process is gone or a zombie. */

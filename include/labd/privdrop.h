@@ -16,8 +16,10 @@ struct privdrop_user {
 
 /* Looks up the configured system user; -1 (logged) when it does not exist or is root. */
 int privdrop_lookup(const char *name, struct privdrop_user *out);
-/* As root: creates state_dir if missing, makes it root:<user's group> 01770,
- * and gives any database files in it to the user. */
+/* As root: creates state_dir if missing, makes it root:<user's group> 0710,
+ * makes db/ below it the user's own (0700), moves a database of the old
+ * layout (state_dir/labd.db) into db/ once, and gives the database files to
+ * the user. -1 (logged) when db/ is a link or both layouts hold a database. */
 int privdrop_prepare_state_dir(const char *state_dir, const struct privdrop_user *u);
 /* Drops to the user for good. Returns 0, or -1 (logged) - the caller must exit. */
 int privdrop_to(const struct privdrop_user *u);

@@ -9,6 +9,7 @@
 #include "config/config.h"
 #include "labd/log.h"
 #include "labd/parse.h"
+#include "runtime/runtime.h"
 #include "store/audit.h"
 #include "store/db.h"
 #include "http/http.h"
@@ -195,6 +196,9 @@ void api_users_patch(struct http_request *req)
 		reply_change_failed(req, rc);
 		goto out;
 	}
+	/* a disabled account's code stops now, not at its deadline */
+	if (has_disabled && disabled && runtime_end_account(app, u.id, "account disabled") < 0)
+		log_error("the runtime of disabled user %s could not be stopped", u.name);
 	describe_patch(detail, sizeof(detail), has_role, role, has_disabled, disabled,
 		       has_password || reset);
 	if (audit_add(app->db, time(NULL), http_identity(req)->user.name,
@@ -227,6 +231,9 @@ void api_users_delete(struct http_request *req)
 		reply_change_failed(req, rc);
 		return;
 	}
+	/* after the rows are gone (so no start can race it): the supervisor
+	 * stops the runtime at once, retires the uid and archives the home */
+	runtime_forget_account(app, u.name, u.id);
 	if (audit_add(app->db, time(NULL), http_identity(req)->user.name, "user.delete", u.name,
 		      http_address(req), NULL) < 0)
 		log_error("audit: user.delete of %s not recorded", u.name);

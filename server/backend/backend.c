@@ -12,6 +12,11 @@ int backend_stop(struct backend *b, const char *user, int64_t runtime_id, const 
 	return b->ops->stop(b, user, runtime_id, reason);
 }
 
+int backend_user_deleted(struct backend *b, const char *user, int64_t user_id)
+{
+	return b->ops->user_deleted(b, user, user_id);
+}
+
 int backend_list(struct backend *b, struct backend_sandbox **out, size_t *n)
 {
 	return b->ops->list(b, out, n);

@@ -62,6 +62,7 @@ struct backend_ops {
 	int (*list)(struct backend *b, struct backend_sandbox **out, size_t *n);
 	int (*ping)(struct backend *b);
 	void (*free)(struct backend *b);
+	int (*user_deleted)(struct backend *b, const char *user, int64_t user_id);
 };
 
 struct backend {
@@ -81,6 +82,9 @@ int backend_stop(struct backend *b, const char *user, int64_t runtime_id, const 
 int backend_list(struct backend *b, struct backend_sandbox **out, size_t *n);
 /* 0 when the backend answers. */
 int backend_ping(struct backend *b);
+/* The user is deleted: the backend stops their sandbox, retires their uid and
+ * archives or removes their home. 0, or a negative errno. */
+int backend_user_deleted(struct backend *b, const char *user, int64_t user_id);
 void backend_free(struct backend *b);
 
 /* Failure injection for tests: sends text to the supervisor as it is, as a

@@ -226,6 +226,18 @@ static int local_stop(struct backend *b, const char *user, int64_t runtime_id, c
 	return rc;
 }
 
+static int local_user_deleted(struct backend *b, const char *user, int64_t user_id)
+{
+	json_t *m = proto_msg("user_deleted", -1), *reply = NULL;
+	int rc;
+
+	json_object_update_new(m, json_pack("{s:s,s:I}", "user", user, "user_id",
+					    (json_int_t)user_id));
+	rc = simple_call((struct local *)b, m, &reply, NULL, 0);
+	json_decref(reply);
+	return rc;
+}
+
 static void copy_sandbox(json_t *e, struct backend_sandbox *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -281,7 +293,7 @@ static void local_free(struct backend *b)
 }
 
 static const struct backend_ops local_ops = {local_start, local_stop, local_list, local_ping,
-					     local_free};
+					     local_free, local_user_deleted};
 
 static int say_hello(struct local *l)
 {

@@ -50,6 +50,10 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	snprintf(cfg->jupyter, sizeof(cfg->jupyter), "auto");
 	snprintf(cfg->image, sizeof(cfg->image), "/");
 	cfg->uid_base = 200000;
+	cfg->uid_count = 65536;
+	snprintf(cfg->subuid_file, sizeof(cfg->subuid_file), "/etc/subuid");
+	snprintf(cfg->deleted_home, sizeof(cfg->deleted_home), "archive");
+	cfg->archive_retention_s = 30 * 86400;
 	cfg->home_size_bytes = 15ULL << 30;
 	cfg->memory_bytes = 4ULL << 30;
 	cfg->tmp_bytes = 1ULL << 30;
@@ -97,6 +101,7 @@ enum key_kind {
 	K_GPUS,      /* comma-separated GPU minors */
 	K_CPUS,      /* decimal CPU count stored as milli-CPUs */
 	K_JUPYTER,   /* auto, lab, notebook or server */
+	K_DELETED_HOME, /* archive or remove */
 };
 
 struct key_spec {
@@ -144,6 +149,10 @@ static const struct key_spec keys[] = {
 	KEY("runtime", jupyter, K_JUPYTER, 0, 0),
 	KEY("runtime", image, K_STRING, 1, 0),
 	KEY("runtime", uid_base, K_UINT, 1000, 4000000000U),
+	KEY("runtime", uid_count, K_UINT, 1, 1000000),
+	KEY("runtime", subuid_file, K_STRING, 1, 0),
+	KEY("runtime", deleted_home, K_DELETED_HOME, 0, 0),
+	KEYN("runtime", "archive_retention", archive_retention_s, K_DURATION, 0, 3650 * 86400LL),
 	KEYN("runtime", "home_size", home_size_bytes, K_SIZE, 64ULL << 20, 16ULL << 40),
 	KEYN("runtime", "memory", memory_bytes, K_SIZE, 64ULL << 20, 16ULL << 40),
 	KEYN("runtime", "tmp_size", tmp_bytes, K_SIZE, 1ULL << 20, 1ULL << 40),
@@ -322,6 +331,11 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 		if (strcmp(value, "auto") && strcmp(value, "lab") && strcmp(value, "notebook") &&
 		    strcmp(value, "server"))
 			return "must be auto, lab, notebook or server";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	case K_DELETED_HOME:
+		if (strcmp(value, "archive") && strcmp(value, "remove"))
+			return "must be archive or remove";
 		snprintf(field, k->size, "%s", value);
 		return NULL;
 	case K_DURATION:

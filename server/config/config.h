@@ -47,6 +47,10 @@ struct labd_config {
 	char jupyter[16]; /* auto, lab, notebook or server */
 	char image[CONFIG_PATH_MAX];
 	unsigned uid_base;
+	unsigned uid_count;              /* host uids uid_base .. uid_base + uid_count - 1 */
+	char subuid_file[CONFIG_PATH_MAX]; /* ranges given to other accounts, refused */
+	char deleted_home[8];            /* archive or remove */
+	int64_t archive_retention_s;     /* archived homes older than this are removed */
 	uint64_t home_size_bytes, memory_bytes, tmp_bytes;
 	unsigned cpus_milli, pids;
 	bool admin_access;

@@ -28,6 +28,11 @@ const struct proto_field proto_sandbox_start[] = {
 	{"gpus", PROTO_INT_ARRAY, 0, 16, false},
 	{NULL, 0, 0, 0, false},
 };
+const struct proto_field proto_user_deleted[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"user_id", PROTO_INT, 1, USER_ID_MAX, false},
+	{NULL, 0, 0, 0, false},
+};
 const struct proto_field proto_sandbox_stop[] = {
 	{"user", PROTO_NAME, 0, 0, false},
 	{"runtime_id", PROTO_INT, 0, 1LL << 53, false},

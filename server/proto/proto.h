@@ -49,6 +49,7 @@ extern const struct proto_field proto_hello[];
 extern const struct proto_field proto_empty[];
 extern const struct proto_field proto_sandbox_start[];
 extern const struct proto_field proto_sandbox_stop[];
+extern const struct proto_field proto_user_deleted[];
 extern const struct proto_field proto_reply[];
 extern const struct proto_field proto_sandbox_ready[];
 extern const struct proto_field proto_sandbox_ended[];

@@ -272,7 +272,7 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 	}
 	/* A body-less request is resent if a pooled connection turns out
 	 * stale (retry_fresh), so only one with a body pays for a probe. */
-	p->fd = upstream_get(target->socket_path, p->has_body, &p->reused);
+	p->fd = upstream_get(target->socket_path, target->peer_uid, p->has_body, &p->reused);
 	if (p->fd < 0 || (!p->reused && workers_watch(p->fd) < 0)) {
 		reply_bad_gateway(req, "cannot connect to its socket");
 		return -1;
@@ -601,7 +601,7 @@ static bool retry_fresh(struct proxy_state *p)
 	if (!p->reused || p->has_body || p->in_len > 0 || p->parser.nread > 0)
 		return false;
 	close(p->fd);
-	p->fd = upstream_get(p->target.socket_path, true, &reused);
+	p->fd = upstream_get(p->target.socket_path, p->target.peer_uid, true, &reused);
 	p->reused = false; /* never retried twice */
 	if (p->fd < 0)
 		return false;
@@ -673,7 +673,7 @@ void proxy_release(struct http_request *req)
 	if (p->fd >= 0) {
 		if (p->message_done && !p->failed && p->in_off == p->in_len &&
 		    http_should_keep_alive(&p->parser) && !p->websocket)
-			upstream_put(p->target.socket_path, p->fd);
+			upstream_put(p->target.socket_path, p->target.peer_uid, p->fd);
 		else
 			close(p->fd);
 	}

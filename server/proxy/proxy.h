@@ -20,6 +20,7 @@ struct proxy_target {
 	char socket_path[UPSTREAM_PATH_MAX]; /* Jupyter's socket as seen from the host */
 	char token[65];                      /* Jupyter's token: never sent to clients */
 	char owner[33];                      /* user name, groups WebSocket relays */
+	uid_t peer_uid;                      /* the sandbox's host uid: who must answer */
 };
 
 struct proxy_context {

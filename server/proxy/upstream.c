@@ -17,7 +17,8 @@
 
 struct slot {
 	char path[UPSTREAM_PATH_MAX];
-	int fd; /* -1 = free */
+	uid_t peer_uid; /* checked when it connected */
+	int fd;         /* -1 = free */
 };
 
 /* One pool per thread that proxies: a connection stays with the worker that
@@ -61,7 +62,28 @@ static bool still_idle(int fd)
 	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-static int connect_new(const char *path)
+/* Who answers on the socket must be the runtime's own sandbox: the name is in
+ * a directory its user can write (or a link planted there could lead to
+ * another user's Jupyter, or to a socket of labd's own), but the kernel's
+ * record of the peer cannot be forged from inside a sandbox. */
+static bool peer_ok(int fd, const char *path, uid_t want)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		log_warn("upstream %s: SO_PEERCRED: %s: refused", path, strerror(errno));
+		return false;
+	}
+	if (cred.uid != want) {
+		log_warn("upstream %s: peer uid %u is not the runtime's uid %u: refused", path,
+			 (unsigned)cred.uid, (unsigned)want);
+		return false;
+	}
+	return true;
+}
+
+static int connect_new(const char *path, uid_t peer_uid)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd;
@@ -79,11 +101,15 @@ static int connect_new(const char *path)
 		close(fd);
 		return -1;
 	}
+	if (!peer_ok(fd, path, peer_uid)) {
+		close(fd);
+		return -1;
+	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	return fd;
 }
 
-int upstream_get(const char *path, bool probe, bool *reused)
+int upstream_get(const char *path, uid_t peer_uid, bool probe, bool *reused)
 {
 	struct pool *p = my_pool();
 	int fd = -1;
@@ -92,7 +118,7 @@ int upstream_get(const char *path, bool probe, bool *reused)
 		pthread_mutex_lock(&p->lock);
 		for (int i = 0; i < POOL_SLOTS && fd < 0; i++) {
 			struct slot *s = &p->slot[i];
-			if (s->fd < 0 || strcmp(s->path, path) != 0)
+			if (s->fd < 0 || s->peer_uid != peer_uid || strcmp(s->path, path) != 0)
 				continue;
 			int candidate = s->fd;
 			s->fd = -1;
@@ -104,10 +130,10 @@ int upstream_get(const char *path, bool probe, bool *reused)
 		pthread_mutex_unlock(&p->lock);
 	}
 	*reused = fd >= 0;
-	return fd >= 0 ? fd : connect_new(path);
+	return fd >= 0 ? fd : connect_new(path, peer_uid);
 }
 
-void upstream_put(const char *path, int fd)
+void upstream_put(const char *path, uid_t peer_uid, int fd)
 {
 	struct pool *p = my_pool();
 
@@ -117,6 +143,7 @@ void upstream_put(const char *path, int fd)
 			struct slot *s = &p->slot[i];
 			if (s->fd < 0) {
 				snprintf(s->path, sizeof(s->path), "%s", path);
+				s->peer_uid = peer_uid;
 				s->fd = fd;
 				fd = -1;
 				break;

@@ -7,6 +7,7 @@
 #define LABD_UPSTREAM_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #define UPSTREAM_PATH_MAX 108 /* sun_path */
 
@@ -14,11 +15,12 @@
  * *reused tells whether it came from the pool: it may have gone stale. With
  * probe, a pooled one is first checked with a syscall (for a request that
  * could not be resent); without, the caller resends on a fresh connection
- * when a reused one fails before any response byte. */
-int upstream_get(const char *path, bool probe, bool *reused);
+ * when a reused one fails before any response byte. A new connection whose
+ * peer (SO_PEERCRED) is not peer_uid is refused (logged): -1. */
+int upstream_get(const char *path, uid_t peer_uid, bool probe, bool *reused);
 /* Returns a healthy idle connection to the calling thread's pool (or closes
  * it when full). */
-void upstream_put(const char *path, int fd);
+void upstream_put(const char *path, uid_t peer_uid, int fd);
 /* Closes every pooled connection to path, in every thread's pool (its
  * runtime stopped). */
 void upstream_forget(const char *path);

@@ -159,6 +159,28 @@ int runtime_backend_ping(struct app *app)
 	return backend_ping(app->backend);
 }
 
+int runtime_end_account(struct app *app, int64_t user_id, const char *reason)
+{
+	struct runtime r;
+	int found = runtimes_live(app->db, user_id, &r);
+
+	if (found < 0)
+		return -EIO;
+	if (found == 0 || r.state == RUNTIME_STOPPING)
+		return 0;
+	return runtime_stop(app, &r, reason);
+}
+
+int runtime_forget_account(struct app *app, const char *user, int64_t user_id)
+{
+	int rc = backend_user_deleted(app->backend, user, user_id);
+
+	if (rc < 0)
+		log_error("the supervisor did not take the deletion of %s (%s): their home stays "
+			  "under its id", user, strerror(-rc));
+	return rc;
+}
+
 /* The live row an event is about, if it is still the same runtime. */
 static bool event_row(struct app *app, const char *user, int64_t runtime_id, struct runtime *r)
 {

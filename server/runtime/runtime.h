@@ -40,6 +40,13 @@ enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const 
 int runtime_stop(struct app *app, const struct runtime *r, const char *reason);
 /* 0 when the backend answers. */
 int runtime_backend_ping(struct app *app);
+/* The account was disabled: its live runtime (if any) is asked to stop at
+ * once, with reason. 0, or a negative errno. */
+int runtime_end_account(struct app *app, int64_t user_id, const char *reason);
+/* The account is deleted (its rows are gone): the backend stops its sandbox
+ * at once, retires its uid and archives or removes its home. 0, or a
+ * negative errno (logged). */
+int runtime_forget_account(struct app *app, const char *user, int64_t user_id);
 
 /* The events a backend delivers, bound to app (runtime_events_init). */
 void runtime_events_init(struct backend_events *ev, struct app *app);

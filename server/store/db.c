@@ -275,11 +275,18 @@ static int db_migrate(struct db *db)
 	if (current > migrations_count())
 		return log_error("database schema version %d is newer than this labd (%d)",
 				 current, migrations_count());
+	/* Foreign keys off while migrating (a no-op inside a transaction, so
+	 * here): rebuilding a table means dropping the old one, which would
+	 * otherwise cascade to every row that references it. Each migration
+	 * checks them itself before it commits. */
+	if (current < migrations_count() && db_simple(db, "PRAGMA foreign_keys = OFF") < 0)
+		return -1;
 	for (int v = current + 1; v <= migrations_count(); v++) {
 		snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v);
 		if (db_begin(db) < 0)
 			return -1;
-		if (db_simple(db, migrations_sql(v)) < 0 || db_simple(db, pragma) < 0) {
+		if (db_simple(db, migrations_sql(v)) < 0 || db_simple(db, pragma) < 0 ||
+		    db_one(db, "PRAGMA foreign_key_check", "", db_row_int, &(int){0}) != 0) {
 			db_rollback(db);
 			return log_error("database migration %d failed", v);
 		}
@@ -315,7 +322,7 @@ int db_open(const char *path, struct db **out)
 	 * synchronous=NORMAL is durable across process crashes in WAL mode. */
 	if (db_simple(db, "PRAGMA journal_mode = WAL") < 0 ||
 	    db_simple(db, "PRAGMA synchronous = NORMAL") < 0 ||
-	    db_simple(db, "PRAGMA foreign_keys = ON") < 0 || db_migrate(db) < 0) {
+	    db_migrate(db) < 0 || db_simple(db, "PRAGMA foreign_keys = ON") < 0) {
 		db_close(db);
 		return -1;
 	}

@@ -66,6 +66,23 @@ static const char *const migrations[] = {
 	"  WHERE state IN ('starting', 'running', 'stopping');",
 	/* 3: where the runtime is reached, as its backend reported it */
 	"ALTER TABLE runtimes ADD COLUMN endpoint TEXT NOT NULL DEFAULT '';",
+	/* 4: user ids are never reused (AUTOINCREMENT): homes and host uids are
+	 * keyed on them, so a new user with an old name must get a new id. The
+	 * table is rebuilt (SQLite cannot add AUTOINCREMENT in place) keeping
+	 * every id; db_migrate runs this with foreign keys off, so dropping the
+	 * old table cascades to nothing, and checks them before committing. */
+	"CREATE TABLE users_new ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  name TEXT NOT NULL UNIQUE,"
+	"  role TEXT NOT NULL CHECK (role IN ('admin', 'user')),"
+	"  password_hash TEXT NOT NULL,"
+	"  disabled INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),"
+	"  created_at INTEGER NOT NULL,"
+	"  updated_at INTEGER NOT NULL);"
+	"INSERT INTO users_new (id, name, role, password_hash, disabled, created_at, updated_at)"
+	"  SELECT id, name, role, password_hash, disabled, created_at, updated_at FROM users;"
+	"DROP TABLE users;"
+	"ALTER TABLE users_new RENAME TO users;",
 };
 
 int migrations_count(void)

@@ -55,6 +55,11 @@ static json_t *on_stop(struct channel *ch, long long id, json_t *msg)
 	return sandboxes_stop(ch->sb, id, msg);
 }
 
+static json_t *on_user_deleted(struct channel *ch, long long id, json_t *msg)
+{
+	return sandboxes_user_deleted(ch->sb, id, msg);
+}
+
 static json_t *on_list(struct channel *ch, long long id, json_t *msg)
 {
 	(void)msg;
@@ -73,6 +78,7 @@ static const struct {
 	{"sandbox_start", proto_sandbox_start, CH_READY, on_start},
 	{"sandbox_stop", proto_sandbox_stop, CH_READY, on_stop},
 	{"sandbox_list", proto_empty, CH_READY, on_list},
+	{"user_deleted", proto_user_deleted, CH_READY, on_user_deleted},
 };
 
 struct channel *channel_new(int fd, struct sandboxes *sb)

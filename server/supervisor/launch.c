@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "labd/log.h"
+#include "supervisor/homes.h"
 #include "supervisor/worker.h"
 
 /* What a start worker reports: the handle, or why it failed. */
@@ -127,7 +128,7 @@ static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *h
 	s->user = j->rq->user;
 	s->user_id = j->rq->user_id;
 	s->uid_base = cfg->uid_base;
-	snprintf(home, LAUNCH_PATH_MAX, "%s/homes/%s.img", j->state_dir, j->rq->user);
+	homes_image_path(j->state_dir, j->rq->user_id, home, LAUNCH_PATH_MAX);
 	s->home_image = home;
 	s->home_size_bytes = cfg->home_size_bytes;
 	s->mem_bytes = cfg->memory_bytes;
@@ -177,7 +178,9 @@ static int start_worker(void *arg, int fd)
 	int log_fd;
 
 	fault_slow_start(j->rq->user);
-	if (make_dirs(j, rep.error, sizeof(rep.error)) < 0 ||
+	if (homes_adopt_named(j->state_dir, j->rq->user, j->rq->user_id) < 0)
+		snprintf(rep.error, sizeof(rep.error), "step home: the home named by user name could not move");
+	if (rep.error[0] || make_dirs(j, rep.error, sizeof(rep.error)) < 0 ||
 	    (log_fd = open_log(j, rep.error, sizeof(rep.error))) < 0)
 		return worker_send(fd, &rep, sizeof(rep), -1) < 0 ? 2 : 1;
 	fill_spec(j, &spec, home, run_dir, argv, bufs, envp, env);

@@ -17,11 +17,14 @@
 #include "labd/log.h"
 #include "labd/sandbox.h"
 #include "proto/proto.h"
+#include "supervisor/homes.h"
 #include "supervisor/launch.h"
+#include "supervisor/uidmap.h"
 
 #define MAX_SANDBOXES 256
 #define ENDED_KEEP_S 3600 /* how long an ended sandbox stays listed */
 #define PROBE_EVERY_MS 5  /* readiness: the user is waiting on this */
+#define SWEEP_EVERY_MS (3600 * 1000LL) /* archived homes past their retention */
 /* 256 sandboxes listed with reasons this long stay within PROTO_MAX_MESSAGE */
 #define LIST_REASON_MAX 96
 
@@ -34,6 +37,8 @@ struct hosted {
 	char kind[8];
 	long long runtime_id;
 	uid_t host_uid;
+	unsigned gpus[SANDBOX_MAX_GPUS]; /* held until the teardown is done */
+	unsigned n_gpus;
 	struct sandbox_handle h;
 	int pidfd;
 	pid_t worker; /* while starting or ending */
@@ -44,6 +49,7 @@ struct hosted {
 	bool stop_pending; /* asked to stop while still starting */
 	bool requested;    /* the stop was asked for (user, idle, shutdown) */
 	bool failed;       /* ended on its own, not cleanly */
+	long long retire_user_id; /* the user was deleted: retire this home once ended */
 	char cause[16];
 	char reason[200];
 	long long kill_at_ms, probe_at_ms;
@@ -54,6 +60,8 @@ struct sandboxes {
 	const struct labd_config *cfg;
 	struct sandboxes_events ev;
 	char state_dir[CONFIG_PATH_MAX];
+	struct uidmap *uids;
+	long long sweep_at_ms; /* next sweep of archived homes */
 	struct hosted slot[MAX_SANDBOXES];
 };
 
@@ -87,7 +95,12 @@ static int save_record(const struct sandboxes *sb, const struct hosted *x)
 			      (json_int_t)x->host_uid, "deadline",
 			      (json_int_t)x->deadline_s, "stopping",
 			      x->state == H_STOPPING ? x->reason : NULL);
+	json_t *gpus = json_array();
 	int rc;
+
+	for (unsigned i = 0; i < x->n_gpus; i++)
+		json_array_append_new(gpus, json_integer(x->gpus[i]));
+	json_object_set_new(j, "gpus", gpus);
 
 	record_path(sb, x->user, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -174,6 +187,10 @@ static void mark_ended(struct sandboxes *sb, struct hosted *x)
 	unlink(path);
 	log_info("runtime of %s ended (%s): %s", x->user, x->cause, x->reason);
 	emit_ended(sb, x);
+	if (x->retire_user_id) {
+		homes_retire(sb->cfg, sb->state_dir, x->user, x->retire_user_id);
+		x->retire_user_id = 0;
+	}
 }
 
 static bool gpu_configured(const struct labd_config *cfg, json_int_t g)
@@ -182,6 +199,20 @@ static bool gpu_configured(const struct labd_config *cfg, json_int_t g)
 		if ((json_int_t)cfg->gpu_devices[i] == g)
 			return true;
 	return false;
+}
+
+/* The live sandbox (starting, running or still being torn down) holding gpu. */
+static const struct hosted *gpu_holder(const struct sandboxes *sb, unsigned gpu)
+{
+	for (int i = 0; i < MAX_SANDBOXES; i++) {
+		const struct hosted *x = &sb->slot[i];
+		if (!x->used || x->state == H_ENDED)
+			continue;
+		for (unsigned k = 0; k < x->n_gpus; k++)
+			if (x->gpus[k] == gpu)
+				return x;
+	}
+	return NULL;
 }
 
 /* Checks beyond the protocol's kinds and bounds; NULL when fine. */
@@ -200,6 +231,9 @@ static const char *check_start(struct sandboxes *sb, json_t *msg)
 	json_array_foreach(gpus, i, g) {
 		if (!gpu_configured(sb->cfg, json_integer_value(g)))
 			return "gpu is not one of [gpu] devices";
+		/* exclusivity is root's to keep, whatever the web process believes */
+		if (gpu_holder(sb, (unsigned)json_integer_value(g)))
+			return "gpu is held by another sandbox";
 	}
 	return NULL;
 }
@@ -225,11 +259,14 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	const char *why = check_start(sb, msg), *user = proto_str(msg, "user"), *jupyter;
 	struct launch_request rq;
 	struct hosted *x;
-	char endpoint[LAUNCH_PATH_MAX];
+	char endpoint[LAUNCH_PATH_MAX], reason[200];
+	uid_t uid;
 	int rc;
 
-	if (why)
-		return proto_error(id, "bad_request", why);
+	if (why) {
+		log_error("refused sandbox_start for %s: %s", user, why);
+		return proto_error(id, strstr(why, "held") ? "gpu_busy" : "bad_request", why);
+	}
 	x = find(sb, user);
 	if (x && x->state != H_ENDED)
 		return proto_error(id, "runtime_exists", "this user already has a sandbox");
@@ -238,6 +275,11 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	jupyter = launch_pick_jupyter(sb->cfg->jupyter, sb->cfg->image);
 	if (!jupyter)
 		return proto_error(id, "no_jupyter", "no jupyter lab, notebook or server in the image");
+	if ((rc = uidmap_claim(sb->uids, user, proto_int(msg, "user_id"), &uid, reason,
+			       sizeof(reason))) < 0) {
+		log_error("refused sandbox_start for %s: %s", user, reason);
+		return proto_error(id, "bad_uid", reason);
+	}
 	fill_request(msg, jupyter, &rq);
 	memset(x, 0, sizeof(*x));
 	x->pidfd = x->worker_fd = -1;
@@ -248,7 +290,9 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	x->state = H_STARTING;
 	x->runtime_id = proto_int(msg, "runtime_id");
 	x->deadline_s = proto_int(msg, "deadline");
-	x->host_uid = sb->cfg->uid_base + rq.user_id;
+	x->host_uid = uid;
+	x->n_gpus = rq.n_gpus;
+	memcpy(x->gpus, rq.gpus, sizeof(x->gpus));
 	snprintf(x->user, sizeof(x->user), "%s", user);
 	snprintf(x->kind, sizeof(x->kind), "%s", proto_str(msg, "kind"));
 	log_info("building the sandbox of %s (runtime %lld, worker %d)", user, x->runtime_id,
@@ -288,6 +332,27 @@ json_t *sandboxes_stop(struct sandboxes *sb, long long id, json_t *msg)
 	if (!x || x->state == H_ENDED || (rid && x->runtime_id && rid != x->runtime_id))
 		return proto_error(id, "not_found", "no sandbox is running for this runtime");
 	request_stop(sb, x, "requested", reason[0] ? reason : "stopped");
+	return proto_ok(id);
+}
+
+json_t *sandboxes_user_deleted(struct sandboxes *sb, long long id, json_t *msg)
+{
+	const char *user = proto_str(msg, "user");
+	long long user_id = proto_int(msg, "user_id");
+	struct hosted *x = find(sb, user);
+	char why[200];
+
+	if (uidmap_retire(sb->uids, user, user_id, why, sizeof(why)) < 0) {
+		log_error("refused user_deleted for %s: %s", user, why);
+		return proto_error(id, "bad_uid", why);
+	}
+	if (x && x->state != H_ENDED) {
+		/* the home is still mounted: it goes when the teardown is done */
+		x->retire_user_id = user_id;
+		request_stop(sb, x, "requested", "account deleted");
+	} else {
+		homes_retire(sb->cfg, sb->state_dir, user, user_id);
+	}
 	return proto_ok(id);
 }
 
@@ -491,6 +556,12 @@ int sandboxes_tick(struct sandboxes *sb)
 	long long now = clock_ms(), next = -1;
 	int64_t wall = time(NULL);
 
+	if (now >= sb->sweep_at_ms) {
+		homes_sweep(sb->state_dir, sb->cfg->archive_retention_s, wall);
+		sb->sweep_at_ms = now + SWEEP_EVERY_MS;
+	}
+	next = sb->sweep_at_ms;
+
 	for (int i = 0; i < MAX_SANDBOXES; i++) {
 		struct hosted *x = &sb->slot[i];
 		if (!x->used)
@@ -528,6 +599,12 @@ static bool adopt_one(struct sandboxes *sb, json_t *j)
 	x->runtime_id = json_integer_value(json_object_get(j, "runtime_id"));
 	x->host_uid = (uid_t)json_integer_value(json_object_get(j, "uid"));
 	x->deadline_s = json_integer_value(json_object_get(j, "deadline"));
+	json_t *g, *gpus = json_object_get(j, "gpus");
+	size_t i;
+	json_array_foreach(gpus, i, g) {
+		if (x->n_gpus < SANDBOX_MAX_GPUS)
+			x->gpus[x->n_gpus++] = (unsigned)json_integer_value(g);
+	}
 	x->pidfd = (int)syscall(SYS_pidfd_open, x->h.pid, 0);
 	log_info("re-adopted the runtime of %s (sandbox %s)", user, id);
 	if (stopping)
@@ -561,14 +638,7 @@ static void adopt_all(struct sandboxes *sb)
 struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state_dir,
 				const struct sandboxes_events *ev)
 {
-	/* runtimes/ is root:labd 0710: labd-web reaches the Jupyter sockets below
-	 * it, other sandboxes' uids do not. */
-	static const struct {
-		const char *name;
-		mode_t mode;
-	} dirs[] = {{"homes", 0700}, {"runtimes", 0710}, {"boxes", 0700}};
 	struct sandboxes *sb = calloc(1, sizeof(*sb));
-	char path[LAUNCH_PATH_MAX + 16];
 
 	if (!sb)
 		return NULL;
@@ -576,14 +646,9 @@ struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state
 	if (ev)
 		sb->ev = *ev;
 	snprintf(sb->state_dir, sizeof(sb->state_dir), "%s", state_dir);
-	for (size_t i = 0; i < 3; i++) {
-		snprintf(path, sizeof(path), "%s/%s", state_dir, dirs[i].name);
-		if ((mkdir(path, dirs[i].mode) < 0 && errno != EEXIST) || chmod(path, dirs[i].mode) < 0 ||
-		    chown(path, 0, launch_labd_gid(cfg)) < 0) {
-			log_errno("mkdir %s", path);
-			free(sb);
-			return NULL;
-		}
+	if (!(sb->uids = uidmap_new(cfg, state_dir))) {
+		free(sb);
+		return NULL;
 	}
 	adopt_all(sb);
 	if (sandbox_gc(state_dir, false) > 0)
@@ -604,5 +669,6 @@ void sandboxes_free(struct sandboxes *sb)
 		close_worker(x);
 		sandbox_handle_clear(&x->h);
 	}
+	uidmap_free(sb->uids);
 	free(sb);
 }

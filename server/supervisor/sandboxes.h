@@ -21,7 +21,7 @@ struct sandboxes_events {
 	void *ctx;
 };
 
-/* Prepares the state dirs and re-adopts sandboxes recorded there.
+/* Re-adopts sandboxes recorded in the state dirs (statedir_prepare made them).
  * state_dir must be absolute. NULL on failure (logged). */
 struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state_dir,
 				const struct sandboxes_events *ev);
@@ -35,6 +35,9 @@ void sandboxes_free(struct sandboxes *sb);
 json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg);
 json_t *sandboxes_stop(struct sandboxes *sb, long long id, json_t *msg);
 json_t *sandboxes_list(struct sandboxes *sb, long long id);
+/* The user is gone: their uid is retired, their sandbox (if any) stopped,
+ * and their home archived or removed once that sandbox's teardown is done. */
+json_t *sandboxes_user_deleted(struct sandboxes *sb, long long id, json_t *msg);
 
 /* Asks every sandbox to stop (used when [runtime] keep_on_shutdown is false);
  * sandboxes_live() then counts down as they end. */

@@ -19,6 +19,7 @@
 #include "config/config.h"
 #include "supervisor/channel.h"
 #include "supervisor/sandboxes.h"
+#include "supervisor/statedir.h"
 #include "labd/clock.h"
 #include "labd/log.h"
 #include "labd/privdrop.h"
@@ -272,7 +273,8 @@ int supervisor_run(const struct labd_config *cfg)
 	log_set_tag("labd");
 	prctl(PR_SET_NAME, "labd", 0, 0, 0);
 	if (privdrop_lookup(cfg->user, &s.user) < 0 ||
-	    privdrop_prepare_state_dir(cfg->state_dir, &s.user) < 0)
+	    privdrop_prepare_state_dir(cfg->state_dir, &s.user) < 0 ||
+	    statedir_prepare(cfg->state_dir, s.user.gid) < 0)
 		return 1;
 	/* Runtimes keep running across a supervisor restart and are re-adopted. */
 	struct sandboxes_events ev = {emit_event, &s};

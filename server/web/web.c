@@ -77,12 +77,13 @@ int web_open_store_as_user(const struct labd_config *cfg, const struct privdrop_
 	if (privdrop_prepare_state_dir(cfg->state_dir, u) < 0)
 		return -1;
 	/* The store is opened by a relative name from inside the state dir, so the
-	 * unprivileged process needs no search permission on the dirs above it. */
+	 * unprivileged process needs no search permission on the dirs above it;
+	 * it lives in db/, the one directory there that labd owns. */
 	if (chdir(cfg->state_dir) < 0)
 		return log_errno("chdir %s", cfg->state_dir);
 	if (privdrop_to(u) < 0)
 		return -1;
-	return db_open("labd.db", out);
+	return db_open("db/labd.db", out);
 }
 
 int web_bootstrap_admin(const struct labd_config *cfg, struct db *db)
@@ -156,8 +157,22 @@ static int start_events(struct app *app)
  * second it looks for writes by the host CLI (a password reset must end
  * sessions that the caches still hold); now and then it sweeps expired
  * sessions from the store. With LABD_FAULT_BAD_MESSAGE set (tests only),
- * SIGUSR1 sends that text to the supervisor, as a compromised web process
- * could. */
+ * SIGUSR1 sends that text (each line a message) to the supervisor, as a
+ * compromised web process could. */
+static void send_bad_messages(struct app *app, const char *bad)
+{
+	char one[4096];
+
+	/* one message per line, so a test can try several in one go */
+	for (const char *p = bad; *p;) {
+		size_t n = strcspn(p, "\n");
+		snprintf(one, sizeof(one), "%.*s", (int)(n < sizeof(one) ? n : sizeof(one) - 1), p);
+		log_warn("fault injection: sending %s to the supervisor", one);
+		backend_local_send_raw(app->backend, one);
+		p += n + (p[n] == '\n');
+	}
+}
+
 static void serve_until_signal(struct app *app)
 {
 	const char *bad = getenv("LABD_FAULT_BAD_MESSAGE");
@@ -174,10 +189,8 @@ static void serve_until_signal(struct app *app)
 		int sig = sigtimedwait(&set, NULL, &tick);
 		if (sig == SIGTERM || sig == SIGINT)
 			return;
-		if (sig == SIGUSR1 && bad) {
-			log_warn("fault injection: sending %s to the supervisor", bad);
-			backend_local_send_raw(app->backend, bad);
-		}
+		if (sig == SIGUSR1 && bad)
+			send_bad_messages(app, bad);
 		if (sig >= 0 || errno != EAGAIN)
 			continue;
 		db_poll_external(app->db);

@@ -670,7 +670,7 @@ def stop_runtime(c, timeout=30 * SLOW):
 def runtime_token(d, user):
     """The Jupyter token of user's newest runtime, read (as root) from labd's
     database: only to prove that it never shows up in a response."""
-    db = sqlite3.connect(f"file:{os.path.join(d.state_dir, 'labd.db')}?mode=ro", uri=True,
+    db = sqlite3.connect(f"file:{os.path.join(d.state_dir, 'db', 'labd.db')}?mode=ro", uri=True,
                          timeout=10)
     try:
         row = db.execute(
@@ -680,6 +680,22 @@ def runtime_token(d, user):
         db.close()
     assert row and row[0], f"no runtime token for {user} in the database"
     return row[0]
+
+
+def user_id(d, name):
+    """The id of user name, read (as root) from labd's database; None if absent."""
+    db = sqlite3.connect(f"file:{os.path.join(d.state_dir, 'db', 'labd.db')}?mode=ro",
+                         uri=True, timeout=10)
+    try:
+        row = db.execute("SELECT id FROM users WHERE name = ?", (name,)).fetchone()
+    finally:
+        db.close()
+    return row and row[0]
+
+
+def home_image(d, name):
+    """Where user name's home image lives: homes are keyed on user ids."""
+    return os.path.join(d.state_dir, "homes", f"{user_id(d, name)}.img")
 
 
 def parse_api_time(s):

@@ -13,6 +13,7 @@ from labd_harness import (
     assert_security_headers,
     assert_status,
     audit_entries,
+    home_image,
     jupyter_execute,
     loops_under,
     open_kernel_channel,
@@ -222,7 +223,7 @@ def test_restart_while_another_runtime_runs(sd, sadmin):
         c.login(name, pw)
         users.append(c)
     a, b = users
-    img = os.path.join(sd.state_dir, "homes", f"{a.user}.img")
+    img = home_image(sd, a.user)
 
     def a_loops():
         return [lp for lp in loops_under(sd.state_dir) if lp.endswith(f" -> {img}")]

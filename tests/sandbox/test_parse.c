@@ -87,6 +87,8 @@ static void test_state_rejects(void **st)
 		"version=1\nid=a\nuser=u\ncgroup_parent=labd\nstart_time=1x\n",
 		"version=1\nid=a\nuser=u\n",                                   /* no cgroup parent */
 		"version=1\nnoequals\n",
+		"version=1\nid=a\nuser=../x\ncgroup_parent=labd\n",           /* user as a path */
+		"version=1\nid=a\nuser=.x\ncgroup_parent=labd\n",
 	};
 	(void)st;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -98,6 +100,23 @@ static void test_state_rejects(void **st)
 		big[sizeof(big) - 1] = '\n';
 		assert_int_equal(sandbox_state_parse(big, sizeof(big), &b), -1); /* id too long */
 	}
+}
+
+/* Paths read back from a state file must stay under the state dir. */
+static void test_path_under(void **st)
+{
+	static const char *const inside[] = {"/s/runtimes/alice/run", "/s/homes/7.img", "/s/x"};
+	static const char *const outside[] = {
+		"/s", "/s/", "/sx/run", "/tmp/x", "/s/../etc", "/s/runtimes/../../etc", "/s//x",
+		"/s/./x", "/s/x/", "/s/x/..", "s/x", "",
+	};
+
+	(void)st;
+	for (size_t i = 0; i < sizeof(inside) / sizeof(inside[0]); i++)
+		assert_true(sandbox_state_path_under("/s", inside[i]));
+	for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
+		assert_false(sandbox_state_path_under("/s", outside[i]));
+	assert_false(sandbox_state_path_under("", "/x"));
 }
 
 static void test_stat_field(void **st)
@@ -126,6 +145,7 @@ int main(void)
 		cmocka_unit_test(test_stat_field),
 		cmocka_unit_test(test_state_roundtrip),
 		cmocka_unit_test(test_state_rejects),
+		cmocka_unit_test(test_path_under),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

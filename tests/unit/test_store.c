@@ -46,6 +46,59 @@ static int64_t make_user(struct db *db, const char *name, enum user_role role)
 	return u.id;
 }
 
+static void exec_raw(sqlite3 *raw, const char *sql)
+{
+	char *err = NULL;
+	int rc = sqlite3_exec(raw, sql, NULL, NULL, &err);
+	if (rc != SQLITE_OK)
+		fail_msg("%s: %s", sql, err ? err : "?");
+}
+
+/* Migration 4 rebuilds users with AUTOINCREMENT: every id, session and
+ * runtime of a schema-3 database survives (the drop of the old table must not
+ * cascade), and from then on a deleted user's id is never handed out again. */
+static void test_user_ids_never_reused_after_migration(void **state)
+{
+	struct fixture *f = *state;
+	char path[160], sql[128];
+	struct db *db;
+	struct user u;
+	sqlite3 *raw;
+
+	snprintf(path, sizeof(path), "%s/v3.db", f->dir);
+	assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+	exec_raw(raw, "PRAGMA foreign_keys = ON");
+	for (int v = 1; v <= 3; v++)
+		exec_raw(raw, migrations_sql(v));
+	exec_raw(raw, "PRAGMA user_version = 3");
+	exec_raw(raw, "INSERT INTO users VALUES (1,'ann','admin','h',0,1,1),(5,'bob','user','h',0,1,1)");
+	exec_raw(raw, "INSERT INTO sessions (user_id, token_hash, csrf_token, created_at, last_seen,"
+		      " expires_at) VALUES (5, 'th', 'c', 1, 1, 9999999999)");
+	exec_raw(raw, "INSERT INTO runtimes (user_id, kind, state, token, created_at, deadline,"
+		      " last_activity) VALUES (5, 'cpu', 'stopped', 't', 1, 2, 1)");
+	sqlite3_close(raw);
+
+	assert_int_equal(db_open(path, &db), 0);
+	assert_int_equal(db_schema_version(db), migrations_count());
+	assert_int_equal(users_find_by_name(db, "bob", &u), 1);
+	assert_int_equal(u.id, 5);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM sessions WHERE user_id = 5");
+	int n = -1;
+	assert_int_equal(db_one(db, sql, "", db_row_int, &n), 1);
+	assert_int_equal(n, 1);
+	assert_int_equal(db_one(db, "SELECT count(*) FROM runtimes WHERE user_id = 5", "",
+				db_row_int, &n), 1);
+	assert_int_equal(n, 1);
+	/* the newest user deleted: its id stays used */
+	assert_int_equal(users_delete(db, "bob"), USERS_OK);
+	assert_int_equal(make_user(db, "bob", USER_ROLE_USER), 6);
+	/* and foreign keys are enforced again after the migration */
+	assert_int_equal(users_delete(db, "bob"), USERS_OK);
+	assert_int_equal(db_one(db, "SELECT count(*) FROM sessions", "", db_row_int, &n), 1);
+	assert_int_equal(n, 0);
+	db_close(db);
+}
+
 static void test_migrations_apply_once(void **state)
 {
 	struct fixture *f = *state;
@@ -430,6 +483,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_migrations_apply_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_user_ids_never_reused_after_migration, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_users_crud_and_conflict, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_last_admin_is_protected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sessions, setup, teardown),

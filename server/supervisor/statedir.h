@@ -1,0 +1,18 @@
+/* statedir.h - the directories under the state dir that root works in.
+ *
+ * Each is created at boot, before the web process exists, and verified
+ * without following links (lstat-style: a directory, owned by root, mode as
+ * listed); one that is a link or owned by anyone else stops the boot, since
+ * root would otherwise remove, kill or mount what the labd user pointed at. */
+#ifndef LABD_SUPERVISOR_STATEDIR_H
+#define LABD_SUPERVISOR_STATEDIR_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* Creates and verifies homes/, runtimes/, boxes/, sandboxes/ and archive/
+ * under state_dir (which privdrop_prepare_state_dir made root's); runtimes/
+ * gets group labd_gid. 0, or -1 (logged, naming the directory). */
+int statedir_prepare(const char *state_dir, gid_t labd_gid);
+
+#endif
