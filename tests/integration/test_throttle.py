@@ -306,3 +306,40 @@ def test_login_flood_keeps_health(flood):
     assert max(latencies) < 1.0, f"health took {max(latencies):.2f} s during the flood: {latencies}"
     assert 503 in statuses, f"no login was refused busy: {sorted(set(statuses))}"
     assert 200 in statuses, f"no login succeeded during the flood: {sorted(set(statuses))}"
+
+
+@pytest.fixture(scope="module")
+def racy(daemon_factory):
+    # three hashes at once, each a few hundred ms: parallel attempts overlap for long
+    return daemon_factory("racy", server={"threads": "4"},
+                          auth={"scrypt_n": "65536", "hash_concurrency": "3",
+                                "backoff_after": "2", "backoff_base": "30s",
+                                "backoff_max": "30s", "address_backoff_max": "30s"})
+
+
+def test_parallel_attempts_share_one_window(racy):
+    """Eight wrong passwords sent at once from one address: each attempt is counted
+    before its hash, so only backoff_after (2) of them are checked and the rest are
+    answered 429 (or 503 when no hashing slot is free), not checked in parallel."""
+    _, [(name, _pw)] = make_users(racy, 1, "pa")
+    addr = "127.39.0.1"
+    clients = [racy.client(source=addr) for _ in range(8)]
+    go = threading.Barrier(len(clients))
+    statuses, errors = [], []
+
+    def attempt(c):
+        try:
+            go.wait(10)
+            statuses.append(c.post("/api/v1/login", csrf=None,
+                                   json={"username": name, "password": "wrong-password"}).status)
+        except Exception as e:  # reported below, not lost in the thread
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=attempt, args=(c,), daemon=True) for c in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors[:3]
+    assert len(statuses) == 8 and set(statuses) <= {401, 429, 503}, statuses
+    assert statuses.count(401) == 2, f"checked in parallel: {sorted(statuses)}"
