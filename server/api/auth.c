@@ -33,16 +33,16 @@ void api_login_failed(struct http_request *req, enum login_result res, int64_t r
 				 "wrong user name or password");
 		return;
 	case LOGIN_THROTTLED:
-	case LOGIN_LOCKED:
 		snprintf(retry, sizeof(retry), "%lld", (long long)(retry_after > 0 ? retry_after : 1));
 		http_add_header(req, "Retry-After", retry);
-		if (res == LOGIN_LOCKED)
-			http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "account_locked",
-					 "too many failed logins: locked for %s more seconds",
-					 retry);
-		else
-			http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "throttled",
-					 "too many failed logins: retry in %s seconds", retry);
+		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "throttled",
+				 "too many failed logins: try again in %s seconds", retry);
+		return;
+	case LOGIN_BUSY:
+		snprintf(retry, sizeof(retry), "%lld", (long long)(retry_after > 0 ? retry_after : 1));
+		http_add_header(req, "Retry-After", retry);
+		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "busy",
+				 "too many logins at once: try again in %s seconds", retry);
 		return;
 	default:
 		http_reply_internal(req);
@@ -122,6 +122,8 @@ void api_me_password(struct http_request *req)
 	char hash[PASSWORD_HASH_MAX];
 	json_t *body = api_body(req, fields);
 	struct app *app = http_app(req);
+	enum login_result res;
+	int64_t retry_after = 0;
 
 	if (!body)
 		return;
@@ -135,9 +137,12 @@ void api_me_password(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 				 "field \"new_password\" %s (at least %u characters)", why,
 				 app->cfg->min_password_length);
-	} else if (!password_verify(current, ident->user.password_hash)) {
+	} else if ((res = auth_check_password(app, &ident->user, current, http_address(req),
+					      "password.failure", &retry_after)) == LOGIN_INVALID) {
 		http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
-				 "the current password is wrong");
+				 "field \"current_password\" is wrong");
+	} else if (res != LOGIN_OK) {
+		api_login_failed(req, res, retry_after);
 	} else if (password_hash(next, app->password, hash) < 0 ||
 		   users_set_password(app->db, ident->user.id, hash, ident->session_id,
 				      time(NULL)) != USERS_OK) {

@@ -79,8 +79,8 @@ void pages_login_post(struct http_request *req)
 		return;
 	}
 	snprintf(location, sizeof(location), "/login?error=%s",
-		 res == LOGIN_LOCKED	  ? "locked"
-		 : res == LOGIN_THROTTLED ? "throttled"
+		 res == LOGIN_THROTTLED	  ? "throttled"
+		 : res == LOGIN_BUSY	  ? "busy"
 		 : res == LOGIN_INVALID	  ? "invalid"
 					  : "internal");
 	if (strcmp(next, "/dashboard") != 0)

@@ -7,7 +7,6 @@
 #include <time.h>
 
 #include "labd/app.h"
-#include "store/throttle.h"
 #include "store/sessions.h"
 #include "auth/password.h"
 #include "config/config.h"
@@ -155,86 +154,6 @@ void auth_cookie_header(const struct app *app, const char *secret, char *out, si
 		snprintf(out, outlen,
 			 SESSION_COOKIE_NAME "=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0%s",
 			 secure);
-}
-
-/* Throttle keys: one per user name, one per client address. */
-static void throttle_keys(const char *name, const char *address, char *ukey, char *akey,
-			  size_t len)
-{
-	snprintf(ukey, len, "user:%s", name);
-	snprintf(akey, len, "addr:%s", address);
-}
-
-static enum login_result check_throttle(struct app *app, const char *ukey, const char *akey,
-					int64_t now, int64_t *retry_after)
-{
-	int64_t wait_user, wait_addr;
-	enum throttle_state su = throttle_check(app->db, ukey, app->throttle, now, &wait_user);
-	enum throttle_state sa =
-		throttle_check(app->db, akey, app->throttle_addr, now, &wait_addr);
-
-	*retry_after = wait_user > wait_addr ? wait_user : wait_addr;
-	if (su == THROTTLE_LOCKED || sa == THROTTLE_LOCKED)
-		return LOGIN_LOCKED;
-	if (su == THROTTLE_BACKOFF || sa == THROTTLE_BACKOFF)
-		return LOGIN_THROTTLED;
-	return LOGIN_OK;
-}
-
-static void record_failure(struct app *app, const char *name, const char *address,
-			   const char *ukey, const char *akey, const char *why, int64_t now)
-{
-	if (audit_add(app->db, now, NULL, "login.failure", name, address, why) < 0)
-		log_error("audit: login.failure of %s not recorded", name);
-	if (throttle_fail(app->db, ukey, app->throttle, now) == THROTTLE_LOCKED &&
-	    audit_add(app->db, now, NULL, "login.locked", name, address,
-		      "account locked after repeated failures") < 0)
-		log_error("audit: lockout of account %s not recorded", name);
-	if (throttle_fail(app->db, akey, app->throttle_addr, now) == THROTTLE_LOCKED &&
-	    audit_add(app->db, now, NULL, "login.locked", name, address,
-		      "address locked after repeated failures") < 0)
-		log_error("audit: lockout of address %s not recorded", address);
-}
-
-enum login_result auth_login(struct app *app, const char *name, const char *password,
-			     const char *address, struct user *user, struct session *session,
-			     char secret[SESSION_SECRET_LEN + 1], int64_t *retry_after)
-{
-	char ukey[96], akey[96];
-	int64_t now = time(NULL);
-	enum login_result res;
-	int found = 0;
-
-	/* Names are bounded and validated before they reach keys or the log. */
-	if (!parse_user_name_ok(name))
-		name = "(invalid)";
-	throttle_keys(name, address, ukey, akey, sizeof(ukey));
-	res = check_throttle(app, ukey, akey, now, retry_after);
-	if (res != LOGIN_OK) {
-		if (res == LOGIN_LOCKED &&
-		    audit_add(app->db, now, NULL, "login.failure", name, address, "refused: locked") < 0)
-			log_error("audit: refused login of %s not recorded", name);
-		return res;
-	}
-	if (strcmp(name, "(invalid)") != 0)
-		found = users_find_by_name(app->db, name, user);
-	if (found < 0)
-		return LOGIN_ERROR;
-	/* Same work whether or not the user exists, so timing reveals nothing. */
-	bool ok = found ? password_verify(password, user->password_hash)
-			: password_verify_dummy(password, app->password);
-	if (!ok || user->disabled) {
-		record_failure(app, name, address, ukey, akey,
-			       !found ? "unknown user" : !ok ? "wrong password" : "account disabled",
-			       now);
-		return LOGIN_INVALID;
-	}
-	throttle_clear(app->db, ukey);
-	if (sessions_create(app->db, user->id, address, app->session, now, secret, session) < 0)
-		return LOGIN_ERROR;
-	if (audit_add(app->db, now, user->name, "login.success", user->name, address, NULL) < 0)
-		log_error("audit: login.success of %s not recorded", user->name);
-	return LOGIN_OK;
 }
 
 void auth_redirect_login(struct http_request *req, const char *next)

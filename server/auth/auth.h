@@ -27,14 +27,22 @@ bool auth_csrf_ok(struct http_request *req);
 /* False when an Origin header names a different origin than the Host header. */
 bool auth_origin_ok(struct http_request *req);
 
-enum login_result { LOGIN_OK, LOGIN_INVALID, LOGIN_THROTTLED, LOGIN_LOCKED, LOGIN_ERROR };
+enum login_result { LOGIN_OK, LOGIN_INVALID, LOGIN_THROTTLED, LOGIN_BUSY, LOGIN_ERROR };
 
-/* Checks name/password under throttling, audits the outcome and on success
- * creates a session: fills *user, *session and secret (for the cookie).
- * *retry_after is set for THROTTLED/LOCKED. */
+/* Checks name/password under throttling (login.c: a progressive delay per
+ * user name and per client address, never a lockout), audits the outcome and
+ * on success creates a session: fills *user, *session and secret (for the
+ * cookie). *retry_after is set for THROTTLED (the delay left) and BUSY (every
+ * hashing slot taken: answer 503). */
 enum login_result auth_login(struct app *app, const char *name, const char *password,
 			     const char *address, struct user *user, struct session *session,
 			     char secret[SESSION_SECRET_LEN + 1], int64_t *retry_after);
+/* Checks a signed-in user's password again (a password change) under the same
+ * throttling as a login: a wrong one counts as a failed login, audited as
+ * action (e.g. "password.failure"). Returns LOGIN_OK when it matches. */
+enum login_result auth_check_password(struct app *app, const struct user *user,
+				      const char *password, const char *address,
+				      const char *action, int64_t *retry_after);
 
 /* Writes the Set-Cookie value for a session secret (or, with NULL, one that
  * clears the cookie). */

@@ -1,13 +1,16 @@
 /* password.c - scrypt hashes through OpenSSL 3's EVP_KDF; see password.h. */
 #include "auth/password.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/kdf.h>
 #include <openssl/params.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "labd/crypto.h"
 
@@ -126,4 +129,71 @@ const char *password_policy_error(const char *password, unsigned min_length)
 	if (len > PASSWORD_MAX_LENGTH)
 		return "is too long (at most 1024 characters)";
 	return NULL;
+}
+
+/* The hashing slots: one process-wide gate (the web process hashes only for
+ * requests), a mutex and a condition variable rather than a semaphore so that
+ * waiters can be counted against the worker limit. */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t freed;
+	bool bounded;
+	unsigned slots, busy_max; /* busy: hashing + waiting workers */
+	unsigned hashing, waiting;
+	int64_t wait_ms;
+} gate = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+void password_slots_init(unsigned slots, unsigned workers, int64_t wait_ms)
+{
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&gate.freed, &attr);
+	pthread_condattr_destroy(&attr);
+	gate.busy_max = workers > 1 ? workers - 1 : 1;
+	gate.slots = slots == 0 ? 1 : slots > gate.busy_max ? gate.busy_max : slots;
+	gate.wait_ms = wait_ms;
+	gate.bounded = true;
+}
+
+int password_slot_acquire(void)
+{
+	struct timespec deadline;
+	int rc = 0;
+
+	if (!gate.bounded)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += gate.wait_ms / 1000;
+	deadline.tv_nsec += (long)(gate.wait_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&gate.lock);
+	if (gate.hashing + gate.waiting >= gate.busy_max && gate.hashing >= gate.slots) {
+		rc = -EBUSY; /* waiting here would take the last free worker */
+		goto out;
+	}
+	gate.waiting++;
+	while (gate.hashing >= gate.slots && rc == 0)
+		if (pthread_cond_timedwait(&gate.freed, &gate.lock, &deadline) == ETIMEDOUT)
+			rc = gate.hashing >= gate.slots ? -EBUSY : 0;
+	gate.waiting--;
+	if (rc == 0)
+		gate.hashing++;
+out:
+	pthread_mutex_unlock(&gate.lock);
+	return rc;
+}
+
+void password_slot_release(void)
+{
+	if (!gate.bounded)
+		return;
+	pthread_mutex_lock(&gate.lock);
+	gate.hashing--;
+	pthread_cond_signal(&gate.freed);
+	pthread_mutex_unlock(&gate.lock);
 }

@@ -27,6 +27,17 @@ bool password_verify(const char *password, const char *stored);
 /* Verifies against a fixed dummy hash so that a login for an unknown user takes
  * as long as one for a known user. Always false. */
 bool password_verify_dummy(const char *password, const struct password_params *params);
+/* Hashing with bounded concurrency, so a flood of logins cannot occupy every
+ * HTTP worker: at most `slots` hashes run at once, and a caller waits at most
+ * wait_ms for one to free while the workers that hash or wait stay below
+ * `workers` (one worker is always left for everything else). Before this is
+ * called (the CLI) hashing is unbounded. Call once, before the workers start. */
+void password_slots_init(unsigned slots, unsigned workers, int64_t wait_ms);
+/* Takes a hashing slot: 0, or -EBUSY when none freed in time (answer 503).
+ * Pair with password_slot_release. */
+int password_slot_acquire(void);
+void password_slot_release(void);
+
 /* A random password of 20 base64url characters (120 bits) into out[24]; -1 on error. */
 int password_generate(char out[24]);
 /* Checks length rules; returns NULL when acceptable or a static message why not. */

@@ -33,9 +33,10 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->backoff_after = 3;
 	cfg->backoff_base_s = 1;
 	cfg->backoff_max_s = 300;
-	cfg->lockout_failures = 10;
-	cfg->address_lockout_failures = 50;
-	cfg->lockout_duration_s = 15 * 60;
+	cfg->address_backoff_max_s = 30;
+	cfg->alert_after = 10;
+	cfg->failure_window_s = 15 * 60;
+	cfg->hash_concurrency = 0;
 	cfg->scrypt_n = 32768;
 	cfg->scrypt_r = 8;
 	cfg->scrypt_p = 1;
@@ -102,6 +103,7 @@ enum key_kind {
 	K_CPUS,      /* decimal CPU count stored as milli-CPUs */
 	K_JUPYTER,   /* auto, lab, notebook or server */
 	K_DELETED_HOME, /* archive or remove */
+	K_PROXIES,   /* comma-separated addresses or CIDR networks */
 };
 
 struct key_spec {
@@ -128,15 +130,17 @@ static const struct key_spec keys[] = {
 	KEYN("server", "connection_timeout", connection_timeout_s, K_DURATION, 1, 86400),
 	KEYN("server", "max_body", max_body_bytes, K_SIZE, 1024, 1ULL << 30),
 	KEY("server", log_level, K_LOGLEVEL, 0, 0),
+	KEY("server", trusted_proxies, K_PROXIES, 0, 0),
 	KEY("auth", min_password_length, K_UINT, 1, 256),
 	KEYN("auth", "session_idle", session_idle_s, K_DURATION, 60, 365 * 86400),
 	KEYN("auth", "session_lifetime", session_lifetime_s, K_DURATION, 60, 365 * 86400),
 	KEY("auth", backoff_after, K_UINT, 1, 1000000),
 	KEYN("auth", "backoff_base", backoff_base_s, K_DURATION, 0, 3600),
 	KEYN("auth", "backoff_max", backoff_max_s, K_DURATION, 0, 86400),
-	KEY("auth", lockout_failures, K_UINT, 1, 1000000),
-	KEY("auth", address_lockout_failures, K_UINT, 1, 1000000),
-	KEYN("auth", "lockout_duration", lockout_duration_s, K_DURATION, 1, 365 * 86400),
+	KEYN("auth", "address_backoff_max", address_backoff_max_s, K_DURATION, 0, 86400),
+	KEY("auth", alert_after, K_UINT, 1, 1000000),
+	KEYN("auth", "failure_window", failure_window_s, K_DURATION, 1, 365 * 86400),
+	KEY("auth", hash_concurrency, K_UINT, 0, 1024),
 	KEY("auth", scrypt_n, K_POW2, 2, 1ULL << 24),
 	KEY("auth", scrypt_r, K_UINT, 1, 64),
 	KEY("auth", scrypt_p, K_UINT, 1, 64),
@@ -254,6 +258,26 @@ static int parse_duration_list(const char *value, const struct key_spec *k,
 	return 0;
 }
 
+/* One address or network of trusted_proxies. */
+static int add_proxy(const char *item, unsigned n, void *arg)
+{
+	struct list_ctx *c = arg;
+
+	if (n == CONFIG_MAX_TRUSTED_PROXIES)
+		return -1;
+	return cidr_parse(item, &c->cfg->trusted_proxies[n]) < 0 ? -1 : 0;
+}
+
+static int parse_proxy_list(const char *value, const struct key_spec *k, struct labd_config *cfg)
+{
+	struct list_ctx c = {k, cfg};
+	int n = for_each_item(value, add_proxy, &c);
+	if (n < 0)
+		return -1;
+	cfg->n_trusted_proxies = (unsigned)n;
+	return 0;
+}
+
 static int parse_gpu_list(const char *value, const struct key_spec *k, struct labd_config *cfg)
 {
 	struct list_ctx c = {k, cfg};
@@ -322,6 +346,10 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 	case K_GPUS:
 		return parse_gpu_list(value, k, cfg) < 0
 			       ? "must be distinct GPU numbers such as 0,1 (or empty)"
+			       : NULL;
+	case K_PROXIES:
+		return parse_proxy_list(value, k, cfg) < 0
+			       ? "must be up to 16 addresses or networks such as 127.0.0.1, 10.0.0.0/8 or ::1"
 			       : NULL;
 	case K_CPUS:
 		if (parse_cpus_milli(value, &milli) < 0 || store_number(k, field, milli) < 0)

@@ -7,9 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/cidr.h"
+
 #define CONFIG_PATH_MAX 512
 #define CONFIG_MAX_WARNINGS 4
 #define CONFIG_MAX_GPUS 16
+#define CONFIG_MAX_TRUSTED_PROXIES 16
 
 struct labd_config {
 	/* [server] */
@@ -23,6 +26,9 @@ struct labd_config {
 	unsigned connection_timeout_s;
 	size_t max_body_bytes;
 	char log_level[16];
+	/* peers whose X-Forwarded-For names the client (a front proxy) */
+	struct cidr trusted_proxies[CONFIG_MAX_TRUSTED_PROXIES];
+	unsigned n_trusted_proxies;
 	/* [auth] */
 	unsigned min_password_length;
 	int64_t session_idle_s;
@@ -30,9 +36,10 @@ struct labd_config {
 	unsigned backoff_after;
 	int64_t backoff_base_s;
 	int64_t backoff_max_s;
-	unsigned lockout_failures;
-	unsigned address_lockout_failures;
-	int64_t lockout_duration_s;
+	int64_t address_backoff_max_s; /* cap of the per-address delay */
+	unsigned alert_after;          /* failures (per name or address) that raise an alert */
+	int64_t failure_window_s;      /* failures older than this are forgotten */
+	unsigned hash_concurrency;     /* password hashes at once; 0 = CPUs - 1 */
 	uint64_t scrypt_n;
 	unsigned scrypt_r;
 	unsigned scrypt_p;

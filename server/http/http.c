@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "config/config.h"
 #include "labd/log.h"
 #include "http/workers.h"
+#include "http/forwarded.h"
 
 /* The request object; opaque outside this file (handlers use the accessors). */
 struct http_request {
@@ -300,7 +302,7 @@ int http_form_field(const char *body, const char *name, char *out, size_t outlen
 	return -1;
 }
 
-static void client_address(struct MHD_Connection *conn, char *out, size_t outlen)
+static void peer_address(struct MHD_Connection *conn, char *out, size_t outlen)
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -312,6 +314,23 @@ static void client_address(struct MHD_Connection *conn, char *out, size_t outlen
 	else if (sa && sa->sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out,
 			  (socklen_t)outlen);
+}
+
+/* The client: the peer, or behind a trusted front proxy the address its
+ * X-Forwarded-For names (throttling and the audit log key on it). */
+static void client_address(const struct labd_config *cfg, struct MHD_Connection *conn,
+			   char *out, size_t outlen)
+{
+	static atomic_bool warned;
+	char peer[64];
+	const char *xff = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-For");
+
+	peer_address(conn, peer, sizeof(peer));
+	forwarded_client(cfg, peer, xff, out, outlen);
+	/* Once: a front proxy that is not configured makes every client share the
+	 * proxy's address for throttling (see docs/security.md, section 6). */
+	if (xff && !forwarded_trusted(cfg, peer) && !atomic_exchange(&warned, true))
+		log_warn("x-forwarded-for from %s ignored: not in [server] trusted_proxies", peer);
 }
 
 static void request_free(struct http_request *req)
@@ -429,7 +448,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		req->method = method;
 		req->path = url;
 		buf_init(&req->body, req->app->cfg->max_body_bytes);
-		client_address(conn, req->address, sizeof(req->address));
+		client_address(req->app->cfg, conn, req->address, sizeof(req->address));
 		return on_head(srv, req);
 	}
 	if (req->stream) {

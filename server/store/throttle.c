@@ -1,5 +1,7 @@
-/* throttle.c - login backoff and lockout; see throttle.h. */
+/* throttle.c - failure counters and their delay; see throttle.h. */
 #include "store/throttle.h"
+
+#include <errno.h>
 
 #include "store/db.h"
 
@@ -17,7 +19,7 @@ int64_t throttle_backoff_delay(const struct throttle_policy *p, unsigned failure
 }
 
 struct failure_row {
-	int64_t failures, last, locked_until;
+	int64_t failures, last;
 };
 
 static int failure_from_row(sqlite3_stmt *st, void *arg)
@@ -26,74 +28,72 @@ static int failure_from_row(sqlite3_stmt *st, void *arg)
 
 	r->failures = sqlite3_column_int64(st, 0);
 	r->last = sqlite3_column_int64(st, 1);
-	r->locked_until = sqlite3_column_int64(st, 2);
 	return 0;
 }
 
-/* Reads a key's row; returns 1 and fills *r, 0 absent, -EIO error. */
-static int load(struct db *db, const char *key, struct failure_row *r)
+/* Reads a key's row with failures older than the window forgotten, so a user
+ * who mistypes once a week never drifts into a delay; 0 or -EIO. */
+static int load_live(struct db *db, const char *key, const struct throttle_policy *p,
+		     int64_t now, struct failure_row *r)
 {
-	return db_one(db,
-		      "SELECT failures, last_failure, locked_until FROM login_failures"
-		      " WHERE key = ?",
-		      "t", failure_from_row, r, key);
+	int rc = db_one(db, "SELECT failures, last_failure FROM login_failures WHERE key = ?", "t",
+			failure_from_row, r, key);
+
+	if (rc < 0)
+		return -EIO;
+	if (rc == 0 || now - r->last >= p->window_s || r->failures < 0)
+		r->failures = 0;
+	return 0;
 }
 
-/* Failures older than a lockout period are forgotten, so a user who mistypes
- * once a week never drifts into backoff. */
-static int64_t live_failures(const struct throttle_policy *p, int64_t failures, int64_t last,
-			     int64_t now)
-{
-	return now - last >= p->lockout_duration_s ? 0 : failures;
-}
-
-enum throttle_state throttle_check(struct db *db, const char *key, const struct throttle_policy *p,
-				   int64_t now, int64_t *retry_after)
+int throttle_read(struct db *db, const char *key, const struct throttle_policy *p, int64_t now,
+		  struct throttle_status *st)
 {
 	struct failure_row r = {0};
-	enum throttle_state state = THROTTLE_ALLOWED;
+	int rc;
 
-	*retry_after = 0;
+	*st = (struct throttle_status){0};
 	db_lock(db);
-	if (load(db, key, &r) == 1) {
-		if (r.locked_until > now) {
-			state = THROTTLE_LOCKED;
-			*retry_after = r.locked_until - now;
-		} else {
-			int64_t failures = live_failures(p, r.failures, r.last, now);
-			int64_t wait = throttle_backoff_delay(p, (unsigned)failures);
-			if (failures > 0 && r.last + wait > now) {
-				state = THROTTLE_BACKOFF;
-				*retry_after = r.last + wait - now;
-			}
-		}
-	}
+	rc = load_live(db, key, p, now, &r);
 	db_unlock(db);
-	return state;
+	if (rc < 0)
+		return rc;
+	int64_t wait = throttle_backoff_delay(p, (unsigned)r.failures);
+	st->failures = (unsigned)r.failures;
+	if (r.failures > 0 && r.last + wait > now)
+		st->retry_after_s = r.last + wait - now;
+	return 0;
 }
 
-enum throttle_state throttle_fail(struct db *db, const char *key, const struct throttle_policy *p,
-				  int64_t now)
+int throttle_count(struct db *db, const char *key, const struct throttle_policy *p, int64_t now)
 {
 	struct failure_row r = {0};
-	enum throttle_state state = THROTTLE_ALLOWED;
+	int rc;
 
 	db_lock(db);
-	if (load(db, key, &r) == 1 && r.locked_until <= now)
-		r.failures = live_failures(p, r.failures, r.last, now);
-	r.failures++;
-	if (r.failures >= p->lockout_failures) {
-		r.locked_until = now + p->lockout_duration_s;
-		state = THROTTLE_LOCKED;
-		r.failures = 0; /* after the lockout the count starts again */
-	}
-	db_exec(db,
-		"INSERT INTO login_failures (key, failures, last_failure, locked_until)"
-		" VALUES (?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET failures = excluded.failures,"
-		" last_failure = excluded.last_failure, locked_until = excluded.locked_until",
-		"tiii", key, r.failures, now, r.locked_until);
+	rc = load_live(db, key, p, now, &r);
+	/* locked_until is no longer used (there is no lockout): always 0 */
+	if (rc == 0 && db_exec(db,
+			       "INSERT INTO login_failures (key, failures, last_failure, locked_until)"
+			       " VALUES (?, ?, ?, 0) ON CONFLICT (key) DO UPDATE SET"
+			       " failures = excluded.failures, last_failure = excluded.last_failure,"
+			       " locked_until = 0",
+			       "tii", key, r.failures + 1, now) < 0)
+		rc = -EIO;
 	db_unlock(db);
-	return state;
+	return rc < 0 ? rc : (int)(r.failures + 1);
+}
+
+int throttle_uncount(struct db *db, const char *key)
+{
+	int rc;
+
+	db_lock(db);
+	rc = db_exec(db,
+		     "UPDATE login_failures SET failures = failures - 1 WHERE key = ? AND failures > 0",
+		     "t", key);
+	db_unlock(db);
+	return rc < 0 ? -EIO : 0;
 }
 
 void throttle_clear(struct db *db, const char *key)

@@ -1,6 +1,7 @@
-/* throttle.h - login throttling per user name and per client address:
- * exponential backoff after a few failures, then a lockout. Counters live in
- * the store so a web-process restart does not reset them. */
+/* throttle.h - failed-login counters per key (a user name, a client address):
+ * a progressive delay after a few failures, capped, and never a lockout.
+ * Counters live in the store so a web-process restart does not reset them.
+ * The policy that combines keys is auth's (auth_login); this is the ledger. */
 #ifndef LABD_THROTTLE_H
 #define LABD_THROTTLE_H
 
@@ -9,24 +10,29 @@
 struct db;
 
 struct throttle_policy {
-	unsigned backoff_after;    /* failures before backoff starts */
-	int64_t backoff_base_s;    /* doubled per further failure */
-	int64_t backoff_max_s;
-	unsigned lockout_failures; /* failures that lock */
-	int64_t lockout_duration_s;
+	unsigned backoff_after; /* failures before the delay starts */
+	int64_t backoff_base_s; /* the first delay, doubled per further failure */
+	int64_t backoff_max_s;  /* the cap */
+	int64_t window_s;       /* failures this long after the last one are forgotten */
 };
 
-enum throttle_state { THROTTLE_ALLOWED, THROTTLE_BACKOFF, THROTTLE_LOCKED };
+/* A key's state at one instant. */
+struct throttle_status {
+	unsigned failures;     /* live failures (within window_s of the last one) */
+	int64_t retry_after_s; /* > 0 while the delay after the last failure runs */
+};
 
-/* Pure: the wait required after `failures` failures (0 = none). */
+/* Pure: the delay required after `failures` failures (0 = none). */
 int64_t throttle_backoff_delay(const struct throttle_policy *p, unsigned failures);
-/* Whether an attempt for key may be checked now; *retry_after gets seconds to wait. */
-enum throttle_state throttle_check(struct db *db, const char *key, const struct throttle_policy *p,
-				   int64_t now, int64_t *retry_after);
-/* Records a failure; returns THROTTLE_LOCKED when this failure locked the key,
- * else THROTTLE_ALLOWED. */
-enum throttle_state throttle_fail(struct db *db, const char *key, const struct throttle_policy *p,
-				  int64_t now);
+/* Reads key's status at now into *st; 0 or -EIO. */
+int throttle_read(struct db *db, const char *key, const struct throttle_policy *p, int64_t now,
+		  struct throttle_status *st);
+/* Counts one failure of key at now; returns the live failures after it (>= 1)
+ * or -EIO. */
+int throttle_count(struct db *db, const char *key, const struct throttle_policy *p, int64_t now);
+/* Takes back one counted failure (an attempt counted before it was checked
+ * turned out right); 0 or -EIO. */
+int throttle_uncount(struct db *db, const char *key);
 /* Forgets a key's failures (after a successful login). */
 void throttle_clear(struct db *db, const char *key);
 

@@ -45,6 +45,9 @@
 /* Runtime event streams one user may hold open (tabs of the dashboard and
  * of runtime pages); all users together get a quarter of the connections. */
 #define EVENT_STREAMS_PER_USER 8
+/* How long a login may wait for a hashing slot before 503: a user retries a
+ * refused login, but a worker held while waiting serves nobody else. */
+#define HASH_QUEUE_WAIT_MS 500
 
 /* The policies the app points at, derived from the configuration. */
 struct policies {
@@ -54,16 +57,30 @@ struct policies {
 	struct proxy_context proxy;
 };
 
+/* At most CPUs - 1 scrypt hashes at once (hash_concurrency overrides), and
+ * never on every HTTP worker (password.h). */
+static void init_hash_slots(const struct labd_config *cfg)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned cpus = n > 0 ? (unsigned)n : 1;
+	unsigned workers = cfg->threads ? cfg->threads : cpus;
+	unsigned slots = cfg->hash_concurrency ? cfg->hash_concurrency : cpus > 1 ? cpus - 1 : 1;
+
+	password_slots_init(slots, workers, HASH_QUEUE_WAIT_MS);
+}
+
 static void init_policies(struct app *app, struct policies *p, const struct labd_config *cfg)
 {
 	p->password = (struct password_params){cfg->scrypt_n, cfg->scrypt_r, cfg->scrypt_p};
 	p->session = (struct session_limits){cfg->session_idle_s, cfg->session_lifetime_s};
 	p->throttle = (struct throttle_policy){cfg->backoff_after, cfg->backoff_base_s,
-					       cfg->backoff_max_s, cfg->lockout_failures,
-					       cfg->lockout_duration_s};
+					       cfg->backoff_max_s, cfg->failure_window_s};
+	/* A lower cap per address: behind one shared address (a front proxy not
+	 * in trusted_proxies) everyone waits out the same delay. */
 	p->throttle_addr = p->throttle;
-	p->throttle_addr.lockout_failures = cfg->address_lockout_failures;
+	p->throttle_addr.backoff_max_s = cfg->address_backoff_max_s;
 	p->proxy.secure = cfg->secure_cookies;
+	init_hash_slots(cfg);
 	*app = (struct app){.cfg = cfg, .web_root_fd = app->web_root_fd, .password = &p->password,
 			    .session = &p->session, .throttle = &p->throttle,
 			    .throttle_addr = &p->throttle_addr, .proxy = &p->proxy};

@@ -427,8 +427,6 @@ class Daemon:
             "scrypt_n": "1024",
             "min_password_length": "10",
             "backoff_after": "100",
-            "lockout_failures": "10",
-            "lockout_duration": "15m",
         }
         self.auth.update(auth or {})
         self.proc = None

@@ -2,6 +2,7 @@
 #include "unit.h"
 
 #include "config/config.h"
+#include "http/forwarded.h"
 
 static void load_text(const char *text, struct labd_config *cfg, int *rc, char *err, size_t len)
 {
@@ -21,8 +22,9 @@ static void test_defaults(void **state)
 	assert_string_equal(cfg.listen, "127.0.0.1:8080");
 	assert_string_equal(cfg.state_dir, "/var/lib/labd");
 	assert_int_equal(cfg.max_body_bytes, 1024 * 1024);
-	assert_int_equal(cfg.lockout_failures, 10);
-	assert_int_equal(cfg.lockout_duration_s, 900);
+	assert_int_equal(cfg.alert_after, 10);
+	assert_int_equal(cfg.failure_window_s, 900);
+	assert_int_equal(cfg.n_trusted_proxies, 0);
 	assert_int_equal(cfg.scrypt_n, 32768);
 	config_defaults(&cfg, true);
 	assert_string_equal(cfg.state_dir, "./var");
@@ -196,6 +198,81 @@ static void test_split_listen(void **state)
 	assert_int_equal(config_split_listen("1.2.3.4:0", host, sizeof(host), &port), -1);
 }
 
+static void test_trusted_proxies(void **state)
+{
+	static const char *const bad[] = {
+		"[server]\ntrusted_proxies = nginx\n",
+		"[server]\ntrusted_proxies = 10.0.0.0/33\n",
+		"[server]\ntrusted_proxies = ::1/129\n",
+		"[server]\ntrusted_proxies = 10.0.0.1/\n",
+		"[server]\ntrusted_proxies = 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17\n",
+	};
+	struct labd_config cfg;
+	char err[256];
+	int rc;
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		load_text(bad[i], &cfg, &rc, err, sizeof(err));
+		assert_int_equal(rc, -1);
+		assert_non_null(strstr(err, "bad value for [server] trusted_proxies"));
+	}
+	load_text("[server]\ntrusted_proxies = 127.0.0.1, 10.1.2.3/8 fd00::/8\n", &cfg, &rc, err,
+		  sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(cfg.n_trusted_proxies, 3);
+	assert_true(cidr_contains(&cfg.trusted_proxies[0], "127.0.0.1"));
+	assert_true(cidr_contains(&cfg.trusted_proxies[0], "::ffff:127.0.0.1"));
+	assert_false(cidr_contains(&cfg.trusted_proxies[0], "127.0.0.2"));
+	assert_true(cidr_contains(&cfg.trusted_proxies[1], "10.200.0.1")); /* host bits cleared */
+	assert_false(cidr_contains(&cfg.trusted_proxies[1], "11.0.0.1"));
+	assert_true(cidr_contains(&cfg.trusted_proxies[2], "fd12::1"));
+	assert_false(cidr_contains(&cfg.trusted_proxies[2], "fe80::1"));
+	assert_false(cidr_contains(&cfg.trusted_proxies[2], "10.0.0.1"));
+	assert_false(cidr_contains(&cfg.trusted_proxies[1], "not an address"));
+}
+
+/* X-Forwarded-For is believed only from a trusted peer, read from the right. */
+static void test_forwarded_client(void **state)
+{
+	struct labd_config cfg;
+	char out[64], err[256];
+	int rc;
+	(void)state;
+	load_text("[server]\ntrusted_proxies = 127.0.0.1, 10.0.0.0/8\n", &cfg, &rc, err,
+		  sizeof(err));
+	assert_int_equal(rc, 0);
+	/* an untrusted peer's header is only words */
+	assert_int_equal(forwarded_client(&cfg, "192.0.2.7", "198.51.100.1", out, sizeof(out)), 0);
+	assert_string_equal(out, "192.0.2.7");
+	/* no header: the peer */
+	assert_int_equal(forwarded_client(&cfg, "127.0.0.1", NULL, out, sizeof(out)), 0);
+	assert_string_equal(out, "127.0.0.1");
+	/* the right-most untrusted entry; what the client put on the left is ignored */
+	assert_int_equal(forwarded_client(&cfg, "127.0.0.1", "6.6.6.6, 198.51.100.9, 10.0.0.2",
+					  out, sizeof(out)),
+			 1);
+	assert_string_equal(out, "198.51.100.9");
+	assert_int_equal(forwarded_client(&cfg, "127.0.0.1", "2001:db8::5", out, sizeof(out)), 1);
+	assert_string_equal(out, "2001:db8::5");
+	/* every hop trusted: the left-most */
+	assert_int_equal(forwarded_client(&cfg, "127.0.0.1", "10.0.0.9,10.0.0.2", out, sizeof(out)),
+			 1);
+	assert_string_equal(out, "10.0.0.9");
+	/* garbage met before an untrusted address: the peer */
+	assert_int_equal(forwarded_client(&cfg, "127.0.0.1", "198.51.100.9, evil<script>", out,
+					  sizeof(out)),
+			 0);
+	assert_string_equal(out, "127.0.0.1");
+	assert_int_equal(forwarded_client(&cfg, "127.0.0.1", "", out, sizeof(out)), 0);
+	assert_string_equal(out, "127.0.0.1");
+	assert_int_equal(forwarded_client(&cfg, "127.0.0.1", "1.2.3.4,", out, sizeof(out)), 0);
+	assert_string_equal(out, "127.0.0.1");
+	/* garbage left of the client's address is never read */
+	assert_int_equal(forwarded_client(&cfg, "127.0.0.1", "junk, 198.51.100.9", out, sizeof(out)),
+			 1);
+	assert_string_equal(out, "198.51.100.9");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -208,6 +285,8 @@ int main(void)
 		cmocka_unit_test(test_value_syntax),
 		cmocka_unit_test(test_deploy_example_loads),
 		cmocka_unit_test(test_split_listen),
+		cmocka_unit_test(test_trusted_proxies),
+		cmocka_unit_test(test_forwarded_client),
 	};
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

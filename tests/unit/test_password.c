@@ -1,6 +1,9 @@
 /* Unit tests: scrypt hashing, verification, stored parameters, policy. */
 #include "unit.h"
 
+#include <errno.h>
+
+#include "labd/clock.h"
 #include "labd/crypto.h"
 #include "auth/password.h"
 
@@ -103,6 +106,31 @@ static void test_crypto_helpers(void **state)
 	assert_false(crypto_equal("abc", "abd", 3));
 }
 
+/* Hashing slots: never every worker, and a bounded wait (runs last: the gate is
+ * process-wide and stays bounded afterwards). */
+static void test_hash_slots(void **state)
+{
+	(void)state;
+	/* two workers: one slot and no waiting, the other worker stays free */
+	password_slots_init(4, 2, 1000);
+	assert_int_equal(password_slot_acquire(), 0);
+	long long t0 = clock_ms();
+	assert_int_equal(password_slot_acquire(), -EBUSY);
+	assert_true(clock_ms() - t0 < 500);
+	password_slot_release();
+	assert_int_equal(password_slot_acquire(), 0);
+	password_slot_release();
+	/* four workers, one slot: a second caller waits, then gives up */
+	password_slots_init(1, 4, 100);
+	assert_int_equal(password_slot_acquire(), 0);
+	t0 = clock_ms();
+	assert_int_equal(password_slot_acquire(), -EBUSY);
+	assert_true(clock_ms() - t0 >= 90);
+	password_slot_release();
+	assert_int_equal(password_slot_acquire(), 0);
+	password_slot_release();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -114,6 +142,7 @@ int main(void)
 		cmocka_unit_test(test_policy),
 		cmocka_unit_test(test_generate),
 		cmocka_unit_test(test_crypto_helpers),
+		cmocka_unit_test(test_hash_slots),
 	};
 	return cmocka_run_group_tests_name("password", tests, NULL, NULL);
 }

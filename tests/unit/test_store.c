@@ -346,8 +346,8 @@ static void test_throttle(void **state)
 {
 	struct fixture *f = *state;
 	struct throttle_policy p = {.backoff_after = 3, .backoff_base_s = 2, .backoff_max_s = 10,
-				    .lockout_failures = 6, .lockout_duration_s = 900};
-	int64_t wait;
+				    .window_s = 900};
+	struct throttle_status st;
 
 	assert_int_equal(throttle_backoff_delay(&p, 2), 0);
 	assert_int_equal(throttle_backoff_delay(&p, 3), 2);
@@ -356,35 +356,45 @@ static void test_throttle(void **state)
 	assert_int_equal(throttle_backoff_delay(&p, 6), 10); /* capped */
 	assert_int_equal(throttle_backoff_delay(&p, 200), 10);
 
-	for (int i = 0; i < 2; i++) {
-		assert_int_equal(throttle_check(f->db, "user:x", &p, 1000, &wait), THROTTLE_ALLOWED);
-		assert_int_equal(throttle_fail(f->db, "user:x", &p, 1000), THROTTLE_ALLOWED);
+	for (int i = 1; i <= 2; i++) {
+		assert_int_equal(throttle_read(f->db, "user:x", &p, 1000, &st), 0);
+		assert_int_equal(st.retry_after_s, 0);
+		assert_int_equal(throttle_count(f->db, "user:x", &p, 1000), i);
 	}
-	assert_int_equal(throttle_fail(f->db, "user:x", &p, 1000), THROTTLE_ALLOWED); /* 3rd */
-	assert_int_equal(throttle_check(f->db, "user:x", &p, 1001, &wait), THROTTLE_BACKOFF);
-	assert_int_equal(wait, 1);
-	assert_int_equal(throttle_check(f->db, "user:x", &p, 1002, &wait), THROTTLE_ALLOWED);
-	assert_int_equal(throttle_fail(f->db, "user:x", &p, 1002), THROTTLE_ALLOWED);
-	assert_int_equal(throttle_fail(f->db, "user:x", &p, 1010), THROTTLE_ALLOWED);
-	assert_int_equal(throttle_fail(f->db, "user:x", &p, 1020), THROTTLE_LOCKED); /* 6th */
-	assert_int_equal(throttle_check(f->db, "user:x", &p, 1500, &wait), THROTTLE_LOCKED);
-	assert_int_equal(wait, 420);
-	assert_int_equal(throttle_check(f->db, "user:x", &p, 1920, &wait), THROTTLE_ALLOWED);
+	assert_int_equal(throttle_count(f->db, "user:x", &p, 1000), 3);
+	assert_int_equal(throttle_read(f->db, "user:x", &p, 1001, &st), 0);
+	assert_int_equal(st.failures, 3);
+	assert_int_equal(st.retry_after_s, 1);
+	assert_int_equal(throttle_read(f->db, "user:x", &p, 1002, &st), 0);
+	assert_int_equal(st.retry_after_s, 0);
+	/* no lockout however many failures: the delay stays at the cap */
+	for (int i = 4; i <= 40; i++)
+		assert_int_equal(throttle_count(f->db, "user:x", &p, 1000 + i), i);
+	assert_int_equal(throttle_read(f->db, "user:x", &p, 1045, &st), 0);
+	assert_int_equal(st.retry_after_s, 5);
+	assert_int_equal(throttle_read(f->db, "user:x", &p, 1050, &st), 0);
+	assert_int_equal(st.retry_after_s, 0);
+	/* an attempt taken back: one failure fewer, same last time */
+	assert_int_equal(throttle_uncount(f->db, "user:x"), 0);
+	assert_int_equal(throttle_read(f->db, "user:x", &p, 1050, &st), 0);
+	assert_int_equal(st.failures, 39);
 	/* Other keys are independent; clearing forgets. */
-	assert_int_equal(throttle_check(f->db, "user:y", &p, 1500, &wait), THROTTLE_ALLOWED);
-	throttle_fail(f->db, "user:y", &p, 1500);
-	throttle_fail(f->db, "user:y", &p, 1500);
-	throttle_fail(f->db, "user:y", &p, 1500);
+	assert_int_equal(throttle_read(f->db, "user:y", &p, 1500, &st), 0);
+	assert_int_equal(st.failures, 0);
+	for (int i = 0; i < 3; i++)
+		throttle_count(f->db, "user:y", &p, 1500);
 	throttle_clear(f->db, "user:y");
-	assert_int_equal(throttle_check(f->db, "user:y", &p, 1500, &wait), THROTTLE_ALLOWED);
-	/* Old failures age out after a lockout period. */
-	throttle_fail(f->db, "user:z", &p, 0);
-	throttle_fail(f->db, "user:z", &p, 0);
-	throttle_fail(f->db, "user:z", &p, 0);
-	assert_int_equal(throttle_check(f->db, "user:z", &p, 1, &wait), THROTTLE_BACKOFF);
-	assert_int_equal(throttle_check(f->db, "user:z", &p, 900, &wait), THROTTLE_ALLOWED);
-	assert_int_equal(throttle_fail(f->db, "user:z", &p, 900), THROTTLE_ALLOWED);
-	assert_int_equal(throttle_check(f->db, "user:z", &p, 900, &wait), THROTTLE_ALLOWED);
+	assert_int_equal(throttle_read(f->db, "user:y", &p, 1500, &st), 0);
+	assert_int_equal(st.failures, 0);
+	assert_int_equal(throttle_uncount(f->db, "user:y"), 0); /* absent: no-op */
+	/* Old failures age out after the window. */
+	for (int i = 0; i < 3; i++)
+		throttle_count(f->db, "user:z", &p, 0);
+	assert_int_equal(throttle_read(f->db, "user:z", &p, 1, &st), 0);
+	assert_int_equal(st.retry_after_s, 1);
+	assert_int_equal(throttle_read(f->db, "user:z", &p, 900, &st), 0);
+	assert_int_equal(st.failures, 0);
+	assert_int_equal(throttle_count(f->db, "user:z", &p, 900), 1);
 }
 
 /* A lost audit entry is reported to the caller, not only logged. */

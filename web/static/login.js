@@ -4,8 +4,8 @@
 
   var MESSAGES = {
     invalid: "Wrong user name or password.",
-    throttled: "Too many attempts; wait a moment and try again.",
-    locked: "Too many failed attempts: this account is locked for 15 minutes.",
+    throttled: "Too many failed attempts: wait a little and try again (each failure makes the wait longer).",
+    busy: "The server is busy with other logins; try again in a moment.",
   };
 
   /* Only local paths: "/x", never "//host" or "/\host" (the server checks too). */
