@@ -189,6 +189,21 @@ int main(int argc, char **argv)
 		char ch = 'x';
 		return res(syscall(SYS_ioctl, fd, (unsigned long)TIOCSTI | (1UL << 32), &ch));
 	}
+	if (!strcmp(c, "tiocsetd") || !strcmp(c, "tioclinux")) { /* on /dev/null: ENOTTY past the filter */
+		int fd = open("/dev/null", O_RDONLY), ldisc = 0;
+		unsigned long cmd = !strcmp(c, "tiocsetd") ? TIOCSETD : TIOCLINUX;
+		return res(syscall(SYS_ioctl, fd, cmd | (1UL << 32), &ldisc));
+	}
+	if (!strcmp(c, "personality")) { /* personality HEX: the raw 64-bit argument */
+		long rc = syscall(SYS_personality, strtoul(a, NULL, 16));
+		if (rc >= 0 && strcmp(a, "ffffffff") != 0)
+			syscall(SYS_personality, 0UL); /* undo: the probe exits anyway */
+		return res(rc);
+	}
+	if (!strcmp(c, "socket")) { /* socket FAMILY TYPE [PROTO], numbers */
+		long proto = argc > 4 ? num(argv[4]) : 0;
+		return res(socket((int)num(a), (int)(argc > 3 ? num(argv[3]) : SOCK_STREAM), (int)proto));
+	}
 	if (!strcmp(c, "af_alg"))
 		return res(socket(AF_ALG, SOCK_SEQPACKET, 0));
 	if (!strcmp(c, "af_vsock"))

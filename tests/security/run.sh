@@ -192,6 +192,47 @@ setns-ebadf EBADF
 unshare-einval EINVAL
 EOF
 
+# Class 7 tightening: personality values, socket families by allow-list, more terminal
+# ioctls.  Each refused case has two controls: host root without the filter gets past
+# (OK, or the error its harmless arguments earn), and host root with every capability
+# under labd's filter alone gets EPERM, so the filter is what refuses it.  Allowed cases
+# show the allow-list keeps what Jupyter and pip need.
+while read -r name host args; do
+	# shellcheck disable=SC2086 # args is a list of words
+	expect "$name denied" EPERM "$(probe $args)"
+	# shellcheck disable=SC2086
+	expect_re "control $name: host root without the filter gets past" "$host" "$(hostroot "$PROBE" $args 2>&1)"
+	# shellcheck disable=SC2086
+	expect "control $name: host root under labd's filter alone gets EPERM" EPERM \
+		"$(hostroot "$WORK/seccomp_only" "$PROBE" $args 2>&1)"
+done <<'EOF'
+personality(READ_IMPLIES_EXEC) OK personality 400000
+personality(ADDR_NO_RANDOMIZE) OK personality 40000
+personality(PER_LINUX|upper-bits) OK personality 100000000
+socket(AF_PACKET) OK socket 17 3
+socket(AF_KEY) OK|EAFNOSUPPORT socket 15 3 2
+socket(AF_XDP) OK|EAFNOSUPPORT|EPROTOTYPE socket 44 3
+socket(AF_NETLINK,NETLINK_AUDIT) OK socket 16 3 9
+socket(AF_NETLINK,NETLINK_KOBJECT_UEVENT) OK socket 16 2 15
+socket(family-with-upper-bits) EAFNOSUPPORT socket 4294967313 2
+ioctl(TIOCSETD) ENOTTY tiocsetd
+ioctl(TIOCLINUX) ENOTTY tioclinux
+EOF
+# Bluetooth only inside (host root would load the module): the same rule as AF_PACKET.
+expect "socket(AF_BLUETOOTH) denied" EPERM "$(probe socket 31 1 3)"
+while read -r name args; do
+	# shellcheck disable=SC2086
+	expect "$name allowed (Jupyter, ZMQ, pip)" OK "$(probe $args)"
+done <<'EOF'
+personality(PER_LINUX) personality 0
+personality(query) personality ffffffff
+personality(PER_LINUX32) personality 8
+socket(AF_UNIX) socket 1 1
+socket(AF_INET) socket 2 2
+socket(AF_INET6) socket 10 1
+socket(AF_NETLINK,NETLINK_ROUTE) socket 16 3 0
+EOF
+
 # mknod of a device needs CAP_MKNOD; the same call for a FIFO in the same place, and
 # the same device as host root, show that the path and the probe are not the reason.
 expect "mknod of a device denied" EPERM "$(probe mknod /tmp/null2)"
