@@ -55,8 +55,9 @@ for f in "$LABBOX" "$PROBE"; do
 	[ -x "$f" ] || { echo "missing $f (run make tests)"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 done
 
-# /var/tmp is visible (read-only) inside; the state and image dirs below are masked.
-WORK=$(mktemp -d /var/tmp/labd-sec.XXXXXX)
+# /var/lib is visible (read-only) inside (/var/tmp is hidden); the state and image dirs
+# below are masked.
+WORK=$(mktemp -d /var/lib/labd-sec.XXXXXX)
 chmod 755 "$WORK"
 # The probe runs inside sandboxes, whose /tmp is private: a checkout under /tmp
 # (CI clones anywhere) would hide it, so run a copy from the visible work dir.
@@ -214,7 +215,7 @@ socket(AF_KEY) OK|EAFNOSUPPORT socket 15 3 2
 socket(AF_XDP) OK|EAFNOSUPPORT|EPROTOTYPE socket 44 3
 socket(AF_NETLINK,NETLINK_AUDIT) OK socket 16 3 9
 socket(AF_NETLINK,NETLINK_KOBJECT_UEVENT) OK socket 16 2 15
-socket(family-with-upper-bits) EAFNOSUPPORT socket 4294967313 2
+socket(AF_PACKET|upper-bits) OK socket 4294967313 3
 ioctl(TIOCSETD) ENOTTY tiocsetd
 ioctl(TIOCLINUX) ENOTTY tioclinux
 EOF
@@ -277,6 +278,25 @@ expect "state dir masked even when world-readable" EACCES \
 expect "/proc/sys not writable" EACCES "$(probe write /proc/sys/kernel/core_pattern)"
 expect "/proc/sys bound read-only" "proc 555 ro" "$(probe fs /proc/sys)"
 expect "control /proc/sys: the sandbox's /proc itself is read-write" "proc 555 rw" "$(probe fs /proc)"
+# Class 7: world-readable host places are hidden by default (configurable: --show, and
+# [runtime] hidden_paths for labd); the work dir itself lives under /var/lib, which is
+# not hidden.  Controls: the same places as the host shows them.
+for d in /var/tmp /srv /opt /mnt /media; do
+	[ -d "$d" ] || continue
+	expect "$d hidden by default" "tmpfs 000 ro" "$(probe fs "$d")"
+	host_fs=$("$PROBE" fs "$d")
+	if [ "$host_fs" != "tmpfs 000 ro" ]; then ok "control $d: the host's is not that ($host_fs)"; else ko "control $d: the host's differs" "not tmpfs 000 ro" "$host_fs"; fi
+done
+expect "control --show /opt: shown as the host's when the caller asks" "$("$PROBE" fs /opt | sed 's/ rw$/ ro/')" \
+	"$(box alice 7 --show /opt -- "$PROBE" fs /opt)"
+expect "--show of a place not on the hidden list refused" 2 "$(box alice 7 --show /usr -- true; echo $?)"
+# /proc/asound lists the host's sound cards (and its controls); masked where it exists
+if [ -d /proc/asound ]; then
+	expect "/proc/asound masked" "tmpfs 000 ro" "$(probe fs /proc/asound)"
+else
+	expect "/proc/asound absent (the host has no sound: nothing to mask)" ENOENT "$(probe fs /proc/asound)"
+fi
+
 expect "/sys read-only" EROFS "$(probe write /sys/kernel/uevent_helper)"
 expect "no cgroup release_agent (CVE-2022-0492)" EACCES "$(probe write /sys/fs/cgroup/release_agent)"
 expect "no cgroup mkdir" EACCES "$(probe mkdir /sys/fs/cgroup/x)"
@@ -412,6 +432,21 @@ rm -f "$WORK/marker"
 preload=$(home_a --env LD_PRELOAD="$WORK/evil.so" -- sh -c 'echo persist-42 > $HOME/p && exec "$0" env LD_PRELOAD' "$PROBE")
 expect "user LD_PRELOAD reaches no host helper" "$WORK/evil.so absent" \
 	"$preload $([ -e "$WORK/marker" ] && echo present || echo absent)"
+# A loop device's backing_file names the image behind it: every other user's home image
+# name, readable by anyone through sysfs.  The sandbox's sysfs hides the virtual block
+# devices; the control reads the same file on the host while the sandbox holds the home.
+gate bf
+home_a -- sh -c "cat /sys/block/loop*/loop/backing_file /sys/devices/virtual/block/*/loop/backing_file 2>/dev/null | grep -c alice.img; $(held bf)" >"$WORK/bf.out" &
+bfbox=$!
+host_lists_image() { cat /sys/block/loop*/loop/backing_file 2>/dev/null | grep -q "$A"; }
+if wait_until 15 "alice's home on a loop device" host_lists_image; then
+	ok "control backing_file: the host lists alice's image while her sandbox runs"
+else
+	ko "control backing_file: the host lists alice's image" "$A" "$(cat /sys/block/loop*/loop/backing_file 2>/dev/null | squash)"
+fi
+release bf
+wait "$bfbox"
+expect "loop backing_file hidden inside (no image names)" 0 "$(head -n 1 "$WORK/bf.out")"
 expect "home persists across sandboxes" persist-42 "$(home_a -- cat /home/alice/p)"
 home_a -- "$PROBE" write /home/alice/owned >/dev/null
 expect "home files owned by the mapped host uid" 200007 \
