@@ -57,6 +57,8 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->pids = 512;
 	cfg->admin_access = false;
 	cfg->keep_on_shutdown = true;
+	cfg->log_bytes = 4ULL << 20;
+	snprintf(cfg->hidden_paths, sizeof(cfg->hidden_paths), "/var/tmp,/srv,/opt,/mnt,/media");
 	cfg->n_gpu_devices = 0;
 	snprintf(cfg->dev_prefix, sizeof(cfg->dev_prefix), "/dev");
 }
@@ -97,6 +99,7 @@ enum key_kind {
 	K_GPUS,      /* comma-separated GPU minors */
 	K_CPUS,      /* decimal CPU count stored as milli-CPUs */
 	K_JUPYTER,   /* auto, lab, notebook or server */
+	K_PATHS,     /* comma-separated absolute paths (or empty) */
 };
 
 struct key_spec {
@@ -151,6 +154,8 @@ static const struct key_spec keys[] = {
 	KEY("runtime", pids, K_UINT, 16, 4194304),
 	KEY("runtime", admin_access, K_BOOL, 0, 0),
 	KEY("runtime", keep_on_shutdown, K_BOOL, 0, 0),
+	KEYN("runtime", "log_size", log_bytes, K_SIZE, 64ULL << 10, 1ULL << 30),
+	KEY("runtime", hidden_paths, K_PATHS, 0, CONFIG_MAX_HIDDEN),
 	KEYN("gpu", "devices", gpu_devices, K_GPUS, 0, 255),
 	KEY("gpu", dev_prefix, K_STRING, 1, 0),
 };
@@ -230,6 +235,16 @@ static int add_gpu(const char *item, unsigned n, void *arg)
 		if (c->cfg->gpu_devices[i] == v)
 			return -1;
 	c->cfg->gpu_devices[n] = (unsigned)v;
+	return 0;
+}
+
+/* One path of hidden_paths: absolute, no "..", no odd bytes. */
+static int check_path_item(const char *item, unsigned n, void *arg)
+{
+	const struct key_spec *k = ((struct list_ctx *)arg)->k;
+
+	if (n >= k->max || item[0] != '/' || strstr(item, "/..") || strpbrk(item, "\n\t"))
+		return -1;
 	return 0;
 }
 
@@ -318,6 +333,13 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 		if (parse_cpus_milli(value, &milli) < 0 || store_number(k, field, milli) < 0)
 			return "must be a number of CPUs such as 2 or 0.5";
 		return NULL;
+	case K_PATHS: {
+		struct list_ctx c = {k, cfg};
+		if (strlen(value) >= k->size || for_each_item(value, check_path_item, &c) < 0)
+			return "must be absolute paths separated by commas, at most 16 (or empty)";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	}
 	case K_JUPYTER:
 		if (strcmp(value, "auto") && strcmp(value, "lab") && strcmp(value, "notebook") &&
 		    strcmp(value, "server"))

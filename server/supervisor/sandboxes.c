@@ -18,6 +18,7 @@
 #include "labd/sandbox.h"
 #include "proto/proto.h"
 #include "supervisor/launch.h"
+#include "supervisor/runlog.h"
 
 #define MAX_SANDBOXES 256
 #define ENDED_KEEP_S 3600 /* how long an ended sandbox stays listed */
@@ -48,6 +49,7 @@ struct hosted {
 	char reason[200];
 	long long kill_at_ms, probe_at_ms;
 	unsigned warned; /* bit i: warn_before[i] was sent */
+	struct runlog log; /* Jupyter's output; nothing for a re-adopted sandbox */
 };
 
 struct sandboxes {
@@ -225,8 +227,8 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	const char *why = check_start(sb, msg), *user = proto_str(msg, "user"), *jupyter;
 	struct launch_request rq;
 	struct hosted *x;
-	char endpoint[LAUNCH_PATH_MAX];
-	int rc;
+	char endpoint[LAUNCH_PATH_MAX], log_path[LAUNCH_PATH_MAX];
+	int rc, log_fd;
 
 	if (why)
 		return proto_error(id, "bad_request", why);
@@ -239,11 +241,16 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	if (!jupyter)
 		return proto_error(id, "no_jupyter", "no jupyter lab, notebook or server in the image");
 	fill_request(msg, jupyter, &rq);
+	if (x->used)
+		runlog_release(&x->log); /* the slot's previous runtime */
 	memset(x, 0, sizeof(*x));
 	x->pidfd = x->worker_fd = -1;
 	x->h.status_fd = -1;
-	if ((rc = launch_spawn(sb->cfg, sb->state_dir, &rq, &x->worker, &x->worker_fd)) < 0)
+	runlog_init_empty(&x->log);
+	if ((rc = launch_spawn(sb->cfg, sb->state_dir, &rq, &x->worker, &x->worker_fd, &log_fd)) < 0)
 		return proto_error(id, "sandbox_failed", strerror(-rc));
+	launch_log_path(sb->state_dir, user, log_path, sizeof(log_path));
+	runlog_init(&x->log, log_fd, log_path, sb->cfg->log_bytes, launch_labd_gid(sb->cfg));
 	x->used = true;
 	x->state = H_STARTING;
 	x->runtime_id = proto_int(msg, "runtime_id");
@@ -402,6 +409,8 @@ int sandboxes_pollfds(struct sandboxes *sb, struct pollfd *fds, int max)
 			fds[n++] = (struct pollfd){.fd = x->worker_fd, .events = POLLIN};
 		else if ((x->state == H_RUNNING || x->state == H_STOPPING) && x->pidfd >= 0)
 			fds[n++] = (struct pollfd){.fd = x->pidfd, .events = POLLIN};
+		if (x->log.in_fd >= 0 && n < max)
+			fds[n++] = (struct pollfd){.fd = x->log.in_fd, .events = POLLIN};
 	}
 	return n;
 }
@@ -423,6 +432,10 @@ void sandboxes_on_events(struct sandboxes *sb, const struct pollfd *fds, int n)
 			continue;
 		for (int i = 0; i < MAX_SANDBOXES; i++) {
 			struct hosted *x = &sb->slot[i];
+			if (x->used && x->log.in_fd == fds[k].fd) {
+				runlog_pump(&x->log);
+				break;
+			}
 			if (x->used && (x->worker_fd == fds[k].fd || x->pidfd == fds[k].fd)) {
 				on_fd(sb, x, fds[k].fd);
 				break;
@@ -496,6 +509,7 @@ int sandboxes_tick(struct sandboxes *sb)
 		if (!x->used)
 			continue;
 		if (x->state == H_ENDED && wall - x->ended_at_s > ENDED_KEEP_S) {
+			runlog_release(&x->log);
 			x->used = false;
 			continue;
 		}
@@ -518,6 +532,7 @@ static bool adopt_one(struct sandboxes *sb, json_t *j)
 		return false;
 	memset(x, 0, sizeof(*x));
 	x->worker_fd = -1;
+	runlog_init_empty(&x->log);
 	if (sandbox_adopt(sb->state_dir, id, &x->h) < 0)
 		return false;
 	x->used = true;
@@ -597,6 +612,8 @@ void sandboxes_free(struct sandboxes *sb)
 		return;
 	for (int i = 0; i < MAX_SANDBOXES; i++) {
 		struct hosted *x = &sb->slot[i];
+		if (x->used)
+			runlog_release(&x->log);
 		if (!x->used || x->state == H_ENDED)
 			continue;
 		if (x->pidfd >= 0)

@@ -332,6 +332,30 @@ int main(int argc, char **argv)
 			mib++;
 		}
 	}
+	if (!strcmp(c, "fillplaces")) { /* fillplaces MIB DIR...: "DIR ERRNO|FULL" per dir, then fd 0 */
+		static char buf[1 << 20];
+		long limit = num(a);
+		memset(buf, 'x', sizeof(buf));
+		for (int i = 3; i < argc; i++) {
+			char path[4096];
+			long mib = 0;
+			int fd;
+			snprintf(path, sizeof(path), "%s/.labd-fill", argv[i]);
+			fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+			while (fd >= 0 && mib < limit && write(fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf))
+				mib++;
+			if (fd >= 0 && mib < limit && errno == 0)
+				errno = ENOSPC; /* a short write: the file system is full */
+			printf("%s %s\n", argv[i], fd >= 0 && mib >= limit ? "FULL" : strerrorname_np(errno));
+			if (fd >= 0) {
+				close(fd);
+				unlink(path);
+			}
+			errno = 0;
+		}
+		printf("fd0 %s\n", write(0, buf, sizeof(buf)) >= 0 ? "OK" : strerrorname_np(errno));
+		return 0;
+	}
 	if (!strcmp(c, "forkbomb")) { /* fork until failure: errno name + forks made */
 		long n = 0;
 		for (;;) {

@@ -312,6 +312,40 @@ expect "/proc/1/exe not writable (CVE-2019-5736)" EACCES "$(probe openrw /proc/1
 expect "host labbox binary unchanged" "$sum_before" "$(sha256sum <"$LABBOX")"
 expect "/tmp size-limited" "ENOSPC 8" "$(box alice 7 --tmp 8M -- "$PROBE" fill /tmp/f)"
 
+# Class 1: nothing the user writes lands on the host's disk outside the home and the
+# size-limited tmpfs mounts.  Every place that could be writable is tried with 256 MiB:
+# each must refuse (ENOSPC at a tmpfs cap, EROFS, EACCES...), never take it all; stdin
+# is /dev/null opened read-only (stdout and stderr of a runtime are the supervisor's
+# capped pipe, tests/integration/test_runtime_host_resources.py).  The state file
+# system's free space must not drop by anything like that (other engineers' builds
+# share the disk: 64 MiB of slack).  The control fills a writable host dir outside.
+places="/run/labd /dev/shm /var/tmp / /etc /usr /var /var/lib /dev /run /home /proc /sys /opt /srv /mnt /media $WORK"
+free_kib() { df -Pk "$STATE" | awk 'NR == 2 { print $4 }'; }
+mkdir -p "$STATE"
+free_before=$(free_kib)
+out=$(box alice 7 --mem 128M --run-dir "$STATE/fill-run" --stdin /dev/null -- "$PROBE" fillplaces 256 $places)
+free_after=$(free_kib)
+bad=$(echo "$out" | awk '$2 == "FULL" || $2 == "OK" { print }' | squash)
+expect "no writable place takes 256 MiB outside home and /tmp" "" "$bad"
+expect_re "run dir: capped tmpfs" "ENOSPC" "$(echo "$out" | awk '$1 == "/run/labd" { print $2 }')"
+expect_re "/dev/shm: capped tmpfs" "ENOSPC" "$(echo "$out" | awk '$1 == "/dev/shm" { print $2 }')"
+expect_re "/var/tmp: hidden" "EACCES|EROFS" "$(echo "$out" | awk '$1 == "/var/tmp" { print $2 }')"
+expect_re "fd 0: read-only /dev/null" "EBADF" "$(echo "$out" | awk '$1 == "fd0" { print $2 }')"
+expect_re "every place tried ($(echo "$out" | wc -l) lines)" "19" "$(echo "$out" | wc -l)"
+used_kib=$((free_before - free_after))
+if [ "$used_kib" -lt 65536 ]; then ok "state file system's free space unchanged (${used_kib} KiB used meanwhile)"; else ko "state file system's free space unchanged" "< 65536 KiB used" "$used_kib KiB"; fi
+mkdir -p "$WORK/writable" && chmod 777 "$WORK/writable"
+expect "control fillplaces: a writable host dir takes it all" "$WORK/writable FULL" \
+	"$(as_uid 200007 "$PROBE" fillplaces 8 "$WORK/writable" </dev/null | head -n 1)"
+# tmpfs pages are charged to the memory cgroup of the process writing them: /tmp bigger
+# than the memory limit fills the cgroup, and the OOM killer stops the sandbox, not the host.
+box alice 7 --mem 64M --tmp 512M -- "$PROBE" fill /tmp/f >/dev/null
+rc=$?
+expect "/tmp beyond the memory limit: the sandbox is OOM-killed (tmpfs charged to its memcg)" 137 "$rc"
+expect "control /tmp: the same fill within the memory limit hits the tmpfs size" "ENOSPC 32" \
+	"$(box alice 7 --mem 128M --tmp 32M -- "$PROBE" fill /tmp/f)"
+expect "host unaffected: the next sandbox runs" OK "$(probe write /tmp/x)"
+
 # Mount propagation, found where the sandbox's mounts really are: the mountinfo of its
 # init.  Its own mounts are those whose device (a fresh proc, sysfs, devpts or tmpfs
 # superblock) the host had none of before it started; a propagated copy in the host
