@@ -50,10 +50,12 @@ def new_user(d):
 
 # Runs in the kernel: every descriptor any process of the sandbox holds open for
 # writing, with what it points at, except the places the user may fill (the home, the
-# tmpfs mounts) and character devices (the sandbox's /dev is a minimal set).
+# tmpfs mounts), pipes, sockets and devices (the sandbox's /dev is a minimal set).
 WRITABLE_FDS = r'''
 import json, os, stat
-ALLOWED = ("/home/", "/tmp/", "/dev/shm/", "/run/labd/")
+# the file systems the user may fill, by device: paths alone could mislead (a host
+# file under the host's /tmp reads as "/tmp/...")
+mine = {os.stat(p).st_dev for p in (os.path.expanduser("~"), "/tmp", "/dev/shm", "/run/labd")}
 found = []
 for pid in filter(str.isdigit, os.listdir("/proc")):
     try:
@@ -64,17 +66,13 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             target = os.readlink(f"/proc/{pid}/fd/{fd}")
             flags = int(open(f"/proc/{pid}/fdinfo/{fd}").read().split("flags:")[1].split()[0], 8)
+            st = os.stat(f"/proc/{pid}/fd/{fd}")
         except (OSError, IndexError, ValueError):
             continue
-        if not flags & (os.O_WRONLY | os.O_RDWR) or not target.startswith("/"):
-            continue  # read-only, or a pipe, socket, anon inode
-        try:
-            if stat.S_ISCHR(os.stat(f"/proc/{pid}/fd/{fd}").st_mode):
-                continue  # a device (/dev/null, a pty): nothing lands on a disk
-        except OSError:
-            pass
-        if target.startswith(ALLOWED):
+        if not flags & (os.O_WRONLY | os.O_RDWR):
             continue
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)) or st.st_dev in mine:
+            continue  # a pipe, socket, device (/dev/null, a pty), or the user's own places
         found.append(f"pid {pid} fd {fd} -> {target}")
 jupyter = os.getppid()
 print(json.dumps({"found": found, "out": os.readlink(f"/proc/{jupyter}/fd/1"),
