@@ -141,6 +141,10 @@ int sandbox_kill(struct sandbox_handle *h, int sig);
 int sandbox_destroy(struct sandbox_handle *h);
 /* Closes fds held by *h without touching the sandbox (it keeps running). */
 void sandbox_handle_clear(struct sandbox_handle *h);
+/* What this host's cgroups lack that the sandbox limits rely on (v1 without pids or
+ * memsw, v2 without memory or pids): up to max static sentences in out; the count.
+ * The supervisor logs them at start-up and admins see them in /api/v1/health. */
+int sandbox_host_warnings(const char **out, int max);
 /* Re-adopts a sandbox from its state file by id; -1 when unknown or no longer alive. */
 int sandbox_adopt(const char *state_dir, const char *id, struct sandbox_handle *h);
 /* Tears down every sandbox in state_dir whose init is gone (or all with all=true), and

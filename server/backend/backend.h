@@ -62,6 +62,7 @@ struct backend_ops {
 	int (*list)(struct backend *b, struct backend_sandbox **out, size_t *n);
 	int (*ping)(struct backend *b);
 	void (*free)(struct backend *b);
+	const char *(*warnings)(struct backend *b); /* may be NULL */
 };
 
 struct backend {
@@ -81,6 +82,10 @@ int backend_stop(struct backend *b, const char *user, int64_t runtime_id, const 
 int backend_list(struct backend *b, struct backend_sandbox **out, size_t *n);
 /* 0 when the backend answers. */
 int backend_ping(struct backend *b);
+#define BACKEND_WARNINGS_MAX 1024
+/* What the backend's host lacks for its limits (cgroup controllers), one sentence a
+ * line, "" when nothing; borrowed, valid as long as b. */
+const char *backend_warnings(struct backend *b);
 void backend_free(struct backend *b);
 
 /* Failure injection for tests: sends text to the supervisor as it is, as a

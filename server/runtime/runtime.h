@@ -40,6 +40,9 @@ enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const 
 int runtime_stop(struct app *app, const struct runtime *r, const char *reason);
 /* 0 when the backend answers. */
 int runtime_backend_ping(struct app *app);
+/* What the backend's host lacks for the sandbox limits, one sentence a line ("" when
+ * nothing); borrowed. Shown to admins in /api/v1/health. */
+const char *runtime_backend_warnings(struct app *app);
 
 /* The events a backend delivers, bound to app (runtime_events_init). */
 void runtime_events_init(struct backend_events *ev, struct app *app);

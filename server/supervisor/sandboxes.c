@@ -573,6 +573,40 @@ static void adopt_all(struct sandboxes *sb)
 		closedir(d);
 }
 
+/* Gaps in the host's cgroups are said loudly at start-up, never skipped silently;
+ * admins see the same sentences in /api/v1/health (sandboxes_warnings). */
+static int host_warnings(const char **w)
+{
+	/* Failure injection for tests: LABD_FAULT_HOST_WARNING=<text> adds text, standing
+	 * in for a host without memsw or pids (the detection is unit-tested on fake trees) */
+	int n = sandbox_host_warnings(w, SANDBOXES_MAX_WARNINGS - 1);
+	const char *fault = getenv("LABD_FAULT_HOST_WARNING");
+
+	if (fault && fault[0])
+		w[n++] = fault;
+	return n;
+}
+
+static void log_host_warnings(void)
+{
+	const char *w[SANDBOXES_MAX_WARNINGS];
+	int n = host_warnings(w);
+
+	for (int i = 0; i < n; i++)
+		log_warn("%s", w[i]);
+}
+
+json_t *sandboxes_warnings(void)
+{
+	const char *w[SANDBOXES_MAX_WARNINGS];
+	int n = host_warnings(w);
+	json_t *list = json_array();
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(list, json_string(w[i]));
+	return list;
+}
+
 struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state_dir,
 				const struct sandboxes_events *ev)
 {
@@ -600,6 +634,7 @@ struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state
 			return NULL;
 		}
 	}
+	log_host_warnings();
 	adopt_all(sb);
 	if (sandbox_gc(state_dir, false) > 0)
 		log_info("cleaned up sandboxes a crash left behind");

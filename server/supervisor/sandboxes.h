@@ -35,6 +35,10 @@ void sandboxes_free(struct sandboxes *sb);
 json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg);
 json_t *sandboxes_stop(struct sandboxes *sb, long long id, json_t *msg);
 json_t *sandboxes_list(struct sandboxes *sb, long long id);
+#define SANDBOXES_MAX_WARNINGS 4
+/* What the host's cgroups lack (sandbox_host_warnings), as a new JSON array of
+ * strings, for the hello reply: labd-web shows it to admins in /api/v1/health. */
+json_t *sandboxes_warnings(void);
 
 /* Asks every sandbox to stop (used when [runtime] keep_on_shutdown is false);
  * sandboxes_live() then counts down as they end. */

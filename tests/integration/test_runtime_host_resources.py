@@ -168,3 +168,25 @@ def test_runtime_output_is_a_capped_pipe_and_no_host_file_is_writable(hd):
     stop_runtime(c)
     wait_until(lambda: mount_of(os.path.join(rdir, "run")) is None, 30 * SLOW,
                "the run dir's tmpfs to be unmounted")
+
+
+# ------------------------------------------------------------------ host warnings
+
+GAP = "cgroup v1: no memory.memsw (stand-in for this test)"
+
+
+@pytest.fixture(scope="module")
+def wd(runtime_daemon_factory):
+    # LABD_FAULT_HOST_WARNING adds one sentence to what the supervisor detects, as a
+    # host without memsw would (the detection itself: tests/sandbox/test_cgroup.c)
+    return runtime_daemon_factory("rt-warn", env={"LABD_FAULT_HOST_WARNING": GAP})
+
+
+def test_cgroup_gaps_are_logged_and_shown_to_admins_only(wd):
+    wait_until(lambda: GAP in wd.log(), 10 * SLOW, "the start-up warning in the log")
+    assert any("warn" in ln and GAP in ln for ln in wd.log().splitlines()), wd.log_tail()
+    r = wd.admin().get("/api/v1/health")
+    assert r.status == 200, r
+    assert GAP in r.json["warnings"], r.json
+    assert "warnings" not in wd.client().get("/api/v1/health").json, "shown to anonymous"
+    assert "warnings" not in new_user(wd).get("/api/v1/health").json, "shown to a user"
