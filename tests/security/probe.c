@@ -332,7 +332,8 @@ int main(int argc, char **argv)
 			mib++;
 		}
 	}
-	if (!strcmp(c, "fillplaces")) { /* fillplaces MIB DIR...: "DIR ERRNO|FULL" per dir, then fd 0 */
+	if (!strcmp(c, "fillplaces")) { /* fillplaces MIB DIR...: "DIR ERRNO|FULL" per dir, then fd 0;
+					  * the files stay (the suite measures the disk meanwhile) */
 		static char buf[1 << 20];
 		long limit = num(a);
 		memset(buf, 'x', sizeof(buf));
@@ -347,13 +348,12 @@ int main(int argc, char **argv)
 			if (fd >= 0 && mib < limit && errno == 0)
 				errno = ENOSPC; /* a short write: the file system is full */
 			printf("%s %s\n", argv[i], fd >= 0 && mib >= limit ? "FULL" : strerrorname_np(errno));
-			if (fd >= 0) {
+			if (fd >= 0)
 				close(fd);
-				unlink(path);
-			}
 			errno = 0;
 		}
 		printf("fd0 %s\n", write(0, buf, sizeof(buf)) >= 0 ? "OK" : strerrorname_np(errno));
+		fflush(stdout);
 		return 0;
 	}
 	if (!strcmp(c, "forkbomb")) { /* fork until failure: errno name + forks made */

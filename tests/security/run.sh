@@ -314,7 +314,8 @@ expect "/tmp size-limited" "ENOSPC 8" "$(box alice 7 --tmp 8M -- "$PROBE" fill /
 
 # Class 1: nothing the user writes lands on the host's disk outside the home and the
 # size-limited tmpfs mounts.  Every place that could be writable is tried with 256 MiB:
-# each must refuse (ENOSPC at a tmpfs cap, EROFS, EACCES...), never take it all; stdin
+# each must refuse (ENOSPC at a tmpfs cap, EROFS, EACCES...), never take it all (the
+# files stay until the sandbox ends, so the disk is measured with them); stdin
 # is /dev/null opened read-only (stdout and stderr of a runtime are the supervisor's
 # capped pipe, tests/integration/test_runtime_host_resources.py).  The state file
 # system's free space must not drop by anything like that (other engineers' builds
@@ -322,9 +323,16 @@ expect "/tmp size-limited" "ENOSPC 8" "$(box alice 7 --tmp 8M -- "$PROBE" fill /
 places="/run/labd /dev/shm /var/tmp / /etc /usr /var /var/lib /dev /run /home /proc /sys /opt /srv /mnt /media $WORK"
 free_kib() { df -Pk "$STATE" | awk 'NR == 2 { print $4 }'; }
 mkdir -p "$STATE"
+gate fill
 free_before=$(free_kib)
-out=$(box alice 7 --mem 128M --run-dir "$STATE/fill-run" --stdin /dev/null -- "$PROBE" fillplaces 256 $places)
-free_after=$(free_kib)
+box alice 7 --mem 128M --run-dir "$STATE/fill-run" --stdin /dev/null -- \
+	sh -c "\"\$0\" fillplaces 256 \$*; $(held fill)" "$PROBE" $places >"$WORK/fill.out" &
+fillbox=$!
+wait_until 120 "the fill to end" grep -q '^fd0 ' "$WORK/fill.out"
+free_after=$(free_kib) # measured while the sandbox (and whatever it wrote) still exists
+release fill
+wait "$fillbox"
+out=$(cat "$WORK/fill.out")
 bad=$(echo "$out" | awk '$2 == "FULL" || $2 == "OK" { print }' | squash)
 expect "no writable place takes 256 MiB outside home and /tmp" "" "$bad"
 expect_re "run dir: capped tmpfs" "ENOSPC" "$(echo "$out" | awk '$1 == "/run/labd" { print $2 }')"
@@ -337,6 +345,7 @@ if [ "$used_kib" -lt 65536 ]; then ok "state file system's free space unchanged 
 mkdir -p "$WORK/writable" && chmod 777 "$WORK/writable"
 expect "control fillplaces: a writable host dir takes it all" "$WORK/writable FULL" \
 	"$(as_uid 200007 "$PROBE" fillplaces 8 "$WORK/writable" </dev/null | head -n 1)"
+rm -f "$WORK/writable/.labd-fill"
 # tmpfs pages are charged to the memory cgroup of the process writing them: /tmp bigger
 # than the memory limit fills the cgroup, and the OOM killer stops the sandbox, not the host.
 box alice 7 --mem 64M --tmp 512M -- "$PROBE" fill /tmp/f >/dev/null
