@@ -63,15 +63,15 @@ static int add_socket_rules(scmp_filter_ctx ctx, int nr)
 
 	/* a family above AF_NETLINK, or with any of the upper 32 bits set (the kernel
 	 * reads an int; the filter sees 64 bits), is out */
-	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK));
+	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK, 0));
 	for (int fam = 0; rc >= 0 && fam < AF_NETLINK; fam++)
 		if (fam != AF_UNIX && fam != AF_INET && fam != AF_INET6)
 			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
-					      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam));
+					      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam, 0));
 	if (rc >= 0) /* netlink: route only (no audit, no netfilter, no uevents) */
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2,
-				      SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
-				      SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
+				      SCMP_A0(SCMP_CMP_EQ, AF_NETLINK, 0),
+				      SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE, 0));
 	return rc;
 }
 
