@@ -206,13 +206,18 @@ int launch_spawn(const struct labd_config *cfg, const char *state_dir,
 
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
+	if (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0) { /* the loop never waits on it */
+		rc = -errno;
+		close(p[0]);
+		close(p[1]);
+		return rc;
+	}
 	j.log_rd = p[0];
 	j.log_wr = p[1];
 	/* fork copies j and rq into the child: they only need to live until then */
 	rc = worker_spawn(start_worker, &j, pid, fd);
 	close(p[1]); /* the worker and the sandbox hold the write end: EOF when they end */
-	if (rc < 0 || fcntl(p[0], F_SETFL, O_NONBLOCK) < 0) {
-		rc = rc < 0 ? rc : -errno;
+	if (rc < 0) {
 		close(p[0]);
 		return rc;
 	}

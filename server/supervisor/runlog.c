@@ -86,7 +86,7 @@ static void append(struct runlog *l, const char *buf, size_t n)
 
 int runlog_pump(struct runlog *l)
 {
-	static char buf[RUNLOG_READ_BYTES];
+	static char buf[RUNLOG_READ_BYTES]; /* the supervisor's loop is one thread */
 	ssize_t n;
 
 	if (l->in_fd < 0)
