@@ -81,6 +81,49 @@ int cgbox_detect(struct cgbox_layout *lo)
 	return 0;
 }
 
+static bool knob_exists(const char *dir, const char *file);
+
+/* true when the v2 root offers controller name (cgroup.controllers lists it) */
+static bool v2_offers(const char *root, const char *name)
+{
+	char path[300], line[256], *save = NULL;
+	FILE *f;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", root);
+	if (!(f = fopen(path, "re")))
+		return false;
+	if (fgets(line, sizeof(line), f))
+		for (char *w = strtok_r(line, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
+			found |= strcmp(w, name) == 0;
+	fclose(f);
+	return found;
+}
+
+int cgbox_gaps(const struct cgbox_layout *lo, const char **out, int max)
+{
+	int n = 0;
+
+#define GAP(text) (n < max ? (void)(out[n++] = (text)) : (void)0)
+	if (lo->mode == CGBOX_V2) {
+		if (!v2_offers(lo->v2, "memory"))
+			GAP("cgroup v2: no memory controller: sandboxes cannot start");
+		if (!v2_offers(lo->v2, "pids"))
+			GAP("cgroup v2: no pids controller: sandboxes cannot start (no process limit)");
+		return n;
+	}
+	if (!lo->v1[CGBOX_PIDS][0])
+		GAP("cgroup v1: no pids controller: sandboxes cannot start (no process limit)");
+	if (!lo->v1[CGBOX_MEMORY][0])
+		GAP("cgroup v1: no memory controller: sandboxes cannot start");
+	else if (!knob_exists(lo->v1[CGBOX_MEMORY], "memory.memsw.limit_in_bytes"))
+		GAP("cgroup v1: no memory.memsw (swap accounting is off; boot with swapaccount=1): "
+		    "with swap on the host, a sandbox's memory and tmpfs can spill into swap past "
+		    "its memory limit");
+#undef GAP
+	return n;
+}
+
 int cgbox_path(const struct cgbox_layout *lo, enum cgbox_ctl c, const char *parent,
 	       const char *name, char *buf, size_t size)
 {

@@ -49,6 +49,11 @@ struct cgbox_limits {
 
 /* Fills *lo for this host (libcgroup + statfs of /sys/fs/cgroup); 0 or -1. */
 int cgbox_detect(struct cgbox_layout *lo);
+/* What the host's cgroups lack that a sandbox's limits rely on (cgroup v1 without the
+ * pids controller, or without memory.memsw.* swap accounting; v2 without the memory or
+ * pids controller): up to max static sentences in out, meant for the start-up log and
+ * the admin health view.  Returns how many. */
+int cgbox_gaps(const struct cgbox_layout *lo, const char **out, int max);
 /* This host's layout, detected on first use and kept for the process; NULL (with the
  * reason reported once) when no usable hierarchy exists. */
 const struct cgbox_layout *cgbox_host(void);

@@ -29,7 +29,7 @@ struct child_args {
 	const char *image;
 	const char *run_dir;
 	const char *driver_lib_dir;
-	const char *masks[SANDBOX_MAX_MASKS + 8];
+	const char *masks[SANDBOX_MAX_MASKS + SANDBOX_MAX_HIDDEN + 8];
 	unsigned n_masks;
 	struct child_dev devs[CHILD_MAX_DEVS];
 	unsigned n_devs;

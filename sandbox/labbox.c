@@ -45,6 +45,7 @@ static void usage(FILE *f)
 	      "  --state-dir DIR    labd state (/var/lib/labd)\n"
 	      "  --cgroup-parent N  cgroup under each hierarchy (labd)\n"
 	      "  --mask PATH        also hide PATH (repeatable)\n"
+	      "  --show PATH        do not hide PATH, one of /var/tmp /srv /opt /mnt /media\n"
 	      "  --env K=V          add to the environment (repeatable)\n"
 	      "  --cwd DIR          working directory inside\n"
 	      "  --stdin FILE       the command's stdin (default labbox's; /dev/null works too)\n"
@@ -73,7 +74,7 @@ static int bad(const char *opt, const char *val)
 enum {
 	O_USER = 256, O_USER_ID, O_UID_BASE, O_INNER_UID, O_HOME_IMAGE, O_HOME_SIZE, O_MEM, O_CPUS,
 	O_PIDS, O_TMP, O_SHM, O_NOFILE, O_IO_WEIGHT, O_IO_WBPS, O_NET, O_GPU, O_DEV_PREFIX, O_DRIVER,
-	O_IMAGE, O_RUN_DIR, O_STATE_DIR, O_CGROUP_PARENT, O_MASK, O_ENV, O_CWD, O_KEEP, O_ALL, O_SIZE,
+	O_IMAGE, O_RUN_DIR, O_STATE_DIR, O_CGROUP_PARENT, O_MASK, O_SHOW, O_ENV, O_CWD, O_KEEP, O_ALL, O_SIZE,
 	O_STDIN, O_STDOUT, O_STDERR,
 };
 
@@ -101,6 +102,7 @@ static const struct option opts[] = {
 	{"state-dir", required_argument, NULL, O_STATE_DIR},
 	{"cgroup-parent", required_argument, NULL, O_CGROUP_PARENT},
 	{"mask", required_argument, NULL, O_MASK},
+	{"show", required_argument, NULL, O_SHOW},
 	{"env", required_argument, NULL, O_ENV},
 	{"cwd", required_argument, NULL, O_CWD},
 	{"stdin", required_argument, NULL, O_STDIN},
@@ -124,6 +126,17 @@ struct cli {
 
 /* Opens FILE for --stdin (read) or --stdout/--stderr (write) into *fd, as the shell's
  * < and > would; labbox exits soon, so the fd is simply left open until then. */
+/* --show PATH: takes PATH off the hidden list; -1 when it is not on it. */
+static int show(struct sandbox_spec *s, const char *path)
+{
+	for (unsigned i = 0; i < s->n_hidden; i++)
+		if (strcmp(s->hidden[i], path) == 0) {
+			s->hidden[i] = s->hidden[--s->n_hidden];
+			return 0;
+		}
+	return -1;
+}
+
 static int open_stdio(const char *opt, const char *path, bool out, int *fd)
 {
 	int flags = out ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY;
@@ -223,6 +236,10 @@ static int parse(struct cli *c, int argc, char **argv)
 			if (s->n_masks >= SANDBOX_MAX_MASKS)
 				return bad("mask", "too many");
 			s->masks[s->n_masks++] = optarg;
+			break;
+		case O_SHOW:
+			if (show(s, optarg) < 0)
+				return bad("show", optarg);
 			break;
 		case O_ENV:
 			if (c->n_env >= MAX_ENV)

@@ -223,7 +223,8 @@ static int build_proc(char *msg, size_t len)
 {
 	static const char *const masked[] = {"/proc/kcore",      "/proc/keys",          "/proc/timer_list",
 					     "/proc/sched_debug", "/proc/sysrq-trigger", "/proc/latency_stats",
-					     "/proc/acpi",       "/proc/scsi",          "/proc/kallsyms"};
+					     "/proc/acpi",       "/proc/scsi",          "/proc/kallsyms",
+					     "/proc/asound"};
 	static const char *const ro[] = {"/proc/sys", "/proc/bus", "/proc/fs", "/proc/irq"};
 
 	if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
@@ -237,12 +238,16 @@ static int build_proc(char *msg, size_t len)
 	return 0;
 }
 
-/* Read-only sysfs of our own network namespace; cgroupfs and firmware hidden. */
+/* Read-only sysfs of our own network namespace; cgroupfs and firmware hidden.  The
+ * virtual block devices go too: every loop device's loop/backing_file names the image
+ * behind it, that is every other user's home image (and /sys/block, /sys/class/block
+ * and /sys/dev/block only link into this directory).  Hiding the directory, not each
+ * file, also covers loop devices attached after this sandbox started. */
 static int build_sys(char *msg, size_t len)
 {
 	static const char *const masked[] = {"/sys/fs/cgroup", "/sys/firmware", "/sys/kernel/debug",
 					     "/sys/kernel/security", "/sys/devices/virtual/powercap",
-					     "/sys/kernel/tracing"};
+					     "/sys/kernel/tracing", "/sys/devices/virtual/block"};
 
 	if (mount("sysfs", NEWROOT "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 &&
 	    mount_tmpfs(NEWROOT "/sys", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555",

@@ -16,6 +16,7 @@
 
 #include "labd/log.h"
 #include "sandbox/cgbox.h"
+#include "sandbox/fail.h"
 #include "sandbox/home.h"
 #include "sandbox/state.h"
 #include "sandbox/teardown.h"
@@ -160,6 +161,19 @@ static bool holder_live(const char *holder, void *arg)
 		return false;
 	/* a state file of a sandbox still starting (pid 0) keeps its reference */
 	return sandbox_state_load(path, &st) == 0 && (st.pid == 0 || sandbox_state_alive(&st));
+}
+
+int sandbox_host_warnings(const char **out, int max)
+{
+	struct cgbox_layout lo;
+	char held[256];
+
+	/* detect fills what it found even when it fails for a missing controller; its
+	 * own complaint is held and dropped: the gaps say it better */
+	fail_hold(held, sizeof(held));
+	cgbox_detect(&lo);
+	fail_release();
+	return cgbox_gaps(&lo, out, max);
 }
 
 int sandbox_gc(const char *state_dir, bool all)

@@ -9,10 +9,17 @@
 #include "sandbox/secfilter.h"
 
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/netlink.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <seccomp.h>
+#include <stddef.h>
 #include <sys/ioctl.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 
 static const char *const denied[] = {
 	/* filesystem namespace: mounts stay with the supervisor */
@@ -44,6 +51,74 @@ static const char *const denied[] = {
 };
 
 const char *const *secfilter_denied(void) { return denied; }
+
+/* The address families a notebook needs: Unix sockets (Jupyter's own socket, ZMQ
+ * ipc), IPv4 and IPv6 (kernels on the sandbox's loopback, pip), and netlink for route
+ * queries only (getaddrinfo's AI_ADDRCONFIG, ip addr).  Everything else (AF_PACKET,
+ * AF_KEY, AF_ALG, AF_VSOCK, AF_BLUETOOTH, AF_XDP, ...) is kernel attack surface no
+ * notebook needs: refused with EPERM, which a kernel lacking the family never says. */
+static int add_socket_rules(scmp_filter_ctx ctx, int nr)
+{
+	int rc;
+
+	/* a family above AF_NETLINK, or with any of the upper 32 bits set (the kernel
+	 * reads an int; the filter sees 64 bits), is out */
+	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK, 0));
+	for (int fam = 0; rc >= 0 && fam < AF_NETLINK; fam++)
+		if (fam != AF_UNIX && fam != AF_INET && fam != AF_INET6)
+			rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+					      SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam, 0));
+	if (rc >= 0) /* netlink: route only (no audit, no netfilter, no uevents) */
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 2,
+				      SCMP_A0(SCMP_CMP_EQ, AF_NETLINK, 0),
+				      SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE, 0));
+	return rc;
+}
+
+/* Terminal ioctls: TIOCSTI/TIOCLINUX push input into the terminal (CVE-2017-5226),
+ * TIOCSETD loads a line discipline module and reaches old, buggy ldisc code (the
+ * n_gsm/n_hdlc CVEs).  Compare the low 32 bits only, as the kernel does
+ * (CVE-2019-10063). */
+static int add_ioctl_rules(scmp_filter_ctx ctx)
+{
+	static const unsigned long cmds[] = {TIOCSTI, TIOCLINUX, TIOCSETD};
+	int rc = 0;
+
+	for (size_t i = 0; rc >= 0 && i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+				      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, cmds[i]));
+	return rc;
+}
+
+/* personality(2) with anything but PER_LINUX (0), PER_LINUX32 (8) or the query
+ * 0xffffffff fails with EPERM: READ_IMPLIES_EXEC makes every readable mapping
+ * executable, ADDR_NO_RANDOMIZE switches ASLR off for what the process execs next,
+ * MMAP_PAGE_ZERO maps page 0 (Docker allows the same few values).  libseccomp cannot
+ * say "none of three values" (one comparison per argument), so this is a small
+ * filter of its own, stacked on the main one; the kernel applies the strictest
+ * answer of all filters.  The kernel reads an unsigned int: the low 32 bits are
+ * compared, and any upper bit set is refused as well. */
+static int install_personality_filter(void)
+{
+	enum { LO = offsetof(struct seccomp_data, args[0]), HI = LO + 4 };
+	struct sock_filter prog[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_personality, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, HI), /* little-endian: the upper half */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 5),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, LO),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PER_LINUX, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PER_LINUX32, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	};
+	struct sock_fprog fp = {.len = sizeof(prog) / sizeof(prog[0]), .filter = prog};
+
+	_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "args[0] halves assume little-endian");
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp, 0, 0);
+}
 
 int secfilter_install(void)
 {
@@ -78,26 +153,13 @@ int secfilter_install(void)
 	 * back to clone(2), whose flags the rules above check */
 	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0)) < 0)
 		goto out;
-	/* TIOCSTI/TIOCLINUX push input into the terminal (CVE-2017-5226); compare the low
-	 * 32 bits only, as the kernel does (CVE-2019-10063) */
-	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-			      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI));
-	if (rc < 0)
+	if ((rc = add_ioctl_rules(ctx)) < 0 || (rc = add_socket_rules(ctx, SCMP_SYS(socket))) < 0 ||
+	    (rc = add_socket_rules(ctx, SCMP_SYS(socketpair))) < 0)
 		goto out;
-	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-			      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
-	if (rc < 0)
+	if ((rc = seccomp_load(ctx)) < 0)
 		goto out;
-	/* AF_ALG: kernel crypto attack surface; AF_VSOCK reaches the hypervisor's agents */
-	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
-			      SCMP_A0(SCMP_CMP_EQ, AF_ALG, 0));
-	if (rc < 0)
-		goto out;
-	rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
-			      SCMP_A0(SCMP_CMP_EQ, AF_VSOCK, 0));
-	if (rc < 0)
-		goto out;
-	rc = seccomp_load(ctx);
+	if (install_personality_filter() < 0)
+		rc = -errno;
 out:
 	seccomp_release(ctx);
 	if (rc < 0) {

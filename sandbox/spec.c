@@ -11,6 +11,11 @@
 
 #define DEFAULT_STATE_DIR "/var/lib/labd"
 
+/* Host places every user can read that are none of a notebook's business: other
+ * users' scratch files (/var/tmp), services' data (/srv), third-party software and
+ * its secrets (/opt), mounted media. */
+const char *const sandbox_default_hidden[] = {"/var/tmp", "/srv", "/opt", "/mnt", "/media", NULL};
+
 void sandbox_spec_init(struct sandbox_spec *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -28,6 +33,8 @@ void sandbox_spec_init(struct sandbox_spec *s)
 	s->stdin_fd = STDIN_FILENO;
 	s->stdout_fd = STDOUT_FILENO;
 	s->stderr_fd = STDERR_FILENO;
+	for (const char *const *p = sandbox_default_hidden; *p; p++)
+		s->hidden[s->n_hidden++] = *p;
 }
 
 static bool abs_path_ok(const char *p)
@@ -63,6 +70,11 @@ static int check_paths(const struct sandbox_spec *s)
 	for (unsigned i = 0; i < s->n_masks; i++)
 		if (!abs_path_ok(s->masks[i]))
 			return fail_error("bad mask path");
+	if (s->n_hidden > SANDBOX_MAX_HIDDEN)
+		return fail_error("too many hidden paths");
+	for (unsigned i = 0; i < s->n_hidden; i++)
+		if (!abs_path_ok(s->hidden[i]))
+			return fail_error("bad hidden path");
 	return 0;
 }
 

@@ -35,6 +35,7 @@
 #include "sandbox/child.h"
 #include "sandbox/fail.h"
 #include "sandbox/home.h"
+#include "sandbox/rundir.h"
 #include "sandbox/state.h"
 #include "sandbox/teardown.h"
 
@@ -119,19 +120,15 @@ static int step_state(struct start *c)
 	return 0;
 }
 
+/* The run dir is a small tmpfs, not a writable host directory (rundir.h). */
 static int step_run_dir(struct start *c)
 {
 	const char *dir = c->spec->run_dir;
-	struct stat st;
 
 	if (!dir)
 		return 0;
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return fail_errno("mkdir %s", dir);
-	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		return fail_error("%s: not a directory", dir);
-	if (lchown(dir, c->host_uid, c->host_uid) < 0)
-		return fail_errno("chown %s", dir);
+	if (rundir_mount(dir, c->host_uid) < 0)
+		return -1;
 	c->child.run_dir = dir;
 	return 0;
 }
@@ -167,6 +164,8 @@ static int step_masks(struct start *c)
 	}
 	for (unsigned i = 0; i < s->n_masks; i++)
 		a->masks[a->n_masks++] = s->masks[i];
+	for (unsigned i = 0; i < s->n_hidden; i++)
+		a->masks[a->n_masks++] = s->hidden[i];
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "labd/log.h"
 #include "sandbox/cgbox.h"
 #include "sandbox/home.h"
+#include "sandbox/rundir.h"
 
 /* Removes a directory tree without following any symlink: the run dir was writable
  * from inside, so it may hold links planted to make the host delete its own files. */
@@ -75,6 +76,8 @@ int teardown_sandbox(const char *state_dir, const struct sandbox_state *st)
 	}
 	if (st->home_image[0] && home_unref(state_dir, st->user, st->id) < 0)
 		rc = -1;
+	if (st->run_dir[0] && rundir_unmount(st->run_dir) < 0)
+		rc = log_errno("unmount run dir %s", st->run_dir);
 	if (st->run_dir[0] && remove_tree(st->run_dir) < 0)
 		rc = log_errno("remove run dir %s", st->run_dir);
 	if (sandbox_state_path(state_dir, st->id, path, sizeof(path)) == 0 && unlink(path) < 0 &&

@@ -18,6 +18,7 @@
 
 #define SANDBOX_MAX_GPUS 16
 #define SANDBOX_MAX_MASKS 32
+#define SANDBOX_MAX_HIDDEN 16
 #define SANDBOX_ID_MAX 64
 #define SANDBOX_PATH_MAX 4096
 #define SANDBOX_STEP_MAX 32
@@ -63,6 +64,11 @@ struct sandbox_spec {
 	const char *cgroup_parent; /* cgroup under each hierarchy (default "labd") */
 	const char *masks[SANDBOX_MAX_MASKS]; /* extra host paths hidden inside */
 	unsigned n_masks;
+	/* World-readable host places hidden inside like masks; sandbox_spec_init() fills
+	 * sandbox_default_hidden (/var/tmp /srv /opt /mnt /media): a caller that needs one
+	 * of them (a runtime's venv under /opt) replaces the list. */
+	const char *hidden[SANDBOX_MAX_HIDDEN];
+	unsigned n_hidden;
 
 	char *const *argv; /* command run inside; argv[0] is looked up in the sandbox PATH */
 	char *const *envp; /* extra "K=V" entries added to the clean environment, or NULL */
@@ -106,8 +112,12 @@ struct sandbox_result {
 	uint64_t oom_kills; /* OOM kills counted in the sandbox's memory cgroup */
 };
 
+/* The default hidden list, NULL-terminated (static). */
+extern const char *const sandbox_default_hidden[];
+
 /* Fills defaults: uid_base 200000, inner_uid 1000, home 15 GiB, tmp 1 GiB, nofile 4096,
  * image "/", dev_prefix "/dev", state_dir "/var/lib/labd", cgroup_parent "labd",
+ * hidden sandbox_default_hidden,
  * stdio 0, 1, 2 (the caller's own). */
 void sandbox_spec_init(struct sandbox_spec *spec);
 /* Checks names, ranges and paths; 0 or -1 with a logged reason. */
@@ -131,6 +141,10 @@ int sandbox_kill(struct sandbox_handle *h, int sig);
 int sandbox_destroy(struct sandbox_handle *h);
 /* Closes fds held by *h without touching the sandbox (it keeps running). */
 void sandbox_handle_clear(struct sandbox_handle *h);
+/* What this host's cgroups lack that the sandbox limits rely on (v1 without pids or
+ * memsw, v2 without memory or pids): up to max static sentences in out; the count.
+ * The supervisor logs them at start-up and admins see them in /api/v1/health. */
+int sandbox_host_warnings(const char **out, int max);
 /* Re-adopts a sandbox from its state file by id; -1 when unknown or no longer alive. */
 int sandbox_adopt(const char *state_dir, const char *id, struct sandbox_handle *h);
 /* Tears down every sandbox in state_dir whose init is gone (or all with all=true), and

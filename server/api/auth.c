@@ -14,13 +14,28 @@
 #include "runtime/runtime.h"
 #include "store/sessions.h"
 
+/* The host's gaps (a cgroup v1 controller missing, no swap accounting), as an array
+ * of sentences: for admins only, it describes the machine. */
+static json_t *host_warnings(struct app *app)
+{
+	const char *w = runtime_backend_warnings(app), *nl;
+	json_t *list = json_array();
+
+	for (; w && *w && (nl = strchr(w, '\n')); w = nl + 1)
+		json_array_append_new(list, json_stringn(w, (size_t)(nl - w)));
+	return list;
+}
+
 void api_health(struct http_request *req)
 {
 	bool up = runtime_backend_ping(http_app(req)) == 0;
+	const struct auth_identity *ident = http_identity(req);
+	json_t *body = json_pack("{s:s,s:s,s:s}", "status", up ? "ok" : "degraded", "version",
+				 LABD_VERSION, "supervisor", up ? "ok" : "unreachable");
 
-	http_reply_json(req, up ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
-			json_pack("{s:s,s:s,s:s}", "status", up ? "ok" : "degraded", "version",
-				  LABD_VERSION, "supervisor", up ? "ok" : "unreachable"));
+	if (ident->kind != AUTH_NONE && ident->user.role == USER_ROLE_ADMIN)
+		json_object_set_new(body, "warnings", host_warnings(http_app(req)));
+	http_reply_json(req, up ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, body);
 }
 
 void api_login_failed(struct http_request *req, enum login_result res, int64_t retry_after)

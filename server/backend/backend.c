@@ -22,6 +22,11 @@ int backend_list(struct backend *b, struct backend_sandbox **out, size_t *n)
 	return b->ops->list(b, out, n);
 }
 
+const char *backend_warnings(struct backend *b)
+{
+	return b->ops->warnings ? b->ops->warnings(b) : "";
+}
+
 int backend_ping(struct backend *b)
 {
 	return b->ops->ping(b);

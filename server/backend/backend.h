@@ -63,6 +63,7 @@ struct backend_ops {
 	int (*ping)(struct backend *b);
 	void (*free)(struct backend *b);
 	int (*user_deleted)(struct backend *b, const char *user, int64_t user_id);
+	const char *(*warnings)(struct backend *b); /* may be NULL */
 };
 
 struct backend {
@@ -85,6 +86,10 @@ int backend_ping(struct backend *b);
 /* The user is deleted: the backend stops their sandbox, retires their uid and
  * archives or removes their home. 0, or a negative errno. */
 int backend_user_deleted(struct backend *b, const char *user, int64_t user_id);
+#define BACKEND_WARNINGS_MAX 1024
+/* What the backend's host lacks for its limits (cgroup controllers), one sentence a
+ * line, "" when nothing; borrowed, valid as long as b. */
+const char *backend_warnings(struct backend *b);
 void backend_free(struct backend *b);
 
 /* Failure injection for tests: sends text to the supervisor as it is, as a

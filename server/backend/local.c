@@ -37,6 +37,9 @@ struct local {
 	struct pending *pending;
 	long long next_id;
 	struct backend_events ev;
+	/* the hello reply's host warnings, "\n"-separated; written once, while
+	 * backend_local_new says hello, before any HTTP worker can read them */
+	char warnings[BACKEND_WARNINGS_MAX];
 };
 
 static void on_ready(struct local *l, json_t *m)
@@ -292,8 +295,37 @@ static void local_free(struct backend *b)
 	free(l);
 }
 
+static const char *local_warnings(struct backend *b);
+
 static const struct backend_ops local_ops = {local_start, local_stop, local_list, local_ping,
-					     local_free, local_user_deleted};
+					     local_free, local_user_deleted,
+					     local_warnings};
+
+/* At most BACKEND_WARNINGS_MAX bytes of the supervisor's strings, one a line. */
+static void keep_warnings(struct local *l, json_t *list)
+{
+	size_t i, used = 0;
+	json_t *w;
+
+	l->warnings[0] = '\0';
+	json_array_foreach(list, i, w) {
+		const char *s = json_string_value(w);
+		int n;
+		if (!s || strchr(s, '\n'))
+			continue;
+		n = snprintf(l->warnings + used, sizeof(l->warnings) - used, "%s\n", s);
+		if (n < 0 || (size_t)n >= sizeof(l->warnings) - used) {
+			l->warnings[used] = '\0';
+			break;
+		}
+		used += (size_t)n;
+	}
+}
+
+static const char *local_warnings(struct backend *b)
+{
+	return ((struct local *)b)->warnings;
+}
 
 static int say_hello(struct local *l)
 {
@@ -302,6 +334,8 @@ static int say_hello(struct local *l)
 
 	json_object_set_new(m, "version", json_string(LABD_VERSION));
 	rc = simple_call(l, m, &reply, NULL, 0);
+	if (rc == 0)
+		keep_warnings(l, json_object_get(reply, "warnings"));
 	json_decref(reply);
 	return rc;
 }

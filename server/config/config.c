@@ -62,6 +62,8 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->pids = 512;
 	cfg->admin_access = false;
 	cfg->keep_on_shutdown = true;
+	cfg->log_bytes = 4ULL << 20;
+	snprintf(cfg->hidden_paths, sizeof(cfg->hidden_paths), "/var/tmp,/srv,/opt,/mnt,/media");
 	cfg->n_gpu_devices = 0;
 	snprintf(cfg->dev_prefix, sizeof(cfg->dev_prefix), "/dev");
 }
@@ -104,6 +106,7 @@ enum key_kind {
 	K_JUPYTER,   /* auto, lab, notebook or server */
 	K_DELETED_HOME, /* archive or remove */
 	K_PROXIES,   /* comma-separated addresses or CIDR networks */
+	K_PATHS,     /* comma-separated absolute paths (or empty) */
 };
 
 struct key_spec {
@@ -164,6 +167,8 @@ static const struct key_spec keys[] = {
 	KEY("runtime", pids, K_UINT, 16, 4194304),
 	KEY("runtime", admin_access, K_BOOL, 0, 0),
 	KEY("runtime", keep_on_shutdown, K_BOOL, 0, 0),
+	KEYN("runtime", "log_size", log_bytes, K_SIZE, 64ULL << 10, 1ULL << 30),
+	KEY("runtime", hidden_paths, K_PATHS, 0, CONFIG_MAX_HIDDEN),
 	KEYN("gpu", "devices", gpu_devices, K_GPUS, 0, 255),
 	KEY("gpu", dev_prefix, K_STRING, 1, 0),
 };
@@ -243,6 +248,16 @@ static int add_gpu(const char *item, unsigned n, void *arg)
 		if (c->cfg->gpu_devices[i] == v)
 			return -1;
 	c->cfg->gpu_devices[n] = (unsigned)v;
+	return 0;
+}
+
+/* One path of hidden_paths: absolute, no "..", no odd bytes. */
+static int check_path_item(const char *item, unsigned n, void *arg)
+{
+	const struct key_spec *k = ((struct list_ctx *)arg)->k;
+
+	if (n >= k->max || item[0] != '/' || strstr(item, "/..") || strpbrk(item, "\n\t"))
+		return -1;
 	return 0;
 }
 
@@ -355,6 +370,13 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 		if (parse_cpus_milli(value, &milli) < 0 || store_number(k, field, milli) < 0)
 			return "must be a number of CPUs such as 2 or 0.5";
 		return NULL;
+	case K_PATHS: {
+		struct list_ctx c = {k, cfg};
+		if (strlen(value) >= k->size || for_each_item(value, check_path_item, &c) < 0)
+			return "must be absolute paths separated by commas, at most 16 (or empty)";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	}
 	case K_JUPYTER:
 		if (strcmp(value, "auto") && strcmp(value, "lab") && strcmp(value, "notebook") &&
 		    strcmp(value, "server"))

@@ -13,6 +13,7 @@
 #define CONFIG_MAX_WARNINGS 4
 #define CONFIG_MAX_GPUS 16
 #define CONFIG_MAX_TRUSTED_PROXIES 16
+#define CONFIG_MAX_HIDDEN 16
 
 struct labd_config {
 	/* [server] */
@@ -62,6 +63,8 @@ struct labd_config {
 	unsigned cpus_milli, pids;
 	bool admin_access;
 	bool keep_on_shutdown; /* runtimes outlive labd's stop and are re-adopted */
+	uint64_t log_bytes;    /* Jupyter's log file cap; one rotated copy is kept */
+	char hidden_paths[CONFIG_PATH_MAX]; /* host places hidden in sandboxes, comma-separated */
 	/* [gpu] */
 	unsigned gpu_devices[CONFIG_MAX_GPUS];
 	unsigned n_gpu_devices;

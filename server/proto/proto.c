@@ -47,6 +47,7 @@ const struct proto_field proto_reply[] = {
 	{"version", PROTO_STRING, 1, 32, true},
 	{"endpoint", PROTO_STRING, 1, 200, true},
 	{"sandboxes", PROTO_LIST, 0, 0, true},
+	{"warnings", PROTO_LIST, 0, 0, true}, /* hello: what the host's cgroups lack */
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_ready[] = {

@@ -181,6 +181,11 @@ int runtime_forget_account(struct app *app, const char *user, int64_t user_id)
 	return rc;
 }
 
+const char *runtime_backend_warnings(struct app *app)
+{
+	return backend_warnings(app->backend);
+}
+
 /* The live row an event is about, if it is still the same runtime. */
 static bool event_row(struct app *app, const char *user, int64_t runtime_id, struct runtime *r)
 {

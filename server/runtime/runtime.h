@@ -47,6 +47,9 @@ int runtime_end_account(struct app *app, int64_t user_id, const char *reason);
  * at once, retires its uid and archives or removes its home. 0, or a
  * negative errno (logged). */
 int runtime_forget_account(struct app *app, const char *user, int64_t user_id);
+/* What the backend's host lacks for the sandbox limits, one sentence a line ("" when
+ * nothing); borrowed. Shown to admins in /api/v1/health. */
+const char *runtime_backend_warnings(struct app *app);
 
 /* The events a backend delivers, bound to app (runtime_events_init). */
 void runtime_events_init(struct backend_events *ev, struct app *app);

@@ -35,6 +35,7 @@ static json_t *on_hello(struct channel *ch, long long id, json_t *msg)
 	ch->state = CH_READY;
 	r = proto_ok(id);
 	json_object_set_new(r, "version", json_string(LABD_VERSION));
+	json_object_set_new(r, "warnings", sandboxes_warnings());
 	return r;
 }
 

@@ -29,6 +29,7 @@ struct start_job {
 	const struct labd_config *cfg;
 	const char *state_dir;
 	const struct launch_request *rq;
+	int log_rd, log_wr; /* the output pipe: the worker keeps the write end */
 };
 
 void launch_run_dir(const char *state_dir, const char *user, char *out, size_t len)
@@ -90,21 +91,21 @@ gid_t launch_labd_gid(const struct labd_config *cfg)
 	return pw ? pw->pw_gid : 0;
 }
 
-/* Jupyter's output: runtimes/<user>/jupyter.log, readable by labd's group. */
-static int open_log(const struct start_job *j, char *err, size_t errlen)
+void launch_log_path(const char *state_dir, const char *user, char *out, size_t len)
 {
-	char path[LAUNCH_PATH_MAX];
-	int fd;
+	snprintf(out, len, "%s/runtimes/%s/jupyter.log", state_dir, user);
+}
 
-	snprintf(path, sizeof(path), "%s/runtimes/%s/jupyter.log", j->state_dir, j->rq->user);
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (fd < 0) {
-		snprintf(err, errlen, "step log: open runtimes/%s/jupyter.log: %s", j->rq->user, strerror(errno));
-		return -1;
-	}
-	if (fchown(fd, 0, launch_labd_gid(j->cfg)) < 0)
-		log_warn("chown %s: %s", path, strerror(errno));
-	return fd;
+/* [runtime] hidden_paths, split into the spec (config.c checked each item). */
+static void fill_hidden(const struct labd_config *cfg, struct sandbox_spec *s, char *buf, size_t len)
+{
+	char *save = NULL;
+
+	snprintf(buf, len, "%s", cfg->hidden_paths);
+	s->n_hidden = 0;
+	for (char *p = strtok_r(buf, ", ", &save); p && s->n_hidden < SANDBOX_MAX_HIDDEN;
+	     p = strtok_r(NULL, ", ", &save))
+		s->hidden[s->n_hidden++] = p;
 }
 
 static int make_dirs(const struct start_job *j, char *err, size_t errlen)
@@ -120,7 +121,7 @@ static int make_dirs(const struct start_job *j, char *err, size_t errlen)
 }
 
 static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *home, char *run_dir,
-		      char *argv[16], char bufs[][256], char *envp[2], char *env)
+		      char *argv[16], char bufs[][256], char *envp[2], char *env, char *hidden)
 {
 	const struct labd_config *cfg = j->cfg;
 
@@ -140,6 +141,7 @@ static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *h
 	s->run_dir = run_dir;
 	s->state_dir = j->state_dir;
 	s->dev_prefix = cfg->dev_prefix;
+	fill_hidden(cfg, s, hidden, CONFIG_PATH_MAX);
 	for (unsigned i = 0; i < j->rq->n_gpus; i++)
 		s->gpus[s->n_gpus++] = j->rq->gpus[i];
 	launch_jupyter_argv(j->rq->jupyter, j->rq->user, argv, bufs);
@@ -165,27 +167,28 @@ static void fault_slow_start(const char *user)
 	}
 }
 
-/* The start worker: builds the sandbox, with Jupyter's output going to its
- * log (stdio is part of the spec), and reports the handle or the failing step. */
+/* The start worker: builds the sandbox, with Jupyter's output going into the
+ * pipe the supervisor reads (stdio is part of the spec; no host file is ever
+ * handed to the sandbox), and reports the handle or the failing step. */
 static int start_worker(void *arg, int fd)
 {
 	const struct start_job *j = arg;
 	struct start_report rep = {0};
 	char home[LAUNCH_PATH_MAX], run_dir[LAUNCH_PATH_MAX], bufs[16][256], env[160];
+	char hidden[CONFIG_PATH_MAX];
 	char *argv[16], *envp[2];
 	struct sandbox_spec spec;
 	struct sandbox_error err = {0};
-	int log_fd;
 
+	close(j->log_rd);
 	fault_slow_start(j->rq->user);
 	if (homes_adopt_named(j->state_dir, j->rq->user, j->rq->user_id) < 0)
 		snprintf(rep.error, sizeof(rep.error), "step home: the home named by user name could not move");
-	if (rep.error[0] || make_dirs(j, rep.error, sizeof(rep.error)) < 0 ||
-	    (log_fd = open_log(j, rep.error, sizeof(rep.error))) < 0)
+	if (rep.error[0] || make_dirs(j, rep.error, sizeof(rep.error)) < 0)
 		return worker_send(fd, &rep, sizeof(rep), -1) < 0 ? 2 : 1;
-	fill_spec(j, &spec, home, run_dir, argv, bufs, envp, env);
+	fill_spec(j, &spec, home, run_dir, argv, bufs, envp, env, hidden);
 	spec.stdin_fd = SANDBOX_FD_NULL;
-	spec.stdout_fd = spec.stderr_fd = log_fd;
+	spec.stdout_fd = spec.stderr_fd = j->log_wr;
 	if (sandbox_start_err(&spec, &rep.h, &err) < 0) {
 		snprintf(rep.error, sizeof(rep.error), "%.199s",
 			 err.message[0] ? err.message : "the sandbox could not be built");
@@ -199,11 +202,30 @@ static int start_worker(void *arg, int fd)
 }
 
 int launch_spawn(const struct labd_config *cfg, const char *state_dir,
-		 const struct launch_request *rq, pid_t *pid, int *fd)
+		 const struct launch_request *rq, pid_t *pid, int *fd, int *log_fd)
 {
-	struct start_job j = {cfg, state_dir, rq};
+	struct start_job j = {cfg, state_dir, rq, -1, -1};
+	int p[2], rc;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	if (fcntl(p[0], F_SETFL, O_NONBLOCK) < 0) { /* the loop never waits on it */
+		rc = -errno;
+		close(p[0]);
+		close(p[1]);
+		return rc;
+	}
+	j.log_rd = p[0];
+	j.log_wr = p[1];
 	/* fork copies j and rq into the child: they only need to live until then */
-	return worker_spawn(start_worker, &j, pid, fd);
+	rc = worker_spawn(start_worker, &j, pid, fd);
+	close(p[1]); /* the worker and the sandbox hold the write end: EOF when they end */
+	if (rc < 0) {
+		close(p[0]);
+		return rc;
+	}
+	*log_fd = p[0];
+	return 0;
 }
 
 int launch_result(int fd, struct sandbox_handle *h, char *err, size_t errlen)

@@ -25,9 +25,11 @@ struct launch_request {
 };
 
 /* Forks a worker that builds and starts the sandbox; read its result with
- * launch_result once *fd is readable. 0 or a negative errno. */
+ * launch_result once *fd is readable. *log_fd (owned by the caller,
+ * non-blocking) reads Jupyter's stdout and stderr (runlog.h). 0 or a negative
+ * errno. */
 int launch_spawn(const struct labd_config *cfg, const char *state_dir,
-		 const struct launch_request *rq, pid_t *pid, int *fd);
+		 const struct launch_request *rq, pid_t *pid, int *fd, int *log_fd);
 /* The worker's result: 0 with *h filled (the init is no child of ours; its
  * status pipe comes along), -EAGAIN when not there yet, or -EIO with the
  * failing step's message in err. */
@@ -46,6 +48,8 @@ void launch_run_dir(const char *state_dir, const char *user, char *out, size_t l
 /* The labd user's group, which owns runtimes/ and the Jupyter logs: labd-web
  * traverses to the sockets and reads the logs through it. 0 when unknown. */
 gid_t launch_labd_gid(const struct labd_config *cfg);
+/* runtimes/<user>/jupyter.log: where the supervisor writes Jupyter's output. */
+void launch_log_path(const char *state_dir, const char *user, char *out, size_t len);
 /* The endpoint labd-web reaches the runtime at, relative to the state dir. */
 void launch_endpoint(const char *user, char *out, size_t len);
 

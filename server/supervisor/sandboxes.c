@@ -20,6 +20,7 @@
 #include "supervisor/homes.h"
 #include "supervisor/launch.h"
 #include "supervisor/uidmap.h"
+#include "supervisor/runlog.h"
 
 #define MAX_SANDBOXES 256
 #define ENDED_KEEP_S 3600 /* how long an ended sandbox stays listed */
@@ -54,6 +55,7 @@ struct hosted {
 	char reason[200];
 	long long kill_at_ms, probe_at_ms;
 	unsigned warned; /* bit i: warn_before[i] was sent */
+	struct runlog log; /* Jupyter's output; nothing for a re-adopted sandbox */
 };
 
 struct sandboxes {
@@ -259,9 +261,9 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	const char *why = check_start(sb, msg), *user = proto_str(msg, "user"), *jupyter;
 	struct launch_request rq;
 	struct hosted *x;
-	char endpoint[LAUNCH_PATH_MAX], reason[200];
+	char endpoint[LAUNCH_PATH_MAX], reason[200], log_path[LAUNCH_PATH_MAX];
 	uid_t uid;
-	int rc;
+	int rc, log_fd;
 
 	if (why) {
 		log_error("refused sandbox_start for %s: %s", user, why);
@@ -281,11 +283,16 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 		return proto_error(id, "bad_uid", reason);
 	}
 	fill_request(msg, jupyter, &rq);
+	if (x->used)
+		runlog_release(&x->log); /* the slot's previous runtime */
 	memset(x, 0, sizeof(*x));
 	x->pidfd = x->worker_fd = -1;
 	x->h.status_fd = -1;
-	if ((rc = launch_spawn(sb->cfg, sb->state_dir, &rq, &x->worker, &x->worker_fd)) < 0)
+	runlog_init_empty(&x->log);
+	if ((rc = launch_spawn(sb->cfg, sb->state_dir, &rq, &x->worker, &x->worker_fd, &log_fd)) < 0)
 		return proto_error(id, "sandbox_failed", strerror(-rc));
+	launch_log_path(sb->state_dir, user, log_path, sizeof(log_path));
+	runlog_init(&x->log, log_fd, log_path, sb->cfg->log_bytes, launch_labd_gid(sb->cfg));
 	x->used = true;
 	x->state = H_STARTING;
 	x->runtime_id = proto_int(msg, "runtime_id");
@@ -467,6 +474,8 @@ int sandboxes_pollfds(struct sandboxes *sb, struct pollfd *fds, int max)
 			fds[n++] = (struct pollfd){.fd = x->worker_fd, .events = POLLIN};
 		else if ((x->state == H_RUNNING || x->state == H_STOPPING) && x->pidfd >= 0)
 			fds[n++] = (struct pollfd){.fd = x->pidfd, .events = POLLIN};
+		if (x->log.in_fd >= 0 && n < max)
+			fds[n++] = (struct pollfd){.fd = x->log.in_fd, .events = POLLIN};
 	}
 	return n;
 }
@@ -488,6 +497,10 @@ void sandboxes_on_events(struct sandboxes *sb, const struct pollfd *fds, int n)
 			continue;
 		for (int i = 0; i < MAX_SANDBOXES; i++) {
 			struct hosted *x = &sb->slot[i];
+			if (x->used && x->log.in_fd == fds[k].fd) {
+				runlog_pump(&x->log);
+				break;
+			}
 			if (x->used && (x->worker_fd == fds[k].fd || x->pidfd == fds[k].fd)) {
 				on_fd(sb, x, fds[k].fd);
 				break;
@@ -567,6 +580,7 @@ int sandboxes_tick(struct sandboxes *sb)
 		if (!x->used)
 			continue;
 		if (x->state == H_ENDED && wall - x->ended_at_s > ENDED_KEEP_S) {
+			runlog_release(&x->log);
 			x->used = false;
 			continue;
 		}
@@ -589,6 +603,7 @@ static bool adopt_one(struct sandboxes *sb, json_t *j)
 		return false;
 	memset(x, 0, sizeof(*x));
 	x->worker_fd = -1;
+	runlog_init_empty(&x->log);
 	if (sandbox_adopt(sb->state_dir, id, &x->h) < 0)
 		return false;
 	x->used = true;
@@ -635,6 +650,40 @@ static void adopt_all(struct sandboxes *sb)
 		closedir(d);
 }
 
+/* Gaps in the host's cgroups are said loudly at start-up, never skipped silently;
+ * admins see the same sentences in /api/v1/health (sandboxes_warnings). */
+static int host_warnings(const char **w)
+{
+	/* Failure injection for tests: LABD_FAULT_HOST_WARNING=<text> adds text, standing
+	 * in for a host without memsw or pids (the detection is unit-tested on fake trees) */
+	int n = sandbox_host_warnings(w, SANDBOXES_MAX_WARNINGS - 1);
+	const char *fault = getenv("LABD_FAULT_HOST_WARNING");
+
+	if (fault && fault[0])
+		w[n++] = fault;
+	return n;
+}
+
+static void log_host_warnings(void)
+{
+	const char *w[SANDBOXES_MAX_WARNINGS];
+	int n = host_warnings(w);
+
+	for (int i = 0; i < n; i++)
+		log_warn("%s", w[i]);
+}
+
+json_t *sandboxes_warnings(void)
+{
+	const char *w[SANDBOXES_MAX_WARNINGS];
+	int n = host_warnings(w);
+	json_t *list = json_array();
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(list, json_string(w[i]));
+	return list;
+}
+
 struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state_dir,
 				const struct sandboxes_events *ev)
 {
@@ -650,6 +699,7 @@ struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state
 		free(sb);
 		return NULL;
 	}
+	log_host_warnings();
 	adopt_all(sb);
 	if (sandbox_gc(state_dir, false) > 0)
 		log_info("cleaned up sandboxes a crash left behind");
@@ -662,6 +712,8 @@ void sandboxes_free(struct sandboxes *sb)
 		return;
 	for (int i = 0; i < MAX_SANDBOXES; i++) {
 		struct hosted *x = &sb->slot[i];
+		if (x->used)
+			runlog_release(&x->log);
 		if (!x->used || x->state == H_ENDED)
 			continue;
 		if (x->pidfd >= 0)

@@ -38,6 +38,10 @@ json_t *sandboxes_list(struct sandboxes *sb, long long id);
 /* The user is gone: their uid is retired, their sandbox (if any) stopped,
  * and their home archived or removed once that sandbox's teardown is done. */
 json_t *sandboxes_user_deleted(struct sandboxes *sb, long long id, json_t *msg);
+#define SANDBOXES_MAX_WARNINGS 4
+/* What the host's cgroups lack (sandbox_host_warnings), as a new JSON array of
+ * strings, for the hello reply: labd-web shows it to admins in /api/v1/health. */
+json_t *sandboxes_warnings(void);
 
 /* Asks every sandbox to stop (used when [runtime] keep_on_shutdown is false);
  * sandboxes_live() then counts down as they end. */

@@ -43,7 +43,7 @@ struct supervisor {
 	struct sandboxes *sandboxes;
 };
 
-#define MAX_POLL 520 /* signalfd, channel, one fd per sandbox */
+#define MAX_POLL 520 /* signalfd, channel, two fds per sandbox (worker or pidfd, log pipe) */
 
 static int bind_listener(const char *address)
 {

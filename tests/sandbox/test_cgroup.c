@@ -243,6 +243,42 @@ static void test_bpf_program_shape(void **st)
 	assert_int_equal(cgbpf_dev_build(devs, 3, insns, 10), -1);
 }
 
+/* What the host's cgroups lack is named, never skipped: v1 without memsw (swap
+ * accounting off) or without pids, v2 without the pids controller. */
+static void test_gaps(void **st)
+{
+	struct cgbox_layout lo;
+	const char *w[4];
+	char mem[200], path[320];
+	(void)st;
+
+	memset(&lo, 0, sizeof(lo));
+	lo.mode = CGBOX_V1;
+	snprintf(mem, sizeof(mem), "%s/memory", tmpl);
+	assert_int_equal(mkdir(mem, 0755), 0);
+	snprintf(lo.v1[CGBOX_MEMORY], sizeof(lo.v1[0]), "%s", mem);
+	snprintf(lo.v1[CGBOX_PIDS], sizeof(lo.v1[0]), "%s/pids", tmpl);
+	assert_int_equal(cgbox_gaps(&lo, w, 4), 1);
+	assert_non_null(strstr(w[0], "memsw"));
+	touch(mem, "memory.memsw.limit_in_bytes");
+	assert_int_equal(cgbox_gaps(&lo, w, 4), 0);
+	lo.v1[CGBOX_PIDS][0] = '\0';
+	assert_int_equal(cgbox_gaps(&lo, w, 4), 1);
+	assert_non_null(strstr(w[0], "no pids controller"));
+	assert_int_equal(cgbox_gaps(&lo, w, 0), 0); /* never past max */
+
+	memset(&lo, 0, sizeof(lo));
+	lo.mode = CGBOX_V2;
+	snprintf(lo.v2, sizeof(lo.v2), "%s", tmpl);
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", tmpl);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("cpuset cpu io memory\n", f);
+	fclose(f);
+	assert_int_equal(cgbox_gaps(&lo, w, 4), 1);
+	assert_non_null(strstr(w[0], "cgroup v2: no pids controller"));
+}
+
 /* Real kernel check of the v2 device program: needs root and a cgroup2 mount. */
 static void test_bpf_program_real(void **st)
 {
@@ -298,6 +334,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_v2_fake_tree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_v2_optional_knobs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_v1_fake_tree, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gaps, setup, teardown),
 		cmocka_unit_test(test_bpf_program_shape),
 		cmocka_unit_test(test_bpf_program_real),
 	};

@@ -189,6 +189,21 @@ int main(int argc, char **argv)
 		char ch = 'x';
 		return res(syscall(SYS_ioctl, fd, (unsigned long)TIOCSTI | (1UL << 32), &ch));
 	}
+	if (!strcmp(c, "tiocsetd") || !strcmp(c, "tioclinux")) { /* on /dev/null: ENOTTY past the filter */
+		int fd = open("/dev/null", O_RDONLY), ldisc = 0;
+		unsigned long cmd = !strcmp(c, "tiocsetd") ? TIOCSETD : TIOCLINUX;
+		return res(syscall(SYS_ioctl, fd, cmd | (1UL << 32), &ldisc));
+	}
+	if (!strcmp(c, "personality")) { /* personality HEX: the raw 64-bit argument */
+		long rc = syscall(SYS_personality, strtoul(a, NULL, 16));
+		if (rc >= 0 && strcmp(a, "ffffffff") != 0)
+			syscall(SYS_personality, 0UL); /* undo: the probe exits anyway */
+		return res(rc);
+	}
+	if (!strcmp(c, "socket")) { /* socket FAMILY TYPE [PROTO], numbers */
+		long proto = argc > 4 ? num(argv[4]) : 0;
+		return res(socket((int)num(a), (int)(argc > 3 ? num(argv[3]) : SOCK_STREAM), (int)proto));
+	}
 	if (!strcmp(c, "af_alg"))
 		return res(socket(AF_ALG, SOCK_SEQPACKET, 0));
 	if (!strcmp(c, "af_vsock"))
@@ -316,6 +331,30 @@ int main(int argc, char **argv)
 			}
 			mib++;
 		}
+	}
+	if (!strcmp(c, "fillplaces")) { /* fillplaces MIB DIR...: "DIR ERRNO|FULL" per dir, then fd 0;
+					  * the files stay (the suite measures the disk meanwhile) */
+		static char buf[1 << 20];
+		long limit = num(a);
+		memset(buf, 'x', sizeof(buf));
+		for (int i = 3; i < argc; i++) {
+			char path[4096];
+			long mib = 0;
+			int fd;
+			snprintf(path, sizeof(path), "%s/.labd-fill", argv[i]);
+			fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+			while (fd >= 0 && mib < limit && write(fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf))
+				mib++;
+			if (fd >= 0 && mib < limit && errno == 0)
+				errno = ENOSPC; /* a short write: the file system is full */
+			printf("%s %s\n", argv[i], fd >= 0 && mib >= limit ? "FULL" : strerrorname_np(errno));
+			if (fd >= 0)
+				close(fd);
+			errno = 0;
+		}
+		printf("fd0 %s\n", write(0, buf, sizeof(buf)) >= 0 ? "OK" : strerrorname_np(errno));
+		fflush(stdout);
+		return 0;
 	}
 	if (!strcmp(c, "forkbomb")) { /* fork until failure: errno name + forks made */
 		long n = 0;

@@ -55,8 +55,9 @@ for f in "$LABBOX" "$PROBE"; do
 	[ -x "$f" ] || { echo "missing $f (run make tests)"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
 done
 
-# /var/tmp is visible (read-only) inside; the state and image dirs below are masked.
-WORK=$(mktemp -d /var/tmp/labd-sec.XXXXXX)
+# /var/lib is visible (read-only) inside (/var/tmp is hidden); the state and image dirs
+# below are masked.
+WORK=$(mktemp -d /var/lib/labd-sec.XXXXXX)
 chmod 755 "$WORK"
 # The probe runs inside sandboxes, whose /tmp is private: a checkout under /tmp
 # (CI clones anywhere) would hide it, so run a copy from the visible work dir.
@@ -192,6 +193,47 @@ setns-ebadf EBADF
 unshare-einval EINVAL
 EOF
 
+# Class 7 tightening: personality values, socket families by allow-list, more terminal
+# ioctls.  Each refused case has two controls: host root without the filter gets past
+# (OK, or the error its harmless arguments earn), and host root with every capability
+# under labd's filter alone gets EPERM, so the filter is what refuses it.  Allowed cases
+# show the allow-list keeps what Jupyter and pip need.
+while read -r name host args; do
+	# shellcheck disable=SC2086 # args is a list of words
+	expect "$name denied" EPERM "$(probe $args)"
+	# shellcheck disable=SC2086
+	expect_re "control $name: host root without the filter gets past" "$host" "$(hostroot "$PROBE" $args 2>&1)"
+	# shellcheck disable=SC2086
+	expect "control $name: host root under labd's filter alone gets EPERM" EPERM \
+		"$(hostroot "$WORK/seccomp_only" "$PROBE" $args 2>&1)"
+done <<'EOF'
+personality(READ_IMPLIES_EXEC) OK personality 400000
+personality(ADDR_NO_RANDOMIZE) OK personality 40000
+personality(PER_LINUX|upper-bits) OK personality 100000000
+socket(AF_PACKET) OK socket 17 3
+socket(AF_KEY) OK|EAFNOSUPPORT socket 15 3 2
+socket(AF_XDP) OK|EAFNOSUPPORT|EPROTOTYPE socket 44 3
+socket(AF_NETLINK,NETLINK_AUDIT) OK socket 16 3 9
+socket(AF_NETLINK,NETLINK_KOBJECT_UEVENT) OK socket 16 2 15
+socket(AF_PACKET|upper-bits) OK socket 4294967313 3
+ioctl(TIOCSETD) ENOTTY tiocsetd
+ioctl(TIOCLINUX) ENOTTY tioclinux
+EOF
+# Bluetooth only inside (host root would load the module): the same rule as AF_PACKET.
+expect "socket(AF_BLUETOOTH) denied" EPERM "$(probe socket 31 1 3)"
+while read -r name args; do
+	# shellcheck disable=SC2086
+	expect "$name allowed (Jupyter, ZMQ, pip)" OK "$(probe $args)"
+done <<'EOF'
+personality(PER_LINUX) personality 0
+personality(query) personality ffffffff
+personality(PER_LINUX32) personality 8
+socket(AF_UNIX) socket 1 1
+socket(AF_INET) socket 2 2
+socket(AF_INET6) socket 10 1
+socket(AF_NETLINK,NETLINK_ROUTE) socket 16 3 0
+EOF
+
 # mknod of a device needs CAP_MKNOD; the same call for a FIFO in the same place, and
 # the same device as host root, show that the path and the probe are not the reason.
 expect "mknod of a device denied" EPERM "$(probe mknod /tmp/null2)"
@@ -236,6 +278,25 @@ expect "state dir masked even when world-readable" EACCES \
 expect "/proc/sys not writable" EACCES "$(probe write /proc/sys/kernel/core_pattern)"
 expect "/proc/sys bound read-only" "proc 555 ro" "$(probe fs /proc/sys)"
 expect "control /proc/sys: the sandbox's /proc itself is read-write" "proc 555 rw" "$(probe fs /proc)"
+# Class 7: world-readable host places are hidden by default (configurable: --show, and
+# [runtime] hidden_paths for labd); the work dir itself lives under /var/lib, which is
+# not hidden.  Controls: the same places as the host shows them.
+for d in /var/tmp /srv /opt /mnt /media; do
+	[ -d "$d" ] || continue
+	expect "$d hidden by default" "tmpfs 000 ro" "$(probe fs "$d")"
+	host_fs=$("$PROBE" fs "$d")
+	if [ "$host_fs" != "tmpfs 000 ro" ]; then ok "control $d: the host's is not that ($host_fs)"; else ko "control $d: the host's differs" "not tmpfs 000 ro" "$host_fs"; fi
+done
+expect "control --show /opt: shown as the host's when the caller asks" "$("$PROBE" fs /opt | sed 's/ rw$/ ro/')" \
+	"$(box alice 7 --show /opt -- "$PROBE" fs /opt)"
+expect "--show of a place not on the hidden list refused" 2 "$(box alice 7 --show /usr -- true; echo $?)"
+# /proc/asound lists the host's sound cards (and its controls); masked where it exists
+if [ -d /proc/asound ]; then
+	expect "/proc/asound masked" "tmpfs 000 ro" "$(probe fs /proc/asound)"
+else
+	expect "/proc/asound absent (the host has no sound: nothing to mask)" ENOENT "$(probe fs /proc/asound)"
+fi
+
 expect "/sys read-only" EROFS "$(probe write /sys/kernel/uevent_helper)"
 expect "no cgroup release_agent (CVE-2022-0492)" EACCES "$(probe write /sys/fs/cgroup/release_agent)"
 expect "no cgroup mkdir" EACCES "$(probe mkdir /sys/fs/cgroup/x)"
@@ -250,6 +311,50 @@ sum_before=$(sha256sum <"$LABBOX")
 expect "/proc/1/exe not writable (CVE-2019-5736)" EACCES "$(probe openrw /proc/1/exe)"
 expect "host labbox binary unchanged" "$sum_before" "$(sha256sum <"$LABBOX")"
 expect "/tmp size-limited" "ENOSPC 8" "$(box alice 7 --tmp 8M -- "$PROBE" fill /tmp/f)"
+
+# Class 1: nothing the user writes lands on the host's disk outside the home and the
+# size-limited tmpfs mounts.  Every place that could be writable is tried with 256 MiB:
+# each must refuse (ENOSPC at a tmpfs cap, EROFS, EACCES...), never take it all (the
+# files stay until the sandbox ends, so the disk is measured with them); stdin
+# is /dev/null opened read-only (stdout and stderr of a runtime are the supervisor's
+# capped pipe, tests/integration/test_runtime_host_resources.py).  The state file
+# system's free space must not drop by anything like that (other engineers' builds
+# share the disk: 128 MiB of slack, half of one place's 256).  The control fills a
+# writable host dir outside.
+places="/run/labd /dev/shm /var/tmp / /etc /usr /var /var/lib /dev /run /home /proc /sys /opt /srv /mnt /media $WORK"
+free_kib() { df -Pk "$STATE" | awk 'NR == 2 { print $4 }'; }
+mkdir -p "$STATE"
+gate fill
+free_before=$(free_kib)
+box alice 7 --mem 128M --run-dir "$STATE/fill-run" --stdin /dev/null -- \
+	sh -c "\"\$0\" fillplaces 256 \$*; $(held fill)" "$PROBE" $places >"$WORK/fill.out" &
+fillbox=$!
+wait_until 120 "the fill to end" grep -q '^fd0 ' "$WORK/fill.out"
+free_after=$(free_kib) # measured while the sandbox (and whatever it wrote) still exists
+release fill
+wait "$fillbox"
+out=$(cat "$WORK/fill.out")
+bad=$(echo "$out" | awk '$2 == "FULL" || $2 == "OK" { print }' | squash)
+expect "no writable place takes 256 MiB outside home and /tmp" "" "$bad"
+expect_re "run dir: capped tmpfs" "ENOSPC" "$(echo "$out" | awk '$1 == "/run/labd" { print $2 }')"
+expect_re "/dev/shm: capped tmpfs" "ENOSPC" "$(echo "$out" | awk '$1 == "/dev/shm" { print $2 }')"
+expect_re "/var/tmp: hidden" "EACCES|EROFS" "$(echo "$out" | awk '$1 == "/var/tmp" { print $2 }')"
+expect_re "fd 0: read-only /dev/null" "EBADF" "$(echo "$out" | awk '$1 == "fd0" { print $2 }')"
+expect_re "every place tried ($(echo "$out" | wc -l) lines)" "19" "$(echo "$out" | wc -l)"
+used_kib=$((free_before - free_after))
+if [ "$used_kib" -lt 131072 ]; then ok "state file system's free space unchanged (${used_kib} KiB used meanwhile)"; else ko "state file system's free space unchanged" "< 131072 KiB used" "$used_kib KiB"; fi
+mkdir -p "$WORK/writable" && chmod 777 "$WORK/writable"
+expect "control fillplaces: a writable host dir takes it all" "$WORK/writable FULL" \
+	"$(as_uid 200007 "$PROBE" fillplaces 8 "$WORK/writable" </dev/null | head -n 1)"
+rm -f "$WORK/writable/.labd-fill"
+# tmpfs pages are charged to the memory cgroup of the process writing them: /tmp bigger
+# than the memory limit fills the cgroup, and the OOM killer stops the sandbox, not the host.
+box alice 7 --mem 64M --tmp 512M -- "$PROBE" fill /tmp/f >/dev/null
+rc=$?
+expect "/tmp beyond the memory limit: the sandbox is OOM-killed (tmpfs charged to its memcg)" 137 "$rc"
+expect "control /tmp: the same fill within the memory limit hits the tmpfs size" "ENOSPC 32" \
+	"$(box alice 7 --mem 128M --tmp 32M -- "$PROBE" fill /tmp/f)"
+expect "host unaffected: the next sandbox runs" OK "$(probe write /tmp/x)"
 
 # Mount propagation, found where the sandbox's mounts really are: the mountinfo of its
 # init.  Its own mounts are those whose device (a fresh proc, sysfs, devpts or tmpfs
@@ -371,6 +476,21 @@ rm -f "$WORK/marker"
 preload=$(home_a --env LD_PRELOAD="$WORK/evil.so" -- sh -c 'echo persist-42 > $HOME/p && exec "$0" env LD_PRELOAD' "$PROBE")
 expect "user LD_PRELOAD reaches no host helper" "$WORK/evil.so absent" \
 	"$preload $([ -e "$WORK/marker" ] && echo present || echo absent)"
+# A loop device's backing_file names the image behind it: every other user's home image
+# name, readable by anyone through sysfs.  The sandbox's sysfs hides the virtual block
+# devices; the control reads the same file on the host while the sandbox holds the home.
+gate bf
+home_a -- sh -c "cat /sys/block/loop*/loop/backing_file /sys/devices/virtual/block/*/loop/backing_file 2>/dev/null | grep -c alice.img; $(held bf)" >"$WORK/bf.out" &
+bfbox=$!
+host_lists_image() { cat /sys/block/loop*/loop/backing_file 2>/dev/null | grep -q "$A"; }
+if wait_until 15 "alice's home on a loop device" host_lists_image; then
+	ok "control backing_file: the host lists alice's image while her sandbox runs"
+else
+	ko "control backing_file: the host lists alice's image" "$A" "$(cat /sys/block/loop*/loop/backing_file 2>/dev/null | squash)"
+fi
+release bf
+wait "$bfbox"
+expect "loop backing_file hidden inside (no image names)" 0 "$(head -n 1 "$WORK/bf.out")"
 expect "home persists across sandboxes" persist-42 "$(home_a -- cat /home/alice/p)"
 home_a -- "$PROBE" write /home/alice/owned >/dev/null
 expect "home files owned by the mapped host uid" 200007 \

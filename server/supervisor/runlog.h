@@ -1,0 +1,42 @@
+/* runlog.h - a runtime's output, read from a pipe into a size-capped log file.
+ *
+ * Jupyter's stdout and stderr are the write end of a pipe (the sandbox spec's stdio),
+ * never a host file: a user process that inherits them can only fill the pipe.  The
+ * supervisor's loop polls the read end (non-blocking) and appends what arrives to
+ * runtimes/<user>/jupyter.log; past max_bytes the file is renamed to jupyter.log.1
+ * (replacing the previous one) and a new one started, so a runtime's output takes at
+ * most twice max_bytes of the state file system, whatever the user prints.  When the
+ * supervisor falls behind, the pipe fills and the writer blocks: only that runtime
+ * waits. */
+#ifndef LABD_RUNLOG_H
+#define LABD_RUNLOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define RUNLOG_PATH_MAX 1024
+#define RUNLOG_READ_BYTES 65536 /* per wake-up: one runtime never holds the loop long */
+
+struct runlog {
+	int in_fd;  /* the pipe's read end (owned, non-blocking), -1 when closed */
+	int out_fd; /* the log file, opened at the first output, -1 until then */
+	uint64_t size_bytes, max_bytes;
+	gid_t gid; /* the log's group (labd's): labd-web may read it */
+	bool warned; /* a failed write was logged once */
+	char path[RUNLOG_PATH_MAX];
+};
+
+/* Takes ownership of in_fd; output goes to path (created 0640 root:gid on first use).
+ * max_bytes is at least RUNLOG_READ_BYTES. */
+void runlog_init(struct runlog *l, int in_fd, const char *path, uint64_t max_bytes, gid_t gid);
+/* A runlog that holds nothing (in_fd -1). */
+void runlog_init_empty(struct runlog *l);
+/* Reads what the pipe holds (at most RUNLOG_READ_BYTES) and appends it, rotating at
+ * the cap.  1 while the pipe is open, 0 once every writer is gone (the runlog is then
+ * released). */
+int runlog_pump(struct runlog *l);
+/* Closes both fds; safe to call twice. */
+void runlog_release(struct runlog *l);
+
+#endif
