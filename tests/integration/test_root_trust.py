@@ -300,7 +300,9 @@ def test_runtime_socket_of_another_uid_is_refused(runtime_daemon_factory, how):
     start_runtime(c)
     sock = os.path.join(d.state_dir, "runtimes", name, "run", "jupyter.sock")
     real = sock + ".real"
-    fake = FakeJupyter(os.path.join(d.dir, f"fake-{how}.sock"))
+    # made beside the real one: the run dir is its own file system (a tmpfs),
+    # and a rename cannot cross into it
+    fake = FakeJupyter(os.path.join(os.path.dirname(sock), f"fake-{how}.sock"))
     try:
         # no proxied request before the swap: nothing is pooled yet
         os.rename(sock, real)
