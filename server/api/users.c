@@ -195,6 +195,10 @@ void api_users_patch(struct http_request *req)
 		reply_change_failed(req, rc);
 		goto out;
 	}
+	if (has_disabled && disabled)
+		api_close_connections(req, APP_CLOSE_USER, u.id);
+	else if (has_password || reset) /* every session of u ended */
+		api_close_connections(req, APP_CLOSE_USER_SESSIONS, u.id);
 	describe_patch(detail, sizeof(detail), has_role, role, has_disabled, disabled,
 		       has_password || reset);
 	if (audit_add(app->db, time(NULL), http_identity(req)->user.name,
@@ -227,6 +231,7 @@ void api_users_delete(struct http_request *req)
 		reply_change_failed(req, rc);
 		return;
 	}
+	api_close_connections(req, APP_CLOSE_USER, u.id);
 	if (audit_add(app->db, time(NULL), http_identity(req)->user.name, "user.delete", u.name,
 		      http_address(req), NULL) < 0)
 		log_error("audit: user.delete of %s not recorded", u.name);

@@ -34,12 +34,14 @@ int workers_watch(int fd);
 /* Ends the watch before fd goes to another thread (the WebSocket relay). */
 void workers_unwatch(int fd);
 /* Suspends conn until fd (watched by this worker) becomes ready for events
- * (EPOLLIN and/or EPOLLOUT), an error or a hang-up. fd is edge-triggered: call
+ * (EPOLLIN and/or EPOLLOUT), an error or a hang-up, or until deadline_ms
+ * (clock_ms(); 0 = none) passes: then conn is resumed without an event and
+ * its handler must check the deadline itself. fd is edge-triggered: call
  * this only after the read or write that is waited for returned EAGAIN; a
  * wake-up may be spurious (the caller then tries again and parks again).
  * Only from a libmicrohttpd callback of conn on a worker thread. Returns 0,
  * or -1 (conn not suspended). */
-int workers_park(struct MHD_Connection *conn, int fd, uint32_t events);
+int workers_park(struct MHD_Connection *conn, int fd, uint32_t events, long long deadline_ms);
 
 /* Resumes conn from any thread (a suspended event stream that got data) and
  * wakes the worker that runs its daemon. */

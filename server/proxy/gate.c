@@ -168,5 +168,6 @@ void gate_begin(struct http_request *req)
 	}
 	snprintf(target.token, sizeof(target.token), "%s", r.token);
 	snprintf(target.owner, sizeof(target.owner), "%s", user);
+	target.owner_id = r.user_id;
 	proxy_begin(req, app->proxy, &target);
 }

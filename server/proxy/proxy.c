@@ -12,11 +12,14 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "http/http.h"
+#include "labd/app.h"
+#include "labd/clock.h"
 #include "labd/log.h"
+#include "proxy/caps.h"
 #include "proxy/scrub.h"
 #include "store/sessions.h"
 #include "http/workers.h"
@@ -24,7 +27,6 @@
 
 #define HEAD_MAX (64 * 1024)  /* request or response head */
 #define IO_CHUNK (64 * 1024)  /* one upstream read */
-#define RESPONSE_TIMEOUT 300  /* seconds without progress from upstream */
 #define SPARE_STATES 4        /* released states kept per thread for the next requests */
 
 struct proxy_state {
@@ -49,7 +51,13 @@ struct proxy_state {
 	char *body; /* parsed body bytes not yet given to MHD */
 	size_t body_len, body_off;
 	struct scrub scrub;
-	time_t last_progress;
+	/* deadlines (see park): connect, response head, progress */
+	const struct labd_config *cfg;
+	long long begun_ms, head_deadline_ms, last_progress_ms;
+	bool sent_any;  /* a byte went upstream: the connection is up */
+	bool timed_out; /* a deadline passed */
+	bool counted;   /* holds one of the owner's proxied-request slots */
+	struct wsrelay_who who; /* for a WebSocket: the registry entry */
 };
 
 static const char *const hop_headers[] = {
@@ -203,7 +211,8 @@ static int flush_out(struct proxy_state *p)
 		ssize_t n = send(p->fd, p->out + p->out_off, p->out_len - p->out_off, MSG_NOSIGNAL);
 		if (n > 0) {
 			p->out_off += (size_t)n;
-			p->last_progress = time(NULL);
+			p->sent_any = true;
+			p->last_progress_ms = clock_ms();
 		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			return 0;
 		} else if (n < 0 && errno == EINTR) {
@@ -245,6 +254,41 @@ static void state_free(struct proxy_state *p)
 		free(p);
 }
 
+/* Who a WebSocket of this request belongs to, so that account events (a
+ * logout, a revoked token, a disabled user) can close it. */
+static void fill_who(struct wsrelay_who *who, const struct auth_identity *id,
+		     const struct proxy_target *target)
+{
+	memset(who, 0, sizeof(*who));
+	snprintf(who->owner, sizeof(who->owner), "%s", target->owner);
+	who->owner_id = target->owner_id;
+	who->user_id = id->kind != AUTH_NONE ? id->user.id : 0;
+	who->session_id = id->kind == AUTH_COOKIE ? id->session_id : 0;
+	who->token_id = id->kind == AUTH_TOKEN ? id->token_id : 0;
+}
+
+/* The per-user caps: requests in flight to one runtime, open WebSockets. */
+static bool within_caps(struct http_request *req, const struct proxy_context *ctx,
+			const struct proxy_state *p)
+{
+	const struct labd_config *cfg = http_app(req)->cfg;
+	const char *owner = p->target.owner;
+
+	if (p->websocket && wsrelay_count(ctx->relay, owner) >= (int)cfg->max_websockets_per_user) {
+		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_websockets",
+				 "%s already has %u WebSockets open to the runtime (max_websockets_per_user)",
+				 owner, cfg->max_websockets_per_user);
+		return false;
+	}
+	if (caps_acquire(owner, cfg->max_requests_per_user) < 0) {
+		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_requests",
+				 "%s already has %u requests in flight to the runtime (max_requests_per_user)",
+				 owner, cfg->max_requests_per_user);
+		return false;
+	}
+	return true;
+}
+
 int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 		const struct proxy_target *target)
 {
@@ -262,7 +306,9 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 	p->ctx = ctx;
 	p->target = *target;
 	p->conn = http_connection(req);
-	p->last_progress = time(NULL);
+	p->cfg = http_app(req)->cfg;
+	p->begun_ms = p->last_progress_ms = clock_ms();
+	fill_who(&p->who, http_identity(req), target);
 	p->head_request = http_method_is(req, "HEAD");
 	http_set_stream_state(req, p);
 	p->fd = -1;
@@ -270,6 +316,9 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 		http_reply_error(req, 431, "headers_too_large", "request headers too large");
 		return -1;
 	}
+	if (!within_caps(req, ctx, p))
+		return -1;
+	p->counted = true;
 	/* A body-less request is resent if a pooled connection turns out
 	 * stale (retry_fresh), so only one with a body pays for a probe. */
 	p->fd = upstream_get(target->socket_path, p->has_body, &p->reused);
@@ -282,15 +331,48 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 	return 0;
 }
 
-/* Parks the connection until fd is ready; on failure marks the exchange failed. */
+/* The deadline of the phase the exchange is in: the connection must come up
+ * within connect_timeout, the response head arrive within header_timeout of
+ * the request's end, and while a body moves no side may stall for
+ * idle_timeout. A runtime that accepts and never answers, or trickles its
+ * head, thus frees the client's connection slot on time. */
+static long long phase_deadline_ms(const struct proxy_state *p)
+{
+	if (!p->sent_any)
+		return p->begun_ms + p->cfg->upstream_connect_timeout_s * 1000;
+	if (p->upload_finished && !p->headers_done)
+		return p->head_deadline_ms;
+	return p->last_progress_ms + p->cfg->upstream_idle_timeout_s * 1000;
+}
+
+/* Parks the connection until fd is ready or the phase's deadline passes
+ * (workers.c resumes it then); on failure marks the exchange failed. */
 static bool park(struct proxy_state *p, uint32_t events)
 {
-	if (time(NULL) - p->last_progress > RESPONSE_TIMEOUT ||
-	    workers_park(p->conn, p->fd, events) < 0) {
+	long long deadline = phase_deadline_ms(p);
+
+	if (clock_ms() >= deadline) {
+		log_warn("proxy: %s timed out (%s)", p->target.socket_path,
+			 !p->sent_any ? "connect" : p->headers_done ? "no progress" : "no response head");
+		p->timed_out = p->failed = true;
+		return false;
+	}
+	if (workers_park(p->conn, p->fd, events, deadline) < 0) {
 		p->failed = true;
 		return false;
 	}
 	return true;
+}
+
+/* The reply for an exchange that failed before the response head. */
+static void reply_failed(struct http_request *req, struct proxy_state *p, const char *why)
+{
+	if (!p->timed_out) {
+		reply_bad_gateway(req, why);
+		return;
+	}
+	http_reply_error(req, MHD_HTTP_GATEWAY_TIMEOUT, "runtime_timeout",
+			 "your runtime did not answer in time; it may be overloaded or stuck");
 }
 
 enum MHD_Result proxy_upload(struct http_request *req, const char *data, size_t *size)
@@ -321,7 +403,8 @@ enum MHD_Result proxy_upload(struct http_request *req, const char *data, size_t 
 			data += n;
 			*size -= (size_t)n;
 			p->chunk_left -= p->chunked_upload ? (size_t)n : 0;
-			p->last_progress = time(NULL);
+			p->sent_any = true;
+			p->last_progress_ms = clock_ms();
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -440,7 +523,7 @@ static int read_upstream(struct proxy_state *p)
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
-	p->last_progress = time(NULL);
+	p->last_progress_ms = clock_ms();
 	p->in_len = (size_t)n;
 	p->in_off = 0;
 	if (n == 0) {
@@ -553,7 +636,7 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
 	/* Bytes Jupyter sent after its 101 head are already WebSocket frames. */
 	workers_unwatch(p->fd);
 	if (wsrelay_add(p->ctx->relay, sock, urh, p->fd, extra_in, extra_in_size,
-			p->in + p->in_off, p->in_len - p->in_off, p->target.owner) == 0)
+			p->in + p->in_off, p->in_len - p->in_off, &p->who) == 0)
 		log_debug("proxy: websocket relay for %s", p->target.owner);
 	p->fd = -1; /* the relay owns it now */
 }
@@ -623,13 +706,14 @@ enum MHD_Result proxy_respond(struct http_request *req)
 	int rc;
 
 	if (p->failed) {
-		reply_bad_gateway(req, "the connection to it broke");
+		reply_failed(req, p, "the connection to it broke");
 		return MHD_YES;
 	}
 	if (!p->upload_finished) {
 		if (p->chunked_upload && append_out(p, "0\r\n\r\n") < 0)
 			return MHD_NO;
 		p->upload_finished = true;
+		p->head_deadline_ms = clock_ms() + p->cfg->upstream_header_timeout_s * 1000;
 		http_parser_init(&p->parser, HTTP_RESPONSE);
 		p->parser.data = p;
 	}
@@ -639,8 +723,12 @@ enum MHD_Result proxy_respond(struct http_request *req)
 		reply_bad_gateway(req, "it closed the connection");
 		return MHD_YES;
 	}
+	if (rc == 0 && !park(p, EPOLLOUT)) {
+		reply_failed(req, p, "it takes no request");
+		return MHD_YES;
+	}
 	if (rc == 0)
-		return park(p, EPOLLOUT) ? MHD_YES : MHD_NO;
+		return MHD_YES;
 	while (!p->headers_done) {
 		rc = p->in_off < p->in_len ? (parse_input(p) < 0 ? -1 : 1) : read_upstream(p);
 		if (rc < 0 && retry_fresh(p)) {
@@ -654,8 +742,10 @@ enum MHD_Result proxy_respond(struct http_request *req)
 			reply_bad_gateway(req, "it sent no valid response");
 			return MHD_YES;
 		}
+		if (rc == 0 && !park(p, EPOLLIN))
+			reply_failed(req, p, "it sent no response");
 		if (rc == 0)
-			return park(p, EPOLLIN) ? MHD_YES : MHD_NO;
+			return MHD_YES;
 	}
 	start_response(req, p);
 	return MHD_YES;
@@ -667,7 +757,8 @@ void proxy_release(struct http_request *req)
 
 	if (!p)
 		return;
-
+	if (p->counted)
+		caps_release(p->target.owner);
 	/* Only a connection that finished a whole exchange with nothing left over
 	 * and that upstream agreed to keep open is reused. */
 	if (p->fd >= 0) {

@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "proxy/upstream.h"
 
@@ -20,6 +21,7 @@ struct proxy_target {
 	char socket_path[UPSTREAM_PATH_MAX]; /* Jupyter's socket as seen from the host */
 	char token[65];                      /* Jupyter's token: never sent to clients */
 	char owner[33];                      /* user name, groups WebSocket relays */
+	int64_t owner_id;
 };
 
 struct proxy_context {
