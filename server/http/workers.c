@@ -167,8 +167,23 @@ static bool fair_to_accept(struct worker *w)
 	return mine * w->pool->n <= total + w->pool->n;
 }
 
+/* Wakes the other workers, so that they decide again whether to accept. */
+static void kick_others(struct worker *w)
+{
+	uint64_t one = 1;
+
+	for (unsigned i = 0; i < w->pool->n; i++)
+		if (&w->pool->w[i] != w && w->pool->w[i].kickfd >= 0 &&
+		    write(w->pool->w[i].kickfd, &one, sizeof(one)) < 0)
+			log_errno("workers: kick");
+}
+
 /* Keeps the listening socket in the epoll set only while this worker may
- * accept (level-triggered: every waiting worker sees a pending connection). */
+ * accept (level-triggered: every waiting worker sees a pending connection).
+ * A worker that stops accepting wakes the others: the least loaded one may
+ * itself have stopped earlier and be asleep with idle connections, and
+ * then nobody would accept at all (connections waited in the backlog until
+ * some unrelated event woke a worker). */
 static void update_listening(struct worker *w)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_LISTEN};
@@ -181,6 +196,8 @@ static void update_listening(struct worker *w)
 		return;
 	}
 	w->listening = want;
+	if (!want)
+		kick_others(w);
 }
 
 /* Accepts one connection at a time, so the decision above is taken again
