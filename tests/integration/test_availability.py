@@ -379,3 +379,34 @@ def test_ambiguous_framing_refused(ad, bad, case):
         status, _, body = raw_request(ad.port, req, timeout=10)
         assert status == 400, f"{case}: {status} {body[:200]!r}"
         assert os.path.getsize(rec) == 0, f"{case}: bytes reached the runtime"
+
+
+IDLE_S = 3
+
+
+@pytest.fixture(scope="module")
+def cull_daemon(runtime_daemon_factory):
+    return runtime_daemon_factory("avail-cull", runtime={"idle_timeout": f"{IDLE_S}s"})
+
+
+def test_open_idle_websocket_does_not_keep_a_runtime_alive(cull_daemon):
+    """Only kernel messages count as activity: a kernel WebSocket left open,
+    with pings going over it, does not stop idle culling."""
+    d = cull_daemon
+    name, pw = new_user(d, d.admin(), "idle")
+    c = d.client()
+    c.login(name, pw)
+    start_runtime(c)
+    kid, ws = open_kernel_channel(d, c)
+    try:
+        result, _, _ = jupyter_execute(ws, "1+1")  # a message: activity now
+        assert result == "2", result
+        t0 = time.monotonic()
+        s = wait_until(lambda: (lambda s: s if s and s["state"] in ("stopping", "stopped")
+                                else None)(c.get("/api/v1/me/runtime").json["session"]),
+                       IDLE_S + 10 * SLOW, "the idle runtime to be culled with a WebSocket open")
+        assert time.monotonic() - t0 >= IDLE_S - 1, "culled before idle_timeout"
+        assert "idle" in (s.get("reason") or ""), s
+    finally:
+        ws.close()
+    wait_runtime(c, ("stopped", "failed"))
