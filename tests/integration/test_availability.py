@@ -364,8 +364,6 @@ AMBIGUOUS = {
         "Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
     "transfer-encoding other than chunked":
         "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
-    "content-length with a sign":
-        "Content-Length: +5\r\n\r\nhello",
     "transfer-encoding twice":
         "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
 }
