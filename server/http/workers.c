@@ -36,6 +36,7 @@ struct waiter {
 	struct MHD_Connection *conn; /* NULL: nobody waits on this fd */
 	uint32_t events;
 	long long deadline_ms; /* resumed then even without an event */
+	const _Atomic bool *cancelled; /* or when this turns true (NULL: never) */
 };
 
 /* Aligned to a cache line: the workers read each other's connection counts,
@@ -54,6 +55,7 @@ struct worker {
 	size_t nwaiting;
 	unsigned parked;          /* waiters with a conn */
 	long long next_sweep_ms;
+	_Atomic bool sweep_soon; /* workers_sweep_all: sweep in the next turn */
 };
 
 struct workers {
@@ -93,7 +95,8 @@ void workers_unwatch(int fd)
 	}
 }
 
-int workers_park(struct MHD_Connection *conn, int fd, uint32_t events, long long deadline_ms)
+int workers_park(struct MHD_Connection *conn, int fd, uint32_t events, long long deadline_ms,
+		 const _Atomic bool *cancelled)
 {
 	struct worker *w = current;
 
@@ -112,7 +115,7 @@ int workers_park(struct MHD_Connection *conn, int fd, uint32_t events, long long
 	}
 	MHD_suspend_connection(conn);
 	w->parked += !w->waiting[fd].conn;
-	w->waiting[fd] = (struct waiter){conn, events, deadline_ms};
+	w->waiting[fd] = (struct waiter){conn, events, deadline_ms, cancelled};
 	return 0;
 }
 
@@ -139,12 +142,13 @@ static void wake(struct worker *w, int fd, uint32_t got)
  * client connections' own deadlines (guard.c). */
 static void sweep(struct worker *w, long long now_ms)
 {
-	if (now_ms < w->next_sweep_ms)
+	if (!atomic_exchange(&w->sweep_soon, false) && now_ms < w->next_sweep_ms)
 		return;
 	w->next_sweep_ms = now_ms + SWEEP_EVERY_MS;
 	for (size_t fd = 0; w->parked && fd < w->nwaiting; fd++) {
 		struct waiter *x = &w->waiting[fd];
-		if (x->conn && x->deadline_ms && x->deadline_ms <= now_ms) {
+		bool expired = x->deadline_ms && x->deadline_ms <= now_ms;
+		if (x->conn && (expired || (x->cancelled && atomic_load(x->cancelled)))) {
 			struct MHD_Connection *conn = x->conn;
 			x->conn = NULL;
 			w->parked--;
@@ -371,6 +375,18 @@ void workers_stop(struct workers *pool)
 	if (pool->stopfd >= 0)
 		close(pool->stopfd);
 	free(pool);
+}
+
+void workers_sweep_all(void)
+{
+	struct workers *pool = atomic_load(&running);
+	uint64_t one = 1;
+
+	for (unsigned i = 0; pool && i < pool->n; i++) {
+		atomic_store(&pool->w[i].sweep_soon, true);
+		if (pool->w[i].kickfd >= 0 && write(pool->w[i].kickfd, &one, sizeof(one)) < 0)
+			log_errno("workers: kick");
+	}
 }
 
 void workers_resume(struct MHD_Connection *conn)

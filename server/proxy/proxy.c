@@ -4,6 +4,8 @@
 #include "proxy/proxy.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <http_parser.h>
 #include <stdio.h>
@@ -57,8 +59,62 @@ struct proxy_state {
 	bool sent_any;  /* a byte went upstream: the connection is up */
 	bool timed_out; /* a deadline passed */
 	bool counted;   /* holds one of the owner's proxied-request slots */
-	struct wsrelay_who who; /* for a WebSocket: the registry entry */
+	struct wsrelay_who who; /* who it is for: account events cancel by it */
+	_Atomic bool cancelled;  /* an account event took its access away */
+	bool registered;         /* in the in-flight list */
+	struct proxy_state *prev, *next;
 };
+
+/* Every proxied request in flight, so an account event (a disabled or
+ * deleted user, a logout, a revoked token) can end them at once; the lock is
+ * taken once at the start and once at the end of each request. */
+static pthread_mutex_t inflight_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct proxy_state *inflight;
+
+static void inflight_add(struct proxy_state *p)
+{
+	pthread_mutex_lock(&inflight_lock);
+	p->prev = NULL;
+	p->next = inflight;
+	if (inflight)
+		inflight->prev = p;
+	inflight = p;
+	p->registered = true;
+	pthread_mutex_unlock(&inflight_lock);
+}
+
+static void inflight_remove(struct proxy_state *p)
+{
+	if (!p->registered)
+		return;
+	pthread_mutex_lock(&inflight_lock);
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		inflight = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	p->registered = false;
+	pthread_mutex_unlock(&inflight_lock);
+}
+
+int proxy_cancel(enum wsrelay_scope scope, int64_t id)
+{
+	int n = 0;
+
+	if (id <= 0)
+		return 0;
+	pthread_mutex_lock(&inflight_lock);
+	for (struct proxy_state *p = inflight; p; p = p->next)
+		if (wsrelay_who_matches(&p->who, scope, id, NULL)) {
+			atomic_store(&p->cancelled, true);
+			n++;
+		}
+	pthread_mutex_unlock(&inflight_lock);
+	if (n)
+		workers_sweep_all(); /* the parked ones wake now, not at their deadline */
+	return n;
+}
 
 static const char *const hop_headers[] = {
 	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
@@ -319,6 +375,7 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 	if (!within_caps(req, ctx, p))
 		return -1;
 	p->counted = true;
+	inflight_add(p);
 	/* A body-less request is resent if a pooled connection turns out
 	 * stale (retry_fresh), so only one with a body pays for a probe. */
 	p->fd = upstream_get(target->socket_path, p->has_body, &p->reused);
@@ -351,13 +408,17 @@ static bool park(struct proxy_state *p, uint32_t events)
 {
 	long long deadline = phase_deadline_ms(p);
 
+	if (atomic_load(&p->cancelled)) {
+		p->failed = true;
+		return false;
+	}
 	if (clock_ms() >= deadline) {
 		log_warn("proxy: %s timed out (%s)", p->target.socket_path,
 			 !p->sent_any ? "connect" : p->headers_done ? "no progress" : "no response head");
 		p->timed_out = p->failed = true;
 		return false;
 	}
-	if (workers_park(p->conn, p->fd, events, deadline) < 0) {
+	if (workers_park(p->conn, p->fd, events, deadline, &p->cancelled) < 0) {
 		p->failed = true;
 		return false;
 	}
@@ -367,6 +428,11 @@ static bool park(struct proxy_state *p, uint32_t events)
 /* The reply for an exchange that failed before the response head. */
 static void reply_failed(struct http_request *req, struct proxy_state *p, const char *why)
 {
+	if (atomic_load(&p->cancelled)) {
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "access_ended",
+				 "this request's access ended (logged out, disabled or revoked)");
+		return;
+	}
 	if (!p->timed_out) {
 		reply_bad_gateway(req, why);
 		return;
@@ -540,6 +606,10 @@ static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max)
 	struct proxy_state *p = cls;
 	(void)pos;
 
+	if (atomic_load(&p->cancelled)) { /* a download in progress ends too */
+		p->failed = true;
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
 	for (;;) {
 		if (p->body_off < p->body_len) {
 			size_t n = p->body_len - p->body_off;
@@ -759,6 +829,7 @@ void proxy_release(struct http_request *req)
 		return;
 	if (p->counted)
 		caps_release(p->target.owner);
+	inflight_remove(p);
 	/* Only a connection that finished a whole exchange with nothing left over
 	 * and that upstream agreed to keep open is reused. */
 	if (p->fd >= 0) {

@@ -362,19 +362,20 @@ void wsrelay_stop(struct wsrelay *r)
 	free(r);
 }
 
-static bool matches(const struct relay *x, enum wsrelay_scope scope, int64_t id, const char *owner)
+bool wsrelay_who_matches(const struct wsrelay_who *who, enum wsrelay_scope scope, int64_t id,
+			 const char *owner)
 {
 	switch (scope) {
 	case WSRELAY_OWNER:
-		return strcmp(x->who.owner, owner) == 0;
+		return owner && strcmp(who->owner, owner) == 0;
 	case WSRELAY_USER:
-		return x->who.user_id == id || x->who.owner_id == id;
+		return who->user_id == id || who->owner_id == id;
 	case WSRELAY_USER_SESSIONS:
-		return x->who.user_id == id && x->who.session_id != 0;
+		return who->user_id == id && who->session_id != 0;
 	case WSRELAY_SESSION:
-		return x->who.session_id == id;
+		return who->session_id == id;
 	case WSRELAY_TOKEN:
-		return x->who.token_id == id;
+		return who->token_id == id;
 	}
 	return false;
 }
@@ -388,7 +389,7 @@ static int close_scope(struct wsrelay *r, enum wsrelay_scope scope, int64_t id, 
 		return 0;
 	pthread_mutex_lock(&r->lock);
 	for (struct relay *x = r->list; x; x = x->next)
-		if (matches(x, scope, id, owner)) {
+		if (wsrelay_who_matches(&x->who, scope, id, owner)) {
 			x->doomed = true;
 			n++;
 		}

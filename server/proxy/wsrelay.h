@@ -6,6 +6,7 @@
 #define LABD_WSRELAY_H
 
 #include <microhttpd.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,12 @@ struct wsrelay_who {
  * one session (a logout), of one API token (its revocation). */
 enum wsrelay_scope { WSRELAY_OWNER, WSRELAY_USER, WSRELAY_USER_SESSIONS, WSRELAY_SESSION,
 		     WSRELAY_TOKEN };
+
+/* Whether who falls in scope (id: a user, session or token id; owner: the
+ * runtime's user name, for WSRELAY_OWNER). The proxy's in-flight requests use
+ * the same rule. */
+bool wsrelay_who_matches(const struct wsrelay_who *who, enum wsrelay_scope scope, int64_t id,
+			 const char *owner);
 
 /* Starts the relay thread; a relay with no byte moving either way (pings
  * included) for idle_timeout_ms is closed. */

@@ -157,9 +157,11 @@ static void close_connections(struct app *app, enum app_close what, int64_t id)
 		[APP_CLOSE_TOKEN] = WSRELAY_TOKEN,
 	};
 	int n = wsrelay_close(app->proxy->relay, scope[what], id);
+	int m = proxy_cancel(scope[what], id);
 
-	if (n > 0)
-		log_info("closing %d websocket(s) after an account event", n);
+	if (n > 0 || m > 0)
+		log_info("closing %d websocket(s) and %d proxied request(s) after an account event",
+			 n, m);
 }
 
 /* The registry of runtime changes and the event streams that carry them.

@@ -82,6 +82,21 @@ def admin(ad):
     return ad.admin()
 
 
+def note_runtime_socket(d, c):
+    """Sets c.socket_path and c.sandbox_uid from the store for c's running runtime."""
+    db = sqlite3.connect(f"file:{os.path.join(d.state_dir, 'labd.db')}?mode=ro", uri=True,
+                         timeout=10)
+    try:
+        uid, endpoint = db.execute(
+            "SELECT u.id, r.endpoint FROM runtimes r JOIN users u ON u.id = r.user_id "
+            "WHERE u.name = ? AND r.state = 'running'", (c.user,)).fetchone()
+    finally:
+        db.close()
+    assert endpoint.startswith("unix:"), endpoint
+    c.socket_path = os.path.join(d.state_dir, endpoint[5:])  # relative to the state dir
+    c.sandbox_uid = 200000 + uid  # uid_base (default) + user id
+
+
 @pytest.fixture(scope="module")
 def bad(ad, admin):
     """The misbehaving user: a running runtime, its socket and sandbox uid."""
@@ -89,17 +104,7 @@ def bad(ad, admin):
     c = ad.client()
     c.login(name, pw)
     start_runtime(c)
-    db = sqlite3.connect(f"file:{os.path.join(ad.state_dir, 'labd.db')}?mode=ro", uri=True,
-                         timeout=10)
-    try:
-        uid, endpoint = db.execute(
-            "SELECT u.id, r.endpoint FROM runtimes r JOIN users u ON u.id = r.user_id "
-            "WHERE u.name = ? AND r.state = 'running'", (name,)).fetchone()
-    finally:
-        db.close()
-    assert endpoint.startswith("unix:"), endpoint
-    c.socket_path = os.path.join(ad.state_dir, endpoint[5:])  # relative to the state dir
-    c.sandbox_uid = 200000 + uid  # uid_base (default) + user id
+    note_runtime_socket(ad, c)
     return c
 
 

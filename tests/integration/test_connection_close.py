@@ -3,9 +3,12 @@ that session's kernel WebSockets, a password change those opened with the
 user's cookie, a revoked API token those it opened, and disabling or deleting a
 user every one of theirs (docs/security.md, section 5)."""
 
+import os
+import threading
 import time
 
 import pytest
+from test_availability import fake_runtime, note_runtime_socket
 
 from labd_harness import (
     SLOW,
@@ -15,6 +18,7 @@ from labd_harness import (
     assert_status,
     start_runtime,
     unique_name,
+    wait_until,
     ws_cookie_headers,
 )
 
@@ -134,18 +138,46 @@ def test_token_revocation_closes_its_websockets(cd, owner):
         by_cookie.close()
 
 
-def test_disabling_a_user_closes_all_their_websockets(cd, owner, cadmin):
+def request_in_flight(d, c, path):
+    """Starts GET path as c in a thread; returns a dict that gets "status"
+    (or "error") and "at" (time.monotonic()) when it ends."""
+    out = {}
+
+    def run():
+        try:
+            out["status"] = c.get(path).status
+        except OSError as e:
+            out["error"] = repr(e)
+        out["at"] = time.monotonic()
+
+    threading.Thread(target=run, daemon=True).start()
+    return out
+
+
+def test_disabling_a_user_closes_all_their_connections(cd, owner, cadmin):
     c = login_as(cd, owner.user, owner.password)
     r = c.post("/api/v1/me/tokens", json={"name": "ws-disable"})
     assert r.status == 201, r
     socks = [open_ws(cd, c, owner.kernel), open_ws(cd, c, owner.kernel, bearer=r.json["token"])]
+    note_runtime_socket(cd, owner)
     try:
         assert all(still_open(ws) for ws in socks)
-        r = cadmin.patch(f"/api/v1/users/{owner.user}", json={"disabled": True})
-        assert_status(r, 200)
-        since = time.monotonic()
-        for ws in socks:
-            assert_closed_soon(ws, since, "disabling the user")
+        # and a proxied request that the runtime never answers, parked in labd
+        with fake_runtime(cd, owner, "silent") as rec:
+            pending = request_in_flight(cd, c, f"/user/{owner.user}/api/status")
+            wait_until(lambda: os.path.getsize(rec) > 0, 10 * SLOW,
+                       "the request to reach the runtime")
+            assert "at" not in pending, pending
+            r = cadmin.patch(f"/api/v1/users/{owner.user}", json={"disabled": True})
+            assert_status(r, 200)
+            since = time.monotonic()
+            for ws in socks:
+                assert_closed_soon(ws, since, "disabling the user")
+            wait_until(lambda: "at" in pending, CLOSE_WITHIN_S + 1,
+                       "the proxied request to end after disabling the user")
+            assert pending["at"] - since < CLOSE_WITHIN_S, \
+                f"the proxied request ended {pending['at'] - since:.1f} s after disabling"
+            assert pending.get("status") in (None, 403), pending
     finally:
         for ws in socks:
             ws.close()
