@@ -5,6 +5,8 @@
 #ifndef LABD_APP_H
 #define LABD_APP_H
 
+#include <stdint.h>
+
 struct backend;
 struct db;
 struct labd_config;
@@ -17,6 +19,11 @@ struct runtime;
 struct runtime_watch;
 struct http_streams;
 struct ttlcache;
+
+/* What app->close_connections closes, on an account event: everything of a
+ * user (disabled or deleted), a user's cookie-opened ones (password changed),
+ * one session's (logged out), one API token's (revoked). */
+enum app_close { APP_CLOSE_USER, APP_CLOSE_USER_SESSIONS, APP_CLOSE_SESSION, APP_CLOSE_TOKEN };
 
 struct app {
 	const struct labd_config *cfg; /* borrowed for the process lifetime */
@@ -34,9 +41,14 @@ struct app {
 	struct http_streams *streams;  /* open event streams: keepalive, shutdown */
 	/* Set by web/ so the runtime layer never names the proxy: what must let
 	 * go of a runtime that ended (pooled connections, open WebSockets), and
-	 * how many WebSockets a user has open (idle culling counts them). */
+	 * how many of a user's WebSockets carried a kernel message within the
+	 * last within_s seconds (idle culling counts them; an open socket or
+	 * pings alone do not). */
 	void (*on_runtime_ended)(struct app *app, const struct runtime *r);
-	int (*open_websockets)(struct app *app, const char *user);
+	int (*active_websockets)(struct app *app, const char *user, int64_t within_s);
+	/* Set by web/ so api/ never names the proxy: closes the WebSockets an
+	 * account event takes away at once (id: a user, session or token id). */
+	void (*close_connections)(struct app *app, enum app_close what, int64_t id);
 	struct ttlcache *identities; /* auth_identify's cache; NULL: none */
 	struct ttlcache *runtimes;   /* the gate's cache of live runtimes; NULL: none */
 };

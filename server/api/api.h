@@ -29,6 +29,9 @@ int api_bool(struct http_request *req, json_t *obj, const char *field, bool *out
 void api_time(int64_t t, char out[21]);
 /* The public JSON view of a user (no hash). Caller owns the reference. */
 json_t *api_user_json(const struct user *u);
+/* Closes the WebSockets an account event takes away (app->close_connections;
+ * a no-op where none is set). what is an enum app_close (labd/app.h). */
+void api_close_connections(struct http_request *req, int what, int64_t id);
 
 /* auth.c */
 /* Sets the 401/429/500 reply for a failed login (429 with Retry-After). */

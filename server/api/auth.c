@@ -109,6 +109,8 @@ void api_logout(struct http_request *req)
 		http_reply_internal(req);
 		return;
 	}
+	if (ident->kind == AUTH_COOKIE)
+		api_close_connections(req, APP_CLOSE_SESSION, ident->session_id);
 	if (audit_add(app->db, time(NULL), ident->user.name, "logout", ident->user.name,
 		      http_address(req), NULL) < 0)
 		log_error("audit: logout of %s not recorded", ident->user.name);
@@ -163,6 +165,8 @@ void api_me_password(struct http_request *req)
 				      time(NULL)) != USERS_OK) {
 		http_reply_internal(req);
 	} else {
+		/* other sessions ended; this one's WebSockets close too */
+		api_close_connections(req, APP_CLOSE_USER_SESSIONS, ident->user.id);
 		if (audit_add(app->db, time(NULL), ident->user.name, "password.change",
 			      ident->user.name, http_address(req), NULL) < 0)
 			log_error("audit: password.change of %s not recorded", ident->user.name);

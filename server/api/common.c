@@ -5,6 +5,7 @@
 
 #include "api/api.h"
 #include "http/http.h"
+#include "labd/app.h"
 #include "store/users.h"
 
 /* Nesting deeper than any labd request needs is refused before it costs anything. */
@@ -140,3 +141,11 @@ json_t *api_user_json(const struct user *u)
 			 "disabled", u->disabled, "created_at", created);
 }
 
+
+void api_close_connections(struct http_request *req, int what, int64_t id)
+{
+	struct app *app = http_app(req);
+
+	if (app->close_connections)
+		app->close_connections(app, (enum app_close)what, id);
+}

@@ -94,8 +94,10 @@ void pages_logout_post(struct http_request *req)
 	struct app *app = http_app(req);
 	char cookie[256];
 
-	if (ident->kind == AUTH_COOKIE)
+	if (ident->kind == AUTH_COOKIE) {
 		sessions_delete(app->db, ident->session_id);
+		api_close_connections(req, APP_CLOSE_SESSION, ident->session_id);
+	}
 	if (audit_add(app->db, time(NULL), ident->user.name, "logout", ident->user.name,
 		      http_address(req), NULL) < 0)
 		log_error("audit: logout of %s not recorded", ident->user.name);

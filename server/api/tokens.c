@@ -101,6 +101,7 @@ void api_tokens_delete(struct http_request *req)
 	} else if (rc == 0) {
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no token with id %lld", id);
 	} else {
+		api_close_connections(req, APP_CLOSE_TOKEN, id);
 		snprintf(detail, sizeof(detail), "id %lld", id);
 		if (audit_add(app->db, time(NULL), ident->user.name, "token.revoke",
 			      ident->user.name, http_address(req), detail) < 0)

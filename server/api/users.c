@@ -199,6 +199,10 @@ void api_users_patch(struct http_request *req)
 	/* a disabled account's code stops now, not at its deadline */
 	if (has_disabled && disabled && runtime_end_account(app, u.id, "account disabled") < 0)
 		log_error("the runtime of disabled user %s could not be stopped", u.name);
+	if (has_disabled && disabled)
+		api_close_connections(req, APP_CLOSE_USER, u.id);
+	else if (has_password || reset) /* every session of u ended */
+		api_close_connections(req, APP_CLOSE_USER_SESSIONS, u.id);
 	describe_patch(detail, sizeof(detail), has_role, role, has_disabled, disabled,
 		       has_password || reset);
 	if (audit_add(app->db, time(NULL), http_identity(req)->user.name,
@@ -234,6 +238,7 @@ void api_users_delete(struct http_request *req)
 	/* after the rows are gone (so no start can race it): the supervisor
 	 * stops the runtime at once, retires the uid and archives the home */
 	runtime_forget_account(app, u.name, u.id);
+	api_close_connections(req, APP_CLOSE_USER, u.id);
 	if (audit_add(app->db, time(NULL), http_identity(req)->user.name, "user.delete", u.name,
 		      http_address(req), NULL) < 0)
 		log_error("audit: user.delete of %s not recorded", u.name);

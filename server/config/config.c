@@ -27,6 +27,16 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->max_connections = 512;
 	cfg->connection_timeout_s = 60;
 	cfg->max_body_bytes = 1024 * 1024;
+	cfg->max_connections_per_address = 64;
+	cfg->request_header_timeout_s = 30;
+	cfg->request_body_timeout_s = 60;
+	cfg->max_unauthenticated_body_bytes = 64 * 1024;
+	cfg->upstream_connect_timeout_s = 5;
+	cfg->upstream_header_timeout_s = 120;
+	cfg->upstream_idle_timeout_s = 300;
+	cfg->max_requests_per_user = 64;
+	cfg->max_websockets_per_user = 64;
+	cfg->websocket_idle_timeout_s = 300;
 	cfg->min_password_length = 10;
 	cfg->session_idle_s = 8 * 3600;
 	cfg->session_lifetime_s = 7 * 86400;
@@ -134,6 +144,17 @@ static const struct key_spec keys[] = {
 	KEYN("server", "max_body", max_body_bytes, K_SIZE, 1024, 1ULL << 30),
 	KEY("server", log_level, K_LOGLEVEL, 0, 0),
 	KEY("server", trusted_proxies, K_PROXIES, 0, 0),
+	KEY("server", max_connections_per_address, K_UINT, 0, 100000),
+	KEYN("server", "request_header_timeout", request_header_timeout_s, K_DURATION, 1, 3600),
+	KEYN("server", "request_body_timeout", request_body_timeout_s, K_DURATION, 1, 86400),
+	KEYN("server", "max_unauthenticated_body", max_unauthenticated_body_bytes, K_SIZE, 1024,
+	     1ULL << 30),
+	KEYN("proxy", "connect_timeout", upstream_connect_timeout_s, K_DURATION, 1, 600),
+	KEYN("proxy", "header_timeout", upstream_header_timeout_s, K_DURATION, 1, 86400),
+	KEYN("proxy", "idle_timeout", upstream_idle_timeout_s, K_DURATION, 1, 86400),
+	KEY("proxy", max_requests_per_user, K_UINT, 1, 100000),
+	KEY("proxy", max_websockets_per_user, K_UINT, 1, 100000),
+	KEYN("proxy", "websocket_idle_timeout", websocket_idle_timeout_s, K_DURATION, 1, 86400),
 	KEY("auth", min_password_length, K_UINT, 1, 256),
 	KEYN("auth", "session_idle", session_idle_s, K_DURATION, 60, 365 * 86400),
 	KEYN("auth", "session_lifetime", session_lifetime_s, K_DURATION, 60, 365 * 86400),

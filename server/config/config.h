@@ -30,6 +30,11 @@ struct labd_config {
 	/* peers whose X-Forwarded-For names the client (a front proxy) */
 	struct cidr trusted_proxies[CONFIG_MAX_TRUSTED_PROXIES];
 	unsigned n_trusted_proxies;
+	/* client limits that hold before and around authentication */
+	unsigned max_connections_per_address; /* 0 = no cap */
+	int64_t request_header_timeout_s;     /* a whole request head, from connect or last reply */
+	int64_t request_body_timeout_s;       /* a whole buffered body, from its head */
+	size_t max_unauthenticated_body_bytes;
 	/* [auth] */
 	unsigned min_password_length;
 	int64_t session_idle_s;
@@ -44,6 +49,13 @@ struct labd_config {
 	uint64_t scrypt_n;
 	unsigned scrypt_r;
 	unsigned scrypt_p;
+	/* [proxy] */
+	int64_t upstream_connect_timeout_s;
+	int64_t upstream_header_timeout_s; /* request sent -> response head */
+	int64_t upstream_idle_timeout_s;   /* no byte either way while a body moves */
+	unsigned max_requests_per_user;    /* proxied requests in flight */
+	unsigned max_websockets_per_user;
+	int64_t websocket_idle_timeout_s;  /* no byte either way, pings included */
 	/* [runtime] */
 	int64_t cpu_limit_s;     /* how long a CPU runtime may run */
 	int64_t gpu_limit_s;     /* how long a GPU runtime may run */

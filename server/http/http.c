@@ -14,7 +14,10 @@
 
 #include "labd/app.h"
 #include "config/config.h"
+#include "labd/clock.h"
 #include "labd/log.h"
+#include "http/framing.h"
+#include "http/guard.h"
 #include "http/workers.h"
 #include "http/forwarded.h"
 
@@ -29,7 +32,8 @@ struct http_request {
 	const struct http_handler *handler; /* the one serving this request */
 	void *stream; /* a streaming handler's state; freed by its release */
 	bool from_upstream;        /* the reply is Jupyter's, with its own headers */
-	struct buf body; /* at most max_body bytes; body.data is NULL when none came */
+	struct buf body; /* at most body_max bytes; body.data is NULL when none came */
+	size_t body_max; /* max_body, or max_unauthenticated_body before authentication */
 	bool body_too_large;
 	char address[64];
 	struct auth_identity auth;
@@ -385,14 +389,13 @@ static bool declared_too_large(struct http_request *req)
 	if (!cl)
 		return false;
 	n = strtoull(cl, &end, 10);
-	return *end == '\0' && n > req->app->cfg->max_body_bytes;
+	return *end == '\0' && n > req->body_max;
 }
 
 static void reply_too_large(struct http_request *req)
 {
 	http_reply_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "body_too_large",
-			 "request body is larger than the %zu bytes allowed",
-			 req->app->cfg->max_body_bytes);
+			 "request body is larger than the %zu bytes allowed", req->body_max);
 }
 
 /* What http_start serves with; the MHD callbacks' closure. */
@@ -411,18 +414,43 @@ static const struct http_handler *find_handler(const struct http_server *srv, co
 }
 
 /* The first call: the head is there, the body not yet. */
+/* The deadline for what a connection must send next, from now. */
+static long long deadline_in(long long s)
+{
+	return clock_ms() + s * 1000;
+}
+
 static enum MHD_Result on_head(struct http_server *srv, struct http_request *req)
 {
+	const struct labd_config *cfg = req->app->cfg;
+	char why[128];
+
+	/* Framing two parsers could read differently (request smuggling) is
+	 * refused before any handler, so none of it can reach Jupyter. */
+	if (http_framing_check(req->conn, why, sizeof(why)) < 0) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_framing", "%s", why);
+		return queue_reply(req);
+	}
 	req->handler = find_handler(srv, req->path);
 	if (!req->handler) {
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no such resource");
 		return queue_reply(req);
 	}
 	if (req->handler->streaming) {
-		/* streamed both ways: no body limit, no buffering */
+		/* streamed both ways: no body limit, no buffering; the proxy and
+		 * the event streams keep deadlines of their own */
+		guard_set_deadline(req->conn, 0);
 		req->handler->begin(req);
 		return req->response ? queue_reply(req) : MHD_YES;
 	}
+	/* Before authentication only a small body is held in memory (a login
+	 * form); the whole of it must come within the body deadline. */
+	if (req->handler->authenticated && !req->handler->authenticated(req) &&
+	    cfg->max_unauthenticated_body_bytes < req->body_max) {
+		req->body_max = cfg->max_unauthenticated_body_bytes;
+		buf_init(&req->body, req->body_max);
+	}
+	guard_set_deadline(req->conn, deadline_in(cfg->request_body_timeout_s));
 	/* Refuse a declared oversized body before reading any of it. */
 	if (declared_too_large(req)) {
 		reply_too_large(req);
@@ -447,7 +475,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		req->app = srv->app;
 		req->method = method;
 		req->path = url;
-		buf_init(&req->body, req->app->cfg->max_body_bytes);
+		req->body_max = req->app->cfg->max_body_bytes;
+		buf_init(&req->body, req->body_max);
 		client_address(req->app->cfg, conn, req->address, sizeof(req->address));
 		return on_head(srv, req);
 	}
@@ -462,6 +491,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	guard_set_deadline(conn, 0); /* the body is in; the reply is ours to send */
 	if (req->body_too_large)
 		reply_too_large(req);
 	else
@@ -488,11 +518,31 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
-	(void)cls;
-	(void)conn;
+	struct http_server *srv = cls;
+	struct http_request *req = *con_cls;
+	/* an upgraded connection now belongs to the WebSocket relay */
+	bool upgraded = req && req->status == MHD_HTTP_SWITCHING_PROTOCOLS;
 	(void)toe;
-	request_free(*con_cls);
+	request_free(req);
 	*con_cls = NULL;
+	/* A kept-alive connection may idle (libmicrohttpd's connection timeout)
+	 * and then must send its next head in time. */
+	if (!upgraded)
+		guard_set_deadline(conn, deadline_in((long long)srv->app->cfg->connection_timeout_s +
+						     srv->app->cfg->request_header_timeout_s));
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct http_server *srv = cls;
+	const struct labd_config *cfg = srv->app->cfg;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+		guard_open(conn, socket_context, cfg->max_connections_per_address,
+			   deadline_in(cfg->request_header_timeout_s));
+	else
+		guard_close(socket_context);
 }
 
 /* libmicrohttpd's decoder turns "%00" into a NUL that would silently cut the
@@ -550,7 +600,8 @@ struct workers *http_start(struct app *app, int listen_fd, const struct http_han
 			MHD_OPTION_CONNECTION_LIMIT, limit,
 			MHD_OPTION_CONNECTION_TIMEOUT, app->cfg->connection_timeout_s,
 			MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-			MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK,
+			MHD_OPTION_NOTIFY_COMPLETED, on_completed, &srv,
+			MHD_OPTION_NOTIFY_CONNECTION, on_connection, &srv, MHD_OPTION_URI_LOG_CALLBACK,
 			on_uri, NULL, MHD_OPTION_UNESCAPE_CALLBACK, unescape_without_nul, NULL,
 			MHD_OPTION_END);
 		if (!daemons[i]) {

@@ -37,6 +37,10 @@ struct http_handler {
 	enum MHD_Result (*respond)(struct http_request *req);
 	/* the request is over: free the stream state */
 	void (*release)(struct http_request *req);
+	/* buffered, optional: whether the request carries valid credentials,
+	 * asked before its body is read; without them at most
+	 * [server] max_unauthenticated_body is held */
+	bool (*authenticated)(struct http_request *req);
 };
 struct workers;
 

@@ -14,11 +14,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "http/guard.h"
 #include "labd/clock.h"
 #include "labd/log.h"
 
 #define EVENTS_MAX 64
 #define ACCEPT_PAUSE_MS 100 /* out of descriptors or memory: stop accepting a while */
+/* How often expired parks and connection deadlines are looked for: deadlines
+ * are whole seconds, so a quarter second late is close enough and keeps the
+ * sweep (a walk over the parked fds) rare. */
+#define SWEEP_EVERY_MS 250
 
 /* epoll data of the fds that are not upstream sockets (those carry the fd) */
 #define TAG_LISTEN (1ull << 32)
@@ -30,6 +35,8 @@
 struct waiter {
 	struct MHD_Connection *conn; /* NULL: nobody waits on this fd */
 	uint32_t events;
+	long long deadline_ms; /* resumed then even without an event */
+	const _Atomic bool *cancelled; /* or when this turns true (NULL: never) */
 };
 
 /* Aligned to a cache line: the workers read each other's connection counts,
@@ -46,6 +53,9 @@ struct worker {
 	/* Touched only by the worker's thread, and by workers_stop() after it. */
 	struct waiter *waiting; /* indexed by upstream fd */
 	size_t nwaiting;
+	unsigned parked;          /* waiters with a conn */
+	long long next_sweep_ms;
+	_Atomic bool sweep_soon; /* workers_sweep_all: sweep in the next turn */
 };
 
 struct workers {
@@ -79,11 +89,14 @@ void workers_unwatch(int fd)
 	if (!w)
 		return;
 	epoll_ctl(w->epfd, EPOLL_CTL_DEL, fd, NULL);
-	if ((size_t)fd < w->nwaiting)
+	if ((size_t)fd < w->nwaiting && w->waiting[fd].conn) {
 		w->waiting[fd].conn = NULL;
+		w->parked--;
+	}
 }
 
-int workers_park(struct MHD_Connection *conn, int fd, uint32_t events)
+int workers_park(struct MHD_Connection *conn, int fd, uint32_t events, long long deadline_ms,
+		 const _Atomic bool *cancelled)
 {
 	struct worker *w = current;
 
@@ -101,7 +114,8 @@ int workers_park(struct MHD_Connection *conn, int fd, uint32_t events)
 		w->nwaiting = n;
 	}
 	MHD_suspend_connection(conn);
-	w->waiting[fd] = (struct waiter){conn, events};
+	w->parked += !w->waiting[fd].conn;
+	w->waiting[fd] = (struct waiter){conn, events, deadline_ms, cancelled};
 	return 0;
 }
 
@@ -117,7 +131,31 @@ static void wake(struct worker *w, int fd, uint32_t got)
 		return;
 	struct MHD_Connection *conn = x->conn;
 	x->conn = NULL;
+	w->parked--;
 	MHD_resume_connection(conn);
+}
+
+/* Resumes every connection parked past its deadline: libmicrohttpd never
+ * times out a suspended connection, so an upstream that stays silent would
+ * otherwise hold the client's connection slot for good. The handler, called
+ * again, finds its deadline passed and fails the exchange. Also enforces the
+ * client connections' own deadlines (guard.c). */
+static void sweep(struct worker *w, long long now_ms)
+{
+	if (!atomic_exchange(&w->sweep_soon, false) && now_ms < w->next_sweep_ms)
+		return;
+	w->next_sweep_ms = now_ms + SWEEP_EVERY_MS;
+	for (size_t fd = 0; w->parked && fd < w->nwaiting; fd++) {
+		struct waiter *x = &w->waiting[fd];
+		bool expired = x->deadline_ms && x->deadline_ms <= now_ms;
+		if (x->conn && (expired || (x->cancelled && atomic_load(x->cancelled)))) {
+			struct MHD_Connection *conn = x->conn;
+			x->conn = NULL;
+			w->parked--;
+			MHD_resume_connection(conn);
+		}
+	}
+	guard_sweep(now_ms);
 }
 
 /* Whether this worker should take the next connection: not while it holds
@@ -133,8 +171,23 @@ static bool fair_to_accept(struct worker *w)
 	return mine * w->pool->n <= total + w->pool->n;
 }
 
+/* Wakes the other workers, so that they decide again whether to accept. */
+static void kick_others(struct worker *w)
+{
+	uint64_t one = 1;
+
+	for (unsigned i = 0; i < w->pool->n; i++)
+		if (&w->pool->w[i] != w && w->pool->w[i].kickfd >= 0 &&
+		    write(w->pool->w[i].kickfd, &one, sizeof(one)) < 0)
+			log_errno("workers: kick");
+}
+
 /* Keeps the listening socket in the epoll set only while this worker may
- * accept (level-triggered: every waiting worker sees a pending connection). */
+ * accept (level-triggered: every waiting worker sees a pending connection).
+ * A worker that stops accepting wakes the others: the least loaded one may
+ * itself have stopped earlier and be asleep with idle connections, and
+ * then nobody would accept at all (connections waited in the backlog until
+ * some unrelated event woke a worker). */
 static void update_listening(struct worker *w)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = TAG_LISTEN};
@@ -147,6 +200,8 @@ static void update_listening(struct worker *w)
 		return;
 	}
 	w->listening = want;
+	if (!want)
+		kick_others(w);
 }
 
 /* Accepts one connection at a time, so the decision above is taken again
@@ -183,6 +238,8 @@ static int wait_ms(struct worker *w)
 
 	if (MHD_get_timeout(w->daemon, &mhd_ms) == MHD_YES)
 		ms = mhd_ms > INT_MAX ? INT_MAX : (long long)mhd_ms;
+	if ((w->parked || guard_count()) && (ms < 0 || ms > SWEEP_EVERY_MS))
+		ms = SWEEP_EVERY_MS;
 	if (w->accept_paused_until_ms) {
 		long long left = w->accept_paused_until_ms - clock_ms();
 		if (left <= 0)
@@ -223,6 +280,7 @@ static void *worker_main(void *arg)
 			else if (tag != TAG_DAEMON)
 				wake(w, (int)tag, events[i].events);
 		}
+		sweep(w, clock_ms());
 		MHD_run(w->daemon);
 		info = MHD_get_daemon_info(w->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
 		if (info && info->num_connections != atomic_load(&w->connections))
@@ -317,6 +375,18 @@ void workers_stop(struct workers *pool)
 	if (pool->stopfd >= 0)
 		close(pool->stopfd);
 	free(pool);
+}
+
+void workers_sweep_all(void)
+{
+	struct workers *pool = atomic_load(&running);
+	uint64_t one = 1;
+
+	for (unsigned i = 0; pool && i < pool->n; i++) {
+		atomic_store(&pool->w[i].sweep_soon, true);
+		if (pool->w[i].kickfd >= 0 && write(pool->w[i].kickfd, &one, sizeof(one)) < 0)
+			log_errno("workers: kick");
+	}
 }
 
 void workers_resume(struct MHD_Connection *conn)

@@ -16,6 +16,7 @@
 #define LABD_WORKERS_H
 
 #include <microhttpd.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct workers;
@@ -34,12 +35,20 @@ int workers_watch(int fd);
 /* Ends the watch before fd goes to another thread (the WebSocket relay). */
 void workers_unwatch(int fd);
 /* Suspends conn until fd (watched by this worker) becomes ready for events
- * (EPOLLIN and/or EPOLLOUT), an error or a hang-up. fd is edge-triggered: call
+ * (EPOLLIN and/or EPOLLOUT), an error or a hang-up, or until deadline_ms
+ * (clock_ms(); 0 = none) passes, or *cancelled (NULL: never) turns true and
+ * workers_sweep_all() is called: then conn is resumed without an event and
+ * its handler must check its deadline and *cancelled itself. *cancelled must
+ * stay valid while conn is parked. fd is edge-triggered: call
  * this only after the read or write that is waited for returned EAGAIN; a
  * wake-up may be spurious (the caller then tries again and parks again).
  * Only from a libmicrohttpd callback of conn on a worker thread. Returns 0,
  * or -1 (conn not suspended). */
-int workers_park(struct MHD_Connection *conn, int fd, uint32_t events);
+int workers_park(struct MHD_Connection *conn, int fd, uint32_t events, long long deadline_ms,
+		 const _Atomic bool *cancelled);
+/* Makes every worker look at its parked connections at once (some were
+ * cancelled), from any thread. */
+void workers_sweep_all(void);
 
 /* Resumes conn from any thread (a suspended event stream that got data) and
  * wakes the worker that runs its daemon. */

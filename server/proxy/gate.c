@@ -169,5 +169,6 @@ void gate_begin(struct http_request *req)
 	snprintf(target.token, sizeof(target.token), "%s", r.token);
 	snprintf(target.owner, sizeof(target.owner), "%s", user);
 	target.peer_uid = (uid_t)(app->cfg->uid_base + r.user_id);
+	target.owner_id = r.user_id;
 	proxy_begin(req, app->proxy, &target);
 }

@@ -4,6 +4,8 @@
 #include "proxy/proxy.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <http_parser.h>
 #include <stdio.h>
@@ -12,11 +14,14 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "http/http.h"
+#include "labd/app.h"
+#include "labd/clock.h"
 #include "labd/log.h"
+#include "proxy/caps.h"
 #include "proxy/scrub.h"
 #include "store/sessions.h"
 #include "http/workers.h"
@@ -24,7 +29,6 @@
 
 #define HEAD_MAX (64 * 1024)  /* request or response head */
 #define IO_CHUNK (64 * 1024)  /* one upstream read */
-#define RESPONSE_TIMEOUT 300  /* seconds without progress from upstream */
 #define SPARE_STATES 4        /* released states kept per thread for the next requests */
 
 struct proxy_state {
@@ -49,8 +53,68 @@ struct proxy_state {
 	char *body; /* parsed body bytes not yet given to MHD */
 	size_t body_len, body_off;
 	struct scrub scrub;
-	time_t last_progress;
+	/* deadlines (see park): connect, response head, progress */
+	const struct labd_config *cfg;
+	long long begun_ms, head_deadline_ms, last_progress_ms;
+	bool sent_any;  /* a byte went upstream: the connection is up */
+	bool timed_out; /* a deadline passed */
+	bool counted;   /* holds one of the owner's proxied-request slots */
+	struct wsrelay_who who; /* who it is for: account events cancel by it */
+	_Atomic bool cancelled;  /* an account event took its access away */
+	bool registered;         /* in the in-flight list */
+	struct proxy_state *prev, *next;
 };
+
+/* Every proxied request in flight, so an account event (a disabled or
+ * deleted user, a logout, a revoked token) can end them at once; the lock is
+ * taken once at the start and once at the end of each request. */
+static pthread_mutex_t inflight_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct proxy_state *inflight;
+
+static void inflight_add(struct proxy_state *p)
+{
+	pthread_mutex_lock(&inflight_lock);
+	p->prev = NULL;
+	p->next = inflight;
+	if (inflight)
+		inflight->prev = p;
+	inflight = p;
+	p->registered = true;
+	pthread_mutex_unlock(&inflight_lock);
+}
+
+static void inflight_remove(struct proxy_state *p)
+{
+	if (!p->registered)
+		return;
+	pthread_mutex_lock(&inflight_lock);
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		inflight = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	p->registered = false;
+	pthread_mutex_unlock(&inflight_lock);
+}
+
+int proxy_cancel(enum wsrelay_scope scope, int64_t id)
+{
+	int n = 0;
+
+	if (id <= 0)
+		return 0;
+	pthread_mutex_lock(&inflight_lock);
+	for (struct proxy_state *p = inflight; p; p = p->next)
+		if (wsrelay_who_matches(&p->who, scope, id, NULL)) {
+			atomic_store(&p->cancelled, true);
+			n++;
+		}
+	pthread_mutex_unlock(&inflight_lock);
+	if (n)
+		workers_sweep_all(); /* the parked ones wake now, not at their deadline */
+	return n;
+}
 
 static const char *const hop_headers[] = {
 	"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
@@ -203,7 +267,8 @@ static int flush_out(struct proxy_state *p)
 		ssize_t n = send(p->fd, p->out + p->out_off, p->out_len - p->out_off, MSG_NOSIGNAL);
 		if (n > 0) {
 			p->out_off += (size_t)n;
-			p->last_progress = time(NULL);
+			p->sent_any = true;
+			p->last_progress_ms = clock_ms();
 		} else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			return 0;
 		} else if (n < 0 && errno == EINTR) {
@@ -245,6 +310,41 @@ static void state_free(struct proxy_state *p)
 		free(p);
 }
 
+/* Who a WebSocket of this request belongs to, so that account events (a
+ * logout, a revoked token, a disabled user) can close it. */
+static void fill_who(struct wsrelay_who *who, const struct auth_identity *id,
+		     const struct proxy_target *target)
+{
+	memset(who, 0, sizeof(*who));
+	snprintf(who->owner, sizeof(who->owner), "%s", target->owner);
+	who->owner_id = target->owner_id;
+	who->user_id = id->kind != AUTH_NONE ? id->user.id : 0;
+	who->session_id = id->kind == AUTH_COOKIE ? id->session_id : 0;
+	who->token_id = id->kind == AUTH_TOKEN ? id->token_id : 0;
+}
+
+/* The per-user caps: requests in flight to one runtime, open WebSockets. */
+static bool within_caps(struct http_request *req, const struct proxy_context *ctx,
+			const struct proxy_state *p)
+{
+	const struct labd_config *cfg = http_app(req)->cfg;
+	const char *owner = p->target.owner;
+
+	if (p->websocket && wsrelay_count(ctx->relay, owner) >= (int)cfg->max_websockets_per_user) {
+		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_websockets",
+				 "%s already has %u WebSockets open to the runtime (max_websockets_per_user)",
+				 owner, cfg->max_websockets_per_user);
+		return false;
+	}
+	if (caps_acquire(owner, cfg->max_requests_per_user) < 0) {
+		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_requests",
+				 "%s already has %u requests in flight to the runtime (max_requests_per_user)",
+				 owner, cfg->max_requests_per_user);
+		return false;
+	}
+	return true;
+}
+
 int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 		const struct proxy_target *target)
 {
@@ -262,7 +362,9 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 	p->ctx = ctx;
 	p->target = *target;
 	p->conn = http_connection(req);
-	p->last_progress = time(NULL);
+	p->cfg = http_app(req)->cfg;
+	p->begun_ms = p->last_progress_ms = clock_ms();
+	fill_who(&p->who, http_identity(req), target);
 	p->head_request = http_method_is(req, "HEAD");
 	http_set_stream_state(req, p);
 	p->fd = -1;
@@ -270,6 +372,10 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 		http_reply_error(req, 431, "headers_too_large", "request headers too large");
 		return -1;
 	}
+	if (!within_caps(req, ctx, p))
+		return -1;
+	p->counted = true;
+	inflight_add(p);
 	/* A body-less request is resent if a pooled connection turns out
 	 * stale (retry_fresh), so only one with a body pays for a probe. */
 	p->fd = upstream_get(target->socket_path, target->peer_uid, p->has_body, &p->reused);
@@ -282,15 +388,57 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 	return 0;
 }
 
-/* Parks the connection until fd is ready; on failure marks the exchange failed. */
+/* The deadline of the phase the exchange is in: the connection must come up
+ * within connect_timeout, the response head arrive within header_timeout of
+ * the request's end, and while a body moves no side may stall for
+ * idle_timeout. A runtime that accepts and never answers, or trickles its
+ * head, thus frees the client's connection slot on time. */
+static long long phase_deadline_ms(const struct proxy_state *p)
+{
+	if (!p->sent_any)
+		return p->begun_ms + p->cfg->upstream_connect_timeout_s * 1000;
+	if (p->upload_finished && !p->headers_done)
+		return p->head_deadline_ms;
+	return p->last_progress_ms + p->cfg->upstream_idle_timeout_s * 1000;
+}
+
+/* Parks the connection until fd is ready or the phase's deadline passes
+ * (workers.c resumes it then); on failure marks the exchange failed. */
 static bool park(struct proxy_state *p, uint32_t events)
 {
-	if (time(NULL) - p->last_progress > RESPONSE_TIMEOUT ||
-	    workers_park(p->conn, p->fd, events) < 0) {
+	long long deadline = phase_deadline_ms(p);
+
+	if (atomic_load(&p->cancelled)) {
+		p->failed = true;
+		return false;
+	}
+	if (clock_ms() >= deadline) {
+		log_warn("proxy: %s timed out (%s)", p->target.socket_path,
+			 !p->sent_any ? "connect" : p->headers_done ? "no progress" : "no response head");
+		p->timed_out = p->failed = true;
+		return false;
+	}
+	if (workers_park(p->conn, p->fd, events, deadline, &p->cancelled) < 0) {
 		p->failed = true;
 		return false;
 	}
 	return true;
+}
+
+/* The reply for an exchange that failed before the response head. */
+static void reply_failed(struct http_request *req, struct proxy_state *p, const char *why)
+{
+	if (atomic_load(&p->cancelled)) {
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "access_ended",
+				 "this request's access ended (logged out, disabled or revoked)");
+		return;
+	}
+	if (!p->timed_out) {
+		reply_bad_gateway(req, why);
+		return;
+	}
+	http_reply_error(req, MHD_HTTP_GATEWAY_TIMEOUT, "runtime_timeout",
+			 "your runtime did not answer in time; it may be overloaded or stuck");
 }
 
 enum MHD_Result proxy_upload(struct http_request *req, const char *data, size_t *size)
@@ -321,7 +469,8 @@ enum MHD_Result proxy_upload(struct http_request *req, const char *data, size_t 
 			data += n;
 			*size -= (size_t)n;
 			p->chunk_left -= p->chunked_upload ? (size_t)n : 0;
-			p->last_progress = time(NULL);
+			p->sent_any = true;
+			p->last_progress_ms = clock_ms();
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -440,7 +589,7 @@ static int read_upstream(struct proxy_state *p)
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
-	p->last_progress = time(NULL);
+	p->last_progress_ms = clock_ms();
 	p->in_len = (size_t)n;
 	p->in_off = 0;
 	if (n == 0) {
@@ -457,6 +606,10 @@ static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max)
 	struct proxy_state *p = cls;
 	(void)pos;
 
+	if (atomic_load(&p->cancelled)) { /* a download in progress ends too */
+		p->failed = true;
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
 	for (;;) {
 		if (p->body_off < p->body_len) {
 			size_t n = p->body_len - p->body_off;
@@ -553,7 +706,7 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
 	/* Bytes Jupyter sent after its 101 head are already WebSocket frames. */
 	workers_unwatch(p->fd);
 	if (wsrelay_add(p->ctx->relay, sock, urh, p->fd, extra_in, extra_in_size,
-			p->in + p->in_off, p->in_len - p->in_off, p->target.owner) == 0)
+			p->in + p->in_off, p->in_len - p->in_off, &p->who) == 0)
 		log_debug("proxy: websocket relay for %s", p->target.owner);
 	p->fd = -1; /* the relay owns it now */
 }
@@ -623,13 +776,14 @@ enum MHD_Result proxy_respond(struct http_request *req)
 	int rc;
 
 	if (p->failed) {
-		reply_bad_gateway(req, "the connection to it broke");
+		reply_failed(req, p, "the connection to it broke");
 		return MHD_YES;
 	}
 	if (!p->upload_finished) {
 		if (p->chunked_upload && append_out(p, "0\r\n\r\n") < 0)
 			return MHD_NO;
 		p->upload_finished = true;
+		p->head_deadline_ms = clock_ms() + p->cfg->upstream_header_timeout_s * 1000;
 		http_parser_init(&p->parser, HTTP_RESPONSE);
 		p->parser.data = p;
 	}
@@ -639,8 +793,12 @@ enum MHD_Result proxy_respond(struct http_request *req)
 		reply_bad_gateway(req, "it closed the connection");
 		return MHD_YES;
 	}
+	if (rc == 0 && !park(p, EPOLLOUT)) {
+		reply_failed(req, p, "it takes no request");
+		return MHD_YES;
+	}
 	if (rc == 0)
-		return park(p, EPOLLOUT) ? MHD_YES : MHD_NO;
+		return MHD_YES;
 	while (!p->headers_done) {
 		rc = p->in_off < p->in_len ? (parse_input(p) < 0 ? -1 : 1) : read_upstream(p);
 		if (rc < 0 && retry_fresh(p)) {
@@ -654,8 +812,10 @@ enum MHD_Result proxy_respond(struct http_request *req)
 			reply_bad_gateway(req, "it sent no valid response");
 			return MHD_YES;
 		}
+		if (rc == 0 && !park(p, EPOLLIN))
+			reply_failed(req, p, "it sent no response");
 		if (rc == 0)
-			return park(p, EPOLLIN) ? MHD_YES : MHD_NO;
+			return MHD_YES;
 	}
 	start_response(req, p);
 	return MHD_YES;
@@ -667,7 +827,9 @@ void proxy_release(struct http_request *req)
 
 	if (!p)
 		return;
-
+	if (p->counted)
+		caps_release(p->target.owner);
+	inflight_remove(p);
 	/* Only a connection that finished a whole exchange with nothing left over
 	 * and that upstream agreed to keep open is reused. */
 	if (p->fd >= 0) {

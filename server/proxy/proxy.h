@@ -10,8 +10,10 @@
 #include <microhttpd.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "proxy/upstream.h"
+#include "proxy/wsrelay.h"
 
 struct http_request;
 struct wsrelay;
@@ -21,6 +23,7 @@ struct proxy_target {
 	char token[65];                      /* Jupyter's token: never sent to clients */
 	char owner[33];                      /* user name, groups WebSocket relays */
 	uid_t peer_uid;                      /* the sandbox's host uid: who must answer */
+	int64_t owner_id;
 };
 
 struct proxy_context {
@@ -42,6 +45,11 @@ enum MHD_Result proxy_respond(struct http_request *req);
 /* Releases the proxy state of a finished request (its upstream connection goes
  * back to the pool only after a complete exchange). */
 void proxy_release(struct http_request *req);
+
+/* Ends the proxied requests in flight that scope and id name (an account
+ * event; the same rule as wsrelay_close): parked ones are woken and answered
+ * 403, streaming responses are cut. Any thread; returns how many. */
+int proxy_cancel(enum wsrelay_scope scope, int64_t id);
 
 /* Pure helpers, exposed for tests. */
 /* True for headers that describe one connection and are never forwarded. */

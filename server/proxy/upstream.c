@@ -2,7 +2,6 @@
 #include "proxy/upstream.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,12 +90,16 @@ static int connect_new(const char *path, uid_t peer_uid)
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return log_error("upstream socket path too long: %s", path);
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return log_errno("upstream: socket");
-	/* A local connect either succeeds or fails at once, so connect blocking
-	 * and switch to non-blocking for the transfer. */
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	/* Never a blocking connect: a socket whose owner stopped accepting has
+	 * a full backlog, and a blocking connect to it would hang the worker
+	 * thread (and every connection it serves). Non-blocking, a full backlog
+	 * is EAGAIN at once; a connect still in progress (a stream socket that
+	 * is not local) completes while the request waits parked on EPOLLOUT,
+	 * under the proxy's connect deadline. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
 		log_debug("upstream: connect %s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
@@ -105,7 +108,6 @@ static int connect_new(const char *path, uid_t peer_uid)
 		close(fd);
 		return -1;
 	}
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	return fd;
 }
 

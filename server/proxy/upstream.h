@@ -11,7 +11,8 @@
 
 #define UPSTREAM_PATH_MAX 108 /* sun_path */
 
-/* Returns a connected non-blocking fd for path (pooled or new), or -1.
+/* Returns a non-blocking fd for path (pooled, or new: connected or still
+ * connecting, never waited for), or -1 (a full backlog is -1 at once).
  * *reused tells whether it came from the pool: it may have gone stale. With
  * probe, a pooled one is first checked with a syscall (for a request that
  * could not be resent); without, the caller resends on a fresh connection

@@ -18,12 +18,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "labd/clock.h"
 #include "labd/log.h"
 
 struct pipe_dir {
 	char *buf;
 	size_t len, off;
 	bool eof; /* source closed: shut down the sink once drained */
+	unsigned long long read_bytes; /* all ever read from the source */
 };
 
 /* Where the bytes sent so far stand in the WebSocket frame stream, so labd
@@ -34,6 +36,7 @@ struct frame_pos {
 	uint64_t left;     /* payload bytes still to come */
 	bool in_payload;
 	bool saw_close; /* a close frame went through: the closing is clean already */
+	unsigned data_frames; /* text, binary or continuation frames begun (not pings) */
 };
 
 struct relay {
@@ -41,8 +44,11 @@ struct relay {
 	struct MHD_UpgradeResponseHandle *urh;
 	struct pipe_dir up;   /* client -> upstream */
 	struct pipe_dir down; /* upstream -> client */
-	struct frame_pos down_pos;
-	char owner[33];
+	struct frame_pos down_pos, up_pos;
+	struct wsrelay_who who;
+	long long last_io_ms;   /* any byte either way, pings included */
+	long long last_data_ms; /* a data frame either way: a kernel message */
+	bool doomed;            /* an account event closes it (set under the lock) */
 	struct relay *prev, *next;
 };
 
@@ -52,7 +58,7 @@ struct wsrelay {
 	pthread_mutex_t lock; /* guards the list; the thread does all the I/O */
 	struct relay *list;
 	bool stopping;
-	char close_owner[33]; /* set by wsrelay_close_owner, handled by the thread */
+	long long idle_timeout_ms;
 };
 
 /* Tags in epoll data: the relay pointer with the low bit telling the side;
@@ -85,7 +91,7 @@ static void watch(struct wsrelay *r, struct relay *x)
 
 static void relay_free(struct wsrelay *r, struct relay *x)
 {
-	log_debug("wsrelay: closing a relay of %s (client eof %d, upstream eof %d)", x->owner,
+	log_debug("wsrelay: closing a relay of %s (client eof %d, upstream eof %d)", x->who.owner,
 		  x->up.eof, x->down.eof);
 	epoll_ctl(r->epfd, EPOLL_CTL_DEL, x->client, NULL);
 	epoll_ctl(r->epfd, EPOLL_CTL_DEL, x->upstream, NULL);
@@ -117,8 +123,10 @@ static bool fill(int src, struct pipe_dir *d)
 	}
 	while (!d->eof && d->len < WSRELAY_BUFFER) {
 		ssize_t n = recv(src, d->buf + d->len, WSRELAY_BUFFER - d->len, 0);
-		if (n > 0)
+		if (n > 0) {
 			d->len += (size_t)n;
+			d->read_bytes += (size_t)n;
+		}
 		else if (n == 0)
 			d->eof = true;
 		else if (errno == EINTR)
@@ -159,6 +167,7 @@ static void frame_advance(struct frame_pos *f, const unsigned char *p, size_t n)
 		if (f->head_len < 2 || f->head_len < frame_head_len(f))
 			continue;
 		f->saw_close = f->saw_close || (f->head[0] & 0x0f) == 0x8;
+		f->data_frames += (f->head[0] & 0x0f) <= 0x2; /* not close, ping or pong */
 		unsigned len7 = f->head[1] & 0x7f;
 		f->left = len7;
 		if (len7 == 126)
@@ -205,16 +214,24 @@ static void send_going_away(struct relay *x)
 
 	if (!x->down_pos.saw_close && at_frame_boundary(&x->down_pos) &&
 	    send(x->client, frame, sizeof(frame), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-		log_debug("wsrelay: close frame to %s not sent", x->owner);
+		log_debug("wsrelay: close frame to %s not sent", x->who.owner);
 }
 
 /* One step of a relay after an event; false when it is finished. */
 static bool step(struct relay *x)
 {
+	unsigned long long before = x->up.read_bytes + x->down.read_bytes;
+	unsigned frames = x->up_pos.data_frames + x->down_pos.data_frames;
+
 	if (!fill(x->client, &x->up) || !fill(x->upstream, &x->down))
 		return false;
-	if (!drain_frames(x->upstream, &x->up, NULL) || !drain_frames(x->client, &x->down, &x->down_pos))
+	if (!drain_frames(x->upstream, &x->up, &x->up_pos) ||
+	    !drain_frames(x->client, &x->down, &x->down_pos))
 		return false;
+	if (x->up.read_bytes + x->down.read_bytes != before)
+		x->last_io_ms = clock_ms();
+	if (x->up_pos.data_frames + x->down_pos.data_frames != frames)
+		x->last_data_ms = clock_ms();
 	if (x->up.eof && x->up.off == x->up.len)
 		shutdown(x->upstream, SHUT_WR);
 	if (x->down.eof && x->down.off == x->down.len) {
@@ -225,31 +242,52 @@ static bool step(struct relay *x)
 	return !(x->up.eof && x->up.off == x->up.len) && !(x->down.eof && x->down.off == x->down.len);
 }
 
-static void close_matching(struct wsrelay *r, const char *owner)
+/* Closes the relays marked doomed, those idle past the timeout, or all
+ * (stopping). Only this thread frees relays, so the list read without the
+ * lock stays valid; marks are read under it. */
+static void close_due(struct wsrelay *r, bool all)
 {
+	long long now = clock_ms();
 	struct relay *x, *next;
 
 	pthread_mutex_lock(&r->lock);
 	x = r->list;
 	pthread_mutex_unlock(&r->lock);
 	for (; x; x = next) {
+		pthread_mutex_lock(&r->lock);
 		next = x->next;
-		if (!owner || strcmp(x->owner, owner) == 0) {
-			send_going_away(x);
-			relay_free(r, x);
-		}
+		bool doomed = x->doomed;
+		pthread_mutex_unlock(&r->lock);
+		bool idle = now - x->last_io_ms >= r->idle_timeout_ms;
+		if (!all && !doomed && !idle)
+			continue;
+		if (idle)
+			log_info("wsrelay: closing a websocket of %s idle for %lld s", x->who.owner,
+				 (now - x->last_io_ms) / 1000);
+		send_going_away(x);
+		relay_free(r, x);
 	}
 }
+
+/* How often idle relays are looked for: the timeout is whole seconds. */
+#define SWEEP_EVERY_MS 1000
 
 static void *relay_loop(void *arg)
 {
 	struct wsrelay *r = arg;
 	struct epoll_event events[64];
 
+	long long next_sweep_ms = clock_ms() + SWEEP_EVERY_MS;
+
 	for (;;) {
-		int n = epoll_wait(r->epfd, events, 64, -1);
+		int n = epoll_wait(r->epfd, events, 64, SWEEP_EVERY_MS);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (clock_ms() >= next_sweep_ms) {
+			next_sweep_ms = clock_ms() + SWEEP_EVERY_MS;
+			close_due(r, false);
+			continue; /* this batch may name relays just freed */
+		}
 		for (int i = 0; i < n; i++) {
 			if (events[i].data.u64 == 0) {
 				uint64_t v;
@@ -257,16 +295,10 @@ static void *relay_loop(void *arg)
 					log_errno("wsrelay: wake read");
 				pthread_mutex_lock(&r->lock);
 				bool stop = r->stopping;
-				char owner[33];
-				snprintf(owner, sizeof(owner), "%s", r->close_owner);
-				r->close_owner[0] = '\0';
 				pthread_mutex_unlock(&r->lock);
-				if (stop) {
-					close_matching(r, NULL);
+				close_due(r, stop);
+				if (stop)
 					return NULL;
-				}
-				if (owner[0])
-					close_matching(r, owner);
 				/* the same batch may name relays just freed */
 				n = 0;
 				break;
@@ -287,13 +319,14 @@ static void *relay_loop(void *arg)
 	}
 }
 
-int wsrelay_start(struct wsrelay **out)
+int wsrelay_start(struct wsrelay **out, long long idle_timeout_ms)
 {
 	struct wsrelay *r = calloc(1, sizeof(*r));
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
 
 	if (!r)
 		return log_errno("wsrelay: calloc");
+	r->idle_timeout_ms = idle_timeout_ms;
 	pthread_mutex_init(&r->lock, NULL);
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	r->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -329,12 +362,51 @@ void wsrelay_stop(struct wsrelay *r)
 	free(r);
 }
 
+bool wsrelay_who_matches(const struct wsrelay_who *who, enum wsrelay_scope scope, int64_t id,
+			 const char *owner)
+{
+	switch (scope) {
+	case WSRELAY_OWNER:
+		return owner && strcmp(who->owner, owner) == 0;
+	case WSRELAY_USER:
+		return who->user_id == id || who->owner_id == id;
+	case WSRELAY_USER_SESSIONS:
+		return who->user_id == id && who->session_id != 0;
+	case WSRELAY_SESSION:
+		return who->session_id == id;
+	case WSRELAY_TOKEN:
+		return who->token_id == id;
+	}
+	return false;
+}
+
+/* Marks the matching relays under the lock; the thread closes them. */
+static int close_scope(struct wsrelay *r, enum wsrelay_scope scope, int64_t id, const char *owner)
+{
+	int n = 0;
+
+	if (!r || (scope != WSRELAY_OWNER && id <= 0))
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	for (struct relay *x = r->list; x; x = x->next)
+		if (wsrelay_who_matches(&x->who, scope, id, owner)) {
+			x->doomed = true;
+			n++;
+		}
+	pthread_mutex_unlock(&r->lock);
+	if (n)
+		poke(r);
+	return n;
+}
+
 void wsrelay_close_owner(struct wsrelay *r, const char *owner)
 {
-	pthread_mutex_lock(&r->lock);
-	snprintf(r->close_owner, sizeof(r->close_owner), "%s", owner);
-	pthread_mutex_unlock(&r->lock);
-	poke(r);
+	close_scope(r, WSRELAY_OWNER, 0, owner);
+}
+
+int wsrelay_close(struct wsrelay *r, enum wsrelay_scope scope, int64_t id)
+{
+	return close_scope(r, scope, id, NULL);
 }
 
 int wsrelay_count(struct wsrelay *r, const char *owner)
@@ -342,7 +414,17 @@ int wsrelay_count(struct wsrelay *r, const char *owner)
 	int n = 0;
 	pthread_mutex_lock(&r->lock);
 	for (struct relay *x = r->list; x; x = x->next)
-		n += strcmp(x->owner, owner) == 0;
+		n += strcmp(x->who.owner, owner) == 0 && !x->doomed;
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+int wsrelay_active(struct wsrelay *r, const char *owner, long long since_ms)
+{
+	int n = 0;
+	pthread_mutex_lock(&r->lock);
+	for (struct relay *x = r->list; x; x = x->next)
+		n += strcmp(x->who.owner, owner) == 0 && x->last_data_ms >= since_ms;
 	pthread_mutex_unlock(&r->lock);
 	return n;
 }
@@ -359,7 +441,7 @@ static bool seed(struct pipe_dir *d, const char *bytes, size_t n)
 
 int wsrelay_add(struct wsrelay *r, int client_fd, struct MHD_UpgradeResponseHandle *urh,
 		int upstream_fd, const char *to_upstream, size_t n_up, const char *to_client,
-		size_t n_client, const char *owner)
+		size_t n_client, const struct wsrelay_who *who)
 {
 	struct relay *x = calloc(1, sizeof(*x));
 	struct epoll_event ev = {.events = 0};
@@ -377,7 +459,9 @@ int wsrelay_add(struct wsrelay *r, int client_fd, struct MHD_UpgradeResponseHand
 	x->client = client_fd;
 	x->upstream = upstream_fd;
 	x->urh = urh;
-	snprintf(x->owner, sizeof(x->owner), "%s", owner);
+	x->who = *who;
+	x->last_io_ms = clock_ms();
+	x->last_data_ms = 0; /* an open socket is not activity until a message moves */
 	fcntl(client_fd, F_SETFL, fcntl(client_fd, F_GETFL) | O_NONBLOCK);
 	/* Kernel replies are small frames right after a small "busy" frame: with
 	 * Nagle on, each waited ~40 ms for the browser's delayed ACK. */

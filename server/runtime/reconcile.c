@@ -65,7 +65,8 @@ static void cull_if_idle(struct app *app, const struct runtime *r, int64_t now)
 {
 	char socket_path[RUNTIME_ENDPOINT_MAX], reason[RUNTIME_REASON_MAX];
 
-	if ((app->open_websockets && app->open_websockets(app, r->user_name) > 0) ||
+	if ((app->active_websockets &&
+	     app->active_websockets(app, r->user_name, app->cfg->idle_timeout_s) > 0) ||
 	    (runtime_socket_path(r, socket_path, sizeof(socket_path)) == 0 &&
 	     jupyter_kernels_busy(socket_path, r->user_name, r->token) == 1)) {
 		runtimes_touch(app->db, r->id, now);

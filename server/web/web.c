@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "labd/app.h"
+#include "auth/auth.h"
+#include "labd/clock.h"
 #include "config/config.h"
 #include "store/throttle.h"
 #include "store/sessions.h"
@@ -131,12 +133,21 @@ int web_bootstrap_admin(const struct labd_config *cfg, struct db *db)
 	return 0;
 }
 
+/* Whether a request for the route table carries a live session or token: a
+ * body is held in memory before the route runs, and only up to
+ * max_unauthenticated_body for anyone else (the identity is cached, so the
+ * route's own auth_identify costs nothing more). */
+static bool has_credentials(struct http_request *req)
+{
+	return auth_identify(req) == 0 && http_identity(req)->kind != AUTH_NONE;
+}
+
 /* Who serves what: runtimes' pages are streamed through the proxy's gate,
  * everything else goes through the route table. */
 static const struct http_handler handlers[] = {
 	{.prefix = GATE_PREFIX, .streaming = true, .begin = gate_begin, .upload = proxy_upload,
 	 .respond = proxy_respond, .release = proxy_release},
-	{.prefix = "/", .on_request = routes_dispatch},
+	{.prefix = "/", .on_request = routes_dispatch, .authenticated = has_credentials},
 };
 
 /* The proxy lets go of a runtime that ended: pooled upstream connections
@@ -150,9 +161,25 @@ static void forget_runtime(struct app *app, const struct runtime *r)
 	wsrelay_close_owner(app->proxy->relay, r->user_name);
 }
 
-static int open_websockets(struct app *app, const char *user)
+static int active_websockets(struct app *app, const char *user, int64_t within_s)
 {
-	return wsrelay_count(app->proxy->relay, user);
+	return wsrelay_active(app->proxy->relay, user, clock_ms() - within_s * 1000);
+}
+
+static void close_connections(struct app *app, enum app_close what, int64_t id)
+{
+	static const enum wsrelay_scope scope[] = {
+		[APP_CLOSE_USER] = WSRELAY_USER,
+		[APP_CLOSE_USER_SESSIONS] = WSRELAY_USER_SESSIONS,
+		[APP_CLOSE_SESSION] = WSRELAY_SESSION,
+		[APP_CLOSE_TOKEN] = WSRELAY_TOKEN,
+	};
+	int n = wsrelay_close(app->proxy->relay, scope[what], id);
+	int m = proxy_cancel(scope[what], id);
+
+	if (n > 0 || m > 0)
+		log_info("closing %d websocket(s) and %d proxied request(s) after an account event",
+			 n, m);
 }
 
 /* The registry of runtime changes and the event streams that carry them.
@@ -248,14 +275,15 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	if (web_bootstrap_admin(cfg, app.db) < 0)
 		_exit(1);
 	app.on_runtime_ended = forget_runtime;
-	app.open_websockets = open_websockets;
+	app.active_websockets = active_websockets;
+	app.close_connections = close_connections;
 	app.identities = ttlcache_new(IDENTITY_CACHE_ENTRIES, sizeof(struct auth_identity));
 	app.runtimes = ttlcache_new(RUNTIME_CACHE_ENTRIES, sizeof(struct runtime));
 	if (!app.identities || !app.runtimes) {
 		log_error("cannot allocate the request caches");
 		_exit(1);
 	}
-	if (wsrelay_start(&app.proxy->relay) < 0 || start_events(&app) < 0)
+	if (wsrelay_start(&app.proxy->relay, cfg->websocket_idle_timeout_s * 1000) < 0 || start_events(&app) < 0)
 		_exit(1);
 	/* The backend before the reconciler (which lists its sandboxes), both
 	 * before the first request (which may start a runtime). */

@@ -615,11 +615,13 @@ def labbox_binary():
     return os.path.join(build_dir(), "labbox")
 
 
-def runtime_daemon(name, runtime=None, gpu=None, server=None, auth=None, env=None):
-    """A Daemon (not started) whose config has [runtime] (RUNTIME_DEFAULTS + runtime)."""
+def runtime_daemon(name, runtime=None, gpu=None, server=None, auth=None, env=None,
+                   sections=None):
+    """A Daemon (not started) whose config has [runtime] (RUNTIME_DEFAULTS + runtime)
+    and any further sections ({"proxy": {...}})."""
     rt = dict(RUNTIME_DEFAULTS)
     rt.update(runtime or {})
-    sections = {"runtime": rt}
+    sections = dict(sections or {}, runtime=rt)
     if gpu is not None:
         sections["gpu"] = dict(gpu)
     return Daemon(name, server=server, auth=auth, sections=sections, env=env)

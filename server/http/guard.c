@@ -1,0 +1,178 @@
+/* guard.c - see guard.h. */
+#include "http/guard.h"
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "labd/log.h"
+
+#define ADDR_BUCKETS 1024
+
+struct guard {
+	int fd;
+	long long deadline_ms; /* 0: none */
+	unsigned char addr[16]; /* IPv6, or IPv4-mapped */
+	bool counted;
+	struct guard *prev, *next;
+};
+
+/* Connections per address: a chained table, an entry freed at zero. */
+struct addr_count {
+	unsigned char addr[16];
+	unsigned n;
+	struct addr_count *next;
+};
+
+static pthread_mutex_t addr_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct addr_count *addr_table[ADDR_BUCKETS];
+
+static _Thread_local struct guard *guarded; /* this worker's connections */
+static _Thread_local unsigned with_deadline;
+
+static unsigned bucket(const unsigned char *addr)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (int i = 0; i < 16; i++)
+		h = (h ^ addr[i]) * 16777619u;
+	return h % ADDR_BUCKETS;
+}
+
+/* Adds one connection of addr; returns the new count (0 when out of memory:
+ * the connection is then let through uncounted). */
+static unsigned addr_acquire(const unsigned char *addr)
+{
+	unsigned b = bucket(addr), n = 0;
+	struct addr_count *c;
+
+	pthread_mutex_lock(&addr_lock);
+	for (c = addr_table[b]; c && memcmp(c->addr, addr, 16) != 0; c = c->next)
+		;
+	if (!c && (c = calloc(1, sizeof(*c)))) {
+		memcpy(c->addr, addr, 16);
+		c->next = addr_table[b];
+		addr_table[b] = c;
+	}
+	if (c)
+		n = ++c->n;
+	pthread_mutex_unlock(&addr_lock);
+	return n;
+}
+
+static void addr_release(const unsigned char *addr)
+{
+	unsigned b = bucket(addr);
+
+	pthread_mutex_lock(&addr_lock);
+	for (struct addr_count **pc = &addr_table[b]; *pc; pc = &(*pc)->next) {
+		struct addr_count *c = *pc;
+		if (memcmp(c->addr, addr, 16) != 0)
+			continue;
+		if (--c->n == 0) {
+			*pc = c->next;
+			free(c);
+		}
+		break;
+	}
+	pthread_mutex_unlock(&addr_lock);
+}
+
+/* The client address as 16 bytes (IPv4 as ::ffff:a.b.c.d); false if none. */
+static bool client_addr(struct MHD_Connection *conn, unsigned char *out)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	memset(out, 0, 16);
+	if (sa && sa->sa_family == AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		return true;
+	}
+	if (sa && sa->sa_family == AF_INET6) {
+		memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		return true;
+	}
+	return false;
+}
+
+void guard_open(struct MHD_Connection *conn, void **socket_context, unsigned max_per_address,
+		long long deadline_ms)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct guard *g = calloc(1, sizeof(*g));
+
+	*socket_context = g;
+	if (!g || !ci) {
+		log_error("guard: cannot track a connection");
+		return;
+	}
+	g->fd = ci->connect_fd;
+	if (max_per_address && client_addr(conn, g->addr)) {
+		unsigned n = addr_acquire(g->addr);
+		g->counted = n > 0;
+		if (n > max_per_address) {
+			log_warn("guard: refusing a connection: %u open from one address", n - 1);
+			shutdown(g->fd, SHUT_RDWR);
+		}
+	}
+	g->next = guarded;
+	if (guarded)
+		guarded->prev = g;
+	guarded = g;
+	guard_set_deadline(conn, deadline_ms);
+}
+
+void guard_close(void **socket_context)
+{
+	struct guard *g = *socket_context;
+
+	if (!g)
+		return;
+	if (g->counted)
+		addr_release(g->addr);
+	if (g->deadline_ms)
+		with_deadline--;
+	if (g->prev)
+		g->prev->next = g->next;
+	else
+		guarded = g->next;
+	if (g->next)
+		g->next->prev = g->prev;
+	free(g);
+	*socket_context = NULL;
+}
+
+void guard_set_deadline(struct MHD_Connection *conn, long long deadline_ms)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct guard *g = ci ? ci->socket_context : NULL;
+
+	if (!g)
+		return;
+	with_deadline += (deadline_ms != 0) - (g->deadline_ms != 0);
+	g->deadline_ms = deadline_ms;
+}
+
+void guard_sweep(long long now_ms)
+{
+	for (struct guard *g = guarded; g && with_deadline; g = g->next) {
+		if (!g->deadline_ms || g->deadline_ms > now_ms)
+			continue;
+		log_info("guard: closing a connection that missed its deadline");
+		g->deadline_ms = 0;
+		with_deadline--;
+		shutdown(g->fd, SHUT_RDWR);
+	}
+}
+
+unsigned guard_count(void)
+{
+	return with_deadline;
+}

@@ -1,0 +1,70 @@
+/* caps.c - see caps.h. A small chained table; an entry lives while its owner
+ * has requests in flight. */
+#include "proxy/caps.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUCKETS 256
+
+struct count {
+	char owner[33];
+	unsigned n;
+	struct count *next;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct count *table[BUCKETS];
+
+static struct count **slot_of(const char *owner)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (const char *c = owner; *c; c++)
+		h = (h ^ (unsigned char)*c) * 16777619u;
+	struct count **pc = &table[h % BUCKETS];
+	while (*pc && strcmp((*pc)->owner, owner) != 0)
+		pc = &(*pc)->next;
+	return pc;
+}
+
+int caps_acquire(const char *owner, unsigned max)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&lock);
+	struct count **pc = slot_of(owner);
+	if (!*pc && (*pc = calloc(1, sizeof(**pc))))
+		snprintf((*pc)->owner, sizeof((*pc)->owner), "%s", owner);
+	if (!*pc)
+		rc = -ENOMEM;
+	else if ((*pc)->n >= max)
+		rc = -EBUSY;
+	else
+		(*pc)->n++;
+	pthread_mutex_unlock(&lock);
+	return rc;
+}
+
+void caps_release(const char *owner)
+{
+	pthread_mutex_lock(&lock);
+	struct count **pc = slot_of(owner), *c = *pc;
+	if (c && c->n > 0 && --c->n == 0) {
+		*pc = c->next;
+		free(c);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+unsigned caps_count(const char *owner)
+{
+	pthread_mutex_lock(&lock);
+	struct count *c = *slot_of(owner);
+	unsigned n = c ? c->n : 0;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
