@@ -27,6 +27,8 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->max_connections = 512;
 	cfg->connection_timeout_s = 60;
 	cfg->max_body_bytes = 1024 * 1024;
+	cfg->origin_per_user = true;
+	snprintf(cfg->user_domain, sizeof(cfg->user_domain), "localhost");
 	cfg->min_password_length = 10;
 	cfg->session_idle_s = 8 * 3600;
 	cfg->session_lifetime_s = 7 * 86400;
@@ -39,6 +41,7 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->scrypt_n = 32768;
 	cfg->scrypt_r = 8;
 	cfg->scrypt_p = 1;
+	cfg->token_reauth_s = 300;
 	cfg->cpu_limit_s = 12 * 3600;
 	cfg->gpu_limit_s = 4 * 3600;
 	cfg->idle_timeout_s = 3600;
@@ -97,6 +100,8 @@ enum key_kind {
 	K_GPUS,      /* comma-separated GPU minors */
 	K_CPUS,      /* decimal CPU count stored as milli-CPUs */
 	K_JUPYTER,   /* auto, lab, notebook or server */
+	K_ORIGIN,    /* per_user or path, stored as a bool (true = per_user) */
+	K_DOMAIN,    /* a lowercase DNS name: labels of [a-z0-9-] joined by dots */
 };
 
 struct key_spec {
@@ -123,6 +128,8 @@ static const struct key_spec keys[] = {
 	KEYN("server", "connection_timeout", connection_timeout_s, K_DURATION, 1, 86400),
 	KEYN("server", "max_body", max_body_bytes, K_SIZE, 1024, 1ULL << 30),
 	KEY("server", log_level, K_LOGLEVEL, 0, 0),
+	KEYN("server", "origin_mode", origin_per_user, K_ORIGIN, 0, 0),
+	KEY("server", user_domain, K_DOMAIN, 0, 0),
 	KEY("auth", min_password_length, K_UINT, 1, 256),
 	KEYN("auth", "session_idle", session_idle_s, K_DURATION, 60, 365 * 86400),
 	KEYN("auth", "session_lifetime", session_lifetime_s, K_DURATION, 60, 365 * 86400),
@@ -135,6 +142,7 @@ static const struct key_spec keys[] = {
 	KEY("auth", scrypt_n, K_POW2, 2, 1ULL << 24),
 	KEY("auth", scrypt_r, K_UINT, 1, 64),
 	KEY("auth", scrypt_p, K_UINT, 1, 64),
+	KEYN("auth", "token_reauth", token_reauth_s, K_DURATION, 0, 86400),
 	KEYN("runtime", "cpu_limit", cpu_limit_s, K_DURATION, 1, 30 * 86400),
 	KEYN("runtime", "gpu_limit", gpu_limit_s, K_DURATION, 1, 30 * 86400),
 	KEYN("runtime", "idle_timeout", idle_timeout_s, K_DURATION, 0, 30 * 86400),
@@ -154,6 +162,28 @@ static const struct key_spec keys[] = {
 	KEYN("gpu", "devices", gpu_devices, K_GPUS, 0, 255),
 	KEY("gpu", dev_prefix, K_STRING, 1, 0),
 };
+
+/* Lowercase labels of [a-z0-9-], 1-63 bytes each, joined by single dots:
+ * user origins are "<user>." + this, compared byte for byte with Host. */
+static bool domain_ok(const char *d)
+{
+	size_t label = 0;
+
+	for (const char *p = d;; p++) {
+		if (*p == '.' || *p == '\0') {
+			if (label == 0 || label > 63 || p[-1] == '-')
+				return false;
+			if (*p == '\0')
+				return true;
+			label = 0;
+		} else if ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+			   (*p == '-' && label > 0)) {
+			label++;
+		} else {
+			return false;
+		}
+	}
+}
 
 struct load_state {
 	struct labd_config *cfg;
@@ -322,6 +352,16 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 		if (strcmp(value, "auto") && strcmp(value, "lab") && strcmp(value, "notebook") &&
 		    strcmp(value, "server"))
 			return "must be auto, lab, notebook or server";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	case K_ORIGIN:
+		if (strcmp(value, "per_user") && strcmp(value, "path"))
+			return "must be per_user or path";
+		*(bool *)field = strcmp(value, "per_user") == 0;
+		return NULL;
+	case K_DOMAIN:
+		if (!domain_ok(value) || strlen(value) >= k->size)
+			return "must be a lowercase DNS name such as localhost or lab.example.org";
 		snprintf(field, k->size, "%s", value);
 		return NULL;
 	case K_DURATION:

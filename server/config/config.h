@@ -23,6 +23,10 @@ struct labd_config {
 	unsigned connection_timeout_s;
 	size_t max_body_bytes;
 	char log_level[16];
+	/* per_user: each user's runtime on <user>.<user_domain> (true); path: all
+	 * runtimes under /user/<name>/ on labd's own origin (an opt-out) */
+	bool origin_per_user;
+	char user_domain[128]; /* lowercase DNS name; also the UI host users bounce to */
 	/* [auth] */
 	unsigned min_password_length;
 	int64_t session_idle_s;
@@ -36,6 +40,7 @@ struct labd_config {
 	uint64_t scrypt_n;
 	unsigned scrypt_r;
 	unsigned scrypt_p;
+	int64_t token_reauth_s; /* a login this recent may create a token without the password */
 	/* [runtime] */
 	int64_t cpu_limit_s;     /* how long a CPU runtime may run */
 	int64_t gpu_limit_s;     /* how long a GPU runtime may run */

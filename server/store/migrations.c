@@ -66,6 +66,17 @@ static const char *const migrations[] = {
 	"  WHERE state IN ('starting', 'running', 'stopping');",
 	/* 3: where the runtime is reached, as its backend reported it */
 	"ALTER TABLE runtimes ADD COLUMN endpoint TEXT NOT NULL DEFAULT '';",
+	/* 4: runtime grants: a login session's one-time handoff code to a user
+	 * origin and the runtime cookie it became; both die with the session. */
+	"CREATE TABLE runtime_grants ("
+	"  id INTEGER PRIMARY KEY,"
+	"  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  target_user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+	"  code_hash TEXT UNIQUE,"
+	"  code_expires_at INTEGER NOT NULL,"
+	"  cookie_hash TEXT UNIQUE,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE INDEX runtime_grants_session ON runtime_grants(session_id);",
 };
 
 int migrations_count(void)
