@@ -204,6 +204,17 @@ class Client:
         assert "labd_rt" in self.runtime_jars.get(name, {}), r.header_all("Set-Cookie")
         return None
 
+    def origin_headers(self, path):
+        """Host and Cookie headers for a hand-made request to path (a runtime
+        path goes to its user origin, after the handoff if needed)."""
+        host, jar = self._runtime_route(path, None, True)
+        if host and not self.bearer and self.session and "labd_rt" not in jar:
+            self.handoff(host.split(".", 1)[0])
+        h = {"Host": host or f"{self.host}:{self.port}"}
+        if jar:
+            h["Cookie"] = "; ".join(f"{k}={v}" for k, v in jar.items())
+        return h
+
     def _runtime_route(self, path, host, origin_route):
         """(host, jar) a request for path goes with: a runtime path to its
         user origin when user_origins is on; else labd's origin."""
