@@ -40,7 +40,6 @@ void handoff_start(struct http_request *req, const struct user *target, const ch
 	snprintf(location, sizeof(location), "%s" HANDOFF_PATH "?code=%s&next=%s", origin, code,
 		 encoded);
 	explicit_bzero(code, sizeof(code));
-	http_add_header(req, "Cache-Control", "no-store");
 	http_reply_redirect(req, location);
 }
 
@@ -97,7 +96,6 @@ void handoff_finish(struct http_request *req, const char *user)
 	explicit_bzero(cookie, sizeof(cookie));
 	snprintf(prefix, sizeof(prefix), "/user/%s/", user);
 	snprintf(fallback, sizeof(fallback), "/user/%s/", user);
-	http_add_header(req, "Cache-Control", "no-store");
 	/* Only back into this user's runtime: never an open redirect. */
 	http_reply_redirect(req, next && auth_next_is_local(next) &&
 					 strncmp(next, prefix, strlen(prefix)) == 0
