@@ -198,12 +198,18 @@ before(async () => {
   await waitRuntime(state.eve, 'running');
 });
 
+/* Stops eve's runtime (if live) and waits until it is down. */
+async function stopEve() {
+  if (!state.eve || state.eveStopped) return;
+  const cur = (await api(state.eve, 'GET', '/me/runtime')).body?.session;
+  if (cur && ['starting', 'running'].includes(cur.state)) await api(state.eve, 'DELETE', '/me/runtime');
+  if (cur && cur.state !== 'failed') await waitRuntime(state.eve, 'stopped');
+  state.eveStopped = true;
+}
+
 after(async () => {
   try {
-    if (state.eve) {
-      await api(state.eve, 'DELETE', '/me/runtime');
-      await waitRuntime(state.eve, 'stopped').catch(() => {});
-    }
+    await stopEve();
   } finally {
     if (browser) await browser.close().catch(() => {});
   }
@@ -243,6 +249,45 @@ test('a page served by a runtime gets nothing of labd as an admin with admin_acc
     assert.equal(audit.status, 200, JSON.stringify(audit.body));
     const mine = (audit.body.entries || []).filter((e) => e.action === "runtime.admin_access" && e.target === EVE && e.actor === "admin");
     assert.ok(mine.length >= 1, `no runtime.admin_access entry for ${EVE}: ${JSON.stringify(audit.body)}`);
+  } finally {
+    await context.close();
+  }
+});
+
+test("the dashboard's token form asks for the password; a password change revokes tokens", async () => {
+  const context = await browser.newContext();
+  try {
+    // The password change below ends eve's other sessions (the API one of before()), so her
+    // runtime is stopped first, while that session can still do it.
+    await stopEve();
+    const page = await context.newPage();
+    await formLogin(page, EVE, EVE_PW);
+    await page.locator('#tokens tbody td', { hasText: 'No tokens yet.' }).waitFor();
+    // without the password: refused, and the form says what is missing
+    await page.locator('#token-name').fill('ci');
+    await page.locator('#token-create').click();
+    await page.locator('#token-error', { hasText: 'Enter your password to create a token.' }).waitFor();
+    assert.equal(await page.locator('#new-token-box').isVisible(), false);
+    // with it: the token is shown once
+    await page.locator('#token-password').fill(EVE_PW);
+    await page.locator('#token-create').click();
+    await page.locator('#new-token').waitFor({ state: 'visible' });
+    const token = (await page.locator('#new-token').textContent()).trim();
+    assert.match(token, /^labd_\S{16,}$/);
+    assert.equal(await page.locator('#token-password').inputValue(), '', 'password field cleared');
+    const me = await fetch(`${API_BASE}/api/v1/me`, { headers: { Authorization: `Bearer ${token}` } });
+    assert.equal(me.status, 200);
+    // changing the password revokes the token unless unticked (ticked by default)
+    assert.equal(await page.locator('#revoke-tokens').isChecked(), true);
+    const next = `${EVE_PW}-new`;
+    await page.locator('#current-password').fill(EVE_PW);
+    await page.locator('#new-password').fill(next);
+    await page.locator('#repeat-password').fill(next);
+    await page.locator('#password-submit').click();
+    await page.locator('#password-message', { hasText: 'API tokens revoked' }).waitFor();
+    await page.locator('#tokens tbody td', { hasText: 'No tokens yet.' }).waitFor();
+    const after = await fetch(`${API_BASE}/api/v1/me`, { headers: { Authorization: `Bearer ${token}` } });
+    assert.equal(after.status, 401, 'the token stopped working with the password change');
   } finally {
     await context.close();
   }
