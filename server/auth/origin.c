@@ -99,7 +99,10 @@ int origin_user_url(struct http_request *req, const char *user, char *out, size_
 
 int origin_ui_url(struct http_request *req, char *out, size_t outlen)
 {
-	int n = snprintf(out, outlen, "%s://%s%s", scheme(req), http_app(req)->cfg->user_domain,
-			 request_port(req));
+	const struct labd_config *cfg = http_app(req)->cfg;
+	int n = cfg->ui_origin[0]
+			? snprintf(out, outlen, "%s", cfg->ui_origin)
+			: snprintf(out, outlen, "%s://%s%s", scheme(req), cfg->user_domain,
+				   request_port(req));
 	return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }

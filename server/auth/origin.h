@@ -32,8 +32,8 @@ bool origin_header_is_user(struct http_request *req);
 /* Writes "http[s]://<user>.<user_domain>[:port]" for the request's port (from
  * its Host header) into out; -1 when it does not fit. */
 int origin_user_url(struct http_request *req, const char *user, char *out, size_t outlen);
-/* Writes the UI origin a user origin sends browsers back to,
- * "http[s]://<user_domain>[:port]"; -1 when it does not fit. */
+/* Writes the UI origin a user origin sends browsers back to: [server]
+ * ui_origin, or "http[s]://<user_domain>[:port]"; -1 when it does not fit. */
 int origin_ui_url(struct http_request *req, char *out, size_t outlen);
 
 #endif

@@ -102,6 +102,7 @@ enum key_kind {
 	K_JUPYTER,   /* auto, lab, notebook or server */
 	K_ORIGIN,    /* per_user or path, stored as a bool (true = per_user) */
 	K_DOMAIN,    /* a lowercase DNS name: labels of [a-z0-9-] joined by dots */
+	K_ORIGIN_URL, /* http[s]://host[:port], nothing after */
 };
 
 struct key_spec {
@@ -130,6 +131,7 @@ static const struct key_spec keys[] = {
 	KEY("server", log_level, K_LOGLEVEL, 0, 0),
 	KEYN("server", "origin_mode", origin_per_user, K_ORIGIN, 0, 0),
 	KEY("server", user_domain, K_DOMAIN, 0, 0),
+	KEY("server", ui_origin, K_ORIGIN_URL, 0, 0),
 	KEY("auth", min_password_length, K_UINT, 1, 256),
 	KEYN("auth", "session_idle", session_idle_s, K_DURATION, 60, 365 * 86400),
 	KEYN("auth", "session_lifetime", session_lifetime_s, K_DURATION, 60, 365 * 86400),
@@ -183,6 +185,24 @@ static bool domain_ok(const char *d)
 			return false;
 		}
 	}
+}
+
+/* "http://" or "https://", then a host of [A-Za-z0-9.-] and an optional
+ * ":port": a redirect target with no path, query or user part. */
+static bool origin_url_ok(const char *v)
+{
+	const char *host = !strncmp(v, "https://", 8) ? v + 8 : !strncmp(v, "http://", 7) ? v + 7 : NULL;
+	size_t len;
+
+	if (!host)
+		return false;
+	len = strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-");
+	if (len == 0)
+		return false;
+	if (host[len] == ':')
+		return host[len + 1] != '\0' && strspn(host + len + 1, "0123456789") == strlen(host + len + 1) &&
+		       strlen(host + len + 1) <= 5;
+	return host[len] == '\0';
 }
 
 struct load_state {
@@ -362,6 +382,12 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 	case K_DOMAIN:
 		if (!domain_ok(value) || strlen(value) >= k->size)
 			return "must be a lowercase DNS name such as localhost or lab.example.org";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	case K_ORIGIN_URL:
+		if (!origin_url_ok(value) || strlen(value) >= k->size)
+			return "must be an origin such as https://lab.example.org (scheme, host, "
+			       "optional port)";
 		snprintf(field, k->size, "%s", value);
 		return NULL;
 	case K_DURATION:

@@ -26,7 +26,10 @@ struct labd_config {
 	/* per_user: each user's runtime on <user>.<user_domain> (true); path: all
 	 * runtimes under /user/<name>/ on labd's own origin (an opt-out) */
 	bool origin_per_user;
-	char user_domain[128]; /* lowercase DNS name; also the UI host users bounce to */
+	char user_domain[128]; /* lowercase DNS name of user origins */
+	/* labd's UI origin ("https://lab.example.org"), where a user origin sends a
+	 * browser without its cookie; "" = http[s]://<user_domain>[:port] */
+	char ui_origin[160];
 	/* [auth] */
 	unsigned min_password_length;
 	int64_t session_idle_s;

@@ -246,3 +246,16 @@ def test_password_change_revokes_tokens_by_default(daemon, u):
                                             "revoke_tokens": "no"})
     assert_error(r, 400, "bad_field")
     assert_status(b.get("/api/v1/me"), 200)
+
+
+def test_browser_without_runtime_cookie_goes_to_labd_origin(daemon, daemon_factory, u):
+    """A user origin sends a browser without its cookie to labd's UI origin (which logs it
+    in and hands it back): http://<user_domain>:<port> by default, or [server] ui_origin."""
+    path = f"/user/{u.user}/tree?x=1"
+    html = {"Accept": "text/html"}
+    r = u.get(path, cookies=False, headers=html)
+    assert r.status == 303 and r.header("Location") == f"http://localhost:{u.port}{path}", r
+    d = daemon_factory("origins-ui", server={"ui_origin": "https://lab.example.org"})
+    c = d.client()
+    r = c.get(path, headers=html, host=user_origin_host(u.user, d.port))
+    assert r.status == 303 and r.header("Location") == f"https://lab.example.org{path}", r

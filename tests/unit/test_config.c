@@ -130,18 +130,24 @@ static void test_origin_keys(void **state)
 	assert_string_equal(cfg.user_domain, "localhost");
 	assert_int_equal(cfg.token_reauth_s, 300);
 	load_text("[server]\norigin_mode = path\nuser_domain = lab.example.org\n"
-		  "[auth]\ntoken_reauth = 2m\n", &cfg, &rc, err, sizeof(err));
+		  "ui_origin = https://lab.example.org:8443\n[auth]\ntoken_reauth = 2m\n", &cfg, &rc,
+		  err, sizeof(err));
 	assert_int_equal(rc, 0);
 	assert_false(cfg.origin_per_user);
 	assert_string_equal(cfg.user_domain, "lab.example.org");
 	assert_int_equal(cfg.token_reauth_s, 120);
+	assert_string_equal(cfg.ui_origin, "https://lab.example.org:8443");
 	const char *bad[] = {"[server]\norigin_mode = subdomain\n", "[server]\nuser_domain = Lab.org\n",
 			     "[server]\nuser_domain = .org\n", "[server]\nuser_domain = a..b\n",
-			     "[server]\nuser_domain = a-.b\n", "[server]\nuser_domain = a_b.org\n"};
+			     "[server]\nuser_domain = a-.b\n", "[server]\nuser_domain = a_b.org\n",
+			     "[server]\nui_origin = lab.example.org\n",
+			     "[server]\nui_origin = https://lab.example.org/x\n",
+			     "[server]\nui_origin = https://a@lab.example.org\n"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		load_text(bad[i], &cfg, &rc, err, sizeof(err));
 		assert_int_equal(rc, -1);
-		assert_non_null(strstr(err, bad[i][9] == 'o' ? "origin_mode" : "user_domain"));
+		const char *key = bad[i][9] == 'o' ? "origin_mode" : bad[i][9] == 'u' && bad[i][10] == 'i' ? "ui_origin" : "user_domain";
+		assert_non_null(strstr(err, key));
 	}
 }
 
