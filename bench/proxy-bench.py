@@ -143,7 +143,7 @@ class Bench:
     # ------------------------------------------------------------------ arms
     def arms(self, phase):
         """(name, port, headers, pids-of-the-proxy-or-None, backend)."""
-        la = (self.labd.port, self.labd.auth(), lambda: [self.labd.web_pid()])
+        la = (self.labd.port, self.labd.runtime_auth(), lambda: [self.labd.web_pid()])
         if phase == "jupyter":
             tb = {"Authorization": f"token {self.tok_b}"}
             return [
@@ -266,7 +266,7 @@ class Bench:
         msgs = env_int("BENCH_WS_MSGS", 2000)
         window = env_int("BENCH_WS_WINDOW", 16)
         tb = f"Authorization: token {self.tok_b}"
-        st, _, raw = L.request(self.labd.port, "POST", BASE + "api/kernels", headers=self.labd.auth(),
+        st, _, raw = L.request(self.labd.port, "POST", BASE + "api/kernels", headers=self.labd.runtime_auth(),
                                body={})
         ka = (L.jbody(raw) or {}).get("id")
         st_b, _, raw = L.request(self.port_b, "POST", BASE + "api/kernels",
@@ -276,7 +276,8 @@ class Bench:
             raise RuntimeError(f"could not start kernels (labd {st}, reference {st_b})")
         arms = [
             ("direct-uds", ["--unix", self.sock_a], f"Authorization: token {self.tok_a}", ka, "A"),
-            ("labd", ["--tcp", str(self.labd.port)], f"Authorization: Bearer {self.labd.token}", ka, "A"),
+            ("labd", ["--tcp", str(self.labd.port), "--host", self.labd.runtime_auth()["Host"]],
+             f"Authorization: Bearer {self.labd.token}", ka, "A"),
             ("nginx-uds", ["--tcp", str(self.port_nx_a)], None, ka, "A"),
             ("direct", ["--tcp", str(self.port_b)], tb, kb, "B"),
             ("chp", ["--tcp", str(self.port_chp_b)], tb, kb, "B"),
@@ -300,7 +301,7 @@ class Bench:
                 self.problems.append(f"ws {name}: {r.get('error') or 'stopped at the time limit'}")
             L.log(f"ws {name}: p50 {L.fmt(r.get('rtt_p50'), '.2f')} ms, "
                   f"{L.fmt(r.get('replies_per_s'))} replies/s")
-        for path, kid, hdrs in ((self.labd.port, ka, self.labd.auth()),
+        for path, kid, hdrs in ((self.labd.port, ka, self.labd.runtime_auth()),
                                 (self.port_b, kb, {"Authorization": f"token {self.tok_b}"})):
             L.request(path, "DELETE", f"{BASE}api/kernels/{kid}", headers=hdrs)
 
@@ -391,7 +392,7 @@ def main():
         if args.only in (None, "http"):
             # labd's pooled upstream connections now point at a closed backend:
             # the next request must still succeed (stale-pool retry)
-            st, h, body = L.request(b.labd.port, "GET", BASE + "api/status", headers=b.labd.auth())
+            st, h, body = L.request(b.labd.port, "GET", BASE + "api/status", headers=b.labd.runtime_auth())
             if st != 200 or h.get("X-Bench-Backend"):
                 b.problems.append(f"labd after its upstream restarted: {st} {body[:200]!r}")
             b.check_arms("jupyter", False)

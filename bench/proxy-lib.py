@@ -280,6 +280,12 @@ class Labd:
     def auth(self):
         return {"Authorization": f"Bearer {self.token}"}
 
+    def runtime_auth(self):
+        """Headers for the runtime's paths: they are served on the user's own
+        origin (<user>.localhost, origin_mode = per_user), which accepts the
+        bearer token of API clients; the socket still goes to 127.0.0.1."""
+        return dict(self.auth(), Host=f"{self.user}.localhost:{self.port}")
+
     def runtime(self):
         st, _, raw = request(self.port, "GET", "/api/v1/me/runtime", headers=self.auth())
         j = jbody(raw) if st == 200 else None

@@ -98,7 +98,7 @@ def labd_runs(procs, w, runs, problems):
                 up["stop"] = True
                 raise RuntimeError(f"labd start {i}: state {state}\n{labd.log_tail()}")
             t_proxy = poll(lambda: L.request(labd.port, "GET", "/user/bench/api/status",
-                                             headers=labd.auth())[0] == 200, 30, 0.025)
+                                             headers=labd.runtime_auth())[0] == 200, 30, 0.025)
             th.join(5)
             up["stop"] = True
             t_stop0 = time.monotonic()

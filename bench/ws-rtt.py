@@ -41,7 +41,7 @@ class WS:
         else:
             s = socket.create_connection(("127.0.0.1", args.tcp), timeout=10)
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            host = f"127.0.0.1:{args.tcp}"
+            host = args.host or f"127.0.0.1:{args.tcp}"
         key = base64.b64encode(os.urandom(16)).decode()
         head = (f"GET {args.path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\n"
                 f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
@@ -147,6 +147,7 @@ def main():
     g.add_argument("--tcp", type=int)
     g.add_argument("--unix")
     ap.add_argument("--path", required=True)
+    ap.add_argument("--host", help="Host header (default 127.0.0.1:PORT; labd: <user>.localhost:PORT)")
     ap.add_argument("--header", action="append", default=[])
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--warmup", type=int, default=200)

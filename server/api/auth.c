@@ -13,6 +13,7 @@
 #include "http/http.h"
 #include "runtime/runtime.h"
 #include "store/sessions.h"
+#include "store/tokens.h"
 
 /* The host's gaps (a cgroup v1 controller missing, no swap accounting), as an array
  * of sentences: for admins only, it describes the machine. */
@@ -134,8 +135,12 @@ void api_me(struct http_request *req)
 void api_me_password(struct http_request *req)
 {
 	const struct auth_identity *ident = http_identity(req);
-	static const char *const fields[] = {"current_password", "new_password", NULL};
+	static const char *const fields[] = {"current_password", "new_password", "revoke_tokens",
+					     NULL};
 	const char *current = NULL, *next = NULL, *why;
+	/* Default on: a password is changed when it may be known to someone else,
+	 * who could have made tokens with it; a script's owner makes a new one. */
+	bool revoke_tokens = true;
 	char hash[PASSWORD_HASH_MAX];
 	json_t *body = api_body(req, fields);
 	struct app *app = http_app(req);
@@ -150,6 +155,8 @@ void api_me_password(struct http_request *req)
 			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 					 "fields \"current_password\" and \"new_password\" are "
 					 "required");
+	} else if (api_bool(req, body, "revoke_tokens", &revoke_tokens) < 0) {
+		/* reply set: field "revoke_tokens" must be a boolean */
 	} else if ((why = password_policy_error(next, app->cfg->min_password_length))) {
 		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 				 "field \"new_password\" %s (at least %u characters)", why,
@@ -164,11 +171,14 @@ void api_me_password(struct http_request *req)
 		   users_set_password(app->db, ident->user.id, hash, ident->session_id,
 				      time(NULL)) != USERS_OK) {
 		http_reply_internal(req);
+	} else if (revoke_tokens && tokens_delete_all(app->db, ident->user.id) < 0) {
+		http_reply_internal(req); /* the password changed; the tokens did not go */
 	} else {
 		/* other sessions ended; this one's WebSockets close too */
 		api_close_connections(req, APP_CLOSE_USER_SESSIONS, ident->user.id);
 		if (audit_add(app->db, time(NULL), ident->user.name, "password.change",
-			      ident->user.name, http_address(req), NULL) < 0)
+			      ident->user.name, http_address(req),
+			      revoke_tokens ? "api tokens revoked" : "api tokens kept") < 0)
 			log_error("audit: password.change of %s not recorded", ident->user.name);
 		http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 	}

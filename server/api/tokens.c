@@ -5,6 +5,9 @@
 #include <time.h>
 
 #include "api/api.h"
+#include "auth/password.h"
+#include "config/config.h"
+#include "store/sessions.h"
 #include "labd/app.h"
 #include "labd/log.h"
 #include "store/audit.h"
@@ -41,11 +44,48 @@ void api_tokens_list(struct http_request *req)
 	http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "tokens", list));
 }
 
+/* A token outlives the session that made it, so creating one asks for proof
+ * that the person, not merely a page in their browser, is there: the password
+ * again, or a login within [auth] token_reauth. True when the request may go
+ * on; otherwise the reply is set. */
+static bool reauthenticated(struct http_request *req, json_t *body)
+{
+	const struct auth_identity *ident = http_identity(req);
+	struct app *app = http_app(req);
+	const char *password = NULL;
+	int64_t login_at = 0;
+	int rc = api_string(req, body, "password", &password);
+
+	if (rc < 0)
+		return false;
+	if (rc == 1) {
+		if (password_verify(password, ident->user.password_hash))
+			return true;
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "reauth_failed",
+				 "field \"password\" is not your password");
+		return false;
+	}
+	rc = ident->kind == AUTH_COOKIE
+		     ? sessions_created_at(app->db, ident->session_id, &login_at)
+		     : 0;
+	if (rc < 0) {
+		http_reply_internal(req);
+		return false;
+	}
+	if (rc == 1 && time(NULL) - login_at < app->cfg->token_reauth_s)
+		return true;
+	http_reply_error(req, MHD_HTTP_FORBIDDEN, "reauth_required",
+			 "field \"password\" is required: creating a token needs your password "
+			 "(or a login within the last %lld seconds)",
+			 (long long)app->cfg->token_reauth_s);
+	return false;
+}
+
 void api_tokens_create(struct http_request *req)
 {
 	const struct auth_identity *ident = http_identity(req);
 	struct app *app = http_app(req);
-	static const char *const fields[] = {"name", NULL};
+	static const char *const fields[] = {"name", "password", NULL};
 	const char *name = NULL;
 	char token[TOKEN_LEN + 1];
 	struct token_info info;
@@ -59,6 +99,10 @@ void api_tokens_create(struct http_request *req)
 			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 					 "field \"name\" must be 1-%d printable characters",
 					 TOKEN_NAME_MAX);
+		json_decref(body);
+		return;
+	}
+	if (!reauthenticated(req, body)) {
 		json_decref(body);
 		return;
 	}

@@ -37,6 +37,8 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->max_requests_per_user = 64;
 	cfg->max_websockets_per_user = 64;
 	cfg->websocket_idle_timeout_s = 300;
+	cfg->origin_per_user = true;
+	snprintf(cfg->user_domain, sizeof(cfg->user_domain), "localhost");
 	cfg->min_password_length = 10;
 	cfg->session_idle_s = 8 * 3600;
 	cfg->session_lifetime_s = 7 * 86400;
@@ -50,6 +52,7 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->scrypt_n = 32768;
 	cfg->scrypt_r = 8;
 	cfg->scrypt_p = 1;
+	cfg->token_reauth_s = 300;
 	cfg->cpu_limit_s = 12 * 3600;
 	cfg->gpu_limit_s = 4 * 3600;
 	cfg->idle_timeout_s = 3600;
@@ -117,6 +120,9 @@ enum key_kind {
 	K_DELETED_HOME, /* archive or remove */
 	K_PROXIES,   /* comma-separated addresses or CIDR networks */
 	K_PATHS,     /* comma-separated absolute paths (or empty) */
+	K_ORIGIN,    /* per_user or path, stored as a bool (true = per_user) */
+	K_DOMAIN,    /* a lowercase DNS name: labels of [a-z0-9-] joined by dots */
+	K_ORIGIN_URL, /* http[s]://host[:port], nothing after */
 };
 
 struct key_spec {
@@ -155,6 +161,9 @@ static const struct key_spec keys[] = {
 	KEY("proxy", max_requests_per_user, K_UINT, 1, 100000),
 	KEY("proxy", max_websockets_per_user, K_UINT, 1, 100000),
 	KEYN("proxy", "websocket_idle_timeout", websocket_idle_timeout_s, K_DURATION, 1, 86400),
+	KEYN("server", "origin_mode", origin_per_user, K_ORIGIN, 0, 0),
+	KEY("server", user_domain, K_DOMAIN, 0, 0),
+	KEY("server", ui_origin, K_ORIGIN_URL, 0, 0),
 	KEY("auth", min_password_length, K_UINT, 1, 256),
 	KEYN("auth", "session_idle", session_idle_s, K_DURATION, 60, 365 * 86400),
 	KEYN("auth", "session_lifetime", session_lifetime_s, K_DURATION, 60, 365 * 86400),
@@ -168,6 +177,7 @@ static const struct key_spec keys[] = {
 	KEY("auth", scrypt_n, K_POW2, 2, 1ULL << 24),
 	KEY("auth", scrypt_r, K_UINT, 1, 64),
 	KEY("auth", scrypt_p, K_UINT, 1, 64),
+	KEYN("auth", "token_reauth", token_reauth_s, K_DURATION, 0, 86400),
 	KEYN("runtime", "cpu_limit", cpu_limit_s, K_DURATION, 1, 30 * 86400),
 	KEYN("runtime", "gpu_limit", gpu_limit_s, K_DURATION, 1, 30 * 86400),
 	KEYN("runtime", "idle_timeout", idle_timeout_s, K_DURATION, 0, 30 * 86400),
@@ -193,6 +203,46 @@ static const struct key_spec keys[] = {
 	KEYN("gpu", "devices", gpu_devices, K_GPUS, 0, 255),
 	KEY("gpu", dev_prefix, K_STRING, 1, 0),
 };
+
+/* Lowercase labels of [a-z0-9-], 1-63 bytes each, joined by single dots:
+ * user origins are "<user>." + this, compared byte for byte with Host. */
+static bool domain_ok(const char *d)
+{
+	size_t label = 0;
+
+	for (const char *p = d;; p++) {
+		if (*p == '.' || *p == '\0') {
+			if (label == 0 || label > 63 || p[-1] == '-')
+				return false;
+			if (*p == '\0')
+				return true;
+			label = 0;
+		} else if ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+			   (*p == '-' && label > 0)) {
+			label++;
+		} else {
+			return false;
+		}
+	}
+}
+
+/* "http://" or "https://", then a host of [A-Za-z0-9.-] and an optional
+ * ":port": a redirect target with no path, query or user part. */
+static bool origin_url_ok(const char *v)
+{
+	const char *host = !strncmp(v, "https://", 8) ? v + 8 : !strncmp(v, "http://", 7) ? v + 7 : NULL;
+	size_t len;
+
+	if (!host)
+		return false;
+	len = strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-");
+	if (len == 0)
+		return false;
+	if (host[len] == ':')
+		return host[len + 1] != '\0' && strspn(host + len + 1, "0123456789") == strlen(host + len + 1) &&
+		       strlen(host + len + 1) <= 5;
+	return host[len] == '\0';
+}
 
 struct load_state {
 	struct labd_config *cfg;
@@ -407,6 +457,22 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 	case K_DELETED_HOME:
 		if (strcmp(value, "archive") && strcmp(value, "remove"))
 			return "must be archive or remove";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	case K_ORIGIN:
+		if (strcmp(value, "per_user") && strcmp(value, "path"))
+			return "must be per_user or path";
+		*(bool *)field = strcmp(value, "per_user") == 0;
+		return NULL;
+	case K_DOMAIN:
+		if (!domain_ok(value) || strlen(value) >= k->size)
+			return "must be a lowercase DNS name such as localhost or lab.example.org";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	case K_ORIGIN_URL:
+		if (!origin_url_ok(value) || strlen(value) >= k->size)
+			return "must be an origin such as https://lab.example.org (scheme, host, "
+			       "optional port)";
 		snprintf(field, k->size, "%s", value);
 		return NULL;
 	case K_DURATION:

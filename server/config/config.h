@@ -35,6 +35,13 @@ struct labd_config {
 	int64_t request_header_timeout_s;     /* a whole request head, from connect or last reply */
 	int64_t request_body_timeout_s;       /* a whole buffered body, from its head */
 	size_t max_unauthenticated_body_bytes;
+	/* per_user: each user's runtime on <user>.<user_domain> (true); path: all
+	 * runtimes under /user/<name>/ on labd's own origin (an opt-out) */
+	bool origin_per_user;
+	char user_domain[128]; /* lowercase DNS name of user origins */
+	/* labd's UI origin ("https://lab.example.org"), where a user origin sends a
+	 * browser without its cookie; "" = http[s]://<user_domain>[:port] */
+	char ui_origin[160];
 	/* [auth] */
 	unsigned min_password_length;
 	int64_t session_idle_s;
@@ -56,6 +63,7 @@ struct labd_config {
 	unsigned max_requests_per_user;    /* proxied requests in flight */
 	unsigned max_websockets_per_user;
 	int64_t websocket_idle_timeout_s;  /* no byte either way, pings included */
+	int64_t token_reauth_s; /* a login this recent may create a token without the password */
 	/* [runtime] */
 	int64_t cpu_limit_s;     /* how long a CPU runtime may run */
 	int64_t gpu_limit_s;     /* how long a GPU runtime may run */

@@ -9,6 +9,8 @@
 #include "labd/app.h"
 #include "config/config.h"
 #include "auth/auth.h"
+#include "auth/handoff.h"
+#include "auth/origin.h"
 #include "labd/clock.h"
 #include "http/http.h"
 #include "http/static.h"
@@ -96,35 +98,45 @@ static int live_runtime(struct app *app, const char *user, struct runtime *r)
 	return found;
 }
 
-/* Authentication, ownership and Origin; true when the request may go on. */
+/* Whether the identified viewer may reach user's runtime: its owner, or an
+ * admin when [runtime] admin_access is on and only through the user origin's
+ * handoff (audited there), never with a bearer token or in path mode. */
+static bool may_reach(struct http_request *req, const char *user)
+{
+	const struct auth_identity *ident = http_identity(req);
+	const struct labd_config *cfg = http_app(req)->cfg;
+
+	if (strcmp(ident->user.name, user) == 0)
+		return true;
+	return ident->user.role == USER_ROLE_ADMIN && cfg->admin_access && cfg->origin_per_user &&
+	       (ident->kind == AUTH_COOKIE || ident->kind == AUTH_RUNTIME);
+}
+
+static void reply_forbidden(struct http_request *req)
+{
+	if (wants_html(req))
+		static_serve_html(req, MHD_HTTP_FORBIDDEN, "403.html");
+	else
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
+				 "this runtime belongs to another user");
+}
+
+/* Ownership and Origin once identified; true when the request may go on. */
 static bool allowed(struct http_request *req, const char *user)
 {
-	const struct auth_identity *ident = http_identity(req); /* filled just below */
+	const struct auth_identity *ident = http_identity(req);
 
-	if (auth_identify(req) < 0) {
-		http_reply_internal(req);
-		return false;
-	}
-	if (ident->kind == AUTH_NONE) {
-		reply_login(req);
-		return false;
-	}
-	bool owner = strcmp(ident->user.name, user) == 0;
-	bool admin = ident->user.role == USER_ROLE_ADMIN && http_app(req)->cfg->admin_access;
-	if (!owner && !admin) {
-		if (wants_html(req))
-			static_serve_html(req, MHD_HTTP_FORBIDDEN, "403.html");
-		else
-			http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
-					 "this runtime belongs to another user");
+	if (!may_reach(req, user)) {
+		reply_forbidden(req);
 		return false;
 	}
 	/* Jupyter skips its own XSRF and Origin checks for token-authenticated
 	 * requests, so labd refuses cross-origin writes and WebSocket upgrades
-	 * itself: SameSite=Lax still sends the cookie from another port of the
-	 * same host, and a kernel channel runs code. */
+	 * itself for cookie-borne credentials: SameSite=Lax still sends a
+	 * cookie from another port, or another user origin of the same site,
+	 * and a kernel channel runs code. */
 	if ((http_is_state_changing(req) || http_header(req, "Upgrade")) &&
-	    ident->kind == AUTH_COOKIE && !auth_origin_ok(req)) {
+	    ident->kind != AUTH_TOKEN && !auth_origin_ok(req)) {
 		http_reply_error(req, MHD_HTTP_FORBIDDEN, "csrf_failed",
 				 "cross-origin request refused");
 		return false;
@@ -132,20 +144,29 @@ static bool allowed(struct http_request *req, const char *user)
 	return true;
 }
 
-void gate_begin(struct http_request *req)
+/* Sends a browser to labd's origin for path (a runtime path): that origin
+ * logs it in and hands it back, or shows the runtime's start page. */
+static void bounce_to_ui(struct http_request *req)
+{
+	char ui[300], location[2500];
+
+	if (origin_ui_url(req, ui, sizeof(ui)) < 0) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_host", "header \"Host\" is too long");
+		return;
+	}
+	snprintf(location, sizeof(location), "%s%s", ui, http_raw_uri(req));
+	http_reply_redirect(req, location);
+}
+
+/* Proxies to user's running runtime, or says it is not running. */
+static void serve_runtime(struct http_request *req, const char *user, bool user_origin)
 {
 	struct app *app = http_app(req);
-	char user[USER_NAME_MAX + 1], location[USER_NAME_MAX + 16];
+	char location[USER_NAME_MAX + 16];
 	struct proxy_target target;
 	struct runtime r;
 	int found;
 
-	if (gate_user(http_path(req), user, sizeof(user)) < 0) {
-		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no such runtime path");
-		return;
-	}
-	if (!allowed(req, user))
-		return;
 	if (http_path(req)[6 + strlen(user)] == '\0') { /* "/user/alice" -> "/user/alice/" */
 		snprintf(location, sizeof(location), "/user/%s/", user);
 		http_reply_redirect(req, location);
@@ -157,7 +178,10 @@ void gate_begin(struct http_request *req)
 		return;
 	}
 	if (found == 0 || r.state != RUNTIME_RUNNING) {
-		reply_not_running(req, user, &r, found);
+		if (user_origin && wants_html(req))
+			bounce_to_ui(req); /* the start page is labd's, on labd's origin */
+		else
+			reply_not_running(req, user, &r, found);
 		return;
 	}
 	memset(&target, 0, sizeof(target));
@@ -171,4 +195,109 @@ void gate_begin(struct http_request *req)
 	target.peer_uid = (uid_t)(app->cfg->uid_base + r.user_id);
 	target.owner_id = r.user_id;
 	proxy_begin(req, app->proxy, &target);
+}
+
+/* A runtime path on user's own origin: bearer token or runtime cookie. */
+static void on_user_origin(struct http_request *req, const char *user)
+{
+	if (handoff_identify(req, user) < 0) {
+		http_reply_internal(req);
+		return;
+	}
+	if (http_identity(req)->kind == AUTH_NONE) {
+		if (wants_html(req))
+			bounce_to_ui(req);
+		else
+			http_reply_error(req, MHD_HTTP_UNAUTHORIZED, "unauthorized",
+					 "open the runtime from labd's dashboard or send an API "
+					 "token");
+		return;
+	}
+	if (allowed(req, user))
+		serve_runtime(req, user, true);
+}
+
+/* A runtime path on labd's origin with per-user origins on: the content is
+ * never served here. A logged-in browser is handed off to the user origin
+ * (or shown the start page while the runtime is not running); anything else
+ * is told where the runtime lives. */
+static void on_ui_origin(struct http_request *req, const char *user)
+{
+	const struct auth_identity *ident = http_identity(req);
+	char origin[300];
+	struct user target;
+	struct runtime r;
+	int found;
+
+	if (auth_identify(req) < 0) {
+		http_reply_internal(req);
+		return;
+	}
+	if (ident->kind == AUTH_NONE && wants_html(req)) {
+		reply_login(req);
+		return;
+	}
+	if (ident->kind == AUTH_COOKIE && (http_method_is(req, "GET") || http_method_is(req, "HEAD"))) {
+		if (!may_reach(req, user)) {
+			reply_forbidden(req);
+			return;
+		}
+		found = live_runtime(http_app(req), user, &r);
+		if (found >= 0 && (found == 0 || r.state != RUNTIME_RUNNING) && wants_html(req)) {
+			reply_not_running(req, user, &r, found);
+			return;
+		}
+		found = users_find_by_name(http_app(req)->db, user, &target);
+		if (found < 0)
+			http_reply_internal(req);
+		else if (found == 0)
+			reply_forbidden(req);
+		else
+			handoff_start(req, &target, http_raw_uri(req));
+		return;
+	}
+	if (origin_user_url(req, user, origin, sizeof(origin)) < 0)
+		origin[0] = '\0';
+	http_reply_error(req, MHD_HTTP_MISDIRECTED_REQUEST, "wrong_origin",
+			 "runtime paths are served on the user's own origin %s", origin);
+}
+
+void gate_begin(struct http_request *req)
+{
+	char user[USER_NAME_MAX + 1], host_user[USER_NAME_MAX + 1];
+
+	if (gate_user(http_path(req), user, sizeof(user)) < 0) {
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no such runtime path");
+		return;
+	}
+	switch (origin_of_request(req, host_user)) {
+	case ORIGIN_USER:
+		/* The Host header decides whose runtime this origin serves. */
+		if (strcmp(host_user, user) != 0)
+			http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found",
+					 "this origin serves only the runtime of %s", host_user);
+		else
+			on_user_origin(req, user);
+		return;
+	case ORIGIN_UNKNOWN:
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no such user origin");
+		return;
+	case ORIGIN_UI:
+		break;
+	}
+	if (http_app(req)->cfg->origin_per_user) {
+		on_ui_origin(req, user);
+		return;
+	}
+	/* origin_mode = path: the opt-out, everything on labd's origin */
+	if (auth_identify(req) < 0) {
+		http_reply_internal(req);
+		return;
+	}
+	if (http_identity(req)->kind == AUTH_NONE) {
+		reply_login(req);
+		return;
+	}
+	if (allowed(req, user))
+		serve_runtime(req, user, false);
 }

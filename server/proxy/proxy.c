@@ -23,6 +23,7 @@
 #include "labd/log.h"
 #include "proxy/caps.h"
 #include "proxy/scrub.h"
+#include "auth/handoff.h"
 #include "store/sessions.h"
 #include "http/workers.h"
 #include "proxy/wsrelay.h"
@@ -210,7 +211,7 @@ static enum MHD_Result copy_request_header(void *cls, enum MHD_ValueKind kind, c
 					   const char *value)
 {
 	struct head_ctx *h = cls;
-	char cookies[4096];
+	char cookies[4096], rest[4096];
 	(void)kind;
 
 	if (proxy_is_hop_header(key) || header_has_token(h->connection, key) ||
@@ -219,8 +220,9 @@ static enum MHD_Result copy_request_header(void *cls, enum MHD_ValueKind kind, c
 	    !strncasecmp(key, "X-Forwarded-", 12))
 		return MHD_YES;
 	if (!strcasecmp(key, "Cookie")) {
-		/* labd's own session cookie never reaches the runtime */
-		proxy_strip_cookie(value, SESSION_COOKIE_NAME, cookies, sizeof(cookies));
+		/* labd's own cookies never reach the runtime */
+		proxy_strip_cookie(value, SESSION_COOKIE_NAME, rest, sizeof(rest));
+		proxy_strip_cookie(rest, RUNTIME_COOKIE_NAME, cookies, sizeof(cookies));
 		if (cookies[0] && append_header(h->p, "Cookie", cookies) < 0)
 			h->failed = 1;
 		return MHD_YES;
@@ -675,7 +677,7 @@ static void copy_response_headers(struct proxy_state *p, struct MHD_Response *re
 		if (!keep_upgrade &&
 		    (proxy_is_hop_header(name) || header_has_token(connection, name) ||
 		     !strcasecmp(name, "Content-Length") || !strcasecmp(name, "Date") ||
-		     !strcasecmp(name, "Server")))
+		     !strcasecmp(name, "Server") || scrub_header_dropped(name, val)))
 			continue;
 		if (strstr(val, p->target.token)) { /* rare: copy only then */
 			snprintf(value, sizeof(value), "%s", val);

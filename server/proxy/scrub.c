@@ -2,6 +2,10 @@
 #include "proxy/scrub.h"
 
 #include <string.h>
+#include <strings.h>
+
+#include "auth/handoff.h"
+#include "store/sessions.h"
 
 int scrub_init(struct scrub *s, const char *needle)
 {
@@ -49,4 +53,25 @@ void scrub_string(const char *needle, char *text)
 {
 	size_t len = remove_all(needle, strlen(needle), text, strlen(text));
 	text[len] = '\0';
+}
+
+/* True when the Set-Cookie value sets the cookie called name (cookie names
+ * compared without case: what one browser folds another may not). */
+static bool sets_cookie(const char *value, const char *name)
+{
+	size_t len;
+
+	value += strspn(value, " \t");
+	len = strcspn(value, "=;");
+	while (len > 0 && (value[len - 1] == ' ' || value[len - 1] == '\t'))
+		len--;
+	return len == strlen(name) && strncasecmp(value, name, len) == 0;
+}
+
+bool scrub_header_dropped(const char *name, const char *value)
+{
+	if (!strcasecmp(name, "Service-Worker-Allowed") || !strcasecmp(name, "Clear-Site-Data"))
+		return true;
+	return !strcasecmp(name, "Set-Cookie") &&
+	       (sets_cookie(value, SESSION_COOKIE_NAME) || sets_cookie(value, RUNTIME_COOKIE_NAME));
 }

@@ -1,5 +1,6 @@
 /* scrub.h - removes a secret (Jupyter's token) from a byte stream that arrives
- * in pieces, including occurrences split across pieces. Pure logic. */
+ * in pieces, including occurrences split across pieces; and decides which
+ * upstream response headers never reach the browser. Pure logic. */
 #ifndef LABD_SCRUB_H
 #define LABD_SCRUB_H
 
@@ -22,5 +23,10 @@ int scrub_init(struct scrub *s, const char *needle);
 size_t scrub_feed(struct scrub *s, const char *in, size_t n, char *out, bool final);
 /* Removes every occurrence of needle from the NUL-terminated text in place. */
 void scrub_string(const char *needle, char *text);
+/* True for an upstream response header labd drops: Set-Cookie of one of
+ * labd's own cookie names (a runtime must not plant or clear labd's session
+ * or runtime cookie), Service-Worker-Allowed (would widen a worker's scope)
+ * and Clear-Site-Data (would wipe the origin's cookies and storage). */
+bool scrub_header_dropped(const char *name, const char *value);
 
 #endif

@@ -9,12 +9,13 @@
 #include "store/sessions.h"
 #include "store/users.h"
 
-enum auth_kind { AUTH_NONE, AUTH_COOKIE, AUTH_TOKEN };
+/* AUTH_RUNTIME: the runtime cookie of a user origin (store/grants.h) */
+enum auth_kind { AUTH_NONE, AUTH_COOKIE, AUTH_TOKEN, AUTH_RUNTIME };
 
 struct auth_identity {
 	enum auth_kind kind;
 	struct user user;   /* valid unless kind == AUTH_NONE */
-	int64_t session_id; /* AUTH_COOKIE */
+	int64_t session_id; /* AUTH_COOKIE, AUTH_RUNTIME (the session that made the grant) */
 	char csrf_token[SESSION_CSRF_LEN + 1];
 	int64_t token_id; /* AUTH_TOKEN */
 };

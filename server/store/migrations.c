@@ -83,6 +83,17 @@ static const char *const migrations[] = {
 	"  SELECT id, name, role, password_hash, disabled, created_at, updated_at FROM users;"
 	"DROP TABLE users;"
 	"ALTER TABLE users_new RENAME TO users;",
+	/* 5: runtime grants: a login session's one-time handoff code to a user
+	 * origin and the runtime cookie it became; both die with the session. */
+	"CREATE TABLE runtime_grants ("
+	"  id INTEGER PRIMARY KEY,"
+	"  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+	"  target_user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+	"  code_hash TEXT UNIQUE,"
+	"  code_expires_at INTEGER NOT NULL,"
+	"  cookie_hash TEXT UNIQUE,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE INDEX runtime_grants_session ON runtime_grants(session_id);",
 };
 
 int migrations_count(void)

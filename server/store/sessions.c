@@ -124,3 +124,16 @@ int sessions_purge_expired(struct db *db, const struct session_limits *lim, int6
 	db_unlock(db);
 	return rc;
 }
+
+static int int64_from_row(sqlite3_stmt *st, void *ctx)
+{
+	*(int64_t *)ctx = sqlite3_column_int64(st, 0);
+	return 0;
+}
+
+int sessions_created_at(struct db *db, int64_t session_id, int64_t *created_at)
+{
+	int rc = db_one(db, "SELECT created_at FROM sessions WHERE id = ?", "i", int64_from_row,
+			created_at, session_id);
+	return rc < 0 ? -1 : rc;
+}

@@ -37,6 +37,8 @@ int sessions_lookup(struct db *db, const char *secret, const struct session_limi
 /* Ends a session. This and every other store function that ends sessions or
  * tokens or changes a user bumps db_generation(DB_IDENTITIES). */
 int sessions_delete(struct db *db, int64_t session_id);
+/* When a session was created (its login): 1 with *created_at, 0 none, -1 error. */
+int sessions_created_at(struct db *db, int64_t session_id, int64_t *created_at);
 /* Removes every expired session; returns how many, or -1. */
 int sessions_purge_expired(struct db *db, const struct session_limits *lim, int64_t now);
 

@@ -114,3 +114,13 @@ int tokens_delete(struct db *db, int64_t user_id, int64_t token_id)
 	db_unlock(db);
 	return rc < 0 ? -1 : rc > 0;
 }
+
+int tokens_delete_all(struct db *db, int64_t user_id)
+{
+	db_lock(db);
+	int rc = db_exec(db, "DELETE FROM api_tokens WHERE user_id = ?", "i", user_id);
+	if (rc > 0)
+		db_changed(db, DB_IDENTITIES);
+	db_unlock(db);
+	return rc;
+}

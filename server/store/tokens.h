@@ -37,5 +37,7 @@ int tokens_each(struct db *db, int64_t user_id, int (*fn)(const struct token_inf
 		void *ctx);
 /* Deletes a user's token: 1 deleted, 0 no such token of that user, -1 error. */
 int tokens_delete(struct db *db, int64_t user_id, int64_t token_id);
+/* Deletes every token of a user; returns how many, or -1. */
+int tokens_delete_all(struct db *db, int64_t user_id);
 
 #endif

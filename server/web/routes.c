@@ -6,6 +6,8 @@
 
 #include "api/api.h"
 #include "auth/auth.h"
+#include "auth/handoff.h"
+#include "auth/origin.h"
 #include "http/http.h"
 #include "http/static.h"
 #include "labd/log.h"
@@ -43,6 +45,8 @@ static const struct route routes[] = {
 	{"GET", "/dashboard", ROUTE_USER, ROUTE_PAGE, pages_dashboard},
 	{"GET", "/admin", ROUTE_ADMIN, ROUTE_PAGE, pages_admin},
 };
+
+static void routes_serve(struct http_request *req);
 
 static bool is_api_path(const char *path)
 {
@@ -87,6 +91,13 @@ static bool gate(struct http_request *req, const struct route *r)
 		http_reply_internal(req);
 		return false;
 	}
+	/* A page served by a user's runtime gets nothing from labd's UI or API,
+	 * not even a read: its Origin is some user's code. */
+	if (origin_header_is_user(req)) {
+		reply_forbidden(req, r->kind, "csrf_failed",
+				"requests from a runtime's origin are refused");
+		return false;
+	}
 	/* A cross-site form or fetch never gets to change anything, logged in or not
 	 * (this also stops login CSRF). */
 	if (http_is_state_changing(req) && !auth_origin_ok(req)) {
@@ -111,7 +122,45 @@ static bool gate(struct http_request *req, const struct route *r)
 	return true;
 }
 
+/* What a user origin serves besides its runtime paths (gate.c): the handoff
+ * that sets its cookie, and "/" leading into the runtime. labd's UI, API and
+ * static files are not served there, so a user's code cannot reach them
+ * same-origin. */
+static void dispatch_user_origin(struct http_request *req, const char *user)
+{
+	char location[USER_NAME_MAX + 16];
+	bool get = http_method_is(req, "GET") || http_method_is(req, "HEAD");
+
+	if (get && strcmp(http_path(req), HANDOFF_PATH) == 0) {
+		handoff_finish(req, user);
+	} else if (get && strcmp(http_path(req), "/") == 0) {
+		snprintf(location, sizeof(location), "/user/%s/", user);
+		http_reply_redirect(req, location);
+	} else {
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found",
+				 "a user origin serves only its runtime under /user/%s/", user);
+	}
+}
+
 void routes_dispatch(struct http_request *req)
+{
+	char host_user[USER_NAME_MAX + 1];
+
+	switch (origin_of_request(req, host_user)) {
+	case ORIGIN_USER:
+		dispatch_user_origin(req, host_user);
+		return;
+	case ORIGIN_UNKNOWN:
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no such user origin");
+		return;
+	case ORIGIN_UI:
+		break;
+	}
+	routes_serve(req);
+}
+
+/* labd's own origin: static files, then the route table. */
+static void routes_serve(struct http_request *req)
 {
 	struct route_match *match = http_match(req);
 	const char *path = http_path(req);

@@ -9,6 +9,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
+import http from 'node:http';
 import { launchChromium } from './browser.mjs';
 
 const BASE = (process.env.LABD_URL || '').replace(/\/+$/, '');
@@ -175,6 +176,36 @@ async function stopRuntimeByApi() {
     await sleep(1000);
   }
   throw new Error(`runtime still ${cur && cur.state} ${STOP_TIMEOUT / 1000} s after DELETE`);
+}
+
+/* Follows a handoff Location (http://<user>.localhost:<port>/_labd/handoff?...) from Node as
+ * a browser would, but connecting to 127.0.0.1 with that Host (Node does not resolve
+ * *.localhost): redeems the code for the runtime cookie, then GETs where it leads. */
+async function onUserOrigin(location) {
+  const target = new URL(location);
+  const get = (path, cookie) =>
+    new Promise((resolve, reject) => {
+      const req = http.get(
+        {
+          host: '127.0.0.1',
+          port: target.port,
+          path,
+          headers: { Host: target.host, Accept: 'application/json', ...(cookie ? { Cookie: cookie } : {}) },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (d) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body }));
+        },
+      );
+      req.on('error', reject);
+    });
+  const hand = await get(target.pathname + target.search);
+  assert.equal(hand.status, 303, `handoff: ${hand.status} ${hand.body}`);
+  const cookie = (hand.headers['set-cookie'] || []).map((c) => c.split(';')[0]).find((c) => c.startsWith('labd_rt='));
+  assert.ok(cookie, 'the handoff sets the runtime cookie');
+  const r = await get(hand.headers.location, cookie);
+  return { status: r.status, json: JSON.parse(r.body) };
 }
 
 /* ---- dashboard ---------------------------------------------------------------------- */
@@ -426,10 +457,16 @@ test('start a CPU runtime, run print(6*7) in Jupyter, stop, start again: the not
     await nbPage.close({ runBeforeUnload: false });
     await page.bringToFront();
     await stopFromDashboard(page);
-    // The proxy now answers for a stopped runtime.
-    const res = await context.request.get(`${JUPYTER}api/contents`, { headers: { Accept: 'application/json' } });
-    assert.equal(res.status(), 503, 'the proxy says the runtime is not running');
-    assert.equal((await res.json()).error.code, 'runtime_not_running');
+    // The proxy now answers for a stopped runtime, on the runtime's own origin: labd's origin
+    // hands the browser's session over (303 with a one-time code) rather than serve it.
+    const res = await context.request.get(`${JUPYTER}api/contents`, {
+      headers: { Accept: 'application/json' },
+      maxRedirects: 0,
+    });
+    assert.equal(res.status(), 303, 'labd hands a runtime path over to the user origin');
+    const { status, json } = await onUserOrigin(res.headers().location);
+    assert.equal(status, 503, 'the proxy says the runtime is not running');
+    assert.equal(json.error.code, 'runtime_not_running');
   });
 
   await step('start it again', page, async () => {

@@ -143,14 +143,33 @@ class Response:
 AUTO = object()
 
 
+USER_DOMAIN = "localhost"  # the daemons' [server] user_domain (the default)
+RUNTIME_PATH = re.compile(r"^/user/([^/?]+)")
+
+
+def user_origin_host(name, port):
+    """The Host of name's own origin (per_user mode): <name>.localhost:<port>."""
+    return f"{name}.{USER_DOMAIN}:{port}"
+
+
 class Client:
-    """Tiny HTTP client: one connection per request, a cookie jar, no redirects."""
+    """Tiny HTTP client: one connection per request, a cookie jar, no redirects.
+
+    Like a browser, it keeps one cookie jar per origin: `cookies` is labd's own
+    origin's; `runtime_jars[user]` holds what <user>'s origin set (labd_rt).
+    With `user_origins` on (the default, as the daemon's origin_mode =
+    per_user), a request for /user/<name>/... goes to <name>.localhost (Host
+    header; the socket still goes to 127.0.0.1), after the handoff from labd's
+    origin when the client is logged in by cookie and has no runtime cookie
+    there yet."""
 
     def __init__(self, port, source=None, host="127.0.0.1"):
         self.host = host
         self.port = port
         self.source = source  # bind the client socket to this local address
         self.cookies = {}
+        self.runtime_jars = {}
+        self.user_origins = True
         self.csrf = None
         self.bearer = None
         self.user = None
@@ -160,6 +179,53 @@ class Client:
     def origin(self):
         return f"http://{self.host}:{self.port}"
 
+    def runtime_origin(self, name=None):
+        """The origin of name's runtime (c's own by default)."""
+        name = name or self.user
+        if not self.user_origins:
+            return self.origin
+        return f"http://{user_origin_host(name, self.port)}"
+
+    def handoff(self, name=None):
+        """Logs this cookie-authenticated client into name's origin as a browser
+        would: GET /user/<name>/ on labd's origin (302 to the user origin's
+        /_labd/handoff?code=...), then that URL on the user origin (302 +
+        Set-Cookie labd_rt). Returns the first response that was not a 302
+        (the refusal), or None once the runtime cookie is set."""
+        name = name or self.user
+        r = self.request("GET", f"/user/{name}/", origin_route=False)
+        if r.status not in (302, 303):
+            return r
+        loc = urllib.parse.urlsplit(r.header("Location"))
+        assert loc.netloc == user_origin_host(name, self.port), r.header("Location")
+        r = self.request("GET", f"{loc.path}?{loc.query}", host=loc.netloc)
+        if r.status not in (302, 303):
+            return r
+        assert "labd_rt" in self.runtime_jars.get(name, {}), r.header_all("Set-Cookie")
+        return None
+
+    def origin_headers(self, path):
+        """Host and Cookie headers for a hand-made request to path (a runtime
+        path goes to its user origin, after the handoff if needed)."""
+        host, jar = self._runtime_route(path, None, True)
+        if host and not self.bearer and self.session and "labd_rt" not in jar:
+            self.handoff(host.split(".", 1)[0])
+        h = {"Host": host or f"{self.host}:{self.port}"}
+        if jar:
+            h["Cookie"] = "; ".join(f"{k}={v}" for k, v in jar.items())
+        return h
+
+    def _runtime_route(self, path, host, origin_route):
+        """(host, jar) a request for path goes with: a runtime path to its
+        user origin when user_origins is on; else labd's origin."""
+        m = RUNTIME_PATH.match(path)
+        if host is None and origin_route and self.user_origins and m:
+            host = user_origin_host(m.group(1), self.port)
+        if host is None:
+            return None, self.cookies
+        name = host.split(".", 1)[0]
+        return host, self.runtime_jars.setdefault(name, {})
+
     def _conn(self):
         src = (self.source, 0) if self.source else None
         return http.client.HTTPConnection(
@@ -168,8 +234,19 @@ class Client:
 
     def request(self, method, path, *, json=AUTO, form=None, body=None,
                 content_type=None, headers=None, csrf=AUTO, bearer=AUTO,
-                cookies=True):
+                cookies=True, host=None, origin_route=True):
+        host, jar = self._runtime_route(path, host, origin_route)
+        tok = self.bearer if bearer is AUTO else bearer
+        if (host and cookies and not tok and self.session and "labd_rt" not in jar
+                and RUNTIME_PATH.match(path)):
+            if self.handoff(host.split(".", 1)[0]) is not None and method in ("GET", "HEAD"):
+                # refused (another user's runtime, say): a browser navigating
+                # there sees what labd's origin answers; anything else goes
+                # to the user origin without a cookie
+                host, jar = None, self.cookies
         hdrs = {}
+        if host:
+            hdrs["Host"] = host
         data = None
         if json is not AUTO:
             data = jsonlib.dumps(json).encode()
@@ -181,14 +258,13 @@ class Client:
             data = body if isinstance(body, bytes) else body.encode()
         if content_type is not None:
             hdrs["Content-Type"] = content_type
-        if cookies and self.cookies:
-            hdrs["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        if cookies and jar:
+            hdrs["Cookie"] = "; ".join(f"{k}={v}" for k, v in jar.items())
         if csrf is AUTO:
             if method in ("POST", "PUT", "PATCH", "DELETE") and self.csrf:
                 hdrs["X-CSRF-Token"] = self.csrf
         elif csrf is not None:
             hdrs["X-CSRF-Token"] = csrf
-        tok = self.bearer if bearer is AUTO else bearer
         if tok:
             hdrs["Authorization"] = f"Bearer {tok}"
         for k, v in (headers or {}).items():
@@ -214,9 +290,9 @@ class Client:
         for name, (value, attrs) in r.set_cookies().items():
             expired = attrs.get("max-age") in ("0", "-1") or value in ("", '""')
             if expired:
-                self.cookies.pop(name, None)
+                jar.pop(name, None)
             else:
-                self.cookies[name] = value
+                jar[name] = value
         return r
 
     def get(self, path, **kw):
@@ -971,14 +1047,21 @@ class WebSocket:
     """Minimal RFC 6455 client: handshake, masked client frames, fragmented and
     126/127-length server frames, ping/pong, close."""
 
-    def __init__(self, port, path, headers=None, timeout=HTTP_TIMEOUT, source=None):
+    def __init__(self, port, path, headers=None, timeout=HTTP_TIMEOUT, source=None,
+                 user_origins=True):
         self.port = port
+        headers = dict(headers or {})
         self.path = path
         src = (source, 0) if source else None
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout,
                                              source_address=src)
         self.key = base64.b64encode(os.urandom(16)).decode()
-        lines = [f"GET {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Upgrade: websocket",
+        m = RUNTIME_PATH.match(path)
+        host = (headers or {}).pop("Host", None) if headers else None
+        if host is None:
+            host = user_origin_host(m.group(1), port) if m and user_origins else \
+                f"127.0.0.1:{port}"
+        lines = [f"GET {path} HTTP/1.1", f"Host: {host}", "Upgrade: websocket",
                  "Connection: Upgrade", f"Sec-WebSocket-Key: {self.key}",
                  "Sec-WebSocket-Version: 13"]
         lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
@@ -1116,11 +1199,19 @@ class WebSocket:
             pass
 
 
-def ws_cookie_headers(c):
-    """Headers a browser would send on c's behalf for a WebSocket."""
+def ws_cookie_headers(c, name=None):
+    """Headers a browser would send on c's behalf for a WebSocket to name's
+    runtime (c's own by default): the cookies of that runtime's origin (after
+    the handoff), or labd's own in path mode."""
     h = {}
-    if c.cookies:
-        h["Cookie"] = "; ".join(f"{k}={v}" for k, v in c.cookies.items())
+    jar = c.cookies
+    if c.user_origins:
+        name = name or c.user
+        if not c.bearer and c.session and "labd_rt" not in c.runtime_jars.get(name, {}):
+            c.handoff(name)
+        jar = c.runtime_jars.get(name, {})
+    if jar:
+        h["Cookie"] = "; ".join(f"{k}={v}" for k, v in jar.items())
     if c.bearer:
         h["Authorization"] = f"Bearer {c.bearer}"
     return h
@@ -1145,7 +1236,7 @@ def open_kernel_channel(daemon, c):
     assert r.status == 201, r
     kid = r.json["id"]
     ws = WebSocket(daemon.port, base + f"api/kernels/{kid}/channels",
-                   headers=dict(ws_cookie_headers(c), Origin=c.origin),
+                   headers=dict(ws_cookie_headers(c), Origin=c.runtime_origin()),
                    source=c.source).expect_open()
     return kid, ws
 

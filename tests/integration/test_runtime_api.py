@@ -132,6 +132,11 @@ def test_runtime_auth(sd, suser):
 def test_not_running_pages(sd, suser):
     """No runtime: browsers get the start page, API clients 503 runtime_not_running."""
     r = suser.get(f"/user/{suser.user}/tree", headers={"Accept": "text/html"})
+    # the user origin sends the browser to labd's origin for the start page
+    assert_status(r, 303)
+    assert r.header("Location") == f"http://localhost:{suser.port}/user/{suser.user}/tree", r
+    r = suser.get(f"/user/{suser.user}/tree", headers={"Accept": "text/html"},
+                  origin_route=False)
     assert_status(r, 503)
     assert r.header("Content-Type", "").startswith("text/html"), r.header("Content-Type")
     assert "Jupyter" not in r.header("Server", ""), r.headers
@@ -198,6 +203,8 @@ def test_stop_closes_websocket(sd, sadmin, suser):
     left = [kv for _, kv in sandbox_records(sd.state_dir) if kv["id"] in ids]
     assert not left, f"sandbox state left after the stop: {left}"
     r = suser.get(base + "tree", headers={"Accept": "text/html"})
+    assert_status(r, 303)  # to the start page on labd's origin
+    r = suser.get(base + "tree", headers={"Accept": "text/html"}, origin_route=False)
     assert_status(r, 503)
     assert r.header("Content-Type", "").startswith("text/html"), r.header("Content-Type")
     assert "start" in r.text.lower()

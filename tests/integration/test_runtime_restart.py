@@ -73,7 +73,7 @@ def test_runtime_survives_daemon_restart(rd):
     assert r.json["content"] == "from before the restart", r.json
     # the kernel (and its state) lived on inside the sandbox
     ws = WebSocket(rd.port, base + f"api/kernels/{kid}/channels",
-                   headers=dict(ws_cookie_headers(c), Origin=c.origin),
+                   headers=dict(ws_cookie_headers(c), Origin=c.runtime_origin()),
                    source=c.source).expect_open()
     try:
         assert jupyter_execute(ws, "survivor")[0] == "42"

@@ -58,8 +58,9 @@ def send_streaming(c, method, path, pieces, length, headers, chunked=False):
     conn = http.client.HTTPConnection(c.host, c.port, timeout=300 * SLOW,
                                       source_address=(c.source, 0) if c.source else None)
     try:
-        conn.putrequest(method, path, skip_accept_encoding=True)
-        conn.putheader("Cookie", "; ".join(f"{k}={v}" for k, v in c.cookies.items()))
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for k, v in c.origin_headers(path).items():
+            conn.putheader(k, v)
         conn.putheader("X-CSRF-Token", c.csrf)
         for k, v in headers.items():
             conn.putheader(k, v)
@@ -105,8 +106,9 @@ def download(c, path):
     conn = http.client.HTTPConnection(c.host, c.port, timeout=300 * SLOW,
                                       source_address=(c.source, 0) if c.source else None)
     try:
-        conn.putrequest("GET", path, skip_accept_encoding=True)
-        conn.putheader("Cookie", "; ".join(f"{k}={v}" for k, v in c.cookies.items()))
+        conn.putrequest("GET", path, skip_host=True, skip_accept_encoding=True)
+        for k, v in c.origin_headers(path).items():
+            conn.putheader(k, v)
         conn.endheaders()
         r = conn.getresponse()
         h = hashlib.sha256()

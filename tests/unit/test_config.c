@@ -120,6 +120,39 @@ static void test_runtime_keys(void **state)
 	assert_non_null(strstr(err, "unknown key [runtime] cpus_milli"));
 }
 
+/* Per-user origins (issue 8, class 3): on by default, path mode an opt-out. */
+static void test_origin_keys(void **state)
+{
+	struct labd_config cfg;
+	char err[256];
+	int rc;
+	(void)state;
+	config_defaults(&cfg, false);
+	assert_true(cfg.origin_per_user);
+	assert_string_equal(cfg.user_domain, "localhost");
+	assert_int_equal(cfg.token_reauth_s, 300);
+	load_text("[server]\norigin_mode = path\nuser_domain = lab.example.org\n"
+		  "ui_origin = https://lab.example.org:8443\n[auth]\ntoken_reauth = 2m\n", &cfg, &rc,
+		  err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_false(cfg.origin_per_user);
+	assert_string_equal(cfg.user_domain, "lab.example.org");
+	assert_int_equal(cfg.token_reauth_s, 120);
+	assert_string_equal(cfg.ui_origin, "https://lab.example.org:8443");
+	const char *bad[] = {"[server]\norigin_mode = subdomain\n", "[server]\nuser_domain = Lab.org\n",
+			     "[server]\nuser_domain = .org\n", "[server]\nuser_domain = a..b\n",
+			     "[server]\nuser_domain = a-.b\n", "[server]\nuser_domain = a_b.org\n",
+			     "[server]\nui_origin = lab.example.org\n",
+			     "[server]\nui_origin = https://lab.example.org/x\n",
+			     "[server]\nui_origin = https://a@lab.example.org\n"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		load_text(bad[i], &cfg, &rc, err, sizeof(err));
+		assert_int_equal(rc, -1);
+		const char *key = bad[i][9] == 'o' ? "origin_mode" : bad[i][9] == 'u' && bad[i][10] == 'i' ? "ui_origin" : "user_domain";
+		assert_non_null(strstr(err, key));
+	}
+}
+
 static void test_missing_file(void **state)
 {
 	struct labd_config cfg;
@@ -281,6 +314,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_key_names_file_line_key),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_runtime_keys),
+		cmocka_unit_test(test_origin_keys),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_value_syntax),
 		cmocka_unit_test(test_deploy_example_loads),

@@ -6,6 +6,7 @@
 #include "proxy/proxy.h"
 #include "proxy/gate.h"
 #include "proxy/scrub.h"
+#include "auth/origin.h"
 
 static size_t scrub_whole(const char *needle, const char *text, size_t piece, char *out)
 {
@@ -124,12 +125,54 @@ static void test_jupyter_argv(void **state)
 	assert_null(launch_pick_jupyter("auto", "/nonexistent-image"));
 }
 
+/* Upstream headers a runtime must not pass to the browser (issue 8, class 3). */
+static void test_scrub_headers_dropped(void **state)
+{
+	(void)state;
+	assert_true(scrub_header_dropped("Set-Cookie", "labd_session=x; Path=/"));
+	assert_true(scrub_header_dropped("set-cookie", " LABD_RT = y; Domain=localhost"));
+	assert_true(scrub_header_dropped("Set-Cookie", "labd_rt="));
+	assert_true(scrub_header_dropped("Service-Worker-Allowed", "/"));
+	assert_true(scrub_header_dropped("clear-site-data", "\"*\""));
+	/* Jupyter's own cookies and headers pass */
+	assert_false(scrub_header_dropped("Set-Cookie", "_xsrf=2|abc; Path=/user/a/"));
+	assert_false(scrub_header_dropped("Set-Cookie", "labd_session2=x"));
+	assert_false(scrub_header_dropped("Set-Cookie", "xlabd_rt=x"));
+	assert_false(scrub_header_dropped("Content-Type", "labd_session=x"));
+}
+
+/* The Host header decides the origin: <user>.<user_domain>[:port] only. */
+static void test_origin_classify(void **state)
+{
+	char user[USER_NAME_MAX + 1];
+	(void)state;
+	assert_int_equal(origin_classify("alice.localhost:8080", "localhost", user), ORIGIN_USER);
+	assert_string_equal(user, "alice");
+	assert_int_equal(origin_classify("Bob.LocalHost.", "localhost", user), ORIGIN_USER);
+	assert_string_equal(user, "bob");
+	assert_int_equal(origin_classify("alice.lab.example.org", "lab.example.org", user),
+			 ORIGIN_USER);
+	/* labd's own origin: the domain itself, other names, addresses */
+	assert_int_equal(origin_classify("localhost:8080", "localhost", user), ORIGIN_UI);
+	assert_int_equal(origin_classify("127.0.0.1:8080", "localhost", user), ORIGIN_UI);
+	assert_int_equal(origin_classify("[::1]:8080", "localhost", user), ORIGIN_UI);
+	assert_int_equal(origin_classify("alicelocalhost", "localhost", user), ORIGIN_UI);
+	assert_int_equal(origin_classify(NULL, "localhost", user), ORIGIN_UI);
+	/* under the domain but no user: nothing is served */
+	assert_int_equal(origin_classify("a.b.localhost", "localhost", user), ORIGIN_UNKNOWN);
+	assert_int_equal(origin_classify("1x.localhost", "localhost", user), ORIGIN_UNKNOWN);
+	assert_int_equal(origin_classify(".localhost", "localhost", user), ORIGIN_UI);
+	assert_int_equal(origin_classify("alice.localhost:80x", "localhost", user), ORIGIN_UI);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scrub_every_split), cmocka_unit_test(test_scrub_string_and_init),
 		cmocka_unit_test(test_hop_headers),	  cmocka_unit_test(test_strip_cookie),
 		cmocka_unit_test(test_runtime_paths),	  cmocka_unit_test(test_jupyter_argv),
+		cmocka_unit_test(test_scrub_headers_dropped),
+		cmocka_unit_test(test_origin_classify),
 	};
 	return cmocka_run_group_tests_name("proxy", tests, NULL, NULL);
 }

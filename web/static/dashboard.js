@@ -51,17 +51,26 @@
       input.focus();
       return;
     }
+    var password = $("token-password");
+    var body = { name: name };
+    /* Sent only when typed: a fresh login needs none (POST /me/tokens). */
+    if (password.value) body.password = password.value;
     L.busy(form, true);
-    L.api("POST", "/me/tokens", { name: name })
+    L.api("POST", "/me/tokens", body)
       .then(function (tok) {
         $("new-token").textContent = tok.token;
         $("new-token-name").textContent = "“" + tok.name + "”";
         $("new-token-box").hidden = false;
         input.value = "";
+        password.value = "";
         return loadTokens();
       })
       .catch(function (err) {
-        L.showMessage("token-error", L.errorText(err));
+        var text = L.errorText(err);
+        if (err && err.code === "reauth_required") text = "Enter your password to create a token.";
+        if (err && err.code === "reauth_failed") text = "That is not your password.";
+        L.showMessage("token-error", text);
+        if (err && (err.code === "reauth_required" || err.code === "reauth_failed")) password.focus();
       })
       .then(function () {
         L.busy(form, false);
@@ -114,10 +123,20 @@
       return;
     }
     L.busy(form, true);
-    L.api("POST", "/me/password", { current_password: current.value, new_password: next.value })
+    var revoke = $("revoke-tokens").checked;
+    L.api("POST", "/me/password", {
+      current_password: current.value,
+      new_password: next.value,
+      revoke_tokens: revoke,
+    })
       .then(function () {
         form.reset();
-        L.showMessage("password-message", "Password changed. Your other sessions have been logged out.");
+        L.showMessage(
+          "password-message",
+          "Password changed. Your other sessions have been logged out" +
+            (revoke ? " and your API tokens revoked." : ".")
+        );
+        return revoke ? loadTokens() : null;
       })
       .catch(function (err) {
         var text = L.errorText(err);
