@@ -321,7 +321,8 @@ static void fill_who(struct wsrelay_who *who, const struct auth_identity *id,
 	snprintf(who->owner, sizeof(who->owner), "%s", target->owner);
 	who->owner_id = target->owner_id;
 	who->user_id = id->kind != AUTH_NONE ? id->user.id : 0;
-	who->session_id = id->kind == AUTH_COOKIE ? id->session_id : 0;
+	/* a runtime cookie lives as long as the login session that was handed it */
+	who->session_id = id->kind == AUTH_COOKIE || id->kind == AUTH_RUNTIME ? id->session_id : 0;
 	who->token_id = id->kind == AUTH_TOKEN ? id->token_id : 0;
 }
 

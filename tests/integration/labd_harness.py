@@ -490,6 +490,8 @@ class Daemon:
         # to reach state_dir below this directory.
         os.chmod(self.dir, 0o755)
         self.state_dir = os.path.join(self.dir, "state")
+        # the web process's database, in its own directory of the root-only state dir
+        self.db_file = os.path.join(self.state_dir, "db", "labd.db")
         self.config_path = os.path.join(self.dir, "labd.ini")
         self.port = free_port()
         self.server = {
@@ -746,7 +748,7 @@ def stop_runtime(c, timeout=30 * SLOW):
 def runtime_token(d, user):
     """The Jupyter token of user's newest runtime, read (as root) from labd's
     database: only to prove that it never shows up in a response."""
-    db = sqlite3.connect(f"file:{os.path.join(d.state_dir, 'db', 'labd.db')}?mode=ro", uri=True,
+    db = sqlite3.connect(f"file:{d.db_file}?mode=ro", uri=True,
                          timeout=10)
     try:
         row = db.execute(
@@ -760,7 +762,7 @@ def runtime_token(d, user):
 
 def user_id(d, name):
     """The id of user name, read (as root) from labd's database; None if absent."""
-    db = sqlite3.connect(f"file:{os.path.join(d.state_dir, 'db', 'labd.db')}?mode=ro",
+    db = sqlite3.connect(f"file:{d.db_file}?mode=ro",
                          uri=True, timeout=10)
     try:
         row = db.execute("SELECT id FROM users WHERE name = ?", (name,)).fetchone()

@@ -84,7 +84,7 @@ def admin(ad):
 
 def note_runtime_socket(d, c):
     """Sets c.socket_path and c.sandbox_uid from the store for c's running runtime."""
-    db = sqlite3.connect(f"file:{os.path.join(d.state_dir, 'labd.db')}?mode=ro", uri=True,
+    db = sqlite3.connect(f"file:{d.db_file}?mode=ro", uri=True,
                          timeout=10)
     try:
         uid, endpoint = db.execute(
@@ -178,10 +178,12 @@ def flood(d, bad, n, path="api/status"):
     """n concurrent proxied GETs as bad, each on its own connection; returns a
     list of (status or exception name, seconds taken), once all are done."""
     out = [None] * n
+    bad.origin_headers(f"/user/{bad.user}/{path}")  # the handoff, once, before the flood
 
     def one(i):
         c = d.client()
         c.cookies = dict(bad.cookies)
+        c.runtime_jars = {k: dict(v) for k, v in bad.runtime_jars.items()}
         t0 = time.monotonic()
         try:
             st = c.get(f"/user/{bad.user}/{path}").status
@@ -243,7 +245,7 @@ def test_hundreds_of_websockets(ad, bad, good, good_stops):
     assert r.status == 201, r
     kid = r.json["id"]
     path = f"/user/{bad.user}/api/kernels/{kid}/channels"
-    headers = dict(ws_cookie_headers(bad), Origin=bad.origin)
+    headers = dict(ws_cookie_headers(bad), Origin=bad.runtime_origin())
     socks, statuses = [], []
     try:
         for i in range(200):  # from 20 addresses, under the per-address cap
@@ -262,7 +264,7 @@ def test_hundreds_of_websockets(ad, bad, good, good_stops):
 def test_websocket_that_stays_silent_is_closed(ad, bad, good, good_stops):
     with fake_runtime(ad, bad, "upgrade"):
         ws = WebSocket(ad.port, f"/user/{bad.user}/api/kernels/x/channels",
-                       headers=dict(ws_cookie_headers(bad), Origin=bad.origin),
+                       headers=dict(ws_cookie_headers(bad), Origin=bad.runtime_origin()),
                        source=bad.source).expect_open()
         t0 = time.monotonic()
         try:
@@ -380,9 +382,10 @@ AMBIGUOUS = {
 @pytest.mark.parametrize("case", sorted(AMBIGUOUS))
 def test_ambiguous_framing_refused(ad, bad, case):
     with fake_runtime(ad, bad, "silent") as rec:
-        cookie = "; ".join(f"{k}={v}" for k, v in bad.cookies.items())
-        req = (f"PUT /user/{bad.user}/api/contents/x.txt HTTP/1.1\r\n"
-               f"Host: 127.0.0.1:{ad.port}\r\nOrigin: {bad.origin}\r\nCookie: {cookie}\r\n"
+        path = f"/user/{bad.user}/api/contents/x.txt"
+        h = bad.origin_headers(path)  # a request that would reach Jupyter but for its framing
+        req = (f"PUT {path} HTTP/1.1\r\n"
+               f"Host: {h['Host']}\r\nOrigin: {bad.runtime_origin()}\r\nCookie: {h['Cookie']}\r\n"
                f"Content-Type: application/json\r\nConnection: close\r\n" + AMBIGUOUS[case])
         status, _, body = raw_request(ad.port, req, timeout=10)
         assert status == 400, f"{case}: {status} {body[:200]!r}"

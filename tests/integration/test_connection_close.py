@@ -61,7 +61,7 @@ def owner(cd, cadmin):
 def open_ws(d, c, kernel, bearer=None):
     headers = ws_cookie_headers(c) if not bearer else {"Authorization": f"Bearer {bearer}"}
     if not bearer:
-        headers["Origin"] = c.origin
+        headers["Origin"] = c.runtime_origin()
     return WebSocket(d.port, f"/user/{c.user}/api/kernels/{kernel}/channels",
                      headers=headers, source=c.source).expect_open()
 

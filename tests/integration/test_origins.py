@@ -17,7 +17,7 @@ from labd_harness import assert_error, assert_status, user_origin_host
 
 def db_exec(daemon, sql, args=()):
     """Changes labd's real database as root (to age a code or a login)."""
-    db = sqlite3.connect(os.path.join(daemon.state_dir, "labd.db"), timeout=10)
+    db = sqlite3.connect(daemon.db_file, timeout=10)
     try:
         with db:
             n = db.execute(sql, args).rowcount
@@ -70,7 +70,7 @@ def status_path(c):
 def test_handoff_sets_a_host_only_runtime_cookie_once(daemon, u):
     host, target, code = issue_code(u)
     # nothing in the store or the redirect repeats the code's secret in the clear
-    db = sqlite3.connect(f"file:{os.path.join(daemon.state_dir, 'labd.db')}?mode=ro", uri=True)
+    db = sqlite3.connect(f"file:{daemon.db_file}?mode=ro", uri=True)
     try:
         rows = db.execute("SELECT code_hash, cookie_hash FROM runtime_grants").fetchall()
     finally:

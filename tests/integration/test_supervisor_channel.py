@@ -207,7 +207,7 @@ def test_reconciliation_stops_a_stray_and_keeps_the_rest(runtime_daemon_factory)
 
     assert sandbox_of(stray_name) and sandbox_of(keep_name)
     # the stray's row ends behind labd's back (as root, in its database)
-    db = sqlite3.connect(os.path.join(d.state_dir, "db", "labd.db"), timeout=10)
+    db = sqlite3.connect(d.db_file, timeout=10)
     try:
         with db:
             n = db.execute("UPDATE runtimes SET state = 'failed', reason = 'test', ended_at = 1"
