@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "api/api.h"
-#include "auth/password.h"
+#include "auth/auth.h"
 #include "config/config.h"
 #include "store/sessions.h"
 #include "labd/app.h"
@@ -53,16 +53,24 @@ static bool reauthenticated(struct http_request *req, json_t *body)
 	const struct auth_identity *ident = http_identity(req);
 	struct app *app = http_app(req);
 	const char *password = NULL;
-	int64_t login_at = 0;
+	int64_t login_at = 0, retry_after = 0;
 	int rc = api_string(req, body, "password", &password);
+	enum login_result res;
 
 	if (rc < 0)
 		return false;
 	if (rc == 1) {
-		if (password_verify(password, ident->user.password_hash))
+		/* throttled and hashed in bounded slots like a login: a page that
+		 * guesses here must not get more tries than the login form */
+		res = auth_check_password(app, &ident->user, password, http_address(req),
+					  "password.failure", &retry_after);
+		if (res == LOGIN_OK)
 			return true;
-		http_reply_error(req, MHD_HTTP_FORBIDDEN, "reauth_failed",
-				 "field \"password\" is not your password");
+		if (res == LOGIN_INVALID)
+			http_reply_error(req, MHD_HTTP_FORBIDDEN, "reauth_failed",
+					 "field \"password\" is not your password");
+		else
+			api_login_failed(req, res, retry_after);
 		return false;
 	}
 	rc = ident->kind == AUTH_COOKIE

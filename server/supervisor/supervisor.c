@@ -263,6 +263,25 @@ static void run_loop(struct supervisor *s)
 	}
 }
 
+/* Where to point a browser: labd's UI is served on every host name but the
+ * user origins, and its cookie is host-only, so the address printed is the
+ * one the handoff back from a user origin leads to (ui_origin, or the
+ * user_domain itself), not the listening IP. */
+static void print_listening(const struct labd_config *cfg)
+{
+	const char *port = strrchr(cfg->listen, ':');
+
+	if (cfg->ui_origin[0])
+		printf("labd %s: listening on %s; open %s/\n", LABD_VERSION, cfg->listen,
+		       cfg->ui_origin);
+	else if (cfg->origin_per_user)
+		printf("labd %s: listening on %s; open http://%s%s/\n", LABD_VERSION, cfg->listen,
+		       cfg->user_domain, port ? port : "");
+	else
+		printf("labd %s: listening on http://%s/\n", LABD_VERSION, cfg->listen);
+	fflush(stdout);
+}
+
 int supervisor_run(const struct labd_config *cfg)
 {
 	struct supervisor s = {.cfg = cfg, .backoff_ms = RESTART_MIN_MS,
@@ -300,8 +319,7 @@ int supervisor_run(const struct labd_config *cfg)
 		log_errno("signalfd");
 		goto out;
 	}
-	printf("labd %s: listening on http://%s/\n", LABD_VERSION, cfg->listen);
-	fflush(stdout);
+	print_listening(cfg);
 	run_loop(&s);
 	rc = 0;
 	log_info("stopped");

@@ -198,6 +198,32 @@ def test_password_change_throttled(thr):
     thr.client(source="127.35.0.2").login(name, new)
 
 
+def test_token_reauth_throttled(thr):
+    """The password that re-authenticates a token creation is checked like a login:
+    wrong ones count, and inside the delay even the right one is answered 429
+    without being checked (a page in the owner's browser gets no more guesses
+    here than at the login form)."""
+    admin, [(name, pw)] = make_users(thr, 1, "tk")
+    c = thr.client(source="127.35.1.1")
+    c.login(name, pw)
+    for i in range(2):
+        r = c.post("/api/v1/me/tokens", json={"name": f"t{i}", "password": f"wrong-{i}-aaaaaa"})
+        assert_error(r, 403, "reauth_failed")
+    r = c.post("/api/v1/me/tokens", json={"name": "t2", "password": pw})
+    assert_error(r, 429, "throttled")
+    assert 1 <= retry_after(r) <= 2
+
+    def created():
+        r = c.post("/api/v1/me/tokens", json={"name": "t3", "password": pw})
+        if r.status == 429:
+            retry_after(r)
+            return None
+        return r
+    assert_status(wait_until(created, 10, "the token re-authentication delay to run out"), 201)
+    failures = [e for e in audit(admin, "password.failure") if e.get("target") == name]
+    assert len(failures) == 2, failures
+
+
 # ------------------------------------------------------------ front proxy
 
 
