@@ -176,10 +176,11 @@ class Bench:
         """The synthetic backend takes the runtime socket's path (the real
         socket is renamed aside); labd's pool is still empty at this point."""
         real = self.sock_a + ".bench-real"
+        st = os.stat(self.sock_a)  # Jupyter's: the runtime's own uid
         os.rename(self.sock_a, real)
         self.swapped = real
         server = f"""  server {{
-    listen unix:{self.sock_a} backlog=1024;
+    listen unix:{os.path.basename(self.sock_a)} backlog=1024;
     listen 127.0.0.1:{self.port_fast} backlog=1024;
     root {self.fast_root};
     add_header X-Bench-Backend fast;
@@ -187,7 +188,8 @@ class Bench:
   }}
 """
         self.fast = L.start_nginx(self.procs, os.path.join(self.w, "fast"), server,
-                                  name="fast-backend", workers=1)
+                                  name="fast-backend", workers=1, run_as=(st.st_uid, st.st_gid),
+                                  cwd=os.path.dirname(self.sock_a))
         if not L.wait_until(lambda: os.path.exists(self.sock_a), 5):
             raise RuntimeError("the synthetic backend did not create its socket")
         os.chmod(self.sock_a, 0o666)
@@ -195,7 +197,8 @@ class Bench:
     def swap_back(self):
         if not self.swapped:
             return
-        self.procs.stop(self.fast)
+        if getattr(self, "fast", None):
+            self.procs.stop(self.fast)
         if os.path.exists(self.sock_a):
             os.unlink(self.sock_a)
         os.rename(self.swapped, self.sock_a)
@@ -342,7 +345,7 @@ class Bench:
         until interrupted) so that labd-web can be profiled under a load run by hand."""
         self.swap_in_fast()
         self.check_arms("fast", True)
-        auth = " ".join(f"-H '{k}: {v}'" for k, v in self.labd.auth().items())
+        auth = " ".join(f"-H '{k}: {v}'" for k, v in self.labd.runtime_auth().items())
         print(f"labd-web pid {self.labd.web_pid()}; nginx workers {self.nginx_workers()}\n"
               f"labd:      wrk -t1 -c{self.conns} -d{self.duration}s --latency {auth} "
               f"http://127.0.0.1:{self.labd.port}{BASE}api/status\n"

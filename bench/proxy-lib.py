@@ -66,10 +66,12 @@ class Procs:
         self.procs = []  # (name, Popen)
         self.pid_file = pid_file
 
-    def start(self, name, argv, log_path, env=None, cwd=None):
+    def start(self, name, argv, log_path, env=None, cwd=None, user=None):
+        """user: (uid, gid) to run as, or None for this process's own."""
         logf = open(log_path, "ab")
+        ids = {"user": user[0], "group": user[1], "extra_groups": []} if user else {}
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                             env=env, cwd=cwd, start_new_session=True)
+                             env=env, cwd=cwd, start_new_session=True, **ids)
         logf.close()
         self.procs.append((name, p))
         if self.pid_file:
@@ -364,14 +366,22 @@ def start_jupyter(procs, workdir, port, base_url, token, extra=()):
     return p
 
 
-def start_nginx(procs, workdir, servers, name="nginx", workers=2):
+def start_nginx(procs, workdir, servers, name="nginx", workers=2, run_as=None, cwd=None):
     """nginx with one server block per entry of servers (text), workers as
-    user labd like labd's web process (so it may enter runtimes/<user>/)."""
+    user labd like labd's web process (so it may enter runtimes/<user>/).
+    run_as=(uid, gid): the whole nginx, master included, runs as that user
+    instead (a backend on a runtime's socket must be the runtime's own uid:
+    labd checks the listening peer with SO_PEERCRED). cwd: its working directory,
+    entered before the user changes, so that relative socket paths there work
+    even where that user cannot walk the path from the root."""
     os.makedirs(os.path.join(workdir, "tmp"), exist_ok=True)
     conf = os.path.join(workdir, "nginx.conf")
     tmp = os.path.join(workdir, "tmp")
+    if run_as:
+        for path in (workdir, tmp):
+            os.chown(path, *run_as)
     with open(conf, "w") as fh:
-        fh.write(f"""user labd labd;
+        fh.write(f"""{'' if run_as else 'user labd labd;'}
 worker_processes {workers};
 daemon off;
 pid {workdir}/nginx.pid;
@@ -391,7 +401,7 @@ http {{
 }}
 """)
     p = procs.start(name, ["/usr/sbin/nginx", "-c", conf, "-e", f"{workdir}/error.log"],
-                    os.path.join(workdir, "nginx.out"), cwd=workdir)
+                    os.path.join(workdir, "nginx.out"), cwd=cwd or workdir, user=run_as)
     time.sleep(0.3)
     if p.poll() is not None:
         raise RuntimeError(f"{name} did not start: {open(workdir + '/error.log').read()[-2000:]}")
