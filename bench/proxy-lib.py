@@ -291,14 +291,14 @@ class Labd:
     def runtime(self):
         st, _, raw = request(self.port, "GET", "/api/v1/me/runtime", headers=self.auth())
         j = jbody(raw) if st == 200 else None
-        return (j or {}).get("session")
+        return (j or {}).get("runtime")
 
     def runtime_start(self):
         st, _, raw = request(self.port, "POST", "/api/v1/me/runtime", headers=self.auth(),
                              body={"type": "cpu"})
         if st != 202:
             raise RuntimeError(f"POST /api/v1/me/runtime: {st} {raw[:300]!r}")
-        return jbody(raw)["session"]
+        return jbody(raw)["runtime"]
 
     def wait_state(self, states, timeout):
         """Polls the runtime until its state is one of states; returns it or None."""

@@ -64,6 +64,10 @@ void api_runtime_moved(struct http_request *req);
 void api_runtime_events(struct http_request *req);
 /* The public JSON view of a runtime. Caller owns the reference. */
 json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg);
+/* The body of every runtime answer, {"runtime": runtime}, taking runtime (an
+ * object or null). "session" carries the same value for one release, for
+ * clients of the API before the runtime had its own name (docs/api.md). */
+json_t *api_runtime_reply(json_t *runtime);
 /* audit.c */
 void api_audit_list(struct http_request *req);
 

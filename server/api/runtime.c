@@ -42,6 +42,11 @@ json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg)
 			 "warn_before", warn);
 }
 
+json_t *api_runtime_reply(json_t *runtime)
+{
+	return json_pack("{s:O,s:o}", "runtime", runtime, "session", runtime);
+}
+
 void api_runtime_start(struct http_request *req)
 {
 	const struct auth_identity *ident = http_identity(req);
@@ -63,7 +68,7 @@ void api_runtime_start(struct http_request *req)
 	switch (runtime_start(app, ident->user.id, ident->user.name, http_address(req), kind, &r)) {
 	case RUNTIME_START_OK:
 		http_reply_json(req, MHD_HTTP_ACCEPTED,
-				json_pack("{s:o}", "session", api_runtime_json(&r, app->cfg)));
+				api_runtime_reply(api_runtime_json(&r, app->cfg)));
 		break;
 	case RUNTIME_START_EXISTS:
 		http_reply_error(req, MHD_HTTP_CONFLICT, "runtime_exists",
@@ -94,8 +99,7 @@ void api_runtime_get(struct http_request *req)
 		return;
 	}
 	http_reply_json(req, MHD_HTTP_OK,
-			json_pack("{s:o}", "session",
-				  rc ? api_runtime_json(&r, app->cfg) : json_null()));
+			api_runtime_reply(rc ? api_runtime_json(&r, app->cfg) : json_null()));
 }
 
 void api_runtime_stop(struct http_request *req)
@@ -123,7 +127,7 @@ void api_runtime_stop(struct http_request *req)
 		log_error("audit: runtime.stop of %s not recorded", ident->user.name);
 	runtimes_latest(app->db, ident->user.id, &r);
 	http_reply_json(req, MHD_HTTP_ACCEPTED,
-			json_pack("{s:o}", "session", api_runtime_json(&r, app->cfg)));
+			api_runtime_reply(api_runtime_json(&r, app->cfg)));
 }
 
 /* The runtime API lived at /api/v1/me/session until it was named for what it

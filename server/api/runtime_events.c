@@ -1,6 +1,6 @@
 /* runtime_events.c - GET /api/v1/me/runtime/events: the caller's runtime as
  * Server-Sent Events. One "runtime" event with what GET /api/v1/me/runtime
- * answers ({"session": ...}) at once, then one per change of its state.
+ * answers ({"runtime": ...}) at once, then one per change of its state.
  *
  * Ids increase by one per event. A client that reconnects with Last-Event-ID
  * gets no replay: the first event is the current state (which is all a
@@ -33,8 +33,7 @@ struct events_sub {
 static void on_change(void *ctx, const struct runtime *r)
 {
 	struct events_sub *sub = ctx;
-	json_t *body = json_pack("{s:o}", "session",
-				 r ? api_runtime_json(r, sub->app->cfg) : json_null());
+	json_t *body = api_runtime_reply(r ? api_runtime_json(r, sub->app->cfg) : json_null());
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 
 	/* A failed write has ended the stream; its release unsubscribes. */

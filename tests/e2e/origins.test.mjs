@@ -61,7 +61,7 @@ async function api(s, method, path, body) {
 async function waitRuntime(s, want) {
   const deadline = Date.now() + START_TIMEOUT;
   for (;;) {
-    const cur = (await api(s, 'GET', '/me/runtime')).body?.session;
+    const cur = (await api(s, 'GET', '/me/runtime')).body?.runtime;
     if (cur && cur.state === want) return cur;
     if (cur && cur.state === 'failed') throw new Error(`runtime failed: ${JSON.stringify(cur)}`);
     if (Date.now() > deadline) throw new Error(`runtime not ${want}: ${JSON.stringify(cur)}`);
@@ -201,7 +201,7 @@ before(async () => {
 /* Stops eve's runtime (if live) and waits until it is down. */
 async function stopEve() {
   if (!state.eve || state.eveStopped) return;
-  const cur = (await api(state.eve, 'GET', '/me/runtime')).body?.session;
+  const cur = (await api(state.eve, 'GET', '/me/runtime')).body?.runtime;
   if (cur && ['starting', 'running'].includes(cur.state)) await api(state.eve, 'DELETE', '/me/runtime');
   if (cur && cur.state !== 'failed') await waitRuntime(state.eve, 'stopped');
   state.eveStopped = true;

@@ -166,12 +166,12 @@ async function api(session, method, path, body) {
 
 async function stopRuntimeByApi() {
   const s = await apiSession();
-  let cur = (await api(s, 'GET', '/me/runtime')).body?.session;
+  let cur = (await api(s, 'GET', '/me/runtime')).body?.runtime;
   if (!cur || !['starting', 'running', 'stopping'].includes(cur.state)) return;
   if (cur.state !== 'stopping') await api(s, 'DELETE', '/me/runtime');
   const deadline = Date.now() + STOP_TIMEOUT;
   while (Date.now() < deadline) {
-    cur = (await api(s, 'GET', '/me/runtime')).body?.session;
+    cur = (await api(s, 'GET', '/me/runtime')).body?.runtime;
     if (!cur || !['starting', 'running', 'stopping'].includes(cur.state)) return;
     await sleep(1000);
   }

@@ -714,7 +714,7 @@ def wait_runtime(c, states, timeout=RUNTIME_START_TIMEOUT, interval=0.2):
     while True:
         r = c.get("/api/v1/me/runtime")
         assert r.status == 200, f"GET /api/v1/me/runtime: {r!r}"
-        s = r.json["session"]
+        s = r.json["runtime"]
         st = s and s["state"]
         if not seen or seen[-1] != st:
             seen.append(st)
@@ -731,14 +731,14 @@ def start_runtime(c, kind="cpu"):
     """POST /api/v1/me/runtime and wait for running; returns (202 runtime, running runtime)."""
     r = c.post("/api/v1/me/runtime", json={"type": kind})
     assert r.status == 202, f"starting a {kind} runtime: {r!r}"
-    first = r.json["session"]
+    first = r.json["runtime"]
     return first, wait_runtime(c, "running")
 
 
 def stop_runtime(c, timeout=30 * SLOW):
     """DELETE /api/v1/me/runtime (if live) and wait for stopped; returns the runtime."""
     r = c.get("/api/v1/me/runtime")
-    s = r.json["session"]
+    s = r.json["runtime"]
     if s and s["state"] in ("starting", "running"):
         r = c.delete("/api/v1/me/runtime")
         assert r.status in (202, 404), f"stopping the runtime: {r!r}"

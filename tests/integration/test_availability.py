@@ -120,7 +120,7 @@ def good_stops(ad, good):
     yield
     c = ad.client()
     c.login(*good)
-    if c.get("/api/v1/me/runtime").json["session"]:
+    if c.get("/api/v1/me/runtime").json["runtime"]:
         stop_runtime(c)
 
 
@@ -137,7 +137,7 @@ def service_ok(d, good):
     c = d.client()
     c.login(*good)
     r = c.get("/api/v1/me/runtime")
-    s = r.json["session"]
+    s = r.json["runtime"]
     if not s or s["state"] not in ("starting", "running"):
         start_runtime(c)
     else:
@@ -414,7 +414,7 @@ def test_open_idle_websocket_does_not_keep_a_runtime_alive(cull_daemon):
         assert result == "2", result
         t0 = time.monotonic()
         s = wait_until(lambda: (lambda s: s if s and s["state"] in ("stopping", "stopped")
-                                else None)(c.get("/api/v1/me/runtime").json["session"]),
+                                else None)(c.get("/api/v1/me/runtime").json["runtime"]),
                        IDLE_S + 10 * SLOW, "the idle runtime to be culled with a WebSocket open")
         assert time.monotonic() - t0 >= IDLE_S - 1, "culled before idle_timeout"
         assert "idle" in (s.get("reason") or ""), s

@@ -55,16 +55,21 @@ def suser(sd, sadmin):
     return c
 
 
+NO_RUNTIME = {"runtime": None, "session": None}
+
+
 def test_start_runs_with_documented_fields(sd, sadmin, suser):
     r = suser.get("/api/v1/me/runtime")
     assert_status(r, 200)
-    assert r.json == {"session": None}, r.json
+    assert r.json == NO_RUNTIME, r.json
 
     t0 = time.time()
     r = suser.post("/api/v1/me/runtime", json={"type": "cpu"})
     assert_status(r, 202)
-    assert set(r.json) == {"session"}, r.json
-    s = r.json["session"]
+    # "session" is the runtime's old name, the same object, kept for one release
+    assert set(r.json) == {"runtime", "session"}, r.json
+    assert r.json["session"] == r.json["runtime"], r.json
+    s = r.json["runtime"]
     assert set(s) == RUNTIME_KEYS, f"runtime keys {sorted(s)}"
     assert s["type"] == "cpu" and s["state"] == "starting", s
     assert s["reason"] is None and s["ready_at"] is None and s["ended_at"] is None, s
@@ -106,7 +111,7 @@ def test_gpu_without_devices(sd, suser):
     r = suser.post("/api/v1/me/runtime", json={"type": "gpu"})
     assert_error(r, 409, "no_gpu_available")
     r = suser.get("/api/v1/me/runtime")
-    assert r.json == {"session": None}, "a refused GPU start left a runtime: " + repr(r.json)
+    assert r.json == NO_RUNTIME, "a refused GPU start left a runtime: " + repr(r.json)
 
 
 @pytest.mark.parametrize("body", [{"type": "tpu"}, {"type": 5}, {"type": None}, {},
@@ -114,7 +119,7 @@ def test_gpu_without_devices(sd, suser):
 def test_bad_type(sd, suser, body):
     r = suser.post("/api/v1/me/runtime", json=body)
     assert_error(r, 400, "bad_field", field="type")
-    assert suser.get("/api/v1/me/runtime").json == {"session": None}
+    assert suser.get("/api/v1/me/runtime").json == NO_RUNTIME
 
 
 def test_runtime_auth(sd, suser):
@@ -125,7 +130,7 @@ def test_runtime_auth(sd, suser):
     # cookie without the CSRF token
     assert_error(suser.post("/api/v1/me/runtime", json={"type": "cpu"}, csrf=None),
                  403, "csrf_failed")
-    assert suser.get("/api/v1/me/runtime").json == {"session": None}
+    assert suser.get("/api/v1/me/runtime").json == NO_RUNTIME
     assert_error(suser.delete("/api/v1/me/runtime"), 404, "no_runtime")
 
 
@@ -165,7 +170,7 @@ def test_stop_closes_websocket(sd, sadmin, suser):
         t0 = time.monotonic()
         r = suser.delete("/api/v1/me/runtime")
         assert_status(r, 202)
-        s = r.json["session"]
+        s = r.json["runtime"]
         assert s["id"] == running["id"] and s["state"] == "stopping", s
         assert s["reason"] == "stopped by the user", s
 
@@ -214,7 +219,7 @@ def test_stop_closes_websocket(sd, sadmin, suser):
     assert_error(r, 503, "runtime_not_running")
     # a second stop has nothing to stop; GET shows the stopped one
     assert_error(suser.delete("/api/v1/me/runtime"), 404, "no_runtime")
-    assert suser.get("/api/v1/me/runtime").json["session"]["id"] == running["id"]
+    assert suser.get("/api/v1/me/runtime").json["runtime"]["id"] == running["id"]
 
 
 def test_restart_while_another_runtime_runs(sd, sadmin):
@@ -301,18 +306,18 @@ def test_old_path_redirects_each_method(sd, sadmin, suser):
         kw = {"json": {"type": "cpu"}} if method == "POST" else {}
         # without following: nothing is started, whatever the method
         assert_moved(suser.request(method, OLD_PATH, **kw))
-        assert suser.get(NEW_PATH).json == {"session": None}
+        assert suser.get(NEW_PATH).json == NO_RUNTIME
 
     hops, r = follow(suser, "GET", OLD_PATH)
     assert len(hops) == 1 and r.path == NEW_PATH, (hops, r)
     assert_status(r, 200)
-    assert r.json == {"session": None}, r.json
+    assert r.json == NO_RUNTIME, r.json
 
     # POST is re-sent with its body: the runtime starts (202), as on the new path
     hops, r = follow(suser, "POST", OLD_PATH, json={"type": "cpu"})
     assert [h.status for h in hops] == [308] and r.path == NEW_PATH, (hops, r)
     assert_status(r, 202)
-    started = r.json["session"]
+    started = r.json["runtime"]
     assert set(started) == RUNTIME_KEYS and started["state"] == "starting", started
     hops, r = follow(suser, "POST", OLD_PATH, json={"type": "cpu"})
     assert_error(r, 409, "runtime_exists")
@@ -321,17 +326,17 @@ def test_old_path_redirects_each_method(sd, sadmin, suser):
 
     hops, r = follow(suser, "GET", OLD_PATH)
     assert_status(r, 200)
-    assert r.json["session"]["id"] == started["id"], r.json
+    assert r.json["runtime"]["id"] == started["id"], r.json
 
     # DELETE (the curl -X DELETE case): 308 with the Location, then the stop
     r = suser.delete(OLD_PATH)
     assert_moved(r)
-    assert suser.get(NEW_PATH).json["session"]["state"] == "running"
+    assert suser.get(NEW_PATH).json["runtime"]["state"] == "running"
     hops, r = follow(suser, "DELETE", OLD_PATH)
     assert [h.status for h in hops] == [308] and r.path == NEW_PATH, (hops, r)
     assert_status(r, 202)
-    assert r.json["session"]["id"] == running["id"], r.json
-    assert r.json["session"]["state"] == "stopping", r.json
+    assert r.json["runtime"]["id"] == running["id"], r.json
+    assert r.json["runtime"]["state"] == "stopping", r.json
     assert wait_runtime(suser, ("stopped", "failed"), timeout=15 * SLOW)["state"] == "stopped"
     hops, r = follow(suser, "DELETE", OLD_PATH)
     assert_error(r, 404, "no_runtime")
@@ -352,7 +357,7 @@ def test_old_path_is_public_and_the_new_path_gates(sd, suser):
     hops, r = follow(suser, "POST", OLD_PATH, json={"type": "cpu"}, csrf=None)
     assert_moved(hops[0])
     assert_error(r, 403, "csrf_failed")
-    assert suser.get(NEW_PATH).json == {"session": None}
+    assert suser.get(NEW_PATH).json == NO_RUNTIME
     # methods the old path never had are still 405, not redirected
     r = suser.put(OLD_PATH, json={"type": "cpu"})
     assert_error(r, 405, "method_not_allowed")

@@ -129,7 +129,7 @@ class EventStream:
         """The next runtime event: (id, session or None)."""
         ev = self.next_event(timeout)
         assert ev["event"] == "runtime", ev
-        return int(ev["id"]), json.loads(ev["data"])["session"]
+        return int(ev["id"]), json.loads(ev["data"])["runtime"]
 
     def wait_comment(self, timeout=HTTP_TIMEOUT):
         seen = self.comments
@@ -210,7 +210,7 @@ def test_events_follow_the_runtime(ed):
     i, first = s.next_runtime()
     ids.append(i)
     assert first is None
-    assert c.get("/api/v1/me/runtime").json == {"session": None}
+    assert c.get("/api/v1/me/runtime").json == {"runtime": None, "session": None}
 
     r = c.post("/api/v1/me/runtime", json={"type": "cpu"})
     assert r.status == 202, r
@@ -221,11 +221,11 @@ def test_events_follow_the_runtime(ed):
         i, rt = s.next_runtime(timeout=max(1, deadline - time.monotonic()))
         ids.append(i)
         assert set(rt) == RUNTIME_KEYS, rt
-        assert rt["id"] == r.json["session"]["id"]
+        assert rt["id"] == r.json["runtime"]["id"]
         states.append(rt["state"])
         assert rt["state"] in ("starting", "running"), states
     assert states == ["starting", "running"], states
-    got = c.get("/api/v1/me/runtime").json["session"]
+    got = c.get("/api/v1/me/runtime").json["runtime"]
     for k in RUNTIME_KEYS - {"seconds_left"}:
         assert got[k] == rt[k], (k, got, rt)
 

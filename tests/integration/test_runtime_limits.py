@@ -150,7 +150,7 @@ def assert_running_for(c, seconds, why):
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         r = c.get("/api/v1/me/runtime")
-        s = r.json["session"]
+        s = r.json["runtime"]
         assert s["state"] == "running", \
             f"{why}: {s['state']} ({s['reason']!r}) after " \
             f"{seconds - (end - time.monotonic()):.1f} of {seconds} s"

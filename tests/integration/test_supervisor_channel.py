@@ -92,7 +92,7 @@ def test_slow_build_delays_nobody_else(runtime_daemon_factory):
     r = slow.post("/api/v1/me/runtime", json={"type": "cpu"})
     assert r.status == 202, r
     assert time.monotonic() - t0 < 2 * SLOW, "the start waited for the sandbox build"
-    assert r.json["session"]["state"] == "starting"
+    assert r.json["runtime"]["state"] == "starting"
 
     # meanwhile: another user logs in, starts, works and stops, undelayed
     t1 = time.monotonic()
@@ -112,7 +112,7 @@ def test_slow_build_delays_nobody_else(runtime_daemon_factory):
     assert time.monotonic() - t0 < slow_s, "the other user's stop waited for the slow build"
     # the slow one is still building, then comes up as usual
     r = slow.get("/api/v1/me/runtime")
-    assert r.json["session"]["state"] == "starting", r.json
+    assert r.json["runtime"]["state"] == "starting", r.json
     wait_runtime(slow, ("running",), timeout=slow_s + 60 * SLOW)
     stop_runtime(slow)
 
@@ -173,7 +173,7 @@ def test_ready_is_pushed_not_polled(runtime_daemon_factory):
     ready_t = None
     deadline = time.monotonic() + 60 * SLOW
     while time.monotonic() < deadline:
-        st = c.get("/api/v1/me/runtime").json["session"]["state"]
+        st = c.get("/api/v1/me/runtime").json["runtime"]["state"]
         if st == "running":
             ready_t = time.monotonic()
             break

@@ -347,7 +347,7 @@
           rt.loadFailed = false;
           L.showMessage("runtime-error", "");
         }
-        setRuntime(data ? data.session : null);
+        setRuntime(data ? data.runtime : null);
       })
       .catch(function (err) {
         /* Keep what we showed; say why it may be stale. */
@@ -375,7 +375,7 @@
       rt.loadFailed = false;
       L.showMessage("runtime-error", "");
     }
-    setRuntime(data ? data.session : null);
+    setRuntime(data ? data.runtime : null);
     schedulePoll();
   }
 
@@ -408,7 +408,7 @@
     return L.api(method, "/me/runtime", body)
       .then(function (data) {
         rt.inFlight = false;
-        if (data && data.session) setRuntime(data.session);
+        if (data && data.runtime) setRuntime(data.runtime);
         else updateButtons();
       })
       .catch(function (err) {

@@ -112,7 +112,7 @@
     pollTimer = null;
     return L.api("GET", "/me/runtime")
       .then(function (data) {
-        follow(data ? data.session : null);
+        follow(data ? data.runtime : null);
       })
       .catch(function (err) {
         L.showMessage("runtime-error", "Could not load the runtime: " + L.errorText(err));
@@ -138,7 +138,7 @@
       } catch (e) {
         return;
       }
-      follow(data ? data.session : null);
+      follow(data ? data.runtime : null);
     });
     es.addEventListener("open", function () {
       live = true;
@@ -158,8 +158,8 @@
     L.api("POST", "/me/runtime", { type: "cpu" })
       .then(function (data) {
         waiting = true;
-        if (data && data.session) {
-          runtime = data.session;
+        if (data && data.runtime) {
+          runtime = data.runtime;
           if (runtime.state === "failed") waiting = false;
         }
       })
