@@ -119,8 +119,14 @@ EOF
         { echo "; from $extra"; cat "$extra"; } >>"$dir/labd.ini"
     fi
     DAEMON_URL="http://127.0.0.1:$port"
+    # A test file's NAME.env (KEY=VALUE lines, e.g. a LABD_FAULT_* injection) goes into
+    # its daemon's environment.
+    local envs=()
+    if [ -n "$extra" ] && [ -f "${extra%.ini}.env" ]; then
+        mapfile -t envs < <(grep -E '^[A-Z_][A-Z0-9_]*=' "${extra%.ini}.env")
+    fi
     # Own session and process group, so a stuck daemon can be killed with its children.
-    setsid "$labd_bin" --config "$dir/labd.ini" >"$dir/labd.log" 2>&1 </dev/null &
+    env "${envs[@]}" setsid "$labd_bin" --config "$dir/labd.ini" >"$dir/labd.log" 2>&1 </dev/null &
     DAEMON_PID=$!
     for _ in $(seq 1 100); do
         if ! kill -0 "$DAEMON_PID" 2>/dev/null; then

@@ -185,7 +185,24 @@
         if (me.role !== "admin") {
           throw new L.ApiError(403, "forbidden", "This page is for administrators.");
         }
+        loadHealth();
         return loadUsers();
+      })
+      .catch(fail);
+  }
+
+  /* What the supervisor found missing on this host (cgroup controllers), from
+   * GET /api/v1/health: shown, never hidden away in a log. */
+  function loadHealth() {
+    L.api("GET", "/health")
+      .then(function (h) {
+        var list = $("host-warnings");
+        var warnings = (h && h.warnings) || [];
+        list.textContent = "";
+        warnings.forEach(function (w) {
+          list.appendChild(L.el("li", null, [String(w)]));
+        });
+        $("host-health").hidden = warnings.length === 0;
       })
       .catch(fail);
   }
