@@ -68,6 +68,30 @@ json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg)
  * object or null). "session" carries the same value for one release, for
  * clients of the API before the runtime had its own name (docs/api.md). */
 json_t *api_runtime_reply(json_t *runtime);
+/* quota.c: limits as JSON ({name: integer | "unlimited"}, set ones only) */
+struct quota_limits;
+json_t *api_limits_json(const struct quota_limits *l);
+/* Reads the optional limits object at field (null values = not set): 0, or
+ * -1 with the 400 naming "field.limit" set. */
+int api_limits_read(struct http_request *req, json_t *obj, const char *field,
+		    struct quota_limits *out);
+/* Reads "plan" (a plan name or null = none): 1 present, 0 absent, -1 reply set. */
+int api_plan_field(struct http_request *req, json_t *body, const char **plan);
+void api_me_quota(struct http_request *req);
+void api_user_quota_get(struct http_request *req);
+void api_user_quota_put(struct http_request *req);
+/* plans.c */
+void api_plans_list(struct http_request *req);
+void api_plans_create(struct http_request *req);
+void api_plans_get(struct http_request *req);
+void api_plans_put(struct http_request *req);
+void api_plans_delete(struct http_request *req);
+/* groups.c */
+void api_groups_list(struct http_request *req);
+void api_groups_create(struct http_request *req);
+void api_groups_get(struct http_request *req);
+void api_groups_put(struct http_request *req);
+void api_groups_delete(struct http_request *req);
 /* audit.c */
 void api_audit_list(struct http_request *req);
 

@@ -69,6 +69,13 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	snprintf(cfg->deleted_home, sizeof(cfg->deleted_home), "archive");
 	cfg->archive_retention_s = 30 * 86400;
 	cfg->home_size_bytes = 15ULL << 30;
+	cfg->quota_cpu_s_per_24h = -1;
+	cfg->quota_cpu_s_per_7d = -1;
+	cfg->quota_gpu_s_per_24h = 4 * 3600;
+	cfg->quota_gpu_s_per_7d = -1;
+	cfg->quota_gpus_per_runtime = 1;
+	cfg->quota_concurrent_jobs = 2;
+	cfg->quota_job_max_runtime_s = 24 * 3600;
 	cfg->memory_bytes = 4ULL << 30;
 	cfg->tmp_bytes = 1ULL << 30;
 	cfg->cpus_milli = 2000;
@@ -123,6 +130,7 @@ enum key_kind {
 	K_ORIGIN,    /* per_user or path, stored as a bool (true = per_user) */
 	K_DOMAIN,    /* a lowercase DNS name: labels of [a-z0-9-] joined by dots */
 	K_ORIGIN_URL, /* http[s]://host[:port], nothing after */
+	K_DURATION_NONE, /* a duration, or "none" (stored as -1: no limit) */
 };
 
 struct key_spec {
@@ -200,6 +208,13 @@ static const struct key_spec keys[] = {
 	KEY("runtime", keep_on_shutdown, K_BOOL, 0, 0),
 	KEYN("runtime", "log_size", log_bytes, K_SIZE, 64ULL << 10, 1ULL << 30),
 	KEY("runtime", hidden_paths, K_PATHS, 0, CONFIG_MAX_HIDDEN),
+	KEYN("quota", "cpu_per_24h", quota_cpu_s_per_24h, K_DURATION_NONE, 0, 64 * 86400LL),
+	KEYN("quota", "cpu_per_7d", quota_cpu_s_per_7d, K_DURATION_NONE, 0, 64 * 7 * 86400LL),
+	KEYN("quota", "gpu_per_24h", quota_gpu_s_per_24h, K_DURATION_NONE, 0, 64 * 86400LL),
+	KEYN("quota", "gpu_per_7d", quota_gpu_s_per_7d, K_DURATION_NONE, 0, 64 * 7 * 86400LL),
+	KEYN("quota", "gpus_per_runtime", quota_gpus_per_runtime, K_UINT, 0, 64),
+	KEYN("quota", "concurrent_jobs", quota_concurrent_jobs, K_UINT, 0, 10000),
+	KEYN("quota", "job_max_runtime", quota_job_max_runtime_s, K_DURATION, 60, 365 * 86400LL),
 	KEYN("gpu", "devices", gpu_devices, K_GPUS, 0, 255),
 	KEY("gpu", dev_prefix, K_STRING, 1, 0),
 };
@@ -474,6 +489,16 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 			return "must be an origin such as https://lab.example.org (scheme, host, "
 			       "optional port)";
 		snprintf(field, k->size, "%s", value);
+		return NULL;
+	case K_DURATION_NONE:
+		if (!strcmp(value, "none")) {
+			*(int64_t *)field = -1;
+			return NULL;
+		}
+		if (parse_duration_s(value, &d) < 0 || (uint64_t)d < k->min ||
+		    (uint64_t)d > k->max)
+			return "must be a duration such as 30m, 4h or 7d, in range, or none";
+		*(int64_t *)field = d;
 		return NULL;
 	case K_DURATION:
 		if (parse_duration_s(value, &d) < 0 || (uint64_t)d < k->min ||

@@ -85,6 +85,13 @@ struct labd_config {
 	bool keep_on_shutdown; /* runtimes outlive labd's stop and are re-adopted */
 	uint64_t log_bytes;    /* Jupyter's log file cap; one rotated copy is kept */
 	char hidden_paths[CONFIG_PATH_MAX]; /* host places hidden in sandboxes, comma-separated */
+	/* [quota]: the default plan's limits beyond [runtime]'s (cpu_limit,
+	 * gpu_limit, home_size, memory, cpus); -1 = none */
+	int64_t quota_cpu_s_per_24h, quota_cpu_s_per_7d;
+	int64_t quota_gpu_s_per_24h, quota_gpu_s_per_7d;
+	unsigned quota_gpus_per_runtime;
+	unsigned quota_concurrent_jobs;
+	int64_t quota_job_max_runtime_s;
 	/* [gpu] */
 	unsigned gpu_devices[CONFIG_MAX_GPUS];
 	unsigned n_gpu_devices;

@@ -17,6 +17,7 @@
 #include "runtime/watch.h"
 #include "store/audit.h"
 #include "store/db.h"
+#include "store/user_quotas.h"
 
 /* A start in flight for this long before a missing sandbox counts. */
 #define START_GRACE_S 10
@@ -117,6 +118,24 @@ static void ask_backend(struct app *app, struct runtime *r)
 	end_runtime(app, r, true, reason);
 }
 
+/* The runtime's length from the user's effective limits (their plan, group
+ * or override), else the config's; "unlimited" is capped at a year so the
+ * deadline stays a real time. */
+static int64_t max_length_s(struct app *app, int64_t user_id, enum runtime_kind kind)
+{
+	enum quota_limit which = kind == RUNTIME_GPU ? QL_GPU_RUNTIME_MAX_S : QL_CPU_RUNTIME_MAX_S;
+	struct quota_limits defaults;
+	struct quota_effective e;
+
+	user_quotas_defaults(app->cfg, &defaults);
+	if (user_quotas_effective(app->db, user_id, &defaults, &e) < 0) {
+		log_warn("limits of user %lld unreadable: the configured length applies",
+			 (long long)user_id);
+		return defaults.v[which];
+	}
+	return e.v[which] == QUOTA_UNLIMITED ? 365 * 86400LL : e.v[which];
+}
+
 enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const char *user,
 					const char *address, enum runtime_kind kind,
 					struct runtime *out)
@@ -129,8 +148,7 @@ enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const 
 		return RUNTIME_START_NO_GPU;
 	if (crypto_random_token(token, sizeof(token), 32) < 0)
 		return RUNTIME_START_ERROR;
-	rc = runtimes_create(app->db, user_id, kind, token, gpus, now,
-			     now + (kind == RUNTIME_GPU ? app->cfg->gpu_limit_s : app->cfg->cpu_limit_s),
+	rc = runtimes_create(app->db, user_id, kind, token, gpus, now, now + max_length_s(app, user_id, kind),
 			     out);
 	if (rc == DB_CONFLICT)
 		return RUNTIME_START_EXISTS;

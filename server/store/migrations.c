@@ -94,6 +94,30 @@ static const char *const migrations[] = {
 	"  cookie_hash TEXT UNIQUE,"
 	"  created_at INTEGER NOT NULL);"
 	"CREATE INDEX runtime_grants_session ON runtime_grants(session_id);",
+	/* 6: governance. Limits are kept as text ("name=value ...", store/quota.h)
+	 * so a later step adds a limit without a migration. A plan in use cannot
+	 * be deleted (RESTRICT); the API names its users first. */
+	"CREATE TABLE plans ("
+	"  id INTEGER PRIMARY KEY,"
+	"  name TEXT NOT NULL UNIQUE,"
+	"  limits TEXT NOT NULL DEFAULT '',"
+	"  created_at INTEGER NOT NULL,"
+	"  updated_at INTEGER NOT NULL);"
+	"CREATE TABLE groups ("
+	"  id INTEGER PRIMARY KEY,"
+	"  name TEXT NOT NULL UNIQUE,"
+	"  plan_id INTEGER REFERENCES plans(id) ON DELETE RESTRICT,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE TABLE group_members ("
+	"  group_id INTEGER NOT NULL REFERENCES groups(id) ON DELETE CASCADE,"
+	"  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+	"  PRIMARY KEY (group_id, user_id));"
+	"CREATE INDEX group_members_user ON group_members(user_id);"
+	"CREATE TABLE user_quotas ("
+	"  user_id INTEGER PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,"
+	"  plan_id INTEGER REFERENCES plans(id) ON DELETE RESTRICT,"
+	"  overrides TEXT NOT NULL DEFAULT '',"
+	"  updated_at INTEGER NOT NULL);",
 };
 
 int migrations_count(void)

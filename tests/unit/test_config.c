@@ -120,6 +120,39 @@ static void test_runtime_keys(void **state)
 	assert_non_null(strstr(err, "unknown key [runtime] cpus_milli"));
 }
 
+/* [quota]: the default plan's windows take a duration or "none" (-1). */
+static void test_quota_keys(void **state)
+{
+	static const char *const bad[] = {
+		"[quota]\ngpu_per_24h = never\n", "[quota]\ngpu_per_24h = 65d\n",
+		"[quota]\ngpus_per_runtime = 65\n", "[quota]\njob_max_runtime = none\n",
+		"[quota]\njob_max_runtime = 10s\n",
+	};
+	struct labd_config cfg;
+	char err[256];
+	int rc;
+	(void)state;
+	config_defaults(&cfg, false);
+	assert_int_equal(cfg.quota_gpu_s_per_24h, 4 * 3600);
+	assert_int_equal(cfg.quota_gpu_s_per_7d, -1);
+	assert_int_equal(cfg.quota_cpu_s_per_24h, -1);
+	assert_int_equal(cfg.quota_gpus_per_runtime, 1);
+	load_text("[quota]\ngpu_per_24h = none\ncpu_per_7d = 40h\ngpu_per_7d = 0\n"
+		  "concurrent_jobs = 0\njob_max_runtime = 2h\n",
+		  &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(cfg.quota_gpu_s_per_24h, -1);
+	assert_int_equal(cfg.quota_cpu_s_per_7d, 40 * 3600);
+	assert_int_equal(cfg.quota_gpu_s_per_7d, 0);
+	assert_int_equal(cfg.quota_concurrent_jobs, 0);
+	assert_int_equal(cfg.quota_job_max_runtime_s, 7200);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		load_text(bad[i], &cfg, &rc, err, sizeof(err));
+		assert_int_equal(rc, -1);
+		assert_non_null(strstr(err, "[quota] "));
+	}
+}
+
 /* Per-user origins (issue 8, class 3): on by default, path mode an opt-out. */
 static void test_origin_keys(void **state)
 {
@@ -314,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_key_names_file_line_key),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_runtime_keys),
+		cmocka_unit_test(test_quota_keys),
 		cmocka_unit_test(test_origin_keys),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_value_syntax),

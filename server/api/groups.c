@@ -1,0 +1,237 @@
+/* groups.c - admin management of groups: list, create, show, change plan and
+ * members, delete. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api.h"
+#include "http/http.h"
+#include "labd/app.h"
+#include "labd/log.h"
+#include "labd/parse.h"
+#include "store/audit.h"
+#include "store/groups.h"
+
+static int append_name(const char *name, void *ctx)
+{
+	json_array_append_new(ctx, json_string(name));
+	return 0;
+}
+
+/* NULL on a store error. */
+static json_t *group_json(struct http_request *req, const struct group *g)
+{
+	char created[21];
+	json_t *members = json_array();
+
+	if (groups_members_each(http_app(req)->db, g->id, append_name, members) < 0) {
+		json_decref(members);
+		return NULL;
+	}
+	api_time(g->created_at, created);
+	return json_pack("{s:s,s:o,s:o,s:s}", "name", g->name, "plan",
+			 g->plan[0] ? json_string(g->plan) : json_null(), "members", members,
+			 "created_at", created);
+}
+
+struct list_ctx {
+	struct http_request *req;
+	json_t *list;
+};
+
+static int append_group(const struct group *g, void *arg)
+{
+	struct list_ctx *c = arg;
+	json_t *one = group_json(c->req, g);
+
+	if (!one)
+		return 1;
+	json_array_append_new(c->list, one);
+	return 0;
+}
+
+void api_groups_list(struct http_request *req)
+{
+	struct list_ctx c = {req, json_array()};
+
+	if (groups_each(http_app(req)->db, append_group, &c) < 0) {
+		json_decref(c.list);
+		http_reply_internal(req);
+		return;
+	}
+	http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "groups", c.list));
+}
+
+/* Reads an optional array of user names into names[]: 0, or -1 with the reply set. */
+static int read_names(struct http_request *req, json_t *body, const char *field,
+		      const char *names[GROUPS_MAX_NAMES], size_t *n)
+{
+	json_t *arr = json_object_get(body, field), *v;
+	size_t i;
+
+	*n = 0;
+	if (!arr)
+		return 0;
+	if (!json_is_array(arr) || json_array_size(arr) > GROUPS_MAX_NAMES) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "field \"%s\" must be an array of at most %d user names", field,
+				 GROUPS_MAX_NAMES);
+		return -1;
+	}
+	json_array_foreach(arr, i, v) {
+		if (!json_is_string(v) || !parse_user_name_ok(json_string_value(v))) {
+			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+					 "field \"%s\"[%zu] must be a user name", field, i);
+			return -1;
+		}
+		names[(*n)++] = json_string_value(v);
+	}
+	return 0;
+}
+
+/* Reads plan and member changes: 0, or -1 with the reply set. */
+static int read_change(struct http_request *req, json_t *body, const char *add_field,
+		       const char *add[GROUPS_MAX_NAMES], const char *remove[GROUPS_MAX_NAMES],
+		       struct group_change *c)
+{
+	int has_plan = api_plan_field(req, body, &c->plan);
+
+	if (has_plan < 0 || read_names(req, body, add_field, add, &c->n_add) < 0 ||
+	    read_names(req, body, "remove_members", remove, &c->n_remove) < 0)
+		return -1;
+	c->set_plan = has_plan == 1;
+	c->add = add;
+	c->remove = remove;
+	return 0;
+}
+
+/* Replies to a failed change; false when rc is QUOTA_OK. */
+static bool reply_failed(struct http_request *req, enum quota_change_result rc,
+			 const char *name, const char *missing)
+{
+	if (rc == QUOTA_CONFLICT)
+		http_reply_error(req, MHD_HTTP_CONFLICT, "conflict", "group \"%s\" already exists",
+				 name);
+	else if (rc == QUOTA_NO_PLAN)
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "field \"plan\": no plan named \"%s\"", missing);
+	else if (rc == QUOTA_NO_USER)
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "members: no user named \"%s\"", missing);
+	else if (rc == QUOTA_NOT_FOUND)
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no group named \"%s\"",
+				 name);
+	else if (rc != QUOTA_OK)
+		http_reply_internal(req);
+	return rc != QUOTA_OK;
+}
+
+static void audit_group(struct http_request *req, const char *action, const char *name,
+			const struct group_change *c)
+{
+	char detail[160] = "";
+
+	if (c)
+		snprintf(detail, sizeof(detail), "%s%s%s+%zu -%zu members",
+			 c->set_plan ? "plan=" : "", c->set_plan ? (c->plan ? c->plan : "none") : "",
+			 c->set_plan ? " " : "", c->n_add, c->n_remove);
+	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name, action, name,
+		      http_address(req), c ? detail : NULL) < 0)
+		log_error("audit: %s of %s not recorded", action, name);
+}
+
+/* Answers with the group as it is now. */
+static void reply_group(struct http_request *req, const char *name, unsigned status)
+{
+	struct group g;
+	json_t *one;
+
+	if (groups_find(http_app(req)->db, name, &g) != 1 || !(one = group_json(req, &g))) {
+		http_reply_internal(req);
+		return;
+	}
+	http_reply_json(req, status, json_pack("{s:o}", "group", one));
+}
+
+void api_groups_create(struct http_request *req)
+{
+	static const char *const fields[] = {"name", "plan", "members", NULL};
+	const char *name = NULL, *add[GROUPS_MAX_NAMES], *remove[GROUPS_MAX_NAMES];
+	char missing[QUOTA_NAME_MAX + 1] = "";
+	struct group_change c = {0};
+	json_t *body = api_body(req, fields);
+	enum quota_change_result rc;
+
+	if (!body)
+		return;
+	if (api_string(req, body, "name", &name) != 1 || !parse_user_name_ok(name)) {
+		if (!http_has_reply(req))
+			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+					 "field \"name\" must match ^[a-z][a-z0-9_-]{0,31}$");
+		goto out;
+	}
+	if (read_change(req, body, "members", add, remove, &c) < 0)
+		goto out;
+	rc = groups_create(http_app(req)->db, name, &c, time(NULL), missing);
+	if (reply_failed(req, rc, name, missing))
+		goto out;
+	audit_group(req, "group.create", name, &c);
+	reply_group(req, name, MHD_HTTP_CREATED);
+out:
+	json_decref(body);
+}
+
+/* The group named in the path: 0, or -1 with the reply set. */
+static int path_group(struct http_request *req, struct group *g)
+{
+	const char *name = http_match(req)->params[0];
+	int rc = parse_user_name_ok(name) ? groups_find(http_app(req)->db, name, g) : 0;
+
+	if (rc < 0)
+		http_reply_internal(req);
+	else if (rc == 0)
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no group named \"%.32s\"",
+				 name);
+	return rc == 1 ? 0 : -1;
+}
+
+void api_groups_get(struct http_request *req)
+{
+	struct group g;
+
+	if (path_group(req, &g) == 0)
+		reply_group(req, g.name, MHD_HTTP_OK);
+}
+
+void api_groups_put(struct http_request *req)
+{
+	static const char *const fields[] = {"plan", "add_members", "remove_members", NULL};
+	const char *add[GROUPS_MAX_NAMES], *remove[GROUPS_MAX_NAMES];
+	char missing[QUOTA_NAME_MAX + 1] = "";
+	struct group_change c = {0};
+	struct group g;
+	json_t *body = api_body(req, fields);
+
+	if (!body)
+		return;
+	if (path_group(req, &g) < 0 || read_change(req, body, "add_members", add, remove, &c) < 0)
+		goto out;
+	if (reply_failed(req, groups_update(http_app(req)->db, g.name, &c, missing), g.name,
+			 missing))
+		goto out;
+	audit_group(req, "group.update", g.name, &c);
+	reply_group(req, g.name, MHD_HTTP_OK);
+out:
+	json_decref(body);
+}
+
+void api_groups_delete(struct http_request *req)
+{
+	struct group g;
+
+	if (path_group(req, &g) < 0 ||
+	    reply_failed(req, groups_delete(http_app(req)->db, g.name), g.name, ""))
+		return;
+	audit_group(req, "group.delete", g.name, NULL);
+	http_reply_empty(req, MHD_HTTP_NO_CONTENT);
+}

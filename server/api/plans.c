@@ -1,0 +1,160 @@
+/* plans.c - admin management of plans: list, create, show, replace limits, delete. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api.h"
+#include "http/http.h"
+#include "labd/app.h"
+#include "labd/log.h"
+#include "labd/parse.h"
+#include "store/audit.h"
+#include "store/plans.h"
+
+static json_t *plan_json(const struct plan *p)
+{
+	char created[21], updated[21];
+
+	api_time(p->created_at, created);
+	api_time(p->updated_at, updated);
+	return json_pack("{s:s,s:o,s:s,s:s}", "name", p->name, "limits",
+			 api_limits_json(&p->limits), "created_at", created, "updated_at", updated);
+}
+
+static int append_plan(const struct plan *p, void *ctx)
+{
+	json_array_append_new(ctx, plan_json(p));
+	return 0;
+}
+
+void api_plans_list(struct http_request *req)
+{
+	json_t *list = json_array();
+
+	if (plans_each(http_app(req)->db, append_plan, list) < 0) {
+		json_decref(list);
+		http_reply_internal(req);
+		return;
+	}
+	http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "plans", list));
+}
+
+static void audit_plan(struct http_request *req, const char *action, const char *name,
+		       const struct quota_limits *limits)
+{
+	char text[1024] = "";
+
+	if (limits)
+		quota_limits_format(limits, text, sizeof(text));
+	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name, action, name,
+		      http_address(req), limits ? text : NULL) < 0)
+		log_error("audit: %s of %s not recorded", action, name);
+}
+
+void api_plans_create(struct http_request *req)
+{
+	static const char *const fields[] = {"name", "limits", NULL};
+	const char *name = NULL;
+	struct quota_limits limits;
+	struct plan p;
+	json_t *body = api_body(req, fields);
+	enum quota_change_result rc;
+
+	if (!body)
+		return;
+	if (api_string(req, body, "name", &name) != 1 || !parse_user_name_ok(name)) {
+		if (!http_has_reply(req))
+			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+					 "field \"name\" must match ^[a-z][a-z0-9_-]{0,31}$");
+		goto out;
+	}
+	if (api_limits_read(req, body, "limits", &limits) < 0)
+		goto out;
+	rc = plans_create(http_app(req)->db, name, &limits, time(NULL), &p);
+	if (rc == QUOTA_CONFLICT)
+		http_reply_error(req, MHD_HTTP_CONFLICT, "conflict", "plan \"%s\" already exists",
+				 name);
+	else if (rc != QUOTA_OK)
+		http_reply_internal(req);
+	if (rc != QUOTA_OK)
+		goto out;
+	audit_plan(req, "plan.create", name, &limits);
+	http_reply_json(req, MHD_HTTP_CREATED, json_pack("{s:o}", "plan", plan_json(&p)));
+out:
+	json_decref(body);
+}
+
+/* The plan named in the path: 0, or -1 with the reply set. */
+static int path_plan(struct http_request *req, struct plan *p)
+{
+	const char *name = http_match(req)->params[0];
+	int rc = parse_user_name_ok(name) ? plans_find(http_app(req)->db, name, p) : 0;
+
+	if (rc < 0)
+		http_reply_internal(req);
+	else if (rc == 0)
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no plan named \"%.32s\"",
+				 name);
+	return rc == 1 ? 0 : -1;
+}
+
+void api_plans_get(struct http_request *req)
+{
+	struct plan p;
+
+	if (path_plan(req, &p) == 0)
+		http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "plan", plan_json(&p)));
+}
+
+void api_plans_put(struct http_request *req)
+{
+	static const char *const fields[] = {"limits", NULL};
+	struct quota_limits limits;
+	struct plan p;
+	json_t *body = api_body(req, fields);
+	enum quota_change_result rc;
+
+	if (!body)
+		return;
+	if (path_plan(req, &p) < 0)
+		goto out;
+	if (!json_object_get(body, "limits")) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "field \"limits\" is required (the plan's whole set of limits)");
+		goto out;
+	}
+	if (api_limits_read(req, body, "limits", &limits) < 0)
+		goto out;
+	rc = plans_update(http_app(req)->db, p.name, &limits, time(NULL));
+	if (rc != QUOTA_OK || plans_find(http_app(req)->db, p.name, &p) != 1) {
+		http_reply_internal(req);
+		goto out;
+	}
+	audit_plan(req, "plan.update", p.name, &limits);
+	http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "plan", plan_json(&p)));
+out:
+	json_decref(body);
+}
+
+void api_plans_delete(struct http_request *req)
+{
+	char who[512];
+	struct plan p;
+	enum quota_change_result rc;
+
+	if (path_plan(req, &p) < 0)
+		return;
+	rc = plans_delete(http_app(req)->db, p.name, who, sizeof(who));
+	if (rc == QUOTA_IN_USE)
+		http_reply_error(req, MHD_HTTP_CONFLICT, "plan_in_use",
+				 "plan \"%s\" is in use by %s", p.name, who);
+	else if (rc == QUOTA_NOT_FOUND)
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no plan named \"%s\"",
+				 p.name);
+	else if (rc != QUOTA_OK)
+		http_reply_internal(req);
+	if (rc != QUOTA_OK)
+		return;
+	audit_plan(req, "plan.delete", p.name, NULL);
+	http_reply_empty(req, MHD_HTTP_NO_CONTENT);
+}

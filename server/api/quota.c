@@ -1,0 +1,227 @@
+/* quota.c - limits in JSON, a user's quota (admin) and the caller's own
+ * effective limits with where each comes from. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api.h"
+#include "http/http.h"
+#include "labd/app.h"
+#include "labd/log.h"
+#include "labd/parse.h"
+#include "store/audit.h"
+#include "store/db.h"
+#include "store/groups.h"
+#include "store/user_quotas.h"
+#include "store/users.h"
+
+static json_t *limit_value(int64_t v)
+{
+	return v == QUOTA_UNLIMITED ? json_string("unlimited") : json_integer(v);
+}
+
+json_t *api_limits_json(const struct quota_limits *l)
+{
+	json_t *out = json_object();
+
+	for (int i = 0; i < QL_COUNT; i++)
+		if (l->v[i] != QUOTA_UNSET)
+			json_object_set_new(out, quota_limit_name(i), limit_value(l->v[i]));
+	return out;
+}
+
+int api_limits_read(struct http_request *req, json_t *obj, const char *field,
+		    struct quota_limits *out)
+{
+	json_t *limits = json_object_get(obj, field), *v;
+	const char *key;
+
+	quota_limits_clear(out);
+	if (!limits || json_is_null(limits))
+		return 0;
+	if (!json_is_object(limits)) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "field \"%s\" must be an object of limits", field);
+		return -1;
+	}
+	json_object_foreach(limits, key, v) {
+		int which = quota_limit_parse(key);
+		if (which < 0) {
+			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+					 "field \"%s.%.64s\" is not a limit (docs/api.md lists them)",
+					 field, key);
+			return -1;
+		}
+		if (json_is_null(v))
+			continue; /* not set: inherited */
+		if (json_is_string(v) && !strcmp(json_string_value(v), "unlimited")) {
+			out->v[which] = QUOTA_UNLIMITED;
+			continue;
+		}
+		if (!json_is_integer(v) || !quota_value_ok(which, json_integer_value(v)) ||
+		    json_integer_value(v) == QUOTA_UNLIMITED) {
+			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+					 "field \"%s.%s\" must be a whole number in range,"
+					 " \"unlimited\" or null",
+					 field, key);
+			return -1;
+		}
+		out->v[which] = json_integer_value(v);
+	}
+	return 0;
+}
+
+/* {limit: {"value", "source", ["plan"], ["group"]}}; value null = unlimited. */
+static json_t *effective_json(const struct quota_effective *e)
+{
+	json_t *out = json_object();
+
+	for (int i = 0; i < QL_COUNT; i++) {
+		json_t *one = json_pack("{s:o,s:s}", "value",
+					e->v[i] == QUOTA_UNLIMITED ? json_null() : json_integer(e->v[i]),
+					"source", quota_source_name(e->from[i].source));
+		if (e->from[i].plan[0])
+			json_object_set_new(one, "plan", json_string(e->from[i].plan));
+		if (e->from[i].group[0])
+			json_object_set_new(one, "group", json_string(e->from[i].group));
+		json_object_set_new(out, quota_limit_name(i), one);
+	}
+	return out;
+}
+
+static int effective(struct http_request *req, int64_t user_id, struct quota_effective *e)
+{
+	struct quota_limits defaults;
+
+	user_quotas_defaults(http_app(req)->cfg, &defaults);
+	if (user_quotas_effective(http_app(req)->db, user_id, &defaults, e) < 0) {
+		http_reply_internal(req);
+		return -1;
+	}
+	return 0;
+}
+
+void api_me_quota(struct http_request *req)
+{
+	const struct user *u = &http_identity(req)->user;
+	struct quota_effective e;
+
+	if (effective(req, u->id, &e) < 0)
+		return;
+	/* TODO(ledger): "used" and "remaining" per window once store/ledger lands. */
+	http_reply_json(req, MHD_HTTP_OK,
+			json_pack("{s:s,s:o,s:n,s:n}", "user", u->name, "limits", effective_json(&e),
+				  "used", "remaining"));
+}
+
+static int append_name(const char *name, void *ctx)
+{
+	json_array_append_new(ctx, json_string(name));
+	return 0;
+}
+
+/* The admin view of u's quota: plan, overrides, groups and the result. */
+static json_t *user_quota_json(struct http_request *req, const struct user *u)
+{
+	struct db *db = http_app(req)->db;
+	char plan[QUOTA_NAME_MAX + 1];
+	struct quota_limits overrides;
+	struct quota_effective e;
+	json_t *groups = json_array();
+
+	if (user_quotas_get(db, u->id, plan, &overrides) < 0 ||
+	    groups_of_user_each(db, u->id, append_name, groups) < 0 || effective(req, u->id, &e) < 0) {
+		json_decref(groups);
+		if (!http_has_reply(req))
+			http_reply_internal(req);
+		return NULL;
+	}
+	return json_pack("{s:s,s:o,s:o,s:o,s:o}", "user", u->name, "plan",
+			 plan[0] ? json_string(plan) : json_null(), "overrides",
+			 api_limits_json(&overrides), "groups", groups, "limits", effective_json(&e));
+}
+
+/* The user named in the path: 0, or -1 with the 404 set. */
+static int path_user(struct http_request *req, struct user *u)
+{
+	const char *name = http_match(req)->params[0];
+	int rc = parse_user_name_ok(name) ? users_find_by_name(http_app(req)->db, name, u) : 0;
+
+	if (rc < 0)
+		http_reply_internal(req);
+	else if (rc == 0)
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no user named \"%.32s\"",
+				 name);
+	return rc == 1 ? 0 : -1;
+}
+
+void api_user_quota_get(struct http_request *req)
+{
+	struct user u;
+	json_t *out;
+
+	if (path_user(req, &u) < 0 || !(out = user_quota_json(req, &u)))
+		return;
+	http_reply_json(req, MHD_HTTP_OK, out);
+}
+
+/* Reads "plan" (a name or null): 1 present, 0 absent, -1 reply set. */
+int api_plan_field(struct http_request *req, json_t *body, const char **plan)
+{
+	json_t *v = json_object_get(body, "plan");
+
+	*plan = NULL;
+	if (!v)
+		return 0;
+	if (json_is_null(v))
+		return 1;
+	if (!json_is_string(v) || !parse_user_name_ok(json_string_value(v))) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "field \"plan\" must be a plan name or null");
+		return -1;
+	}
+	*plan = json_string_value(v);
+	return 1;
+}
+
+void api_user_quota_put(struct http_request *req)
+{
+	struct app *app = http_app(req);
+	static const char *const fields[] = {"plan", "overrides", NULL};
+	const char *plan;
+	struct quota_limits overrides;
+	char detail[1100], text[1024];
+	struct user u;
+	json_t *body = api_body(req, fields), *out;
+	int has_plan;
+	enum quota_change_result rc;
+
+	if (!body)
+		return;
+	if (path_user(req, &u) < 0 || (has_plan = api_plan_field(req, body, &plan)) < 0 ||
+	    api_limits_read(req, body, "overrides", &overrides) < 0)
+		goto out;
+	bool has_overrides = json_object_get(body, "overrides") != NULL;
+	rc = user_quotas_set(app->db, u.id, has_plan, plan, has_overrides ? &overrides : NULL,
+			     time(NULL));
+	if (rc == QUOTA_NO_PLAN) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "field \"plan\": no plan named \"%s\"", plan);
+		goto out;
+	}
+	if (rc != QUOTA_OK) {
+		http_reply_internal(req);
+		goto out;
+	}
+	quota_limits_format(&overrides, text, sizeof(text));
+	snprintf(detail, sizeof(detail), "%s%s%s%s%s", has_plan ? "plan=" : "",
+		 has_plan ? (plan ? plan : "none") : "", has_plan && has_overrides ? " " : "",
+		 has_overrides ? "overrides: " : "", has_overrides ? text : "");
+	if (audit_add(app->db, time(NULL), http_identity(req)->user.name, "quota.update", u.name,
+		      http_address(req), detail) < 0)
+		log_error("audit: quota.update of %s not recorded", u.name);
+	if ((out = user_quota_json(req, &u)))
+		http_reply_json(req, MHD_HTTP_OK, out);
+out:
+	json_decref(body);
+}

@@ -1,0 +1,59 @@
+/* groups.h - groups of users (a course), each with an optional plan, and
+ * their members (the groups and group_members tables). */
+#ifndef LABD_GROUPS_H
+#define LABD_GROUPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/quota.h"
+
+struct db;
+
+#define GROUPS_MAX_NAMES 256 /* members named in one change */
+
+struct group {
+	int64_t id;
+	char name[QUOTA_NAME_MAX + 1];
+	char plan[QUOTA_NAME_MAX + 1]; /* "" = none */
+	int64_t created_at;
+};
+
+/* A change to a group: its plan (when set_plan; plan NULL = none) and members
+ * to add and remove, by user name. */
+struct group_change {
+	bool set_plan;
+	const char *plan;
+	const char *const *add;
+	size_t n_add;
+	const char *const *remove;
+	size_t n_remove;
+};
+
+/* 1 found, 0 not, -1 error. */
+int groups_find(struct db *db, const char *name, struct group *out);
+/* Calls fn per group by name; 0 or -1. */
+int groups_each(struct db *db, int (*fn)(const struct group *g, void *ctx), void *ctx);
+/* Calls fn with each member's name, in order; 0 or -1. */
+int groups_members_each(struct db *db, int64_t group_id,
+			int (*fn)(const char *user, void *ctx), void *ctx);
+/* Calls fn with the name of each group user_id is in; 0 or -1. */
+int groups_of_user_each(struct db *db, int64_t user_id,
+			int (*fn)(const char *group, void *ctx), void *ctx);
+/* The user's groups that have a plan, with the plan's limits, up to max;
+ * returns how many, or -1. */
+int groups_plans_of_user(struct db *db, int64_t user_id, struct quota_group_plan *out,
+			 size_t max);
+/* Both in one transaction; nothing changes on failure. QUOTA_NO_PLAN /
+ * QUOTA_NO_USER write the missing name into missing[QUOTA_NAME_MAX + 1]. */
+enum quota_change_result groups_create(struct db *db, const char *name,
+				       const struct group_change *c, int64_t now,
+				       char missing[QUOTA_NAME_MAX + 1]);
+enum quota_change_result groups_update(struct db *db, const char *name,
+				       const struct group_change *c,
+				       char missing[QUOTA_NAME_MAX + 1]);
+/* QUOTA_OK or QUOTA_NOT_FOUND (members go with it). */
+enum quota_change_result groups_delete(struct db *db, const char *name);
+
+#endif

@@ -1,0 +1,145 @@
+/* plans.c - the plans table; see plans.h. */
+#include "store/plans.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "labd/log.h"
+#include "store/db.h"
+
+#define PLAN_COLUMNS "id, name, limits, created_at, updated_at"
+
+static int plan_from_row(sqlite3_stmt *st, void *out)
+{
+	struct plan *p = out;
+
+	memset(p, 0, sizeof(*p));
+	p->id = sqlite3_column_int64(st, 0);
+	snprintf(p->name, sizeof(p->name), "%s", (const char *)sqlite3_column_text(st, 1));
+	/* rows are written only through quota_limits_format, so this holds */
+	if (quota_limits_parse((const char *)sqlite3_column_text(st, 2), &p->limits) < 0)
+		log_error("plan %s: unreadable limits kept as unset", p->name);
+	p->created_at = sqlite3_column_int64(st, 3);
+	p->updated_at = sqlite3_column_int64(st, 4);
+	return 0;
+}
+
+int plans_find(struct db *db, const char *name, struct plan *out)
+{
+	int rc = db_one(db, "SELECT " PLAN_COLUMNS " FROM plans WHERE name = ?", "t",
+			plan_from_row, out, name);
+	return rc < 0 ? -1 : rc;
+}
+
+int plans_find_by_id(struct db *db, int64_t id, struct plan *out)
+{
+	int rc = db_one(db, "SELECT " PLAN_COLUMNS " FROM plans WHERE id = ?", "i", plan_from_row,
+			out, id);
+	return rc < 0 ? -1 : rc;
+}
+
+struct plan_walk {
+	int (*fn)(const struct plan *p, void *ctx);
+	void *ctx;
+};
+
+static int plan_row(sqlite3_stmt *st, void *arg)
+{
+	struct plan_walk *w = arg;
+	struct plan p;
+
+	plan_from_row(st, &p);
+	return w->fn(&p, w->ctx);
+}
+
+int plans_each(struct db *db, int (*fn)(const struct plan *p, void *ctx), void *ctx)
+{
+	struct plan_walk w = {fn, ctx};
+	return db_each(db, "SELECT " PLAN_COLUMNS " FROM plans ORDER BY name", "", plan_row, &w) < 0
+		       ? -1
+		       : 0;
+}
+
+enum quota_change_result plans_create(struct db *db, const char *name,
+				      const struct quota_limits *limits, int64_t now,
+				      struct plan *out)
+{
+	char text[1024];
+	int rc;
+
+	if (quota_limits_format(limits, text, sizeof(text)) < 0)
+		return QUOTA_ERROR;
+	db_lock(db);
+	rc = db_exec(db, "INSERT INTO plans (name, limits, created_at, updated_at) VALUES (?, ?, ?, ?)",
+		     "ttii", name, text, now, now);
+	if (rc > 0)
+		rc = plans_find(db, name, out) == 1 ? QUOTA_OK : QUOTA_ERROR;
+	db_unlock(db);
+	return rc == DB_CONFLICT ? QUOTA_CONFLICT : rc < 0 ? QUOTA_ERROR : rc;
+}
+
+enum quota_change_result plans_update(struct db *db, const char *name,
+				      const struct quota_limits *limits, int64_t now)
+{
+	char text[1024];
+	int rc;
+
+	if (quota_limits_format(limits, text, sizeof(text)) < 0)
+		return QUOTA_ERROR;
+	db_lock(db);
+	rc = db_exec(db, "UPDATE plans SET limits = ?, updated_at = ? WHERE name = ?", "tit", text,
+		     now, name);
+	db_unlock(db);
+	return rc < 0 ? QUOTA_ERROR : rc == 0 ? QUOTA_NOT_FOUND : QUOTA_OK;
+}
+
+struct who_ctx {
+	char *out;
+	size_t len;
+};
+
+/* Appends "kind name" to the list of users of a plan. */
+static int add_who(sqlite3_stmt *st, void *arg)
+{
+	struct who_ctx *w = arg;
+	size_t used = strlen(w->out);
+
+	snprintf(w->out + used, w->len - used, "%s%s %s", used ? ", " : "",
+		 (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1));
+	return 0;
+}
+
+enum quota_change_result plans_delete(struct db *db, const char *name, char *who,
+				      size_t wholen)
+{
+	struct who_ctx w = {who, wholen};
+	enum quota_change_result rc = QUOTA_OK;
+	int n;
+
+	who[0] = '\0';
+	db_lock(db);
+	if (db_begin(db) < 0) {
+		db_unlock(db);
+		return QUOTA_ERROR;
+	}
+	n = db_each(db,
+		    "SELECT 'group', g.name FROM groups g JOIN plans p ON p.id = g.plan_id"
+		    " WHERE p.name = ?1"
+		    " UNION ALL SELECT 'user', u.name FROM user_quotas q JOIN plans p ON p.id = q.plan_id"
+		    " JOIN users u ON u.id = q.user_id WHERE p.name = ?1 ORDER BY 1, 2",
+		    "t", add_who, &w, name);
+	if (n < 0)
+		rc = QUOTA_ERROR;
+	else if (n > 0)
+		rc = QUOTA_IN_USE;
+	if (rc == QUOTA_OK) {
+		int changed = db_exec(db, "DELETE FROM plans WHERE name = ?", "t", name);
+		rc = changed < 0 ? QUOTA_ERROR : changed == 0 ? QUOTA_NOT_FOUND : QUOTA_OK;
+	}
+	if (rc == QUOTA_OK && db_commit(db) < 0)
+		rc = QUOTA_ERROR;
+	if (rc != QUOTA_OK)
+		db_rollback(db);
+	db_unlock(db);
+	return rc;
+}

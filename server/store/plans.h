@@ -1,0 +1,35 @@
+/* plans.h - named sets of limits (the plans table). */
+#ifndef LABD_PLANS_H
+#define LABD_PLANS_H
+
+#include <stdint.h>
+
+#include "store/quota.h"
+
+struct db;
+
+struct plan {
+	int64_t id;
+	char name[QUOTA_NAME_MAX + 1];
+	struct quota_limits limits;
+	int64_t created_at, updated_at;
+};
+
+/* Lookups: 1 found, 0 not, -1 error. */
+int plans_find(struct db *db, const char *name, struct plan *out);
+int plans_find_by_id(struct db *db, int64_t id, struct plan *out);
+/* Calls fn for each plan by name; stops when fn returns non-zero. 0 or -1. */
+int plans_each(struct db *db, int (*fn)(const struct plan *p, void *ctx), void *ctx);
+/* QUOTA_OK (out filled), QUOTA_CONFLICT or QUOTA_ERROR. */
+enum quota_change_result plans_create(struct db *db, const char *name,
+				      const struct quota_limits *limits, int64_t now,
+				      struct plan *out);
+/* Replaces the limits: QUOTA_OK, QUOTA_NOT_FOUND or QUOTA_ERROR. */
+enum quota_change_result plans_update(struct db *db, const char *name,
+				      const struct quota_limits *limits, int64_t now);
+/* Deletes an unused plan. QUOTA_IN_USE writes who uses it ("group cs101,
+ * user alice", truncated) into who. */
+enum quota_change_result plans_delete(struct db *db, const char *name, char *who,
+				      size_t wholen);
+
+#endif
