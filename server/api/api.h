@@ -70,5 +70,8 @@ json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg)
 json_t *api_runtime_reply(json_t *runtime);
 /* audit.c */
 void api_audit_list(struct http_request *req);
+/* usage.c: the usage ledger, the caller's own and (admins) everyone's */
+void api_usage_me(struct http_request *req);
+void api_usage_all(struct http_request *req);
 
 #endif

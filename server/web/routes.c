@@ -38,6 +38,8 @@ static const struct route routes[] = {
 	{"PATCH", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_patch},
 	{"DELETE", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_delete},
 	{"GET", "/api/v1/audit", ROUTE_ADMIN, ROUTE_API, api_audit_list},
+	{"GET", "/api/v1/me/usage", ROUTE_USER, ROUTE_API, api_usage_me},
+	{"GET", "/api/v1/usage", ROUTE_ADMIN, ROUTE_API, api_usage_all},
 	{"GET", "/", ROUTE_PUBLIC, ROUTE_PAGE, pages_root},
 	{"GET", "/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_login_form},
 	{"POST", "/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_login_post},
