@@ -15,7 +15,7 @@
 #include "store/ledger_window.h"
 
 #define DEFAULT_WINDOW_S (7 * 86400)
-#define MAX_WINDOW_S (400 * 86400) /* a year and a bit, day by day */
+#define MAX_DAYS_WINDOW_S (400 * 86400) /* a year and a bit, day by day */
 #define MAX_ENTRIES 10000	   /* per answer; a wider window is refused */
 #define MAX_TIME_S 253402300799LL  /* 9999-12-31T23:59:59Z */
 #define CSV_MAX_BYTES (4 * 1024 * 1024)
@@ -44,8 +44,9 @@ static int query_time(struct http_request *req, const char *name, int64_t *out)
 	return 1;
 }
 
-/* from defaults to a week before to, to to now. */
-static int parse_window(struct http_request *req, struct window *w)
+/* from defaults to a week before to, to to now. max_s bounds the window's
+ * length (0: only MAX_ENTRIES bounds the answer). */
+static int parse_window(struct http_request *req, int64_t max_s, struct window *w)
 {
 	int has_from;
 
@@ -54,11 +55,16 @@ static int parse_window(struct http_request *req, struct window *w)
 		return -1;
 	if (!has_from)
 		w->from_s = w->to_s > DEFAULT_WINDOW_S ? w->to_s - DEFAULT_WINDOW_S : 0;
-	if (w->from_s >= w->to_s || w->to_s - w->from_s > MAX_WINDOW_S) {
+	if (w->from_s >= w->to_s) {
 		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
-				 "query parameter \"from\" must be before \"to\" and at most %d days "
-				 "earlier",
-				 MAX_WINDOW_S / 86400);
+				 "query parameter \"from\" must be before \"to\"");
+		return -1;
+	}
+	if (max_s > 0 && w->to_s - w->from_s > max_s) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "query parameter \"from\" must be at most %lld days before \"to\" "
+				 "when grouping by day",
+				 (long long)(max_s / 86400));
 		return -1;
 	}
 	return 0;
@@ -171,7 +177,7 @@ void api_usage_me(struct http_request *req)
 	struct me_walk m = {.rows = json_array()};
 	int rc;
 
-	if (parse_window(req, &m.w) < 0)
+	if (parse_window(req, 0, &m.w) < 0)
 		goto out;
 	rc = ledger_each(http_app(req)->db, http_identity(req)->user.id, m.w.from_s, m.w.to_s,
 			 add_me_row, &m);
@@ -336,7 +342,8 @@ void api_usage_all(struct http_request *req)
 	json_t *list;
 	int rc;
 
-	if (parse_group_by(req, &a.by) < 0 || parse_window(req, &a.w) < 0)
+	if (parse_group_by(req, &a.by) < 0 ||
+	    parse_window(req, a.by == GROUP_DAY ? MAX_DAYS_WINDOW_S : 0, &a.w) < 0)
 		goto out;
 	rc = ledger_each(http_app(req)->db, 0, a.w.from_s, a.w.to_s, add_admin_row, &a);
 	if (rc < 0) {
