@@ -3,6 +3,7 @@
  * as JSON or CSV. Every number is an entry clipped to the window [from, to),
  * so the totals add up to the rows exactly. Times are unix seconds. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -140,8 +141,19 @@ static int too_many(struct http_request *req)
 	return -1;
 }
 
+/* A JSON integer as CSV text into out; null is the empty field. */
+static const char *csv_int(json_t *v, char out[24])
+{
+	if (json_is_null(v))
+		out[0] = '\0';
+	else
+		snprintf(out, 24, "%lld", (long long)json_integer_value(v));
+	return out;
+}
+
 static void me_csv(struct http_request *req, json_t *rows)
 {
+	char rt[24], end[24];
 	struct buf b;
 	size_t i;
 	json_t *r;
@@ -153,15 +165,16 @@ static void me_csv(struct http_request *req, json_t *rows)
 	json_array_foreach(rows, i, r) {
 		if (rc < 0)
 			break;
-		/* gpus "0,1" is quoted; kinds and plan names carry no quotes */
-		rc = buf_addf(&b, "%lld,%lld,%s,\"%s\",\"%s\",%lld,%lld,%lld,%lld\r\n",
+		/* gpus "0,1" is quoted; kinds and plan names carry no quotes. An
+		 * open entry's end_s (and an unknown runtime_id) is an empty field. */
+		rc = buf_addf(&b, "%lld,%s,%s,\"%s\",\"%s\",%lld,%s,%lld,%lld\r\n",
 			      (long long)json_integer_value(json_object_get(r, "id")),
-			      (long long)json_integer_value(json_object_get(r, "runtime_id")),
+			      csv_int(json_object_get(r, "runtime_id"), rt),
 			      json_string_value(json_object_get(r, "kind")),
 			      json_string_value(json_object_get(r, "gpus")),
 			      json_string_value(json_object_get(r, "plan")),
 			      (long long)json_integer_value(json_object_get(r, "start_s")),
-			      (long long)json_integer_value(json_object_get(r, "end_s")),
+			      csv_int(json_object_get(r, "end_s"), end),
 			      (long long)json_integer_value(json_object_get(r, "billable_s")),
 			      (long long)json_integer_value(json_object_get(r, "seconds_in_window")));
 	}

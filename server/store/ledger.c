@@ -89,7 +89,7 @@ int ledger_recover(struct db *db)
 			 " billable_s = last_heartbeat - start_at,"
 			 " end_reason = 'closed on recovery at its last heartbeat'"
 			 " WHERE end_at IS NULL"
-			 " AND (runtime_id IS NULL OR runtime_id NOT IN (" LIVE_BILLED "))",
+			 " AND runtime_id IS NOT NULL AND runtime_id NOT IN (" LIVE_BILLED ")",
 			 "");
 	db_unlock(db);
 	return rc < 0 ? -EIO : rc;

@@ -52,8 +52,9 @@ int ledger_close_user(struct db *db, const char *name, int64_t now);
 /* Advances the open entries of running or stopping runtimes to now. The
  * number advanced, or -EIO. */
 int ledger_heartbeat(struct db *db, int64_t now);
-/* Start-up recovery: closes each open entry whose runtime is not live at its
- * last heartbeat. The number closed, or -EIO. */
+/* Start-up recovery: closes each open runtime entry whose runtime is not
+ * live (running or stopping) at its last heartbeat; jobs will recover their
+ * own. The number closed, or -EIO. */
 int ledger_recover(struct db *db);
 /* Calls fn for each entry of user_id (0: every user) that overlaps
  * [from_s, to_s), in start order, until fn returns non-zero. The number of

@@ -149,8 +149,7 @@ int runtimes_set_state(struct db *db, int64_t id, enum runtime_state state, cons
 	} else if (db_commit(db) < 0) {
 		rc = -1;
 	}
-	if (rc > 0)
-		db_changed(db, DB_RUNTIMES);
+	db_changed(db, DB_RUNTIMES);
 	db_unlock(db);
 	return rc < 0 ? -1 : rc > 0;
 }

@@ -142,6 +142,8 @@ def test_csv_matches_json(ud):
         for k in ("id", "start_s", "billable_s", "seconds_in_window"):
             assert int(r[k]) == e[k], (k, r, e)
         assert r["kind"] == e["kind"] and r["plan"] == e["plan"]
+        assert r["end_s"] == ("" if e["end_s"] is None else str(e["end_s"])), (r, e)
+    assert [r["end_s"] for r in rows].count("") == 1  # the open entry
 
 
 @pytest.mark.parametrize("query,field", [
