@@ -14,6 +14,7 @@
 #include "runtime/jupyter.h"
 #include "runtime/runtime.h"
 #include "runtime/watch.h"
+#include "store/ledger.h"
 #include "store/runtimes.h"
 
 #define TIMER_EVERY_S 1
@@ -91,20 +92,40 @@ void reconcile_timers(struct app *app)
 	}
 }
 
+/* Advances the open ledger entries every LEDGER_HEARTBEAT_S, but only once a
+ * total reconciliation has matched the rows to the backend's sandboxes since
+ * this process started: after a crash, a runtime is billed on only when its
+ * sandbox is known to have lived on. */
+static void heartbeat(struct app *app, bool confirmed, time_t *last_beat)
+{
+	time_t now = time(NULL);
+
+	if (!confirmed || now - *last_beat < LEDGER_HEARTBEAT_S)
+		return;
+	if (ledger_heartbeat(app->db, now) < 0)
+		log_error("ledger: heartbeat not recorded; retrying");
+	else
+		*last_beat = now;
+}
+
 static void *loop(void *arg)
 {
 	struct reconciler *rc = arg;
 	struct timespec until;
-	time_t last_full = time(NULL);
+	time_t last_full = time(NULL), last_beat = 0;
+	bool confirmed = false;
 
 	pthread_mutex_lock(&rc->lock);
 	while (!rc->stopping) {
 		bool full = rc->wanted || time(NULL) - last_full >= SAFETY_NET_S;
 		rc->wanted = false;
 		pthread_mutex_unlock(&rc->lock);
-		if (full && runtime_reconcile_all(rc->app) == 0)
+		if (full && runtime_reconcile_all(rc->app) == 0) {
 			last_full = time(NULL);
+			confirmed = true;
+		}
 		reconcile_timers(rc->app);
+		heartbeat(rc->app, confirmed, &last_beat);
 		pthread_mutex_lock(&rc->lock);
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += TIMER_EVERY_S;
@@ -121,6 +142,14 @@ int reconcile_start(struct app *app, struct reconciler **out)
 
 	if (!rc)
 		return log_errno("reconcile: calloc");
+	/* recovery: entries whose runtime ended while no process watched */
+	int closed = ledger_recover(app->db);
+	if (closed < 0) {
+		free(rc);
+		return log_error("ledger: cannot recover the open entries");
+	}
+	if (closed > 0)
+		log_warn("ledger: closed %d entries at their last heartbeat", closed);
 	rc->app = app;
 	rc->wanted = true; /* the channel may have come up before the thread */
 	pthread_mutex_init(&rc->lock, NULL);

@@ -118,6 +118,27 @@ static const char *const migrations[] = {
 	"  plan_id INTEGER REFERENCES plans(id) ON DELETE RESTRICT,"
 	"  overrides TEXT NOT NULL DEFAULT '',"
 	"  updated_at INTEGER NOT NULL);",
+	/* 7: the usage ledger, one row per billed runtime (later per job). No
+	 * foreign keys: entries outlive runtimes and accounts, so they name the
+	 * user too. end_at is NULL while open; billable_s is end_at - start_at
+	 * once closed, last_heartbeat - start_at while open. */
+	"CREATE TABLE ledger ("
+	"  id INTEGER PRIMARY KEY,"
+	"  runtime_id INTEGER,"
+	"  user_id INTEGER NOT NULL,"
+	"  user_name TEXT NOT NULL,"
+	"  kind TEXT NOT NULL CHECK (kind IN ('cpu', 'gpu')),"
+	"  gpus TEXT NOT NULL DEFAULT '',"
+	"  plan TEXT NOT NULL,"
+	"  start_at INTEGER NOT NULL,"
+	"  end_at INTEGER,"
+	"  billable_s INTEGER NOT NULL DEFAULT 0 CHECK (billable_s >= 0),"
+	"  end_reason TEXT,"
+	"  last_heartbeat INTEGER NOT NULL);"
+	"CREATE UNIQUE INDEX ledger_runtime ON ledger(runtime_id) WHERE runtime_id IS NOT NULL;"
+	"CREATE INDEX ledger_user ON ledger(user_id, start_at);"
+	"CREATE INDEX ledger_start ON ledger(start_at);"
+	"CREATE INDEX ledger_open ON ledger(id) WHERE end_at IS NULL;",
 };
 
 int migrations_count(void)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "store/db.h"
+#include "store/ledger.h"
 
 /* Activity is written at most this often; the idle check allows for it. */
 #define TOUCH_INTERVAL RUNTIME_TOUCH_INTERVAL_S
@@ -112,6 +113,18 @@ int runtimes_live_by_name(struct db *db, const char *name, struct runtime *out)
 	return rc < 0 ? -1 : rc;
 }
 
+/* The ledger moves with the runtime, in its transaction: running opens the
+ * entry, an ending state closes it; a ledger write that fails undoes the
+ * state change, so the caller sees -1 and nothing is billed wrongly. */
+static int move_ledger(struct db *db, int64_t id, enum runtime_state state, int64_t now)
+{
+	if (state == RUNTIME_RUNNING)
+		return ledger_open_runtime(db, id, now);
+	if (!runtimes_state_live(state))
+		return ledger_close_runtime(db, id, now);
+	return 0;
+}
+
 int runtimes_set_state(struct db *db, int64_t id, enum runtime_state state, const char *reason,
 		       int64_t now)
 {
@@ -119,6 +132,10 @@ int runtimes_set_state(struct db *db, int64_t id, enum runtime_state state, cons
 	bool ending = !runtimes_state_live(state);
 
 	db_lock(db);
+	if (db_begin(db) < 0) {
+		db_unlock(db);
+		return -1;
+	}
 	rc = db_exec(db,
 		     "UPDATE runtimes SET state = ?, reason = coalesce(?, reason),"
 		     " ready_at = CASE WHEN ? = 'running' THEN ? ELSE ready_at END,"
@@ -126,6 +143,12 @@ int runtimes_set_state(struct db *db, int64_t id, enum runtime_state state, cons
 		     " WHERE id = ? AND state IN ('starting', 'running', 'stopping')",
 		     "tttiiii", state_names[state], reason, state_names[state], now, (int64_t)ending,
 		     now, id);
+	if (rc < 0 || (rc > 0 && move_ledger(db, id, state, now) < 0)) {
+		db_rollback(db);
+		rc = -1;
+	} else if (db_commit(db) < 0) {
+		rc = -1;
+	}
 	db_changed(db, DB_RUNTIMES);
 	db_unlock(db);
 	return rc < 0 ? -1 : rc > 0;

@@ -3,8 +3,10 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "store/db.h"
+#include "store/ledger.h"
 
 const char *users_role_name(enum user_role role)
 {
@@ -196,7 +198,10 @@ enum users_change_result users_delete(struct db *db, const char *name)
 		db_unlock(db);
 		return USERS_ERROR;
 	}
-	int changed = db_exec(db, "DELETE FROM users WHERE name = ?", "t", name);
+	/* the runtime rows go with the account: its ledger entries close now */
+	int changed = ledger_close_user(db, name, time(NULL)) < 0
+			      ? -1
+			      : db_exec(db, "DELETE FROM users WHERE name = ?", "t", name);
 	if (changed == 0)
 		rc = USERS_NOT_FOUND;
 	else if (changed < 0)

@@ -52,6 +52,8 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/groups/{}", ROUTE_ADMIN, ROUTE_API, api_groups_get},
 	{"PUT", "/api/v1/groups/{}", ROUTE_ADMIN, ROUTE_API, api_groups_put},
 	{"DELETE", "/api/v1/groups/{}", ROUTE_ADMIN, ROUTE_API, api_groups_delete},
+	{"GET", "/api/v1/me/usage", ROUTE_USER, ROUTE_API, api_usage_me},
+	{"GET", "/api/v1/usage", ROUTE_ADMIN, ROUTE_API, api_usage_all},
 	{"GET", "/", ROUTE_PUBLIC, ROUTE_PAGE, pages_root},
 	{"GET", "/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_login_form},
 	{"POST", "/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_login_post},

@@ -1,0 +1,31 @@
+/* ledger_window.h - rolling-window arithmetic over ledger spans: pure
+ * functions (no store, no clock) so quotas and the usage API agree to the
+ * second and the boundaries are unit-tested. Windows are half-open [from, to). */
+#ifndef LABD_LEDGER_WINDOW_H
+#define LABD_LEDGER_WINDOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/runtimes.h"
+
+/* One entry's billed interval [start_s, end_s); an open entry ends at its
+ * last heartbeat. */
+struct ledger_span {
+	int64_t start_s, end_s;
+	enum runtime_kind kind;
+};
+
+/* Seconds of span inside [from_s, to_s): 0 when they do not overlap. */
+int64_t ledger_clip_s(const struct ledger_span *s, int64_t from_s, int64_t to_s);
+/* Seconds of kind inside [from_s, to_s), each span clipped to the window. */
+int64_t ledger_window_sum_s(const struct ledger_span *spans, size_t n, enum runtime_kind kind,
+			    int64_t from_s, int64_t to_s);
+/* The earliest time t >= now_s at which the rolling window [t - window_s, t)
+ * holds at most limit_s - need_s seconds of kind, assuming no new use (spans
+ * end by now_s): when the next need_s seconds are free. -ERANGE when need_s
+ * exceeds limit_s (never free), -EINVAL for a window or need below 1. */
+int64_t ledger_window_free_at(const struct ledger_span *spans, size_t n, enum runtime_kind kind,
+			      int64_t window_s, int64_t limit_s, int64_t need_s, int64_t now_s);
+
+#endif
