@@ -139,6 +139,40 @@ static const char *const migrations[] = {
 	"CREATE INDEX ledger_user ON ledger(user_id, start_at);"
 	"CREATE INDEX ledger_start ON ledger(start_at);"
 	"CREATE INDEX ledger_open ON ledger(id) WHERE end_at IS NULL;",
+	/* 8: runtime ids are never reused (AUTOINCREMENT): the ledger and API
+	 * clients name runtimes by id, and deleting a user (whose runtimes go
+	 * with them) let the next runtime take the highest id again. Rebuilt as
+	 * migration 4 rebuilt users (foreign keys off), with the sequence past
+	 * every id the ledger has seen. */
+	"CREATE TABLE runtimes_new ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+	"  kind TEXT NOT NULL CHECK (kind IN ('cpu', 'gpu')),"
+	"  state TEXT NOT NULL CHECK (state IN ('starting', 'running', 'stopping', 'stopped',"
+	"    'failed')),"
+	"  reason TEXT,"
+	"  token TEXT NOT NULL,"
+	"  gpus TEXT NOT NULL DEFAULT '',"
+	"  created_at INTEGER NOT NULL,"
+	"  ready_at INTEGER,"
+	"  deadline INTEGER NOT NULL,"
+	"  ended_at INTEGER,"
+	"  last_activity INTEGER NOT NULL,"
+	"  endpoint TEXT NOT NULL DEFAULT '');"
+	"INSERT INTO runtimes_new (id, user_id, kind, state, reason, token, gpus, created_at,"
+	"  ready_at, deadline, ended_at, last_activity, endpoint)"
+	"  SELECT id, user_id, kind, state, reason, token, gpus, created_at, ready_at, deadline,"
+	"  ended_at, last_activity, endpoint FROM runtimes;"
+	"DROP TABLE runtimes;"
+	"ALTER TABLE runtimes_new RENAME TO runtimes;"
+	"CREATE INDEX runtimes_user ON runtimes(user_id, id);"
+	"CREATE UNIQUE INDEX runtimes_one_live ON runtimes(user_id)"
+	"  WHERE state IN ('starting', 'running', 'stopping');"
+	"INSERT INTO sqlite_sequence (name, seq) SELECT 'runtimes', 0"
+	"  WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'runtimes');"
+	"UPDATE sqlite_sequence SET seq = max(seq,"
+	"  (SELECT coalesce(max(id), 0) FROM runtimes),"
+	"  (SELECT coalesce(max(runtime_id), 0) FROM ledger)) WHERE name = 'runtimes';",
 };
 
 int migrations_count(void)

@@ -160,3 +160,18 @@ def test_entry_names_the_plan_the_user_is_on(ld):
     start_runtime(c)
     assert [e["plan"] for e in entries(c) if e["end_s"] is None] == [own]
     stop_runtime(c)
+
+
+def test_runtime_ids_never_reused_after_a_user_is_deleted(ld):
+    """Deleting a user deletes their runtime rows; the next runtime must still get a new
+    id, or its ledger entry (keyed on the runtime id) would be taken for the old one."""
+    admin = ld.admin()
+    name, c = new_user(ld)
+    _, first = start_runtime(c)
+    stop_runtime(c)
+    assert admin.delete(f"/api/v1/users/{name}").status == 204
+    _, c2 = new_user(ld)
+    _, second = start_runtime(c2)
+    assert second["id"] > first["id"], (first["id"], second["id"])
+    assert only_entry(c2)["runtime_id"] == second["id"]
+    stop_runtime(c2)
