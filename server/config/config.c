@@ -202,6 +202,7 @@ static const struct key_spec keys[] = {
 	KEY("runtime", hidden_paths, K_PATHS, 0, CONFIG_MAX_HIDDEN),
 	KEYN("gpu", "devices", gpu_devices, K_GPUS, 0, 255),
 	KEY("gpu", dev_prefix, K_STRING, 1, 0),
+	KEY("metrics", scrape_token_file, K_STRING, 0, 0),
 };
 
 /* Lowercase labels of [a-z0-9-], 1-63 bytes each, joined by single dots:

@@ -1,0 +1,18 @@
+/* scrape.h - GET /metrics: labd's metrics (metrics/labd.h) and the runtimes
+ * by state and kind (from the store) in the Prometheus text format, for an
+ * administrator or a scraper holding the configured bearer token. */
+#ifndef LABD_SCRAPE_H
+#define LABD_SCRAPE_H
+
+struct http_request;
+struct labd_config;
+
+/* Reads [metrics] scrape_token_file (while still root, so the file may be
+ * readable by root alone). 0; -1 with a logged reason when the file is set
+ * but unreadable or holds a token shorter than 32 characters. */
+int scrape_load_token(const struct labd_config *cfg);
+/* The route handler: 200 with the exposition, 401 without credentials,
+ * 403 for a signed-in user who is not an administrator. */
+void scrape_metrics(struct http_request *req);
+
+#endif
