@@ -50,6 +50,8 @@ void metrics_proxy_request(unsigned status, int64_t elapsed_us)
 {
 	unsigned c = status >= 100 && status < 600 ? status / 100 - 1 : CLASSES - 1;
 
+	if (status == 0)
+		return; /* the client left before any reply: not the runtime's answer */
 	metrics_add(&m.proxy_requests[c], 1);
 	metrics_observe(&m.proxy_duration[c], elapsed_us);
 }

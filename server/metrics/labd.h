@@ -23,8 +23,9 @@ enum metrics_ledger_kind { METRICS_LEDGER_CPU, METRICS_LEDGER_GPU, METRICS_LEDGE
 
 /* Records the process start time (call once, early in the web process). */
 void metrics_process_started(void);
-/* A proxied request ended with status (1xx..5xx; others count as 5xx) after
- * elapsed_us since the proxy began it. */
+/* A proxied request ended with status (1xx..5xx; others count as 5xx; 0, no
+ * reply because the client left first, is not counted) after elapsed_us since
+ * the proxy began it. */
 void metrics_proxy_request(unsigned status, int64_t elapsed_us);
 /* A WebSocket relay opened (+1) or closed (-1). */
 void metrics_websockets_add(int delta);

@@ -127,7 +127,8 @@ static int add_bucket(struct buf *b, const char *bucket_name, const struct metri
 	buf_release(&le_buf);
 	if (rc < 0)
 		return rc;
-	memcpy(all, labels, n * sizeof(*labels));
+	if (n) /* labels may be NULL then, which memcpy may not be given */
+		memcpy(all, labels, n * sizeof(*labels));
 	all[n] = (struct metrics_label){"le", le_text};
 	return metrics_render_sample(b, bucket_name, all, n + 1, (double)cumulative);
 }

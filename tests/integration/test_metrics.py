@@ -191,6 +191,10 @@ def test_runtime_proxy_and_websocket_series(md, madmin):
         ws.close()
     wait_until(lambda: metric(md, "labd_websocket_relays") == before["labd_websocket_relays"],
                10, "the relay to be uncounted")
+    # the upgrade itself is a proxied request answered 101
+    upgraded = 'labd_proxy_requests_total{code="1xx"}'
+    wait_until(lambda: metric(md, upgraded) == before[upgraded] + 1, 10,
+               "the upgrade to be counted as 1xx")
     c.delete(user_path(c, f"api/kernels/{kid}"))
 
     stop_runtime(c)

@@ -112,6 +112,7 @@ static void test_labd_hooks(void **state)
 	metrics_proxy_request(204, 300);
 	metrics_proxy_request(502, 2000);
 	metrics_proxy_request(99, 10); /* nonsense status: counted as 5xx */
+	metrics_proxy_request(0, 10);  /* the client left before a reply: not counted */
 	metrics_login_failure();
 	metrics_websockets_add(1);
 	metrics_websockets_add(1);
