@@ -35,17 +35,17 @@ int scrape_load_token(const struct labd_config *cfg)
 	if (!cfg->scrape_token_file[0])
 		return 0;
 	if ((fd = open(cfg->scrape_token_file, O_RDONLY | O_CLOEXEC)) < 0)
-		return log_errno("metrics: cannot open scrape_token_file %s", cfg->scrape_token_file);
+		return log_errno("[metrics] scrape_token_file: cannot open %s", cfg->scrape_token_file);
 	n = read(fd, text, sizeof(text) - 1);
 	close(fd);
 	if (n < 0)
-		return log_errno("metrics: cannot read %s", cfg->scrape_token_file);
+		return log_errno("[metrics] scrape_token_file: cannot read %s", cfg->scrape_token_file);
 	text[n] = '\0';
 	/* A trailing newline is what editors and `echo` leave. */
 	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' '))
 		text[--n] = '\0';
 	if (n < TOKEN_MIN || n > TOKEN_MAX || strpbrk(text, " \t\r\n")) {
-		log_error("metrics: %s must hold one token of %d to %d characters",
+		log_error("[metrics] scrape_token_file: %s must hold one token of %d to %d characters",
 			  cfg->scrape_token_file, TOKEN_MIN, TOKEN_MAX);
 		return -1;
 	}

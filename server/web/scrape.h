@@ -7,9 +7,10 @@
 struct http_request;
 struct labd_config;
 
-/* Reads [metrics] scrape_token_file (while still root, so the file may be
- * readable by root alone). 0; -1 with a logged reason when the file is set
- * but unreadable or holds a token shorter than 32 characters. */
+/* Reads [metrics] scrape_token_file; called once by main as root (so the
+ * file may be root's alone), before the supervisor forks any web process,
+ * which inherits the token. 0; -1 with a logged reason when the file is set
+ * but unreadable or does not hold one token of 32 to 256 characters. */
 int scrape_load_token(const struct labd_config *cfg);
 /* The route handler: 200 with the exposition, 401 without credentials,
  * 403 for a signed-in user who is not an administrator. */

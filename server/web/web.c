@@ -38,7 +38,6 @@
 #include "auth/password.h"
 #include "labd/privdrop.h"
 #include "metrics/labd.h"
-#include "web/scrape.h"
 #include "store/users.h"
 
 /* How often expired sessions are swept from the store. */
@@ -267,9 +266,6 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 		sigprocmask(SIG_BLOCK, &usr1, NULL); /* before any thread starts */
 	}
 	metrics_process_started();
-	/* Before the credential change: the token file may be root's alone. */
-	if (scrape_load_token(cfg) < 0)
-		_exit(1);
 	init_policies(&app, &policies, cfg);
 	if (web_open_store_as_user(cfg, u, &app.db) < 0)
 		_exit(1);

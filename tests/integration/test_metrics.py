@@ -12,6 +12,7 @@ import time
 import pytest
 
 from labd_harness import (
+    Daemon,
     STRONG,
     WebSocket,
     assert_error,
@@ -206,3 +207,23 @@ def test_runtime_gauge_zero_series_present(md):
     for state in ("starting", "running", "stopping"):
         for kind in ("cpu", "gpu"):
             assert f'labd_runtimes{{state="{state}",kind="{kind}"}}' in v, v.keys()
+
+
+@pytest.mark.parametrize("content", [None, "short\n", "two tokens" + "x" * 40])
+def test_bad_token_file_stops_labd_at_start(content):
+    """A missing, short or spaced token file: labd exits 1 at start naming the
+    key, rather than serving without the scraper's access or looping."""
+    d = Daemon("metrics-bad")
+    try:
+        path = os.path.join(d.dir, "scrape-token")
+        if content is not None:
+            with open(path, "w") as fh:
+                fh.write(content)
+        d.sections["metrics"] = {"scrape_token_file": path}
+        d.write_config()
+        with pytest.raises(AssertionError, match="exited with 1 at start"):
+            d.start()
+        assert "[metrics] scrape_token_file" in d.log(), d.log_tail()
+        assert "started web process" not in d.log(), d.log_tail()
+    finally:
+        d.cleanup()
