@@ -15,6 +15,8 @@ packages=(
   jupyter-notebook python3-jupyter-server
   # real-browser tests
   chromium
+  # promtool, which checks GET /metrics in the tests (the server is not started by labd)
+  prometheus
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -7,6 +7,7 @@
 #include "config/config.h"
 #include "labd/log.h"
 #include "supervisor/supervisor.h"
+#include "web/scrape.h"
 
 #define DEFAULT_CONFIG "/etc/labd/labd.ini"
 
@@ -79,5 +80,9 @@ int main(int argc, char **argv)
 		return cli_user(&cfg, argc - i, argv + i);
 	if (i < argc)
 		return usage(stderr);
+	/* Read as root, once: every web process the supervisor forks inherits it,
+	 * and a bad file stops labd here rather than in a web restart loop. */
+	if (scrape_load_token(&cfg) < 0)
+		return 1;
 	return supervisor_run(&cfg);
 }

@@ -20,6 +20,7 @@
 #include "store/audit.h"
 #include "labd/log.h"
 #include "labd/parse.h"
+#include "metrics/labd.h"
 #include "store/db.h"
 #include "store/throttle.h"
 
@@ -175,6 +176,7 @@ enum login_result auth_login(struct app *app, const char *name, const char *pass
 		return LOGIN_BUSY;
 	}
 	if (!ok || user->disabled) {
+		metrics_login_failure();
 		attempt_fail(app, &at, "login.failure",
 			     !found ? "unknown user" : !ok ? "wrong password" : "account disabled");
 		return LOGIN_INVALID;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "labd/log.h"
+#include "metrics/labd.h"
 #include "proto/proto.h"
 
 #define CALL_TIMEOUT_MS 5000
@@ -130,6 +131,7 @@ static void *reader_loop(void *arg)
 		dispatch(l, msg);
 		json_decref(msg);
 	}
+	metrics_supervisor_channel(false);
 	return NULL;
 }
 
@@ -370,6 +372,7 @@ struct backend *backend_local_new(int fd, const struct backend_events *ev)
 		local_free(&l->base);
 		return NULL;
 	}
+	metrics_supervisor_channel(true);
 	if (l->ev.connected)
 		l->ev.connected(l->ev.ctx);
 	return &l->base;

@@ -217,6 +217,7 @@ static const struct key_spec keys[] = {
 	KEYN("quota", "job_max_runtime", quota_job_max_runtime_s, K_DURATION, 60, 365 * 86400LL),
 	KEYN("gpu", "devices", gpu_devices, K_GPUS, 0, 255),
 	KEY("gpu", dev_prefix, K_STRING, 1, 0),
+	KEY("metrics", scrape_token_file, K_STRING, 0, 0),
 };
 
 /* Lowercase labels of [a-z0-9-], 1-63 bytes each, joined by single dots:

@@ -96,6 +96,8 @@ struct labd_config {
 	unsigned gpu_devices[CONFIG_MAX_GPUS];
 	unsigned n_gpu_devices;
 	char dev_prefix[CONFIG_PATH_MAX];
+	/* [metrics] */
+	char scrape_token_file[CONFIG_PATH_MAX]; /* bearer token for GET /metrics; "" = none */
 };
 
 /* Fills *cfg with the defaults; demo = the `labd --demo` defaults (./var, ./web). */

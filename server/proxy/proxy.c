@@ -21,6 +21,8 @@
 #include "labd/app.h"
 #include "labd/clock.h"
 #include "labd/log.h"
+#include "metrics/labd.h"
+#include "metrics/metrics.h"
 #include "proxy/caps.h"
 #include "proxy/scrub.h"
 #include "auth/handoff.h"
@@ -57,6 +59,7 @@ struct proxy_state {
 	/* deadlines (see park): connect, response head, progress */
 	const struct labd_config *cfg;
 	long long begun_ms, head_deadline_ms, last_progress_ms;
+	int64_t begun_us; /* for the latency metric: finer than clock_ms */
 	bool sent_any;  /* a byte went upstream: the connection is up */
 	bool timed_out; /* a deadline passed */
 	bool counted;   /* holds one of the owner's proxied-request slots */
@@ -367,6 +370,7 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 	p->conn = http_connection(req);
 	p->cfg = http_app(req)->cfg;
 	p->begun_ms = p->last_progress_ms = clock_ms();
+	p->begun_us = metrics_now_us();
 	fill_who(&p->who, http_identity(req), target);
 	p->head_request = http_method_is(req, "HEAD");
 	http_set_stream_state(req, p);
@@ -830,6 +834,7 @@ void proxy_release(struct http_request *req)
 
 	if (!p)
 		return;
+	metrics_proxy_request(http_status(req), metrics_now_us() - p->begun_us);
 	if (p->counted)
 		caps_release(p->target.owner);
 	inflight_remove(p);

@@ -20,6 +20,7 @@
 
 #include "labd/clock.h"
 #include "labd/log.h"
+#include "metrics/labd.h"
 
 struct pipe_dir {
 	char *buf;
@@ -103,6 +104,7 @@ static void relay_free(struct wsrelay *r, struct relay *x)
 	if (x->next)
 		x->next->prev = x->prev;
 	pthread_mutex_unlock(&r->lock);
+	metrics_websockets_add(-1);
 	close(x->upstream);
 	/* The client socket belongs to libmicrohttpd: close it only this way. */
 	MHD_upgrade_action(x->urh, MHD_UPGRADE_ACTION_CLOSE);
@@ -474,6 +476,7 @@ int wsrelay_add(struct wsrelay *r, int client_fd, struct MHD_UpgradeResponseHand
 		r->list->prev = x;
 	r->list = x;
 	pthread_mutex_unlock(&r->lock);
+	metrics_websockets_add(1);
 	ev.data.u64 = (uint64_t)(uintptr_t)x;
 	epoll_ctl(r->epfd, EPOLL_CTL_ADD, client_fd, &ev);
 	ev.data.u64 = (uint64_t)(uintptr_t)x | SIDE_UPSTREAM;

@@ -13,6 +13,7 @@
 #include "labd/buf.h"
 #include "labd/crypto.h"
 #include "labd/log.h"
+#include "metrics/labd.h"
 #include "runtime/reconcile.h"
 #include "runtime/watch.h"
 #include "store/audit.h"
@@ -220,6 +221,7 @@ static void mark_ready(struct app *app, const struct runtime *r, const char *end
 		runtime_watch_notify(app->watch, r->user_id);
 		runtime_audit(app, now, NULL, "runtime.ready", r->user_name, NULL,
 			      runtimes_kind_name(r->kind));
+		metrics_runtime_ready(now - r->created_at);
 		log_info("runtime of %s is ready after %lld s", r->user_name,
 			 (long long)(now - r->created_at));
 	}

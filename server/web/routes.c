@@ -12,6 +12,7 @@
 #include "http/static.h"
 #include "labd/log.h"
 #include "api/pages.h"
+#include "web/scrape.h"
 
 static const struct route routes[] = {
 	{"GET", "/api/v1/health", ROUTE_PUBLIC, ROUTE_API, api_health},
@@ -60,6 +61,8 @@ static const struct route routes[] = {
 	{"POST", "/logout", ROUTE_USER, ROUTE_PAGE, pages_logout_post},
 	{"GET", "/dashboard", ROUTE_USER, ROUTE_PAGE, pages_dashboard},
 	{"GET", "/admin", ROUTE_ADMIN, ROUTE_PAGE, pages_admin},
+	/* Public here: a scraper's token is not an API token; the handler checks. */
+	{"GET", "/metrics", ROUTE_PUBLIC, ROUTE_API, scrape_metrics},
 };
 
 static void routes_serve(struct http_request *req);

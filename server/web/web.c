@@ -37,6 +37,7 @@
 #include "proxy/wsrelay.h"
 #include "auth/password.h"
 #include "labd/privdrop.h"
+#include "metrics/labd.h"
 #include "store/users.h"
 
 /* How often expired sessions are swept from the store. */
@@ -264,6 +265,7 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 		sigaddset(&usr1, SIGUSR1);
 		sigprocmask(SIG_BLOCK, &usr1, NULL); /* before any thread starts */
 	}
+	metrics_process_started();
 	init_policies(&app, &policies, cfg);
 	if (web_open_store_as_user(cfg, u, &app.db) < 0)
 		_exit(1);

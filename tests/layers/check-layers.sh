@@ -5,7 +5,7 @@
 # layers strictly below it, never of its own rank's siblings or above:
 #
 #   0 common (common/ + include/labd/)
-#   1 config proto sandbox
+#   1 config proto sandbox metrics
 #   2 store
 #   3 http
 #   4 auth
@@ -30,7 +30,7 @@ cd "$ROOT" || exit 2
 rank() {
 	case $1 in
 	common) echo 0 ;;
-	config | proto | sandbox) echo 1 ;;
+	config | proto | sandbox | metrics) echo 1 ;;
 	store) echo 2 ;;
 	http) echo 3 ;;
 	auth) echo 4 ;;

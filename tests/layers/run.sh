@@ -55,9 +55,9 @@ plant include/labd/log.h '#include "http/http.h"'
 expect "a common contract including the HTTP layer fails" fail 'include/labd/log.h:[0-9]+: root-side common includes "http/http.h"'
 
 fresh
-mkdir -p "$WORK/t/server/metrics"
-echo '#include "labd/log.h"' >"$WORK/t/server/metrics/metrics.c"
-expect "a folder outside the documented order fails" fail 'server/metrics/metrics.c: folder not in the layer order'
+mkdir -p "$WORK/t/server/gizmo"
+echo '#include "labd/log.h"' >"$WORK/t/server/gizmo/gizmo.c"
+expect "a folder outside the documented order fails" fail 'server/gizmo/gizmo.c: folder not in the layer order'
 
 # root-side objects naming store or HTTP symbols, without any include
 fresh

@@ -1,0 +1,135 @@
+/* scrape.c - GET /metrics; see scrape.h. The route is public in the table
+ * because a scraper authenticates with its own token, not an API token:
+ * this handler applies the admin rule itself. */
+#include "web/scrape.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "http/http.h"
+#include "labd/app.h"
+#include "labd/buf.h"
+#include "labd/crypto.h"
+#include "labd/log.h"
+#include "metrics/labd.h"
+#include "metrics/metrics.h"
+#include "store/runtimes.h"
+
+#define TOKEN_MIN 32
+#define TOKEN_MAX 256
+#define EXPOSITION_MAX_BYTES (1024 * 1024)
+#define LIVE_STATES 3 /* starting, running, stopping: the order of enum runtime_state */
+#define KINDS 2
+
+static char scrape_token[TOKEN_MAX + 1]; /* set once before any request; "" = none */
+
+int scrape_load_token(const struct labd_config *cfg)
+{
+	char text[TOKEN_MAX + 2];
+	ssize_t n;
+	int fd;
+
+	if (!cfg->scrape_token_file[0])
+		return 0;
+	if ((fd = open(cfg->scrape_token_file, O_RDONLY | O_CLOEXEC)) < 0)
+		return log_errno("[metrics] scrape_token_file: cannot open %s", cfg->scrape_token_file);
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n < 0)
+		return log_errno("[metrics] scrape_token_file: cannot read %s", cfg->scrape_token_file);
+	text[n] = '\0';
+	/* A trailing newline is what editors and `echo` leave. */
+	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' '))
+		text[--n] = '\0';
+	if (n < TOKEN_MIN || n > TOKEN_MAX || strpbrk(text, " \t\r\n")) {
+		log_error("[metrics] scrape_token_file: %s must hold one token of %d to %d characters",
+			  cfg->scrape_token_file, TOKEN_MIN, TOKEN_MAX);
+		return -1;
+	}
+	memcpy(scrape_token, text, (size_t)n + 1);
+	return 0;
+}
+
+static bool has_scrape_token(struct http_request *req)
+{
+	const char *authz = http_header(req, "Authorization");
+	size_t len = strlen(scrape_token);
+
+	if (!len || !authz || strncasecmp(authz, "Bearer ", 7) != 0)
+		return false;
+	authz += 7;
+	return strlen(authz) == len && crypto_equal(authz, scrape_token, len);
+}
+
+static int count_runtime(const struct runtime *r, void *ctx)
+{
+	int64_t(*counts)[KINDS] = ctx;
+
+	if ((int)r->state < LIVE_STATES && (int)r->kind < KINDS)
+		counts[r->state][r->kind]++;
+	return 0;
+}
+
+/* Every live state and kind, zeros included, so a series never vanishes. */
+static int render_runtimes(struct buf *b, struct http_request *req)
+{
+	int64_t counts[LIVE_STATES][KINDS] = {{0}};
+	int rc;
+
+	if (runtimes_each_live(http_app(req)->db, count_runtime, counts) < 0)
+		return -EIO;
+	rc = metrics_render_family(b, "labd_runtimes", "gauge",
+				   "Live runtimes by state (starting, running, stopping) and kind.");
+	for (int s = 0; s < LIVE_STATES && rc == 0; s++)
+		for (int k = 0; k < KINDS && rc == 0; k++) {
+			struct metrics_label l[] = {
+				{"state", runtimes_state_name((enum runtime_state)s)},
+				{"kind", runtimes_kind_name((enum runtime_kind)k)}};
+			rc = metrics_render_sample(b, "labd_runtimes", l, 2, (double)counts[s][k]);
+		}
+	return rc;
+}
+
+static void reply_exposition(struct http_request *req, const struct buf *b)
+{
+	struct MHD_Response *resp =
+		MHD_create_response_from_buffer(b->len, b->data, MHD_RESPMEM_MUST_COPY);
+
+	if (resp) {
+		MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+		MHD_add_response_header(resp, "Cache-Control", "no-store");
+	}
+	http_reply_response(req, MHD_HTTP_OK, resp);
+}
+
+void scrape_metrics(struct http_request *req)
+{
+	const struct auth_identity *id = http_identity(req); /* the gate filled it */
+	struct buf b;
+	int rc;
+
+	if (!has_scrape_token(req)) {
+		if (id->kind == AUTH_NONE) {
+			http_reply_error(req, MHD_HTTP_UNAUTHORIZED, "unauthorized",
+					 "send the scrape token (Authorization: Bearer) or log in as an administrator");
+			return;
+		}
+		if (id->user.role != USER_ROLE_ADMIN) {
+			http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden", "this needs an administrator");
+			return;
+		}
+	}
+	buf_init(&b, EXPOSITION_MAX_BYTES);
+	if ((rc = metrics_render_labd(&b)) == 0)
+		rc = render_runtimes(&b, req);
+	if (rc < 0) {
+		log_error("metrics: cannot render the exposition: %s", strerror(-rc));
+		http_reply_internal(req);
+	} else {
+		reply_exposition(req, &b);
+	}
+	buf_release(&b);
+}
