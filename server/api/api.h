@@ -29,6 +29,15 @@ int api_bool(struct http_request *req, json_t *obj, const char *field, bool *out
 void api_time(int64_t t, char out[21]);
 /* The public JSON view of a user (no hash). Caller owns the reference. */
 json_t *api_user_json(const struct user *u);
+/* The name in the path's first parameter, or NULL when it cannot name a user,
+ * plan or group (they share the user-name rule). */
+const char *api_path_name(struct http_request *req);
+/* Answers for the row of kind what named in the path, given what the store
+ * said (rc: 1 found, 0 none, <0 error): 0 when found, else -1 with the reply
+ * set (404 naming it, or 500). */
+int api_path_found(struct http_request *req, const char *what, int rc);
+/* Loads the user named in the path; 0 with *u, or -1 with the reply set. */
+int api_path_user(struct http_request *req, struct user *u);
 /* Closes the WebSockets an account event takes away (app->close_connections;
  * a no-op where none is set). what is an enum app_close (labd/app.h). */
 void api_close_connections(struct http_request *req, int what, int64_t id);

@@ -6,6 +6,7 @@
 #include "api/api.h"
 #include "http/http.h"
 #include "labd/app.h"
+#include "labd/parse.h"
 #include "store/users.h"
 
 /* Nesting deeper than any labd request needs is refused before it costs anything. */
@@ -148,4 +149,26 @@ void api_close_connections(struct http_request *req, int what, int64_t id)
 
 	if (app->close_connections)
 		app->close_connections(app, (enum app_close)what, id);
+}
+
+const char *api_path_name(struct http_request *req)
+{
+	const char *name = http_match(req)->params[0];
+	return parse_user_name_ok(name) ? name : NULL;
+}
+
+int api_path_found(struct http_request *req, const char *what, int rc)
+{
+	if (rc < 0)
+		http_reply_internal(req);
+	else if (rc == 0)
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no %s named \"%.32s\"", what,
+				 http_match(req)->params[0]);
+	return rc == 1 ? 0 : -1;
+}
+
+int api_path_user(struct http_request *req, struct user *u)
+{
+	const char *name = api_path_name(req);
+	return api_path_found(req, "user", name ? users_find_by_name(http_app(req)->db, name, u) : 0);
 }

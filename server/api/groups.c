@@ -184,15 +184,8 @@ out:
 /* The group named in the path: 0, or -1 with the reply set. */
 static int path_group(struct http_request *req, struct group *g)
 {
-	const char *name = http_match(req)->params[0];
-	int rc = parse_user_name_ok(name) ? groups_find(http_app(req)->db, name, g) : 0;
-
-	if (rc < 0)
-		http_reply_internal(req);
-	else if (rc == 0)
-		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no group named \"%.32s\"",
-				 name);
-	return rc == 1 ? 0 : -1;
+	const char *name = api_path_name(req);
+	return api_path_found(req, "group", name ? groups_find(http_app(req)->db, name, g) : 0);
 }
 
 void api_groups_get(struct http_request *req)

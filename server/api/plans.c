@@ -87,15 +87,8 @@ out:
 /* The plan named in the path: 0, or -1 with the reply set. */
 static int path_plan(struct http_request *req, struct plan *p)
 {
-	const char *name = http_match(req)->params[0];
-	int rc = parse_user_name_ok(name) ? plans_find(http_app(req)->db, name, p) : 0;
-
-	if (rc < 0)
-		http_reply_internal(req);
-	else if (rc == 0)
-		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no plan named \"%.32s\"",
-				 name);
-	return rc == 1 ? 0 : -1;
+	const char *name = api_path_name(req);
+	return api_path_found(req, "plan", name ? plans_find(http_app(req)->db, name, p) : 0);
 }
 
 void api_plans_get(struct http_request *req)

@@ -141,26 +141,12 @@ static json_t *user_quota_json(struct http_request *req, const struct user *u)
 			 api_limits_json(&overrides), "groups", groups, "limits", effective_json(&e));
 }
 
-/* The user named in the path: 0, or -1 with the 404 set. */
-static int path_user(struct http_request *req, struct user *u)
-{
-	const char *name = http_match(req)->params[0];
-	int rc = parse_user_name_ok(name) ? users_find_by_name(http_app(req)->db, name, u) : 0;
-
-	if (rc < 0)
-		http_reply_internal(req);
-	else if (rc == 0)
-		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no user named \"%.32s\"",
-				 name);
-	return rc == 1 ? 0 : -1;
-}
-
 void api_user_quota_get(struct http_request *req)
 {
 	struct user u;
 	json_t *out;
 
-	if (path_user(req, &u) < 0 || !(out = user_quota_json(req, &u)))
+	if (api_path_user(req, &u) < 0 || !(out = user_quota_json(req, &u)))
 		return;
 	http_reply_json(req, MHD_HTTP_OK, out);
 }
@@ -198,7 +184,7 @@ void api_user_quota_put(struct http_request *req)
 
 	if (!body)
 		return;
-	if (path_user(req, &u) < 0 || (has_plan = api_plan_field(req, body, &plan)) < 0 ||
+	if (api_path_user(req, &u) < 0 || (has_plan = api_plan_field(req, body, &plan)) < 0 ||
 	    api_limits_read(req, body, "overrides", &overrides) < 0)
 		goto out;
 	bool has_overrides = json_object_get(body, "overrides") != NULL;

@@ -118,25 +118,11 @@ out:
 	json_decref(body);
 }
 
-/* Loads the user named in the path; 0 with *u, or -1 with the reply set. */
-static int path_user(struct http_request *req, struct user *u)
-{
-	const char *name = http_match(req)->params[0];
-	int rc = parse_user_name_ok(name) ? users_find_by_name(http_app(req)->db, name, u) : 0;
-
-	if (rc < 0)
-		http_reply_internal(req);
-	else if (rc == 0)
-		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no user named \"%.32s\"",
-				 name);
-	return rc == 1 ? 0 : -1;
-}
-
 void api_users_get(struct http_request *req)
 {
 	struct user u;
 
-	if (path_user(req, &u) == 0)
+	if (api_path_user(req, &u) == 0)
 		http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "user", api_user_json(&u)));
 }
 
@@ -175,7 +161,7 @@ void api_users_patch(struct http_request *req)
 
 	if (!body)
 		return;
-	if (path_user(req, &u) < 0 || read_role(req, body, &has_role, &role) < 0 ||
+	if (api_path_user(req, &u) < 0 || read_role(req, body, &has_role, &role) < 0 ||
 	    (has_disabled = api_bool(req, body, "disabled", &disabled)) < 0 ||
 	    (has_password = api_string(req, body, "password", &password)) < 0 ||
 	    (has_reset = api_bool(req, body, "reset_password", &reset)) < 0)
@@ -228,7 +214,7 @@ void api_users_delete(struct http_request *req)
 	struct user u;
 	int rc;
 
-	if (path_user(req, &u) < 0)
+	if (api_path_user(req, &u) < 0)
 		return;
 	rc = users_delete(app->db, u.name);
 	if (rc != USERS_OK) {
