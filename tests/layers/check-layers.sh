@@ -9,12 +9,13 @@
 #   2 store
 #   3 http
 #   4 auth
-#   5 backend
-#   6 runtime
-#   7 proxy api
-#   8 web
-#   9 supervisor
-#  10 main (server/main.c)
+#   5 sched
+#   6 backend
+#   7 runtime
+#   8 proxy api
+#   9 web
+#  10 supervisor
+#  11 main (server/main.c)
 #
 # Root-side code (supervisor, proto, sandbox, common) never references the
 # store or HTTP: it includes only root-side folders (common, config, proto,
@@ -34,12 +35,13 @@ rank() {
 	store) echo 2 ;;
 	http) echo 3 ;;
 	auth) echo 4 ;;
-	backend) echo 5 ;;
-	runtime) echo 6 ;;
-	proxy | api) echo 7 ;;
-	web) echo 8 ;;
-	supervisor) echo 9 ;;
-	main) echo 10 ;;
+	sched) echo 5 ;;
+	backend) echo 6 ;;
+	runtime) echo 7 ;;
+	proxy | api) echo 8 ;;
+	web) echo 9 ;;
+	supervisor) echo 10 ;;
+	main) echo 11 ;;
 	*) echo -1 ;;
 	esac
 }
