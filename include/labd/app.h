@@ -9,6 +9,7 @@
 
 struct backend;
 struct db;
+struct gpus;
 struct labd_config;
 struct password_params;
 struct proxy_context;
@@ -30,6 +31,7 @@ struct app {
 	struct db *db;
 	struct backend *backend;       /* where sandboxes run (the supervisor) */
 	struct reconciler *reconciler; /* runtime timers and reconciliation */
+	struct gpus *gpus;             /* the GPU pool (sched/gpus.h); NULL: none */
 	int web_root_fd; /* O_PATH directory fd of cfg->web_root */
 	/* policies derived from cfg by web/, borrowed for the process lifetime */
 	const struct password_params *password;

@@ -103,6 +103,8 @@ void api_groups_put(struct http_request *req);
 void api_groups_delete(struct http_request *req);
 /* audit.c */
 void api_audit_list(struct http_request *req);
+/* gpus.c: the GPU pool and its queue (admins see holders) */
+void api_gpus(struct http_request *req);
 /* usage.c: the usage ledger, the caller's own and (admins) everyone's */
 void api_usage_me(struct http_request *req);
 void api_usage_all(struct http_request *req);

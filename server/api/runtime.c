@@ -14,10 +14,32 @@
 #include "labd/log.h"
 #include "store/runtimes.h"
 
+/* null, or while queued its place: {"position", "queued_at",
+ * "estimate_at" (null when none), "expires_at"}. */
+static json_t *queue_json(const struct runtime *r)
+{
+	char queued[21], estimate[21], expires[21];
+
+	if (r->state != RUNTIME_QUEUED)
+		return json_null();
+	api_time(r->queued_at, queued);
+	api_time(r->queue_estimate_at, estimate);
+	api_time(r->queue_expires_at, expires);
+	return json_pack("{s:i,s:s,s:o,s:s}", "position", r->queue_position, "queued_at", queued,
+			 "estimate_start_at",
+			 r->queue_estimate_at ? json_string(estimate) : json_null(), "expires_at",
+			 expires);
+}
+
 json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg)
 {
 	char created[21], ready[21], deadline[21], ended[21], url[64];
 	int64_t now = time(NULL), left = r->deadline - now;
+	json_t *j;
+
+	/* A queued runtime's clock has not started: it will have all its length. */
+	if (r->state == RUNTIME_QUEUED)
+		left = r->deadline - r->created_at;
 	json_t *gpus = json_array(), *warn = json_array();
 	char copy[RUNTIME_GPUS_MAX], *save = NULL;
 
@@ -31,7 +53,7 @@ json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg)
 	api_time(r->deadline, deadline);
 	api_time(r->ended_at, ended);
 	snprintf(url, sizeof(url), "/user/%s/", r->user_name);
-	return json_pack("{s:I,s:s,s:s,s:s?,s:s,s:o,s:s,s:I,s:o,s:o,s:s,s:o}", "id",
+	j = json_pack("{s:I,s:s,s:s,s:s?,s:s,s:o,s:s,s:I,s:o,s:o,s:s,s:o}", "id",
 			 (json_int_t)r->id, "type", runtimes_kind_name(r->kind), "state",
 			 runtimes_state_name(r->state), "reason", r->reason[0] ? r->reason : NULL,
 			 "started_at", created, "ready_at",
@@ -40,6 +62,9 @@ json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg)
 			 (json_int_t)(runtimes_state_live(r->state) && left > 0 ? left : 0), "ended_at",
 			 r->ended_at ? json_string(ended) : json_null(), "gpus", gpus, "url", url,
 			 "warn_before", warn);
+	if (j)
+		json_object_set_new(j, "queue", queue_json(r));
+	return j;
 }
 
 json_t *api_runtime_reply(json_t *runtime)
@@ -76,9 +101,8 @@ void api_runtime_start(struct http_request *req)
 		break;
 	case RUNTIME_START_NO_GPU:
 		http_reply_error(req, MHD_HTTP_CONFLICT, "no_gpu_available",
-				 "no GPU is free right now (%u in this lab); try a CPU runtime or "
-				 "later",
-				 app->cfg->n_gpu_devices);
+				 "this lab has no GPU ([gpu] devices or stand_in); start a CPU "
+				 "runtime");
 		break;
 	case RUNTIME_START_ERROR:
 		http_reply_internal(req);
@@ -117,13 +141,14 @@ void api_runtime_stop(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "no_runtime", "you have no running runtime");
 		return;
 	}
-	if (runtime_stop(app, &r, "stopped by the user") < 0) {
+	const char *reason = r.state == RUNTIME_QUEUED ? "cancelled while queued" : "stopped by the user";
+	if (runtime_stop(app, &r, reason) < 0) {
 		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "supervisor_unreachable",
 				 "the supervisor did not answer; try again");
 		return;
 	}
 	if (audit_add(app->db, time(NULL), ident->user.name, "runtime.stop",
-		      ident->user.name, http_address(req), "stopped by the user") < 0)
+		      ident->user.name, http_address(req), reason) < 0)
 		log_error("audit: runtime.stop of %s not recorded", ident->user.name);
 	runtimes_latest(app->db, ident->user.id, &r);
 	http_reply_json(req, MHD_HTTP_ACCEPTED,

@@ -71,7 +71,8 @@ struct backend {
 };
 
 /* Asks for a sandbox. 0 when the backend took it (endpoint[BACKEND_ENDPOINT_MAX]
- * filled when already known); -EEXIST when the user still has one; -ETIMEDOUT
+ * filled when already known); -EEXIST when the user still has one; -EBUSY when a
+ * GPU asked for is still held (a teardown not finished); -ETIMEDOUT
  * when the backend did not answer (the start may still happen: reconcile);
  * another negative errno with a message in err. */
 int backend_start(struct backend *b, const struct backend_start *s, char *endpoint, char *err,

@@ -177,7 +177,7 @@ static int call(struct local *l, json_t *msg, json_t **reply)
 	return self.reply ? 0 : rc;
 }
 
-/* A call whose reply only says ok or not: 0, or -ENOENT/-EEXIST/-EIO by code. */
+/* A call whose reply only says ok or not: 0, or -ENOENT/-EEXIST/-EBUSY/-EIO by code. */
 static int simple_call(struct local *l, json_t *msg, json_t **reply, char *err, size_t errlen)
 {
 	int rc = call(l, msg, reply);
@@ -192,6 +192,7 @@ static int simple_call(struct local *l, json_t *msg, json_t **reply, char *err, 
 		snprintf(err, errlen, "%s", proto_str(*reply, "message"));
 	return strcmp(code, "not_found") == 0	 ? -ENOENT
 	       : strcmp(code, "runtime_exists") == 0 ? -EEXIST
+	       : strcmp(code, "gpu_busy") == 0	 ? -EBUSY
 						    : -EIO;
 }
 

@@ -1,6 +1,7 @@
 /* config.c - defaults and INI loading through inih; see docs/config.md. */
 #include "config/config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ini.h>
 #include <inttypes.h>
@@ -86,6 +87,9 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	snprintf(cfg->hidden_paths, sizeof(cfg->hidden_paths), "/var/tmp,/srv,/opt,/mnt,/media");
 	cfg->n_gpu_devices = 0;
 	snprintf(cfg->dev_prefix, sizeof(cfg->dev_prefix), "/dev");
+	snprintf(cfg->nvml_library, sizeof(cfg->nvml_library), "libnvidia-ml.so.1");
+	cfg->gpu_refresh_s = 5;
+	cfg->gpu_queue_max_wait_s = 30 * 60;
 }
 
 int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port)
@@ -217,6 +221,10 @@ static const struct key_spec keys[] = {
 	KEYN("quota", "job_max_runtime", quota_job_max_runtime_s, K_DURATION, 60, 365 * 86400LL),
 	KEYN("gpu", "devices", gpu_devices, K_GPUS, 0, 255),
 	KEY("gpu", dev_prefix, K_STRING, 1, 0),
+	KEYN("gpu", "stand_in", gpu_stand_in, K_UINT, 0, CONFIG_MAX_GPUS),
+	KEY("gpu", nvml_library, K_STRING, 1, 0),
+	KEYN("gpu", "refresh", gpu_refresh_s, K_DURATION, 1, 3600),
+	KEYN("gpu", "queue_max_wait", gpu_queue_max_wait_s, K_DURATION, 1, 30 * 86400),
 	KEY("metrics", scrape_token_file, K_STRING, 0, 0),
 };
 
@@ -383,6 +391,12 @@ static int parse_proxy_list(const char *value, const struct key_spec *k, struct 
 static int parse_gpu_list(const char *value, const struct key_spec *k, struct labd_config *cfg)
 {
 	struct list_ctx c = {k, cfg};
+
+	cfg->gpu_devices_auto = strcmp(value, "auto") == 0;
+	if (cfg->gpu_devices_auto) {
+		cfg->n_gpu_devices = 0; /* found at the end of config_load */
+		return 0;
+	}
 	int n = for_each_item(value, add_gpu, &c);
 	if (n < 0)
 		return -1;
@@ -447,7 +461,7 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 			       : NULL;
 	case K_GPUS:
 		return parse_gpu_list(value, k, cfg) < 0
-			       ? "must be distinct GPU numbers such as 0,1 (or empty)"
+			       ? "must be auto or distinct GPU numbers such as 0,1 (or empty)"
 			       : NULL;
 	case K_PROXIES:
 		return parse_proxy_list(value, k, cfg) < 0
@@ -512,6 +526,58 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 		return NULL;
 	}
 	return "unsupported";
+}
+
+/* True for "nvidia" followed by digits only (not nvidiactl, nvidia-uvm). */
+static bool gpu_node_name(const char *name, unsigned *minor)
+{
+	uint64_t v;
+
+	if (strncmp(name, "nvidia", 6) != 0 || parse_uint(name + 6, 0, 255, &v) < 0)
+		return false;
+	*minor = (unsigned)v;
+	return true;
+}
+
+/* devices = auto: the nvidia<N> nodes under dev_prefix, in ascending order.
+ * Read once here (as root, before the web process forks) so the supervisor
+ * and the web process hand out the same pool. */
+static void find_gpu_nodes(struct labd_config *cfg)
+{
+	DIR *d = opendir(cfg->dev_prefix);
+	struct dirent *e;
+	unsigned minor;
+
+	cfg->n_gpu_devices = 0;
+	while (d && (e = readdir(d)) && cfg->n_gpu_devices < CONFIG_MAX_GPUS) {
+		if (!gpu_node_name(e->d_name, &minor))
+			continue;
+		unsigned at = cfg->n_gpu_devices++;
+		while (at > 0 && cfg->gpu_devices[at - 1] > minor) { /* insertion sort */
+			cfg->gpu_devices[at] = cfg->gpu_devices[at - 1];
+			at--;
+		}
+		cfg->gpu_devices[at] = minor;
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The pool is final: found nodes, or stand-ins 0..N-1 (never both with a list). */
+static int finish_gpus(struct labd_config *cfg, const char *path, char *err, size_t errlen)
+{
+	if (cfg->gpu_stand_in && (cfg->n_gpu_devices || cfg->gpu_devices_auto)) {
+		snprintf(err, errlen, "%s: [gpu] stand_in and [gpu] devices exclude each other: "
+			 "stand-ins are for tests and demos without GPUs", path);
+		return -1;
+	}
+	if (cfg->gpu_devices_auto)
+		find_gpu_nodes(cfg);
+	for (unsigned i = 0; i < cfg->gpu_stand_in; i++)
+		cfg->gpu_devices[i] = i;
+	if (cfg->gpu_stand_in)
+		cfg->n_gpu_devices = cfg->gpu_stand_in;
+	return 0;
 }
 
 /* inih's line reader: fgets that counts lines for error messages. */
@@ -581,5 +647,5 @@ int config_load(struct labd_config *cfg, const char *path, char *err, size_t err
 		snprintf(err, errlen, "%s: [auth] backoff_max must not be below backoff_base", path);
 		return -1;
 	}
-	return 0;
+	return finish_gpus(cfg, path, err, errlen);
 }

@@ -92,10 +92,17 @@ struct labd_config {
 	unsigned quota_gpus_per_runtime;
 	unsigned quota_concurrent_jobs;
 	int64_t quota_job_max_runtime_s;
-	/* [gpu] */
+	/* [gpu]: the pool (gpu_devices) is final after config_load: the listed
+	 * devices, the nvidia<N> nodes under dev_prefix (devices = auto), or
+	 * 0..stand_in-1 (stand-ins: no device node, for tests and demos) */
 	unsigned gpu_devices[CONFIG_MAX_GPUS];
 	unsigned n_gpu_devices;
+	bool gpu_devices_auto;
+	unsigned gpu_stand_in;
 	char dev_prefix[CONFIG_PATH_MAX];
+	char nvml_library[CONFIG_PATH_MAX]; /* dlopen'ed by the web process when present */
+	int64_t gpu_refresh_s;              /* between NVML readings */
+	int64_t gpu_queue_max_wait_s;       /* a queued GPU start fails after this */
 	/* [metrics] */
 	char scrape_token_file[CONFIG_PATH_MAX]; /* bearer token for GET /metrics; "" = none */
 };

@@ -25,7 +25,7 @@ struct reconciler {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	bool stopping, wanted;
+	bool stopping, wanted, poked;
 };
 
 /* The rows to look at, copied so no store lock is held over Jupyter calls. */
@@ -118,18 +118,19 @@ static void *loop(void *arg)
 	pthread_mutex_lock(&rc->lock);
 	while (!rc->stopping) {
 		bool full = rc->wanted || time(NULL) - last_full >= SAFETY_NET_S;
-		rc->wanted = false;
+		rc->wanted = rc->poked = false;
 		pthread_mutex_unlock(&rc->lock);
 		if (full && runtime_reconcile_all(rc->app) == 0) {
 			last_full = time(NULL);
 			confirmed = true;
 		}
 		reconcile_timers(rc->app);
+		runtime_queue_tick(rc->app);
 		heartbeat(rc->app, confirmed, &last_beat);
 		pthread_mutex_lock(&rc->lock);
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += TIMER_EVERY_S;
-		if (!rc->stopping && !rc->wanted)
+		if (!rc->stopping && !rc->wanted && !rc->poked)
 			pthread_cond_timedwait(&rc->wake, &rc->lock, &until);
 	}
 	pthread_mutex_unlock(&rc->lock);
@@ -168,6 +169,16 @@ void reconcile_wake(struct reconciler *rc)
 		return;
 	pthread_mutex_lock(&rc->lock);
 	rc->wanted = true;
+	pthread_cond_signal(&rc->wake);
+	pthread_mutex_unlock(&rc->lock);
+}
+
+void reconcile_poke(struct reconciler *rc)
+{
+	if (!rc)
+		return;
+	pthread_mutex_lock(&rc->lock);
+	rc->poked = true;
 	pthread_cond_signal(&rc->wake);
 	pthread_mutex_unlock(&rc->lock);
 }

@@ -16,6 +16,9 @@ int reconcile_start(struct app *app, struct reconciler **out);
 void reconcile_stop(struct reconciler *rc);
 /* Asks for a total reconciliation now (safe from any thread, NULL ignored). */
 void reconcile_wake(struct reconciler *rc);
+/* Asks for one pass of the timers and the GPU queue now, without a total
+ * reconciliation (safe from any thread, the backend's included; NULL ignored). */
+void reconcile_poke(struct reconciler *rc);
 /* One pass of the timers (start timeout, idle culling), exposed for tests. */
 void reconcile_timers(struct app *app);
 

@@ -18,6 +18,7 @@
 #include "runtime/watch.h"
 #include "store/audit.h"
 #include "store/db.h"
+#include "store/gpu_queue.h"
 #include "store/user_quotas.h"
 
 /* A start in flight for this long before a missing sandbox counts. */
@@ -31,42 +32,6 @@ int runtime_socket_path(const struct runtime *r, char *out, size_t len)
 	return 0;
 }
 
-/* GPUs held by live runtimes. */
-struct gpu_use {
-	unsigned used[64];
-	int n;
-};
-
-static int collect_gpus(const struct runtime *r, void *ctx)
-{
-	struct gpu_use *u = ctx;
-	char copy[RUNTIME_GPUS_MAX], *save = NULL;
-
-	snprintf(copy, sizeof(copy), "%s", r->gpus);
-	for (char *g = strtok_r(copy, ",", &save); g && u->n < 64; g = strtok_r(NULL, ",", &save))
-		u->used[u->n++] = (unsigned)strtoul(g, NULL, 10);
-	return 0;
-}
-
-/* Picks a free GPU from [gpu] devices into out ("3"); -1 when none is free. */
-static int pick_gpu(struct app *app, char *out, size_t len)
-{
-	struct gpu_use u = {.n = 0};
-
-	if (runtimes_each_live(app->db, collect_gpus, &u) < 0)
-		return -1;
-	for (unsigned i = 0; i < app->cfg->n_gpu_devices; i++) {
-		bool busy = false;
-		for (int k = 0; k < u.n; k++)
-			busy = busy || u.used[k] == app->cfg->gpu_devices[i];
-		if (!busy) {
-			snprintf(out, len, "%u", app->cfg->gpu_devices[i]);
-			return 0;
-		}
-	}
-	return -1;
-}
-
 void runtime_audit(struct app *app, int64_t now, const char *actor, const char *action,
 		   const char *user, const char *address, const char *detail)
 {
@@ -74,8 +39,10 @@ void runtime_audit(struct app *app, int64_t now, const char *actor, const char *
 		log_error("audit: %s of %s not recorded", action, user);
 }
 
-/* Ends a live row once: audit, log, and tell the proxy to let go. */
-static void end_runtime(struct app *app, const struct runtime *r, bool failed, const char *reason)
+/* Ends a live row once: audit, log, and tell the proxy to let go. A GPU
+ * runtime that ends frees a GPU or a place in the queue: the reconciler
+ * thread's next pass (woken at once) starts whoever is next. */
+void runtime_end(struct app *app, const struct runtime *r, bool failed, const char *reason)
 {
 	int64_t now = time(NULL);
 
@@ -90,10 +57,29 @@ static void end_runtime(struct app *app, const struct runtime *r, bool failed, c
 	runtime_audit(app, now, NULL, failed ? "runtime.failed" : "runtime.end", r->user_name, NULL,
 		      reason);
 	log_info("runtime of %s %s: %s", r->user_name, failed ? "failed" : "ended", reason);
+	if (r->kind == RUNTIME_GPU)
+		reconcile_poke(app->reconciler);
+}
+
+/* The GPU the backend said is still held (its teardown has not finished):
+ * the start waits in the queue again, keeping its place in time. */
+static void back_to_queue(struct app *app, const struct runtime *r)
+{
+	int64_t queued_at = r->queued_at ? r->queued_at : r->created_at;
+	int64_t expires_at = r->queue_expires_at ? r->queue_expires_at
+						 : queued_at + app->cfg->gpu_queue_max_wait_s;
+
+	log_info("GPU %s for %s's runtime is still held; queued again", r->gpus, r->user_name);
+	if (gpu_queue_put_back(app->db, r->id, queued_at, expires_at) == 1) {
+		runtime_watch_notify(app->watch, r->user_id);
+		reconcile_poke(app->reconciler);
+	} else {
+		runtime_end(app, r, true, "could not start: the GPU is still held by another sandbox");
+	}
 }
 
 /* Hands the sandbox to the backend; on refusal the row is failed. */
-static void ask_backend(struct app *app, struct runtime *r)
+void runtime_ask_backend(struct app *app, struct runtime *r)
 {
 	struct backend_start s = {.user = r->user_name, .user_id = r->user_id,
 				  .runtime_id = r->id, .kind = runtimes_kind_name(r->kind),
@@ -109,6 +95,10 @@ static void ask_backend(struct app *app, struct runtime *r)
 			runtimes_set_endpoint(app->db, r->id, endpoint);
 		return;
 	}
+	if (rc == -EBUSY && r->kind == RUNTIME_GPU) {
+		back_to_queue(app, r);
+		return;
+	}
 	if (rc == -ETIMEDOUT) {
 		/* it may still come up: let the reconciler decide from the list */
 		log_warn("the supervisor did not answer the start of %s's runtime", r->user_name);
@@ -116,13 +106,13 @@ static void ask_backend(struct app *app, struct runtime *r)
 		return;
 	}
 	snprintf(reason, sizeof(reason), "could not start: %.140s", err[0] ? err : strerror(-rc));
-	end_runtime(app, r, true, reason);
+	runtime_end(app, r, true, reason);
 }
 
 /* The runtime's length from the user's effective limits (their plan, group
  * or override), else the config's; "unlimited" is capped at a year so the
  * deadline stays a real time. */
-static int64_t max_length_s(struct app *app, int64_t user_id, enum runtime_kind kind)
+int64_t runtime_length_s(struct app *app, int64_t user_id, enum runtime_kind kind)
 {
 	enum quota_limit which = kind == RUNTIME_GPU ? QL_GPU_RUNTIME_MAX_S : QL_CPU_RUNTIME_MAX_S;
 	struct quota_limits defaults;
@@ -141,35 +131,39 @@ enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const 
 					const char *address, enum runtime_kind kind,
 					struct runtime *out)
 {
-	char token[RUNTIME_TOKEN_LEN + 1], gpus[RUNTIME_GPUS_MAX] = "";
+	char token[RUNTIME_TOKEN_LEN + 1];
 	int64_t now = time(NULL);
 	int rc;
 
-	if (kind == RUNTIME_GPU && pick_gpu(app, gpus, sizeof(gpus)) < 0)
-		return RUNTIME_START_NO_GPU;
 	if (crypto_random_token(token, sizeof(token), 32) < 0)
 		return RUNTIME_START_ERROR;
-	rc = runtimes_create(app->db, user_id, kind, token, gpus, now, now + max_length_s(app, user_id, kind),
-			     out);
+	if (kind == RUNTIME_GPU)
+		return runtime_gpu_start(app, user_id, user, address, token, out);
+	rc = runtimes_create(app->db, user_id, kind, token, "", now,
+			     now + runtime_length_s(app, user_id, kind), out);
 	if (rc == DB_CONFLICT)
 		return RUNTIME_START_EXISTS;
 	if (rc < 0)
 		return RUNTIME_START_ERROR;
 	runtime_watch_notify(app->watch, user_id);
 	runtime_audit(app, now, user, "runtime.start", user, address, runtimes_kind_name(kind));
-	ask_backend(app, out);
+	runtime_ask_backend(app, out);
 	return runtimes_latest(app->db, user_id, out) == 1 ? RUNTIME_START_OK : RUNTIME_START_ERROR;
 }
 
 int runtime_stop(struct app *app, const struct runtime *r, const char *reason)
 {
+	if (r->state == RUNTIME_QUEUED) { /* no sandbox yet: it just leaves the queue */
+		runtime_end(app, r, false, reason);
+		return 0;
+	}
 	int rc = backend_stop(app->backend, r->user_name, r->id, reason);
 
 	if (rc == 0) {
 		runtimes_set_state(app->db, r->id, RUNTIME_STOPPING, reason, time(NULL));
 		runtime_watch_notify(app->watch, r->user_id);
 	} else if (rc == -ENOENT) /* the backend has no such sandbox: it is already gone */
-		end_runtime(app, r, r->state == RUNTIME_STARTING, reason);
+		runtime_end(app, r, r->state == RUNTIME_STARTING, reason);
 	return rc == -ENOENT ? 0 : rc;
 }
 
@@ -242,7 +236,7 @@ static void on_ended(void *ctx, const char *user, int64_t runtime_id, const char
 
 	(void)cause;
 	if (event_row(ctx, user, runtime_id, &r))
-		end_runtime(ctx, &r, failed || r.state == RUNTIME_STARTING,
+		runtime_end(ctx, &r, failed || r.state == RUNTIME_STARTING,
 			    reason[0] ? reason : "the runtime ended");
 }
 
@@ -312,13 +306,15 @@ static bool same_runtime(const struct backend_sandbox *s, const struct runtime *
 static void reconcile_row(struct app *app, const struct runtime *r, const struct backend_sandbox *s,
 			  int64_t now)
 {
+	if (r->state == RUNTIME_QUEUED)
+		return; /* no sandbox until it leaves the queue (runtime_queue_tick) */
 	if (!s || !same_runtime(s, r)) {
 		if (r->state != RUNTIME_STARTING || now - r->created_at > START_GRACE_S)
-			end_runtime(app, r, true, "the runtime's sandbox is gone");
+			runtime_end(app, r, true, "the runtime's sandbox is gone");
 		return;
 	}
 	if (strcmp(s->state, "ended") == 0) {
-		end_runtime(app, r, s->failed || r->state == RUNTIME_STARTING,
+		runtime_end(app, r, s->failed || r->state == RUNTIME_STARTING,
 			    s->reason[0] ? s->reason : "the runtime ended");
 	} else if (strcmp(s->state, "stopping") == 0 && r->state != RUNTIME_STOPPING) {
 		runtimes_set_state(app->db, r->id, RUNTIME_STOPPING, s->reason, now);
@@ -340,7 +336,8 @@ static void stop_strays(struct app *app, const struct rows *rows, const struct b
 		if (strcmp(s[i].state, "ended") == 0 || strcmp(s[i].state, "stopping") == 0)
 			continue;
 		for (size_t k = 0; k < rows->n && !owned; k++)
-			owned = strcmp(rows->r[k].user_name, s[i].user) == 0 &&
+			owned = rows->r[k].state != RUNTIME_QUEUED &&
+				strcmp(rows->r[k].user_name, s[i].user) == 0 &&
 				same_runtime(&s[i], &rows->r[k]);
 		if (owned)
 			continue;

@@ -23,9 +23,9 @@ struct app;
 struct backend_events;
 
 enum runtime_start_result {
-	RUNTIME_START_OK,      /* *out is the new row (starting, or failed if refused) */
+	RUNTIME_START_OK,      /* *out is the new row (starting, queued for a GPU, or failed if refused) */
 	RUNTIME_START_EXISTS,  /* the user has a live runtime */
-	RUNTIME_START_NO_GPU,  /* no GPU is free */
+	RUNTIME_START_NO_GPU,  /* the lab has no GPU at all */
 	RUNTIME_START_ERROR,   /* store or token failure */
 };
 
@@ -36,7 +36,8 @@ enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const 
 					const char *address, enum runtime_kind kind,
 					struct runtime *out);
 /* Asks the backend to stop r and marks it stopping (or ended when the backend
- * no longer has it). 0, or -ETIMEDOUT when the backend did not answer. */
+ * no longer has it); a queued r just leaves the queue, stopped with reason.
+ * 0, or -ETIMEDOUT when the backend did not answer. */
 int runtime_stop(struct app *app, const struct runtime *r, const char *reason);
 /* 0 when the backend answers. */
 int runtime_backend_ping(struct app *app);
@@ -63,5 +64,31 @@ void runtime_audit(struct app *app, int64_t now, const char *actor, const char *
 
 /* The Unix socket of a "unix:" endpoint into out; -1 for other endpoints. */
 int runtime_socket_path(const struct runtime *r, char *out, size_t len);
+
+/* ---- the GPU queue (gpuqueue.c) ---- */
+
+/* A GPU start (runtime_start's kind gpu): a free GPU at once when nobody
+ * waits, else a queued row (state queued, its place computed before this
+ * returns). Results as runtime_start's. */
+enum runtime_start_result runtime_gpu_start(struct app *app, int64_t user_id, const char *user,
+					    const char *address, const char *token,
+					    struct runtime *out);
+/* One pass of the queue, from the reconciler thread (it calls the backend):
+ * fails entries past [gpu] queue_max_wait, starts the head of the fair order
+ * on each free GPU, and recomputes every place (telling those whose changed). */
+void runtime_queue_tick(struct app *app);
+/* Recomputes positions and estimates (no backend call; any thread). */
+void runtime_queue_replan(struct app *app);
+
+/* ---- shared within runtime/ ---- */
+
+/* Ends a live row (stopped, or failed) with reason: audit, log, watchers. */
+void runtime_end(struct app *app, const struct runtime *r, bool failed, const char *reason);
+/* Hands r's sandbox to the backend; a refusal fails the row, a GPU still
+ * held puts it back in the queue. Never call with the GPU allocation lock. */
+void runtime_ask_backend(struct app *app, struct runtime *r);
+/* How long a runtime of kind may run for the user (plan, group, override,
+ * else config; "unlimited" is a year). */
+int64_t runtime_length_s(struct app *app, int64_t user_id, enum runtime_kind kind);
 
 #endif

@@ -13,10 +13,12 @@ struct runtime_watcher {
 	int64_t user_id;
 	runtime_watch_fn fn;
 	void *ctx;
-	/* what the subscriber last heard: none yet, no runtime, or (id, state) */
+	/* what the subscriber last heard: none yet, no runtime, or (id, state,
+	 * and while queued its place: position and estimate) */
 	bool heard, heard_none;
-	int64_t heard_id;
+	int64_t heard_id, heard_estimate;
 	enum runtime_state heard_state;
+	int heard_position;
 	struct runtime_watcher *prev, *next;
 };
 
@@ -77,7 +79,9 @@ unsigned runtime_watch_count(struct runtime_watch *w, int64_t user_id)
 /* Tells s about r (NULL: no runtime) unless it heard exactly that last. */
 static void deliver(struct runtime_watcher *s, const struct runtime *r)
 {
-	if (s->heard && (r ? !s->heard_none && s->heard_id == r->id && s->heard_state == r->state
+	if (s->heard && (r ? !s->heard_none && s->heard_id == r->id && s->heard_state == r->state &&
+				     s->heard_position == r->queue_position &&
+				     s->heard_estimate == r->queue_estimate_at
 			   : s->heard_none))
 		return;
 	s->heard = true;
@@ -85,6 +89,8 @@ static void deliver(struct runtime_watcher *s, const struct runtime *r)
 	if (r) {
 		s->heard_id = r->id;
 		s->heard_state = r->state;
+		s->heard_position = r->queue_position;
+		s->heard_estimate = r->queue_estimate_at;
 	}
 	s->fn(s->ctx, r);
 }

@@ -6,7 +6,8 @@
  * is in the store then. The registry names no transport: a subscriber is a
  * callback and its context.
  *
- * Delivery: at subscription, then once per change of (runtime, state), in
+ * Delivery: at subscription, then once per change of (runtime, state, and
+ * while queued its position or estimated start), in
  * the order the store went through them; changes in quick succession may be
  * seen as their end state only (a subscriber learns the state, not every
  * step). Callbacks run under the registry's lock, one at a time: they must
@@ -41,7 +42,7 @@ int runtime_watch_subscribe(struct runtime_watch *w, int64_t user_id, runtime_wa
  * again for it. NULL is fine. */
 void runtime_watch_unsubscribe(struct runtime_watch *w, struct runtime_watcher *sub);
 /* Tells user_id's subscribers that the runtime may have changed (they hear
- * of it only if its id or state did). NULL w is fine (no registry). */
+ * of it only if its id, state or queue place did). NULL w is fine. */
 void runtime_watch_notify(struct runtime_watch *w, int64_t user_id);
 /* Subscriptions of user_id now. */
 unsigned runtime_watch_count(struct runtime_watch *w, int64_t user_id);

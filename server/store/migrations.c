@@ -173,6 +173,46 @@ static const char *const migrations[] = {
 	"UPDATE sqlite_sequence SET seq = max(seq,"
 	"  (SELECT coalesce(max(id), 0) FROM runtimes),"
 	"  (SELECT coalesce(max(runtime_id), 0) FROM ledger)) WHERE name = 'runtimes';",
+	/* 9: the GPU queue. A GPU start with no GPU free is a runtime row in
+	 * state 'queued' (so it has its id, counts as the user's one live
+	 * runtime and survives restarts) plus a gpu_queue entry: when it was
+	 * queued, when it expires, and the position and estimate last computed
+	 * (so every reader of the row shows the same). The CHECK on state needs
+	 * the table rebuilt, as migration 8 did, keeping ids and the sequence. */
+	"CREATE TABLE runtimes_new ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+	"  kind TEXT NOT NULL CHECK (kind IN ('cpu', 'gpu')),"
+	"  state TEXT NOT NULL CHECK (state IN ('queued', 'starting', 'running', 'stopping',"
+	"    'stopped', 'failed')),"
+	"  reason TEXT,"
+	"  token TEXT NOT NULL,"
+	"  gpus TEXT NOT NULL DEFAULT '',"
+	"  created_at INTEGER NOT NULL,"
+	"  ready_at INTEGER,"
+	"  deadline INTEGER NOT NULL,"
+	"  ended_at INTEGER,"
+	"  last_activity INTEGER NOT NULL,"
+	"  endpoint TEXT NOT NULL DEFAULT '');"
+	"INSERT INTO runtimes_new SELECT id, user_id, kind, state, reason, token, gpus, created_at,"
+	"  ready_at, deadline, ended_at, last_activity, endpoint FROM runtimes;"
+	"CREATE TEMP TABLE runtimes_seq9 AS SELECT seq FROM sqlite_sequence WHERE name = 'runtimes';"
+	"DROP TABLE runtimes;"
+	"ALTER TABLE runtimes_new RENAME TO runtimes;"
+	"INSERT INTO sqlite_sequence (name, seq) SELECT 'runtimes', 0"
+	"  WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'runtimes');"
+	"UPDATE sqlite_sequence SET seq = max(seq, (SELECT coalesce(max(seq), 0) FROM"
+	"  temp.runtimes_seq9)) WHERE name = 'runtimes';"
+	"DROP TABLE temp.runtimes_seq9;"
+	"CREATE INDEX runtimes_user ON runtimes(user_id, id);"
+	"CREATE UNIQUE INDEX runtimes_one_live ON runtimes(user_id)"
+	"  WHERE state IN ('queued', 'starting', 'running', 'stopping');"
+	"CREATE TABLE gpu_queue ("
+	"  runtime_id INTEGER PRIMARY KEY REFERENCES runtimes(id) ON DELETE CASCADE,"
+	"  queued_at INTEGER NOT NULL,"
+	"  expires_at INTEGER NOT NULL,"
+	"  position INTEGER NOT NULL DEFAULT 0,"
+	"  estimate_at INTEGER NOT NULL DEFAULT 0);",
 };
 
 int migrations_count(void)

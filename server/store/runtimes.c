@@ -11,14 +11,16 @@
 #define TOUCH_INTERVAL RUNTIME_TOUCH_INTERVAL_S
 
 static const char *const kind_names[] = {"cpu", "gpu"};
-static const char *const state_names[] = {"starting", "running", "stopping", "stopped", "failed"};
+static const char *const state_names[RUNTIME_STATES] = {"starting", "running", "stopping",
+							 "stopped",  "failed",  "queued"};
 
 const char *runtimes_kind_name(enum runtime_kind k) { return kind_names[k]; }
 const char *runtimes_state_name(enum runtime_state s) { return state_names[s]; }
 
 bool runtimes_state_live(enum runtime_state s)
 {
-	return s == RUNTIME_STARTING || s == RUNTIME_RUNNING || s == RUNTIME_STOPPING;
+	return s == RUNTIME_QUEUED || s == RUNTIME_STARTING || s == RUNTIME_RUNNING ||
+	       s == RUNTIME_STOPPING;
 }
 
 int runtimes_kind_parse(const char *text, enum runtime_kind *out)
@@ -35,8 +37,11 @@ int runtimes_kind_parse(const char *text, enum runtime_kind *out)
 #define RUNTIME_COLUMNS                                                                            \
 	"r.id, r.user_id, u.name, r.kind, r.state, coalesce(r.reason, ''), r.token, r.gpus,"      \
 	" r.created_at, coalesce(r.ready_at, 0), r.deadline, coalesce(r.ended_at, 0),"           \
-	" r.last_activity, r.endpoint FROM runtimes r JOIN users u ON u.id = r.user_id"
-#define LIVE "r.state IN ('starting', 'running', 'stopping')"
+	" r.last_activity, r.endpoint, coalesce(q.queued_at, 0), coalesce(q.expires_at, 0),"      \
+	" coalesce(q.estimate_at, 0), coalesce(q.position, 0)"                                    \
+	" FROM runtimes r JOIN users u ON u.id = r.user_id"                                       \
+	" LEFT JOIN gpu_queue q ON q.runtime_id = r.id"
+#define LIVE "r.state IN ('queued', 'starting', 'running', 'stopping')"
 
 static void copy_text(char *dst, size_t len, sqlite3_stmt *st, int col)
 {
@@ -54,7 +59,7 @@ static int runtime_from_row(sqlite3_stmt *st, void *out)
 	copy_text(r->user_name, sizeof(r->user_name), st, 2);
 	r->kind = strcmp((const char *)sqlite3_column_text(st, 3), "gpu") == 0 ? RUNTIME_GPU
 										: RUNTIME_CPU;
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < RUNTIME_STATES; i++)
 		if (strcmp((const char *)sqlite3_column_text(st, 4), state_names[i]) == 0)
 			r->state = (enum runtime_state)i;
 	copy_text(r->reason, sizeof(r->reason), st, 5);
@@ -66,6 +71,10 @@ static int runtime_from_row(sqlite3_stmt *st, void *out)
 	r->ended_at = sqlite3_column_int64(st, 11);
 	r->last_activity = sqlite3_column_int64(st, 12);
 	copy_text(r->endpoint, sizeof(r->endpoint), st, 13);
+	r->queued_at = sqlite3_column_int64(st, 14);
+	r->queue_expires_at = sqlite3_column_int64(st, 15);
+	r->queue_estimate_at = sqlite3_column_int64(st, 16);
+	r->queue_position = sqlite3_column_int(st, 17);
 	return 0;
 }
 
@@ -118,6 +127,10 @@ int runtimes_live_by_name(struct db *db, const char *name, struct runtime *out)
  * state change, so the caller sees -1 and nothing is billed wrongly. */
 static int move_ledger(struct db *db, int64_t id, enum runtime_state state, int64_t now)
 {
+	/* a row leaving the GPU queue leaves no entry behind (store/gpu_queue.h) */
+	if (state != RUNTIME_QUEUED &&
+	    db_exec(db, "DELETE FROM gpu_queue WHERE runtime_id = ?", "i", id) < 0)
+		return -1;
 	if (state == RUNTIME_RUNNING)
 		return ledger_open_runtime(db, id, now);
 	if (!runtimes_state_live(state))
@@ -140,7 +153,7 @@ int runtimes_set_state(struct db *db, int64_t id, enum runtime_state state, cons
 		     "UPDATE runtimes SET state = ?, reason = coalesce(?, reason),"
 		     " ready_at = CASE WHEN ? = 'running' THEN ? ELSE ready_at END,"
 		     " ended_at = CASE WHEN ? THEN ? ELSE ended_at END"
-		     " WHERE id = ? AND state IN ('starting', 'running', 'stopping')",
+		     " WHERE id = ? AND state IN ('queued', 'starting', 'running', 'stopping')",
 		     "tttiiii", state_names[state], reason, state_names[state], now, (int64_t)ending,
 		     now, id);
 	if (rc < 0 || (rc > 0 && move_ledger(db, id, state, now) < 0)) {

@@ -1,5 +1,6 @@
-/* runtimes.h - interactive runtime rows: one live (starting, running or
- * stopping) runtime per user, its Jupyter token, GPUs, deadline and activity. */
+/* runtimes.h - interactive runtime rows: one live (queued, starting, running
+ * or stopping) runtime per user, its Jupyter token, GPUs, deadline and
+ * activity. A queued row waits for a GPU (store/gpu_queue.h). */
 #ifndef LABD_RUNTIMES_H
 #define LABD_RUNTIMES_H
 
@@ -15,7 +16,9 @@ enum runtime_state {
 	RUNTIME_STOPPING,
 	RUNTIME_STOPPED,
 	RUNTIME_FAILED,
+	RUNTIME_QUEUED, /* waiting for a GPU; last so the older states keep their numbers */
 };
+#define RUNTIME_STATES 6
 
 #define RUNTIME_TOKEN_LEN 43
 #define RUNTIME_GPUS_MAX 64 /* "0,1,2" */
@@ -34,12 +37,16 @@ struct runtime {
 	char gpus[RUNTIME_GPUS_MAX];
 	char endpoint[RUNTIME_ENDPOINT_MAX]; /* "unix:PATH" or "tcp:HOST:PORT"; "" until known */
 	int64_t created_at, ready_at, deadline, ended_at, last_activity;
+	/* while queued (else 0): its gpu_queue entry, the position and the
+	 * estimated start last computed (estimate 0: none) */
+	int64_t queued_at, queue_expires_at, queue_estimate_at;
+	int queue_position;
 };
 
 const char *runtimes_kind_name(enum runtime_kind k);
 int runtimes_kind_parse(const char *text, enum runtime_kind *out);
 const char *runtimes_state_name(enum runtime_state s);
-/* True for starting, running and stopping. */
+/* True for queued, starting, running and stopping. */
 bool runtimes_state_live(enum runtime_state s);
 
 /* Inserts a starting runtime. 0, DB_CONFLICT when the user already has a live one, -1. */

@@ -142,7 +142,9 @@ static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *h
 	s->state_dir = j->state_dir;
 	s->dev_prefix = cfg->dev_prefix;
 	fill_hidden(cfg, s, hidden, CONFIG_PATH_MAX);
-	for (unsigned i = 0; i < j->rq->n_gpus; i++)
+	/* A stand-in GPU ([gpu] stand_in, tests and demos) has no device node to
+	 * bind: the supervisor still holds it exclusively (sandboxes.c). */
+	for (unsigned i = 0; i < j->rq->n_gpus && !cfg->gpu_stand_in; i++)
 		s->gpus[s->n_gpus++] = j->rq->gpus[i];
 	launch_jupyter_argv(j->rq->jupyter, j->rq->user, argv, bufs);
 	s->argv = argv;

@@ -27,6 +27,7 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/me/runtime", ROUTE_USER, ROUTE_API, api_runtime_get},
 	{"DELETE", "/api/v1/me/runtime", ROUTE_USER, ROUTE_API, api_runtime_stop},
 	{"GET", "/api/v1/me/runtime/events", ROUTE_USER, ROUTE_API, api_runtime_events},
+	{"GET", "/api/v1/gpus", ROUTE_USER, ROUTE_API, api_gpus},
 	/* Deprecated, gone in the next release. Public: the redirect changes and reveals
 	 * nothing, and the new path runs the whole gate, so a client that follows it gets
 	 * today's answer (401 and 403 included) from one place. */

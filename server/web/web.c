@@ -30,6 +30,7 @@
 #include "runtime/reconcile.h"
 #include "runtime/runtime.h"
 #include "runtime/watch.h"
+#include "sched/gpus.h"
 #include "proxy/upstream.h"
 #include "http/workers.h"
 #include "store/runtimes.h"
@@ -287,6 +288,11 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	}
 	if (wsrelay_start(&app.proxy->relay, cfg->websocket_idle_timeout_s * 1000) < 0 || start_events(&app) < 0)
 		_exit(1);
+	/* The GPU pool before the reconciler (whose passes run the queue). */
+	if (gpus_new(cfg, &app.gpus) < 0) {
+		log_error("cannot set up the GPU pool");
+		_exit(1);
+	}
 	/* The backend before the reconciler (which lists its sandboxes), both
 	 * before the first request (which may start a runtime). */
 	runtime_events_init(&events, &app);
@@ -314,6 +320,7 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	ttlcache_free(app.identities);
 	ttlcache_free(app.runtimes);
 	backend_free(app.backend);
+	gpus_free(app.gpus); /* after the reconciler, which takes its lock */
 	runtime_watch_free(app.watch); /* backend events notify until backend_free */
 	db_close(app.db);
 	close(web_root_fd);

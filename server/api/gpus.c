@@ -1,0 +1,133 @@
+/* gpus.c - GET /api/v1/gpus: the GPU pool and its queue, for any logged-in
+ * user. Admins see who holds each GPU and every queued start; a user sees
+ * only free or busy, and of others' queued starts only their position and
+ * when they queued (their own carries everything plus "you": true). */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api.h"
+#include "config/config.h"
+#include "http/http.h"
+#include "labd/app.h"
+#include "sched/gpus.h"
+#include "store/runtimes.h"
+
+/* An integer, or null when unknown (negative). */
+static json_t *known(int64_t v)
+{
+	return v >= 0 ? json_integer(v) : json_null();
+}
+
+static json_t *gpu_json(const struct gpu_info *g, const struct gpu_hold *h, bool admin)
+{
+	json_t *j = json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:s,s:s}", "id", (json_int_t)g->id, "name",
+			      g->name[0] ? json_string(g->name) : json_null(), "memory_bytes",
+			      known(g->memory_bytes), "memory_used_bytes",
+			      known(g->memory_used_bytes), "utilization_percent",
+			      known(g->utilization_percent), "temperature_c",
+			      known(g->temperature_c), "source", gpus_source_name(g->source),
+			      "state", h && h->runtime_id ? "busy" : "free");
+
+	if (j && admin)
+		json_object_set_new(j, "holder",
+				    h && h->runtime_id
+					    ? json_pack("{s:s,s:I}", "user", h->user, "runtime_id",
+							(json_int_t)h->runtime_id)
+					    : json_null());
+	return j;
+}
+
+struct queue_walk {
+	json_t *entries;
+	const struct auth_identity *who;
+};
+
+static int add_queued(const struct runtime *r, void *ctx)
+{
+	struct queue_walk *w = ctx;
+	bool mine = r->user_id == w->who->user.id;
+	char queued[21], estimate[21];
+	json_t *e;
+
+	if (r->state != RUNTIME_QUEUED)
+		return 0;
+	api_time(r->queued_at, queued);
+	api_time(r->queue_estimate_at, estimate);
+	e = json_pack("{s:i,s:s}", "position", r->queue_position, "queued_at", queued);
+	if (e && (mine || w->who->user.role == USER_ROLE_ADMIN)) {
+		json_object_set_new(e, "runtime_id", json_integer(r->id));
+		json_object_set_new(e, "user", json_string(r->user_name));
+		json_object_set_new(e, "estimate_start_at", r->queue_estimate_at
+								 ? json_string(estimate)
+								 : json_null());
+	}
+	if (e && mine)
+		json_object_set_new(e, "you", json_true());
+	json_array_append_new(w->entries, e);
+	return 0;
+}
+
+static int by_position(const void *a, const void *b)
+{
+	json_int_t pa = json_integer_value(json_object_get(*(json_t *const *)a, "position"));
+	json_int_t pb = json_integer_value(json_object_get(*(json_t *const *)b, "position"));
+	return (pa > pb) - (pa < pb);
+}
+
+/* The queued starts in position order. NULL on a store failure. */
+static json_t *queue_json(struct app *app, const struct auth_identity *who)
+{
+	struct queue_walk w = {json_array(), who};
+	json_t *sorted = json_array(), *e;
+	json_t **v = NULL;
+	size_t n, i;
+
+	if (!w.entries || !sorted || runtimes_each_live(app->db, add_queued, &w) < 0)
+		goto fail;
+	n = json_array_size(w.entries);
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v)
+		goto fail;
+	json_array_foreach(w.entries, i, e)
+		v[i] = e;
+	qsort(v, n, sizeof(*v), by_position);
+	for (i = 0; i < n; i++)
+		json_array_append(sorted, v[i]);
+	free(v);
+	json_decref(w.entries);
+	return sorted;
+fail:
+	json_decref(w.entries);
+	json_decref(sorted);
+	return NULL;
+}
+
+void api_gpus(struct http_request *req)
+{
+	const struct auth_identity *who = http_identity(req);
+	struct app *app = http_app(req);
+	bool admin = who->user.role == USER_ROLE_ADMIN;
+	struct gpu_info info[CONFIG_MAX_GPUS];
+	struct gpu_hold holds[CONFIG_MAX_GPUS];
+	size_t n = app->gpus ? gpus_snapshot(app->gpus, info, CONFIG_MAX_GPUS) : 0;
+	int held = gpus_holders(app->db, app->cfg, time(NULL), holds);
+	json_t *gpus = json_array(), *queue = queue_json(app, who);
+
+	if (held < 0 || !gpus || !queue) {
+		json_decref(gpus);
+		json_decref(queue);
+		http_reply_internal(req);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct gpu_hold *h = NULL;
+		for (int k = 0; k < held && !h; k++)
+			h = holds[k].id == info[i].id ? &holds[k] : NULL;
+		json_array_append_new(gpus, gpu_json(&info[i], h, admin));
+	}
+	http_reply_json(req, MHD_HTTP_OK,
+			json_pack("{s:o,s:I,s:o}", "gpus", gpus, "queue_length",
+				  (json_int_t)json_array_size(queue), "queue", queue));
+}

@@ -1,0 +1,199 @@
+/* gpuqueue.c - GPU starts and the queue's moves: enqueue, expire, start the
+ * head of the fair order (sched/queue.h) on a free GPU, keep every place
+ * current. The order and the estimates are sched/'s; this file acts.
+ *
+ * Locking: the pool's allocation lock (gpus_alloc_lock) is held while a GPU
+ * is chosen and a row moved onto it, and while places are written, never
+ * over a backend call (the backend's event thread may need the lock while a
+ * caller waits for the backend's reply). */
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "config/config.h"
+#include "labd/app.h"
+#include "labd/log.h"
+#include "metrics/labd.h"
+#include "runtime/reconcile.h"
+#include "runtime/runtime.h"
+#include "runtime/watch.h"
+#include "sched/gpus.h"
+#include "sched/queue.h"
+#include "store/db.h"
+#include "store/gpu_queue.h"
+
+/* Entries looked at per pass; more wait for a later pass (in arrival order). */
+#define QUEUE_PASS_MAX 256
+
+static int count_entry(const struct gpu_queue_entry *e, void *ctx)
+{
+	(void)e;
+	(void)ctx;
+	return 0;
+}
+
+/* Under the allocation lock: a starting row on a free GPU when nobody waits
+ * (1, *out), else a queued row (0, *out); DB_CONFLICT or -EIO. */
+static int start_or_queue(struct app *app, int64_t user_id, const char *token, int64_t now,
+			  struct runtime *out)
+{
+	int64_t length_s = runtime_length_s(app, user_id, RUNTIME_GPU);
+	int waiting = gpu_queue_each(app->db, count_entry, NULL);
+	unsigned id;
+	char gpus[16];
+	int rc;
+
+	if (waiting < 0)
+		return -EIO;
+	rc = waiting == 0 ? gpus_pick_free(app->db, app->cfg, &id) : 0;
+	if (rc < 0)
+		return rc;
+	if (rc == 1) {
+		snprintf(gpus, sizeof(gpus), "%u", id);
+		rc = runtimes_create(app->db, user_id, RUNTIME_GPU, token, gpus, now, now + length_s,
+				     out);
+		return rc == 0 ? 1 : rc == DB_CONFLICT ? DB_CONFLICT : -EIO;
+	}
+	return gpu_queue_add(app->db, user_id, token, now, length_s,
+			     now + app->cfg->gpu_queue_max_wait_s, out);
+}
+
+enum runtime_start_result runtime_gpu_start(struct app *app, int64_t user_id, const char *user,
+					    const char *address, const char *token,
+					    struct runtime *out)
+{
+	int64_t now = time(NULL);
+	int rc;
+
+	if (app->cfg->n_gpu_devices == 0)
+		return RUNTIME_START_NO_GPU;
+	gpus_alloc_lock(app->gpus);
+	rc = start_or_queue(app, user_id, token, now, out);
+	gpus_alloc_unlock(app->gpus);
+	if (rc == DB_CONFLICT)
+		return RUNTIME_START_EXISTS;
+	if (rc < 0)
+		return RUNTIME_START_ERROR;
+	runtime_audit(app, now, user, "runtime.start", user, address, rc == 1 ? "gpu" : "gpu (queued)");
+	if (rc == 1) {
+		runtime_watch_notify(app->watch, user_id);
+		runtime_ask_backend(app, out);
+	} else {
+		log_info("runtime of %s queued for a GPU", user);
+		runtime_queue_replan(app); /* its place is in the answer; notifies */
+		reconcile_poke(app->reconciler);
+	}
+	return runtimes_latest(app->db, user_id, out) == 1 ? RUNTIME_START_OK : RUNTIME_START_ERROR;
+}
+
+/* "30 min", "2 h", "45 s": how long the queue lets a start wait. */
+static void say_duration(int64_t s, char *out, size_t len)
+{
+	if (s % 3600 == 0)
+		snprintf(out, len, "%lld h", (long long)(s / 3600));
+	else if (s % 60 == 0)
+		snprintf(out, len, "%lld min", (long long)(s / 60));
+	else
+		snprintf(out, len, "%lld s", (long long)s);
+}
+
+static void expire(struct app *app, const struct queue_item *it)
+{
+	char reason[RUNTIME_REASON_MAX], wait[32];
+	struct runtime r;
+
+	if (runtimes_latest(app->db, it->user_id, &r) != 1 || r.id != it->runtime_id ||
+	    r.state != RUNTIME_QUEUED)
+		return;
+	say_duration(app->cfg->gpu_queue_max_wait_s, wait, sizeof(wait));
+	snprintf(reason, sizeof(reason),
+		 "waited too long for a GPU: none became free within %s ([gpu] queue_max_wait)",
+		 wait);
+	runtime_end(app, &r, true, reason);
+}
+
+/* Under the allocation lock: moves the head of the fair order onto a free
+ * GPU. 1 with *r (the starting row, with its queue times), 0 when nobody
+ * waits or no GPU is free, or -EIO. */
+static int take_head(struct app *app, int64_t now, struct runtime *r)
+{
+	struct queue_item items[QUEUE_PASS_MAX];
+	char gpus[16];
+	unsigned id;
+	int n = queue_load(app->db, now, items, QUEUE_PASS_MAX), rc;
+
+	if (n <= 0)
+		return n;
+	if ((rc = gpus_pick_free(app->db, app->cfg, &id)) <= 0)
+		return rc;
+	queue_order(items, (size_t)n);
+	snprintf(gpus, sizeof(gpus), "%u", id);
+	rc = gpu_queue_take(app->db, items[0].runtime_id, gpus, now,
+			    now + runtime_length_s(app, items[0].user_id, RUNTIME_GPU));
+	if (rc <= 0 || runtimes_latest(app->db, items[0].user_id, r) != 1)
+		return rc < 0 ? rc : 0;
+	r->queued_at = items[0].queued_at;
+	r->queue_expires_at = items[0].expires_at;
+	return 1;
+}
+
+static void dispatch(struct app *app, int64_t now)
+{
+	struct runtime r;
+	char detail[RUNTIME_GPUS_MAX + 64];
+
+	for (unsigned started = 0; started < CONFIG_MAX_GPUS; started++) {
+		gpus_alloc_lock(app->gpus);
+		int rc = take_head(app, now, &r);
+		gpus_alloc_unlock(app->gpus);
+		if (rc <= 0)
+			return;
+		metrics_gpu_queue_wait(now - r.queued_at);
+		runtime_watch_notify(app->watch, r.user_id);
+		snprintf(detail, sizeof(detail), "gpu %s after %lld s in the queue", r.gpus,
+			 (long long)(now - r.queued_at));
+		runtime_audit(app, now, NULL, "runtime.dequeue", r.user_name, NULL, detail);
+		log_info("runtime of %s leaves the queue: %s", r.user_name, detail);
+		runtime_ask_backend(app, &r);
+	}
+}
+
+void runtime_queue_replan(struct app *app)
+{
+	struct queue_item items[QUEUE_PASS_MAX];
+	struct gpu_hold holds[CONFIG_MAX_GPUS];
+	int64_t free_at[CONFIG_MAX_GPUS], now = time(NULL), allocated = 0;
+	int n, g;
+
+	gpus_alloc_lock(app->gpus);
+	n = queue_load(app->db, now, items, QUEUE_PASS_MAX);
+	g = gpus_holders(app->db, app->cfg, now, holds);
+	if (n >= 0 && g >= 0) {
+		for (int i = 0; i < g; i++) {
+			free_at[i] = holds[i].free_at;
+			allocated += holds[i].runtime_id != 0;
+		}
+		queue_order(items, (size_t)n);
+		queue_estimate(items, (size_t)n, free_at, (size_t)g, now);
+		for (int i = 0; i < n; i++)
+			if (gpu_queue_set_place(app->db, items[i].runtime_id, items[i].position,
+						items[i].estimate_at) == 1)
+				runtime_watch_notify(app->watch, items[i].user_id);
+		metrics_gpu_queue_set(n);
+		metrics_gpus_set(g, allocated);
+	}
+	gpus_alloc_unlock(app->gpus);
+}
+
+void runtime_queue_tick(struct app *app)
+{
+	struct queue_item items[QUEUE_PASS_MAX];
+	int64_t now = time(NULL);
+	int n = queue_load(app->db, now, items, QUEUE_PASS_MAX);
+
+	for (int i = 0; i < n; i++)
+		if (items[i].expires_at <= now)
+			expire(app, &items[i]);
+	dispatch(app, now);
+	runtime_queue_replan(app);
+}

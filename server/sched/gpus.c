@@ -1,0 +1,208 @@
+/* gpus.c - the GPU pool: snapshot, refresh thread, holders; see gpus.h. */
+#include "sched/gpus.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config/config.h"
+#include "labd/log.h"
+#include "sched/nvml.h"
+#include "store/runtimes.h"
+
+struct gpus {
+	const struct labd_config *cfg;
+	struct nvml *nvml; /* NULL: not loaded; used only by the thread once it runs */
+	pthread_mutex_t lock; /* guards snap */
+	struct gpu_info snap[CONFIG_MAX_GPUS];
+	size_t n;
+	pthread_mutex_t alloc; /* gpus_alloc_lock */
+	pthread_mutex_t stop_lock;
+	pthread_cond_t stop_cond;
+	bool stopping, thread_running;
+	pthread_t thread;
+};
+
+const char *gpus_source_name(enum gpu_source s)
+{
+	static const char *const names[] = {"nvml", "device", "config", "stand-in"};
+	return names[s];
+}
+
+/* What is known without NVML: the id and where it came from. */
+static void base_info(const struct labd_config *cfg, struct gpu_info *out, size_t *n)
+{
+	*n = cfg->n_gpu_devices;
+	for (size_t i = 0; i < *n; i++)
+		out[i] = (struct gpu_info){
+			.id = cfg->gpu_devices[i],
+			.source = cfg->gpu_stand_in	 ? GPU_SOURCE_STAND_IN
+				  : cfg->gpu_devices_auto ? GPU_SOURCE_DEVICE
+							  : GPU_SOURCE_CONFIG,
+			.memory_bytes = -1, .memory_used_bytes = -1,
+			.utilization_percent = -1, .temperature_c = -1};
+}
+
+/* One refresh: NVML's numbers into a fresh copy, then swapped in. */
+static void refresh(struct gpus *g)
+{
+	struct gpu_info fresh[CONFIG_MAX_GPUS];
+	size_t n;
+
+	base_info(g->cfg, fresh, &n);
+	nvml_read(g->nvml, fresh, n);
+	pthread_mutex_lock(&g->lock);
+	memcpy(g->snap, fresh, sizeof(fresh));
+	g->n = n;
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void *loop(void *arg)
+{
+	struct gpus *g = arg;
+	struct timespec until;
+
+	pthread_mutex_lock(&g->stop_lock);
+	while (!g->stopping) {
+		pthread_mutex_unlock(&g->stop_lock);
+		refresh(g);
+		pthread_mutex_lock(&g->stop_lock);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += g->cfg->gpu_refresh_s;
+		if (!g->stopping)
+			pthread_cond_timedwait(&g->stop_cond, &g->stop_lock, &until);
+	}
+	pthread_mutex_unlock(&g->stop_lock);
+	return NULL;
+}
+
+int gpus_new(const struct labd_config *cfg, struct gpus **out)
+{
+	struct gpus *g = calloc(1, sizeof(*g));
+	char why[300] = "";
+
+	if (!g)
+		return -ENOMEM;
+	g->cfg = cfg;
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_mutex_init(&g->alloc, NULL);
+	pthread_mutex_init(&g->stop_lock, NULL);
+	pthread_cond_init(&g->stop_cond, NULL);
+	base_info(cfg, g->snap, &g->n);
+	/* Only a pool of real devices is worth asking NVML about. */
+	if (cfg->n_gpu_devices > 0 && !cfg->gpu_stand_in) {
+		if (nvml_open(cfg->nvml_library, &g->nvml, why, sizeof(why)) < 0)
+			log_warn("gpus: NVML not used: %s; GPUs show no name, memory or "
+				 "utilisation", why);
+		else
+			log_info("gpus: NVML loaded from %s", cfg->nvml_library);
+	}
+	if (g->nvml) {
+		if (pthread_create(&g->thread, NULL, loop, g) != 0) {
+			gpus_free(g);
+			return -EAGAIN;
+		}
+		g->thread_running = true;
+	}
+	*out = g;
+	return 0;
+}
+
+void gpus_free(struct gpus *g)
+{
+	if (!g)
+		return;
+	if (g->thread_running) {
+		pthread_mutex_lock(&g->stop_lock);
+		g->stopping = true;
+		pthread_cond_signal(&g->stop_cond);
+		pthread_mutex_unlock(&g->stop_lock);
+		pthread_join(g->thread, NULL);
+	}
+	nvml_close(g->nvml);
+	pthread_cond_destroy(&g->stop_cond);
+	pthread_mutex_destroy(&g->stop_lock);
+	pthread_mutex_destroy(&g->alloc);
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+}
+
+size_t gpus_snapshot(struct gpus *g, struct gpu_info *out, size_t max)
+{
+	size_t n;
+
+	pthread_mutex_lock(&g->lock);
+	n = g->n < max ? g->n : max;
+	memcpy(out, g->snap, n * sizeof(*out));
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
+void gpus_alloc_lock(struct gpus *g)
+{
+	if (g)
+		pthread_mutex_lock(&g->alloc);
+}
+
+void gpus_alloc_unlock(struct gpus *g)
+{
+	if (g)
+		pthread_mutex_unlock(&g->alloc);
+}
+
+struct holders {
+	struct gpu_hold *h;
+	size_t n;
+	int64_t now;
+};
+
+/* Marks the pool GPUs that the live row r holds. */
+static int note_holder(const struct runtime *r, void *ctx)
+{
+	struct holders *hs = ctx;
+	char copy[RUNTIME_GPUS_MAX], *save = NULL;
+
+	snprintf(copy, sizeof(copy), "%s", r->gpus);
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		unsigned id = (unsigned)strtoul(t, NULL, 10);
+		for (size_t i = 0; i < hs->n; i++) {
+			if (hs->h[i].id != id)
+				continue;
+			hs->h[i].runtime_id = r->id;
+			snprintf(hs->h[i].user, sizeof(hs->h[i].user), "%s", r->user_name);
+			hs->h[i].free_at = r->deadline > hs->now ? r->deadline : hs->now;
+		}
+	}
+	return 0;
+}
+
+int gpus_holders(struct db *db, const struct labd_config *cfg, int64_t now, struct gpu_hold *out)
+{
+	struct holders hs = {out, cfg->n_gpu_devices, now};
+
+	for (size_t i = 0; i < hs.n; i++)
+		out[i] = (struct gpu_hold){.id = cfg->gpu_devices[i], .free_at = now};
+	if (runtimes_each_live(db, note_holder, &hs) < 0)
+		return -EIO;
+	return (int)hs.n;
+}
+
+int gpus_pick_free(struct db *db, const struct labd_config *cfg, unsigned *id)
+{
+	struct gpu_hold h[CONFIG_MAX_GPUS];
+	int n = gpus_holders(db, cfg, 0, h);
+
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		if (h[i].runtime_id == 0) {
+			*id = h[i].id;
+			return 1;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,71 @@
+/* gpus.h - the GPU pool: what is known of each GPU labd hands out, who holds
+ * which, and the lock under which one is chosen.
+ *
+ * Which GPUs are in the pool is fixed at start by config/ ([gpu] devices, the
+ * device nodes found for devices = auto, or [gpu] stand_in), so the root
+ * supervisor and this process agree on it. What is known of each (name,
+ * memory, utilisation, temperature) comes from NVML, loaded with dlopen when
+ * the library is present, refreshed by a thread of this module every
+ * [gpu] refresh; a request only copies the last snapshot, never waits on NVML.
+ * Without NVML every field but the id is unknown. */
+#ifndef LABD_SCHED_GPUS_H
+#define LABD_SCHED_GPUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct db;
+struct labd_config;
+
+enum gpu_source {
+	GPU_SOURCE_NVML,     /* NVML answered for this device */
+	GPU_SOURCE_DEVICE,   /* a device node found by devices = auto */
+	GPU_SOURCE_CONFIG,   /* listed in [gpu] devices */
+	GPU_SOURCE_STAND_IN, /* [gpu] stand_in: no device at all (tests, demos) */
+};
+
+#define GPU_NAME_MAX 96
+
+struct gpu_info {
+	unsigned id; /* the device's minor number: /dev/nvidia<id> */
+	enum gpu_source source;
+	char name[GPU_NAME_MAX];                 /* "" when unknown */
+	int64_t memory_bytes, memory_used_bytes; /* -1 when unknown */
+	int utilization_percent, temperature_c;  /* -1 when unknown */
+};
+
+/* Who holds a pool GPU now (runtime_id 0: nobody) and when it is expected
+ * free: now for a free one, else its holder's deadline (now if past). */
+struct gpu_hold {
+	unsigned id;
+	int64_t runtime_id;
+	char user[33];
+	int64_t free_at;
+};
+
+struct gpus;
+
+/* The pool of cfg (borrowed until gpus_free); loads NVML from
+ * cfg->nvml_library when it is there (its absence is logged once, not an
+ * error) and starts the refresh thread. 0 and *out, or a negative errno. */
+int gpus_new(const struct labd_config *cfg, struct gpus **out);
+/* Stops the thread, unloads NVML, frees. NULL is fine. */
+void gpus_free(struct gpus *g);
+/* Copies the last snapshot, at most max GPUs, in pool order; the count. */
+size_t gpus_snapshot(struct gpus *g, struct gpu_info *out, size_t max);
+/* "nvml", "device", "config" or "stand-in". */
+const char *gpus_source_name(enum gpu_source s);
+
+/* Held while a GPU is chosen and the runtime row moved onto it, so that two
+ * starts (or a start and the queue) never pick the same one. NULL is fine. */
+void gpus_alloc_lock(struct gpus *g);
+void gpus_alloc_unlock(struct gpus *g);
+
+/* One gpu_hold per pool GPU of cfg into out (room for cfg->n_gpu_devices),
+ * from the live runtime rows. The count, or -EIO. */
+int gpus_holders(struct db *db, const struct labd_config *cfg, int64_t now,
+		 struct gpu_hold *out);
+/* A free pool GPU's id into *id: 1, 0 when none is free, or -EIO. */
+int gpus_pick_free(struct db *db, const struct labd_config *cfg, unsigned *id);
+
+#endif

@@ -1,0 +1,108 @@
+/* queue.c - the GPU queue's fair order and estimates; see queue.h. */
+#include "sched/queue.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "store/gpu_queue.h"
+#include "store/ledger.h"
+#include "store/ledger_window.h"
+
+#define DAY_S 86400
+
+static int fair_cmp(const void *pa, const void *pb)
+{
+	const struct queue_item *a = pa, *b = pb;
+
+	if (a->gpu_s_24h != b->gpu_s_24h)
+		return a->gpu_s_24h < b->gpu_s_24h ? -1 : 1;
+	if (a->queued_at != b->queued_at)
+		return a->queued_at < b->queued_at ? -1 : 1;
+	return (a->runtime_id > b->runtime_id) - (a->runtime_id < b->runtime_id);
+}
+
+void queue_order(struct queue_item *items, size_t n)
+{
+	if (n > 1)
+		qsort(items, n, sizeof(*items), fair_cmp);
+}
+
+/* The index of the earliest time in t[0..n). */
+static size_t earliest(const int64_t *t, size_t n)
+{
+	size_t best = 0;
+
+	for (size_t i = 1; i < n; i++)
+		if (t[i] < t[best])
+			best = i;
+	return best;
+}
+
+#define ESTIMATE_GPUS_MAX 64
+
+void queue_estimate(struct queue_item *items, size_t n, const int64_t *free_at, size_t n_gpus,
+		    int64_t now)
+{
+	int64_t t[ESTIMATE_GPUS_MAX];
+
+	if (n_gpus > ESTIMATE_GPUS_MAX)
+		n_gpus = ESTIMATE_GPUS_MAX;
+	for (size_t g = 0; g < n_gpus; g++)
+		t[g] = free_at[g] > now ? free_at[g] : now;
+	for (size_t i = 0; i < n; i++) {
+		items[i].position = (int)i + 1;
+		items[i].estimate_at = 0;
+		if (n_gpus == 0)
+			continue;
+		size_t g = earliest(t, n_gpus);
+		items[i].estimate_at = t[g];
+		t[g] += items[i].length_s; /* it holds the GPU for its length */
+	}
+}
+
+struct usage_sum {
+	int64_t from_s, to_s, gpu_s;
+};
+
+static int add_gpu_s(const struct ledger_entry *e, void *ctx)
+{
+	struct usage_sum *u = ctx;
+	struct ledger_span span;
+
+	ledger_entry_span(e, &span);
+	if (span.kind == RUNTIME_GPU)
+		u->gpu_s += ledger_clip_s(&span, u->from_s, u->to_s);
+	return 0;
+}
+
+struct load {
+	struct queue_item *items;
+	size_t n, max;
+};
+
+static int add_entry(const struct gpu_queue_entry *e, void *ctx)
+{
+	struct load *l = ctx;
+
+	if (l->n == l->max)
+		return 1; /* stop: the rest wait for the next pass */
+	l->items[l->n++] = (struct queue_item){
+		.runtime_id = e->runtime_id, .user_id = e->user_id, .queued_at = e->queued_at,
+		.expires_at = e->expires_at, .length_s = e->length_s};
+	return 0;
+}
+
+int queue_load(struct db *db, int64_t now, struct queue_item *items, size_t max)
+{
+	struct load l = {items, 0, max};
+
+	if (gpu_queue_each(db, add_entry, &l) < 0)
+		return -EIO;
+	for (size_t i = 0; i < l.n; i++) {
+		struct usage_sum u = {now - DAY_S, now, 0};
+		if (ledger_each(db, items[i].user_id, u.from_s, u.to_s, add_gpu_s, &u) < 0)
+			return -EIO;
+		items[i].gpu_s_24h = u.gpu_s;
+	}
+	return (int)l.n;
+}

@@ -1,0 +1,42 @@
+/* queue.h - the fair order of the GPU queue and its estimates.
+ *
+ * The rule (docs/api.md, "GPUs and the queue"): whoever used less GPU time in
+ * the last 24 hours goes first; among equals, whoever queued first; then the
+ * lower runtime id. Each user has at most one entry (one runtime per user).
+ * Usage is read from the ledger when the order is computed, so the order
+ * follows the rolling window as it moves.
+ *
+ * The estimate of each entry simulates the pool: every GPU frees at its
+ * holder's deadline (now if free), the entries take GPUs in order as they
+ * free, and each then holds its GPU for its own planned length. It is an
+ * upper bound when holders stop early, which they usually do. */
+#ifndef LABD_SCHED_QUEUE_H
+#define LABD_SCHED_QUEUE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct db;
+
+struct queue_item {
+	int64_t runtime_id, user_id;
+	int64_t queued_at, expires_at;
+	int64_t length_s;  /* how long it will hold its GPU once started */
+	int64_t gpu_s_24h; /* its user's GPU seconds in [now - 24 h, now) */
+	/* set by queue_estimate */
+	int position;        /* 1 = next */
+	int64_t estimate_at; /* 0 when the pool has no GPU */
+};
+
+/* Sorts items into the fair order. Pure. */
+void queue_order(struct queue_item *items, size_t n);
+/* Numbers items (already in order) 1..n and estimates each start, given when
+ * each of the pool's n_gpus GPUs frees (free_at[i] >= now; a free one: now).
+ * Pure. */
+void queue_estimate(struct queue_item *items, size_t n, const int64_t *free_at, size_t n_gpus,
+		    int64_t now);
+/* Reads the queue (at most max entries) with each user's GPU seconds of the
+ * last 24 hours as of now, in arrival order. The count, or -EIO. */
+int queue_load(struct db *db, int64_t now, struct queue_item *items, size_t max);
+
+#endif
