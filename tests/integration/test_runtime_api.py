@@ -27,7 +27,7 @@ from labd_harness import (
     WebSocketClosed,
 )
 
-RUNTIME_KEYS = {"id", "type", "state", "reason", "started_at", "ready_at", "deadline",
+RUNTIME_KEYS = {"id", "type", "state", "reason", "started_at", "ready_at", "deadline", "queue",
                 "seconds_left", "ended_at", "gpus", "url", "warn_before"}
 CPU_LIMIT = 7200
 
