@@ -120,6 +120,53 @@ static void test_runtime_keys(void **state)
 	assert_non_null(strstr(err, "unknown key [runtime] cpus_milli"));
 }
 
+/* [gpu]: the pool is final after config_load: a list, the nvidia<N> nodes
+ * under dev_prefix (auto; not nvidiactl or nvidia-uvm), or stand-ins 0..N-1;
+ * stand-ins never mix with devices. */
+static void test_gpu_keys(void **state)
+{
+	struct labd_config cfg;
+	char err[512], dir[64], text[256], node[128];
+	int rc;
+	(void)state;
+	config_defaults(&cfg, false);
+	assert_int_equal(cfg.gpu_queue_max_wait_s, 30 * 60);
+	assert_int_equal(cfg.gpu_refresh_s, 5);
+	assert_string_equal(cfg.nvml_library, "libnvidia-ml.so.1");
+	load_text("[gpu]\nstand_in = 3\nqueue_max_wait = 2m\nrefresh = 10s\n", &cfg, &rc, err,
+		  sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(cfg.n_gpu_devices, 3);
+	assert_int_equal(cfg.gpu_devices[2], 2);
+	assert_int_equal(cfg.gpu_stand_in, 3);
+	assert_int_equal(cfg.gpu_queue_max_wait_s, 120);
+	assert_int_equal(cfg.gpu_refresh_s, 10);
+	load_text("[gpu]\ndevices = 0\nstand_in = 1\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(err, "[gpu] stand_in and [gpu] devices exclude each other"));
+	load_text("[gpu]\nstand_in = 17\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	load_text("[gpu]\nqueue_max_wait = 0\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(err, "[gpu] queue_max_wait"));
+
+	unit_tempdir(dir);
+	static const char *const names[] = {"nvidia2", "nvidia0", "nvidiactl", "nvidia-uvm",
+					    "nvidia-uvm-tools", "nvidia1x", "nvidia"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unit_write(dir, names[i], "", node); /* plain files: only the names count */
+	snprintf(text, sizeof(text), "[gpu]\ndevices = auto\ndev_prefix = %s\n", dir);
+	load_text(text, &cfg, &rc, err, sizeof(err));
+	unit_rmdir(dir);
+	assert_int_equal(rc, 0);
+	assert_true(cfg.gpu_devices_auto);
+	assert_int_equal(cfg.n_gpu_devices, 2);
+	assert_int_equal(cfg.gpu_devices[0], 0); /* ascending */
+	assert_int_equal(cfg.gpu_devices[1], 2);
+	load_text("[gpu]\ndevices = auto\nstand_in = 1\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+}
+
 /* [quota]: the default plan's windows take a duration or "none" (-1). */
 static void test_quota_keys(void **state)
 {
@@ -348,6 +395,7 @@ int main(void)
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_runtime_keys),
 		cmocka_unit_test(test_quota_keys),
+		cmocka_unit_test(test_gpu_keys),
 		cmocka_unit_test(test_origin_keys),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_value_syntax),

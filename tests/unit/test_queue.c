@@ -1,0 +1,246 @@
+/* Unit tests of the GPU queue: the fair order and the estimates
+ * (sched/queue.c, pure), and its rows over a real SQLite file
+ * (store/gpu_queue.c): a queued row and its entry move together, one live
+ * runtime per user holds for queued rows, usage of the last 24 h orders it. */
+#include "unit.h"
+
+#include <errno.h>
+
+#include "sched/queue.h"
+#include "store/db.h"
+#include "store/gpu_queue.h"
+#include "store/migrations.h"
+#include "store/ledger.h"
+#include "store/runtimes.h"
+#include "store/users.h"
+
+#define H 3600
+
+static void test_order_less_use_first_then_arrival(void **state)
+{
+	(void)state;
+	struct queue_item it[] = {
+		{.runtime_id = 1, .queued_at = 100, .gpu_s_24h = 2 * H},
+		{.runtime_id = 2, .queued_at = 200, .gpu_s_24h = 0},
+		{.runtime_id = 3, .queued_at = 150, .gpu_s_24h = 0},
+		{.runtime_id = 5, .queued_at = 300, .gpu_s_24h = H},
+		{.runtime_id = 4, .queued_at = 300, .gpu_s_24h = H}, /* same second: lower id first */
+	};
+	queue_order(it, 5);
+	int64_t want[] = {3, 2, 4, 5, 1};
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(it[i].runtime_id, want[i]);
+	queue_order(it, 0); /* nothing to do */
+}
+
+static void test_estimates_follow_the_holders_and_lengths(void **state)
+{
+	(void)state;
+	struct queue_item it[4] = {
+		{.length_s = 100}, {.length_s = 50}, {.length_s = 10}, {.length_s = 10}};
+	/* two GPUs: one frees at 1000, the other at 1200 */
+	const int64_t free_at[] = {1200, 1000};
+	queue_estimate(it, 4, free_at, 2, 500);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(it[i].position, i + 1);
+	assert_int_equal(it[0].estimate_at, 1000); /* the earlier GPU, then busy until 1100 */
+	assert_int_equal(it[1].estimate_at, 1100);
+	assert_int_equal(it[2].estimate_at, 1150);
+	assert_int_equal(it[3].estimate_at, 1160);
+	/* a free GPU (or a deadline already past) means now */
+	const int64_t past[] = {400};
+	queue_estimate(it, 2, past, 1, 500);
+	assert_int_equal(it[0].estimate_at, 500);
+	assert_int_equal(it[1].estimate_at, 600);
+	/* no GPU at all: positions, no estimate */
+	queue_estimate(it, 2, NULL, 0, 500);
+	assert_int_equal(it[1].position, 2);
+	assert_int_equal(it[0].estimate_at, 0);
+	assert_int_equal(it[1].estimate_at, 0);
+}
+
+struct fixture {
+	char dir[64];
+	char path[128];
+	struct db *db;
+	int64_t ann, bob;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct user u;
+
+	unit_tempdir(f->dir);
+	snprintf(f->path, sizeof(f->path), "%s/labd.db", f->dir);
+	assert_int_equal(db_open(f->path, &f->db), 0);
+	assert_int_equal(users_create(f->db, "ann", USER_ROLE_USER, "$scrypt$x", 1, &u), 0);
+	f->ann = u.id;
+	assert_int_equal(users_create(f->db, "bob", USER_ROLE_USER, "$scrypt$x", 1, &u), 0);
+	f->bob = u.id;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	db_close(f->db);
+	unit_rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+static const char TOKEN[] = "ttttttttttttttttttttttttttttttttttttttttttt";
+
+static int count(const struct gpu_queue_entry *e, void *ctx)
+{
+	(void)e;
+	++*(int *)ctx;
+	return 0;
+}
+
+static int entries(struct db *db)
+{
+	int n = 0, rc = gpu_queue_each(db, count, &n);
+	assert_int_equal(rc, n);
+	return n;
+}
+
+static void test_rows_move_with_their_entry(void **state)
+{
+	struct fixture *f = *state;
+	struct runtime r, again;
+
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, 1000, 4 * H, 1000 + 1800, &r), 0);
+	assert_int_equal(r.state, RUNTIME_QUEUED);
+	assert_string_equal(runtimes_state_name(r.state), "queued");
+	assert_true(runtimes_state_live(r.state));
+	assert_int_equal(r.queued_at, 1000);
+	assert_int_equal(r.queue_expires_at, 2800);
+	assert_int_equal(r.deadline - r.created_at, 4 * H);
+	/* one live runtime per user, queued included */
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, 1001, H, 2000, &again), DB_CONFLICT);
+	assert_int_equal(runtimes_create(f->db, f->ann, RUNTIME_CPU, TOKEN, "", 1001, 2000, &again),
+			 DB_CONFLICT);
+	assert_int_equal(entries(f->db), 1);
+	/* places are written only when they change */
+	assert_int_equal(gpu_queue_set_place(f->db, r.id, 1, 5000), 1);
+	assert_int_equal(gpu_queue_set_place(f->db, r.id, 1, 5000), 0);
+	assert_int_equal(runtimes_live(f->db, f->ann, &again), 1);
+	assert_int_equal(again.queue_position, 1);
+	assert_int_equal(again.queue_estimate_at, 5000);
+	/* taken: starting on GPU 0 with a fresh clock, no entry left */
+	assert_int_equal(gpu_queue_take(f->db, r.id, "0", 1500, 1500 + 4 * H), 1);
+	assert_int_equal(gpu_queue_take(f->db, r.id, "0", 1500, 1500 + 4 * H), 0);
+	assert_int_equal(runtimes_live(f->db, f->ann, &again), 1);
+	assert_int_equal(again.state, RUNTIME_STARTING);
+	assert_string_equal(again.gpus, "0");
+	assert_int_equal(again.created_at, 1500);
+	assert_int_equal(again.queued_at, 0);
+	assert_int_equal(entries(f->db), 0);
+	/* put back (the GPU was still held): queued again with its old times */
+	assert_int_equal(gpu_queue_put_back(f->db, r.id, 1000, 2800), 1);
+	assert_int_equal(runtimes_live(f->db, f->ann, &again), 1);
+	assert_int_equal(again.state, RUNTIME_QUEUED);
+	assert_string_equal(again.gpus, "");
+	assert_int_equal(again.queued_at, 1000);
+	/* ending it (cancel) removes the entry in the same transaction */
+	assert_int_equal(runtimes_set_state(f->db, r.id, RUNTIME_STOPPED, "cancelled while queued",
+					    1600),
+			 1);
+	assert_int_equal(entries(f->db), 0);
+	assert_int_equal(runtimes_latest(f->db, f->ann, &again), 1);
+	assert_int_equal(again.state, RUNTIME_STOPPED);
+	assert_int_equal(again.queue_position, 0);
+}
+
+static void test_load_reads_use_of_the_last_24h(void **state)
+{
+	struct fixture *f = *state;
+	struct runtime r;
+	struct queue_item it[4];
+	int64_t now = 10 * 86400;
+
+	/* ann used a GPU for 2 h, ending 1 h ago; bob for 5 h ending 25 h ago */
+	db_lock(f->db);
+	assert_int_equal(db_exec(f->db,
+				 "INSERT INTO ledger (user_id, user_name, kind, plan, start_at, end_at,"
+				 " billable_s, last_heartbeat) VALUES"
+				 " (?, 'ann', 'gpu', 'default', ?, ?, 7200, ?),"
+				 " (?, 'bob', 'gpu', 'default', ?, ?, 18000, ?),"
+				 " (?, 'bob', 'cpu', 'default', ?, ?, 3000, ?)",
+				 "iiiiiiiiiiii", f->ann, now - 3 * H, now - H, now - H, f->bob,
+				 now - 30 * H, now - 25 * H, now - 25 * H, f->bob, now - 2 * H,
+				 now - H, now - H),
+			 3);
+	db_unlock(f->db);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, now - 10, H, now + 100, &r), 0);
+	assert_int_equal(queue_load(f->db, now, it, 4), 2);
+	assert_int_equal(it[0].user_id, f->ann); /* arrival order */
+	assert_int_equal(it[0].gpu_s_24h, 7200);
+	assert_int_equal(it[1].gpu_s_24h, 0); /* outside the window, or not a GPU */
+	assert_int_equal(it[1].length_s, H);
+	queue_order(it, 2);
+	assert_int_equal(it[0].user_id, f->bob);
+	/* a bound: at most max entries */
+	assert_int_equal(queue_load(f->db, now, it, 1), 1);
+}
+
+static void exec_raw(sqlite3 *raw, const char *sql)
+{
+	char *err = NULL;
+	if (sqlite3_exec(raw, sql, NULL, NULL, &err) != SQLITE_OK)
+		fail_msg("%s: %s", sql, err ? err : "?");
+}
+
+/* Migration 9 rebuilds runtimes for the queued state: rows keep their ids,
+ * the sequence keeps past ids (never reused, schema 8), and a second live
+ * runtime of a user is still refused. */
+static void test_migration_keeps_runtimes_and_their_sequence(void **state)
+{
+	struct fixture *f = *state;
+	char path[160];
+	struct db *db;
+	struct runtime r;
+	sqlite3 *raw;
+
+	snprintf(path, sizeof(path), "%s/v8.db", f->dir);
+	assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+	exec_raw(raw, "PRAGMA foreign_keys = ON");
+	for (int v = 1; v <= 8; v++)
+		exec_raw(raw, migrations_sql(v));
+	exec_raw(raw, "PRAGMA user_version = 8");
+	exec_raw(raw, "INSERT INTO users (id, name, role, password_hash, created_at, updated_at)"
+		      " VALUES (4, 'cy', 'user', 'h', 1, 1)");
+	exec_raw(raw, "INSERT INTO runtimes (id, user_id, kind, state, token, created_at, deadline,"
+		      " last_activity) VALUES (3, 4, 'cpu', 'stopped', 't', 1, 2, 1),"
+		      " (9, 4, 'gpu', 'running', 't', 1, 99, 1)");
+	exec_raw(raw, "UPDATE sqlite_sequence SET seq = 12 WHERE name = 'runtimes'");
+	sqlite3_close(raw);
+
+	assert_int_equal(db_open(path, &db), 0);
+	assert_int_equal(db_schema_version(db), 9);
+	assert_int_equal(runtimes_live(db, 4, &r), 1);
+	assert_int_equal(r.id, 9);
+	assert_int_equal(r.state, RUNTIME_RUNNING);
+	assert_int_equal(gpu_queue_add(db, 4, TOKEN, 5, H, 50, &r), DB_CONFLICT);
+	assert_int_equal(runtimes_set_state(db, 9, RUNTIME_STOPPED, "done", 10), 1);
+	assert_int_equal(gpu_queue_add(db, 4, TOKEN, 5, H, 50, &r), 0);
+	assert_int_equal(r.id, 13); /* past the old sequence */
+	db_close(db);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_order_less_use_first_then_arrival),
+		cmocka_unit_test(test_estimates_follow_the_holders_and_lengths),
+		cmocka_unit_test_setup_teardown(test_rows_move_with_their_entry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_load_reads_use_of_the_last_24h, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migration_keeps_runtimes_and_their_sequence,
+						setup, teardown),
+	};
+	return cmocka_run_group_tests_name("queue", tests, NULL, NULL);
+}
