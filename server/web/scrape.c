@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "labd/log.h"
 #include "metrics/labd.h"
 #include "metrics/metrics.h"
+#include "sched/gpus.h"
 #include "store/runtimes.h"
 
 #define TOKEN_MIN 32
@@ -93,6 +95,34 @@ static int render_runtimes(struct buf *b, struct http_request *req)
 	return rc;
 }
 
+/* Each GPU's utilisation as NVML last read it (sched/gpus.h: a snapshot,
+ * never NVML on a scrape); GPUs without a reading have no sample, and the
+ * family is left out when none has one. */
+static int render_gpus(struct buf *b, struct http_request *req)
+{
+	struct gpu_info g[CONFIG_MAX_GPUS];
+	struct app *app = http_app(req);
+	size_t n = app->gpus ? gpus_snapshot(app->gpus, g, CONFIG_MAX_GPUS) : 0;
+	bool any = false;
+	char id[12];
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++)
+		any = any || g[i].utilization_percent >= 0;
+	if (any)
+		rc = metrics_render_family(b, "labd_gpu_utilization_ratio", "gauge",
+					   "GPU busy time over NVML's last sample period (0-1).");
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (g[i].utilization_percent < 0)
+			continue;
+		snprintf(id, sizeof(id), "%u", g[i].id);
+		struct metrics_label l[] = {{"gpu", id}};
+		rc = metrics_render_sample(b, "labd_gpu_utilization_ratio", l, 1,
+					   g[i].utilization_percent / 100.0);
+	}
+	return rc;
+}
+
 static void reply_exposition(struct http_request *req, const struct buf *b)
 {
 	struct MHD_Response *resp =
@@ -125,6 +155,8 @@ void scrape_metrics(struct http_request *req)
 	buf_init(&b, EXPOSITION_MAX_BYTES);
 	if ((rc = metrics_render_labd(&b)) == 0)
 		rc = render_runtimes(&b, req);
+	if (rc == 0)
+		rc = render_gpus(&b, req);
 	if (rc < 0) {
 		log_error("metrics: cannot render the exposition: %s", strerror(-rc));
 		http_reply_internal(req);

@@ -77,6 +77,18 @@ def cleanup(*clients):
         wait_runtime(c, ("stopped", "failed"), timeout=30 * SLOW)
 
 
+def metrics(d):
+    """The admin's scrape of /metrics as {series: value}."""
+    r = d.admin().get("/metrics")
+    assert r.status == 200, r
+    out = {}
+    for line in r.body.decode().splitlines():
+        if line and not line.startswith("#"):
+            k, _, v = line.rpartition(" ")
+            out[k] = float(v)
+    return out
+
+
 def test_second_user_queues_and_starts_when_the_first_stops(gd):
     a, b = new_user(gd, "gqa"), new_user(gd, "gqb")
     try:
@@ -92,6 +104,10 @@ def test_second_user_queues_and_starts_when_the_first_stops(gd):
         assert q["seconds_left"] > 0, q
         _, ev = stream.next_runtime()
         assert ev["state"] == "queued" and ev["queue"]["position"] == 1, ev
+        want = {"labd_gpus": 1, "labd_gpus_allocated": 1, "labd_gpu_queue_length": 1}
+        wait_until(lambda: all(metrics(gd).get(k) == v for k, v in want.items()), 10 * SLOW,
+                   lambda: f"pool metrics {want}: {metrics(gd)}")
+        waits = metrics(gd)["labd_gpu_queue_wait_seconds_count"]
         # the holder stops: the queued start takes the GPU, and its stream says so
         a.delete("/api/v1/me/runtime")
         _, ev = stream.next_runtime(timeout=30 * SLOW)
@@ -102,6 +118,9 @@ def test_second_user_queues_and_starts_when_the_first_stops(gd):
         running = wait_runtime(b, "running")
         assert running["gpus"] == [0], running
         assert wait_runtime(a, "stopped")["gpus"] == [0]
+        m = metrics(gd)
+        assert m["labd_gpu_queue_length"] == 0 and m["labd_gpus_allocated"] == 1, m
+        assert m["labd_gpu_queue_wait_seconds_count"] == waits + 1, m
         entries = audit_entries(gd.admin(), "runtime.dequeue", b.name)
         assert entries and "gpu 0 after" in entries[0]["detail"], entries
     finally:
@@ -280,3 +299,30 @@ def test_stand_in_and_devices_exclude_each_other():
         assert "[gpu] stand_in and [gpu] devices exclude each other" in str(e.value)
     finally:
         teardown_daemon(d)
+
+
+def test_a_gpu_still_held_by_root_sends_the_start_back_to_the_queue(runtime_daemon_factory):
+    """A start that timed out is failed in the store at once while root
+    still tears its sandbox down: the GPU looks free to the web process but
+    the supervisor refuses it (gpu_busy). The queued start goes back to the
+    queue, keeping its place, and starts once root has let the GPU go."""
+    slow = unique_name("gsl")
+    d = runtime_daemon_factory("gpuq-held", gpu={"stand_in": "1"},
+                               runtime={"start_timeout": "2s"},
+                               env={"LABD_FAULT_SLOW_START": f"{slow}:6000"})
+    pw = f"{STRONG}-{slow}"
+    assert d.admin().post("/api/v1/users", json={"name": slow, "password": pw}).status == 201
+    a = d.client()
+    a.login(slow, pw)
+    b = new_user(d, "gsb")
+    try:
+        assert a.post("/api/v1/me/runtime", json={"type": "gpu"}).status == 202
+        q = queue_gpu(b)
+        failed = wait_runtime(a, ("failed", "stopped", "running"), timeout=20 * SLOW)
+        assert failed["state"] == "failed" and "did not answer" in failed["reason"], failed
+        wait_until(lambda: "is still held; queued again" in d.log(), 20 * SLOW,
+                   lambda: "the refused start going back to the queue\n" + d.log_tail())
+        rt = wait_runtime(b, ("running", "failed", "stopped"))
+        assert rt["state"] == "running" and rt["id"] == q["id"] and rt["gpus"] == [0], rt
+    finally:
+        cleanup(a, b)
