@@ -150,8 +150,9 @@
 
   /* ---- runtime card ---------------------------------------------------------------- */
 
-  var LIVE = { starting: true, running: true, stopping: true };
+  var LIVE = { queued: true, starting: true, running: true, stopping: true };
   var SUMMARY = {
+    queued: "Waiting for a GPU: all are in use. It starts by itself when one frees.",
     starting: "Your runtime is starting…",
     running: "Your runtime is running.",
     stopping: "Your runtime is stopping…",
@@ -228,7 +229,8 @@
   /* Countdown and warning banner; runs every second while a runtime is live. */
   function tick() {
     var s = rt.current;
-    var live = !!(s && LIVE[s.state]);
+    /* a queued runtime's clock has not started */
+    var live = !!(s && LIVE[s.state]) && s.state !== "queued";
     if (!live) {
       $("runtime-countdown").textContent = "";
       showWarning(null);
@@ -251,7 +253,9 @@
     var busy = rt.inFlight || !known;
     $("start-cpu").disabled = busy || live;
     $("start-gpu").disabled = busy || live;
-    $("stop-runtime").disabled = busy || !(s && (s.state === "starting" || s.state === "running"));
+    var queued = !!(s && s.state === "queued");
+    $("stop-runtime").disabled = busy || !(s && (queued || s.state === "starting" || s.state === "running"));
+    $("stop-runtime").textContent = queued ? "Cancel queued start" : "Stop runtime";
     var open = $("open-runtime");
     if (s && s.state === "running" && s.url) {
       open.href = s.url + "tree";
@@ -298,7 +302,14 @@
     $("runtime-started").textContent = L.formatTime(s.started_at);
     $("runtime-ended").textContent = L.formatTime(s.ended_at);
     setRow("runtime-ended-row", !live && !!s.ended_at);
-    setRow("runtime-countdown-row", live);
+    var q = state === "queued" && s.queue ? s.queue : null;
+    setRow("runtime-countdown-row", live && !q);
+    $("runtime-queue-position").textContent = q ? String(q.position) : "";
+    $("runtime-queue-estimate").textContent =
+      q && q.estimate_start_at ? L.formatTime(q.estimate_start_at) : "not known yet";
+    $("runtime-started-row").querySelector("dt").textContent = q ? "Queued" : "Started";
+    setRow("runtime-queue-row", !!q);
+    setRow("runtime-estimate-row", !!q);
     var gpus = Array.isArray(s.gpus) ? s.gpus : [];
     $("runtime-gpus").textContent = gpus.join(", ");
     setRow("runtime-gpus-row", gpus.length > 0);
