@@ -174,12 +174,17 @@ def test_less_gpu_time_in_24h_goes_first(gd):
         start_runtime(h, "gpu")
         qx = queue_gpu(x)
         assert qx["queue"]["position"] == 1, qx
+        stream = EventStream(gd.port, cookie_headers(x), source=x.source)
+        assert stream.next_runtime()[1]["queue"]["position"] == 1
         queue_gpu(y)
         # y used no GPU in the window: ahead of x, who queued first
         assert positions(admin) == {x.name: 2, y.name: 1}
         queue_gpu(z)  # z ties with y on usage and came later
         assert positions(admin) == {x.name: 3, y.name: 1, z.name: 2}
         assert current(x)["queue"]["position"] == 3
+        # x's dashboard hears each move back, without its state changing
+        heard = [stream.next_runtime()[1]["queue"]["position"] for _ in range(2)]
+        assert heard == [2, 3], heard
         # estimates follow the order: one GPU, each holds it for its length
         est = {e["user"]: e["estimate_start_at"] for e in admin.get("/api/v1/gpus").json["queue"]}
         assert est[y.name] < est[z.name] < est[x.name], est
