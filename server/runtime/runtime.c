@@ -42,7 +42,7 @@ void runtime_audit(struct app *app, int64_t now, const char *actor, const char *
 /* Ends a live row once: audit, log, and tell the proxy to let go. A GPU
  * runtime that ends frees a GPU or a place in the queue: the reconciler
  * thread's next pass (woken at once) starts whoever is next. */
-void runtime_end(struct app *app, const struct runtime *r, bool failed, const char *reason)
+static void end_runtime(struct app *app, const struct runtime *r, bool failed, const char *reason)
 {
 	int64_t now = time(NULL);
 
@@ -74,12 +74,12 @@ static void back_to_queue(struct app *app, const struct runtime *r)
 		runtime_watch_notify(app->watch, r->user_id);
 		reconcile_poke(app->reconciler);
 	} else {
-		runtime_end(app, r, true, "could not start: the GPU is still held by another sandbox");
+		end_runtime(app, r, true, "could not start: the GPU is still held by another sandbox");
 	}
 }
 
 /* Hands the sandbox to the backend; on refusal the row is failed. */
-void runtime_ask_backend(struct app *app, struct runtime *r)
+static void ask_backend(struct app *app, struct runtime *r)
 {
 	struct backend_start s = {.user = r->user_name, .user_id = r->user_id,
 				  .runtime_id = r->id, .kind = runtimes_kind_name(r->kind),
@@ -106,13 +106,23 @@ void runtime_ask_backend(struct app *app, struct runtime *r)
 		return;
 	}
 	snprintf(reason, sizeof(reason), "could not start: %.140s", err[0] ? err : strerror(-rc));
-	runtime_end(app, r, true, reason);
+	end_runtime(app, r, true, reason);
+}
+
+void runtime_end(struct app *app, const struct runtime *r, bool failed, const char *reason)
+{
+	end_runtime(app, r, failed, reason);
+}
+
+void runtime_ask_backend(struct app *app, struct runtime *r)
+{
+	ask_backend(app, r);
 }
 
 /* The runtime's length from the user's effective limits (their plan, group
  * or override), else the config's; "unlimited" is capped at a year so the
  * deadline stays a real time. */
-int64_t runtime_length_s(struct app *app, int64_t user_id, enum runtime_kind kind)
+static int64_t max_length_s(struct app *app, int64_t user_id, enum runtime_kind kind)
 {
 	enum quota_limit which = kind == RUNTIME_GPU ? QL_GPU_RUNTIME_MAX_S : QL_CPU_RUNTIME_MAX_S;
 	struct quota_limits defaults;
@@ -127,6 +137,11 @@ int64_t runtime_length_s(struct app *app, int64_t user_id, enum runtime_kind kin
 	return e.v[which] == QUOTA_UNLIMITED ? 365 * 86400LL : e.v[which];
 }
 
+int64_t runtime_length_s(struct app *app, int64_t user_id, enum runtime_kind kind)
+{
+	return max_length_s(app, user_id, kind);
+}
+
 enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const char *user,
 					const char *address, enum runtime_kind kind,
 					struct runtime *out)
@@ -139,22 +154,22 @@ enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const 
 		return RUNTIME_START_ERROR;
 	if (kind == RUNTIME_GPU)
 		return runtime_gpu_start(app, user_id, user, address, token, out);
-	rc = runtimes_create(app->db, user_id, kind, token, "", now,
-			     now + runtime_length_s(app, user_id, kind), out);
+	rc = runtimes_create(app->db, user_id, kind, token, "", now, now + max_length_s(app, user_id, kind),
+			     out);
 	if (rc == DB_CONFLICT)
 		return RUNTIME_START_EXISTS;
 	if (rc < 0)
 		return RUNTIME_START_ERROR;
 	runtime_watch_notify(app->watch, user_id);
 	runtime_audit(app, now, user, "runtime.start", user, address, runtimes_kind_name(kind));
-	runtime_ask_backend(app, out);
+	ask_backend(app, out);
 	return runtimes_latest(app->db, user_id, out) == 1 ? RUNTIME_START_OK : RUNTIME_START_ERROR;
 }
 
 int runtime_stop(struct app *app, const struct runtime *r, const char *reason)
 {
 	if (r->state == RUNTIME_QUEUED) { /* no sandbox yet: it just leaves the queue */
-		runtime_end(app, r, false, reason);
+		end_runtime(app, r, false, reason);
 		return 0;
 	}
 	int rc = backend_stop(app->backend, r->user_name, r->id, reason);
@@ -163,7 +178,7 @@ int runtime_stop(struct app *app, const struct runtime *r, const char *reason)
 		runtimes_set_state(app->db, r->id, RUNTIME_STOPPING, reason, time(NULL));
 		runtime_watch_notify(app->watch, r->user_id);
 	} else if (rc == -ENOENT) /* the backend has no such sandbox: it is already gone */
-		runtime_end(app, r, r->state == RUNTIME_STARTING, reason);
+		end_runtime(app, r, r->state == RUNTIME_STARTING, reason);
 	return rc == -ENOENT ? 0 : rc;
 }
 
@@ -236,7 +251,7 @@ static void on_ended(void *ctx, const char *user, int64_t runtime_id, const char
 
 	(void)cause;
 	if (event_row(ctx, user, runtime_id, &r))
-		runtime_end(ctx, &r, failed || r.state == RUNTIME_STARTING,
+		end_runtime(ctx, &r, failed || r.state == RUNTIME_STARTING,
 			    reason[0] ? reason : "the runtime ended");
 }
 
@@ -310,11 +325,11 @@ static void reconcile_row(struct app *app, const struct runtime *r, const struct
 		return; /* no sandbox until it leaves the queue (runtime_queue_tick) */
 	if (!s || !same_runtime(s, r)) {
 		if (r->state != RUNTIME_STARTING || now - r->created_at > START_GRACE_S)
-			runtime_end(app, r, true, "the runtime's sandbox is gone");
+			end_runtime(app, r, true, "the runtime's sandbox is gone");
 		return;
 	}
 	if (strcmp(s->state, "ended") == 0) {
-		runtime_end(app, r, s->failed || r->state == RUNTIME_STARTING,
+		end_runtime(app, r, s->failed || r->state == RUNTIME_STARTING,
 			    s->reason[0] ? s->reason : "the runtime ended");
 	} else if (strcmp(s->state, "stopping") == 0 && r->state != RUNTIME_STOPPING) {
 		runtimes_set_state(app->db, r->id, RUNTIME_STOPPING, s->reason, now);
