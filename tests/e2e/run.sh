@@ -86,6 +86,9 @@ if [ ! -d "$here/node_modules/playwright-core" ]; then
         || setup_failed "npm ci failed in tests/e2e"
 fi
 
+# uPlot for the console's and dashboard's charts (deploy/install-deps.sh does it too).
+bash "$repo/deploy/vendor-web.sh" || setup_failed "deploy/vendor-web.sh failed (npm ci in web/vendor)"
+
 tmp="$(mktemp -d /tmp/labd-e2e.XXXXXX)" || setup_failed "mktemp failed"
 # The web process runs as the unprivileged labd user: it must reach state_dir below.
 chmod 0755 "$tmp"
