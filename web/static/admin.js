@@ -1,8 +1,10 @@
-/* labd admin console: list, create, enable/disable, promote/demote, reset, delete users. */
+/* labd admin console, users panel: list, create, enable/disable, promote/demote, reset,
+ * delete users. The other panels are admin-*.js. */
 (function () {
   "use strict";
 
   var L = window.labd;
+  var A = window.labdAdmin;
   var $ = function (id) {
     return document.getElementById(id);
   };
@@ -63,7 +65,9 @@
 
   function loadUsers() {
     return L.api("GET", "/users").then(function (data) {
-      renderUsers((data && data.users) || []);
+      var users = (data && data.users) || [];
+      renderUsers(users);
+      A.changed({ users: users });
     });
   }
 
@@ -179,12 +183,9 @@
     L.wireCopy($("created-copy"), $("created-password"));
     L.wireCopy($("reset-copy"), $("reset-password"));
 
-    L.loadMe()
+    A.ready
       .then(function (me) {
         myName = me.name;
-        if (me.role !== "admin") {
-          throw new L.ApiError(403, "forbidden", "This page is for administrators.");
-        }
         loadHealth();
         return loadUsers();
       })
