@@ -76,9 +76,15 @@
         scales: { x: { time: false, range: [-0.5, Math.max(0.5, rows.length - 0.5)] }, y: { range: [0, null] } },
         axes: [
           {
-            values: function (_, ticks) {
+            values: function (self, ticks) {
+              /* Every step-th label, so that labels about 46 px wide never overlap. */
+              var plotWidth = self.bbox.width / (window.devicePixelRatio || 1);
+              var step = Math.max(1, Math.ceil((rows.length * 46) / Math.max(1, plotWidth)));
               return ticks.map(function (t) {
-                return rows[t] && Number.isInteger(t) ? rows[t].key : "";
+                if (t % step !== 0) return "";
+                /* "2026-12-03" reads as "12-03" under a bar; the table has the full key */
+                var key = rows[t] && Number.isInteger(t) ? rows[t].key : "";
+                return /^\d{4}-\d\d-\d\d$/.test(key) ? key.slice(5) : key;
               });
             },
             splits: function () {
@@ -88,11 +94,11 @@
           { label: "hours", size: 50 },
         ],
         series: [
-          {},
+          { label: opts.keyTitle },
           { label: "CPU hours", fill: COLORS.cpu, stroke: COLORS.cpu, paths: bars({ size: [0.35, 40], align: -1 }), points: { show: false } },
           { label: "GPU hours", fill: COLORS.gpu, stroke: COLORS.gpu, paths: bars({ size: [0.35, 40], align: 1 }), points: { show: false } },
         ],
-        legend: { show: true },
+        legend: { show: true, live: false },
         cursor: { drag: { x: false, y: false } },
       },
       [
