@@ -1,5 +1,5 @@
 /* labd admin console, audit log panel: entries newest first, filtered by action, actor
- * and time (GET /audit?action=&actor=&from=&to=), a page of PAGE at a time. */
+ * and time (GET /audit?action=&actor=&from=&to=), a page at a time (Per page). */
 (function () {
   "use strict";
 
@@ -8,7 +8,6 @@
   var $ = function (id) {
     return document.getElementById(id);
   };
-  var PAGE = 50;
   var page = { filter: "", before: null, next: null, number: 1 };
 
   /* datetime-local (the browser's local time) -> unix seconds, or null when empty. */
@@ -53,7 +52,7 @@
   }
 
   function load() {
-    var q = "limit=" + PAGE + (page.filter ? "&" + page.filter : "") + (page.before ? "&before=" + page.before : "");
+    var q = "limit=" + (Number($("audit-limit").value) || 50) + (page.filter ? "&" + page.filter : "") + (page.before ? "&before=" + page.before : "");
     L.showMessage("audit-error", "");
     return L.api("GET", "/audit?" + q)
       .then(function (data) {
