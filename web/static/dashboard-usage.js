@@ -73,8 +73,11 @@
   }
 
   function renderStorage(q) {
-    var quota = pick(q.limits && q.limits.storage_bytes, "value");
+    /* "used"."storage_bytes" of /me/quota, or a "storage" object as the admin's view has */
+    var quota = pick(q.storage, "quota_bytes");
+    if (typeof quota !== "number") quota = pick(q.limits && q.limits.storage_bytes, "value");
     var used = pick(q.used, "storage_bytes");
+    if (typeof used !== "number") used = pick(q.storage, "used_bytes");
     var bar = $("storage-used");
     if (typeof used === "number" && quota) {
       bar.max = quota;
