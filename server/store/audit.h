@@ -20,11 +20,11 @@ int audit_add(struct db *db, int64_t now, const char *actor, const char *action,
 	      const char *target, const char *address, const char *detail);
 /* Which entries audit_each walks; a NULL string or 0 bound does not filter. */
 struct audit_filter {
-	int64_t before;		/* id < before */
-	const char *action;	/* exact action, e.g. "user.create" */
+	int64_t before;            /* id < before */
+	const char *action;        /* exact action, e.g. "user.create" */
 	const char *action_prefix; /* action starting with this, e.g. "runtime." */
-	const char *actor;	/* exact actor name */
-	int64_t from_s, to_s;	/* from_s <= time < to_s (unix seconds) */
+	const char *actor;         /* exact actor name */
+	int64_t from_s, to_s;      /* from_s <= time < to_s (unix seconds) */
 };
 
 /* Calls fn for up to limit entries matching f, newest first. Entry strings are
