@@ -230,7 +230,8 @@
   /* Countdown and warning banner; runs every second while a runtime is live. */
   function tick() {
     var s = rt.current;
-    var live = !!(s && LIVE[s.state]);
+    /* a queued runtime's clock has not started */
+    var live = !!(s && LIVE[s.state]) && s.state !== "queued";
     if (!live) {
       $("runtime-countdown").textContent = "";
       showWarning(null);
@@ -243,7 +244,7 @@
     (s.warn_before || []).forEach(function (lead) {
       if (typeof lead === "number" && left < lead && (level === null || lead < level)) level = lead;
     });
-    showWarning(s.state === "stopping" || s.state === "queued" ? null : level, left);
+    showWarning(s.state === "stopping" ? null : level, left);
   }
 
   function updateButtons() {
@@ -321,6 +322,7 @@
   function renderQueue(s) {
     var q = s && s.state === "queued" ? s.queue : null;
     setRow("runtime-queue-row", !!q);
+    $("runtime-started-row").querySelector("dt").textContent = q ? "Queued" : "Started";
     if (!q) return;
     $("runtime-queue-position").textContent = "Position " + q.position + " in the GPU queue";
     var parts = ["waiting since " + L.formatTime(q.queued_at)];
