@@ -85,9 +85,11 @@ test('admin creates a plan, a user and a group with the plan, by keyboard', T, a
 
 test('admin overrides the user\'s GPU quota; the console shows where each limit comes from', T, async () => {
   const page = adminPage;
-  await page.locator(`#quota-user option[value="${USER}"]`).waitFor({ state: 'attached' });
-  await page.locator('#quota-user').selectOption(USER);
-  await page.locator('#quota-load').click();
+  // The user's row opens their quota, with the keyboard on the plan.
+  await rowOf(page, '#users', USER).getByRole('button', { name: `Quota ${USER}` }).press('Enter');
+  await page.locator('#quota-form[data-user="' + USER + '"]').waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'quota-plan');
+  assert.equal(await page.locator('#quota-user').inputValue(), USER);
   const gpu = page.locator('#quota-limits tr[data-limit="gpu_s_per_24h"]');
   await gpu.filter({ hasText: `group ${GROUP} (plan ${PLAN})` }).waitFor();
   assert.equal((await gpu.locator('.effective').textContent()).trim(), '2h');

@@ -140,6 +140,14 @@
         return u.name;
       }));
     }
+    if (what.editQuota) {
+      $("quota-user").value = what.editQuota;
+      load(what.editQuota)
+        .then(function () {
+          $("quota-plan").focus();
+        })
+        .catch(note.fail);
+    }
     if (what.plans) known.plans = what.plans;
     if (what.groups) known.groups = what.groups;
     /* A plan or group change shows in the open editor at once. */

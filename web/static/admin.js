@@ -45,6 +45,7 @@
         u.disabled ? actionButton("enable", "Enable", u) : actionButton("disable", "Disable", u),
         isAdmin ? actionButton("make-user", "Make user", u) : actionButton("make-admin", "Make admin", u),
         actionButton("reset", "Reset password", u),
+        actionButton("quota", "Quota", u),
         actionButton("delete", "Delete", u, "danger"),
       ]);
       tbody.appendChild(
@@ -126,6 +127,11 @@
     var work;
     clearNotices();
 
+    if (action === "quota") {
+      /* admin-quota.js opens this user's plan, groups and overrides */
+      A.changed({ editQuota: name });
+      return;
+    }
     if (action === "disable") {
       work = patchUser(name, { disabled: true }, function () {
         L.showMessage("admin-message", name + " is disabled and logged out.");
