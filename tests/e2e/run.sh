@@ -11,7 +11,9 @@
 #
 # All test files share one daemon, except a file with a same-named .ini beside it
 # (login.test.mjs and login.ini): it gets a throw-away daemon of its own whose config
-# adds that file's settings (a fast lockout, say, that must not throttle the others).
+# adds that file's settings (a fast lockout, say, that must not throttle the others); if
+# that daemon does not start, that file alone fails. Each file gets LABD_URL,
+# LABD_ADMIN_PASSWORD and LABD_STATE_DIR (where its daemon keeps the database).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
