@@ -66,3 +66,6 @@ if [ ! -d "$top/tests/e2e/node_modules/playwright-core" ] && [ -f "$top/tests/e2
                           npm install --no-audit --no-fund --silent)
 fi
 
+
+# The charting library of the admin console and dashboard (uPlot, from npm).
+bash "$top/deploy/vendor-web.sh"

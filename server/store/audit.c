@@ -38,13 +38,24 @@ static int audit_row(sqlite3_stmt *st, void *arg)
 	return w->fn(&e, w->ctx);
 }
 
-int audit_each(struct db *db, int64_t before, int limit,
+int audit_each(struct db *db, const struct audit_filter *f, int limit,
 	       int (*fn)(const struct audit_entry *e, void *ctx), void *ctx)
 {
 	struct audit_walk w = {fn, ctx};
+	/* One fixed statement: a NULL parameter switches its condition off, so
+	 * the SQL stays a literal and every value is bound, never spliced in.
+	 * The prefix is matched with substr(), not LIKE, so '_' and '%' in it
+	 * mean themselves. */
 	int rc = db_each(db,
 			 "SELECT id, time, actor, action, target, address, detail FROM audit"
-			 " WHERE id < ? ORDER BY id DESC LIMIT ?",
-			 "ii", audit_row, &w, before > 0 ? before : INT64_MAX, (int64_t)limit);
+			 " WHERE id < ?1"
+			 " AND (?2 IS NULL OR action = ?2)"
+			 " AND (?3 IS NULL OR substr(action, 1, length(?3)) = ?3)"
+			 " AND (?4 IS NULL OR actor = ?4)"
+			 " AND time >= ?5 AND time < ?6"
+			 " ORDER BY id DESC LIMIT ?7",
+			 "itttiii", audit_row, &w, f->before > 0 ? f->before : INT64_MAX,
+			 f->action, f->action_prefix, f->actor, f->from_s,
+			 f->to_s > 0 ? f->to_s : INT64_MAX, (int64_t)limit);
 	return rc < 0 ? -1 : 0;
 }

@@ -18,9 +18,18 @@ struct audit_entry {
  * fatal to the change it describes, but the caller logs it as an error. */
 int audit_add(struct db *db, int64_t now, const char *actor, const char *action,
 	      const char *target, const char *address, const char *detail);
-/* Calls fn for up to limit entries newest first, with id < before (0 = no bound).
- * Entry strings are valid only during the call. */
-int audit_each(struct db *db, int64_t before, int limit,
+/* Which entries audit_each walks; a NULL string or 0 bound does not filter. */
+struct audit_filter {
+	int64_t before;            /* id < before */
+	const char *action;        /* exact action, e.g. "user.create" */
+	const char *action_prefix; /* action starting with this, e.g. "runtime." */
+	const char *actor;         /* exact actor name */
+	int64_t from_s, to_s;      /* from_s <= time < to_s (unix seconds) */
+};
+
+/* Calls fn for up to limit entries matching f, newest first. Entry strings are
+ * valid only during the call. 0, or -1 when the query failed (logged). */
+int audit_each(struct db *db, const struct audit_filter *f, int limit,
 	       int (*fn)(const struct audit_entry *e, void *ctx), void *ctx);
 
 #endif

@@ -11,7 +11,9 @@
 #
 # All test files share one daemon, except a file with a same-named .ini beside it
 # (login.test.mjs and login.ini): it gets a throw-away daemon of its own whose config
-# adds that file's settings (a fast lockout, say, that must not throttle the others).
+# adds that file's settings (a fast lockout, say, that must not throttle the others); if
+# that daemon does not start, that file alone fails. Each file gets LABD_URL,
+# LABD_ADMIN_PASSWORD and LABD_STATE_DIR (where its daemon keeps the database).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -86,12 +88,25 @@ if [ ! -d "$here/node_modules/playwright-core" ]; then
         || setup_failed "npm ci failed in tests/e2e"
 fi
 
+# uPlot for the console's and dashboard's charts (deploy/install-deps.sh does it too).
+bash "$repo/deploy/vendor-web.sh" || setup_failed "deploy/vendor-web.sh failed (npm ci in web/vendor)"
+
 tmp="$(mktemp -d /tmp/labd-e2e.XXXXXX)" || setup_failed "mktemp failed"
 # The web process runs as the unprivileged labd user: it must reach state_dir below.
 chmod 0755 "$tmp"
 
+# daemon_failed NAME MESSAGE: the shared daemon failing ends the run; a test file's own
+# daemon failing (say, a setting this build does not know) fails only that file.
+daemon_failed() {
+    [ "$1" = main ] && setup_failed "$2"
+    echo "e2e: $2" >&2
+    [ -s "$tmp/$1/labd.log" ] && { echo "----- labd log ($1) -----"; cat "$tmp/$1/labd.log"; }
+    return 1
+}
+
 # start_daemon NAME [EXTRA_INI]: a throw-away labd in $tmp/NAME whose config is the base
-# below plus EXTRA_INI's settings; sets DAEMON_PID, DAEMON_URL and DAEMON_PW.
+# below plus EXTRA_INI's settings; sets DAEMON_PID, DAEMON_URL, DAEMON_PW and DAEMON_STATE;
+# returns non-zero when a file's own daemon did not come up.
 start_daemon() {
     local name=$1 extra=${2:-} dir="$tmp/$1" port code="" up=""
     mkdir -p "$dir" && chmod 0755 "$dir"
@@ -131,24 +146,35 @@ EOF
     for _ in $(seq 1 100); do
         if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
             wait "$DAEMON_PID" 2>/dev/null
-            setup_failed "labd ($name) exited during start-up (status $?)"
+            daemon_failed "$name" "labd ($name) exited during start-up (status $?)"
+            return 1
         fi
         code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$DAEMON_URL/api/v1/health" 2>/dev/null)"
         if [ "$code" = "200" ]; then up=1; break; fi
         sleep 0.1
     done
-    [ -n "$up" ] || setup_failed "GET $DAEMON_URL/api/v1/health ($name) did not answer 200 within 10 s (last: ${code:-none})"
+    if [ -z "$up" ]; then
+        daemon_failed "$name" "GET $DAEMON_URL/api/v1/health ($name) did not answer 200 within 10 s (last: ${code:-none})"
+        stop_daemon "$DAEMON_PID"
+        return 1
+    fi
     DAEMON_PW=""
     for _ in $(seq 1 20); do
         DAEMON_PW="$(sed -nE 's/.*admin password[^:]*: ([^[:space:]]+).*/\1/p' "$dir/labd.log" | head -n 1)"
         [ -n "$DAEMON_PW" ] && break
         sleep 0.1
     done
-    [ -n "$DAEMON_PW" ] || setup_failed "no 'admin password ...: <password>' line in $dir/labd.log"
+    if [ -z "$DAEMON_PW" ]; then
+        daemon_failed "$name" "no 'admin password ...: <password>' line in $dir/labd.log"
+        stop_daemon "$DAEMON_PID"
+        return 1
+    fi
+    # Tests that seed the real database before they look (console.test.mjs) find it here.
+    DAEMON_STATE="$dir/state"
 }
 
 start_daemon main
-daemon_pid=$DAEMON_PID url=$DAEMON_URL admin_pw=$DAEMON_PW
+daemon_pid=$DAEMON_PID url=$DAEMON_URL admin_pw=$DAEMON_PW state=$DAEMON_STATE
 
 # The test files share the daemon and its admin, so they run one after the other, in
 # name order, except runtime.test.mjs (slow: it starts and stops real runtimes), which runs
@@ -171,15 +197,19 @@ failed=0
 skipped=0
 for f in "${files[@]}"; do
     out="$tmp/node-test.$f.out"
-    f_url=$url f_pw=$admin_pw
+    f_url=$url f_pw=$admin_pw f_state=$state
     ini="$here/${f%.test.mjs}.ini"
     if [ -f "$ini" ]; then
-        start_daemon "${f%.test.mjs}" "$ini"
-        file_daemon_pid=$DAEMON_PID f_url=$DAEMON_URL f_pw=$DAEMON_PW
+        if ! start_daemon "${f%.test.mjs}" "$ini"; then
+            echo "e2e: $f not run: its own labd did not start" >&2
+            failed=$((failed + 1))
+            continue
+        fi
+        file_daemon_pid=$DAEMON_PID f_url=$DAEMON_URL f_pw=$DAEMON_PW f_state=$DAEMON_STATE
         echo "e2e: $f gets its own labd at $f_url (pid $file_daemon_pid, settings from $(basename "$ini"))"
     fi
     # Feed the tests through tee so the TAP stream is shown as it comes and kept for the summary.
-    (cd "$repo" && LABD_URL="$f_url" LABD_ADMIN_PASSWORD="$f_pw" CHROMIUM="$CHROMIUM" \
+    (cd "$repo" && LABD_URL="$f_url" LABD_ADMIN_PASSWORD="$f_pw" LABD_STATE_DIR="$f_state" CHROMIUM="$CHROMIUM" \
         timeout "${E2E_TIMEOUT:-1500}" node --test --test-reporter=tap "tests/e2e/$f") 2>&1 | tee "$out"
     node_rc=${PIPESTATUS[0]}
     if [ -n "$file_daemon_pid" ]; then

@@ -1,5 +1,7 @@
 """The audit log."""
 
+from datetime import datetime
+
 from labd_harness import STRONG, assert_error, assert_status, unique_name
 
 
@@ -99,3 +101,57 @@ def test_audit_paging(daemon, admin):
     for q in ("limit=0", "limit=501", "limit=abc", "before=xyz"):
         r = admin.get(f"/api/v1/audit?{q}")
         assert_error(r, 400)
+
+
+def test_audit_filters(daemon, admin):
+    """action (exact or a "prefix.*"), actor and a [from, to) window, with next_before."""
+    name = unique_name("audf")
+    pw = f"{STRONG}-{name}"
+    assert_status(admin.post("/api/v1/users", json={"name": name, "password": pw}), 201)
+    u = daemon.client()
+    u.login(name, pw)
+    assert_status(u.post("/api/v1/me/tokens", json={"name": "f1"}), 201)
+
+    es = entries(admin, "action=user.create&limit=500")
+    assert es and all(e["action"] == "user.create" for e in es), es[:3]
+    assert find(es, "user.create", target=name)
+
+    es = entries(admin, f"actor={name}&limit=500")
+    assert es and all(e["actor"] == name for e in es), es[:3]
+    assert find(es, "token.create"), es
+
+    es = entries(admin, f"action=token.*&actor={name}")
+    assert [e["action"] for e in es] == ["token.create"], es
+    # "user.*" is a prefix with the dot: never "users.x" nor a bare "user".
+    assert all(e["action"].startswith("user.") for e in entries(admin, "action=user.*&limit=500"))
+
+    newest = entries(admin, "limit=1")[0]
+    t = int(datetime.fromisoformat(newest["time"].replace("Z", "+00:00")).timestamp())
+    inside = entries(admin, f"from={t}&to={t + 1}&limit=500")
+    assert any(e["id"] == newest["id"] for e in inside), inside[:3]
+    assert all(e["time"] == newest["time"] for e in inside), inside[:3]
+    assert entries(admin, f"to={t}&action=token.create&actor={name}") == []
+    assert entries(admin, f"from={t + 1}") == []
+
+    # Filters page like the plain list: next_before leads to the next page, then null.
+    r = admin.get("/api/v1/audit?action=user.create&limit=1")
+    assert_status(r, 200)
+    assert r.json["next_before"] == r.json["entries"][0]["id"], r.json
+    r2 = admin.get(f"/api/v1/audit?action=user.create&limit=500&before={r.json['next_before']}")
+    assert all(e["id"] < r.json["next_before"] and e["action"] == "user.create"
+               for e in r2.json["entries"])
+    assert r2.json["next_before"] is None
+
+
+def test_audit_filter_errors(daemon, admin):
+    before = len(entries(admin, "limit=500"))
+    for q, field in (("action=User.create", "action"), ("action=", "action"),
+                     ("action=user..create", "action"), ("action=.*", "action"),
+                     ("action=user%27%20OR%201", "action"), ("action=" + "a" * 65, "action"),
+                     ("actor=Bob", "actor"), ("actor=a%25", "actor"), ("actor=" + "a" * 33, "actor"),
+                     ("from=-1", "from"), ("from=x", "from"), ("to=0", "to"),
+                     ("from=10&to=10", "from"), ("from=20&to=10", "from")):
+        r = admin.get(f"/api/v1/audit?{q}")
+        assert_error(r, 400, "bad_field")
+        assert f'"{field}"' in r.json["error"]["message"], (q, r.json)
+    assert len(entries(admin, "limit=500")) == before

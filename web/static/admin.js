@@ -1,8 +1,10 @@
-/* labd admin console: list, create, enable/disable, promote/demote, reset, delete users. */
+/* labd admin console, users panel: list, create, enable/disable, promote/demote, reset,
+ * delete users. The other panels are admin-*.js. */
 (function () {
   "use strict";
 
   var L = window.labd;
+  var A = window.labdAdmin;
   var $ = function (id) {
     return document.getElementById(id);
   };
@@ -43,6 +45,7 @@
         u.disabled ? actionButton("enable", "Enable", u) : actionButton("disable", "Disable", u),
         isAdmin ? actionButton("make-user", "Make user", u) : actionButton("make-admin", "Make admin", u),
         actionButton("reset", "Reset password", u),
+        actionButton("quota", "Quota", u),
         actionButton("delete", "Delete", u, "danger"),
       ]);
       tbody.appendChild(
@@ -63,7 +66,9 @@
 
   function loadUsers() {
     return L.api("GET", "/users").then(function (data) {
-      renderUsers((data && data.users) || []);
+      var users = (data && data.users) || [];
+      renderUsers(users);
+      A.changed({ users: users });
     });
   }
 
@@ -122,6 +127,11 @@
     var work;
     clearNotices();
 
+    if (action === "quota") {
+      /* admin-quota.js opens this user's plan, groups and overrides */
+      A.changed({ editQuota: name });
+      return;
+    }
     if (action === "disable") {
       work = patchUser(name, { disabled: true }, function () {
         L.showMessage("admin-message", name + " is disabled and logged out.");
@@ -179,12 +189,9 @@
     L.wireCopy($("created-copy"), $("created-password"));
     L.wireCopy($("reset-copy"), $("reset-password"));
 
-    L.loadMe()
+    A.ready
       .then(function (me) {
         myName = me.name;
-        if (me.role !== "admin") {
-          throw new L.ApiError(403, "forbidden", "This page is for administrators.");
-        }
         loadHealth();
         return loadUsers();
       })

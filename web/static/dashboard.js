@@ -1,4 +1,5 @@
-/* labd dashboard: who am I, the runtime card, API tokens, change password. */
+/* labd dashboard: who am I, the runtime card (with the GPU queue), API tokens, change
+ * password. The quota card is dashboard-usage.js. */
 (function () {
   "use strict";
 
@@ -152,7 +153,7 @@
 
   var LIVE = { queued: true, starting: true, running: true, stopping: true };
   var SUMMARY = {
-    queued: "Waiting for a GPU: all are in use. It starts by itself when one frees.",
+    queued: "Waiting for a free GPU…",
     starting: "Your runtime is starting…",
     running: "Your runtime is running.",
     stopping: "Your runtime is stopping…",
@@ -253,9 +254,9 @@
     var busy = rt.inFlight || !known;
     $("start-cpu").disabled = busy || live;
     $("start-gpu").disabled = busy || live;
-    var queued = !!(s && s.state === "queued");
-    $("stop-runtime").disabled = busy || !(s && (queued || s.state === "starting" || s.state === "running"));
-    $("stop-runtime").textContent = queued ? "Cancel queued start" : "Stop runtime";
+    $("stop-runtime").disabled =
+      busy || !(s && (s.state === "queued" || s.state === "starting" || s.state === "running"));
+    $("stop-runtime").textContent = s && s.state === "queued" ? "Leave the queue" : "Stop runtime";
     var open = $("open-runtime");
     if (s && s.state === "running" && s.url) {
       open.href = s.url + "tree";
@@ -302,14 +303,8 @@
     $("runtime-started").textContent = L.formatTime(s.started_at);
     $("runtime-ended").textContent = L.formatTime(s.ended_at);
     setRow("runtime-ended-row", !live && !!s.ended_at);
-    var q = state === "queued" && s.queue ? s.queue : null;
-    setRow("runtime-countdown-row", live && !q);
-    $("runtime-queue-position").textContent = q ? String(q.position) : "";
-    $("runtime-queue-estimate").textContent =
-      q && q.estimate_start_at ? L.formatTime(q.estimate_start_at) : "not known yet";
-    $("runtime-started-row").querySelector("dt").textContent = q ? "Queued" : "Started";
-    setRow("runtime-queue-row", !!q);
-    setRow("runtime-estimate-row", !!q);
+    setRow("runtime-countdown-row", live && state !== "queued");
+    renderQueue(s);
     var gpus = Array.isArray(s.gpus) ? s.gpus : [];
     $("runtime-gpus").textContent = gpus.join(", ");
     setRow("runtime-gpus-row", gpus.length > 0);
@@ -322,8 +317,26 @@
     tick();
   }
 
+  /* While queued: the position, when it joined, the estimated start and when the request
+   * expires (the runtime's "queue" object). */
+  function renderQueue(s) {
+    var q = s && s.state === "queued" ? s.queue : null;
+    setRow("runtime-queue-row", !!q);
+    $("runtime-started-row").querySelector("dt").textContent = q ? "Queued" : "Started";
+    if (!q) return;
+    $("runtime-queue-position").textContent = "Position " + q.position + " in the GPU queue";
+    var parts = ["waiting since " + L.formatTime(q.queued_at)];
+    parts.push(q.estimate_start_at ? "estimated start " + L.formatTime(q.estimate_start_at) : "no estimate yet");
+    if (q.expires_at) parts.push("gives up at " + L.formatTime(q.expires_at));
+    $("runtime-queue-detail").textContent = parts.join(" · ");
+  }
+
   function setRuntime(runtime) {
+    var before = rt.current ? rt.current.id + ":" + rt.current.state : "";
     rt.current = runtime || null;
+    var after = rt.current ? rt.current.id + ":" + rt.current.state : "";
+    /* The quota card (dashboard-usage.js) refreshes when the runtime starts or ends. */
+    if (before !== after) document.dispatchEvent(new CustomEvent("labd:runtime", { detail: rt.current }));
     if (rt.current && LIVE[rt.current.state]) {
       rt.endsAt = Date.now() + Math.max(0, Number(rt.current.seconds_left) || 0) * 1000;
     } else {
@@ -341,7 +354,7 @@
   function schedulePoll() {
     if (rt.pollTimer) clearTimeout(rt.pollTimer);
     var s = rt.current;
-    var fast = s && (s.state === "starting" || s.state === "stopping");
+    var fast = s && (s.state === "queued" || s.state === "starting" || s.state === "stopping");
     rt.pollTimer = setTimeout(loadRuntime, rt.live ? SLOW_POLL_MS : fast ? 2000 : 10000);
   }
 

@@ -1,0 +1,203 @@
+/* labd admin console: what the panels (admin*.js) share. Each panel waits for A.ready (the
+ * signed-in admin, with the CSRF token loaded), reports into its own alert boxes, and shows
+ * "not available" when its API answers 404 (a labd without that part). */
+(function () {
+  "use strict";
+
+  var L = window.labd;
+
+  /* The limits of a plan or override, in the order the API documents them; unit says how
+   * a value is read and shown: "s" seconds, "bytes", or "n" a plain count. */
+  var LIMITS = [
+    { name: "cpu_runtime_max_s", label: "CPU runtime length", unit: "s" },
+    { name: "gpu_runtime_max_s", label: "GPU runtime length", unit: "s" },
+    { name: "cpu_s_per_24h", label: "CPU time per 24 h", unit: "s" },
+    { name: "gpu_s_per_24h", label: "GPU time per 24 h", unit: "s" },
+    { name: "cpu_s_per_7d", label: "CPU time per 7 days", unit: "s" },
+    { name: "gpu_s_per_7d", label: "GPU time per 7 days", unit: "s" },
+    { name: "storage_bytes", label: "Storage", unit: "bytes" },
+    { name: "memory_bytes", label: "Memory", unit: "bytes" },
+    { name: "cpus_milli", label: "CPUs (thousandths)", unit: "n" },
+    { name: "gpus_per_runtime", label: "GPUs per runtime", unit: "n" },
+    { name: "concurrent_jobs", label: "Concurrent jobs", unit: "n" },
+    { name: "job_max_runtime_s", label: "Job length", unit: "s" },
+  ];
+
+  var SECONDS = { s: 1, m: 60, h: 3600, d: 86400 };
+  var BYTES = { K: 1024, M: 1048576, G: 1073741824, T: 1099511627776 };
+
+  /* 5400 -> "1h 30m"; 0 -> "0s". */
+  function formatSeconds(v) {
+    if (v === 0) return "0s";
+    var parts = [];
+    [["d", 86400], ["h", 3600], ["m", 60], ["s", 1]].forEach(function (u) {
+      if (v >= u[1]) {
+        parts.push(Math.floor(v / u[1]) + u[0]);
+        v %= u[1];
+      }
+    });
+    return parts.join(" ");
+  }
+
+  /* 16106127360 -> "15G" when exact, else "15.3 GiB" style with one decimal. */
+  function formatBytes(v) {
+    var units = ["T", "G", "M", "K"];
+    for (var i = 0; i < units.length; i++) {
+      var m = BYTES[units[i]];
+      if (v >= m && v % m === 0) return v / m + units[i];
+    }
+    for (i = 0; i < units.length; i++) {
+      if (v >= BYTES[units[i]]) return (v / BYTES[units[i]]).toFixed(1) + " " + units[i] + "iB";
+    }
+    return v + " B";
+  }
+
+  /* A limit value as the API gives it (number, "unlimited" or null) as text for a field. */
+  function formatLimit(value, unit) {
+    if (value === null || value === undefined) return "";
+    if (value === "unlimited") return "unlimited";
+    if (unit === "s") return formatSeconds(value).replace(/ /g, "");
+    if (unit === "bytes") return formatBytes(value).replace(/ /g, "");
+    return String(value);
+  }
+
+  /* Reads a field: "" -> null (not set), "unlimited", or a whole number with an optional
+   * unit ("4h", "1h30m", "20G"). Throws Error(message) for anything else. */
+  function parseLimit(text, unit) {
+    text = String(text || "").trim();
+    if (!text) return null;
+    if (/^unlimited$/i.test(text)) return "unlimited";
+    if (/^\d+$/.test(text)) return Number(text);
+    if (unit === "s") {
+      var total = 0;
+      var rest = text.replace(/(\d+)\s*([smhd])/gi, function (_, n, u) {
+        total += Number(n) * SECONDS[u.toLowerCase()];
+        return "";
+      });
+      if (!rest.trim()) return total;
+    } else if (unit === "bytes") {
+      var m = /^(\d+(?:\.\d+)?)\s*([KMGT])(?:i?B)?$/i.exec(text);
+      if (m) return Math.round(Number(m[1]) * BYTES[m[2].toUpperCase()]);
+    }
+    throw new Error(
+      unit === "s"
+        ? "a duration such as 90m, 4h or 2d, or unlimited"
+        : unit === "bytes"
+          ? "a size such as 500M or 20G, or unlimited"
+          : "a whole number, or unlimited"
+    );
+  }
+
+  /* Reads the inputs named limit-<prefix>-<name> into {name: value}; values left empty are
+   * left out. Throws Error naming the limit on a bad one (and focuses it). */
+  function readLimits(prefix) {
+    var out = {};
+    LIMITS.forEach(function (l) {
+      var input = document.getElementById(prefix + "-" + l.name);
+      if (!input) return;
+      var v;
+      try {
+        v = parseLimit(input.value, l.unit);
+      } catch (e) {
+        input.focus();
+        throw new Error(l.label + " (" + l.name + "): " + e.message);
+      }
+      if (v !== null) out[l.name] = v;
+    });
+    return out;
+  }
+
+  /* An <input> for one limit, labelled, with id prefix-name. */
+  function limitInput(prefix, l, value) {
+    return L.el("input", {
+      type: "text",
+      id: prefix + "-" + l.name,
+      name: l.name,
+      value: formatLimit(value, l.unit),
+      autocomplete: "off",
+      spellcheck: false,
+      attrs: { inputmode: "text", "data-limit": l.name },
+    });
+  }
+
+  /* The notices of a panel: PANEL-error and PANEL-message. */
+  function notices(panel) {
+    return {
+      clear: function () {
+        L.showMessage(panel + "-error", "");
+        L.showMessage(panel + "-message", "");
+      },
+      ok: function (text) {
+        L.showMessage(panel + "-error", "");
+        L.showMessage(panel + "-message", text);
+      },
+      fail: function (err) {
+        L.showMessage(panel + "-message", "");
+        L.showMessage(panel + "-error", L.errorText(err));
+      },
+    };
+  }
+
+  /* A panel whose API is missing (404 on a labd without that part): says so in the panel
+   * and hides its controls; true when err was that. */
+  function unavailable(panelId, err) {
+    if (!err || err.status !== 404) return false;
+    var panel = document.getElementById(panelId);
+    if (!panel || panel.dataset.available === "false") return true;
+    panel.dataset.available = "false";
+    Array.prototype.forEach.call(panel.children, function (c) {
+      if (c.tagName !== "H2") c.hidden = true;
+    });
+    panel.appendChild(
+      L.el("p", { className: "alert alert-warn unavailable", attrs: { role: "status" } }, [
+        "Not available: this labd does not offer it yet.",
+      ])
+    );
+    return true;
+  }
+
+  var readyResolve, readyReject;
+  var ready = new Promise(function (resolve, reject) {
+    readyResolve = resolve;
+    readyReject = reject;
+  });
+  /* Panels attach with A.ready.then(...); a rejection is shown once, by admin.js. */
+  ready.catch(function () {});
+
+  function start() {
+    L.loadMe()
+      .then(function (me) {
+        if (me.role !== "admin") throw new L.ApiError(403, "forbidden", "This page is for administrators.");
+        readyResolve(me);
+      })
+      .catch(readyReject);
+  }
+
+  /* A small event bus: a panel that changes users, plans or groups tells the others. */
+  function changed(what) {
+    document.dispatchEvent(new CustomEvent("labd:changed", { detail: what }));
+  }
+  function onChanged(fn) {
+    document.addEventListener("labd:changed", function (ev) {
+      fn(ev.detail);
+    });
+  }
+
+  window.labdAdmin = {
+    LIMITS: LIMITS,
+    formatLimit: formatLimit,
+    formatSeconds: formatSeconds,
+    formatBytes: formatBytes,
+    parseLimit: parseLimit,
+    readLimits: readLimits,
+    limitInput: limitInput,
+    notices: notices,
+    unavailable: unavailable,
+    ready: ready,
+    changed: changed,
+    onChanged: onChanged,
+  };
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

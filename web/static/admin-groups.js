@@ -1,0 +1,168 @@
+/* labd admin console, groups panel: create, edit (plan, members) and delete groups
+ * (GET/POST /groups, PUT/DELETE /groups/{name}). */
+(function () {
+  "use strict";
+
+  var L = window.labd;
+  var A = window.labdAdmin;
+  var $ = function (id) {
+    return document.getElementById(id);
+  };
+  var note = A.notices("groups");
+  var groups = [];
+  var editing = null; /* the group being edited, or null: the form creates */
+
+  function members(text) {
+    return String(text || "")
+      .split(/[\s,]+/)
+      .filter(function (s) {
+        return s;
+      });
+  }
+
+  function fillPlans(plans) {
+    var select = $("group-plan");
+    var keep = select.value;
+    select.textContent = "";
+    select.appendChild(L.el("option", { value: "" }, ["No plan"]));
+    plans.forEach(function (p) {
+      select.appendChild(L.el("option", { value: p.name }, [p.name]));
+    });
+    select.value = plans.some(function (p) {
+      return p.name === keep;
+    })
+      ? keep
+      : "";
+  }
+
+  function button(action, label, g, cls) {
+    return L.el("button", {
+      type: "button",
+      className: "small " + (cls || "secondary"),
+      textContent: label,
+      dataset: { action: action, name: g.name },
+      attrs: { "aria-label": label + " group " + g.name },
+    });
+  }
+
+  function render() {
+    var tbody = $("groups").tBodies[0];
+    tbody.textContent = "";
+    if (!groups.length) {
+      tbody.appendChild(L.el("tr", null, [L.el("td", { colSpan: 4, className: "empty" }, ["No groups yet."])]));
+      return;
+    }
+    groups.forEach(function (g) {
+      tbody.appendChild(
+        L.el("tr", { dataset: { name: g.name } }, [
+          L.el("td", null, [g.name]),
+          L.el("td", null, [g.plan || "—"]),
+          L.el("td", { className: "members" }, [(g.members || []).join(", ") || "—"]),
+          L.el("td", null, [
+            L.el("div", { className: "actions" }, [button("edit", "Edit", g), button("delete", "Delete", g, "danger")]),
+          ]),
+        ])
+      );
+    });
+  }
+
+  function load() {
+    return L.api("GET", "/groups").then(function (data) {
+      groups = (data && data.groups) || [];
+      render();
+      A.changed({ groups: groups });
+    });
+  }
+
+  function setEditing(g) {
+    editing = g;
+    $("group-name").value = g ? g.name : "";
+    $("group-name").readOnly = !!g;
+    $("group-plan").value = g && g.plan ? g.plan : "";
+    $("group-members").value = g ? (g.members || []).join(", ") : "";
+    $("group-save").textContent = g ? "Save group" : "Create group";
+    $("group-cancel").hidden = !g;
+    if (g) $("group-plan").focus();
+  }
+
+  function onSubmit(ev) {
+    ev.preventDefault();
+    var form = ev.currentTarget;
+    var name = $("group-name").value.trim();
+    var plan = $("group-plan").value || null;
+    var list = members($("group-members").value);
+    var work;
+    note.clear();
+    if (!name) {
+      note.fail(new Error("Enter a group name."));
+      $("group-name").focus();
+      return;
+    }
+    if (editing) {
+      var before = editing.members || [];
+      work = L.api("PUT", "/groups/" + encodeURIComponent(name), {
+        plan: plan,
+        add_members: list.filter(function (m) {
+          return before.indexOf(m) < 0;
+        }),
+        remove_members: before.filter(function (m) {
+          return list.indexOf(m) < 0;
+        }),
+      });
+    } else {
+      work = L.api("POST", "/groups", { name: name, plan: plan, members: list });
+    }
+    L.busy(form, true);
+    work
+      .then(function () {
+        var verb = editing ? "saved" : "created";
+        setEditing(null);
+        note.ok("Group " + name + " " + verb + ".");
+        return load();
+      })
+      .catch(note.fail)
+      .then(function () {
+        L.busy(form, false);
+      });
+  }
+
+  function onClick(ev) {
+    var b = ev.target.closest("button[data-action]");
+    if (!b) return;
+    var name = b.dataset.name;
+    note.clear();
+    if (b.dataset.action === "edit") {
+      setEditing(
+        groups.filter(function (g) {
+          return g.name === name;
+        })[0] || null
+      );
+    } else if (b.dataset.action === "delete") {
+      if (!window.confirm("Delete group " + name + "? Its members keep their accounts.")) return;
+      L.api("DELETE", "/groups/" + encodeURIComponent(name))
+        .then(function () {
+          if (editing && editing.name === name) setEditing(null);
+          note.ok("Group " + name + " deleted.");
+          return load();
+        })
+        .catch(note.fail);
+    }
+  }
+
+  A.onChanged(function (what) {
+    if (what.plans) fillPlans(what.plans);
+    if (what.quota) load().catch(note.fail); /* memberships may have changed */
+  });
+
+  A.ready.then(function () {
+    $("group-form").addEventListener("submit", onSubmit);
+    $("group-cancel").addEventListener("click", function () {
+      setEditing(null);
+      $("group-name").focus();
+    });
+    $("groups").addEventListener("click", onClick);
+    load().catch(function (err) {
+      if (!A.unavailable("groups-panel", err)) note.fail(err);
+    });
+  });
+})();

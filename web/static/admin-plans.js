@@ -1,0 +1,158 @@
+/* labd admin console, plans panel: create, edit and delete plans, named sets of limits
+ * (GET/POST /plans, PUT/DELETE /plans/{name}). */
+(function () {
+  "use strict";
+
+  var L = window.labd;
+  var A = window.labdAdmin;
+  var $ = function (id) {
+    return document.getElementById(id);
+  };
+  var note = A.notices("plans");
+  var plans = [];
+  var editing = null;
+
+  /* One labelled field per limit, filled from limits (a plan's, or {} for a new one). */
+  function renderFields(limits) {
+    var box = $("plan-limits");
+    box.textContent = "";
+    A.LIMITS.forEach(function (l) {
+      var input = A.limitInput("plan-limit", l, limits[l.name]);
+      box.appendChild(
+        L.el("div", { className: "field" }, [
+          L.el("label", { htmlFor: input.id }, [l.label]),
+          input,
+          L.el("span", { className: "hint" }, [l.name]),
+        ])
+      );
+    });
+  }
+
+  function summary(limits) {
+    var parts = [];
+    A.LIMITS.forEach(function (l) {
+      if (limits[l.name] !== undefined && limits[l.name] !== null) {
+        parts.push(l.label + ": " + A.formatLimit(limits[l.name], l.unit));
+      }
+    });
+    return parts.length ? parts.join("; ") : "no limits set";
+  }
+
+  function button(action, label, p, cls) {
+    return L.el("button", {
+      type: "button",
+      className: "small " + (cls || "secondary"),
+      textContent: label,
+      dataset: { action: action, name: p.name },
+      attrs: { "aria-label": label + " plan " + p.name },
+    });
+  }
+
+  function render() {
+    var tbody = $("plans").tBodies[0];
+    tbody.textContent = "";
+    if (!plans.length) {
+      tbody.appendChild(L.el("tr", null, [L.el("td", { colSpan: 3, className: "empty" }, ["No plans yet."])]));
+      return;
+    }
+    plans.forEach(function (p) {
+      tbody.appendChild(
+        L.el("tr", { dataset: { name: p.name } }, [
+          L.el("td", null, [p.name]),
+          L.el("td", { className: "small" }, [summary(p.limits || {})]),
+          L.el("td", null, [
+            L.el("div", { className: "actions" }, [button("edit", "Edit", p), button("delete", "Delete", p, "danger")]),
+          ]),
+        ])
+      );
+    });
+  }
+
+  function load() {
+    return L.api("GET", "/plans").then(function (data) {
+      plans = (data && data.plans) || [];
+      render();
+      A.changed({ plans: plans });
+    });
+  }
+
+  function setEditing(p) {
+    editing = p;
+    $("plan-name").value = p ? p.name : "";
+    $("plan-name").readOnly = !!p;
+    renderFields(p ? p.limits || {} : {});
+    $("plan-save").textContent = p ? "Save plan" : "Create plan";
+    $("plan-cancel").hidden = !p;
+    if (p) $("plan-limit-" + A.LIMITS[0].name).focus();
+  }
+
+  function onSubmit(ev) {
+    ev.preventDefault();
+    var form = ev.currentTarget;
+    var name = $("plan-name").value.trim();
+    var limits;
+    note.clear();
+    if (!name) {
+      note.fail(new Error("Enter a plan name."));
+      $("plan-name").focus();
+      return;
+    }
+    try {
+      limits = A.readLimits("plan-limit");
+    } catch (e) {
+      note.fail(e);
+      return;
+    }
+    var work = editing
+      ? L.api("PUT", "/plans/" + encodeURIComponent(name), { limits: limits })
+      : L.api("POST", "/plans", { name: name, limits: limits });
+    L.busy(form, true);
+    work
+      .then(function () {
+        var verb = editing ? "saved" : "created";
+        setEditing(null);
+        note.ok("Plan " + name + " " + verb + ".");
+        return load();
+      })
+      .catch(note.fail)
+      .then(function () {
+        L.busy(form, false);
+      });
+  }
+
+  function onClick(ev) {
+    var b = ev.target.closest("button[data-action]");
+    if (!b) return;
+    var name = b.dataset.name;
+    note.clear();
+    if (b.dataset.action === "edit") {
+      setEditing(
+        plans.filter(function (p) {
+          return p.name === name;
+        })[0] || null
+      );
+    } else if (b.dataset.action === "delete") {
+      if (!window.confirm("Delete plan " + name + "?")) return;
+      L.api("DELETE", "/plans/" + encodeURIComponent(name))
+        .then(function () {
+          if (editing && editing.name === name) setEditing(null);
+          note.ok("Plan " + name + " deleted.");
+          return load();
+        })
+        .catch(note.fail);
+    }
+  }
+
+  renderFields({});
+  A.ready.then(function () {
+    $("plan-form").addEventListener("submit", onSubmit);
+    $("plan-cancel").addEventListener("click", function () {
+      setEditing(null);
+      $("plan-name").focus();
+    });
+    $("plans").addEventListener("click", onClick);
+    load().catch(function (err) {
+      if (!A.unavailable("plans-panel", err)) note.fail(err);
+    });
+  });
+})();

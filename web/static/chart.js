@@ -1,0 +1,127 @@
+/* labd web UI: bar charts of CPU and GPU hours, drawn by uPlot (npm "uplot", served from
+ * /static/vendor/uplot/). Each chart comes with a table of the same numbers, for screen
+ * readers and for anyone who wants the figures rather than the bars.
+ * Loaded after common.js and uPlot.iife.min.js; adds labd.hoursChart. */
+(function () {
+  "use strict";
+
+  var L = window.labd;
+  var COLORS = { cpu: "#2563eb", gpu: "#d97706" };
+
+  function hours(seconds) {
+    return Math.round((Number(seconds) || 0) / 36) / 100; /* 2 decimals */
+  }
+
+  /* The width the chart may take: its box, less nothing; never under 240 px. */
+  function widthOf(box) {
+    return Math.max(240, Math.floor(box.clientWidth || 0));
+  }
+
+  function tableFor(caption, keyTitle, rows) {
+    var body = rows.map(function (r) {
+      return L.el("tr", null, [
+        L.el("th", { scope: "row" }, [r.key]),
+        L.el("td", { className: "num" }, [hours(r.cpu_s).toFixed(2)]),
+        L.el("td", { className: "num" }, [hours(r.gpu_s).toFixed(2)]),
+      ]);
+    });
+    if (!rows.length) body = [L.el("tr", null, [L.el("td", { colSpan: 3, className: "empty" }, ["No usage in this window."])])];
+    return L.el("table", { className: "chart-table" }, [
+      L.el("caption", null, [caption]),
+      L.el("thead", null, [
+        L.el("tr", null, [
+          L.el("th", { scope: "col" }, [keyTitle]),
+          L.el("th", { scope: "col", className: "num" }, ["CPU hours"]),
+          L.el("th", { scope: "col", className: "num" }, ["GPU hours"]),
+        ]),
+      ]),
+      L.el("tbody", null, body),
+    ]);
+  }
+
+  /* Draws rows [{key, cpu_s, gpu_s}] as CPU and GPU hour bars side by side into box
+   * (emptied first), with a data table under a <details>. opts: {title, keyTitle, name}.
+   * Returns the uPlot instance, or null when uPlot is not loaded (the table still shows). */
+  function hoursChart(box, rows, opts) {
+    box.textContent = "";
+    box.dataset.points = String(rows.length);
+    var plot = L.el("div", {
+      className: "chart-plot",
+      attrs: {
+        role: "img",
+        "aria-label":
+          opts.title + ": " + rows.length + " " + (rows.length === 1 ? "bar group" : "bar groups") +
+          ", figures in the table below",
+      },
+    });
+    var details = L.el("details", { className: "chart-details" }, [
+      L.el("summary", null, ["Show the figures"]),
+      tableFor(opts.title, opts.keyTitle, rows),
+    ]);
+    box.appendChild(plot);
+    box.appendChild(details);
+    if (!window.uPlot) {
+      plot.appendChild(L.el("p", { className: "muted small" }, ["The chart library did not load; the figures are below."]));
+      details.open = true;
+      return null;
+    }
+    var xs = rows.map(function (_, i) {
+      return i;
+    });
+    var bars = window.uPlot.paths.bars;
+    var u = new window.uPlot(
+      {
+        width: widthOf(box),
+        height: 220,
+        scales: { x: { time: false, range: [-0.5, Math.max(0.5, rows.length - 0.5)] }, y: { range: [0, null] } },
+        axes: [
+          {
+            values: function (self, ticks) {
+              /* Every step-th label, so that labels about 46 px wide never overlap. */
+              var plotWidth = self.bbox.width / (window.devicePixelRatio || 1);
+              var step = Math.max(1, Math.ceil((rows.length * 46) / Math.max(1, plotWidth)));
+              return ticks.map(function (t) {
+                if (t % step !== 0) return "";
+                /* "2026-12-03" reads as "12-03" under a bar; the table has the full key */
+                var key = rows[t] && Number.isInteger(t) ? rows[t].key : "";
+                return /^\d{4}-\d\d-\d\d$/.test(key) ? key.slice(5) : key;
+              });
+            },
+            splits: function () {
+              return xs;
+            },
+          },
+          { label: "hours", size: 50 },
+        ],
+        series: [
+          { label: opts.keyTitle },
+          { label: "CPU hours", fill: COLORS.cpu, stroke: COLORS.cpu, paths: bars({ size: [0.35, 40], align: -1 }), points: { show: false } },
+          { label: "GPU hours", fill: COLORS.gpu, stroke: COLORS.gpu, paths: bars({ size: [0.35, 40], align: 1 }), points: { show: false } },
+        ],
+        legend: { show: true, live: false },
+        cursor: { drag: { x: false, y: false } },
+      },
+      [
+        xs,
+        rows.map(function (r) {
+          return hours(r.cpu_s);
+        }),
+        rows.map(function (r) {
+          return hours(r.gpu_s);
+        }),
+      ],
+      plot
+    );
+    /* Follow the box's width (window resized, phone turned). */
+    if (window.ResizeObserver) {
+      new ResizeObserver(function () {
+        var w = widthOf(box);
+        if (w !== u.width) u.setSize({ width: w, height: 220 });
+      }).observe(box);
+    }
+    return u;
+  }
+
+  L.hoursChart = hoursChart;
+  L.hours = hours;
+})();
