@@ -176,8 +176,8 @@ static const char *const migrations[] = {
 	/* 9: token scopes and expiry. Tokens made before scopes existed could do
 	 * all their owner could, so they keep "*" (every scope of the owner's
 	 * role, at use time); expires_at NULL = never. */
-	"ALTER TABLE api_tokens ADD COLUMN scopes TEXT NOT NULL DEFAULT '*';"
-	"ALTER TABLE api_tokens ADD COLUMN expires_at INTEGER;",
+	("ALTER TABLE api_tokens ADD COLUMN scopes TEXT NOT NULL DEFAULT '*';"
+	 "ALTER TABLE api_tokens ADD COLUMN expires_at INTEGER;"),
 };
 
 int migrations_count(void)
