@@ -15,7 +15,8 @@ struct db;
 #define TOKEN_SECRET_LEN 43 /* base64url of 32 bytes */
 #define TOKEN_SHOWN_PREFIX_LEN 9 /* "labd_" + 4 characters */
 #define TOKEN_SCOPES_MAX 256
-#define TOKEN_LIFETIME_MAX_S (10 * 366 * 86400LL) /* expires_in_s without [auth] token_max_lifetime */
+/* the longest expires_in_s when [auth] token_max_lifetime is "none" */
+#define TOKEN_LIFETIME_MAX_S (10 * 366 * 86400LL)
 
 struct token_info {
 	int64_t id;
