@@ -16,6 +16,10 @@
 #include "store/runtimes.h"
 
 #define STOP_REASON_MAX_CHARS 200
+/* What the supervisor carries of a stop reason (proto.c, sandbox_stop): cut
+ * here to that, so the runtime, the ledger and the answer show one text. */
+#define RUNTIME_REASON_CARRIED_BYTES 150
+_Static_assert(RUNTIME_REASON_CARRIED_BYTES < RUNTIME_REASON_MAX, "the reason fits a runtime row");
 
 /* A runtime object of the list: the owner's view plus whose it is. */
 static json_t *admin_runtime_json(const struct runtime *r, const struct labd_config *cfg)
@@ -94,8 +98,8 @@ static int read_reason(struct http_request *req, json_t **body, const char **rea
 	return 0;
 }
 
-/* Cuts text to fit len bytes without splitting a UTF-8 character, so the
- * runtime's reason stays valid JSON text. */
+/* Cuts text to fit len bytes (its NUL included) without splitting a UTF-8
+ * character, so the runtime's reason stays valid JSON text. */
 static void cut_utf8(char *text, size_t len)
 {
 	size_t n = strlen(text);
@@ -146,7 +150,7 @@ void api_runtimes_stop(struct http_request *req)
 	 * who stopped it; the whole reason goes to the audit log. */
 	snprintf(why, sizeof(why), "stopped by an administrator (%s)%s%s", ident->user.name,
 		 reason ? ": " : "", reason ? reason : "");
-	cut_utf8(why, sizeof(why));
+	cut_utf8(why, RUNTIME_REASON_CARRIED_BYTES + 1);
 	/* one that is stopping already is not asked twice */
 	if (r.state != RUNTIME_STOPPING && runtime_stop(app, &r, why) < 0) {
 		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "supervisor_unreachable",

@@ -145,3 +145,25 @@ def test_admin_stop_without_body(rd, radmin, running):
     assert end["reason"] == ADMIN_STOP, end
     stops = audit_entries(radmin, "runtime.stop", b.user)
     assert stops and stops[0]["detail"] == f"runtime {rb['id']}: no reason given", stops
+
+
+def test_long_reason_is_cut_whole_characters(rd, radmin, running):
+    """A 200-character reason of 2-byte characters is kept whole in the audit
+    log; the runtime's and the ledger's reason are cut on a character boundary
+    to what the supervisor carries, and stay the same text end to end."""
+    a = running[0]
+    wait_runtime(a, ("stopped", "failed"), timeout=30 * SLOW)
+    rt = start_runtime(a)[1]
+    why = "é" * 200
+    r = radmin.delete(f"/api/v1/runtimes/{rt['id']}", json={"reason": why})
+    assert_status(r, 202)
+    reason = r.json["runtime"]["reason"]
+    assert reason.startswith(f"{ADMIN_STOP}: é") and why.startswith(reason.split(": ", 1)[1]), r.json
+    assert len(reason.encode()) <= 150, len(reason.encode())
+    end = wait_runtime(a, ("stopped",), timeout=30 * SLOW)
+    assert end["reason"] == reason, (end["reason"], reason)
+    got = wait_until(lambda: ledger_end_reason(a, rt["id"]), 10 * SLOW, "the ledger entry")
+    assert got == reason, got
+    stops = [e for e in audit_entries(radmin, "runtime.stop", a.user)
+             if e["detail"].startswith(f"runtime {rt['id']}:")]
+    assert stops and stops[0]["detail"] == f"runtime {rt['id']}: {why}", stops
