@@ -11,6 +11,8 @@ packages=(
   libjansson-dev libinih-dev libcmocka-dev libhttp-parser-dev
   # runtime helpers (sandbox homes, tests)
   e2fsprogs util-linux iproute2 procps curl sqlite3 python3 python3-pytest bubblewrap
+  # the integration suite checks every JSON answer against docs/openapi.yaml
+  python3-jsonschema python3-yaml
   # the notebook server that runs inside sandboxes
   jupyter-notebook python3-jupyter-server
   # real-browser tests

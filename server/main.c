@@ -7,6 +7,7 @@
 #include "config/config.h"
 #include "labd/log.h"
 #include "supervisor/supervisor.h"
+#include "web/routes.h"
 #include "web/scrape.h"
 
 #define DEFAULT_CONFIG "/etc/labd/labd.ini"
@@ -33,6 +34,7 @@ static int usage(FILE *to)
 {
 	fprintf(to, "usage: labd [--config FILE] [--demo]        run the daemon\n"
 		    "       labd [--config FILE] [--demo] user add|passwd|list ...\n"
+		    "       labd [--config FILE] [--demo] routes   print the route table\n"
 		    "       labd --version\n"
 		    "--demo keeps state in ./var, serves ./web and listens on 127.0.0.1:8080;\n"
 		    "without --demo or --config, " DEFAULT_CONFIG " is read.\n");
@@ -78,6 +80,8 @@ int main(int argc, char **argv)
 	}
 	if (i < argc && strcmp(argv[i], "user") == 0)
 		return cli_user(&cfg, argc - i, argv + i);
+	if (i + 1 == argc && strcmp(argv[i], "routes") == 0)
+		return routes_print(stdout);
 	if (i < argc)
 		return usage(stderr);
 	/* Read as root, once: every web process the supervisor forks inherits it,

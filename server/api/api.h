@@ -69,6 +69,9 @@ void api_runtime_get(struct http_request *req);
 void api_runtime_stop(struct http_request *req);
 /* Answers the deprecated /api/v1/me/session with 308 to /api/v1/me/runtime. */
 void api_runtime_moved(struct http_request *req);
+/* runtimes_admin.c: every live runtime (admin), and an administrator's stop */
+void api_runtimes_list(struct http_request *req);
+void api_runtimes_stop(struct http_request *req);
 /* runtime_events.c: the caller's runtime as Server-Sent Events. */
 void api_runtime_events(struct http_request *req);
 /* The public JSON view of a runtime. Caller owns the reference. */

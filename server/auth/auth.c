@@ -9,6 +9,7 @@
 #include "labd/app.h"
 #include "store/sessions.h"
 #include "auth/password.h"
+#include "auth/scope.h"
 #include "config/config.h"
 #include "labd/clock.h"
 #include "store/audit.h"
@@ -35,12 +36,23 @@ static int identify_by_token(struct http_request *req, const char *token, int64_
 
 	if (rc <= 0)
 		return rc;
+	if (t.expires_at && now >= t.expires_at) {
+		id->token_expired_at = t.expires_at;
+		return 0;
+	}
 	rc = users_find_by_id(http_app(req)->db, t.user_id, &id->user);
 	if (rc <= 0 || id->user.disabled)
 		return rc < 0 ? -1 : 0;
 	id->kind = AUTH_TOKEN;
 	id->token_id = t.id;
+	/* Cut down to the role the owner has now: a demoted admin's token
+	 * loses its admin scopes at once, not when it is revoked. */
+	id->scopes = (scope_parse_list(t.scopes, id->user.role) | SCOPE_IDENTIFY) &
+		     scope_of_role(id->user.role);
 	*ttl_ms = IDENTITY_TTL_MS;
+	/* never cached past the token's expiry */
+	if (t.expires_at && (t.expires_at - now) * 1000 < *ttl_ms)
+		*ttl_ms = (t.expires_at - now) * 1000;
 	return 1;
 }
 
@@ -58,6 +70,7 @@ static int identify_by_cookie(struct http_request *req, const char *secret, int6
 		return rc < 0 ? -1 : 0;
 	id->kind = AUTH_COOKIE;
 	id->session_id = s.id;
+	id->scopes = scope_of_role(id->user.role);
 	snprintf(id->csrf_token, sizeof(id->csrf_token), "%s", s.csrf_token);
 	/* never past the session's own end, by lifetime or by idleness */
 	int64_t left = s.expires_at - now;
@@ -100,8 +113,11 @@ int auth_identify(struct http_request *req)
 		rc = identify_by_token(req, secret, now, &ttl_ms);
 	else
 		rc = identify_by_cookie(req, secret, now, &ttl_ms);
-	if (rc <= 0)
+	if (rc <= 0) {
+		int64_t expired_at = id->token_expired_at;
 		memset(id, 0, sizeof(*id)); /* AUTH_NONE */
+		id->token_expired_at = expired_at;
+	}
 	else if (ttl_ms > 0)
 		ttlcache_put(http_app(req)->identities, key, gen, now_ms + ttl_ms, id);
 	return rc < 0 ? -1 : 0;

@@ -21,6 +21,8 @@
 #include "metrics/labd.h"
 #include "proto/proto.h"
 
+#define STOP_REASON_MAX 150 /* bytes; proto_sandbox_stop in proto.c */
+
 #define CALL_TIMEOUT_MS 5000
 
 struct pending {
@@ -219,14 +221,33 @@ static int local_start(struct backend *b, const struct backend_start *s, char *e
 	return rc;
 }
 
+/* The supervisor takes at most STOP_REASON_MAX bytes of a reason (proto.c).
+ * The cut falls on a UTF-8 character boundary: half a character is no JSON
+ * text, json_pack refuses it, and a message without its fields makes the
+ * supervisor end this process. */
+static size_t stop_reason_len(const char *reason)
+{
+	size_t n = strnlen(reason, STOP_REASON_MAX + 1);
+
+	if (n <= STOP_REASON_MAX)
+		return n;
+	n = STOP_REASON_MAX;
+	while (n > 0 && ((unsigned char)reason[n] & 0xc0) == 0x80)
+		n--;
+	return n;
+}
+
 static int local_stop(struct backend *b, const char *user, int64_t runtime_id, const char *reason)
 {
-	json_t *m = proto_msg("sandbox_stop", -1), *reply = NULL;
+	json_t *m, *reply = NULL;
+	json_t *fields = json_pack("{s:s,s:I,s:s%}", "user", user, "runtime_id",
+				   (json_int_t)runtime_id, "reason", reason, stop_reason_len(reason));
 	int rc;
 
-	json_object_update_new(m, json_pack("{s:s,s:I,s:s%}", "user", user, "runtime_id",
-					    (json_int_t)runtime_id, "reason", reason,
-					    strnlen(reason, 150)));
+	if (!fields)
+		return -EINVAL;
+	m = proto_msg("sandbox_stop", -1);
+	json_object_update_new(m, fields);
 	rc = simple_call((struct local *)b, m, &reply, NULL, 0);
 	json_decref(reply);
 	return rc;

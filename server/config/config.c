@@ -54,6 +54,7 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->scrypt_r = 8;
 	cfg->scrypt_p = 1;
 	cfg->token_reauth_s = 300;
+	cfg->token_max_lifetime_s = -1;
 	cfg->cpu_limit_s = 12 * 3600;
 	cfg->gpu_limit_s = 4 * 3600;
 	cfg->idle_timeout_s = 3600;
@@ -190,6 +191,8 @@ static const struct key_spec keys[] = {
 	KEY("auth", scrypt_r, K_UINT, 1, 64),
 	KEY("auth", scrypt_p, K_UINT, 1, 64),
 	KEYN("auth", "token_reauth", token_reauth_s, K_DURATION, 0, 86400),
+	KEYN("auth", "token_max_lifetime", token_max_lifetime_s, K_DURATION_NONE, 1,
+	     10 * 366 * 86400LL),
 	KEYN("runtime", "cpu_limit", cpu_limit_s, K_DURATION, 1, 30 * 86400),
 	KEYN("runtime", "gpu_limit", gpu_limit_s, K_DURATION, 1, 30 * 86400),
 	KEYN("runtime", "idle_timeout", idle_timeout_s, K_DURATION, 0, 30 * 86400),

@@ -64,6 +64,7 @@ struct labd_config {
 	unsigned max_websockets_per_user;
 	int64_t websocket_idle_timeout_s;  /* no byte either way, pings included */
 	int64_t token_reauth_s; /* a login this recent may create a token without the password */
+	int64_t token_max_lifetime_s; /* longest expires_in_s, and the default; -1 = none */
 	/* [runtime] */
 	int64_t cpu_limit_s;     /* how long a CPU runtime may run */
 	int64_t gpu_limit_s;     /* how long a GPU runtime may run */

@@ -24,6 +24,10 @@ struct route {
 	enum route_access access;
 	enum route_kind kind;
 	void (*handler)(struct http_request *req);
+	/* The scope a request needs (a bit of enum scope, auth/scope.h); 0 on
+	 * public routes. A non-public route without one is refused to every
+	 * token (the gate fails closed). */
+	unsigned scope;
 };
 
 struct route_match {

@@ -11,6 +11,7 @@
 #include "auth/auth.h"
 #include "auth/handoff.h"
 #include "auth/origin.h"
+#include "auth/scope.h"
 #include "labd/clock.h"
 #include "http/http.h"
 #include "http/static.h"
@@ -128,6 +129,12 @@ static bool allowed(struct http_request *req, const char *user)
 
 	if (!may_reach(req, user)) {
 		reply_forbidden(req);
+		return false;
+	}
+	/* A kernel runs code: a token reaches the runtime only with that scope. */
+	if (ident->kind == AUTH_TOKEN && !(ident->scopes & SCOPE_RUNTIMES)) {
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "insufficient_scope",
+				 "this API token lacks the scope \"runtimes\"");
 		return false;
 	}
 	/* Jupyter skips its own XSRF and Origin checks for token-authenticated

@@ -18,6 +18,12 @@ struct auth_identity {
 	int64_t session_id; /* AUTH_COOKIE, AUTH_RUNTIME (the session that made the grant) */
 	char csrf_token[SESSION_CSRF_LEN + 1];
 	int64_t token_id; /* AUTH_TOKEN */
+	/* The scopes this request holds (auth/scope.h): a cookie's are its role's,
+	 * a token's are its own cut down to its owner's role. */
+	unsigned scopes;
+	/* AUTH_NONE after a bearer token that expired then (0 otherwise), so the
+	 * 401 can say why. */
+	int64_t token_expired_at;
 };
 
 #endif

@@ -213,6 +213,11 @@ static const char *const migrations[] = {
 	"  expires_at INTEGER NOT NULL,"
 	"  position INTEGER NOT NULL DEFAULT 0,"
 	"  estimate_at INTEGER NOT NULL DEFAULT 0);",
+	/* 10: token scopes and expiry. Tokens made before scopes existed could do
+	 * all their owner could, so they keep "*" (every scope of the owner's
+	 * role, at use time); expires_at NULL = never. */
+	("ALTER TABLE api_tokens ADD COLUMN scopes TEXT NOT NULL DEFAULT '*';"
+	 "ALTER TABLE api_tokens ADD COLUMN expires_at INTEGER;"),
 };
 
 int migrations_count(void)

@@ -115,6 +115,13 @@ int runtimes_latest(struct db *db, int64_t user_id, struct runtime *out)
 	return rc < 0 ? -1 : rc;
 }
 
+int runtimes_find(struct db *db, int64_t id, struct runtime *out)
+{
+	int rc = db_one(db, "SELECT " RUNTIME_COLUMNS " WHERE r.id = ?", "i", runtime_from_row, out,
+			id);
+	return rc < 0 ? -1 : rc;
+}
+
 int runtimes_live_by_name(struct db *db, const char *name, struct runtime *out)
 {
 	int rc = db_one(db, "SELECT " RUNTIME_COLUMNS " WHERE u.name = ? AND " LIVE, "t",

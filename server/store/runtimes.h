@@ -56,6 +56,8 @@ int runtimes_create(struct db *db, int64_t user_id, enum runtime_kind kind, cons
 int runtimes_live(struct db *db, int64_t user_id, struct runtime *out);
 /* The user's newest runtime of any state (1), none (0), or -1. */
 int runtimes_latest(struct db *db, int64_t user_id, struct runtime *out);
+/* The runtime with this id, any state (1), none (0), or -1. */
+int runtimes_find(struct db *db, int64_t id, struct runtime *out);
 /* The live runtime of the user named name (1), none (0), or -1. */
 int runtimes_live_by_name(struct db *db, const char *name, struct runtime *out);
 /* Moves a runtime to state; reason NULL keeps the old one. Ending states set

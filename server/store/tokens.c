@@ -32,13 +32,18 @@ static int token_from_row(sqlite3_stmt *st, void *out)
 	snprintf(t->prefix, sizeof(t->prefix), "%s", (const char *)sqlite3_column_text(st, 3));
 	t->created_at = sqlite3_column_int64(st, 4);
 	t->last_used_at = sqlite3_column_int64(st, 5);
+	snprintf(t->scopes, sizeof(t->scopes), "%s", (const char *)sqlite3_column_text(st, 6));
+	t->expires_at = sqlite3_column_int64(st, 7);
 	return 0;
 }
 
-#define TOKEN_COLUMNS "id, user_id, name, prefix, created_at, coalesce(last_used_at, 0)"
+#define TOKEN_COLUMNS                                                                 \
+	"id, user_id, name, prefix, created_at, coalesce(last_used_at, 0), scopes,"      \
+	" coalesce(expires_at, 0)"
 
-int tokens_create(struct db *db, int64_t user_id, const char *name, int64_t now,
-		  char token[TOKEN_LEN + 1], struct token_info *out)
+int tokens_create(struct db *db, int64_t user_id, const char *name, const char *scopes,
+		  int64_t expires_at, int64_t now, char token[TOKEN_LEN + 1],
+		  struct token_info *out)
 {
 	char secret[TOKEN_SECRET_LEN + 1], hash[65];
 	int rc;
@@ -50,11 +55,13 @@ int tokens_create(struct db *db, int64_t user_id, const char *name, int64_t now,
 	memset(out, 0, sizeof(*out));
 	snprintf(out->prefix, sizeof(out->prefix), "%.*s", TOKEN_SHOWN_PREFIX_LEN, token);
 	snprintf(out->name, sizeof(out->name), "%s", name);
+	snprintf(out->scopes, sizeof(out->scopes), "%s", scopes);
+	out->expires_at = expires_at;
 	db_lock(db);
 	rc = db_exec(db,
-		     "INSERT INTO api_tokens (user_id, name, prefix, token_hash, created_at)"
-		     " VALUES (?, ?, ?, ?, ?)",
-		     "ittti", user_id, name, out->prefix, hash, now);
+		     "INSERT INTO api_tokens (user_id, name, prefix, token_hash, created_at, scopes,"
+		     " expires_at) VALUES (?, ?, ?, ?, ?, ?, nullif(?, 0))",
+		     "itttiti", user_id, name, out->prefix, hash, now, scopes, expires_at);
 	out->id = db_last_id(db);
 	db_unlock(db);
 	out->user_id = user_id;
@@ -74,7 +81,8 @@ int tokens_lookup(struct db *db, const char *token, int64_t now, struct token_in
 	rc = db_one(db, "SELECT " TOKEN_COLUMNS " FROM api_tokens WHERE token_hash = ?", "t",
 		    token_from_row, out, hash);
 	/* Written at most once a minute per token, like session last_seen. */
-	if (rc == 1 && now - out->last_used_at >= 60 &&
+	if (rc == 1 && (out->expires_at == 0 || now < out->expires_at) &&
+	    now - out->last_used_at >= 60 &&
 	    db_exec(db, "UPDATE api_tokens SET last_used_at = ? WHERE id = ?", "ii", now,
 		    out->id) == 1)
 		out->last_used_at = now;

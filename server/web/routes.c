@@ -8,6 +8,7 @@
 #include "auth/auth.h"
 #include "auth/handoff.h"
 #include "auth/origin.h"
+#include "auth/scope.h"
 #include "http/http.h"
 #include "http/static.h"
 #include "labd/log.h"
@@ -15,55 +16,60 @@
 #include "web/scrape.h"
 
 static const struct route routes[] = {
-	{"GET", "/api/v1/health", ROUTE_PUBLIC, ROUTE_API, api_health},
-	{"POST", "/api/v1/login", ROUTE_PUBLIC, ROUTE_API, api_login},
-	{"POST", "/api/v1/logout", ROUTE_USER, ROUTE_API, api_logout},
-	{"GET", "/api/v1/me", ROUTE_USER, ROUTE_API, api_me},
-	{"POST", "/api/v1/me/password", ROUTE_USER, ROUTE_API, api_me_password},
-	{"GET", "/api/v1/me/tokens", ROUTE_USER, ROUTE_API, api_tokens_list},
-	{"POST", "/api/v1/me/tokens", ROUTE_USER, ROUTE_API, api_tokens_create},
-	{"DELETE", "/api/v1/me/tokens/{}", ROUTE_USER, ROUTE_API, api_tokens_delete},
-	{"POST", "/api/v1/me/runtime", ROUTE_USER, ROUTE_API, api_runtime_start},
-	{"GET", "/api/v1/me/runtime", ROUTE_USER, ROUTE_API, api_runtime_get},
-	{"DELETE", "/api/v1/me/runtime", ROUTE_USER, ROUTE_API, api_runtime_stop},
-	{"GET", "/api/v1/me/runtime/events", ROUTE_USER, ROUTE_API, api_runtime_events},
-	{"GET", "/api/v1/gpus", ROUTE_USER, ROUTE_API, api_gpus},
+	{"GET", "/api/v1/health", ROUTE_PUBLIC, ROUTE_API, api_health, 0},
+	{"POST", "/api/v1/login", ROUTE_PUBLIC, ROUTE_API, api_login, 0},
+	{"POST", "/api/v1/logout", ROUTE_USER, ROUTE_API, api_logout, SCOPE_IDENTIFY},
+	{"GET", "/api/v1/me", ROUTE_USER, ROUTE_API, api_me, SCOPE_IDENTIFY},
+	{"POST", "/api/v1/me/password", ROUTE_USER, ROUTE_API, api_me_password, SCOPE_ACCOUNT},
+	{"GET", "/api/v1/me/tokens", ROUTE_USER, ROUTE_API, api_tokens_list, SCOPE_TOKENS},
+	{"POST", "/api/v1/me/tokens", ROUTE_USER, ROUTE_API, api_tokens_create, SCOPE_TOKENS},
+	{"DELETE", "/api/v1/me/tokens/{}", ROUTE_USER, ROUTE_API, api_tokens_delete, SCOPE_TOKENS},
+	{"POST", "/api/v1/me/runtime", ROUTE_USER, ROUTE_API, api_runtime_start, SCOPE_RUNTIMES},
+	{"GET", "/api/v1/me/runtime", ROUTE_USER, ROUTE_API, api_runtime_get, SCOPE_RUNTIMES},
+	{"DELETE", "/api/v1/me/runtime", ROUTE_USER, ROUTE_API, api_runtime_stop, SCOPE_RUNTIMES},
+	{"GET", "/api/v1/me/runtime/events", ROUTE_USER, ROUTE_API, api_runtime_events, SCOPE_RUNTIMES},
+	{"GET", "/api/v1/gpus", ROUTE_USER, ROUTE_API, api_gpus, SCOPE_READ_GPUS},
 	/* Deprecated, gone in the next release. Public: the redirect changes and reveals
 	 * nothing, and the new path runs the whole gate, so a client that follows it gets
 	 * today's answer (401 and 403 included) from one place. */
-	{"POST", "/api/v1/me/session", ROUTE_PUBLIC, ROUTE_API, api_runtime_moved},
-	{"GET", "/api/v1/me/session", ROUTE_PUBLIC, ROUTE_API, api_runtime_moved},
-	{"DELETE", "/api/v1/me/session", ROUTE_PUBLIC, ROUTE_API, api_runtime_moved},
-	{"GET", "/api/v1/users", ROUTE_ADMIN, ROUTE_API, api_users_list},
-	{"POST", "/api/v1/users", ROUTE_ADMIN, ROUTE_API, api_users_create},
-	{"GET", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_get},
-	{"PATCH", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_patch},
-	{"DELETE", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_delete},
-	{"GET", "/api/v1/audit", ROUTE_ADMIN, ROUTE_API, api_audit_list},
+	{"POST", "/api/v1/me/session", ROUTE_PUBLIC, ROUTE_API, api_runtime_moved, 0},
+	{"GET", "/api/v1/me/session", ROUTE_PUBLIC, ROUTE_API, api_runtime_moved, 0},
+	{"DELETE", "/api/v1/me/session", ROUTE_PUBLIC, ROUTE_API, api_runtime_moved, 0},
+	{"GET", "/api/v1/users", ROUTE_ADMIN, ROUTE_API, api_users_list, SCOPE_ADMIN_USERS},
+	{"POST", "/api/v1/users", ROUTE_ADMIN, ROUTE_API, api_users_create, SCOPE_ADMIN_USERS},
+	{"GET", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_get, SCOPE_ADMIN_USERS},
+	{"PATCH", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_patch, SCOPE_ADMIN_USERS},
+	{"DELETE", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_delete, SCOPE_ADMIN_USERS},
+	{"GET", "/api/v1/audit", ROUTE_ADMIN, ROUTE_API, api_audit_list, SCOPE_ADMIN_AUDIT},
 	/* governance: plans, groups, quotas */
-	{"GET", "/api/v1/me/quota", ROUTE_USER, ROUTE_API, api_me_quota},
-	{"GET", "/api/v1/users/{}/quota", ROUTE_ADMIN, ROUTE_API, api_user_quota_get},
-	{"PUT", "/api/v1/users/{}/quota", ROUTE_ADMIN, ROUTE_API, api_user_quota_put},
-	{"GET", "/api/v1/plans", ROUTE_ADMIN, ROUTE_API, api_plans_list},
-	{"POST", "/api/v1/plans", ROUTE_ADMIN, ROUTE_API, api_plans_create},
-	{"GET", "/api/v1/plans/{}", ROUTE_ADMIN, ROUTE_API, api_plans_get},
-	{"PUT", "/api/v1/plans/{}", ROUTE_ADMIN, ROUTE_API, api_plans_put},
-	{"DELETE", "/api/v1/plans/{}", ROUTE_ADMIN, ROUTE_API, api_plans_delete},
-	{"GET", "/api/v1/groups", ROUTE_ADMIN, ROUTE_API, api_groups_list},
-	{"POST", "/api/v1/groups", ROUTE_ADMIN, ROUTE_API, api_groups_create},
-	{"GET", "/api/v1/groups/{}", ROUTE_ADMIN, ROUTE_API, api_groups_get},
-	{"PUT", "/api/v1/groups/{}", ROUTE_ADMIN, ROUTE_API, api_groups_put},
-	{"DELETE", "/api/v1/groups/{}", ROUTE_ADMIN, ROUTE_API, api_groups_delete},
-	{"GET", "/api/v1/me/usage", ROUTE_USER, ROUTE_API, api_usage_me},
-	{"GET", "/api/v1/usage", ROUTE_ADMIN, ROUTE_API, api_usage_all},
-	{"GET", "/", ROUTE_PUBLIC, ROUTE_PAGE, pages_root},
-	{"GET", "/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_login_form},
-	{"POST", "/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_login_post},
-	{"POST", "/logout", ROUTE_USER, ROUTE_PAGE, pages_logout_post},
-	{"GET", "/dashboard", ROUTE_USER, ROUTE_PAGE, pages_dashboard},
-	{"GET", "/admin", ROUTE_ADMIN, ROUTE_PAGE, pages_admin},
-	/* Public here: a scraper's token is not an API token; the handler checks. */
-	{"GET", "/metrics", ROUTE_PUBLIC, ROUTE_API, scrape_metrics},
+	{"GET", "/api/v1/me/quota", ROUTE_USER, ROUTE_API, api_me_quota, SCOPE_READ_QUOTA},
+	{"GET", "/api/v1/users/{}/quota", ROUTE_ADMIN, ROUTE_API, api_user_quota_get, SCOPE_ADMIN_QUOTA},
+	{"PUT", "/api/v1/users/{}/quota", ROUTE_ADMIN, ROUTE_API, api_user_quota_put, SCOPE_ADMIN_QUOTA},
+	{"GET", "/api/v1/plans", ROUTE_ADMIN, ROUTE_API, api_plans_list, SCOPE_ADMIN_QUOTA},
+	{"POST", "/api/v1/plans", ROUTE_ADMIN, ROUTE_API, api_plans_create, SCOPE_ADMIN_QUOTA},
+	{"GET", "/api/v1/plans/{}", ROUTE_ADMIN, ROUTE_API, api_plans_get, SCOPE_ADMIN_QUOTA},
+	{"PUT", "/api/v1/plans/{}", ROUTE_ADMIN, ROUTE_API, api_plans_put, SCOPE_ADMIN_QUOTA},
+	{"DELETE", "/api/v1/plans/{}", ROUTE_ADMIN, ROUTE_API, api_plans_delete, SCOPE_ADMIN_QUOTA},
+	{"GET", "/api/v1/groups", ROUTE_ADMIN, ROUTE_API, api_groups_list, SCOPE_ADMIN_QUOTA},
+	{"POST", "/api/v1/groups", ROUTE_ADMIN, ROUTE_API, api_groups_create, SCOPE_ADMIN_QUOTA},
+	{"GET", "/api/v1/groups/{}", ROUTE_ADMIN, ROUTE_API, api_groups_get, SCOPE_ADMIN_QUOTA},
+	{"PUT", "/api/v1/groups/{}", ROUTE_ADMIN, ROUTE_API, api_groups_put, SCOPE_ADMIN_QUOTA},
+	{"DELETE", "/api/v1/groups/{}", ROUTE_ADMIN, ROUTE_API, api_groups_delete, SCOPE_ADMIN_QUOTA},
+	{"GET", "/api/v1/me/usage", ROUTE_USER, ROUTE_API, api_usage_me, SCOPE_READ_USAGE},
+	{"GET", "/api/v1/usage", ROUTE_ADMIN, ROUTE_API, api_usage_all, SCOPE_ADMIN_USAGE},
+	/* every user's live runtime, and an administrator's stop */
+	{"GET", "/api/v1/runtimes", ROUTE_ADMIN, ROUTE_API, api_runtimes_list, SCOPE_ADMIN_RUNTIMES},
+	{"DELETE", "/api/v1/runtimes/{}", ROUTE_ADMIN, ROUTE_API, api_runtimes_stop,
+	 SCOPE_ADMIN_RUNTIMES},
+	{"GET", "/", ROUTE_PUBLIC, ROUTE_PAGE, pages_root, 0},
+	{"GET", "/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_login_form, 0},
+	{"POST", "/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_login_post, 0},
+	{"POST", "/logout", ROUTE_USER, ROUTE_PAGE, pages_logout_post, SCOPE_IDENTIFY},
+	{"GET", "/dashboard", ROUTE_USER, ROUTE_PAGE, pages_dashboard, SCOPE_IDENTIFY},
+	{"GET", "/admin", ROUTE_ADMIN, ROUTE_PAGE, pages_admin, SCOPE_ADMIN_USERS},
+	/* Public here: a scraper's token is not an API token; the handler checks
+	 * the role and the scope. */
+	{"GET", "/metrics", ROUTE_PUBLIC, ROUTE_API, scrape_metrics, SCOPE_METRICS},
 };
 
 static void routes_serve(struct http_request *req);
@@ -85,6 +91,15 @@ static void reply_not_found(struct http_request *req)
 /* An unauthenticated request: JSON 401 for the API, a login redirect for pages. */
 static void reply_unauthenticated(struct http_request *req, enum route_kind kind)
 {
+	int64_t expired_at = http_identity(req)->token_expired_at;
+	char when[21];
+
+	if (expired_at) {
+		api_time(expired_at, when);
+		http_reply_error(req, MHD_HTTP_UNAUTHORIZED, "unauthorized",
+				 "this API token expired at %s; create a new one", when);
+		return;
+	}
 	if (kind == ROUTE_API || !http_method_is(req, "GET")) {
 		http_reply_error(req, MHD_HTTP_UNAUTHORIZED, "unauthorized",
 				 "log in or send an API token");
@@ -100,6 +115,26 @@ static void reply_forbidden(struct http_request *req, enum route_kind kind, cons
 		static_serve_html(req, MHD_HTTP_FORBIDDEN, "403.html");
 	else
 		http_reply_error(req, MHD_HTTP_FORBIDDEN, code, "%s", message);
+}
+
+/* The one place a route's scope is checked. A cookie session holds every
+ * scope of its role, so only a token can lack one; a route that declares
+ * none is refused to every token. True when the request may go on. */
+static bool scope_ok(struct http_request *req, const struct route *r)
+{
+	const struct auth_identity *ident = http_identity(req);
+	const char *name = scope_name(r->scope);
+
+	if (ident->kind != AUTH_TOKEN || (r->scope && (ident->scopes & r->scope) == r->scope))
+		return true;
+	if (name)
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "insufficient_scope",
+				 "this API token lacks the scope \"%s\" that %s %s needs", name,
+				 http_method(req), r->pattern);
+	else
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "insufficient_scope",
+				 "%s %s takes no API token", http_method(req), r->pattern);
+	return false;
 }
 
 /* Authentication, role, Origin and CSRF checks; true when the handler may run. */
@@ -134,6 +169,8 @@ static bool gate(struct http_request *req, const struct route *r)
 		reply_forbidden(req, r->kind, "forbidden", "this needs an administrator");
 		return false;
 	}
+	if (!scope_ok(req, r))
+		return false;
 	if (http_is_state_changing(req) && ident->kind == AUTH_COOKIE && !auth_csrf_ok(req)) {
 		reply_forbidden(req, r->kind, "csrf_failed",
 				"missing or wrong CSRF token (send X-CSRF-Token)");
@@ -211,4 +248,21 @@ static void routes_serve(struct http_request *req)
 	if (gate(req, match->route))
 		match->route->handler(req);
 	log_debug("%s %s %s -> %u", http_address(req), http_method(req), path, http_status(req));
+}
+
+static const char *access_name(enum route_access a)
+{
+	return a == ROUTE_PUBLIC ? "public" : a == ROUTE_ADMIN ? "admin" : "user";
+}
+
+int routes_print(FILE *out)
+{
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		const char *scope = scope_name(routes[i].scope);
+		if (fprintf(out, "%s %s %s %s %s\n", routes[i].method, routes[i].pattern,
+			    access_name(routes[i].access), routes[i].kind == ROUTE_API ? "api" : "page",
+			    scope ? scope : "-") < 0)
+			return 1;
+	}
+	return fflush(out) == 0 ? 0 : 1;
 }

@@ -6,7 +6,14 @@
 
 struct http_request;
 
+#include <stdio.h>
+
 /* Routes req and sets its reply; never fails without a reply. */
 void routes_dispatch(struct http_request *req);
+/* `labd routes`: one line per route, "METHOD PATTERN ACCESS KIND SCOPE"
+ * (ACCESS public|user|admin, KIND api|page, SCOPE a scope name or "-"), so
+ * tests can check every route against the OpenAPI file and its scope.
+ * Returns the exit status. */
+int routes_print(FILE *out);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth/scope.h"
 #include "config/config.h"
 #include "http/http.h"
 #include "labd/app.h"
@@ -149,6 +150,11 @@ void scrape_metrics(struct http_request *req)
 		}
 		if (id->user.role != USER_ROLE_ADMIN) {
 			http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden", "this needs an administrator");
+			return;
+		}
+		if (!(id->scopes & SCOPE_METRICS)) {
+			http_reply_error(req, MHD_HTTP_FORBIDDEN, "insufficient_scope",
+					 "this API token lacks the scope \"metrics\"");
 			return;
 		}
 	}

@@ -23,6 +23,8 @@ import time
 import urllib.parse
 import uuid
 
+import openapi_check
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ASAN = bool(os.environ.get("LABD_ASAN"))
 # Sanitizer builds are several times slower; stretch every wait accordingly.
@@ -174,6 +176,8 @@ class Client:
         self.bearer = None
         self.user = None
         self.on_response = None  # optional callable(Response), e.g. to scan for leaks
+        # every JSON answer is checked against docs/openapi.yaml (openapi_check.py)
+        self.check_openapi = True
 
     @property
     def origin(self):
@@ -234,7 +238,9 @@ class Client:
 
     def request(self, method, path, *, json=AUTO, form=None, body=None,
                 content_type=None, headers=None, csrf=AUTO, bearer=AUTO,
-                cookies=True, host=None, origin_route=True):
+                cookies=True, host=None, origin_route=True, openapi=True):
+        """openapi=False skips the check of the answer against docs/openapi.yaml
+        (openapi_check.py): only for deliberately malformed requests."""
         host, jar = self._runtime_route(path, host, origin_route)
         tok = self.bearer if bearer is AUTO else bearer
         if (host and cookies and not tok and self.session and "labd_rt" not in jar
@@ -285,6 +291,8 @@ class Client:
             r = Response(method, path, resp.status, resp.reason, resp.msg, rbody)
         finally:
             conn.close()
+        if openapi and self.check_openapi:
+            openapi_check.check(r)
         if self.on_response is not None:
             self.on_response(r)
         for name, (value, attrs) in r.set_cookies().items():

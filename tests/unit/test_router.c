@@ -6,12 +6,12 @@
 static void h(struct http_request *req) { (void)req; }
 
 static const struct route table[] = {
-	{"GET", "/api/v1/users", ROUTE_ADMIN, ROUTE_API, h},
-	{"POST", "/api/v1/users", ROUTE_ADMIN, ROUTE_API, h},
-	{"GET", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, h},
-	{"PATCH", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, h},
-	{"DELETE", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, h},
-	{"GET", "/a/{}/b/{}", ROUTE_USER, ROUTE_API, h},
+	{"GET", "/api/v1/users", ROUTE_ADMIN, ROUTE_API, h, 0},
+	{"POST", "/api/v1/users", ROUTE_ADMIN, ROUTE_API, h, 0},
+	{"GET", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, h, 0},
+	{"PATCH", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, h, 0},
+	{"DELETE", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, h, 0},
+	{"GET", "/a/{}/b/{}", ROUTE_USER, ROUTE_API, h, 0},
 };
 #define N (sizeof(table) / sizeof(table[0]))
 

@@ -218,7 +218,7 @@ static void test_sessions_cascade_on_user_delete(void **state)
 	make_user(f->db, "admin", USER_ROLE_ADMIN);
 	int64_t uid = make_user(f->db, "dave", USER_ROLE_USER);
 	assert_int_equal(sessions_create(f->db, uid, NULL, &lim, 10, secret, &s), 0);
-	assert_int_equal(tokens_create(f->db, uid, "ci", 10, token, &t), 0);
+	assert_int_equal(tokens_create(f->db, uid, "ci", "*", 0, 10, token, &t), 0);
 	assert_int_equal(users_delete(f->db, "dave"), USERS_OK);
 	assert_int_equal(sessions_lookup(f->db, secret, &lim, 11, &found), 0);
 	assert_int_equal(tokens_lookup(f->db, token, 11, &t), 0);
@@ -240,12 +240,12 @@ static void test_tokens(void **state)
 	int64_t uid2 = make_user(f->db, "frank", USER_ROLE_USER);
 	int n = 0;
 
-	assert_int_equal(tokens_create(f->db, uid, "laptop", 100, token, &t), 0);
+	assert_int_equal(tokens_create(f->db, uid, "laptop", "*", 0, 100, token, &t), 0);
 	assert_int_equal(strlen(token), TOKEN_LEN);
 	assert_true(strncmp(token, "labd_", 5) == 0);
 	assert_int_equal(strncmp(t.prefix, token, TOKEN_SHOWN_PREFIX_LEN), 0);
-	assert_int_equal(tokens_create(f->db, uid, "laptop", 100, other, &t), DB_CONFLICT);
-	assert_int_equal(tokens_create(f->db, uid2, "laptop", 100, other, &t), 0);
+	assert_int_equal(tokens_create(f->db, uid, "laptop", "*", 0, 100, other, &t), DB_CONFLICT);
+	assert_int_equal(tokens_create(f->db, uid2, "laptop", "*", 0, 100, other, &t), 0);
 	assert_int_equal(tokens_lookup(f->db, token, 200, &found), 1);
 	assert_int_equal(found.user_id, uid);
 	assert_int_equal(found.last_used_at, 200);
@@ -297,7 +297,7 @@ static void test_generations(void **state)
 		assert_true(db_generation(f->db, topic) == g);                                     \
 	} while (0)
 	KEEPS(DB_IDENTITIES, sessions_create(f->db, uid, NULL, &lim, 10, secret, &s));
-	KEEPS(DB_IDENTITIES, tokens_create(f->db, uid, "ci", 10, token, &t));
+	KEEPS(DB_IDENTITIES, tokens_create(f->db, uid, "ci", "*", 0, 10, token, &t));
 	KEEPS(DB_IDENTITIES, sessions_lookup(f->db, secret, &lim, 20, &found));
 	BUMPS(DB_IDENTITIES, sessions_delete(f->db, s.id));
 	BUMPS(DB_IDENTITIES, tokens_delete(f->db, uid, t.id));
