@@ -87,6 +87,12 @@ int api_limits_read(struct http_request *req, json_t *obj, const char *field,
 /* Reads "plan" (a plan name or null = none): 1 present, 0 absent, -1 reply set. */
 int api_plan_field(struct http_request *req, json_t *body, const char **plan);
 void api_me_quota(struct http_request *req);
+/* quota_use.c: 403 quota_exceeded naming the used-up window w. */
+struct quota_window;
+void api_reply_quota_exceeded(struct http_request *req, const struct quota_window *w);
+/* Sets "used", "remaining" and "next_free_at" (objects keyed by limit name)
+ * on out for user_id now; -1 with a 500 reply when the store fails. */
+int api_quota_use_json(struct http_request *req, int64_t user_id, json_t *out);
 void api_user_quota_get(struct http_request *req);
 void api_user_quota_put(struct http_request *req);
 /* plans.c */

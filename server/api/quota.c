@@ -108,10 +108,12 @@ void api_me_quota(struct http_request *req)
 
 	if (effective(req, u->id, &e) < 0)
 		return;
-	/* TODO(ledger): "used" and "remaining" per window once store/ledger lands. */
-	http_reply_json(req, MHD_HTTP_OK,
-			json_pack("{s:s,s:o,s:n,s:n}", "user", u->name, "limits", effective_json(&e),
-				  "used", "remaining"));
+	json_t *out = json_pack("{s:s,s:o}", "user", u->name, "limits", effective_json(&e));
+	if (api_quota_use_json(req, u->id, out) < 0) {
+		json_decref(out);
+		return;
+	}
+	http_reply_json(req, MHD_HTTP_OK, out);
 }
 
 static int append_name(const char *name, void *ctx)
@@ -136,9 +138,15 @@ static json_t *user_quota_json(struct http_request *req, const struct user *u)
 			http_reply_internal(req);
 		return NULL;
 	}
-	return json_pack("{s:s,s:o,s:o,s:o,s:o}", "user", u->name, "plan",
-			 plan[0] ? json_string(plan) : json_null(), "overrides",
-			 api_limits_json(&overrides), "groups", groups, "limits", effective_json(&e));
+	json_t *out = json_pack("{s:s,s:o,s:o,s:o,s:o}", "user", u->name, "plan",
+				plan[0] ? json_string(plan) : json_null(), "overrides",
+				api_limits_json(&overrides), "groups", groups, "limits",
+				effective_json(&e));
+	if (api_quota_use_json(req, u->id, out) < 0) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
 }
 
 void api_user_quota_get(struct http_request *req)

@@ -65,7 +65,9 @@ void api_runtime_start(struct http_request *req)
 					 "field \"type\" must be \"cpu\" or \"gpu\"");
 		goto out;
 	}
-	switch (runtime_start(app, ident->user.id, ident->user.name, http_address(req), kind, &r)) {
+	struct quota_window refusal;
+	switch (runtime_start(app, ident->user.id, ident->user.name, http_address(req), kind, &r,
+			      &refusal)) {
 	case RUNTIME_START_OK:
 		http_reply_json(req, MHD_HTTP_ACCEPTED,
 				api_runtime_reply(api_runtime_json(&r, app->cfg)));
@@ -79,6 +81,14 @@ void api_runtime_start(struct http_request *req)
 				 "no GPU is free right now (%u in this lab); try a CPU runtime or "
 				 "later",
 				 app->cfg->n_gpu_devices);
+		break;
+	case RUNTIME_START_QUOTA:
+		api_reply_quota_exceeded(req, &refusal);
+		break;
+	case RUNTIME_START_NO_GPUS_ALLOWED:
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "quota_exceeded",
+				 "your plan allows no GPUs per runtime (gpus_per_runtime is 0); "
+				 "start a CPU runtime or ask an admin");
 		break;
 	case RUNTIME_START_ERROR:
 		http_reply_internal(req);

@@ -41,6 +41,9 @@ struct backend_start {
 	const char *kind; /* "cpu" or "gpu" */
 	const char *token;
 	int64_t deadline_s;
+	/* from the user's plan; 0 = the backend's configured default. The
+	 * supervisor caps each at the machine's configured maximum. */
+	int64_t memory_bytes, cpus_milli, home_size_bytes;
 	unsigned gpus[16];
 	unsigned n_gpus;
 };

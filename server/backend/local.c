@@ -210,6 +210,13 @@ static int local_start(struct backend *b, const struct backend_start *s, char *e
 					    (json_int_t)s->runtime_id, "kind", s->kind, "token",
 					    s->token, "deadline", (json_int_t)s->deadline_s, "gpus",
 					    gpus));
+	/* the plan's sizes; absent = the supervisor's configured default */
+	if (s->memory_bytes > 0)
+		json_object_set_new(m, "memory_bytes", json_integer(s->memory_bytes));
+	if (s->cpus_milli > 0)
+		json_object_set_new(m, "cpus_milli", json_integer(s->cpus_milli));
+	if (s->home_size_bytes > 0)
+		json_object_set_new(m, "home_size_bytes", json_integer(s->home_size_bytes));
 	rc = simple_call(l, m, &reply, err, errlen);
 	endpoint[0] = '\0';
 	if (rc == 0)

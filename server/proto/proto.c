@@ -26,6 +26,10 @@ const struct proto_field proto_sandbox_start[] = {
 	{"token", PROTO_TOKEN, PARSE_TOKEN_LEN, PARSE_TOKEN_LEN, false},
 	{"deadline", PROTO_INT, 1, TIME_MAX, false},
 	{"gpus", PROTO_INT_ARRAY, 0, 16, false},
+	/* the plan's sizes; the supervisor caps them at [runtime]'s *_max */
+	{"memory_bytes", PROTO_INT, 1, 1LL << 50, true},
+	{"cpus_milli", PROTO_INT, 1, 1LL << 30, true},
+	{"home_size_bytes", PROTO_INT, 1, 1LL << 50, true},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_user_deleted[] = {

@@ -18,7 +18,6 @@
 #include "runtime/watch.h"
 #include "store/audit.h"
 #include "store/db.h"
-#include "store/user_quotas.h"
 
 /* A start in flight for this long before a missing sandbox counts. */
 #define START_GRACE_S 10
@@ -93,11 +92,13 @@ static void end_runtime(struct app *app, const struct runtime *r, bool failed, c
 }
 
 /* Hands the sandbox to the backend; on refusal the row is failed. */
-static void ask_backend(struct app *app, struct runtime *r)
+static void ask_backend(struct app *app, struct runtime *r, const struct runtime_resources *res)
 {
 	struct backend_start s = {.user = r->user_name, .user_id = r->user_id,
 				  .runtime_id = r->id, .kind = runtimes_kind_name(r->kind),
-				  .token = r->token, .deadline_s = r->deadline};
+				  .token = r->token, .deadline_s = r->deadline,
+				  .memory_bytes = res->memory_bytes, .cpus_milli = res->cpus_milli,
+				  .home_size_bytes = res->home_size_bytes};
 	char endpoint[BACKEND_ENDPOINT_MAX], err[160], reason[RUNTIME_REASON_MAX];
 	int rc;
 
@@ -119,45 +120,69 @@ static void ask_backend(struct app *app, struct runtime *r)
 	end_runtime(app, r, true, reason);
 }
 
-/* The runtime's length from the user's effective limits (their plan, group
- * or override), else the config's; "unlimited" is capped at a year so the
- * deadline stays a real time. */
-static int64_t max_length_s(struct app *app, int64_t user_id, enum runtime_kind kind)
+/* What the user's plan gives a runtime: the sandbox's size (memory, CPUs,
+ * home) and, for the backend, nothing the supervisor would not check again. */
+static void plan_resources(const struct quota_status *st, struct runtime_resources *res)
 {
-	enum quota_limit which = kind == RUNTIME_GPU ? QL_GPU_RUNTIME_MAX_S : QL_CPU_RUNTIME_MAX_S;
-	struct quota_limits defaults;
-	struct quota_effective e;
+	const int64_t *v = st->eff.v;
 
-	user_quotas_defaults(app->cfg, &defaults);
-	if (user_quotas_effective(app->db, user_id, &defaults, &e) < 0) {
-		log_warn("limits of user %lld unreadable: the configured length applies",
-			 (long long)user_id);
-		return defaults.v[which];
+	res->memory_bytes = v[QL_MEMORY_BYTES] == QUOTA_UNLIMITED ? 0 : v[QL_MEMORY_BYTES];
+	res->cpus_milli = v[QL_CPUS_MILLI] == QUOTA_UNLIMITED ? 0 : v[QL_CPUS_MILLI];
+	res->home_size_bytes = v[QL_STORAGE_BYTES] == QUOTA_UNLIMITED ? 0 : v[QL_STORAGE_BYTES];
+	res->gpus = quota_gpus_per_runtime(st);
+}
+
+/* The quota check at start: the deadline when allowed. */
+static enum runtime_start_result check_quota(struct app *app, int64_t user_id,
+					     enum runtime_kind kind, int64_t now,
+					     struct runtime_resources *res,
+					     struct quota_window *refusal)
+{
+	struct quota_status st;
+	struct quota_window ignored;
+	int rc = quota_status_read(app->db, app->cfg, user_id, now, &st);
+
+	if (rc < 0) {
+		/* refuse rather than start a runtime nobody can bound */
+		log_error("quota of user %lld unreadable: %s", (long long)user_id, strerror(-rc));
+		return RUNTIME_START_ERROR;
 	}
-	return e.v[which] == QUOTA_UNLIMITED ? 365 * 86400LL : e.v[which];
+	plan_resources(&st, res);
+	switch (quota_check_start(&st, kind, &res->deadline_s, refusal ? refusal : &ignored)) {
+	case QUOTA_START_EXCEEDED:
+		return RUNTIME_START_QUOTA;
+	case QUOTA_START_NO_GPUS:
+		return RUNTIME_START_NO_GPUS_ALLOWED;
+	case QUOTA_START_ALLOWED:
+		break;
+	}
+	return RUNTIME_START_OK;
 }
 
 enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const char *user,
 					const char *address, enum runtime_kind kind,
-					struct runtime *out)
+					struct runtime *out, struct quota_window *refusal)
 {
 	char token[RUNTIME_TOKEN_LEN + 1], gpus[RUNTIME_GPUS_MAX] = "";
+	struct runtime_resources res;
 	int64_t now = time(NULL);
+	enum runtime_start_result verdict;
 	int rc;
 
+	if ((verdict = check_quota(app, user_id, kind, now, &res, refusal)) != RUNTIME_START_OK)
+		return verdict;
 	if (kind == RUNTIME_GPU && pick_gpu(app, gpus, sizeof(gpus)) < 0)
 		return RUNTIME_START_NO_GPU;
 	if (crypto_random_token(token, sizeof(token), 32) < 0)
 		return RUNTIME_START_ERROR;
-	rc = runtimes_create(app->db, user_id, kind, token, gpus, now, now + max_length_s(app, user_id, kind),
-			     out);
+	rc = runtimes_create(app->db, user_id, kind, token, gpus, now, res.deadline_s, out);
 	if (rc == DB_CONFLICT)
 		return RUNTIME_START_EXISTS;
 	if (rc < 0)
 		return RUNTIME_START_ERROR;
 	runtime_watch_notify(app->watch, user_id);
 	runtime_audit(app, now, user, "runtime.start", user, address, runtimes_kind_name(kind));
-	ask_backend(app, out);
+	ask_backend(app, out, &res);
 	return runtimes_latest(app->db, user_id, out) == 1 ? RUNTIME_START_OK : RUNTIME_START_ERROR;
 }
 

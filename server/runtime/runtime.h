@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sched/quota_check.h"
 #include "store/runtimes.h"
 
 struct app;
@@ -27,14 +28,25 @@ enum runtime_start_result {
 	RUNTIME_START_EXISTS,  /* the user has a live runtime */
 	RUNTIME_START_NO_GPU,  /* no GPU is free */
 	RUNTIME_START_ERROR,   /* store or token failure */
+	RUNTIME_START_QUOTA,   /* a rolling window of the kind is used up: *refusal */
+	RUNTIME_START_NO_GPUS_ALLOWED, /* the user's gpus_per_runtime is 0 */
+};
+
+/* What the user's limits give one runtime (0 = the backend's default). */
+struct runtime_resources {
+	int64_t deadline_s; /* the plan's length or the quota left, the earlier */
+	int64_t memory_bytes, cpus_milli, home_size_bytes;
+	unsigned gpus; /* quota_gpus_per_runtime(): how many a GPU runtime gets */
 };
 
 /* Starts a runtime of kind for the user (address: the client's, for the
- * audit). On OK *out is the row as it is after the backend's answer (failed
- * with the reason when it refused). */
+ * audit) after the quota check (sched/quota_check.h; nothing is created when
+ * it refuses). On OK *out is the row as it is after the backend's answer
+ * (failed with the reason when it refused); on QUOTA *refusal (may be NULL)
+ * is the used-up window. */
 enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const char *user,
 					const char *address, enum runtime_kind kind,
-					struct runtime *out);
+					struct runtime *out, struct quota_window *refusal);
 /* Asks the backend to stop r and marks it stopping (or ended when the backend
  * no longer has it). 0, or -ETIMEDOUT when the backend did not answer. */
 int runtime_stop(struct app *app, const struct runtime *r, const char *reason);

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,12 +241,27 @@ static const char *check_start(struct sandboxes *sb, json_t *msg)
 	return NULL;
 }
 
+/* The optional integer field name of msg, 0 when absent (proto.c bounded it). */
+static int64_t opt_int(json_t *msg, const char *name)
+{
+	return json_object_get(msg, name) ? proto_int(msg, name) : 0;
+}
+
+/* The plan's sizes, bounded by the machine caps; -ERANGE with why. */
+static int request_sizes(struct sandboxes *sb, json_t *msg, struct launch_request *rq, char *why,
+			 size_t len)
+{
+	return caps_apply(sb->cfg, opt_int(msg, "memory_bytes"), opt_int(msg, "cpus_milli"),
+			  opt_int(msg, "home_size_bytes"), &rq->sizes, why, len);
+}
+
 static void fill_request(json_t *msg, const char *jupyter, struct launch_request *rq)
 {
 	json_t *gpus = json_object_get(msg, "gpus"), *g;
 	size_t i;
 
-	memset(rq, 0, sizeof(*rq));
+	/* sizes were filled and checked by request_sizes */
+	memset(rq, 0, offsetof(struct launch_request, sizes));
 	snprintf(rq->user, sizeof(rq->user), "%s", proto_str(msg, "user"));
 	rq->user_id = (uint32_t)proto_int(msg, "user_id");
 	snprintf(rq->token, sizeof(rq->token), "%s", proto_str(msg, "token"));
@@ -268,6 +284,10 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	if (why) {
 		log_error("refused sandbox_start for %s: %s", user, why);
 		return proto_error(id, strstr(why, "held") ? "gpu_busy" : "bad_request", why);
+	}
+	if (request_sizes(sb, msg, &rq, reason, sizeof(reason)) < 0) {
+		log_error("refused sandbox_start for %s: %s", user, reason);
+		return proto_error(id, "above_machine_cap", reason);
 	}
 	x = find(sb, user);
 	if (x && x->state != H_ENDED)
