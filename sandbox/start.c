@@ -133,6 +133,20 @@ static int step_run_dir(struct start *c)
 	return 0;
 }
 
+/* A raised storage quota reaches an existing image here when it was not
+ * mounted to grow online (or the kernel refused online growth after the file
+ * had grown); a smaller spec never shrinks it. */
+static int grow_to_spec(const struct sandbox_spec *s)
+{
+	struct stat st;
+
+	if (stat(s->home_image, &st) < 0)
+		return 0;
+	return home_grow(s->state_dir, s->user, s->home_image,
+			 (uint64_t)st.st_size > s->home_size_bytes ? (uint64_t)st.st_size
+								    : s->home_size_bytes);
+}
+
 static int step_home(struct start *c)
 {
 	const struct sandbox_spec *s = c->spec;
@@ -140,6 +154,7 @@ static int step_home(struct start *c)
 	if (!s->home_image)
 		return 0;
 	if (home_ensure(s->home_image, s->home_size_bytes, c->host_uid) < 0 ||
+	    grow_to_spec(s) < 0 ||
 	    home_mount_ref(s->state_dir, s->user, s->home_image, c->h->id) < 0)
 		return -1;
 	return home_mount_path(s->state_dir, s->user, c->child.home_src, sizeof(c->child.home_src));

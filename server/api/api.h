@@ -93,6 +93,22 @@ void api_reply_quota_exceeded(struct http_request *req, const struct quota_windo
 /* Sets "used", "remaining" and "next_free_at" (objects keyed by limit name)
  * on out for user_id now; -1 with a 500 reply when the store fails. */
 int api_quota_use_json(struct http_request *req, int64_t user_id, json_t *out);
+/* quota_storage.c: the user's effective storage_bytes (QUOTA_UNLIMITED,
+ * or QUOTA_UNSET when the store failed). */
+int64_t api_storage_quota(struct http_request *req, int64_t user_id);
+/* Sets "storage": {"used_bytes", "quota_bytes"} on out (null when unknown or
+ * unlimited) and "storage_bytes" in out's "used" and "remaining" objects. */
+void api_storage_json(struct http_request *req, const char *user, int64_t user_id, json_t *out);
+enum api_storage_check { API_STORAGE_OK, API_STORAGE_REFUSED /* reply set */ };
+/* Whether user's storage quota may go from before to after: lowering it
+ * below what the home holds is refused (409 naming both sizes), as is
+ * lowering it while the use is unknown (503). */
+enum api_storage_check api_storage_check(struct http_request *req, const char *user,
+					 int64_t user_id, int64_t before, int64_t after);
+/* After a change is stored: resizes the home (never shrinks). "online",
+ * "next_start" or "unchanged"; NULL when storage did not change. */
+const char *api_storage_apply(struct http_request *req, const char *user, int64_t user_id,
+			      int64_t before, int64_t after);
 void api_user_quota_get(struct http_request *req);
 void api_user_quota_put(struct http_request *req);
 /* plans.c */

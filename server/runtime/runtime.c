@@ -225,6 +225,18 @@ int runtime_forget_account(struct app *app, const char *user, int64_t user_id)
 	return rc;
 }
 
+int runtime_home_usage(struct app *app, const char *user, int64_t user_id,
+		       struct backend_home *out)
+{
+	return backend_home_usage(app->backend, user, user_id, out);
+}
+
+int runtime_home_resize(struct app *app, const char *user, int64_t user_id, int64_t size_bytes,
+			enum backend_home_applied *applied)
+{
+	return backend_home_resize(app->backend, user, user_id, size_bytes, applied);
+}
+
 const char *runtime_backend_warnings(struct app *app)
 {
 	return backend_warnings(app->backend);

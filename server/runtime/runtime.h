@@ -17,11 +17,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
 #include "sched/quota_check.h"
 #include "store/runtimes.h"
 
 struct app;
-struct backend_events;
 
 enum runtime_start_result {
 	RUNTIME_START_OK,      /* *out is the new row (starting, or failed if refused) */
@@ -59,6 +59,14 @@ int runtime_end_account(struct app *app, int64_t user_id, const char *reason);
  * at once, retires its uid and archives or removes its home. 0, or a
  * negative errno (logged). */
 int runtime_forget_account(struct app *app, const char *user, int64_t user_id);
+/* The user's home as the backend sees it (storage quota); 0 or a negative
+ * errno (backend_home_usage). */
+int runtime_home_usage(struct app *app, const char *user, int64_t user_id,
+		       struct backend_home *out);
+/* Grows the user's home to size_bytes now or at its next start
+ * (backend_home_resize). */
+int runtime_home_resize(struct app *app, const char *user, int64_t user_id, int64_t size_bytes,
+			enum backend_home_applied *applied);
 /* What the backend's host lacks for the sandbox limits, one sentence a line ("" when
  * nothing); borrowed. Shown to admins in /api/v1/health. */
 const char *runtime_backend_warnings(struct app *app);

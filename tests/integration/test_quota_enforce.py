@@ -162,10 +162,12 @@ def test_me_quota_used_remaining_next_free_at(qd):
         assert_status(r, 200)
         j = r.json
         assert j["used"] == {"cpu_s_per_24h": 0, "cpu_s_per_7d": 3600,
-                             "gpu_s_per_24h": 3600, "gpu_s_per_7d": 3600}, j
+                             "gpu_s_per_24h": 3600, "gpu_s_per_7d": 3600,
+                             "storage_bytes": 0}, j
         # unlimited windows have no remainder (null)
         assert j["remaining"] == {"cpu_s_per_24h": None, "cpu_s_per_7d": 9 * 3600,
-                                  "gpu_s_per_24h": 3600, "gpu_s_per_7d": None}, j
+                                  "gpu_s_per_24h": 3600, "gpu_s_per_7d": None,
+                                  "storage_bytes": 1 << 30}, j
         # not used up: when the next second beyond the remainder leaves the window
         assert j["next_free_at"] == {"cpu_s_per_24h": None,
                                      "cpu_s_per_7d": api_time(now - 3 * DAY + 7 * DAY + 1),
