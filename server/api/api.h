@@ -109,6 +109,24 @@ enum api_storage_check api_storage_check(struct http_request *req, const char *u
  * "next_start" or "unchanged"; NULL when storage did not change. */
 const char *api_storage_apply(struct http_request *req, const char *user, int64_t user_id,
 			      int64_t before, int64_t after);
+/* Every user's storage quota before a change that may touch many (a plan's
+ * limits, a group's plan or members); release with
+ * api_storage_snapshot_release. 0, or -1 with a 500 reply. */
+struct api_storage_snapshot {
+	struct {
+		int64_t id, before, after;
+		char name[33];
+	} *u;
+	size_t n, cap;
+};
+int api_storage_snapshot(struct http_request *req, struct api_storage_snapshot *s);
+/* After the change is stored: api_storage_check for each user whose quota
+ * changed (REFUSED with the reply set: the caller undoes the change). */
+enum api_storage_check api_storage_recheck(struct http_request *req,
+					   struct api_storage_snapshot *s);
+/* Resizes the homes of those whose quota changed (after a recheck). */
+void api_storage_apply_all(struct http_request *req, const struct api_storage_snapshot *s);
+void api_storage_snapshot_release(struct api_storage_snapshot *s);
 void api_user_quota_get(struct http_request *req);
 void api_user_quota_put(struct http_request *req);
 /* plans.c */

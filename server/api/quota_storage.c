@@ -4,6 +4,7 @@
  * the home (grown online or at the next start) or refused when it would fall
  * below what the home holds. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -14,6 +15,7 @@
 #include "labd/log.h"
 #include "runtime/runtime.h"
 #include "store/user_quotas.h"
+#include "store/users.h"
 
 int64_t api_storage_quota(struct http_request *req, int64_t user_id)
 {
@@ -99,8 +101,8 @@ const char *api_storage_apply(struct http_request *req, const char *user, int64_
 						: after;
 	int rc;
 
-	if (after == before)
-		return NULL;
+	if (after == before || (after < 0 && after != QUOTA_UNLIMITED))
+		return NULL; /* unchanged, or unknown (QUOTA_UNSET) */
 	if ((rc = runtime_home_resize(http_app(req), user, user_id, size, &applied)) < 0) {
 		/* the quota is recorded; the next start sizes the home from it */
 		log_warn("home of %s not resized now (%s): at its next start", user,
@@ -108,4 +110,84 @@ const char *api_storage_apply(struct http_request *req, const char *user, int64_
 		applied = BACKEND_HOME_NEXT_START;
 	}
 	return applied_name(applied);
+}
+
+/* ---- changes that touch many users (a plan's limits, a group's plan) ---- */
+
+/* Users read for one snapshot; a lab with more is not refused, only not
+ * checked past this (logged). */
+#define SNAPSHOT_USERS_MAX 100000
+
+struct snapshot_walk {
+	struct http_request *req;
+	struct api_storage_snapshot *s;
+	bool failed;
+};
+
+static int snap_user(const struct user *u, void *ctx)
+{
+	struct snapshot_walk *w = ctx;
+	struct api_storage_snapshot *s = w->s;
+
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+		void *more = cap > SNAPSHOT_USERS_MAX ? NULL : realloc(s->u, cap * sizeof(*s->u));
+		if (!more) {
+			log_warn("storage check: more users than %d, the rest are not checked",
+				 SNAPSHOT_USERS_MAX);
+			return 1;
+		}
+		s->u = more;
+		s->cap = cap;
+	}
+	s->u[s->n].id = u->id;
+	snprintf(s->u[s->n].name, sizeof(s->u[s->n].name), "%s", u->name);
+	if ((s->u[s->n].before = api_storage_quota(w->req, u->id)) == QUOTA_UNSET) {
+		w->failed = true;
+		return 1;
+	}
+	s->n++;
+	return 0;
+}
+
+int api_storage_snapshot(struct http_request *req, struct api_storage_snapshot *s)
+{
+	struct snapshot_walk w = {req, s, false};
+
+	*s = (struct api_storage_snapshot){0};
+	if (users_each(http_app(req)->db, snap_user, &w) < 0 || w.failed) {
+		api_storage_snapshot_release(s);
+		http_reply_internal(req);
+		return -1;
+	}
+	return 0;
+}
+
+enum api_storage_check api_storage_recheck(struct http_request *req,
+					   struct api_storage_snapshot *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		if ((s->u[i].after = api_storage_quota(req, s->u[i].id)) == QUOTA_UNSET) {
+			http_reply_internal(req);
+			return API_STORAGE_REFUSED;
+		}
+		if (api_storage_check(req, s->u[i].name, s->u[i].id, s->u[i].before,
+				      s->u[i].after) != API_STORAGE_OK)
+			return API_STORAGE_REFUSED;
+	}
+	return API_STORAGE_OK;
+}
+
+void api_storage_apply_all(struct http_request *req, const struct api_storage_snapshot *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->u[i].after != s->u[i].before)
+			api_storage_apply(req, s->u[i].name, s->u[i].id, s->u[i].before,
+					  s->u[i].after);
+}
+
+void api_storage_snapshot_release(struct api_storage_snapshot *s)
+{
+	free(s->u);
+	*s = (struct api_storage_snapshot){0};
 }

@@ -122,3 +122,31 @@ def test_lowering_below_use_is_refused_and_changes_nothing(sd):
     assert r.json["storage"]["applied"] == "unchanged", r.json
     assert os.path.getsize(home_image(sd, name)) == 2 * G
     stop_runtime(c)
+
+
+def test_plan_change_below_a_members_use_is_refused_naming_the_user(sd):
+    a = sd.admin()
+    plan = unique_name("pl")
+    assert_status(a.post("/api/v1/plans", json={"name": plan, "limits": {
+        "storage_bytes": 2 * G}}), 201)
+    name, c = new_user(sd)
+    assert_status(a.put(f"/api/v1/users/{name}/quota", json={"plan": plan}), 200)
+    start_runtime(c)
+    _, ws = open_kernel_channel(sd, c)
+    try:
+        jupyter_execute(ws, "import os; open(os.path.expanduser('~/blob'), 'wb')"
+                        ".write(os.urandom(200 << 20))")
+    finally:
+        ws.close()
+    stop_runtime(c)  # not mounted: the superblock's count is read
+    e = assert_error(a.put(f"/api/v1/plans/{plan}", json={"limits": {
+        "storage_bytes": 128 * M}}), 409, "storage_below_use")
+    assert name in e["message"] and str(128 * M) in e["message"], e
+    assert a.get(f"/api/v1/plans/{plan}").json["plan"]["limits"]["storage_bytes"] == 2 * G
+    assert c.get("/api/v1/me/quota").json["storage"]["quota_bytes"] == 2 * G
+    # raising the plan grows the member's home (not mounted: at the next start)
+    assert_status(a.put(f"/api/v1/plans/{plan}", json={"limits": {
+        "storage_bytes": 3 * G}}), 200)
+    start_runtime(c)
+    assert os.path.getsize(home_image(sd, name)) == 3 * G
+    stop_runtime(c)
