@@ -76,7 +76,7 @@ enum quota_start_verdict {
  * never does first). */
 enum quota_start_verdict quota_check_start(const struct quota_status *st, enum runtime_kind kind,
 					   int64_t *deadline_s, struct quota_window *refusal);
-/* GPUs one runtime of this user gets (gpus_per_runtime; unlimited counts as
+/* How many GPUs one runtime of this user holds (gpus_per_runtime; unlimited counts as
  * 64). B's GPU picking takes this many. */
 unsigned quota_gpus_per_runtime(const struct quota_status *st);
 
