@@ -537,11 +537,19 @@ int sandbox_home_usage(const char *state_dir, const char *user, const char *imag
 	home_mount_path(state_dir, user, mnt, sizeof(mnt));
 	*used_bytes = u.used_bytes;
 	*mounted = is_mounted(mnt, NULL);
-	return 0;
+	/* ext4 writes its counters to the superblock at unmount */
+	return !*mounted && home_attached(image) ? -EBUSY : 0;
 }
 
 int sandbox_home_grow(const char *state_dir, const char *user, const char *image,
 		      uint64_t size_bytes)
 {
 	return home_grow(state_dir, user, image, size_bytes);
+}
+
+bool home_attached(const char *image)
+{
+	char dev[64];
+
+	return attached_loop(image, dev, sizeof(dev)) == 0;
 }

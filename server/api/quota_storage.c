@@ -79,7 +79,8 @@ enum api_storage_check api_storage_check(struct http_request *req, const char *u
 	if ((used = home_used(req, user, user_id)) < 0) {
 		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "home_unknown",
 				 "storage_bytes of %s cannot be lowered now: the home's use is "
-				 "unknown (the supervisor did not answer); nothing was changed",
+				 "unknown (it is being unmounted, or the supervisor did not "
+				 "answer); try again; nothing was changed",
 				 user);
 		return API_STORAGE_REFUSED;
 	}

@@ -31,9 +31,12 @@ json_t *homesize_usage(const char *state_dir, long long id, const char *user, lo
 		json_object_set_new(r, "exists", json_false());
 		return r;
 	}
-	if (sandbox_home_usage(state_dir, user, image, &used, &mounted) < 0) {
+	int rc = sandbox_home_usage(state_dir, user, image, &used, &mounted);
+	if (rc < 0) {
 		json_decref(r);
-		return proto_error(id, "home_unreadable", "the home's usage could not be read");
+		return rc == -EBUSY ? proto_error(id, "home_busy", "the home is being unmounted")
+				    : proto_error(id, "home_unreadable",
+						  "the home's usage could not be read");
 	}
 	json_object_set_new(r, "exists", json_true());
 	json_object_set_new(r, "mounted", json_boolean(mounted));
