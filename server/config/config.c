@@ -587,5 +587,15 @@ int config_load(struct labd_config *cfg, const char *path, char *err, size_t err
 		snprintf(err, errlen, "%s: [auth] backoff_max must not be below backoff_base", path);
 		return -1;
 	}
+	/* a default above its machine cap would refuse every start of the default plan */
+	if ((cfg->memory_max_bytes && cfg->memory_bytes > cfg->memory_max_bytes) ||
+	    (cfg->cpus_max_milli && cfg->cpus_milli > cfg->cpus_max_milli) ||
+	    cfg->home_size_bytes > cfg->home_size_max_bytes) {
+		snprintf(err, errlen,
+			 "%s: [runtime] memory, cpus and home_size must not be above memory_max, "
+			 "cpus_max and home_size_max",
+			 path);
+		return -1;
+	}
 	return 0;
 }
