@@ -216,7 +216,7 @@ def test_plan_memory_and_cpus_reach_the_cgroup(qd):
 
 
 def test_plan_above_the_machine_cap_is_refused_root_side(runtime_daemon_factory):
-    d = runtime_daemon_factory("quota-cap", runtime={"memory_max": "1G", "cpus_max": "2"})
+    d = runtime_daemon_factory("quota-cap", runtime={"memory": "512M", "memory_max": "1G", "cpus_max": "2"})
     a = d.admin()
     plan = unique_name("pl")
     assert_status(a.post("/api/v1/plans", json={"name": plan, "limits": {
