@@ -384,6 +384,18 @@ static int loop_dev_of(dev_t dev, char *buf, size_t size)
 	return 0;
 }
 
+/* Whether the unmounted image's file system spans the whole file (its
+ * superblock's size, within one block). */
+static bool fs_fills(const char *image, const struct stat *st)
+{
+	struct home_usage u;
+	char none[1] = "";
+
+	if (home_usage(none, none, image, &u) < 0)
+		return true; /* unreadable: leave it to fsck at mount */
+	return u.size_bytes + 4096 * 2 >= (uint64_t)st->st_size;
+}
+
 int home_grow(const char *state_dir, const char *user, const char *image, uint64_t new_size_bytes)
 {
 	char mnt[PATH_LEN], dev[64], resize[64], e2fsck[64];
@@ -402,7 +414,10 @@ int home_grow(const char *state_dir, const char *user, const char *image, uint64
 		fail_error("home %s: shrinking is not supported", image);
 		goto out;
 	}
-	if (new_size_bytes == (uint64_t)st.st_size) {
+	home_mount_path(state_dir, user, mnt, sizeof(mnt));
+	/* the same size: done, unless the file grew and its file system did not
+	 * (online growth refused): then the offline resize below catches up */
+	if (new_size_bytes == (uint64_t)st.st_size && (is_mounted(mnt, NULL) || fs_fills(image, &st))) {
 		rc = 0;
 		goto out;
 	}
@@ -412,7 +427,6 @@ int home_grow(const char *state_dir, const char *user, const char *image, uint64
 	}
 	snprintf(resize, sizeof(resize), "%s", tool("resize2fs"));
 	snprintf(e2fsck, sizeof(e2fsck), "%s", tool("e2fsck"));
-	home_mount_path(state_dir, user, mnt, sizeof(mnt));
 	if (is_mounted(mnt, &mdev)) {
 		int lfd;
 		if (loop_dev_of(mdev, dev, sizeof(dev)) < 0)
@@ -510,4 +524,32 @@ int home_fsck(const char *image)
 	snprintf(e2fsck, sizeof(e2fsck), "%s", tool("e2fsck"));
 	const char *argv[] = {e2fsck, "-f", "-n", image, NULL};
 	return run_helper(argv) == 0 ? 0 : -1;
+}
+
+int sandbox_home_usage(const char *state_dir, const char *user, const char *image,
+		       uint64_t *used_bytes, bool *mounted)
+{
+	char mnt[PATH_LEN];
+	struct home_usage u;
+
+	if (home_usage(state_dir, user, image, &u) < 0)
+		return -1;
+	home_mount_path(state_dir, user, mnt, sizeof(mnt));
+	*used_bytes = u.used_bytes;
+	*mounted = is_mounted(mnt, NULL);
+	/* ext4 writes its counters to the superblock at unmount */
+	return !*mounted && home_attached(image) ? -EBUSY : 0;
+}
+
+int sandbox_home_grow(const char *state_dir, const char *user, const char *image,
+		      uint64_t size_bytes)
+{
+	return home_grow(state_dir, user, image, size_bytes);
+}
+
+bool home_attached(const char *image)
+{
+	char dev[64];
+
+	return attached_loop(image, dev, sizeof(dev)) == 0;
 }

@@ -35,6 +35,10 @@ int home_gc(const char *state_dir, bool (*is_live)(const char *holder, void *arg
 /* Grows the image to new_size_bytes, online if mounted (LOOP_SET_CAPACITY +
  * resize2fs), offline otherwise.  Shrinking is refused.  0 or -1. */
 int home_grow(const char *state_dir, const char *user, const char *image, uint64_t new_size_bytes);
+/* Whether a loop device still has image attached (mounted here, or a copy of
+ * the mount lives on in another sandbox's namespace): its file system is live
+ * and must never be resized offline. */
+bool home_attached(const char *image);
 /* Usage of the mounted home (statfs), or of the image alone when not mounted. */
 int home_usage(const char *state_dir, const char *user, const char *image, struct home_usage *u);
 /* Runs e2fsck -fn on an unmounted image; 0 when clean, -1 otherwise. */

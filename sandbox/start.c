@@ -133,14 +133,41 @@ static int step_run_dir(struct start *c)
 	return 0;
 }
 
+/* A raised storage quota reaches an existing image here when it was not
+ * mounted to grow online (or the kernel refused online growth after the file
+ * had grown); a smaller spec never shrinks it. Offline only while no loop
+ * device holds the image: a copy of the last mount may live on in another
+ * sandbox's namespace, and resizing a live ext4 from outside corrupts it.
+ * Then it grows online once mounted (late = true), or at a later start. */
+static int grow_to_spec(const struct sandbox_spec *s, bool late)
+{
+	struct stat st;
+	uint64_t size;
+
+	if (stat(s->home_image, &st) < 0 || late != home_attached(s->home_image))
+		return 0;
+	size = (uint64_t)st.st_size > s->home_size_bytes ? (uint64_t)st.st_size : s->home_size_bytes;
+	if (!late)
+		return home_grow(s->state_dir, s->user, s->home_image, size);
+	if (size > (uint64_t)st.st_size &&
+	    home_grow(s->state_dir, s->user, s->home_image, size) < 0)
+		log_warn("home %s: not grown now (online growth failed): at a later start",
+			 s->home_image);
+	return 0;
+}
+
 static int step_home(struct start *c)
 {
 	const struct sandbox_spec *s = c->spec;
 
 	if (!s->home_image)
 		return 0;
+	bool attached = home_attached(s->home_image);
+
 	if (home_ensure(s->home_image, s->home_size_bytes, c->host_uid) < 0 ||
-	    home_mount_ref(s->state_dir, s->user, s->home_image, c->h->id) < 0)
+	    grow_to_spec(s, false) < 0 ||
+	    home_mount_ref(s->state_dir, s->user, s->home_image, c->h->id) < 0 ||
+	    (attached && grow_to_spec(s, true) < 0))
 		return -1;
 	return home_mount_path(s->state_dir, s->user, c->child.home_src, sizeof(c->child.home_src));
 }

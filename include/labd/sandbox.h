@@ -151,4 +151,16 @@ int sandbox_adopt(const char *state_dir, const char *id, struct sandbox_handle *
  * drops home references no live sandbox holds.  Returns how many were cleaned, or -1. */
 int sandbox_gc(const char *state_dir, bool all);
 
+/* A user's home (the image as sandbox_spec names it, mounted under state_dir by
+ * user name) for the storage quota: *used_bytes (statfs when mounted, else the
+ * image's superblock) and whether a sandbox holds it mounted now. 0, -EBUSY
+ * when it is not mounted here but a loop device still holds it (a mount copy
+ * is being torn down: the superblock on disk may be stale), or -1. */
+int sandbox_home_usage(const char *state_dir, const char *user, const char *image,
+		       uint64_t *used_bytes, bool *mounted);
+/* Grows the home image to size_bytes: online when mounted (LOOP_SET_CAPACITY +
+ * resize2fs), offline otherwise; never shrinks. 0 or -1. */
+int sandbox_home_grow(const char *state_dir, const char *user, const char *image,
+		      uint64_t size_bytes);
+
 #endif

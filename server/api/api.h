@@ -90,6 +90,46 @@ int api_limits_read(struct http_request *req, json_t *obj, const char *field,
 /* Reads "plan" (a plan name or null = none): 1 present, 0 absent, -1 reply set. */
 int api_plan_field(struct http_request *req, json_t *body, const char **plan);
 void api_me_quota(struct http_request *req);
+/* quota_use.c: 403 quota_exceeded naming the used-up window w. */
+struct quota_window;
+void api_reply_quota_exceeded(struct http_request *req, const struct quota_window *w);
+/* Sets "used", "remaining" and "next_free_at" (objects keyed by limit name)
+ * on out for user_id now; -1 with a 500 reply when the store fails. */
+int api_quota_use_json(struct http_request *req, int64_t user_id, json_t *out);
+/* quota_storage.c: the user's effective storage_bytes (QUOTA_UNLIMITED,
+ * or QUOTA_UNSET when the store failed). */
+int64_t api_storage_quota(struct http_request *req, int64_t user_id);
+/* Sets "storage": {"used_bytes", "quota_bytes"} on out (null when unknown or
+ * unlimited) and "storage_bytes" in out's "used" and "remaining" objects. */
+void api_storage_json(struct http_request *req, const char *user, int64_t user_id, json_t *out);
+enum api_storage_check { API_STORAGE_OK, API_STORAGE_REFUSED /* reply set */ };
+/* Whether user's storage quota may go from before to after: lowering it
+ * below what the home holds is refused (409 naming both sizes), as is
+ * lowering it while the use is unknown (503). */
+enum api_storage_check api_storage_check(struct http_request *req, const char *user,
+					 int64_t user_id, int64_t before, int64_t after);
+/* After a change is stored: resizes the home (never shrinks). "online",
+ * "next_start" or "unchanged"; NULL when storage did not change. */
+const char *api_storage_apply(struct http_request *req, const char *user, int64_t user_id,
+			      int64_t before, int64_t after);
+/* Every user's storage quota before a change that may touch many (a plan's
+ * limits, a group's plan or members); release with
+ * api_storage_snapshot_release. 0, or -1 with a 500 reply. */
+struct api_storage_snapshot {
+	struct {
+		int64_t id, before, after;
+		char name[33];
+	} *u;
+	size_t n, cap;
+};
+int api_storage_snapshot(struct http_request *req, struct api_storage_snapshot *s);
+/* After the change is stored: api_storage_check for each user whose quota
+ * changed (REFUSED with the reply set: the caller undoes the change). */
+enum api_storage_check api_storage_recheck(struct http_request *req,
+					   struct api_storage_snapshot *s);
+/* Resizes the homes of those whose quota changed (after a recheck). */
+void api_storage_apply_all(struct http_request *req, const struct api_storage_snapshot *s);
+void api_storage_snapshot_release(struct api_storage_snapshot *s);
 void api_user_quota_get(struct http_request *req);
 void api_user_quota_put(struct http_request *req);
 /* plans.c */

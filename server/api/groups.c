@@ -202,19 +202,27 @@ void api_groups_put(struct http_request *req)
 	const char *add[GROUPS_MAX_NAMES], *remove[GROUPS_MAX_NAMES];
 	char missing[QUOTA_NAME_MAX + 1] = "";
 	struct group_change c = {0};
+	struct api_storage_snapshot snap = {0};
 	struct group g;
 	json_t *body = api_body(req, fields);
 
 	if (!body)
 		return;
-	if (path_group(req, &g) < 0 || read_change(req, body, "add_members", add, remove, &c) < 0)
+	if (path_group(req, &g) < 0 || read_change(req, body, "add_members", add, remove, &c) < 0 ||
+	    api_storage_snapshot(req, &snap) < 0)
 		goto out;
 	if (reply_failed(req, groups_update(http_app(req)->db, g.name, &c, missing), g.name,
 			 missing))
 		goto out;
 	audit_group(req, "group.update", g.name, &c);
+	/* a raised storage quota reaches the members' homes; a group change is
+	 * not refused for storage (images never shrink: remaining shows 0) */
+	for (size_t i = 0; i < snap.n; i++)
+		snap.u[i].after = api_storage_quota(req, snap.u[i].id);
+	api_storage_apply_all(req, &snap);
 	reply_group(req, g.name, MHD_HTTP_OK);
 out:
+	api_storage_snapshot_release(&snap);
 	json_decref(body);
 }
 

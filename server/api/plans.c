@@ -103,6 +103,7 @@ void api_plans_put(struct http_request *req)
 {
 	static const char *const fields[] = {"limits", NULL};
 	struct quota_limits limits;
+	struct api_storage_snapshot snap = {0};
 	struct plan p;
 	json_t *body = api_body(req, fields);
 	enum quota_change_result rc;
@@ -116,16 +117,28 @@ void api_plans_put(struct http_request *req)
 				 "field \"limits\" is required (the plan's whole set of limits)");
 		goto out;
 	}
-	if (api_limits_read(req, body, "limits", &limits) < 0)
+	if (api_limits_read(req, body, "limits", &limits) < 0 || api_storage_snapshot(req, &snap) < 0)
 		goto out;
 	rc = plans_update(http_app(req)->db, p.name, &limits, time(NULL));
-	if (rc != QUOTA_OK || plans_find(http_app(req)->db, p.name, &p) != 1) {
+	if (rc != QUOTA_OK) {
+		http_reply_internal(req);
+		goto out;
+	}
+	/* a member's home must still fit: else the plan goes back as it was */
+	if (api_storage_recheck(req, &snap) != API_STORAGE_OK) {
+		if (plans_update(http_app(req)->db, p.name, &p.limits, time(NULL)) != QUOTA_OK)
+			log_error("plan %s: the refused change could not be undone", p.name);
+		goto out;
+	}
+	if (plans_find(http_app(req)->db, p.name, &p) != 1) {
 		http_reply_internal(req);
 		goto out;
 	}
 	audit_plan(req, "plan.update", p.name, &limits);
+	api_storage_apply_all(req, &snap);
 	http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "plan", plan_json(&p)));
 out:
+	api_storage_snapshot_release(&snap);
 	json_decref(body);
 }
 

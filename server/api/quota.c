@@ -108,10 +108,13 @@ void api_me_quota(struct http_request *req)
 
 	if (effective(req, u->id, &e) < 0)
 		return;
-	/* TODO(ledger): "used" and "remaining" per window once store/ledger lands. */
-	http_reply_json(req, MHD_HTTP_OK,
-			json_pack("{s:s,s:o,s:n,s:n}", "user", u->name, "limits", effective_json(&e),
-				  "used", "remaining"));
+	json_t *out = json_pack("{s:s,s:o}", "user", u->name, "limits", effective_json(&e));
+	if (api_quota_use_json(req, u->id, out) < 0) {
+		json_decref(out);
+		return;
+	}
+	api_storage_json(req, u->name, u->id, out);
+	http_reply_json(req, MHD_HTTP_OK, out);
 }
 
 static int append_name(const char *name, void *ctx)
@@ -136,9 +139,16 @@ static json_t *user_quota_json(struct http_request *req, const struct user *u)
 			http_reply_internal(req);
 		return NULL;
 	}
-	return json_pack("{s:s,s:o,s:o,s:o,s:o}", "user", u->name, "plan",
-			 plan[0] ? json_string(plan) : json_null(), "overrides",
-			 api_limits_json(&overrides), "groups", groups, "limits", effective_json(&e));
+	json_t *out = json_pack("{s:s,s:o,s:o,s:o,s:o}", "user", u->name, "plan",
+				plan[0] ? json_string(plan) : json_null(), "overrides",
+				api_limits_json(&overrides), "groups", groups, "limits",
+				effective_json(&e));
+	if (api_quota_use_json(req, u->id, out) < 0) {
+		json_decref(out);
+		return NULL;
+	}
+	api_storage_json(req, u->name, u->id, out);
+	return out;
 }
 
 void api_user_quota_get(struct http_request *req)
@@ -175,8 +185,10 @@ void api_user_quota_put(struct http_request *req)
 	struct app *app = http_app(req);
 	static const char *const fields[] = {"plan", "overrides", NULL};
 	const char *plan;
-	struct quota_limits overrides;
-	char detail[1100], text[1024];
+	struct quota_limits overrides, old_overrides;
+	char detail[1100], text[1024], old_plan[QUOTA_NAME_MAX + 1];
+	int64_t storage_before = 0, storage_after = 0;
+	const char *applied;
 	struct user u;
 	json_t *body = api_body(req, fields), *out;
 	int has_plan;
@@ -188,6 +200,12 @@ void api_user_quota_put(struct http_request *req)
 	    api_limits_read(req, body, "overrides", &overrides) < 0)
 		goto out;
 	bool has_overrides = json_object_get(body, "overrides") != NULL;
+	/* what to put back when the new storage quota is refused */
+	if (user_quotas_get(app->db, u.id, old_plan, &old_overrides) < 0 ||
+	    (storage_before = api_storage_quota(req, u.id)) == QUOTA_UNSET) {
+		http_reply_internal(req);
+		goto out;
+	}
 	rc = user_quotas_set(app->db, u.id, has_plan, plan, has_overrides ? &overrides : NULL,
 			     time(NULL));
 	if (rc == QUOTA_NO_PLAN) {
@@ -195,8 +213,14 @@ void api_user_quota_put(struct http_request *req)
 				 "field \"plan\": no plan named \"%s\"", plan);
 		goto out;
 	}
-	if (rc != QUOTA_OK) {
+	if (rc != QUOTA_OK || (storage_after = api_storage_quota(req, u.id)) == QUOTA_UNSET) {
 		http_reply_internal(req);
+		goto out;
+	}
+	if (api_storage_check(req, u.name, u.id, storage_before, storage_after) != API_STORAGE_OK) {
+		if (user_quotas_set(app->db, u.id, true, old_plan[0] ? old_plan : NULL,
+				    &old_overrides, time(NULL)) != QUOTA_OK)
+			log_error("quota of %s: the refused change could not be undone", u.name);
 		goto out;
 	}
 	quota_limits_format(&overrides, text, sizeof(text));
@@ -206,8 +230,13 @@ void api_user_quota_put(struct http_request *req)
 	if (audit_add(app->db, time(NULL), http_identity(req)->user.name, "quota.update", u.name,
 		      http_address(req), detail) < 0)
 		log_error("audit: quota.update of %s not recorded", u.name);
-	if ((out = user_quota_json(req, &u)))
+	applied = api_storage_apply(req, u.name, u.id, storage_before, storage_after);
+	if ((out = user_quota_json(req, &u))) {
+		if (applied)
+			json_object_set_new(json_object_get(out, "storage"), "applied",
+					    json_string(applied));
 		http_reply_json(req, MHD_HTTP_OK, out);
+	}
 out:
 	json_decref(body);
 }

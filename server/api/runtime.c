@@ -90,7 +90,9 @@ void api_runtime_start(struct http_request *req)
 					 "field \"type\" must be \"cpu\" or \"gpu\"");
 		goto out;
 	}
-	switch (runtime_start(app, ident->user.id, ident->user.name, http_address(req), kind, &r)) {
+	struct quota_window refusal;
+	switch (runtime_start(app, ident->user.id, ident->user.name, http_address(req), kind, &r,
+			      &refusal)) {
 	case RUNTIME_START_OK:
 		http_reply_json(req, MHD_HTTP_ACCEPTED,
 				api_runtime_reply(api_runtime_json(&r, app->cfg)));
@@ -103,6 +105,14 @@ void api_runtime_start(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_CONFLICT, "no_gpu_available",
 				 "this lab has no GPU ([gpu] devices or stand_in); start a CPU "
 				 "runtime");
+		break;
+	case RUNTIME_START_QUOTA:
+		api_reply_quota_exceeded(req, &refusal);
+		break;
+	case RUNTIME_START_NO_GPUS_ALLOWED:
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "quota_exceeded",
+				 "your plan allows no GPUs per runtime (gpus_per_runtime is 0); "
+				 "start a CPU runtime or ask an admin");
 		break;
 	case RUNTIME_START_ERROR:
 		http_reply_internal(req);

@@ -12,6 +12,7 @@
 #include "http/http.h"
 #include "labd/app.h"
 #include "labd/buf.h"
+#include "store/groups.h"
 #include "store/ledger.h"
 #include "store/ledger_window.h"
 
@@ -212,18 +213,26 @@ out:
 
 /* ---- GET /api/v1/usage (admin) ---- */
 
-enum group_by { GROUP_USER, GROUP_DAY, GROUP_KIND };
+enum group_by { GROUP_USER, GROUP_DAY, GROUP_KIND, GROUP_GROUP };
+
+/* The key of usage by a user who is in no group (group names are user-name
+ * shaped, so it never collides with one). */
+#define NO_GROUP_KEY "(none)"
 
 struct admin_walk {
 	struct window w;
 	enum group_by by;
+	struct db *db;
 	json_t *groups; /* key -> [cpu_s, gpu_s] */
+	json_t *member_of; /* user id -> [group names], read once per user */
 	int64_t cpu_s, gpu_s;
 	int n;
+	bool failed; /* a store error in the walk */
 };
 
-static void add_seconds(struct admin_walk *a, const char *key, enum runtime_kind kind,
-			int64_t seconds)
+/* Adds seconds of kind to one key's row only. */
+static void add_to_key(struct admin_walk *a, const char *key, enum runtime_kind kind,
+		       int64_t seconds)
 {
 	json_t *g = json_object_get(a->groups, key);
 	size_t slot = kind == RUNTIME_GPU ? 1 : 0;
@@ -234,6 +243,13 @@ static void add_seconds(struct admin_walk *a, const char *key, enum runtime_kind
 	}
 	json_array_set_new(g, slot, json_integer(json_integer_value(json_array_get(g, slot)) +
 						 seconds));
+}
+
+/* Adds seconds of kind to key's row and to the totals. */
+static void add_seconds(struct admin_walk *a, const char *key, enum runtime_kind kind,
+			int64_t seconds)
+{
+	add_to_key(a, key, kind, seconds);
 	*(kind == RUNTIME_GPU ? &a->gpu_s : &a->cpu_s) += seconds;
 }
 
@@ -255,6 +271,51 @@ static void add_by_day(struct admin_walk *a, const struct ledger_span *s)
 	}
 }
 
+static int append_group(const char *name, void *ctx)
+{
+	json_array_append_new(ctx, json_string(name));
+	return 0;
+}
+
+/* The groups user_id is in now (a deleted user's: none); -1 on a store error. */
+static json_t *groups_of(struct admin_walk *a, int64_t user_id)
+{
+	char key[24];
+	json_t *names;
+
+	snprintf(key, sizeof(key), "%lld", (long long)user_id);
+	if ((names = json_object_get(a->member_of, key)))
+		return names;
+	names = json_array();
+	if (groups_of_user_each(a->db, user_id, append_group, names) < 0) {
+		json_decref(names);
+		return NULL;
+	}
+	json_object_set_new(a->member_of, key, names);
+	return names;
+}
+
+/* An entry counts in each group its user is in now, so groups may add up to
+ * more than the totals; a user in none counts under NO_GROUP_KEY. */
+static int add_by_group(struct admin_walk *a, const struct ledger_entry *e,
+			const struct ledger_span *s)
+{
+	json_t *names = groups_of(a, e->user_id), *g;
+	int64_t seconds = ledger_clip_s(s, a->w.from_s, a->w.to_s);
+	size_t i;
+
+	if (!names)
+		return -1;
+	if (json_array_size(names) == 0) {
+		add_seconds(a, NO_GROUP_KEY, e->kind, seconds);
+		return 0;
+	}
+	json_array_foreach(names, i, g)
+		add_to_key(a, json_string_value(g), e->kind, seconds);
+	*(e->kind == RUNTIME_GPU ? &a->gpu_s : &a->cpu_s) += seconds; /* the totals: once */
+	return 0;
+}
+
 static int add_admin_row(const struct ledger_entry *e, void *ctx)
 {
 	struct admin_walk *a = ctx;
@@ -265,7 +326,12 @@ static int add_admin_row(const struct ledger_entry *e, void *ctx)
 	ledger_entry_span(e, &span);
 	if (a->by == GROUP_DAY)
 		add_by_day(a, &span);
-	else
+	else if (a->by == GROUP_GROUP) {
+		if (add_by_group(a, e, &span) < 0) {
+			a->failed = true;
+			return 1;
+		}
+	} else
 		add_seconds(a, a->by == GROUP_USER ? e->user_name : runtimes_kind_name(e->kind),
 			    e->kind, ledger_clip_s(&span, a->w.from_s, a->w.to_s));
 	return 0;
@@ -302,24 +368,19 @@ static json_t *group_list(json_t *groups)
 
 static int parse_group_by(struct http_request *req, enum group_by *out)
 {
-	static const char *const names[] = {"user", "day", "kind"};
+	static const char *const names[] = {"user", "day", "kind", "group"};
 	const char *text = http_query(req, "group_by");
 
 	*out = GROUP_USER;
 	if (!text)
 		return 0;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		if (strcmp(text, names[i]) == 0) {
 			*out = (enum group_by)i;
 			return 0;
 		}
-	if (strcmp(text, "group") == 0)
-		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "not_yet",
-				 "query parameter \"group_by\": group is not available until groups "
-				 "exist");
-	else
-		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
-				 "query parameter \"group_by\" must be user, group, day or kind");
+	http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+			 "query parameter \"group_by\" must be user, group, day or kind");
 	return -1;
 }
 
@@ -331,7 +392,8 @@ static void admin_csv(struct http_request *req, const char *column, json_t *list
 	int rc;
 
 	buf_init(&b, CSV_MAX_BYTES);
-	/* keys are user names ([a-z0-9_-]), dates or kinds: nothing to quote */
+	/* keys are user or group names ([a-z0-9_-]), "(none)", dates or kinds:
+	 * nothing to quote */
 	rc = buf_addf(&b, "%s,cpu_s,gpu_s,total_s\r\n", column);
 	json_array_foreach(list, i, g) {
 		if (rc < 0)
@@ -350,8 +412,9 @@ static void admin_csv(struct http_request *req, const char *column, json_t *list
 
 void api_usage_all(struct http_request *req)
 {
-	static const char *const columns[] = {"user", "day", "kind"};
-	struct admin_walk a = {.groups = json_object()};
+	static const char *const columns[] = {"user", "day", "kind", "group"};
+	struct admin_walk a = {.db = http_app(req)->db, .groups = json_object(),
+			       .member_of = json_object()};
 	json_t *list;
 	int rc;
 
@@ -359,7 +422,7 @@ void api_usage_all(struct http_request *req)
 	    parse_window(req, a.by == GROUP_DAY ? MAX_DAYS_WINDOW_S : 0, &a.w) < 0)
 		goto out;
 	rc = ledger_each(http_app(req)->db, 0, a.w.from_s, a.w.to_s, add_admin_row, &a);
-	if (rc < 0) {
+	if (rc < 0 || a.failed) {
 		http_reply_internal(req);
 		goto out;
 	}
@@ -379,4 +442,5 @@ void api_usage_all(struct http_request *req)
 	}
 out:
 	json_decref(a.groups);
+	json_decref(a.member_of);
 }

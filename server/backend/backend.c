@@ -1,6 +1,8 @@
 /* backend.c - dispatch through a backend's operations; see backend.h. */
 #include "backend/backend.h"
 
+#include <errno.h>
+
 int backend_start(struct backend *b, const struct backend_start *s, char *endpoint, char *err,
 		  size_t errlen)
 {
@@ -36,4 +38,17 @@ void backend_free(struct backend *b)
 {
 	if (b)
 		b->ops->free(b);
+}
+
+int backend_home_usage(struct backend *b, const char *user, int64_t user_id,
+		       struct backend_home *out)
+{
+	return b->ops->home_usage ? b->ops->home_usage(b, user, user_id, out) : -ENOSYS;
+}
+
+int backend_home_resize(struct backend *b, const char *user, int64_t user_id, int64_t size_bytes,
+			enum backend_home_applied *applied)
+{
+	return b->ops->home_resize ? b->ops->home_resize(b, user, user_id, size_bytes, applied)
+				   : -ENOSYS;
 }

@@ -41,6 +41,9 @@ struct backend_start {
 	const char *kind; /* "cpu" or "gpu" */
 	const char *token;
 	int64_t deadline_s;
+	/* from the user's plan; 0 = the backend's configured default. The
+	 * supervisor caps each at the machine's configured maximum. */
+	int64_t memory_bytes, cpus_milli, home_size_bytes;
 	unsigned gpus[16];
 	unsigned n_gpus;
 };
@@ -55,6 +58,20 @@ struct backend_sandbox {
 	char reason[BACKEND_REASON_MAX];
 };
 
+/* A user's home as the backend sees it (storage quota). */
+struct backend_home {
+	bool exists;  /* false: made at the first start */
+	bool mounted; /* a runtime holds it now */
+	int64_t used_bytes, size_bytes;
+};
+
+/* How a new home size was applied. */
+enum backend_home_applied {
+	BACKEND_HOME_ONLINE,     /* growing now, while mounted */
+	BACKEND_HOME_NEXT_START, /* grown (or made) at the next start */
+	BACKEND_HOME_UNCHANGED,  /* at or below the image's size: images never shrink */
+};
+
 struct backend_ops {
 	int (*start)(struct backend *b, const struct backend_start *s, char *endpoint,
 		     char *err, size_t errlen);
@@ -64,6 +81,10 @@ struct backend_ops {
 	void (*free)(struct backend *b);
 	int (*user_deleted)(struct backend *b, const char *user, int64_t user_id);
 	const char *(*warnings)(struct backend *b); /* may be NULL */
+	int (*home_usage)(struct backend *b, const char *user, int64_t user_id,
+			  struct backend_home *out);
+	int (*home_resize)(struct backend *b, const char *user, int64_t user_id, int64_t size_bytes,
+			   enum backend_home_applied *applied);
 };
 
 struct backend {
@@ -87,6 +108,14 @@ int backend_ping(struct backend *b);
 /* The user is deleted: the backend stops their sandbox, retires their uid and
  * archives or removes their home. 0, or a negative errno. */
 int backend_user_deleted(struct backend *b, const char *user, int64_t user_id);
+/* The user's home: used and image size. 0, -ENOSYS (a backend without
+ * homes), or a negative errno. */
+int backend_home_usage(struct backend *b, const char *user, int64_t user_id,
+		       struct backend_home *out);
+/* Grows the user's home to size_bytes (capped root-side) now or at its next
+ * start; *applied says which. 0, -ENOSYS, or a negative errno. */
+int backend_home_resize(struct backend *b, const char *user, int64_t user_id, int64_t size_bytes,
+			enum backend_home_applied *applied);
 #define BACKEND_WARNINGS_MAX 1024
 /* What the backend's host lacks for its limits (cgroup controllers), one sentence a
  * line, "" when nothing; borrowed, valid as long as b. */

@@ -213,6 +213,13 @@ static int local_start(struct backend *b, const struct backend_start *s, char *e
 					    (json_int_t)s->runtime_id, "kind", s->kind, "token",
 					    s->token, "deadline", (json_int_t)s->deadline_s, "gpus",
 					    gpus));
+	/* the plan's sizes; absent = the supervisor's configured default */
+	if (s->memory_bytes > 0)
+		json_object_set_new(m, "memory_bytes", json_integer(s->memory_bytes));
+	if (s->cpus_milli > 0)
+		json_object_set_new(m, "cpus_milli", json_integer(s->cpus_milli));
+	if (s->home_size_bytes > 0)
+		json_object_set_new(m, "home_size_bytes", json_integer(s->home_size_bytes));
 	rc = simple_call(l, m, &reply, err, errlen);
 	endpoint[0] = '\0';
 	if (rc == 0)
@@ -321,9 +328,49 @@ static void local_free(struct backend *b)
 
 static const char *local_warnings(struct backend *b);
 
+static int local_home_usage(struct backend *b, const char *user, int64_t user_id,
+			    struct backend_home *out)
+{
+	json_t *m = proto_msg("home_usage", -1), *reply = NULL;
+	int rc;
+
+	json_object_update_new(m, json_pack("{s:s,s:I}", "user", user, "user_id",
+					    (json_int_t)user_id));
+	rc = simple_call((struct local *)b, m, &reply, NULL, 0);
+	*out = (struct backend_home){0};
+	if (rc == 0) {
+		out->exists = proto_bool(reply, "exists");
+		out->mounted = json_is_true(json_object_get(reply, "mounted"));
+		out->used_bytes = json_integer_value(json_object_get(reply, "used_bytes"));
+		out->size_bytes = json_integer_value(json_object_get(reply, "size_bytes"));
+	}
+	json_decref(reply);
+	return rc;
+}
+
+static int local_home_resize(struct backend *b, const char *user, int64_t user_id,
+			     int64_t size_bytes, enum backend_home_applied *applied)
+{
+	json_t *m = proto_msg("home_resize", -1), *reply = NULL;
+	int rc;
+
+	json_object_update_new(m, json_pack("{s:s,s:I,s:I}", "user", user, "user_id",
+					    (json_int_t)user_id, "size_bytes",
+					    (json_int_t)size_bytes));
+	rc = simple_call((struct local *)b, m, &reply, NULL, 0);
+	if (rc == 0) {
+		const char *a = json_string_value(json_object_get(reply, "applied"));
+		*applied = a && !strcmp(a, "online")	  ? BACKEND_HOME_ONLINE
+			   : a && !strcmp(a, "unchanged") ? BACKEND_HOME_UNCHANGED
+							  : BACKEND_HOME_NEXT_START;
+	}
+	json_decref(reply);
+	return rc;
+}
+
 static const struct backend_ops local_ops = {local_start, local_stop, local_list, local_ping,
 					     local_free, local_user_deleted,
-					     local_warnings};
+					     local_warnings, local_home_usage, local_home_resize};
 
 /* At most BACKEND_WARNINGS_MAX bytes of the supervisor's strings, one a line. */
 static void keep_warnings(struct local *l, json_t *list)

@@ -79,6 +79,9 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->quota_concurrent_jobs = 2;
 	cfg->quota_job_max_runtime_s = 24 * 3600;
 	cfg->memory_bytes = 4ULL << 30;
+	cfg->memory_max_bytes = 0; /* the host's memory */
+	cfg->cpus_max_milli = 0;   /* the host's online CPUs */
+	cfg->home_size_max_bytes = 1ULL << 40;
 	cfg->tmp_bytes = 1ULL << 30;
 	cfg->cpus_milli = 2000;
 	cfg->pids = 512;
@@ -208,6 +211,9 @@ static const struct key_spec keys[] = {
 	KEYN("runtime", "archive_retention", archive_retention_s, K_DURATION, 0, 3650 * 86400LL),
 	KEYN("runtime", "home_size", home_size_bytes, K_SIZE, 64ULL << 20, 16ULL << 40),
 	KEYN("runtime", "memory", memory_bytes, K_SIZE, 64ULL << 20, 16ULL << 40),
+	KEYN("runtime", "memory_max", memory_max_bytes, K_SIZE, 64ULL << 20, 16ULL << 40),
+	KEYN("runtime", "cpus_max", cpus_max_milli, K_CPUS, 10, PARSE_CPUS_MAX_MILLI),
+	KEYN("runtime", "home_size_max", home_size_max_bytes, K_SIZE, 64ULL << 20, 16ULL << 40),
 	KEYN("runtime", "tmp_size", tmp_bytes, K_SIZE, 1ULL << 20, 1ULL << 40),
 	KEYN("runtime", "cpus", cpus_milli, K_CPUS, 10, PARSE_CPUS_MAX_MILLI),
 	KEY("runtime", pids, K_UINT, 16, 4194304),
@@ -648,6 +654,16 @@ int config_load(struct labd_config *cfg, const char *path, char *err, size_t err
 	}
 	if (cfg->backoff_max_s < cfg->backoff_base_s) {
 		snprintf(err, errlen, "%s: [auth] backoff_max must not be below backoff_base", path);
+		return -1;
+	}
+	/* a default above its machine cap would refuse every start of the default plan */
+	if ((cfg->memory_max_bytes && cfg->memory_bytes > cfg->memory_max_bytes) ||
+	    (cfg->cpus_max_milli && cfg->cpus_milli > cfg->cpus_max_milli) ||
+	    cfg->home_size_bytes > cfg->home_size_max_bytes) {
+		snprintf(err, errlen,
+			 "%s: [runtime] memory, cpus and home_size must not be above memory_max, "
+			 "cpus_max and home_size_max",
+			 path);
 		return -1;
 	}
 	return finish_gpus(cfg, path, err, errlen);

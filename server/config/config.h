@@ -82,6 +82,10 @@ struct labd_config {
 	int64_t archive_retention_s;     /* archived homes older than this are removed */
 	uint64_t home_size_bytes, memory_bytes, tmp_bytes;
 	unsigned cpus_milli, pids;
+	/* machine caps on what a plan may give one runtime, checked by root;
+	 * 0 = the host's memory / online CPUs */
+	uint64_t memory_max_bytes, home_size_max_bytes;
+	unsigned cpus_max_milli;
 	bool admin_access;
 	bool keep_on_shutdown; /* runtimes outlive labd's stop and are re-adopted */
 	uint64_t log_bytes;    /* Jupyter's log file cap; one rotated copy is kept */

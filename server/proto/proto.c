@@ -26,11 +26,26 @@ const struct proto_field proto_sandbox_start[] = {
 	{"token", PROTO_TOKEN, PARSE_TOKEN_LEN, PARSE_TOKEN_LEN, false},
 	{"deadline", PROTO_INT, 1, TIME_MAX, false},
 	{"gpus", PROTO_INT_ARRAY, 0, 16, false},
+	/* the plan's sizes; the supervisor caps them at [runtime]'s *_max */
+	{"memory_bytes", PROTO_INT, 1, 1LL << 50, true},
+	{"cpus_milli", PROTO_INT, 1, 1LL << 30, true},
+	{"home_size_bytes", PROTO_INT, 1, 1LL << 50, true},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_user_deleted[] = {
 	{"user", PROTO_NAME, 0, 0, false},
 	{"user_id", PROTO_INT, 1, USER_ID_MAX, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_home_usage[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"user_id", PROTO_INT, 1, USER_ID_MAX, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_home_resize[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"user_id", PROTO_INT, 1, USER_ID_MAX, false},
+	{"size_bytes", PROTO_INT, 1, 1LL << 50, false},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_stop[] = {
@@ -48,6 +63,11 @@ const struct proto_field proto_reply[] = {
 	{"endpoint", PROTO_STRING, 1, 200, true},
 	{"sandboxes", PROTO_LIST, 0, 0, true},
 	{"warnings", PROTO_LIST, 0, 0, true}, /* hello: what the host's cgroups lack */
+	{"exists", PROTO_BOOL, 0, 0, true},     /* home_usage */
+	{"mounted", PROTO_BOOL, 0, 0, true},    /* home_usage */
+	{"used_bytes", PROTO_INT, 0, 1LL << 50, true}, /* home_usage */
+	{"size_bytes", PROTO_INT, 0, 1LL << 50, true}, /* home_usage */
+	{"applied", PROTO_STRING, 1, 16, true}, /* home_resize: online, next_start, unchanged */
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_ready[] = {

@@ -50,6 +50,8 @@ extern const struct proto_field proto_empty[];
 extern const struct proto_field proto_sandbox_start[];
 extern const struct proto_field proto_sandbox_stop[];
 extern const struct proto_field proto_user_deleted[];
+extern const struct proto_field proto_home_usage[];
+extern const struct proto_field proto_home_resize[];
 extern const struct proto_field proto_reply[];
 extern const struct proto_field proto_sandbox_ready[];
 extern const struct proto_field proto_sandbox_ended[];

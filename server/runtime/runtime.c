@@ -19,7 +19,6 @@
 #include "store/audit.h"
 #include "store/db.h"
 #include "store/gpu_queue.h"
-#include "store/user_quotas.h"
 
 /* A start in flight for this long before a missing sandbox counts. */
 #define START_GRACE_S 10
@@ -79,11 +78,13 @@ static void back_to_queue(struct app *app, const struct runtime *r)
 }
 
 /* Hands the sandbox to the backend; on refusal the row is failed. */
-static void ask_backend(struct app *app, struct runtime *r)
+static void ask_backend(struct app *app, struct runtime *r, const struct runtime_resources *res)
 {
 	struct backend_start s = {.user = r->user_name, .user_id = r->user_id,
 				  .runtime_id = r->id, .kind = runtimes_kind_name(r->kind),
-				  .token = r->token, .deadline_s = r->deadline};
+				  .token = r->token, .deadline_s = r->deadline,
+				  .memory_bytes = res->memory_bytes, .cpus_milli = res->cpus_milli,
+				  .home_size_bytes = res->home_size_bytes};
 	char endpoint[BACKEND_ENDPOINT_MAX], err[160], reason[RUNTIME_REASON_MAX];
 	int rc;
 
@@ -114,55 +115,97 @@ void runtime_end(struct app *app, const struct runtime *r, bool failed, const ch
 	end_runtime(app, r, failed, reason);
 }
 
+/* What the user's plan gives a runtime: the sandbox's size (memory, CPUs,
+ * home) and, for the backend, nothing the supervisor would not check again. */
+static void plan_resources(const struct quota_status *st, struct runtime_resources *res)
+{
+	const int64_t *v = st->eff.v;
+
+	res->memory_bytes = v[QL_MEMORY_BYTES] == QUOTA_UNLIMITED ? 0 : v[QL_MEMORY_BYTES];
+	res->cpus_milli = v[QL_CPUS_MILLI] == QUOTA_UNLIMITED ? 0 : v[QL_CPUS_MILLI];
+	res->home_size_bytes = v[QL_STORAGE_BYTES] == QUOTA_UNLIMITED ? 0 : v[QL_STORAGE_BYTES];
+	res->gpus = quota_gpus_per_runtime(st);
+}
+
+/* The quota check at start: the deadline when allowed. */
+static enum runtime_start_result check_quota(struct app *app, int64_t user_id,
+					     enum runtime_kind kind, int64_t now,
+					     struct runtime_resources *res,
+					     struct quota_window *refusal)
+{
+	struct quota_status st;
+	struct quota_window ignored;
+	int rc = quota_status_read(app->db, app->cfg, user_id, now, &st);
+
+	if (rc < 0) {
+		/* refuse rather than start a runtime nobody can bound */
+		log_error("quota of user %lld unreadable: %s", (long long)user_id, strerror(-rc));
+		return RUNTIME_START_ERROR;
+	}
+	plan_resources(&st, res);
+	switch (quota_check_start(&st, kind, &res->deadline_s, refusal ? refusal : &ignored)) {
+	case QUOTA_START_EXCEEDED:
+		return RUNTIME_START_QUOTA;
+	case QUOTA_START_NO_GPUS:
+		return RUNTIME_START_NO_GPUS_ALLOWED;
+	case QUOTA_START_ALLOWED:
+		break;
+	}
+	return RUNTIME_START_OK;
+}
+
+/* A GPU start that waited in the queue gets its sandbox's size from the plan
+ * as it is when it leaves the queue (an admin may have changed it since). */
 void runtime_ask_backend(struct app *app, struct runtime *r)
 {
-	ask_backend(app, r);
-}
+	struct runtime_resources res;
 
-/* The runtime's length from the user's effective limits (their plan, group
- * or override), else the config's; "unlimited" is capped at a year so the
- * deadline stays a real time. */
-static int64_t max_length_s(struct app *app, int64_t user_id, enum runtime_kind kind)
-{
-	enum quota_limit which = kind == RUNTIME_GPU ? QL_GPU_RUNTIME_MAX_S : QL_CPU_RUNTIME_MAX_S;
-	struct quota_limits defaults;
-	struct quota_effective e;
-
-	user_quotas_defaults(app->cfg, &defaults);
-	if (user_quotas_effective(app->db, user_id, &defaults, &e) < 0) {
-		log_warn("limits of user %lld unreadable: the configured length applies",
-			 (long long)user_id);
-		return defaults.v[which];
+	if (check_quota(app, r->user_id, r->kind, time(NULL), &res, NULL) == RUNTIME_START_ERROR) {
+		end_runtime(app, r, true, "could not start: the user's limits could not be read");
+		return;
 	}
-	return e.v[which] == QUOTA_UNLIMITED ? 365 * 86400LL : e.v[which];
+	ask_backend(app, r, &res);
 }
 
+/* The length a GPU start gets when it is queued or leaves the queue: the
+ * earlier of its plan's length and its quota left, read at that moment. The
+ * quota was checked when the start was asked for, and a queued runtime uses
+ * none, so a refusal here means only that the rolling window moved on while
+ * it waited: it then gets the shortest runtime the check allows. */
 int64_t runtime_length_s(struct app *app, int64_t user_id, enum runtime_kind kind)
 {
-	return max_length_s(app, user_id, kind);
+	struct runtime_resources res;
+	int64_t now = time(NULL);
+
+	if (check_quota(app, user_id, kind, now, &res, NULL) != RUNTIME_START_OK)
+		return QUOTA_MIN_START_S;
+	return res.deadline_s - now;
 }
 
 enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const char *user,
 					const char *address, enum runtime_kind kind,
-					struct runtime *out)
+					struct runtime *out, struct quota_window *refusal)
 {
 	char token[RUNTIME_TOKEN_LEN + 1];
+	struct runtime_resources res;
 	int64_t now = time(NULL);
+	enum runtime_start_result verdict;
 	int rc;
 
+	if ((verdict = check_quota(app, user_id, kind, now, &res, refusal)) != RUNTIME_START_OK)
+		return verdict;
 	if (crypto_random_token(token, sizeof(token), 32) < 0)
 		return RUNTIME_START_ERROR;
 	if (kind == RUNTIME_GPU)
 		return runtime_gpu_start(app, user_id, user, address, token, out);
-	rc = runtimes_create(app->db, user_id, kind, token, "", now, now + max_length_s(app, user_id, kind),
-			     out);
+	rc = runtimes_create(app->db, user_id, kind, token, "", now, res.deadline_s, out);
 	if (rc == DB_CONFLICT)
 		return RUNTIME_START_EXISTS;
 	if (rc < 0)
 		return RUNTIME_START_ERROR;
 	runtime_watch_notify(app->watch, user_id);
 	runtime_audit(app, now, user, "runtime.start", user, address, runtimes_kind_name(kind));
-	ask_backend(app, out);
+	ask_backend(app, out, &res);
 	return runtimes_latest(app->db, user_id, out) == 1 ? RUNTIME_START_OK : RUNTIME_START_ERROR;
 }
 
@@ -207,6 +250,18 @@ int runtime_forget_account(struct app *app, const char *user, int64_t user_id)
 		log_error("the supervisor did not take the deletion of %s (%s): their home stays "
 			  "under its id", user, strerror(-rc));
 	return rc;
+}
+
+int runtime_home_usage(struct app *app, const char *user, int64_t user_id,
+		       struct backend_home *out)
+{
+	return backend_home_usage(app->backend, user, user_id, out);
+}
+
+int runtime_home_resize(struct app *app, const char *user, int64_t user_id, int64_t size_bytes,
+			enum backend_home_applied *applied)
+{
+	return backend_home_resize(app->backend, user, user_id, size_bytes, applied);
 }
 
 const char *runtime_backend_warnings(struct app *app)

@@ -17,24 +17,36 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/backend.h"
+#include "sched/quota_check.h"
 #include "store/runtimes.h"
 
 struct app;
-struct backend_events;
 
 enum runtime_start_result {
 	RUNTIME_START_OK,      /* *out is the new row (starting, queued for a GPU, or failed if refused) */
 	RUNTIME_START_EXISTS,  /* the user has a live runtime */
 	RUNTIME_START_NO_GPU,  /* the lab has no GPU at all */
 	RUNTIME_START_ERROR,   /* store or token failure */
+	RUNTIME_START_QUOTA,   /* a rolling window of the kind is used up: *refusal */
+	RUNTIME_START_NO_GPUS_ALLOWED, /* the user's gpus_per_runtime is 0 */
+};
+
+/* What the user's limits give one runtime (0 = the backend's default). */
+struct runtime_resources {
+	int64_t deadline_s; /* the plan's length or the quota left, the earlier */
+	int64_t memory_bytes, cpus_milli, home_size_bytes;
+	unsigned gpus; /* quota_gpus_per_runtime(): how many a GPU runtime gets */
 };
 
 /* Starts a runtime of kind for the user (address: the client's, for the
- * audit). On OK *out is the row as it is after the backend's answer (failed
- * with the reason when it refused). */
+ * audit) after the quota check (sched/quota_check.h; nothing is created when
+ * it refuses). On OK *out is the row as it is after the backend's answer
+ * (failed with the reason when it refused); on QUOTA *refusal (may be NULL)
+ * is the used-up window. */
 enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const char *user,
 					const char *address, enum runtime_kind kind,
-					struct runtime *out);
+					struct runtime *out, struct quota_window *refusal);
 /* Asks the backend to stop r and marks it stopping (or ended when the backend
  * no longer has it); a queued r just leaves the queue, stopped with reason.
  * 0, or -ETIMEDOUT when the backend did not answer. */
@@ -48,6 +60,14 @@ int runtime_end_account(struct app *app, int64_t user_id, const char *reason);
  * at once, retires its uid and archives or removes its home. 0, or a
  * negative errno (logged). */
 int runtime_forget_account(struct app *app, const char *user, int64_t user_id);
+/* The user's home as the backend sees it (storage quota); 0 or a negative
+ * errno (backend_home_usage). */
+int runtime_home_usage(struct app *app, const char *user, int64_t user_id,
+		       struct backend_home *out);
+/* Grows the user's home to size_bytes now or at its next start
+ * (backend_home_resize). */
+int runtime_home_resize(struct app *app, const char *user, int64_t user_id, int64_t size_bytes,
+			enum backend_home_applied *applied);
 /* What the backend's host lacks for the sandbox limits, one sentence a line ("" when
  * nothing); borrowed. Shown to admins in /api/v1/health. */
 const char *runtime_backend_warnings(struct app *app);

@@ -61,6 +61,16 @@ static json_t *on_user_deleted(struct channel *ch, long long id, json_t *msg)
 	return sandboxes_user_deleted(ch->sb, id, msg);
 }
 
+static json_t *on_home_usage(struct channel *ch, long long id, json_t *msg)
+{
+	return sandboxes_home_usage(ch->sb, id, msg);
+}
+
+static json_t *on_home_resize(struct channel *ch, long long id, json_t *msg)
+{
+	return sandboxes_home_resize(ch->sb, id, msg);
+}
+
 static json_t *on_list(struct channel *ch, long long id, json_t *msg)
 {
 	(void)msg;
@@ -80,6 +90,8 @@ static const struct {
 	{"sandbox_stop", proto_sandbox_stop, CH_READY, on_stop},
 	{"sandbox_list", proto_empty, CH_READY, on_list},
 	{"user_deleted", proto_user_deleted, CH_READY, on_user_deleted},
+	{"home_usage", proto_home_usage, CH_READY, on_home_usage},
+	{"home_resize", proto_home_resize, CH_READY, on_home_resize},
 };
 
 struct channel *channel_new(int fd, struct sandboxes *sb)
@@ -143,6 +155,8 @@ static int dispatch(struct channel *ch, json_t *msg)
 			return refuse(type, err);
 		log_debug("web process: %s", type);
 		reply = table[i].handler(ch, proto_int(msg, "id"), msg);
+		if (!reply) /* answered later, when its worker reports (home_resize) */
+			return 0;
 		if (fault_drop_reply(type, msg)) {
 			json_decref(reply);
 			return 0;

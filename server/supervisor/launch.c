@@ -131,9 +131,9 @@ static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *h
 	s->uid_base = cfg->uid_base;
 	homes_image_path(j->state_dir, j->rq->user_id, home, LAUNCH_PATH_MAX);
 	s->home_image = home;
-	s->home_size_bytes = cfg->home_size_bytes;
-	s->mem_bytes = cfg->memory_bytes;
-	s->cpu_milli = cfg->cpus_milli;
+	s->home_size_bytes = j->rq->sizes.home_size_bytes;
+	s->mem_bytes = j->rq->sizes.memory_bytes;
+	s->cpu_milli = j->rq->sizes.cpus_milli;
 	s->pids_max = cfg->pids;
 	s->tmp_bytes = cfg->tmp_bytes;
 	s->image = cfg->image;

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "labd/sandbox.h"
+#include "supervisor/caps.h"
 
 struct labd_config;
 
@@ -22,6 +23,7 @@ struct launch_request {
 	unsigned gpus[SANDBOX_MAX_GPUS];
 	unsigned n_gpus;
 	const char *jupyter; /* "lab", "notebook" or "server" */
+	struct caps_sizes sizes; /* checked against the machine caps (caps.h) */
 };
 
 /* Forks a worker that builds and starts the sandbox; read its result with

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "labd/sandbox.h"
 #include "proto/proto.h"
 #include "supervisor/homes.h"
+#include "supervisor/homesize.h"
 #include "supervisor/launch.h"
 #include "supervisor/uidmap.h"
 #include "supervisor/runlog.h"
@@ -58,7 +60,14 @@ struct hosted {
 	struct runlog log; /* Jupyter's output; nothing for a re-adopted sandbox */
 };
 
+/* Online home growths in flight: answered when their worker reports. */
+#define MAX_GROWS 8
+
 struct sandboxes {
+	struct {
+		int fd; /* -1: free */
+		long long reply_id;
+	} grow[MAX_GROWS];
 	const struct labd_config *cfg;
 	struct sandboxes_events ev;
 	char state_dir[CONFIG_PATH_MAX];
@@ -240,12 +249,27 @@ static const char *check_start(struct sandboxes *sb, json_t *msg)
 	return NULL;
 }
 
+/* The optional integer field name of msg, 0 when absent (proto.c bounded it). */
+static int64_t opt_int(json_t *msg, const char *name)
+{
+	return json_object_get(msg, name) ? proto_int(msg, name) : 0;
+}
+
+/* The plan's sizes, bounded by the machine caps; -ERANGE with why. */
+static int request_sizes(struct sandboxes *sb, json_t *msg, struct launch_request *rq, char *why,
+			 size_t len)
+{
+	return caps_apply(sb->cfg, opt_int(msg, "memory_bytes"), opt_int(msg, "cpus_milli"),
+			  opt_int(msg, "home_size_bytes"), &rq->sizes, why, len);
+}
+
 static void fill_request(json_t *msg, const char *jupyter, struct launch_request *rq)
 {
 	json_t *gpus = json_object_get(msg, "gpus"), *g;
 	size_t i;
 
-	memset(rq, 0, sizeof(*rq));
+	/* sizes were filled and checked by request_sizes */
+	memset(rq, 0, offsetof(struct launch_request, sizes));
 	snprintf(rq->user, sizeof(rq->user), "%s", proto_str(msg, "user"));
 	rq->user_id = (uint32_t)proto_int(msg, "user_id");
 	snprintf(rq->token, sizeof(rq->token), "%s", proto_str(msg, "token"));
@@ -268,6 +292,10 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	if (why) {
 		log_error("refused sandbox_start for %s: %s", user, why);
 		return proto_error(id, strstr(why, "held") ? "gpu_busy" : "bad_request", why);
+	}
+	if (request_sizes(sb, msg, &rq, reason, sizeof(reason)) < 0) {
+		log_error("refused sandbox_start for %s: %s", user, reason);
+		return proto_error(id, "above_machine_cap", reason);
 	}
 	x = find(sb, user);
 	if (x && x->state != H_ENDED)
@@ -361,6 +389,58 @@ json_t *sandboxes_user_deleted(struct sandboxes *sb, long long id, json_t *msg)
 		homes_retire(sb->cfg, sb->state_dir, user, user_id);
 	}
 	return proto_ok(id);
+}
+
+/* The home named by (user, user_id) only when root's record pairs them. */
+static const char *home_pair_refused(struct sandboxes *sb, json_t *msg, char *why, size_t len)
+{
+	uid_t uid;
+
+	if (uidmap_claim(sb->uids, proto_str(msg, "user"), proto_int(msg, "user_id"), &uid, why,
+			 len) < 0)
+		return why;
+	return NULL;
+}
+
+json_t *sandboxes_home_usage(struct sandboxes *sb, long long id, json_t *msg)
+{
+	char why[200];
+
+	if (home_pair_refused(sb, msg, why, sizeof(why)))
+		return proto_error(id, "bad_uid", why);
+	return homesize_usage(sb->state_dir, id, proto_str(msg, "user"), proto_int(msg, "user_id"));
+}
+
+json_t *sandboxes_home_resize(struct sandboxes *sb, long long id, json_t *msg)
+{
+	char why[200];
+
+	if (home_pair_refused(sb, msg, why, sizeof(why))) {
+		log_error("refused home_resize for %s: %s", proto_str(msg, "user"), why);
+		return proto_error(id, "bad_uid", why);
+	}
+	int k = 0, fd = -1;
+	while (k < MAX_GROWS && sb->grow[k].fd >= 0)
+		k++;
+	if (k == MAX_GROWS) /* busy: the next start grows it */
+		return proto_error(id, "busy", "too many home growths at once");
+	json_t *r = homesize_resize(sb->cfg, sb->state_dir, id, proto_str(msg, "user"),
+				    proto_int(msg, "user_id"), proto_int(msg, "size_bytes"), &fd);
+	if (!r) {
+		sb->grow[k].fd = fd;
+		sb->grow[k].reply_id = id;
+	}
+	return r; /* NULL: answered by on_grown */
+}
+
+/* A growth worker reported (or died): answer its request. */
+static void on_grown(struct sandboxes *sb, int k)
+{
+	json_t *r = homesize_resized(sb->grow[k].reply_id, sb->grow[k].fd);
+
+	emit(sb, r); /* a reply to the web process's request, sent as it is */
+	close(sb->grow[k].fd);
+	sb->grow[k].fd = -1;
 }
 
 json_t *sandboxes_list(struct sandboxes *sb, long long id)
@@ -466,6 +546,9 @@ int sandboxes_live(struct sandboxes *sb)
 int sandboxes_pollfds(struct sandboxes *sb, struct pollfd *fds, int max)
 {
 	int n = 0;
+	for (int k = 0; k < MAX_GROWS && n < max; k++)
+		if (sb->grow[k].fd >= 0)
+			fds[n++] = (struct pollfd){.fd = sb->grow[k].fd, .events = POLLIN};
 	for (int i = 0; i < MAX_SANDBOXES && n < max; i++) {
 		struct hosted *x = &sb->slot[i];
 		if (!x->used)
@@ -495,6 +578,9 @@ void sandboxes_on_events(struct sandboxes *sb, const struct pollfd *fds, int n)
 	for (int k = 0; k < n; k++) {
 		if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
+		for (int g = 0; g < MAX_GROWS; g++)
+			if (sb->grow[g].fd >= 0 && sb->grow[g].fd == fds[k].fd)
+				on_grown(sb, g);
 		for (int i = 0; i < MAX_SANDBOXES; i++) {
 			struct hosted *x = &sb->slot[i];
 			if (x->used && x->log.in_fd == fds[k].fd) {
@@ -692,6 +778,8 @@ struct sandboxes *sandboxes_new(const struct labd_config *cfg, const char *state
 	if (!sb)
 		return NULL;
 	sb->cfg = cfg;
+	for (int k = 0; k < MAX_GROWS; k++)
+		sb->grow[k].fd = -1;
 	if (ev)
 		sb->ev = *ev;
 	snprintf(sb->state_dir, sizeof(sb->state_dir), "%s", state_dir);
@@ -710,6 +798,9 @@ void sandboxes_free(struct sandboxes *sb)
 {
 	if (!sb)
 		return;
+	for (int k = 0; k < MAX_GROWS; k++)
+		if (sb->grow[k].fd >= 0)
+			close(sb->grow[k].fd);
 	for (int i = 0; i < MAX_SANDBOXES; i++) {
 		struct hosted *x = &sb->slot[i];
 		if (x->used)

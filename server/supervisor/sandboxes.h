@@ -35,6 +35,10 @@ void sandboxes_free(struct sandboxes *sb);
 json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg);
 json_t *sandboxes_stop(struct sandboxes *sb, long long id, json_t *msg);
 json_t *sandboxes_list(struct sandboxes *sb, long long id);
+/* home_usage / home_resize (homesize.h), once the user name and id are
+ * checked against root's own record of them. */
+json_t *sandboxes_home_usage(struct sandboxes *sb, long long id, json_t *msg);
+json_t *sandboxes_home_resize(struct sandboxes *sb, long long id, json_t *msg);
 /* The user is gone: their uid is retired, their sandbox (if any) stopped,
  * and their home archived or removed once that sandbox's teardown is done. */
 json_t *sandboxes_user_deleted(struct sandboxes *sb, long long id, json_t *msg);

@@ -38,8 +38,16 @@ def test_me_quota_defaults(daemon, user):
     r = user.get("/api/v1/me/quota")
     assert_status(r, 200)
     j = r.json
-    assert set(j) == {"user", "limits", "used", "remaining"}, j
-    assert j["user"] == user.user and j["used"] is None and j["remaining"] is None, j
+    assert set(j) == {"user", "limits", "used", "remaining", "next_free_at", "storage"}, j
+    windows = {"cpu_s_per_24h", "cpu_s_per_7d", "gpu_s_per_24h", "gpu_s_per_7d"}
+    # no home yet: nothing stored
+    assert j["user"] == user.user and j["used"] == dict.fromkeys(windows, 0) | {
+        "storage_bytes": 0}, j
+    assert j["remaining"] == {"cpu_s_per_24h": None, "cpu_s_per_7d": None,
+                              "gpu_s_per_24h": 4 * 3600, "gpu_s_per_7d": None,
+                              "storage_bytes": 15 << 30}, j
+    assert j["next_free_at"] == dict.fromkeys(windows), j
+    assert j["storage"] == {"used_bytes": 0, "quota_bytes": 15 << 30}, j
     lim = j["limits"]
     assert set(lim) == LIMITS, sorted(lim)
     assert all(v == {"value": v["value"], "source": "default"} for v in lim.values()), lim

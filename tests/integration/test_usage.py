@@ -163,8 +163,34 @@ def test_bad_parameters_name_the_field(ud, query, field):
         assert_error(c.get(f"/api/v1/me/usage?{query}"), 400, "bad_field", field)
 
 
-def test_group_by_group_is_not_yet(ud):
-    assert_error(ud.admin().get("/api/v1/usage?group_by=group"), 400, "not_yet", "group_by")
+@pytest.mark.parametrize("lo,hi", WINDOWS)
+def test_group_by_group_counts_a_member_in_each_of_its_groups(ud, lo, hi):
+    """ua is in two groups and counts in both; ub is in none: key "(none)". The
+    totals are the ledger's, each entry once."""
+    admin = ud.admin()
+    (na, _, _), (nb, _, _) = ud.usage_users["ua"], ud.usage_users["ub"]
+    if not hasattr(ud, "usage_groups"):
+        ud.usage_groups = [unique_name("ug") for _ in range(2)]
+        for g in ud.usage_groups:
+            assert_status(admin.post("/api/v1/groups", json={"name": g, "members": [na]}), 201)
+    per_user = expected(ud, lo, hi, "user")
+    want = {g: per_user[na] for g in ud.usage_groups if na in per_user}
+    if nb in per_user:
+        want["(none)"] = per_user[nb]
+    r = admin.get(f"/api/v1/usage?from={lo}&to={hi}&group_by=group")
+    assert_status(r, 200)
+    got = {g["key"]: {k: g[k] for k in ("cpu_s", "gpu_s", "total_s")} for g in r.json["groups"]}
+    assert got == want, (lo - D, hi - D)
+    assert r.json["group_by"] == "group"
+    tot = r.json["totals"]
+    assert tot["cpu_s"] == sum(g["cpu_s"] for g in per_user.values()), tot
+    assert tot["gpu_s"] == sum(g["gpu_s"] for g in per_user.values()), tot
+    c = admin.get(f"/api/v1/usage?from={lo}&to={hi}&group_by=group",
+                  headers={"Accept": "text/csv"})
+    assert_status(c, 200)
+    rows = list(csv.DictReader(io.StringIO(c.text)))
+    assert {row["group"]: int(row["total_s"]) for row in rows} == \
+        {k: v["total_s"] for k, v in want.items()}
 
 
 def test_usage_of_all_needs_an_admin(ud):

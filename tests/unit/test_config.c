@@ -386,9 +386,36 @@ static void test_forwarded_client(void **state)
 	assert_string_equal(out, "198.51.100.9");
 }
 
+/* A default above its machine cap would refuse every start: labd does not start. */
+static void test_runtime_default_above_machine_cap(void **state)
+{
+	(void)state;
+	struct labd_config cfg;
+	char err[256];
+	int rc;
+
+	config_defaults(&cfg, false);
+	load_text("[runtime]\nmemory = 2G\nmemory_max = 1G\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(err, "memory_max"));
+	config_defaults(&cfg, false);
+	load_text("[runtime]\ncpus = 2\ncpus_max = 1.5\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	config_defaults(&cfg, false);
+	load_text("[runtime]\nhome_size = 2T\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1); /* home_size_max defaults to 1T */
+	config_defaults(&cfg, false);
+	load_text("[runtime]\nmemory = 1G\nmemory_max = 1G\ncpus_max = 2\nhome_size_max = 15G\n",
+		  &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_true(cfg.memory_max_bytes == 1ULL << 30 && cfg.cpus_max_milli == 2000 &&
+		    cfg.home_size_max_bytes == 15ULL << 30);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_runtime_default_above_machine_cap),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_load_values),
 		cmocka_unit_test(test_unknown_key_names_file_line_key),
