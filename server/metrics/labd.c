@@ -92,10 +92,10 @@ void metrics_gpu_queue_wait(int64_t waited_s)
 	metrics_observe(&m.queue_wait, waited_s);
 }
 
-void metrics_ledger_add(enum metrics_ledger_kind kind, int64_t seconds)
+void metrics_ledger_set(enum metrics_ledger_kind kind, int64_t total_s)
 {
-	if (kind >= 0 && kind < METRICS_LEDGER_KINDS && seconds > 0)
-		metrics_add(&m.ledger_s[kind], (uint64_t)seconds);
+	if (kind >= 0 && kind < METRICS_LEDGER_KINDS && total_s >= 0)
+		atomic_store(&m.ledger_s[kind].value, (uint64_t)total_s);
 }
 
 static double gauge(struct metrics_gauge *g)

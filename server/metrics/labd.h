@@ -6,11 +6,8 @@
  * the proxy can call metrics_proxy_request once per request. What a scrape
  * reads from elsewhere (runtimes by state and kind, from the store) is
  * rendered by web/scrape.c with the same metrics.h primitives.
- *
- * Hooks for parts still to come (the GPU queue and the usage ledger) are
- * declared and rendered here already, reading 0 until those parts call them:
- * metrics_gpus_set, metrics_gpu_queue_set, metrics_gpu_queue_wait and
- * metrics_ledger_add. */
+ * The GPU queue's pass sets the pool and queue figures; a scrape sets the
+ * ledger's totals from the ledger. */
 #ifndef LABD_METRICS_LABD_H
 #define LABD_METRICS_LABD_H
 
@@ -36,14 +33,16 @@ void metrics_runtime_ready(int64_t waited_s);
 /* The supervisor channel came up (true) or went away (false). */
 void metrics_supervisor_channel(bool up);
 
-/* For the GPU queue (not wired yet): GPUs in the pool and how many are allocated. */
+/* From the GPU queue's pass: GPUs in the pool and how many are allocated. */
 void metrics_gpus_set(int64_t total, int64_t allocated);
-/* For the GPU queue (not wired yet): runtimes waiting now. */
+/* From the GPU queue's pass: runtimes waiting now. */
 void metrics_gpu_queue_set(int64_t waiting);
-/* For the GPU queue (not wired yet): a queued start left the queue after waited_s. */
+/* From the GPU queue's pass: a queued start left the queue after waited_s. */
 void metrics_gpu_queue_wait(int64_t waited_s);
-/* For the usage ledger (not wired yet): seconds of kind were recorded. */
-void metrics_ledger_add(enum metrics_ledger_kind kind, int64_t seconds);
+/* The usage ledger's billable seconds of kind, all entries together. Set
+ * from the ledger itself at each scrape: entries are never deleted and only
+ * grow, so the total is a counter that also survives a restart. */
+void metrics_ledger_set(enum metrics_ledger_kind kind, int64_t total_s);
 
 /* Appends every metric above in the text exposition format. 0 or a negative errno. */
 int metrics_render_labd(struct buf *b);

@@ -98,6 +98,25 @@ int ledger_heartbeat(struct db *db, int64_t now)
 	return rc < 0 ? -EIO : rc;
 }
 
+static int row_total(sqlite3_stmt *st, void *ctx)
+{
+	int64_t *totals_s = ctx;
+	const unsigned char *kind = sqlite3_column_text(st, 0);
+
+	if (kind)
+		totals_s[strcmp((const char *)kind, "gpu") == 0] += sqlite3_column_int64(st, 1);
+	return 0;
+}
+
+int ledger_totals_s(struct db *db, int64_t totals_s[2])
+{
+	totals_s[0] = totals_s[1] = 0;
+	return db_each(db, "SELECT kind, total(billable_s) FROM ledger GROUP BY kind", "", row_total,
+		       totals_s) < 0
+		       ? -EIO
+		       : 0;
+}
+
 int ledger_recover(struct db *db)
 {
 	db_lock(db);

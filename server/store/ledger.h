@@ -52,6 +52,9 @@ int ledger_close_user(struct db *db, const char *name, int64_t now);
 /* Advances the open entries of running or stopping runtimes to now. The
  * number advanced, or -EIO. */
 int ledger_heartbeat(struct db *db, int64_t now);
+/* Billable seconds of every entry so far, cpu into totals_s[0] and gpu into
+ * totals_s[1] (open entries up to their last heartbeat). 0 or -EIO. */
+int ledger_totals_s(struct db *db, int64_t totals_s[2]);
 /* Start-up recovery: closes each open runtime entry whose runtime is not
  * live (running or stopping) at its last heartbeat; jobs will recover their
  * own. The number closed, or -EIO. */

@@ -19,13 +19,18 @@
 #include "metrics/labd.h"
 #include "metrics/metrics.h"
 #include "sched/gpus.h"
+#include "store/ledger.h"
 #include "store/runtimes.h"
 
 #define TOKEN_MIN 32
 #define TOKEN_MAX 256
 #define EXPOSITION_MAX_BYTES (1024 * 1024)
-#define LIVE_STATES 3 /* starting, running, stopping: the order of enum runtime_state */
 #define KINDS 2
+
+/* The live states, each always rendered so that a series never vanishes. */
+static const enum runtime_state live_states[] = {RUNTIME_QUEUED, RUNTIME_STARTING, RUNTIME_RUNNING,
+						 RUNTIME_STOPPING};
+#define LIVE_STATES (sizeof(live_states) / sizeof(live_states[0]))
 
 static char scrape_token[TOKEN_MAX + 1]; /* set once before any request; "" = none */
 
@@ -71,8 +76,9 @@ static int count_runtime(const struct runtime *r, void *ctx)
 {
 	int64_t(*counts)[KINDS] = ctx;
 
-	if ((int)r->state < LIVE_STATES && (int)r->kind < KINDS)
-		counts[r->state][r->kind]++;
+	for (size_t s = 0; s < LIVE_STATES; s++)
+		if (live_states[s] == r->state && (int)r->kind < KINDS)
+			counts[s][r->kind]++;
 	return 0;
 }
 
@@ -85,11 +91,11 @@ static int render_runtimes(struct buf *b, struct http_request *req)
 	if (runtimes_each_live(http_app(req)->db, count_runtime, counts) < 0)
 		return -EIO;
 	rc = metrics_render_family(b, "labd_runtimes", "gauge",
-				   "Live runtimes by state (starting, running, stopping) and kind.");
-	for (int s = 0; s < LIVE_STATES && rc == 0; s++)
+				   "Live runtimes by state (queued, starting, running, stopping) and kind.");
+	for (size_t s = 0; s < LIVE_STATES && rc == 0; s++)
 		for (int k = 0; k < KINDS && rc == 0; k++) {
 			struct metrics_label l[] = {
-				{"state", runtimes_state_name((enum runtime_state)s)},
+				{"state", runtimes_state_name(live_states[s])},
 				{"kind", runtimes_kind_name((enum runtime_kind)k)}};
 			rc = metrics_render_sample(b, "labd_runtimes", l, 2, (double)counts[s][k]);
 		}
@@ -139,6 +145,7 @@ static void reply_exposition(struct http_request *req, const struct buf *b)
 void scrape_metrics(struct http_request *req)
 {
 	const struct auth_identity *id = http_identity(req); /* the gate filled it */
+	int64_t totals_s[2];
 	struct buf b;
 	int rc;
 
@@ -159,6 +166,10 @@ void scrape_metrics(struct http_request *req)
 		}
 	}
 	buf_init(&b, EXPOSITION_MAX_BYTES);
+	if ((rc = ledger_totals_s(http_app(req)->db, totals_s)) == 0) {
+		metrics_ledger_set(METRICS_LEDGER_CPU, totals_s[0]);
+		metrics_ledger_set(METRICS_LEDGER_GPU, totals_s[1]);
+	} /* else: the last totals stay, a counter must not drop */
 	if ((rc = metrics_render_labd(&b)) == 0)
 		rc = render_runtimes(&b, req);
 	if (rc == 0)

@@ -204,9 +204,30 @@ def test_runtime_proxy_and_websocket_series(md, madmin):
 
 def test_runtime_gauge_zero_series_present(md):
     v = scrape(md)
-    for state in ("starting", "running", "stopping"):
+    for state in ("queued", "starting", "running", "stopping"):
         for kind in ("cpu", "gpu"):
             assert f'labd_runtimes{{state="{state}",kind="{kind}"}}' in v, v.keys()
+
+
+def test_ledger_seconds_match_the_ledger(md, madmin):
+    """labd_ledger_seconds_total is the ledger's billable seconds by kind: after
+    a runtime has been billed and stopped, the counter has grown by what it was
+    billed, and equals the usage API's all-time totals."""
+    def totals():
+        r = madmin.get(f"/api/v1/usage?from=0&to={int(time.time()) + 3600}&group_by=kind")
+        assert_status(r, 200)
+        return r.json["totals"]
+
+    before = metric(md, 'labd_ledger_seconds_total{kind="cpu"}')
+    c = make_user(md, madmin, "ls")
+    start_runtime(c)
+    # billed from running on: wait for a heartbeat to advance the entry
+    wait_until(lambda: totals()["cpu_s"] > before, 30, "a billed second")
+    stop_runtime(c)
+    wait_until(lambda: metric(md, 'labd_ledger_seconds_total{kind="cpu"}') == totals()["cpu_s"]
+               and metric(md, 'labd_ledger_seconds_total{kind="gpu"}') == totals()["gpu_s"],
+               30, "the counters to equal the ledger's totals")
+    assert metric(md, 'labd_ledger_seconds_total{kind="cpu"}') > before
 
 
 @pytest.mark.parametrize("content", [None, "short\n", "two tokens" + "x" * 40])

@@ -119,8 +119,8 @@ static void test_labd_hooks(void **state)
 	metrics_websockets_add(-1);
 	metrics_runtime_ready(4);
 	metrics_supervisor_channel(true);
-	metrics_ledger_add(METRICS_LEDGER_GPU, 60);
-	metrics_ledger_add(METRICS_LEDGER_GPU, -5); /* ignored: a ledger never gives back */
+	metrics_ledger_set(METRICS_LEDGER_GPU, 60);
+	metrics_ledger_set(METRICS_LEDGER_GPU, -5); /* ignored: a ledger never gives back */
 	buf_init(&b, OUT_MAX);
 	assert_int_equal(metrics_render_labd(&b), 0);
 	const char *s = buf_str(&b);

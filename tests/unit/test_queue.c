@@ -221,7 +221,7 @@ static void test_migration_keeps_runtimes_and_their_sequence(void **state)
 	sqlite3_close(raw);
 
 	assert_int_equal(db_open(path, &db), 0);
-	assert_int_equal(db_schema_version(db), 9);
+	assert_int_equal(db_schema_version(db), migrations_count()); /* 9 and every later one */
 	assert_int_equal(runtimes_live(db, 4, &r), 1);
 	assert_int_equal(r.id, 9);
 	assert_int_equal(r.state, RUNTIME_RUNNING);
