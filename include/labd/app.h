@@ -53,6 +53,7 @@ struct app {
 	void (*close_connections)(struct app *app, enum app_close what, int64_t id);
 	struct ttlcache *identities; /* auth_identify's cache; NULL: none */
 	struct ttlcache *runtimes;   /* the gate's cache of live runtimes; NULL: none */
+	struct ttlcache *home_usage; /* each home's last usage (runtime_home_usage); NULL: none */
 };
 
 #endif

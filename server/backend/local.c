@@ -194,8 +194,8 @@ static int simple_call(struct local *l, json_t *msg, json_t **reply, char *err, 
 		snprintf(err, errlen, "%s", proto_str(*reply, "message"));
 	return strcmp(code, "not_found") == 0	 ? -ENOENT
 	       : strcmp(code, "runtime_exists") == 0 ? -EEXIST
-	       : strcmp(code, "gpu_busy") == 0	 ? -EBUSY
-						    : -EIO;
+	       : strcmp(code, "gpu_busy") == 0 || strcmp(code, "home_busy") == 0 ? -EBUSY
+										  : -EIO;
 }
 
 static int local_start(struct backend *b, const struct backend_start *s, char *endpoint,

@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "labd/app.h"
 #include "labd/buf.h"
+#include "labd/clock.h"
 #include "labd/crypto.h"
 #include "labd/log.h"
 #include "metrics/labd.h"
@@ -19,6 +20,7 @@
 #include "store/audit.h"
 #include "store/db.h"
 #include "store/gpu_queue.h"
+#include "store/ttlcache.h"
 
 /* A start in flight for this long before a missing sandbox counts. */
 #define START_GRACE_S 10
@@ -252,10 +254,31 @@ int runtime_forget_account(struct app *app, const char *user, int64_t user_id)
 	return rc;
 }
 
+/* How long a home's last usage may stand in for a reading the backend cannot
+ * give: a home whose runtime just ended is unmounted but its loop device not
+ * yet released for a moment, and its superblock is not final until then, so
+ * the backend answers busy; the figure from before is the truth of that
+ * moment. Longer than any teardown, short enough not to mislead. */
+#define HOME_USAGE_KEEP_MS (10 * 60 * 1000LL)
+
+static void home_key(int64_t user_id, unsigned char key[TTLCACHE_KEY_LEN])
+{
+	memset(key, 0, TTLCACHE_KEY_LEN);
+	memcpy(key, &user_id, sizeof(user_id));
+}
+
 int runtime_home_usage(struct app *app, const char *user, int64_t user_id,
 		       struct backend_home *out)
 {
-	return backend_home_usage(app->backend, user, user_id, out);
+	unsigned char key[TTLCACHE_KEY_LEN];
+	int rc = backend_home_usage(app->backend, user, user_id, out);
+
+	home_key(user_id, key);
+	if (rc == 0)
+		ttlcache_put(app->home_usage, key, 0, clock_ms() + HOME_USAGE_KEEP_MS, out);
+	else if (rc == -EBUSY && ttlcache_get(app->home_usage, key, 0, clock_ms(), out))
+		rc = 0;
+	return rc;
 }
 
 int runtime_home_resize(struct app *app, const char *user, int64_t user_id, int64_t size_bytes,

@@ -46,6 +46,7 @@
 /* Sizes of the request path's caches of store reads (entries). */
 #define IDENTITY_CACHE_ENTRIES 4096
 #define RUNTIME_CACHE_ENTRIES 1024
+#define HOME_USAGE_CACHE_ENTRIES 1024
 /* Runtime event streams one user may hold open (tabs of the dashboard and
  * of runtime pages); all users together get a quarter of the connections. */
 #define EVENT_STREAMS_PER_USER 8
@@ -282,7 +283,8 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	app.close_connections = close_connections;
 	app.identities = ttlcache_new(IDENTITY_CACHE_ENTRIES, sizeof(struct auth_identity));
 	app.runtimes = ttlcache_new(RUNTIME_CACHE_ENTRIES, sizeof(struct runtime));
-	if (!app.identities || !app.runtimes) {
+	app.home_usage = ttlcache_new(HOME_USAGE_CACHE_ENTRIES, sizeof(struct backend_home));
+	if (!app.identities || !app.runtimes || !app.home_usage) {
 		log_error("cannot allocate the request caches");
 		_exit(1);
 	}
@@ -319,6 +321,7 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	upstream_clear();
 	ttlcache_free(app.identities);
 	ttlcache_free(app.runtimes);
+	ttlcache_free(app.home_usage);
 	backend_free(app.backend);
 	gpus_free(app.gpus); /* after the reconciler, which takes its lock */
 	runtime_watch_free(app.watch); /* backend events notify until backend_free */

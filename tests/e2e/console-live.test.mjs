@@ -93,8 +93,13 @@ test('the admin stops alice\'s runtime from the console, with a reason in the au
 });
 
 test('storage used against the quota, with numbers, on the dashboard and in the console', T, async () => {
-  const q = (await api(admin, 'GET', `/users/${ALICE}/quota`)).body;
-  assert.equal(typeof q.storage.used_bytes, 'number', JSON.stringify(q.storage));
+  // alice's runtime was just stopped: her home may still be on its way out of the
+  // sandbox, so ask as a person would look again
+  let q;
+  await waitFor(async () => {
+    q = (await api(admin, 'GET', `/users/${ALICE}/quota`)).body;
+    return typeof q.storage.used_bytes === 'number';
+  }, "a number for alice's storage", 30_000);
   assert.equal(typeof q.storage.quota_bytes, 'number', JSON.stringify(q.storage));
 
   const page = await b.page(WIDE);
