@@ -129,6 +129,9 @@ enum api_storage_check api_storage_recheck(struct http_request *req,
 					   struct api_storage_snapshot *s);
 /* Resizes the homes of those whose quota changed (after a recheck). */
 void api_storage_apply_all(struct http_request *req, const struct api_storage_snapshot *s);
+/* The same, answering what was done per user whose quota changed:
+ * [{"user","quota_bytes" (null = unlimited),"applied"}]. */
+json_t *api_storage_apply_report(struct http_request *req, const struct api_storage_snapshot *s);
 void api_storage_snapshot_release(struct api_storage_snapshot *s);
 void api_user_quota_get(struct http_request *req);
 void api_user_quota_put(struct http_request *req);

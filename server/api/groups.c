@@ -140,17 +140,69 @@ static void audit_group(struct http_request *req, const char *action, const char
 		log_error("audit: %s of %s not recorded", action, name);
 }
 
-/* Answers with the group as it is now. */
-static void reply_group(struct http_request *req, const char *name, unsigned status)
+/* Answers with the group as it is now, and (when not NULL, taken) what a
+ * change did to the members' homes. */
+static void reply_group(struct http_request *req, const char *name, unsigned status,
+			json_t *storage)
 {
 	struct group g;
-	json_t *one;
+	json_t *one, *out;
 
 	if (groups_find(http_app(req)->db, name, &g) != 1 || !(one = group_json(req, &g))) {
+		json_decref(storage);
 		http_reply_internal(req);
 		return;
 	}
-	http_reply_json(req, status, json_pack("{s:o}", "group", one));
+	out = json_pack("{s:o}", "group", one);
+	if (storage)
+		json_object_set_new(out, "storage", storage);
+	http_reply_json(req, status, out);
+}
+
+/* ---- storage: a group change may lower or raise its members' storage ---- */
+
+static int has_name(json_t *names, const char *name)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(names, i, v) {
+		if (strcmp(json_string_value(v), name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Puts group g back as it was before c (old_members: its members then): the
+ * plan it had, the members c added taken out, those c removed put back. */
+static void undo_update(struct http_request *req, const struct group *g, json_t *old_members,
+			const struct group_change *c)
+{
+	const char *back[GROUPS_MAX_NAMES], *drop[GROUPS_MAX_NAMES];
+	char missing[QUOTA_NAME_MAX + 1] = "";
+	struct group_change u = {c->set_plan, g->plan[0] ? g->plan : NULL, back, 0, drop, 0};
+
+	for (size_t i = 0; i < c->n_remove; i++)
+		if (has_name(old_members, c->remove[i]))
+			back[u.n_add++] = c->remove[i];
+	for (size_t i = 0; i < c->n_add; i++)
+		if (!has_name(old_members, c->add[i]))
+			drop[u.n_remove++] = c->add[i];
+	if (groups_update(http_app(req)->db, g->name, &u, missing) != QUOTA_OK)
+		log_error("group %s: the refused change could not be undone", g->name);
+}
+
+/* The members of g now as a JSON array of names; NULL with a 500 reply. */
+static json_t *members_now(struct http_request *req, const struct group *g)
+{
+	json_t *names = json_array();
+
+	if (groups_members_each(http_app(req)->db, g->id, append_name, names) < 0) {
+		json_decref(names);
+		http_reply_internal(req);
+		return NULL;
+	}
+	return names;
 }
 
 void api_groups_create(struct http_request *req)
@@ -159,6 +211,7 @@ void api_groups_create(struct http_request *req)
 	const char *name = NULL, *add[GROUPS_MAX_NAMES], *remove[GROUPS_MAX_NAMES];
 	char missing[QUOTA_NAME_MAX + 1] = "";
 	struct group_change c = {0};
+	struct api_storage_snapshot snap = {0};
 	json_t *body = api_body(req, fields);
 	enum quota_change_result rc;
 
@@ -172,12 +225,21 @@ void api_groups_create(struct http_request *req)
 	}
 	if (read_change(req, body, "members", add, remove, &c) < 0)
 		goto out;
+	if (api_storage_snapshot(req, &snap) < 0)
+		goto out;
 	rc = groups_create(http_app(req)->db, name, &c, time(NULL), missing);
 	if (reply_failed(req, rc, name, missing))
 		goto out;
+	/* a member's home must still fit the group's plan: else no group */
+	if (api_storage_recheck(req, &snap) != API_STORAGE_OK) {
+		if (groups_delete(http_app(req)->db, name) != QUOTA_OK)
+			log_error("group %s: the refused creation could not be undone", name);
+		goto out;
+	}
 	audit_group(req, "group.create", name, &c);
-	reply_group(req, name, MHD_HTTP_CREATED);
+	reply_group(req, name, MHD_HTTP_CREATED, api_storage_apply_report(req, &snap));
 out:
+	api_storage_snapshot_release(&snap);
 	json_decref(body);
 }
 
@@ -193,7 +255,7 @@ void api_groups_get(struct http_request *req)
 	struct group g;
 
 	if (path_group(req, &g) == 0)
-		reply_group(req, g.name, MHD_HTTP_OK);
+		reply_group(req, g.name, MHD_HTTP_OK, NULL);
 }
 
 void api_groups_put(struct http_request *req)
@@ -204,25 +266,27 @@ void api_groups_put(struct http_request *req)
 	struct group_change c = {0};
 	struct api_storage_snapshot snap = {0};
 	struct group g;
-	json_t *body = api_body(req, fields);
+	json_t *body = api_body(req, fields), *old_members = NULL;
 
 	if (!body)
 		return;
 	if (path_group(req, &g) < 0 || read_change(req, body, "add_members", add, remove, &c) < 0 ||
-	    api_storage_snapshot(req, &snap) < 0)
+	    !(old_members = members_now(req, &g)) || api_storage_snapshot(req, &snap) < 0)
 		goto out;
 	if (reply_failed(req, groups_update(http_app(req)->db, g.name, &c, missing), g.name,
 			 missing))
 		goto out;
+	/* every member's home (those added, removed, or under a changed plan)
+	 * must still fit: else the group goes back as it was */
+	if (api_storage_recheck(req, &snap) != API_STORAGE_OK) {
+		undo_update(req, &g, old_members, &c);
+		goto out;
+	}
 	audit_group(req, "group.update", g.name, &c);
-	/* a raised storage quota reaches the members' homes; a group change is
-	 * not refused for storage (images never shrink: remaining shows 0) */
-	for (size_t i = 0; i < snap.n; i++)
-		snap.u[i].after = api_storage_quota(req, snap.u[i].id);
-	api_storage_apply_all(req, &snap);
-	reply_group(req, g.name, MHD_HTTP_OK);
+	reply_group(req, g.name, MHD_HTTP_OK, api_storage_apply_report(req, &snap));
 out:
 	api_storage_snapshot_release(&snap);
+	json_decref(old_members);
 	json_decref(body);
 }
 

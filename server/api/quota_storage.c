@@ -179,12 +179,30 @@ enum api_storage_check api_storage_recheck(struct http_request *req,
 	return API_STORAGE_OK;
 }
 
+json_t *api_storage_apply_report(struct http_request *req, const struct api_storage_snapshot *s)
+{
+	json_t *out = json_array();
+
+	for (size_t i = 0; i < s->n; i++) {
+		int64_t after = s->u[i].after;
+		const char *applied;
+
+		if (after == s->u[i].before ||
+		    !(applied = api_storage_apply(req, s->u[i].name, s->u[i].id, s->u[i].before,
+						  after)))
+			continue;
+		json_array_append_new(out, json_pack("{s:s,s:o,s:s}", "user", s->u[i].name,
+						     "quota_bytes",
+						     after == QUOTA_UNLIMITED ? json_null()
+									      : json_integer(after),
+						     "applied", applied));
+	}
+	return out;
+}
+
 void api_storage_apply_all(struct http_request *req, const struct api_storage_snapshot *s)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (s->u[i].after != s->u[i].before)
-			api_storage_apply(req, s->u[i].name, s->u[i].id, s->u[i].before,
-					  s->u[i].after);
+	json_decref(api_storage_apply_report(req, s));
 }
 
 void api_storage_snapshot_release(struct api_storage_snapshot *s)
