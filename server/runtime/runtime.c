@@ -72,6 +72,7 @@ static void back_to_queue(struct app *app, const struct runtime *r)
 
 	log_info("GPU %s for %s's runtime is still held; queued again", r->gpus, r->user_name);
 	if (gpu_queue_put_back(app->db, r->id, queued_at, expires_at) == 1) {
+		runtime_queue_replan(app); /* its place (0 until computed) before anyone reads it */
 		runtime_watch_notify(app->watch, r->user_id);
 		reconcile_poke(app->reconciler);
 	} else {

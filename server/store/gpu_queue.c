@@ -7,6 +7,11 @@
 
 #include "store/db.h"
 
+/* The place an entry has until the queue's next pass computes the real one
+ * (moments later): the end of the queue, never 0, so that no reader in
+ * between sees a place that does not exist. */
+#define PROVISIONAL_PLACE "(SELECT count(*) + 1 FROM gpu_queue)"
+
 int gpu_queue_add(struct db *db, int64_t user_id, const char *token, int64_t now,
 		  int64_t length_s, int64_t expires_at, struct runtime *out)
 {
@@ -24,8 +29,8 @@ int gpu_queue_add(struct db *db, int64_t user_id, const char *token, int64_t now
 		     "itiii", user_id, token, now, now + length_s, now);
 	if (rc == 1) {
 		id = db_last_id(db);
-		rc = db_exec(db, "INSERT INTO gpu_queue (runtime_id, queued_at, expires_at)"
-				 " VALUES (?, ?, ?)", "iii", id, now, expires_at);
+		rc = db_exec(db, "INSERT INTO gpu_queue (runtime_id, queued_at, expires_at, position)"
+				 " VALUES (?, ?, ?, " PROVISIONAL_PLACE ")", "iii", id, now, expires_at);
 	}
 	if (rc != 1)
 		db_rollback(db);
@@ -134,8 +139,9 @@ int gpu_queue_put_back(struct db *db, int64_t runtime_id, int64_t queued_at, int
 			" AND state = 'starting'",
 			"i", runtime_id);
 	if (moved > 0)
-		rc = db_exec(db, "INSERT OR REPLACE INTO gpu_queue (runtime_id, queued_at, expires_at)"
-				 " VALUES (?, ?, ?)", "iii", runtime_id, queued_at, expires_at);
+		rc = db_exec(db, "INSERT OR REPLACE INTO gpu_queue (runtime_id, queued_at, expires_at,"
+				 " position) VALUES (?, ?, ?, " PROVISIONAL_PLACE ")",
+			     "iii", runtime_id, queued_at, expires_at);
 	rc = move_row(db, moved, rc);
 	db_changed(db, DB_RUNTIMES);
 	db_unlock(db);

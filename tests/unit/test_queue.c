@@ -119,6 +119,9 @@ static void test_rows_move_with_their_entry(void **state)
 	assert_int_equal(r.queued_at, 1000);
 	assert_int_equal(r.queue_expires_at, 2800);
 	assert_int_equal(r.deadline - r.created_at, 4 * H);
+	/* a place at the end until the queue's pass computes it, never 0 */
+	assert_int_equal(runtimes_live(f->db, f->ann, &again), 1);
+	assert_int_equal(again.queue_position, 1);
 	/* one live runtime per user, queued included */
 	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, 1001, H, 2000, &again), DB_CONFLICT);
 	assert_int_equal(runtimes_create(f->db, f->ann, RUNTIME_CPU, TOKEN, "", 1001, 2000, &again),
@@ -145,6 +148,7 @@ static void test_rows_move_with_their_entry(void **state)
 	assert_int_equal(again.state, RUNTIME_QUEUED);
 	assert_string_equal(again.gpus, "");
 	assert_int_equal(again.queued_at, 1000);
+	assert_int_equal(again.queue_position, 1);
 	/* ending it (cancel) removes the entry in the same transaction */
 	assert_int_equal(runtimes_set_state(f->db, r.id, RUNTIME_STOPPED, "cancelled while queued",
 					    1600),
