@@ -183,7 +183,51 @@
     });
   }
 
+  /* A named list's form (plans, groups): runs the save with the form busy, says what
+   * happened ("Plan course created."), then leaves edit mode and reloads. */
+  function save(o) {
+    L.busy(o.form, true);
+    return o.work
+      .then(function () {
+        var verb = o.editing ? "saved" : "created";
+        o.stopEditing();
+        o.note.ok(o.what + " " + o.name + " " + verb + ".");
+        return o.reload();
+      })
+      .catch(o.note.fail)
+      .then(function () {
+        L.busy(o.form, false);
+      });
+  }
+
+  /* The Edit and Delete buttons of a named list's rows, one click handler for the
+   * table: o.find(name) the item, o.edit(item or null), o.editing() the one being
+   * edited, o.path the API collection ("/plans"), o.confirm(name) the question. */
+  function rowActions(o) {
+    return function (ev) {
+      var b = ev.target.closest("button[data-action]");
+      if (!b) return;
+      var name = b.dataset.name;
+      o.note.clear();
+      if (b.dataset.action === "edit") {
+        o.edit(o.find(name) || null);
+      } else if (b.dataset.action === "delete") {
+        if (!window.confirm(o.confirm(name))) return;
+        L.api("DELETE", o.path + "/" + encodeURIComponent(name))
+          .then(function () {
+            var e = o.editing();
+            if (e && e.name === name) o.edit(null);
+            o.note.ok(o.what + " " + name + " deleted.");
+            return o.reload();
+          })
+          .catch(o.note.fail);
+      }
+    };
+  }
+
   window.labdAdmin = {
+    save: save,
+    rowActions: rowActions,
     LIMITS: LIMITS,
     formatLimit: formatLimit,
     formatSeconds: formatSeconds,

@@ -112,42 +112,18 @@
     } else {
       work = L.api("POST", "/groups", { name: name, plan: plan, members: list });
     }
-    L.busy(form, true);
-    work
-      .then(function () {
-        var verb = editing ? "saved" : "created";
-        setEditing(null);
-        note.ok("Group " + name + " " + verb + ".");
-        return load();
-      })
-      .catch(note.fail)
-      .then(function () {
-        L.busy(form, false);
-      });
+    A.save({ form: form, work: work, editing: editing, what: "Group", name: name, note: note,
+             stopEditing: function () { setEditing(null); }, reload: load });
   }
 
-  function onClick(ev) {
-    var b = ev.target.closest("button[data-action]");
-    if (!b) return;
-    var name = b.dataset.name;
-    note.clear();
-    if (b.dataset.action === "edit") {
-      setEditing(
-        groups.filter(function (g) {
-          return g.name === name;
-        })[0] || null
-      );
-    } else if (b.dataset.action === "delete") {
-      if (!window.confirm("Delete group " + name + "? Its members keep their accounts.")) return;
-      L.api("DELETE", "/groups/" + encodeURIComponent(name))
-        .then(function () {
-          if (editing && editing.name === name) setEditing(null);
-          note.ok("Group " + name + " deleted.");
-          return load();
-        })
-        .catch(note.fail);
-    }
-  }
+  var onClick = A.rowActions({
+    what: "Group", path: "/groups", note: note, reload: load, edit: setEditing,
+    editing: function () { return editing; },
+    find: function (name) {
+      return groups.filter(function (g) { return g.name === name; })[0];
+    },
+    confirm: function (name) { return "Delete group " + name + "? Its members keep their accounts."; },
+  });
 
   A.onChanged(function (what) {
     if (what.plans) fillPlans(what.plans);

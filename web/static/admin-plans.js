@@ -106,42 +106,18 @@
     var work = editing
       ? L.api("PUT", "/plans/" + encodeURIComponent(name), { limits: limits })
       : L.api("POST", "/plans", { name: name, limits: limits });
-    L.busy(form, true);
-    work
-      .then(function () {
-        var verb = editing ? "saved" : "created";
-        setEditing(null);
-        note.ok("Plan " + name + " " + verb + ".");
-        return load();
-      })
-      .catch(note.fail)
-      .then(function () {
-        L.busy(form, false);
-      });
+    A.save({ form: form, work: work, editing: editing, what: "Plan", name: name, note: note,
+             stopEditing: function () { setEditing(null); }, reload: load });
   }
 
-  function onClick(ev) {
-    var b = ev.target.closest("button[data-action]");
-    if (!b) return;
-    var name = b.dataset.name;
-    note.clear();
-    if (b.dataset.action === "edit") {
-      setEditing(
-        plans.filter(function (p) {
-          return p.name === name;
-        })[0] || null
-      );
-    } else if (b.dataset.action === "delete") {
-      if (!window.confirm("Delete plan " + name + "?")) return;
-      L.api("DELETE", "/plans/" + encodeURIComponent(name))
-        .then(function () {
-          if (editing && editing.name === name) setEditing(null);
-          note.ok("Plan " + name + " deleted.");
-          return load();
-        })
-        .catch(note.fail);
-    }
-  }
+  var onClick = A.rowActions({
+    what: "Plan", path: "/plans", note: note, reload: load, edit: setEditing,
+    editing: function () { return editing; },
+    find: function (name) {
+      return plans.filter(function (p) { return p.name === name; })[0];
+    },
+    confirm: function (name) { return "Delete plan " + name + "?"; },
+  });
 
   renderFields({});
   A.ready.then(function () {
