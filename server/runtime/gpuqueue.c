@@ -35,9 +35,8 @@ static int count_entry(const struct gpu_queue_entry *e, void *ctx)
 /* Under the allocation lock: a starting row on a free GPU when nobody waits
  * (1, *out), else a queued row (0, *out); DB_CONFLICT or -EIO. */
 static int start_or_queue(struct app *app, int64_t user_id, const char *token, int64_t now,
-			  struct runtime *out)
+			  int64_t length_s, struct runtime *out)
 {
-	int64_t length_s = runtime_length_s(app, user_id, RUNTIME_GPU);
 	int waiting = gpu_queue_each(app->db, count_entry, NULL);
 	unsigned id;
 	char gpus[16];
@@ -60,7 +59,7 @@ static int start_or_queue(struct app *app, int64_t user_id, const char *token, i
 
 enum runtime_start_result runtime_gpu_start(struct app *app, int64_t user_id, const char *user,
 					    const char *address, const char *token,
-					    struct runtime *out)
+					    const struct runtime_resources *res, struct runtime *out)
 {
 	int64_t now = time(NULL);
 	int rc;
@@ -68,7 +67,7 @@ enum runtime_start_result runtime_gpu_start(struct app *app, int64_t user_id, co
 	if (app->cfg->n_gpu_devices == 0)
 		return RUNTIME_START_NO_GPU;
 	gpus_alloc_lock(app->gpus);
-	rc = start_or_queue(app, user_id, token, now, out);
+	rc = start_or_queue(app, user_id, token, now, res->deadline_s - now, out);
 	gpus_alloc_unlock(app->gpus);
 	if (rc == DB_CONFLICT)
 		return RUNTIME_START_EXISTS;
@@ -77,7 +76,7 @@ enum runtime_start_result runtime_gpu_start(struct app *app, int64_t user_id, co
 	runtime_audit(app, now, user, "runtime.start", user, address, rc == 1 ? "gpu" : "gpu (queued)");
 	if (rc == 1) {
 		runtime_watch_notify(app->watch, user_id);
-		runtime_ask_backend(app, out);
+		runtime_ask_backend(app, out, res);
 	} else {
 		log_info("runtime of %s queued for a GPU", user);
 		runtime_queue_replan(app); /* its place is in the answer; notifies */
@@ -113,9 +112,12 @@ static void expire(struct app *app, const struct queue_item *it)
 }
 
 /* Under the allocation lock: moves the head of the fair order onto a free
- * GPU. 1 with *r (the starting row, with its queue times), 0 when nobody
- * waits or no GPU is free, or -EIO. */
-static int take_head(struct app *app, int64_t now, struct runtime *r)
+ * GPU, with the deadline *res gives. 1 with *r (the starting row, with its
+ * queue times) and *res (*limits_ok false when the user's limits could not
+ * be read: the row then gets the shortest length and is failed), 0 when
+ * nobody waits or no GPU is free, or -EIO. */
+static int take_head(struct app *app, int64_t now, struct runtime *r,
+		     struct runtime_resources *res, bool *limits_ok)
 {
 	struct queue_item items[QUEUE_PASS_MAX];
 	char gpus[16];
@@ -128,8 +130,10 @@ static int take_head(struct app *app, int64_t now, struct runtime *r)
 		return rc;
 	queue_order(items, (size_t)n);
 	snprintf(gpus, sizeof(gpus), "%u", id);
-	rc = gpu_queue_take(app->db, items[0].runtime_id, gpus, now,
-			    now + runtime_length_s(app, items[0].user_id, RUNTIME_GPU));
+	*limits_ok = runtime_resources_read(app, items[0].user_id, RUNTIME_GPU, now, res) == 0;
+	if (!*limits_ok)
+		res->deadline_s = now + QUOTA_MIN_START_S;
+	rc = gpu_queue_take(app->db, items[0].runtime_id, gpus, now, res->deadline_s);
 	if (rc <= 0 || runtimes_latest(app->db, items[0].user_id, r) != 1)
 		return rc < 0 ? rc : 0;
 	r->queued_at = items[0].queued_at;
@@ -140,11 +144,13 @@ static int take_head(struct app *app, int64_t now, struct runtime *r)
 static void dispatch(struct app *app, int64_t now)
 {
 	struct runtime r;
+	struct runtime_resources res;
+	bool limits_ok;
 	char detail[RUNTIME_GPUS_MAX + 64];
 
 	for (unsigned started = 0; started < CONFIG_MAX_GPUS; started++) {
 		gpus_alloc_lock(app->gpus);
-		int rc = take_head(app, now, &r);
+		int rc = take_head(app, now, &r, &res, &limits_ok);
 		gpus_alloc_unlock(app->gpus);
 		if (rc <= 0)
 			return;
@@ -154,7 +160,10 @@ static void dispatch(struct app *app, int64_t now)
 			 (long long)(now - r.queued_at));
 		runtime_audit(app, now, NULL, "runtime.dequeue", r.user_name, NULL, detail);
 		log_info("runtime of %s leaves the queue: %s", r.user_name, detail);
-		runtime_ask_backend(app, &r);
+		if (limits_ok)
+			runtime_ask_backend(app, &r, &res);
+		else
+			runtime_end(app, &r, true, "could not start: the user's limits could not be read");
 	}
 }
 

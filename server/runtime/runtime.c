@@ -80,8 +80,7 @@ static void back_to_queue(struct app *app, const struct runtime *r)
 	}
 }
 
-/* Hands the sandbox to the backend; on refusal the row is failed. */
-static void ask_backend(struct app *app, struct runtime *r, const struct runtime_resources *res)
+void runtime_ask_backend(struct app *app, struct runtime *r, const struct runtime_resources *res)
 {
 	struct backend_start s = {.user = r->user_name, .user_id = r->user_id,
 				  .runtime_id = r->id, .kind = runtimes_kind_name(r->kind),
@@ -157,32 +156,19 @@ static enum runtime_start_result check_quota(struct app *app, int64_t user_id,
 	return RUNTIME_START_OK;
 }
 
-/* A GPU start that waited in the queue gets its sandbox's size from the plan
- * as it is when it leaves the queue (an admin may have changed it since). */
-void runtime_ask_backend(struct app *app, struct runtime *r)
+/* The quota was checked when the start was asked for, and a queued runtime
+ * uses none, so a refusal here means only that the rolling window moved on
+ * while it waited: it then gets the shortest runtime the check allows. */
+int runtime_resources_read(struct app *app, int64_t user_id, enum runtime_kind kind, int64_t now,
+			   struct runtime_resources *res)
 {
-	struct runtime_resources res;
+	enum runtime_start_result verdict = check_quota(app, user_id, kind, now, res, NULL);
 
-	if (check_quota(app, r->user_id, r->kind, time(NULL), &res, NULL) == RUNTIME_START_ERROR) {
-		end_runtime(app, r, true, "could not start: the user's limits could not be read");
-		return;
-	}
-	ask_backend(app, r, &res);
-}
-
-/* The length a GPU start gets when it is queued or leaves the queue: the
- * earlier of its plan's length and its quota left, read at that moment. The
- * quota was checked when the start was asked for, and a queued runtime uses
- * none, so a refusal here means only that the rolling window moved on while
- * it waited: it then gets the shortest runtime the check allows. */
-int64_t runtime_length_s(struct app *app, int64_t user_id, enum runtime_kind kind)
-{
-	struct runtime_resources res;
-	int64_t now = time(NULL);
-
-	if (check_quota(app, user_id, kind, now, &res, NULL) != RUNTIME_START_OK)
-		return QUOTA_MIN_START_S;
-	return res.deadline_s - now;
+	if (verdict == RUNTIME_START_ERROR)
+		return -EIO;
+	if (verdict != RUNTIME_START_OK)
+		res->deadline_s = now + QUOTA_MIN_START_S;
+	return 0;
 }
 
 enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const char *user,
@@ -200,7 +186,7 @@ enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const 
 	if (crypto_random_token(token, sizeof(token), 32) < 0)
 		return RUNTIME_START_ERROR;
 	if (kind == RUNTIME_GPU)
-		return runtime_gpu_start(app, user_id, user, address, token, out);
+		return runtime_gpu_start(app, user_id, user, address, token, &res, out);
 	rc = runtimes_create(app->db, user_id, kind, token, "", now, res.deadline_s, out);
 	if (rc == DB_CONFLICT)
 		return RUNTIME_START_EXISTS;
@@ -208,7 +194,7 @@ enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const 
 		return RUNTIME_START_ERROR;
 	runtime_watch_notify(app->watch, user_id);
 	runtime_audit(app, now, user, "runtime.start", user, address, runtimes_kind_name(kind));
-	ask_backend(app, out, &res);
+	runtime_ask_backend(app, out, &res);
 	return runtimes_latest(app->db, user_id, out) == 1 ? RUNTIME_START_OK : RUNTIME_START_ERROR;
 }
 

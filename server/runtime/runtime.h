@@ -92,7 +92,7 @@ int runtime_socket_path(const struct runtime *r, char *out, size_t len);
  * returns). Results as runtime_start's. */
 enum runtime_start_result runtime_gpu_start(struct app *app, int64_t user_id, const char *user,
 					    const char *address, const char *token,
-					    struct runtime *out);
+					    const struct runtime_resources *res, struct runtime *out);
 /* One pass of the queue, from the reconciler thread (it calls the backend):
  * fails entries past [gpu] queue_max_wait, starts the head of the fair order
  * on each free GPU, and recomputes every place (telling those whose changed). */
@@ -104,11 +104,15 @@ void runtime_queue_replan(struct app *app);
 
 /* Ends a live row (stopped, or failed) with reason: audit, log, watchers. */
 void runtime_end(struct app *app, const struct runtime *r, bool failed, const char *reason);
-/* Hands r's sandbox to the backend; a refusal fails the row, a GPU still
- * held puts it back in the queue. Never call with the GPU allocation lock. */
-void runtime_ask_backend(struct app *app, struct runtime *r);
-/* How long a runtime of kind may run for the user (plan, group, override,
- * else config; "unlimited" is a year). */
-int64_t runtime_length_s(struct app *app, int64_t user_id, enum runtime_kind kind);
+/* Hands r's sandbox, of the size res says, to the backend; a refusal fails
+ * the row, a GPU still held puts it back in the queue. Never call with the
+ * GPU allocation lock. */
+void runtime_ask_backend(struct app *app, struct runtime *r, const struct runtime_resources *res);
+/* What the user's limits give a runtime of kind starting now (a GPU start
+ * leaving the queue: the plan and quota of that moment, since an admin may
+ * have changed them): its deadline, the earlier of the plan's length and the
+ * quota left, and its size. 0, or -EIO when the limits cannot be read. */
+int runtime_resources_read(struct app *app, int64_t user_id, enum runtime_kind kind, int64_t now,
+			   struct runtime_resources *res);
 
 #endif
