@@ -200,6 +200,18 @@
       });
   }
 
+  /* A row's Edit or Delete button of a named list; kind ("plan") names it for
+   * screen readers, and rowActions reads action and name back. */
+  function rowButton(action, label, kind, name, cls) {
+    return L.el("button", {
+      type: "button",
+      className: "small " + (cls || "secondary"),
+      textContent: label,
+      dataset: { action: action, name: name },
+      attrs: { "aria-label": label + " " + kind + " " + name },
+    });
+  }
+
   /* The Edit and Delete buttons of a named list's rows, one click handler for the
    * table: o.find(name) the item, o.edit(item or null), o.editing() the one being
    * edited, o.path the API collection ("/plans"), o.confirm(name) the question. */
@@ -228,6 +240,7 @@
   window.labdAdmin = {
     save: save,
     rowActions: rowActions,
+    rowButton: rowButton,
     LIMITS: LIMITS,
     formatLimit: formatLimit,
     formatSeconds: formatSeconds,

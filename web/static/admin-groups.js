@@ -36,13 +36,7 @@
   }
 
   function button(action, label, g, cls) {
-    return L.el("button", {
-      type: "button",
-      className: "small " + (cls || "secondary"),
-      textContent: label,
-      dataset: { action: action, name: g.name },
-      attrs: { "aria-label": label + " group " + g.name },
-    });
+    return A.rowButton(action, label, "group", g.name, cls);
   }
 
   function render() {

@@ -39,13 +39,7 @@
   }
 
   function button(action, label, p, cls) {
-    return L.el("button", {
-      type: "button",
-      className: "small " + (cls || "secondary"),
-      textContent: label,
-      dataset: { action: action, name: p.name },
-      attrs: { "aria-label": label + " plan " + p.name },
-    });
+    return A.rowButton(action, label, "plan", p.name, cls);
   }
 
   function render() {
