@@ -74,6 +74,10 @@ void api_runtimes_list(struct http_request *req);
 void api_runtimes_stop(struct http_request *req);
 /* runtime_events.c: the caller's runtime as Server-Sent Events. */
 void api_runtime_events(struct http_request *req);
+/* open.c: "Open in labd", a repository cloned or updated in the caller's
+ * running runtime (202, then the outcome from the GET). */
+void api_runtime_open(struct http_request *req);
+void api_runtime_open_get(struct http_request *req);
 /* The public JSON view of a runtime. Caller owns the reference. */
 json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg);
 /* The body of every runtime answer, {"runtime": runtime}, taking runtime (an

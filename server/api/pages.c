@@ -53,8 +53,9 @@ static void append_next(char *url, size_t len, const char *next)
 void pages_login_post(struct http_request *req)
 {
 	struct app *app = http_app(req);
-	char name[64] = "", password[PASSWORD_MAX_LENGTH + 1] = "", next[512] = "";
-	char secret[SESSION_SECRET_LEN + 1], cookie[256], location[1024];
+	/* next holds a whole /open?repo=&path= link (GITSOURCE_*_MAX, encoded) */
+	char name[64] = "", password[PASSWORD_MAX_LENGTH + 1] = "", next[2048] = "";
+	char secret[SESSION_SECRET_LEN + 1], cookie[256], location[6400];
 	struct user user;
 	struct session session;
 	int64_t retry_after = 0;

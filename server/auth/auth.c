@@ -174,7 +174,7 @@ void auth_cookie_header(const struct app *app, const char *secret, char *out, si
 
 void auth_redirect_login(struct http_request *req, const char *next)
 {
-	char encoded[2048], location[2100];
+	char encoded[6144], location[6200]; /* an /open link, its query encoded again */
 
 	http_url_encode(next, encoded, sizeof(encoded));
 	snprintf(location, sizeof(location), "/login?next=%s", encoded);

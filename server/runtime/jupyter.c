@@ -45,16 +45,42 @@ static bool wait_fd(int fd, short events, long long deadline)
 	return left > 0 && poll(&p, 1, (int)left) == 1;
 }
 
+/* Sends all of len bytes before the deadline; 0 or -1. */
+static int send_all(int fd, const char *data, size_t len, long long deadline)
+{
+	while (len > 0) {
+		ssize_t sent = send(fd, data, len, MSG_NOSIGNAL);
+		if (sent < 0 && errno == EINTR)
+			continue;
+		if (sent < 0 && errno == EAGAIN && wait_fd(fd, POLLOUT, deadline))
+			continue;
+		if (sent <= 0)
+			return -1;
+		data += sent;
+		len -= (size_t)sent;
+	}
+	return 0;
+}
+
 int jupyter_request(const char *socket_path, const char *method, const char *user,
 		    const char *api_path, const char *token, int timeout_ms, int *status,
 		    char *body, size_t bodylen)
+{
+	return jupyter_send(socket_path, method, user, api_path, token, NULL, timeout_ms, status,
+			    body, bodylen);
+}
+
+int jupyter_send(const char *socket_path, const char *method, const char *user,
+		 const char *api_path, const char *token, const char *json_body, int timeout_ms,
+		 int *status, char *body, size_t bodylen)
 {
 	static const http_parser_settings settings = {.on_body = on_body,
 						      .on_message_complete = on_complete};
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct response r = {.body = body, .cap = bodylen};
 	long long deadline = clock_ms() + timeout_ms;
-	char req[1024], buf[8192];
+	size_t body_bytes = json_body ? strlen(json_body) : 0;
+	char req[JUPYTER_HEAD_MAX], buf[8192];
 	http_parser parser;
 	int fd, rc = -1, n;
 
@@ -63,15 +89,17 @@ int jupyter_request(const char *socket_path, const char *method, const char *use
 	memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
 	n = snprintf(req, sizeof(req),
 		     "%s /user/%s/%s HTTP/1.1\r\nHost: localhost\r\nAuthorization: token %s\r\n"
-		     "Content-Length: 0\r\nConnection: close\r\n\r\n",
-		     method, user, api_path, token);
+		     "%sContent-Length: %zu\r\nConnection: close\r\n\r\n",
+		     method, user, api_path, token,
+		     json_body ? "Content-Type: application/json\r\n" : "", body_bytes);
 	if (n < 0 || n >= (int)sizeof(req))
 		return -1;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -1;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    !wait_fd(fd, POLLOUT, deadline) || send(fd, req, (size_t)n, MSG_NOSIGNAL) != n)
+	    !wait_fd(fd, POLLOUT, deadline) || send_all(fd, req, (size_t)n, deadline) < 0 ||
+	    send_all(fd, json_body, body_bytes, deadline) < 0)
 		goto out;
 	http_parser_init(&parser, HTTP_RESPONSE);
 	parser.data = &r;

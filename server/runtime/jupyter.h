@@ -14,6 +14,15 @@ int jupyter_request(const char *socket_path, const char *method, const char *use
 		    const char *api_path, const char *token, int timeout_ms, int *status,
 		    char *body, size_t bodylen);
 
+/* The longest request head (path included) jupyter_send writes. */
+#define JUPYTER_HEAD_MAX 4096
+
+/* jupyter_request with a body: json_body (NULL: none) is sent as
+ * application/json. The same results. */
+int jupyter_send(const char *socket_path, const char *method, const char *user,
+		 const char *api_path, const char *token, const char *json_body, int timeout_ms,
+		 int *status, char *body, size_t bodylen);
+
 /* 1 when any kernel reports execution_state "busy", 0 when none, -1 when
  * Jupyter could not be asked. */
 int jupyter_kernels_busy(const char *socket_path, const char *user, const char *token);

@@ -28,6 +28,9 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/me/runtime", ROUTE_USER, ROUTE_API, api_runtime_get, SCOPE_RUNTIMES},
 	{"DELETE", "/api/v1/me/runtime", ROUTE_USER, ROUTE_API, api_runtime_stop, SCOPE_RUNTIMES},
 	{"GET", "/api/v1/me/runtime/events", ROUTE_USER, ROUTE_API, api_runtime_events, SCOPE_RUNTIMES},
+	{"POST", "/api/v1/me/runtime/open", ROUTE_USER, ROUTE_API, api_runtime_open, SCOPE_RUNTIMES},
+	{"GET", "/api/v1/me/runtime/open", ROUTE_USER, ROUTE_API, api_runtime_open_get,
+	 SCOPE_RUNTIMES},
 	{"GET", "/api/v1/gpus", ROUTE_USER, ROUTE_API, api_gpus, SCOPE_READ_GPUS},
 	/* Deprecated, gone in the next release. Public: the redirect changes and reveals
 	 * nothing, and the new path runs the whole gate, so a client that follows it gets
@@ -66,6 +69,7 @@ static const struct route routes[] = {
 	{"POST", "/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_login_post, 0},
 	{"POST", "/logout", ROUTE_USER, ROUTE_PAGE, pages_logout_post, SCOPE_IDENTIFY},
 	{"GET", "/dashboard", ROUTE_USER, ROUTE_PAGE, pages_dashboard, SCOPE_IDENTIFY},
+	{"GET", "/open", ROUTE_USER, ROUTE_PAGE, pages_open, SCOPE_IDENTIFY},
 	{"GET", "/admin", ROUTE_ADMIN, ROUTE_PAGE, pages_admin, SCOPE_ADMIN_USERS},
 	/* Public here: a scraper's token is not an API token; the handler checks
 	 * the role and the scope. */
@@ -105,7 +109,8 @@ static void reply_unauthenticated(struct http_request *req, enum route_kind kind
 				 "log in or send an API token");
 		return;
 	}
-	auth_redirect_login(req, http_path(req));
+	/* the query too: /open?repo=&path= must survive the login */
+	auth_redirect_login(req, http_raw_uri(req));
 }
 
 static void reply_forbidden(struct http_request *req, enum route_kind kind, const char *code,
