@@ -216,9 +216,9 @@ static int changed_files(struct call *c, char *first, size_t len)
 /* Fetches, then fast-forwards folder when nothing local would be touched. */
 static void update(struct call *c, const char *folder, struct gitopen_result *out)
 {
-	char words[256], first[128] = "";
+	char words[256], first[128] = "", upstream[256];
 	json_int_t ahead, behind, state;
-	const char *upstream;
+	const char *remote;
 	int changed;
 
 	if (ask(c, "POST", "{}", "git/%s/remote/fetch", folder) != 200) {
@@ -230,7 +230,9 @@ static void update(struct call *c, const char *folder, struct gitopen_result *ou
 		say(out, GITOPEN_KEPT, "~/%s was not updated: git status failed", folder);
 		return;
 	}
-	upstream = answer_string(c, "remote");
+	/* copied: the pull's answer replaces the status's */
+	remote = answer_string(c, "remote");
+	snprintf(upstream, sizeof(upstream), "%s", remote ? remote : "");
 	ahead = json_integer_value(json_object_get(c->json, "ahead"));
 	behind = json_integer_value(json_object_get(c->json, "behind"));
 	state = json_integer_value(json_object_get(c->json, "state"));
@@ -238,7 +240,7 @@ static void update(struct call *c, const char *folder, struct gitopen_result *ou
 	if (state != 0)
 		say(out, GITOPEN_KEPT, "~/%s was not updated: a merge or rebase is under way there",
 		    folder);
-	else if (!upstream)
+	else if (!remote)
 		say(out, GITOPEN_KEPT,
 		    "~/%s was not updated: its current branch follows no remote branch", folder);
 	else if (behind == 0)

@@ -375,7 +375,8 @@ def raw_get(port, path, extra=""):
 
 
 def assert_error(r, status, code=None, field=None):
-    """The response is an error with exactly {"error":{"code","message"}}."""
+    """The response is an error with exactly {"error":{"code","message"}} and
+    optionally "field" (the request field refused)."""
     ctx = f"{r.method} {r.path}"
     statuses = (status,) if isinstance(status, int) else tuple(status)
     assert r.status in statuses, f"{ctx}: expected {status}, got {r.status}: {r.body[:300]!r}"
@@ -385,14 +386,16 @@ def assert_error(r, status, code=None, field=None):
     j = r.json
     assert isinstance(j, dict) and set(j) == {"error"}, f"{ctx}: bad error shape {j!r}"
     e = j["error"]
-    assert isinstance(e, dict) and set(e) == {"code", "message"}, f"{ctx}: bad error shape {j!r}"
+    assert isinstance(e, dict) and {"code", "message"} <= set(e) <= {"code", "message", "field"}, \
+        f"{ctx}: bad error shape {j!r}"
     assert isinstance(e["code"], str) and e["code"], f"{ctx}: bad code {j!r}"
     assert isinstance(e["message"], str) and e["message"], f"{ctx}: empty message {j!r}"
     if code is not None:
         codes = (code,) if isinstance(code, str) else tuple(code)
         assert e["code"] in codes, f"{ctx}: expected code {code}, got {e['code']!r} ({e['message']!r})"
     if field is not None:
-        assert field in e["message"], f"{ctx}: message does not name {field!r}: {e['message']!r}"
+        assert e.get("field") == field or field in e["message"], \
+            f"{ctx}: error does not name {field!r}: {j!r}"
     return e
 
 

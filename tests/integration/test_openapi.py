@@ -111,6 +111,9 @@ def test_every_documented_operation_is_called(daemon, admin, new_user):
     assert_status(c.get("/api/v1/me/runtime"), 200)
     c.post("/api/v1/me/runtime", json={"type": "gpu"})  # no GPU here: 409, as documented
     c.delete("/api/v1/me/runtime")  # none live: 404, as documented
+    # a file: URL is refused before any runtime is asked (400 naming repo)
+    c.post("/api/v1/me/runtime/open", json={"repo": "file:///etc", "path": "a.ipynb"})
+    c.get("/api/v1/me/runtime/open")  # nothing opened yet: 404
     for m in ("GET", "POST", "DELETE"):
         assert_status(c.request(m, "/api/v1/me/session", json={}), 308)
     assert_status(c.get("/api/v1/me/quota"), 200)

@@ -1,0 +1,314 @@
+""""Open in labd" (/open?repo=&path=, POST/GET /api/v1/me/runtime/open) against a real
+JupyterLab runtime with jupyterlab-git: a Git repository served over dumb HTTP, cloned
+into the home by git inside the user's sandbox, fast-forwarded when that touches nothing
+local, left exactly as it is otherwise; bad links refused naming the field; a logged-out
+visit goes through the login and back; a runtime without jupyterlab-git is told so."""
+
+import time
+import urllib.parse
+
+import pytest
+
+from labd_harness import (
+    SLOW,
+    STRONG,
+    WebSocket,
+    assert_error,
+    assert_status,
+    audit_entries,
+    jupyter_execute,
+    redirect_target,
+    start_runtime,
+    stop_runtime,
+    unique_name,
+    ws_cookie_headers,
+)
+
+OPEN_TIMEOUT_S = 120 * SLOW
+GIT_PORT = 8765  # inside the runtime's own network namespace: nobody else's
+
+
+def make_user(d, admin, prefix):
+    name = unique_name(prefix)
+    pw = f"{STRONG}-{name}"
+    r = admin.post("/api/v1/users", json={"name": name, "role": "user", "password": pw})
+    assert r.status == 201, f"creating {name}: {r!r}"
+    c = d.client()
+    c.login(name, pw)
+    c.password = pw
+    return c
+
+
+def user_path(c, rest=""):
+    return f"/user/{c.user}/{rest}"
+
+
+def sh(d, c, script, timeout=60 * SLOW):
+    """Runs a shell script in c's runtime (a kernel of its own, as the user, in the
+    home) and returns its stdout; a non-zero exit fails the test with its stderr."""
+    r = c.post(user_path(c, "api/kernels"), json={"name": "python3"})
+    assert r.status == 201, r
+    kid = r.json["id"]
+    headers = dict(ws_cookie_headers(c), Origin=c.runtime_origin())
+    ws = WebSocket(d.port, user_path(c, f"api/kernels/{kid}/channels"), headers=headers,
+                   source=c.source).expect_open()
+    code = ("import os, subprocess\n"
+            f"p = subprocess.run(['sh', '-ec', {script!r}], capture_output=True, text=True,"
+            " cwd=os.path.expanduser('~'), stdin=subprocess.DEVNULL)\n"
+            "print(p.returncode); print(p.stdout, end=''); print('\\x00' + p.stderr, end='')\n")
+    try:
+        _, out, _ = jupyter_execute(ws, code, timeout=timeout)
+    finally:
+        ws.close()
+        c.delete(user_path(c, f"api/kernels/{kid}"))
+    rc, _, rest = out.partition("\n")
+    stdout, _, stderr = rest.partition("\x00")
+    assert rc == "0", f"script failed ({rc}): {script}\nstdout: {stdout}\nstderr: {stderr}"
+    return stdout
+
+
+# A bare repository in ~/.srv served over git's dumb HTTP protocol on the runtime's
+# own loopback, and a working copy ~/.up to push upstream commits from.
+SERVE = f"""
+git config --global user.email t@example.invalid
+git config --global user.name tester
+git config --global init.defaultBranch main
+mkdir -p .srv .up
+cd .up && git init -q proj && cd proj
+mkdir nb && printf '{{"cells":[],"metadata":{{}},"nbformat":4,"nbformat_minor":5}}' > nb/demo.ipynb
+echo one > data.txt && git add -A && git commit -qm one
+cd ~/.srv && git clone -q --bare ~/.up/proj proj.git
+git -C proj.git update-server-info
+git -C proj.git config http.receivepack false
+cp proj.git/hooks/post-update.sample proj.git/hooks/post-update
+cd ~/.up/proj && git remote add origin ~/.srv/proj.git && git push -q -u origin main
+nohup python3 -m http.server {GIT_PORT} --bind 127.0.0.1 --directory ~/.srv >/dev/null 2>&1 &
+for i in $(seq 50); do python3 -c 'import socket; socket.create_connection(("127.0.0.1", {GIT_PORT}), 1)' 2>/dev/null && break; sleep 0.1; done
+"""
+
+REPO = f"http://127.0.0.1:{GIT_PORT}/proj.git"
+
+
+def upstream_commit(d, c, name, text):
+    """A new commit upstream (pushed to the served bare repository)."""
+    sh(d, c, f"cd .up/proj && echo {text} > {name} && git add {name} && "
+             f"git commit -qm {name} && git push -q origin main")
+
+
+def open_repo(c, repo=REPO, path="nb/demo.ipynb"):
+    """POST the open, wait for its outcome; returns the outcome object."""
+    r = c.post("/api/v1/me/runtime/open", json={"repo": repo, "path": path})
+    assert r.status == 202, r
+    o = r.json["open"]
+    assert o["state"] == "running" and o["result"] is None and o["repo"] == repo, o
+    deadline = time.monotonic() + OPEN_TIMEOUT_S
+    while time.monotonic() < deadline:
+        r = c.get("/api/v1/me/runtime/open")
+        assert_status(r, 200)
+        o = r.json["open"]
+        if o["state"] == "done":
+            return o
+        time.sleep(0.2)
+    raise AssertionError(f"open not done within {OPEN_TIMEOUT_S}s: {o}")
+
+
+def contents(c, path):
+    return c.get(user_path(c, f"api/contents/{urllib.parse.quote(path)}?content=1"))
+
+
+def file_text(c, path):
+    r = contents(c, path)
+    assert_status(r, 200)
+    return r.json["content"]
+
+
+@pytest.fixture(scope="module")
+def od(runtime_daemon_factory):
+    return runtime_daemon_factory("open", runtime={"cpu_limit": "2h"})
+
+
+@pytest.fixture(scope="module")
+def oadmin(od):
+    return od.admin()
+
+
+@pytest.fixture(scope="module")
+def owner(od, oadmin):
+    """A user with a running JupyterLab runtime serving a Git repository."""
+    c = make_user(od, oadmin, "opn")
+    start_runtime(c)
+    sh(od, c, SERVE)
+    return c
+
+
+# ---------------------------------------------------------------- refused links
+
+BAD = [
+    ({"repo": "file:///etc", "path": "a.ipynb"}, "repo"),
+    ({"repo": "/home/x/repo", "path": "a.ipynb"}, "repo"),
+    ({"repo": "ext::sh -c touch% /tmp/pwned", "path": "a.ipynb"}, "repo"),
+    ({"repo": "ssh://host/repo.git", "path": "a.ipynb"}, "repo"),
+    ({"repo": "git@host:repo.git", "path": "a.ipynb"}, "repo"),
+    ({"repo": "git://host/repo.git", "path": "a.ipynb"}, "repo"),
+    ({"repo": "https://user:secret@host/repo.git", "path": "a.ipynb"}, "repo"),
+    ({"repo": "https:///repo.git", "path": "a.ipynb"}, "repo"),
+    ({"repo": "https://host", "path": "a.ipynb"}, "repo"),
+    ({"repo": "https://host/re po.git", "path": "a.ipynb"}, "repo"),
+    ({"repo": "https://host/repo.git?x=1", "path": "a.ipynb"}, "repo"),
+    ({"repo": "", "path": "a.ipynb"}, "repo"),
+    ({"path": "a.ipynb"}, "repo"),
+    ({"repo": REPO, "path": "../../etc/passwd"}, "path"),
+    ({"repo": REPO, "path": "nb/../../x.ipynb"}, "path"),
+    ({"repo": REPO, "path": "/etc/passwd"}, "path"),
+    ({"repo": REPO, "path": "a//b.ipynb"}, "path"),
+    ({"repo": REPO, "path": "a\\b.ipynb"}, "path"),
+    ({"repo": REPO, "path": "a\nb.ipynb"}, "path"),
+    ({"repo": REPO, "path": ""}, "path"),
+    ({"repo": REPO}, "path"),
+]
+
+
+def test_bad_links_are_refused_naming_the_field(od, oadmin):
+    c = make_user(od, oadmin, "obad")
+    for body, field in BAD:
+        r = c.post("/api/v1/me/runtime/open", json=body)
+        assert_error(r, 400, "bad_field")
+        assert r.json["error"].get("field") == field, (body, r.json)
+        q = urllib.parse.urlencode(body)
+        page = c.get(f"/open?{q}", headers={"Accept": "text/html"})
+        assert page.status == 400, (body, page)
+        assert "open.js" in page.text
+    # not a string, an unknown field
+    assert_error(c.post("/api/v1/me/runtime/open", json={"repo": 5, "path": "a"}), 400, "bad_field")
+    assert_error(c.post("/api/v1/me/runtime/open",
+                        json={"repo": REPO, "path": "a", "dest": "/"}), 400, "bad_field")
+    # nothing was started: no open, no runtime
+    assert_error(c.get("/api/v1/me/runtime/open"), 404, "no_open")
+    assert c.get("/api/v1/me/runtime").json["runtime"] is None
+
+
+def test_open_needs_a_running_runtime(od, oadmin):
+    c = make_user(od, oadmin, "onrt")
+    r = c.post("/api/v1/me/runtime/open", json={"repo": REPO, "path": "nb/demo.ipynb"})
+    assert_error(r, 409, "runtime_not_running")
+    assert_error(c.get("/api/v1/me/runtime/open"), 404, "no_open")
+
+
+def test_logged_out_visit_logs_in_and_comes_back(od, oadmin):
+    c = make_user(od, oadmin, "olog")
+    link = "/open?" + urllib.parse.urlencode({"repo": REPO, "path": "nb/demo notebook.ipynb"})
+    anon = od.client()
+    r = anon.get(link, headers={"Accept": "text/html"})
+    assert r.status in (302, 303), r
+    path, query, _ = redirect_target(r, od.port)
+    assert path == "/login" and query["next"] == [link], (path, query)
+    # the login form carries next back to the link, query and all
+    r = anon.post("/login", form={"username": c.user, "password": c.password, "next": link},
+                  csrf=None, headers={"Origin": anon.origin})
+    assert r.status in (302, 303), r
+    assert r.header("Location") == link, r.header("Location")
+    r = anon.get(link, headers={"Accept": "text/html"})
+    assert_status(r, 200)
+    assert "/static/open.js" in r.text
+
+
+# ---------------------------------------------------------------- clone, update, keep
+
+
+def test_clone_opens_the_notebook(od, owner):
+    o = open_repo(owner)
+    assert o["result"] == "cloned", o
+    assert o["folder"] == "proj" and o["notebook_found"] is True, o
+    assert o["url"] == f"/user/{owner.user}/lab/tree/proj/nb/demo.ipynb", o
+    assert file_text(owner, "proj/data.txt").strip() == "one"
+    r = contents(owner, "proj/nb/demo.ipynb")
+    assert_status(r, 200)
+    assert r.json["type"] == "notebook"
+    # no staging folder is left behind
+    names = [e["name"] for e in contents(owner, "").json["content"]]
+    assert not [n for n in names if n.startswith("labd-open-")], names
+    # the URL the page goes to: JupyterLab's page for that notebook
+    r = owner.get(o["url"], headers={"Accept": "text/html"})
+    assert_status(r, 200)
+    assert "JupyterLab" in r.text or "jupyter-config-data" in r.text, r.text[:300]
+    # the clone ran as the user, in the home
+    out = sh(od, owner, "stat -c %U:%a proj/data.txt && git -C proj remote get-url origin")
+    assert out.split()[1] == REPO, out
+    e = audit_entries(od.admin(), "runtime.open_repo", owner.user)
+    assert e and REPO in (e[0].get("detail") or ""), e
+
+
+def test_reopen_current_then_fast_forward(od, owner):
+    o = open_repo(owner)
+    assert o["result"] == "current" and o["folder"] == "proj", o
+    upstream_commit(od, owner, "two.txt", "two")
+    o = open_repo(owner)
+    assert o["result"] == "updated", o
+    assert file_text(owner, "proj/two.txt").strip() == "two"
+    assert o["url"].endswith("/lab/tree/proj/nb/demo.ipynb")
+
+
+def test_local_changes_are_never_touched(od, owner):
+    sh(od, owner, "echo mine > proj/data.txt && echo scratch > proj/untracked.txt")
+    head = sh(od, owner, "git -C proj rev-parse HEAD").strip()
+    upstream_commit(od, owner, "three.txt", "three")
+    o = open_repo(owner)
+    assert o["result"] == "kept", o
+    assert "data.txt" in o["message"] and "not updated" in o["message"], o
+    assert o["url"].endswith("/lab/tree/proj/nb/demo.ipynb"), o
+    assert file_text(owner, "proj/data.txt") == "mine\n"
+    assert sh(od, owner, "git -C proj rev-parse HEAD").strip() == head
+    assert contents(owner, "proj/three.txt").status == 404
+    # diverged: a local commit and a new upstream one
+    sh(od, owner, "cd proj && git commit -qam mine")
+    upstream_commit(od, owner, "four.txt", "four")
+    head = sh(od, owner, "git -C proj rev-parse HEAD").strip()
+    o = open_repo(owner)
+    assert o["result"] == "kept" and "diverged" in o["message"], o
+    assert sh(od, owner, "git -C proj rev-parse HEAD").strip() == head
+    assert sh(od, owner, "git -C proj status --porcelain --untracked-files=no") == ""
+    assert file_text(owner, "proj/untracked.txt") == "scratch\n"
+
+
+def test_a_folder_of_that_name_that_is_not_the_repository(od, owner):
+    # ~/other is a plain folder and ~/other-2 another repository: the clone goes to -3
+    sh(od, owner, f"""
+cd .srv && git clone -q --bare ~/.up/proj other.git && git -C other.git update-server-info
+cd ~ && mkdir -p other && echo keep > other/mine.txt
+git init -q other-2
+""")
+    o = open_repo(owner, repo=f"http://127.0.0.1:{GIT_PORT}/other.git")
+    assert o["result"] == "cloned" and o["folder"] == "other-3", o
+    assert file_text(owner, "other/mine.txt") == "keep\n"
+    # opening it again finds the clone in other-3
+    o = open_repo(owner, repo=f"http://127.0.0.1:{GIT_PORT}/other.git")
+    assert o["result"] == "current" and o["folder"] == "other-3", o
+
+
+def test_missing_notebook_and_failed_clone(od, owner):
+    o = open_repo(owner, path="nb/nope.ipynb")
+    assert o["notebook_found"] is False and o["folder"] == "proj", o
+    assert o["url"] == f"/user/{owner.user}/lab/tree/proj", o
+    o = open_repo(owner, repo=f"http://127.0.0.1:{GIT_PORT}/missing.git")
+    assert o["result"] == "failed" and o["folder"] is None and o["url"] is None, o
+    assert "clone" in o["message"], o
+    assert contents(owner, "missing").status == 404
+
+
+def test_clone_survives_a_restart(od, owner):
+    stop_runtime(owner)
+    start_runtime(owner)
+    assert file_text(owner, "proj/data.txt") == "mine\n"
+
+
+# ---------------------------------------------------------------- no jupyterlab-git
+
+
+def test_runtime_without_jupyterlab_git_is_told_so(runtime_daemon_factory):
+    d = runtime_daemon_factory("open-nb6", runtime={"jupyter": "notebook"})
+    c = make_user(d, d.admin(), "onb")
+    start_runtime(c)
+    o = open_repo(c)
+    assert o["result"] == "unsupported" and "jupyterlab-git" in o["message"], o
+    assert o["folder"] is None and o["url"] is None, o
+    stop_runtime(c)
