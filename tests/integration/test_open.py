@@ -11,60 +11,17 @@ import pytest
 
 from labd_harness import (
     SLOW,
-    STRONG,
-    WebSocket,
     assert_error,
     assert_status,
     audit_entries,
-    jupyter_execute,
     redirect_target,
     start_runtime,
     stop_runtime,
-    unique_name,
-    ws_cookie_headers,
 )
+from runtime_shell import make_user, sh, user_path
 
 OPEN_TIMEOUT_S = 120 * SLOW
 GIT_PORT = 8765  # inside the runtime's own network namespace: nobody else's
-
-
-def make_user(d, admin, prefix):
-    name = unique_name(prefix)
-    pw = f"{STRONG}-{name}"
-    r = admin.post("/api/v1/users", json={"name": name, "role": "user", "password": pw})
-    assert r.status == 201, f"creating {name}: {r!r}"
-    c = d.client()
-    c.login(name, pw)
-    c.password = pw
-    return c
-
-
-def user_path(c, rest=""):
-    return f"/user/{c.user}/{rest}"
-
-
-def sh(d, c, script, timeout=60 * SLOW):
-    """Runs a shell script in c's runtime (a kernel of its own, as the user, in the
-    home) and returns its stdout; a non-zero exit fails the test with its stderr."""
-    r = c.post(user_path(c, "api/kernels"), json={"name": "python3"})
-    assert r.status == 201, r
-    kid = r.json["id"]
-    headers = dict(ws_cookie_headers(c), Origin=c.runtime_origin())
-    ws = WebSocket(d.port, user_path(c, f"api/kernels/{kid}/channels"), headers=headers,
-                   source=c.source).expect_open()
-    code = ("import os, subprocess\n"
-            f"p = subprocess.run(['sh', '-ec', {script!r}], capture_output=True, text=True,"
-            " cwd=os.path.expanduser('~'), stdin=subprocess.DEVNULL)\n"
-            "print(p.returncode); print(p.stdout, end=''); print('\\x00' + p.stderr, end='')\n")
-    try:
-        _, out, _ = jupyter_execute(ws, code, timeout=timeout)
-    finally:
-        ws.close()
-        c.delete(user_path(c, f"api/kernels/{kid}"))
-    rc, _, rest = out.partition("\n")
-    stdout, _, stderr = rest.partition("\x00")
-    assert rc == "0", f"script failed ({rc}): {script}\nstdout: {stdout}\nstderr: {stderr}"
-    return stdout
 
 
 # A bare repository in ~/.srv served over git's dumb HTTP protocol on the runtime's
