@@ -13,6 +13,8 @@ packages=(
   e2fsprogs util-linux iproute2 procps curl sqlite3 python3 python3-pytest bubblewrap
   # the integration suite checks every JSON answer against docs/openapi.yaml
   python3-jsonschema python3-yaml
+  # runtime egress: pasta (user-mode networking) and nft (root's filter in the sandbox)
+  passt nftables
   # the notebook server that runs inside sandboxes
   jupyter-notebook python3-jupyter-server
   # real-browser tests
