@@ -16,6 +16,8 @@ packages=(
   # Notebook 6 and plain Jupyter Server (kept as runtimes: [runtime] jupyter);
   # python3-venv makes labd's JupyterLab environment (deploy/jupyter/install.sh)
   jupyter-notebook python3-jupyter-server python3-venv
+  # runtime egress: pasta (user-mode networking) and nft (root's filter in the sandbox)
+  passt nftables
   # real-browser tests
   chromium
   # promtool, which checks GET /metrics in the tests (the server is not started by labd)

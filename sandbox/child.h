@@ -29,6 +29,7 @@ struct child_args {
 	const char *image;
 	const char *run_dir;
 	const char *driver_lib_dir;
+	char resolv_conf[SANDBOX_PATH_MAX]; /* host file bound at /etc/resolv.conf, "" = none */
 	const char *masks[SANDBOX_MAX_MASKS + SANDBOX_MAX_HIDDEN + 8];
 	unsigned n_masks;
 	const char *ro_binds[SANDBOX_MAX_RO_BINDS]; /* host dir = inside path */
@@ -53,7 +54,7 @@ _Noreturn void child_main(const struct child_args *a);
 void child_report_parse(const char *buf, size_t len, char *step, size_t step_size, char *msg,
 			size_t msg_size);
 struct mount_fds {
-	int root, home, run, driver;    /* detached mount trees (open_tree), or -1 */
+	int root, home, run, driver, resolv; /* detached mount trees (open_tree), or -1 */
 	int ro_binds[SANDBOX_MAX_RO_BINDS];
 	int devs[CHILD_MAX_DEVS];
 };

@@ -37,6 +37,10 @@ static void usage(FILE *f)
 	      "  --mem SIZE --cpus N --pids N --tmp SIZE --shm SIZE --nofile N\n"
 	      "  --io-weight N --io-wbps SIZE\n"
 	      "  --net none|egress  network (none)\n"
+	      "  --net-deny CIDRS   egress: also deny these (default: the private ranges)\n"
+	      "  --dns ADDR         egress: resolver pasta forwards DNS to (the host's)\n"
+	      "  --egress-rate SIZE egress: bytes per second each way (no limit)\n"
+	      "  --max-connections N  egress: concurrent connections (no bound)\n"
 	      "  --gpu LIST         GPU minors, e.g. 0 or 1,3\n"
 	      "  --dev-prefix DIR   where nvidia device nodes are (/dev)\n"
 	      "  --driver-lib-dir DIR  host driver libraries (for --image)\n"
@@ -76,7 +80,7 @@ enum {
 	O_USER = 256, O_USER_ID, O_UID_BASE, O_INNER_UID, O_HOME_IMAGE, O_HOME_SIZE, O_MEM, O_CPUS,
 	O_PIDS, O_TMP, O_SHM, O_NOFILE, O_IO_WEIGHT, O_IO_WBPS, O_NET, O_GPU, O_DEV_PREFIX, O_DRIVER,
 	O_IMAGE, O_RUN_DIR, O_STATE_DIR, O_CGROUP_PARENT, O_MASK, O_SHOW, O_ENV, O_CWD, O_KEEP, O_ALL, O_SIZE,
-	O_STDIN, O_STDOUT, O_STDERR, O_RO_BIND,
+	O_STDIN, O_STDOUT, O_STDERR, O_RO_BIND, O_NET_DENY, O_DNS, O_EGRESS_RATE, O_MAX_CONN,
 };
 
 static const struct option opts[] = {
@@ -95,6 +99,10 @@ static const struct option opts[] = {
 	{"io-weight", required_argument, NULL, O_IO_WEIGHT},
 	{"io-wbps", required_argument, NULL, O_IO_WBPS},
 	{"net", required_argument, NULL, O_NET},
+	{"net-deny", required_argument, NULL, O_NET_DENY},
+	{"dns", required_argument, NULL, O_DNS},
+	{"egress-rate", required_argument, NULL, O_EGRESS_RATE},
+	{"max-connections", required_argument, NULL, O_MAX_CONN},
 	{"gpu", required_argument, NULL, O_GPU},
 	{"dev-prefix", required_argument, NULL, O_DEV_PREFIX},
 	{"driver-lib-dir", required_argument, NULL, O_DRIVER},
@@ -223,6 +231,17 @@ static int parse(struct cli *c, int argc, char **argv)
 		case O_NET:
 			if (sandbox_parse_net(optarg, &s->net) < 0)
 				return bad("net", optarg);
+			break;
+		case O_NET_DENY: s->net_deny = optarg; break;
+		case O_DNS: s->net_dns = optarg; break;
+		case O_EGRESS_RATE:
+			if (parse_size_bytes(optarg, &s->egress_bytes_per_s) < 0)
+				return bad("egress-rate", optarg);
+			break;
+		case O_MAX_CONN:
+			if (parse_uint(optarg, 1, 1000000, &v) < 0)
+				return bad("max-connections", optarg);
+			s->max_connections = (uint32_t)v;
 			break;
 		case O_GPU:
 			if (sandbox_parse_gpus(optarg, s) < 0)

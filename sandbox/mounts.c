@@ -55,7 +55,7 @@ static int attach(int *fd, const char *target)
 
 int mounts_prepare(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
 {
-	f->root = f->home = f->run = f->driver = -1;
+	f->root = f->home = f->run = f->driver = f->resolv = -1;
 	for (unsigned i = 0; i < CHILD_MAX_DEVS; i++)
 		f->devs[i] = -1;
 	for (unsigned i = 0; i < SANDBOX_MAX_RO_BINDS; i++)
@@ -85,6 +85,12 @@ int mounts_prepare(const struct child_args *a, struct mount_fds *f, char *msg, s
 		if ((f->ro_binds[i] = clone_tree(a->ro_binds[i], false)) < 0 ||
 		    set_attr(f->ro_binds[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
 			return failf(msg, len, "clone read-only bind", a->ro_binds[i]);
+	}
+	if (a->resolv_conf[0]) {
+		if ((f->resolv = clone_tree(a->resolv_conf, false)) < 0 ||
+		    set_attr(f->resolv, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+						MOUNT_ATTR_NOEXEC, false) < 0)
+			return failf(msg, len, "clone resolv.conf", a->resolv_conf);
 	}
 	for (unsigned i = 0; i < a->n_devs; i++) {
 		struct stat st;
@@ -308,6 +314,27 @@ static int build_home(const struct child_args *a, struct mount_fds *f, char *msg
 	return 0;
 }
 
+/* The resolver of an egress sandbox over the image's /etc/resolv.conf.  A link there
+ * (systemd-resolved's stub) would be followed on the host's side of the mount
+ * namespace, so it is refused rather than resolved. */
+static int build_resolv(struct mount_fds *f, char *msg, size_t len)
+{
+	const char *t = NEWROOT "/etc/resolv.conf";
+	struct stat st;
+
+	if (f->resolv < 0)
+		return 0;
+	if (lstat(t, &st) < 0)
+		return failf(msg, len, "resolv.conf: the image has no", "/etc/resolv.conf");
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		return failf(msg, len, "resolv.conf: not a plain file in the image:", "/etc/resolv.conf");
+	}
+	if (attach(&f->resolv, t) < 0)
+		return failf(msg, len, "bind resolv.conf on", t);
+	return 0;
+}
+
 /* The scaffolding tmpfs become read-only once populated, then the new root replaces
  * the old: pivot_root(".", ".") stacks the old root on top; detaching it leaves ours. */
 static int seal_and_pivot(char *msg, size_t len)
@@ -409,7 +436,8 @@ int mounts_build(const struct child_args *a, struct mount_fds *f, char *msg, siz
 	if (attach(&f->root, NEWROOT) < 0)
 		return failf(msg, len, "attach root on", NEWROOT);
 	if (build_proc(msg, len) < 0 || build_sys(msg, len) < 0 || build_dev(a, f, msg, len) < 0 ||
-	    build_tmp(a, msg, len) < 0 || build_run(a, f, msg, len) < 0 || build_home(a, f, msg, len) < 0)
+	    build_tmp(a, msg, len) < 0 || build_run(a, f, msg, len) < 0 || build_home(a, f, msg, len) < 0 ||
+	    build_resolv(f, msg, len) < 0)
 		return -1;
 	if (build_ro_binds(a, f, msg, len) < 0)
 		return -1;

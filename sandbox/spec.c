@@ -1,6 +1,7 @@
 /* spec.c - the defaults and the checks of struct sandbox_spec; see labd/sandbox.h. */
 #include "labd/sandbox.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,6 +26,9 @@ void sandbox_spec_init(struct sandbox_spec *s)
 	s->tmp_bytes = 1ull << 30;
 	s->nofile = 4096;
 	s->net = SANDBOX_NET_NONE;
+	s->net_deny = SANDBOX_NET_DENY_DEFAULT;
+	s->pasta_path = "/usr/bin/pasta";
+	s->nft_path = "/usr/sbin/nft";
 	s->dev_prefix = "/dev";
 	s->image = "/";
 	s->state_dir = DEFAULT_STATE_DIR;
@@ -41,6 +45,13 @@ static bool abs_path_ok(const char *p)
 {
 	return p && p[0] == '/' && strlen(p) < SANDBOX_PATH_MAX - 64 && !strstr(p, "/../") &&
 	       !strstr(p, "\n");
+}
+
+/* an IPv4 or IPv6 address: it becomes an argument of pasta */
+static bool dns_ok(const char *a)
+{
+	unsigned char bin[16];
+	return inet_pton(strchr(a, ':') ? AF_INET6 : AF_INET, a, bin) == 1;
 }
 
 static int check_ids(const struct sandbox_spec *s)
@@ -129,8 +140,12 @@ int sandbox_spec_check(const struct sandbox_spec *s)
 		return -1;
 	if (!s->argv || !s->argv[0])
 		return fail_error("no command");
-	if (s->net != SANDBOX_NET_NONE)
-		return fail_error("network mode egress is not built yet");
+	if (s->net != SANDBOX_NET_NONE && s->net != SANDBOX_NET_EGRESS)
+		return fail_error("bad network mode");
+	if (s->net == SANDBOX_NET_EGRESS && (!abs_path_ok(s->pasta_path) || !abs_path_ok(s->nft_path)))
+		return fail_error("pasta and nft must be absolute paths");
+	if (s->net_dns && s->net_dns[0] && !dns_ok(s->net_dns))
+		return fail_error("bad dns address: %.64s", s->net_dns);
 	if (check_paths(s) < 0 || check_limits(s) < 0 || check_stdio(s) < 0)
 		return -1;
 	return 0;

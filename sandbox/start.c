@@ -5,7 +5,8 @@
  * child in child.c), and the first that fails stops the start with its name:
  *
  *   spec -> state -> run-dir -> home -> masks -> devices -> environment -> cgroups ->
- *   clone -> id-maps -> cgroup-attach -> record -> release -> child steps (child.c)
+ *   clone -> id-maps -> cgroup-attach -> network -> record -> release -> child steps
+ *   (child.c)
  *
  * home comes before cgroups because the io limit names the home's loop device; the
  * state file comes before anything is taken, so gc finds whatever a crash leaves.
@@ -33,6 +34,7 @@
 #include "labd/log.h"
 #include "sandbox/cgbox.h"
 #include "sandbox/child.h"
+#include "sandbox/egress.h"
 #include "sandbox/fail.h"
 #include "sandbox/home.h"
 #include "sandbox/rundir.h"
@@ -91,6 +93,8 @@ static int step_spec(struct start *c)
 	a->stdio[2] = s->stderr_fd;
 	snprintf(a->home_dst, sizeof(a->home_dst), "/home/%s", s->user);
 	a->cwd = s->cwd ? s->cwd : a->home_dst;
+	if (s->net == SANDBOX_NET_EGRESS)
+		return egress_resolv_conf(s->state_dir, a->resolv_conf, sizeof(a->resolv_conf));
 	return 0;
 }
 
@@ -419,6 +423,17 @@ static int step_cgroup_attach(struct start *c)
 		  : fail_error("no usable cgroup hierarchy");
 }
 
+/* Egress: root's ruleset in the namespace, then pasta, while the child still waits
+ * (egress.c); the child binds the resolv.conf naming pasta's DNS address. */
+static int step_network(struct start *c)
+{
+	const struct sandbox_spec *s = c->spec;
+
+	if (s->net != SANDBOX_NET_EGRESS)
+		return 0;
+	return egress_start(s, c->h->id, c->pid);
+}
+
 /* The state file learns init's pid and start time: adopt and gc can find it now. */
 static int step_record(struct start *c)
 {
@@ -466,6 +481,7 @@ static const struct start_step {
 	{"clone", step_clone},
 	{"id-maps", step_id_maps},
 	{"cgroup-attach", step_cgroup_attach},
+	{"network", step_network},
 	{"record", step_record},
 	{"release", step_release},
 	{"child", step_child}, /* named by the child's report when it fails */

@@ -11,6 +11,7 @@
 
 #include "labd/log.h"
 #include "sandbox/cgbox.h"
+#include "sandbox/egress.h"
 #include "sandbox/home.h"
 #include "sandbox/rundir.h"
 
@@ -69,11 +70,19 @@ int teardown_sandbox(const char *state_dir, const struct sandbox_state *st)
 	if (sandbox_state_alive(st))
 		kill(st->pid, SIGKILL); /* init dies, and the kernel kills its pid namespace */
 	if (lo) {
+		char net[SANDBOX_ID_MAX + 8];
 		if (cgbox_kill(lo, st->cgroup_parent, st->id) < 0)
 			rc = -1;
 		if (cgbox_remove(lo, st->cgroup_parent, st->id) < 0)
 			rc = -1;
+		/* pasta, when the sandbox had egress: it holds the namespace alive, and
+		 * would outlive the sandbox */
+		egress_cgroup_name(st->id, net, sizeof(net));
+		if (cgbox_kill(lo, st->cgroup_parent, net) < 0 ||
+		    cgbox_remove(lo, st->cgroup_parent, net) < 0)
+			rc = -1;
 	}
+	egress_files_remove(state_dir, st->id);
 	if (st->home_image[0] && home_unref(state_dir, st->user, st->id) < 0)
 		rc = -1;
 	if (st->run_dir[0] && rundir_unmount(st->run_dir) < 0)

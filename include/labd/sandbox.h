@@ -28,8 +28,12 @@
 
 enum sandbox_net {
 	SANDBOX_NET_NONE,   /* own network namespace with loopback only */
-	SANDBOX_NET_EGRESS, /* user-mode NAT; not built yet: sandbox_start returns -1 */
+	SANDBOX_NET_EGRESS, /* outbound through pasta, filtered by root's nftables rules */
 };
+
+/* Denied to SANDBOX_NET_EGRESS besides what always is (loopback, link-local, every
+ * host address): the private ranges. */
+#define SANDBOX_NET_DENY_DEFAULT "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7"
 
 /* What to run and under which limits.  Every pointer and fd is borrowed: it must stay
  * valid until sandbox_start() returns; the library copies (or dups) what it keeps.
@@ -54,6 +58,14 @@ struct sandbox_spec {
 	uint64_t nofile;     /* RLIMIT_NOFILE (default 4096) */
 
 	enum sandbox_net net;
+	/* SANDBOX_NET_EGRESS only (docs/sandbox.md, "Network"): */
+	const char *net_deny;        /* CIDRs denied besides the built-in set, comma-separated
+				      * (default SANDBOX_NET_DENY_DEFAULT; "" = none more) */
+	const char *net_dns;         /* resolver pasta forwards DNS to; NULL/"" = the host's */
+	uint64_t egress_bytes_per_s; /* each direction, 0 = no limit */
+	uint32_t max_connections;    /* concurrent connections, 0 = no bound */
+	const char *pasta_path;      /* default "/usr/bin/pasta" */
+	const char *nft_path;        /* default "/usr/sbin/nft" */
 	unsigned gpus[SANDBOX_MAX_GPUS]; /* GPU minors to pass through (/dev/nvidiaN) */
 	unsigned n_gpus;
 	const char *dev_prefix;     /* where the nvidia nodes live (default "/dev") */
@@ -124,7 +136,8 @@ extern const char *const sandbox_default_hidden[];
 
 /* Fills defaults: uid_base 200000, inner_uid 1000, home 15 GiB, tmp 1 GiB, nofile 4096,
  * image "/", dev_prefix "/dev", state_dir "/var/lib/labd", cgroup_parent "labd",
- * hidden sandbox_default_hidden,
+ * hidden sandbox_default_hidden, net none (net_deny SANDBOX_NET_DENY_DEFAULT, pasta
+ * /usr/bin/pasta, nft /usr/sbin/nft),
  * stdio 0, 1, 2 (the caller's own). */
 void sandbox_spec_init(struct sandbox_spec *spec);
 /* Checks names, ranges and paths; 0 or -1 with a logged reason. */

@@ -1,6 +1,7 @@
 /* config.c - defaults and INI loading through inih; see docs/config.md. */
 #include "config/config.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <ini.h>
@@ -13,6 +14,7 @@
 
 #include "labd/log.h"
 #include "labd/parse.h"
+#include "labd/sandbox.h"
 
 void config_defaults(struct labd_config *cfg, bool demo)
 {
@@ -90,6 +92,12 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->keep_on_shutdown = true;
 	cfg->log_bytes = 4ULL << 20;
 	snprintf(cfg->hidden_paths, sizeof(cfg->hidden_paths), "/var/tmp,/srv,/opt,/mnt,/media");
+	cfg->quota_network = 1; /* egress */
+	cfg->quota_egress_bytes_per_s = -1;
+	snprintf(cfg->net_deny, sizeof(cfg->net_deny), "%s", SANDBOX_NET_DENY_DEFAULT);
+	cfg->net_max_connections = 512;
+	snprintf(cfg->net_pasta, sizeof(cfg->net_pasta), "/usr/bin/pasta");
+	snprintf(cfg->net_nft, sizeof(cfg->net_nft), "/usr/sbin/nft");
 	cfg->n_gpu_devices = 0;
 	snprintf(cfg->dev_prefix, sizeof(cfg->dev_prefix), "/dev");
 	snprintf(cfg->nvml_library, sizeof(cfg->nvml_library), "libnvidia-ml.so.1");
@@ -141,6 +149,10 @@ enum key_kind {
 	K_DOMAIN,    /* a lowercase DNS name: labels of [a-z0-9-] joined by dots */
 	K_ORIGIN_URL, /* http[s]://host[:port], nothing after */
 	K_DURATION_NONE, /* a duration, or "none" (stored as -1: no limit) */
+	K_CIDRS,     /* comma-separated addresses or CIDR networks, kept as text (or empty) */
+	K_NETWORK,   /* none or egress, stored as 0 or 1 */
+	K_SIZE_NONE, /* a size, or "none" (stored as -1: no limit) */
+	K_ADDRESS,   /* an IPv4 or IPv6 address, or empty */
 };
 
 struct key_spec {
@@ -231,6 +243,13 @@ static const struct key_spec keys[] = {
 	KEYN("quota", "gpus_per_runtime", quota_gpus_per_runtime, K_UINT, 0, 64),
 	KEYN("quota", "concurrent_jobs", quota_concurrent_jobs, K_UINT, 0, 10000),
 	KEYN("quota", "job_max_runtime", quota_job_max_runtime_s, K_DURATION, 60, 365 * 86400LL),
+	KEYN("quota", "network", quota_network, K_NETWORK, 0, 1),
+	KEYN("quota", "egress_rate", quota_egress_bytes_per_s, K_SIZE_NONE, 1024, 1ULL << 40),
+	KEYN("network", "deny", net_deny, K_CIDRS, 0, 0),
+	KEYN("network", "max_connections", net_max_connections, K_UINT, 0, 1000000),
+	KEYN("network", "pasta", net_pasta, K_STRING, 1, 0),
+	KEYN("network", "nft", net_nft, K_STRING, 1, 0),
+	KEYN("network", "dns", net_dns, K_ADDRESS, 0, 0),
 	KEYN("gpu", "devices", gpu_devices, K_GPUS, 0, 255),
 	KEY("gpu", dev_prefix, K_STRING, 1, 0),
 	KEYN("gpu", "stand_in", gpu_stand_in, K_UINT, 0, CONFIG_MAX_GPUS),
@@ -309,7 +328,7 @@ static int store_number(const struct key_spec *k, void *field, uint64_t v)
 static int for_each_item(const char *value, int (*fn)(const char *item, unsigned i, void *ctx),
 			 void *ctx)
 {
-	char buf[256], *save = NULL;
+	char buf[1024], *save = NULL;
 	unsigned n = 0;
 
 	if (snprintf(buf, sizeof(buf), "%s", value) >= (int)sizeof(buf))
@@ -356,6 +375,16 @@ static int add_gpu(const char *item, unsigned n, void *arg)
 			return -1;
 	c->cfg->gpu_devices[n] = (unsigned)v;
 	return 0;
+}
+
+/* One address or network of [network] deny. */
+static int check_cidr_item(const char *item, unsigned n, void *arg)
+{
+	struct cidr c;
+
+	(void)n;
+	(void)arg;
+	return cidr_parse(item, &c);
 }
 
 /* One path of hidden_paths: absolute, no "..", no odd bytes. */
@@ -535,6 +564,36 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 			return "must be a duration such as 30m, 4h or 7d, in range, or none";
 		*(int64_t *)field = d;
 		return NULL;
+	case K_CIDRS: {
+		struct list_ctx c = {k, cfg};
+		if (strlen(value) >= k->size || for_each_item(value, check_cidr_item, &c) < 0)
+			return "must be addresses or networks such as 10.0.0.0/8, fc00::/7, separated "
+			       "by commas (or empty)";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	}
+	case K_NETWORK:
+		if (strcmp(value, "none") && strcmp(value, "egress"))
+			return "must be none or egress";
+		*(unsigned *)field = strcmp(value, "egress") == 0;
+		return NULL;
+	case K_SIZE_NONE:
+		if (!strcmp(value, "none")) {
+			*(int64_t *)field = -1;
+			return NULL;
+		}
+		if (parse_size_bytes(value, &v) < 0 || v < k->min || v > k->max)
+			return "must be a size such as 10M (bytes per second), in range, or none";
+		*(int64_t *)field = (int64_t)v;
+		return NULL;
+	case K_ADDRESS: {
+		unsigned char bin[16];
+		if (value[0] && (strlen(value) >= k->size ||
+				 inet_pton(strchr(value, ':') ? AF_INET6 : AF_INET, value, bin) != 1))
+			return "must be an IPv4 or IPv6 address (or empty)";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
+	}
 	case K_DURATION:
 		if (parse_duration_s(value, &d) < 0 || (uint64_t)d < k->min ||
 		    (uint64_t)d > k->max)

@@ -101,6 +101,14 @@ struct labd_config {
 	unsigned quota_gpus_per_runtime;
 	unsigned quota_concurrent_jobs;
 	int64_t quota_job_max_runtime_s;
+	unsigned quota_network;           /* 0 none, 1 egress */
+	int64_t quota_egress_bytes_per_s; /* each way; -1 = none */
+	/* [network]: what an egress runtime may not reach, and its tools */
+	char net_deny[1024];          /* CIDRs besides loopback, link-local, host addresses */
+	unsigned net_max_connections; /* concurrent per runtime, 0 = no bound */
+	char net_pasta[CONFIG_PATH_MAX];
+	char net_nft[CONFIG_PATH_MAX];
+	char net_dns[64];             /* resolver pasta forwards to; "" = the host's */
 	/* [gpu]: the pool (gpu_devices) is final after config_load: the listed
 	 * devices, the nvidia<N> nodes under dev_prefix (devices = auto), or
 	 * 0..stand_in-1 (stand-ins: no device node, for tests and demos) */

@@ -30,6 +30,9 @@ const struct proto_field proto_sandbox_start[] = {
 	{"memory_bytes", PROTO_INT, 1, 1LL << 50, true},
 	{"cpus_milli", PROTO_INT, 1, 1LL << 30, true},
 	{"home_size_bytes", PROTO_INT, 1, 1LL << 50, true},
+	/* the plan's network: 0 loopback only, 1 egress; its rate each way */
+	{"network", PROTO_INT, 0, 1, true},
+	{"egress_bytes_per_s", PROTO_INT, 1, 1LL << 40, true},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_user_deleted[] = {

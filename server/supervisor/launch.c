@@ -202,6 +202,13 @@ static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *h
 	envp[2] = NULL;
 	s->envp = envp;
 	s->die_with_parent = false; /* runtimes outlive a supervisor restart */
+	s->net = j->rq->network ? SANDBOX_NET_EGRESS : SANDBOX_NET_NONE;
+	s->net_deny = cfg->net_deny;
+	s->net_dns = cfg->net_dns;
+	s->egress_bytes_per_s = j->rq->egress_bytes_per_s;
+	s->max_connections = cfg->net_max_connections;
+	s->pasta_path = cfg->net_pasta;
+	s->nft_path = cfg->net_nft;
 }
 
 /* Failure injection for tests: LABD_FAULT_SLOW_START=<user>:<ms> delays that

@@ -24,6 +24,8 @@ struct launch_request {
 	unsigned gpus[SANDBOX_MAX_GPUS];
 	unsigned n_gpus;
 	const char *jupyter; /* "lab", "notebook" or "server" */
+	bool network;        /* egress ([network]); else loopback only */
+	uint64_t egress_bytes_per_s; /* each way, 0 = no limit */
 	struct caps_sizes sizes; /* checked against the machine caps (caps.h) */
 };
 

@@ -276,7 +276,9 @@ static const char *pick_jupyter(const struct labd_config *cfg)
 		log_warn("jupyter_env %s has no bin/jupyter-%s: using the image's jupyter", env, kind);
 	return kind;
 }
-static void fill_request(json_t *msg, const char *jupyter, struct launch_request *rq)
+
+static void fill_request(struct sandboxes *sb, json_t *msg, const char *jupyter,
+			 struct launch_request *rq)
 {
 	json_t *gpus = json_object_get(msg, "gpus"), *g;
 	size_t i;
@@ -291,6 +293,13 @@ static void fill_request(json_t *msg, const char *jupyter, struct launch_request
 			rq->gpus[rq->n_gpus++] = (unsigned)json_integer_value(g);
 	}
 	rq->jupyter = jupyter;
+	/* the plan's network; absent (an older web process) = the configured default */
+	rq->network = json_object_get(msg, "network") ? proto_int(msg, "network") == 1
+						      : sb->cfg->quota_network == 1;
+	if (json_object_get(msg, "egress_bytes_per_s"))
+		rq->egress_bytes_per_s = (uint64_t)proto_int(msg, "egress_bytes_per_s");
+	else if (!json_object_get(msg, "network") && sb->cfg->quota_egress_bytes_per_s > 0)
+		rq->egress_bytes_per_s = (uint64_t)sb->cfg->quota_egress_bytes_per_s;
 }
 
 json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
@@ -323,7 +332,7 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 		log_error("refused sandbox_start for %s: %s", user, reason);
 		return proto_error(id, "bad_uid", reason);
 	}
-	fill_request(msg, jupyter, &rq);
+	fill_request(sb, msg, jupyter, &rq);
 	if (x->used)
 		runlog_release(&x->log); /* the slot's previous runtime */
 	memset(x, 0, sizeof(*x));

@@ -716,6 +716,27 @@ def runtime_daemon(name, runtime=None, gpu=None, server=None, auth=None, env=Non
     return Daemon(name, server=server, auth=auth, sections=sections, env=env)
 
 
+# [network] deny's default (docs/config.md): the private ranges.
+NETWORK_DENY_DEFAULT = "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7"
+
+
+def egress_daemon(name, deny_extra=("198.19.0.0/16",), network=None, quota=None, runtime=None,
+                  sections=None, **kw):
+    """A runtime Daemon (not started) whose runtimes get egress: [quota] network = egress,
+    [network] deny = deny_extra + the default private ranges (the tests' denied range
+    198.19.0.0/16 besides), plus network (more [network] keys: dns, max_connections)
+    and quota ([quota] keys, e.g. egress_rate).  Only testnet.TestHost hosts are ever
+    addressed from such runtimes."""
+    net = {"deny": ",".join(list(deny_extra) + [NETWORK_DENY_DEFAULT])}
+    net.update(network or {})
+    q = {"network": "egress"}
+    q.update(quota or {})
+    sections = dict(sections or {})
+    sections["network"] = dict(net, **sections.get("network", {}))
+    sections["quota"] = dict(q, **sections.get("quota", {}))
+    return runtime_daemon(name, runtime=runtime, sections=sections, **kw)
+
+
 def wait_runtime(c, states, timeout=RUNTIME_START_TIMEOUT, interval=0.2):
     """Polls GET /api/v1/me/runtime until its state is in states; returns the runtime."""
     if isinstance(states, str):
@@ -962,6 +983,9 @@ def runtime_leftovers(state_dir, seen_pids=(), seen_ids=()):
             left.append(f"sandbox process {pid} still alive")
     for pid, i in processes_in_cgroups(seen_ids):
         left.append(f"process {pid} still in the cgroup of sandbox {i}")
+    # pasta of a runtime with egress lives in "<id>.net" (sandbox/egress.h)
+    for pid, i in processes_in_cgroups([f"{i}.net" for i in seen_ids]):
+        left.append(f"pasta {pid} still in the cgroup {i}")
     left += [f"mount {m}" for m in mounts_under(state_dir)]
     loops, holders = wait_loops_released(state_dir) if not left else \
         (loops_under(state_dir), mount_holders(state_dir))

@@ -1,0 +1,375 @@
+/* egress.c - root's side of a sandbox's outbound network; see egress.h.
+ *
+ * Order matters: the ruleset goes into the namespace first (an oifname rule needs no
+ * interface yet), then pasta creates eth0 and the default route, all while the child
+ * still waits for the parent's release, so no code of the user's ever runs unfiltered.
+ * pasta runs as root (--runas 0): dropping to nobody before it opens the namespace
+ * fails, because the namespace belongs to a user namespace nobody has no rights in.
+ * It confines itself (own mount, ipc and uts namespaces, seccomp, no_new_privs, every
+ * capability but CAP_SYS_ADMIN and CAP_NET_BIND_SERVICE dropped); around that it gets
+ * its own cgroup ("<id>.net", memory and pids bounded), which the teardown kills with
+ * the sandbox.  Ports are never forwarded (-t/-u/-T/-U none: the default "auto" would
+ * join the host's loopback services and the sandbox's), and --no-map-gw keeps the
+ * gateway address from meaning the host. */
+#include "sandbox/egress.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sandbox/cgbox.h"
+#include "sandbox/fail.h"
+
+#define PASTA_MEM_BYTES (512ull << 20)
+#define PASTA_PIDS 16
+#define PASTA_READY_MS 10000
+#define NFT_ERR_MAX 400
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static void close_from(int first)
+{
+	if (syscall(SYS_close_range, first, ~0U, 0) < 0)
+		for (int fd = first; fd < 65536; fd++)
+			close(fd);
+}
+
+int egress_host_addrs(char *out, size_t len)
+{
+	struct ifaddrs *all, *a;
+	size_t used = 0;
+
+	out[0] = '\0';
+	if (getifaddrs(&all) < 0)
+		return fail_errno("getifaddrs");
+	for (a = all; a; a = a->ifa_next) {
+		char text[INET6_ADDRSTRLEN];
+		int fam = a->ifa_addr ? a->ifa_addr->sa_family : AF_UNSPEC, n;
+		const void *bin;
+
+		if (fam == AF_INET)
+			bin = &((struct sockaddr_in *)(void *)a->ifa_addr)->sin_addr;
+		else if (fam == AF_INET6)
+			bin = &((struct sockaddr_in6 *)(void *)a->ifa_addr)->sin6_addr;
+		else
+			continue;
+		if (!inet_ntop(fam, bin, text, sizeof(text)))
+			continue;
+		n = snprintf(out + used, len - used, "%s%s/%d", used ? "," : "", text,
+			     fam == AF_INET ? 32 : 128);
+		if (n < 0 || (size_t)n >= len - used) {
+			freeifaddrs(all);
+			return fail_error("too many host addresses");
+		}
+		used += (size_t)n;
+	}
+	freeifaddrs(all);
+	return 0;
+}
+
+/* Writes content to path (mode 0644, atomically) unless it already holds it. */
+static int write_small_file(const char *path, const char *content)
+{
+	char have[256], tmp[SANDBOX_PATH_MAX + 16];
+	size_t len = strlen(content);
+	ssize_t n = -1;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) >= 0) {
+		n = read(fd, have, sizeof(have));
+		close(fd);
+	}
+	if (n == (ssize_t)len && memcmp(have, content, len) == 0)
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644)) < 0)
+		return fail_errno("create %s", tmp);
+	if (write(fd, content, len) != (ssize_t)len || fchmod(fd, 0644) < 0) {
+		fail_errno("write %s", tmp);
+		close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	close(fd);
+	if (rename(tmp, path) < 0) {
+		fail_errno("rename %s", tmp);
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+int egress_resolv_conf(const char *state_dir, char *out, size_t len)
+{
+	snprintf(out, len, "%s/egress-resolv.conf", state_dir);
+	return write_small_file(out, "nameserver " EGRESS_DNS_ADDR "\noptions timeout:2 attempts:2\n");
+}
+
+/* [network] dns: pasta forwards to the first nameserver of the resolv.conf it reads
+ * (pasta 2023_03_09 ignores --dns for forwarding), so it reads this file, bound over
+ * /etc/resolv.conf in a mount namespace of its own (exec_pasta). */
+static int upstream_conf(const struct sandbox_spec *s, char *out, size_t len)
+{
+	char content[128];
+
+	out[0] = '\0';
+	if (!s->net_dns || !s->net_dns[0])
+		return 0;
+	snprintf(out, len, "%s/egress-upstream-resolv.conf", s->state_dir);
+	snprintf(content, sizeof(content), "nameserver %s\n", s->net_dns);
+	return write_small_file(out, content);
+}
+
+void egress_cgroup_name(const char *id, char *out, size_t len)
+{
+	snprintf(out, len, "%s.net", id);
+}
+
+static void pasta_paths(const char *state_dir, const char *id, char *pidfile, char *logfile,
+			size_t len)
+{
+	snprintf(pidfile, len, "%s/sandboxes/%s.pasta.pid", state_dir, id);
+	snprintf(logfile, len, "%s/sandboxes/%s.pasta.log", state_dir, id);
+}
+
+void egress_files_remove(const char *state_dir, const char *id)
+{
+	char pidfile[SANDBOX_PATH_MAX], logfile[SANDBOX_PATH_MAX];
+
+	pasta_paths(state_dir, id, pidfile, logfile, sizeof(pidfile));
+	unlink(pidfile);
+	unlink(logfile);
+}
+
+static int wait_child(pid_t c, int *status)
+{
+	pid_t r;
+
+	do
+		r = waitpid(c, status, 0);
+	while (r < 0 && errno == EINTR);
+	return r == c ? 0 : -1;
+}
+
+/* nft -f - run as root inside pid's network namespace, the ruleset on a socket (a
+ * write to an nft that died is EPIPE, not a SIGPIPE killing the caller). */
+static int run_nft(const char *nft, pid_t pid, const char *rules)
+{
+	char ns[64], err[NFT_ERR_MAX];
+	int sv[2], nsfd, status;
+	size_t got = 0, len = strlen(rules);
+	ssize_t n;
+	pid_t c;
+
+	snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)pid);
+	if ((nsfd = open(ns, O_RDONLY | O_CLOEXEC)) < 0)
+		return fail_errno("open %s", ns);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		close(nsfd);
+		return fail_errno("socketpair");
+	}
+	if ((c = fork()) < 0) {
+		close(nsfd);
+		close(sv[0]);
+		close(sv[1]);
+		return fail_errno("fork nft");
+	}
+	if (c == 0) {
+		if (setns(nsfd, CLONE_NEWNET) < 0 || dup2(sv[1], 0) < 0 || dup2(sv[1], 1) < 0 ||
+		    dup2(sv[1], 2) < 0)
+			_exit(126);
+		close_from(3);
+		execl(nft, "nft", "-f", "-", (char *)NULL);
+		_exit(127);
+	}
+	close(nsfd);
+	close(sv[1]);
+	if (send(sv[0], rules, len, MSG_NOSIGNAL) != (ssize_t)len)
+		fail_errno("send the ruleset to nft");
+	shutdown(sv[0], SHUT_WR);
+	while ((n = read(sv[0], err + got, sizeof(err) - 1 - got)) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0 && (got += (size_t)n) == sizeof(err) - 1)
+			break;
+	err[got] = '\0';
+	close(sv[0]);
+	if (wait_child(c, &status) < 0)
+		return fail_errno("wait for nft");
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		for (char *p = err; *p; p++)
+			if (*p == '\n')
+				*p = ' ';
+		return fail_error("nft %s: exit status %d%s%s", nft,
+				  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+				  got ? ": " : "", err);
+	}
+	return 0;
+}
+
+static int install_rules(const struct sandbox_spec *s, pid_t pid)
+{
+	char host[4096], why[160];
+	static char rules[EGRESS_RULESET_MAX]; /* not reentrant, like the rest of libsandbox */
+
+	if (egress_host_addrs(host, sizeof(host)) < 0)
+		return -1;
+	if (egress_ruleset(s->net_deny, host, s->max_connections, s->egress_bytes_per_s, rules,
+			   sizeof(rules), why, sizeof(why)) < 0)
+		return fail_error("network deny list: %s", why);
+	return run_nft(s->nft_path, pid, rules);
+}
+
+/* The argv of pasta for pid's namespace; strings in bufs. */
+static void pasta_argv(pid_t pid, const char *pidfile,
+		       const char *logfile, char *argv[32], char bufs[3][SANDBOX_PATH_MAX + 16])
+{
+	int n = 0;
+
+	argv[n++] = "pasta";
+	argv[n++] = "--config-net";
+	argv[n++] = "--no-map-gw";
+	argv[n++] = "-t"; argv[n++] = "none";
+	argv[n++] = "-u"; argv[n++] = "none";
+	argv[n++] = "-T"; argv[n++] = "none";
+	argv[n++] = "-U"; argv[n++] = "none";
+	argv[n++] = "--foreground";
+	argv[n++] = "--quiet";
+	argv[n++] = "--runas"; argv[n++] = "0";
+	argv[n++] = "--dns-forward"; argv[n++] = EGRESS_DNS_ADDR;
+	snprintf(bufs[0], sizeof(bufs[0]), "%s", pidfile);
+	snprintf(bufs[1], sizeof(bufs[1]), "%s", logfile);
+	snprintf(bufs[2], sizeof(bufs[2]), "/proc/%d/ns/net", (int)pid);
+	argv[n++] = "--pid"; argv[n++] = bufs[0];
+	argv[n++] = "--log-file"; argv[n++] = bufs[1];
+	argv[n++] = "--netns"; argv[n++] = bufs[2];
+	argv[n] = NULL;
+}
+
+/* pasta's stdout and stderr go to its log file too: what it says before it opens the
+ * file (a bad option, a namespace it cannot join) is then there for the failure message. */
+static _Noreturn void exec_pasta(const struct sandbox_spec *s, const char *cgroup, char *argv[],
+				 const char *logfile, const char *upstream)
+{
+	const struct cgbox_layout *lo = cgbox_host();
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int log = open(logfile, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	/* labbox run: pasta goes with it (same uid, so the flag survives --runas 0) */
+	if (s->die_with_parent)
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (!lo || cgbox_attach(lo, s->cgroup_parent, cgroup, getpid()) < 0 || null < 0 ||
+	    log < 0 || dup2(null, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
+		_exit(125);
+	close_from(3);
+	setsid();
+	if (upstream[0] && (unshare(CLONE_NEWNS) < 0 ||
+			    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+			    mount(upstream, "/etc/resolv.conf", NULL, MS_BIND, NULL) < 0))
+		_exit(124);
+	/* default dispositions and no blocked signal: pasta 2023_03_09 refuses to start
+	 * when SIGPIPE is already ignored (labd's supervisor ignores it), and a blocked
+	 * SIGTERM would keep it from stopping */
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	sigset_t none;
+	for (int sig = 1; sig < NSIG; sig++)
+		sigaction(sig, &dfl, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execv(s->pasta_path, argv);
+	_exit(127);
+}
+
+/* The last line pasta logged, for the failure message. */
+static void last_log_line(const char *logfile, char *out, size_t len)
+{
+	char buf[1024];
+	ssize_t n = -1;
+	int fd = open(logfile, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	out[0] = '\0';
+	if (fd >= 0) {
+		off_t end = lseek(fd, 0, SEEK_END);
+		if (end > 0)
+			n = pread(fd, buf, sizeof(buf) - 1, end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0);
+		close(fd);
+	}
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	while (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	const char *nl = strrchr(buf, '\n'), *line = nl ? nl + 1 : buf;
+	size_t n_line = strnlen(line, len - 1);
+	memcpy(out, line, n_line);
+	out[n_line] = '\0';
+}
+
+/* Ready once the pid file has content (pasta writes it after configuring the
+ * namespace); a pasta that exits first is the failure. */
+static int wait_ready(pid_t c, const char *pidfile, const char *logfile)
+{
+	char line[256];
+	struct stat st;
+	int status;
+
+	for (int waited_ms = 0; waited_ms < PASTA_READY_MS; waited_ms += 5) {
+		if (stat(pidfile, &st) == 0 && st.st_size > 0)
+			return 0;
+		if (waitpid(c, &status, WNOHANG) == c) {
+			last_log_line(logfile, line, sizeof(line));
+			return fail_error("pasta exited with status %d%s%s",
+					  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+					  line[0] ? ": " : "", line);
+		}
+		sleep_ms(5);
+	}
+	return fail_error("pasta did not configure the namespace within %d ms", PASTA_READY_MS);
+}
+
+static int start_pasta(const struct sandbox_spec *s, const char *id, pid_t pid)
+{
+	const struct cgbox_layout *lo = cgbox_host();
+	struct cgbox_limits lim = {.mem_bytes = PASTA_MEM_BYTES, .pids_max = PASTA_PIDS};
+	char pidfile[SANDBOX_PATH_MAX], logfile[SANDBOX_PATH_MAX], cgroup[SANDBOX_ID_MAX + 8];
+	char bufs[3][SANDBOX_PATH_MAX + 16], *argv[32], upstream[SANDBOX_PATH_MAX];
+	pid_t c;
+
+	if (!lo)
+		return fail_error("no usable cgroup hierarchy");
+	egress_cgroup_name(id, cgroup, sizeof(cgroup));
+	pasta_paths(s->state_dir, id, pidfile, logfile, sizeof(pidfile));
+	unlink(pidfile);
+	if (upstream_conf(s, upstream, sizeof(upstream)) < 0 ||
+	    cgbox_create(lo, s->cgroup_parent, cgroup, &lim) < 0)
+		return -1;
+	pasta_argv(pid, pidfile, logfile, argv, bufs);
+	if ((c = fork()) < 0)
+		return fail_errno("fork pasta");
+	if (c == 0)
+		exec_pasta(s, cgroup, argv, logfile, upstream);
+	return wait_ready(c, pidfile, logfile);
+}
+
+int egress_start(const struct sandbox_spec *s, const char *id, pid_t pid)
+{
+	if (install_rules(s, pid) < 0 || start_pasta(s, id, pid) < 0)
+		return -1;
+	return 0;
+}

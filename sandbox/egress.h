@@ -1,0 +1,50 @@
+/* egress.h - outbound network for a sandbox (SANDBOX_NET_EGRESS): root installs an
+ * nftables ruleset inside the sandbox's network namespace, then starts pasta for it.
+ * Internal to sandbox/; see docs/sandbox.md, "Network" and docs/security.md. */
+#ifndef LABD_SANDBOX_EGRESS_H
+#define LABD_SANDBOX_EGRESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "labd/sandbox.h"
+
+/* The address the sandbox's resolv.conf names; pasta maps UDP port 53 sent there to
+ * the upstream resolver ([network] dns, else the host's resolv.conf). */
+#define EGRESS_DNS_ADDR "169.254.1.53"
+#define EGRESS_RULESET_MAX 16384
+
+/* Always denied on every interface but lo: loopback, "this network", link-local,
+ * multicast and broadcast, v4-mapped v6 (comma-separated CIDRs). */
+extern const char egress_always_denied[];
+
+/* Canonical "address/bits" for one item "ADDRESS" or "ADDRESS/BITS" (host bits
+ * cleared) in out, *v6 set; -1 when malformed.  Pure. */
+int egress_cidr(const char *item, char *out, size_t len, bool *v6);
+/* The nft script for one sandbox: outbound through lo free; to the DNS forward address
+ * UDP 53 only; every CIDR of the comma-separated lists deny and host_addrs rejected
+ * (TCP reset, else ICMP admin-prohibited); max_connections concurrent connections
+ * (0 = no bound); rate_bytes_per_s each way (0 = none).  0, or -1 with the bad item in
+ * why.  Pure. */
+int egress_ruleset(const char *deny, const char *host_addrs, uint32_t max_connections,
+		   uint64_t rate_bytes_per_s, char *out, size_t len, char *why, size_t whylen);
+/* Every address of the host (getifaddrs, this network namespace), comma-separated as
+ * "a/32" or "a/128".  0 or -1. */
+int egress_host_addrs(char *out, size_t len);
+/* <state_dir>/egress-resolv.conf naming EGRESS_DNS_ADDR, written when missing or
+ * different; its path in out.  0 or -1 (fail.h). */
+int egress_resolv_conf(const char *state_dir, char *out, size_t len);
+/* The cgroup name of a sandbox's pasta: "<id>.net" (a user name has no dot, so no
+ * sandbox id is ever one). */
+void egress_cgroup_name(const char *id, char *out, size_t len);
+/* Installs the ruleset in pid's network namespace (nft run as root in it), then
+ * starts pasta for that namespace in its own cgroup and waits until it has configured
+ * the namespace.  Call before any of the sandbox's code runs.  0 or -1 (fail.h);
+ * on failure what was started is left for the teardown (the cgroup). */
+int egress_start(const struct sandbox_spec *s, const char *id, pid_t pid);
+/* Removes pasta's files of sandbox id (pid file, log). */
+void egress_files_remove(const char *state_dir, const char *id);
+
+#endif
