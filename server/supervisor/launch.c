@@ -107,11 +107,11 @@ int launch_jupyter_argv(const char *kind, const char *user, const char *env, cha
 	ARG("--%s.allow_remote_access=True", app);
 	ARG("--%s.%s=/home/%s", app, strcmp(kind, "notebook") == 0 ? "notebook_dir" : "root_dir",
 	    user);
-	/* A terminal is an interactive shell that keeps the runtime's environment.
-	 * Without a tty on stdout, Jupyter starts a login shell instead, and
-	 * Debian's /etc/profile then resets PATH: ~/.local/bin (pip install
-	 * --user) and labd's env would be lost, and `pip` would be Debian's. */
-	ARG("--%s.terminado_settings={\"shell_command\":[\"/bin/bash\"]}", app);
+	/* Terminals run bash, not a login shell: without a terminal on stdout
+	 * jupyter_server_terminals adds -l, and /etc/profile then resets PATH,
+	 * losing ~/.local/bin and labd's env. bash keeps its history in the home. */
+	if (strcmp(kind, "notebook") != 0)
+		ARG("--ServerApp.terminado_settings=shell_command=/bin/bash");
 	/* Kernels use TCP on the sandbox's own loopback (a private network
 	 * namespace). Notebook 6 leaves ipc-transport kernels "starting" forever. */
 #undef ARG

@@ -129,9 +129,12 @@ static void test_jupyter_argv(void **state)
 	assert_string_equal(argv[0], "/opt/labd/jupyter/bin/jupyter-lab");
 	assert_string_equal(argv[1], "--no-browser");
 	server_app = false;
-	for (int i = 0; i < n; i++)
+	bool bash = false;
+	for (int i = 0; i < n; i++) {
 		server_app = server_app || !strcmp(argv[i], "--ServerApp.base_url=/user/bob/");
-	assert_true(server_app);
+		bash = bash || !strcmp(argv[i], "--ServerApp.terminado_settings=shell_command=/bin/bash");
+	}
+	assert_true(server_app && bash);
 }
 
 /* The runtime's PATH: the user's pip --user scripts, then labd's env, then the system. */
