@@ -4,6 +4,10 @@ into the home by git inside the user's sandbox, fast-forwarded when that touches
 local, left exactly as it is otherwise; bad links refused naming the field; a logged-out
 visit goes through the login and back; a runtime without jupyterlab-git is told so."""
 
+import os
+import shutil
+import subprocess
+import tempfile
 import time
 import urllib.parse
 
@@ -14,45 +18,70 @@ from labd_harness import (
     assert_error,
     assert_status,
     audit_entries,
+    egress_daemon,
     redirect_target,
+    remember_sandboxes,
     start_runtime,
     stop_runtime,
+    teardown_runtime_daemon,
 )
 from runtime_shell import make_user, sh, user_path
+from testnet import TestHost
 
 OPEN_TIMEOUT_S = 120 * SLOW
-GIT_PORT = 8765  # inside the runtime's own network namespace: nobody else's
+# refused before anything is asked: any well-formed URL will do
+SOME_REPO = "http://198.18.0.2/proj.git"
 
 
-# A bare repository in ~/.srv served over git's dumb HTTP protocol on the runtime's
-# own loopback, and a working copy ~/.up to push upstream commits from.
-SERVE = f"""
-git config --global user.email t@example.invalid
-git config --global user.name tester
-git config --global init.defaultBranch main
-mkdir -p .srv .up
-cd .up && git init -q proj && cd proj
-mkdir nb && printf '{{"cells":[],"metadata":{{}},"nbformat":4,"nbformat_minor":5}}' > nb/demo.ipynb
-echo one > data.txt && git add -A && git commit -qm one
-cd ~/.srv && git clone -q --bare ~/.up/proj proj.git
-git -C proj.git update-server-info
-git -C proj.git config http.receivepack false
-cp proj.git/hooks/post-update.sample proj.git/hooks/post-update
-cd ~/.up/proj && git remote add origin ~/.srv/proj.git && git push -q -u origin main
-nohup python3 -m http.server {GIT_PORT} --bind 127.0.0.1 --directory ~/.srv >/dev/null 2>&1 &
-for i in $(seq 50); do python3 -c 'import socket; socket.create_connection(("127.0.0.1", {GIT_PORT}), 1)' 2>/dev/null && break; sleep 0.1; done
-"""
-
-REPO = f"http://127.0.0.1:{GIT_PORT}/proj.git"
+def git(*args, cwd=None):
+    """git on the host, as the test (the upstream side only)."""
+    p = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                       env=dict(os.environ, GIT_AUTHOR_NAME="up", GIT_AUTHOR_EMAIL="up@example.invalid",
+                                GIT_COMMITTER_NAME="up", GIT_COMMITTER_EMAIL="up@example.invalid"))
+    assert p.returncode == 0, f"git {args}: {p.stderr}"
+    return p.stdout
 
 
-def upstream_commit(d, c, name, text):
-    """A new commit upstream (pushed to the served bare repository)."""
-    sh(d, c, f"cd .up/proj && echo {text} > {name} && git add {name} && "
-             f"git commit -qm {name} && git push -q origin main")
+class Upstream:
+    """Bare repositories under srv/ (served over git's dumb HTTP protocol by a test
+    host) and a working copy of each under up/ to commit and push from."""
+
+    def __init__(self, top, base_url):
+        self.top, self.base_url = top, base_url
+        os.makedirs(os.path.join(top, "srv"))
+        os.makedirs(os.path.join(top, "up"))
+
+    def create(self, name):
+        work = os.path.join(self.top, "up", name)
+        bare = os.path.join(self.top, "srv", f"{name}.git")
+        git("init", "-q", "-b", "main", work)
+        os.makedirs(os.path.join(work, "nb"))
+        with open(os.path.join(work, "nb", "demo.ipynb"), "w") as fh:
+            fh.write('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+        with open(os.path.join(work, "data.txt"), "w") as fh:
+            fh.write("one\n")
+        git("add", "-A", cwd=work)
+        git("commit", "-qm", "one", cwd=work)
+        git("clone", "-q", "--bare", work, bare)
+        git("update-server-info", cwd=bare)
+        git("remote", "add", "origin", bare, cwd=work)
+        git("fetch", "-q", "origin", cwd=work)
+        git("branch", "-q", "-u", "origin/main", cwd=work)
+        return f"{self.base_url}/{name}.git"
+
+    def commit(self, name, fname, text):
+        """A new commit upstream: pushed to the bare repository and announced to
+        dumb HTTP clients (update-server-info)."""
+        work = os.path.join(self.top, "up", name)
+        with open(os.path.join(work, fname), "w") as fh:
+            fh.write(text + "\n")
+        git("add", fname, cwd=work)
+        git("commit", "-qm", fname, cwd=work)
+        git("push", "-q", "origin", "main", cwd=work)
+        git("update-server-info", cwd=os.path.join(self.top, "srv", f"{name}.git"))
 
 
-def open_repo(c, repo=REPO, path="nb/demo.ipynb"):
+def open_repo(c, repo, path="nb/demo.ipynb"):
     """POST the open, wait for its outcome; returns the outcome object."""
     r = c.post("/api/v1/me/runtime/open", json={"repo": repo, "path": path})
     assert r.status == 202, r
@@ -80,8 +109,31 @@ def file_text(c, path):
 
 
 @pytest.fixture(scope="module")
-def od(runtime_daemon_factory):
-    return runtime_daemon_factory("open", runtime={"cpu_limit": "2h"})
+def net():
+    """A test host serving the upstream repositories, and a daemon whose runtimes
+    have egress (only test hosts are ever addressed)."""
+    top = tempfile.mkdtemp(prefix="labd-open-")
+    with TestHost() as host:
+        up = Upstream(top, f"http://{host.addr}")
+        up.repo = up.create("proj")
+        host.serve_http(os.path.join(top, "srv"))
+        d = egress_daemon("open", runtime={"cpu_limit": "2h"})
+        try:
+            d.start()
+            yield d, up
+        finally:
+            teardown_runtime_daemon(d)
+            shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def od(net):
+    return net[0]
+
+
+@pytest.fixture(scope="module")
+def up(net):
+    return net[1]
 
 
 @pytest.fixture(scope="module")
@@ -91,10 +143,10 @@ def oadmin(od):
 
 @pytest.fixture(scope="module")
 def owner(od, oadmin):
-    """A user with a running JupyterLab runtime serving a Git repository."""
+    """A user with a running JupyterLab runtime."""
     c = make_user(od, oadmin, "opn")
     start_runtime(c)
-    sh(od, c, SERVE)
+    remember_sandboxes(od)
     return c
 
 
@@ -114,14 +166,14 @@ BAD = [
     ({"repo": "https://host/repo.git?x=1", "path": "a.ipynb"}, "repo"),
     ({"repo": "", "path": "a.ipynb"}, "repo"),
     ({"path": "a.ipynb"}, "repo"),
-    ({"repo": REPO, "path": "../../etc/passwd"}, "path"),
-    ({"repo": REPO, "path": "nb/../../x.ipynb"}, "path"),
-    ({"repo": REPO, "path": "/etc/passwd"}, "path"),
-    ({"repo": REPO, "path": "a//b.ipynb"}, "path"),
-    ({"repo": REPO, "path": "a\\b.ipynb"}, "path"),
-    ({"repo": REPO, "path": "a\nb.ipynb"}, "path"),
-    ({"repo": REPO, "path": ""}, "path"),
-    ({"repo": REPO}, "path"),
+    ({"repo": SOME_REPO, "path": "../../etc/passwd"}, "path"),
+    ({"repo": SOME_REPO, "path": "nb/../../x.ipynb"}, "path"),
+    ({"repo": SOME_REPO, "path": "/etc/passwd"}, "path"),
+    ({"repo": SOME_REPO, "path": "a//b.ipynb"}, "path"),
+    ({"repo": SOME_REPO, "path": "a\\b.ipynb"}, "path"),
+    ({"repo": SOME_REPO, "path": "a\nb.ipynb"}, "path"),
+    ({"repo": SOME_REPO, "path": ""}, "path"),
+    ({"repo": SOME_REPO}, "path"),
 ]
 
 
@@ -138,7 +190,7 @@ def test_bad_links_are_refused_naming_the_field(od, oadmin):
     # not a string, an unknown field
     assert_error(c.post("/api/v1/me/runtime/open", json={"repo": 5, "path": "a"}), 400, "bad_field")
     assert_error(c.post("/api/v1/me/runtime/open",
-                        json={"repo": REPO, "path": "a", "dest": "/"}), 400, "bad_field")
+                        json={"repo": SOME_REPO, "path": "a", "dest": "/"}), 400, "bad_field")
     # nothing was started: no open, no runtime
     assert_error(c.get("/api/v1/me/runtime/open"), 404, "no_open")
     assert c.get("/api/v1/me/runtime").json["runtime"] is None
@@ -146,14 +198,14 @@ def test_bad_links_are_refused_naming_the_field(od, oadmin):
 
 def test_open_needs_a_running_runtime(od, oadmin):
     c = make_user(od, oadmin, "onrt")
-    r = c.post("/api/v1/me/runtime/open", json={"repo": REPO, "path": "nb/demo.ipynb"})
+    r = c.post("/api/v1/me/runtime/open", json={"repo": SOME_REPO, "path": "nb/demo.ipynb"})
     assert_error(r, 409, "runtime_not_running")
     assert_error(c.get("/api/v1/me/runtime/open"), 404, "no_open")
 
 
 def test_logged_out_visit_logs_in_and_comes_back(od, oadmin):
     c = make_user(od, oadmin, "olog")
-    link = "/open?" + urllib.parse.urlencode({"repo": REPO, "path": "nb/demo notebook.ipynb"})
+    link = "/open?" + urllib.parse.urlencode({"repo": SOME_REPO, "path": "nb/demo notebook.ipynb"})
     anon = od.client()
     r = anon.get(link, headers={"Accept": "text/html"})
     assert r.status in (302, 303), r
@@ -172,8 +224,8 @@ def test_logged_out_visit_logs_in_and_comes_back(od, oadmin):
 # ---------------------------------------------------------------- clone, update, keep
 
 
-def test_clone_opens_the_notebook(od, owner):
-    o = open_repo(owner)
+def test_clone_opens_the_notebook(od, up, owner):
+    o = open_repo(owner, up.repo)
     assert o["result"] == "cloned", o
     assert o["folder"] == "proj" and o["notebook_found"] is True, o
     assert o["url"] == f"/user/{owner.user}/lab/tree/proj/nb/demo.ipynb", o
@@ -187,29 +239,30 @@ def test_clone_opens_the_notebook(od, owner):
     # the URL the page goes to: JupyterLab's page for that notebook
     r = owner.get(o["url"], headers={"Accept": "text/html"})
     assert_status(r, 200)
-    assert "JupyterLab" in r.text or "jupyter-config-data" in r.text, r.text[:300]
-    # the clone ran as the user, in the home
-    out = sh(od, owner, "stat -c %U:%a proj/data.txt && git -C proj remote get-url origin")
-    assert out.split()[1] == REPO, out
+    assert "jupyter-config-data" in r.text, r.text[:300]
+    # the clone is the user's, made in the sandbox
+    out = sh(od, owner, "id -u; stat -c %u proj/data.txt; git -C proj remote get-url origin")
+    uid, owner_uid, origin = out.split()
+    assert uid == owner_uid and origin == up.repo, out
     e = audit_entries(od.admin(), "runtime.open_repo", owner.user)
-    assert e and REPO in (e[0].get("detail") or ""), e
+    assert e and up.repo in (e[0].get("detail") or ""), e
 
 
-def test_reopen_current_then_fast_forward(od, owner):
-    o = open_repo(owner)
+def test_reopen_current_then_fast_forward(od, up, owner):
+    o = open_repo(owner, up.repo)
     assert o["result"] == "current" and o["folder"] == "proj", o
-    upstream_commit(od, owner, "two.txt", "two")
-    o = open_repo(owner)
+    up.commit("proj", "two.txt", "two")
+    o = open_repo(owner, up.repo)
     assert o["result"] == "updated", o
     assert file_text(owner, "proj/two.txt").strip() == "two"
     assert o["url"].endswith("/lab/tree/proj/nb/demo.ipynb")
 
 
-def test_local_changes_are_never_touched(od, owner):
+def test_local_changes_are_never_touched(od, up, owner):
     sh(od, owner, "echo mine > proj/data.txt && echo scratch > proj/untracked.txt")
     head = sh(od, owner, "git -C proj rev-parse HEAD").strip()
-    upstream_commit(od, owner, "three.txt", "three")
-    o = open_repo(owner)
+    up.commit("proj", "three.txt", "three")
+    o = open_repo(owner, up.repo)
     assert o["result"] == "kept", o
     assert "data.txt" in o["message"] and "not updated" in o["message"], o
     assert o["url"].endswith("/lab/tree/proj/nb/demo.ipynb"), o
@@ -217,36 +270,34 @@ def test_local_changes_are_never_touched(od, owner):
     assert sh(od, owner, "git -C proj rev-parse HEAD").strip() == head
     assert contents(owner, "proj/three.txt").status == 404
     # diverged: a local commit and a new upstream one
-    sh(od, owner, "cd proj && git commit -qam mine")
-    upstream_commit(od, owner, "four.txt", "four")
+    sh(od, owner, "cd proj && git -c user.name=me -c user.email=me@example.invalid "
+                  "commit -qam mine")
+    up.commit("proj", "four.txt", "four")
     head = sh(od, owner, "git -C proj rev-parse HEAD").strip()
-    o = open_repo(owner)
+    o = open_repo(owner, up.repo)
     assert o["result"] == "kept" and "diverged" in o["message"], o
     assert sh(od, owner, "git -C proj rev-parse HEAD").strip() == head
     assert sh(od, owner, "git -C proj status --porcelain --untracked-files=no") == ""
     assert file_text(owner, "proj/untracked.txt") == "scratch\n"
 
 
-def test_a_folder_of_that_name_that_is_not_the_repository(od, owner):
+def test_a_folder_of_that_name_that_is_not_the_repository(od, up, owner):
     # ~/other is a plain folder and ~/other-2 another repository: the clone goes to -3
-    sh(od, owner, f"""
-cd .srv && git clone -q --bare ~/.up/proj other.git && git -C other.git update-server-info
-cd ~ && mkdir -p other && echo keep > other/mine.txt
-git init -q other-2
-""")
-    o = open_repo(owner, repo=f"http://127.0.0.1:{GIT_PORT}/other.git")
+    repo = up.create("other")
+    sh(od, owner, "mkdir -p other && echo keep > other/mine.txt && git init -q other-2")
+    o = open_repo(owner, repo)
     assert o["result"] == "cloned" and o["folder"] == "other-3", o
     assert file_text(owner, "other/mine.txt") == "keep\n"
     # opening it again finds the clone in other-3
-    o = open_repo(owner, repo=f"http://127.0.0.1:{GIT_PORT}/other.git")
+    o = open_repo(owner, repo)
     assert o["result"] == "current" and o["folder"] == "other-3", o
 
 
-def test_missing_notebook_and_failed_clone(od, owner):
-    o = open_repo(owner, path="nb/nope.ipynb")
+def test_missing_notebook_and_failed_clone(od, up, owner):
+    o = open_repo(owner, up.repo, path="nb/nope.ipynb")
     assert o["notebook_found"] is False and o["folder"] == "proj", o
     assert o["url"] == f"/user/{owner.user}/lab/tree/proj", o
-    o = open_repo(owner, repo=f"http://127.0.0.1:{GIT_PORT}/missing.git")
+    o = open_repo(owner, up.base_url + "/missing.git")
     assert o["result"] == "failed" and o["folder"] is None and o["url"] is None, o
     assert "clone" in o["message"], o
     assert contents(owner, "missing").status == 404
@@ -265,7 +316,7 @@ def test_runtime_without_jupyterlab_git_is_told_so(runtime_daemon_factory):
     d = runtime_daemon_factory("open-nb6", runtime={"jupyter": "notebook"})
     c = make_user(d, d.admin(), "onb")
     start_runtime(c)
-    o = open_repo(c)
+    o = open_repo(c, SOME_REPO)
     assert o["result"] == "unsupported" and "jupyterlab-git" in o["message"], o
     assert o["folder"] is None and o["url"] is None, o
     stop_runtime(c)
