@@ -10,21 +10,32 @@ and a start, because it all lives in the home (docs/runtime.md "What persists").
   extension (~/.local/share/jupyter/labextensions/) are there next time.
 
 The wheels are built here, by hand (a wheel is a zip with METADATA, WHEEL, RECORD),
-and served from a PEP 503 simple index over plain HTTP."""
+and served from a PEP 503 simple index over plain HTTP by a testnet.TestHost, which the
+runtime reaches through its egress."""
 
 import base64
 import hashlib
 import io
 import json
+import os
 import re
+import shutil
+import tempfile
 import zipfile
 
 import pytest
 
-from labd_harness import assert_status, start_runtime, stop_runtime
+from labd_harness import (
+    assert_status,
+    egress_daemon,
+    remember_sandboxes,
+    start_runtime,
+    stop_runtime,
+    teardown_runtime_daemon,
+)
 from runtime_shell import kernel_run, make_user, sh, terminal_run, user_path
+from testnet import TestHost
 
-INDEX_PORT = 8766  # inside the runtime's own network namespace
 
 
 def wheel(name, version="1.0"):
@@ -69,25 +80,16 @@ def simple_index(names):
     return out
 
 
-def serve_index(d, c, names):
-    """Writes the index into ~/.pyindex and serves it on the runtime's loopback;
-    returns its /simple URL."""
-    files = {p: base64.b64encode(b).decode() for p, b in simple_index(names).items()}
-    code = ("import base64, json, os\n"
-            f"files = json.loads({json.dumps(json.dumps(files))})\n"
-            "for p, b in files.items():\n"
-            "    p = os.path.join(os.path.expanduser('~/.pyindex'), p)\n"
-            "    os.makedirs(os.path.dirname(p), exist_ok=True)\n"
-            "    open(p, 'wb').write(base64.b64decode(b))\n")
-    kernel_run(d, c, code)
-    sh(d, c, f"""
-nohup python3 -m http.server {INDEX_PORT} --bind 127.0.0.1 --directory ~/.pyindex >/dev/null 2>&1 &
-for i in $(seq 50); do python3 -c 'import socket; socket.create_connection(("127.0.0.1", {INDEX_PORT}), 1)' 2>/dev/null && break; sleep 0.1; done
-""")
-    return f"http://127.0.0.1:{INDEX_PORT}/simple"
+def write_index(top, names):
+    """Writes the index of names under top (served as the test host's root)."""
+    for path, data in simple_index(names).items():
+        full = os.path.join(top, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "wb") as fh:
+            fh.write(data)
 
 
-PIP = "python3 -m pip install --user --disable-pip-version-check --no-cache-dir --index-url"
+PIP = "python3 -m pip install --user --disable-pip-version-check --no-cache-dir"
 
 THEME = "@jupyterlab/apputils-extension:themes"
 EXTENSION = "labd-persist-ext"
@@ -104,22 +106,41 @@ def lab_config(c):
 
 
 @pytest.fixture(scope="module")
-def pd(runtime_daemon_factory):
-    return runtime_daemon_factory("persist", runtime={"cpu_limit": "2h"})
+def net():
+    """A test host serving the package index, and a daemon whose runtimes have
+    egress (only test hosts are ever addressed)."""
+    top = tempfile.mkdtemp(prefix="labd-persist-")
+    write_index(top, ["labdkernelpkg", "labdtermpkg"])
+    with TestHost() as host:
+        host.serve_http(top)
+        d = egress_daemon("persist", runtime={"cpu_limit": "2h"})
+        try:
+            d.start()
+            # plain HTTP from anywhere but localhost needs pip's --trusted-host
+            yield d, f"--trusted-host {host.addr} --index-url http://{host.addr}/simple"
+        finally:
+            teardown_runtime_daemon(d)
+            shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
-def setup_then_restart(pd):
+def pd(net):
+    return net[0]
+
+
+@pytest.fixture(scope="module")
+def setup_then_restart(pd, net):
     """One user sets everything up in a first runtime, stops it and starts a second
     one; the tests look at the second."""
     c = make_user(pd, pd.admin(), "pst")
     start_runtime(c)
-    index = serve_index(pd, c, ["labdkernelpkg", "labdtermpkg"])
+    remember_sandboxes(pd)
+    index = net[1]  # pip's options naming the test host's index
     # pip from a notebook kernel, and from a terminal
     out = sh(pd, c, f"{PIP} {index} labdkernelpkg")
     assert "Successfully installed labdkernelpkg-1.0" in out, out
     out = terminal_run(pd, c, f"pip install --user --disable-pip-version-check "
-                              f"--no-cache-dir --index-url {index} labdtermpkg")
+                              f"--no-cache-dir {index} labdtermpkg")
     assert "Successfully installed labdtermpkg-1.0" in out, out
     # a venv in the home, registered as a kernel
     sh(pd, c, "/usr/bin/python3 -m venv --system-site-packages ~/venvs/mine && "
