@@ -17,6 +17,7 @@ static void test_urls_refused(void **state)
 	static const char *const bad[] = {
 		"",
 		"file:///etc",
+		"file://localhost/etc/repo",
 		"/home/alice/repo",
 		"repo",
 		"ext::sh -c touch% /tmp/x",
