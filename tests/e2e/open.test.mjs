@@ -1,0 +1,121 @@
+// labd browser test of "Open in labd" (/open?repo=&path=, web/static/open.js): a
+// logged-out visitor of a link goes through the login form and comes back to the same
+// link, query and all; the page then shows labd's refusal of a link it will not open
+// (a file: URL, a path with ..) and starts nothing. Cloning itself needs a Git host the
+// runtime can reach and is covered by tests/integration/test_open.py.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { launchChromium } from './browser.mjs';
+
+const BASE = (process.env.LABD_URL || '').replace(/\/+$/, '');
+const ADMIN_PW = process.env.LABD_ADMIN_PASSWORD || '';
+const T = { timeout: 90_000 };
+const USER = 'e2eopen';
+const PASSWORD = 'open-test-password-1';
+
+if (!BASE || !ADMIN_PW) {
+  throw new Error('LABD_URL and LABD_ADMIN_PASSWORD must be set (use tests/e2e/run.sh)');
+}
+
+let browser;
+const pageErrors = [];
+const consoleErrors = [];
+
+before(async () => {
+  browser = await launchChromium();
+  const admin = await apiLogin('admin', ADMIN_PW);
+  const res = await api(admin, 'POST', '/users', { name: USER, role: 'user', password: PASSWORD });
+  assert.ok(res.status === 201 || res.status === 409, `creating ${USER}: ${res.status}`);
+});
+
+after(async () => {
+  if (browser) await browser.close();
+});
+
+async function apiLogin(username, password) {
+  const res = await fetch(`${BASE}/api/v1/login`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ username, password }),
+  });
+  const body = await res.json();
+  assert.equal(res.status, 200, `API login as ${username}`);
+  const cookie = res.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .find((c) => c.startsWith('labd_session='));
+  return { cookie, csrf: body.csrf_token };
+}
+
+async function api(session, method, path, body) {
+  const headers = { Cookie: session.cookie };
+  if (method !== 'GET') {
+    headers['Content-Type'] = 'application/json';
+    headers['X-CSRF-Token'] = session.csrf;
+  }
+  const res = await fetch(`${BASE}/api/v1${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+async function newPage() {
+  const context = await browser.newContext({ baseURL: BASE });
+  const page = await context.newPage();
+  page.on('pageerror', (err) => pageErrors.push(`${page.url()}: ${err.message}`));
+  page.on('console', (msg) => {
+    // the 400 of the page itself and of the refused POST are expected
+    if (msg.type() === 'error' && !/status of 400/.test(msg.text())) consoleErrors.push(msg.text());
+  });
+  return page;
+}
+
+test('a logged-out visit logs in and comes back to the link, which is refused by name', T, async () => {
+  const link = '/open?' + new URLSearchParams({ repo: 'file:///etc', path: 'nb/a b.ipynb' });
+  const page = await newPage();
+  await page.goto(link);
+  await page.waitForURL((url) => url.pathname === '/login');
+  assert.equal(new URL(page.url()).searchParams.get('next'), link);
+  await page.locator('#username').fill(USER);
+  await page.locator('#password').fill(PASSWORD);
+  await Promise.all([
+    page.waitForURL((url) => url.pathname === '/open'),
+    page.locator('#password').press('Enter'),
+  ]);
+  const here = new URL(page.url());
+  assert.equal(here.pathname + here.search, link, 'back at the very link');
+  assert.equal(await page.locator('#open-repo').textContent(), 'file:///etc');
+  assert.equal(await page.locator('#open-path').textContent(), 'nb/a b.ipynb');
+  const error = page.locator('#open-error');
+  await error.waitFor({ state: 'visible' });
+  assert.match(await error.textContent(), /only http:\/\/ and https:\/\//);
+  assert.equal(await page.locator('#open-go').isHidden(), true);
+  // nothing was started for the refused link
+  const me = await apiLogin(USER, PASSWORD);
+  assert.equal((await api(me, 'GET', '/me/runtime')).body.runtime, null);
+  await page.context().close();
+});
+
+test('a path leaving the repository is refused on the page', T, async () => {
+  const page = await newPage();
+  const res = await page.goto('/login');
+  assert.equal(res.status(), 200);
+  await page.locator('#username').fill(USER);
+  await page.locator('#password').fill(PASSWORD);
+  await Promise.all([page.waitForURL((url) => url.pathname === '/dashboard'),
+    page.locator('#password').press('Enter')]);
+  const doc = await page.goto('/open?' + new URLSearchParams({ repo: 'https://git.example/r.git', path: '../x.ipynb' }));
+  assert.equal(doc.status(), 400, 'the page itself answers 400');
+  const error = page.locator('#open-error');
+  await error.waitFor({ state: 'visible' });
+  assert.match(await error.textContent(), /\.\. segments/);
+  await page.context().close();
+});
+
+test('no script error on the open page', T, async () => {
+  assert.deepEqual(pageErrors, []);
+  assert.deepEqual(consoleErrors, []);
+});
