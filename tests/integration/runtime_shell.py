@@ -45,14 +45,50 @@ def kernel_run(d, c, code, kernel="python3", timeout=60 * SLOW):
     return result, out
 
 
+class _ShellKernel:
+    """One kernel per client for sh(), started on first use and kept: starting a
+    kernel costs seconds, and the scripts need nothing of a fresh process."""
+
+    def __init__(self, d, c):
+        r = c.post(user_path(c, "api/kernels"), json={"name": "python3"})
+        assert r.status == 201, r
+        self.kid = r.json["id"]
+        self.ws = _ws(d, c, f"api/kernels/{self.kid}/channels")
+        self.runtime_id = _runtime_id(c)
+
+    def close(self, c):
+        self.ws.close()
+        c.delete(user_path(c, f"api/kernels/{self.kid}"))
+
+
+def _runtime_id(c):
+    r = c.get("/api/v1/me/runtime")
+    return (r.json.get("runtime") or {}).get("id")
+
+
+def _shell_kernel(d, c):
+    k = getattr(c, "_shell_kernel", None)
+    if k is not None and (k.ws.closed or k.runtime_id != _runtime_id(c)):
+        k = None  # its runtime was stopped since
+    if k is None:
+        k = c._shell_kernel = _ShellKernel(d, c)
+    return k
+
+
 def sh(d, c, script, timeout=60 * SLOW):
-    """Runs a shell script in c's runtime (from a kernel, in the home) and returns
-    its stdout; a non-zero exit fails the test with its stderr."""
+    """Runs a shell script in c's runtime (from a kernel kept for these, in the home)
+    and returns its stdout; a non-zero exit fails the test with its stderr."""
     code = ("import os, subprocess\n"
             f"p = subprocess.run(['sh', '-ec', {script!r}], capture_output=True, text=True,"
             " cwd=os.path.expanduser('~'), stdin=subprocess.DEVNULL)\n"
             "print(p.returncode); print(p.stdout, end=''); print('\\x00' + p.stderr, end='')\n")
-    _, out = kernel_run(d, c, code, timeout=timeout)
+    k = _shell_kernel(d, c)
+    try:
+        _, out, _ = jupyter_execute(k.ws, code, timeout=timeout)
+    except BaseException:
+        c._shell_kernel = None
+        k.close(c)
+        raise
     rc, _, rest = out.partition("\n")
     stdout, _, stderr = rest.partition("\x00")
     assert rc == "0", f"script failed ({rc}): {script}\nstdout: {stdout}\nstderr: {stderr}"
