@@ -143,9 +143,11 @@ static void test_runtime_path_env(void **state)
 	char path[512];
 	(void)state;
 	launch_path_env("bob", "/opt/labd/jupyter", path, sizeof(path));
-	assert_true(strncmp(path, "PATH=/home/bob/.local/bin:/opt/labd/jupyter/bin:/usr/local/bin:", 64) == 0);
+	assert_string_equal(path, "PATH=/home/bob/.local/bin:/opt/labd/jupyter/bin:/usr/local/bin:"
+				  "/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin");
 	launch_path_env("bob", NULL, path, sizeof(path));
-	assert_true(strncmp(path, "PATH=/home/bob/.local/bin:/usr/local/bin:", 41) == 0);
+	assert_string_equal(path, "PATH=/home/bob/.local/bin:/usr/local/bin:/usr/bin:/bin:"
+				  "/usr/local/sbin:/usr/sbin:/sbin");
 	assert_false(launch_env_has(NULL, "lab"));
 	assert_false(launch_env_has("", "lab"));
 	assert_false(launch_env_has("/nonexistent-env", "lab"));
