@@ -4,6 +4,8 @@
 #                      labd vs direct vs configurable-http-proxy vs nginx
 #   2. start-ready.py  start-to-ready, labd (full sandbox) vs JupyterHub 3
 #   3. sandbox-start   sandbox start latency vs bwrap and unshare
+#   4. egress-bench.py throughput out of an egress sandbox (pasta + nft) vs the host,
+#                      to a test host in a network namespace (198.18.0.0/15)
 # then a summary table of ratios measured in this run.  Root only (sandboxes,
 # a throwaway system user for JupyterHub).  Loopback only; every step has a
 # time limit; everything started is stopped and every temp dir removed on exit.
@@ -33,6 +35,8 @@ declare -A PKG=(
 	[jupyter-notebook]=jupyter-notebook
 	[bwrap]=bubblewrap
 	[unshare]=util-linux
+	[pasta]=passt
+	[nft]=nftables
 	[useradd]=passwd
 )
 missing=()
@@ -134,6 +138,11 @@ awk -v f="$SUMMARY" '
 	$1 == "bwrap" { bw = $2 }
 	$1 == "labbox-home-mounted" { lb = $2 }
 	END { if (bw > 0 && lb > 0) printf "sandbox start\tp50 ms\t%.2f\tbwrap\t%.2f\t%.2fx\t-\t-\n", lb, bw, lb / bw >> f }' "$W/sandbox.txt"
+
+echo
+echo "## 4. Egress throughput (bench/egress-bench.py)"
+run 600 "$PY" bench/egress-bench.py --workdir "$W/egress" --summary "$SUMMARY" \
+	--mbytes "${BENCH_EGRESS_MBYTES:-200}" --runs "${BENCH_EGRESS_RUNS:-3}" || rc=1
 
 echo
 echo "## Summary: labd against its peers, all measured in this run ($(($(date +%s) - t0)) s)"

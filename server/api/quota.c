@@ -15,9 +15,26 @@
 #include "store/user_quotas.h"
 #include "store/users.h"
 
-static json_t *limit_value(int64_t v)
+/* network reads "none" or "egress"; every other limit a number or "unlimited" */
+static json_t *limit_value(int which, int64_t v)
 {
+	if (which == QL_NETWORK)
+		return json_string(v == QUOTA_NETWORK_EGRESS ? "egress" : "none");
 	return v == QUOTA_UNLIMITED ? json_string("unlimited") : json_integer(v);
+}
+
+/* "none" / "egress" of network into *out; -1 for anything else. */
+static int network_value(json_t *v, int64_t *out)
+{
+	const char *s = json_is_string(v) ? json_string_value(v) : "";
+
+	if (!strcmp(s, "none"))
+		*out = QUOTA_NETWORK_NONE;
+	else if (!strcmp(s, "egress"))
+		*out = QUOTA_NETWORK_EGRESS;
+	else
+		return -1;
+	return 0;
 }
 
 json_t *api_limits_json(const struct quota_limits *l)
@@ -26,7 +43,7 @@ json_t *api_limits_json(const struct quota_limits *l)
 
 	for (int i = 0; i < QL_COUNT; i++)
 		if (l->v[i] != QUOTA_UNSET)
-			json_object_set_new(out, quota_limit_name(i), limit_value(l->v[i]));
+			json_object_set_new(out, quota_limit_name(i), limit_value(i, l->v[i]));
 	return out;
 }
 
@@ -54,6 +71,15 @@ int api_limits_read(struct http_request *req, json_t *obj, const char *field,
 		}
 		if (json_is_null(v))
 			continue; /* not set: inherited */
+		if (which == QL_NETWORK) {
+			if (network_value(v, &out->v[which]) < 0) {
+				http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+						 "field \"%s.network\" must be \"none\", \"egress\" or null",
+						 field);
+				return -1;
+			}
+			continue;
+		}
 		if (json_is_string(v) && !strcmp(json_string_value(v), "unlimited")) {
 			out->v[which] = QUOTA_UNLIMITED;
 			continue;
@@ -77,9 +103,10 @@ static json_t *effective_json(const struct quota_effective *e)
 	json_t *out = json_object();
 
 	for (int i = 0; i < QL_COUNT; i++) {
-		json_t *one = json_pack("{s:o,s:s}", "value",
-					e->v[i] == QUOTA_UNLIMITED ? json_null() : json_integer(e->v[i]),
-					"source", quota_source_name(e->from[i].source));
+		json_t *value = i == QL_NETWORK ? limit_value(i, e->v[i])
+				: e->v[i] == QUOTA_UNLIMITED ? json_null() : json_integer(e->v[i]);
+		json_t *one = json_pack("{s:o,s:s}", "value", value, "source",
+					quota_source_name(e->from[i].source));
 		if (e->from[i].plan[0])
 			json_object_set_new(one, "plan", json_string(e->from[i].plan));
 		if (e->from[i].group[0])

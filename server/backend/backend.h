@@ -44,6 +44,8 @@ struct backend_start {
 	/* from the user's plan; 0 = the backend's configured default. The
 	 * supervisor caps each at the machine's configured maximum. */
 	int64_t memory_bytes, cpus_milli, home_size_bytes;
+	bool network;               /* egress; false = loopback only */
+	int64_t egress_bytes_per_s; /* each way, 0 = no limit */
 	unsigned gpus[16];
 	unsigned n_gpus;
 };

@@ -220,6 +220,10 @@ static int local_start(struct backend *b, const struct backend_start *s, char *e
 		json_object_set_new(m, "cpus_milli", json_integer(s->cpus_milli));
 	if (s->home_size_bytes > 0)
 		json_object_set_new(m, "home_size_bytes", json_integer(s->home_size_bytes));
+	/* the plan's network, always sent: absent means the supervisor's default */
+	json_object_set_new(m, "network", json_integer(s->network ? 1 : 0));
+	if (s->network && s->egress_bytes_per_s > 0)
+		json_object_set_new(m, "egress_bytes_per_s", json_integer(s->egress_bytes_per_s));
 	rc = simple_call(l, m, &reply, err, errlen);
 	endpoint[0] = '\0';
 	if (rc == 0)

@@ -86,7 +86,9 @@ void runtime_ask_backend(struct app *app, struct runtime *r, const struct runtim
 				  .runtime_id = r->id, .kind = runtimes_kind_name(r->kind),
 				  .token = r->token, .deadline_s = r->deadline,
 				  .memory_bytes = res->memory_bytes, .cpus_milli = res->cpus_milli,
-				  .home_size_bytes = res->home_size_bytes};
+				  .home_size_bytes = res->home_size_bytes,
+				  .network = res->network,
+				  .egress_bytes_per_s = res->egress_bytes_per_s};
 	char endpoint[BACKEND_ENDPOINT_MAX], err[160], reason[RUNTIME_REASON_MAX];
 	int rc;
 
@@ -126,6 +128,9 @@ static void plan_resources(const struct quota_status *st, struct runtime_resourc
 	res->memory_bytes = v[QL_MEMORY_BYTES] == QUOTA_UNLIMITED ? 0 : v[QL_MEMORY_BYTES];
 	res->cpus_milli = v[QL_CPUS_MILLI] == QUOTA_UNLIMITED ? 0 : v[QL_CPUS_MILLI];
 	res->home_size_bytes = v[QL_STORAGE_BYTES] == QUOTA_UNLIMITED ? 0 : v[QL_STORAGE_BYTES];
+	res->network = v[QL_NETWORK] == QUOTA_NETWORK_EGRESS;
+	res->egress_bytes_per_s =
+		v[QL_EGRESS_BYTES_PER_S] == QUOTA_UNLIMITED ? 0 : v[QL_EGRESS_BYTES_PER_S];
 	res->gpus = quota_gpus_per_runtime(st);
 }
 

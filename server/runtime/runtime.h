@@ -36,6 +36,8 @@ enum runtime_start_result {
 struct runtime_resources {
 	int64_t deadline_s; /* the plan's length or the quota left, the earlier */
 	int64_t memory_bytes, cpus_milli, home_size_bytes;
+	bool network;                /* egress, else loopback only */
+	int64_t egress_bytes_per_s;  /* each way, 0 = no limit */
 	unsigned gpus; /* quota_gpus_per_runtime(): how many a GPU runtime gets */
 };
 

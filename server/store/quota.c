@@ -22,6 +22,8 @@ static const struct {
 	[QL_GPUS_PER_RUNTIME] = {"gpus_per_runtime", 0, 64},
 	[QL_CONCURRENT_JOBS] = {"concurrent_jobs", 0, 10000},
 	[QL_JOB_MAX_RUNTIME_S] = {"job_max_runtime_s", 60, 365 * 86400LL},
+	[QL_NETWORK] = {"network", QUOTA_NETWORK_NONE, QUOTA_NETWORK_EGRESS},
+	[QL_EGRESS_BYTES_PER_S] = {"egress_bytes_per_s", 1024, 1LL << 40},
 };
 
 void quota_limits_clear(struct quota_limits *l)
@@ -45,7 +47,9 @@ int quota_limit_parse(const char *name)
 
 int quota_value_ok(enum quota_limit which, int64_t value)
 {
-	return value == QUOTA_UNLIMITED || (value >= limits[which].min && value <= limits[which].max);
+	if (value == QUOTA_UNLIMITED)
+		return which != QL_NETWORK;
+	return value >= limits[which].min && value <= limits[which].max;
 }
 
 int quota_limits_format(const struct quota_limits *l, char *out, size_t len)

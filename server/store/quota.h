@@ -24,11 +24,15 @@ enum quota_limit {
 	QL_GPUS_PER_RUNTIME,
 	QL_CONCURRENT_JOBS,
 	QL_JOB_MAX_RUNTIME_S,
+	QL_NETWORK,            /* QUOTA_NETWORK_NONE or _EGRESS; the API says "none"/"egress" */
+	QL_EGRESS_BYTES_PER_S, /* each way */
 	QL_COUNT
 };
 
 #define QUOTA_UNSET INT64_MIN /* not set here: the next source decides */
 #define QUOTA_UNLIMITED (-1)  /* set, and no limit */
+#define QUOTA_NETWORK_NONE 0   /* loopback only */
+#define QUOTA_NETWORK_EGRESS 1 /* outbound through pasta (docs/sandbox.md) */
 #define QUOTA_NAME_MAX PARSE_USER_NAME_MAX /* plan and group names: parse_user_name_ok() */
 
 struct quota_limits {
@@ -40,7 +44,8 @@ void quota_limits_clear(struct quota_limits *l);
 const char *quota_limit_name(enum quota_limit which);
 /* The limit named name, or -1. */
 int quota_limit_parse(const char *name);
-/* Whether value is allowed for the limit (QUOTA_UNLIMITED always is). */
+/* Whether value is allowed for the limit (QUOTA_UNLIMITED always is, but for
+ * QL_NETWORK, which is none or egress). */
 int quota_value_ok(enum quota_limit which, int64_t value);
 /* The store's text form: "name=value ..." for each set limit; -ENOSPC when it
  * does not fit. */

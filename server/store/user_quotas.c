@@ -28,6 +28,8 @@ void user_quotas_defaults(const struct labd_config *cfg, struct quota_limits *ou
 	out->v[QL_GPUS_PER_RUNTIME] = cfg->quota_gpus_per_runtime;
 	out->v[QL_CONCURRENT_JOBS] = cfg->quota_concurrent_jobs;
 	out->v[QL_JOB_MAX_RUNTIME_S] = cfg->quota_job_max_runtime_s;
+	out->v[QL_NETWORK] = cfg->quota_network ? QUOTA_NETWORK_EGRESS : QUOTA_NETWORK_NONE;
+	out->v[QL_EGRESS_BYTES_PER_S] = cfg->quota_egress_bytes_per_s; /* -1 = QUOTA_UNLIMITED */
 }
 
 struct row {

@@ -13,6 +13,8 @@ import time
 import pytest
 
 from labd_harness import (
+    assert_error,
+    assert_status,
     egress_daemon,
     jupyter_execute,
     open_kernel_channel,
@@ -29,6 +31,12 @@ from labd_harness import (
 from testnet import TestHost
 
 MAX_CONNECTIONS = 12
+RATE = 4 << 20  # bytes per second of the rate-limited plan
+BIG = 16 << 20  # bytes moved each way under it
+# nft's byte limit starts with a full bucket: one second of the rate plus the burst
+# (sandbox/egress_rules.c); the rate is measured past it.
+WARM = 6 << 20
+SINK_PORT = 9
 LINK_LOCAL = "169.254.77.7"
 
 # A DNS responder for the test host: every A question is answered with the address
@@ -54,6 +62,19 @@ while True:
         head = q[:2] + b"\x81\x83" + struct.pack("!HHHH", 1, 0, 0, 0)
         rr = b""
     s.sendto(head + question + rr, peer)
+"""
+
+# A TCP sink for uploads: reads and drops everything of each connection.
+SINK = r"""
+import socket, sys, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(8)
+def drain(c):
+    while c.recv(1 << 16):
+        pass
+    c.close()
+while True:
+    threading.Thread(target=drain, args=(s.accept()[0],), daemon=True).start()
 """
 
 # Runs in the runtime's kernel: tries a TCP connection to each (host, port) and says
@@ -106,11 +127,12 @@ def net():
     with open(os.path.join(files, "hello.txt"), "w") as fh:
         fh.write("hello from the test host\n")
     with open(os.path.join(files, "big.bin"), "wb") as fh:
-        fh.write(os.urandom(1 << 20) * 8)
+        fh.write(os.urandom(1 << 20) * (BIG >> 20))
     with TestHost(extra_addrs=[LINK_LOCAL]) as host, TestHost(subnet="198.19") as denied:
         host.serve_http(files)
         denied.serve_http(files)
         host.spawn(["python3", "-c", DNS_RESPONDER, host.addr])
+        host.spawn(["python3", "-c", SINK, str(SINK_PORT)])
         listener = HostListener()
         d = egress_daemon("egress", network={"dns": host.addr, "pasta": os.environ.get("B_PASTA", "/usr/bin/pasta"),
                                              "max_connections": str(MAX_CONNECTIONS)})
@@ -265,3 +287,73 @@ def test_pasta_runs_in_its_own_cgroup_and_ends_with_the_runtime(net):
         return not any(os.path.exists(f"/proc/{p}") and open(f"/proc/{p}/stat").read().split()[2] != "Z"
                        for p in pids)
     wait_until(gone, 20 * SLOW, f"pasta {pids} to end with the runtime")
+
+
+def make_plan(d, limits):
+    name = unique_name("np")
+    assert_status(d.admin().post("/api/v1/plans", json={"name": name, "limits": limits}), 201)
+    return name
+
+
+def test_plan_network_values_checked(net):
+    admin = net["d"].admin()
+    for bad in ("yes", "unlimited", 1, True):
+        r = admin.post("/api/v1/plans", json={"name": unique_name("nb"), "limits": {"network": bad}})
+        assert_error(r, 400, "bad_field", field="limits.network")
+    for bad in (10, "fast", -5):
+        r = admin.post("/api/v1/plans", json={"name": unique_name("nb"),
+                                               "limits": {"egress_bytes_per_s": bad}})
+        assert_error(r, 400, "bad_field", field="limits.egress_bytes_per_s")
+    name = make_plan(net["d"], {"network": "none", "egress_bytes_per_s": 4096})
+    r = admin.get(f"/api/v1/plans/{name}")
+    assert_status(r, 200)
+    assert r.json["plan"]["limits"]["network"] == "none", r.json
+    assert r.json["plan"]["limits"]["egress_bytes_per_s"] == 4096, r.json
+
+
+def test_plan_network_none_has_no_route_out(net):
+    plan = make_plan(net["d"], {"network": "none"})
+    r = Runtime(net["d"], "egn", plan=plan)
+    try:
+        q = r.c.get("/api/v1/me/quota").json["limits"]
+        assert q["network"] == {"value": "none", "source": "plan", "plan": plan}, q
+        got = r.probe([(net["host"].addr, 80)])
+        assert got[f"{net['host'].addr}:80"][0] == "OSError", got  # ENETUNREACH
+        out = r.run("print(open('/proc/net/route').read().count('\\n'))")
+        assert out.strip() == "1", f"routes besides the header line: {out}"
+    finally:
+        r.close()
+        stop_runtime(r.c)
+
+
+def test_plan_bandwidth_limit_holds_both_ways(net):
+    plan = make_plan(net["d"], {"egress_bytes_per_s": RATE})
+    r = Runtime(net["d"], "egr", plan=plan)
+    try:
+        assert r.c.get("/api/v1/me/quota").json["limits"]["egress_bytes_per_s"]["value"] == RATE
+        out = r.run("import json, socket, time, urllib.request\n"
+                    f"WARM = {WARM}\n"
+                    f"u = urllib.request.urlopen('http://{net['host'].addr}/big.bin', timeout=60)\n"
+                    "n = 0\n"
+                    "while True:\n"
+                    "    b = u.read(65536)\n"
+                    "    if not b: break\n"
+                    "    n += len(b)\n"
+                    "    if n - len(b) < WARM <= n: t, n0 = time.monotonic(), n\n"
+                    "down = (n - n0) / (time.monotonic() - t)\n"
+                    f"s = socket.create_connection(('{net['host'].addr}', {SINK_PORT}), timeout=60)\n"
+                    "block = b'x' * 65536\n"
+                    f"for i in range({BIG} // 65536):\n"
+                    "    if i * 65536 == WARM: t = time.monotonic()\n"
+                    "    s.sendall(block)\n"
+                    "s.shutdown(socket.SHUT_WR); s.recv(1); s.close()\n"
+                    f"up = ({BIG} - WARM) / (time.monotonic() - t)\n"
+                    "print(json.dumps([n, down, up]))\n", timeout=120 * SLOW)
+        n, down, up = json.loads(out)
+        assert n == BIG, out
+        # the policer's average is the rate; TCP backs off below it
+        assert 0.3 * RATE <= down <= 1.2 * RATE, f"download {down / 2**20:.2f} MiB/s at {RATE / 2**20} MiB/s"
+        assert 0.3 * RATE <= up <= 1.2 * RATE, f"upload {up / 2**20:.2f} MiB/s at {RATE / 2**20} MiB/s"
+    finally:
+        r.close()
+        stop_runtime(r.c)

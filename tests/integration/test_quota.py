@@ -18,7 +18,8 @@ from labd_harness import (
 
 LIMITS = {"cpu_runtime_max_s", "gpu_runtime_max_s", "cpu_s_per_24h", "cpu_s_per_7d",
           "gpu_s_per_24h", "gpu_s_per_7d", "storage_bytes", "memory_bytes", "cpus_milli",
-          "gpus_per_runtime", "concurrent_jobs", "job_max_runtime_s"}
+          "gpus_per_runtime", "concurrent_jobs", "job_max_runtime_s", "network",
+          "egress_bytes_per_s"}
 
 
 def make_plan(admin, limits):

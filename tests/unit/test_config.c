@@ -200,6 +200,41 @@ static void test_quota_keys(void **state)
 	}
 }
 
+/* [network] and the plan defaults of egress ([quota] network, egress_rate). */
+static void test_network_keys(void **state)
+{
+	static const char *const bad[] = {
+		"[quota]\nnetwork = yes\n",          "[quota]\negress_rate = fast\n",
+		"[quota]\negress_rate = 10\n",       "[network]\ndeny = 10.0.0.0/33\n",
+		"[network]\ndeny = example.org\n",   "[network]\ndns = 198.18.0.256\n",
+		"[network]\nmax_connections = -1\n",
+	};
+	struct labd_config cfg;
+	char err[256];
+	int rc;
+	(void)state;
+	config_defaults(&cfg, false);
+	assert_int_equal(cfg.quota_network, 1);
+	assert_int_equal(cfg.quota_egress_bytes_per_s, -1);
+	assert_int_equal(cfg.net_max_connections, 512);
+	assert_string_equal(cfg.net_deny, "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7");
+	assert_string_equal(cfg.net_dns, "");
+	load_text("[quota]\nnetwork = none\negress_rate = 10M\n[network]\ndeny = 198.19.0.0/16, "
+		  "fc00::/7\nmax_connections = 0\ndns = 198.18.3.2\npasta = /opt/pasta\n",
+		  &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(cfg.quota_network, 0);
+	assert_int_equal(cfg.quota_egress_bytes_per_s, 10 << 20);
+	assert_string_equal(cfg.net_deny, "198.19.0.0/16, fc00::/7");
+	assert_int_equal(cfg.net_max_connections, 0);
+	assert_string_equal(cfg.net_dns, "198.18.3.2");
+	assert_string_equal(cfg.net_pasta, "/opt/pasta");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		load_text(bad[i], &cfg, &rc, err, sizeof(err));
+		assert_int_equal(rc, -1);
+	}
+}
+
 /* Per-user origins (issue 8, class 3): on by default, path mode an opt-out. */
 static void test_origin_keys(void **state)
 {
@@ -422,6 +457,7 @@ int main(void)
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_runtime_keys),
 		cmocka_unit_test(test_quota_keys),
+		cmocka_unit_test(test_network_keys),
 		cmocka_unit_test(test_gpu_keys),
 		cmocka_unit_test(test_origin_keys),
 		cmocka_unit_test(test_missing_file),

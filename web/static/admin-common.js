@@ -21,6 +21,8 @@
     { name: "gpus_per_runtime", label: "GPUs per runtime", unit: "n" },
     { name: "concurrent_jobs", label: "Concurrent jobs", unit: "n" },
     { name: "job_max_runtime_s", label: "Job length", unit: "s" },
+    { name: "network", label: "Network (none or egress)", unit: "net" },
+    { name: "egress_bytes_per_s", label: "Egress bytes per second", unit: "bytes" },
   ];
 
   var SECONDS = { s: 1, m: 60, h: 3600, d: 86400 };
@@ -66,6 +68,10 @@
   function parseLimit(text, unit) {
     text = String(text || "").trim();
     if (!text) return null;
+    if (unit === "net") {
+      if (/^(none|egress)$/i.test(text)) return text.toLowerCase();
+      throw new Error("must be none or egress");
+    }
     if (/^unlimited$/i.test(text)) return "unlimited";
     if (/^\d+$/.test(text)) return Number(text);
     if (unit === "s") {

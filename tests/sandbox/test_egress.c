@@ -1,0 +1,86 @@
+/* test_egress.c - the egress ruleset text and its address parser (pure logic). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "sandbox/egress.h"
+
+static void test_cidr(void **st)
+{
+	char out[64];
+	bool v6;
+	(void)st;
+	assert_int_equal(egress_cidr("10.1.2.3/8", out, sizeof(out), &v6), 0);
+	assert_string_equal(out, "10.0.0.0/8"); /* host bits cleared */
+	assert_false(v6);
+	assert_int_equal(egress_cidr("198.18.0.1", out, sizeof(out), &v6), 0);
+	assert_string_equal(out, "198.18.0.1/32");
+	assert_int_equal(egress_cidr("FC00::1/7", out, sizeof(out), &v6), 0);
+	assert_string_equal(out, "fc00::/7");
+	assert_true(v6);
+	assert_int_equal(egress_cidr("172.16.0.0/12", out, sizeof(out), &v6), 0);
+	assert_string_equal(out, "172.16.0.0/12");
+	assert_int_equal(egress_cidr("10.0.0.0/33", out, sizeof(out), &v6), -1);
+	assert_int_equal(egress_cidr("::/129", out, sizeof(out), &v6), -1);
+	assert_int_equal(egress_cidr("10.0.0.0/+8", out, sizeof(out), &v6), -1);
+	assert_int_equal(egress_cidr("10.0.0.0/", out, sizeof(out), &v6), -1);
+	assert_int_equal(egress_cidr("/8", out, sizeof(out), &v6), -1);
+	assert_int_equal(egress_cidr("example.org", out, sizeof(out), &v6), -1);
+	assert_int_equal(egress_cidr("10.0.0.0/8;", out, sizeof(out), &v6), -1);
+}
+
+static void test_ruleset(void **st)
+{
+	char out[EGRESS_RULESET_MAX], why[128];
+	(void)st;
+	assert_int_equal(egress_ruleset("198.19.0.0/16, 10.0.0.0/8", "192.0.2.2/32,fd00::2/128", 12,
+					4 << 20, out, sizeof(out), why, sizeof(why)),
+			 0);
+	/* lo first, then the DNS forward address, then the denied */
+	const char *lo = strstr(out, "oifname \"lo\" accept");
+	const char *dns = strstr(out, "ip daddr " EGRESS_DNS_ADDR " udp dport 53 accept");
+	const char *ll = strstr(out, "ip daddr 169.254.0.0/16 goto deny");
+	assert_non_null(lo);
+	assert_non_null(dns);
+	assert_non_null(ll);
+	assert_true(lo < dns && dns < ll);
+	assert_non_null(strstr(out, "ip daddr 127.0.0.0/8 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr fe80::/10 goto deny"));
+	assert_non_null(strstr(out, "ip daddr 192.0.2.2/32 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr fd00::2/128 goto deny"));
+	assert_non_null(strstr(out, "ip daddr 198.19.0.0/16 goto deny"));
+	assert_non_null(strstr(out, "ip daddr 10.0.0.0/8 goto deny"));
+	assert_non_null(strstr(out, "ct state new ct count over 12 goto deny"));
+	assert_non_null(strstr(out, "iifname \"lo\" accept"));
+	/* the rate both ways */
+	const char *rate = strstr(out, "limit rate over 4194304 bytes/second burst 524288 bytes drop");
+	assert_non_null(rate);
+	assert_non_null(strstr(rate + 1, "limit rate over 4194304 bytes/second"));
+	assert_non_null(strstr(out, "reject with tcp reset"));
+
+	/* no bound and no rate: no such rules */
+	assert_int_equal(egress_ruleset("", "", 0, 0, out, sizeof(out), why, sizeof(why)), 0);
+	assert_null(strstr(out, "ct count"));
+	assert_null(strstr(out, "limit rate"));
+
+	/* anything but addresses never reaches nft */
+	assert_int_equal(egress_ruleset("10.0.0.0/8 } flush ruleset", "", 0, 0, out, sizeof(out), why,
+					sizeof(why)),
+			 -1);
+	assert_non_null(strstr(why, "}"));
+	/* and a ruleset that does not fit is an error, not a cut */
+	assert_int_equal(egress_ruleset("10.0.0.0/8", "", 0, 0, out, 200, why, sizeof(why)), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cidr),
+		cmocka_unit_test(test_ruleset),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
