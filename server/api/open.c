@@ -117,6 +117,7 @@ static void *open_thread(void *arg)
 	log_info("open: %s %s for %s: %s", gitopen_outcome_name(result.outcome), s->repo, s->user,
 		 result.message);
 	pthread_mutex_lock(&slots_lock);
+	explicit_bzero(s->token, sizeof(s->token)); /* kept no longer than needed */
 	s->result = result;
 	s->finished_at = time(NULL);
 	s->running = false;
