@@ -1,8 +1,10 @@
 // labd browser test of "Open in labd" (/open?repo=&path=, web/static/open.js): a
 // logged-out visitor of a link goes through the login form and comes back to the same
 // link, query and all; the page then shows labd's refusal of a link it will not open
-// (a file: URL, a path with ..) and starts nothing. Cloning itself needs a Git host the
-// runtime can reach and is covered by tests/integration/test_open.py.
+// (a file: URL, a path with ..) and starts nothing; a link it accepts starts the user's
+// runtime from the page, and git's failure to clone (nothing listens where the link
+// points) is shown. A clone that works needs a Git host the runtime can reach and is
+// covered by tests/integration/test_open.py.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchChromium } from './browser.mjs';
@@ -67,8 +69,10 @@ async function newPage() {
   const page = await context.newPage();
   page.on('pageerror', (err) => pageErrors.push(`${page.url()}: ${err.message}`));
   page.on('console', (msg) => {
-    // the 400 of the page itself and of the refused POST are expected
-    if (msg.type() === 'error' && !/status of 400/.test(msg.text())) consoleErrors.push(msg.text());
+    // expected: the 400 of a refused link (the page and its POST), and the 409 of the
+    // first POST when no runtime runs (the page asks labd to check the link before it
+    // starts a runtime for it)
+    if (msg.type() === 'error' && !/status of (400|409)/.test(msg.text())) consoleErrors.push(msg.text());
   });
   return page;
 }
@@ -113,6 +117,40 @@ test('a path leaving the repository is refused on the page', T, async () => {
   await error.waitFor({ state: 'visible' });
   assert.match(await error.textContent(), /\.\. segments/);
   await page.context().close();
+});
+
+test('a link starts the runtime from the page and shows why the clone failed', { timeout: 240_000 }, async () => {
+  // 127.0.0.1 inside the sandbox is the runtime's own loopback: nothing leaves it, and
+  // nothing listens on port 9, so git's clone fails at once
+  const repo = 'http://127.0.0.1:9/nothing.git';
+  const me = await apiLogin(USER, PASSWORD);
+  assert.equal((await api(me, 'GET', '/me/runtime')).body.runtime, null, 'no runtime before');
+  const page = await newPage();
+  await page.goto('/login');
+  await page.locator('#username').fill(USER);
+  await page.locator('#password').fill(PASSWORD);
+  await Promise.all([page.waitForURL((url) => url.pathname === '/dashboard'),
+    page.locator('#password').press('Enter')]);
+  try {
+    const doc = await page.goto('/open?' + new URLSearchParams({ repo, path: 'a.ipynb' }));
+    assert.equal(doc.status(), 200);
+    const error = page.locator('#open-error');
+    await error.waitFor({ state: 'visible', timeout: 200_000 });
+    assert.match(await error.textContent(), /git clone failed/);
+    assert.equal((await api(me, 'GET', '/me/runtime')).body.runtime.state, 'running',
+      'the page started the runtime');
+    const open = (await api(me, 'GET', '/me/runtime/open')).body.open;
+    assert.equal(open.result, 'failed');
+    assert.equal(open.repo, repo);
+  } finally {
+    await page.context().close();
+    await api(me, 'DELETE', '/me/runtime');
+    for (let i = 0; i < 120; i++) {
+      const r = (await api(me, 'GET', '/me/runtime')).body.runtime;
+      if (!r || r.state === 'stopped' || r.state === 'failed') break;
+      await new Promise((res) => setTimeout(res, 500));
+    }
+  }
 });
 
 test('no script error on the open page', T, async () => {
