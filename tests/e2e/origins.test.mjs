@@ -103,7 +103,7 @@ const HOSTILE = `(async () => {
   document.cookie = 'labd_session=planted; path=/';
   document.cookie = 'labd_session=planted-parent; path=/; domain=localhost';
   // a service worker for everything this origin may reach, and one of labd's origin
-  const sw = location.pathname.replace(/\\/tree.*$/, '/files/sw.js');
+  const sw = location.pathname.replace(/\\/lab.*$/, '/files/sw.js');
   await attempt('swRoot', async () => (await navigator.serviceWorker.register(sw, { scope: '/' })).scope);
   await attempt('swHere', async () => (await navigator.serviceWorker.register(sw)).scope);
   await attempt('swUi', async () => (await navigator.serviceWorker.register(ui + '/sw.js')).scope);
@@ -143,7 +143,7 @@ async function formLogin(page, username, password) {
 /* Opens eve's Jupyter from labd's origin (the handoff takes the browser to eve's origin),
  * runs the hostile script from her home there and returns what its attempts reported. */
 async function runHostile(page) {
-  await page.goto(`${UI}/user/${EVE}/tree`);
+  await page.goto(`${UI}/user/${EVE}/lab`);
   assert.equal(new URL(page.url()).origin, EVE_ORIGIN, `served on eve's own origin, not ${page.url()}`);
   await page.addScriptTag({ url: `/user/${EVE}/files/hostile.js` });
   const result = page.locator('#hostile-result');
@@ -221,7 +221,7 @@ test('a page served by a runtime gets nothing of labd as its owner', async () =>
     const page = await context.newPage();
     await formLogin(page, EVE, EVE_PW);
     const session = (await context.cookies(UI)).find((c) => c.name === 'labd_session').value;
-    await page.goto(`${UI}/user/${EVE}/tree`);
+    await page.goto(`${UI}/user/${EVE}/lab`);
     assert.equal(new URL(page.url()).origin, EVE_ORIGIN, `Jupyter opened on ${page.url()}`);
     // labd's cookie never reaches the user origin; its own cookie is host-only there
     const eveCookies = (await context.cookies(EVE_ORIGIN)).map((c) => c.name);

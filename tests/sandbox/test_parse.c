@@ -46,6 +46,32 @@ static void test_gpus_net(void **st)
 	assert_int_equal(parse_cpus_milli("1e3", &m), -EINVAL);
 }
 
+/* spec.ro_binds: absolute, canonical, never "/" nor the state dir or below it. */
+static void test_ro_binds_checked(void **st)
+{
+	static const char *const bad[] = {"/", "opt/x", "/opt/../etc", "/opt//x", "/opt/./x",
+					  "/var/lib/labd", "/var/lib/labd/homes"};
+	char *const argv[] = {"true", NULL};
+	struct sandbox_spec s;
+	(void)st;
+	sandbox_spec_init(&s);
+	s.user = "alice";
+	s.user_id = 7;
+	s.argv = argv;
+	assert_int_equal(sandbox_spec_check(&s), 0);
+	s.ro_binds[s.n_ro_binds++] = "/opt/labd/jupyter";
+	assert_int_equal(sandbox_spec_check(&s), 0);
+	s.ro_binds[0] = "/var/lib/labdx"; /* beside the state dir, not in it */
+	assert_int_equal(sandbox_spec_check(&s), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		s.ro_binds[0] = bad[i];
+		assert_int_equal(sandbox_spec_check(&s), -1);
+	}
+	s.ro_binds[0] = "/opt/labd/jupyter";
+	s.n_ro_binds = SANDBOX_MAX_RO_BINDS + 1;
+	assert_int_equal(sandbox_spec_check(&s), -1);
+}
+
 static void test_state_roundtrip(void **st)
 {
 	struct sandbox_state a, b;
@@ -142,6 +168,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gpus_net),
+		cmocka_unit_test(test_ro_binds_checked),
 		cmocka_unit_test(test_stat_field),
 		cmocka_unit_test(test_state_roundtrip),
 		cmocka_unit_test(test_state_rejects),

@@ -87,6 +87,32 @@ static void test_bad_values(void **state)
 	assert_non_null(strstr(err, ":2: bad value for [server] threads"));
 }
 
+/* [runtime] jupyter_env: root binds it into every sandbox, so only a plain
+ * absolute directory other than "/" (or empty: none). */
+static void test_jupyter_env(void **state)
+{
+	static const char *const bad[] = {"/", "opt/labd/jupyter", "/opt/../etc", "/opt//x",
+					  "/opt/a b", "/opt/a,b"};
+	struct labd_config cfg;
+	char err[256], text[256];
+	int rc;
+	(void)state;
+	config_defaults(&cfg, false);
+	assert_string_equal(cfg.jupyter_env, "/opt/labd/jupyter");
+	load_text("[runtime]\njupyter_env =\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_string_equal(cfg.jupyter_env, "");
+	load_text("[runtime]\njupyter_env = /srv/envs/lab4\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_string_equal(cfg.jupyter_env, "/srv/envs/lab4");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "[runtime]\njupyter_env = %s\n", bad[i]);
+		load_text(text, &cfg, &rc, err, sizeof(err));
+		assert_int_equal(rc, -1);
+		assert_non_null(strstr(err, "[runtime] jupyter_env"));
+	}
+}
+
 static void test_runtime_keys(void **state)
 {
 	struct labd_config cfg;
@@ -452,6 +478,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runtime_default_above_machine_cap),
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_jupyter_env),
 		cmocka_unit_test(test_load_values),
 		cmocka_unit_test(test_unknown_key_names_file_line_key),
 		cmocka_unit_test(test_bad_values),
