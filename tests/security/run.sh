@@ -416,12 +416,18 @@ LISTENER=$!
 listening() { (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; }
 if wait_until 5 "the host listener on 127.0.0.1:$port" listening; then
 	expect "host 127.0.0.1 listener unreachable" ECONNREFUSED "$(probe connect $port)"
+	expect "host 127.0.0.1 listener unreachable with --net egress" ECONNREFUSED \
+		"$(box alice 7 --net egress -- "$PROBE" connect $port)"
 else
 	ko "host 127.0.0.1 listener unreachable" "listener up" "host listener did not start"
 fi
 kill "$LISTENER" 2>/dev/null
 LISTENER=
 expect "only loopback inside" lo "$(box alice 7 -- ls /sys/class/net | squash)"
+expect "--net egress: pasta's eth0 and lo" "eth0 lo" "$(box alice 7 --net egress -- ls /sys/class/net | squash)"
+# pasta lives in <id>.net next to the sandbox's cgroup; labbox's teardown kills it
+left=$(cat /sys/fs/cgroup/pids/"$CGP"/*.net/cgroup.procs /sys/fs/cgroup/"$CGP"/*.net/cgroup.procs 2>/dev/null | squash)
+expect "--net egress: no pasta left after the sandbox" "" "$left"
 
 echo "== resources"
 hostlat=$WORK/hostlat
