@@ -385,6 +385,8 @@ def test_plan_bandwidth_limit_holds_both_ways(net):
                     f"up = ({BIG} - WARM) / (time.monotonic() - t)\n"
                     "print(json.dumps([n, down, up]))\n", timeout=120 * SLOW)
         n, down, up = json.loads(out)
+        print(f"\negress at {RATE / 2**20:.0f} MiB/s: download {down / 2**20:.2f} MiB/s, "
+              f"upload {up / 2**20:.2f} MiB/s")
         assert n == BIG, out
         # the policer's average is the rate; TCP backs off below it
         assert 0.3 * RATE <= down <= 1.2 * RATE, f"download {down / 2**20:.2f} MiB/s at {RATE / 2**20} MiB/s"
