@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "labd/log.h"
 #include "sandbox/cgbox.h"
 #include "sandbox/fail.h"
 
@@ -236,8 +237,8 @@ static int install_rules(const struct sandbox_spec *s, pid_t pid)
 	return run_nft(s->nft_path, pid, rules);
 }
 
-/* The argv of pasta for pid's namespace; strings in bufs. */
-static void pasta_argv(pid_t pid, const char *pidfile,
+/* The argv of pasta for the namespace exec_pasta opens on fd 3; strings in bufs. */
+static void pasta_argv(const char *pidfile,
 		       const char *logfile, char *argv[32], char bufs[3][SANDBOX_PATH_MAX + 16])
 {
 	int n = 0;
@@ -255,7 +256,9 @@ static void pasta_argv(pid_t pid, const char *pidfile,
 	argv[n++] = "--dns-forward"; argv[n++] = EGRESS_DNS_ADDR;
 	snprintf(bufs[0], sizeof(bufs[0]), "%s", pidfile);
 	snprintf(bufs[1], sizeof(bufs[1]), "%s", logfile);
-	snprintf(bufs[2], sizeof(bufs[2]), "/proc/%d/ns/net", (int)pid);
+	/* fd 3, opened by exec_pasta: the sandbox's init is non-dumpable once it runs, and
+	 * pasta (having dropped CAP_SYS_PTRACE) could not open /proc/<init>/ns/net then */
+	snprintf(bufs[2], sizeof(bufs[2]), "/proc/self/fd/3");
 	argv[n++] = "--pid"; argv[n++] = bufs[0];
 	argv[n++] = "--log-file"; argv[n++] = bufs[1];
 	argv[n++] = "--netns"; argv[n++] = bufs[2];
@@ -265,8 +268,14 @@ static void pasta_argv(pid_t pid, const char *pidfile,
 /* pasta's stdout and stderr go to its log file too: what it says before it opens the
  * file (a bad option, a namespace it cannot join) is then there for the failure message. */
 static _Noreturn void exec_pasta(const struct sandbox_spec *s, const char *cgroup, char *argv[],
-				 const char *logfile, const char *upstream)
+				 const char *logfile, const char *upstream, pid_t pid)
 {
+	char ns[64];
+	int nsfd;
+
+	snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)pid);
+	if ((nsfd = open(ns, O_RDONLY)) < 0 || dup2(nsfd, 3) < 0)
+		_exit(123);
 	const struct cgbox_layout *lo = cgbox_host();
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	int log = open(logfile, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -277,7 +286,7 @@ static _Noreturn void exec_pasta(const struct sandbox_spec *s, const char *cgrou
 	if (!lo || cgbox_attach(lo, s->cgroup_parent, cgroup, getpid()) < 0 || null < 0 ||
 	    log < 0 || dup2(null, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
 		_exit(125);
-	close_from(3);
+	close_from(4);
 	setsid();
 	if (upstream[0] && (unshare(CLONE_NEWNS) < 0 ||
 			    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
@@ -359,12 +368,35 @@ static int start_pasta(const struct sandbox_spec *s, const char *id, pid_t pid)
 	if (upstream_conf(s, upstream, sizeof(upstream)) < 0 ||
 	    cgbox_create(lo, s->cgroup_parent, cgroup, &lim) < 0)
 		return -1;
-	pasta_argv(pid, pidfile, logfile, argv, bufs);
+	pasta_argv(pidfile, logfile, argv, bufs);
 	if ((c = fork()) < 0)
 		return fail_errno("fork pasta");
 	if (c == 0)
-		exec_pasta(s, cgroup, argv, logfile, upstream);
+		exec_pasta(s, cgroup, argv, logfile, upstream, pid);
 	return wait_ready(c, pidfile, logfile);
+}
+
+int sandbox_net_check(const struct sandbox_spec *s, const struct sandbox_handle *h)
+{
+	const struct cgbox_layout *lo = cgbox_host();
+	char cgroup[SANDBOX_ID_MAX + 8], dir[SANDBOX_PATH_MAX];
+
+	if (!lo || h->pid <= 0)
+		return 0;
+	enum cgbox_ctl ctl = lo->mode == CGBOX_V2 || lo->v1[CGBOX_PIDS][0] ? CGBOX_PIDS : CGBOX_MEMORY;
+
+	egress_cgroup_name(h->id, cgroup, sizeof(cgroup));
+	/* no such cgroup: the sandbox has no egress */
+	if (cgbox_path(lo, ctl, s->cgroup_parent, cgroup, dir, sizeof(dir)) < 0 ||
+	    access(dir, F_OK) < 0 || cgbox_nprocs(lo, s->cgroup_parent, cgroup) != 0)
+		return 0;
+	log_warn("sandbox %s: pasta is gone: restarting it (connections through the old one are lost)",
+		 h->id);
+	/* the empty cgroup goes first: start_pasta makes it anew, with its limits */
+	if (cgbox_remove(lo, s->cgroup_parent, cgroup) < 0 || start_pasta(s, h->id, h->pid) < 0)
+		return log_error("sandbox %s: pasta could not be restarted: the runtime has no network",
+				 h->id);
+	return 1;
 }
 
 int egress_start(const struct sandbox_spec *s, const char *id, pid_t pid)

@@ -314,19 +314,49 @@ static int build_home(const struct child_args *a, struct mount_fds *f, char *msg
 	return 0;
 }
 
-/* The resolver of an egress sandbox over the image's /etc/resolv.conf.  A link there
- * (systemd-resolved's stub) would be followed on the host's side of the mount
- * namespace, so it is refused rather than resolved. */
+/* Where a link at the image's /etc/resolv.conf points, when that is a file under /run
+ * (systemd-resolved's "../run/systemd/resolve/stub-resolv.conf"): /run is our own
+ * tmpfs, still writable here, so the file is made there and the resolver bound on it.
+ * Any other link is refused: it would be followed on the host's side. */
+static int resolv_target(char *out, size_t len, char *msg, size_t mlen)
+{
+	char link[256];
+	const char *rest;
+	ssize_t n = readlink(NEWROOT "/etc/resolv.conf", link, sizeof(link) - 1);
+
+	if (n < 0)
+		return failf(msg, mlen, "readlink", "/etc/resolv.conf");
+	link[n] = '\0';
+	rest = !strncmp(link, "/run/", 5) ? link + 5 : !strncmp(link, "../run/", 7) ? link + 7 : NULL;
+	if (!rest || !rest[0] || strstr(rest, "..") || strstr(rest, "//")) {
+		errno = EINVAL;
+		return failf(msg, mlen, "resolv.conf: a link outside /run in the image:", link);
+	}
+	snprintf(out, len, NEWROOT "/run/%s", rest);
+	for (char *p = out + strlen(NEWROOT "/run/"); (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		int rc = mkdir(out, 0755);
+		*p = '/';
+		if (rc < 0 && errno != EEXIST)
+			return failf(msg, mlen, "mkdir for resolv.conf", out);
+	}
+	return touch(out, msg, mlen);
+}
+
+/* The resolver of an egress sandbox over the image's /etc/resolv.conf (a plain file, or
+ * a link into /run: resolv_target). */
 static int build_resolv(struct mount_fds *f, char *msg, size_t len)
 {
-	const char *t = NEWROOT "/etc/resolv.conf";
+	char t[512] = NEWROOT "/etc/resolv.conf";
 	struct stat st;
 
 	if (f->resolv < 0)
 		return 0;
 	if (lstat(t, &st) < 0)
 		return failf(msg, len, "resolv.conf: the image has no", "/etc/resolv.conf");
-	if (!S_ISREG(st.st_mode)) {
+	if (S_ISLNK(st.st_mode) && resolv_target(t, sizeof(t), msg, len) < 0)
+		return -1;
+	else if (!S_ISLNK(st.st_mode) && !S_ISREG(st.st_mode)) {
 		errno = EINVAL;
 		return failf(msg, len, "resolv.conf: not a plain file in the image:", "/etc/resolv.conf");
 	}

@@ -171,6 +171,14 @@ int sandbox_adopt(const char *state_dir, const char *id, struct sandbox_handle *
  * drops home references no live sandbox holds.  Returns how many were cleaned, or -1. */
 int sandbox_gc(const char *state_dir, bool all);
 
+/* For a running sandbox with egress: when its pasta is gone (its "<id>.net" cgroup
+ * holds no process), starts a new one for the namespace, which keeps root's rules.
+ * Of the spec only state_dir, cgroup_parent, net_dns, pasta_path and die_with_parent
+ * are read.  0 when pasta runs (or the sandbox has no egress), 1 after a restart (a
+ * warning is logged), -1 when the restart failed (logged).  Call only while the
+ * sandbox runs: its teardown kills pasta on purpose. */
+int sandbox_net_check(const struct sandbox_spec *s, const struct sandbox_handle *h);
+
 /* A user's home (the image as sandbox_spec names it, mounted under state_dir by
  * user name) for the storage quota: *used_bytes (statfs when mounted, else the
  * image's superblock) and whether a sandbox holds it mounted now. 0, -EBUSY

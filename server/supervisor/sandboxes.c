@@ -28,6 +28,7 @@
 #define ENDED_KEEP_S 3600 /* how long an ended sandbox stays listed */
 #define PROBE_EVERY_MS 5  /* readiness: the user is waiting on this */
 #define SWEEP_EVERY_MS (3600 * 1000LL) /* archived homes past their retention */
+#define NET_CHECK_EVERY_MS 2000 /* is each egress runtime's pasta still there */
 /* 256 sandboxes listed with reasons this long stay within PROTO_MAX_MESSAGE */
 #define LIST_REASON_MAX 96
 
@@ -55,7 +56,7 @@ struct hosted {
 	long long retire_user_id; /* the user was deleted: retire this home once ended */
 	char cause[16];
 	char reason[200];
-	long long kill_at_ms, probe_at_ms;
+	long long kill_at_ms, probe_at_ms, net_check_at_ms;
 	unsigned warned; /* bit i: warn_before[i] was sent */
 	struct runlog log; /* Jupyter's output; nothing for a re-adopted sandbox */
 };
@@ -642,6 +643,25 @@ static long long next_warning_ms(struct sandboxes *sb, struct hosted *x, int64_t
 	return due;
 }
 
+/* A running runtime's pasta, restarted (loudly) when it died: the network is the
+ * runtime's only way out, and a dead pasta would leave it silently cut off. */
+static void check_net(struct sandboxes *sb, struct hosted *x, long long now)
+{
+	struct sandbox_spec s;
+
+	if (now < x->net_check_at_ms)
+		return;
+	x->net_check_at_ms = now + NET_CHECK_EVERY_MS;
+	sandbox_spec_init(&s);
+	s.state_dir = sb->state_dir;
+	s.net_dns = sb->cfg->net_dns;
+	s.pasta_path = sb->cfg->net_pasta;
+	int rc = sandbox_net_check(&s, &x->h);
+	if (rc != 0)
+		log_warn("runtime of %s: its network helper (pasta) ended and was %s", x->user,
+			 rc == 1 ? "restarted" : "not restarted");
+}
+
 /* Timers of one running or stopping sandbox; returns when it is next due. */
 static long long tick_one(struct sandboxes *sb, struct hosted *x, long long now, int64_t wall)
 {
@@ -655,14 +675,18 @@ static long long tick_one(struct sandboxes *sb, struct hosted *x, long long now,
 		}
 		x->probe_at_ms = now + PROBE_EVERY_MS;
 	}
+	if (x->state == H_RUNNING)
+		check_net(sb, x, now);
 	if (x->state == H_RUNNING) {
 		if (x->deadline_s <= wall)
 			request_stop(sb, x, "time_limit", "time limit reached");
 		else
 			send_warnings(sb, x, wall);
 	}
-	if (x->state == H_RUNNING)
-		return x->ready ? next_warning_ms(sb, x, wall, now) : x->probe_at_ms;
+	if (x->state == H_RUNNING) {
+		long long due = x->ready ? next_warning_ms(sb, x, wall, now) : x->probe_at_ms;
+		return due < x->net_check_at_ms ? due : x->net_check_at_ms;
+	}
 	if (x->state == H_STOPPING && x->kill_at_ms <= now) {
 		log_warn("runtime of %s did not stop within the grace period: killing it",
 			 x->user);

@@ -262,6 +262,41 @@ def test_connection_bound_refuses_the_next_connection(net, rt):
     wait_until(again, 30 * SLOW, "a connection after closing the held ones", interval=1)
 
 
+def pasta_pids(sid):
+    """Live processes in the sandbox's pasta cgroup."""
+    pids = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/cgroup") as fh:
+                if f"/{sid}.net\n" in fh.read():
+                    with open(f"/proc/{p}/stat") as st:
+                        if st.read().rsplit(")", 1)[1].split()[0] != "Z":
+                            pids.append(int(p))
+        except OSError:
+            pass
+    return pids
+
+
+def test_pasta_that_dies_is_restarted_and_logged(net, rt):
+    sid = rt.sandbox_id()
+    old = pasta_pids(sid)
+    assert len(old) == 1, old
+    os.kill(old[0], 9)
+    wait_until(lambda: pasta_pids(sid) and pasta_pids(sid) != old, 15 * SLOW,
+               "a new pasta in the runtime's cgroup")
+    try:
+        wait_until(lambda: "ended and was restarted" in net["d"].log(), 10 * SLOW,
+                   "the supervisor's log line about the restart")
+    except AssertionError:
+        raise AssertionError([ln for ln in net["d"].log().splitlines() if "pasta" in ln or sid in ln][-10:])
+    got = rt.probe([(net["host"].addr, 80), (net["denied"].addr, 80)])
+    assert got[f"{net['host'].addr}:80"][0] == "connected", got
+    # root's rules outlived the old pasta
+    assert got[f"{net['denied'].addr}:80"][0] == "ConnectionRefusedError", got
+
+
 def test_pasta_runs_in_its_own_cgroup_and_ends_with_the_runtime(net):
     r = Runtime(net["d"], "egp")
     sid = r.sandbox_id()
@@ -350,6 +385,8 @@ def test_plan_bandwidth_limit_holds_both_ways(net):
                     f"up = ({BIG} - WARM) / (time.monotonic() - t)\n"
                     "print(json.dumps([n, down, up]))\n", timeout=120 * SLOW)
         n, down, up = json.loads(out)
+        print(f"\negress at {RATE / 2**20:.0f} MiB/s: download {down / 2**20:.2f} MiB/s, "
+              f"upload {up / 2**20:.2f} MiB/s")
         assert n == BIG, out
         # the policer's average is the rate; TCP backs off below it
         assert 0.3 * RATE <= down <= 1.2 * RATE, f"download {down / 2**20:.2f} MiB/s at {RATE / 2**20} MiB/s"

@@ -434,12 +434,32 @@ LISTENER=$!
 listening() { (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; }
 if wait_until 5 "the host listener on 127.0.0.1:$port" listening; then
 	expect "host 127.0.0.1 listener unreachable" ECONNREFUSED "$(probe connect $port)"
+	expect "host 127.0.0.1 listener unreachable with --net egress" ECONNREFUSED \
+		"$(box alice 7 --net egress -- "$PROBE" connect $port)"
 else
 	ko "host 127.0.0.1 listener unreachable" "listener up" "host listener did not start"
 fi
 kill "$LISTENER" 2>/dev/null
 LISTENER=
 expect "only loopback inside" lo "$(box alice 7 -- ls /sys/class/net | squash)"
+expect "--net egress: pasta's eth0 and lo" "eth0 lo" "$(box alice 7 --net egress -- ls /sys/class/net | squash)"
+# pasta lives in <id>.net next to the sandbox's cgroup; labbox's teardown kills it
+left=$(cat /sys/fs/cgroup/pids/"$CGP"/*.net/cgroup.procs /sys/fs/cgroup/"$CGP"/*.net/cgroup.procs 2>/dev/null | squash)
+expect "--net egress: no pasta left after the sandbox" "" "$left"
+# An image whose /etc/resolv.conf links into /run (systemd-resolved's stub) gets pasta's
+# resolver there (/run is the sandbox's own tmpfs); a link elsewhere is refused: it would
+# be followed on the host's side of the mount namespace.
+IMG=$WORK/img
+mkdir -p "$IMG"/usr "$IMG"/proc "$IMG"/sys "$IMG"/dev "$IMG"/tmp "$IMG"/run "$IMG"/home "$IMG"/etc
+for l in bin lib lib64 sbin; do ln -s "usr/$l" "$IMG/$l"; done
+mount --bind /usr "$IMG/usr"
+ln -s ../run/systemd/resolve/stub-resolv.conf "$IMG/etc/resolv.conf"
+expect "--net egress: resolv.conf linked into /run gets pasta's resolver" "nameserver 169.254.1.53" \
+	"$(box alice 7 --image "$IMG" --net egress -- /bin/head -n 1 /etc/resolv.conf)"
+ln -sfn /etc/hostname "$IMG/etc/resolv.conf"
+box alice 7 --image "$IMG" --net egress -- /bin/true
+expect "--net egress: resolv.conf linked outside /run refused" 125 "$?"
+umount "$IMG/usr"
 
 echo "== resources"
 hostlat=$WORK/hostlat

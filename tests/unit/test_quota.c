@@ -176,6 +176,13 @@ static void test_names_and_ranges(void **state)
 	assert_false(quota_value_ok(QL_GPU_S_PER_24H, -2));
 	assert_false(quota_value_ok(QL_CPU_RUNTIME_MAX_S, 59));
 	assert_true(quota_value_ok(QL_CPU_RUNTIME_MAX_S, QUOTA_UNLIMITED));
+	/* network is none or egress, never unlimited */
+	assert_true(quota_value_ok(QL_NETWORK, QUOTA_NETWORK_NONE));
+	assert_true(quota_value_ok(QL_NETWORK, QUOTA_NETWORK_EGRESS));
+	assert_false(quota_value_ok(QL_NETWORK, 2));
+	assert_false(quota_value_ok(QL_NETWORK, QUOTA_UNLIMITED));
+	assert_true(quota_value_ok(QL_EGRESS_BYTES_PER_S, QUOTA_UNLIMITED));
+	assert_false(quota_value_ok(QL_EGRESS_BYTES_PER_S, 1023));
 	assert_string_equal(quota_source_name(QUOTA_FROM_GROUP), "group");
 }
 
