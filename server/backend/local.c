@@ -220,10 +220,16 @@ static int local_start(struct backend *b, const struct backend_start *s, char *e
 		json_object_set_new(m, "cpus_milli", json_integer(s->cpus_milli));
 	if (s->home_size_bytes > 0)
 		json_object_set_new(m, "home_size_bytes", json_integer(s->home_size_bytes));
+	if (s->image && s->image[0])
+		json_object_set_new(m, "image", json_string(s->image));
 	rc = simple_call(l, m, &reply, err, errlen);
 	endpoint[0] = '\0';
+	if (s->image_hash)
+		s->image_hash[0] = '\0';
 	if (rc == 0)
 		snprintf(endpoint, BACKEND_ENDPOINT_MAX, "%s", proto_str(reply, "endpoint"));
+	if (rc == 0 && s->image_hash)
+		snprintf(s->image_hash, BACKEND_IMAGE_HASH_MAX, "%s", proto_str(reply, "image_hash"));
 	json_decref(reply);
 	return rc;
 }

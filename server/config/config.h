@@ -14,6 +14,13 @@
 #define CONFIG_MAX_GPUS 16
 #define CONFIG_MAX_TRUSTED_PROXIES 16
 #define CONFIG_MAX_HIDDEN 16
+#define CONFIG_MAX_IMAGES 16
+
+/* [images] NAME = FOLDER (config/images.h) */
+struct config_image {
+	char name[33];
+	char folder[CONFIG_PATH_MAX];
+};
 
 struct labd_config {
 	/* [server] */
@@ -108,6 +115,9 @@ struct labd_config {
 	char nvml_library[CONFIG_PATH_MAX]; /* dlopen'ed by the web process when present */
 	int64_t gpu_refresh_s;              /* between NVML readings */
 	int64_t gpu_queue_max_wait_s;       /* a queued GPU start fails after this */
+	/* [images]: runtime images a plan may name (config/images.h) */
+	struct config_image images[CONFIG_MAX_IMAGES];
+	unsigned n_images;
 	/* [metrics] */
 	char scrape_token_file[CONFIG_PATH_MAX]; /* bearer token for GET /metrics; "" = none */
 };

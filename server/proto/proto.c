@@ -30,6 +30,8 @@ const struct proto_field proto_sandbox_start[] = {
 	{"memory_bytes", PROTO_INT, 1, 1LL << 50, true},
 	{"cpus_milli", PROTO_INT, 1, 1LL << 30, true},
 	{"home_size_bytes", PROTO_INT, 1, 1LL << 50, true},
+	/* the plan's image: a NAME of the supervisor's [images]; absent = the host's root */
+	{"image", PROTO_STRING, 1, 32, true},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_user_deleted[] = {
@@ -68,6 +70,7 @@ const struct proto_field proto_reply[] = {
 	{"used_bytes", PROTO_INT, 0, 1LL << 50, true}, /* home_usage */
 	{"size_bytes", PROTO_INT, 0, 1LL << 50, true}, /* home_usage */
 	{"applied", PROTO_STRING, 1, 16, true}, /* home_resize: online, next_start, unchanged */
+	{"image_hash", PROTO_STRING, 1, 80, true}, /* sandbox_start on an image: its hash */
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_ready[] = {

@@ -19,6 +19,7 @@
 
 #include "backend/backend.h"
 #include "sched/quota_check.h"
+#include "store/plans.h"
 #include "store/runtimes.h"
 
 struct app;
@@ -37,6 +38,7 @@ struct runtime_resources {
 	int64_t deadline_s; /* the plan's length or the quota left, the earlier */
 	int64_t memory_bytes, cpus_milli, home_size_bytes;
 	unsigned gpus; /* quota_gpus_per_runtime(): how many a GPU runtime gets */
+	char image[PLAN_IMAGE_MAX + 1]; /* the plan's image (plans_user_image); "" = host root */
 };
 
 /* Starts a runtime of kind for the user (address: the client's, for the
