@@ -17,6 +17,8 @@ packages=(
   jupyter-notebook python3-jupyter-server
   # real-browser tests
   chromium
+  # runtime images (deploy/image/build; test_images.py builds a small one)
+  debootstrap
   # promtool, which checks GET /metrics in the tests (the server is not started by labd)
   prometheus
 )

@@ -234,6 +234,7 @@ static const struct key_spec keys[] = {
 	KEYN("quota", "job_max_runtime", quota_job_max_runtime_s, K_DURATION, 60, 365 * 86400LL),
 	KEYN("gpu", "devices", gpu_devices, K_GPUS, 0, 255),
 	KEY("gpu", dev_prefix, K_STRING, 1, 0),
+	KEY("gpu", driver_lib_dir, K_STRING, 0, 0),
 	KEYN("gpu", "stand_in", gpu_stand_in, K_UINT, 0, CONFIG_MAX_GPUS),
 	KEY("gpu", nvml_library, K_STRING, 1, 0),
 	KEYN("gpu", "refresh", gpu_refresh_s, K_DURATION, 1, 3600),

@@ -116,6 +116,9 @@ struct labd_config {
 	bool gpu_devices_auto;
 	unsigned gpu_stand_in;
 	char dev_prefix[CONFIG_PATH_MAX];
+	/* host dir of libcuda/libnvidia-*, bound at /run/nvidia/lib for GPU runtimes on an
+	 * [images] image (the host's root has them in place); "" = none */
+	char driver_lib_dir[CONFIG_PATH_MAX];
 	char nvml_library[CONFIG_PATH_MAX]; /* dlopen'ed by the web process when present */
 	int64_t gpu_refresh_s;              /* between NVML readings */
 	int64_t gpu_queue_max_wait_s;       /* a queued GPU start fails after this */
