@@ -23,14 +23,15 @@ static json_t *image_json(const struct config_image *im, bool admin)
 	json_t *j;
 
 	if (!usable) /* reported, never guessed: a start on it fails with image_missing */
-		return json_pack("{s:s,s:b}", "name", im->name, "usable", 0);
-	j = json_pack("{s:s,s:b,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "name", im->name, "usable", 1,
-		      "hash", m.hash, "size_bytes",
-		      m.size_bytes >= 0 ? json_integer(m.size_bytes) : json_null(), "built_at",
-		      text_or_null(m.built_at), "debian", text_or_null(m.debian), "python",
-		      text_or_null(m.python), "jupyterlab", text_or_null(m.jupyterlab), "torch",
-		      text_or_null(m.torch));
-	if (j && admin)
+		j = json_pack("{s:s,s:b}", "name", im->name, "usable", 0);
+	else
+		j = json_pack("{s:s,s:b,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "name", im->name, "usable", 1,
+			      "hash", m.hash, "size_bytes",
+			      m.size_bytes >= 0 ? json_integer(m.size_bytes) : json_null(),
+			      "built_at", text_or_null(m.built_at), "debian", text_or_null(m.debian),
+			      "python", text_or_null(m.python), "jupyterlab",
+			      text_or_null(m.jupyterlab), "torch", text_or_null(m.torch));
+	if (j && admin) /* where to look when it is missing */
 		json_object_set_new(j, "folder", json_string(im->folder));
 	return j;
 }
