@@ -624,14 +624,14 @@ static int on_ini_value(void *user, const char *section, const char *name, const
 	if (st->failed)
 		return 0;
 	/* [images] has no fixed keys: each key names an image */
-	if (strcmp(section, "images") == 0 && (why = images_add(st->cfg, name, value))) {
+	if (strcmp(section, "images") == 0) {
+		if (!(why = images_add(st->cfg, name, value)))
+			return 1;
 		snprintf(st->err, st->errlen, "%s:%d: bad value for [images] %s: %s", st->path,
 			 lineno, name, why);
 		st->failed = 1;
 		return 0;
 	}
-	if (strcmp(section, "images") == 0)
-		return 1;
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		if (strcmp(keys[i].section, section) || strcmp(keys[i].name, name))
 			continue;
