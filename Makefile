@@ -27,7 +27,7 @@ COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/%.o)
 SERVER_OBJS := $(SERVER_SRCS:%.c=$(BUILD)/%.o)
 UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps run test check check-asan check-layers tests clean install fmt lint bench
+.PHONY: all deps run test check check-asan check-layers tests clean install fmt lint bench test-image
 .SECONDARY:
 
 all: $(BUILD)/labd
@@ -66,6 +66,12 @@ test: deps
 	@BUILD=$(BUILD) bash tests/run.sh
 
 check: test
+
+# The full runtime image (the ML set and PyTorch CPU; docs/operations.md), built once and
+# cached like the small one of make test, and a runtime on it that imports the ML set.
+test-image: deps
+	@$(MAKE) --no-print-directory all
+	@BUILD=$(BUILD) bash tests/integration/run.sh tests/integration/image_ml_check.py
 
 # The same suites against an ASan+UBSan build.
 check-asan: deps

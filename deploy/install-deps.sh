@@ -20,6 +20,8 @@ packages=(
   passt nftables
   # real-browser tests
   chromium
+  # runtime images (deploy/image/build; test_images.py builds a small one)
+  debootstrap
   # promtool, which checks GET /metrics in the tests (the server is not started by labd)
   prometheus
 )

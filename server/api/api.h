@@ -140,6 +140,8 @@ void api_storage_snapshot_release(struct api_storage_snapshot *s);
 void api_user_quota_get(struct http_request *req);
 void api_user_quota_put(struct http_request *req);
 /* plans.c */
+/* images.c */
+void api_images_list(struct http_request *req);
 void api_plans_list(struct http_request *req);
 void api_plans_create(struct http_request *req);
 void api_plans_get(struct http_request *req);

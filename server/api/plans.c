@@ -4,6 +4,8 @@
 #include <time.h>
 
 #include "api/api.h"
+#include "config/config.h"
+#include "config/images.h"
 #include "http/http.h"
 #include "labd/app.h"
 #include "labd/log.h"
@@ -17,8 +19,9 @@ static json_t *plan_json(const struct plan *p)
 
 	api_time(p->created_at, created);
 	api_time(p->updated_at, updated);
-	return json_pack("{s:s,s:o,s:s,s:s}", "name", p->name, "limits",
-			 api_limits_json(&p->limits), "created_at", created, "updated_at", updated);
+	return json_pack("{s:s,s:o,s:s,s:s,s:s}", "name", p->name, "limits",
+			 api_limits_json(&p->limits), "image", p->image, "created_at", created,
+			 "updated_at", updated);
 }
 
 static int append_plan(const struct plan *p, void *ctx)
@@ -51,10 +54,27 @@ static void audit_plan(struct http_request *req, const char *action, const char 
 		log_error("audit: %s of %s not recorded", action, name);
 }
 
+/* The body's "image": 0 with *out set (keep when absent), or -1 with the reply set.
+ * Only names in [images] are accepted: a folder is root's to choose, never a client's. */
+static int read_image(struct http_request *req, json_t *body, const char **out)
+{
+	int rc = api_string(req, body, "image", out);
+
+	if (rc <= 0)
+		return rc;
+	if ((*out)[0] && !images_folder(http_app(req)->cfg, *out)) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "field \"image\" must be \"\" (the host's root) or an image named "
+				 "in [images] (GET /api/v1/images lists them)");
+		return -1;
+	}
+	return 0;
+}
+
 void api_plans_create(struct http_request *req)
 {
-	static const char *const fields[] = {"name", "limits", NULL};
-	const char *name = NULL;
+	static const char *const fields[] = {"name", "limits", "image", NULL};
+	const char *name = NULL, *image = "";
 	struct quota_limits limits;
 	struct plan p;
 	json_t *body = api_body(req, fields);
@@ -68,9 +88,9 @@ void api_plans_create(struct http_request *req)
 					 "field \"name\" must match ^[a-z][a-z0-9_-]{0,31}$");
 		goto out;
 	}
-	if (api_limits_read(req, body, "limits", &limits) < 0)
+	if (api_limits_read(req, body, "limits", &limits) < 0 || read_image(req, body, &image) < 0)
 		goto out;
-	rc = plans_create(http_app(req)->db, name, &limits, time(NULL), &p);
+	rc = plans_create(http_app(req)->db, name, &limits, image, time(NULL), &p);
 	if (rc == QUOTA_CONFLICT)
 		http_reply_error(req, MHD_HTTP_CONFLICT, "conflict", "plan \"%s\" already exists",
 				 name);
@@ -101,7 +121,8 @@ void api_plans_get(struct http_request *req)
 
 void api_plans_put(struct http_request *req)
 {
-	static const char *const fields[] = {"limits", NULL};
+	static const char *const fields[] = {"limits", "image", NULL};
+	const char *image = NULL;
 	struct quota_limits limits;
 	struct api_storage_snapshot snap = {0};
 	struct plan p;
@@ -117,16 +138,17 @@ void api_plans_put(struct http_request *req)
 				 "field \"limits\" is required (the plan's whole set of limits)");
 		goto out;
 	}
-	if (api_limits_read(req, body, "limits", &limits) < 0 || api_storage_snapshot(req, &snap) < 0)
+	if (api_limits_read(req, body, "limits", &limits) < 0 || read_image(req, body, &image) < 0 ||
+	    api_storage_snapshot(req, &snap) < 0)
 		goto out;
-	rc = plans_update(http_app(req)->db, p.name, &limits, time(NULL));
+	rc = plans_update(http_app(req)->db, p.name, &limits, image ? image : p.image, time(NULL));
 	if (rc != QUOTA_OK) {
 		http_reply_internal(req);
 		goto out;
 	}
 	/* a member's home must still fit: else the plan goes back as it was */
 	if (api_storage_recheck(req, &snap) != API_STORAGE_OK) {
-		if (plans_update(http_app(req)->db, p.name, &p.limits, time(NULL)) != QUOTA_OK)
+		if (plans_update(http_app(req)->db, p.name, &p.limits, p.image, time(NULL)) != QUOTA_OK)
 			log_error("plan %s: the refused change could not be undone", p.name);
 		goto out;
 	}

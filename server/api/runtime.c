@@ -64,6 +64,13 @@ json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg)
 			 "warn_before", warn);
 	if (j)
 		json_object_set_new(j, "queue", queue_json(r));
+	/* the image it runs on and that image's hash; null: the host's root */
+	if (j)
+		json_object_update_new(j, json_pack("{s:o,s:o}", "image",
+						    r->image[0] ? json_string(r->image) : json_null(),
+						    "image_hash", r->image_hash[0]
+								      ? json_string(r->image_hash)
+								      : json_null()));
 	return j;
 }
 

@@ -48,7 +48,12 @@ struct backend_start {
 	int64_t egress_bytes_per_s; /* each way, 0 = no limit */
 	unsigned gpus[16];
 	unsigned n_gpus;
+	const char *image; /* an [images] name; "" or NULL = the host's root */
+	/* out: the image's content hash the backend started it on ("" for the host's
+	 * root), BACKEND_IMAGE_HASH_MAX bytes; NULL when the caller does not want it */
+	char *image_hash;
 };
+#define BACKEND_IMAGE_HASH_MAX 80
 
 /* One sandbox as the backend sees it. */
 struct backend_sandbox {

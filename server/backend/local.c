@@ -224,10 +224,16 @@ static int local_start(struct backend *b, const struct backend_start *s, char *e
 	json_object_set_new(m, "network", json_integer(s->network ? 1 : 0));
 	if (s->network && s->egress_bytes_per_s > 0)
 		json_object_set_new(m, "egress_bytes_per_s", json_integer(s->egress_bytes_per_s));
+	if (s->image && s->image[0])
+		json_object_set_new(m, "image", json_string(s->image));
 	rc = simple_call(l, m, &reply, err, errlen);
 	endpoint[0] = '\0';
+	if (s->image_hash)
+		s->image_hash[0] = '\0';
 	if (rc == 0)
 		snprintf(endpoint, BACKEND_ENDPOINT_MAX, "%s", proto_str(reply, "endpoint"));
+	if (rc == 0 && s->image_hash)
+		snprintf(s->image_hash, BACKEND_IMAGE_HASH_MAX, "%s", proto_str(reply, "image_hash"));
 	json_decref(reply);
 	return rc;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "config/images.h"
 #include "labd/log.h"
 #include "labd/parse.h"
 #include "labd/sandbox.h"
@@ -252,6 +253,7 @@ static const struct key_spec keys[] = {
 	KEYN("network", "dns", net_dns, K_ADDRESS, 0, 0),
 	KEYN("gpu", "devices", gpu_devices, K_GPUS, 0, 255),
 	KEY("gpu", dev_prefix, K_STRING, 1, 0),
+	KEY("gpu", driver_lib_dir, K_STRING, 0, 0),
 	KEYN("gpu", "stand_in", gpu_stand_in, K_UINT, 0, CONFIG_MAX_GPUS),
 	KEY("gpu", nvml_library, K_STRING, 1, 0),
 	KEYN("gpu", "refresh", gpu_refresh_s, K_DURATION, 1, 3600),
@@ -680,6 +682,15 @@ static int on_ini_value(void *user, const char *section, const char *name, const
 
 	if (st->failed)
 		return 0;
+	/* [images] has no fixed keys: each key names an image */
+	if (strcmp(section, "images") == 0) {
+		if (!(why = images_add(st->cfg, name, value)))
+			return 1;
+		snprintf(st->err, st->errlen, "%s:%d: bad value for [images] %s: %s", st->path,
+			 lineno, name, why);
+		st->failed = 1;
+		return 0;
+	}
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		if (strcmp(keys[i].section, section) || strcmp(keys[i].name, name))
 			continue;

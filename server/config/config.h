@@ -15,6 +15,13 @@
 #define CONFIG_MAX_GPUS 16
 #define CONFIG_MAX_TRUSTED_PROXIES 16
 #define CONFIG_MAX_HIDDEN 16
+#define CONFIG_MAX_IMAGES 16
+
+/* [images] NAME = FOLDER (config/images.h) */
+struct config_image {
+	char name[33];
+	char folder[CONFIG_PATH_MAX];
+};
 
 struct labd_config {
 	/* [server] */
@@ -117,9 +124,15 @@ struct labd_config {
 	bool gpu_devices_auto;
 	unsigned gpu_stand_in;
 	char dev_prefix[CONFIG_PATH_MAX];
+	/* host dir of libcuda/libnvidia-*, bound at /run/nvidia/lib for GPU runtimes on an
+	 * [images] image (the host's root has them in place); "" = none */
+	char driver_lib_dir[CONFIG_PATH_MAX];
 	char nvml_library[CONFIG_PATH_MAX]; /* dlopen'ed by the web process when present */
 	int64_t gpu_refresh_s;              /* between NVML readings */
 	int64_t gpu_queue_max_wait_s;       /* a queued GPU start fails after this */
+	/* [images]: runtime images a plan may name (config/images.h) */
+	struct config_image images[CONFIG_MAX_IMAGES];
+	unsigned n_images;
 	/* [metrics] */
 	char scrape_token_file[CONFIG_PATH_MAX]; /* bearer token for GET /metrics; "" = none */
 };

@@ -33,6 +33,8 @@ const struct proto_field proto_sandbox_start[] = {
 	/* the plan's network: 0 loopback only, 1 egress; its rate each way */
 	{"network", PROTO_INT, 0, 1, true},
 	{"egress_bytes_per_s", PROTO_INT, 1, 1LL << 40, true},
+	/* the plan's image: a NAME of the supervisor's [images]; absent = the host's root */
+	{"image", PROTO_STRING, 1, 32, true},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_user_deleted[] = {
@@ -71,6 +73,7 @@ const struct proto_field proto_reply[] = {
 	{"used_bytes", PROTO_INT, 0, 1LL << 50, true}, /* home_usage */
 	{"size_bytes", PROTO_INT, 0, 1LL << 50, true}, /* home_usage */
 	{"applied", PROTO_STRING, 1, 16, true}, /* home_resize: online, next_start, unchanged */
+	{"image_hash", PROTO_STRING, 1, 80, true}, /* sandbox_start on an image: its hash */
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_ready[] = {

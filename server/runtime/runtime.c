@@ -88,13 +88,20 @@ void runtime_ask_backend(struct app *app, struct runtime *r, const struct runtim
 				  .memory_bytes = res->memory_bytes, .cpus_milli = res->cpus_milli,
 				  .home_size_bytes = res->home_size_bytes,
 				  .network = res->network,
-				  .egress_bytes_per_s = res->egress_bytes_per_s};
+				  .egress_bytes_per_s = res->egress_bytes_per_s,
+				  .image = res->image};
 	char endpoint[BACKEND_ENDPOINT_MAX], err[160], reason[RUNTIME_REASON_MAX];
+	char hash[BACKEND_IMAGE_HASH_MAX];
 	int rc;
 
 	if (r->gpus[0])
 		s.gpus[s.n_gpus++] = (unsigned)strtoul(r->gpus, NULL, 10);
+	s.image_hash = hash;
 	rc = backend_start(app->backend, &s, endpoint, err, sizeof(err));
+	/* the row names its image even when the start failed on it */
+	if (res->image[0] &&
+	    runtimes_set_image(app->db, r->id, res->image, rc == 0 ? hash : "") < 0)
+		log_error("runtime %lld: its image %s was not recorded", (long long)r->id, res->image);
 	if (rc == 0) {
 		if (endpoint[0])
 			runtimes_set_endpoint(app->db, r->id, endpoint);
@@ -150,6 +157,8 @@ static enum runtime_start_result check_quota(struct app *app, int64_t user_id,
 		return RUNTIME_START_ERROR;
 	}
 	plan_resources(&st, res);
+	if (plans_user_image(app->db, user_id, res->image, sizeof(res->image)) < 0)
+		return RUNTIME_START_ERROR; /* never a silent start on the wrong root */
 	switch (quota_check_start(&st, kind, &res->deadline_s, refusal ? refusal : &ignored)) {
 	case QUOTA_START_EXCEEDED:
 		return RUNTIME_START_QUOTA;

@@ -19,6 +19,7 @@
 
 #include "backend/backend.h"
 #include "sched/quota_check.h"
+#include "store/plans.h"
 #include "store/runtimes.h"
 
 struct app;
@@ -39,6 +40,7 @@ struct runtime_resources {
 	bool network;                /* egress, else loopback only */
 	int64_t egress_bytes_per_s;  /* each way, 0 = no limit */
 	unsigned gpus; /* quota_gpus_per_runtime(): how many a GPU runtime gets */
+	char image[PLAN_IMAGE_MAX + 1]; /* the plan's image (plans_user_image); "" = host root */
 };
 
 /* Starts a runtime of kind for the user (address: the client's, for the

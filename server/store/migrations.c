@@ -218,6 +218,12 @@ static const char *const migrations[] = {
 	 * role, at use time); expires_at NULL = never. */
 	("ALTER TABLE api_tokens ADD COLUMN scopes TEXT NOT NULL DEFAULT '*';"
 	 "ALTER TABLE api_tokens ADD COLUMN expires_at INTEGER;"),
+	/* 11: runtime images. A plan may name an image of [images] ('' = the host's
+	 * root); a runtime records the image it ran on and that image's content hash
+	 * (labd-image.json), so a rebuilt image shows as a different hash. */
+	("ALTER TABLE plans ADD COLUMN image TEXT NOT NULL DEFAULT '';"
+	 "ALTER TABLE runtimes ADD COLUMN image TEXT NOT NULL DEFAULT '';"
+	 "ALTER TABLE runtimes ADD COLUMN image_hash TEXT NOT NULL DEFAULT '';"),
 };
 
 int migrations_count(void)

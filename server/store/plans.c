@@ -7,7 +7,7 @@
 #include "labd/log.h"
 #include "store/db.h"
 
-#define PLAN_COLUMNS "id, name, limits, created_at, updated_at"
+#define PLAN_COLUMNS "id, name, limits, created_at, updated_at, image"
 
 static int plan_from_row(sqlite3_stmt *st, void *out)
 {
@@ -21,6 +21,7 @@ static int plan_from_row(sqlite3_stmt *st, void *out)
 		log_error("plan %s: unreadable limits kept as unset", p->name);
 	p->created_at = sqlite3_column_int64(st, 3);
 	p->updated_at = sqlite3_column_int64(st, 4);
+	snprintf(p->image, sizeof(p->image), "%s", (const char *)sqlite3_column_text(st, 5));
 	return 0;
 }
 
@@ -61,8 +62,8 @@ int plans_each(struct db *db, int (*fn)(const struct plan *p, void *ctx), void *
 }
 
 enum quota_change_result plans_create(struct db *db, const char *name,
-				      const struct quota_limits *limits, int64_t now,
-				      struct plan *out)
+				      const struct quota_limits *limits, const char *image,
+				      int64_t now, struct plan *out)
 {
 	char text[1024];
 	int rc;
@@ -70,8 +71,10 @@ enum quota_change_result plans_create(struct db *db, const char *name,
 	if (quota_limits_format(limits, text, sizeof(text)) < 0)
 		return QUOTA_ERROR;
 	db_lock(db);
-	rc = db_exec(db, "INSERT INTO plans (name, limits, created_at, updated_at) VALUES (?, ?, ?, ?)",
-		     "ttii", name, text, now, now);
+	rc = db_exec(db,
+		     "INSERT INTO plans (name, limits, image, created_at, updated_at)"
+		     " VALUES (?, ?, ?, ?, ?)",
+		     "tttii", name, text, image, now, now);
 	if (rc > 0)
 		rc = plans_find(db, name, out) == 1 ? QUOTA_OK : QUOTA_ERROR;
 	db_unlock(db);
@@ -79,7 +82,8 @@ enum quota_change_result plans_create(struct db *db, const char *name,
 }
 
 enum quota_change_result plans_update(struct db *db, const char *name,
-				      const struct quota_limits *limits, int64_t now)
+				      const struct quota_limits *limits, const char *image,
+				      int64_t now)
 {
 	char text[1024];
 	int rc;
@@ -87,10 +91,38 @@ enum quota_change_result plans_update(struct db *db, const char *name,
 	if (quota_limits_format(limits, text, sizeof(text)) < 0)
 		return QUOTA_ERROR;
 	db_lock(db);
-	rc = db_exec(db, "UPDATE plans SET limits = ?, updated_at = ? WHERE name = ?", "tit", text,
-		     now, name);
+	rc = db_exec(db, "UPDATE plans SET limits = ?, image = ?, updated_at = ? WHERE name = ?",
+		     "ttit", text, image, now, name);
 	db_unlock(db);
 	return rc < 0 ? QUOTA_ERROR : rc == 0 ? QUOTA_NOT_FOUND : QUOTA_OK;
+}
+
+struct image_ctx {
+	char *out;
+	size_t len;
+};
+
+static int image_row(sqlite3_stmt *st, void *arg)
+{
+	struct image_ctx *c = arg;
+	snprintf(c->out, c->len, "%s", (const char *)sqlite3_column_text(st, 0));
+	return 0;
+}
+
+int plans_user_image(struct db *db, int64_t user_id, char *out, size_t len)
+{
+	struct image_ctx c = {out, len};
+	int rc;
+
+	out[0] = '\0';
+	rc = db_one(db,
+		    "SELECT image FROM (SELECT p.image, 0 AS rank, '' AS via FROM user_quotas q"
+		    " JOIN plans p ON p.id = q.plan_id WHERE q.user_id = ?1 AND p.image != ''"
+		    " UNION ALL SELECT p.image, 1, g.name FROM group_members m"
+		    " JOIN groups g ON g.id = m.group_id JOIN plans p ON p.id = g.plan_id"
+		    " WHERE m.user_id = ?1 AND p.image != '') ORDER BY rank, via LIMIT 1",
+		    "i", image_row, &c, user_id);
+	return rc < 0 ? -1 : 0;
 }
 
 struct who_ctx {

@@ -8,10 +8,13 @@
 
 struct db;
 
+#define PLAN_IMAGE_MAX 32 /* config/images.h IMAGE_NAME_MAX */
+
 struct plan {
 	int64_t id;
 	char name[QUOTA_NAME_MAX + 1];
 	struct quota_limits limits;
+	char image[PLAN_IMAGE_MAX + 1]; /* an [images] name; "" = the host's root */
 	int64_t created_at, updated_at;
 };
 
@@ -22,11 +25,16 @@ int plans_find_by_id(struct db *db, int64_t id, struct plan *out);
 int plans_each(struct db *db, int (*fn)(const struct plan *p, void *ctx), void *ctx);
 /* QUOTA_OK (out filled), QUOTA_CONFLICT or QUOTA_ERROR. */
 enum quota_change_result plans_create(struct db *db, const char *name,
-				      const struct quota_limits *limits, int64_t now,
-				      struct plan *out);
-/* Replaces the limits: QUOTA_OK, QUOTA_NOT_FOUND or QUOTA_ERROR. */
+				      const struct quota_limits *limits, const char *image,
+				      int64_t now, struct plan *out);
+/* Replaces the limits and the image: QUOTA_OK, QUOTA_NOT_FOUND or QUOTA_ERROR. */
 enum quota_change_result plans_update(struct db *db, const char *name,
-				      const struct quota_limits *limits, int64_t now);
+				      const struct quota_limits *limits, const char *image,
+				      int64_t now);
+/* The image a user's runtime runs on: their own plan's, else that of the first of
+ * their groups (by name) whose plan has one, else "" (the host's root). The same
+ * precedence as a limit (quota.h). 0 or -1. */
+int plans_user_image(struct db *db, int64_t user_id, char *out, size_t len);
 /* Deletes an unused plan. QUOTA_IN_USE writes who uses it ("group cs101,
  * user alice", truncated) into who. */
 enum quota_change_result plans_delete(struct db *db, const char *name, char *who,

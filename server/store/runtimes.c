@@ -38,7 +38,7 @@ int runtimes_kind_parse(const char *text, enum runtime_kind *out)
 	"r.id, r.user_id, u.name, r.kind, r.state, coalesce(r.reason, ''), r.token, r.gpus,"      \
 	" r.created_at, coalesce(r.ready_at, 0), r.deadline, coalesce(r.ended_at, 0),"           \
 	" r.last_activity, r.endpoint, coalesce(q.queued_at, 0), coalesce(q.expires_at, 0),"      \
-	" coalesce(q.estimate_at, 0), coalesce(q.position, 0)"                                    \
+	" coalesce(q.estimate_at, 0), coalesce(q.position, 0), r.image, r.image_hash"   \
 	" FROM runtimes r JOIN users u ON u.id = r.user_id"                                       \
 	" LEFT JOIN gpu_queue q ON q.runtime_id = r.id"
 #define LIVE "r.state IN ('queued', 'starting', 'running', 'stopping')"
@@ -75,6 +75,8 @@ static int runtime_from_row(sqlite3_stmt *st, void *out)
 	r->queue_expires_at = sqlite3_column_int64(st, 15);
 	r->queue_estimate_at = sqlite3_column_int64(st, 16);
 	r->queue_position = sqlite3_column_int(st, 17);
+	copy_text(r->image, sizeof(r->image), st, 18);
+	copy_text(r->image_hash, sizeof(r->image_hash), st, 19);
 	return 0;
 }
 
@@ -179,6 +181,15 @@ int runtimes_set_endpoint(struct db *db, int64_t id, const char *endpoint)
 	db_lock(db);
 	int rc = db_exec(db, "UPDATE runtimes SET endpoint = ? WHERE id = ?", "ti", endpoint, id);
 	db_changed(db, DB_RUNTIMES); /* the gate's cache holds the endpoint */
+	db_unlock(db);
+	return rc < 0 ? -1 : 0;
+}
+
+int runtimes_set_image(struct db *db, int64_t id, const char *image, const char *image_hash)
+{
+	db_lock(db);
+	int rc = db_exec(db, "UPDATE runtimes SET image = ?, image_hash = ? WHERE id = ?", "tti",
+			 image, image_hash, id);
 	db_unlock(db);
 	return rc < 0 ? -1 : 0;
 }

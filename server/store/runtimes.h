@@ -24,6 +24,7 @@ enum runtime_state {
 #define RUNTIME_GPUS_MAX 64 /* "0,1,2" */
 #define RUNTIME_REASON_MAX 160
 #define RUNTIME_ENDPOINT_MAX 200
+#define RUNTIME_IMAGE_MAX 80 /* an image name or "sha256:" + 64 hex digits */
 #define RUNTIME_TOUCH_INTERVAL_S 1 /* seconds between activity writes */
 
 struct runtime {
@@ -41,6 +42,8 @@ struct runtime {
 	 * estimated start last computed (estimate 0: none) */
 	int64_t queued_at, queue_expires_at, queue_estimate_at;
 	int queue_position;
+	char image[RUNTIME_IMAGE_MAX];      /* [images] name it ran on; "" = the host's root */
+	char image_hash[RUNTIME_IMAGE_MAX]; /* "sha256:..." from its labd-image.json, or "" */
 };
 
 const char *runtimes_kind_name(enum runtime_kind k);
@@ -66,6 +69,8 @@ int runtimes_set_state(struct db *db, int64_t id, enum runtime_state state, cons
 		       int64_t now);
 /* Records where the runtime is reached. 0 or -1. */
 int runtimes_set_endpoint(struct db *db, int64_t id, const char *endpoint);
+/* Records the image the runtime runs on and its hash (from the backend). 0 or -1. */
+int runtimes_set_image(struct db *db, int64_t id, const char *image, const char *image_hash);
 /* Records activity (rate-limited writes like sessions). */
 int runtimes_touch(struct db *db, int64_t id, int64_t now);
 /* Calls fn for each live runtime. */

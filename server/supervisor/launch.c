@@ -61,6 +61,14 @@ const char *launch_env_for(const struct labd_config *cfg, const char *kind)
 	return launch_env_has(cfg->jupyter_env, kind) ? cfg->jupyter_env : NULL;
 }
 
+const char *launch_image_env(const char *root, const char *kind)
+{
+	char env[CONFIG_PATH_MAX + sizeof(LAUNCH_IMAGE_ENV)]; /* root: an [images] folder */
+
+	snprintf(env, sizeof(env), "%s" LAUNCH_IMAGE_ENV, root);
+	return launch_env_has(env, kind) ? LAUNCH_IMAGE_ENV : NULL;
+}
+
 const char *launch_pick_jupyter(const char *setting, const char *image, const char *env)
 {
 	static const char *const kinds[] = {"lab", "notebook", "server"};
@@ -167,7 +175,9 @@ static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *h
 		      char *hidden)
 {
 	const struct labd_config *cfg = j->cfg;
-	const char *jenv = launch_env_for(cfg, j->rq->jupyter);
+	/* a runtime image carries its own env inside; the host's is for the host's root */
+	const char *jenv = j->rq->from_image ? launch_image_env(j->rq->root, j->rq->jupyter)
+					     : launch_env_for(cfg, j->rq->jupyter);
 
 	sandbox_spec_init(s);
 	s->user = j->rq->user;
@@ -180,15 +190,22 @@ static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *h
 	s->cpu_milli = j->rq->sizes.cpus_milli;
 	s->pids_max = cfg->pids;
 	s->tmp_bytes = cfg->tmp_bytes;
-	s->image = cfg->image;
+	s->image = j->rq->root;
 	launch_run_dir(j->state_dir, j->rq->user, run_dir, LAUNCH_PATH_MAX);
 	s->run_dir = run_dir;
 	s->state_dir = j->state_dir;
 	s->dev_prefix = cfg->dev_prefix;
 	fill_hidden(cfg, s, hidden, CONFIG_PATH_MAX);
 	/* the env is bound at its own path even when /opt is hidden (sandbox.h) */
-	if (jenv)
+	if (jenv && !j->rq->from_image)
 		s->ro_binds[s->n_ro_binds++] = jenv;
+	/* hidden_paths are places of the host; an image is not the host, and its /opt
+	 * holds the env */
+	if (j->rq->from_image)
+		s->n_hidden = 0;
+	/* an image has its own CUDA runtime but never the host driver's libraries */
+	if (j->rq->from_image && j->rq->n_gpus && cfg->driver_lib_dir[0])
+		s->driver_lib_dir = cfg->driver_lib_dir;
 	/* A stand-in GPU ([gpu] stand_in, tests and demos) has no device node to
 	 * bind: the supervisor still holds it exclusively (sandboxes.c). */
 	for (unsigned i = 0; i < j->rq->n_gpus && !cfg->gpu_stand_in; i++)

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "config/config.h"
 #include "labd/sandbox.h"
 #include "supervisor/caps.h"
 
@@ -27,7 +28,14 @@ struct launch_request {
 	bool network;        /* egress ([network]); else loopback only */
 	uint64_t egress_bytes_per_s; /* each way, 0 = no limit */
 	struct caps_sizes sizes; /* checked against the machine caps (caps.h) */
+	/* the sandbox's root: an [images] folder the supervisor chose from the plan's
+	 * image name (from_image), else [runtime] image */
+	char root[CONFIG_PATH_MAX];
+	bool from_image;
 };
+
+/* Where a runtime image holds its JupyterLab env (deploy/image/build). */
+#define LAUNCH_IMAGE_ENV "/opt/labd/jupyter"
 
 /* Forks a worker that builds and starts the sandbox; read its result with
  * launch_result once *fd is readable. *log_fd (owned by the caller,
@@ -73,6 +81,8 @@ bool launch_env_has(const char *env, const char *kind);
 /* [runtime] jupyter_env when it serves this start: set, the image is the
  * host's root, and it holds jupyter-<kind>; else NULL (the image's jupyter). */
 const char *launch_env_for(const struct labd_config *cfg, const char *kind);
+/* LAUNCH_IMAGE_ENV when the image at root holds bin/jupyter-<kind> there, else NULL. */
+const char *launch_image_env(const char *root, const char *kind);
 /* Chooses "lab", "notebook" or "server" for [runtime] jupyter = auto: the
  * first that env (NULL: none) holds, else the first found in the image; NULL
  * when none is installed. Another setting is returned as it is. */

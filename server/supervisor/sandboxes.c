@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "config/images.h"
 #include "labd/clock.h"
 #include "labd/log.h"
 #include "labd/sandbox.h"
@@ -268,14 +269,48 @@ static int request_sizes(struct sandboxes *sb, json_t *msg, struct launch_reques
 /* The Jupyter kind for a start; a jupyter_env that is set but lacks it is
  * logged and passed over, so a host without the env still starts runtimes
  * from the image's own jupyter. */
-static const char *pick_jupyter(const struct labd_config *cfg)
+static const char *pick_jupyter(const struct labd_config *cfg, const struct launch_request *rq)
 {
+	char image_env[CONFIG_PATH_MAX + sizeof(LAUNCH_IMAGE_ENV)];
 	const char *env = strcmp(cfg->image, "/") == 0 ? cfg->jupyter_env : "";
-	const char *kind = launch_pick_jupyter(cfg->jupyter, cfg->image, env);
+	const char *kind;
+
+	if (rq->from_image) { /* the image's own env, seen from the host */
+		snprintf(image_env, sizeof(image_env), "%s" LAUNCH_IMAGE_ENV, rq->root);
+		env = image_env;
+	}
+	kind = launch_pick_jupyter(cfg->jupyter, rq->root, env);
 
 	if (kind && env[0] && !launch_env_has(env, kind))
 		log_warn("jupyter_env %s has no bin/jupyter-%s: using the image's jupyter", env, kind);
 	return kind;
+}
+/* The plan's image NAME (absent: [runtime] image) mapped to a folder by root's own
+ * [images], never a path from the web process; hash gets its labd-image.json hash
+ * ("" for [runtime] image). -ENOENT with why when the image is not usable. */
+static int resolve_image(const struct labd_config *cfg, json_t *msg, struct launch_request *rq,
+			 char hash[IMAGE_HASH_MAX], char *why, size_t len)
+{
+	const char *name = json_object_get(msg, "image") ? proto_str(msg, "image") : "";
+	const char *folder = name[0] ? images_folder(cfg, name) : NULL;
+	struct image_meta meta;
+
+	hash[0] = '\0';
+	rq->from_image = name[0] != '\0';
+	snprintf(rq->root, sizeof(rq->root), "%s", folder ? folder : cfg->image);
+	if (!rq->from_image)
+		return 0;
+	if (!folder) {
+		snprintf(why, len, "image_missing: no image \"%s\" in the supervisor's [images]", name);
+		return -ENOENT;
+	}
+	if (images_read_meta(folder, &meta) < 0) {
+		snprintf(why, len, "image_missing: image \"%s\" (%.120s) has no readable "
+			 "labd-image.json", name, folder);
+		return -ENOENT;
+	}
+	snprintf(hash, IMAGE_HASH_MAX, "%s", meta.hash);
+	return 0;
 }
 
 static void fill_request(struct sandboxes *sb, json_t *msg, const char *jupyter,
@@ -309,6 +344,7 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	struct launch_request rq;
 	struct hosted *x;
 	char endpoint[LAUNCH_PATH_MAX], reason[200], log_path[LAUNCH_PATH_MAX];
+	char hash[IMAGE_HASH_MAX];
 	uid_t uid;
 	int rc, log_fd;
 
@@ -325,7 +361,11 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 		return proto_error(id, "runtime_exists", "this user already has a sandbox");
 	if (!x && !(x = free_slot(sb)))
 		return proto_error(id, "busy", "too many sandboxes");
-	jupyter = pick_jupyter(sb->cfg);
+	if (resolve_image(sb->cfg, msg, &rq, hash, reason, sizeof(reason)) < 0) {
+		log_error("refused sandbox_start for %s: %s", user, reason);
+		return proto_error(id, "image_missing", reason);
+	}
+	jupyter = pick_jupyter(sb->cfg, &rq);
 	if (!jupyter)
 		return proto_error(id, "no_jupyter", "no jupyter lab, notebook or server in the image");
 	if ((rc = uidmap_claim(sb->uids, user, proto_int(msg, "user_id"), &uid, reason,
@@ -358,6 +398,8 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	json_t *r = proto_ok(id);
 	launch_endpoint(user, endpoint, sizeof(endpoint));
 	json_object_set_new(r, "endpoint", json_string(endpoint));
+	if (hash[0]) /* the runtime row records what it runs on */
+		json_object_set_new(r, "image_hash", json_string(hash));
 	return r;
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "config/images.h"
 #include "supervisor/channel.h"
 #include "supervisor/sandboxes.h"
 #include "supervisor/statedir.h"
@@ -295,6 +296,7 @@ int supervisor_run(const struct labd_config *cfg)
 	    privdrop_prepare_state_dir(cfg->state_dir, &s.user) < 0 ||
 	    statedir_prepare(cfg->state_dir, s.user.gid) < 0)
 		return 1;
+	images_log_missing(cfg); /* logged, not fatal: a start on one fails (image_missing) */
 	/* Runtimes keep running across a supervisor restart and are re-adopted. */
 	struct sandboxes_events ev = {emit_event, &s};
 	s.sandboxes = sandboxes_new(cfg, cfg->state_dir, &ev);

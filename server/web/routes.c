@@ -32,6 +32,7 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/me/runtime/open", ROUTE_USER, ROUTE_API, api_runtime_open_get,
 	 SCOPE_RUNTIMES},
 	{"GET", "/api/v1/gpus", ROUTE_USER, ROUTE_API, api_gpus, SCOPE_READ_GPUS},
+	{"GET", "/api/v1/images", ROUTE_USER, ROUTE_API, api_images_list, SCOPE_RUNTIMES},
 	/* Deprecated, gone in the next release. Public: the redirect changes and reveals
 	 * nothing, and the new path runs the whole gate, so a client that follows it gets
 	 * today's answer (401 and 403 included) from one place. */

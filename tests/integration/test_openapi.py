@@ -136,6 +136,7 @@ def test_every_documented_operation_is_called(daemon, admin, new_user):
     assert_status(a.delete("/api/v1/plans/oaplan"), 204)
     assert_status(a.get("/api/v1/usage?group_by=day"), 200)
     assert_status(a.get("/api/v1/runtimes"), 200)
+    assert_status(c.get("/api/v1/images"), 200)
     a.delete("/api/v1/runtimes/999999")  # none: 404 (test_admin_runtimes stops real ones)
     assert_status(a.get("/api/v1/audit?limit=5"), 200)
     assert_status(a.get("/metrics"), 200)

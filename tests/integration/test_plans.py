@@ -55,7 +55,8 @@ def test_plan_lifecycle_and_audit(admin):
     assert_status(r, 201)
     p = r.json["plan"]
     assert p["name"] == name and p["limits"] == limits, p
-    assert set(p) == {"name", "limits", "created_at", "updated_at"}, p
+    assert set(p) == {"name", "limits", "image", "created_at", "updated_at"}, p
+    assert p["image"] == "", p  # the host's root (test_images.py sets one)
     assert admin.get(f"/api/v1/plans/{name}").json == {"plan": p}
     assert p in admin.get("/api/v1/plans").json["plans"]
 

@@ -28,7 +28,7 @@ from labd_harness import (
 )
 
 RUNTIME_KEYS = {"id", "type", "state", "reason", "started_at", "ready_at", "deadline", "queue",
-                "seconds_left", "ended_at", "gpus", "url", "warn_before"}
+                "seconds_left", "ended_at", "gpus", "url", "warn_before", "image", "image_hash"}
 CPU_LIMIT = 7200
 
 
@@ -71,6 +71,7 @@ def test_start_runs_with_documented_fields(sd, sadmin, suser):
     assert r.json["session"] == r.json["runtime"], r.json
     s = r.json["runtime"]
     assert set(s) == RUNTIME_KEYS, f"runtime keys {sorted(s)}"
+    assert s["image"] is None and s["image_hash"] is None, s  # the host's root (no [images])
     assert s["type"] == "cpu" and s["state"] == "starting", s
     assert s["reason"] is None and s["ready_at"] is None and s["ended_at"] is None, s
     assert s["gpus"] == [] and s["url"] == f"/user/{suser.user}/", s

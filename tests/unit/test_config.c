@@ -1,7 +1,10 @@
 /* Unit tests: config defaults, INI loading and every kind of bad value. */
 #include "unit.h"
 
+#include <errno.h>
+
 #include "config/config.h"
+#include "config/images.h"
 #include "http/forwarded.h"
 
 static void load_text(const char *text, struct labd_config *cfg, int *rc, char *err, size_t len)
@@ -473,12 +476,54 @@ static void test_runtime_default_above_machine_cap(void **state)
 		    cfg.home_size_max_bytes == 15ULL << 30);
 }
 
+/* [images]: each key names an image; bad names, relative folders and repeats are refused
+ * with the file, line and key; labd-image.json gives the hash and versions. */
+static void test_images(void **state)
+{
+	struct labd_config cfg;
+	struct image_meta m;
+	char err[256], dir[64], path[128];
+	int rc;
+	(void)state;
+	load_text("[images]\nsmall = /srv/img/small\nml-2 = /srv/img/ml\n", &cfg, &rc, err,
+		  sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(cfg.n_images, 2);
+	assert_string_equal(images_folder(&cfg, "ml-2"), "/srv/img/ml");
+	assert_null(images_folder(&cfg, "nope"));
+	load_text("[images]\nsmall = img/small\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(err, ":2: bad value for [images] small: an image folder must be"));
+	load_text("[images]\nBig = /x\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(err, "[images] Big"));
+	load_text("[images]\na = /x\na = /y\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, -1);
+	assert_non_null(strstr(err, ":3: bad value for [images] a: image named twice"));
+
+	unit_tempdir(dir);
+	assert_int_equal(images_read_meta(dir, &m), -ENOENT);
+	unit_write(dir, "labd-image.json", "{\"name\":\"x\"}", path);
+	assert_int_equal(images_read_meta(dir, &m), -EINVAL); /* no hash */
+	unit_write(dir, "labd-image.json",
+		   "{\"hash\":\"sha256:ab\",\"debian\":\"12.8\",\"jupyterlab\":\"4.6.6\","
+		   "\"size_bytes\":123}",
+		   path);
+	assert_int_equal(images_read_meta(dir, &m), 0);
+	assert_string_equal(m.hash, "sha256:ab");
+	assert_string_equal(m.debian, "12.8");
+	assert_string_equal(m.python, "");
+	assert_int_equal(m.size_bytes, 123);
+	unit_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runtime_default_above_machine_cap),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_jupyter_env),
+		cmocka_unit_test(test_images),
 		cmocka_unit_test(test_load_values),
 		cmocka_unit_test(test_unknown_key_names_file_line_key),
 		cmocka_unit_test(test_bad_values),

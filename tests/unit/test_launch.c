@@ -4,6 +4,7 @@
  * sandbox's uid does not own, and must not open anything but a socket. */
 #include "unit.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -62,10 +63,36 @@ static void test_probe(void **state)
 	unit_rmdir(dir);
 }
 
+/* A runtime image's Jupyter is its own /opt/labd/jupyter/bin/jupyter-<kind>, looked up
+ * under the image's folder on the host and run by its path inside. */
+static void test_image_env(void **state)
+{
+	char dir[64], bin[160], exe[200];
+	int fd;
+	(void)state;
+	unit_tempdir(dir);
+	assert_null(launch_image_env(dir, "lab"));
+	snprintf(bin, sizeof(bin), "%s/opt/labd/jupyter/bin", dir);
+	snprintf(exe, sizeof(exe), "mkdir -p '%s'", bin);
+	assert_int_equal(system(exe), 0);
+	snprintf(exe, sizeof(exe), "%s/jupyter-lab", bin);
+	fd = open(exe, O_WRONLY | O_CREAT, 0755);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_string_equal(launch_image_env(dir, "lab"), "/opt/labd/jupyter");
+	assert_null(launch_image_env(dir, "notebook"));
+	snprintf(bin, sizeof(bin), "%s/opt/labd/jupyter", dir); /* the image's env, from the host */
+	assert_string_equal(launch_pick_jupyter("auto", dir, bin), "lab");
+	chmod(exe, 0644); /* not executable: not there */
+	assert_null(launch_image_env(dir, "lab"));
+	unit_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_probe),
+		cmocka_unit_test(test_image_env),
 	};
 	return cmocka_run_group_tests_name("launch", tests, NULL, NULL);
 }

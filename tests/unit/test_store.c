@@ -8,6 +8,8 @@
 #include "store/audit.h"
 #include "store/db.h"
 #include "store/migrations.h"
+#include "store/plans.h"
+#include "store/user_quotas.h"
 #include "store/runtimes.h"
 #include "store/sessions.h"
 #include "store/throttle.h"
@@ -128,6 +130,41 @@ static void test_migrations_apply_once(void **state)
 	char fresh[128];
 	snprintf(fresh, sizeof(fresh), "%s/fresh.db", f->dir);
 	assert_int_equal(db_open(fresh, &f->db), 0);
+}
+
+/* A runtime's image follows a limit's precedence: the user's own plan, else the first of
+ * their groups by name whose plan has one, else "" (the host's root). */
+static void test_plans_user_image(void **state)
+{
+	struct fixture *f = *state;
+	struct quota_limits none;
+	struct plan p;
+	sqlite3 *raw;
+	char image[64];
+	int64_t alice = make_user(f->db, "alice", USER_ROLE_USER);
+
+	quota_limits_clear(&none);
+	assert_int_equal(plans_create(f->db, "plain", &none, "", 1, &p), QUOTA_OK);
+	assert_int_equal(plans_create(f->db, "ml", &none, "ml", 1, &p), QUOTA_OK);
+	assert_string_equal(p.image, "ml");
+	assert_int_equal(plans_create(f->db, "small", &none, "small", 1, &p), QUOTA_OK);
+	assert_int_equal(plans_user_image(f->db, alice, image, sizeof(image)), 0);
+	assert_string_equal(image, "");
+	assert_int_equal(sqlite3_open(f->path, &raw), SQLITE_OK);
+	exec_raw(raw, "INSERT INTO groups (id, name, plan_id, created_at) VALUES"
+		      " (1, 'zz', (SELECT id FROM plans WHERE name = 'small'), 1),"
+		      " (2, 'aa', (SELECT id FROM plans WHERE name = 'ml'), 1),"
+		      " (3, 'a0', (SELECT id FROM plans WHERE name = 'plain'), 1);"
+		      "INSERT INTO group_members (group_id, user_id) VALUES (1, 1), (2, 1), (3, 1);");
+	sqlite3_close(raw);
+	assert_int_equal(plans_user_image(f->db, alice, image, sizeof(image)), 0);
+	assert_string_equal(image, "ml"); /* group aa: the first by name with an image */
+	assert_int_equal(user_quotas_set(f->db, alice, true, "small", NULL, 2), QUOTA_OK);
+	assert_int_equal(plans_user_image(f->db, alice, image, sizeof(image)), 0);
+	assert_string_equal(image, "small"); /* the own plan first */
+	assert_int_equal(plans_update(f->db, "small", &none, "", 3), QUOTA_OK);
+	assert_int_equal(plans_user_image(f->db, alice, image, sizeof(image)), 0);
+	assert_string_equal(image, "ml"); /* an own plan without one: the groups' */
 }
 
 static void test_users_crud_and_conflict(void **state)
@@ -495,6 +532,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_migrations_apply_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_user_ids_never_reused_after_migration, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_plans_user_image, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_users_crud_and_conflict, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_last_admin_is_protected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sessions, setup, teardown),

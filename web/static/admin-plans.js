@@ -1,5 +1,6 @@
 /* labd admin console, plans panel: create, edit and delete plans, named sets of limits
- * (GET/POST /plans, PUT/DELETE /plans/{name}). */
+ * (GET/POST /plans, PUT/DELETE /plans/{name}), and the runtime image each plan's
+ * runtimes run on (GET /images lists those of [images]). */
 (function () {
   "use strict";
 
@@ -53,7 +54,7 @@
       tbody.appendChild(
         L.el("tr", { dataset: { name: p.name } }, [
           L.el("td", null, [p.name]),
-          L.el("td", { className: "small" }, [summary(p.limits || {})]),
+          L.el("td", { className: "small" }, [summary(p.limits || {}) + (p.image ? "; image: " + p.image : "")]),
           L.el("td", null, [
             L.el("div", { className: "actions" }, [button("edit", "Edit", p), button("delete", "Delete", p, "danger")]),
           ]),
@@ -70,9 +71,21 @@
     });
   }
 
+  /* The image choices: the host's root, then each configured image (unusable ones say so). */
+  function loadImages() {
+    return L.api("GET", "/images").then(function (data) {
+      var select = $("plan-image");
+      while (select.options.length > 1) select.remove(1);
+      ((data && data.images) || []).forEach(function (im) {
+        select.appendChild(L.el("option", { value: im.name }, [im.name + (im.usable ? "" : " (missing)")]));
+      });
+    });
+  }
+
   function setEditing(p) {
     editing = p;
     $("plan-name").value = p ? p.name : "";
+    $("plan-image").value = p && p.image ? p.image : "";
     $("plan-name").readOnly = !!p;
     renderFields(p ? p.limits || {} : {});
     $("plan-save").textContent = p ? "Save plan" : "Create plan";
@@ -97,9 +110,10 @@
       note.fail(e);
       return;
     }
+    var image = $("plan-image").value;
     var work = editing
-      ? L.api("PUT", "/plans/" + encodeURIComponent(name), { limits: limits })
-      : L.api("POST", "/plans", { name: name, limits: limits });
+      ? L.api("PUT", "/plans/" + encodeURIComponent(name), { limits: limits, image: image })
+      : L.api("POST", "/plans", { name: name, limits: limits, image: image });
     A.save({ form: form, work: work, editing: editing, what: "Plan", name: name, note: note,
              stopEditing: function () { setEditing(null); }, reload: load });
   }
@@ -121,8 +135,10 @@
       $("plan-name").focus();
     });
     $("plans").addEventListener("click", onClick);
-    load().catch(function (err) {
-      if (!A.unavailable("plans-panel", err)) note.fail(err);
-    });
+    loadImages()
+      .then(load)
+      .catch(function (err) {
+        if (!A.unavailable("plans-panel", err)) note.fail(err);
+      });
   });
 })();

@@ -37,7 +37,10 @@
       tbody.appendChild(
         L.el("tr", { dataset: { id: String(r.id), user: String(r.user) } }, [
           L.el("td", null, [String(r.user)]),
-          L.el("td", null, [r.type === "gpu" ? "GPU" : "CPU"]),
+          // the runtime image (GET /images) with its hash on hover; none: the host's root
+          L.el("td", r.image ? { title: r.image_hash || "" } : null, [
+            (r.type === "gpu" ? "GPU" : "CPU") + (r.image ? " · " + r.image : ""),
+          ]),
           L.el("td", null, [L.el("span", { className: "badge state state-" + r.state }, [stateText(r)])]),
           L.el("td", null, [L.formatTime(r.started_at)]),
           L.el("td", null, [(Array.isArray(r.gpus) ? r.gpus : []).join(", ") || "—"]),
