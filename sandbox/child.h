@@ -31,6 +31,8 @@ struct child_args {
 	const char *driver_lib_dir;
 	const char *masks[SANDBOX_MAX_MASKS + SANDBOX_MAX_HIDDEN + 8];
 	unsigned n_masks;
+	const char *ro_binds[SANDBOX_MAX_RO_BINDS]; /* host dir = inside path */
+	unsigned n_ro_binds;
 	struct child_dev devs[CHILD_MAX_DEVS];
 	unsigned n_devs;
 	bool gpu;
@@ -52,6 +54,7 @@ void child_report_parse(const char *buf, size_t len, char *step, size_t step_siz
 			size_t msg_size);
 struct mount_fds {
 	int root, home, run, driver;    /* detached mount trees (open_tree), or -1 */
+	int ro_binds[SANDBOX_MAX_RO_BINDS];
 	int devs[CHILD_MAX_DEVS];
 };
 

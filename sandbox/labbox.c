@@ -46,6 +46,7 @@ static void usage(FILE *f)
 	      "  --cgroup-parent N  cgroup under each hierarchy (labd)\n"
 	      "  --mask PATH        also hide PATH (repeatable)\n"
 	      "  --show PATH        do not hide PATH, one of /var/tmp /srv /opt /mnt /media\n"
+	      "  --ro-bind DIR      bind host DIR read-only at DIR, even under a hidden place\n"
 	      "  --env K=V          add to the environment (repeatable)\n"
 	      "  --cwd DIR          working directory inside\n"
 	      "  --stdin FILE       the command's stdin (default labbox's; /dev/null works too)\n"
@@ -75,7 +76,7 @@ enum {
 	O_USER = 256, O_USER_ID, O_UID_BASE, O_INNER_UID, O_HOME_IMAGE, O_HOME_SIZE, O_MEM, O_CPUS,
 	O_PIDS, O_TMP, O_SHM, O_NOFILE, O_IO_WEIGHT, O_IO_WBPS, O_NET, O_GPU, O_DEV_PREFIX, O_DRIVER,
 	O_IMAGE, O_RUN_DIR, O_STATE_DIR, O_CGROUP_PARENT, O_MASK, O_SHOW, O_ENV, O_CWD, O_KEEP, O_ALL, O_SIZE,
-	O_STDIN, O_STDOUT, O_STDERR,
+	O_STDIN, O_STDOUT, O_STDERR, O_RO_BIND,
 };
 
 static const struct option opts[] = {
@@ -103,6 +104,7 @@ static const struct option opts[] = {
 	{"cgroup-parent", required_argument, NULL, O_CGROUP_PARENT},
 	{"mask", required_argument, NULL, O_MASK},
 	{"show", required_argument, NULL, O_SHOW},
+	{"ro-bind", required_argument, NULL, O_RO_BIND},
 	{"env", required_argument, NULL, O_ENV},
 	{"cwd", required_argument, NULL, O_CWD},
 	{"stdin", required_argument, NULL, O_STDIN},
@@ -236,6 +238,11 @@ static int parse(struct cli *c, int argc, char **argv)
 			if (s->n_masks >= SANDBOX_MAX_MASKS)
 				return bad("mask", "too many");
 			s->masks[s->n_masks++] = optarg;
+			break;
+		case O_RO_BIND:
+			if (s->n_ro_binds >= SANDBOX_MAX_RO_BINDS)
+				return bad("ro-bind", "too many");
+			s->ro_binds[s->n_ro_binds++] = optarg;
 			break;
 		case O_SHOW:
 			if (show(s, optarg) < 0)

@@ -58,6 +58,8 @@ int mounts_prepare(const struct child_args *a, struct mount_fds *f, char *msg, s
 	f->root = f->home = f->run = f->driver = -1;
 	for (unsigned i = 0; i < CHILD_MAX_DEVS; i++)
 		f->devs[i] = -1;
+	for (unsigned i = 0; i < SANDBOX_MAX_RO_BINDS; i++)
+		f->ro_binds[i] = -1;
 	f->root = clone_tree(a->image, true);
 	if (f->root < 0)
 		return failf(msg, len, "clone root", a->image);
@@ -78,6 +80,11 @@ int mounts_prepare(const struct child_args *a, struct mount_fds *f, char *msg, s
 		if ((f->driver = clone_tree(a->driver_lib_dir, false)) < 0 ||
 		    set_attr(f->driver, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
 			return failf(msg, len, "clone driver libs", a->driver_lib_dir);
+	}
+	for (unsigned i = 0; i < a->n_ro_binds; i++) {
+		if ((f->ro_binds[i] = clone_tree(a->ro_binds[i], false)) < 0 ||
+		    set_attr(f->ro_binds[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
+			return failf(msg, len, "clone read-only bind", a->ro_binds[i]);
 	}
 	for (unsigned i = 0; i < a->n_devs; i++) {
 		struct stat st;
@@ -316,6 +323,87 @@ static int seal_and_pivot(char *msg, size_t len)
 	return 0;
 }
 
+/* Whether path lies strictly below dir. */
+static bool below(const char *dir, const char *path)
+{
+	size_t n = strlen(dir);
+	return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
+static bool has_bind_below(const struct child_args *a, const char *dir)
+{
+	for (unsigned i = 0; i < a->n_ro_binds; i++)
+		if (below(dir, a->ro_binds[i]))
+			return true;
+	return false;
+}
+
+/* The masks of the spec.  A masked directory with a read-only bind below it gets a
+ * writable scaffold tmpfs instead (only the bind's chain of directories will be in
+ * it), listed in scaffolds[] so it is made read-only once the binds are in place. */
+static int apply_masks(const struct child_args *a, const char **scaffolds, unsigned *n_scaffolds,
+		       char *msg, size_t len)
+{
+	char t[SANDBOX_PATH_MAX + 8];
+	struct stat st;
+
+	for (unsigned i = 0; i < a->n_masks; i++) {
+		snprintf(t, sizeof(t), NEWROOT "%s", a->masks[i]);
+		if (!has_bind_below(a, a->masks[i]) || lstat(t, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			if (mask(a->masks[i], msg, len) < 0)
+				return -1;
+			continue;
+		}
+		if (mount_tmpfs(t, MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,nr_inodes=64,mode=0755", msg,
+				len) < 0)
+			return -1;
+		scaffolds[(*n_scaffolds)++] = a->masks[i];
+	}
+	return 0;
+}
+
+/* mkdir -p of target's parents and target itself inside the new root: existing
+ * directories of the read-only image answer EEXIST, new ones land in a scaffold. */
+static int make_chain(const char *target, char *msg, size_t len)
+{
+	char t[SANDBOX_PATH_MAX + 8];
+
+	snprintf(t, sizeof(t), "%s", target);
+	for (char *p = t + strlen(NEWROOT) + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdir(t, 0755) < 0 && errno != EEXIST)
+			return failf(msg, len, "mkdir", t);
+		*p = c;
+		if (c == '\0')
+			return 0;
+	}
+}
+
+/* The read-only binds at their own paths, then the scaffolds under them sealed. */
+static int build_ro_binds(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
+{
+	const char *scaffolds[SANDBOX_MAX_MASKS + SANDBOX_MAX_HIDDEN + 8];
+	unsigned n_scaffolds = 0;
+	char t[SANDBOX_PATH_MAX + 8];
+
+	if (apply_masks(a, scaffolds, &n_scaffolds, msg, len) < 0)
+		return -1;
+	for (unsigned i = 0; i < a->n_ro_binds; i++) {
+		snprintf(t, sizeof(t), NEWROOT "%s", a->ro_binds[i]);
+		if (make_chain(t, msg, len) < 0 || attach(&f->ro_binds[i], t) < 0)
+			return failf(msg, len, "read-only bind on", t);
+	}
+	for (unsigned i = 0; i < n_scaffolds; i++) {
+		snprintf(t, sizeof(t), NEWROOT "%s", scaffolds[i]);
+		if (mount(NULL, t, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+			return failf(msg, len, "remount read-only", t);
+	}
+	return 0;
+}
+
 int mounts_build(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
 {
 	if (attach(&f->root, NEWROOT) < 0)
@@ -323,8 +411,7 @@ int mounts_build(const struct child_args *a, struct mount_fds *f, char *msg, siz
 	if (build_proc(msg, len) < 0 || build_sys(msg, len) < 0 || build_dev(a, f, msg, len) < 0 ||
 	    build_tmp(a, msg, len) < 0 || build_run(a, f, msg, len) < 0 || build_home(a, f, msg, len) < 0)
 		return -1;
-	for (unsigned i = 0; i < a->n_masks; i++)
-		if (mask(a->masks[i], msg, len) < 0)
-			return -1;
+	if (build_ro_binds(a, f, msg, len) < 0)
+		return -1;
 	return seal_and_pivot(msg, len);
 }

@@ -55,6 +55,24 @@ static int check_ids(const struct sandbox_spec *s)
 	return 0;
 }
 
+/* A read-only bind lands over whatever the image has there: never the whole root,
+ * never into the supervisor's state (which is masked because it holds secrets). */
+static int check_ro_binds(const struct sandbox_spec *s)
+{
+	size_t n = strlen(s->state_dir);
+
+	if (s->n_ro_binds > SANDBOX_MAX_RO_BINDS)
+		return fail_error("too many read-only binds");
+	for (unsigned i = 0; i < s->n_ro_binds; i++) {
+		const char *b = s->ro_binds[i];
+		if (!abs_path_ok(b) || strcmp(b, "/") == 0 || strstr(b, "/./") || strstr(b, "//"))
+			return fail_error("bad read-only bind path: %s", b ? b : "(none)");
+		if (strncmp(b, s->state_dir, n) == 0 && (b[n] == '\0' || b[n] == '/'))
+			return fail_error("read-only bind %s is inside the state dir", b);
+	}
+	return 0;
+}
+
 static int check_paths(const struct sandbox_spec *s)
 {
 	if (!abs_path_ok(s->image) || !abs_path_ok(s->state_dir) || !abs_path_ok(s->dev_prefix))
@@ -70,6 +88,8 @@ static int check_paths(const struct sandbox_spec *s)
 	for (unsigned i = 0; i < s->n_masks; i++)
 		if (!abs_path_ok(s->masks[i]))
 			return fail_error("bad mask path");
+	if (check_ro_binds(s) < 0)
+		return -1;
 	if (s->n_hidden > SANDBOX_MAX_HIDDEN)
 		return fail_error("too many hidden paths");
 	for (unsigned i = 0; i < s->n_hidden; i++)

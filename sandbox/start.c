@@ -193,6 +193,8 @@ static int step_masks(struct start *c)
 		a->masks[a->n_masks++] = s->masks[i];
 	for (unsigned i = 0; i < s->n_hidden; i++)
 		a->masks[a->n_masks++] = s->hidden[i];
+	for (unsigned i = 0; i < s->n_ro_binds; i++)
+		a->ro_binds[a->n_ro_binds++] = s->ro_binds[i];
 	return 0;
 }
 
@@ -294,6 +296,16 @@ static int env_add_gpus(struct start *c, unsigned *n)
 	return 0;
 }
 
+/* Whether the spec's own entries carry a PATH: getenv() takes the first of two, so
+ * the default must then be left out rather than added before it. */
+static bool spec_sets_path(const struct sandbox_spec *s)
+{
+	for (char *const *e = s->envp; e && *e; e++)
+		if (strncmp(*e, "PATH=", 5) == 0)
+			return true;
+	return false;
+}
+
 /* A clean environment, then the spec's extra entries. */
 static int step_env(struct start *c)
 {
@@ -306,7 +318,8 @@ static int step_env(struct start *c)
 		return -1;
 	snprintf(kv, sizeof(kv), "USER=%s", s->user);
 	if (env_add(c, &n, kv) < 0 || env_add(c, &n, "LOGNAME=labd") < 0 ||
-	    env_add(c, &n, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin") < 0 ||
+	    (!spec_sets_path(s) &&
+	     env_add(c, &n, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin") < 0) ||
 	    env_add(c, &n, "LANG=C.UTF-8") < 0 || env_add(c, &n, "SHELL=/bin/sh") < 0)
 		return -1;
 	if (s->n_gpus && env_add_gpus(c, &n) < 0)

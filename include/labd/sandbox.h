@@ -19,6 +19,7 @@
 #define SANDBOX_MAX_GPUS 16
 #define SANDBOX_MAX_MASKS 32
 #define SANDBOX_MAX_HIDDEN 16
+#define SANDBOX_MAX_RO_BINDS 4
 #define SANDBOX_ID_MAX 64
 #define SANDBOX_PATH_MAX 4096
 #define SANDBOX_STEP_MAX 32
@@ -69,9 +70,15 @@ struct sandbox_spec {
 	 * of them (a runtime's venv under /opt) replaces the list. */
 	const char *hidden[SANDBOX_MAX_HIDDEN];
 	unsigned n_hidden;
+	/* Host directories bound read-only (nosuid, nodev) at the same path inside, even
+	 * below a hidden or masked place: a runtime's Python environment under /opt stays
+	 * usable while the rest of /opt stays out of sight.  Never "/" nor under state_dir. */
+	const char *ro_binds[SANDBOX_MAX_RO_BINDS];
+	unsigned n_ro_binds;
 
 	char *const *argv; /* command run inside; argv[0] is looked up in the sandbox PATH */
-	char *const *envp; /* extra "K=V" entries added to the clean environment, or NULL */
+	char *const *envp; /* extra "K=V" entries added to the clean environment, or NULL;
+			    * a PATH here replaces the default PATH */
 	const char *cwd;   /* inside; default the home, else "/" */
 	/* The command's stdin, stdout and stderr: fds of the caller, dup'ed onto 0, 1, 2 in
 	 * the sandbox (O_CLOEXEC on them is fine), or SANDBOX_FD_NULL for /dev/null.  Every

@@ -64,6 +64,7 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->warn_before_s[1] = 5 * 60;
 	cfg->n_warn_before = 2;
 	snprintf(cfg->jupyter, sizeof(cfg->jupyter), "auto");
+	snprintf(cfg->jupyter_env, sizeof(cfg->jupyter_env), "/opt/labd/jupyter");
 	snprintf(cfg->image, sizeof(cfg->image), "/");
 	cfg->uid_base = 200000;
 	cfg->uid_count = 65536;
@@ -135,6 +136,7 @@ enum key_kind {
 	K_DELETED_HOME, /* archive or remove */
 	K_PROXIES,   /* comma-separated addresses or CIDR networks */
 	K_PATHS,     /* comma-separated absolute paths (or empty) */
+	K_DIR,       /* one absolute directory other than "/", or empty */
 	K_ORIGIN,    /* per_user or path, stored as a bool (true = per_user) */
 	K_DOMAIN,    /* a lowercase DNS name: labels of [a-z0-9-] joined by dots */
 	K_ORIGIN_URL, /* http[s]://host[:port], nothing after */
@@ -203,6 +205,7 @@ static const struct key_spec keys[] = {
 	KEYN("runtime", "start_timeout", start_timeout_s, K_DURATION, 1, 3600),
 	KEYN("runtime", "warn_before", warn_before_s, K_DURATIONS, 0, 30 * 86400),
 	KEY("runtime", jupyter, K_JUPYTER, 0, 0),
+	KEY("runtime", jupyter_env, K_DIR, 0, 0),
 	KEY("runtime", image, K_STRING, 1, 0),
 	KEY("runtime", uid_base, K_UINT, 1000, 4000000000U),
 	KEY("runtime", uid_count, K_UINT, 1, 1000000),
@@ -487,6 +490,14 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 		snprintf(field, k->size, "%s", value);
 		return NULL;
 	}
+	case K_DIR:
+		/* bound into sandboxes by root: no "..", nothing odd, never the whole root */
+		if (strlen(value) >= k->size ||
+		    (value[0] && (value[0] != '/' || !value[1] || strstr(value, "/..") ||
+				  strstr(value, "//") || strpbrk(value, "\n\t ,"))))
+			return "must be an absolute directory other than / (or empty)";
+		snprintf(field, k->size, "%s", value);
+		return NULL;
 	case K_JUPYTER:
 		if (strcmp(value, "auto") && strcmp(value, "lab") && strcmp(value, "notebook") &&
 		    strcmp(value, "server"))

@@ -10,6 +10,7 @@
 #include "config/cidr.h"
 
 #define CONFIG_PATH_MAX 512
+#define CONFIG_ENV_PATH_MAX 200 /* jupyter_env: <env>/bin/jupyter-notebook fits an argv slot */
 #define CONFIG_MAX_WARNINGS 4
 #define CONFIG_MAX_GPUS 16
 #define CONFIG_MAX_TRUSTED_PROXIES 16
@@ -74,6 +75,9 @@ struct labd_config {
 	int64_t warn_before_s[CONFIG_MAX_WARNINGS]; /* lead times, descending */
 	unsigned n_warn_before;
 	char jupyter[16]; /* auto, lab, notebook or server */
+	/* labd's JupyterLab venv, bound read-only into sandboxes at the same path and
+	 * preferred for the Jupyter command; "" = none (the image's own jupyter) */
+	char jupyter_env[CONFIG_ENV_PATH_MAX];
 	char image[CONFIG_PATH_MAX];
 	unsigned uid_base;
 	unsigned uid_count;              /* host uids uid_base .. uid_base + uid_count - 1 */

@@ -42,7 +42,26 @@ void launch_endpoint(const char *user, char *out, size_t len)
 	snprintf(out, len, "unix:runtimes/%s/run/jupyter.sock", user);
 }
 
-const char *launch_pick_jupyter(const char *setting, const char *image)
+bool launch_env_has(const char *env, const char *kind)
+{
+	char path[LAUNCH_PATH_MAX];
+
+	if (!env || !env[0])
+		return false;
+	snprintf(path, sizeof(path), "%s/bin/jupyter-%s", env, kind);
+	return access(path, X_OK) == 0;
+}
+
+const char *launch_env_for(const struct labd_config *cfg, const char *kind)
+{
+	/* An image brings its own Python: the env (made against the host's
+	 * /usr/bin/python3) only serves the host's root. */
+	if (!cfg->jupyter_env[0] || strcmp(cfg->image, "/") != 0)
+		return NULL;
+	return launch_env_has(cfg->jupyter_env, kind) ? cfg->jupyter_env : NULL;
+}
+
+const char *launch_pick_jupyter(const char *setting, const char *image, const char *env)
 {
 	static const char *const kinds[] = {"lab", "notebook", "server"};
 	static const char *const dirs[] = {"usr/bin", "usr/local/bin"};
@@ -50,6 +69,9 @@ const char *launch_pick_jupyter(const char *setting, const char *image)
 
 	if (strcmp(setting, "auto") != 0)
 		return setting;
+	for (size_t k = 0; k < 3; k++)
+		if (launch_env_has(env, kinds[k]))
+			return kinds[k];
 	for (size_t k = 0; k < 3; k++)
 		for (size_t d = 0; d < 2; d++) {
 			snprintf(path, sizeof(path), "%s/%s/jupyter-%s",
@@ -60,7 +82,8 @@ const char *launch_pick_jupyter(const char *setting, const char *image)
 	return NULL;
 }
 
-int launch_jupyter_argv(const char *kind, const char *user, char *argv[16], char bufs[][256])
+int launch_jupyter_argv(const char *kind, const char *user, const char *env, char *argv[16],
+			char bufs[][256])
 {
 	/* Notebook 6 is configured through NotebookApp; lab and server through
 	 * jupyter_server's ServerApp. The token comes from JUPYTER_TOKEN in the
@@ -69,8 +92,14 @@ int launch_jupyter_argv(const char *kind, const char *user, char *argv[16], char
 	int n = 0;
 
 #define ARG(...) (snprintf(bufs[n], 256, __VA_ARGS__), argv[n] = bufs[n], n++)
-	ARG("jupyter");
-	ARG("%s", kind);
+	/* labd's env by full path: its jupyter-<kind> runs with the env's Python
+	 * whatever a user puts first on PATH (~/.local/bin) */
+	if (env && env[0]) {
+		ARG("%s/bin/jupyter-%s", env, kind);
+	} else {
+		ARG("jupyter");
+		ARG("%s", kind);
+	}
 	ARG("--no-browser");
 	ARG("--%s.sock=/run/labd/jupyter.sock", app);
 	ARG("--%s.sock_mode=0666", app);
@@ -83,6 +112,14 @@ int launch_jupyter_argv(const char *kind, const char *user, char *argv[16], char
 #undef ARG
 	argv[n] = NULL;
 	return n;
+}
+
+void launch_path_env(const char *user, const char *env, char *out, size_t len)
+{
+	/* pip install --user puts its scripts in ~/.local/bin: they come first so
+	 * what a user installed is what they run; then labd's env */
+	snprintf(out, len, "PATH=/home/%s/.local/bin:%s%s%s/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+		 user, env ? env : "", env ? "/bin" : "", env ? ":" : "");
 }
 
 gid_t launch_labd_gid(const struct labd_config *cfg)
@@ -121,9 +158,11 @@ static int make_dirs(const struct start_job *j, char *err, size_t errlen)
 }
 
 static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *home, char *run_dir,
-		      char *argv[16], char bufs[][256], char *envp[2], char *env, char *hidden)
+		      char *argv[16], char bufs[][256], char *envp[3], char env[2][LAUNCH_ENV_MAX],
+		      char *hidden)
 {
 	const struct labd_config *cfg = j->cfg;
+	const char *jenv = launch_env_for(cfg, j->rq->jupyter);
 
 	sandbox_spec_init(s);
 	s->user = j->rq->user;
@@ -142,15 +181,20 @@ static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *h
 	s->state_dir = j->state_dir;
 	s->dev_prefix = cfg->dev_prefix;
 	fill_hidden(cfg, s, hidden, CONFIG_PATH_MAX);
+	/* the env is bound at its own path even when /opt is hidden (sandbox.h) */
+	if (jenv)
+		s->ro_binds[s->n_ro_binds++] = jenv;
 	/* A stand-in GPU ([gpu] stand_in, tests and demos) has no device node to
 	 * bind: the supervisor still holds it exclusively (sandboxes.c). */
 	for (unsigned i = 0; i < j->rq->n_gpus && !cfg->gpu_stand_in; i++)
 		s->gpus[s->n_gpus++] = j->rq->gpus[i];
-	launch_jupyter_argv(j->rq->jupyter, j->rq->user, argv, bufs);
+	launch_jupyter_argv(j->rq->jupyter, j->rq->user, jenv, argv, bufs);
 	s->argv = argv;
-	snprintf(env, 160, "JUPYTER_TOKEN=%s", j->rq->token);
-	envp[0] = env;
-	envp[1] = NULL;
+	snprintf(env[0], LAUNCH_ENV_MAX, "JUPYTER_TOKEN=%s", j->rq->token);
+	launch_path_env(j->rq->user, jenv, env[1], LAUNCH_ENV_MAX);
+	envp[0] = env[0];
+	envp[1] = env[1];
+	envp[2] = NULL;
 	s->envp = envp;
 	s->die_with_parent = false; /* runtimes outlive a supervisor restart */
 }
@@ -176,9 +220,9 @@ static int start_worker(void *arg, int fd)
 {
 	const struct start_job *j = arg;
 	struct start_report rep = {0};
-	char home[LAUNCH_PATH_MAX], run_dir[LAUNCH_PATH_MAX], bufs[16][256], env[160];
+	char home[LAUNCH_PATH_MAX], run_dir[LAUNCH_PATH_MAX], bufs[16][256], env[2][LAUNCH_ENV_MAX];
 	char hidden[CONFIG_PATH_MAX];
-	char *argv[16], *envp[2];
+	char *argv[16], *envp[3];
 	struct sandbox_spec spec;
 	struct sandbox_error err = {0};
 

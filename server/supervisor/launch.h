@@ -15,6 +15,7 @@ struct labd_config;
 
 #define LAUNCH_NAME_MAX 32
 #define LAUNCH_PATH_MAX 1024
+#define LAUNCH_ENV_MAX 512 /* one K=V of a runtime's environment */
 
 struct launch_request {
 	char user[LAUNCH_NAME_MAX + 1];
@@ -56,11 +57,23 @@ void launch_log_path(const char *state_dir, const char *user, char *out, size_t 
 void launch_endpoint(const char *user, char *out, size_t len);
 
 /* The Jupyter argv for a user (pure; exposed for tests). kind is "lab",
- * "notebook" or "server"; the strings live in bufs[n][256]; argv is
- * NULL-terminated. Returns argc. */
-int launch_jupyter_argv(const char *kind, const char *user, char *argv[16], char bufs[][256]);
-/* Chooses "lab", "notebook" or "server" for [runtime] jupyter = auto by
- * looking into the image; NULL when none is installed. */
-const char *launch_pick_jupyter(const char *setting, const char *image);
+ * "notebook" or "server"; env is labd's Jupyter environment that holds
+ * bin/jupyter-<kind> (run by full path), or NULL for `jupyter <kind>` from the
+ * image's PATH. The strings live in bufs[n][256]; argv is NULL-terminated.
+ * Returns argc. */
+int launch_jupyter_argv(const char *kind, const char *user, const char *env, char *argv[16],
+			char bufs[][256]);
+/* The runtime's "PATH=..." entry: ~/.local/bin (pip install --user), then
+ * <env>/bin when env is not NULL, then the usual system dirs. */
+void launch_path_env(const char *user, const char *env, char *out, size_t len);
+/* Whether env (may be NULL or "") holds an executable bin/jupyter-<kind>. */
+bool launch_env_has(const char *env, const char *kind);
+/* [runtime] jupyter_env when it serves this start: set, the image is the
+ * host's root, and it holds jupyter-<kind>; else NULL (the image's jupyter). */
+const char *launch_env_for(const struct labd_config *cfg, const char *kind);
+/* Chooses "lab", "notebook" or "server" for [runtime] jupyter = auto: the
+ * first that env (NULL: none) holds, else the first found in the image; NULL
+ * when none is installed. Another setting is returned as it is. */
+const char *launch_pick_jupyter(const char *setting, const char *image, const char *env);
 
 #endif

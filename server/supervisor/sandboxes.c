@@ -263,6 +263,19 @@ static int request_sizes(struct sandboxes *sb, json_t *msg, struct launch_reques
 			  opt_int(msg, "home_size_bytes"), &rq->sizes, why, len);
 }
 
+
+/* The Jupyter kind for a start; a jupyter_env that is set but lacks it is
+ * logged and passed over, so a host without the env still starts runtimes
+ * from the image's own jupyter. */
+static const char *pick_jupyter(const struct labd_config *cfg)
+{
+	const char *env = strcmp(cfg->image, "/") == 0 ? cfg->jupyter_env : "";
+	const char *kind = launch_pick_jupyter(cfg->jupyter, cfg->image, env);
+
+	if (kind && env[0] && !launch_env_has(env, kind))
+		log_warn("jupyter_env %s has no bin/jupyter-%s: using the image's jupyter", env, kind);
+	return kind;
+}
 static void fill_request(json_t *msg, const char *jupyter, struct launch_request *rq)
 {
 	json_t *gpus = json_object_get(msg, "gpus"), *g;
@@ -302,7 +315,7 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 		return proto_error(id, "runtime_exists", "this user already has a sandbox");
 	if (!x && !(x = free_slot(sb)))
 		return proto_error(id, "busy", "too many sandboxes");
-	jupyter = launch_pick_jupyter(sb->cfg->jupyter, sb->cfg->image);
+	jupyter = pick_jupyter(sb->cfg);
 	if (!jupyter)
 		return proto_error(id, "no_jupyter", "no jupyter lab, notebook or server in the image");
 	if ((rc = uidmap_claim(sb->uids, user, proto_int(msg, "user_id"), &uid, reason,

@@ -102,7 +102,7 @@ static void test_jupyter_argv(void **state)
 	char *argv[16], bufs[16][256];
 	int n;
 	(void)state;
-	n = launch_jupyter_argv("notebook", "bob", argv, bufs);
+	n = launch_jupyter_argv("notebook", "bob", NULL, argv, bufs);
 	assert_true(n > 5);
 	assert_null(argv[n]);
 	assert_string_equal(argv[0], "jupyter");
@@ -115,14 +115,37 @@ static void test_jupyter_argv(void **state)
 		assert_null(strstr(argv[i], "token")); /* the token travels in the environment */
 	}
 	assert_true(sock && base && dir);
-	n = launch_jupyter_argv("lab", "bob", argv, bufs);
+	n = launch_jupyter_argv("lab", "bob", NULL, argv, bufs);
 	assert_string_equal(argv[1], "lab");
 	bool server_app = false;
 	for (int i = 0; i < n; i++)
 		server_app = server_app || !strcmp(argv[i], "--ServerApp.base_url=/user/bob/");
 	assert_true(server_app);
-	assert_string_equal(launch_pick_jupyter("server", "/"), "server");
-	assert_null(launch_pick_jupyter("auto", "/nonexistent-image"));
+	assert_string_equal(launch_pick_jupyter("server", "/", NULL), "server");
+	assert_null(launch_pick_jupyter("auto", "/nonexistent-image", NULL));
+	assert_null(launch_pick_jupyter("auto", "/nonexistent-image", "/nonexistent-env"));
+	/* labd's env runs by full path, no "jupyter" looked up in PATH */
+	n = launch_jupyter_argv("lab", "bob", "/opt/labd/jupyter", argv, bufs);
+	assert_string_equal(argv[0], "/opt/labd/jupyter/bin/jupyter-lab");
+	assert_string_equal(argv[1], "--no-browser");
+	server_app = false;
+	for (int i = 0; i < n; i++)
+		server_app = server_app || !strcmp(argv[i], "--ServerApp.base_url=/user/bob/");
+	assert_true(server_app);
+}
+
+/* The runtime's PATH: the user's pip --user scripts, then labd's env, then the system. */
+static void test_runtime_path_env(void **state)
+{
+	char path[512];
+	(void)state;
+	launch_path_env("bob", "/opt/labd/jupyter", path, sizeof(path));
+	assert_true(strncmp(path, "PATH=/home/bob/.local/bin:/opt/labd/jupyter/bin:/usr/local/bin:", 64) == 0);
+	launch_path_env("bob", NULL, path, sizeof(path));
+	assert_true(strncmp(path, "PATH=/home/bob/.local/bin:/usr/local/bin:", 41) == 0);
+	assert_false(launch_env_has(NULL, "lab"));
+	assert_false(launch_env_has("", "lab"));
+	assert_false(launch_env_has("/nonexistent-env", "lab"));
 }
 
 /* Upstream headers a runtime must not pass to the browser (issue 8, class 3). */
@@ -171,6 +194,7 @@ int main(void)
 		cmocka_unit_test(test_scrub_every_split), cmocka_unit_test(test_scrub_string_and_init),
 		cmocka_unit_test(test_hop_headers),	  cmocka_unit_test(test_strip_cookie),
 		cmocka_unit_test(test_runtime_paths),	  cmocka_unit_test(test_jupyter_argv),
+		cmocka_unit_test(test_runtime_path_env),
 		cmocka_unit_test(test_scrub_headers_dropped),
 		cmocka_unit_test(test_origin_classify),
 	};
