@@ -62,7 +62,6 @@ HUB_USER = "labdbench"
 START_LIMIT = 90  # seconds for one start to be ready
 STOP_LIMIT = 60
 TARGET = 0.8  # labd / JupyterHub, time to ready (issue 10)
-SUBPROTOCOL = "v1.kernel.websocket.jupyter.org"
 
 
 def poll(fn, timeout, interval):
@@ -87,16 +86,6 @@ def lab_page(port, base, headers):
     return st == 200 and b"jupyter-config-data" in body
 
 
-def execute_request(session, msg_id, code):
-    return {
-        "header": {"msg_id": msg_id, "username": "bench", "session": session,
-                   "msg_type": "execute_request", "version": "5.3",
-                   "date": "2026-01-01T00:00:00.000000Z"},
-        "parent_header": {}, "metadata": {},
-        "content": {"code": code, "silent": False, "store_history": False,
-                    "user_expressions": {}, "allow_stdin": False, "stop_on_error": True}}
-
-
 def kernel_answers(port, base, headers, timeout=START_LIMIT):
     """Starts a kernel, runs 6*7 on it over its WebSocket and waits for the
     reply and the result 42; deletes the kernel.  Raises on any failure."""
@@ -107,16 +96,20 @@ def kernel_answers(port, base, headers, timeout=START_LIMIT):
         raise RuntimeError(f"POST {base}api/kernels: {st} {raw[:200]!r}")
     sid = uuid.uuid4().hex
     hdrs = [f"{k}: {v}" for k, v in headers.items() if k.lower() != "host"]
-    hdrs.append(f"Sec-WebSocket-Protocol: {SUBPROTOCOL}")
+    hdrs.append(f"Sec-WebSocket-Protocol: {WSC.SUBPROTOCOL_V1}")
     args = types.SimpleNamespace(unix=None, tcp=port, host=headers.get("Host"), header=hdrs,
                                  path=f"{base}api/kernels/{kid}/channels?session_id={sid}")
     ws = WSC.WS.connect(args)
     try:
+        if ws.subprotocol != WSC.SUBPROTOCOL_V1:
+            raise RuntimeError(f"the server chose subprotocol {ws.subprotocol!r}")
         ws.sock.settimeout(timeout)
-        send_binary(ws, v1_frame("shell", execute_request(sid, sid + "-x", "6*7")))
+        WSC.send(ws, WSC.message(sid, sid + "-x", "execute_request", {
+            "code": "6*7", "silent": False, "store_history": False, "user_expressions": {},
+            "allow_stdin": False, "stop_on_error": True}), True)
         replied, result = False, False
         while not (replied and result):
-            _, msg = v1_parse(ws.recv())
+            msg = WSC.decode(ws.recv())
             if msg.get("parent_header", {}).get("msg_id") != sid + "-x":
                 continue
             kind = msg["header"]["msg_type"]
@@ -129,43 +122,6 @@ def kernel_answers(port, base, headers, timeout=START_LIMIT):
     finally:
         ws.sock.close()
         L.request(port, "DELETE", f"{base}api/kernels/{kid}", headers=headers)
-
-
-def v1_frame(channel, msg):
-    """A message in the v1 kernel WebSocket protocol (a binary frame): the
-    count of offsets, the offsets (u64 little-endian), then the parts channel,
-    header, parent_header, metadata, content."""
-    parts = [channel.encode()] + [json.dumps(msg[k]).encode()
-                                  for k in ("header", "parent_header", "metadata", "content")]
-    offs = [8 * (len(parts) + 2)]
-    for p in parts:
-        offs.append(offs[-1] + len(p))
-    return b"".join([len(offs).to_bytes(8, "little"), *(o.to_bytes(8, "little") for o in offs),
-                     *parts])
-
-
-def v1_parse(payload):
-    """(channel, message) from a v1 binary frame."""
-    n = int.from_bytes(payload[:8], "little")
-    offs = [int.from_bytes(payload[8 + 8 * i:16 + 8 * i], "little") for i in range(n)]
-    parts = [payload[offs[i]:offs[i + 1]] for i in range(n - 1)]
-    m = {"header": json.loads(parts[1]), "parent_header": json.loads(parts[2]),
-         "metadata": json.loads(parts[3]), "content": json.loads(parts[4])}
-    return parts[0].decode(), m
-
-
-def send_binary(ws, payload):
-    """One masked binary frame (ws-rtt.py's client sends text frames only)."""
-    n = len(payload)
-    if n < 126:
-        head = bytes([0x82, 0x80 | n])
-    elif n < 65536:
-        head = bytes([0x82, 0x80 | 126]) + n.to_bytes(2, "big")
-    else:
-        head = bytes([0x82, 0x80 | 127]) + n.to_bytes(8, "big")
-    mask = os.urandom(4)
-    body = (int.from_bytes(payload, "big") ^ int.from_bytes((mask * (n // 4 + 1))[:n], "big"))
-    ws.sock.sendall(head + mask + body.to_bytes(n, "big"))
 
 
 def timed_ready(t0, port, base, headers):
