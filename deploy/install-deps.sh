@@ -13,8 +13,9 @@ packages=(
   e2fsprogs util-linux iproute2 procps curl sqlite3 python3 python3-pytest bubblewrap
   # the integration suite checks every JSON answer against docs/openapi.yaml
   python3-jsonschema python3-yaml
-  # the notebook server that runs inside sandboxes
-  jupyter-notebook python3-jupyter-server
+  # Notebook 6 and plain Jupyter Server (kept as runtimes: [runtime] jupyter);
+  # python3-venv makes labd's JupyterLab environment (deploy/jupyter/install.sh)
+  jupyter-notebook python3-jupyter-server python3-venv
   # real-browser tests
   chromium
   # promtool, which checks GET /metrics in the tests (the server is not started by labd)
@@ -60,6 +61,10 @@ if ! getent passwd labd >/dev/null; then
           --shell /usr/sbin/nologin labd
   echo "install-deps: created system user labd"
 fi
+
+# labd's JupyterLab environment, the default runtime ([runtime] jupyter_env):
+# rebuilt only when deploy/jupyter/requirements.txt changed.
+bash "$(dirname "$0")/jupyter/install.sh" /opt/labd/jupyter
 
 # playwright-core drives Debian's chromium in the browser tests.
 top=$(cd "$(dirname "$0")/.." && pwd)

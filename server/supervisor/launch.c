@@ -107,6 +107,11 @@ int launch_jupyter_argv(const char *kind, const char *user, const char *env, cha
 	ARG("--%s.allow_remote_access=True", app);
 	ARG("--%s.%s=/home/%s", app, strcmp(kind, "notebook") == 0 ? "notebook_dir" : "root_dir",
 	    user);
+	/* Terminals run bash, not a login shell: without a terminal on stdout
+	 * jupyter_server_terminals adds -l, and /etc/profile then resets PATH,
+	 * losing ~/.local/bin and labd's env. bash keeps its history in the home. */
+	if (strcmp(kind, "notebook") != 0)
+		ARG("--ServerApp.terminado_settings=shell_command=/bin/bash");
 	/* Kernels use TCP on the sandbox's own loopback (a private network
 	 * namespace). Notebook 6 leaves ipc-transport kernels "starting" forever. */
 #undef ARG

@@ -1058,7 +1058,7 @@ class WebSocket:
     126/127-length server frames, ping/pong, close."""
 
     def __init__(self, port, path, headers=None, timeout=HTTP_TIMEOUT, source=None,
-                 user_origins=True):
+                 user_origins=True, protocols=None):
         self.port = port
         headers = dict(headers or {})
         self.path = path
@@ -1074,6 +1074,8 @@ class WebSocket:
         lines = [f"GET {path} HTTP/1.1", f"Host: {host}", "Upgrade: websocket",
                  "Connection: Upgrade", f"Sec-WebSocket-Key: {self.key}",
                  "Sec-WebSocket-Version: 13"]
+        if protocols:
+            lines.append("Sec-WebSocket-Protocol: " + ", ".join(protocols))
         lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
         self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
         buf = b""
@@ -1133,6 +1135,14 @@ class WebSocket:
 
     def send_json(self, obj):
         self.send_text(jsonlib.dumps(obj))
+
+    def send_binary(self, data):
+        self.send_frame(0x2, data)
+
+    @property
+    def protocol(self):
+        """The subprotocol the server chose (Sec-WebSocket-Protocol), or None."""
+        return self.header("Sec-WebSocket-Protocol")
 
     def _read(self, n):
         while len(self.buf) < n:
@@ -1238,16 +1248,71 @@ def jupyter_message(msg_type, content, channel="shell", session=None):
     }
 
 
-def open_kernel_channel(daemon, c):
+# Jupyter Server 2's kernel WebSocket subprotocol: binary frames of
+# [n][n offsets][channel][header][parent_header][metadata][content][buffers...],
+# little-endian uint64 counts and offsets (jupyter_server's
+# services/kernels/connection/base.py). JupyterLab 4 offers it; Notebook 6
+# ignores the offer and speaks JSON text frames.
+KERNEL_V1 = "v1.kernel.websocket.jupyter.org"
+
+
+def kernel_v1_pack(msg):
+    """A kernel message dict as one v1 binary frame payload."""
+    channel = msg.get("channel", "shell").encode()
+    parts = [jsonlib.dumps(msg.get(k, {})).encode()
+             for k in ("header", "parent_header", "metadata", "content")]
+    offsets = [8 * (1 + 1 + len(parts) + 1)]
+    offsets.append(offsets[-1] + len(channel))
+    for part in parts:
+        offsets.append(offsets[-1] + len(part))
+    head = struct.pack("<Q", len(offsets)) + b"".join(struct.pack("<Q", o) for o in offsets)
+    return head + channel + b"".join(parts)
+
+
+def kernel_v1_unpack(data):
+    """A v1 binary frame payload as a message dict (channel, header, ...)."""
+    n = struct.unpack_from("<Q", data, 0)[0]
+    assert 3 <= n <= 64, f"v1 frame with {n} offsets"
+    offs = [struct.unpack_from("<Q", data, 8 * (i + 1))[0] for i in range(n)]
+    assert offs[0] == 8 * (n + 1) and offs == sorted(offs) and offs[-1] <= len(data), offs
+    parts = [data[offs[i]:offs[i + 1]] for i in range(1, n - 1)]
+    msg = {"channel": data[offs[0]:offs[1]].decode()}
+    for k, part in zip(("header", "parent_header", "metadata", "content"), parts):
+        msg[k] = jsonlib.loads(part) if part else {}
+    msg["buffers"] = parts[4:]
+    msg["msg_type"] = msg["header"].get("msg_type")
+    return msg
+
+
+def kernel_send(ws, msg):
+    """Sends a kernel message in the framing the channel negotiated."""
+    if ws.protocol == KERNEL_V1:
+        ws.send_binary(kernel_v1_pack(msg))
+    else:
+        ws.send_json(msg)
+
+
+def kernel_recv(ws, timeout=None):
+    """The next kernel message from ws as a dict, in either framing."""
+    op, data = ws.recv(timeout)
+    if ws.protocol == KERNEL_V1:
+        assert op == 0x2, f"v1 kernel channel: expected a binary frame, got opcode {op}"
+        return kernel_v1_unpack(data)
+    assert op == 0x1, f"expected a text frame, got opcode {op}: {data[:200]!r}"
+    return jsonlib.loads(data)
+
+
+def open_kernel_channel(daemon, c, protocols=(KERNEL_V1,)):
     """Starts a python3 kernel in c's runtime and opens its channels WebSocket
-    through labd with c's cookie; returns (kernel id, open WebSocket)."""
+    through labd with c's cookie, offering protocols as a browser's JupyterLab
+    does; returns (kernel id, open WebSocket)."""
     base = f"/user/{c.user}/"
     r = c.post(base + "api/kernels", json={"name": "python3"})
     assert r.status == 201, r
     kid = r.json["id"]
     ws = WebSocket(daemon.port, base + f"api/kernels/{kid}/channels",
                    headers=dict(ws_cookie_headers(c), Origin=c.runtime_origin()),
-                   source=c.source).expect_open()
+                   source=c.source, protocols=protocols).expect_open()
     return kid, ws
 
 
@@ -1258,14 +1323,14 @@ def jupyter_execute(ws, code, timeout=60 * SLOW):
         "code": code, "silent": False, "store_history": True, "user_expressions": {},
         "allow_stdin": False, "stop_on_error": True})
     mid = msg["header"]["msg_id"]
-    ws.send_json(msg)
+    kernel_send(ws, msg)
     result, stdout, mine, replied, idle = None, "", [], False, False
     deadline = time.monotonic() + timeout
     while not (replied and idle):
         left = deadline - time.monotonic()
         assert left > 0, f"no complete reply to execute_request {code!r} within {timeout}s: " \
             f"{[m.get('msg_type') for m in mine]}"
-        m = ws.recv_json(timeout=left)
+        m = kernel_recv(ws, timeout=left)
         if (m.get("parent_header") or {}).get("msg_id") != mid:
             continue
         mine.append(m)

@@ -12,6 +12,8 @@ from labd_harness import (
     assert_status,
     audit_entries,
     jupyter_execute,
+    kernel_recv,
+    kernel_send,
     jupyter_message,
     open_kernel_channel,
     parse_api_time,
@@ -178,9 +180,9 @@ def test_idle_culling(idd):
         msg = jupyter_message("execute_request", {
             "code": "import time; time.sleep(14)", "silent": False, "store_history": False,
             "user_expressions": {}, "allow_stdin": False, "stop_on_error": True})
-        ws.send_json(msg)
+        kernel_send(ws, msg)
         while True:
-            m = ws.recv_json(timeout=10)
+            m = kernel_recv(ws, timeout=10)
             if (m.get("parent_header") or {}).get("msg_id") == msg["header"]["msg_id"] and \
                     m.get("msg_type") == "status" and \
                     m["content"]["execution_state"] == "busy":

@@ -2,6 +2,7 @@
 static assets, the contents API, a kernel over the proxied WebSocket, access
 control, token hygiene, and a kill -9 of the web process while the runtime runs."""
 
+import json
 import os
 import re
 import signal
@@ -11,6 +12,7 @@ import urllib.parse
 import pytest
 
 from labd_harness import (
+    KERNEL_V1,
     SLOW,
     STRONG,
     WebSocket,
@@ -37,9 +39,6 @@ SEEN = []
 
 TOKEN_PARAM_RE = re.compile(r"""token=["']?[A-Za-z0-9_\-]{20,}""", re.I)
 HEADER_TOKEN_RE = re.compile(r"""token=[^\s;,&"']+""", re.I)
-
-
-NOTEBOOK_STATIC = "/usr/lib/python3/dist-packages/notebook/static"
 
 
 def record(r):
@@ -121,46 +120,54 @@ def user_path(c, rest=""):
 # ---------------------------------------------------------------- pages & assets
 
 
-def test_tree_page_and_static_assets(pd, owner):
-    r = owner.get(user_path(owner, "tree"), headers={"Accept": "text/html"})
+def lab_config(page):
+    """The jupyter-config-data JSON JupyterLab renders into its page."""
+    m = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>',
+                  page, re.S)
+    assert m, "no jupyter-config-data in the page: " + page[:300]
+    return json.loads(m.group(1))
+
+
+def test_lab_page_and_static_assets(pd, owner):
+    """JupyterLab 4's /lab page through labd: its config carries an emptied token
+    (labd scrubs it; the browser never needs it), the right base URL, and the
+    static bundle and favicon it names arrive byte for byte as the env has them."""
+    r = owner.get(user_path(owner, "lab"), headers={"Accept": "text/html"})
     assert_status(r, 200)
     assert r.header("Content-Type", "").startswith("text/html"), r.header("Content-Type")
     page = r.text
-    assert "<title>Home Page - Select or create a notebook</title>" in page, page[:500]
+    assert "<title>JupyterLab</title>" in page, page[:500]
+    cfg = lab_config(page)
     # Jupyter renders its token into the page; labd must have removed it.
-    assert 'data-jupyter-api-token=""' in page, \
-        "tree page: data-jupyter-api-token is not empty: " + \
-        repr(re.findall(r'data-jupyter-api-token="[^"]*"', page))
+    assert cfg["token"] == "", "lab page: the config's token is not empty"
     assert not TOKEN_PARAM_RE.search(page), \
-        f"tree page carries a token: {TOKEN_PARAM_RE.search(page).group(0)[:40]!r}"
+        f"lab page carries a token: {TOKEN_PARAM_RE.search(page).group(0)[:40]!r}"
     base = user_path(owner)
-    assert f"baseUrl: '{base}static/'" in page, "Jupyter was not started with base_url " + base
+    assert cfg["baseUrl"] == base, "Jupyter was not started with base_url " + base
+    assert cfg["appName"] == "JupyterLab" and cfg["appVersion"].startswith("4."), cfg["appVersion"]
+    assert cfg["terminalsAvailable"] is True
+    # settings and workspaces are the user's own, in the home
+    assert cfg["userSettingsDir"] == f"/home/{owner.user}/.jupyter/lab/user-settings", cfg
+    assert cfg["workspacesDir"] == f"/home/{owner.user}/.jupyter/lab/workspaces", cfg
 
-    # Static assets the page references, with the right Content-Type.
-    refs = re.findall(r'(?:src|href)="(/user/[^"]+/static/[^"]+)"', page)
-    js = [u for u in refs if urllib.parse.urlsplit(u).path.endswith(".js")]
-    css = [u for u in refs if urllib.parse.urlsplit(u).path.endswith(".css")]
-    assert js and css, f"no static js/css references in the tree page: {refs[:10]}"
-    for url, types in ((js[0], ("application/javascript", "text/javascript")),
-                       (css[0], ("text/css",))):
-        assert url.startswith(base + "static/"), url
-        a = owner.get(url)
-        assert_status(a, 200)
-        ct = (a.header("Content-Type") or "").split(";")[0].strip().lower()
-        assert ct in types, f"GET {url}: Content-Type {a.header('Content-Type')!r}"
-        assert len(a.body) > 100, f"GET {url}: {len(a.body)} bytes"
-        cl = a.header("Content-Length")
-        if cl is not None:
-            assert int(cl) == len(a.body), f"GET {url}: Content-Length {cl} != {len(a.body)}"
-        # byte for byte the file in the image (Notebook 6's static dir)
-        rel = urllib.parse.unquote(urllib.parse.urlsplit(url).path[len(base + "static/"):])
-        disk = os.path.join(NOTEBOOK_STATIC, rel)
-        if os.path.isfile(disk):
-            with open(disk, "rb") as fh:
-                assert a.body == fh.read(), f"GET {url}: body differs from {disk}"
+    # The main bundle the page loads, with the right Content-Type, as on disk.
+    js = re.findall(r'src="(/user/[^"]+/static/lab/[^"]+\.js[^"]*)"', page)
+    assert js, "no static/lab script in the lab page"
+    url = js[0]
+    assert url.startswith(base + "static/lab/"), url
+    a = owner.get(url)
+    assert_status(a, 200)
+    ct = (a.header("Content-Type") or "").split(";")[0].strip().lower()
+    assert ct in ("application/javascript", "text/javascript"), a.header("Content-Type")
+    cl = a.header("Content-Length")
+    if cl is not None:
+        assert int(cl) == len(a.body), f"GET {url}: Content-Length {cl} != {len(a.body)}"
+    rel = urllib.parse.unquote(urllib.parse.urlsplit(url).path[len(base + "static/lab/"):])
+    with open(os.path.join(cfg["staticDir"], rel), "rb") as fh:
+        assert a.body == fh.read(), f"GET {url}: body differs from the env's file"
     # a favicon (binary) too
-    fav = re.search(r'href="(/user/[^"]+/static/base/images/favicon\.ico[^"]*)"', page)
-    assert fav, "no favicon link in the tree page"
+    fav = re.search(r'href="(/user/[^"]+/static/favicons/favicon\.ico[^"]*)"', page)
+    assert fav, "no favicon link in the lab page"
     f = owner.get(fav.group(1))
     assert_status(f, 200)
     assert (f.header("Content-Type") or "").startswith("image/"), f.header("Content-Type")
@@ -178,7 +185,8 @@ def test_jupyter_api_status_and_headers(pd, owner):
     # a Jupyter 404 is passed through as Jupyter's (not labd's) error
     r = owner.get(user_path(owner, "api/contents/no-such-file.txt"))
     assert_status(r, 404)
-    assert "does not exist" in r.json.get("message", ""), r.body[:300]
+    # (Jupyter Server 2 answers a missing file with its message as plain text)
+    assert b"does not exist" in r.body and b'"error"' not in r.body, r.body[:300]
     # /user/<name> without the slash redirects to /user/<name>/
     r = owner.get(f"/user/{owner.user}")
     assert r.status in (301, 302, 303, 307, 308), r
@@ -263,22 +271,27 @@ def test_cross_origin_write_refused(pd, owner):
 # ---------------------------------------------------------------- kernel over WebSocket
 
 
-def open_kernel_ws(pd, c, kernel_id, origin=True):
+def open_kernel_ws(pd, c, kernel_id, origin=True, protocols=None):
     headers = ws_cookie_headers(c)
     if origin:
         headers["Origin"] = c.runtime_origin()
     ws = WebSocket(pd.port, user_path(c, f"api/kernels/{kernel_id}/channels"),
-                   headers=headers, source=c.source)
+                   headers=headers, source=c.source, protocols=protocols)
     record_ws(ws, "handshake")
     return ws
 
 
-def test_kernel_execute_over_websocket(pd, owner):
+@pytest.mark.parametrize("protocols", [[KERNEL_V1], None], ids=["v1", "legacy-json"])
+def test_kernel_execute_over_websocket(pd, owner, protocols):
+    """Jupyter Server 2 speaks the v1 kernel subprotocol (binary frames) when the
+    client offers it, as JupyterLab 4 does, and JSON text frames otherwise: labd
+    relays the negotiation both ways and frames of either kind."""
     r = owner.post(user_path(owner, "api/kernels"), json={"name": "python3"})
     assert r.status == 201, r
     kid = r.json["id"]
     assert r.json["name"] == "python3", r.json
-    ws = open_kernel_ws(pd, owner, kid).expect_open()
+    ws = open_kernel_ws(pd, owner, kid, protocols=protocols).expect_open()
+    assert ws.protocol == (KERNEL_V1 if protocols else None), ws.raw_head
     try:
         result, _, msgs = jupyter_execute(ws, "6*7")
         for m in msgs:
@@ -305,10 +318,10 @@ def test_other_user_forbidden(pd, owner, other, padmin):
     path = user_path(owner, "api/status")
     r = other.get(path)
     assert_error(r, 403, "forbidden")
-    r = other.get(user_path(owner, "tree"), headers={"Accept": "text/html"})
+    r = other.get(user_path(owner, "lab"), headers={"Accept": "text/html"})
     assert_status(r, 403)
     assert r.header("Content-Type", "").startswith("text/html"), r.header("Content-Type")
-    assert "Home Page" not in r.text
+    assert "<title>JupyterLab" not in r.text
     # a write: the other user has no cookie for the owner's origin
     r = other.put(user_path(owner, "api/contents/x.txt"),
                   json={"type": "file", "format": "text", "content": "x"})
@@ -370,7 +383,7 @@ def test_cross_site_websocket_refused(pd, owner):
 def test_unauthenticated(pd, owner, padmin):
     anon = pd.client()
     anon.on_response = record
-    target = user_path(owner, "tree") + "?a=1&b=%2F"
+    target = user_path(owner, "lab") + "?a=1&b=%2F"
     r = anon.get(target, headers={"Accept": "text/html,application/xhtml+xml"})
     # the user origin sends a browser without its cookie to labd's origin
     # (user_domain, here localhost), which logs it in and hands it back
@@ -400,7 +413,7 @@ def test_unauthenticated(pd, owner, padmin):
     assert_status(r, 303)
     redirect_target(r, pd.port)
     back = urllib.parse.urlsplit(r.header("Location"))
-    assert (back.path, back.query) == (user_path(owner, "tree"), "a=1&b=%2F"), \
+    assert (back.path, back.query) == (user_path(owner, "lab"), "a=1&b=%2F"), \
         r.header("Location")
     r = anon.get(r.header("Location"), headers={"Accept": "text/html"}, origin_route=False)
     assert_status(r, 303)  # the handoff to the owner's origin
@@ -411,7 +424,7 @@ def test_unauthenticated(pd, owner, padmin):
     assert r.header("Location") == target, r.header("Location")
     r = anon.get(target, headers={"Accept": "text/html"})
     assert_status(r, 200)
-    assert "<title>Home Page" in r.text
+    assert "<title>JupyterLab</title>" in r.text
 
 
 def test_not_a_user_path(pd, owner):

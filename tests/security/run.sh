@@ -290,6 +290,24 @@ done
 expect "control --show /opt: shown as the host's when the caller asks" "$("$PROBE" fs /opt | sed 's/ rw$/ ro/')" \
 	"$(box alice 7 --show /opt -- "$PROBE" fs /opt)"
 expect "--show of a place not on the hidden list refused" 2 "$(box alice 7 --show /usr -- true; echo $?)"
+# Read-only binds (spec.ro_binds, how labd's JupyterLab env under the hidden /opt is
+# used): a directory below a masked place is bound at its own path, read-only, and
+# the rest of that place stays hidden; the scaffold holding the bind is read-only too.
+RBH=$WORK/robind
+mkdir -p "$RBH/env/bin" "$RBH/other" && chmod 755 "$RBH" "$RBH/env" "$RBH/other"
+chmod 777 "$RBH/env/bin" # only the read-only mount can refuse a write there
+echo abc >"$RBH/env/bin/f" && echo s3cret >"$RBH/other/f" && chmod 644 "$RBH/env/bin/f" "$RBH/other/f"
+rb() { box alice 7 --mask "$RBH" --ro-bind "$RBH/env" -- "$PROBE" "$@"; }
+expect "read-only bind below a masked place: readable at its own path" "OK 4" "$(rb read "$RBH/env/bin/f")"
+expect "control: without the bind the masked place hides it" EACCES \
+	"$(box alice 7 --mask "$RBH" -- "$PROBE" read "$RBH/env/bin/f")"
+expect "read-only bind: a write refused by the mount (the dir is 0777)" EROFS "$(rb write "$RBH/env/bin/g")"
+expect "read-only bind: the host's directory, mounted read-only" "$("$PROBE" fs "$RBH/env" | sed 's/ rw$/ ro/')" \
+	"$(rb fs "$RBH/env")"
+expect "read-only bind: the rest of the masked place stays hidden" ENOENT "$(rb read "$RBH/other/f")"
+expect "read-only bind: the scaffold over the masked place is read-only" EROFS "$(rb mkdir "$RBH/x")"
+expect "read-only bind: refused inside the state dir (labbox exit 125)" 125 \
+	"$(box alice 7 --ro-bind "$STATE/x" -- true >/dev/null 2>&1; echo $?)"
 # /proc/asound lists the host's sound cards (and its controls); masked where it exists
 if [ -d /proc/asound ]; then
 	expect "/proc/asound masked" "tmpfs 000 ro" "$(probe fs /proc/asound)"

@@ -129,9 +129,12 @@ static void test_jupyter_argv(void **state)
 	assert_string_equal(argv[0], "/opt/labd/jupyter/bin/jupyter-lab");
 	assert_string_equal(argv[1], "--no-browser");
 	server_app = false;
-	for (int i = 0; i < n; i++)
+	bool bash = false;
+	for (int i = 0; i < n; i++) {
 		server_app = server_app || !strcmp(argv[i], "--ServerApp.base_url=/user/bob/");
-	assert_true(server_app);
+		bash = bash || !strcmp(argv[i], "--ServerApp.terminado_settings=shell_command=/bin/bash");
+	}
+	assert_true(server_app && bash);
 }
 
 /* The runtime's PATH: the user's pip --user scripts, then labd's env, then the system. */
@@ -140,9 +143,11 @@ static void test_runtime_path_env(void **state)
 	char path[512];
 	(void)state;
 	launch_path_env("bob", "/opt/labd/jupyter", path, sizeof(path));
-	assert_true(strncmp(path, "PATH=/home/bob/.local/bin:/opt/labd/jupyter/bin:/usr/local/bin:", 64) == 0);
+	assert_string_equal(path, "PATH=/home/bob/.local/bin:/opt/labd/jupyter/bin:/usr/local/bin:"
+				  "/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin");
 	launch_path_env("bob", NULL, path, sizeof(path));
-	assert_true(strncmp(path, "PATH=/home/bob/.local/bin:/usr/local/bin:", 41) == 0);
+	assert_string_equal(path, "PATH=/home/bob/.local/bin:/usr/local/bin:/usr/bin:/bin:"
+				  "/usr/local/sbin:/usr/sbin:/sbin");
 	assert_false(launch_env_has(NULL, "lab"));
 	assert_false(launch_env_has("", "lab"));
 	assert_false(launch_env_has("/nonexistent-env", "lab"));

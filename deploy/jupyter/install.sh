@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Creates labd's JupyterLab environment (docs/config.md, [runtime] jupyter_env):
+# a venv of Debian's /usr/bin/python3 with --system-site-packages (so that
+# `pip install --user` works inside a runtime: a plain venv refuses --user)
+# holding exactly deploy/jupyter/requirements.txt.
+#
+# Idempotent: the venv keeps the sha256 of the requirements it was built from
+# in .labd-requirements.sha256; it is rebuilt only when that stamp is missing
+# or different (or jupyter-lab is gone). The stamp is written last, so an
+# interrupted build is redone next time. Runtimes bind the env read-only:
+# rebuilding under running ones breaks their Jupyter, so stop them first.
+#
+# usage: install.sh [ENV_DIR]   (default /opt/labd/jupyter), as root
+set -euo pipefail
+
+env_dir=${1:-/opt/labd/jupyter}
+here=$(cd "$(dirname "$0")" && pwd)
+req=$here/requirements.txt
+stamp=$env_dir/.labd-requirements.sha256
+want=$(sha256sum "$req" | cut -d' ' -f1)
+
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$env_dir/bin/jupyter-lab" ]; then
+  exit 0
+fi
+
+# Not the python3 first on PATH (pyenv and the like): the sandbox sees the
+# host's /usr, and the venv's python is a link to its interpreter.
+python=/usr/bin/python3
+if ! "$python" -c 'import ensurepip' >/dev/null 2>&1; then
+  echo "jupyter env: $python lacks venv/ensurepip (apt-get install python3-venv)" >&2
+  exit 1
+fi
+
+echo "jupyter env: building $env_dir from $req"
+umask 022 # the sandbox's uid reads and runs it
+mkdir -p "$(dirname "$env_dir")"
+old=""
+if [ -e "$env_dir" ]; then
+  old=$env_dir.old.$$
+  mv "$env_dir" "$old"
+fi
+"$python" -m venv --system-site-packages "$env_dir"
+# --no-deps: the file is the whole, frozen environment. --ignore-installed: the
+# system site (Debian's jupyter-notebook and its libraries) must not satisfy a
+# pin with another version.
+PIP_DISABLE_PIP_VERSION_CHECK=1 "$env_dir/bin/pip" install --quiet --no-input --no-deps \
+  --ignore-installed -r "$req"
+"$env_dir/bin/python" -c 'import jupyterlab, ipykernel, jupyterlab_git' # fails loudly
+[ -z "$old" ] || rm -rf "$old"
+echo "$want" >"$stamp"
+echo "jupyter env: ready ($("$env_dir/bin/jupyter-lab" --version))"

@@ -1,0 +1,229 @@
+"""JupyterLab 4 / Jupyter Server 2 on the wire, through labd's proxy: what changed
+from Notebook 6 and what a browser's JupyterLab relies on. Terminals (open one,
+run a command, resize it), the events WebSocket, the _xsrf cookie and header of
+Jupyter Server 2 on the user's origin, large uploads in chunks (the contents
+API's `chunk` field), and JupyterLab's own workspaces and settings APIs, which
+keep their files in the home."""
+
+import base64
+import hashlib
+import json
+import os
+import re
+import socket
+import time
+
+import pytest
+
+from labd_harness import (
+    SLOW,
+    STRONG,
+    WebSocket,
+    assert_status,
+    jupyter_execute,
+    open_kernel_channel,
+    start_runtime,
+    unique_name,
+    ws_cookie_headers,
+)
+
+
+@pytest.fixture(scope="module")
+def ld(runtime_daemon_factory):
+    return runtime_daemon_factory("rt-lab", runtime={"cpu_limit": "2h"})
+
+
+@pytest.fixture(scope="module")
+def owner(ld):
+    admin = ld.admin()
+    name = unique_name("lab")
+    pw = f"{STRONG}-{name}"
+    r = admin.post("/api/v1/users", json={"name": name, "role": "user", "password": pw})
+    assert r.status == 201, r
+    c = ld.client()
+    c.login(name, pw)
+    start_runtime(c)
+    return c
+
+
+def user_path(c, rest=""):
+    return f"/user/{c.user}/{rest}"
+
+
+def open_ws(ld, c, rest):
+    return WebSocket(ld.port, user_path(c, rest),
+                     headers=dict(ws_cookie_headers(c), Origin=c.runtime_origin()),
+                     source=c.source).expect_open()
+
+
+def run_in_kernel(ld, c, code):
+    kid, ws = open_kernel_channel(ld, c)
+    try:
+        _, out, _ = jupyter_execute(ws, code)
+    finally:
+        ws.close()
+        c.delete(user_path(c, f"api/kernels/{kid}"))
+    return out
+
+
+# ---------------------------------------------------------------- terminals
+
+
+def term_read_until(ws, pattern, timeout=30 * SLOW):
+    """Reads terminado's ["stdout", text] messages until pattern matches the
+    output seen so far; returns the match."""
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while True:
+        m = re.search(pattern, seen)
+        if m:
+            return m
+        left = deadline - time.monotonic()
+        assert left > 0, f"terminal: {pattern!r} not seen within {timeout:.0f}s: {seen[-500:]!r}"
+        try:
+            msg = ws.recv_json(timeout=left)
+        except socket.timeout:
+            continue
+        if msg[0] == "stdout":
+            seen += msg[1]
+
+
+def test_terminal_runs_a_command_and_resizes(ld, owner):
+    r = owner.post(user_path(owner, "api/terminals"))
+    assert_status(r, 200)
+    name = r.json["name"]
+    r = owner.get(user_path(owner, "api/terminals"))
+    assert_status(r, 200)
+    assert name in [t["name"] for t in r.json], r.json
+    ws = open_ws(ld, owner, f"terminals/websocket/{name}")
+    try:
+        ws.send_json(["set_size", 24, 80])
+        # the markers are split in the command line, so only the output matches
+        ws.send_json(["stdin", "echo o''k-$((6*7)); echo \"user=$(id -un) home=$HOME\"\r"])
+        term_read_until(ws, r"ok-42")
+        m = term_read_until(ws, r"user=(\S+) home=(\S+)")
+        assert m.group(2) == f"/home/{owner.user}", m.group(0)
+        ws.send_json(["stdin", "echo si''ze-$(stty size | tr ' ' x)\r"])
+        term_read_until(ws, r"size-24x80")
+        # resize: the pty takes the new size; stty inside reports it
+        ws.send_json(["set_size", 37, 123])
+        ws.send_json(["stdin", "echo si''ze-$(stty size | tr ' ' x)\r"])
+        term_read_until(ws, r"size-37x123")
+        # labd's JupyterLab env is on PATH inside, after the user's ~/.local/bin
+        ws.send_json(["stdin", "echo pa''th-$PATH-end\r"])
+        m = term_read_until(ws, r"path-(\S+)-end")
+        assert m.group(1).startswith(f"/home/{owner.user}/.local/bin:/opt/labd/jupyter/bin:"), \
+            m.group(1)
+    finally:
+        ws.close()
+    r = owner.delete(user_path(owner, f"api/terminals/{name}"))
+    assert_status(r, 204)
+
+
+# ---------------------------------------------------------------- events
+
+
+def test_events_websocket_reports_a_save(ld, owner):
+    """Jupyter Server 2's event bus (/api/events/subscribe) reaches the browser
+    through the relay: a save made over HTTP shows up as an event."""
+    ws = open_ws(ld, owner, "api/events/subscribe")
+    try:
+        path = f"ev-{os.urandom(4).hex()}.txt"
+        r = owner.put(user_path(owner, f"api/contents/{path}"),
+                      json={"type": "file", "format": "text", "content": "hello"})
+        assert_status(r, 201)
+        deadline = time.monotonic() + 20 * SLOW
+        while True:
+            left = deadline - time.monotonic()
+            assert left > 0, "no save event for " + path
+            ev = ws.recv_json(timeout=left)
+            if ev.get("action") == "save" and ev.get("path") == path:
+                break
+        assert "contents_service" in ev["schema_id"], ev
+    finally:
+        ws.close()
+
+
+# ---------------------------------------------------------------- XSRF
+
+
+def test_xsrf_cookie_and_header_on_user_origin(ld, owner):
+    """Jupyter Server 2 sets its _xsrf cookie for the runtime's base URL on the
+    user's origin, and JupyterLab sends it back as X-XSRFToken: both pass
+    through labd, and a write carrying them succeeds. (labd adds the token,
+    so Jupyter's own XSRF check stands aside; labd's Origin check is the guard:
+    test_runtime_proxy.py's cross-origin cases.)"""
+    r = owner.get(user_path(owner, "lab"), headers={"Accept": "text/html"})
+    assert_status(r, 200)
+    cookies = r.set_cookies()
+    assert "_xsrf" in cookies, r.header_all("Set-Cookie")
+    value, attrs = cookies["_xsrf"]
+    assert attrs.get("path") == user_path(owner), attrs
+    jar = owner.runtime_jars[owner.user]
+    assert jar.get("_xsrf") == value
+    # labd's own cookies never reach Jupyter, Jupyter's never replace labd's
+    assert not any(k.startswith("labd") for k in cookies), cookies
+    r = owner.post(user_path(owner, "api/contents"), json={"type": "file", "ext": ".txt"},
+                   headers={"X-XSRFToken": value, "Origin": owner.runtime_origin()})
+    assert_status(r, 201)
+    assert r.json["type"] == "file", r.json
+
+
+# ---------------------------------------------------------------- chunked upload
+
+
+def test_large_upload_in_chunks(ld, owner):
+    """JupyterLab uploads big files in 1 MiB pieces (chunk 1, 2, ..., -1 for the
+    last) through the contents API; the file arrives whole."""
+    data = os.urandom((4 << 20) + 12345)
+    piece = 1 << 20
+    parts = [data[i:i + piece] for i in range(0, len(data), piece)]
+    path = user_path(owner, "api/contents/upload.bin")
+    for i, part in enumerate(parts):
+        chunk = -1 if i == len(parts) - 1 else i + 1
+        r = owner.put(path, json={"type": "file", "format": "base64", "name": "upload.bin",
+                                  "path": "upload.bin", "chunk": chunk,
+                                  "content": base64.b64encode(part).decode()})
+        assert_status(r, 201 if i == 0 else 200)
+    r = owner.get(path + "?content=1&format=base64&type=file")
+    assert_status(r, 200)
+    got = base64.b64decode(r.json["content"])
+    assert len(got) == len(data) and hashlib.sha256(got).digest() == hashlib.sha256(data).digest(), \
+        f"{len(got)} bytes back of {len(data)}"
+    assert r.json["size"] == len(data), r.json["size"]
+
+
+# ---------------------------------------------------------------- workspaces, settings
+
+
+def test_workspaces_and_settings_live_in_the_home(ld, owner):
+    ws_id = f"w{os.urandom(3).hex()}"
+    body = {"data": {"layout-restorer:data": {"main": {"current": "notebook:t.ipynb"}}},
+            "metadata": {"id": ws_id}}
+    r = owner.put(user_path(owner, f"lab/api/workspaces/{ws_id}"), json=body,
+                  headers={"Origin": owner.runtime_origin()})
+    assert_status(r, 204)
+    r = owner.get(user_path(owner, f"lab/api/workspaces/{ws_id}"))
+    assert_status(r, 200)
+    assert r.json["data"] == body["data"] and r.json["metadata"]["id"] == ws_id, r.json
+
+    plugin = "@jupyterlab/apputils-extension:themes"
+    raw = '{"theme": "JupyterLab Dark"}'
+    r = owner.put(user_path(owner, f"lab/api/settings/{plugin}"), json={"raw": raw},
+                  headers={"Origin": owner.runtime_origin()})
+    assert_status(r, 204)
+    r = owner.get(user_path(owner, f"lab/api/settings/{plugin}"))
+    assert_status(r, 200)
+    assert r.json["raw"] == raw and r.json["settings"]["theme"] == "JupyterLab Dark", r.json
+
+    # both are files in the home (~/.jupyter/lab), so they outlive the runtime
+    out = run_in_kernel(ld, owner, (
+        "import glob, json, os\n"
+        "lab = os.path.expanduser('~/.jupyter/lab')\n"
+        f"w = glob.glob(lab + '/workspaces/{ws_id}*')\n"
+        "s = lab + '/user-settings/@jupyterlab/apputils-extension/themes.jupyterlab-settings'\n"
+        "print(json.dumps({'w': len(w), 'w_id': json.load(open(w[0]))['metadata']['id'] if w "
+        "else None, 's': open(s).read()}))\n"))
+    got = json.loads(out)
+    assert got["w"] == 1 and got["w_id"] == ws_id, got
+    assert "JupyterLab Dark" in got["s"], got
