@@ -134,7 +134,7 @@ echo "## 1. Proxy: HTTP and WebSocket"
 run 480 "$PY" bench/proxy-bench.py --workdir "$W/proxy" --summary "$SUMMARY" || rc=1
 echo
 echo "## 2. Start to ready"
-run 240 "$PY" bench/start-ready.py --workdir "$W/start" --summary "$SUMMARY" || rc=1
+run 420 "$PY" bench/start-ready.py --workdir "$W/start" --summary "$SUMMARY" || rc=1
 echo
 echo "## 3. Sandbox start (bench/sandbox-start)"
 run 180 bash bench/sandbox-start "${BENCH_SANDBOX_RUNS:-100}" >"$W/sandbox.txt" || rc=1

@@ -24,7 +24,7 @@ environment's), which loads the same server extensions (lab, git, terminals).
            execute_result 42 on iopub.
 One warm-up start each (labd's first start also creates the user's ext4
 home), then RUNS timed starts; each is stopped (and seen stopped) before the
-next.  JupyterHub spawns for a system user "labdbench" that this script
+next, the two sides taking turns.  JupyterHub spawns for a system user "labdbench" that this script
 creates (useradd --system) when missing and removes again.
 
 Usage: start-ready.py --workdir DIR [--summary FILE] [--runs 5]
@@ -136,45 +136,54 @@ def timed_ready(t0, port, base, headers):
 # --------------------------------------------------------------------------- labd
 
 
-def labd_runs(procs, w, runs, problems):
-    labd = L.Labd(procs, os.path.join(w, "labd")).start()
+class LabdSide:
+    """labd with user "bench": one timed start (and stop) per call of run()."""
+
+    name = "labd"
     base = "/user/bench/"
-    try:
-        labd.setup_user("bench")
-        out = []
-        for i in range(runs + 1):
-            t0 = time.monotonic()
-            s = labd.runtime_start()
-            if s.get("state") == "failed":
-                raise RuntimeError(f"labd refused the start: {s}")
-            api = {}
 
-            def watch_api():
-                api["t"] = poll(lambda: (labd.runtime() or {}).get("state") in
-                                ("running", "failed", "stopped"), START_LIMIT, 0.005)
+    def __init__(self, procs, w, problems):
+        self.labd = L.Labd(procs, os.path.join(w, "labd"))
+        self.problems = problems
 
-            th = threading.Thread(target=watch_api, daemon=True)
-            th.start()
-            t_page, t_ready = timed_ready(t0, labd.port, base, labd.runtime_auth())
-            th.join(START_LIMIT)
-            state = (labd.runtime() or {}).get("state")
-            if state != "running" or t_ready is None:
-                raise RuntimeError(f"labd start {i}: state {state}, page {t_page}\n{labd.log_tail()}")
-            t_stop0 = time.monotonic()
-            s = labd.runtime_stop(STOP_LIMIT)
-            t_stop = time.monotonic() - t_stop0
-            if not s or s.get("state") not in ("stopped", "failed"):
-                raise RuntimeError(f"labd runtime did not stop within {STOP_LIMIT} s: {s}")
-            r = {"api": api["t"] - t0, "page": t_page, "ready": t_ready, "stop": t_stop}
-            L.log(f"labd start {'warm-up' if i == 0 else i}: running after {r['api']:.2f} s, "
-                  f"JupyterLab page after {t_page:.2f} s, kernel answered after {t_ready:.2f} s;"
-                  f" stopped in {t_stop:.2f} s")
-            out.append(r)
-        for count, line in labd.log_problems():
-            problems.append(f"labd log ({count}x): {line}")
-        return out
-    finally:
-        labd.stop()
+    def start(self):
+        self.labd.start()
+        self.labd.setup_user("bench")
+
+    def run(self, i):
+        labd = self.labd
+        t0 = time.monotonic()
+        s = labd.runtime_start()
+        if s.get("state") == "failed":
+            raise RuntimeError(f"labd refused the start: {s}")
+        api = {}
+
+        def watch_api():
+            api["t"] = poll(lambda: (labd.runtime() or {}).get("state") in
+                            ("running", "failed", "stopped"), START_LIMIT, 0.005)
+
+        th = threading.Thread(target=watch_api, daemon=True)
+        th.start()
+        t_page, t_ready = timed_ready(t0, labd.port, self.base, labd.runtime_auth())
+        th.join(START_LIMIT)
+        state = (labd.runtime() or {}).get("state")
+        if state != "running" or t_ready is None or api.get("t") is None:
+            raise RuntimeError(f"labd start {i}: state {state}, page {t_page}\n{labd.log_tail()}")
+        t_stop0 = time.monotonic()
+        s = labd.runtime_stop(STOP_LIMIT)
+        t_stop = time.monotonic() - t_stop0
+        if not s or s.get("state") not in ("stopped", "failed"):
+            raise RuntimeError(f"labd runtime did not stop within {STOP_LIMIT} s: {s}")
+        r = {"api": api["t"] - t0, "page": t_page, "ready": t_ready, "stop": t_stop}
+        L.log(f"labd start {'warm-up' if i == 0 else i}: running after {r['api']:.2f} s, "
+              f"JupyterLab page after {t_page:.2f} s, kernel answered after {t_ready:.2f} s;"
+              f" stopped in {t_stop:.2f} s")
+        return r
+
+    def stop(self):
+        for count, line in self.labd.log_problems():
+            self.problems.append(f"labd log ({count}x): {line}")
+        self.labd.stop()
 
 
 # --------------------------------------------------------------------------- JupyterHub
@@ -213,6 +222,10 @@ c.Spawner.http_timeout = {limit}
 
 
 class Hub:
+    """JupyterHub with user "labdbench": one timed start (and stop) per run()."""
+
+    name = "JupyterHub"
+
     def __init__(self, procs, w):
         self.procs = procs
         self.dir = os.path.join(w, "hub")
@@ -291,41 +304,38 @@ class Hub:
         j = L.jbody(raw) if st == 200 else None
         return ((j or {}).get("servers") or {}).get("")
 
-    def runs(self, runs):
-        out = []
+    def run(self, i):
         base = f"/user/{HUB_USER}/"
-        for i in range(runs + 1):
-            t0 = time.monotonic()
-            api = {}
+        t0 = time.monotonic()
+        api = {}
 
-            def spawn():
-                st, _, raw = L.request(self.port, "POST", f"/hub/api/users/{HUB_USER}/server",
-                                       headers=self.auth(), timeout=START_LIMIT)
-                if st == 201:
-                    api["t"] = time.monotonic()
-                elif st == 202:
-                    api["t"] = poll(lambda: (self.server() or {}).get("ready"), START_LIMIT, 0.025)
-                else:
-                    api["error"] = f"JupyterHub spawn: {st} {raw[:300]!r}"
+        def spawn():
+            st, _, raw = L.request(self.port, "POST", f"/hub/api/users/{HUB_USER}/server",
+                                   headers=self.auth(), timeout=START_LIMIT)
+            if st == 201:
+                api["t"] = time.monotonic()
+            elif st == 202:
+                api["t"] = poll(lambda: (self.server() or {}).get("ready"), START_LIMIT, 0.025)
+            else:
+                api["error"] = f"JupyterHub spawn: {st} {raw[:300]!r}"
 
-            th = threading.Thread(target=spawn, daemon=True)
-            th.start()
-            t_page, t_ready = timed_ready(t0, self.port, base, self.auth())
-            th.join(START_LIMIT)
-            if api.get("error") or api.get("t") is None or t_ready is None:
-                raise RuntimeError(f"JupyterHub start {i}: {api}, page {t_page}\n{self.log_tail()}")
-            t_stop0 = time.monotonic()
-            L.request(self.port, "DELETE", f"/hub/api/users/{HUB_USER}/server",
-                      headers=self.auth(), timeout=STOP_LIMIT)
-            if poll(lambda: self.server() is None, STOP_LIMIT, 0.05) is None:
-                raise RuntimeError("JupyterHub: the server did not stop\n" + self.log_tail())
-            r = {"api": api["t"] - t0, "page": t_page, "ready": t_ready,
-                 "stop": time.monotonic() - t_stop0}
-            L.log(f"hub start {'warm-up' if i == 0 else i}: ready after {r['api']:.2f} s, "
-                  f"JupyterLab page after {t_page:.2f} s, kernel answered after {t_ready:.2f} s;"
-                  f" stopped in {r['stop']:.2f} s")
-            out.append(r)
-        return out
+        th = threading.Thread(target=spawn, daemon=True)
+        th.start()
+        t_page, t_ready = timed_ready(t0, self.port, base, self.auth())
+        th.join(START_LIMIT)
+        if api.get("error") or api.get("t") is None or t_ready is None:
+            raise RuntimeError(f"JupyterHub start {i}: {api}, page {t_page}\n{self.log_tail()}")
+        t_stop0 = time.monotonic()
+        L.request(self.port, "DELETE", f"/hub/api/users/{HUB_USER}/server",
+                  headers=self.auth(), timeout=STOP_LIMIT)
+        if poll(lambda: self.server() is None, STOP_LIMIT, 0.05) is None:
+            raise RuntimeError("JupyterHub: the server did not stop\n" + self.log_tail())
+        r = {"api": api["t"] - t0, "page": t_page, "ready": t_ready,
+             "stop": time.monotonic() - t_stop0}
+        L.log(f"hub start {'warm-up' if i == 0 else i}: ready after {r['api']:.2f} s, "
+              f"JupyterLab page after {t_page:.2f} s, kernel answered after {t_ready:.2f} s;"
+              f" stopped in {r['stop']:.2f} s")
+        return r
 
     def stop(self):
         if self.proc:
@@ -408,32 +418,47 @@ def main():
     os.chmod(w, 0o755)
     procs = L.Procs(os.path.join(w, "pids"))
     problems = []
-    lab, hub_res, hub_err = None, None, None
-    rc = 0
+    sides = []
+    if args.only != "hub":
+        sides.append(LabdSide(procs, w, problems))
+    if args.only != "labd":
+        sides.append(Hub(procs, w))
+    results = {s.name: [] for s in sides}
+    errors = {}
     try:
-        if args.only != "hub":
-            L.log("labd: start-to-ready")
-            lab = labd_runs(procs, w, args.runs, problems)
-    except Exception as e:
-        print(f"start-ready: labd: {type(e).__name__}: {e}", file=sys.stderr)
-        rc = 1
-    hub = Hub(procs, w)
-    try:
-        if args.only != "labd":
-            if not os.access(f"{L.HUB_ENV}/bin/jupyterhub", os.X_OK) or not os.access(L.CHP, os.X_OK):
-                raise RuntimeError("JupyterHub or configurable-http-proxy missing (bash bench/setup.sh)")
-            L.log("JupyterHub: start-to-ready")
-            hub.start()
-            hub_res = hub.runs(args.runs)
-    except Exception as e:
-        hub_err = f"{type(e).__name__}: {e}"
-        print(f"start-ready: JupyterHub: {hub_err}", file=sys.stderr)
-        rc = 1
+        for side in sides:
+            try:
+                if side.name == "JupyterHub" and not (os.access(f"{L.HUB_ENV}/bin/jupyterhub", os.X_OK)
+                                                      and os.access(L.CHP, os.X_OK)):
+                    raise RuntimeError("JupyterHub or configurable-http-proxy missing "
+                                       "(bash bench/setup.sh)")
+                side.start()
+            except Exception as e:
+                errors[side.name] = f"{type(e).__name__}: {e}"
+        # The two sides take turns (which one goes first alternates), so that a machine
+        # whose load changes during the run weighs on both alike.
+        for i in range(args.runs + 1):
+            for side in sides if i % 2 == 0 else reversed(sides):
+                if side.name in errors:
+                    continue
+                try:
+                    results[side.name].append(side.run(i))
+                except Exception as e:
+                    errors[side.name] = f"{type(e).__name__}: {e}"
     finally:
-        hub.stop()
+        for side in sides:
+            try:
+                side.stop()
+            except Exception as e:
+                problems.append(f"{side.name} stop: {type(e).__name__}: {e}")
         procs.stop_all()
+    for name, err in errors.items():
+        print(f"start-ready: {name}: {err}", file=sys.stderr)
+    lab = results.get("labd") if "labd" not in errors else None
+    hub_res = results.get("JupyterHub") if "JupyterHub" not in errors else None
+    hub_err = errors.get("JupyterHub")
     print_table(args, lab, hub_res, hub_err, problems)
-    return rc
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":
