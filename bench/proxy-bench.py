@@ -4,14 +4,16 @@ configurable-http-proxy (CHP) and nginx, all in one run (HTTP and WebSocket).
 
 Backends (each table names the one every row used):
   A  the runtime's Jupyter: labd starts a CPU runtime (full sandbox) and
-     Jupyter (Notebook 6) listens on <state>/runtimes/bench/run/jupyter.sock.
-     labd can only proxy to this.  nginx can also proxy to a Unix socket, so
-     "nginx-uds" is nginx in front of the very same Jupyter (token read from
-     labd's database), and "direct-uds" (WebSocket only) is a client on it.
-  B  the same Notebook 6, same base_url /user/bench/, started outside labd on
-     TCP 127.0.0.1 (CHP 4.5 cannot proxy to Unix sockets).  "direct", "chp"
+     JupyterLab 4 (Jupyter Server 2, from /opt/labd/jupyter) listens on
+     <state>/runtimes/bench/run/jupyter.sock.  labd can only proxy to this.
+     nginx and configurable-http-proxy 5 can also proxy to a Unix socket, so
+     "nginx-uds" and "chp-uds" are nginx and CHP in front of the very same
+     Jupyter (token read from labd's database; nginx adds it, CHP's client
+     sends it), and "direct-uds" (WebSocket only) is a client on it.
+  B  the same JupyterLab from the same environment, same base_url
+     /user/bench/, started outside labd on TCP 127.0.0.1.  "direct", "chp"
      and "nginx" rows use it.  B sets TCP_NODELAY on its WebSockets (a config
-     file, see nodelay_config): stock Tornado does not, and a kernel reply
+     file, see NODELAY_CONFIG): stock Tornado does not, and a kernel reply
      written right after the iopub "busy" message then waits for the client's
      delayed ACK (~40 ms), which would measure Tornado, not the proxies.
   F  a synthetic backend for the proxies' own capacity: nginx serving the
@@ -24,11 +26,12 @@ Backends (each table names the one every row used):
 HTTP: wrk, keep-alive, DURATION s per run, CONNS connections, 1 thread;
 ROUNDS rounds with the arms interleaved; medians of req/s, p50, p99, and the
 proxy's CPU time per request (labd-web, nginx workers, node) from /proc.
-Requests: GET /user/bench/api/status (~120 B JSON) and
-/user/bench/static/auth/js/main.min.js (99,805 B JavaScript).
+Requests: GET /user/bench/api/status (~120 B JSON) and the JupyterLab static
+file under /user/bench/static/lab/ whose size is closest to 100,000 B.
 
-WebSocket: bench/ws-rtt.py, kernel_info_request round trips on
-/user/bench/api/kernels/<id>/channels (see that file).
+WebSocket: bench/ws-rtt.py --v1, kernel_info_request round trips on
+/user/bench/api/kernels/<id>/channels in the v1.kernel.websocket.jupyter.org
+subprotocol JupyterLab 4 uses (see that file).
 
 Usage: proxy-bench.py --workdir DIR [--summary FILE] [--only http|synthetic|ws|hold]
 (--only synthetic: just the HTTP phase on backend F, for quick iterations;
@@ -45,6 +48,7 @@ import secrets
 import subprocess
 import sys
 import time
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in bench/
@@ -54,10 +58,10 @@ _spec.loader.exec_module(L)
 
 USER = "bench"
 BASE = f"/user/{USER}/"
-ENDPOINTS = [("status", "api/status", "/api/status (JSON, ~120 B)"),
-             ("static", "static/auth/js/main.min.js", "main.min.js (JS, 99,805 B)")]
+# (name, path under BASE, label); the static file is picked in setup (L.lab_asset)
+ENDPOINTS = [("status", "api/status", "/api/status (JSON, ~120 B)")]
 NODELAY_CONFIG = """# bench: TCP_NODELAY on kernel WebSockets (see bench/proxy-bench.py)
-from notebook.services.kernels.handlers import ZMQChannelsHandler as _H
+from jupyter_server.services.kernels.websocket import KernelWebsocketHandler as _H
 _orig_open = _H.open
 def _open(self, *a, **k):
     self.set_nodelay(True)
@@ -99,6 +103,10 @@ class Bench:
         L.log(f"runtime running after {time.monotonic() - t0:.1f} s (first start: creates the home)")
         self.tok_a = self.labd.runtime_token()
         self.sock_a = self.labd.socket_path()
+        asset = L.lab_asset()
+        size = os.path.getsize(os.path.join(L.JUPYTER_ENV, "share/jupyter/lab/static", asset))
+        del ENDPOINTS[1:]
+        ENDPOINTS.append(("static", f"static/lab/{asset}", f"static/lab/{asset} (JS, {size:,} B)"))
 
         L.log("starting the reference Jupyter (B) on TCP")
         self.tok_b = secrets.token_urlsafe(32)
@@ -131,7 +139,10 @@ class Bench:
                    L.nginx_proxy_server(self.port_nx_b, f"127.0.0.1:{self.port_b}") +
                    L.nginx_proxy_server(self.port_nx_f, f"127.0.0.1:{self.port_fast}"))
         self.nginx = L.start_nginx(self.procs, os.path.join(self.w, "nginx"), servers)
-        self.port_chp_b, self.port_chp_f = L.free_port(), L.free_port()
+        self.port_chp_a, self.port_chp_b, self.port_chp_f = L.free_port(), L.free_port(), L.free_port()
+        self.chp_a = L.start_chp(self.procs, os.path.join(self.w, "chp"), self.port_chp_a,
+                                 "unix+http://" + urllib.parse.quote(self.sock_a, safe=""),
+                                 name="chp-a")
         self.chp_b = L.start_chp(self.procs, os.path.join(self.w, "chp"), self.port_chp_b,
                                  f"http://127.0.0.1:{self.port_b}", name="chp-b")
         self.chp_f = L.start_chp(self.procs, os.path.join(self.w, "chp"), self.port_chp_f,
@@ -150,6 +161,8 @@ class Bench:
                 ("direct", self.port_b, tb, None, "B"),
                 ("labd", *la, "A"),
                 ("nginx-uds", self.port_nx_a, {}, self.nginx_workers, "A"),
+                ("chp-uds", self.port_chp_a, {"Authorization": f"token {self.tok_a}"},
+                 lambda: [self.chp_a.pid], "A"),
                 ("nginx", self.port_nx_b, tb, self.nginx_workers, "B"),
                 ("chp", self.port_chp_b, tb, lambda: [self.chp_b.pid], "B"),
             ]
@@ -157,6 +170,7 @@ class Bench:
             ("direct", self.port_fast, {}, None, "F/tcp"),
             ("labd", *la, "F/uds"),
             ("nginx-uds", self.port_nx_a, {}, self.nginx_workers, "F/uds"),
+            ("chp-uds", self.port_chp_a, {}, lambda: [self.chp_a.pid], "F/uds"),
             ("nginx", self.port_nx_f, {}, self.nginx_workers, "F/tcp"),
             ("chp", self.port_chp_f, {}, lambda: [self.chp_f.pid], "F/tcp"),
         ]
@@ -246,7 +260,7 @@ class Bench:
                       f"{L.fmt(med[name]['cpu_us']):>7} {errs:>6}")
             lab = med["labd"]
             line = []
-            for peer in ("chp", "nginx-uds", "nginx", "direct"):
+            for peer in ("chp", "chp-uds", "nginx-uds", "nginx", "direct"):
                 rr = L.ratio(lab["rps"], med[peer]["rps"])
                 pr = L.ratio(lab["p99"], med[peer]["p99"])
                 line.append(f"labd/{peer}: req/s {L.fmt(rr, '.2f')}x, p99 {L.fmt(pr, '.2f')}x")
@@ -282,6 +296,7 @@ class Bench:
             ("labd", ["--tcp", str(self.labd.port), "--host", self.labd.runtime_auth()["Host"]],
              f"Authorization: Bearer {self.labd.token}", ka, "A"),
             ("nginx-uds", ["--tcp", str(self.port_nx_a)], None, ka, "A"),
+            ("chp-uds", ["--tcp", str(self.port_chp_a)], f"Authorization: token {self.tok_a}", ka, "A"),
             ("direct", ["--tcp", str(self.port_b)], tb, kb, "B"),
             ("chp", ["--tcp", str(self.port_chp_b)], tb, kb, "B"),
             ("nginx", ["--tcp", str(self.port_nx_b)], tb, kb, "B"),
@@ -291,7 +306,7 @@ class Bench:
             argv = [L.PY, os.path.join(HERE, "ws-rtt.py"), *where,
                     "--path", f"{BASE}api/kernels/{kid}/channels", "--n", str(n),
                     "--warmup", str(max(10, n // 10)), "--msgs", str(msgs), "--window", str(window),
-                    "--limit", "90"]
+                    "--limit", "90", "--v1"]
             if hdr:
                 argv += ["--header", hdr]
             try:
@@ -325,12 +340,12 @@ class Bench:
                   f"{L.fmt(r.get('rtt_p99'), '.2f'):>8} {L.fmt(r.get('replies_per_s')):>10} "
                   f"{L.fmt(r.get('frames_per_s')):>9}  {note}")
         lab = res["labd"]
-        for peer in ("chp", "nginx-uds", "direct-uds", "direct"):
+        for peer in ("chp", "chp-uds", "nginx-uds", "direct-uds", "direct"):
             p = res[peer]
             print(f"  labd/{peer}: p50 {L.fmt(L.ratio(lab.get('rtt_p50'), p.get('rtt_p50')), '.2f')}x, "
                   f"p99 {L.fmt(L.ratio(lab.get('rtt_p99'), p.get('rtt_p99')), '.2f')}x, replies/s "
                   f"{L.fmt(L.ratio(lab.get('replies_per_s'), p.get('replies_per_s')), '.2f')}x")
-        for peer in ("chp", "direct-uds"):
+        for peer in ("chp", "chp-uds", "direct-uds"):
             p = res[peer]
             L.summary(self.summary, "ws kernel_info", "p50 ms", lab.get("rtt_p50"), peer,
                       p.get("rtt_p50"), "-", "-")

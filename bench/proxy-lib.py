@@ -22,11 +22,15 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 BUILD = os.environ.get("BUILD", "build")
 BUILD_DIR = BUILD if os.path.isabs(BUILD) else os.path.join(REPO, BUILD)
 LABD = os.path.join(BUILD_DIR, "labd")
-# Debian's python3 has Notebook 6 and JupyterHub; a python3 earlier on PATH may not.
+# The scripts themselves need only the standard library of Debian's python3.
 PY = "/usr/bin/python3"
-# configurable-http-proxy's modules live in Debian's node paths, which a
-# non-Debian node (e.g. nodesource) does not search by default.
-NODE_PATH = "/usr/share/nodejs:/usr/lib/nodejs:/usr/lib/x86_64-linux-gnu/nodejs"
+# The runtime's JupyterLab environment (deploy/install-deps.sh): labd's runtimes run
+# it, and so does every peer here (reference Jupyter, JupyterHub's single-user server).
+JUPYTER_ENV = os.environ.get("BENCH_JUPYTER_ENV", "/opt/labd/jupyter")
+# The peers' own installs, made by bench/setup.sh (current releases, not Debian's).
+BENCH_DIR = os.environ.get("BENCH_DIR", "/opt/labd/bench")
+HUB_ENV = os.path.join(BENCH_DIR, "hub")
+CHP = os.path.join(BENCH_DIR, "chp", "node_modules", ".bin", "configurable-http-proxy")
 
 
 def log(msg):
@@ -204,7 +208,10 @@ class Labd:
         self.state_dir = os.path.join(workdir, "state")
         self.port = free_port()
         self.log_path = os.path.join(workdir, "labd.log")
-        rt = {"home_size": "1G", "memory": "2G", "idle_timeout": "0", "keep_on_shutdown": "false"}
+        # jupyter = lab: the runtime runs JupyterLab from [runtime] jupyter_env (never
+        # a silent fall-back to another app)
+        rt = {"home_size": "1G", "memory": "2G", "idle_timeout": "0", "keep_on_shutdown": "false",
+              "jupyter": "lab"}
         rt.update(runtime or {})
         lines = ["[server]", f"listen = 127.0.0.1:{self.port}", f"state_dir = {self.state_dir}",
                  f"web_root = {os.path.join(REPO, 'web')}", "", "[auth]", "scrypt_n = 1024", "",
@@ -345,18 +352,19 @@ class Labd:
 
 
 def start_jupyter(procs, workdir, port, base_url, token, extra=()):
-    """A Notebook 6 server like the runtime's (same app, same base_url, same
-    version) but outside labd, on TCP 127.0.0.1:port."""
+    """A JupyterLab like the runtime's (same environment, same app, same
+    base_url) but outside labd, on TCP 127.0.0.1:port."""
     for d in ("home", "nb", "runtime"):
         os.makedirs(os.path.join(workdir, d), exist_ok=True)
-    env = {"PATH": "/usr/bin:/bin", "HOME": os.path.join(workdir, "home"),
+    env = {"PATH": f"{JUPYTER_ENV}/bin:/usr/bin:/bin", "HOME": os.path.join(workdir, "home"),
            "JUPYTER_TOKEN": token, "JUPYTER_RUNTIME_DIR": os.path.join(workdir, "runtime"),
            "LANG": "C.UTF-8"}
-    p = procs.start("jupyter", [PY, "/usr/bin/jupyter-notebook", *extra, "--no-browser", "--allow-root",
-                                "--ip=127.0.0.1", f"--port={port}", "--port-retries=0",
-                                f"--NotebookApp.base_url={base_url}",
-                                "--NotebookApp.allow_remote_access=True",
-                                f"--NotebookApp.notebook_dir={os.path.join(workdir, 'nb')}"],
+    p = procs.start("jupyter", [f"{JUPYTER_ENV}/bin/jupyter-lab", *extra, "--no-browser",
+                                "--allow-root", "--ip=127.0.0.1", f"--port={port}",
+                                "--ServerApp.port_retries=0",
+                                f"--ServerApp.base_url={base_url}",
+                                "--ServerApp.allow_remote_access=True",
+                                f"--ServerApp.root_dir={os.path.join(workdir, 'nb')}"],
                     os.path.join(workdir, "jupyter.log"), env=env, cwd=os.path.join(workdir, "nb"))
     ok = wait_until(lambda: p.poll() is None and request(
         port, "GET", f"{base_url}api/status", headers={"Authorization": f"token {token}"})[0] == 200,
@@ -364,6 +372,14 @@ def start_jupyter(procs, workdir, port, base_url, token, extra=()):
     if not ok:
         raise RuntimeError(f"the reference Jupyter did not start (see {workdir}/jupyter.log)")
     return p
+
+
+def lab_asset(size_bytes=100_000):
+    """The name of a JupyterLab static file (served under <base_url>static/lab/)
+    whose size is closest to size_bytes: the "large response" of the HTTP runs."""
+    d = os.path.join(JUPYTER_ENV, "share", "jupyter", "lab", "static")
+    names = [n for n in os.listdir(d) if n.endswith(".js") and os.path.isfile(os.path.join(d, n))]
+    return min(names, key=lambda n: abs(os.path.getsize(os.path.join(d, n)) - size_bytes))
 
 
 def start_nginx(procs, workdir, servers, name="nginx", workers=2, run_as=None, cwd=None):
@@ -430,11 +446,12 @@ def nginx_proxy_server(listen_port, upstream, auth=None):
 
 
 def start_chp(procs, workdir, port, target, name="chp"):
-    """configurable-http-proxy (JupyterHub's proxy) with one default route."""
+    """configurable-http-proxy (JupyterHub's proxy, from npm: bench/setup.sh) with
+    one default route; target may be http://host:port or unix+http://<%2F-encoded path>."""
     os.makedirs(workdir, exist_ok=True)
     api_port = free_port()
-    env = dict(os.environ, NODE_PATH=NODE_PATH, CONFIGPROXY_AUTH_TOKEN=secrets.token_hex(16))
-    p = procs.start(name, ["/usr/bin/configurable-http-proxy", "--ip", "127.0.0.1",
+    env = dict(os.environ, CONFIGPROXY_AUTH_TOKEN=secrets.token_hex(16))
+    p = procs.start(name, [CHP, "--ip", "127.0.0.1",
                            "--port", str(port), "--api-ip", "127.0.0.1",
                            "--api-port", str(api_port), "--default-target", target,
                            "--log-level", "warn"],

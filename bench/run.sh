@@ -2,12 +2,15 @@
 # bench/run.sh - every labd benchmark in one invocation (what `make bench` runs):
 #   1. proxy-bench.py  HTTP req/s + p50/p99 and WebSocket round trips through
 #                      labd vs direct vs configurable-http-proxy vs nginx
-#   2. start-ready.py  start-to-ready, labd (full sandbox) vs JupyterHub 3
+#   2. start-ready.py  start-to-ready, labd (full sandbox) vs JupyterHub, JupyterLab 4 both
 #   3. sandbox-start   sandbox start latency vs bwrap and unshare
 #   4. egress-bench.py throughput out of an egress sandbox (pasta + nft) vs the host,
 #                      to a test host in a network namespace (198.18.0.0/15)
-# then a summary table of ratios measured in this run.  Root only (sandboxes,
-# a throwaway system user for JupyterHub).  Loopback only; every step has a
+# then a summary table of ratios measured in this run.  The peers (JupyterHub from
+# PyPI, configurable-http-proxy from npm) come from bench/setup.sh, run first; the
+# runtime's JupyterLab environment from deploy/install-deps.sh.  Root only (sandboxes,
+# a throwaway system user for JupyterHub).  Loopback and test hosts of our own
+# network namespaces only; every step has a
 # time limit; everything started is stopped and every temp dir removed on exit.
 # Not part of `make test`.  See bench/README.md.
 #
@@ -29,10 +32,7 @@ say() { printf '%s\n' "$*" >&2; }
 declare -A PKG=(
 	[wrk]=wrk
 	[nginx]=nginx
-	[configurable-http-proxy]=node-configurable-http-proxy
-	[jupyterhub]=jupyterhub
-	[jupyterhub-singleuser]=jupyterhub
-	[jupyter-notebook]=jupyter-notebook
+	[npm]=npm
 	[bwrap]=bubblewrap
 	[unshare]=util-linux
 	[pasta]=passt
@@ -45,6 +45,7 @@ for cmd in "${!PKG[@]}"; do
 		missing+=("${PKG[$cmd]}")
 done
 [ -x "$PY" ] || missing+=(python3)
+"$PY" -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
 	mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 	if [ -z "${BENCH_NO_INSTALL:-}" ] && command -v apt-get >/dev/null; then
@@ -56,8 +57,16 @@ if [ ${#missing[@]} -gt 0 ]; then
 		exit 1
 	fi
 fi
-"$PY" -c 'import notebook.notebookapp, jupyterhub' 2>/dev/null ||
-	{ say "bench: $PY lacks notebook or jupyterhub (apt-get install jupyter-notebook jupyterhub)"; exit 1; }
+JUPYTER_ENV=${BENCH_JUPYTER_ENV:-/opt/labd/jupyter}
+[ -x "$JUPYTER_ENV/bin/jupyter-lab" ] ||
+	{ say "bench: no JupyterLab at $JUPYTER_ENV (deploy/install-deps.sh makes it)"; exit 1; }
+if [ -z "${BENCH_NO_INSTALL:-}" ]; then
+	bash bench/setup.sh || { say "bench: bench/setup.sh failed"; exit 1; }
+fi
+HUB_ENV=${BENCH_DIR:-/opt/labd/bench}/hub
+CHP=${BENCH_DIR:-/opt/labd/bench}/chp/node_modules/.bin/configurable-http-proxy
+[ -x "$HUB_ENV/bin/jupyterhub" ] && [ -x "$CHP" ] ||
+	{ say "bench: JupyterHub or configurable-http-proxy missing (bash bench/setup.sh)"; exit 1; }
 if [ ! -x "$BUILD/labd" ] || [ ! -x "$BUILD/labbox" ]; then
 	say "bench: build labd first (make)"
 	exit 1
@@ -122,14 +131,15 @@ run() {
 
 t0=$(date +%s)
 echo "labd benchmarks: $(date -u +%FT%TZ), $(nproc) cpus, $(uname -r), labd $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo +changes)"
-echo "peers: nginx $(nginx -v 2>&1 | sed 's/.*\///'), configurable-http-proxy $(NODE_PATH=/usr/share/nodejs configurable-http-proxy --version 2>/dev/null), jupyterhub $("$PY" -c 'import jupyterhub; print(jupyterhub.__version__)'), notebook $("$PY" -c 'import notebook; print(notebook.__version__)'), wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null)"
+pyver() { "$1/bin/python" -c "import $2; print($2.__version__)" 2>/dev/null; }
+echo "peers: nginx $(nginx -v 2>&1 | sed 's/.*\///'), configurable-http-proxy $("$CHP" --version 2>/dev/null), jupyterhub $(pyver "$HUB_ENV" jupyterhub), jupyterlab $(pyver "$JUPYTER_ENV" jupyterlab), jupyter_server $(pyver "$JUPYTER_ENV" jupyter_server), wrk $(dpkg-query -W -f='${Version}' wrk 2>/dev/null)"
 rc=0
 echo
 echo "## 1. Proxy: HTTP and WebSocket"
 run 480 "$PY" bench/proxy-bench.py --workdir "$W/proxy" --summary "$SUMMARY" || rc=1
 echo
 echo "## 2. Start to ready"
-run 240 "$PY" bench/start-ready.py --workdir "$W/start" --summary "$SUMMARY" || rc=1
+run 420 "$PY" bench/start-ready.py --workdir "$W/start" --summary "$SUMMARY" || rc=1
 echo
 echo "## 3. Sandbox start (bench/sandbox-start)"
 run 180 bash bench/sandbox-start "${BENCH_SANDBOX_RUNS:-100}" >"$W/sandbox.txt" || rc=1
@@ -152,7 +162,7 @@ awk -F'\t' '
 	{ printf "%-22s %-11s %10s  %-11s %10s %8s  %-7s %s\n", $1, $2, $3, $4, $5, $6, $7, $8 }' "$SUMMARY"
 [ -s "$SUMMARY" ] || { echo "(no results)"; rc=1; }
 echo "http synthetic: backend F, nginx serving Jupyter's two responses as static files (proxy capacity);"
-echo "http jupyter: labd and nginx-uds reach the runtime's Jupyter (A) over its Unix socket, chp the"
-echo "  same Notebook 6 outside labd on TCP (B); nginx-uds = nginx on the same socket as labd."
-echo "targets (issue 4): req/s >=3x chp and within 1.25x of nginx (>=0.8x); start no slower than JupyterHub"
+echo "http jupyter: labd, nginx-uds and chp-uds reach the runtime's JupyterLab (A) over its Unix socket,"
+echo "  chp the same JupyterLab outside labd on TCP (B); nginx-uds/chp-uds = nginx/CHP on labd's socket."
+echo "targets: req/s >=3x chp and within 1.25x of nginx (>=0.8x) (issue 4); start to ready <=0.8x JupyterHub (issue 10)"
 exit "$rc"

@@ -4,13 +4,15 @@
 Opens /.../api/kernels/<id>/channels over TCP or a Unix socket and sends
 kernel_info_request messages on the shell channel, each answered by a
 kernel_info_reply (plus iopub busy/idle status): a real request/reply through
-Jupyter and the kernel, the same workload on every path.
+Jupyter and the kernel, the same workload on every path.  --v1 asks for the
+subprotocol v1.kernel.websocket.jupyter.org that JupyterLab 4 uses (binary
+frames, Jupyter Server 2); without it, the legacy JSON text frames.
 
   latency: N round trips after a warm-up, one in flight: p50/p99 in ms
   rate:    MSGS requests with WINDOW in flight: replies/s and frames/s
 
 Prints one JSON object.  Every read has a timeout and the whole run a time limit.
-Usage: ws-rtt.py (--tcp PORT | --unix PATH) --path PATH [--header 'K: V']...
+Usage: ws-rtt.py (--tcp PORT | --unix PATH) --path PATH [--header 'K: V']... [--v1]
                  [--n 2000] [--warmup 200] [--window 16] [--msgs 4000] [--limit 60]
 """
 
@@ -23,6 +25,8 @@ import struct
 import sys
 import time
 import uuid
+
+SUBPROTOCOL_V1 = "v1.kernel.websocket.jupyter.org"
 
 
 class WS:
@@ -58,6 +62,11 @@ class WS:
         status = bytes(ws.buf[:end]).split(b"\r\n", 1)[0]
         if b" 101 " not in status + b" ":
             raise RuntimeError(f"handshake: {bytes(ws.buf[:min(end, 300)])!r}")
+        ws.subprotocol = None
+        for line in bytes(ws.buf[:end]).decode("latin-1").split("\r\n")[1:]:
+            k, _, v = line.partition(":")
+            if k.strip().lower() == "sec-websocket-protocol":
+                ws.subprotocol = v.strip()
         del ws.buf[:end]
         return ws
 
@@ -68,14 +77,21 @@ class WS:
         self.buf += b
 
     def send_text(self, payload):
+        self.send_frame(0x81, payload)
+
+    def send_binary(self, payload):
+        self.send_frame(0x82, payload)
+
+    def send_frame(self, first_byte, payload):
+        """One masked, unfragmented frame (first_byte: FIN + opcode)."""
         n = len(payload)
         mask = os.urandom(4)
         if n < 126:
-            head = struct.pack("!BB", 0x81, 0x80 | n)
+            head = struct.pack("!BB", first_byte, 0x80 | n)
         elif n < 65536:
-            head = struct.pack("!BBH", 0x81, 0x80 | 126, n)
+            head = struct.pack("!BBH", first_byte, 0x80 | 126, n)
         else:
-            head = struct.pack("!BBQ", 0x81, 0x80 | 127, n)
+            head = struct.pack("!BBQ", first_byte, 0x80 | 127, n)
         m = (mask * (n // 4 + 1))[:n]
         body = (int.from_bytes(payload, "big") ^ int.from_bytes(m, "big")).to_bytes(n, "big")
         self.sock.sendall(head + mask + body)
@@ -117,21 +133,57 @@ class WS:
             return payload
 
 
-def request_bytes(session, msg_id):
-    return json.dumps({
-        "header": {"msg_id": msg_id, "username": "bench", "session": session,
-                   "msg_type": "kernel_info_request", "version": "5.3",
-                   "date": "2026-01-01T00:00:00.000000Z"},
-        "parent_header": {}, "metadata": {}, "content": {}, "buffers": [],
-        "channel": "shell"}).encode()
+def message(session, msg_id, msg_type, content):
+    """A shell-channel message (a dict in the Jupyter message format)."""
+    return {"header": {"msg_id": msg_id, "username": "bench", "session": session,
+                       "msg_type": msg_type, "version": "5.3",
+                       "date": "2026-01-01T00:00:00.000000Z"},
+            "parent_header": {}, "metadata": {}, "content": content, "channel": "shell"}
+
+
+def encode(msg, v1):
+    """The frame payload for msg: JSON text (legacy), or the v1 binary form: the
+    count of offsets, the offsets (u64 little-endian), then the parts channel,
+    header, parent_header, metadata, content."""
+    if not v1:
+        return json.dumps(dict(msg, buffers=[])).encode()
+    parts = [msg["channel"].encode()] + [json.dumps(msg[k]).encode()
+                                         for k in ("header", "parent_header", "metadata", "content")]
+    offs = [8 * (len(parts) + 2)]
+    for p in parts:
+        offs.append(offs[-1] + len(p))
+    return b"".join([len(offs).to_bytes(8, "little"), *(o.to_bytes(8, "little") for o in offs),
+                     *parts])
+
+
+def decode(payload):
+    """The message (with "channel") in a frame of either protocol."""
+    if payload[:1] == b"{":
+        m = json.loads(payload)
+        m.setdefault("channel", None)
+        return m
+    n = int.from_bytes(payload[:8], "little")
+    offs = [int.from_bytes(payload[8 + 8 * i:16 + 8 * i], "little") for i in range(n)]
+    parts = [payload[offs[i]:offs[i + 1]] for i in range(n - 1)]
+    return {"channel": parts[0].decode(), "header": json.loads(parts[1]),
+            "parent_header": json.loads(parts[2]), "metadata": json.loads(parts[3]),
+            "content": json.loads(parts[4])}
+
+
+def send(ws, msg, v1):
+    (ws.send_binary if v1 else ws.send_text)(encode(msg, v1))
+
+
+def kernel_info(session, msg_id):
+    return message(session, msg_id, "kernel_info_request", {})
 
 
 def reply_to(payload):
     """The msg_id a kernel_info_reply answers, or None for any other message."""
     if b"kernel_info_reply" not in payload:
         return None
-    m = json.loads(payload)
-    if m.get("channel") != "shell" or m.get("msg_type", m["header"]["msg_type"]) != "kernel_info_reply":
+    m = decode(payload)
+    if m.get("channel") != "shell" or m["header"]["msg_type"] != "kernel_info_reply":
         return None
     return m["parent_header"].get("msg_id")
 
@@ -149,6 +201,7 @@ def main():
     ap.add_argument("--path", required=True)
     ap.add_argument("--host", help="Host header (default 127.0.0.1:PORT; labd: <user>.localhost:PORT)")
     ap.add_argument("--header", action="append", default=[])
+    ap.add_argument("--v1", action="store_true", help=f"subprotocol {SUBPROTOCOL_V1}")
     ap.add_argument("--n", type=int, default=2000)
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--window", type=int, default=16)
@@ -160,7 +213,12 @@ def main():
     sid = uuid.uuid4().hex
     out = {"ok": False}
     try:
-        ws = WS.connect(argparse.Namespace(**{**vars(args), "path": f"{args.path}?session_id={sid}"}))
+        hdrs = args.header + ([f"Sec-WebSocket-Protocol: {SUBPROTOCOL_V1}"] if args.v1 else [])
+        ws = WS.connect(argparse.Namespace(**{**vars(args), "header": hdrs,
+                                              "path": f"{args.path}?session_id={sid}"}))
+        if args.v1 and ws.subprotocol != SUBPROTOCOL_V1:
+            raise RuntimeError(f"the server chose subprotocol {ws.subprotocol!r}")
+        out["subprotocol"] = ws.subprotocol
         # latency: one request in flight
         rtts = []
         for i in range(args.warmup + args.n):
@@ -168,9 +226,9 @@ def main():
                 out["truncated"] = True
                 break
             mid = f"{sid}-l{i}"
-            msg = request_bytes(sid, mid)
+            msg = kernel_info(sid, mid)
             t0 = time.perf_counter()
-            ws.send_text(msg)
+            send(ws, msg, args.v1)
             while reply_to(ws.recv()) != mid:
                 pass
             if i >= args.warmup:
@@ -182,7 +240,7 @@ def main():
         t0 = time.perf_counter()
         while done < args.msgs and time.monotonic() < deadline:
             while sent < args.msgs and sent - done < args.window:
-                ws.send_text(request_bytes(sid, f"{sid}-r{sent}"))
+                send(ws, kernel_info(sid, f"{sid}-r{sent}"), args.v1)
                 sent += 1
             if reply_to(ws.recv()) is not None:
                 done += 1

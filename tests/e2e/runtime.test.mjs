@@ -1,31 +1,26 @@
-// labd browser test of the runtime (issue 4): a user starts a CPU runtime from the dashboard,
-// opens Jupyter (classic Notebook 6) through labd's proxy, runs print(6*7) in a new notebook,
-// sees 42, saves, stops the runtime, starts it again and finds the notebook still there;
-// then the "runtime not running" page (503) starts it once more and lands in the notebook.
+// labd browser test of the runtime (issues 4 and 10): a user starts a CPU runtime from the
+// dashboard, opens JupyterLab 4 through labd's proxy, runs print(6*7) in a notebook, sees 42,
+// saves, stops the runtime, starts it again and finds the notebook still there; then the
+// "runtime not running" page (503) starts it once more and lands in the notebook.
+// (lab.test.mjs covers the launcher, terminals, shell history and the token sweep.)
 //
 // Started by tests/e2e/run.sh (LABD_URL, LABD_ADMIN_PASSWORD; the daemon's config has a
 // [runtime] section with a small home and no idle culling). Slow machines: the waits are long.
 // Whatever happens, the runtime is stopped at the end (after hook).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
 import http from 'node:http';
 import { launchChromium } from './browser.mjs';
+import {
+  BASE, ADMIN_PW, USER, JUPYTER, STOP_TIMEOUT, START_TIMEOUT,
+  step as runStep, formLogin as labdLogin, api, apiSession, stopRuntimeByApi, waitState,
+  startFromDashboard as startRuntime, stopFromDashboard, openLabTab, waitLab, labFetch,
+  notebookPanel, runFirstCell, notebookSaved, sleep,
+} from './lab-lib.mjs';
 
-const BASE = (process.env.LABD_URL || '').replace(/\/+$/, '');
-const ADMIN_PW = process.env.LABD_ADMIN_PASSWORD || '';
-// Screenshots of the page a step failed on go here.
-const ARTIFACTS = process.env.LABD_E2E_ARTIFACTS || '/tmp/labd-e2e-artifacts';
-const USER = 'admin';
-const JUPYTER = `/user/${USER}/`;
-
-const START_TIMEOUT = 120_000; // starting -> running (the daemon gives up after start_timeout)
-const STOP_TIMEOUT = 90_000; // stopping -> stopped (stop_grace + teardown)
-const KERNEL_TIMEOUT = 90_000; // kernel started and its WebSocket connected
-
-if (!BASE || !ADMIN_PW) {
-  throw new Error('LABD_URL and LABD_ADMIN_PASSWORD must be set (use tests/e2e/run.sh)');
-}
+const step = (name, page, fn) => runStep('runtime', name, page, fn);
+const CODE = 'print(6*7)';
+const FORTY_TWO = /^42$/;
 
 let browser;
 let context;
@@ -41,7 +36,6 @@ const labdRendered = new Set();
 // Shared between the tests of this file, which run in order.
 const shared = { notebook: null, ranOnce: false };
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const isLabdPage = (url) => {
   try {
     return !new URL(url).pathname.startsWith('/user/');
@@ -92,90 +86,9 @@ function watchPage(page) {
   page.on('dialog', (d) => d.accept().catch(() => {}));
 }
 
-/* Runs one step; on failure saves a screenshot of the page (or of what `page()` returns
- * by then) and names the step in the error. */
-async function step(name, page, fn) {
-  try {
-    return await fn();
-  } catch (err) {
-    let shot = '';
-    if (typeof page === 'function') page = page();
-    if (page && !page.isClosed()) {
-      try {
-        mkdirSync(ARTIFACTS, { recursive: true });
-        shot = `${ARTIFACTS}/runtime-${name.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}.png`;
-        await page.screenshot({ path: shot, fullPage: true });
-      } catch {
-        shot = '';
-      }
-    }
-    err.message = `[${name}] ${err.message}${shot ? ` (screenshot: ${shot})` : ''}`;
-    throw err;
-  }
-}
-
-/* ---- labd: login, API --------------------------------------------------------------- */
-
-const isPath = (path) => (url) => url.pathname === path;
-
 async function formLogin(page, username, password) {
-  await page.goto('/login');
-  await page.locator('#username').fill(username);
-  await page.locator('#password').fill(password);
-  await Promise.all([page.waitForURL(isPath('/dashboard')), page.locator('#password').press('Enter')]);
-  await page.locator('#whoami', { hasText: `Signed in as ${username}` }).waitFor();
+  await labdLogin(page, username, password);
   labdRendered.add('/dashboard');
-}
-
-/* The API from Node with its own login (for cleanup, independent of the browser). */
-async function apiSession() {
-  const res = await fetch(`${BASE}/api/v1/login`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ username: USER, password: ADMIN_PW }),
-  });
-  const body = await res.json().catch(() => null);
-  if (res.status !== 200) throw new Error(`API login: HTTP ${res.status} ${JSON.stringify(body)}`);
-  const cookie = res.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .find((c) => c.startsWith('labd_session='));
-  return { cookie, csrf: body.csrf_token };
-}
-
-async function api(session, method, path, body) {
-  const headers = { Cookie: session.cookie, Accept: 'application/json' };
-  if (method !== 'GET') {
-    headers['Content-Type'] = 'application/json';
-    headers['X-CSRF-Token'] = session.csrf;
-  }
-  const res = await fetch(`${BASE}/api/v1${path}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json = null;
-  try {
-    json = text ? JSON.parse(text) : null;
-  } catch {
-    json = { raw: text };
-  }
-  return { status: res.status, body: json };
-}
-
-async function stopRuntimeByApi() {
-  const s = await apiSession();
-  let cur = (await api(s, 'GET', '/me/runtime')).body?.runtime;
-  if (!cur || !['starting', 'running', 'stopping'].includes(cur.state)) return;
-  if (cur.state !== 'stopping') await api(s, 'DELETE', '/me/runtime');
-  const deadline = Date.now() + STOP_TIMEOUT;
-  while (Date.now() < deadline) {
-    cur = (await api(s, 'GET', '/me/runtime')).body?.runtime;
-    if (!cur || !['starting', 'running', 'stopping'].includes(cur.state)) return;
-    await sleep(1000);
-  }
-  throw new Error(`runtime still ${cur && cur.state} ${STOP_TIMEOUT / 1000} s after DELETE`);
 }
 
 /* Follows a handoff Location (http://<user>.localhost:<port>/_labd/handoff?...) from Node as
@@ -210,140 +123,38 @@ async function onUserOrigin(location) {
 
 /* ---- dashboard ---------------------------------------------------------------------- */
 
-async function runtimeState(page) {
-  const badge = page.locator('#runtime-state');
-  if (!(await badge.isVisible())) return '';
-  return ((await badge.textContent()) || '').trim();
-}
-
-/* Waits until #runtime-state reads `want`; a `failed` on the way ends the wait at once. */
-async function waitState(page, want, timeout) {
-  const deadline = Date.now() + timeout;
-  let state = '';
-  for (;;) {
-    state = await runtimeState(page);
-    if (state === want) return;
-    if (state === 'failed' && want !== 'failed') {
-      const reason = (await page.locator('#runtime-reason').textContent()) || '';
-      const error = (await page.locator('#runtime-error').textContent()) || '';
-      throw new Error(`runtime failed while waiting for "${want}": ${reason.trim()} ${error.trim()}`.trim());
-    }
-    if (Date.now() > deadline) {
-      const error = (await page.locator('#runtime-error').textContent()) || '';
-      throw new Error(`runtime state still "${state}" after ${timeout / 1000} s, wanted "${want}" ${error.trim()}`);
-    }
-    await sleep(250);
-  }
-}
-
+/* The shared start (lab-lib.mjs), and what the dashboard shows of a running CPU runtime. */
 async function startFromDashboard(page) {
-  await page.locator('#start-cpu:not([disabled])').waitFor();
-  await page.locator('#start-cpu').click();
-  // The 202 reply is rendered at once: starting (or already running, or failed).
-  await page.locator('#runtime-state').waitFor({ state: 'visible' });
-  await waitState(page, 'running', START_TIMEOUT);
+  await startRuntime(page);
   assert.equal(await page.locator('#runtime-reason').isVisible(), false, 'no reason shown while running');
-  assert.equal(await page.locator('#runtime-error').isVisible(), false, 'no error shown while running');
   assert.equal(await page.locator('#start-cpu').isDisabled(), true, 'start disabled while running');
   assert.equal(await page.locator('#start-gpu').isDisabled(), true, 'GPU start disabled while running');
-  assert.equal(await page.locator('#stop-runtime').isDisabled(), false, 'stop enabled while running');
-  assert.equal(await page.locator('#open-runtime').getAttribute('href'), `${JUPYTER}tree`);
   assert.match(await page.locator('#runtime-countdown').textContent(), /^\d+:\d\d:\d\d$/, 'countdown H:MM:SS');
 }
 
-async function stopFromDashboard(page) {
-  await page.locator('#stop-runtime:not([disabled])').waitFor();
-  await page.locator('#stop-runtime').click();
-  await waitState(page, 'stopped', STOP_TIMEOUT);
-  assert.equal(await page.locator('#start-cpu').isDisabled(), false, 'start enabled again once stopped');
-  assert.equal(await page.locator('#stop-runtime').isDisabled(), true, 'stop disabled once stopped');
-  assert.equal(await page.locator('#open-runtime').getAttribute('href'), null, 'no link to a stopped runtime');
-}
+/* ---- JupyterLab ------------------------------------------------------------------- */
 
-/* Clicks "Open Jupyter" (target=_blank) and returns the new tab, loaded. */
-async function openJupyterTab(page) {
-  const [tab] = await Promise.all([context.waitForEvent('page'), page.locator('#open-runtime').click()]);
-  await tab.waitForLoadState('domcontentloaded');
-  assert.equal(new URL(tab.url()).pathname, `${JUPYTER}tree`, 'Open goes to the Jupyter tree');
-  return tab;
-}
-
-/* ---- Jupyter (classic Notebook 6) --------------------------------------------------- */
-
-/* The HTML of a Jupyter page must not carry Jupyter's token (labd keeps it to itself). */
+/* A Jupyter page must not carry Jupyter's token (labd keeps it to itself): not in its HTML,
+ * not in JupyterLab's page config, not in a cookie. */
 async function assertNoToken(page, what) {
   const html = await page.evaluate(() => document.documentElement.outerHTML);
   const leaked = html.match(/token=["']?([A-Za-z0-9_\-%.]{32,})/i);
   assert.equal(leaked, null, `${what}: a token value appears in the page: ${leaked && leaked[0].slice(0, 24)}…`);
-  const attr = await page.evaluate(() => {
-    const el = document.querySelector('[data-jupyter-api-token]');
-    return el ? el.getAttribute('data-jupyter-api-token') : null;
+  const config = await page.evaluate(() => {
+    const el = document.getElementById('jupyter-config-data');
+    return el ? JSON.parse(el.textContent) : null;
   });
-  assert.ok(attr === null || attr === '', `${what}: data-jupyter-api-token is not empty (${(attr || '').length} chars)`);
-  // And the cookie jar holds nothing of it either.
+  assert.ok(config, `${what}: JupyterLab's page config is there`);
+  assert.equal(config.token || '', '', `${what}: the page config's token is empty`);
   const cookies = await context.cookies(BASE);
   for (const c of cookies) {
     assert.ok(!/token/i.test(c.name) || c.name === 'labd_session', `${what}: unexpected cookie ${c.name}`);
   }
 }
 
-/* fetch() in the Jupyter page, with Jupyter's XSRF header from its _xsrf cookie. */
-async function jupyterFetch(page, method, path, body) {
-  return page.evaluate(
-    async ({ method, url, body }) => {
-      const m = document.cookie.match(/(?:^|;\s*)_xsrf=([^;]*)/);
-      const headers = { Accept: 'application/json' };
-      if (m) headers['X-XSRFToken'] = decodeURIComponent(m[1]);
-      if (body !== undefined) headers['Content-Type'] = 'application/json';
-      const res = await fetch(url, {
-        method,
-        credentials: 'same-origin',
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.text();
-      let json = null;
-      try {
-        json = JSON.parse(text);
-      } catch {
-        json = null;
-      }
-      return { status: res.status, json, text: text.slice(0, 500) };
-    },
-    { method, url: `${JUPYTER}${path}`, body }
-  );
-}
-
-async function waitKernel(page) {
-  await page.waitForFunction(
-    () => {
-      const J = window.Jupyter;
-      return !!(J && J.notebook && J.notebook.kernel && J.notebook.kernel.is_connected());
-    },
-    null,
-    { timeout: KERNEL_TIMEOUT, polling: 250 }
-  );
-}
-
-/* The saved notebook (contents API), or null. */
-async function savedNotebook(page, name) {
-  const r = await jupyterFetch(page, 'GET', `api/contents/${encodeURIComponent(name)}?content=1`);
-  return r.status === 200 ? r.json : null;
-}
-
-function cellRan(nb) {
-  const cell = nb && nb.content && nb.content.cells && nb.content.cells[0];
-  if (!cell || cell.cell_type !== 'code') return false;
-  const src = Array.isArray(cell.source) ? cell.source.join('') : cell.source;
-  const out = (cell.outputs || [])
-    .map((o) => (Array.isArray(o.text) ? o.text.join('') : o.text || ''))
-    .join('');
-  return src.trim() === 'print(6*7)' && out.trim() === '42';
-}
-
 // ---------------------------------------------------------------------------------------
 
-test('start a CPU runtime, run print(6*7) in Jupyter, stop, start again: the notebook is still there', { timeout: 900_000 }, async () => {
+test('start a CPU runtime, run print(6*7) in JupyterLab, stop, start again: the notebook is still there', { timeout: 900_000 }, async () => {
   const page = await context.newPage();
 
   await step('log in', page, async () => {
@@ -387,22 +198,22 @@ test('start a CPU runtime, run print(6*7) in Jupyter, stop, start again: the not
     assert.match(await warning.textContent(), /^Your runtime stops in \d+:\d\d — save your work\.$/);
   });
 
-  const tree = await step('open Jupyter', page, async () => {
-    const tab = await openJupyterTab(page);
-    // The classic Notebook tree page with its file list.
-    await tab.locator('#notebook_list').waitFor({ timeout: 60_000 });
+  const tree = await step('open JupyterLab', page, async () => {
+    const tab = await openLabTab(context, page);
+    // JupyterLab's file browser lists the home.
+    await tab.locator('.jp-DirListing-content').waitFor({ timeout: 60_000 });
     return tab;
   });
 
-  await step('no Jupyter token in the tree page', tree, async () => {
-    await assertNoToken(tree, 'tree page');
+  await step('no Jupyter token in the JupyterLab page', tree, async () => {
+    await assertNoToken(tree, 'lab page');
   });
 
   const name = `labd-e2e-${Date.now().toString(36)}.ipynb`;
   shared.notebook = name;
 
   await step('create a Python 3 notebook (contents API)', tree, async () => {
-    const r = await jupyterFetch(tree, 'PUT', `api/contents/${encodeURIComponent(name)}`, {
+    const r = await labFetch(tree, 'PUT', `api/contents/${encodeURIComponent(name)}`, {
       type: 'notebook',
       format: 'json',
       content: {
@@ -420,37 +231,37 @@ test('start a CPU runtime, run print(6*7) in Jupyter, stop, start again: the not
 
   const nbPage = tree;
   await step('open the notebook and wait for its kernel', nbPage, async () => {
-    const res = await nbPage.goto(`${JUPYTER}notebooks/${encodeURIComponent(name)}`);
+    // No autosave (a user setting, read when JupyterLab loads): the save checked below is
+    // the one Ctrl+S makes.
+    const r = await labFetch(nbPage, 'PUT', 'lab/api/settings/@jupyterlab/docmanager-extension:plugin', {
+      raw: '{"autosave": false}',
+    });
+    assert.equal(r.status, 204, `PUT docmanager settings: ${r.status} ${r.text}`);
+    const res = await nbPage.goto(`${JUPYTER}lab/tree/${encodeURIComponent(name)}`);
     assert.equal(res.status(), 200, 'notebook page loads');
-    await nbPage.locator('#notebook-container .cell.code_cell').first().waitFor({ timeout: 60_000 });
-    await waitKernel(nbPage);
-    // No autosave: the save checked below is the one Ctrl+S makes.
-    await nbPage.evaluate(() => window.Jupyter.notebook.set_autosave_interval(0));
+    await waitLab(nbPage);
+    await notebookPanel(nbPage).locator('.jp-Cell.jp-CodeCell').first().waitFor({ timeout: 60_000 });
     await assertNoToken(nbPage, 'notebook page');
   });
 
   await step('type print(6*7), Shift+Enter, see 42', nbPage, async () => {
-    const cell = nbPage.locator('#notebook-container .cell.code_cell').first();
-    await cell.locator('.CodeMirror').click();
-    await nbPage.keyboard.type('print(6*7)');
-    await nbPage.keyboard.press('Shift+Enter');
-    const out = cell.locator('.output_area .output_subarea');
-    await out.first().waitFor({ timeout: KERNEL_TIMEOUT });
-    await cell.locator('.output_area .output_subarea', { hasText: '42' }).waitFor({ timeout: KERNEL_TIMEOUT });
-    assert.equal((await out.first().innerText()).trim(), '42');
+    const out = await runFirstCell(nbPage, CODE);
+    assert.equal((await out.innerText()).trim(), '42');
   });
 
   await step('save with Ctrl+S', nbPage, async () => {
     // Only the empty notebook is on disk so far.
-    assert.equal(cellRan(await savedNotebook(nbPage, name)), false, 'not saved yet');
+    assert.equal(await notebookSaved(nbPage, name, CODE, FORTY_TWO), false, 'not saved yet');
+    await notebookPanel(nbPage).locator('.jp-Cell').first().click();
     await nbPage.keyboard.press('Control+s');
     const deadline = Date.now() + 30_000;
     for (;;) {
-      if (cellRan(await savedNotebook(nbPage, name))) break;
+      if (await notebookSaved(nbPage, name, CODE, FORTY_TWO)) break;
       if (Date.now() > deadline) throw new Error('the saved notebook has no print(6*7) cell with output 42');
       await sleep(500);
     }
-    assert.equal(await nbPage.evaluate(() => window.Jupyter.notebook.dirty), false, 'notebook not dirty after save');
+    const tab = nbPage.locator('.lm-TabBar-tab', { hasText: name }).first();
+    await nbPage.waitForFunction((el) => !el.classList.contains('jp-mod-dirty'), await tab.elementHandle());
   });
 
   await step('stop the runtime from the dashboard', page, async () => {
@@ -475,12 +286,10 @@ test('start a CPU runtime, run print(6*7) in Jupyter, stop, start again: the not
 
   let tab2 = null;
   await step('the notebook is still there', () => tab2 || page, async () => {
-    const tab = (tab2 = await openJupyterTab(page));
-    await tab.locator('#notebook_list').waitFor({ timeout: 60_000 });
-    await tab.locator('#notebook_list a.item_link', { hasText: name }).first().waitFor({ timeout: 30_000 });
-    const nb = await savedNotebook(tab, name);
-    assert.ok(cellRan(nb), 'the notebook kept its print(6*7) cell and its output 42');
-    await assertNoToken(tab, 'tree page after restart');
+    const tab = (tab2 = await openLabTab(context, page));
+    await tab.locator('.jp-DirListing-item', { hasText: name }).first().waitFor({ timeout: 60_000 });
+    assert.ok(await notebookSaved(tab, name, CODE, FORTY_TWO), 'the notebook kept its print(6*7) cell and its output 42');
+    await assertNoToken(tab, 'lab page after restart');
     await tab.close();
   });
 
@@ -522,7 +331,7 @@ test('the "runtime not running" page (503) starts the runtime and lands in the n
     assert.equal(await page.locator('#start-cpu').isDisabled(), false, 'start enabled again once stopped');
   });
 
-  const url = `${JUPYTER}notebooks/${encodeURIComponent(name)}`;
+  const url = `${JUPYTER}lab/tree/${encodeURIComponent(name)}`;
   await step('a stopped runtime gets the runtime page', page, async () => {
     const res = await page.goto(url);
     assert.equal(res.status(), 503);
@@ -541,11 +350,12 @@ test('the "runtime not running" page (503) starts the runtime and lands in the n
       page.waitForEvent('load', { timeout: START_TIMEOUT + 30_000 }),
       page.locator('#start-cpu').click(),
     ]);
-    await page.locator('#notebook-container .cell.code_cell').first().waitFor({ timeout: 60_000 });
+    await waitLab(page);
+    const cell = notebookPanel(page).locator('.jp-Cell.jp-CodeCell').first();
+    await cell.locator('.jp-OutputArea-output').first().waitFor({ timeout: 60_000 });
     assert.equal(new URL(page.url()).pathname, url);
-    const cell = page.locator('#notebook-container .cell.code_cell').first();
-    assert.equal((await cell.locator('.CodeMirror').innerText()).includes('print(6*7)'), true, 'the saved cell');
-    assert.equal((await cell.locator('.output_area .output_subarea').first().innerText()).trim(), '42', 'its saved output');
+    assert.equal((await cell.locator('.cm-content').innerText()).includes(CODE), true, 'the saved cell');
+    assert.equal((await cell.locator('.jp-OutputArea-output').first().innerText()).trim(), '42', 'its saved output');
     await assertNoToken(page, 'notebook page after start from the runtime page');
   });
 

@@ -259,7 +259,9 @@
     $("stop-runtime").textContent = s && s.state === "queued" ? "Leave the queue" : "Stop runtime";
     var open = $("open-runtime");
     if (s && s.state === "running" && s.url) {
-      open.href = s.url + "tree";
+      // The runtime's base URL: Jupyter redirects it to its own start page
+      // (/lab for JupyterLab, /tree for Notebook 6), whichever kind runs.
+      open.href = s.url;
       open.removeAttribute("aria-disabled");
       open.removeAttribute("role");
       open.classList.remove("link-disabled");
