@@ -8,7 +8,6 @@ import os
 import socket
 import tempfile
 import threading
-import time
 
 import pytest
 
@@ -134,7 +133,7 @@ def net():
         host.spawn(["python3", "-c", DNS_RESPONDER, host.addr])
         host.spawn(["python3", "-c", SINK, str(SINK_PORT)])
         listener = HostListener()
-        d = egress_daemon("egress", network={"dns": host.addr, "pasta": os.environ.get("B_PASTA", "/usr/bin/pasta"),
+        d = egress_daemon("egress", network={"dns": host.addr,
                                              "max_connections": str(MAX_CONNECTIONS)})
         try:
             d.start()
