@@ -28,7 +28,7 @@ home), then RUNS timed starts; each is stopped (and seen stopped) before the
 next, the two sides taking turns.  JupyterHub spawns for a system user "labdbench" that this script
 creates (useradd --system) when missing and removes again.
 
-Usage: start-ready.py --workdir DIR [--summary FILE] [--runs 5]
+Usage: start-ready.py --workdir DIR [--summary FILE] [--runs 5] [--only labd|hub]
 """
 
 import argparse
