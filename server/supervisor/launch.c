@@ -131,8 +131,9 @@ void launch_path_env(const char *user, const char *env, char *out, size_t len)
 {
 	/* pip install --user puts its scripts in ~/.local/bin: they come first so
 	 * what a user installed is what they run; then labd's env */
-	snprintf(out, len, "PATH=/home/%s/.local/bin:%s%s%s/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
-		 user, env ? env : "", env ? "/bin" : "", env ? ":" : "");
+	snprintf(out, len, "PATH=/home/%s/.local/bin:%s%s%s%s", user, env ? env : "",
+		 env ? "/bin" : "", env ? ":" : "",
+		 "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin");
 }
 
 gid_t launch_labd_gid(const struct labd_config *cfg)

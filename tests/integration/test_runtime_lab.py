@@ -22,10 +22,16 @@ from labd_harness import (
     assert_status,
     jupyter_execute,
     open_kernel_channel,
+    runtime_token,
     start_runtime,
     unique_name,
     ws_cookie_headers,
 )
+
+
+# What labd handed the client during a test (HTTP answers, WebSocket frames): the
+# runtime's token must be in none of it (labd injects it; the browser never needs it).
+SEEN = []
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +49,19 @@ def owner(ld):
     c = ld.client()
     c.login(name, pw)
     start_runtime(c)
+    c.token = runtime_token(ld, name)
+    c.on_response = lambda r: SEEN.append((f"{r.method} {r.path}", str(r.headers), r.body))
     return c
+
+
+@pytest.fixture(autouse=True)
+def no_token_leaks(owner):
+    SEEN.clear()
+    yield
+    leaks = [what for what, head, body in SEEN
+             if owner.token in head or owner.token.encode() in body]
+    SEEN.clear()
+    assert not leaks, f"the runtime's token reached the client in: {leaks}"
 
 
 def user_path(c, rest=""):
@@ -51,9 +69,18 @@ def user_path(c, rest=""):
 
 
 def open_ws(ld, c, rest):
-    return WebSocket(ld.port, user_path(c, rest),
-                     headers=dict(ws_cookie_headers(c), Origin=c.runtime_origin()),
-                     source=c.source).expect_open()
+    ws = WebSocket(ld.port, user_path(c, rest),
+                   headers=dict(ws_cookie_headers(c), Origin=c.runtime_origin()),
+                   source=c.source).expect_open()
+    SEEN.append((f"websocket {rest}", ws.raw_head.decode("latin-1"), ws.buf))
+    recv = ws.recv
+
+    def recording_recv(timeout=None):
+        op, data = recv(timeout)
+        SEEN.append((f"websocket {rest} frame", "", data))
+        return op, data
+    ws.recv = recording_recv
+    return ws
 
 
 def run_in_kernel(ld, c, code):
