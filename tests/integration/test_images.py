@@ -18,6 +18,7 @@ from labd_harness import (
     STRONG,
     WebSocket,
     assert_error,
+    audit_entries,
     assert_status,
     jupyter_execute,
     start_runtime,
@@ -137,6 +138,7 @@ def test_unknown_image_in_plan_refused(admin):
     r = admin.put(f"/api/v1/plans/{name}", json={"limits": {}, "image": "small"})
     assert_status(r, 200)
     assert r.json["plan"]["image"] == "small"
+    assert "image=small" in audit_entries(admin, "plan.update", name)[0]["detail"]
     # a PUT without "image" keeps it
     r = admin.put(f"/api/v1/plans/{name}", json={"limits": {}})
     assert r.json["plan"]["image"] == "small"
