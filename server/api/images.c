@@ -1,6 +1,7 @@
 /* images.c - GET /api/v1/images: the runtime images of [images] (docs/api.md), for any
  * logged-in user (scope runtimes: what a runtime may run on). Each shows its name, whether
- * it is usable, and what its labd-image.json says (hash, size, build time, versions);
+ * it is usable (its labd-image.json readable, its folder root's alone), and what its
+ * labd-image.json says (hash, size, build time, versions);
  * admins also see its folder. Read at each request: a rebuilt image shows its new hash. */
 #include <stdbool.h>
 
@@ -19,7 +20,8 @@ static json_t *text_or_null(const char *s)
 static json_t *image_json(const struct config_image *im, bool admin)
 {
 	struct image_meta m;
-	bool usable = images_read_meta(im->folder, &m) == 0;
+	/* what the supervisor checks at a start (sandboxes.c), so the list never promises more */
+	bool usable = images_read_meta(im->folder, &m) == 0 && !images_folder_unsafe(im->folder);
 	json_t *j;
 
 	if (!usable) /* reported, never guessed: a start on it fails with image_missing */

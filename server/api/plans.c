@@ -43,12 +43,16 @@ void api_plans_list(struct http_request *req)
 }
 
 static void audit_plan(struct http_request *req, const char *action, const char *name,
-		       const struct quota_limits *limits)
+		       const struct quota_limits *limits, const char *image)
 {
 	char text[1024] = "";
+	size_t used;
 
 	if (limits)
 		quota_limits_format(limits, text, sizeof(text));
+	used = strlen(text);
+	if (limits && image && image[0]) /* a plan's image is part of what it gives */
+		snprintf(text + used, sizeof(text) - used, "%simage=%s", used ? " " : "", image);
 	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name, action, name,
 		      http_address(req), limits ? text : NULL) < 0)
 		log_error("audit: %s of %s not recorded", action, name);
@@ -98,7 +102,7 @@ void api_plans_create(struct http_request *req)
 		http_reply_internal(req);
 	if (rc != QUOTA_OK)
 		goto out;
-	audit_plan(req, "plan.create", name, &limits);
+	audit_plan(req, "plan.create", name, &limits, image);
 	http_reply_json(req, MHD_HTTP_CREATED, json_pack("{s:o}", "plan", plan_json(&p)));
 out:
 	json_decref(body);
@@ -156,7 +160,7 @@ void api_plans_put(struct http_request *req)
 		http_reply_internal(req);
 		goto out;
 	}
-	audit_plan(req, "plan.update", p.name, &limits);
+	audit_plan(req, "plan.update", p.name, &limits, p.image);
 	api_storage_apply_all(req, &snap);
 	http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "plan", plan_json(&p)));
 out:
@@ -183,6 +187,6 @@ void api_plans_delete(struct http_request *req)
 		http_reply_internal(req);
 	if (rc != QUOTA_OK)
 		return;
-	audit_plan(req, "plan.delete", p.name, NULL);
+	audit_plan(req, "plan.delete", p.name, NULL, NULL);
 	http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 }

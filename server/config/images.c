@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -74,6 +75,19 @@ int images_read_meta(const char *folder, struct image_meta *out)
 	out->size_bytes = json_is_integer(size) ? json_integer_value(size) : -1;
 	json_decref(root);
 	return strncmp(out->hash, "sha256:", 7) == 0 ? 0 : -EINVAL;
+}
+
+const char *images_folder_unsafe(const char *folder)
+{
+	struct stat st;
+
+	if (stat(folder, &st) < 0 || !S_ISDIR(st.st_mode))
+		return "is not a directory";
+	if (st.st_uid != 0)
+		return "is not owned by root";
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return "is writable by its group or others";
+	return NULL;
 }
 
 void images_log_missing(const struct labd_config *cfg)

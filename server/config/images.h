@@ -35,6 +35,10 @@ const char *images_folder(const struct labd_config *cfg, const char *name);
 /* Reads <folder>/labd-image.json. 0, or -ENOENT when the folder or file is missing,
  * -EINVAL when it is unreadable or has no hash. */
 int images_read_meta(const char *folder, struct image_meta *out);
+/* Whether folder may serve as a sandbox's root: a directory owned by root that neither its
+ * group nor others may write (else whoever may write it chooses what every runtime on the
+ * image runs). NULL, or why not (static text). */
+const char *images_folder_unsafe(const char *folder);
 /* Logs each configured image whose folder or labd-image.json is missing (start-up):
  * such an image stays configured, and a start on it fails with image_missing. */
 void images_log_missing(const struct labd_config *cfg);

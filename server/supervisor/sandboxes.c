@@ -287,12 +287,13 @@ static const char *pick_jupyter(const struct labd_config *cfg, const struct laun
 }
 /* The plan's image NAME (absent: [runtime] image) mapped to a folder by root's own
  * [images], never a path from the web process; hash gets its labd-image.json hash
- * ("" for [runtime] image). -ENOENT with why when the image is not usable. */
+ * ("" for [runtime] image). -ENOENT with why when the image is not there, -EPERM when its
+ * folder is not root's alone (images_folder_unsafe). */
 static int resolve_image(const struct labd_config *cfg, json_t *msg, struct launch_request *rq,
 			 char hash[IMAGE_HASH_MAX], char *why, size_t len)
 {
 	const char *name = json_object_get(msg, "image") ? proto_str(msg, "image") : "";
-	const char *folder = name[0] ? images_folder(cfg, name) : NULL;
+	const char *folder = name[0] ? images_folder(cfg, name) : NULL, *unsafe;
 	struct image_meta meta;
 
 	hash[0] = '\0';
@@ -308,6 +309,10 @@ static int resolve_image(const struct labd_config *cfg, json_t *msg, struct laun
 		snprintf(why, len, "image_missing: image \"%s\" (%.120s) has no readable "
 			 "labd-image.json", name, folder);
 		return -ENOENT;
+	}
+	if ((unsafe = images_folder_unsafe(folder))) {
+		snprintf(why, len, "image_unsafe: image \"%s\" (%.120s) %s", name, folder, unsafe);
+		return -EPERM;
 	}
 	snprintf(hash, IMAGE_HASH_MAX, "%s", meta.hash);
 	return 0;
@@ -361,9 +366,9 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 		return proto_error(id, "runtime_exists", "this user already has a sandbox");
 	if (!x && !(x = free_slot(sb)))
 		return proto_error(id, "busy", "too many sandboxes");
-	if (resolve_image(sb->cfg, msg, &rq, hash, reason, sizeof(reason)) < 0) {
+	if ((rc = resolve_image(sb->cfg, msg, &rq, hash, reason, sizeof(reason))) < 0) {
 		log_error("refused sandbox_start for %s: %s", user, reason);
-		return proto_error(id, "image_missing", reason);
+		return proto_error(id, rc == -EPERM ? "image_unsafe" : "image_missing", reason);
 	}
 	jupyter = pick_jupyter(sb->cfg, &rq);
 	if (!jupyter)

@@ -18,6 +18,7 @@ from labd_harness import (
     STRONG,
     WebSocket,
     assert_error,
+    audit_entries,
     assert_status,
     jupyter_execute,
     start_runtime,
@@ -53,10 +54,20 @@ def meta(image_dir):
 
 
 @pytest.fixture(scope="module")
-def imd(runtime_daemon_factory, image_dir):
+def loose_dir(tmp_path_factory):
+    """A folder with a labd-image.json that anyone may write: never a runtime's root."""
+    d = tmp_path_factory.mktemp("loose-image")
+    (d / "labd-image.json").write_text(json.dumps({"name": "loose", "hash": "sha256:" + "0" * 64}))
+    os.chmod(d, 0o777)
+    return str(d)
+
+
+@pytest.fixture(scope="module")
+def imd(runtime_daemon_factory, image_dir, loose_dir):
     return runtime_daemon_factory("images", runtime={"cpu_limit": "1h"},
                                   sections={"images": {"small": image_dir,
-                                                       "gone": GONE_FOLDER}})
+                                                       "gone": GONE_FOLDER,
+                                                       "loose": loose_dir}})
 
 
 @pytest.fixture(scope="module")
@@ -115,12 +126,13 @@ def test_images_listed(imd, admin, image_dir, meta):
     assert small["folder"] == image_dir and small["jupyterlab"] == "4.6.6", small
     assert small["size_bytes"] == meta["size_bytes"]
     assert by_name["gone"] == {"name": "gone", "usable": False, "folder": GONE_FOLDER}
+    assert by_name["loose"]["usable"] is False, by_name["loose"]  # not root's alone
     # any logged-in user may list them; only admins see where they live
     c = user_on_plan(imd, admin, "")
     r = c.get("/api/v1/images")
     assert_status(r, 200)
     assert all("folder" not in i for i in r.json["images"]), r.json
-    assert {i["name"] for i in r.json["images"]} == {"small", "gone"}
+    assert {i["name"] for i in r.json["images"]} == {"small", "gone", "loose"}
 
 
 def test_unknown_image_in_plan_refused(admin):
@@ -137,6 +149,7 @@ def test_unknown_image_in_plan_refused(admin):
     r = admin.put(f"/api/v1/plans/{name}", json={"limits": {}, "image": "small"})
     assert_status(r, 200)
     assert r.json["plan"]["image"] == "small"
+    assert "image=small" in audit_entries(admin, "plan.update", name)[0]["detail"]
     # a PUT without "image" keeps it
     r = admin.put(f"/api/v1/plans/{name}", json={"limits": {}})
     assert r.json["plan"]["image"] == "small"
@@ -178,3 +191,13 @@ def test_missing_image_folder_fails_start(imd, admin):
     assert "image_missing" in failed["reason"], failed
     assert failed["image"] == "gone" and failed["image_hash"] is None, failed
     assert "image_missing" in imd.log() or "[images] gone" in imd.log()
+
+
+def test_writable_image_folder_refused(imd, admin):
+    """A folder others may write would let them choose what runtimes run: root refuses it."""
+    c = user_on_plan(imd, admin, "loose")
+    r = c.post("/api/v1/me/runtime", json={"type": "cpu"})
+    assert r.status in (202, 201), r
+    failed = wait_runtime(c, "failed")
+    assert "image_unsafe" in failed["reason"], failed
+    assert "writable by its group or others" in failed["reason"], failed

@@ -2,6 +2,8 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "config/images.h"
@@ -514,6 +516,17 @@ static void test_images(void **state)
 	assert_string_equal(m.debian, "12.8");
 	assert_string_equal(m.python, "");
 	assert_int_equal(m.size_bytes, 123);
+	/* the supervisor runs an image only from a folder that is root's alone */
+	assert_null(images_folder_unsafe(dir));
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_string_equal(images_folder_unsafe(dir), "is writable by its group or others");
+	assert_int_equal(chmod(dir, 0755), 0);
+	if (geteuid() == 0) {
+		assert_int_equal(chown(dir, 65534, 0), 0);
+		assert_string_equal(images_folder_unsafe(dir), "is not owned by root");
+		assert_int_equal(chown(dir, 0, 0), 0);
+	}
+	assert_string_equal(images_folder_unsafe(path), "is not a directory");
 	unit_rmdir(dir);
 }
 
