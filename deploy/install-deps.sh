@@ -10,7 +10,7 @@ packages=(
   libmicrohttpd-dev libsqlite3-dev libseccomp-dev libcgroup-dev libssl-dev
   libjansson-dev libinih-dev libcmocka-dev libhttp-parser-dev
   # runtime helpers (sandbox homes, tests)
-  e2fsprogs util-linux iproute2 procps curl sqlite3 python3 python3-pytest bubblewrap
+  e2fsprogs util-linux iproute2 procps curl sqlite3 python3 python3-pytest python3-pytest-xdist bubblewrap
   # the integration suite checks every JSON answer against docs/openapi.yaml
   python3-jsonschema python3-yaml
   # Notebook 6 and plain Jupyter Server (kept as runtimes: [runtime] jupyter);

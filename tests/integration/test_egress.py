@@ -387,9 +387,14 @@ def test_plan_bandwidth_limit_holds_both_ways(net):
         print(f"\negress at {RATE / 2**20:.0f} MiB/s: download {down / 2**20:.2f} MiB/s, "
               f"upload {up / 2**20:.2f} MiB/s")
         assert n == BIG, out
-        # the policer's average is the rate; TCP backs off below it
-        assert 0.3 * RATE <= down <= 1.2 * RATE, f"download {down / 2**20:.2f} MiB/s at {RATE / 2**20} MiB/s"
-        assert 0.3 * RATE <= up <= 1.2 * RATE, f"upload {up / 2**20:.2f} MiB/s at {RATE / 2**20} MiB/s"
+        # The limit holds: neither way runs above the rate (what sat in socket buffers
+        # when the clock started reads as a burst, hence 1.5; unlimited runs > 10x).
+        # Uploads are policed before pasta and TCP settles near the rate. Downloads are
+        # policed after pasta has taken the data, and this pasta (Debian 12's) recovers
+        # the dropped segments slowly: on a loaded machine a download can run far below
+        # the rate (docs/sandbox.md, "Network"), so only its ceiling is checked.
+        assert 0 < down <= 1.5 * RATE, f"download {down / 2**20:.2f} MiB/s at {RATE / 2**20} MiB/s"
+        assert 0.3 * RATE <= up <= 1.5 * RATE, f"upload {up / 2**20:.2f} MiB/s at {RATE / 2**20} MiB/s"
     finally:
         r.close()
         stop_runtime(r.c)
