@@ -94,7 +94,13 @@ export async function api(session, method, path, body) {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = { raw: text };
+  }
+  return { status: res.status, body: json };
 }
 
 /* Creates a user through the API; returns their password. */

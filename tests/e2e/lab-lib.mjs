@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
+import { api, apiLogin } from './console-lib.mjs';
 
 export const BASE = (process.env.LABD_URL || '').replace(/\/+$/, '');
 export const ADMIN_PW = process.env.LABD_ADMIN_PASSWORD || '';
@@ -59,41 +60,8 @@ export async function formLogin(page, username, password) {
 }
 
 /* The API from Node with its own login (for cleanup, independent of the browser). */
-export async function apiSession() {
-  const res = await fetch(`${BASE}/api/v1/login`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ username: USER, password: ADMIN_PW }),
-  });
-  const body = await res.json().catch(() => null);
-  if (res.status !== 200) throw new Error(`API login: HTTP ${res.status} ${JSON.stringify(body)}`);
-  const cookie = res.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .find((c) => c.startsWith('labd_session='));
-  return { cookie, csrf: body.csrf_token };
-}
-
-export async function api(session, method, path, body) {
-  const headers = { Cookie: session.cookie, Accept: 'application/json' };
-  if (method !== 'GET') {
-    headers['Content-Type'] = 'application/json';
-    headers['X-CSRF-Token'] = session.csrf;
-  }
-  const res = await fetch(`${BASE}/api/v1${path}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json = null;
-  try {
-    json = text ? JSON.parse(text) : null;
-  } catch {
-    json = { raw: text };
-  }
-  return { status: res.status, body: json };
-}
+export const apiSession = () => apiLogin(USER, ADMIN_PW);
+export { api };
 
 export async function stopRuntimeByApi() {
   const s = await apiSession();

@@ -8,6 +8,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchChromium } from './browser.mjs';
+import { api, apiLogin } from './console-lib.mjs';
 
 const BASE = (process.env.LABD_URL || '').replace(/\/+$/, '');
 const ADMIN_PW = process.env.LABD_ADMIN_PASSWORD || '';
@@ -33,36 +34,6 @@ before(async () => {
 after(async () => {
   if (browser) await browser.close();
 });
-
-async function apiLogin(username, password) {
-  const res = await fetch(`${BASE}/api/v1/login`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ username, password }),
-  });
-  const body = await res.json();
-  assert.equal(res.status, 200, `API login as ${username}`);
-  const cookie = res.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .find((c) => c.startsWith('labd_session='));
-  return { cookie, csrf: body.csrf_token };
-}
-
-async function api(session, method, path, body) {
-  const headers = { Cookie: session.cookie };
-  if (method !== 'GET') {
-    headers['Content-Type'] = 'application/json';
-    headers['X-CSRF-Token'] = session.csrf;
-  }
-  const res = await fetch(`${BASE}/api/v1${path}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-}
 
 async function newPage() {
   const context = await browser.newContext({ baseURL: BASE });
