@@ -313,8 +313,11 @@ def test_a_gpu_still_held_by_root_sends_the_start_back_to_the_queue(runtime_daem
     queue, keeping its place, and starts once root has let the GPU go."""
     slow = unique_name("gsl")
     d = runtime_daemon_factory("gpuq-held", gpu={"stand_in": "1"},
-                               runtime={"start_timeout": "2s"},
-                               env={"LABD_FAULT_SLOW_START": f"{slow}:6000"})
+                               # long enough for JupyterLab to answer on a busy machine
+                               # (the queued start must make it), and the slow build
+                               # outlasts it by a margin
+                               runtime={"start_timeout": "12s"},
+                               env={"LABD_FAULT_SLOW_START": f"{slow}:18000"})
     pw = f"{STRONG}-{slow}"
     assert d.admin().post("/api/v1/users", json={"name": slow, "password": pw}).status == 201
     a = d.client()
@@ -323,7 +326,7 @@ def test_a_gpu_still_held_by_root_sends_the_start_back_to_the_queue(runtime_daem
     try:
         assert a.post("/api/v1/me/runtime", json={"type": "gpu"}).status == 202
         q = queue_gpu(b)
-        failed = wait_runtime(a, ("failed", "stopped", "running"), timeout=20 * SLOW)
+        failed = wait_runtime(a, ("failed", "stopped", "running"), timeout=30 * SLOW)
         assert failed["state"] == "failed" and "did not answer" in failed["reason"], failed
         wait_until(lambda: "is still held; queued again" in d.log(), 20 * SLOW,
                    lambda: "the refused start going back to the queue\n" + d.log_tail())
