@@ -86,6 +86,20 @@ def labd_binary():
     return os.path.join(build_dir(), "labd")
 
 
+def make_user(d, admin=None, prefix="u"):
+    """A new user (role user) of daemon d, created by admin (default: d's admin) and
+    logged in: their Client, with .password set."""
+    admin = admin or d.admin()
+    name = unique_name(prefix)
+    pw = f"{STRONG}-{name}"
+    r = admin.post("/api/v1/users", json={"name": name, "role": "user", "password": pw})
+    assert r.status == 201, f"creating {name}: {r!r}"
+    c = d.client()
+    c.login(name, pw)
+    c.password = pw
+    return c
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -7,18 +7,8 @@ import json
 import os
 import time
 
-from labd_harness import SLOW, STRONG, WebSocket, jupyter_execute, unique_name, ws_cookie_headers
+from labd_harness import SLOW, WebSocket, jupyter_execute, make_user, ws_cookie_headers  # noqa: F401 (make_user: for the tests)
 
-
-def make_user(d, admin, prefix):
-    name = unique_name(prefix)
-    pw = f"{STRONG}-{name}"
-    r = admin.post("/api/v1/users", json={"name": name, "role": "user", "password": pw})
-    assert r.status == 201, f"creating {name}: {r!r}"
-    c = d.client()
-    c.login(name, pw)
-    c.password = pw
-    return c
 
 
 def user_path(c, rest=""):

@@ -17,6 +17,7 @@ from labd_harness import (
     WebSocket,
     assert_error,
     assert_status,
+    make_user,
     start_runtime,
     stop_runtime,
     unique_name,
@@ -51,16 +52,6 @@ def md(runtime_daemon_factory, token_file):
 def madmin(md):
     return md.admin()
 
-
-def make_user(d, admin, prefix="m"):
-    name = unique_name(prefix)
-    pw = f"{STRONG}-{name}"
-    r = admin.post("/api/v1/users", json={"name": name, "role": "user", "password": pw})
-    assert r.status == 201, f"creating {name}: {r!r}"
-    c = d.client()
-    c.login(name, pw)
-    c.password = pw
-    return c
 
 
 def scrape_raw(d, **kw):
@@ -108,7 +99,7 @@ def test_wrong_token_gets_401(md):
 
 
 def test_plain_user_gets_403(md, madmin):
-    c = make_user(md, madmin)
+    c = make_user(md, madmin, "m")
     assert_error(c.get("/metrics"), 403, "forbidden")
 
 
@@ -161,7 +152,7 @@ def test_runtime_proxy_and_websocket_series(md, madmin):
     missing = 'labd_proxy_requests_total{code="4xx"}'
     ok_time = 'labd_proxy_request_duration_seconds_count{code="2xx"}'
     before = scrape(md)
-    c = make_user(md, madmin)
+    c = make_user(md, madmin, "m")
     start_runtime(c)
     after_start = scrape(md)
     assert after_start[live] == before[live] + 1, (before[live], after_start[live])

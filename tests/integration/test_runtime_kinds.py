@@ -8,25 +8,13 @@ import pytest
 
 from labd_harness import (
     KERNEL_V1,
-    STRONG,
     assert_status,
     jupyter_execute,
+    make_user,
     open_kernel_channel,
     start_runtime,
     stop_runtime,
-    unique_name,
 )
-
-
-def new_user(d):
-    admin = d.admin()
-    name = unique_name("knd")
-    pw = f"{STRONG}-{name}"
-    r = admin.post("/api/v1/users", json={"name": name, "role": "user", "password": pw})
-    assert r.status == 201, r
-    c = d.client()
-    c.login(name, pw)
-    return c
 
 
 def run_cell(d, c):
@@ -43,7 +31,7 @@ def run_cell(d, c):
 
 def test_notebook6(runtime_daemon_factory):
     d = runtime_daemon_factory("rt-nb6", runtime={"jupyter": "notebook"})
-    c = new_user(d)
+    c = make_user(d, prefix="knd")
     start_runtime(c)
     r = c.get(f"/user/{c.user}/api")
     assert_status(r, 200)
@@ -62,7 +50,7 @@ def test_notebook6(runtime_daemon_factory):
 
 def test_jupyter_server(runtime_daemon_factory):
     d = runtime_daemon_factory("rt-server", runtime={"jupyter": "server"})
-    c = new_user(d)
+    c = make_user(d, prefix="knd")
     start_runtime(c)
     r = c.get(f"/user/{c.user}/api")
     assert_status(r, 200)
@@ -81,7 +69,7 @@ def test_jupyter_env_missing_or_empty(runtime_daemon_factory, env):
     runtimes, on the image's jupyter (Debian's Notebook 6 here, the first kind
     the host's root has); a missing one is logged."""
     d = runtime_daemon_factory(f"rt-env-{'m' if env else 'e'}", runtime={"jupyter_env": env})
-    c = new_user(d)
+    c = make_user(d, prefix="knd")
     start_runtime(c)
     r = c.get(f"/user/{c.user}/api")
     assert_status(r, 200)

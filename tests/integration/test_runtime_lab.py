@@ -17,16 +17,16 @@ import pytest
 
 from labd_harness import (
     SLOW,
-    STRONG,
     WebSocket,
     assert_status,
     jupyter_execute,
+    make_user,
     open_kernel_channel,
     runtime_token,
     start_runtime,
-    unique_name,
     ws_cookie_headers,
 )
+from runtime_shell import user_path
 
 
 # What labd handed the client during a test (HTTP answers, WebSocket frames): the
@@ -41,15 +41,9 @@ def ld(runtime_daemon_factory):
 
 @pytest.fixture(scope="module")
 def owner(ld):
-    admin = ld.admin()
-    name = unique_name("lab")
-    pw = f"{STRONG}-{name}"
-    r = admin.post("/api/v1/users", json={"name": name, "role": "user", "password": pw})
-    assert r.status == 201, r
-    c = ld.client()
-    c.login(name, pw)
+    c = make_user(ld, prefix="lab")
     start_runtime(c)
-    c.token = runtime_token(ld, name)
+    c.token = runtime_token(ld, c.user)
     c.on_response = lambda r: SEEN.append((f"{r.method} {r.path}", str(r.headers), r.body))
     return c
 
@@ -63,9 +57,6 @@ def no_token_leaks(owner):
     SEEN.clear()
     assert not leaks, f"the runtime's token reached the client in: {leaks}"
 
-
-def user_path(c, rest=""):
-    return f"/user/{c.user}/{rest}"
 
 
 def open_ws(ld, c, rest):
