@@ -52,3 +52,27 @@ int backend_home_resize(struct backend *b, const char *user, int64_t user_id, in
 	return b->ops->home_resize ? b->ops->home_resize(b, user, user_id, size_bytes, applied)
 				   : -ENOSYS;
 }
+
+int backend_pool_start(struct backend *b, const struct backend_pool_start *s, char *err,
+		       size_t errlen)
+{
+	return b->ops->pool_start ? b->ops->pool_start(b, s, err, errlen) : -ENOSYS;
+}
+
+int backend_pool_stop(struct backend *b, const char *user, int64_t pool_id, const char *reason)
+{
+	return b->ops->pool_stop ? b->ops->pool_stop(b, user, pool_id, reason) : -ENOSYS;
+}
+
+int backend_job_run(struct backend *b, const char *user, int64_t pool_id, int64_t job_id,
+		    const char *spec_json, char *err, size_t errlen)
+{
+	return b->ops->job_run ? b->ops->job_run(b, user, pool_id, job_id, spec_json, err, errlen)
+			       : -ENOSYS;
+}
+
+int backend_job_stop(struct backend *b, const char *user, int64_t pool_id, int64_t job_id,
+		     int64_t grace_s)
+{
+	return b->ops->job_stop ? b->ops->job_stop(b, user, pool_id, job_id, grace_s) : -ENOSYS;
+}

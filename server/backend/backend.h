@@ -22,6 +22,30 @@
 
 struct backend;
 
+/* How a job ended (job_exited). Strings borrowed for the call. */
+struct backend_job_exit {
+	/* "exited" (code), "signaled" (signal), "oom" (the memory cgroup killed it),
+	 * "max_runtime" (its max_runtime_s passed: SIGTERM, grace, kill), "stopped"
+	 * (job_stop: SIGTERM, grace, kill), "stage_failed" (inputs or outputs could
+	 * not be staged: reason says which path and why) */
+	const char *kind;
+	int code, signal;
+	int64_t at_ms;        /* when the command ended */
+	const char *reason;   /* plain words, "" */
+	const char *failure;  /* the first KiB of /opt/ml/output/failure, "" when none */
+	bool home_full;       /* the home had no space left when it ended */
+};
+
+/* One sample of a training job's sandbox (cgroup counters). */
+struct backend_job_sample {
+	int64_t at_ms;
+	int64_t cpu_usage_us;       /* cumulative since the pool started */
+	int64_t memory_bytes;       /* now */
+	int64_t memory_limit_bytes; /* 0 = none */
+	int64_t io_wait_us;         /* cumulative I/O pressure ("some"), -1 unknown */
+	int64_t log_bytes;          /* the job's log so far */
+};
+
 /* Called from the backend's own thread; they must not call back into the
  * backend (queue the work instead). Strings are borrowed for the call. */
 struct backend_events {
@@ -32,6 +56,24 @@ struct backend_events {
 	void (*ended)(void *ctx, const char *user, int64_t runtime_id, const char *cause,
 		      bool failed, const char *reason);
 	void (*warning)(void *ctx, const char *user, int64_t runtime_id, int64_t seconds_left);
+	/* ---- job sandboxes ("pools", docs/jobs.md); each may be NULL ---- */
+	/* the pool's agent waits for a job (after the cold build) */
+	void (*pool_ready)(void *ctx, const char *user, int64_t pool_id);
+	/* the pool's sandbox is gone; cause as ended's; a job it ran was ended
+	 * with job_exited before, or is lost with it (then: infrastructure) */
+	void (*pool_ended)(void *ctx, const char *user, int64_t pool_id, const char *cause,
+			   bool failed, const char *reason);
+	/* phase: "downloading" (inputs being staged), "training" (the command
+	 * runs), "uploading" (it ended; outputs being made durable); at_ms: the
+	 * wall clock (ms since the epoch) when the phase began */
+	void (*job_phase)(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
+			  const char *phase, int64_t at_ms);
+	/* the job is over and its pool idle again (or ended: pool_ended follows) */
+	void (*job_exited)(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
+			   const struct backend_job_exit *x);
+	/* every [jobs] sample_interval_ms while a job trains */
+	void (*job_sample)(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
+			   const struct backend_job_sample *s);
 	void *ctx;
 };
 
@@ -63,6 +105,23 @@ struct backend_sandbox {
 	bool ready, failed;
 	char cause[16];
 	char reason[BACKEND_REASON_MAX];
+	int64_t pool_id; /* > 0: a job sandbox (then runtime_id is 0) */
+	int64_t job_id;  /* the job a pool runs now, 0 when idle */
+};
+
+/* A job sandbox to build: the sizes and limits a job asks for (its pool is
+ * reused only by a job asking for the same). */
+struct backend_pool_start {
+	const char *user;
+	int64_t user_id, pool_id;
+	int64_t deadline_s; /* epoch s: the supervisor ends the pool then, whatever runs */
+	int64_t memory_bytes, cpus_milli, home_size_bytes; /* 0 = default, capped root-side */
+	bool network;
+	int64_t egress_bytes_per_s;
+	unsigned gpus[16];
+	unsigned n_gpus;
+	const char *image; /* as backend_start's */
+	char *image_hash;  /* out, BACKEND_IMAGE_HASH_MAX bytes, may be NULL */
 };
 
 /* A user's home as the backend sees it (storage quota). */
@@ -92,6 +151,14 @@ struct backend_ops {
 			  struct backend_home *out);
 	int (*home_resize)(struct backend *b, const char *user, int64_t user_id, int64_t size_bytes,
 			   enum backend_home_applied *applied);
+	/* job sandboxes; NULL in a backend without jobs (-ENOSYS) */
+	int (*pool_start)(struct backend *b, const struct backend_pool_start *s, char *err,
+			  size_t errlen);
+	int (*pool_stop)(struct backend *b, const char *user, int64_t pool_id, const char *reason);
+	int (*job_run)(struct backend *b, const char *user, int64_t pool_id, int64_t job_id,
+		       const char *spec_json, char *err, size_t errlen);
+	int (*job_stop)(struct backend *b, const char *user, int64_t pool_id, int64_t job_id,
+			int64_t grace_s);
 };
 
 struct backend {
@@ -123,6 +190,27 @@ int backend_home_usage(struct backend *b, const char *user, int64_t user_id,
  * start; *applied says which. 0, -ENOSYS, or a negative errno. */
 int backend_home_resize(struct backend *b, const char *user, int64_t user_id, int64_t size_bytes,
 			enum backend_home_applied *applied);
+/* ---- job sandboxes (docs/jobs.md) ---- */
+/* Builds a pool: 0 when taken (pool_ready or pool_ended follows), -EBUSY when
+ * a GPU asked for is still held, -ETIMEDOUT, -ENOSYS, or another negative
+ * errno with a message in err (e.g. "image_missing: ..."). A user may hold
+ * several pools beside their runtime. */
+int backend_pool_start(struct backend *b, const struct backend_pool_start *s, char *err,
+		       size_t errlen);
+/* Ends a pool (and any job in it at once, no grace); pool_ended follows. 0,
+ * -ENOENT when there is none, -ETIMEDOUT. */
+int backend_pool_stop(struct backend *b, const char *user, int64_t pool_id, const char *reason);
+/* Runs job_id in the idle, ready pool: spec_json is the job spec of
+ * docs/jobs.md ("The job spec"), checked root-side. 0 when taken (job_phase
+ * and job_exited follow), -EBUSY when the pool is not idle and ready,
+ * -ENOENT, -EINVAL (err says which field), -ETIMEDOUT, -ENOSYS. */
+int backend_job_run(struct backend *b, const char *user, int64_t pool_id, int64_t job_id,
+		    const char *spec_json, char *err, size_t errlen);
+/* SIGTERM to the job, SIGKILL after grace_s; job_exited (kind "stopped")
+ * follows. 0, -ENOENT when that job does not run there, -ETIMEDOUT. */
+int backend_job_stop(struct backend *b, const char *user, int64_t pool_id, int64_t job_id,
+		     int64_t grace_s);
+
 #define BACKEND_WARNINGS_MAX 1024
 /* What the backend's host lacks for its limits (cgroup controllers), one sentence a
  * line, "" when nothing; borrowed, valid as long as b. */

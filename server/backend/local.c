@@ -380,7 +380,8 @@ static int local_home_resize(struct backend *b, const char *user, int64_t user_i
 
 static const struct backend_ops local_ops = {local_start, local_stop, local_list, local_ping,
 					     local_free, local_user_deleted,
-					     local_warnings, local_home_usage, local_home_resize};
+					     local_warnings, local_home_usage, local_home_resize,
+					     NULL, NULL, NULL, NULL};
 
 /* At most BACKEND_WARNINGS_MAX bytes of the supervisor's strings, one a line. */
 static void keep_warnings(struct local *l, json_t *list)

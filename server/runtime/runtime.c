@@ -349,7 +349,8 @@ static void on_connected(void *ctx)
 
 void runtime_events_init(struct backend_events *ev, struct app *app)
 {
-	*ev = (struct backend_events){on_connected, on_ready, on_ended, on_warning, app};
+	*ev = (struct backend_events){.connected = on_connected, .ready = on_ready,
+				      .ended = on_ended, .warning = on_warning, .ctx = app};
 }
 
 /* ---- total reconciliation ---- */
@@ -441,6 +442,17 @@ static void stop_strays(struct app *app, const struct rows *rows, const struct b
 	}
 }
 
+/* Keeps the runtimes' sandboxes: job sandboxes (pools) are jobs/' to reconcile. */
+static size_t runtimes_only(struct backend_sandbox *s, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (s[i].pool_id == 0)
+			s[k++] = s[i];
+	return k;
+}
+
 int runtime_reconcile_all(struct app *app)
 {
 	struct backend_sandbox *s = NULL;
@@ -451,6 +463,7 @@ int runtime_reconcile_all(struct app *app)
 
 	if (backend_list(app->backend, &s, &n) < 0)
 		return -1; /* decide nothing without the backend's word */
+	n = runtimes_only(s, n);
 	if (collect_rows(app, &rows) == 0) {
 		for (size_t i = 0; i < rows.n; i++)
 			reconcile_row(app, &rows.r[i], find_sandbox(s, n, rows.r[i].user_name), now);
