@@ -20,11 +20,20 @@
 #define SANDBOX_MAX_MASKS 32
 #define SANDBOX_MAX_HIDDEN 16
 #define SANDBOX_MAX_RO_BINDS 4
+#define SANDBOX_MAX_BINDS 8
 #define SANDBOX_ID_MAX 64
 #define SANDBOX_PATH_MAX 4096
 #define SANDBOX_STEP_MAX 32
 #define SANDBOX_MESSAGE_MAX 768
 #define SANDBOX_FD_NULL (-1) /* a stdio slot that gets /dev/null */
+
+/* A host directory bound at another path inside (docs/sandbox.md, "Binds"). */
+struct sandbox_bind {
+	const char *src; /* host directory (not followed if it is a symlink); may lie in state_dir */
+	const char *dst; /* inside path; may lie under a hidden place (/opt), where its mount
+			  * point is made in the scaffold tmpfs; else it must exist in the image */
+	bool ro;         /* read-only inside; always nosuid, nodev */
+};
 
 enum sandbox_net {
 	SANDBOX_NET_NONE,   /* own network namespace with loopback only */
@@ -87,6 +96,10 @@ struct sandbox_spec {
 	 * usable while the rest of /opt stays out of sight.  Never "/" nor under state_dir. */
 	const char *ro_binds[SANDBOX_MAX_RO_BINDS];
 	unsigned n_ro_binds;
+	/* Host directories at another path inside (the job agent's dir at /opt/labd/libexec,
+	 * a pool's layout at /opt/ml), read-only or not.  dst is never "/" nor in state_dir. */
+	struct sandbox_bind binds[SANDBOX_MAX_BINDS];
+	unsigned n_binds;
 
 	char *const *argv; /* command run inside; argv[0] is looked up in the sandbox PATH */
 	char *const *envp; /* extra "K=V" entries added to the clean environment, or NULL;
