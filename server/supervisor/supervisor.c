@@ -298,7 +298,7 @@ int supervisor_run(const struct labd_config *cfg)
 		return 1;
 	images_log_missing(cfg); /* logged, not fatal: a start on one fails (image_missing) */
 	/* Runtimes keep running across a supervisor restart and are re-adopted. */
-	struct sandboxes_events ev = {emit_event, &s};
+	struct sandboxes_events ev = {emit_event, NULL, &s};
 	s.sandboxes = sandboxes_new(cfg, cfg->state_dir, &ev);
 	if (!s.sandboxes)
 		goto out;
