@@ -18,12 +18,6 @@
 #include "supervisor/homes.h"
 #include "supervisor/worker.h"
 
-/* What a start worker reports: the handle, or why it failed. */
-struct start_report {
-	int ok;
-	char error[200];
-	struct sandbox_handle h;
-};
 
 struct start_job {
 	const struct labd_config *cfg;
@@ -256,7 +250,7 @@ static void fault_slow_start(const char *user)
 static int start_worker(void *arg, int fd)
 {
 	const struct start_job *j = arg;
-	struct start_report rep = {0};
+	struct launch_report rep = {0};
 	char home[LAUNCH_PATH_MAX], run_dir[LAUNCH_PATH_MAX], bufs[16][256], env[2][LAUNCH_ENV_MAX];
 	char hidden[CONFIG_PATH_MAX];
 	char *argv[16], *envp[3];
@@ -313,7 +307,7 @@ int launch_spawn(const struct labd_config *cfg, const char *state_dir,
 
 int launch_result(int fd, struct sandbox_handle *h, char *err, size_t errlen)
 {
-	struct start_report rep;
+	struct launch_report rep;
 	int passed;
 	ssize_t n = worker_recv(fd, &rep, sizeof(rep), &passed);
 

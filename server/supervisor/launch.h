@@ -34,6 +34,14 @@ struct launch_request {
 	bool from_image;
 };
 
+/* What a start worker reports (launch_result reads it): the handle, or why it
+ * failed; sent with the handle's status fd. */
+struct launch_report {
+	int ok;
+	char error[200];
+	struct sandbox_handle h;
+};
+
 /* Where a runtime image holds its JupyterLab env (deploy/image/build). */
 #define LAUNCH_IMAGE_ENV "/opt/labd/jupyter"
 
