@@ -204,4 +204,25 @@ int sandbox_home_usage(const char *state_dir, const char *user, const char *imag
 int sandbox_home_grow(const char *state_dir, const char *user, const char *image,
 		      uint64_t size_bytes);
 
+/* Mounts the directory src_fd names (an O_PATH fd on the host the caller resolved
+ * safely, e.g. sandbox_home_open_beneath) into the running sandbox at dst, an existing
+ * directory inside resolved from the sandbox's root without following any symlink;
+ * read-only when ro, always nosuid and nodev.  Stacks on what dst holds.  A forked
+ * child enters the sandbox's mount namespace; the caller's namespaces never change.
+ * 0, or -1 with *err (step "inject", may be NULL) saying why (also logged). */
+int sandbox_inject(const struct sandbox_handle *h, int src_fd, const char *dst, bool ro,
+		   struct sandbox_error *err);
+/* Detaches the top mount on dst inside the sandbox (umount MNT_DETACH): what an
+ * injection put there.  0 or -1 (logged; EINVAL when nothing is mounted there). */
+int sandbox_eject(const struct sandbox_handle *h, const char *dst);
+/* Opens <state_dir>/homes/<user>/mnt/<rel> (the user's mounted home) as an
+ * O_PATH|O_DIRECTORY fd into *out_fd, every lookup with openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV: a symlink in the user's tree never leads
+ * out of the home (EXDEV).  rel is home-relative (no leading "/", no "..", <= 1024
+ * bytes; "" is the home itself).  With create, missing folders are made (0755, owned
+ * by owner:owner, the sandbox user's host uid).  The home must be mounted (a sandbox
+ * of the user holds it).  0, or -1 with errno and *err (step "home", may be NULL). */
+int sandbox_home_open_beneath(const char *state_dir, const char *user, const char *rel,
+			      bool create, uid_t owner, int *out_fd, struct sandbox_error *err);
+
 #endif
