@@ -248,6 +248,11 @@ static int read_all(json_t *root, struct jobspec *s, char *err, size_t errlen)
 	    (rc = get_int(root, "gpus", 0, 16, false, &s->gpus, err, errlen)) ||
 	    (rc = get_int(root, "cpus", 0, 4096, false, &s->cpus, err, errlen)))
 		return rc;
+	/* absent: the caller's default (a grace of 0 is a real choice) */
+	if (!json_object_get(root, "grace_s"))
+		s->grace_s = -1;
+	if (!json_object_get(root, "log_max_bytes"))
+		s->log_max_bytes = -1;
 	return 0;
 }
 

@@ -27,8 +27,8 @@ struct jobspec_channel {
 };
 
 /* Strings are borrowed from root (freed by jobspec_free). Optional fields
- * that were absent read as 0 / "" / an empty object: the caller applies the
- * [jobs] defaults to grace_s and log_max_bytes. */
+ * that were absent read as 0 / "" / NULL (hyperparameters), except grace_s and
+ * log_max_bytes: -1, where the caller applies the [jobs] defaults. */
 struct jobspec {
 	json_t *root;
 	const char *name;
