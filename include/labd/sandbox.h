@@ -204,6 +204,19 @@ int sandbox_home_usage(const char *state_dir, const char *user, const char *imag
 int sandbox_home_grow(const char *state_dir, const char *user, const char *image,
 		      uint64_t size_bytes);
 
+/* What a running sandbox has used, from its cgroups (docs/sandbox.md, "Usage").
+ * Each field is -1 when this host cannot say (io_wait_us on a pure cgroup v1 host). */
+struct sandbox_usage {
+	int64_t cpu_usage_us;       /* CPU time of all its processes, cumulative */
+	int64_t memory_bytes;       /* memory charged now (page cache included) */
+	int64_t memory_limit_bytes; /* its limit, 0 when none */
+	int64_t io_wait_us;         /* cumulative time some task waited on I/O (PSI "some") */
+	int64_t oom_kills;          /* cumulative OOM kills in its memory cgroup */
+};
+
+/* Fills *u (every field -1 first); 0, or -1 when the sandbox's cgroups are gone. */
+int sandbox_usage(const struct sandbox_handle *h, struct sandbox_usage *u);
+
 /* Mounts the directory src_fd names (an O_PATH fd on the host the caller resolved
  * safely, e.g. sandbox_home_open_beneath) into the running sandbox at dst, an existing
  * directory inside resolved from the sandbox's root without following any symlink;
