@@ -112,7 +112,10 @@ void jobrun_clear(struct pool *p)
 static int stage_fail(int fd, const char *fmt, const char *a, const char *b)
 {
 	struct stage_report r = {0};
-	snprintf(r.reason, sizeof(r.reason), fmt, a, b);
+	char full[512];
+
+	snprintf(full, sizeof(full), fmt, a, b);
+	snprintf(r.reason, sizeof(r.reason), "%.199s", full);
 	return worker_send(fd, &r, sizeof(r), -1) < 0 ? 2 : 1;
 }
 
@@ -472,7 +475,7 @@ void jobrun_on_worker(struct pools *ps, struct pool *p)
 static void classify(struct pool *p, int status)
 {
 	struct pool_job *j = &p->job;
-	char why[200];
+	char why[64];
 
 	if (oom_kills(p) > j->oom_kills_before) {
 		set_exit(j, "oom", WIFEXITED(status) ? WEXITSTATUS(status) : 0,
@@ -510,6 +513,14 @@ void jobrun_on_agent(struct pools *ps, struct pool *p, const struct agent_status
 	}
 	if (st->said == AGENT_STARTED && j->step == J_STOPPING)
 		return; /* stopped while starting: term is on its way */
+	if (st->said == AGENT_ERROR && (j->step == J_STARTING || j->step == J_STOPPING)) {
+		char why[200];
+		/* as a shell says a command it cannot run: the user's failure, 127 */
+		snprintf(why, sizeof(why), "the command could not start: %.150s", st->failure);
+		set_exit(j, "exited", 127, 0, why);
+		begin_upload(ps, p);
+		return;
+	}
 	if (st->said == AGENT_EXITED &&
 	    (j->step == J_STARTING || j->step == J_TRAINING || j->step == J_STOPPING)) {
 		classify(p, st->status);

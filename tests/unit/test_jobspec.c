@@ -46,7 +46,8 @@ static void test_minimal_spec(void **state)
 				       &s, err, sizeof(err)),
 			 0);
 	assert_string_equal(s.cwd, "");
-	assert_int_equal(s.grace_s, 0);
+	assert_int_equal(s.grace_s, -1);
+	assert_int_equal(s.log_max_bytes, -1);
 	assert_int_equal(s.n_channels, 0);
 	jobspec_free(&s);
 }
