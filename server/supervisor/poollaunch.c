@@ -14,6 +14,8 @@
 #include "supervisor/homes.h"
 #include "supervisor/worker.h"
 
+#define POOL_CMD_PIPE_BYTES (1 << 20)
+
 struct pool_job {
 	const struct labd_config *cfg;
 	const char *state_dir;
@@ -153,6 +155,10 @@ int poollaunch_spawn(const struct labd_config *cfg, const char *state_dir,
 		j.parent_fds[i] = i == 0 ? p[1] : p[0];
 		if (fcntl(j.parent_fds[i], F_SETFL, O_NONBLOCK) < 0)
 			rc = -errno;
+		/* a run command (argv, env, hyperparameters) fits the pipe in one write */
+		if (i == 0 && rc == 0 && fcntl(p[1], F_SETPIPE_SZ, POOL_CMD_PIPE_BYTES) < 0)
+			log_warn("pool %lld: the agent's command pipe stays small: %s", pool_id,
+				 strerror(errno));
 	}
 	if (rc == 0)
 		rc = worker_spawn(start_worker, &j, pid, fd);
