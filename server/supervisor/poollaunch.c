@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,14 +38,24 @@ void poollaunch_ml_dir(const char *state_dir, long long pool_id, char *out, size
 
 int poollaunch_libexec_dir(char *out, size_t len)
 {
-	char exe[LAUNCH_PATH_MAX];
+	char exe[LAUNCH_PATH_MAX], agent[LAUNCH_PATH_MAX + 64];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	if (n <= 0)
 		return -errno;
 	exe[n] = '\0';
-	snprintf(out, len, "%s/libexec", dirname(exe));
-	return 0;
+	const char *dir = dirname(exe); /* once: dirname may change exe */
+	/* beside labd ($(BUILD)/libexec), or one up for the test programs in $(BUILD)/tests */
+	for (int up = 0; up < 2; up++) {
+		char real[PATH_MAX];
+		snprintf(agent, sizeof(agent), "%s%s/libexec/labd-jobagent", dir, up ? "/.." : "");
+		/* the sandbox binds canonical paths only */
+		if (access(agent, X_OK) == 0 && realpath(agent, real)) {
+			snprintf(out, len, "%s", dirname(real));
+			return 0;
+		}
+	}
+	return -ENOENT;
 }
 
 static int mkdir_root(const char *path, mode_t mode)
