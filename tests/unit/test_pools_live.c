@@ -376,6 +376,22 @@ static void test_pool_and_jobs(void **state)
 	m = wait_pool("pool_ended", 2, 20000);
 	assert_string_equal(proto_str(m, "cause"), "requested");
 	json_decref(m);
+
+	/* cold: pool_start -> pool_ready, a fresh pool each time */
+	long long cold[64];
+	for (int i = 0; i < runs; i++) {
+		json_array_clear(T.seen);
+		long long s = clock_ms();
+		pool_start(10 + i, 512LL << 20);
+		json_decref(wait_pool("pool_ready", 10 + i, 30000));
+		cold[i] = clock_ms() - s;
+		json_decref(request(json_pack("{s:s,s:s,s:i,s:s}", "type", "pool_stop", "user", USER,
+					      "pool_id", 10 + i, "reason", "measured")));
+		json_decref(wait_pool("pool_ended", 10 + i, 20000));
+	}
+	qsort(cold, (size_t)runs, sizeof(cold[0]), cmp_ll);
+	print_message("pools: pool_start->pool_ready median %lld ms, max %lld ms over %d pools\n",
+		      cold[runs / 2], cold[runs - 1], runs);
 }
 
 int main(void)
