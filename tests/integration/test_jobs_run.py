@@ -147,3 +147,26 @@ def test_stop_a_running_job(rd):
     assert s["status"] == "Stopping", s
     done = wait_job(c, j["id"], until=("Stopped", "Failed", "Completed"))
     assert done["status"] == "Stopped" and done["secondary_status"] == "Stopped", done
+
+
+def test_a_job_survives_a_restart_of_the_web_process(rd):
+    """labd-web dies mid-job; the supervisor restarts it; the job keeps running and its
+    end is recorded by the new process (rows are the truth; pools reconciled)."""
+    import os
+    import signal
+
+    from labd_harness import web_process
+
+    c = make_user(rd, prefix="jrs")
+    j = ok(c.post("/api/v1/jobs", json={"name": "outlives", "command": [
+        "/bin/sh", "-c", "sleep 3; echo done"]}), 201)
+    wait_until(lambda: c.get(f"/api/v1/jobs/{j['id']}").json["secondary_status"] == "Training",
+               timeout=JOB_TIMEOUT, what="the job to train")
+    old = web_process(rd)
+    os.kill(old, signal.SIGKILL)
+    wait_until(lambda: web_process(rd) != old, timeout=30, what="a new labd-web")
+    c.login(c.user, c.password)
+    done = wait_job(c, j["id"])
+    assert done["status"] == "Completed", done
+    assert [t["status"] for t in done["transitions"]][-3:] == ["Training", "Uploading",
+                                                              "Completed"]
