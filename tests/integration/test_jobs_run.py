@@ -215,3 +215,13 @@ def test_disabling_an_account_stops_its_jobs(rd):
     ok(admin.patch(f"/api/v1/users/{c.user}", json={"disabled": True}), 200)
     done = wait_job(admin, j["id"], until=("Stopped", "Failed", "Completed"), d=rd)
     assert done["status"] == "Stopped", done
+
+
+def test_max_runtime_ends_a_job_as_exceeded(rd):
+    c = make_user(rd, prefix="jmr")
+    j = ok(c.post("/api/v1/jobs", json={"name": "too-long", "max_runtime_s": 1,
+                                        "command": ["/bin/sleep", "60"]}), 201)
+    done = wait_job(c, j["id"], timeout=30, d=rd)
+    assert done["status"] == "Stopped", done
+    assert done["secondary_status"] == "MaxRuntimeExceeded", done
+    assert done["transitions"][-1]["message"] == "ran past its max_runtime_s of 1 s", done
