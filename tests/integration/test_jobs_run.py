@@ -121,6 +121,12 @@ def test_warm_pool_reuse_and_release(rd):
     assert "did not match" in after["warm_pool"]["reason"]
     warm = ledger(rd, pool_id=first["warm_pool"]["id"])
     assert len(warm) == 2 and all(r[2] is not None for r in warm), warm
+    usage = ok(c.get(f"/api/v1/me/usage?to={int(time.time()) + 5}"), 200)["entries"]
+    assert {(e["source"], e["job_id"]) for e in usage if e["source"] == "job"} == \
+        {("job", first["id"]), ("job", second["id"]), ("job", third["id"])}, usage
+    assert [e["pool_id"] for e in usage if e["source"] == "warm"] == \
+        [first["warm_pool"]["id"]] * 2, usage
+    assert all(e["runtime_id"] is None for e in usage), usage
     print(f"warm job submit->Completed {warm_run_s:.2f} s")
 
 
