@@ -403,6 +403,8 @@ int pools_live(const struct pools *ps)
 	return n;
 }
 
+static void say_ready(struct pools *ps, struct pool *p);
+
 static void on_started(struct pools *ps, struct pool *p)
 {
 	char err[200];
@@ -421,6 +423,8 @@ static void on_started(struct pools *ps, struct pool *p)
 	p->pidfd = (int)syscall(SYS_pidfd_open, p->h.pid, 0);
 	save_record(ps, p);
 	log_info("pool %lld of %s started: sandbox %s", p->pool_id, p->user, p->h.id);
+	if (p->ready && !p->stop_pending)
+		say_ready(ps, p);
 	if (p->stop_pending) {
 		p->stop_pending = false;
 		char cause[16], reason[200];
@@ -429,6 +433,12 @@ static void on_started(struct pools *ps, struct pool *p)
 		p->cause[0] = '\0';
 		pools_kill(ps, p, cause, reason);
 	}
+}
+
+static void say_ready(struct pools *ps, struct pool *p)
+{
+	log_info("pool %lld of %s is ready", p->pool_id, p->user);
+	pools_emit(ps, pools_event("pool_ready", p));
 }
 
 /* Status lines from the agent: ready once, then started/exited per job. */
@@ -458,8 +468,10 @@ static void on_status(struct pools *ps, struct pool *p)
 		p->status_len -= (size_t)used;
 		if (st.said == AGENT_READY) {
 			p->ready = true;
-			log_info("pool %lld of %s is ready", p->pool_id, p->user);
-			pools_emit(ps, pools_event("pool_ready", p));
+			/* the agent may speak before the start worker's report is read:
+			 * ready is said once the pool runs (on_started) */
+			if (p->state == P_RUNNING)
+				say_ready(ps, p);
 		} else {
 			jobrun_on_agent(ps, p, &st);
 		}

@@ -170,7 +170,7 @@ static json_t *run_to_end(long long pool_id, long long job_id, const char *scrip
 {
 	json_t *r = job_run(pool_id, job_id, script, 60);
 	if (!proto_bool(r, "ok"))
-		fail_msg("job_run: %s", proto_str(r, "message"));
+		fail_msg("job_run %lld: %s", job_id, proto_str(r, "message"));
 	json_decref(r);
 	return take("job_exited", NULL, NULL, timeout_ms);
 }
