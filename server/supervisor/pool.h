@@ -42,6 +42,7 @@ struct pool_job {
 	int worker_fd;
 	long long runtime_end_ms, kill_at_ms, sample_at_ms;
 	int64_t oom_kills_before;
+	bool downloading_unsaid; /* job_phase downloading goes out after job_run's reply */
 	const char *stop_kind; /* "stopped" or "max_runtime" once asked to stop */
 	int64_t grace_s;
 	/* how it ended (job_exited) */
@@ -61,6 +62,7 @@ struct pool {
 	uid_t host_uid;
 	unsigned gpus[SANDBOX_MAX_GPUS];
 	unsigned n_gpus;
+	uint32_t cpus_milli; /* the pool's CPU limit (SM_NUM_CPUS when the spec names none) */
 	int64_t deadline_s, ended_at_s;
 	struct sandbox_handle h;
 	int pidfd;

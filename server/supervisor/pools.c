@@ -330,6 +330,7 @@ json_t *pools_start(struct pools *ps, long long id, json_t *msg)
 	p->host_uid = uid;
 	p->deadline_s = proto_int(msg, "deadline");
 	p->n_gpus = rq.n_gpus;
+	p->cpus_milli = rq.sizes.cpus_milli;
 	memcpy(p->gpus, rq.gpus, sizeof(p->gpus));
 	log_info("building pool %lld of %s (worker %d)", p->pool_id, user, (int)p->worker);
 	json_t *r = proto_ok(id);

@@ -334,7 +334,13 @@ static void test_pool_and_jobs(void **state)
 	assert_true(proto_bool(r, "ok"));
 	json_decref(r);
 	json_decref(take("job_phase", "phase", "training", 10000));
-	usleep(300000);
+	/* samples every [jobs] sample_interval (200 ms here) while it trains */
+	m = take("job_sample", NULL, NULL, 3000);
+	assert_int_equal(proto_int(m, "job_id"), 500);
+	assert_true(proto_int(m, "memory_bytes") > 0);
+	assert_int_equal(proto_int(m, "memory_limit_bytes"), 512LL << 20);
+	json_decref(m);
+	json_decref(take("job_sample", NULL, NULL, 3000));
 	json_decref(request(json_pack("{s:s,s:s,s:i,s:i,s:i}", "type", "job_stop", "user", USER,
 				      "pool_id", 1, "job_id", 500, "grace_s", 10)));
 	m = take("job_exited", NULL, NULL, 10000);
