@@ -361,6 +361,7 @@ json_t *jobrun_run(struct pools *ps, struct pool *p, long long id, json_t *msg)
 		return proto_error(id, "busy", "the staging worker could not start");
 	}
 	log_info("job %lld in pool %lld of %s: staging", j->job_id, p->pool_id, p->user);
+	pools_save(ps, p); /* a restart now loses this job: it says so */
 	/* the reply goes first (the caller sends it); the phase at the next tick */
 	j->downloading_unsaid = true;
 	return proto_ok(id);
@@ -460,6 +461,7 @@ static void on_uploaded(struct pools *ps, struct pool *p)
 		j->home_full = r.home_full;
 	emit_exited(ps, p);
 	jobrun_clear(p);
+	pools_save(ps, p); /* idle again */
 }
 
 void jobrun_on_worker(struct pools *ps, struct pool *p)

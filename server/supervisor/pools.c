@@ -87,7 +87,7 @@ static void record_path(const struct pools *ps, long long pool_id, char *out, si
 }
 
 /* What a restarted supervisor needs to end the pool and free its GPUs. */
-static void save_record(const struct pools *ps, const struct pool *p)
+void pools_save(const struct pools *ps, const struct pool *p)
 {
 	char path[LAUNCH_PATH_MAX], tmp[LAUNCH_PATH_MAX + 8];
 	json_t *gpus = json_array();
@@ -422,7 +422,7 @@ static void on_started(struct pools *ps, struct pool *p)
 	}
 	p->state = P_RUNNING;
 	p->pidfd = (int)syscall(SYS_pidfd_open, p->h.pid, 0);
-	save_record(ps, p);
+	pools_save(ps, p);
 	log_info("pool %lld of %s started: sandbox %s", p->pool_id, p->user, p->h.id);
 	if (p->ready && !p->stop_pending)
 		say_ready(ps, p);

@@ -383,6 +383,23 @@ static void test_pool_and_jobs(void **state)
 	assert_string_equal(proto_str(m, "cause"), "requested");
 	json_decref(m);
 
+	/* a supervisor restart: the pool's agent lost its pipes; the new supervisor
+	 * ends the pool (gone), its job lost, and nothing of it stays */
+	pool_start(3, 256LL << 20);
+	json_decref(wait_pool("pool_ready", 3, 30000));
+	json_decref(job_run(3, 900, "sleep 100", 60));
+	json_decref(take("job_phase", "phase", "training", 10000));
+	struct sandboxes_events ev = {emit, gpu_held, NULL};
+	pools_free(T.ps);
+	T.ps = pools_new(&T.cfg, T.dir, T.sb, &ev);
+	channel_set_pools(T.ch, T.ps);
+	m = wait_pool("pool_ended", 3, 20000);
+	assert_string_equal(proto_str(m, "cause"), "gone");
+	assert_non_null(strstr(proto_str(m, "reason"), "job is lost"));
+	json_decref(m);
+	snprintf(path, sizeof(path), "%s/pools/3", T.dir);
+	assert_int_equal(access(path, F_OK), -1);
+
 	/* cold: pool_start -> pool_ready, a fresh pool each time */
 	long long cold[64];
 	for (int i = 0; i < runs; i++) {
