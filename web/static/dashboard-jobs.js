@@ -44,6 +44,13 @@
     L.showMessage("job-form-error", "");
   }
 
+  /* "[2].regex" -> "Line 3, regex: "; "" -> "" (the box has one entry a line). */
+  function fieldDetail(rest) {
+    var m = /^\[(\d+)\]\.?(.*)$/.exec(rest);
+    if (!m) return rest ? rest.replace(/^\./, "") + ": " : "";
+    return "Line " + (Number(m[1]) + 1) + (m[2] ? ", " + m[2] : "") + ": ";
+  }
+
   /* Shows message next to the input of the API field ("metric_definitions[2].regex" ->
    * the metrics box); a field the form has no input for goes to the form's alert. */
   function showFieldError(field, message) {
@@ -53,10 +60,7 @@
       L.showMessage("job-form-error", message + (field ? " (" + field + ")" : ""));
       return;
     }
-    var detail = field !== base ? field.slice(base.length).replace(/^\[(\d+)\]/, function (_, i) {
-      return "Line " + (Number(i) + 1);
-    }) : "";
-    L.showMessage(id + "-error", (detail ? detail.replace(/^\./, "") + ": " : "") + message);
+    L.showMessage(id + "-error", fieldDetail(field.slice(base.length)) + message);
     var input = $(id);
     input.setAttribute("aria-invalid", "true");
     input.focus();
@@ -140,7 +144,7 @@
     jobs.forEach(function (job) {
       tbody.appendChild(
         L.el("tr", { dataset: { id: String(job.id), name: job.name, status: job.status } }, [
-          L.el("th", { scope: "row" }, [jobLink(job)]),
+          L.el("td", null, [jobLink(job)]),
           L.el("td", null, [L.el("span", { className: J.statusClass(job.status) }, [J.statusText(job)])]),
           L.el("td", null, [J.timeOf(job.created_at)]),
           L.el("td", { className: "num" }, [J.duration(job.billable_s)]),

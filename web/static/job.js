@@ -83,7 +83,7 @@
     finals.forEach(function (m) {
       tbody.appendChild(
         L.el("tr", { dataset: { metric: m.name } }, [
-          L.el("th", { scope: "row" }, [m.name]),
+          L.el("td", null, [m.name]),
           L.el("td", { className: "num" }, [String(m.value)]),
           L.el("td", null, [J.timeOf(m.at)]),
         ])
