@@ -8,7 +8,7 @@ packages=(
   # build
   build-essential pkg-config clang
   libmicrohttpd-dev libsqlite3-dev libseccomp-dev libcgroup-dev libssl-dev
-  libjansson-dev libinih-dev libcmocka-dev libhttp-parser-dev
+  libjansson-dev libinih-dev libcmocka-dev libhttp-parser-dev libpcre2-dev
   # runtime helpers (sandbox homes, tests)
   e2fsprogs util-linux iproute2 procps curl sqlite3 python3 python3-pytest python3-pytest-xdist bubblewrap
   # the integration suite checks every JSON answer against docs/openapi.yaml

@@ -11,7 +11,7 @@
 #   4 auth
 #   5 sched
 #   6 backend
-#   7 runtime
+#   7 runtime jobs
 #   8 proxy api
 #   9 web
 #  10 supervisor
@@ -37,7 +37,7 @@ rank() {
 	auth) echo 4 ;;
 	sched) echo 5 ;;
 	backend) echo 6 ;;
-	runtime) echo 7 ;;
+	runtime | jobs) echo 7 ;;
 	proxy | api) echo 8 ;;
 	web) echo 9 ;;
 	supervisor) echo 10 ;;
