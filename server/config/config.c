@@ -104,6 +104,10 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	snprintf(cfg->nvml_library, sizeof(cfg->nvml_library), "libnvidia-ml.so.1");
 	cfg->gpu_refresh_s = 5;
 	cfg->gpu_queue_max_wait_s = 30 * 60;
+	cfg->jobs_keep_alive_max_s = 3600;
+	cfg->jobs_grace_s = 120;
+	cfg->jobs_max_wait_default_s = 3600;
+	cfg->jobs_max_pools_per_user = 4;
 }
 
 int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port)
@@ -259,6 +263,10 @@ static const struct key_spec keys[] = {
 	KEYN("gpu", "refresh", gpu_refresh_s, K_DURATION, 1, 3600),
 	KEYN("gpu", "queue_max_wait", gpu_queue_max_wait_s, K_DURATION, 1, 30 * 86400),
 	KEY("metrics", scrape_token_file, K_STRING, 0, 0),
+	KEYN("jobs", "keep_alive_max", jobs_keep_alive_max_s, K_DURATION, 0, 7 * 86400),
+	KEYN("jobs", "grace", jobs_grace_s, K_DURATION, 1, 3600),
+	KEYN("jobs", "max_wait_default", jobs_max_wait_default_s, K_DURATION, 0, 30 * 86400),
+	KEYN("jobs", "max_pools_per_user", jobs_max_pools_per_user, K_UINT, 1, 64),
 };
 
 /* Lowercase labels of [a-z0-9-], 1-63 bytes each, joined by single dots:

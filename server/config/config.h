@@ -135,6 +135,11 @@ struct labd_config {
 	unsigned n_images;
 	/* [metrics] */
 	char scrape_token_file[CONFIG_PATH_MAX]; /* bearer token for GET /metrics; "" = none */
+	/* [jobs] (docs/config.md): the web side's keys (training jobs, docs/jobs.md) */
+	int64_t jobs_keep_alive_max_s;    /* cap of a job's keep_alive_s */
+	int64_t jobs_grace_s;             /* default stop grace: SIGTERM, then SIGKILL */
+	int64_t jobs_max_wait_default_s;  /* default max_wait_s of a job */
+	unsigned jobs_max_pools_per_user; /* job sandboxes a user may hold at once */
 };
 
 /* Fills *cfg with the defaults; demo = the `labd --demo` defaults (./var, ./web). */

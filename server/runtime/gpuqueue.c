@@ -180,7 +180,7 @@ void runtime_queue_replan(struct app *app)
 	if (n >= 0 && g >= 0) {
 		for (int i = 0; i < g; i++) {
 			free_at[i] = holds[i].free_at;
-			allocated += holds[i].runtime_id != 0;
+			allocated += gpus_hold_busy(&holds[i]);
 		}
 		queue_order(items, (size_t)n);
 		queue_estimate(items, (size_t)n, free_at, (size_t)g, now);
