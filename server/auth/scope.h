@@ -25,6 +25,7 @@ enum scope {
 	SCOPE_ADMIN_RUNTIMES = 1u << 10, /* every live runtime, and stopping them */
 	SCOPE_ADMIN_AUDIT = 1u << 11,   /* the audit log */
 	SCOPE_METRICS = 1u << 12,       /* GET /metrics */
+	SCOPE_JOBS = 1u << 13,          /* the own training jobs: submit, read, stop, logs */
 };
 
 #define SCOPE_TEXT_MAX 256 /* every name, space-separated, fits */

@@ -384,13 +384,13 @@ static void gpu_reading(struct app *app, int64_t pool_id, double *percent, int64
 		*memory = mem;
 }
 
-void observe_sample(struct app *app, int64_t job_id, const struct backend_job_sample *s)
+void observe_sample(struct app *app, const struct job *j, const struct backend_job_sample *s)
 {
-	struct job_sample_row row = {0}, prev;
-	struct job j;
+	struct job_sample_row row, prev;
+	int64_t job_id = j->id;
 	int had;
 
-	if (!app->observe || jobs_find(app->db, job_id, &j) != 1)
+	if (!app->observe)
 		return;
 	row = (struct job_sample_row){
 		.at_ms = s->at_ms,
@@ -406,16 +406,15 @@ void observe_sample(struct app *app, int64_t job_id, const struct backend_job_sa
 	if (had == 1 && s->at_ms > prev.at_ms && s->cpu_usage_us >= prev.cpu_usage_us) {
 		double wall_us = (double)(s->at_ms - prev.at_ms) * 1000;
 		/* CPU percent = cpu time / wall time / the job's CPUs (contract 7) */
-		double cpus = j.cpus_milli > 0 ? (double)j.cpus_milli / 1000 : 1;
+		double cpus = j->cpus_milli > 0 ? (double)j->cpus_milli / 1000 : 1;
 		row.cpu_percent = (double)(s->cpu_usage_us - prev.cpu_usage_us) / wall_us / cpus * 100;
 		if (s->io_wait_us >= 0 && prev.io_wait_us >= 0 && s->io_wait_us >= prev.io_wait_us)
 			row.io_wait_percent = (double)(s->io_wait_us - prev.io_wait_us) / wall_us * 100;
 	}
-	if (j.gpu)
-		gpu_reading(app, j.pool_id, &row.gpu_percent, &row.gpu_memory_bytes);
+	if (j->gpu)
+		gpu_reading(app, j->pool_id, &row.gpu_percent, &row.gpu_memory_bytes);
 	else
 		row.gpu_percent = -1, row.gpu_memory_bytes = -1;
 	if (job_samples_add(app->db, job_id, &row, OBSERVE_SAMPLES_KEEP) < 0)
 		log_error("job %lld: cannot keep a sample", (long long)job_id);
-	jobs_row_free(&j);
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 struct app;
+struct job;
 struct backend_job_sample;
 struct follow_hub;
 struct jobs_watch;
@@ -38,7 +39,7 @@ void observe_job_started(struct app *app, int64_t job_id);
 /* One job_sample of a running job: kept with its CPU and I/O-wait percent
  * since the job's previous sample, and for a GPU job its GPUs' utilisation
  * and memory when NVML reads them. */
-void observe_sample(struct app *app, int64_t job_id, const struct backend_job_sample *s);
+void observe_sample(struct app *app, const struct job *job, const struct backend_job_sample *s);
 /* The job is over: the rest of its log is read for metrics (a last line
  * without newline included), its followers get the rest and "end". */
 void observe_job_ended(struct app *app, int64_t job_id);
@@ -50,9 +51,9 @@ void observe_tick(struct app *app);
 void jobs_watch_notify(struct app *app, int64_t job_id);
 
 /* Adds the observed fields to a job object: final_metrics (the last value
- * of each metric: final once the job is over), findings, log_bytes. 0, or
- * -1 when the store failed (the fields are then absent). */
-int observe_job_json(struct app *app, int64_t job_id, json_t *obj);
+ * of each metric: final once the job is over), findings, log_bytes. When
+ * the store fails they are absent (logged). */
+void observe_job_json(struct app *app, int64_t job_id, json_t *obj);
 /* {"name": [{"at", "value"}...]...} of every kept point; NULL on failure. */
 json_t *observe_metrics_json(struct app *app, int64_t job_id);
 /* [{"name", "value", "at"}...]: the last value of each metric; NULL on failure. */

@@ -222,21 +222,21 @@ static int add_finding(void *ctx, const char *rule, int64_t first_at_ms, int64_t
 	return 0;
 }
 
-int observe_job_json(struct app *app, int64_t job_id, json_t *obj)
+void observe_job_json(struct app *app, int64_t job_id, json_t *obj)
 {
 	char path[4096];
 	json_t *final = observe_final_json(app, job_id), *findings = json_array();
 	int64_t size = 0;
 
 	if (!final || !findings || job_findings_each(app->db, job_id, add_finding, findings) < 0) {
+		log_error("job %lld: cannot read its metrics or findings", (long long)job_id);
 		json_decref(final);
 		json_decref(findings);
-		return -1;
+		return;
 	}
 	if (jobs_log_path(app->cfg, job_id, path, sizeof(path)) == 0)
 		size = joblog_size(path);
 	json_object_set_new(obj, "final_metrics", final);
 	json_object_set_new(obj, "findings", findings);
 	json_object_set_new(obj, "log_bytes", json_integer(size > 0 ? size : 0));
-	return 0;
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jobs/observe.h"
 #include "labd/app.h"
 #include "auth/auth.h"
 #include "labd/clock.h"
@@ -295,6 +296,10 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 		log_error("cannot set up the GPU pool");
 		_exit(1);
 	}
+	/* What is observed of training jobs (log followers, metrics, status
+	 * watchers) before the backend, whose job events feed it. */
+	if (observe_init(&app) < 0)
+		_exit(1);
 	/* The backend before the reconciler (which lists its sandboxes), both
 	 * before the first request (which may start a runtime). */
 	runtime_events_init(&events, &app);
@@ -325,6 +330,7 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	backend_free(app.backend);
 	gpus_free(app.gpus); /* after the reconciler, which takes its lock */
 	runtime_watch_free(app.watch); /* backend events notify until backend_free */
+	observe_free(&app); /* likewise; its follow streams ended with the hub's */
 	db_close(app.db);
 	close(web_root_fd);
 	_exit(0);
