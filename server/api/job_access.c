@@ -18,7 +18,7 @@ int api_path_job(struct http_request *req, struct job *out)
 	int rc;
 
 	if (parse_uint(text, 1, INT64_MAX, &id) < 0) {
-		http_reply_error(req, MHD_HTTP_NOT_FOUND, "job_not_found", "no job with id %.32s",
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no job with id %.32s",
 				 text);
 		return -1;
 	}
@@ -30,7 +30,7 @@ int api_path_job(struct http_request *req, struct job *out)
 		return -1;
 	}
 	if (rc == 0) {
-		http_reply_error(req, MHD_HTTP_NOT_FOUND, "job_not_found", "no job with id %llu",
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no job with id %llu",
 				 (unsigned long long)id);
 		return -1;
 	}

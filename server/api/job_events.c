@@ -28,30 +28,12 @@ struct events_sub {
 	uint64_t next_id;              /* only under the registry's lock */
 };
 
-/* The job object of the event. Until the jobs API's own view is merged
- * (api/jobs.c), the fields that change with a transition. */
-static json_t *job_json(struct app *app, const struct job *j)
-{
-	json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:i, s:b}", "id", (json_int_t)j->id,
-			      "name", j->name, "user", j->user_name, "status",
-			      jobs_status_name(j->status), "secondary_status",
-			      jobs_secondary_name(j->secondary), "failure_reason", j->failure_reason,
-			      "attempt", j->attempt, "gpu", j->gpu);
-
-	if (o) {
-		json_object_set_new(o, "exit_code",
-				    j->exit_code < 0 ? json_null() : json_integer(j->exit_code));
-		observe_job_json(app, j->id, o);
-	}
-	return o;
-}
-
 /* Under the registry's lock: never blocks (a write only appends to the
  * stream's bounded buffer). */
 static void on_change(void *ctx, const struct job *j)
 {
 	struct events_sub *sub = ctx;
-	json_t *obj = j ? job_json(sub->app, j) : NULL;
+	json_t *obj = j ? api_job_json(sub->app, j, true) : NULL;
 	char *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
 
 	/* a failed write has ended the stream; its release unsubscribes */
@@ -122,7 +104,7 @@ void api_job_events(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "too_many_streams",
 				 "the server has too many event streams open; try again later");
 	} else if (rc == -ENOENT) {
-		http_reply_error(req, MHD_HTTP_NOT_FOUND, "job_not_found", "no job with id %lld",
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no job with id %lld",
 				 (long long)j.id);
 	} else {
 		http_reply_internal(req);

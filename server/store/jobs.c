@@ -45,10 +45,11 @@ int jobs_secondary_parse(const char *name, enum job_secondary *out)
 	return -1;
 }
 
-/* The secondary statuses billed to the job (Starting through Uploading). */
+/* The secondary statuses billed to the job: Starting through Uploading, and
+ * Stopping (the command runs on through its grace). */
 static bool billed(enum job_secondary s)
 {
-	return s >= JOB_STARTING && s <= JOB_UPLOADING;
+	return (s >= JOB_STARTING && s <= JOB_UPLOADING) || s == JOB_S_STOPPING;
 }
 
 #define JOB_COLUMNS                                                                                \
@@ -308,7 +309,7 @@ int jobs_move(struct db *db, int64_t id, const struct job_move *m)
 		       "i", row_int64, &training_since_ms, id);
 	rc = db_exec(db,
 		     "UPDATE jobs SET status = ?, secondary = ?,"
-		     " pool_id = CASE WHEN ? > 0 THEN ? ELSE pool_id END,"
+		     " pool_id = CASE WHEN ? > 0 THEN ? WHEN ? THEN 0 ELSE pool_id END,"
 		     " reused_pool = CASE WHEN ? > 0 THEN ? ELSE reused_pool END,"
 		     " attempt = attempt + ?, run_sent = CASE WHEN ? THEN 0 ELSE run_sent END,"
 		     " exit_code = CASE WHEN ? THEN nullif(?, -1) ELSE exit_code END,"
@@ -318,8 +319,9 @@ int jobs_move(struct db *db, int64_t id, const struct job_move *m)
 		     " ended_at = CASE WHEN ? THEN ? ELSE ended_at END,"
 		     " training_ms = training_ms + CASE WHEN ? > 0 THEN max(0, ? - ?) ELSE 0 END"
 		     " WHERE id = ?",
-		     "ttiiiiiiiitt" "iiiiii" "i",
+		     "ttiiiiiiiiitt" "iiiiii" "i",
 		     status_names[m->status], secondary_names[m->secondary], m->pool_id, m->pool_id,
+		     (int64_t)m->clear_pool,
 		     m->pool_id, (int64_t)m->reused_pool, (int64_t)m->next_attempt,
 		     (int64_t)m->next_attempt, (int64_t)m->set_exit, (int64_t)m->exit_code,
 		     m->failure, secondary_names[m->secondary], m->at_ms / 1000, (int64_t)ending,
@@ -342,6 +344,43 @@ int jobs_set_run_sent(struct db *db, int64_t id, bool sent)
 	int rc = db_exec(db, "UPDATE jobs SET run_sent = ? WHERE id = ?", "ii", (int64_t)sent, id);
 	db_unlock(db);
 	return rc < 0 ? -1 : 0;
+}
+
+int jobs_set_pool(struct db *db, int64_t id, int64_t pool_id)
+{
+	db_lock(db);
+	int rc = db_exec(db, "UPDATE jobs SET pool_id = ? WHERE id = ?", "ii", pool_id, id);
+	db_unlock(db);
+	return rc < 0 ? -1 : 0;
+}
+
+struct waiting_walk {
+	int (*fn)(const struct job_waiting_gpu *w, void *ctx);
+	void *ctx;
+};
+
+static int waiting_row(sqlite3_stmt *st, void *arg)
+{
+	struct waiting_walk *w = arg;
+	struct job_waiting_gpu j = {
+		.job_id = sqlite3_column_int64(st, 0), .user_id = sqlite3_column_int64(st, 1),
+		.created_at = sqlite3_column_int64(st, 2),
+		.expires_at = sqlite3_column_int64(st, 2) + sqlite3_column_int64(st, 3),
+		.length_s = sqlite3_column_int64(st, 4), .gpu_count = sqlite3_column_int(st, 5)};
+	return w->fn(&j, w->ctx);
+}
+
+int jobs_each_waiting_gpu(struct db *db, int (*fn)(const struct job_waiting_gpu *w, void *ctx),
+			  void *ctx)
+{
+	struct waiting_walk w = {fn, ctx};
+	return db_each(db,
+		       "SELECT id, user_id, created_at, max_wait_s, max_runtime_s, gpu_count"
+		       " FROM jobs WHERE kind = 'gpu' AND status = 'InProgress' AND (secondary ="
+		       " 'Pending' OR (secondary = 'Starting' AND pool_id = 0)) ORDER BY id",
+		       "", waiting_row, &w) < 0
+		       ? -1
+		       : 0;
 }
 
 int jobs_set_grace(struct db *db, int64_t id, int64_t grace_s)

@@ -105,6 +105,7 @@ struct job_move {
 	int64_t pool_id;         /* > 0: the job runs in this pool now */
 	bool reused_pool;        /* with pool_id: it is a warm pool */
 	bool next_attempt;       /* a retry: attempt + 1, run_sent cleared */
+	bool clear_pool;         /* pool_id := 0 (a retry builds a new pool) */
 	bool set_exit;           /* exit_code := exit_code (-1: none) */
 	int exit_code;
 	const char *failure;     /* non-NULL: failure_reason := failure */
@@ -119,6 +120,18 @@ struct job_move {
  * closes the attempt's entry and opens the next); adds the Training time.
  * 1 moved, 0 not live or not in from_mask, -1. */
 int jobs_move(struct db *db, int64_t id, const struct job_move *m);
+/* Sets the job's pool (0: none) without a transition (a pool start the
+ * backend refused for now: the job waits for the next pass). 0 or -1. */
+int jobs_set_pool(struct db *db, int64_t id, int64_t pool_id);
+/* A GPU job waiting for its pool: Pending, or Starting again without a pool
+ * (a retry). */
+struct job_waiting_gpu {
+	int64_t job_id, user_id, created_at, expires_at, length_s;
+	int gpu_count;
+};
+/* Calls fn for each waiting GPU job, oldest first. 0 or -1. */
+int jobs_each_waiting_gpu(struct db *db, int (*fn)(const struct job_waiting_gpu *w, void *ctx),
+			  void *ctx);
 /* Records that job_run was taken for the current attempt. 0 or -1. */
 int jobs_set_run_sent(struct db *db, int64_t id, bool sent);
 /* A stop asked for: the grace to use. 0 or -1. */

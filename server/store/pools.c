@@ -82,16 +82,17 @@ int pools_find(struct db *db, int64_t id, struct pool *out)
 }
 
 int pools_find_available(struct db *db, const struct pool_shape *shape, int64_t not_before,
-			 struct pool *out)
+			 int64_t now, struct pool *out)
 {
 	int rc = db_one(db,
 			"SELECT " POOL_COLUMNS " WHERE p.state = 'available' AND p.user_id = ?"
 			" AND p.gpu = ? AND p.gpu_count = ? AND p.image = ? AND p.memory_bytes = ?"
 			" AND p.cpus_milli = ? AND p.network = ? AND p.deadline > ?"
-			" ORDER BY p.available_until, p.id LIMIT 1",
-			"iiitiiii", pool_from_row, out, shape->user_id, (int64_t)shape->gpu,
+			" AND p.available_until > ? ORDER BY p.available_until, p.id LIMIT 1",
+			"iiitiiiii", pool_from_row, out, shape->user_id, (int64_t)shape->gpu,
 			(int64_t)shape->gpu_count, shape->image ? shape->image : "",
-			shape->memory_bytes, shape->cpus_milli, (int64_t)shape->network, not_before);
+			shape->memory_bytes, shape->cpus_milli, (int64_t)shape->network, not_before,
+			now);
 	return rc < 0 ? -1 : rc;
 }
 
@@ -153,12 +154,12 @@ int pools_take(struct db *db, int64_t id, int64_t job_id, int64_t now)
 		      "iii", job_id, 0, NULL, false, true, now);
 }
 
-int pools_release(struct db *db, int64_t id, int64_t until, int64_t now)
+int pools_release(struct db *db, int64_t id, int64_t until, int64_t now, bool warm)
 {
 	return change(db, id,
 		      "UPDATE pools SET state = 'available', last_job_id = job_id, job_id = 0,"
 		      " available_until = ? WHERE state = 'in_use' AND ? >= 0 AND id = ?",
-		      "iii", until, 0, NULL, true, false, now);
+		      "iii", until, 0, NULL, warm, false, now);
 }
 
 int pools_end(struct db *db, int64_t id, const char *reason, int64_t now)

@@ -53,10 +53,11 @@ int pools_create(struct db *db, const struct pool_shape *shape, const char *gpus
 		 int64_t now, int64_t deadline, struct pool *out);
 /* The pool with this id (1), none (0), or -1. */
 int pools_find(struct db *db, int64_t id, struct pool *out);
-/* The available pool of this shape whose deadline is after not_before, the
- * one warm the longest first: 1 with *out, 0 none, -1. */
+/* The available pool of this shape whose deadline is after not_before and
+ * whose keep-alive has not run out at now, the one warm the longest first:
+ * 1 with *out, 0 none, -1. */
 int pools_find_available(struct db *db, const struct pool_shape *shape, int64_t not_before,
-			 struct pool *out);
+			 int64_t now, struct pool *out);
 /* The user's pools that are not ended; -1 on error. */
 int pools_count_live(struct db *db, int64_t user_id);
 /* Marks a starting or in_use pool ready. 1 changed, 0 not, -1. */
@@ -64,9 +65,10 @@ int pools_set_ready(struct db *db, int64_t id);
 /* Takes an available pool for job_id (in_use): closes its warm ledger entry.
  * 1 taken, 0 no longer available, -1. */
 int pools_take(struct db *db, int64_t id, int64_t job_id, int64_t now);
-/* The job in an in_use pool is over: available until `until` (opens the warm
- * ledger entry). 1 changed, 0 not in use, -1. */
-int pools_release(struct db *db, int64_t id, int64_t until, int64_t now);
+/* The job in an in_use pool is over: available until `until`; warm opens
+ * the warm ledger entry (false: a pool not kept, about to be stopped). 1
+ * changed, 0 not in use, -1. */
+int pools_release(struct db *db, int64_t id, int64_t until, int64_t now, bool warm);
 /* Ends a pool (any state but ended) with reason; closes a warm entry. 1
  * changed, 0 already ended, -1. */
 int pools_end(struct db *db, int64_t id, const char *reason, int64_t now);

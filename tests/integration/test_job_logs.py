@@ -131,9 +131,9 @@ def test_other_users_jobs_are_not_found(d, owner):
     job = add_job(d, owner.username)
     other = make_user(d)
     for what in ("logs", "metrics", "samples", "events"):
-        assert_error(other.get(f"/api/v1/jobs/{job}/{what}"), 404, "job_not_found")
-        assert_error(owner.get(f"/api/v1/jobs/0/{what}"), 404, "job_not_found")
-        assert_error(owner.get(f"/api/v1/jobs/x{job}/{what}"), 404, "job_not_found")
+        assert_error(other.get(f"/api/v1/jobs/{job}/{what}"), 404, "not_found")
+        assert_error(owner.get(f"/api/v1/jobs/0/{what}"), 404, "not_found")
+        assert_error(owner.get(f"/api/v1/jobs/x{job}/{what}"), 404, "not_found")
     # an administrator sees every job
     assert_status(d.admin().get(f"/api/v1/jobs/{job}/logs"), 200)
 
