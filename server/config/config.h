@@ -135,6 +135,22 @@ struct labd_config {
 	unsigned n_images;
 	/* [metrics] */
 	char scrape_token_file[CONFIG_PATH_MAX]; /* bearer token for GET /metrics; "" = none */
+	/* [jobs] (docs/config.md): the web side's keys (training jobs, docs/jobs.md) */
+	int64_t jobs_keep_alive_max_s;    /* cap of a job's keep_alive_s */
+	int64_t jobs_grace_s;             /* default stop grace: SIGTERM, then SIGKILL */
+	int64_t jobs_max_wait_default_s;  /* default max_wait_s of a job */
+	unsigned jobs_max_pools_per_user; /* job sandboxes a user may hold at once */
+	/* [jobs] rules_*: the profiling rules' thresholds (docs/jobs.md "Profiling rules") */
+	int64_t jobs_rules_interval_s;    /* between evaluations of a running job */
+	unsigned jobs_rules_min_samples;  /* the sample rules wait for this many */
+	unsigned jobs_rules_gpu_low_p95_percent, jobs_rules_gpu_low_p5_percent;
+	unsigned jobs_rules_cpu_high_percent, jobs_rules_gpu_idle_percent;
+	unsigned jobs_rules_io_wait_percent;
+	unsigned jobs_rules_gpu_memory_increase_percent;
+	char jobs_rules_step_metric[256]; /* the metric StepOutlier reads */
+	unsigned jobs_rules_step_stddev;
+	unsigned jobs_rules_memory_near_percent;
+	int64_t jobs_rules_init_s, jobs_rules_quiet_s;
 };
 
 /* Fills *cfg with the defaults; demo = the `labd --demo` defaults (./var, ./web). */

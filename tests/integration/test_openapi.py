@@ -137,6 +137,9 @@ def test_every_documented_operation_is_called(daemon, admin, new_user):
     assert_status(a.get("/api/v1/usage?group_by=day"), 200)
     assert_status(a.get("/api/v1/runtimes"), 200)
     assert_status(c.get("/api/v1/images"), 200)
+    # a job's log, metrics, samples and events (test_job_logs.py drives them on jobs)
+    for what in ("logs", "metrics", "samples", "events"):
+        assert_status(c.get(f"/api/v1/jobs/999999/{what}"), 404)
     a.delete("/api/v1/runtimes/999999")  # none: 404 (test_admin_runtimes stops real ones)
     assert_status(a.get("/api/v1/audit?limit=5"), 200)
     assert_status(a.get("/metrics"), 200)

@@ -16,10 +16,12 @@ from labd_harness import (
     SLOW,
 )
 
-USER_SCOPES = ["identify", "account", "tokens", "runtimes", "read:usage", "read:quota",
+# in the table order of auth/scope.c, as tokens list them
+BASE_SCOPES = ["identify", "account", "tokens", "runtimes", "read:usage", "read:quota",
                "read:gpus"]
-ADMIN_SCOPES = USER_SCOPES + ["admin:users", "admin:quota", "admin:usage", "admin:runtimes",
-                              "admin:audit", "metrics"]
+USER_SCOPES = BASE_SCOPES + ["jobs"]
+ADMIN_SCOPES = BASE_SCOPES + ["admin:users", "admin:quota", "admin:usage", "admin:runtimes",
+                              "admin:audit", "metrics", "jobs"]
 
 
 def make_token(c, name, expect=201, **fields):
