@@ -3,11 +3,13 @@
 // points, the phase timeline, billable seconds and Completed, gets the end notice on the
 // dashboard, closes the page and finds it all again on a fresh one. A bad metric regex is
 // refused next to the metrics field and creates nothing; a running job is stopped from its
-// page. Real jobs in real job sandboxes: started by tests/e2e/run.sh like the others.
+// page; the web process is killed mid-job and the page's log goes on without a line lost or
+// repeated. Real jobs in real job sandboxes: started by tests/e2e/run.sh like the others.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import {
-  ADMIN_PW, WIDE, PHONE, Browser, uniqueName, formLogin, apiLogin, api, createUser, waitFor,
+  ADMIN_PW, STATE_DIR, WIDE, PHONE, Browser, uniqueName, formLogin, apiLogin, api, createUser, waitFor,
   assertFits, assertLabelled,
 } from './console-lib.mjs';
 
@@ -44,6 +46,21 @@ async function jobsNamed(name) {
   const r = await api(session, 'GET', `/jobs?name=${encodeURIComponent(name)}`);
   assert.equal(r.status, 200, JSON.stringify(r.body));
   return r.body.jobs;
+}
+
+/* The pid of this daemon's web process: the labd process running as user labd whose
+ * config lies beside STATE_DIR (tests/e2e/run.sh). */
+function webProcessPid() {
+  const ini = `${STATE_DIR.replace(/\/state$/, '')}/labd.ini`;
+  let out = '';
+  try {
+    out = execFileSync('pgrep', ['-u', 'labd', '-f', `/labd --config ${ini}$`], { encoding: 'utf8' });
+  } catch {
+    return null; // none right now (restarting)
+  }
+  const pids = out.trim().split('\n').filter(Boolean).map(Number);
+  assert.ok(pids.length <= 1, `one web process, not ${pids}`);
+  return pids[0] ?? null;
 }
 
 /* Fills the dashboard's submit form and sends it. */
@@ -170,6 +187,33 @@ test('a running job stopped from its page ends Stopped', T, async () => {
   assert.equal(await page.getByRole('button', { name: 'Stop job' }).isVisible(), false);
   await dashboard.locator(`#toasts .toast[data-job="${job.id}"]`, { hasText: 'Stopped' }).waitFor({ timeout: 15_000 });
   await dashboard.locator(`#jobs tbody tr[data-name="${name}"][data-status="Stopped"]`).waitFor();
+});
+
+test('the live log resumes after the web process restarts mid-job: no line lost or shown twice', T, async () => {
+  // labd-web is the daemon's child running as user labd; killing it drops every stream
+  // (the daemon starts a new one within a second, and the job goes on in its sandbox)
+  const name = uniqueName('count-');
+  const cmd = "/bin/sh -c 'i=0; while [ $i -lt 30 ]; do i=$((i+1)); echo line=$i; sleep 0.2; done'";
+  const job = await submitAndFind(dashboard, { name, command: cmd });
+  const page = await dashboard.context().newPage();
+  page.on('pageerror', (e) => b.pageErrors.push(`${page.url()}: ${e.message}`));
+  await page.goto(`/jobs/${job.id}`);
+  // every state the log's label goes through, as the page shows it
+  await page.locator('#log-state').evaluate((el) => {
+    window.logStates = [el.textContent];
+    new MutationObserver(() => window.logStates.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
+  });
+  await page.getByRole('log').filter({ hasText: 'line=3' }).waitFor({ timeout: JOB_TIMEOUT });
+  const web = webProcessPid();
+  process.kill(web, 'SIGKILL');
+  await waitFor(() => webProcessPid() !== web, 'a new web process', 20_000);
+  await page.locator('#job-status[data-status="Completed"]').waitFor({ timeout: JOB_TIMEOUT });
+  await page.locator('#log-state', { hasText: 'complete' }).waitFor();
+  const lines = (await page.getByRole('log').textContent()).trim().split('\n');
+  assert.deepEqual(lines, Array.from({ length: 30 }, (_, i) => `line=${i + 1}`));
+  const states = await page.evaluate(() => window.logStates);
+  assert.ok(states.includes('(reconnecting…)'), `the stream really dropped: ${states}`);
+  await page.close();
 });
 
 test('no CSP violation or script error in any of these pages', T, async () => {
