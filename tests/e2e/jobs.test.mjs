@@ -63,6 +63,12 @@ function webProcessPid() {
   return pids[0] ?? null;
 }
 
+async function jobFindings(id) {
+  const r = await api(session, 'GET', `/jobs/${id}`);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body.findings ?? [];
+}
+
 /* Fills the dashboard's submit form and sends it. */
 async function submitForm(page, { name, command, metrics = '' }) {
   await page.getByLabel('Job name').fill(name);
@@ -187,6 +193,29 @@ test('a running job stopped from its page ends Stopped', T, async () => {
   assert.equal(await page.getByRole('button', { name: 'Stop job' }).isVisible(), false);
   await dashboard.locator(`#toasts .toast[data-job="${job.id}"]`, { hasText: 'Stopped' }).waitFor({ timeout: 15_000 });
   await dashboard.locator(`#jobs tbody tr[data-name="${name}"][data-status="Stopped"]`).waitFor();
+});
+
+test('a rule finding shows on the job page while the job runs, with its samples', T, async () => {
+  // jobs.ini: SlowInitialization after 2 s without a log line or metric
+  const name = uniqueName('quiet-');
+  const job = await submitAndFind(dashboard, { name, command: "/bin/sh -c 'sleep 6; echo awake'" });
+  const page = await dashboard.context().newPage();
+  page.on('pageerror', (e) => b.pageErrors.push(`${page.url()}: ${e.message}`));
+  await page.goto(`/jobs/${job.id}`);
+  const finding = page.locator('#findings li[data-rule="SlowInitialization"]');
+  await finding.waitFor({ timeout: JOB_TIMEOUT });
+  assert.equal(await page.locator('#job-status').getAttribute('data-status'), 'InProgress', 'found while it runs');
+  assert.equal(await page.getByRole('log').textContent(), '', 'nothing logged yet');
+  const api = (await jobFindings(job.id)).find((f) => f.rule === 'SlowInitialization');
+  assert.ok(api, 'the API has the finding');
+  // the message's words (its seconds move on with each evaluation)
+  const words = api.message.split(/\d/)[0].trim();
+  assert.ok(words.length > 5 && (await finding.textContent()).includes(words), `${words} on the page`);
+  await finding.getByText(/^The samples that triggered it \(\d+\)$/).click();
+  assert.equal(await page.locator('#findings-empty').isVisible(), false);
+  await page.locator('#job-status[data-status="Completed"]').waitFor({ timeout: JOB_TIMEOUT });
+  await finding.waitFor(); // still there after the end
+  await page.close();
 });
 
 test('the live log resumes after the web process restarts mid-job: no line lost or shown twice', T, async () => {

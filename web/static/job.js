@@ -26,6 +26,7 @@
     logDone: false,
     plots: {}, /* metric name -> lineChart */
     metricsTimer: null,
+    ended: false, /* the status stream said end: the job read after it is final */
   };
 
   /* ---- the job ---------------------------------------------------------------------- */
@@ -157,13 +158,17 @@
     if (job.findings) renderFindings(job.findings);
   }
 
+  /* A read that set out before the end may come back after it: a live job is then old news. */
   function loadJob() {
-    return L.api("GET", "/jobs/" + JOB_ID).then(render);
+    return L.api("GET", "/jobs/" + JOB_ID).then(function (job) {
+      if (!(page.ended && J.isLive(job))) render(job);
+    });
   }
 
   /* ---- live status -------------------------------------------------------------------- */
 
   function onEnd() {
+    page.ended = true;
     if (page.events) page.events.close();
     page.events = null;
     clearTimeout(page.metricsTimer);
@@ -263,8 +268,10 @@
     });
   }
 
+  /* While the job runs: its metrics, and the job itself for the findings and the billable
+   * time (the status stream sends the job only at each transition). */
   function pollMetrics() {
-    loadMetrics()
+    Promise.all([loadMetrics(), J.isLive(page.job) && !page.ended ? loadJob() : null])
       .catch(function () {})
       .then(function () {
         if (J.isLive(page.job)) page.metricsTimer = setTimeout(pollMetrics, METRICS_POLL_MS);
