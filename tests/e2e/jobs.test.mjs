@@ -3,7 +3,7 @@
 // points, the phase timeline, billable seconds and Completed, gets the end notice on the
 // dashboard, closes the page and finds it all again on a fresh one. A bad metric regex is
 // refused next to the metrics field and creates nothing; a running job is stopped from its
-// page; the web process is killed mid-job and the page's log goes on without a line lost or
+// page; a failed job says why; a rule finding shows while its job runs; the web process is killed mid-job and the page's log goes on without a line lost or
 // repeated. Real jobs in real job sandboxes: started by tests/e2e/run.sh like the others.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -193,6 +193,24 @@ test('a running job stopped from its page ends Stopped', T, async () => {
   assert.equal(await page.getByRole('button', { name: 'Stop job' }).isVisible(), false);
   await dashboard.locator(`#toasts .toast[data-job="${job.id}"]`, { hasText: 'Stopped' }).waitFor({ timeout: 15_000 });
   await dashboard.locator(`#jobs tbody tr[data-name="${name}"][data-status="Stopped"]`).waitFor();
+});
+
+test('a failed job says why on its page, with its exit code', T, async () => {
+  const name = uniqueName('fail-');
+  const r = await api(session, 'POST', '/jobs', { name, command: ['/bin/sh', '-c', 'echo about to fail; exit 3'] });
+  assert.equal(r.status, 201, JSON.stringify(r.body));
+  const page = await dashboard.context().newPage();
+  page.on('pageerror', (e) => b.pageErrors.push(`${page.url()}: ${e.message}`));
+  await page.goto(`/jobs/${r.body.id}`);
+  await page.locator('#job-status[data-status="Failed"]').waitFor({ timeout: JOB_TIMEOUT });
+  const job = (await api(session, 'GET', `/jobs/${r.body.id}`)).body;
+  assert.equal(job.exit_code, 3);
+  assert.ok(job.failure_reason, 'the API gives a reason');
+  await page.getByRole('alert').filter({ hasText: job.failure_reason }).waitFor();
+  assert.equal((await page.locator('#job-exit').textContent()).trim(), '3');
+  await page.getByRole('log').filter({ hasText: 'about to fail' }).waitFor();
+  await dashboard.locator(`#toasts .toast[data-job="${job.id}"]`, { hasText: 'ended: Failed' }).waitFor({ timeout: 15_000 });
+  await page.close();
 });
 
 test('a rule finding shows on the job page while the job runs, with its samples', T, async () => {

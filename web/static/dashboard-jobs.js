@@ -44,11 +44,13 @@
     L.showMessage("job-form-error", "");
   }
 
-  /* "[2].regex" -> "Line 3, regex: "; "" -> "" (the box has one entry a line). */
-  function fieldDetail(rest) {
+  /* "[2].regex" -> "Line 3, regex: " (the boxes hold one entry a line; the command's
+   * entries are its words); "" -> "". */
+  function fieldDetail(base, rest) {
     var m = /^\[(\d+)\]\.?(.*)$/.exec(rest);
     if (!m) return rest ? rest.replace(/^\./, "") + ": " : "";
-    return "Line " + (Number(m[1]) + 1) + (m[2] ? ", " + m[2] : "") + ": ";
+    var what = base === "command" ? "Word " : "Line ";
+    return what + (Number(m[1]) + 1) + (m[2] ? ", " + m[2] : "") + ": ";
   }
 
   /* Shows message next to the input of the API field ("metric_definitions[2].regex" ->
@@ -60,7 +62,7 @@
       L.showMessage("job-form-error", message + (field ? " (" + field + ")" : ""));
       return;
     }
-    L.showMessage(id + "-error", fieldDetail(field.slice(base.length)) + message);
+    L.showMessage(id + "-error", fieldDetail(base, field.slice(base.length)) + message);
     var input = $(id);
     input.setAttribute("aria-invalid", "true");
     input.focus();
