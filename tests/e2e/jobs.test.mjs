@@ -3,8 +3,9 @@
 // points, the phase timeline, billable seconds and Completed, gets the end notice on the
 // dashboard, closes the page and finds it all again on a fresh one. A bad metric regex is
 // refused next to the metrics field and creates nothing; a running job is stopped from its
-// page; a failed job says why; a rule finding shows while its job runs; the web process is killed mid-job and the page's log goes on without a line lost or
-// repeated. Real jobs in real job sandboxes: started by tests/e2e/run.sh like the others.
+// page; a failed job says why; a rule finding shows while its job runs (jobs.ini); the web
+// process is killed mid-job and the page's log goes on without a line lost or repeated.
+// Real jobs in real job sandboxes: started by tests/e2e/run.sh like the others.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
