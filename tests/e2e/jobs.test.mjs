@@ -214,6 +214,34 @@ test('a failed job says why on its page, with its exit code', T, async () => {
   await page.close();
 });
 
+test('a job kept warm leaves a pool that the dashboard releases', T, async () => {
+  const name = uniqueName('warm-');
+  await dashboard.getByLabel('Keep warm after (seconds)').fill('300');
+  const job = await submitAndFind(dashboard, { name, command: 'true' });
+  await dashboard.getByLabel('Keep warm after (seconds)').fill('0');
+  assert.equal(job.keep_alive_s, 300);
+  await waitFor(async () => (await api(session, 'GET', `/jobs/${job.id}`)).body.warm_pool?.status === 'Available',
+    'the warm pool Available', JOB_TIMEOUT);
+  const pool = (await api(session, 'GET', `/jobs/${job.id}`)).body.warm_pool;
+  await dashboard.locator(`#jobs tbody tr[data-name="${name}"]`, { hasText: 'Available until' }).waitFor();
+  // the earlier jobs' notices may sit over the button: dismiss them, as a person would
+  const dismiss = dashboard.locator('#toasts').getByRole('button', { name: 'Dismiss' });
+  while (await dismiss.count()) await dismiss.first().click();
+  const release = dashboard.getByRole('button', { name: `Release warm pool ${pool.id}` });
+  await release.click(); // the confirm() is accepted
+  await waitFor(async () => (await api(session, 'GET', `/jobs/${job.id}`)).body.warm_pool?.status === 'Terminated',
+    'the pool Terminated', 30_000);
+  await release.waitFor({ state: 'hidden' });
+  const after = (await api(session, 'GET', `/jobs/${job.id}`)).body.warm_pool;
+  assert.match(after.reason, /released by the user/);
+  const page = await dashboard.context().newPage();
+  await page.goto(`/jobs/${job.id}`);
+  await page.locator('#job-warm', { hasText: 'Terminated' }).waitFor();
+  assert.match(await page.locator('#job-warm').textContent(), /released by the user/);
+  assert.equal(await page.getByRole('button', { name: 'Release' }).isVisible(), false);
+  await page.close();
+});
+
 test('a rule finding shows on the job page while the job runs, with its samples', T, async () => {
   // jobs.ini: SlowInitialization after 2 s without a log line or metric
   const name = uniqueName('quiet-');

@@ -31,6 +31,7 @@
     seen: {}, /* job id -> the status we last showed; a job is announced once it ends */
     loadedAt: Date.now(),
     timer: null,
+    drawn: {}, /* table id -> the JSON text it shows */
   };
 
   /* ---- submit form ---------------------------------------------------------------- */
@@ -42,6 +43,16 @@
       L.showMessage(FIELD_INPUT[f] + "-error", "");
     });
     L.showMessage("job-form-error", "");
+    L.showMessage("job-form-message", "");
+  }
+
+  /* Under the form (not a toast: toasts are for what happens while you look elsewhere). */
+  function submitted(job) {
+    var box = $("job-form-message");
+    box.textContent = "";
+    box.appendChild(document.createTextNode("Job " + job.name + " submitted. "));
+    box.appendChild(L.el("a", { href: "/jobs/" + job.id }, ["Open its page"]));
+    box.hidden = false;
   }
 
   /* "[2].regex" -> "Line 3, regex: " (the boxes hold one entry a line; the command's
@@ -116,7 +127,7 @@
     L.api("POST", "/jobs", body)
       .then(function (job) {
         state.seen[job.id] = job.status;
-        toast("Job " + job.name + " submitted.", job);
+        submitted(job);
         $("job-name").value = "";
         return refresh();
       })
@@ -136,7 +147,21 @@
     return L.el("a", { href: "/jobs/" + encodeURIComponent(job.id) }, [job.name]);
   }
 
+  /* True when what is drawn in table id already shows data (the fields shown): a list read every few
+   * seconds is redrawn only when it changed, so that a button is not replaced under the
+   * pointer (or the keyboard focus) for nothing. */
+  function unchanged(id, data) {
+    var text = JSON.stringify(data);
+    if (state.drawn[id] === text) return true;
+    state.drawn[id] = text;
+    return false;
+  }
+
   function renderJobs(jobs) {
+    var shown = jobs.map(function (j) {
+      return [j.id, j.name, J.statusText(j), j.created_at, j.billable_s, J.warmText(j.warm_pool)];
+    });
+    if (unchanged("jobs", shown)) return;
     var tbody = $("jobs").tBodies[0];
     tbody.textContent = "";
     if (!jobs.length) {
@@ -157,6 +182,10 @@
   }
 
   function renderPools(pools) {
+    var shown = pools.map(function (p) {
+      return [p.id, p.status, p.type, p.gpu_count, p.job_id, p.available_until];
+    });
+    if (unchanged("warm-pools", shown)) return;
     var tbody = $("warm-pools").tBodies[0];
     tbody.textContent = "";
     if (!pools.length) {
@@ -221,10 +250,11 @@
       item.remove();
     });
     box.appendChild(item);
-    /* A toast stays 30 s: long enough to be read after a glance away. */
+    /* A toast stays 20 s: long enough to be read after a glance away, short enough not to
+     * sit on the page's buttons (Dismiss removes it sooner). */
     setTimeout(function () {
       item.remove();
-    }, 30000);
+    }, 20000);
   }
 
   function refresh() {
