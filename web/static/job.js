@@ -35,18 +35,25 @@
     $(id).textContent = text === null || text === undefined || text === "" ? "—" : String(text);
   }
 
-  function renderTimeline(transitions) {
+  /* "start → end (duration)"; the phase under way "start → now"; the final status of an
+   * ended job (which has no end) just its time. */
+  function phaseTimes(t, live) {
+    if (t.end_at) {
+      var span = (Date.parse(t.end_at) - Date.parse(t.start_at)) / 1000;
+      return J.timeOf(t.start_at) + " → " + J.timeOf(t.end_at) + " (" + J.duration(span) + ")";
+    }
+    return J.timeOf(t.start_at) + (live ? " → now" : "");
+  }
+
+  function renderTimeline(transitions, live) {
     var ol = $("job-timeline");
     ol.textContent = "";
     (transitions || []).forEach(function (t) {
-      var span = t.end_at ? (Date.parse(t.end_at) - Date.parse(t.start_at)) / 1000 : null;
       ol.appendChild(
-        L.el("li", { dataset: { status: t.status }, className: t.end_at ? "" : "current" }, [
+        L.el("li", { dataset: { status: t.status }, className: t.end_at || !live ? "" : "current" }, [
           L.el("strong", null, [t.status]),
           " ",
-          L.el("span", { className: "muted small" }, [
-            J.timeOf(t.start_at) + " → " + (t.end_at ? J.timeOf(t.end_at) + " (" + J.duration(span) + ")" : "now"),
-          ]),
+          L.el("span", { className: "muted small" }, [phaseTimes(t, live)]),
           t.message ? L.el("span", { className: "block small" }, [t.message]) : null,
         ])
       );
@@ -152,7 +159,7 @@
     L.showMessage("job-failure", job.failure_reason ? "Why it failed: " + job.failure_reason : "");
     $("job-stop").hidden = job.status !== "InProgress";
     renderWarm(job);
-    renderTimeline(job.transitions);
+    renderTimeline(job.transitions, J.isLive(job));
     renderOutputs(job);
     renderFinal(job.final_metrics);
     if (job.findings) renderFindings(job.findings);
