@@ -208,7 +208,7 @@ int jobs_create(struct db *db, const struct job_new *n, struct job *out)
 		     " image, memory_bytes, cpus_milli, network, max_retries, max_runtime_s,"
 		     " max_wait_s, keep_alive_s, grace_s, created_at)"
 		     " VALUES (?, ?, 'InProgress', 'Pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		     "itttititiiiiiiii", n->user_id, n->name, n->spec, n->gpu ? "gpu" : "cpu",
+		     "itttitiiiiiiiii", n->user_id, n->name, n->spec, n->gpu ? "gpu" : "cpu",
 		     (int64_t)n->gpu_count, n->image ? n->image : "", n->memory_bytes,
 		     n->cpus_milli, (int64_t)n->network, (int64_t)n->max_retries, n->max_runtime_s,
 		     n->max_wait_s, n->keep_alive_s, n->grace_s, n->now_ms / 1000);

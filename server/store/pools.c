@@ -64,7 +64,7 @@ int pools_create(struct db *db, const struct pool_shape *shape, const char *gpus
 			 "INSERT INTO pools (user_id, state, gpu, gpus, gpu_count, image, memory_bytes,"
 			 " cpus_milli, network, created_at, deadline, job_id)"
 			 " VALUES (?, 'starting', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-			 "iitititiiii", shape->user_id, (int64_t)shape->gpu, gpus,
+			 "iititiiiiii", shape->user_id, (int64_t)shape->gpu, gpus,
 			 (int64_t)shape->gpu_count, shape->image ? shape->image : "",
 			 shape->memory_bytes, shape->cpus_milli, (int64_t)shape->network, now, deadline,
 			 job_id);

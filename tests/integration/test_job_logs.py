@@ -254,3 +254,27 @@ def test_events_of_a_finished_job_end_at_once(d, owner):
     assert s.next_event()["event"] == "end"
     with pytest.raises(EOFError):
         s.next_event(timeout=3)
+
+
+def test_events_follow_a_submitted_job_to_its_end(d, owner):
+    """A real submit: status events from Pending on, each transition once,
+    then end after the final status."""
+    r = owner.post("/api/v1/jobs", json={"name": unique_name("ev"),
+                                         "command": ["/bin/sh", "-c", "echo loss=1"]})
+    assert_status(r, 201)
+    job = r.json["id"]
+    s = EventStream(d.port, headers=auth_headers(owner), path=f"/api/v1/jobs/{job}/events")
+    seen, last_id = [], 0
+    while True:
+        ev = s.next_event(timeout=60)
+        if ev["event"] == "end":
+            break
+        assert ev["event"] == "status" and int(ev["id"]) == last_id + 1
+        last_id = int(ev["id"])
+        obj = json.loads(ev["data"])
+        assert obj["id"] == job
+        seen.append((obj["status"], obj["secondary_status"]))
+    assert len(seen) == len(set(seen)), seen
+    final = owner.get(f"/api/v1/jobs/{job}").json
+    assert seen[-1] == (final["status"], final["secondary_status"])
+    assert final["status"] in ("Completed", "Failed", "Stopped"), final
