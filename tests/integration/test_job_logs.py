@@ -256,9 +256,10 @@ def test_events_of_a_finished_job_end_at_once(d, owner):
         s.next_event(timeout=3)
 
 
-def test_events_follow_a_submitted_job_to_its_end(d, owner):
+def test_events_follow_a_submitted_job_to_its_end(d):
     """A real submit: status events from Pending on, each transition once,
     then end after the final status."""
+    owner = make_user(d)  # the rows above count against concurrent_jobs
     r = owner.post("/api/v1/jobs", json={"name": unique_name("ev"),
                                          "command": ["/bin/sh", "-c", "echo loss=1"]})
     assert_status(r, 201)
