@@ -34,6 +34,8 @@ all: $(BUILD)/labd
 
 # The sandbox library and the labbox CLI (SANDBOX_* variables, $(BUILD)/libsandbox.a).
 -include sandbox/sandbox.mk
+# the job pools' agent, bound into each pool from libexec/ beside labd
+all: $(JOBAGENT)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
