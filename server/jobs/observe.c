@@ -140,6 +140,9 @@ static struct tracked *track_locked(struct observe *o, const struct job *j)
 	t->job_id = j->id;
 	t->gpu = j->gpu;
 	t->set = compile_defs(j);
+	/* what each definition stored before (a restarted labd-web goes on) */
+	for (size_t i = 0; t->set && i < extract_count(t->set); i++)
+		t->points[i] = job_metrics_count(o->app->db, j->id, extract_name(t->set, i));
 	t->offset = (uint64_t)row.log_offset;
 	t->started_ms = row.started_at_ms;
 	t->first_output_ms = row.first_output_at_ms;
@@ -183,11 +186,13 @@ struct point_ctx {
 static void on_point(void *ctx, size_t def, const char *name, double value)
 {
 	struct point_ctx *p = ctx;
-	(void)def;
 
-	if (job_metrics_add(p->o->app->db, p->t->job_id, name, p->at_ms, value,
-			    OBSERVE_METRIC_POINTS_MAX) < 0)
+	if (p->t->points[def] >= OBSERVE_METRIC_POINTS_MAX)
+		return;
+	if (job_metrics_add(p->o->app->db, p->t->job_id, name, p->at_ms, value) < 0)
 		log_error("job %lld: cannot store a point of %s", (long long)p->t->job_id, name);
+	else
+		p->t->points[def]++;
 	if (!p->t->first_output_ms)
 		p->t->first_output_ms = p->at_ms;
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "jobs/extract.h"
 #include "jobs/rules.h"
 
 struct app;
@@ -20,6 +21,9 @@ struct tracked {
 	int64_t job_id;
 	bool gpu;
 	struct extract_set *set; /* NULL: no definitions could be compiled */
+	/* points stored per definition (counted once, when tracking began): the
+	 * cap is kept here, not by counting rows at each insert */
+	int64_t points[EXTRACT_MAX_DEFS];
 	uint64_t offset;         /* the log's bytes read (saved in job_observe) */
 	int64_t started_ms, first_output_ms, last_output_ms; /* epoch ms, 0 = none */
 	int64_t last_rules_ms;

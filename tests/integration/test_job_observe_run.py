@@ -118,3 +118,15 @@ def test_slow_initialization_fires_with_its_samples(rd):
     job = submit(c, "talky", "for i in 1 2 3 4 5 6 7 8; do echo tick $i; sleep 0.5; done")
     j = wait_job(c, job)
     assert j["status"] == "Completed" and j["findings"] == [], j["findings"]
+
+
+def test_points_are_capped_per_metric(rd):
+    c = make_user(rd, prefix="jc")
+    job = submit(c, "capped", "seq 1 10050 | sed 's/^/m=/'",
+                 metric_definitions=[{"name": "m", "regex": r"^m=(\d+)$"}])
+    j = wait_job(c, job)
+    assert j["status"] == "Completed", j
+    m = c.get(f"/api/v1/jobs/{job}/metrics").json
+    values = [p["value"] for p in m["metrics"]["m"]]
+    assert values == [float(i) for i in range(1, 10001)]
+    assert m["final"][0]["value"] == 10000
