@@ -130,3 +130,36 @@ def test_points_are_capped_per_metric(rd):
     values = [p["value"] for p in m["metrics"]["m"]]
     assert values == [float(i) for i in range(1, 10001)]
     assert m["final"][0]["value"] == 10000
+
+
+def test_extraction_resumes_after_a_web_restart(rd):
+    """labd-web killed mid-job: the job runs on, and the restarted web process
+    resumes reading its log at the saved offset - every point once."""
+    import os
+    import signal
+
+    from labd_harness import web_process
+
+    c = make_user(rd, prefix="jw")
+    job = submit(c, "restart", "for i in $(seq 1 30); do echo loss=$i; sleep 0.2; done",
+                 metric_definitions=[{"name": "loss", "regex": r"loss=(\d+)"}])
+
+    def some_points():
+        r = c.get(f"/api/v1/jobs/{job}/metrics")
+        return r.status == 200 and len(r.json["metrics"].get("loss", [])) >= 5
+
+    wait_until(some_points, timeout=JOB_TIMEOUT, what="the first points")
+    os.kill(web_process(rd), signal.SIGKILL)
+    time.sleep(0.5)
+
+    def answers():
+        try:
+            return c.get("/api/v1/health").status == 200
+        except OSError:
+            return False
+
+    wait_until(answers, timeout=JOB_TIMEOUT, what="the web process back")
+    j = wait_job(c, job)
+    assert j["status"] == "Completed", j
+    values = [p["value"] for p in c.get(f"/api/v1/jobs/{job}/metrics").json["metrics"]["loss"]]
+    assert values == [float(i) for i in range(1, 31)], values
