@@ -197,14 +197,14 @@ static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t 
 	struct job j;
 	struct pool p;
 	char reason[JOB_REASON_MAX];
-	struct job_move m = {.at_ms = x->at_ms > 0 ? x->at_ms : jobs_now_ms()};
+	/* now, not x->at_ms (when the command ended): the event comes once the
+	 * outputs are uploaded, and Uploading is billed to its end */
+	struct job_move m = {.at_ms = jobs_now_ms()};
 
 	if (!event_pool(app, user, pool_id, &p) || !event_job(app, pool_id, job_id, &j))
 		return;
 	classify(&j, x, j.memory_bytes ? j.memory_bytes : p.memory_bytes, &m, reason,
 		 sizeof(reason));
-	if (m.at_ms < jobs_now_ms() - 60000) /* a clock far off: the end is now */
-		m.at_ms = jobs_now_ms();
 	if (jobs_move(app->db, job_id, &m) == 1) {
 		log_info("job %lld of %s: %s", (long long)job_id, user, reason);
 		keep_or_release(app, &j, &p, time(NULL));

@@ -6,9 +6,6 @@
 #include "jobs/jobs.h"
 #include "labd/app.h"
 
-/* The log cap sent with each job until [jobs] log_max_bytes is read here. */
-#define JOBS_LOG_MAX_BYTES (64LL << 20)
-
 char *jobs_backend_spec(const struct app *app, const struct job *j)
 {
 	json_error_t err;
@@ -28,7 +25,7 @@ char *jobs_backend_spec(const struct app *app, const struct job *j)
 			 json_object_get(req, "output_path"), "checkpoint_path",
 			 json_object_get(req, "checkpoint_path"), "max_runtime_s",
 			 (json_int_t)j->max_runtime_s, "grace_s", (json_int_t)j->grace_s,
-			 "log_max_bytes", (json_int_t)JOBS_LOG_MAX_BYTES, "gpus", j->gpu_count,
+			 "log_max_bytes", (json_int_t)app->cfg->jobs_log_max_bytes, "gpus", j->gpu_count,
 			 "cpus", (json_int_t)((cpus_milli + 999) / 1000));
 	json_decref(req);
 	text = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
