@@ -386,6 +386,12 @@ static void test_slow_init_and_quiet(void **state)
 	assert_string_equal(fired(&x, got, sizeof(got)), "");
 	x.in.now_ms = x.in.started_ms + 121 * 1000;
 	assert_string_equal(fired(&x, got, sizeof(got)), "SlowInitialization");
+	/* its evidence: the newest samples of the silent stretch, in order */
+	struct rule_finding f[4];
+	assert_int_equal(rules_evaluate(&x.in, &x.l, f, 4), 1);
+	assert_int_equal(f[0].n_evidence, RULE_EVIDENCE_MAX);
+	assert_int_equal(f[0].evidence[0], N - RULE_EVIDENCE_MAX);
+	assert_int_equal(f[0].evidence[RULE_EVIDENCE_MAX - 1], N - 1);
 	/* never any output, for over quiet_s: both */
 	x.in.now_ms = x.in.started_ms + 601 * 1000;
 	assert_string_equal(fired(&x, got, sizeof(got)), "SlowInitialization,NoLogOutput");
