@@ -261,6 +261,10 @@ void observe_job_ended(struct app *app, int64_t job_id)
 			before = t->offset;
 			extract_locked(o, t, true);
 		}
+		/* a last evaluation over everything it printed and sampled: a job
+		 * shorter than rules_interval is judged too */
+		if (t && t->started_ms)
+			observe_rules_locked(o, t, observe_wall_ms());
 		jobs_row_free(&j);
 	}
 	untrack_locked(o, job_id);
