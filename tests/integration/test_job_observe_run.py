@@ -163,3 +163,15 @@ def test_extraction_resumes_after_a_web_restart(rd):
     assert j["status"] == "Completed", j
     values = [p["value"] for p in c.get(f"/api/v1/jobs/{job}/metrics").json["metrics"]["loss"]]
     assert values == [float(i) for i in range(1, 31)], values
+
+
+def test_a_job_shorter_than_the_rules_interval_is_judged_at_its_end(rd):
+    c = make_user(rd, prefix="jq")
+    job = submit(c, "outlier", "for i in $(seq 1 12); do echo step_time=0.10; done; "
+                               "echo step_time=9.5",
+                 metric_definitions=[{"name": "step_time", "regex": r"step_time=([0-9.]+)"}])
+    j = wait_job(c, job)
+    assert j["status"] == "Completed", j
+    f = [f for f in j["findings"] if f["rule"] == "StepOutlier"]
+    assert f and f[0]["samples"] == [{"at": f[0]["samples"][0]["at"], "metric": "step_time",
+                                      "value": 9.5}], j["findings"]
