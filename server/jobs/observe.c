@@ -32,6 +32,7 @@
 #define WATCH_PER_USER 16
 #define WATCH_TOTAL 1024
 #define FOLLOWERS_MAX 1024
+#define FOLLOWERS_PER_USER 16
 
 int64_t observe_wall_ms(void)
 {
@@ -53,7 +54,7 @@ int observe_init(struct app *app)
 	o->app = app;
 	observe_limits(app->cfg, &o->limits);
 	o->watch = jobs_watch_new(app->db, WATCH_PER_USER, WATCH_TOTAL);
-	o->follow = follow_new(app->cfg, app->db, FOLLOWERS_MAX);
+	o->follow = follow_new(app->cfg, app->db, FOLLOWERS_MAX, FOLLOWERS_PER_USER);
 	if (!o->watch || !o->follow) {
 		jobs_watch_free(o->watch);
 		follow_free(o->follow);
