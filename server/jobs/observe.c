@@ -354,44 +354,19 @@ out:
 	free(l);
 }
 
-/* The mean utilisation and summed memory of the GPUs the pool holds ("0,1"),
- * as NVML reads them; -1 each when none is read. */
+/* What NVML read of the GPUs the job's pool holds. */
 static void gpu_reading(struct app *app, int64_t pool_id, double *percent, int64_t *memory)
 {
 	struct gpu_info info[CONFIG_MAX_GPUS];
 	struct pool p;
 	size_t n;
-	double sum = 0;
-	int counted = 0;
-	int64_t mem = 0;
-	bool mem_known = false;
 
 	*percent = -1;
 	*memory = -1;
 	if (!app->gpus || pools_find(app->db, pool_id, &p) != 1)
 		return;
 	n = gpus_snapshot(app->gpus, info, CONFIG_MAX_GPUS);
-	for (char *s = p.gpus, *end; *s; s = *end ? end + 1 : end) {
-		unsigned long id = strtoul(s, &end, 10);
-		if (end == s)
-			break;
-		for (size_t i = 0; i < n; i++) {
-			if (info[i].id != id)
-				continue;
-			if (info[i].utilization_percent >= 0) {
-				sum += info[i].utilization_percent;
-				counted++;
-			}
-			if (info[i].memory_used_bytes >= 0) {
-				mem += info[i].memory_used_bytes;
-				mem_known = true;
-			}
-		}
-	}
-	if (counted)
-		*percent = sum / counted;
-	if (mem_known)
-		*memory = mem;
+	observe_gpu_reading(info, n, p.gpus, percent, memory);
 }
 
 void observe_sample(struct app *app, const struct job *j, const struct backend_job_sample *s)
