@@ -32,14 +32,16 @@ def ok(r, status):
     return r.json
 
 
-def wait_job(c, job_id, until=("Completed", "Failed", "Stopped"), timeout=JOB_TIMEOUT):
+def wait_job(c, job_id, until=("Completed", "Failed", "Stopped"), timeout=JOB_TIMEOUT, d=None):
     seen = {}
 
     def done():
         seen["j"] = c.get(f"/api/v1/jobs/{job_id}").json
         return seen["j"]["status"] in until
 
-    wait_until(done, timeout=timeout, what=f"job {job_id} to reach {until}")
+    wait_until(done, timeout=timeout,
+               what=lambda: f"job {job_id} to reach {until}: {seen.get('j')}" +
+               (f"\n{d.log_tail()}" if d else ""))
     return seen["j"]
 
 
@@ -170,3 +172,35 @@ def test_a_job_survives_a_restart_of_the_web_process(rd):
     assert done["status"] == "Completed", done
     assert [t["status"] for t in done["transitions"]][-3:] == ["Training", "Uploading",
                                                               "Completed"]
+
+
+def test_gpu_jobs_hold_their_gpu_and_wait_in_turn(runtime_daemon_factory):
+    """[gpu] stand_in = 1: a GPU job holds the GPU exclusively (GET /api/v1/gpus names its
+    job sandbox); a second GPU job and a GPU runtime asked for meanwhile wait in one fair
+    order (less GPU time in 24 h first: the runtime's user, who used none, goes before the
+    job's user, whose first job was billed); the job starts once the runtime ends."""
+    gd = runtime_daemon_factory("jobs-gpu", gpu={"stand_in": "1"},
+                                sections={"quota": {"concurrent_jobs": "10"}})
+    c = make_user(gd, prefix="jg")
+    first = ok(c.post("/api/v1/jobs", json={"name": "gpu-1", "type": "gpu", "command": [
+        "/bin/sh", "-c", "sleep 3"]}), 201)
+    wait_until(lambda: c.get(f"/api/v1/jobs/{first['id']}").json["secondary_status"] == "Training",
+               timeout=JOB_TIMEOUT, what="the first GPU job to train")
+    running = c.get(f"/api/v1/jobs/{first['id']}").json
+    gpus = ok(gd.admin().get("/api/v1/gpus"), 200)
+    assert gpus["gpus"][0]["state"] == "busy", gpus
+    assert gpus["gpus"][0]["holder"]["job_pool_id"] == running["warm_pool"]["id"], gpus
+    second = ok(c.post("/api/v1/jobs", json={"name": "gpu-2", "type": "gpu",
+                                             "command": ["/bin/true"]}), 201)
+    other = make_user(gd, prefix="jgr")
+    rt = other.post("/api/v1/me/runtime", json={"type": "gpu"})
+    assert rt.status == 202 and rt.json["runtime"]["state"] == "queued", rt
+    assert wait_job(c, first["id"])["status"] == "Completed"
+    # the runtime's user used no GPU time: the runtime goes first
+    wait_until(lambda: other.get("/api/v1/me/runtime").json["runtime"]["state"] != "queued",
+               timeout=JOB_TIMEOUT, what="the queued runtime to take the GPU")
+    assert c.get(f"/api/v1/jobs/{second['id']}").json["secondary_status"] == "Pending"
+    assert other.delete("/api/v1/me/runtime").status == 202
+    done = wait_job(c, second["id"], d=gd)
+    assert done["status"] == "Completed", (done["failure_reason"], done["transitions"],
+                                           gd.log_tail())
