@@ -80,7 +80,9 @@ static void mark_over_locked(struct follow_hub *h, int64_t job_id, int64_t now_m
 		h->n_over++;
 }
 
-/* Looks the followed jobs up in the store now and then. */
+static bool seen_before(const struct follow_hub *h, const struct follower *upto, int64_t job_id);
+
+/* Looks the followed jobs up in the store now and then (once per job). */
 static void check_store_locked(struct follow_hub *h, int64_t now_ms, bool force)
 {
 	if (!force && now_ms - h->last_check_ms < RECHECK_MS)
@@ -90,7 +92,8 @@ static void check_store_locked(struct follow_hub *h, int64_t now_ms, bool force)
 		struct job j;
 		int64_t since;
 		int found;
-		if (f->done || is_over_locked(h, f->job_id, &since))
+		if (f->done || is_over_locked(h, f->job_id, &since) ||
+		    seen_before(h, f, f->job_id))
 			continue;
 		found = jobs_find(h->db, f->job_id, &j);
 		if (found == 0 || (found > 0 && !jobs_live(&j)))
@@ -184,11 +187,12 @@ static void round_job(struct follow_hub *h, int64_t job_id, int64_t now_ms)
 	}
 }
 
-/* Whether job_id was already handled this round (an earlier follower). */
+/* Whether job_id was already handled this round: an earlier follower of it
+ * that is not done (a done one is skipped, so it must not hide the others). */
 static bool seen_before(const struct follow_hub *h, const struct follower *upto, int64_t job_id)
 {
 	for (const struct follower *f = h->head; f != upto; f = f->next)
-		if (f->job_id == job_id)
+		if (f->job_id == job_id && !f->done)
 			return true;
 	return false;
 }
