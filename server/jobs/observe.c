@@ -17,6 +17,7 @@
 #include "jobs/observe_int.h"
 #include "jobs/watch.h"
 #include "labd/app.h"
+#include "labd/clock.h"
 #include "labd/log.h"
 #include "sched/gpus.h"
 #include "store/db.h"
@@ -26,6 +27,8 @@
 
 /* Log bytes read for metrics per job and tick, at most. */
 #define EXTRACT_READ_BYTES sizeof(((struct observe *)0)->buf)
+/* Time one job's extraction may take per tick while its log has more. */
+#define EXTRACT_TICK_MS 100
 /* Live jobs looked at per tick, at most (the oldest first). */
 #define TICK_JOBS_MAX 512
 /* Event streams: per user and in all. */
@@ -230,6 +233,20 @@ static void extract_locked(struct observe *o, struct tracked *t, bool final)
 	db_unlock(o->app->db);
 }
 
+/* With o->lock held: reads t's log on while a whole buffer keeps coming and
+ * the tick's time for it lasts, so a burst of output is caught up in a few
+ * ticks rather than at one buffer a tick. */
+static void extract_more_locked(struct observe *o, struct tracked *t)
+{
+	long long until_ms = clock_ms() + EXTRACT_TICK_MS;
+	uint64_t before;
+
+	do {
+		before = t->offset;
+		extract_locked(o, t, false);
+	} while (t->offset - before >= sizeof(o->buf) / 2 && clock_ms() < until_ms);
+}
+
 void observe_job_started(struct app *app, int64_t job_id)
 {
 	struct observe *o = app->observe;
@@ -326,7 +343,7 @@ void observe_tick(struct app *app)
 				t->started_ms = now_ms; /* a job running when labd-web started */
 				save_locked(o, t);
 			}
-			extract_locked(o, t, false);
+			extract_more_locked(o, t);
 			if (l->secondary[i] == JOB_TRAINING &&
 			    now_ms - t->last_rules_ms >= app->cfg->jobs_rules_interval_s * 1000) {
 				t->last_rules_ms = now_ms;
