@@ -175,3 +175,20 @@ def test_a_job_shorter_than_the_rules_interval_is_judged_at_its_end(rd):
     f = [f for f in j["findings"] if f["rule"] == "StepOutlier"]
     assert f and f[0]["samples"] == [{"at": f[0]["samples"][0]["at"], "metric": "step_time",
                                       "value": 9.5}], j["findings"]
+
+
+def test_a_gpu_job_without_nvml_has_unknown_gpu_readings_and_no_gpu_findings(runtime_daemon_factory):
+    """[gpu] stand_in: a GPU job's samples say null for what NVML did not read, and the
+    GPU rules (which need readings) stay quiet."""
+    gd = runtime_daemon_factory("jobs-observe-gpu", gpu={"stand_in": "1"}, sections={
+        "jobs": {"sample_interval": "200ms", "rules_interval": "1s", "rules_min_samples": "2"}})
+    c = make_user(gd, prefix="jg")
+    job = submit(c, "gpu", "for i in 1 2 3 4 5 6 7 8 9 10; do echo step=$i; sleep 0.2; done",
+                 type="gpu")
+    j = wait_job(c, job)
+    assert j["status"] == "Completed", j
+    r = c.get(f"/api/v1/jobs/{job}/samples").json
+    assert r["gpu"] is True and len(r["samples"]) >= 3, r
+    assert all(s["gpu_percent"] is None and s["gpu_memory_bytes"] is None for s in r["samples"])
+    assert not [f for f in j["findings"] if f["rule"] in (
+        "LowGPUUtilization", "CPUBottleneck", "GPUMemoryIncrease")], j["findings"]
