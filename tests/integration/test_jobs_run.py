@@ -204,3 +204,24 @@ def test_gpu_jobs_hold_their_gpu_and_wait_in_turn(runtime_daemon_factory):
     done = wait_job(c, second["id"], d=gd)
     assert done["status"] == "Completed", (done["failure_reason"], done["transitions"],
                                            gd.log_tail())
+
+
+def test_disabling_an_account_stops_its_jobs(rd):
+    c = make_user(rd, prefix="jdis")
+    j = ok(c.post("/api/v1/jobs", json={"name": "runs-on", "command": ["/bin/sleep", "300"]}), 201)
+    wait_until(lambda: c.get(f"/api/v1/jobs/{j['id']}").json["secondary_status"] == "Training",
+               timeout=JOB_TIMEOUT, what="the job to train")
+    admin = rd.admin()
+    ok(admin.patch(f"/api/v1/users/{c.user}", json={"disabled": True}), 200)
+    done = wait_job(admin, j["id"], until=("Stopped", "Failed", "Completed"), d=rd)
+    assert done["status"] == "Stopped", done
+
+
+def test_max_runtime_ends_a_job_as_exceeded(rd):
+    c = make_user(rd, prefix="jmr")
+    j = ok(c.post("/api/v1/jobs", json={"name": "too-long", "max_runtime_s": 1,
+                                        "command": ["/bin/sleep", "60"]}), 201)
+    done = wait_job(c, j["id"], timeout=30, d=rd)
+    assert done["status"] == "Stopped", done
+    assert done["secondary_status"] == "MaxRuntimeExceeded", done
+    assert done["transitions"][-1]["message"] == "ran past its max_runtime_s of 1 s", done
