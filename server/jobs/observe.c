@@ -214,10 +214,14 @@ static void extract_locked(struct observe *o, struct tracked *t, bool final)
 		return;
 	if ((got = joblog_read(path, t->offset, o->buf, EXTRACT_READ_BYTES)) <= 0)
 		return;
-	/* every byte is output: a progress bar without newlines is not quiet */
-	t->last_output_ms = p.at_ms;
-	if (!t->first_output_ms)
-		t->first_output_ms = p.at_ms;
+	/* every new byte is output (a progress bar without newlines is not
+	 * quiet), but a partial line read again is not new */
+	if (t->offset + (uint64_t)got > t->seen_bytes) {
+		t->seen_bytes = t->offset + (uint64_t)got;
+		t->last_output_ms = p.at_ms;
+		if (!t->first_output_ms)
+			t->first_output_ms = p.at_ms;
+	}
 	db_lock(o->app->db);
 	/* one transaction per read: a chatty log is one commit, not one per point */
 	bool tx = db_begin(o->app->db) == 0;

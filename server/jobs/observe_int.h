@@ -26,6 +26,7 @@ struct tracked {
 	 * cap is kept here, not by counting rows at each insert */
 	int64_t points[EXTRACT_MAX_DEFS];
 	uint64_t offset;         /* the log's bytes read (saved in job_observe) */
+	uint64_t seen_bytes;     /* the log's size when last read: growth is output */
 	int64_t started_ms, first_output_ms, last_output_ms; /* epoch ms, 0 = none */
 	int64_t last_rules_ms;
 	uint64_t seen_tick;

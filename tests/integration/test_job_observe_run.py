@@ -26,7 +26,7 @@ SCRIPT = ("for i in 1 2 3 4 5 6; do echo \"step $i loss=0.$((10 - i)) acc=0.$i\"
 def rd(runtime_daemon_factory):
     return runtime_daemon_factory("jobs-observe", sections={
         "jobs": {"sample_interval": "200ms", "rules_interval": "1s", "rules_init": "2s",
-                 "rules_min_samples": "2"},
+                 "rules_quiet": "3s", "rules_min_samples": "2"},
         "quota": {"concurrent_jobs": "10"}})
 
 
@@ -192,3 +192,18 @@ def test_a_gpu_job_without_nvml_has_unknown_gpu_readings_and_no_gpu_findings(run
     assert all(s["gpu_percent"] is None and s["gpu_memory_bytes"] is None for s in r["samples"])
     assert not [f for f in j["findings"] if f["rule"] in (
         "LowGPUUtilization", "CPUBottleneck", "GPUMemoryIncrease")], j["findings"]
+
+
+def test_a_partial_line_left_hanging_is_no_output(rd):
+    """Output that stops mid-line (a progress bar, then a hang): the bytes count
+    once, not at each re-read of the waiting line, so NoLogOutput fires."""
+    c = make_user(rd, prefix="jh")
+    job = submit(c, "hang", "echo start; printf 'progress 50%%'; sleep 6")
+
+    def quiet():
+        j = c.get(f"/api/v1/jobs/{job}").json
+        return any(f["rule"] == "NoLogOutput" for f in j["findings"]) and j
+
+    wait_until(quiet, timeout=JOB_TIMEOUT, what="NoLogOutput")
+    j = wait_job(c, job)
+    assert j["status"] == "Completed", j
