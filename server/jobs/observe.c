@@ -17,6 +17,7 @@
 #include "jobs/observe_int.h"
 #include "jobs/watch.h"
 #include "labd/app.h"
+#include "labd/clock.h"
 #include "labd/log.h"
 #include "sched/gpus.h"
 #include "store/db.h"
@@ -26,12 +27,15 @@
 
 /* Log bytes read for metrics per job and tick, at most. */
 #define EXTRACT_READ_BYTES sizeof(((struct observe *)0)->buf)
+/* Time one job's extraction may take per tick while its log has more. */
+#define EXTRACT_TICK_MS 100
 /* Live jobs looked at per tick, at most (the oldest first). */
 #define TICK_JOBS_MAX 512
 /* Event streams: per user and in all. */
 #define WATCH_PER_USER 16
 #define WATCH_TOTAL 1024
 #define FOLLOWERS_MAX 1024
+#define FOLLOWERS_PER_USER 16
 
 int64_t observe_wall_ms(void)
 {
@@ -53,7 +57,7 @@ int observe_init(struct app *app)
 	o->app = app;
 	observe_limits(app->cfg, &o->limits);
 	o->watch = jobs_watch_new(app->db, WATCH_PER_USER, WATCH_TOTAL);
-	o->follow = follow_new(app->cfg, app->db, FOLLOWERS_MAX);
+	o->follow = follow_new(app->cfg, app->db, FOLLOWERS_MAX, FOLLOWERS_PER_USER);
 	if (!o->watch || !o->follow) {
 		jobs_watch_free(o->watch);
 		follow_free(o->follow);
@@ -140,6 +144,9 @@ static struct tracked *track_locked(struct observe *o, const struct job *j)
 	t->job_id = j->id;
 	t->gpu = j->gpu;
 	t->set = compile_defs(j);
+	/* what each definition stored before (a restarted labd-web goes on) */
+	for (size_t i = 0; t->set && i < extract_count(t->set); i++)
+		t->points[i] = job_metrics_count(o->app->db, j->id, extract_name(t->set, i));
 	t->offset = (uint64_t)row.log_offset;
 	t->started_ms = row.started_at_ms;
 	t->first_output_ms = row.first_output_at_ms;
@@ -161,7 +168,7 @@ static void untrack_locked(struct observe *o, int64_t job_id)
 		}
 }
 
-static void save_locked(struct observe *o, const struct tracked *t)
+static int save_locked(struct observe *o, const struct tracked *t)
 {
 	struct job_observe_row row = {
 		.log_offset = (int64_t)t->offset,
@@ -170,58 +177,105 @@ static void save_locked(struct observe *o, const struct tracked *t)
 		.last_output_at_ms = t->last_output_ms,
 	};
 
-	if (job_observe_put(o->app->db, t->job_id, &row) < 0)
+	if (job_observe_put(o->app->db, t->job_id, &row) < 0) {
 		log_error("job %lld: cannot save where its log was read", (long long)t->job_id);
+		return -1;
+	}
+	return 0;
 }
 
-struct point_ctx {
-	struct observe *o;
-	struct tracked *t;
-	int64_t at_ms;
-};
-
+/* A point of the line being matched, kept for the batch's write. */
 static void on_point(void *ctx, size_t def, const char *name, double value)
 {
-	struct point_ctx *p = ctx;
-	(void)def;
+	struct observe *o = ctx;
+	(void)name;
 
-	if (job_metrics_add(p->o->app->db, p->t->job_id, name, p->at_ms, value,
-			    OBSERVE_METRIC_POINTS_MAX) < 0)
-		log_error("job %lld: cannot store a point of %s", (long long)p->t->job_id, name);
-	if (!p->t->first_output_ms)
-		p->t->first_output_ms = p->at_ms;
+	if (o->n_batch < OBSERVE_BATCH_POINTS)
+		o->batch[o->n_batch++] = (struct observe_point){def, value};
+}
+
+/* With o->lock held: stores the batch's points (each metric up to its cap)
+ * and t's new offset in one transaction: a restarted labd-web resumes
+ * exactly where the points stop. On failure nothing of it is kept, and t
+ * goes back to its offset before (the lines are read again). */
+static void store_batch_locked(struct observe *o, struct tracked *t, uint64_t old_offset,
+			       int64_t at_ms)
+{
+	struct db *db = o->app->db;
+	int64_t points[EXTRACT_MAX_DEFS];
+	bool ok;
+
+	memcpy(points, t->points, sizeof(points));
+	db_lock(db);
+	ok = db_begin(db) == 0;
+	for (size_t i = 0; ok && i < o->n_batch; i++) {
+		size_t def = o->batch[i].def;
+		if (t->points[def] >= OBSERVE_METRIC_POINTS_MAX)
+			continue;
+		ok = job_metrics_add(db, t->job_id, extract_name(t->set, def), at_ms,
+				     o->batch[i].value) == 0;
+		t->points[def]++;
+	}
+	ok = ok && save_locked(o, t) == 0 && db_commit(db) == 0;
+	if (!ok) {
+		db_rollback(db);
+		memcpy(t->points, points, sizeof(points));
+		t->offset = old_offset;
+		log_error("job %lld: cannot store its metric points; reading again",
+			  (long long)t->job_id);
+	}
+	db_unlock(db);
+	o->n_batch = 0;
 }
 
 /* With o->lock held: reads the job's new whole lines (final: the log is
- * complete, a last line without newline counts) and stores their points. */
+ * complete, a last line without newline counts), matches them with the
+ * store unlocked, then stores their points. */
 static void extract_locked(struct observe *o, struct tracked *t, bool final)
 {
 	char path[4096];
-	struct point_ctx p = {o, t, observe_wall_ms()};
-	size_t used = 0, line_len, take;
+	int64_t at_ms = observe_wall_ms();
+	size_t used = 0, line_len, take, defs = t->set ? extract_count(t->set) : 0;
+	uint64_t old_offset = t->offset;
 	ssize_t got;
 
 	if (jobs_log_path(o->app->cfg, t->job_id, path, sizeof(path)) < 0)
 		return;
 	if ((got = joblog_read(path, t->offset, o->buf, EXTRACT_READ_BYTES)) <= 0)
 		return;
-	/* every byte is output: a progress bar without newlines is not quiet */
-	t->last_output_ms = p.at_ms;
-	if (!t->first_output_ms)
-		t->first_output_ms = p.at_ms;
-	db_lock(o->app->db);
-	/* one transaction per read: a chatty log is one commit, not one per point */
-	bool tx = db_begin(o->app->db) == 0;
-	while ((take = joblog_next_line(o->buf + used, (size_t)got - used, final, &line_len)) > 0) {
+	/* every new byte is output (a progress bar without newlines is not
+	 * quiet), but a partial line read again is not new */
+	if (t->offset + (uint64_t)got > t->seen_bytes) {
+		t->seen_bytes = t->offset + (uint64_t)got;
+		t->last_output_ms = at_ms;
+		if (!t->first_output_ms)
+			t->first_output_ms = at_ms;
+	}
+	o->n_batch = 0;
+	while (o->n_batch + defs <= OBSERVE_BATCH_POINTS &&
+	       (take = joblog_next_line(o->buf + used, (size_t)got - used, final, &line_len)) > 0) {
 		if (t->set)
-			extract_line(t->set, o->buf + used, line_len, on_point, &p);
+			extract_line(t->set, o->buf + used, line_len, on_point, o);
 		used += take;
 	}
+	if (used == 0)
+		return;
 	t->offset += used;
-	save_locked(o, t);
-	if (tx && db_commit(o->app->db) < 0)
-		db_rollback(o->app->db);
-	db_unlock(o->app->db);
+	store_batch_locked(o, t, old_offset, at_ms);
+}
+
+/* With o->lock held: reads t's log on while lines keep coming and the
+ * tick's time for it lasts, so a burst of output is caught up in a few
+ * ticks rather than at one read a tick. */
+static void extract_more_locked(struct observe *o, struct tracked *t)
+{
+	long long until_ms = clock_ms() + EXTRACT_TICK_MS;
+	uint64_t before;
+
+	do {
+		before = t->offset;
+		extract_locked(o, t, false);
+	} while (t->offset > before && clock_ms() < until_ms);
 }
 
 void observe_job_started(struct app *app, int64_t job_id)
@@ -241,6 +295,23 @@ void observe_job_started(struct app *app, int64_t job_id)
 	jobs_row_free(&j);
 }
 
+/* With o->lock held: the job is over: the whole rest of its log, a read at
+ * a time (a last line without newline included), then a last evaluation of
+ * the rules over everything it printed and sampled (a job shorter than
+ * rules_interval is judged too); its tracking goes. */
+static void finish_locked(struct observe *o, const struct job *j)
+{
+	struct tracked *t = track_locked(o, j);
+
+	for (uint64_t before = UINT64_MAX; t && t->offset != before;) {
+		before = t->offset;
+		extract_locked(o, t, true);
+	}
+	if (t && t->started_ms)
+		observe_rules_locked(o, t, observe_wall_ms());
+	untrack_locked(o, j->id);
+}
+
 void observe_job_ended(struct app *app, int64_t job_id)
 {
 	struct observe *o = app->observe;
@@ -250,17 +321,34 @@ void observe_job_ended(struct app *app, int64_t job_id)
 		return;
 	pthread_mutex_lock(&o->lock);
 	if (jobs_find(app->db, job_id, &j) == 1) {
-		struct tracked *t = track_locked(o, &j);
-		/* the whole rest, a read at a time */
-		for (uint64_t before = UINT64_MAX; t && t->offset != before;) {
-			before = t->offset;
-			extract_locked(o, t, true);
-		}
+		finish_locked(o, &j);
 		jobs_row_free(&j);
 	}
-	untrack_locked(o, job_id);
 	pthread_mutex_unlock(&o->lock);
 	follow_job_ended(o->follow, job_id);
+}
+
+void observe_settle(struct app *app, int64_t job_id)
+{
+	struct observe *o = app->observe;
+	struct job_observe_row row;
+	char path[4096];
+	struct job j;
+	int64_t size;
+
+	/* cheap first: nothing of the log is left unread */
+	if (!o || jobs_log_path(app->cfg, job_id, path, sizeof(path)) < 0 ||
+	    (size = joblog_size(path)) <= 0 || job_observe_get(app->db, job_id, &row) < 0 ||
+	    row.log_offset >= size)
+		return;
+	if (jobs_find(app->db, job_id, &j) != 1)
+		return;
+	if (!jobs_live(&j)) {
+		pthread_mutex_lock(&o->lock);
+		finish_locked(o, &j);
+		pthread_mutex_unlock(&o->lock);
+	}
+	jobs_row_free(&j);
 }
 
 /* Live jobs, copied out of the store's walk (no file work under its lock). */
@@ -316,7 +404,7 @@ void observe_tick(struct app *app)
 				t->started_ms = now_ms; /* a job running when labd-web started */
 				save_locked(o, t);
 			}
-			extract_locked(o, t, false);
+			extract_more_locked(o, t);
 			if (l->secondary[i] == JOB_TRAINING &&
 			    now_ms - t->last_rules_ms >= app->cfg->jobs_rules_interval_s * 1000) {
 				t->last_rules_ms = now_ms;
@@ -344,44 +432,19 @@ out:
 	free(l);
 }
 
-/* The mean utilisation and summed memory of the GPUs the pool holds ("0,1"),
- * as NVML reads them; -1 each when none is read. */
+/* What NVML read of the GPUs the job's pool holds. */
 static void gpu_reading(struct app *app, int64_t pool_id, double *percent, int64_t *memory)
 {
 	struct gpu_info info[CONFIG_MAX_GPUS];
 	struct pool p;
 	size_t n;
-	double sum = 0;
-	int counted = 0;
-	int64_t mem = 0;
-	bool mem_known = false;
 
 	*percent = -1;
 	*memory = -1;
 	if (!app->gpus || pools_find(app->db, pool_id, &p) != 1)
 		return;
 	n = gpus_snapshot(app->gpus, info, CONFIG_MAX_GPUS);
-	for (char *s = p.gpus, *end; *s; s = *end ? end + 1 : end) {
-		unsigned long id = strtoul(s, &end, 10);
-		if (end == s)
-			break;
-		for (size_t i = 0; i < n; i++) {
-			if (info[i].id != id)
-				continue;
-			if (info[i].utilization_percent >= 0) {
-				sum += info[i].utilization_percent;
-				counted++;
-			}
-			if (info[i].memory_used_bytes >= 0) {
-				mem += info[i].memory_used_bytes;
-				mem_known = true;
-			}
-		}
-	}
-	if (counted)
-		*percent = sum / counted;
-	if (mem_known)
-		*memory = mem;
+	observe_gpu_reading(info, n, p.gpus, percent, memory);
 }
 
 void observe_sample(struct app *app, const struct job *j, const struct backend_job_sample *s)

@@ -2,6 +2,7 @@
  * the JSON views of what was observed; see observe.h. */
 #include "jobs/observe.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,6 +13,7 @@
 #include "jobs/rules.h"
 #include "labd/app.h"
 #include "labd/log.h"
+#include "sched/gpus.h"
 #include "store/job_observe.h"
 
 /* Step-time points the StepOutlier rule looks at: the newest. */
@@ -147,6 +149,41 @@ out:
 	free(step_v);
 }
 
+void observe_gpu_reading(const struct gpu_info *info, size_t n, const char *ids, double *percent,
+			 int64_t *memory)
+{
+	double sum = 0;
+	int counted = 0;
+	int64_t mem = 0;
+	bool mem_known = false;
+
+	*percent = -1;
+	*memory = -1;
+	for (const char *s = ids; *s;) {
+		char *end;
+		unsigned long id = strtoul(s, &end, 10);
+		if (end == s)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			if (info[i].id != id)
+				continue;
+			if (info[i].utilization_percent >= 0) {
+				sum += info[i].utilization_percent;
+				counted++;
+			}
+			if (info[i].memory_used_bytes >= 0) {
+				mem += info[i].memory_used_bytes;
+				mem_known = true;
+			}
+		}
+		s = *end == ',' ? end + 1 : end;
+	}
+	if (counted)
+		*percent = sum / counted;
+	if (mem_known)
+		*memory = mem;
+}
+
 /* ---- JSON views ---- */
 
 static int add_point(void *ctx, const char *name, int64_t at_ms, double value)
@@ -165,7 +202,10 @@ static int add_point(void *ctx, const char *name, int64_t at_ms, double value)
 
 json_t *observe_metrics_json(struct app *app, int64_t job_id)
 {
-	json_t *m = json_object();
+	json_t *m;
+
+	observe_settle(app, job_id);
+	m = json_object();
 
 	if (m && job_metrics_each(app->db, job_id, add_point, m) < 0) {
 		json_decref(m);
@@ -181,7 +221,8 @@ static int add_final(void *ctx, const char *name, int64_t at_ms, double value)
 	return 0;
 }
 
-json_t *observe_final_json(struct app *app, int64_t job_id)
+/* The last value of each metric, as the store has them now. */
+static json_t *final_json(struct app *app, int64_t job_id)
 {
 	json_t *a = json_array();
 
@@ -190,6 +231,12 @@ json_t *observe_final_json(struct app *app, int64_t job_id)
 		return NULL;
 	}
 	return a;
+}
+
+json_t *observe_final_json(struct app *app, int64_t job_id)
+{
+	observe_settle(app, job_id);
+	return final_json(app, job_id);
 }
 
 json_t *observe_samples_json(struct app *app, int64_t job_id)
@@ -225,7 +272,10 @@ static int add_finding(void *ctx, const char *rule, int64_t first_at_ms, int64_t
 void observe_job_json(struct app *app, int64_t job_id, json_t *obj)
 {
 	char path[4096];
-	json_t *final = observe_final_json(app, job_id), *findings = json_array();
+	/* no observe_settle here: the jobs API builds job objects inside a walk
+	 * of the store (its lock held), and settling takes observe's lock,
+	 * which is taken before the store's everywhere else */
+	json_t *final = final_json(app, job_id), *findings = json_array();
 	int64_t size = 0;
 
 	if (!final || !findings || job_findings_each(app->db, job_id, add_finding, findings) < 0) {

@@ -254,3 +254,53 @@ def test_events_of_a_finished_job_end_at_once(d, owner):
     assert s.next_event()["event"] == "end"
     with pytest.raises(EOFError):
         s.next_event(timeout=3)
+
+
+def test_events_follow_a_submitted_job_to_its_end(d):
+    """A real submit: status events from Pending on, each transition once,
+    then end after the final status."""
+    owner = make_user(d)  # the rows above count against concurrent_jobs
+    r = owner.post("/api/v1/jobs", json={"name": unique_name("ev"),
+                                         "command": ["/bin/sh", "-c", "echo loss=1"]})
+    assert_status(r, 201)
+    job = r.json["id"]
+    s = EventStream(d.port, headers=auth_headers(owner), path=f"/api/v1/jobs/{job}/events")
+    seen, last_id = [], 0
+    while True:
+        ev = s.next_event(timeout=60)
+        if ev["event"] == "end":
+            break
+        assert ev["event"] == "status" and int(ev["id"]) == last_id + 1
+        last_id = int(ev["id"])
+        obj = json.loads(ev["data"])
+        assert obj["id"] == job
+        seen.append((obj["status"], obj["secondary_status"]))
+    assert len(seen) == len(set(seen)), seen
+    final = owner.get(f"/api/v1/jobs/{job}").json
+    assert seen[-1] == (final["status"], final["secondary_status"])
+    assert final["status"] in ("Completed", "Failed", "Stopped"), final
+
+
+def test_followers_per_user_are_capped(d):
+    c = make_user(d)
+    c.username = c.get("/api/v1/me").json["name"]
+    job = add_job(d, c.username)
+    append(d, job, b"x\n")
+    streams = [stream(d, c, job) for _ in range(16)]
+    assert all(s.status == 200 for s in streams)
+    extra = stream(d, c, job)
+    assert extra.status == 429 and extra.header("Retry-After"), extra.status
+    assert extra.json["error"]["code"] == "too_many_streams"
+    # a hang-up frees its slot at once
+    streams.pop().sock.close()
+
+    def accepted():
+        s = stream(d, c, job)
+        ok = s.status == 200
+        s.sock.close()
+        return ok
+
+    from labd_harness import wait_until
+    wait_until(accepted, timeout=5, what="a freed follow slot")
+    for s in streams:
+        s.sock.close()

@@ -32,14 +32,16 @@ def ok(r, status):
     return r.json
 
 
-def wait_job(c, job_id, until=("Completed", "Failed", "Stopped"), timeout=JOB_TIMEOUT):
+def wait_job(c, job_id, until=("Completed", "Failed", "Stopped"), timeout=JOB_TIMEOUT, d=None):
     seen = {}
 
     def done():
         seen["j"] = c.get(f"/api/v1/jobs/{job_id}").json
         return seen["j"]["status"] in until
 
-    wait_until(done, timeout=timeout, what=f"job {job_id} to reach {until}")
+    wait_until(done, timeout=timeout,
+               what=lambda: f"job {job_id} to reach {until}: {seen.get('j')}" +
+               (f"\n{d.log_tail()}" if d else ""))
     return seen["j"]
 
 
@@ -147,3 +149,79 @@ def test_stop_a_running_job(rd):
     assert s["status"] == "Stopping", s
     done = wait_job(c, j["id"], until=("Stopped", "Failed", "Completed"))
     assert done["status"] == "Stopped" and done["secondary_status"] == "Stopped", done
+
+
+def test_a_job_survives_a_restart_of_the_web_process(rd):
+    """labd-web dies mid-job; the supervisor restarts it; the job keeps running and its
+    end is recorded by the new process (rows are the truth; pools reconciled)."""
+    import os
+    import signal
+
+    from labd_harness import web_process
+
+    c = make_user(rd, prefix="jrs")
+    j = ok(c.post("/api/v1/jobs", json={"name": "outlives", "command": [
+        "/bin/sh", "-c", "sleep 3; echo done"]}), 201)
+    wait_until(lambda: c.get(f"/api/v1/jobs/{j['id']}").json["secondary_status"] == "Training",
+               timeout=JOB_TIMEOUT, what="the job to train")
+    old = web_process(rd)
+    os.kill(old, signal.SIGKILL)
+    wait_until(lambda: web_process(rd) != old, timeout=30, what="a new labd-web")
+    c.login(c.user, c.password)
+    done = wait_job(c, j["id"])
+    assert done["status"] == "Completed", done
+    assert [t["status"] for t in done["transitions"]][-3:] == ["Training", "Uploading",
+                                                              "Completed"]
+
+
+def test_gpu_jobs_hold_their_gpu_and_wait_in_turn(runtime_daemon_factory):
+    """[gpu] stand_in = 1: a GPU job holds the GPU exclusively (GET /api/v1/gpus names its
+    job sandbox); a second GPU job and a GPU runtime asked for meanwhile wait in one fair
+    order (less GPU time in 24 h first: the runtime's user, who used none, goes before the
+    job's user, whose first job was billed); the job starts once the runtime ends."""
+    gd = runtime_daemon_factory("jobs-gpu", gpu={"stand_in": "1"},
+                                sections={"quota": {"concurrent_jobs": "10"}})
+    c = make_user(gd, prefix="jg")
+    first = ok(c.post("/api/v1/jobs", json={"name": "gpu-1", "type": "gpu", "command": [
+        "/bin/sh", "-c", "sleep 3"]}), 201)
+    wait_until(lambda: c.get(f"/api/v1/jobs/{first['id']}").json["secondary_status"] == "Training",
+               timeout=JOB_TIMEOUT, what="the first GPU job to train")
+    running = c.get(f"/api/v1/jobs/{first['id']}").json
+    gpus = ok(gd.admin().get("/api/v1/gpus"), 200)
+    assert gpus["gpus"][0]["state"] == "busy", gpus
+    assert gpus["gpus"][0]["holder"]["job_pool_id"] == running["warm_pool"]["id"], gpus
+    second = ok(c.post("/api/v1/jobs", json={"name": "gpu-2", "type": "gpu",
+                                             "command": ["/bin/true"]}), 201)
+    other = make_user(gd, prefix="jgr")
+    rt = other.post("/api/v1/me/runtime", json={"type": "gpu"})
+    assert rt.status == 202 and rt.json["runtime"]["state"] == "queued", rt
+    assert wait_job(c, first["id"])["status"] == "Completed"
+    # the runtime's user used no GPU time: the runtime goes first
+    wait_until(lambda: other.get("/api/v1/me/runtime").json["runtime"]["state"] != "queued",
+               timeout=JOB_TIMEOUT, what="the queued runtime to take the GPU")
+    assert c.get(f"/api/v1/jobs/{second['id']}").json["secondary_status"] == "Pending"
+    assert other.delete("/api/v1/me/runtime").status == 202
+    done = wait_job(c, second["id"], d=gd)
+    assert done["status"] == "Completed", (done["failure_reason"], done["transitions"],
+                                           gd.log_tail())
+
+
+def test_disabling_an_account_stops_its_jobs(rd):
+    c = make_user(rd, prefix="jdis")
+    j = ok(c.post("/api/v1/jobs", json={"name": "runs-on", "command": ["/bin/sleep", "300"]}), 201)
+    wait_until(lambda: c.get(f"/api/v1/jobs/{j['id']}").json["secondary_status"] == "Training",
+               timeout=JOB_TIMEOUT, what="the job to train")
+    admin = rd.admin()
+    ok(admin.patch(f"/api/v1/users/{c.user}", json={"disabled": True}), 200)
+    done = wait_job(admin, j["id"], until=("Stopped", "Failed", "Completed"), d=rd)
+    assert done["status"] == "Stopped", done
+
+
+def test_max_runtime_ends_a_job_as_exceeded(rd):
+    c = make_user(rd, prefix="jmr")
+    j = ok(c.post("/api/v1/jobs", json={"name": "too-long", "max_runtime_s": 1,
+                                        "command": ["/bin/sleep", "60"]}), 201)
+    done = wait_job(c, j["id"], timeout=30, d=rd)
+    assert done["status"] == "Stopped", done
+    assert done["secondary_status"] == "MaxRuntimeExceeded", done
+    assert done["transitions"][-1]["message"] == "ran past its max_runtime_s of 1 s", done
