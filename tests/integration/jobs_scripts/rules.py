@@ -1,0 +1,117 @@
+"""Jobs built to trigger one profiling rule each (docs/jobs.md, "Profiling
+rules"), and a healthy one that triggers none.  Usage: rules.py MODE [SECONDS]
+  healthy   `step=N loss=X` every 0.1 s, little memory, no disk
+  io        1 MiB writes, each followed by fsync, into the output folder (IOBottleneck)
+  memory    grows to 95 % of the memory limit and holds it (MemoryNearLimit)
+  quiet     one line, then silence (NoLogOutput)
+  slowinit  silence first, then steps (SlowInitialization)
+  steps     steady `step_time=` values, then one far outlier (StepOutlier)
+  cpu       a busy loop (CPUBottleneck, which needs a GPU job to apply)
+The memory limit is read from the cgroup (memory.max) when the sandbox shows it,
+else from the `limit_bytes` hyperparameter."""
+
+import json
+import os
+import sys
+import time
+
+
+def hp():
+    try:
+        with open(os.environ.get("LABD_HYPERPARAMETERS",
+                                 "/opt/ml/input/config/hyperparameters.json")) as fh:
+            return json.load(fh)
+    except OSError:
+        return {}
+
+
+def say(text):
+    print(text, flush=True)
+
+
+def healthy(seconds):
+    end, n = time.monotonic() + seconds, 0
+    while time.monotonic() < end:
+        n += 1
+        say(f"step={n} loss={1.0 / n:.6f}")
+        time.sleep(0.1)
+
+
+def io(seconds):
+    out = os.environ.get("LABD_OUTPUT_DIR", "/opt/ml/output")
+    block = os.urandom(1 << 20)
+    end, n = time.monotonic() + seconds, 0
+    fd = os.open(os.path.join(out, "io.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        while time.monotonic() < end:
+            os.pwrite(fd, block, (n % 64) << 20)
+            os.fsync(fd)
+            n += 1
+            if n % 10 == 0:
+                say(f"fsynced={n} MiB")
+    finally:
+        os.close(fd)
+
+
+def memory_limit():
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            v = fh.read().strip()
+            if v != "max":
+                return int(v)
+    except OSError:
+        pass
+    return int(hp()["limit_bytes"])
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def memory(seconds):
+    limit = memory_limit()
+    held = []
+    while rss_bytes() < limit * 0.95 - (1 << 20):
+        held.append(bytearray(1 << 20))
+    say(f"holding rss={rss_bytes()} of limit={limit}")
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.5)
+        say(f"still holding {len(held)} MiB")
+
+
+def quiet(seconds):
+    say("one line, then nothing")
+    time.sleep(seconds)
+    say("done")
+
+
+def slowinit(seconds):
+    time.sleep(seconds)
+    healthy(1)
+
+
+def steps(seconds):
+    for i in range(40):
+        say(f"step={i + 1} step_time={0.010 + (i % 3) * 0.0005:.4f}")
+        time.sleep(0.05)
+    say("step=41 step_time=0.5000")
+    for i in range(5):
+        say(f"step={42 + i} step_time=0.0100")
+        time.sleep(0.05)
+
+
+def cpu(seconds):
+    end, n = time.monotonic() + seconds, 0
+    while time.monotonic() < end:
+        for _ in range(100000):
+            n += 1
+        say(f"spins={n}")
+
+
+MODES = {"healthy": healthy, "io": io, "memory": memory, "quiet": quiet,
+         "slowinit": slowinit, "steps": steps, "cpu": cpu}
+
+if __name__ == "__main__":
+    MODES[sys.argv[1]](float(sys.argv[2]) if len(sys.argv) > 2 else 4.0)

@@ -1,0 +1,129 @@
+"""Jobs that end badly or are ended: max runtime, out of memory said plainly, a
+user failure that does not retry, stop with a grace period that lets a script save
+its checkpoint, a script that ignores SIGTERM killed at the grace, the
+concurrent_jobs quota, and another user's job out of sight."""
+
+import time
+
+import pytest
+
+from jobs_lib import (
+    PY,
+    get_job,
+    home_run,
+    jobs_daemon,
+    log_text,
+    new_user,
+    put_files,
+    script,
+    secondaries,
+    submit,
+    wait_job,
+)
+from labd_harness import SLOW, assert_error, assert_status, wait_until
+
+
+@pytest.fixture(scope="module")
+def jd(runtime_daemon_factory):
+    return jobs_daemon(runtime_daemon_factory, "jobs-control")
+
+
+@pytest.fixture(scope="module")
+def owner(jd):
+    _, c = new_user(jd, "jc")
+    put_files(c, {"code/sigterm_save.py": script("sigterm_save.py"),
+                  "code/oom.py": script("oom.py")})
+    return c
+
+
+def test_max_runtime_exceeded(owner):
+    j = submit(owner, ["/bin/sh", "-c", "echo started; exec sleep 60"], max_runtime_s=2)
+    assert j["max_runtime_s"] == 2, j
+    t0 = time.monotonic()
+    j = wait_job(owner, j["id"], timeout=30 * SLOW)
+    assert time.monotonic() - t0 < 20 * SLOW, j
+    assert j["status"] in ("Stopped", "Failed") and j["secondary_status"] == "MaxRuntimeExceeded", j
+    assert "MaxRuntimeExceeded" in secondaries(j), j["transitions"]
+    assert "max" in (j["failure_reason"] or "").lower() or \
+        "MaxRuntimeExceeded" == j["transitions"][-1]["status"], j
+    assert j["training_s"] <= 2 + 6, j  # runtime, then at most the grace (5 s)
+    assert "started" in log_text(owner, j["id"])
+
+
+def test_out_of_memory_is_said_plainly(owner):
+    j = submit(owner, [PY, "code/oom.py"], memory_bytes=128 << 20)
+    j = wait_job(owner, j["id"])
+    log = log_text(owner, j["id"])
+    assert j["status"] == "Failed" and j["secondary_status"] == "Failed", f"{j}\n{log}"
+    assert "out of memory" in j["failure_reason"].lower(), j
+    assert "held=" in log, log
+    # a user failure is not retried
+    assert j["attempt"] <= 1 and j["max_retries"] == 0, j
+
+
+def test_exit_code_and_failure_file(owner):
+    j = submit(owner, ["/bin/sh", "-c",
+                       "echo 'bad hyperparameter: lr' > /opt/ml/output/failure; exit 3"],
+               max_retries=2)
+    j = wait_job(owner, j["id"])
+    assert j["status"] == "Failed" and j["exit_code"] == 3, j
+    assert "bad hyperparameter: lr" in j["failure_reason"], j
+    assert j["attempt"] <= 1, f"a user failure was retried: {j}"
+
+
+def test_stop_with_grace_keeps_the_checkpoint(owner):
+    j = submit(owner, [PY, "code/sigterm_save.py"], name="saver")
+    wait_until(lambda: "tick=3" in log_text(owner, j["id"]), 60 * SLOW, "three ticks")
+    r = owner.post(f"/api/v1/jobs/{j['id']}/stop", json={"grace_s": 20})
+    assert_status(r, 202)
+    assert r.json["status"] in ("Stopping", "Stopped"), r.json
+    j = wait_job(owner, j["id"], timeout=40 * SLOW)
+    log = log_text(owner, j["id"])
+    assert (j["status"], j["secondary_status"]) == ("Stopped", "Stopped"), f"{j}\n{log}"
+    saved = [ln for ln in log.splitlines() if ln.startswith("saved tick=")]
+    assert saved and "signal=15" in saved[0], log
+    tick = saved[0].split()[1].split("=")[1]
+    _, out = home_run(owner, "cat jobs/saver/checkpoints/state")
+    assert out.strip() == tick, (out, log)
+
+
+def test_stop_kills_at_the_grace_when_sigterm_is_ignored(owner):
+    j = submit(owner, ["/bin/sh", "-c", "trap '' TERM; echo ignoring; while :; do sleep 0.1; done"])
+    wait_until(lambda: "ignoring" in log_text(owner, j["id"]), 60 * SLOW, "the script to start")
+    t0 = time.monotonic()
+    assert_status(owner.post(f"/api/v1/jobs/{j['id']}/stop", json={"grace_s": 1}), 202)
+    j = wait_job(owner, j["id"], timeout=30 * SLOW)
+    waited = time.monotonic() - t0
+    assert j["status"] == "Stopped", j
+    assert 1 <= waited < 10 * SLOW, waited
+    # stopping a job that is over changes nothing
+    r = owner.post(f"/api/v1/jobs/{j['id']}/stop")
+    assert r.status in (202, 409), r
+    assert get_job(owner, j["id"])["status"] == "Stopped"
+
+
+def test_concurrent_jobs_quota_refuses_and_creates_nothing(jd):
+    name, c = new_user(jd, "jq", overrides={"concurrent_jobs": 1})
+    first = submit(c, ["/bin/sh", "-c", "exec sleep 60"])
+    total = c.get("/api/v1/jobs").json["total"]
+    r = c.post("/api/v1/jobs", json={"name": "second", "command": ["true"]})
+    assert_error(r, 429, "quota_exceeded")
+    assert r.json["error"]["limit"] == "concurrent_jobs", r.json
+    assert c.get("/api/v1/jobs").json["total"] == total
+    assert_status(c.post(f"/api/v1/jobs/{first['id']}/stop", json={"grace_s": 0}), 202)
+    wait_job(c, first["id"])
+    j = submit(c, ["true"], name="second")
+    assert wait_job(c, j["id"])["status"] == "Completed"
+
+
+def test_other_users_jobs_are_out_of_sight(jd, owner):
+    _, other = new_user(jd, "jo")
+    mine = owner.get("/api/v1/jobs?limit=1").json["jobs"][0]
+    assert_error(other.get(f"/api/v1/jobs/{mine['id']}"), 404)
+    assert_error(other.post(f"/api/v1/jobs/{mine['id']}/stop"), 404)
+    assert_error(other.get(f"/api/v1/jobs/{mine['id']}/logs"), 404)
+    assert other.get("/api/v1/jobs").json["total"] == 0
+    # an admin sees them with ?user=
+    r = jd.admin().get(f"/api/v1/jobs?user={owner.name}")
+    assert_status(r, 200)
+    assert mine["id"] in [j["id"] for j in r.json["jobs"]], r.json
