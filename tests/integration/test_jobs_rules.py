@@ -36,7 +36,8 @@ JOBS = {
 @pytest.fixture(scope="module")
 def rd(runtime_daemon_factory):
     return jobs_daemon(runtime_daemon_factory, "jobs-rules", jobs={
-        "rules_init": "3s", "rules_quiet": "3s", "sample_interval": "200ms"})
+        "rules_init": "3s", "rules_quiet": "3s", "sample_interval": "200ms",
+        "max_pools_per_user": "8"})
 
 
 @pytest.fixture(scope="module")

@@ -1,14 +1,14 @@
 """Jobs built to trigger one profiling rule each (docs/jobs.md, "Profiling
 rules"), and a healthy one that triggers none.  Usage: rules.py MODE [SECONDS]
   healthy   `step=N loss=X` every 0.1 s, little memory, no disk
-  io        1 MiB writes, each followed by fsync, into the output folder (IOBottleneck)
-  memory    grows to 95 % of the memory limit and holds it (MemoryNearLimit)
+  io        4 KiB writes, each followed by fsync, into the output folder: the
+            process waits on the disk most of the time, with little CPU (IOBottleneck)
+  memory    grows to 94 % of the memory limit and holds it (MemoryNearLimit)
   quiet     one line, then silence (NoLogOutput)
   slowinit  silence first, then steps (SlowInitialization)
   steps     steady `step_time=` values, then one far outlier (StepOutlier)
   cpu       a busy loop (CPUBottleneck, which needs a GPU job to apply)
-The memory limit is read from the cgroup (memory.max) when the sandbox shows it,
-else from the `limit_bytes` hyperparameter."""
+The memory limit: the `limit_bytes` hyperparameter or the cgroup's, the smaller."""
 
 import json
 import os
@@ -39,29 +39,36 @@ def healthy(seconds):
 
 def io(seconds):
     out = os.environ.get("LABD_OUTPUT_DIR", "/opt/ml/output")
-    block = os.urandom(1 << 20)
+    block = os.urandom(4096)
     end, n = time.monotonic() + seconds, 0
     fd = os.open(os.path.join(out, "io.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         while time.monotonic() < end:
-            os.pwrite(fd, block, (n % 64) << 20)
+            os.pwrite(fd, block, (n % 256) * 4096)
             os.fsync(fd)
             n += 1
-            if n % 10 == 0:
-                say(f"fsynced={n} MiB")
+            if n % 500 == 0:
+                say(f"fsyncs={n}")
     finally:
         os.close(fd)
 
 
 def memory_limit():
-    try:
-        with open("/sys/fs/cgroup/memory.max") as fh:
-            v = fh.read().strip()
+    """The smallest of the limits in sight: the hyperparameter, cgroup v2's
+    memory.max, cgroup v1's memory.limit_in_bytes (a sandbox without a cgroup
+    namespace may show a parent's, larger one; the smallest is the one that bites)."""
+    found = []
+    if "limit_bytes" in hp():
+        found.append(int(hp()["limit_bytes"]))
+    for f in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(f) as fh:
+                v = fh.read().strip()
             if v != "max":
-                return int(v)
-    except OSError:
-        pass
-    return int(hp()["limit_bytes"])
+                found.append(int(v))
+        except (OSError, ValueError):
+            pass
+    return min(found)
 
 
 def rss_bytes():
@@ -72,7 +79,7 @@ def rss_bytes():
 def memory(seconds):
     limit = memory_limit()
     held = []
-    while rss_bytes() < limit * 0.95 - (1 << 20):
+    while rss_bytes() < limit * 0.94:
         held.append(bytearray(1 << 20))
     say(f"holding rss={rss_bytes()} of limit={limit}")
     end = time.monotonic() + seconds
