@@ -38,7 +38,7 @@ def counter(n, every_s=0.05, prefix="line"):
 
 @pytest.fixture(scope="module")
 def jd(runtime_daemon_factory):
-    return jobs_daemon(runtime_daemon_factory, "jobs-logs")
+    return jobs_daemon(runtime_daemon_factory, "jobs-logs", jobs={"log_max_bytes": "64K"})
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +59,18 @@ def test_log_ranges(owner):
     assert r.header("X-Log-Next-Offset") == "17", r.headers
     r = owner.get(f"/api/v1/jobs/{j['id']}/logs?offset={len(whole)}")
     assert r.status == 200 and r.body == b"", r
+
+
+def test_log_is_capped_with_one_line_saying_so(owner):
+    cap = 64 << 10
+    j = wait_job(owner, submit(owner, ["/bin/sh", "-c", "yes 0123456789abcdefghijklmnopqrstuvwxyz "
+                                                        "| head -n 4000; echo after"])["id"])
+    assert j["status"] == "Completed", j
+    log = log_text(owner, j["id"])
+    body, _, tail = log.rstrip("\n").rpartition("\n")
+    assert tail == f"[labd: log capped at {cap} bytes]", tail
+    assert len(body.encode()) <= cap and "after" not in log, len(body)
+    assert j["log_bytes"] == len(log.encode()), j
 
 
 def test_follow_resumes_by_last_event_id_without_loss_or_repeat(owner):

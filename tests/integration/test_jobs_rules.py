@@ -37,7 +37,7 @@ JOBS = {
 def rd(runtime_daemon_factory):
     return jobs_daemon(runtime_daemon_factory, "jobs-rules", jobs={
         "rules_init": "3s", "rules_quiet": "3s", "sample_interval": "200ms",
-        "max_pools_per_user": "8"})
+        "rules_interval": "1s", "rules_min_samples": "5", "max_pools_per_user": "8"})
 
 
 @pytest.fixture(scope="module")
