@@ -127,3 +127,22 @@ def test_other_users_jobs_are_out_of_sight(jd, owner):
     r = jd.admin().get(f"/api/v1/jobs?user={owner.name}")
     assert_status(r, 200)
     assert mine["id"] in [j["id"] for j in r.json["jobs"]], r.json
+
+
+def test_jobs_scope_is_needed_for_a_token(jd, owner):
+    def token(scopes):
+        r = owner.post("/api/v1/me/tokens", json={"name": f"t-{'-'.join(scopes)}",
+                                                  "password": owner.password, "scopes": scopes})
+        assert_status(r, 201)
+        c = jd.client()
+        c.bearer = r.json["token"]
+        return c
+
+    usage_only = token(["read:usage"])
+    assert_error(usage_only.get("/api/v1/jobs"), 403, "insufficient_scope")
+    assert_error(usage_only.post("/api/v1/jobs", json={"name": "nope", "command": ["true"]}),
+                 403, "insufficient_scope")
+    jobs = token(["jobs"])
+    assert_status(jobs.get("/api/v1/jobs"), 200)
+    j = submit(jobs, ["true"], name="by-token")
+    assert wait_job(jobs, j["id"])["status"] == "Completed"
