@@ -6,7 +6,7 @@ BUILD   ?= build
 PREFIX  ?= /usr/local
 VERSION := 0.1.0
 
-PKGS        := libmicrohttpd sqlite3 libseccomp libcgroup openssl jansson inih
+PKGS        := libmicrohttpd sqlite3 libseccomp libcgroup openssl jansson inih libpcre2-8
 PKG_CFLAGS  := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -34,6 +34,8 @@ all: $(BUILD)/labd
 
 # The sandbox library and the labbox CLI (SANDBOX_* variables, $(BUILD)/libsandbox.a).
 -include sandbox/sandbox.mk
+# the job pools' agent, bound into each pool from libexec/ beside labd
+all: $(JOBAGENT)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

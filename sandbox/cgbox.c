@@ -29,7 +29,8 @@
 #include "labd/log.h"
 #include "sandbox/fail.h"
 
-static const char *const ctl_names[CGBOX_NCTL] = {"memory", "cpu", "pids", "blkio", "devices", "freezer"};
+static const char *const ctl_names[CGBOX_NCTL] = {"memory",  "cpu",     "pids",   "blkio",
+						  "devices", "freezer", "cpuacct", "unified"};
 
 const char *cgbox_ctl_name(enum cgbox_ctl c) { return c < CGBOX_NCTL ? ctl_names[c] : "?"; }
 
@@ -64,7 +65,10 @@ int cgbox_detect(struct cgbox_layout *lo)
 	/* libcgroup knows where each v1 controller is mounted (also on hybrid hosts,
 	 * where /sys/fs/cgroup/unified holds a controller-less v2 tree). */
 	int lrc = cgroup_init();
-	for (int c = 0; c < CGBOX_NCTL; c++) {
+	/* a hybrid host's v2 tree: no controller, but PSI and CPU time per cgroup */
+	if (statfs("/sys/fs/cgroup/unified", &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC)
+		snprintf(lo->v1[CGBOX_UNIFIED], sizeof(lo->v1[CGBOX_UNIFIED]), "/sys/fs/cgroup/unified");
+	for (int c = 0; c < CGBOX_UNIFIED; c++) {
 		char *mp = NULL;
 		if (lrc == 0 && cgroup_get_subsys_mount_point(ctl_names[c], &mp) == 0 && mp) {
 			snprintf(lo->v1[c], sizeof(lo->v1[c]), "%s", mp);

@@ -18,8 +18,14 @@ enum cgbox_mode {
 	CGBOX_V2, /* unified: everything in one v2 hierarchy */
 };
 
-/* v1 controllers we use, indexes into cgbox_layout.v1 */
-enum cgbox_ctl { CGBOX_MEMORY, CGBOX_CPU, CGBOX_PIDS, CGBOX_BLKIO, CGBOX_DEVICES, CGBOX_FREEZER, CGBOX_NCTL };
+/* v1 controllers we use, indexes into cgbox_layout.v1.  CGBOX_CPUACCT (the CPU time
+ * used) may share the cpu hierarchy or have its own.  CGBOX_UNIFIED is no controller:
+ * the controller-less v2 tree of a hybrid host (/sys/fs/cgroup/unified), where a
+ * sandbox's cgroup gives its I/O pressure (io.pressure) and CPU time (cpu.stat). */
+enum cgbox_ctl {
+	CGBOX_MEMORY, CGBOX_CPU, CGBOX_PIDS, CGBOX_BLKIO, CGBOX_DEVICES, CGBOX_FREEZER,
+	CGBOX_CPUACCT, CGBOX_UNIFIED, CGBOX_NCTL
+};
 
 struct cgbox_layout {
 	enum cgbox_mode mode;
@@ -68,6 +74,18 @@ int cgbox_attach(const struct cgbox_layout *lo, const char *parent, const char *
 /* Number of OOM kills so far (v1 memory.oom_control oom_kill, v2 memory.events
  * oom_kill); 0 when unknown.  */
 uint64_t cgbox_oom_kills(const struct cgbox_layout *lo, const char *parent, const char *name);
+/* What a sandbox's cgroup has used (sandbox_usage); -1 where the host cannot say. */
+struct cgbox_usage {
+	int64_t cpu_usage_us;       /* cumulative: v2 cpu.stat usage_usec, v1 cpuacct.usage */
+	int64_t memory_bytes;       /* v2 memory.current, v1 memory.usage_in_bytes */
+	int64_t memory_limit_bytes; /* 0 when none */
+	int64_t io_wait_us;         /* cumulative io.pressure "some" total (v2, hybrid) */
+	int64_t oom_kills;          /* cumulative OOM kills (cgbox_oom_kills) */
+};
+
+/* Reads the counters of <parent>/<name>; 0, or -1 when its memory cgroup is gone. */
+int cgbox_usage(const struct cgbox_layout *lo, const char *parent, const char *name,
+		struct cgbox_usage *u);
 /* Counts the processes in the cgroup (pids / memory / unified); -1 on error. */
 int cgbox_nprocs(const struct cgbox_layout *lo, const char *parent, const char *name);
 /* SIGKILLs every process in the cgroup until it is empty (freezing it first where a

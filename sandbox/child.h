@@ -11,6 +11,7 @@
 
 #define CHILD_MAX_DEVS 24
 #define CHILD_MAX_ENV 64
+#define CHILD_MAX_BINDS (SANDBOX_MAX_RO_BINDS + SANDBOX_MAX_BINDS)
 
 struct child_dev {
 	char src[SANDBOX_PATH_MAX]; /* host node, checked to be a char device */
@@ -32,8 +33,9 @@ struct child_args {
 	char resolv_conf[SANDBOX_PATH_MAX]; /* host file bound at /etc/resolv.conf, "" = none */
 	const char *masks[SANDBOX_MAX_MASKS + SANDBOX_MAX_HIDDEN + 8];
 	unsigned n_masks;
-	const char *ro_binds[SANDBOX_MAX_RO_BINDS]; /* host dir = inside path */
-	unsigned n_ro_binds;
+	/* the spec's ro_binds (src = dst, ro) then its binds */
+	struct sandbox_bind binds[CHILD_MAX_BINDS];
+	unsigned n_binds;
 	struct child_dev devs[CHILD_MAX_DEVS];
 	unsigned n_devs;
 	bool gpu;
@@ -55,7 +57,7 @@ void child_report_parse(const char *buf, size_t len, char *step, size_t step_siz
 			size_t msg_size);
 struct mount_fds {
 	int root, home, run, driver, resolv; /* detached mount trees (open_tree), or -1 */
-	int ro_binds[SANDBOX_MAX_RO_BINDS];
+	int binds[CHILD_MAX_BINDS];
 	int devs[CHILD_MAX_DEVS];
 };
 

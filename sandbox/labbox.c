@@ -51,6 +51,7 @@ static void usage(FILE *f)
 	      "  --mask PATH        also hide PATH (repeatable)\n"
 	      "  --show PATH        do not hide PATH, one of /var/tmp /srv /opt /mnt /media\n"
 	      "  --ro-bind DIR      bind host DIR read-only at DIR, even under a hidden place\n"
+	      "  --bind SRC:DST[:ro]  bind host dir SRC at DST inside (read-only with :ro)\n"
 	      "  --env K=V          add to the environment (repeatable)\n"
 	      "  --cwd DIR          working directory inside\n"
 	      "  --stdin FILE       the command's stdin (default labbox's; /dev/null works too)\n"
@@ -80,7 +81,7 @@ enum {
 	O_USER = 256, O_USER_ID, O_UID_BASE, O_INNER_UID, O_HOME_IMAGE, O_HOME_SIZE, O_MEM, O_CPUS,
 	O_PIDS, O_TMP, O_SHM, O_NOFILE, O_IO_WEIGHT, O_IO_WBPS, O_NET, O_GPU, O_DEV_PREFIX, O_DRIVER,
 	O_IMAGE, O_RUN_DIR, O_STATE_DIR, O_CGROUP_PARENT, O_MASK, O_SHOW, O_ENV, O_CWD, O_KEEP, O_ALL, O_SIZE,
-	O_STDIN, O_STDOUT, O_STDERR, O_RO_BIND, O_NET_DENY, O_DNS, O_EGRESS_RATE, O_MAX_CONN,
+	O_STDIN, O_STDOUT, O_STDERR, O_RO_BIND, O_BIND, O_NET_DENY, O_DNS, O_EGRESS_RATE, O_MAX_CONN,
 };
 
 static const struct option opts[] = {
@@ -113,6 +114,7 @@ static const struct option opts[] = {
 	{"mask", required_argument, NULL, O_MASK},
 	{"show", required_argument, NULL, O_SHOW},
 	{"ro-bind", required_argument, NULL, O_RO_BIND},
+	{"bind", required_argument, NULL, O_BIND},
 	{"env", required_argument, NULL, O_ENV},
 	{"cwd", required_argument, NULL, O_CWD},
 	{"stdin", required_argument, NULL, O_STDIN},
@@ -136,6 +138,24 @@ struct cli {
 
 /* Opens FILE for --stdin (read) or --stdout/--stderr (write) into *fd, as the shell's
  * < and > would; labbox exits soon, so the fd is simply left open until then. */
+/* --bind SRC:DST[:ro], split in place (the paths are checked by the spec). */
+static int parse_bind(char *arg, struct sandbox_bind *b)
+{
+	char *dst = strchr(arg, ':'), *mode;
+
+	if (!dst)
+		return -1;
+	*dst++ = '\0';
+	mode = strchr(dst, ':');
+	if (mode) {
+		*mode++ = '\0';
+		if (strcmp(mode, "ro") != 0)
+			return -1;
+	}
+	*b = (struct sandbox_bind){arg, dst, mode != NULL};
+	return 0;
+}
+
 /* --show PATH: takes PATH off the hidden list; -1 when it is not on it. */
 static int show(struct sandbox_spec *s, const char *path)
 {
@@ -262,6 +282,11 @@ static int parse(struct cli *c, int argc, char **argv)
 			if (s->n_ro_binds >= SANDBOX_MAX_RO_BINDS)
 				return bad("ro-bind", "too many");
 			s->ro_binds[s->n_ro_binds++] = optarg;
+			break;
+		case O_BIND:
+			if (s->n_binds >= SANDBOX_MAX_BINDS || parse_bind(optarg, &s->binds[s->n_binds]) < 0)
+				return bad("bind", optarg);
+			s->n_binds++;
 			break;
 		case O_SHOW:
 			if (show(s, optarg) < 0)

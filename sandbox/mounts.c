@@ -53,13 +53,31 @@ static int attach(int *fd, const char *target)
 	return rc;
 }
 
+/* One bind's source: a directory (a symlink is not followed: the caller named the
+ * real place), nosuid and nodev, read-only when asked. */
+static int clone_bind(const struct sandbox_bind *b, int *fd, char *msg, size_t len)
+{
+	struct stat st;
+
+	*fd = open_tree(AT_FDCWD, b->src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+	if (*fd < 0)
+		return failf(msg, len, "clone bind", b->src);
+	if (fstat(*fd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		errno = errno ? errno : ENOTDIR;
+		return failf(msg, len, "bind source", b->src);
+	}
+	if (set_attr(*fd, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (b->ro ? MOUNT_ATTR_RDONLY : 0), false) < 0)
+		return failf(msg, len, "bind attributes", b->src);
+	return 0;
+}
+
 int mounts_prepare(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
 {
 	f->root = f->home = f->run = f->driver = f->resolv = -1;
 	for (unsigned i = 0; i < CHILD_MAX_DEVS; i++)
 		f->devs[i] = -1;
-	for (unsigned i = 0; i < SANDBOX_MAX_RO_BINDS; i++)
-		f->ro_binds[i] = -1;
+	for (unsigned i = 0; i < CHILD_MAX_BINDS; i++)
+		f->binds[i] = -1;
 	f->root = clone_tree(a->image, true);
 	if (f->root < 0)
 		return failf(msg, len, "clone root", a->image);
@@ -81,11 +99,9 @@ int mounts_prepare(const struct child_args *a, struct mount_fds *f, char *msg, s
 		    set_attr(f->driver, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
 			return failf(msg, len, "clone driver libs", a->driver_lib_dir);
 	}
-	for (unsigned i = 0; i < a->n_ro_binds; i++) {
-		if ((f->ro_binds[i] = clone_tree(a->ro_binds[i], false)) < 0 ||
-		    set_attr(f->ro_binds[i], MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false) < 0)
-			return failf(msg, len, "clone read-only bind", a->ro_binds[i]);
-	}
+	for (unsigned i = 0; i < a->n_binds; i++)
+		if (clone_bind(&a->binds[i], &f->binds[i], msg, len) < 0)
+			return -1;
 	if (a->resolv_conf[0]) {
 		if ((f->resolv = clone_tree(a->resolv_conf, false)) < 0 ||
 		    set_attr(f->resolv, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
@@ -389,13 +405,13 @@ static bool below(const char *dir, const char *path)
 
 static bool has_bind_below(const struct child_args *a, const char *dir)
 {
-	for (unsigned i = 0; i < a->n_ro_binds; i++)
-		if (below(dir, a->ro_binds[i]))
+	for (unsigned i = 0; i < a->n_binds; i++)
+		if (below(dir, a->binds[i].dst))
 			return true;
 	return false;
 }
 
-/* The masks of the spec.  A masked directory with a read-only bind below it gets a
+/* The masks of the spec.  A masked directory with a bind below it gets a
  * writable scaffold tmpfs instead (only the bind's chain of directories will be in
  * it), listed in scaffolds[] so it is made read-only once the binds are in place. */
 static int apply_masks(const struct child_args *a, const char **scaffolds, unsigned *n_scaffolds,
@@ -439,7 +455,7 @@ static int make_chain(const char *target, char *msg, size_t len)
 	}
 }
 
-/* The read-only binds at their own paths, then the scaffolds under them sealed. */
+/* The binds at their inside paths, then the scaffolds under them sealed. */
 static int build_ro_binds(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
 {
 	const char *scaffolds[SANDBOX_MAX_MASKS + SANDBOX_MAX_HIDDEN + 8];
@@ -448,10 +464,10 @@ static int build_ro_binds(const struct child_args *a, struct mount_fds *f, char 
 
 	if (apply_masks(a, scaffolds, &n_scaffolds, msg, len) < 0)
 		return -1;
-	for (unsigned i = 0; i < a->n_ro_binds; i++) {
-		snprintf(t, sizeof(t), NEWROOT "%s", a->ro_binds[i]);
-		if (make_chain(t, msg, len) < 0 || attach(&f->ro_binds[i], t) < 0)
-			return failf(msg, len, "read-only bind on", t);
+	for (unsigned i = 0; i < a->n_binds; i++) {
+		snprintf(t, sizeof(t), NEWROOT "%s", a->binds[i].dst);
+		if (make_chain(t, msg, len) < 0 || attach(&f->binds[i], t) < 0)
+			return failf(msg, len, "bind on", t);
 	}
 	for (unsigned i = 0; i < n_scaffolds; i++) {
 		snprintf(t, sizeof(t), NEWROOT "%s", scaffolds[i]);

@@ -2,7 +2,7 @@
 # Included by the top-level Makefile, which provides CC, CFLAGS, LDLIBS, BUILD and
 # the generic $(BUILD)/%.o rule.
 
-SANDBOX_SRCS := $(filter-out sandbox/labbox.c,$(wildcard sandbox/*.c))
+SANDBOX_SRCS := $(filter-out sandbox/labbox.c sandbox/jobagent.c,$(wildcard sandbox/*.c))
 SANDBOX_OBJS := $(SANDBOX_SRCS:%.c=$(BUILD)/%.o)
 SANDBOX_LIB  := $(BUILD)/libsandbox.a
 SANDBOX_CLI  := $(BUILD)/labbox
@@ -12,9 +12,25 @@ SANDBOX_UNIT_BINS := $(SANDBOX_UNIT_SRCS:tests/sandbox/%.c=$(BUILD)/tests/sandbo
 SANDBOX_PROBE     := $(BUILD)/tests/security/probe
 SANDBOX_SECCOMP_ONLY := $(BUILD)/tests/security/seccomp_only
 
-SANDBOX_TEST_BINS := $(SANDBOX_CLI) $(SANDBOX_UNIT_BINS) $(SANDBOX_PROBE) $(SANDBOX_SECCOMP_ONLY)
+SANDBOX_TEST_BINS := $(SANDBOX_CLI) $(SANDBOX_UNIT_BINS) $(SANDBOX_PROBE) $(SANDBOX_SECCOMP_ONLY) $(BUILD)/libexec/labd-jobagent
 
-all: $(SANDBOX_CLI)
+# The job agent runs inside job sandboxes on any image: static, libc only, and built
+# without sanitizers (their runtimes cannot be linked static).
+JOBAGENT     := $(BUILD)/libexec/labd-jobagent
+JOBAGENT_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS))
+
+all: $(SANDBOX_CLI) $(JOBAGENT)
+
+$(BUILD)/agent/%.o: sandbox/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(JOBAGENT_CFLAGS) -c $< -o $@
+
+$(JOBAGENT): $(BUILD)/agent/jobagent.o $(BUILD)/agent/jobproto.o
+	@mkdir -p $(dir $@)
+	$(CC) -static -o $@ $^
+
+# its test binds $(BUILD)/libexec into sandboxes
+$(BUILD)/tests/sandbox/test_jobagent: | $(JOBAGENT)
 
 $(SANDBOX_LIB): $(SANDBOX_OBJS)
 	$(AR) rcs $@ $^

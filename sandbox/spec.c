@@ -84,6 +84,31 @@ static int check_ro_binds(const struct sandbox_spec *s)
 	return 0;
 }
 
+static bool canonical(const char *p)
+{
+	return abs_path_ok(p) && strcmp(p, "/") != 0 && !strstr(p, "/./") && !strstr(p, "//") &&
+	       p[strlen(p) - 1] != '/';
+}
+
+/* Binds at another path: the source may be in the state dir (a pool's layout), the
+ * inside path may not (it is masked there, secrets and all). */
+static int check_binds(const struct sandbox_spec *s)
+{
+	size_t n = strlen(s->state_dir);
+
+	if (s->n_binds > SANDBOX_MAX_BINDS)
+		return fail_error("too many binds");
+	for (unsigned i = 0; i < s->n_binds; i++) {
+		const struct sandbox_bind *b = &s->binds[i];
+		if (!canonical(b->src) || !canonical(b->dst))
+			return fail_error("bad bind: %s:%s", b->src ? b->src : "(none)",
+					  b->dst ? b->dst : "(none)");
+		if (strncmp(b->dst, s->state_dir, n) == 0 && (b->dst[n] == '\0' || b->dst[n] == '/'))
+			return fail_error("bind target %s is inside the state dir", b->dst);
+	}
+	return 0;
+}
+
 static int check_paths(const struct sandbox_spec *s)
 {
 	if (!abs_path_ok(s->image) || !abs_path_ok(s->state_dir) || !abs_path_ok(s->dev_prefix))
@@ -99,7 +124,7 @@ static int check_paths(const struct sandbox_spec *s)
 	for (unsigned i = 0; i < s->n_masks; i++)
 		if (!abs_path_ok(s->masks[i]))
 			return fail_error("bad mask path");
-	if (check_ro_binds(s) < 0)
+	if (check_ro_binds(s) < 0 || check_binds(s) < 0)
 		return -1;
 	if (s->n_hidden > SANDBOX_MAX_HIDDEN)
 		return fail_error("too many hidden paths");

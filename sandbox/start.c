@@ -198,7 +198,9 @@ static int step_masks(struct start *c)
 	for (unsigned i = 0; i < s->n_hidden; i++)
 		a->masks[a->n_masks++] = s->hidden[i];
 	for (unsigned i = 0; i < s->n_ro_binds; i++)
-		a->ro_binds[a->n_ro_binds++] = s->ro_binds[i];
+		a->binds[a->n_binds++] = (struct sandbox_bind){s->ro_binds[i], s->ro_binds[i], true};
+	for (unsigned i = 0; i < s->n_binds; i++)
+		a->binds[a->n_binds++] = s->binds[i];
 	return 0;
 }
 

@@ -16,6 +16,7 @@ struct proxy_context;
 struct session_limits;
 struct throttle_policy;
 struct reconciler;
+struct jobs_runner;
 struct runtime;
 struct runtime_watch;
 struct http_streams;
@@ -31,6 +32,7 @@ struct app {
 	struct db *db;
 	struct backend *backend;       /* where sandboxes run (the supervisor) */
 	struct reconciler *reconciler; /* runtime timers and reconciliation */
+	struct jobs_runner *jobs;      /* the training jobs' thread (jobs/jobs.h); NULL: none */
 	struct gpus *gpus;             /* the GPU pool (sched/gpus.h); NULL: none */
 	int web_root_fd; /* O_PATH directory fd of cfg->web_root */
 	/* policies derived from cfg by web/, borrowed for the process lifetime */

@@ -20,11 +20,20 @@
 #define SANDBOX_MAX_MASKS 32
 #define SANDBOX_MAX_HIDDEN 16
 #define SANDBOX_MAX_RO_BINDS 4
+#define SANDBOX_MAX_BINDS 8
 #define SANDBOX_ID_MAX 64
 #define SANDBOX_PATH_MAX 4096
 #define SANDBOX_STEP_MAX 32
 #define SANDBOX_MESSAGE_MAX 768
 #define SANDBOX_FD_NULL (-1) /* a stdio slot that gets /dev/null */
+
+/* A host directory bound at another path inside (docs/sandbox.md, "Binds"). */
+struct sandbox_bind {
+	const char *src; /* host directory (not followed if it is a symlink); may lie in state_dir */
+	const char *dst; /* inside path; may lie under a hidden place (/opt), where its mount
+			  * point is made in the scaffold tmpfs; else it must exist in the image */
+	bool ro;         /* read-only inside; always nosuid, nodev */
+};
 
 enum sandbox_net {
 	SANDBOX_NET_NONE,   /* own network namespace with loopback only */
@@ -87,6 +96,10 @@ struct sandbox_spec {
 	 * usable while the rest of /opt stays out of sight.  Never "/" nor under state_dir. */
 	const char *ro_binds[SANDBOX_MAX_RO_BINDS];
 	unsigned n_ro_binds;
+	/* Host directories at another path inside (the job agent's dir at /opt/labd/libexec,
+	 * a pool's layout at /opt/ml), read-only or not.  dst is never "/" nor in state_dir. */
+	struct sandbox_bind binds[SANDBOX_MAX_BINDS];
+	unsigned n_binds;
 
 	char *const *argv; /* command run inside; argv[0] is looked up in the sandbox PATH */
 	char *const *envp; /* extra "K=V" entries added to the clean environment, or NULL;
@@ -190,5 +203,39 @@ int sandbox_home_usage(const char *state_dir, const char *user, const char *imag
  * resize2fs), offline otherwise; never shrinks. 0 or -1. */
 int sandbox_home_grow(const char *state_dir, const char *user, const char *image,
 		      uint64_t size_bytes);
+
+/* What a running sandbox has used, from its cgroups (docs/sandbox.md, "Usage").
+ * Each field is -1 when this host cannot say (io_wait_us on a pure cgroup v1 host). */
+struct sandbox_usage {
+	int64_t cpu_usage_us;       /* CPU time of all its processes, cumulative */
+	int64_t memory_bytes;       /* memory charged now (page cache included) */
+	int64_t memory_limit_bytes; /* its limit, 0 when none */
+	int64_t io_wait_us;         /* cumulative time some task waited on I/O (PSI "some") */
+	int64_t oom_kills;          /* cumulative OOM kills in its memory cgroup */
+};
+
+/* Fills *u (every field -1 first); 0, or -1 when the sandbox's cgroups are gone. */
+int sandbox_usage(const struct sandbox_handle *h, struct sandbox_usage *u);
+
+/* Mounts the directory src_fd names (an O_PATH fd on the host the caller resolved
+ * safely, e.g. sandbox_home_open_beneath) into the running sandbox at dst, an existing
+ * directory inside resolved from the sandbox's root without following any symlink;
+ * read-only when ro, always nosuid and nodev.  Stacks on what dst holds.  A forked
+ * child enters the sandbox's mount namespace; the caller's namespaces never change.
+ * 0, or -1 with *err (step "inject", may be NULL) saying why (also logged). */
+int sandbox_inject(const struct sandbox_handle *h, int src_fd, const char *dst, bool ro,
+		   struct sandbox_error *err);
+/* Detaches the top mount on dst inside the sandbox (umount MNT_DETACH): what an
+ * injection put there.  0 or -1 (logged; EINVAL when nothing is mounted there). */
+int sandbox_eject(const struct sandbox_handle *h, const char *dst);
+/* Opens <state_dir>/homes/<user>/mnt/<rel> (the user's mounted home) as an
+ * O_PATH|O_DIRECTORY fd into *out_fd, every lookup with openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV: a symlink in the user's tree never leads
+ * out of the home (EXDEV).  rel is home-relative (no leading "/", no "..", <= 1024
+ * bytes; "" is the home itself).  With create, missing folders are made (0755, owned
+ * by owner:owner, the sandbox user's host uid).  The home must be mounted (a sandbox
+ * of the user holds it).  0, or -1 with errno and *err (step "home", may be NULL). */
+int sandbox_home_open_beneath(const char *state_dir, const char *user, const char *rel,
+			      bool create, uid_t owner, int *out_fd, struct sandbox_error *err);
 
 #endif

@@ -66,6 +66,68 @@ static void on_warning(struct local *l, json_t *m)
 			      proto_int(m, "seconds_left"));
 }
 
+static void on_pool_ready(struct local *l, json_t *m)
+{
+	if (l->ev.pool_ready)
+		l->ev.pool_ready(l->ev.ctx, proto_str(m, "user"), proto_int(m, "pool_id"));
+}
+
+static void on_pool_ended(struct local *l, json_t *m)
+{
+	if (l->ev.pool_ended)
+		l->ev.pool_ended(l->ev.ctx, proto_str(m, "user"), proto_int(m, "pool_id"),
+				 proto_str(m, "cause"), proto_bool(m, "failed"),
+				 proto_str(m, "reason"));
+}
+
+static void on_job_phase(struct local *l, json_t *m)
+{
+	if (!proto_phase_ok(proto_str(m, "phase"))) {
+		log_error("supervisor sent a job_phase with an unknown phase");
+		return;
+	}
+	if (l->ev.job_phase)
+		l->ev.job_phase(l->ev.ctx, proto_str(m, "user"), proto_int(m, "pool_id"),
+				proto_int(m, "job_id"), proto_str(m, "phase"), proto_int(m, "at_ms"));
+}
+
+static void on_job_exited(struct local *l, json_t *m)
+{
+	struct backend_job_exit x = {
+		.kind = proto_str(m, "kind"),
+		.code = (int)proto_int(m, "code"),
+		.signal = (int)proto_int(m, "signal"),
+		.at_ms = proto_int(m, "at_ms"),
+		.reason = proto_str(m, "reason"),
+		.failure = proto_str(m, "failure"),
+		.home_full = proto_bool(m, "home_full"),
+	};
+
+	if (!proto_exit_kind_ok(x.kind)) {
+		log_error("supervisor sent a job_exited with an unknown kind");
+		return;
+	}
+	if (l->ev.job_exited)
+		l->ev.job_exited(l->ev.ctx, proto_str(m, "user"), proto_int(m, "pool_id"),
+				 proto_int(m, "job_id"), &x);
+}
+
+static void on_job_sample(struct local *l, json_t *m)
+{
+	struct backend_job_sample s = {
+		.at_ms = proto_int(m, "at_ms"),
+		.cpu_usage_us = proto_int(m, "cpu_usage_us"),
+		.memory_bytes = proto_int(m, "memory_bytes"),
+		.memory_limit_bytes = proto_int(m, "memory_limit_bytes"),
+		.io_wait_us = proto_int(m, "io_wait_us"),
+		.log_bytes = proto_int(m, "log_bytes"),
+	};
+
+	if (l->ev.job_sample)
+		l->ev.job_sample(l->ev.ctx, proto_str(m, "user"), proto_int(m, "pool_id"),
+				 proto_int(m, "job_id"), &s);
+}
+
 /* What the supervisor may send: one table validates and dispatches. */
 static const struct {
 	const char *type;
@@ -75,6 +137,11 @@ static const struct {
 	{"sandbox_ready", proto_sandbox_ready, on_ready},
 	{"sandbox_ended", proto_sandbox_ended, on_ended},
 	{"sandbox_warning", proto_sandbox_warning, on_warning},
+	{"pool_ready", proto_pool_ready, on_pool_ready},
+	{"pool_ended", proto_pool_ended, on_pool_ended},
+	{"job_phase", proto_job_phase, on_job_phase},
+	{"job_exited", proto_job_exited, on_job_exited},
+	{"job_sample", proto_job_sample, on_job_sample},
 };
 
 static void deliver_reply(struct local *l, json_t *msg)
@@ -194,7 +261,9 @@ static int simple_call(struct local *l, json_t *msg, json_t **reply, char *err, 
 		snprintf(err, errlen, "%s", proto_str(*reply, "message"));
 	return strcmp(code, "not_found") == 0	 ? -ENOENT
 	       : strcmp(code, "runtime_exists") == 0 ? -EEXIST
-	       : strcmp(code, "gpu_busy") == 0 || strcmp(code, "home_busy") == 0 ? -EBUSY
+	       : strcmp(code, "gpu_busy") == 0 || strcmp(code, "home_busy") == 0 ||
+			 strcmp(code, "pool_busy") == 0
+		 ? -EBUSY
 										  : -EIO;
 }
 
@@ -292,6 +361,9 @@ static void copy_sandbox(json_t *e, struct backend_sandbox *s)
 	s->failed = proto_bool(e, "failed");
 	snprintf(s->cause, sizeof(s->cause), "%s", proto_str(e, "cause"));
 	snprintf(s->reason, sizeof(s->reason), "%s", proto_str(e, "reason"));
+	/* absent from an older supervisor: a runtime */
+	s->pool_id = json_integer_value(json_object_get(e, "pool_id"));
+	s->job_id = json_integer_value(json_object_get(e, "job_id"));
 }
 
 static int local_list(struct backend *b, struct backend_sandbox **out, size_t *n)
@@ -378,10 +450,102 @@ static int local_home_resize(struct backend *b, const char *user, int64_t user_i
 	return rc;
 }
 
-static const struct backend_ops local_ops = {local_start, local_stop, local_list, local_ping,
-					     local_free, local_user_deleted,
-					     local_warnings, local_home_usage, local_home_resize,
-					     NULL, NULL, NULL, NULL};
+static int local_pool_start(struct backend *b, const struct backend_pool_start *s, char *err,
+			    size_t errlen)
+{
+	json_t *gpus = json_array(), *reply = NULL;
+	int rc;
+
+	for (unsigned i = 0; i < s->n_gpus; i++)
+		json_array_append_new(gpus, json_integer(s->gpus[i]));
+	json_t *m = proto_msg("pool_start", -1);
+	json_object_update_new(m, json_pack("{s:s,s:I,s:I,s:I,s:o}", "user", s->user, "user_id",
+					    (json_int_t)s->user_id, "pool_id",
+					    (json_int_t)s->pool_id, "deadline",
+					    (json_int_t)s->deadline_s, "gpus", gpus));
+	/* as local_start: absent sizes = the supervisor's defaults */
+	if (s->memory_bytes > 0)
+		json_object_set_new(m, "memory_bytes", json_integer(s->memory_bytes));
+	if (s->cpus_milli > 0)
+		json_object_set_new(m, "cpus_milli", json_integer(s->cpus_milli));
+	if (s->home_size_bytes > 0)
+		json_object_set_new(m, "home_size_bytes", json_integer(s->home_size_bytes));
+	json_object_set_new(m, "network", json_integer(s->network ? 1 : 0));
+	if (s->network && s->egress_bytes_per_s > 0)
+		json_object_set_new(m, "egress_bytes_per_s", json_integer(s->egress_bytes_per_s));
+	if (s->image && s->image[0])
+		json_object_set_new(m, "image", json_string(s->image));
+	rc = simple_call((struct local *)b, m, &reply, err, errlen);
+	if (s->image_hash)
+		snprintf(s->image_hash, BACKEND_IMAGE_HASH_MAX, "%s",
+			 rc == 0 ? proto_str(reply, "image_hash") : "");
+	json_decref(reply);
+	return rc;
+}
+
+static int local_pool_stop(struct backend *b, const char *user, int64_t pool_id,
+			   const char *reason)
+{
+	json_t *reply = NULL, *m;
+	json_t *fields = json_pack("{s:s,s:I,s:s%}", "user", user, "pool_id", (json_int_t)pool_id,
+				   "reason", reason, stop_reason_len(reason));
+	int rc;
+
+	if (!fields)
+		return -EINVAL;
+	m = proto_msg("pool_stop", -1);
+	json_object_update_new(m, fields);
+	rc = simple_call((struct local *)b, m, &reply, NULL, 0);
+	json_decref(reply);
+	return rc;
+}
+
+static int local_job_run(struct backend *b, const char *user, int64_t pool_id, int64_t job_id,
+			 const char *spec_json, char *err, size_t errlen)
+{
+	json_t *reply = NULL, *m;
+	int rc;
+
+	if (strlen(spec_json) > PROTO_JOB_SPEC_MAX) {
+		snprintf(err, errlen, "spec: is longer than 48 KiB");
+		return -EINVAL;
+	}
+	m = proto_msg("job_run", -1);
+	json_object_update_new(m, json_pack("{s:s,s:I,s:I,s:s}", "user", user, "pool_id",
+					    (json_int_t)pool_id, "job_id", (json_int_t)job_id,
+					    "spec", spec_json));
+	rc = simple_call((struct local *)b, m, &reply, err, errlen);
+	/* the supervisor's bad_spec names the field: the caller's input was wrong */
+	if (rc == -EIO && strcmp(proto_str(reply, "code"), "bad_spec") == 0)
+		rc = -EINVAL;
+	json_decref(reply);
+	return rc;
+}
+
+static int local_job_stop(struct backend *b, const char *user, int64_t pool_id, int64_t job_id,
+			  int64_t grace_s)
+{
+	json_t *reply = NULL, *m = proto_msg("job_stop", -1);
+	int rc;
+
+	json_object_update_new(m, json_pack("{s:s,s:I,s:I,s:I}", "user", user, "pool_id",
+					    (json_int_t)pool_id, "job_id", (json_int_t)job_id,
+					    "grace_s",
+					    (json_int_t)(grace_s < 0 ? 0
+						: grace_s > PROTO_GRACE_MAX_S ? PROTO_GRACE_MAX_S
+									      : grace_s)));
+	rc = simple_call((struct local *)b, m, &reply, NULL, 0);
+	json_decref(reply);
+	return rc;
+}
+
+static const struct backend_ops local_ops = {local_start,	 local_stop,
+					     local_list,	 local_ping,
+					     local_free,	 local_user_deleted,
+					     local_warnings,	 local_home_usage,
+					     local_home_resize,	 local_pool_start,
+					     local_pool_stop,	 local_job_run,
+					     local_job_stop};
 
 /* At most BACKEND_WARNINGS_MAX bytes of the supervisor's strings, one a line. */
 static void keep_warnings(struct local *l, json_t *list)

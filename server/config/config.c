@@ -104,6 +104,12 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	snprintf(cfg->nvml_library, sizeof(cfg->nvml_library), "libnvidia-ml.so.1");
 	cfg->gpu_refresh_s = 5;
 	cfg->gpu_queue_max_wait_s = 30 * 60;
+	cfg->jobs_keep_alive_max_s = 3600;
+	cfg->jobs_grace_s = 120;
+	cfg->jobs_log_max_bytes = 64ULL << 20;
+	cfg->jobs_sample_interval_ms = 1000;
+	cfg->jobs_max_pools_per_user = 4;
+	cfg->jobs_max_wait_default_s = 3600;
 }
 
 int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port)
@@ -154,6 +160,7 @@ enum key_kind {
 	K_NETWORK,   /* none or egress, stored as 0 or 1 */
 	K_SIZE_NONE, /* a size, or "none" (stored as -1: no limit) */
 	K_ADDRESS,   /* an IPv4 or IPv6 address, or empty */
+	K_DURATION_MS, /* "250ms" or a duration such as 2s, stored in ms (int64_t) */
 };
 
 struct key_spec {
@@ -259,6 +266,12 @@ static const struct key_spec keys[] = {
 	KEYN("gpu", "refresh", gpu_refresh_s, K_DURATION, 1, 3600),
 	KEYN("gpu", "queue_max_wait", gpu_queue_max_wait_s, K_DURATION, 1, 30 * 86400),
 	KEY("metrics", scrape_token_file, K_STRING, 0, 0),
+	KEYN("jobs", "keep_alive_max", jobs_keep_alive_max_s, K_DURATION, 0, 7 * 86400),
+	KEYN("jobs", "grace", jobs_grace_s, K_DURATION, 0, 86400),
+	KEYN("jobs", "log_max_bytes", jobs_log_max_bytes, K_SIZE, 64ULL << 10, 1ULL << 40),
+	KEYN("jobs", "sample_interval", jobs_sample_interval_ms, K_DURATION_MS, 100, 60000),
+	KEYN("jobs", "max_pools_per_user", jobs_max_pools_per_user, K_UINT, 1, 64),
+	KEYN("jobs", "max_wait_default", jobs_max_wait_default_s, K_DURATION, 1, 30 * 86400),
 };
 
 /* Lowercase labels of [a-z0-9-], 1-63 bytes each, joined by single dots:
@@ -448,6 +461,29 @@ static int parse_gpu_list(const char *value, const struct key_spec *k, struct la
 }
 
 /* Returns NULL on success or a static explanation of what the value must be. */
+/* "250ms" (digits then ms), else a duration in seconds (parse_duration_s), in ms. */
+static int parse_duration_ms(const char *s, int64_t *out)
+{
+	size_t n = strlen(s);
+	char *end;
+
+	if (n > 2 && strcmp(s + n - 2, "ms") == 0) {
+		if (s[0] < '0' || s[0] > '9')
+			return -EINVAL;
+		errno = 0;
+		unsigned long long v = strtoull(s, &end, 10);
+		if (errno || end != s + n - 2 || v > (unsigned long long)INT32_MAX)
+			return -EINVAL;
+		*out = (int64_t)v;
+		return 0;
+	}
+	int64_t sec;
+	if (parse_duration_s(s, &sec) < 0 || sec > INT32_MAX)
+		return -EINVAL;
+	*out = sec * 1000;
+	return 0;
+}
+
 static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, const char *value)
 {
 	void *field = (char *)cfg + k->offset;
@@ -596,6 +632,12 @@ static const char *apply_key(struct labd_config *cfg, const struct key_spec *k, 
 		snprintf(field, k->size, "%s", value);
 		return NULL;
 	}
+	case K_DURATION_MS:
+		if (parse_duration_ms(value, &d) < 0 || (uint64_t)d < k->min ||
+		    (uint64_t)d > k->max)
+			return "must be a duration such as 250ms or 2s, in range";
+		*(int64_t *)field = d;
+		return NULL;
 	case K_DURATION:
 		if (parse_duration_s(value, &d) < 0 || (uint64_t)d < k->min ||
 		    (uint64_t)d > k->max)

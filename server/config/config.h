@@ -130,6 +130,13 @@ struct labd_config {
 	char nvml_library[CONFIG_PATH_MAX]; /* dlopen'ed by the web process when present */
 	int64_t gpu_refresh_s;              /* between NVML readings */
 	int64_t gpu_queue_max_wait_s;       /* a queued GPU start fails after this */
+	/* [jobs]: training jobs (docs/jobs.md) */
+	int64_t jobs_keep_alive_max_s;    /* cap of a job's keep_alive_s (its warm pool) */
+	int64_t jobs_grace_s;             /* default stop grace: SIGTERM, then SIGKILL */
+	uint64_t jobs_log_max_bytes;      /* a job's log is cut here (one marker line) */
+	int64_t jobs_sample_interval_ms;  /* job_sample while a job trains */
+	unsigned jobs_max_pools_per_user; /* job sandboxes one user may hold at once */
+	int64_t jobs_max_wait_default_s;  /* a job's max_wait_s when it names none */
 	/* [images]: runtime images a plan may name (config/images.h) */
 	struct config_image images[CONFIG_MAX_IMAGES];
 	unsigned n_images;

@@ -97,6 +97,113 @@ const struct proto_field proto_sandbox_warning[] = {
 	{NULL, 0, 0, 0, false},
 };
 
+/* ---- job sandboxes ("pools", docs/jobs.md) ---- */
+#define POOL_ID_MAX (1LL << 53)
+#define JOB_ID_MAX (1LL << 53)
+const struct proto_field proto_pool_start[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"user_id", PROTO_INT, 1, USER_ID_MAX, false},
+	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
+	/* a hard cap: the pool ends then, whatever runs in it */
+	{"deadline", PROTO_INT, 1, TIME_MAX, false},
+	{"gpus", PROTO_INT_ARRAY, 0, 16, false},
+	/* as sandbox_start's: the plan's sizes, capped root-side */
+	{"memory_bytes", PROTO_INT, 1, 1LL << 50, true},
+	{"cpus_milli", PROTO_INT, 1, 1LL << 30, true},
+	{"home_size_bytes", PROTO_INT, 1, 1LL << 50, true},
+	{"network", PROTO_INT, 0, 1, true},
+	{"egress_bytes_per_s", PROTO_INT, 1, 1LL << 40, true},
+	{"image", PROTO_STRING, 1, 32, true},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_pool_stop[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
+	{"reason", PROTO_STRING, 0, 150, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_job_run[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
+	{"job_id", PROTO_INT, 1, JOB_ID_MAX, false},
+	/* the job spec as JSON text; jobspec_check reads it strictly root-side */
+	{"spec", PROTO_STRING, 2, PROTO_JOB_SPEC_MAX, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_job_stop[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
+	{"job_id", PROTO_INT, 1, JOB_ID_MAX, false},
+	{"grace_s", PROTO_INT, 0, PROTO_GRACE_MAX_S, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_pool_ready[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_pool_ended[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
+	{"cause", PROTO_STRING, 1, 16, false},
+	{"failed", PROTO_BOOL, 0, 0, false},
+	{"reason", PROTO_STRING, 0, 200, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_job_phase[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
+	{"job_id", PROTO_INT, 1, JOB_ID_MAX, false},
+	{"phase", PROTO_STRING, 8, 11, false}, /* PROTO_PHASES */
+	{"at_ms", PROTO_INT, 0, TIME_MAX * 1000, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_job_exited[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
+	{"job_id", PROTO_INT, 1, JOB_ID_MAX, false},
+	{"kind", PROTO_STRING, 3, 12, false}, /* PROTO_EXIT_KINDS */
+	{"code", PROTO_INT, 0, 255, false},
+	{"signal", PROTO_INT, 0, 128, false},
+	{"at_ms", PROTO_INT, 0, TIME_MAX * 1000, false},
+	{"reason", PROTO_STRING, 0, 200, false},
+	{"failure", PROTO_STRING, 0, PROTO_FAILURE_MAX, false},
+	{"home_full", PROTO_BOOL, 0, 0, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_job_sample[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
+	{"job_id", PROTO_INT, 1, JOB_ID_MAX, false},
+	{"at_ms", PROTO_INT, 0, TIME_MAX * 1000, false},
+	{"cpu_usage_us", PROTO_INT, 0, 1LL << 62, false},
+	{"memory_bytes", PROTO_INT, 0, 1LL << 50, false},
+	{"memory_limit_bytes", PROTO_INT, 0, 1LL << 62, false}, /* 0 = none */
+	{"io_wait_us", PROTO_INT, -1, 1LL << 62, false},       /* -1 = unknown */
+	{"log_bytes", PROTO_INT, 0, 1LL << 50, false},
+	{NULL, 0, 0, 0, false},
+};
+
+static bool word_in(const char *word, const char *list)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = list; n && (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+bool proto_phase_ok(const char *phase)
+{
+	return word_in(phase, PROTO_PHASES);
+}
+
+bool proto_exit_kind_ok(const char *kind)
+{
+	return word_in(kind, PROTO_EXIT_KINDS);
+}
+
 int proto_send(int fd, json_t *msg)
 {
 	char *text = json_dumps(msg, JSON_COMPACT);

@@ -10,7 +10,9 @@
  *   {"v":2, "type":"reply", "id":N, "ok":false, "code":C, "message":M}
  * and comes when the work is done, possibly after other replies and events.
  * Events (supervisor -> web) have no id and are pushed unasked:
- *   sandbox_ready, sandbox_ended, sandbox_warning.
+ *   sandbox_ready, sandbox_ended, sandbox_warning, and for job sandboxes
+ *   ("pools", docs/jobs.md) pool_ready, pool_ended, job_phase, job_exited,
+ *   job_sample.
  *
  * The field lists below are the contract. Each side has one table that names,
  * for every type it accepts, these fields, the channel states that may send it
@@ -25,7 +27,7 @@
 
 #define PROTO_VERSION 2
 #define PROTO_MAX_MESSAGE 65536
-#define PROTO_MAX_FIELDS 10
+#define PROTO_MAX_FIELDS 12
 
 enum proto_kind {
 	PROTO_STRING,    /* min..max = length in bytes */
@@ -56,6 +58,29 @@ extern const struct proto_field proto_reply[];
 extern const struct proto_field proto_sandbox_ready[];
 extern const struct proto_field proto_sandbox_ended[];
 extern const struct proto_field proto_sandbox_warning[];
+/* job sandboxes: requests */
+extern const struct proto_field proto_pool_start[];
+extern const struct proto_field proto_pool_stop[];
+extern const struct proto_field proto_job_run[];
+extern const struct proto_field proto_job_stop[];
+/* job sandboxes: events */
+extern const struct proto_field proto_pool_ready[];
+extern const struct proto_field proto_pool_ended[];
+extern const struct proto_field proto_job_phase[];
+extern const struct proto_field proto_job_exited[];
+extern const struct proto_field proto_job_sample[];
+
+#define PROTO_JOB_SPEC_MAX (48 * 1024) /* bytes of job_run's spec text */
+#define PROTO_GRACE_MAX_S 86400        /* job_stop's grace_s */
+#define PROTO_FAILURE_MAX 1024         /* job_exited's failure: the first KiB */
+/* job_phase's phase, in order */
+#define PROTO_PHASES "downloading training uploading"
+/* job_exited's kind (backend.h says what each means) */
+#define PROTO_EXIT_KINDS "exited signaled oom max_runtime stopped stage_failed"
+/* Whether phase / kind is one of the words above (the reader checks beyond
+ * proto_check's bounds). */
+bool proto_phase_ok(const char *phase);
+bool proto_exit_kind_ok(const char *kind);
 
 /* Why a sandbox ended (sandbox_ended's "cause"). */
 #define PROTO_CAUSES "requested time_limit oom exited signaled start_failed gone"

@@ -9,6 +9,7 @@
 
 #include "labd/log.h"
 #include "proto/proto.h"
+#include "supervisor/pools.h"
 #include "supervisor/sandboxes.h"
 
 /* What the web process may send in each state of the channel. */
@@ -21,6 +22,7 @@ struct channel {
 	int fd;
 	enum channel_state state;
 	struct sandboxes *sb;
+	struct pools *ps;
 };
 
 typedef json_t *(*handler_fn)(struct channel *ch, long long id, json_t *msg);
@@ -73,8 +75,37 @@ static json_t *on_home_resize(struct channel *ch, long long id, json_t *msg)
 
 static json_t *on_list(struct channel *ch, long long id, json_t *msg)
 {
+	json_t *r = sandboxes_list(ch->sb, id);
+
 	(void)msg;
-	return sandboxes_list(ch->sb, id);
+	if (ch->ps) /* runtimes and job pools in one list (pool_id tells them apart) */
+		pools_list(ch->ps, json_object_get(r, "sandboxes"));
+	return r;
+}
+
+static json_t *no_pools(long long id)
+{
+	return proto_error(id, "no_jobs", "this supervisor runs no job pools");
+}
+
+static json_t *on_pool_start(struct channel *ch, long long id, json_t *msg)
+{
+	return ch->ps ? pools_start(ch->ps, id, msg) : no_pools(id);
+}
+
+static json_t *on_pool_stop(struct channel *ch, long long id, json_t *msg)
+{
+	return ch->ps ? pools_stop(ch->ps, id, msg) : no_pools(id);
+}
+
+static json_t *on_job_run(struct channel *ch, long long id, json_t *msg)
+{
+	return ch->ps ? pools_job_run(ch->ps, id, msg) : no_pools(id);
+}
+
+static json_t *on_job_stop(struct channel *ch, long long id, json_t *msg)
+{
+	return ch->ps ? pools_job_stop(ch->ps, id, msg) : no_pools(id);
 }
 
 /* The table: validation and dispatch in one place. */
@@ -92,6 +123,10 @@ static const struct {
 	{"user_deleted", proto_user_deleted, CH_READY, on_user_deleted},
 	{"home_usage", proto_home_usage, CH_READY, on_home_usage},
 	{"home_resize", proto_home_resize, CH_READY, on_home_resize},
+	{"pool_start", proto_pool_start, CH_READY, on_pool_start},
+	{"pool_stop", proto_pool_stop, CH_READY, on_pool_stop},
+	{"job_run", proto_job_run, CH_READY, on_job_run},
+	{"job_stop", proto_job_stop, CH_READY, on_job_stop},
 };
 
 struct channel *channel_new(int fd, struct sandboxes *sb)
@@ -106,6 +141,12 @@ struct channel *channel_new(int fd, struct sandboxes *sb)
 	ch->state = CH_NEW;
 	ch->sb = sb;
 	return ch;
+}
+
+void channel_set_pools(struct channel *ch, struct pools *ps)
+{
+	if (ch)
+		ch->ps = ps;
 }
 
 void channel_free(struct channel *ch)

@@ -14,6 +14,9 @@ struct channel;
 
 /* Takes fd (closed by channel_free). NULL on allocation failure. */
 struct channel *channel_new(int fd, struct sandboxes *sb);
+struct pools;
+/* The job pools the channel's pool and job requests go to (NULL: refused). */
+void channel_set_pools(struct channel *ch, struct pools *ps);
 void channel_free(struct channel *ch);
 int channel_fd(const struct channel *ch);
 

@@ -18,12 +18,6 @@
 #include "supervisor/homes.h"
 #include "supervisor/worker.h"
 
-/* What a start worker reports: the handle, or why it failed. */
-struct start_report {
-	int ok;
-	char error[200];
-	struct sandbox_handle h;
-};
 
 struct start_job {
 	const struct labd_config *cfg;
@@ -171,6 +165,46 @@ static int make_dirs(const struct start_job *j, char *err, size_t errlen)
 	return 0;
 }
 
+void launch_fill_limits(const struct labd_config *cfg, const char *state_dir,
+			const struct launch_request *rq, struct sandbox_spec *s, char *home,
+			char *hidden)
+{
+	sandbox_spec_init(s);
+	s->user = rq->user;
+	s->user_id = rq->user_id;
+	s->uid_base = cfg->uid_base;
+	homes_image_path(state_dir, rq->user_id, home, LAUNCH_PATH_MAX);
+	s->home_image = home;
+	s->home_size_bytes = rq->sizes.home_size_bytes;
+	s->mem_bytes = rq->sizes.memory_bytes;
+	s->cpu_milli = rq->sizes.cpus_milli;
+	s->pids_max = cfg->pids;
+	s->tmp_bytes = cfg->tmp_bytes;
+	s->image = rq->root;
+	s->state_dir = state_dir;
+	s->dev_prefix = cfg->dev_prefix;
+	fill_hidden(cfg, s, hidden, CONFIG_PATH_MAX);
+	/* hidden_paths are places of the host; an image is not the host, and its /opt
+	 * holds the env */
+	if (rq->from_image)
+		s->n_hidden = 0;
+	/* an image has its own CUDA runtime but never the host driver's libraries */
+	if (rq->from_image && rq->n_gpus && cfg->driver_lib_dir[0])
+		s->driver_lib_dir = cfg->driver_lib_dir;
+	/* A stand-in GPU ([gpu] stand_in, tests and demos) has no device node to
+	 * bind: the supervisor still holds it exclusively (sandboxes.c). */
+	for (unsigned i = 0; i < rq->n_gpus && !cfg->gpu_stand_in; i++)
+		s->gpus[s->n_gpus++] = rq->gpus[i];
+	s->die_with_parent = false; /* sandboxes outlive a supervisor restart */
+	s->net = rq->network ? SANDBOX_NET_EGRESS : SANDBOX_NET_NONE;
+	s->net_deny = cfg->net_deny;
+	s->net_dns = cfg->net_dns;
+	s->egress_bytes_per_s = rq->egress_bytes_per_s;
+	s->max_connections = cfg->net_max_connections;
+	s->pasta_path = cfg->net_pasta;
+	s->nft_path = cfg->net_nft;
+}
+
 static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *home, char *run_dir,
 		      char *argv[16], char bufs[][256], char *envp[3], char env[2][LAUNCH_ENV_MAX],
 		      char *hidden)
@@ -180,37 +214,12 @@ static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *h
 	const char *jenv = j->rq->from_image ? launch_image_env(j->rq->root, j->rq->jupyter)
 					     : launch_env_for(cfg, j->rq->jupyter);
 
-	sandbox_spec_init(s);
-	s->user = j->rq->user;
-	s->user_id = j->rq->user_id;
-	s->uid_base = cfg->uid_base;
-	homes_image_path(j->state_dir, j->rq->user_id, home, LAUNCH_PATH_MAX);
-	s->home_image = home;
-	s->home_size_bytes = j->rq->sizes.home_size_bytes;
-	s->mem_bytes = j->rq->sizes.memory_bytes;
-	s->cpu_milli = j->rq->sizes.cpus_milli;
-	s->pids_max = cfg->pids;
-	s->tmp_bytes = cfg->tmp_bytes;
-	s->image = j->rq->root;
+	launch_fill_limits(cfg, j->state_dir, j->rq, s, home, hidden);
 	launch_run_dir(j->state_dir, j->rq->user, run_dir, LAUNCH_PATH_MAX);
 	s->run_dir = run_dir;
-	s->state_dir = j->state_dir;
-	s->dev_prefix = cfg->dev_prefix;
-	fill_hidden(cfg, s, hidden, CONFIG_PATH_MAX);
 	/* the env is bound at its own path even when /opt is hidden (sandbox.h) */
 	if (jenv && !j->rq->from_image)
 		s->ro_binds[s->n_ro_binds++] = jenv;
-	/* hidden_paths are places of the host; an image is not the host, and its /opt
-	 * holds the env */
-	if (j->rq->from_image)
-		s->n_hidden = 0;
-	/* an image has its own CUDA runtime but never the host driver's libraries */
-	if (j->rq->from_image && j->rq->n_gpus && cfg->driver_lib_dir[0])
-		s->driver_lib_dir = cfg->driver_lib_dir;
-	/* A stand-in GPU ([gpu] stand_in, tests and demos) has no device node to
-	 * bind: the supervisor still holds it exclusively (sandboxes.c). */
-	for (unsigned i = 0; i < j->rq->n_gpus && !cfg->gpu_stand_in; i++)
-		s->gpus[s->n_gpus++] = j->rq->gpus[i];
 	launch_jupyter_argv(j->rq->jupyter, j->rq->user, jenv, argv, bufs);
 	s->argv = argv;
 	snprintf(env[0], LAUNCH_ENV_MAX, "JUPYTER_TOKEN=%s", j->rq->token);
@@ -219,14 +228,6 @@ static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *h
 	envp[1] = env[1];
 	envp[2] = NULL;
 	s->envp = envp;
-	s->die_with_parent = false; /* runtimes outlive a supervisor restart */
-	s->net = j->rq->network ? SANDBOX_NET_EGRESS : SANDBOX_NET_NONE;
-	s->net_deny = cfg->net_deny;
-	s->net_dns = cfg->net_dns;
-	s->egress_bytes_per_s = j->rq->egress_bytes_per_s;
-	s->max_connections = cfg->net_max_connections;
-	s->pasta_path = cfg->net_pasta;
-	s->nft_path = cfg->net_nft;
 }
 
 /* Failure injection for tests: LABD_FAULT_SLOW_START=<user>:<ms> delays that
@@ -249,7 +250,7 @@ static void fault_slow_start(const char *user)
 static int start_worker(void *arg, int fd)
 {
 	const struct start_job *j = arg;
-	struct start_report rep = {0};
+	struct launch_report rep = {0};
 	char home[LAUNCH_PATH_MAX], run_dir[LAUNCH_PATH_MAX], bufs[16][256], env[2][LAUNCH_ENV_MAX];
 	char hidden[CONFIG_PATH_MAX];
 	char *argv[16], *envp[3];
@@ -306,7 +307,7 @@ int launch_spawn(const struct labd_config *cfg, const char *state_dir,
 
 int launch_result(int fd, struct sandbox_handle *h, char *err, size_t errlen)
 {
-	struct start_report rep;
+	struct launch_report rep;
 	int passed;
 	ssize_t n = worker_recv(fd, &rep, sizeof(rep), &passed);
 

@@ -34,9 +34,24 @@ struct launch_request {
 	bool from_image;
 };
 
+/* What a start worker reports (launch_result reads it): the handle, or why it
+ * failed; sent with the handle's status fd. */
+struct launch_report {
+	int ok;
+	char error[200];
+	struct sandbox_handle h;
+};
+
 /* Where a runtime image holds its JupyterLab env (deploy/image/build). */
 #define LAUNCH_IMAGE_ENV "/opt/labd/jupyter"
 
+/* The limits every sandbox of rq gets, runtime or job pool alike: home, memory,
+ * CPUs, pids, /tmp, image, hidden places, GPUs, network and egress (home and
+ * hidden: LAUNCH_PATH_MAX / CONFIG_PATH_MAX buffers the spec points into). The
+ * caller adds the command, its environment and its binds. */
+void launch_fill_limits(const struct labd_config *cfg, const char *state_dir,
+			const struct launch_request *rq, struct sandbox_spec *s, char *home,
+			char *hidden);
 /* Forks a worker that builds and starts the sandbox; read its result with
  * launch_result once *fd is readable. *log_fd (owned by the caller,
  * non-blocking) reads Jupyter's stdout and stderr (runlog.h). 0 or a negative

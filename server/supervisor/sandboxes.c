@@ -24,6 +24,7 @@
 #include "supervisor/launch.h"
 #include "supervisor/uidmap.h"
 #include "supervisor/runlog.h"
+#include "supervisor/startcheck.h"
 
 #define MAX_SANDBOXES 256
 #define ENDED_KEEP_S 3600 /* how long an ended sandbox stays listed */
@@ -206,14 +207,6 @@ static void mark_ended(struct sandboxes *sb, struct hosted *x)
 	}
 }
 
-static bool gpu_configured(const struct labd_config *cfg, json_int_t g)
-{
-	for (unsigned i = 0; i < cfg->n_gpu_devices; i++)
-		if ((json_int_t)cfg->gpu_devices[i] == g)
-			return true;
-	return false;
-}
-
 /* The live sandbox (starting, running or still being torn down) holding gpu. */
 static const struct hosted *gpu_holder(const struct sandboxes *sb, unsigned gpu)
 {
@@ -226,6 +219,17 @@ static const struct hosted *gpu_holder(const struct sandboxes *sb, unsigned gpu)
 				return x;
 	}
 	return NULL;
+}
+
+bool sandboxes_gpu_held(const struct sandboxes *sb, unsigned gpu)
+{
+	/* a job pool holds GPUs exclusively against runtimes too (pools.c) */
+	return gpu_holder(sb, gpu) || (sb->ev.gpu_held && sb->ev.gpu_held(sb->ev.ctx, gpu));
+}
+
+struct uidmap *sandboxes_uids(struct sandboxes *sb)
+{
+	return sb->uids;
 }
 
 /* Checks beyond the protocol's kinds and bounds; NULL when fine. */
@@ -242,10 +246,10 @@ static const char *check_start(struct sandboxes *sb, json_t *msg)
 	if ((strcmp(kind, "gpu") == 0) != (json_array_size(gpus) > 0))
 		return "gpus do not match the kind";
 	json_array_foreach(gpus, i, g) {
-		if (!gpu_configured(sb->cfg, json_integer_value(g)))
+		if (!startcheck_gpu_configured(sb->cfg, json_integer_value(g)))
 			return "gpu is not one of [gpu] devices";
 		/* exclusivity is root's to keep, whatever the web process believes */
-		if (gpu_holder(sb, (unsigned)json_integer_value(g)))
+		if (sandboxes_gpu_held(sb, (unsigned)json_integer_value(g)))
 			return "gpu is held by another sandbox";
 	}
 	return NULL;
@@ -285,39 +289,6 @@ static const char *pick_jupyter(const struct labd_config *cfg, const struct laun
 		log_warn("jupyter_env %s has no bin/jupyter-%s: using the image's jupyter", env, kind);
 	return kind;
 }
-/* The plan's image NAME (absent: [runtime] image) mapped to a folder by root's own
- * [images], never a path from the web process; hash gets its labd-image.json hash
- * ("" for [runtime] image). -ENOENT with why when the image is not there, -EPERM when its
- * folder is not root's alone (images_folder_unsafe). */
-static int resolve_image(const struct labd_config *cfg, json_t *msg, struct launch_request *rq,
-			 char hash[IMAGE_HASH_MAX], char *why, size_t len)
-{
-	const char *name = json_object_get(msg, "image") ? proto_str(msg, "image") : "";
-	const char *folder = name[0] ? images_folder(cfg, name) : NULL, *unsafe;
-	struct image_meta meta;
-
-	hash[0] = '\0';
-	rq->from_image = name[0] != '\0';
-	snprintf(rq->root, sizeof(rq->root), "%s", folder ? folder : cfg->image);
-	if (!rq->from_image)
-		return 0;
-	if (!folder) {
-		snprintf(why, len, "image_missing: no image \"%s\" in the supervisor's [images]", name);
-		return -ENOENT;
-	}
-	if (images_read_meta(folder, &meta) < 0) {
-		snprintf(why, len, "image_missing: image \"%s\" (%.120s) has no readable "
-			 "labd-image.json", name, folder);
-		return -ENOENT;
-	}
-	if ((unsafe = images_folder_unsafe(folder))) {
-		snprintf(why, len, "image_unsafe: image \"%s\" (%.120s) %s", name, folder, unsafe);
-		return -EPERM;
-	}
-	snprintf(hash, IMAGE_HASH_MAX, "%s", meta.hash);
-	return 0;
-}
-
 static void fill_request(struct sandboxes *sb, json_t *msg, const char *jupyter,
 			 struct launch_request *rq)
 {
@@ -366,7 +337,7 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 		return proto_error(id, "runtime_exists", "this user already has a sandbox");
 	if (!x && !(x = free_slot(sb)))
 		return proto_error(id, "busy", "too many sandboxes");
-	if ((rc = resolve_image(sb->cfg, msg, &rq, hash, reason, sizeof(reason))) < 0) {
+	if ((rc = startcheck_image(sb->cfg, msg, &rq, hash, reason, sizeof(reason))) < 0) {
 		log_error("refused sandbox_start for %s: %s", user, reason);
 		return proto_error(id, rc == -EPERM ? "image_unsafe" : "image_missing", reason);
 	}
@@ -523,10 +494,11 @@ json_t *sandboxes_list(struct sandboxes *sb, long long id)
 			continue;
 		/* the reason is cut so that a full list stays one message */
 		json_array_append_new(
-			list, json_pack("{s:s,s:I,s:s,s:b,s:s,s:s%,s:b}", "user", x->user, "runtime_id",
-					(json_int_t)x->runtime_id, "state", state_names[x->state],
-					"ready", x->ready, "cause", x->cause, "reason", x->reason,
-					utf8_cut(x->reason, LIST_REASON_MAX), "failed", x->failed));
+			list, json_pack("{s:s,s:I,s:s,s:b,s:s,s:s%,s:b,s:i,s:i}", "user", x->user,
+					"runtime_id", (json_int_t)x->runtime_id, "state",
+					state_names[x->state], "ready", x->ready, "cause", x->cause,
+					"reason", x->reason, utf8_cut(x->reason, LIST_REASON_MAX),
+					"failed", x->failed, "pool_id", 0, "job_id", 0));
 	}
 	r = proto_ok(id);
 	json_object_set_new(r, "sandboxes", list);

@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 #include <poll.h>
+#include <stdbool.h>
 
 struct labd_config;
 struct sandboxes;
@@ -18,6 +19,8 @@ struct sandboxes;
  * or drops it while no web process listens; the list reconciles later). */
 struct sandboxes_events {
 	void (*emit)(void *ctx, json_t *event);
+	/* whether something else (a job pool) holds gpu; may be NULL */
+	bool (*gpu_held)(void *ctx, unsigned gpu);
 	void *ctx;
 };
 
@@ -46,6 +49,12 @@ json_t *sandboxes_user_deleted(struct sandboxes *sb, long long id, json_t *msg);
 /* What the host's cgroups lack (sandbox_host_warnings), as a new JSON array of
  * strings, for the hello reply: labd-web shows it to admins in /api/v1/health. */
 json_t *sandboxes_warnings(void);
+
+/* Whether a runtime (or, through the gpu_held event, a job pool) holds gpu now:
+ * starting, running or still being torn down. */
+bool sandboxes_gpu_held(const struct sandboxes *sb, unsigned gpu);
+/* Root's record of lab users' host uids, shared with the job pools. */
+struct uidmap *sandboxes_uids(struct sandboxes *sb);
 
 /* Asks every sandbox to stop (used when [runtime] keep_on_shutdown is false);
  * sandboxes_live() then counts down as they end. */

@@ -14,10 +14,11 @@
 static const struct {
 	const char *name;
 	mode_t mode;
-	bool labd_group; /* labd-web passes through it to the Jupyter sockets */
+	bool labd_group; /* labd-web passes through it (Jupyter sockets) or reads it (job logs) */
 } dirs[] = {
-	{"homes", 0700, false},   {"runtimes", 0710, true}, {"boxes", 0700, false},
-	{"sandboxes", 0700, false}, {"archive", 0700, false},
+	{"homes", 0700, false},	    {"runtimes", 0710, true}, {"boxes", 0700, false},
+	{"sandboxes", 0700, false}, {"archive", 0700, false}, {"pools", 0700, false},
+	{"joblogs", 0750, true},
 };
 
 /* One directory: made if missing, then checked through an fd opened without

@@ -19,6 +19,7 @@
 #include "config/config.h"
 #include "config/images.h"
 #include "supervisor/channel.h"
+#include "supervisor/pools.h"
 #include "supervisor/sandboxes.h"
 #include "supervisor/statedir.h"
 #include "labd/clock.h"
@@ -42,9 +43,12 @@ struct supervisor {
 	int stopping;
 	long long give_up_ms; /* stop waiting for runtimes to end after this */
 	struct sandboxes *sandboxes;
+	struct pools *pools; /* job sandboxes */
 };
 
-#define MAX_POLL 520 /* signalfd, channel, two fds per sandbox (worker or pidfd, log pipe) */
+/* signalfd, channel, two fds per sandbox (worker or pidfd, log pipe), five per
+ * pool (worker, pidfd, agent status and output, job worker) */
+#define MAX_POLL (520 + 5 * 256)
 
 static int bind_listener(const char *address)
 {
@@ -131,6 +135,7 @@ static void spawn_web(struct supervisor *s)
 	close(sv[1]);
 	s->child = pid;
 	s->channel = channel_new(sv[0], s->sandboxes);
+	channel_set_pools(s->channel, s->pools);
 	s->child_started_ms = clock_ms();
 	log_info("started web process %d", (int)pid);
 }
@@ -161,6 +166,13 @@ static void emit_event(void *ctx, json_t *event)
 {
 	struct supervisor *s = ctx;
 	channel_emit(s->channel, event);
+}
+
+/* GPU exclusivity: a runtime start asks whether a pool holds the GPU. */
+static bool pool_gpu_held(void *ctx, unsigned gpu)
+{
+	struct supervisor *s = ctx;
+	return s->pools && pools_gpu_held(s->pools, gpu);
 }
 
 static void describe_exit(pid_t pid, int status)
@@ -204,6 +216,8 @@ static void begin_stop(struct supervisor *s, int sig)
 	s->stop_deadline_ms = clock_ms() + STOP_GRACE_MS;
 	if (s->child > 0)
 		kill(s->child, SIGTERM);
+	/* a pool cannot outlive this process's pipes to its agent: end them now */
+	pools_stop_all(s->pools, "labd is shutting down");
 	if (!s->cfg->keep_on_shutdown) {
 		sandboxes_stop_all(s->sandboxes, "labd is shutting down");
 		/* each box gets its grace period, then is killed; allow for that */
@@ -223,7 +237,7 @@ static void on_signal(struct supervisor *s)
 	}
 }
 
-static int poll_timeout(const struct supervisor *s, int sandboxes_ms)
+static int poll_timeout(const struct supervisor *s, int sandboxes_ms, int pools_ms)
 {
 	long long deadline = s->stopping ? (s->child ? s->stop_deadline_ms : s->give_up_ms)
 			     : s->child ? -1
@@ -233,21 +247,27 @@ static int poll_timeout(const struct supervisor *s, int sandboxes_ms)
 		left = 0;
 	if (sandboxes_ms >= 0 && (left < 0 || sandboxes_ms < left))
 		left = sandboxes_ms;
+	if (pools_ms >= 0 && (left < 0 || pools_ms < left))
+		left = pools_ms;
 	return (int)left;
 }
 
 static void run_loop(struct supervisor *s)
 {
 	while (!(s->stopping && s->child == 0 &&
-		 (sandboxes_live(s->sandboxes) == 0 || s->cfg->keep_on_shutdown || clock_ms() > s->give_up_ms))) {
+		 ((sandboxes_live(s->sandboxes) == 0 && pools_live(s->pools) == 0) ||
+		  s->cfg->keep_on_shutdown || clock_ms() > s->give_up_ms))) {
 		if (!s->stopping && s->child == 0 && clock_ms() >= s->restart_at_ms)
 			spawn_web(s);
 		struct pollfd fds[MAX_POLL] = {{.fd = s->signal_fd, .events = POLLIN},
 					       {.fd = channel_fd(s->channel), .events = POLLIN}};
 		int sandboxes_ms = sandboxes_tick(s->sandboxes);
+		int pools_ms = pools_tick(s->pools);
 		int nbox = sandboxes_pollfds(s->sandboxes, fds + 2, MAX_POLL - 2);
+		int npool = pools_pollfds(s->pools, fds + 2 + nbox, MAX_POLL - 2 - nbox);
 		/* fd -1 entries are ignored by poll, so the layout stays fixed */
-		if (poll(fds, (nfds_t)(2 + nbox), poll_timeout(s, sandboxes_ms)) < 0 && errno != EINTR) {
+		if (poll(fds, (nfds_t)(2 + nbox + npool), poll_timeout(s, sandboxes_ms, pools_ms)) < 0 &&
+		    errno != EINTR) {
 			log_errno("poll");
 			break;
 		}
@@ -256,6 +276,7 @@ static void run_loop(struct supervisor *s)
 		if (s->channel && (fds[1].revents & (POLLIN | POLLHUP)))
 			on_channel_readable(s);
 		sandboxes_on_events(s->sandboxes, fds + 2, nbox);
+		pools_on_events(s->pools, fds + 2 + nbox, npool);
 		if (s->stopping && s->child > 0 && clock_ms() >= s->stop_deadline_ms) {
 			log_warn("web process %d did not stop in time: killing it", (int)s->child);
 			kill(s->child, SIGKILL);
@@ -298,9 +319,13 @@ int supervisor_run(const struct labd_config *cfg)
 		return 1;
 	images_log_missing(cfg); /* logged, not fatal: a start on one fails (image_missing) */
 	/* Runtimes keep running across a supervisor restart and are re-adopted. */
-	struct sandboxes_events ev = {emit_event, &s};
+	struct sandboxes_events ev = {emit_event, pool_gpu_held, &s};
 	s.sandboxes = sandboxes_new(cfg, cfg->state_dir, &ev);
 	if (!s.sandboxes)
+		goto out;
+	/* Job pools: a pool left by a previous supervisor is ended (pools.h). */
+	s.pools = pools_new(cfg, cfg->state_dir, s.sandboxes, &ev);
+	if (!s.pools)
 		goto out;
 	s.web_root_fd = open(cfg->web_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (s.web_root_fd < 0) {
@@ -333,6 +358,7 @@ out:
 	if (s.web_root_fd >= 0)
 		close(s.web_root_fd);
 	close_channel(&s);
+	pools_free(s.pools);
 	sandboxes_free(s.sandboxes);
 	return rc;
 }

@@ -33,6 +33,14 @@ static const struct route routes[] = {
 	 SCOPE_RUNTIMES},
 	{"GET", "/api/v1/gpus", ROUTE_USER, ROUTE_API, api_gpus, SCOPE_READ_GPUS},
 	{"GET", "/api/v1/images", ROUTE_USER, ROUTE_API, api_images_list, SCOPE_RUNTIMES},
+	/* training jobs and their warm pools (docs/jobs.md) */
+	{"POST", "/api/v1/jobs", ROUTE_USER, ROUTE_API, api_jobs_submit, SCOPE_JOBS},
+	{"GET", "/api/v1/jobs", ROUTE_USER, ROUTE_API, api_jobs_list, SCOPE_JOBS},
+	{"GET", "/api/v1/jobs/{}", ROUTE_USER, ROUTE_API, api_jobs_get, SCOPE_JOBS},
+	{"POST", "/api/v1/jobs/{}/stop", ROUTE_USER, ROUTE_API, api_jobs_stop, SCOPE_JOBS},
+	{"GET", "/api/v1/warm-pools", ROUTE_USER, ROUTE_API, api_warm_pools_list, SCOPE_JOBS},
+	{"DELETE", "/api/v1/warm-pools/{}", ROUTE_USER, ROUTE_API, api_warm_pools_delete,
+	 SCOPE_JOBS},
 	/* Deprecated, gone in the next release. Public: the redirect changes and reveals
 	 * nothing, and the new path runs the whole gate, so a client that follows it gets
 	 * today's answer (401 and 403 included) from one place. */

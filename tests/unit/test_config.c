@@ -231,6 +231,47 @@ static void test_quota_keys(void **state)
 	}
 }
 
+/* [jobs]: defaults, values, and every bound (sample_interval in ms). */
+static void test_jobs_keys(void **state)
+{
+	static const char *const bad[] = {
+		"[jobs]\nkeep_alive_max = 8d\n",     "[jobs]\ngrace = soon\n",
+		"[jobs]\nlog_max_bytes = 1K\n",      "[jobs]\nsample_interval = 50ms\n",
+		"[jobs]\nsample_interval = 2m\n",    "[jobs]\nsample_interval = ms\n",
+		"[jobs]\nsample_interval = 1.5s\n",  "[jobs]\nmax_pools_per_user = 0\n",
+		"[jobs]\nmax_wait_default = 0\n",    "[jobs]\nkeep_alive = 1h\n",
+	};
+	struct labd_config cfg;
+	char err[256];
+	int rc;
+	(void)state;
+	config_defaults(&cfg, false);
+	assert_int_equal(cfg.jobs_keep_alive_max_s, 3600);
+	assert_int_equal(cfg.jobs_grace_s, 120);
+	assert_int_equal(cfg.jobs_log_max_bytes, 64 << 20);
+	assert_int_equal(cfg.jobs_sample_interval_ms, 1000);
+	assert_int_equal(cfg.jobs_max_pools_per_user, 4);
+	assert_int_equal(cfg.jobs_max_wait_default_s, 3600);
+	load_text("[jobs]\nkeep_alive_max = 2h\ngrace = 5s\nlog_max_bytes = 1M\n"
+		  "sample_interval = 250ms\nmax_pools_per_user = 2\nmax_wait_default = 10m\n",
+		  &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(cfg.jobs_keep_alive_max_s, 7200);
+	assert_int_equal(cfg.jobs_grace_s, 5);
+	assert_int_equal(cfg.jobs_log_max_bytes, 1 << 20);
+	assert_int_equal(cfg.jobs_sample_interval_ms, 250);
+	assert_int_equal(cfg.jobs_max_pools_per_user, 2);
+	assert_int_equal(cfg.jobs_max_wait_default_s, 600);
+	load_text("[jobs]\nsample_interval = 2s\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(cfg.jobs_sample_interval_ms, 2000);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		load_text(bad[i], &cfg, &rc, err, sizeof(err));
+		if (rc != -1 || !strstr(err, "[jobs] "))
+			fail_msg("accepted or unnamed: %s -> %s", bad[i], err);
+	}
+}
+
 /* [network] and the plan defaults of egress ([quota] network, egress_rate). */
 static void test_network_keys(void **state)
 {
@@ -542,6 +583,7 @@ int main(void)
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_runtime_keys),
 		cmocka_unit_test(test_quota_keys),
+		cmocka_unit_test(test_jobs_keys),
 		cmocka_unit_test(test_network_keys),
 		cmocka_unit_test(test_gpu_keys),
 		cmocka_unit_test(test_origin_keys),

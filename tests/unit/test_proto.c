@@ -104,6 +104,102 @@ static void test_field_checks(void **state)
 			 -EPROTO);
 }
 
+/* Applies each mutation to ok and expects proto_check to refuse it. */
+static void refuse_each(const char *ok, const char *const (*m)[2], size_t n,
+			const struct proto_field *fields, bool want_id)
+{
+	char bad[2048];
+
+	assert_int_equal(check(ok, fields, want_id), 0);
+	for (size_t i = 0; i < n; i++) {
+		const char *at = strstr(ok, m[i][0]);
+		assert_non_null(at);
+		snprintf(bad, sizeof(bad), "%.*s%s%s", (int)(at - ok), ok, m[i][1],
+			 at + strlen(m[i][0]));
+		if (check(bad, fields, want_id) != -EPROTO)
+			fail_msg("accepted %s", bad);
+	}
+}
+
+/* The job-sandbox requests: kinds and bounds of every field (contract §1). */
+static void test_pool_job_requests(void **state)
+{
+	(void)state;
+	const char *start = "{\"v\":2,\"id\":1,\"type\":\"pool_start\",\"user\":\"alice\",\"user_id\":2,"
+			    "\"pool_id\":7,\"deadline\":2000000000,\"gpus\":[0],\"memory_bytes\":1024,"
+			    "\"cpus_milli\":500,\"home_size_bytes\":4096,\"network\":1,"
+			    "\"egress_bytes_per_s\":10,\"image\":\"torch\"}";
+	const char *const ms[][2] = {
+		{"\"pool_id\":7", "\"pool_id\":0"},	   {"\"user_id\":2", "\"user_id\":0"},
+		{"\"network\":1", "\"network\":2"},	   {"\"image\":\"torch\"", "\"image\":\"\""},
+		{"\"gpus\":[0]", "\"gpus\":[-1]"},	   {"\"deadline\":2000000000", "\"deadline\":0"},
+		{"\"cpus_milli\":500", "\"cpus_milli\":0"}, {"\"alice\"", "\"../x\""},
+		{"\"image\"", "\"kind\""},
+	};
+	refuse_each(start, ms, sizeof(ms) / sizeof(ms[0]), proto_pool_start, true);
+	assert_int_equal(check("{\"v\":2,\"id\":1,\"type\":\"pool_start\",\"user\":\"a\",\"user_id\":2,"
+			       "\"pool_id\":7,\"deadline\":2000000000,\"gpus\":[]}",
+			       proto_pool_start, true),
+			 0);
+
+	const char *stop = "{\"v\":2,\"id\":1,\"type\":\"pool_stop\",\"user\":\"a\",\"pool_id\":3,"
+			   "\"reason\":\"released\"}";
+	const char *const ss[][2] = {{"\"pool_id\":3", "\"pool_id\":-3"}, {",\"reason\":\"released\"", ""}};
+	refuse_each(stop, ss, 2, proto_pool_stop, true);
+
+	const char *run = "{\"v\":2,\"id\":1,\"type\":\"job_run\",\"user\":\"a\",\"pool_id\":3,"
+			  "\"job_id\":9,\"spec\":\"{}\"}";
+	const char *const rs[][2] = {{"\"job_id\":9", "\"job_id\":0"},
+				     {"\"spec\":\"{}\"", "\"spec\":{}"},
+				     {"\"spec\":\"{}\"", "\"spec\":\"\""}};
+	refuse_each(run, rs, 3, proto_job_run, true);
+
+	const char *js = "{\"v\":2,\"id\":1,\"type\":\"job_stop\",\"user\":\"a\",\"pool_id\":3,"
+			 "\"job_id\":9,\"grace_s\":120}";
+	const char *const jss[][2] = {{"\"grace_s\":120", "\"grace_s\":86401"},
+				      {"\"grace_s\":120", "\"grace_s\":-1"},
+				      {",\"grace_s\":120", ""}};
+	refuse_each(js, jss, 3, proto_job_stop, true);
+}
+
+/* The job-sandbox events: what labd-web accepts from the supervisor. */
+static void test_pool_job_events(void **state)
+{
+	(void)state;
+	assert_int_equal(check("{\"v\":2,\"type\":\"pool_ready\",\"user\":\"a\",\"pool_id\":3}",
+			       proto_pool_ready, false),
+			 0);
+	const char *ended = "{\"v\":2,\"type\":\"pool_ended\",\"user\":\"a\",\"pool_id\":3,"
+			    "\"cause\":\"gone\",\"failed\":true,\"reason\":\"lost\"}";
+	const char *const es[][2] = {{"\"failed\":true", "\"failed\":1"}, {"\"cause\":\"gone\"", "\"cause\":\"\""}};
+	refuse_each(ended, es, 2, proto_pool_ended, false);
+	const char *phase = "{\"v\":2,\"type\":\"job_phase\",\"user\":\"a\",\"pool_id\":3,\"job_id\":4,"
+			    "\"phase\":\"training\",\"at_ms\":1700000000000}";
+	const char *const ps[][2] = {{"\"at_ms\":1700000000000", "\"at_ms\":-1"},
+				     {"\"phase\":\"training\"", "\"phase\":\"x\""}};
+	refuse_each(phase, ps, 2, proto_job_phase, false);
+	const char *exited = "{\"v\":2,\"type\":\"job_exited\",\"user\":\"a\",\"pool_id\":3,\"job_id\":4,"
+			     "\"kind\":\"oom\",\"code\":0,\"signal\":9,\"at_ms\":1,\"reason\":\"r\","
+			     "\"failure\":\"\",\"home_full\":false}";
+	const char *const xs[][2] = {{"\"code\":0", "\"code\":256"},
+				     {",\"home_full\":false", ""},
+				     {"\"signal\":9", "\"signal\":129"}};
+	refuse_each(exited, xs, 3, proto_job_exited, false);
+	const char *sample = "{\"v\":2,\"type\":\"job_sample\",\"user\":\"a\",\"pool_id\":3,\"job_id\":4,"
+			     "\"at_ms\":1,\"cpu_usage_us\":10,\"memory_bytes\":20,"
+			     "\"memory_limit_bytes\":0,\"io_wait_us\":-1,\"log_bytes\":5}";
+	const char *const sm[][2] = {{"\"io_wait_us\":-1", "\"io_wait_us\":-2"},
+				     {"\"log_bytes\":5", "\"log_bytes\":-5"},
+				     {"\"v\":2,", "\"v\":2,\"id\":1,"}};
+	refuse_each(sample, sm, 3, proto_job_sample, false);
+	assert_true(proto_phase_ok("uploading"));
+	assert_false(proto_phase_ok("upload"));
+	assert_false(proto_phase_ok(""));
+	assert_true(proto_exit_kind_ok("stage_failed"));
+	assert_true(proto_exit_kind_ok("exited"));
+	assert_false(proto_exit_kind_ok("stage"));
+}
+
 static void test_error_reply(void **state)
 {
 	json_t *e = proto_error(9, "bad_request", "why");
@@ -172,6 +268,8 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_rejects_garbage_and_oversize),
 		cmocka_unit_test(test_field_checks),
+		cmocka_unit_test(test_pool_job_requests),
+		cmocka_unit_test(test_pool_job_events),
 		cmocka_unit_test(test_error_reply),
 		cmocka_unit_test(test_channel_table),
 	};

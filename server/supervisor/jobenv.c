@@ -1,0 +1,159 @@
+/* jobenv.c - a training job's environment; see jobenv.h. */
+#include "supervisor/jobenv.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "supervisor/launch.h"
+
+#define ML "/opt/ml"
+
+void jobenv_name(const char *in, char *out, size_t len)
+{
+	size_t i = 0;
+
+	for (; in[i] && i + 1 < len; i++) {
+		char c = in[i];
+		out[i] = (c >= 'a' && c <= 'z') ? (char)(c - 'a' + 'A')
+			 : ((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) ? c
+									      : '_';
+	}
+	out[i] = '\0';
+}
+
+static bool has_key(const struct jobenv *e, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (size_t i = 0; i < e->n; i++)
+		if (strncmp(e->entries[i], key, n) == 0 && e->entries[i][n] == '=')
+			return true;
+	return false;
+}
+
+static int add(struct jobenv *e, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int rc;
+
+	if (e->n + 1 >= JOBENV_MAX)
+		return 0; /* bounded by the spec's limits; the rest would not fit anyway */
+	va_start(ap, fmt);
+	rc = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (rc < 0)
+		return -ENOMEM;
+	e->entries[e->n++] = s;
+	e->entries[e->n] = NULL;
+	return 0;
+}
+
+/* A hyperparameter as text: strings as they are, anything else as JSON. */
+static char *hp_text(json_t *v)
+{
+	return json_is_string(v) ? strdup(json_string_value(v))
+				 : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+static int add_channels(const struct jobspec *s, struct jobenv *e)
+{
+	json_t *names = json_array();
+	char up[80], *list;
+	int rc = 0;
+
+	for (size_t i = 0; i < s->n_channels && rc == 0; i++) {
+		jobenv_name(s->channels[i].name, up, sizeof(up));
+		json_array_append_new(names, json_string(s->channels[i].name));
+		rc = add(e, "LABD_CHANNEL_%s=" ML "/input/data/%s", up, s->channels[i].name);
+		if (rc == 0)
+			rc = add(e, "SM_CHANNEL_%s=" ML "/input/data/%s", up, s->channels[i].name);
+	}
+	list = json_dumps(names, JSON_COMPACT);
+	json_decref(names);
+	if (!list)
+		return -ENOMEM;
+	if (rc == 0)
+		rc = add(e, "SM_CHANNELS=%s", list);
+	free(list);
+	return rc;
+}
+
+static int add_hyperparameters(const struct jobspec *s, struct jobenv *e)
+{
+	json_t *hps = s->hyperparameters, *v;
+	char *all = json_dumps(hps ? hps : json_object(), JSON_COMPACT), up[80];
+	const char *k;
+	int rc;
+
+	if (!all)
+		return -ENOMEM;
+	rc = add(e, "SM_HPS=%s", all);
+	free(all);
+	json_object_foreach(hps, k, v) {
+		char *text;
+		if (rc < 0 || strlen(k) > 64)
+			continue; /* SM_HPS carries every one; a name this long gets no SM_HP_ */
+		jobenv_name(k, up, sizeof(up));
+		if (!(text = hp_text(v)))
+			return -ENOMEM;
+		rc = add(e, "SM_HP_%s=%s", up, text);
+		free(text);
+	}
+	return rc;
+}
+
+static int add_labd(const struct jobspec *s, long long job_id, const char *user, int64_t ncpus,
+		    struct jobenv *e)
+{
+	char path[LAUNCH_PATH_MAX];
+	int rc;
+
+	launch_path_env(user, NULL, path, sizeof(path));
+	if ((rc = add(e, "%s", path)) || (rc = add(e, "HOME=/home/%s", user)) ||
+	    (rc = add(e, "USER=%s", user)) || (rc = add(e, "LABD_JOB_ID=%lld", job_id)) ||
+	    (rc = add(e, "LABD_JOB_NAME=%s", s->name)) ||
+	    (rc = add(e, "LABD_HYPERPARAMETERS=" ML "/input/config/hyperparameters.json")) ||
+	    (rc = add(e, "LABD_MODEL_DIR=" ML "/model")) ||
+	    (rc = add(e, "LABD_OUTPUT_DIR=" ML "/output")) ||
+	    (rc = add(e, "LABD_CHECKPOINT_DIR=" ML "/checkpoints")) ||
+	    (rc = add(e, "TRAINING_JOB_NAME=%s", s->name)) ||
+	    (rc = add(e, "SM_MODEL_DIR=" ML "/model")) || (rc = add(e, "SM_OUTPUT_DIR=" ML "/output")) ||
+	    (rc = add(e, "SM_OUTPUT_DATA_DIR=" ML "/output/data")) ||
+	    (rc = add(e, "SM_INPUT_DIR=" ML "/input")) ||
+	    (rc = add(e, "SM_INPUT_CONFIG_DIR=" ML "/input/config")) ||
+	    (rc = add(e, "SM_CURRENT_HOST=algo-1")) || (rc = add(e, "SM_HOSTS=[\"algo-1\"]")) ||
+	    (rc = add(e, "SM_NUM_GPUS=%lld", (long long)s->gpus)) ||
+	    (rc = add(e, "SM_NUM_CPUS=%lld", (long long)(s->cpus > 0 ? s->cpus : ncpus))))
+		return rc;
+	if ((rc = add_channels(s, e)) < 0)
+		return rc;
+	return add_hyperparameters(s, e);
+}
+
+int jobenv_build(const struct jobspec *s, long long job_id, const char *user, int64_t ncpus,
+		 struct jobenv *e)
+{
+	int rc;
+
+	memset(e, 0, sizeof(*e));
+	rc = add_labd(s, job_id, user, ncpus, e);
+	for (size_t i = 0; rc == 0 && i < s->n_env; i++)
+		if (!has_key(e, s->env_keys[i]))
+			rc = add(e, "%s=%s", s->env_keys[i], s->env_values[i]);
+	if (rc < 0)
+		jobenv_free(e);
+	return rc;
+}
+
+void jobenv_free(struct jobenv *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->entries[i]);
+	memset(e, 0, sizeof(*e));
+}

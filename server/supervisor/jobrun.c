@@ -1,0 +1,607 @@
+/* jobrun.c - one training job in its pool: the spec checked, inputs and
+ * outputs staged (downloading), the agent driven (training), max runtime and
+ * stop grace enforced root-side, the exit classified, the home synced and the
+ * log copied (uploading); see pool.h. Slow work (mounts, syncfs, the copy)
+ * runs in forked workers: the loop never waits on a user's home. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "labd/clock.h"
+#include "labd/log.h"
+#include "supervisor/jobenv.h"
+#include "supervisor/pool.h"
+#include "supervisor/worker.h"
+
+#define HOME_FULL_BYTES (1 << 20) /* less free than this at the end: home_full */
+#define ML_INSIDE POOL_ML_INSIDE
+
+struct stage_report {
+	int ok;
+	char reason[200];
+};
+
+struct upload_report {
+	int ok;
+	bool home_full;
+};
+
+/* What a staging or uploading worker needs (copied into the child by fork). */
+struct job_ctx {
+	const char *state_dir;
+	struct pool *p;
+};
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void emit_phase(struct pools *ps, struct pool *p, const char *phase)
+{
+	json_t *e = pools_event("job_phase", p);
+	json_object_set_new(e, "job_id", json_integer(p->job.job_id));
+	json_object_set_new(e, "phase", json_string(phase));
+	json_object_set_new(e, "at_ms", json_integer(wall_ms()));
+	pools_emit(ps, e);
+}
+
+/* Bytes the agent relayed (the job's failure file) as valid UTF-8 for JSON:
+ * anything else becomes '?', a NUL ends it. */
+static void utf8_clean(char *s)
+{
+	for (unsigned char *c = (unsigned char *)s; *c;) {
+		int n = *c < 0x80 ? 1 : (*c & 0xE0) == 0xC0 ? 2 : (*c & 0xF0) == 0xE0 ? 3
+			: (*c & 0xF8) == 0xF0 ? 4 : 0;
+		int ok = n > 0 && !(n == 2 && *c < 0xC2);
+		for (int i = 1; ok && i < n; i++)
+			ok = (c[i] & 0xC0) == 0x80;
+		if (!ok) {
+			*c++ = '?';
+			continue;
+		}
+		c += n;
+	}
+}
+
+static void emit_exited(struct pools *ps, struct pool *p)
+{
+	struct pool_job *j = &p->job;
+	json_t *e = pools_event("job_exited", p);
+
+	utf8_clean(j->failure);
+	json_object_set_new(e, "job_id", json_integer(j->job_id));
+	json_object_set_new(e, "kind", json_string(j->kind));
+	json_object_set_new(e, "code", json_integer(j->code));
+	json_object_set_new(e, "signal", json_integer(j->signal));
+	json_object_set_new(e, "at_ms", json_integer(j->exit_at_ms));
+	json_object_set_new(e, "reason", json_string(j->reason));
+	json_object_set_new(e, "failure", json_string(j->failure));
+	json_object_set_new(e, "home_full", json_boolean(j->home_full));
+	log_info("job %lld in pool %lld of %s: %s (%s)", j->job_id, p->pool_id, p->user, j->kind,
+		 j->reason);
+	pools_emit(ps, e);
+}
+
+void jobrun_clear(struct pool *p)
+{
+	struct pool_job *j = &p->job;
+
+	if (j->worker_fd >= 0)
+		close(j->worker_fd);
+	joblog_close(&j->log);
+	jobspec_free(&j->spec);
+	memset(j, 0, sizeof(*j));
+	j->worker_fd = -1;
+	j->log.fd = -1;
+}
+
+/* ---- staging (downloading), in a worker ---- */
+
+static int stage_fail(int fd, const char *fmt, const char *a, const char *b)
+{
+	struct stage_report r = {0};
+	char full[512];
+
+	snprintf(full, sizeof(full), fmt, a, b);
+	snprintf(r.reason, sizeof(r.reason), "%.199s", full);
+	return worker_send(fd, &r, sizeof(r), -1) < 0 ? 2 : 1;
+}
+
+/* Opens rel beneath the home and mounts it at inside (a dir of /opt/ml). */
+static int mount_home_dir(const struct job_ctx *c, const char *rel, bool create,
+			  const char *inside, bool ro, char *why, size_t len)
+{
+	struct sandbox_error err = {0};
+	int dfd = -1;
+
+	if (sandbox_home_open_beneath(c->state_dir, c->p->user, rel, create, c->p->host_uid, &dfd,
+				      &err) < 0) {
+		snprintf(why, len, "%.60s: %.130s", rel[0] ? rel : "(home)", err.message);
+		return -1;
+	}
+	int rc = sandbox_inject(&c->p->h, dfd, inside, ro, &err);
+	close(dfd);
+	if (rc < 0)
+		snprintf(why, len, "%.60s at %.40s: %.90s", rel, inside, err.message);
+	return rc;
+}
+
+static int write_file(const char *dir, const char *name, json_t *j)
+{
+	char path[LAUNCH_PATH_MAX + 64];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	rc = json_dump_file(j, path, JSON_COMPACT);
+	json_decref(j);
+	return rc < 0 ? -1 : chmod(path, 0644);
+}
+
+/* /opt/ml/input/config: root's files, 0644, rewritten for each job. */
+static int write_config(const struct job_ctx *c)
+{
+	const struct jobspec *s = &c->p->job.spec;
+	char ml[LAUNCH_PATH_MAX], dir[LAUNCH_PATH_MAX + 32];
+	json_t *data = json_object();
+
+	poollaunch_ml_dir(c->state_dir, c->p->pool_id, ml, sizeof(ml));
+	snprintf(dir, sizeof(dir), "%s/input/config", ml);
+	for (size_t i = 0; i < s->n_channels; i++)
+		json_object_set_new(data, s->channels[i].name,
+				    json_pack("{s:s,s:s,s:s}", "TrainingInputMode", "File",
+					      "S3DistributionType", "FullyReplicated",
+					      "RecordWrapperType", "None"));
+	if (write_file(dir, "hyperparameters.json",
+		       s->hyperparameters ? json_incref(s->hyperparameters) : json_object()) < 0 ||
+	    write_file(dir, "inputdataconfig.json", data) < 0 ||
+	    write_file(dir, "resourceconfig.json",
+		       json_pack("{s:s,s:[s]}", "current_host", "algo-1", "hosts", "algo-1")) < 0)
+		return -1;
+	return 0;
+}
+
+/* The mount point of a channel: a root dir in the pool's ml tree. */
+static int channel_dir(const struct job_ctx *c, const char *name)
+{
+	char path[LAUNCH_PATH_MAX + 96];
+
+	snprintf(path, sizeof(path), "%s/pools/%lld/ml/input/data/%s", c->state_dir,
+		 c->p->pool_id, name);
+	return mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static int stage_worker(void *arg, int fd)
+{
+	const struct job_ctx *c = arg;
+	const struct jobspec *s = &c->p->job.spec;
+	struct stage_report r = {.ok = 1};
+	char why[200], rel[JOBSPEC_PATH_MAX_BYTES + 16], inside[128];
+	int dfd;
+	struct sandbox_error err;
+
+	/* a missing working dir fails the job before anything runs */
+	if (sandbox_home_open_beneath(c->state_dir, c->p->user, s->cwd, false, c->p->host_uid,
+				      &dfd, &err) < 0)
+		return stage_fail(fd, "stage_failed: working dir %.80s: %.100s",
+				  s->cwd[0] ? s->cwd : "(home)", err.message);
+	close(dfd);
+	for (size_t i = 0; i < s->n_channels; i++) {
+		snprintf(inside, sizeof(inside), ML_INSIDE "/input/data/%s", s->channels[i].name);
+		if (channel_dir(c, s->channels[i].name) < 0 ||
+		    mount_home_dir(c, s->channels[i].path, false, inside, true, why, sizeof(why)) < 0)
+			return stage_fail(fd, "stage_failed: input channel %.64s: %.120s",
+					  s->channels[i].name, why);
+	}
+	static const char *const outs[][2] = {{"/model", ML_INSIDE "/model"},
+					      {"/output", ML_INSIDE "/output"}};
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(rel, sizeof(rel), "%s%s", s->output_path, outs[i][0]);
+		if (mount_home_dir(c, rel, true, outs[i][1], false, why, sizeof(why)) < 0)
+			return stage_fail(fd, "stage_failed: output %.170s%s", why, "");
+	}
+	/* SM_OUTPUT_DATA_DIR exists for the script, as managed training makes it */
+	snprintf(rel, sizeof(rel), "%s/output/data", s->output_path);
+	if (sandbox_home_open_beneath(c->state_dir, c->p->user, rel, true, c->p->host_uid, &dfd,
+				      &err) == 0)
+		close(dfd);
+	if (mount_home_dir(c, s->checkpoint_path, true, ML_INSIDE "/checkpoints", false, why,
+			   sizeof(why)) < 0)
+		return stage_fail(fd, "stage_failed: checkpoints %.170s%s", why, "");
+	if (write_config(c) < 0)
+		return stage_fail(fd, "stage_failed: cannot write %s: %s", "/opt/ml/input/config",
+				  strerror(errno));
+	return worker_send(fd, &r, sizeof(r), -1) < 0 ? 2 : 0;
+}
+
+/* ---- uploading, in a worker ---- */
+
+/* Copies the state copy of the log to <output_path>/log.txt in the home, owned
+ * by the user, never following a link the user planted. */
+static void copy_log(const struct job_ctx *c)
+{
+	const struct pool_job *j = &c->p->job;
+	struct sandbox_error err;
+	char buf[65536];
+	int dfd = -1, in = open(j->log.path, O_RDONLY | O_CLOEXEC), out = -1;
+	ssize_t n;
+
+	if (in < 0 || sandbox_home_open_beneath(c->state_dir, c->p->user, j->spec.output_path,
+						true, c->p->host_uid, &dfd, &err) < 0)
+		goto done;
+	out = openat(dfd, "log.txt", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (out < 0 || fchown(out, c->p->host_uid, c->p->host_uid) < 0)
+		goto done;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			break;
+done:
+	if (out < 0 && in >= 0)
+		log_warn("job %lld: could not copy its log into the home", j->job_id);
+	if (out >= 0)
+		close(out);
+	if (dfd >= 0)
+		close(dfd);
+	if (in >= 0)
+		close(in);
+}
+
+static bool home_full(const struct job_ctx *c)
+{
+	char mnt[LAUNCH_PATH_MAX];
+	struct statvfs v;
+
+	snprintf(mnt, sizeof(mnt), "%s/homes/%s/mnt", c->state_dir, c->p->user);
+	return statvfs(mnt, &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize < HOME_FULL_BYTES;
+}
+
+static void eject_all(const struct job_ctx *c)
+{
+	const struct jobspec *s = &c->p->job.spec;
+	char inside[128], path[LAUNCH_PATH_MAX + 96];
+
+	/* quietly: a mount a failed staging never made is not there */
+	sandbox_eject(&c->p->h, ML_INSIDE "/model");
+	sandbox_eject(&c->p->h, ML_INSIDE "/output");
+	sandbox_eject(&c->p->h, ML_INSIDE "/checkpoints");
+	for (size_t i = 0; i < s->n_channels; i++) {
+		snprintf(inside, sizeof(inside), ML_INSIDE "/input/data/%s", s->channels[i].name);
+		sandbox_eject(&c->p->h, inside);
+		snprintf(path, sizeof(path), "%s/pools/%lld/ml/input/data/%s", c->state_dir,
+			 c->p->pool_id, s->channels[i].name);
+		rmdir(path);
+	}
+}
+
+static int upload_worker(void *arg, int fd)
+{
+	const struct job_ctx *c = arg;
+	struct upload_report r = {.ok = 1};
+	char mnt[LAUNCH_PATH_MAX];
+
+	snprintf(mnt, sizeof(mnt), "%s/homes/%s/mnt", c->state_dir, c->p->user);
+	int hfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (hfd >= 0) { /* what the job wrote is on the home's disk before it counts as done */
+		syncfs(hfd);
+		close(hfd);
+	}
+	copy_log(c);
+	eject_all(c);
+	r.home_full = home_full(c);
+	return worker_send(fd, &r, sizeof(r), -1) < 0 ? 2 : 0;
+}
+
+static void begin_upload(struct pools *ps, struct pool *p)
+{
+	struct job_ctx c = {pools_state_dir(ps), p};
+
+	p->job.step = J_UPLOADING;
+	emit_phase(ps, p, "uploading");
+	if (worker_spawn(upload_worker, &c, &p->job.worker, &p->job.worker_fd) < 0) {
+		log_warn("job %lld: the upload worker could not start", p->job.job_id);
+		emit_exited(ps, p);
+		jobrun_clear(p);
+	}
+}
+
+static void set_exit(struct pool_job *j, const char *kind, int code, int sig, const char *reason)
+{
+	snprintf(j->kind, sizeof(j->kind), "%s", kind);
+	j->code = code;
+	j->signal = sig;
+	j->exit_at_ms = wall_ms();
+	snprintf(j->reason, sizeof(j->reason), "%s", reason);
+}
+
+/* ---- requests ---- */
+
+static int64_t oom_kills(struct pool *p)
+{
+	struct sandbox_usage u;
+	return sandbox_usage(&p->h, &u) == 0 && u.oom_kills > 0 ? u.oom_kills : 0;
+}
+
+json_t *jobrun_run(struct pools *ps, struct pool *p, long long id, json_t *msg)
+{
+	const struct labd_config *cfg = pools_cfg(ps);
+	struct pool_job *j = &p->job;
+	struct job_ctx c = {pools_state_dir(ps), p};
+	char err[200];
+	uint64_t cap;
+
+	jobrun_clear(p);
+	if (jobspec_parse(proto_str(msg, "spec"), &j->spec, err, sizeof(err)) < 0) {
+		log_error("refused job_run in pool %lld of %s: %s", p->pool_id, p->user, err);
+		return proto_error(id, "bad_spec", err);
+	}
+	j->job_id = proto_int(msg, "job_id");
+	j->grace_s = j->spec.grace_s >= 0 ? j->spec.grace_s : cfg->jobs_grace_s;
+	cap = j->spec.log_max_bytes > 0 && (uint64_t)j->spec.log_max_bytes < cfg->jobs_log_max_bytes
+		      ? (uint64_t)j->spec.log_max_bytes
+		      : cfg->jobs_log_max_bytes;
+	if (joblog_open(&j->log, c.state_dir, j->job_id, cap, launch_labd_gid(cfg)) < 0) {
+		jobrun_clear(p);
+		return proto_error(id, "log_failed", "the job's log file could not be opened");
+	}
+	j->oom_kills_before = oom_kills(p);
+	j->step = J_STAGING;
+	if (worker_spawn(stage_worker, &c, &j->worker, &j->worker_fd) < 0) {
+		jobrun_clear(p);
+		return proto_error(id, "busy", "the staging worker could not start");
+	}
+	log_info("job %lld in pool %lld of %s: staging", j->job_id, p->pool_id, p->user);
+	/* the reply goes first (the caller returns it); the phase follows at once */
+	json_t *r = proto_ok(id);
+	emit_phase(ps, p, "downloading");
+	return r;
+}
+
+static void ask_stop(struct pools *ps, struct pool *p, const char *kind, int64_t grace_s)
+{
+	struct pool_job *j = &p->job;
+
+	if (!j->stop_kind)
+		j->stop_kind = kind;
+	if (j->step != J_TRAINING && j->step != J_STARTING)
+		return; /* staging: checked when it is done; uploading: over already */
+	j->step = J_STOPPING;
+	j->kill_at_ms = clock_ms() + grace_s * 1000;
+	pools_tell_agent(ps, p, "term\n", 5);
+}
+
+json_t *jobrun_stop(struct pools *ps, struct pool *p, long long id, json_t *msg)
+{
+	struct pool_job *j = &p->job;
+	int64_t grace = proto_int(msg, "grace_s");
+
+	if (j->step == J_STOPPING) { /* a second stop may only shorten the grace */
+		long long at = clock_ms() + grace * 1000;
+		j->kill_at_ms = at < j->kill_at_ms ? at : j->kill_at_ms;
+	} else {
+		ask_stop(ps, p, "stopped", grace);
+	}
+	return proto_ok(id);
+}
+
+/* ---- events ---- */
+
+static void start_command(struct pools *ps, struct pool *p)
+{
+	struct pool_job *j = &p->job;
+	struct jobenv env;
+	char cwd[JOBSPEC_PATH_MAX_BYTES + 64], *text;
+	size_t len;
+	int64_t ncpus = p->n_gpus ? (int64_t)p->n_gpus : 1;
+
+	snprintf(cwd, sizeof(cwd), "/home/%s%s%s", p->user, j->spec.cwd[0] ? "/" : "",
+		 j->spec.cwd);
+	if (jobenv_build(&j->spec, j->job_id, p->user, ncpus, &env) < 0 ||
+	    agentio_format_run((char *const *)j->spec.argv, env.entries, cwd, &text, &len) < 0) {
+		jobenv_free(&env);
+		set_exit(j, "stage_failed", 0, 0, "stage_failed: out of memory");
+		begin_upload(ps, p);
+		return;
+	}
+	jobenv_free(&env);
+	j->step = J_STARTING;
+	pools_tell_agent(ps, p, text, len);
+	free(text);
+}
+
+static void on_staged(struct pools *ps, struct pool *p)
+{
+	struct pool_job *j = &p->job;
+	struct stage_report r;
+	int passed;
+	ssize_t n = worker_recv(j->worker_fd, &r, sizeof(r), &passed);
+
+	if (n == -EAGAIN)
+		return;
+	if (passed >= 0)
+		close(passed);
+	close(j->worker_fd);
+	j->worker_fd = -1;
+	if (n != (ssize_t)sizeof(r) || !r.ok) {
+		set_exit(j, "stage_failed", 0, 0,
+			 n == (ssize_t)sizeof(r) ? r.reason : "stage_failed: the staging worker died");
+		begin_upload(ps, p);
+		return;
+	}
+	if (j->stop_kind) { /* stopped while staging: nothing ran */
+		set_exit(j, j->stop_kind, 0, 0, "stopped before it started");
+		begin_upload(ps, p);
+		return;
+	}
+	start_command(ps, p);
+}
+
+static void on_uploaded(struct pools *ps, struct pool *p)
+{
+	struct pool_job *j = &p->job;
+	struct upload_report r;
+	int passed;
+	ssize_t n = worker_recv(j->worker_fd, &r, sizeof(r), &passed);
+
+	if (n == -EAGAIN)
+		return;
+	if (passed >= 0)
+		close(passed);
+	if (n == (ssize_t)sizeof(r))
+		j->home_full = r.home_full;
+	emit_exited(ps, p);
+	jobrun_clear(p);
+}
+
+void jobrun_on_worker(struct pools *ps, struct pool *p)
+{
+	if (p->job.step == J_STAGING)
+		on_staged(ps, p);
+	else if (p->job.step == J_UPLOADING)
+		on_uploaded(ps, p);
+}
+
+/* How the command ended, from its wait status and the memory cgroup. */
+static void classify(struct pool *p, int status)
+{
+	struct pool_job *j = &p->job;
+	char why[64];
+
+	if (oom_kills(p) > j->oom_kills_before) {
+		set_exit(j, "oom", WIFEXITED(status) ? WEXITSTATUS(status) : 0,
+			 WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+			 "out of memory: the job used more than its memory limit");
+		return;
+	}
+	if (WIFSIGNALED(status))
+		snprintf(why, sizeof(why), "killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(why, sizeof(why), "exited with status %d", WEXITSTATUS(status));
+	if (j->stop_kind) {
+		char r[200];
+		snprintf(r, sizeof(r), "%s: %s",
+			 strcmp(j->stop_kind, "max_runtime") ? "stopped" : "max runtime reached", why);
+		set_exit(j, j->stop_kind, WIFEXITED(status) ? WEXITSTATUS(status) : 0,
+			 WIFSIGNALED(status) ? WTERMSIG(status) : 0, r);
+	} else if (WIFSIGNALED(status)) {
+		set_exit(j, "signaled", 0, WTERMSIG(status), why);
+	} else {
+		set_exit(j, "exited", WEXITSTATUS(status), 0, why);
+	}
+}
+
+void jobrun_on_agent(struct pools *ps, struct pool *p, const struct agent_status *st)
+{
+	struct pool_job *j = &p->job;
+
+	if (st->said == AGENT_STARTED && j->step == J_STARTING) {
+		j->step = J_TRAINING;
+		j->runtime_end_ms = clock_ms() + j->spec.max_runtime_s * 1000;
+		j->sample_at_ms = clock_ms();
+		emit_phase(ps, p, "training");
+		return;
+	}
+	if (st->said == AGENT_STARTED && j->step == J_STOPPING)
+		return; /* stopped while starting: term is on its way */
+	if (st->said == AGENT_ERROR && (j->step == J_STARTING || j->step == J_STOPPING)) {
+		char why[200];
+		/* as a shell says a command it cannot run: the user's failure, 127 */
+		snprintf(why, sizeof(why), "the command could not start: %.150s", st->failure);
+		set_exit(j, "exited", 127, 0, why);
+		begin_upload(ps, p);
+		return;
+	}
+	if (st->said == AGENT_EXITED &&
+	    (j->step == J_STARTING || j->step == J_TRAINING || j->step == J_STOPPING)) {
+		classify(p, st->status);
+		memcpy(j->failure, st->failure, st->failure_len + 1);
+		begin_upload(ps, p);
+		return;
+	}
+	log_error("pool %lld of %s: its agent said %d out of turn", p->pool_id, p->user,
+		  (int)st->said);
+	pools_kill(ps, p, "gone", "the pool's agent broke its protocol");
+}
+
+void jobrun_on_output(struct pool *p, const char *buf, size_t n)
+{
+	if (p->job.step != J_NONE)
+		joblog_append(&p->job.log, buf, n);
+}
+
+static void sample(struct pools *ps, struct pool *p)
+{
+	struct sandbox_usage u;
+	json_t *e;
+
+	if (sandbox_usage(&p->h, &u) < 0)
+		return;
+	e = pools_event("job_sample", p);
+	json_object_set_new(e, "job_id", json_integer(p->job.job_id));
+	json_object_set_new(e, "at_ms", json_integer(wall_ms()));
+	json_object_set_new(e, "cpu_usage_us", json_integer(u.cpu_usage_us > 0 ? u.cpu_usage_us : 0));
+	json_object_set_new(e, "memory_bytes", json_integer(u.memory_bytes > 0 ? u.memory_bytes : 0));
+	json_object_set_new(e, "memory_limit_bytes",
+			    json_integer(u.memory_limit_bytes > 0 ? u.memory_limit_bytes : 0));
+	json_object_set_new(e, "io_wait_us", json_integer(u.io_wait_us >= 0 ? u.io_wait_us : -1));
+	json_object_set_new(e, "log_bytes", json_integer((json_int_t)p->job.log.size_bytes));
+	pools_emit(ps, e);
+}
+
+long long jobrun_tick(struct pools *ps, struct pool *p, long long now)
+{
+	struct pool_job *j = &p->job;
+	long long next = -1;
+
+	if (j->step == J_TRAINING && now >= j->runtime_end_ms)
+		ask_stop(ps, p, "max_runtime", j->grace_s);
+	if (j->step == J_STOPPING && now >= j->kill_at_ms) {
+		/* the agent (or the job) did not end it in time: the whole pool goes */
+		pools_kill(ps, p, "requested",
+			   "the job did not stop within its grace period: its pool was killed");
+		return -1;
+	}
+	if ((j->step == J_TRAINING || j->step == J_STOPPING) && now >= j->sample_at_ms) {
+		sample(ps, p);
+		j->sample_at_ms = now + pools_cfg(ps)->jobs_sample_interval_ms;
+	}
+	if (j->step == J_TRAINING)
+		next = j->runtime_end_ms;
+	if (j->step == J_STOPPING)
+		next = j->kill_at_ms;
+	if ((j->step == J_TRAINING || j->step == J_STOPPING) && j->sample_at_ms < next)
+		next = j->sample_at_ms;
+	return next;
+}
+
+void jobrun_pool_died(struct pools *ps, struct pool *p, const struct sandbox_result *res)
+{
+	struct pool_job *j = &p->job;
+
+	if (j->step == J_NONE)
+		return;
+	if (j->step == J_UPLOADING) {
+		/* its end is known; the home copy of the log may be missing */
+		emit_exited(ps, p);
+	} else if (j->stop_kind || p->cause[0]) {
+		set_exit(j, j->stop_kind ? j->stop_kind : "stopped", 0, SIGKILL,
+			 p->cause[0] ? p->reason : "killed with its pool");
+		emit_exited(ps, p);
+	} else if (res && (res->kind == SANDBOX_OOM || oom_kills(p) > j->oom_kills_before)) {
+		set_exit(j, "oom", 0, SIGKILL, "out of memory: the job used more than its memory limit");
+		emit_exited(ps, p);
+	} else {
+		log_warn("job %lld was lost with pool %lld of %s", j->job_id, p->pool_id, p->user);
+	}
+	jobrun_clear(p);
+}

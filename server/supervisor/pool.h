@@ -1,0 +1,110 @@
+/* pool.h - one job pool as the supervisor holds it, shared by pools.c (the
+ * sandbox's lifecycle) and jobrun.c (the job in it). Internal to supervisor/. */
+#ifndef LABD_POOL_H
+#define LABD_POOL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "labd/sandbox.h"
+#include "proto/jobspec.h"
+#include "proto/proto.h"
+#include "supervisor/agentio.h"
+#include "supervisor/joblog.h"
+#include "supervisor/launch.h"
+#include "supervisor/poollaunch.h"
+
+struct labd_config;
+struct pools;
+
+enum pool_state { P_STARTING, P_RUNNING, P_ENDING, P_ENDED };
+
+/* Where the job in a pool is. */
+enum job_step {
+	J_NONE,      /* the pool is idle */
+	J_STAGING,   /* downloading: a worker mounts its folders and writes its config */
+	J_STARTING,  /* run was sent; waiting for the agent's started */
+	J_TRAINING,  /* the command runs */
+	J_STOPPING,  /* term was sent; SIGKILL of the pool at kill_at_ms */
+	J_UPLOADING, /* it ended; a worker syncs the home, copies the log, ejects */
+};
+
+#define POOL_MOUNTS_MAX (JOBSPEC_CHANNELS_MAX + 3)
+
+struct pool_job {
+	long long job_id;
+	enum job_step step;
+	struct jobspec spec;
+	struct joblog log;
+	pid_t worker;
+	int worker_fd;
+	long long runtime_end_ms, kill_at_ms, sample_at_ms;
+	int64_t oom_kills_before;
+	const char *stop_kind; /* "stopped" or "max_runtime" once asked to stop */
+	int64_t grace_s;
+	/* how it ended (job_exited) */
+	char kind[16];
+	int code, signal;
+	int64_t exit_at_ms;
+	char reason[200];
+	char failure[PROTO_FAILURE_MAX + 1];
+	bool home_full;
+};
+
+struct pool {
+	bool used;
+	char user[LAUNCH_NAME_MAX + 1];
+	uint32_t user_id;
+	long long pool_id;
+	uid_t host_uid;
+	unsigned gpus[SANDBOX_MAX_GPUS];
+	unsigned n_gpus;
+	int64_t deadline_s, ended_at_s;
+	struct sandbox_handle h;
+	int pidfd;
+	pid_t worker; /* starting or tearing down */
+	int worker_fd;
+	struct pool_pipes io;
+	char status_buf[AGENTIO_LINE_MAX + AGENTIO_FAILURE_MAX + 64];
+	size_t status_len;
+	enum pool_state state;
+	bool ready;        /* the agent said ready */
+	bool stop_pending; /* asked to stop while still starting */
+	bool failed;
+	char cause[16];
+	char reason[200];
+	long long kill_again_ms;
+	struct pool_job job;
+};
+
+/* pools.c, for jobrun.c */
+const struct labd_config *pools_cfg(const struct pools *ps);
+const char *pools_state_dir(const struct pools *ps);
+void pools_emit(struct pools *ps, json_t *event);
+/* A new event of type for p ({user, pool_id}); the caller adds the rest. */
+json_t *pools_event(const char *type, const struct pool *p);
+/* Kills the pool's sandbox at once (cause, reason) and tears it down. */
+void pools_kill(struct pools *ps, struct pool *p, const char *cause, const char *reason);
+/* Writes a command to the agent; 0, or -errno (the pool is then killed). */
+int pools_tell_agent(struct pools *ps, struct pool *p, const char *text, size_t len);
+
+/* jobrun.c, for pools.c */
+json_t *jobrun_run(struct pools *ps, struct pool *p, long long id, json_t *msg);
+json_t *jobrun_stop(struct pools *ps, struct pool *p, long long id, json_t *msg);
+/* The agent said started or exited. */
+void jobrun_on_agent(struct pools *ps, struct pool *p, const struct agent_status *st);
+/* A job worker (staging or uploading) reported. */
+void jobrun_on_worker(struct pools *ps, struct pool *p);
+/* The job's output arrived from the agent's stderr. */
+void jobrun_on_output(struct pool *p, const char *buf, size_t n);
+/* Timers: max runtime, grace, samples; returns when next due (-1 none). */
+long long jobrun_tick(struct pools *ps, struct pool *p, long long now_ms);
+/* The pool died with the job in it: says job_exited when its end is known
+ * (a stop, an OOM); else the job is lost with the pool. res may be NULL. */
+void jobrun_pool_died(struct pools *ps, struct pool *p, const struct sandbox_result *res);
+/* Forgets the job (files closed, spec freed). */
+void jobrun_clear(struct pool *p);
+
+#endif

@@ -1,0 +1,183 @@
+/* poollaunch.c - building a job pool's sandbox; see poollaunch.h. */
+#include "supervisor/poollaunch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "labd/log.h"
+#include "supervisor/homes.h"
+#include "supervisor/worker.h"
+
+#define POOL_CMD_PIPE_BYTES (1 << 20)
+
+struct pool_job {
+	const struct labd_config *cfg;
+	const char *state_dir;
+	const struct launch_request *rq;
+	long long pool_id;
+	int child_fds[3]; /* the sandbox's stdin, stdout, stderr */
+	int parent_fds[3];
+};
+
+void poollaunch_dir(const char *state_dir, long long pool_id, char *out, size_t len)
+{
+	snprintf(out, len, "%s/pools/%lld", state_dir, pool_id);
+}
+
+void poollaunch_ml_dir(const char *state_dir, long long pool_id, char *out, size_t len)
+{
+	snprintf(out, len, "%s/pools/%lld/ml", state_dir, pool_id);
+}
+
+int poollaunch_libexec_dir(char *out, size_t len)
+{
+	char exe[LAUNCH_PATH_MAX], agent[LAUNCH_PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return -errno;
+	exe[n] = '\0';
+	const char *dir = dirname(exe); /* once: dirname may change exe */
+	/* beside labd ($(BUILD)/libexec), or one up for the test programs in $(BUILD)/tests */
+	for (int up = 0; up < 2; up++) {
+		char real[PATH_MAX];
+		snprintf(agent, sizeof(agent), "%s%s/libexec/labd-jobagent", dir, up ? "/.." : "");
+		/* the sandbox binds canonical paths only */
+		if (access(agent, X_OK) == 0 && realpath(agent, real)) {
+			snprintf(out, len, "%s", dirname(real));
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int mkdir_root(const char *path, mode_t mode)
+{
+	struct stat st;
+
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(path, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0)
+		return -ENOTDIR;
+	return chmod(path, mode) < 0 ? -errno : 0;
+}
+
+int poollaunch_make_ml(const char *state_dir, long long pool_id)
+{
+	static const char *const sub[] = {"",	     "/input",	"/input/config", "/input/data",
+					  "/model", "/output", "/checkpoints"};
+	char dir[LAUNCH_PATH_MAX], path[LAUNCH_PATH_MAX + 32];
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/pools", state_dir);
+	if ((rc = mkdir_root(dir, 0700)) < 0)
+		return rc;
+	poollaunch_dir(state_dir, pool_id, dir, sizeof(dir));
+	if ((rc = mkdir_root(dir, 0700)) < 0)
+		return rc;
+	poollaunch_ml_dir(state_dir, pool_id, dir, sizeof(dir));
+	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", dir, sub[i]);
+		if ((rc = mkdir_root(path, 0755)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+void poollaunch_remove(const char *state_dir, long long pool_id)
+{
+	char dir[LAUNCH_PATH_MAX], cmd[LAUNCH_PATH_MAX + 32];
+
+	poollaunch_dir(state_dir, pool_id, dir, sizeof(dir));
+	/* root's own tree of plain dirs and files; nothing of the user's is inside */
+	snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", dir);
+	if (access(dir, F_OK) == 0 && system(cmd) != 0)
+		log_warn("could not remove %s", dir);
+}
+
+static int start_worker(void *arg, int fd)
+{
+	const struct pool_job *j = arg;
+	struct launch_report rep = {0};
+	char home[LAUNCH_PATH_MAX], hidden[CONFIG_PATH_MAX], libexec[LAUNCH_PATH_MAX];
+	char ml[LAUNCH_PATH_MAX];
+	char *argv[] = {POOL_AGENT_INSIDE, NULL};
+	struct sandbox_spec spec;
+	struct sandbox_error err = {0};
+	int rc;
+
+	for (int i = 0; i < 3; i++)
+		close(j->parent_fds[i]);
+	if (homes_adopt_named(j->state_dir, j->rq->user, j->rq->user_id) < 0)
+		snprintf(rep.error, sizeof(rep.error), "step home: the home named by user name could not move");
+	else if ((rc = poollaunch_make_ml(j->state_dir, j->pool_id)) < 0)
+		snprintf(rep.error, sizeof(rep.error), "step pool dir: %s", strerror(-rc));
+	else if ((rc = poollaunch_libexec_dir(libexec, sizeof(libexec))) < 0)
+		snprintf(rep.error, sizeof(rep.error), "step agent: %s", strerror(-rc));
+	if (rep.error[0])
+		return worker_send(fd, &rep, sizeof(rep), -1) < 0 ? 2 : 1;
+	launch_fill_limits(j->cfg, j->state_dir, j->rq, &spec, home, hidden);
+	poollaunch_ml_dir(j->state_dir, j->pool_id, ml, sizeof(ml));
+	spec.binds[spec.n_binds++] = (struct sandbox_bind){libexec, POOL_LIBEXEC_INSIDE, true};
+	spec.binds[spec.n_binds++] = (struct sandbox_bind){ml, POOL_ML_INSIDE, true};
+	spec.argv = argv;
+	spec.stdin_fd = j->child_fds[0];
+	spec.stdout_fd = j->child_fds[1];
+	spec.stderr_fd = j->child_fds[2];
+	if (sandbox_start_err(&spec, &rep.h, &err) < 0) {
+		snprintf(rep.error, sizeof(rep.error), "%.199s",
+			 err.message[0] ? err.message : "the sandbox could not be built");
+		return worker_send(fd, &rep, sizeof(rep), -1) < 0 ? 2 : 1;
+	}
+	rep.ok = 1;
+	return worker_send(fd, &rep, sizeof(rep), rep.h.status_fd) < 0 ? 2 : 0;
+}
+
+static void close_all(int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
+
+int poollaunch_spawn(const struct labd_config *cfg, const char *state_dir,
+		     const struct launch_request *rq, long long pool_id, pid_t *pid, int *fd,
+		     struct pool_pipes *pipes)
+{
+	struct pool_job j = {cfg, state_dir, rq, pool_id, {-1, -1, -1}, {-1, -1, -1}};
+	int p[2], rc = 0;
+
+	/* stdin: the child reads p[0]; stdout/stderr: the child writes p[1] */
+	for (int i = 0; i < 3 && rc == 0; i++) {
+		if (pipe2(p, O_CLOEXEC) < 0) {
+			rc = -errno;
+			break;
+		}
+		j.child_fds[i] = i == 0 ? p[0] : p[1];
+		j.parent_fds[i] = i == 0 ? p[1] : p[0];
+		if (fcntl(j.parent_fds[i], F_SETFL, O_NONBLOCK) < 0)
+			rc = -errno;
+		/* a run command (argv, env, hyperparameters) fits the pipe in one write */
+		if (i == 0 && rc == 0 && fcntl(p[1], F_SETPIPE_SZ, POOL_CMD_PIPE_BYTES) < 0)
+			log_warn("pool %lld: the agent's command pipe stays small: %s", pool_id,
+				 strerror(errno));
+	}
+	if (rc == 0)
+		rc = worker_spawn(start_worker, &j, pid, fd);
+	close_all(j.child_fds, 3); /* the worker and the sandbox hold them now */
+	if (rc < 0) {
+		close_all(j.parent_fds, 3);
+		return rc;
+	}
+	*pipes = (struct pool_pipes){j.parent_fds[0], j.parent_fds[1], j.parent_fds[2]};
+	return 0;
+}

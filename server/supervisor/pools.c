@@ -1,0 +1,674 @@
+/* pools.c - the job pools' sandboxes; see pools.h. */
+#include "supervisor/pools.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "labd/clock.h"
+#include "labd/log.h"
+#include "supervisor/caps.h"
+#include "supervisor/pool.h"
+#include "supervisor/startcheck.h"
+#include "supervisor/uidmap.h"
+
+#define MAX_POOLS 256
+#define ENDED_KEEP_S 3600
+#define LIST_REASON_MAX 96
+#define KILL_AGAIN_MS 1000
+
+static const char *const state_names[] = {"starting", "running", "stopping", "ended"};
+
+struct pools {
+	const struct labd_config *cfg;
+	char state_dir[CONFIG_PATH_MAX];
+	struct sandboxes *sb;
+	struct sandboxes_events ev;
+	struct pool slot[MAX_POOLS];
+};
+
+const struct labd_config *pools_cfg(const struct pools *ps)
+{
+	return ps->cfg;
+}
+
+const char *pools_state_dir(const struct pools *ps)
+{
+	return ps->state_dir;
+}
+
+void pools_emit(struct pools *ps, json_t *e)
+{
+	if (ps->ev.emit)
+		ps->ev.emit(ps->ev.ctx, e);
+	json_decref(e);
+}
+
+json_t *pools_event(const char *type, const struct pool *p)
+{
+	json_t *e = proto_msg(type, -1);
+	json_object_set_new(e, "user", json_string(p->user));
+	json_object_set_new(e, "pool_id", json_integer(p->pool_id));
+	return e;
+}
+
+static struct pool *find(struct pools *ps, const char *user, long long pool_id)
+{
+	for (int i = 0; i < MAX_POOLS; i++) {
+		struct pool *p = &ps->slot[i];
+		if (p->used && p->pool_id == pool_id && strcmp(p->user, user) == 0)
+			return p;
+	}
+	return NULL;
+}
+
+static struct pool *free_slot(struct pools *ps)
+{
+	for (int i = 0; i < MAX_POOLS; i++)
+		if (!ps->slot[i].used)
+			return &ps->slot[i];
+	/* an ended pool's slot (kept only for the list) is reused */
+	for (int i = 0; i < MAX_POOLS; i++)
+		if (ps->slot[i].state == P_ENDED)
+			return &ps->slot[i];
+	return NULL;
+}
+
+static void record_path(const struct pools *ps, long long pool_id, char *out, size_t len)
+{
+	snprintf(out, len, "%s/pools/%lld/record.json", ps->state_dir, pool_id);
+}
+
+/* What a restarted supervisor needs to end the pool and free its GPUs. */
+static void save_record(const struct pools *ps, const struct pool *p)
+{
+	char path[LAUNCH_PATH_MAX], tmp[LAUNCH_PATH_MAX + 8];
+	json_t *gpus = json_array();
+	json_t *j = json_pack("{s:s,s:I,s:I,s:s,s:I,s:I}", "user", p->user, "user_id",
+			      (json_int_t)p->user_id, "pool_id", (json_int_t)p->pool_id, "id",
+			      p->h.id, "uid", (json_int_t)p->host_uid, "job_id",
+			      (json_int_t)p->job.job_id);
+
+	for (unsigned i = 0; i < p->n_gpus; i++)
+		json_array_append_new(gpus, json_integer(p->gpus[i]));
+	json_object_set_new(j, "gpus", gpus);
+	record_path(ps, p->pool_id, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (json_dump_file(j, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0)
+		log_errno("save %s", path);
+	json_decref(j);
+}
+
+static size_t utf8_cut(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max + 1);
+
+	if (n <= max)
+		return n;
+	n = max;
+	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	return n;
+}
+
+static void set_end(struct pool *p, const char *cause, bool failed, const char *reason)
+{
+	if (p->cause[0])
+		return; /* the first cause stays: a kill after a stop is still the stop */
+	snprintf(p->cause, sizeof(p->cause), "%s", cause);
+	snprintf(p->reason, sizeof(p->reason), "%.*s", (int)utf8_cut(reason, sizeof(p->reason) - 1),
+		 reason);
+	p->failed = failed;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void close_io(struct pool *p)
+{
+	close_fd(&p->io.cmd_fd);
+	close_fd(&p->io.status_fd);
+	close_fd(&p->io.out_fd);
+}
+
+static void mark_ended(struct pools *ps, struct pool *p)
+{
+	char path[LAUNCH_PATH_MAX];
+	json_t *e;
+
+	close_fd(&p->worker_fd);
+	p->worker = 0;
+	close_io(p);
+	jobrun_clear(p);
+	p->state = P_ENDED;
+	p->ended_at_s = time(NULL);
+	record_path(ps, p->pool_id, path, sizeof(path));
+	unlink(path);
+	poollaunch_remove(ps->state_dir, p->pool_id);
+	if (!p->cause[0])
+		set_end(p, "gone", true, "the pool ended");
+	log_info("pool %lld of %s ended (%s): %s", p->pool_id, p->user, p->cause, p->reason);
+	e = pools_event("pool_ended", p);
+	json_object_set_new(e, "cause", json_string(p->cause));
+	json_object_set_new(e, "failed", json_boolean(p->failed));
+	json_object_set_new(e, "reason", json_string(p->reason));
+	pools_emit(ps, e);
+}
+
+/* The sandbox's init is gone (or killed): the job's end, then the teardown. */
+static void begin_teardown(struct pools *ps, struct pool *p, const struct sandbox_result *res)
+{
+	jobrun_pool_died(ps, p, res);
+	if (res && res->kind == SANDBOX_OOM)
+		set_end(p, "oom", true, "out of memory: the pool's agent was killed");
+	set_end(p, "gone", true, "the pool's agent ended");
+	close_fd(&p->pidfd);
+	close_io(p);
+	p->state = P_ENDING;
+	if (launch_teardown(&p->h, &p->worker, &p->worker_fd) < 0) {
+		log_warn("teardown of pool %lld could not start; gc will retry", p->pool_id);
+		mark_ended(ps, p);
+	}
+}
+
+void pools_kill(struct pools *ps, struct pool *p, const char *cause, const char *reason)
+{
+	if (p->state == P_STARTING) {
+		p->stop_pending = true;
+		set_end(p, cause, false, reason);
+		return;
+	}
+	if (p->state != P_RUNNING)
+		return;
+	(void)ps;
+	set_end(p, cause, strcmp(cause, "requested") != 0, reason);
+	log_info("killing pool %lld of %s: %s", p->pool_id, p->user, reason);
+	sandbox_kill(&p->h, SIGKILL);
+	p->kill_again_ms = clock_ms() + KILL_AGAIN_MS;
+	/* the pidfd reports the end: begin_teardown from there */
+}
+
+int pools_tell_agent(struct pools *ps, struct pool *p, const char *text, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = write(p->io.cmd_fd, text, len);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)len)
+		return 0;
+	/* a full pipe means the agent stopped reading: it cannot be driven */
+	log_warn("pool %lld: cannot write to its agent: %s", p->pool_id,
+		 n < 0 ? strerror(errno) : "short write");
+	pools_kill(ps, p, "gone", "the pool's agent stopped answering");
+	return -EIO;
+}
+
+bool pools_gpu_held(const struct pools *ps, unsigned gpu)
+{
+	for (int i = 0; i < MAX_POOLS; i++) {
+		const struct pool *p = &ps->slot[i];
+		if (!p->used || p->state == P_ENDED)
+			continue;
+		for (unsigned k = 0; k < p->n_gpus; k++)
+			if (p->gpus[k] == gpu)
+				return true;
+	}
+	return false;
+}
+
+static int user_pools(const struct pools *ps, const char *user)
+{
+	int n = 0;
+	for (int i = 0; i < MAX_POOLS; i++)
+		n += ps->slot[i].used && ps->slot[i].state != P_ENDED &&
+		     strcmp(ps->slot[i].user, user) == 0;
+	return n;
+}
+
+/* Checks beyond the protocol's bounds; NULL when fine, *code set. */
+static const char *check_start(struct pools *ps, json_t *msg, const char **code)
+{
+	json_t *gpus = json_object_get(msg, "gpus"), *g;
+	struct pool *p = find(ps, proto_str(msg, "user"), proto_int(msg, "pool_id"));
+	size_t i;
+
+	*code = "bad_request";
+	if (proto_int(msg, "deadline") <= time(NULL))
+		return "deadline is in the past";
+	if (p && p->state != P_ENDED)
+		return *code = "pool_exists", "this pool already runs";
+	if (user_pools(ps, proto_str(msg, "user")) >= (int)ps->cfg->jobs_max_pools_per_user)
+		return *code = "too_many_pools", "the user holds [jobs] max_pools_per_user pools";
+	json_array_foreach(gpus, i, g) {
+		if (!startcheck_gpu_configured(ps->cfg, json_integer_value(g)))
+			return "gpu is not one of [gpu] devices";
+		for (size_t k = 0; k < i; k++)
+			if (json_integer_value(json_array_get(gpus, k)) == json_integer_value(g))
+				return "gpu is named twice";
+		if (sandboxes_gpu_held(ps->sb, (unsigned)json_integer_value(g)))
+			return *code = "gpu_busy", "gpu is held by another sandbox";
+	}
+	return NULL;
+}
+
+static void fill_request(struct pools *ps, json_t *msg, struct launch_request *rq)
+{
+	json_t *gpus = json_object_get(msg, "gpus"), *g;
+	size_t i;
+
+	snprintf(rq->user, sizeof(rq->user), "%s", proto_str(msg, "user"));
+	rq->user_id = (uint32_t)proto_int(msg, "user_id");
+	json_array_foreach(gpus, i, g) {
+		if (rq->n_gpus < SANDBOX_MAX_GPUS)
+			rq->gpus[rq->n_gpus++] = (unsigned)json_integer_value(g);
+	}
+	rq->network = json_object_get(msg, "network") ? proto_int(msg, "network") == 1
+						      : ps->cfg->quota_network == 1;
+	if (json_object_get(msg, "egress_bytes_per_s"))
+		rq->egress_bytes_per_s = (uint64_t)proto_int(msg, "egress_bytes_per_s");
+}
+
+static int64_t opt_int(json_t *msg, const char *name)
+{
+	return json_object_get(msg, name) ? proto_int(msg, name) : 0;
+}
+
+static json_t *refuse(long long id, const char *user, const char *code, const char *why)
+{
+	log_error("refused pool_start for %s: %s", user, why);
+	return proto_error(id, code, why);
+}
+
+json_t *pools_start(struct pools *ps, long long id, json_t *msg)
+{
+	const char *user = proto_str(msg, "user"), *code, *why = check_start(ps, msg, &code);
+	struct launch_request rq;
+	char reason[200], hash[IMAGE_HASH_MAX];
+	struct pool *p;
+	uid_t uid;
+	int rc;
+
+	if (why)
+		return refuse(id, user, code, why);
+	memset(&rq, 0, sizeof(rq));
+	if (caps_apply(ps->cfg, opt_int(msg, "memory_bytes"), opt_int(msg, "cpus_milli"),
+		       opt_int(msg, "home_size_bytes"), &rq.sizes, reason, sizeof(reason)) < 0)
+		return refuse(id, user, "above_machine_cap", reason);
+	if ((rc = startcheck_image(ps->cfg, msg, &rq, hash, reason, sizeof(reason))) < 0)
+		return refuse(id, user, rc == -EPERM ? "image_unsafe" : "image_missing", reason);
+	if (uidmap_claim(sandboxes_uids(ps->sb), user, proto_int(msg, "user_id"), &uid, reason,
+			 sizeof(reason)) < 0)
+		return refuse(id, user, "bad_uid", reason);
+	if (!(p = free_slot(ps)))
+		return proto_error(id, "busy", "too many pools");
+	fill_request(ps, msg, &rq);
+	memset(p, 0, sizeof(*p));
+	p->pidfd = p->worker_fd = p->job.worker_fd = -1;
+	p->job.log.fd = -1;
+	p->h.status_fd = -1;
+	p->io = (struct pool_pipes){-1, -1, -1};
+	if ((rc = poollaunch_spawn(ps->cfg, ps->state_dir, &rq, proto_int(msg, "pool_id"),
+				   &p->worker, &p->worker_fd, &p->io)) < 0)
+		return proto_error(id, "sandbox_failed", strerror(-rc));
+	p->used = true;
+	p->state = P_STARTING;
+	snprintf(p->user, sizeof(p->user), "%s", user);
+	p->user_id = rq.user_id;
+	p->pool_id = proto_int(msg, "pool_id");
+	p->host_uid = uid;
+	p->deadline_s = proto_int(msg, "deadline");
+	p->n_gpus = rq.n_gpus;
+	memcpy(p->gpus, rq.gpus, sizeof(p->gpus));
+	log_info("building pool %lld of %s (worker %d)", p->pool_id, user, (int)p->worker);
+	json_t *r = proto_ok(id);
+	if (hash[0])
+		json_object_set_new(r, "image_hash", json_string(hash));
+	return r;
+}
+
+json_t *pools_stop(struct pools *ps, long long id, json_t *msg)
+{
+	struct pool *p = find(ps, proto_str(msg, "user"), proto_int(msg, "pool_id"));
+	const char *reason = proto_str(msg, "reason");
+
+	if (!p || p->state == P_ENDED || p->state == P_ENDING)
+		return proto_error(id, "not_found", "no such pool");
+	pools_kill(ps, p, "requested", reason[0] ? reason : "stopped");
+	return proto_ok(id);
+}
+
+json_t *pools_job_run(struct pools *ps, long long id, json_t *msg)
+{
+	struct pool *p = find(ps, proto_str(msg, "user"), proto_int(msg, "pool_id"));
+
+	if (!p || p->state == P_ENDED || p->state == P_ENDING)
+		return proto_error(id, "not_found", "no such pool");
+	if (p->state != P_RUNNING || !p->ready || p->job.step != J_NONE)
+		return proto_error(id, "pool_busy", "the pool is not idle and ready");
+	if (p->deadline_s <= time(NULL))
+		return proto_error(id, "pool_busy", "the pool is at its deadline");
+	return jobrun_run(ps, p, id, msg);
+}
+
+json_t *pools_job_stop(struct pools *ps, long long id, json_t *msg)
+{
+	struct pool *p = find(ps, proto_str(msg, "user"), proto_int(msg, "pool_id"));
+
+	if (!p || p->state != P_RUNNING || p->job.step == J_NONE ||
+	    p->job.job_id != proto_int(msg, "job_id"))
+		return proto_error(id, "not_found", "that job does not run in this pool");
+	return jobrun_stop(ps, p, id, msg);
+}
+
+void pools_list(struct pools *ps, json_t *list)
+{
+	for (int i = 0; i < MAX_POOLS; i++) {
+		struct pool *p = &ps->slot[i];
+		if (!p->used)
+			continue;
+		json_array_append_new(
+			list, json_pack("{s:s,s:i,s:s,s:b,s:s,s:s%,s:b,s:I,s:I}", "user", p->user,
+					"runtime_id", 0, "state", state_names[p->state], "ready",
+					p->ready, "cause", p->cause, "reason", p->reason,
+					utf8_cut(p->reason, LIST_REASON_MAX), "failed", p->failed,
+					"pool_id", (json_int_t)p->pool_id, "job_id",
+					(json_int_t)(p->job.step != J_NONE ? p->job.job_id : 0)));
+	}
+}
+
+void pools_stop_all(struct pools *ps, const char *reason)
+{
+	for (int i = 0; i < MAX_POOLS; i++)
+		if (ps->slot[i].used)
+			pools_kill(ps, &ps->slot[i], "requested", reason);
+}
+
+int pools_live(const struct pools *ps)
+{
+	int n = 0;
+	for (int i = 0; i < MAX_POOLS; i++)
+		n += ps->slot[i].used && ps->slot[i].state != P_ENDED;
+	return n;
+}
+
+static void on_started(struct pools *ps, struct pool *p)
+{
+	char err[200];
+	int rc = launch_result(p->worker_fd, &p->h, err, sizeof(err));
+
+	if (rc == -EAGAIN)
+		return;
+	close_fd(&p->worker_fd);
+	p->worker = 0;
+	if (rc < 0) {
+		set_end(p, "start_failed", true, err);
+		mark_ended(ps, p);
+		return;
+	}
+	p->state = P_RUNNING;
+	p->pidfd = (int)syscall(SYS_pidfd_open, p->h.pid, 0);
+	save_record(ps, p);
+	log_info("pool %lld of %s started: sandbox %s", p->pool_id, p->user, p->h.id);
+	if (p->stop_pending) {
+		p->stop_pending = false;
+		char cause[16], reason[200];
+		snprintf(cause, sizeof(cause), "%s", p->cause);
+		snprintf(reason, sizeof(reason), "%s", p->reason);
+		p->cause[0] = '\0';
+		pools_kill(ps, p, cause, reason);
+	}
+}
+
+/* Status lines from the agent: ready once, then started/exited per job. */
+static void on_status(struct pools *ps, struct pool *p)
+{
+	ssize_t n = read(p->io.status_fd, p->status_buf + p->status_len,
+			 sizeof(p->status_buf) - p->status_len);
+	struct agent_status st;
+	int used;
+
+	if (n <= 0) {
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			close_fd(&p->io.status_fd); /* the agent is gone: the pidfd follows */
+		return;
+	}
+	p->status_len += (size_t)n;
+	while (p->status_len > 0 && (used = agentio_parse(p->status_buf, p->status_len, &st)) != 0) {
+		if (used < 0 || (st.said == AGENT_READY && p->ready)) {
+			log_error("pool %lld of %s: its agent said something malformed", p->pool_id,
+				  p->user);
+			p->status_len = 0;
+			close_fd(&p->io.status_fd);
+			pools_kill(ps, p, "gone", "the pool's agent broke its protocol");
+			return;
+		}
+		memmove(p->status_buf, p->status_buf + used, p->status_len - (size_t)used);
+		p->status_len -= (size_t)used;
+		if (st.said == AGENT_READY) {
+			p->ready = true;
+			log_info("pool %lld of %s is ready", p->pool_id, p->user);
+			pools_emit(ps, pools_event("pool_ready", p));
+		} else {
+			jobrun_on_agent(ps, p, &st);
+		}
+	}
+}
+
+static void on_output(struct pool *p)
+{
+	char buf[65536];
+	ssize_t n = read(p->io.out_fd, buf, sizeof(buf));
+
+	if (n > 0)
+		jobrun_on_output(p, buf, (size_t)n);
+	else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+		close_fd(&p->io.out_fd);
+}
+
+int pools_pollfds(struct pools *ps, struct pollfd *fds, int max)
+{
+	int n = 0;
+
+	for (int i = 0; i < MAX_POOLS; i++) {
+		struct pool *p = &ps->slot[i];
+		const int want[] = {p->worker_fd, p->pidfd, p->io.status_fd, p->io.out_fd,
+				    p->job.worker_fd};
+		if (!p->used || p->state == P_ENDED)
+			continue;
+		for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++)
+			if (want[k] >= 0 && n < max)
+				fds[n++] = (struct pollfd){.fd = want[k], .events = POLLIN};
+	}
+	return n;
+}
+
+static void on_pidfd(struct pools *ps, struct pool *p)
+{
+	struct sandbox_result res;
+
+	/* drain the job's last words before the pipes close */
+	if (p->io.out_fd >= 0)
+		on_output(p);
+	if (sandbox_wait(&p->h, &res) < 0)
+		memset(&res, 0, sizeof(res)), res.kind = SANDBOX_UNKNOWN;
+	begin_teardown(ps, p, &res);
+}
+
+static void on_fd(struct pools *ps, struct pool *p, int fd)
+{
+	if (fd == p->worker_fd && p->state == P_STARTING)
+		on_started(ps, p);
+	else if (fd == p->worker_fd && p->state == P_ENDING)
+		mark_ended(ps, p);
+	else if (fd == p->pidfd && p->state == P_RUNNING)
+		on_pidfd(ps, p);
+	else if (fd == p->io.status_fd)
+		on_status(ps, p);
+	else if (fd == p->io.out_fd)
+		on_output(p);
+	else if (fd == p->job.worker_fd)
+		jobrun_on_worker(ps, p);
+}
+
+void pools_on_events(struct pools *ps, const struct pollfd *fds, int n)
+{
+	for (int k = 0; k < n; k++) {
+		if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		for (int i = 0; i < MAX_POOLS; i++) {
+			struct pool *p = &ps->slot[i];
+			if (!p->used || p->state == P_ENDED)
+				continue;
+			if (fds[k].fd == p->worker_fd || fds[k].fd == p->pidfd ||
+			    fds[k].fd == p->io.status_fd || fds[k].fd == p->io.out_fd ||
+			    fds[k].fd == p->job.worker_fd) {
+				on_fd(ps, p, fds[k].fd);
+				break;
+			}
+		}
+	}
+}
+
+static long long tick_one(struct pools *ps, struct pool *p, long long now, int64_t wall)
+{
+	if (p->state != P_RUNNING)
+		return -1;
+	if (p->deadline_s <= wall && !p->cause[0])
+		pools_kill(ps, p, "time_limit", "the pool reached its deadline");
+	if (p->cause[0]) { /* killed: again until the pidfd says gone */
+		if (now >= p->kill_again_ms) {
+			sandbox_kill(&p->h, SIGKILL);
+			p->kill_again_ms = now + KILL_AGAIN_MS;
+		}
+		return p->kill_again_ms;
+	}
+	long long due = now + (p->deadline_s - wall) * 1000, job = jobrun_tick(ps, p, now);
+	return job >= 0 && job < due ? job : due;
+}
+
+int pools_tick(struct pools *ps)
+{
+	long long now = clock_ms(), next = -1;
+	int64_t wall = time(NULL);
+
+	for (int i = 0; i < MAX_POOLS; i++) {
+		struct pool *p = &ps->slot[i];
+		if (!p->used)
+			continue;
+		if (p->state == P_ENDED && wall - p->ended_at_s > ENDED_KEEP_S) {
+			p->used = false;
+			continue;
+		}
+		long long due = tick_one(ps, p, now, wall);
+		if (due >= 0 && (next < 0 || due < next))
+			next = due;
+	}
+	return next < 0 ? -1 : (int)(next - now < 0 ? 0 : next - now > 60000 ? 60000 : next - now);
+}
+
+/* A pool a previous supervisor left: its agent's pipes are gone with that
+ * supervisor, so it cannot run another job. Adopted to hold its GPUs until its
+ * teardown is done, then ended as gone (a job in it is lost: infrastructure). */
+static void adopt_one(struct pools *ps, json_t *j)
+{
+	const char *user = json_string_value(json_object_get(j, "user"));
+	const char *id = json_string_value(json_object_get(j, "id"));
+	struct pool *p = free_slot(ps);
+	json_t *g;
+	size_t i;
+
+	if (!p || !user || !id || strlen(user) > LAUNCH_NAME_MAX)
+		return;
+	memset(p, 0, sizeof(*p));
+	p->pidfd = p->worker_fd = p->job.worker_fd = p->job.log.fd = -1;
+	p->io = (struct pool_pipes){-1, -1, -1};
+	p->used = true;
+	snprintf(p->user, sizeof(p->user), "%s", user);
+	p->pool_id = json_integer_value(json_object_get(j, "pool_id"));
+	p->user_id = (uint32_t)json_integer_value(json_object_get(j, "user_id"));
+	json_array_foreach(json_object_get(j, "gpus"), i, g) {
+		if (p->n_gpus < SANDBOX_MAX_GPUS)
+			p->gpus[p->n_gpus++] = (unsigned)json_integer_value(g);
+	}
+	set_end(p, "gone", true,
+		json_integer_value(json_object_get(j, "job_id"))
+			? "the supervisor restarted while the pool ran a job: the job is lost"
+			: "the supervisor restarted: the pool's agent is gone");
+	p->state = P_ENDING;
+	if (sandbox_adopt(ps->state_dir, id, &p->h) == 0) {
+		sandbox_kill(&p->h, SIGKILL);
+		if (launch_teardown(&p->h, &p->worker, &p->worker_fd) == 0)
+			return;
+	}
+	mark_ended(ps, p);
+}
+
+static void adopt_all(struct pools *ps)
+{
+	char dir[LAUNCH_PATH_MAX], path[LAUNCH_PATH_MAX + 300];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/pools", ps->state_dir);
+	d = opendir(dir);
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/record.json", dir, e->d_name);
+		json_t *j = json_load_file(path, 0, NULL);
+		if (j)
+			adopt_one(ps, j);
+		else /* a build that never finished: nothing holds it */
+			poollaunch_remove(ps->state_dir, strtoll(e->d_name, NULL, 10));
+		json_decref(j);
+	}
+	if (d)
+		closedir(d);
+}
+
+struct pools *pools_new(const struct labd_config *cfg, const char *state_dir,
+			struct sandboxes *sb, const struct sandboxes_events *ev)
+{
+	struct pools *ps = calloc(1, sizeof(*ps));
+
+	if (!ps)
+		return NULL;
+	ps->cfg = cfg;
+	ps->sb = sb;
+	if (ev)
+		ps->ev = *ev;
+	snprintf(ps->state_dir, sizeof(ps->state_dir), "%s", state_dir);
+	if (joblog_prepare_dir(state_dir, launch_labd_gid(cfg)) < 0)
+		log_warn("cannot prepare %s/joblogs", state_dir);
+	adopt_all(ps);
+	return ps;
+}
+
+void pools_free(struct pools *ps)
+{
+	if (!ps)
+		return;
+	for (int i = 0; i < MAX_POOLS; i++) {
+		struct pool *p = &ps->slot[i];
+		if (!p->used || p->state == P_ENDED)
+			continue;
+		close_fd(&p->pidfd);
+		close_fd(&p->worker_fd);
+		close_io(p);
+		jobrun_clear(p);
+		sandbox_handle_clear(&p->h);
+	}
+	free(ps);
+}

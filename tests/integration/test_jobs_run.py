@@ -1,0 +1,172 @@
+"""Training jobs run for real (docs/jobs.md): the web side's lifecycle over the
+supervisor's pools and the agent, end to end through the API.
+
+- a shell job walks Pending -> Starting -> Downloading -> Training -> Uploading ->
+  Completed with exit code 0, billable seconds and a 'job' ledger entry;
+- a failing job says why (exit code) and does not retry;
+- with keep_alive_s the pool stays warm; the next matching job reuses it (Starting skipped,
+  recorded on both jobs), a non-matching one does not, and the keep-alive expiry or a
+  DELETE releases it with a 'warm' ledger entry;
+- stop: a long job goes Stopping, then Stopped.
+
+The full behaviour suite (PyTorch, OOM, restart, retry...) is engineer D's."""
+
+import sqlite3
+import time
+
+import pytest
+
+from labd_harness import make_user, wait_until
+
+JOB_TIMEOUT = 60
+
+
+@pytest.fixture(scope="module")
+def rd(runtime_daemon_factory):
+    return runtime_daemon_factory("jobs-run", sections={"jobs": {"keep_alive_max": "600"},
+                                                        "quota": {"concurrent_jobs": "10"}})
+
+
+def ok(r, status):
+    assert r.status == status, f"{r.method} {r.path}: expected {status}, got {r.status}: {r.body[:400]!r}"
+    return r.json
+
+
+def wait_job(c, job_id, until=("Completed", "Failed", "Stopped"), timeout=JOB_TIMEOUT):
+    seen = {}
+
+    def done():
+        seen["j"] = c.get(f"/api/v1/jobs/{job_id}").json
+        return seen["j"]["status"] in until
+
+    wait_until(done, timeout=timeout, what=f"job {job_id} to reach {until}")
+    return seen["j"]
+
+
+def ledger(d, job_id=None, pool_id=None):
+    db = sqlite3.connect(f"file:{d.db_file}?mode=ro", uri=True, timeout=10)
+    try:
+        if job_id is not None:
+            q, arg = "SELECT source, billable_s, end_at FROM ledger WHERE job_id = ? AND source = 'job'", job_id
+        else:
+            q, arg = "SELECT source, billable_s, end_at FROM ledger WHERE pool_id = ? AND source = 'warm'", pool_id
+        return db.execute(q, (arg,)).fetchall()
+    finally:
+        db.close()
+
+
+def test_a_job_walks_every_phase(rd):
+    c = make_user(rd, prefix="jr")
+    j = ok(c.post("/api/v1/jobs", json={"name": "echo", "command": [
+        "/bin/sh", "-c", "echo loss=1; echo loss=0.5"]}), 201)
+    done = wait_job(c, j["id"])
+    assert done["status"] == "Completed", done
+    assert done["secondary_status"] == "Completed" and done["exit_code"] == 0
+    phases = [t["status"] for t in done["transitions"]]
+    assert phases == ["Pending", "Starting", "Downloading", "Training", "Uploading",
+                      "Completed"], phases
+    assert all(t["end_at"] for t in done["transitions"][:-1])
+    assert done["warm_pool"]["reused"] is False and done["warm_pool"]["status"] == "Terminated"
+    assert done["started_at"] and done["ended_at"]
+    rows = ledger(rd, job_id=j["id"])
+    assert len(rows) == 1 and rows[0][2] is not None, rows
+    assert done["billable_s"] == rows[0][1]
+
+
+def test_a_failing_job_says_why_and_does_not_retry(rd):
+    c = make_user(rd, prefix="jf")
+    j = ok(c.post("/api/v1/jobs", json={"name": "fails", "max_retries": 3,
+                                        "command": ["/bin/sh", "-c", "exit 3"]}), 201)
+    done = wait_job(c, j["id"])
+    assert done["status"] == "Failed" and done["secondary_status"] == "Failed", done
+    assert done["exit_code"] == 3 and done["failure_reason"] == "exit code 3"
+    assert done["attempt"] == 1
+
+
+def test_warm_pool_reuse_and_release(rd):
+    c = make_user(rd, prefix="jw")
+    first = ok(c.post("/api/v1/jobs", json={"name": "warm-1", "keep_alive_s": 120,
+                                            "command": ["/bin/true"]}), 201)
+    first = wait_job(c, first["id"])
+    assert first["status"] == "Completed", first
+    assert first["warm_pool"]["status"] == "Available" and first["warm_pool"]["available_until"]
+    pools = ok(c.get("/api/v1/warm-pools"), 200)["warm_pools"]
+    assert [p["id"] for p in pools] == [first["warm_pool"]["id"]]
+    assert pools[0]["status"] == "Available" and pools[0]["job_id"] == first["id"]
+
+    t0 = time.monotonic()
+    second = ok(c.post("/api/v1/jobs", json={"name": "warm-2", "keep_alive_s": 120,
+                                             "command": ["/bin/true"]}), 201)
+    second = wait_job(c, second["id"])
+    warm_run_s = time.monotonic() - t0
+    assert second["status"] == "Completed", second
+    assert second["warm_pool"]["reused"] is True
+    assert second["warm_pool"]["id"] == first["warm_pool"]["id"]
+    assert "Starting" not in [t["status"] for t in second["transitions"]]
+    again = ok(c.get(f"/api/v1/jobs/{first['id']}"), 200)
+    assert again["warm_pool"]["status"] == "Reused"
+    assert again["warm_pool"]["reused_by"] == second["id"]
+    assert again["warm_pool"]["warm_s"] >= 0
+
+    # a job of another shape does not reuse it, and releases it
+    third = ok(c.post("/api/v1/jobs", json={"name": "other-shape", "memory_bytes": 128 << 20,
+                                            "command": ["/bin/true"]}), 201)
+    third = wait_job(c, third["id"])
+    assert third["warm_pool"]["reused"] is False
+    assert third["warm_pool"]["id"] != first["warm_pool"]["id"]
+    after = ok(c.get(f"/api/v1/jobs/{second['id']}"), 200)
+    assert after["warm_pool"]["status"] == "Terminated", after["warm_pool"]
+    assert "did not match" in after["warm_pool"]["reason"]
+    warm = ledger(rd, pool_id=first["warm_pool"]["id"])
+    assert len(warm) == 2 and all(r[2] is not None for r in warm), warm
+    print(f"warm job submit->Completed {warm_run_s:.2f} s")
+
+
+def test_release_by_delete(rd):
+    c = make_user(rd, prefix="jd")
+    j = ok(c.post("/api/v1/jobs", json={"name": "keep", "keep_alive_s": 300,
+                                        "command": ["/bin/true"]}), 201)
+    j = wait_job(c, j["id"])
+    pool_id = j["warm_pool"]["id"]
+    other = make_user(rd, prefix="jo")
+    assert other.delete(f"/api/v1/warm-pools/{pool_id}").status == 404
+    assert c.delete(f"/api/v1/warm-pools/{pool_id}").status == 204
+    got = ok(c.get(f"/api/v1/jobs/{j['id']}"), 200)
+    assert got["warm_pool"]["status"] == "Terminated"
+    assert got["warm_pool"]["reason"] == "released by the user"
+    assert ok(c.get("/api/v1/warm-pools"), 200)["warm_pools"] == []
+
+
+def test_stop_a_running_job(rd):
+    c = make_user(rd, prefix="jst")
+    j = ok(c.post("/api/v1/jobs", json={"name": "sleeps", "command": ["/bin/sleep", "300"]}), 201)
+    wait_job(c, j["id"], until=("InProgress",), timeout=5)
+    wait_until(lambda: c.get(f"/api/v1/jobs/{j['id']}").json["secondary_status"] == "Training",
+               timeout=JOB_TIMEOUT, what="the job to train")
+    s = ok(c.post(f"/api/v1/jobs/{j['id']}/stop", json={"grace_s": 2}), 202)
+    assert s["status"] == "Stopping", s
+    done = wait_job(c, j["id"], until=("Stopped", "Failed", "Completed"))
+    assert done["status"] == "Stopped" and done["secondary_status"] == "Stopped", done
+
+
+def test_a_job_survives_a_restart_of_the_web_process(rd):
+    """labd-web dies mid-job; the supervisor restarts it; the job keeps running and its
+    end is recorded by the new process (rows are the truth; pools reconciled)."""
+    import os
+    import signal
+
+    from labd_harness import web_process
+
+    c = make_user(rd, prefix="jrs")
+    j = ok(c.post("/api/v1/jobs", json={"name": "outlives", "command": [
+        "/bin/sh", "-c", "sleep 3; echo done"]}), 201)
+    wait_until(lambda: c.get(f"/api/v1/jobs/{j['id']}").json["secondary_status"] == "Training",
+               timeout=JOB_TIMEOUT, what="the job to train")
+    old = web_process(rd)
+    os.kill(old, signal.SIGKILL)
+    wait_until(lambda: web_process(rd) != old, timeout=30, what="a new labd-web")
+    c.login(c.user, c.password)
+    done = wait_job(c, j["id"])
+    assert done["status"] == "Completed", done
+    assert [t["status"] for t in done["transitions"]][-3:] == ["Training", "Uploading",
+                                                              "Completed"]

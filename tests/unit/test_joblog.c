@@ -1,0 +1,114 @@
+/* Unit tests: a job's capped log (server/supervisor/joblog.c): owner and
+ * modes, appending across opens, the cap with its one marker line. */
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "supervisor/joblog.h"
+
+static size_t slurp(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+	assert_true(fd >= 0);
+	n = read(fd, buf, len - 1);
+	close(fd);
+	assert_true(n >= 0);
+	buf[n] = '\0';
+	return (size_t)n;
+}
+
+static void test_modes_and_append(void **state)
+{
+	char dir[64], path[256], buf[256];
+	struct joblog l;
+	struct stat st;
+	(void)state;
+	unit_tempdir(dir);
+	assert_int_equal(joblog_prepare_dir(dir, 4242), 0);
+	snprintf(path, sizeof(path), "%s/joblogs", dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0750);
+	assert_int_equal(st.st_uid, 0);
+	assert_int_equal(st.st_gid, 4242);
+	assert_int_equal(joblog_open(&l, dir, 17, 1 << 20, 4242), 0);
+	joblog_append(&l, "epoch 1 loss 0.9\n", 17);
+	joblog_close(&l);
+	joblog_close(&l); /* twice is fine */
+	joblog_path(dir, 17, path, sizeof(path));
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(st.st_gid, 4242);
+	/* a retry continues the same file, never truncating it */
+	assert_int_equal(joblog_open(&l, dir, 17, 1 << 20, 4242), 0);
+	assert_int_equal(l.size_bytes, 17);
+	joblog_append(&l, "epoch 2 loss 0.5\n", 17);
+	joblog_close(&l);
+	slurp(path, buf, sizeof(buf));
+	assert_string_equal(buf, "epoch 1 loss 0.9\nepoch 2 loss 0.5\n");
+	unit_rmdir(dir);
+}
+
+static void test_cap(void **state)
+{
+	char dir[64], path[256], buf[512], marker[80];
+	struct joblog l;
+	(void)state;
+	unit_tempdir(dir);
+	assert_int_equal(joblog_prepare_dir(dir, 0), 0);
+	assert_int_equal(joblog_open(&l, dir, 5, 20, 0), 0);
+	joblog_append(&l, "0123456789\n", 11);
+	joblog_append(&l, "abcdefghijklmnop\n", 17); /* crosses the cap mid-line */
+	joblog_append(&l, "dropped\n", 8);
+	assert_true(l.capped);
+	joblog_close(&l);
+	joblog_path(dir, 5, path, sizeof(path));
+	size_t n = slurp(path, buf, sizeof(buf));
+	joblog_marker(20, marker, sizeof(marker));
+	assert_string_equal(marker, "[labd: log capped at 20 bytes]\n");
+	snprintf(path, sizeof(path), "0123456789\nabcdefghi\n%s", marker);
+	assert_string_equal(buf, path);
+	assert_int_equal(n, 20 + 1 + strlen(marker));
+	/* reopened past its cap: stays cut, nothing more is written */
+	assert_int_equal(joblog_open(&l, dir, 5, 20, 0), 0);
+	assert_true(l.capped);
+	joblog_append(&l, "more\n", 5);
+	joblog_close(&l);
+	joblog_path(dir, 5, path, sizeof(path));
+	assert_int_equal(slurp(path, buf, sizeof(buf)), n);
+	/* a cut exactly at a line end adds no blank line */
+	assert_int_equal(joblog_open(&l, dir, 6, 11, 0), 0);
+	joblog_append(&l, "0123456789\nx", 12);
+	joblog_close(&l);
+	joblog_path(dir, 6, path, sizeof(path));
+	slurp(path, buf, sizeof(buf));
+	assert_string_equal(buf, "0123456789\n[labd: log capped at 11 bytes]\n");
+	unit_rmdir(dir);
+}
+
+/* A link planted where the log should be is refused (O_NOFOLLOW). */
+static void test_refuses_symlink(void **state)
+{
+	char dir[64], path[256];
+	struct joblog l;
+	(void)state;
+	unit_tempdir(dir);
+	assert_int_equal(joblog_prepare_dir(dir, 0), 0);
+	joblog_path(dir, 9, path, sizeof(path));
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	assert_true(joblog_open(&l, dir, 9, 100, 0) < 0);
+	assert_int_equal(l.fd, -1);
+	unit_rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_modes_and_append),
+		cmocka_unit_test(test_cap),
+		cmocka_unit_test(test_refuses_symlink),
+	};
+	return cmocka_run_group_tests_name("joblog", tests, NULL, NULL);
+}

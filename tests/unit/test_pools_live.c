@@ -1,0 +1,403 @@
+/* Live test of the supervisor's job pools over its own protocol: the real
+ * channel table, pools, agent, sandboxes, mounts and cgroups (root only),
+ * driven as labd-web drives them, without the web process. pool_start ->
+ * pool_ready -> job_run of a shell command -> phases -> log file -> job_exited;
+ * a second job in the same pool; job_stop with grace (and a job that ignores
+ * SIGTERM: its pool is killed); max runtime; OOM; a bad spec. Prints the
+ * measured pool_start->pool_ready and job_run->training times (median of
+ * POOLS_RUNS, default 20). */
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "config/config.h"
+#include "labd/clock.h"
+#include "proto/proto.h"
+#include "supervisor/channel.h"
+#include "supervisor/pools.h"
+#include "supervisor/sandboxes.h"
+#include "supervisor/statedir.h"
+
+#define USER "pooltest"
+#define USER_ID 4242
+#define HOST_UID (200000 + USER_ID)
+
+static struct {
+	struct labd_config cfg;
+	char dir[64];
+	struct sandboxes *sb;
+	struct pools *ps;
+	struct channel *ch;
+	int web;
+	long long next_id;
+	json_t *seen; /* messages that reached the web end, oldest first */
+} T;
+
+static void emit(void *ctx, json_t *e)
+{
+	(void)ctx;
+	channel_emit(T.ch, e);
+}
+
+static bool gpu_held(void *ctx, unsigned gpu)
+{
+	(void)ctx;
+	return pools_gpu_held(T.ps, gpu);
+}
+
+/* One turn of the supervisor's loop, then what reached the web end. */
+static void turn(int max_ms)
+{
+	struct pollfd fds[2048] = {{.fd = channel_fd(T.ch), .events = POLLIN}};
+	int t1 = sandboxes_tick(T.sb), t2 = pools_tick(T.ps), ms = max_ms;
+	int nb = sandboxes_pollfds(T.sb, fds + 1, 1000);
+	int np = pools_pollfds(T.ps, fds + 1 + nb, 1000);
+	json_t *m;
+
+	if (t1 >= 0 && t1 < ms)
+		ms = t1;
+	if (t2 >= 0 && t2 < ms)
+		ms = t2;
+	poll(fds, (nfds_t)(1 + nb + np), ms);
+	if (fds[0].revents & POLLIN)
+		assert_int_equal(channel_on_readable(T.ch), 0);
+	sandboxes_on_events(T.sb, fds + 1, nb);
+	pools_on_events(T.ps, fds + 1 + nb, np);
+	while (proto_recv(T.web, &m) == 0)
+		json_array_append_new(T.seen, m);
+}
+
+/* Takes the first seen message of type matching (field == value, when given). */
+static json_t *take(const char *type, const char *field, const char *value, int timeout_ms)
+{
+	long long until = clock_ms() + timeout_ms;
+
+	for (;;) {
+		size_t i;
+		json_t *m;
+		json_array_foreach(T.seen, i, m) {
+			if (strcmp(json_string_value(json_object_get(m, "type")), type) != 0)
+				continue;
+			if (field && strcmp(proto_str(m, field), value) != 0)
+				continue;
+			json_incref(m);
+			json_array_remove(T.seen, i);
+			return m;
+		}
+		if (clock_ms() > until)
+			fail_msg("no %s%s%s within %d ms", type, field ? " " : "", value ? value : "",
+				 timeout_ms);
+		turn(50);
+	}
+}
+
+static json_t *request(json_t *msg)
+{
+	long long id = T.next_id++;
+	char idtext[24];
+
+	json_object_set_new(msg, "v", json_integer(PROTO_VERSION));
+	json_object_set_new(msg, "id", json_integer(id));
+	assert_int_equal(proto_send(T.web, msg), 0);
+	json_decref(msg);
+	snprintf(idtext, sizeof(idtext), "%lld", id);
+	for (long long until = clock_ms() + 10000; clock_ms() < until;) {
+		size_t i;
+		json_t *m;
+		json_array_foreach(T.seen, i, m) {
+			if (strcmp(proto_str(m, "type"), "reply") == 0 && proto_int(m, "id") == id) {
+				json_incref(m);
+				json_array_remove(T.seen, i);
+				return m;
+			}
+		}
+		turn(50);
+	}
+	fail_msg("no reply to %s", idtext);
+	return NULL;
+}
+
+static void pool_start(long long pool_id, long long memory_bytes)
+{
+	json_t *r = request(json_pack("{s:s,s:s,s:i,s:I,s:I,s:[],s:I,s:i}", "type", "pool_start",
+				      "user", USER, "user_id", USER_ID, "pool_id",
+				      (json_int_t)pool_id, "deadline", (json_int_t)time(NULL) + 600,
+				      "gpus", "memory_bytes", (json_int_t)memory_bytes, "network", 0));
+	if (!proto_bool(r, "ok"))
+		fail_msg("pool_start: %s", proto_str(r, "message"));
+	json_decref(r);
+}
+
+static json_t *wait_pool(const char *type, long long pool_id, int timeout_ms)
+{
+	char id[24];
+	snprintf(id, sizeof(id), "%lld", pool_id);
+	for (;;) {
+		json_t *m = take(type, NULL, NULL, timeout_ms);
+		if (proto_int(m, "pool_id") == pool_id)
+			return m;
+		json_decref(m);
+	}
+}
+
+static json_t *job_run(long long pool_id, long long job_id, const char *script,
+		       long long max_runtime_s)
+{
+	json_array_clear(T.seen); /* what earlier jobs said is not this one's */
+	json_t *spec = json_pack("{s:s,s:[s,s,s],s:{s:s},s:s,s:{s:f,s:s},s:[{s:s,s:s}],s:s,s:s,"
+				 "s:I,s:i}",
+				 "name", "job-test", "argv", "sh", "-c", script, "env", "MY_VAR",
+				 "mine", "cwd", "", "hyperparameters", "lr", 0.5, "opt", "adam",
+				 "channels", "name", "train", "path", "data/train", "output_path",
+				 "out", "checkpoint_path", "out/ckpt", "max_runtime_s",
+				 (json_int_t)max_runtime_s, "grace_s", 2);
+	char *text = json_dumps(spec, JSON_COMPACT);
+	json_t *r = request(json_pack("{s:s,s:s,s:I,s:I,s:s}", "type", "job_run", "user", USER,
+				      "pool_id", (json_int_t)pool_id, "job_id", (json_int_t)job_id,
+				      "spec", text));
+	free(text);
+	json_decref(spec);
+	return r;
+}
+
+/* Runs a job to its end; returns job_exited. */
+static json_t *run_to_end(long long pool_id, long long job_id, const char *script, int timeout_ms)
+{
+	json_t *r = job_run(pool_id, job_id, script, 60);
+	if (!proto_bool(r, "ok"))
+		fail_msg("job_run: %s", proto_str(r, "message"));
+	json_decref(r);
+	return take("job_exited", NULL, NULL, timeout_ms);
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[65536];
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		return 0;
+	int sv[2];
+	unit_tempdir(T.dir);
+	chmod(T.dir, 0755);
+	config_defaults(&T.cfg, false);
+	snprintf(T.cfg.state_dir, sizeof(T.cfg.state_dir), "%s", T.dir);
+	T.cfg.home_size_bytes = 256ULL << 20;
+	T.cfg.jobs_sample_interval_ms = 200;
+	assert_int_equal(statedir_prepare(T.dir, 0), 0);
+	struct sandboxes_events ev = {emit, gpu_held, NULL};
+	T.sb = sandboxes_new(&T.cfg, T.dir, &ev);
+	T.ps = pools_new(&T.cfg, T.dir, T.sb, &ev);
+	assert_non_null(T.ps);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	T.ch = channel_new(sv[0], T.sb);
+	channel_set_pools(T.ch, T.ps);
+	T.web = sv[1];
+	T.seen = json_array();
+	json_decref(request(json_pack("{s:s,s:s}", "type", "hello", "version", LABD_VERSION)));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		return 0;
+	pools_stop_all(T.ps, "test over");
+	for (long long until = clock_ms() + 20000; pools_live(T.ps) && clock_ms() < until;)
+		turn(50);
+	channel_free(T.ch);
+	pools_free(T.ps);
+	sandboxes_free(T.sb);
+	close(T.web);
+	json_decref(T.seen);
+	unit_rmdir(T.dir);
+	return 0;
+}
+
+static void home_dir(const char *rel)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/homes/%s/mnt/%s", T.dir, USER, rel);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(chown(path, HOST_UID, HOST_UID), 0);
+}
+
+static void test_pool_and_jobs(void **state)
+{
+	char path[256], *text;
+	json_t *m;
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	int runs = getenv("POOLS_RUNS") ? atoi(getenv("POOLS_RUNS")) : 20;
+	long long t0 = clock_ms();
+	pool_start(1, 512LL << 20);
+	json_decref(wait_pool("pool_ready", 1, 30000));
+	long long cold_ms = clock_ms() - t0;
+
+	/* the home is mounted while the pool holds it: the channel's folder */
+	home_dir("data");
+	home_dir("data/train");
+	snprintf(path, sizeof(path), "%s/homes/%s/mnt/data/train/x.csv", T.dir, USER);
+	FILE *f = fopen(path, "w");
+	fputs("1,2\n", f);
+	fclose(f);
+
+	m = run_to_end(1, 101,
+		       "echo out-line; echo err-line >&2; cat /opt/ml/input/data/train/x.csv; "
+		       "cat $SM_INPUT_CONFIG_DIR/hyperparameters.json; echo; echo hp=$SM_HP_OPT "
+		       "var=$MY_VAR ch=$SM_CHANNELS; echo model > /opt/ml/model/m.txt; "
+		       "touch /opt/ml/input/data/train/nope 2>/dev/null || echo ro-ok",
+		       30000);
+	assert_string_equal(proto_str(m, "kind"), "exited");
+	assert_int_equal(proto_int(m, "code"), 0);
+	json_decref(m);
+	snprintf(path, sizeof(path), "%s/joblogs/101.log", T.dir);
+	text = slurp(path);
+	assert_non_null(strstr(text, "out-line\n"));
+	assert_non_null(strstr(text, "err-line\n"));
+	assert_non_null(strstr(text, "1,2\n"));
+	assert_non_null(strstr(text, "\"lr\": 0.5") ?: strstr(text, "\"lr\":0.5"));
+	assert_non_null(strstr(text, "hp=adam var=mine ch=[\"train\"]"));
+	assert_non_null(strstr(text, "ro-ok"));
+	snprintf(path, sizeof(path), "%s/homes/%s/mnt/out/model/m.txt", T.dir, USER);
+	assert_string_equal(slurp(path), "model\n");
+	snprintf(path, sizeof(path), "%s/homes/%s/mnt/out/log.txt", T.dir, USER);
+	assert_non_null(strstr(slurp(path), "out-line"));
+	/* the phases came in order */
+	m = take("job_phase", "phase", "downloading", 1000);
+	json_decref(m);
+	json_decref(take("job_phase", "phase", "training", 1000));
+	json_decref(take("job_phase", "phase", "uploading", 1000));
+
+	/* warm: job_run -> training, again and again in the same pool */
+	long long warm[64];
+	runs = runs > 64 ? 64 : runs < 1 ? 1 : runs;
+	for (int i = 0; i < runs; i++) {
+		long long s = clock_ms();
+		json_t *r = job_run(1, 200 + i, "exit 0", 60);
+		assert_true(proto_bool(r, "ok"));
+		json_decref(r);
+		json_decref(take("job_phase", "phase", "training", 10000));
+		warm[i] = clock_ms() - s;
+		m = take("job_exited", NULL, NULL, 10000);
+		assert_string_equal(proto_str(m, "kind"), "exited");
+		json_decref(m);
+	}
+	qsort(warm, (size_t)runs, sizeof(warm[0]), cmp_ll);
+	print_message("pools: pool_start->pool_ready %lld ms (cold, first); job_run->training "
+		      "median %lld ms, max %lld ms over %d runs\n",
+		      cold_ms, warm[runs / 2], warm[runs - 1], runs);
+
+	/* nothing of job N survives into N+1 */
+	m = run_to_end(1, 300, "sleep 1000 & echo started-bg", 10000);
+	json_decref(m);
+	m = run_to_end(1, 301, "pgrep -x sleep && echo LEFTOVER || echo clean", 10000);
+	json_decref(m);
+	snprintf(path, sizeof(path), "%s/joblogs/301.log", T.dir);
+	assert_non_null(strstr(slurp(path), "clean"));
+
+	/* a bad spec is refused, naming the field, and the pool stays idle */
+	json_t *r = request(json_pack("{s:s,s:s,s:i,s:i,s:s}", "type", "job_run", "user", USER,
+				      "pool_id", 1, "job_id", 400, "spec",
+				      "{\"name\":\"x\",\"argv\":[\"true\"],\"output_path\":\"/etc\","
+				      "\"checkpoint_path\":\"c\",\"max_runtime_s\":5}"));
+	assert_false(proto_bool(r, "ok"));
+	assert_string_equal(proto_str(r, "code"), "bad_spec");
+	assert_non_null(strstr(proto_str(r, "message"), "output_path"));
+	json_decref(r);
+
+	/* stop with grace: the script saves on SIGTERM */
+	r = job_run(1, 500, "trap 'echo saved > /opt/ml/checkpoints/c; exit 3' TERM; "
+			    "sleep 100 & wait", 60);
+	assert_true(proto_bool(r, "ok"));
+	json_decref(r);
+	json_decref(take("job_phase", "phase", "training", 10000));
+	usleep(300000);
+	json_decref(request(json_pack("{s:s,s:s,s:i,s:i,s:i}", "type", "job_stop", "user", USER,
+				      "pool_id", 1, "job_id", 500, "grace_s", 10)));
+	m = take("job_exited", NULL, NULL, 10000);
+	assert_string_equal(proto_str(m, "kind"), "stopped");
+	assert_int_equal(proto_int(m, "code"), 3);
+	json_decref(m);
+	snprintf(path, sizeof(path), "%s/homes/%s/mnt/out/ckpt/c", T.dir, USER);
+	assert_string_equal(slurp(path), "saved\n");
+
+	/* max runtime: SIGTERM at 1 s; grace 2 s */
+	r = job_run(1, 601, "sleep 100", 1);
+	json_decref(r);
+	m = take("job_exited", NULL, NULL, 10000);
+	assert_string_equal(proto_str(m, "kind"), "max_runtime");
+	json_decref(m);
+
+	/* a job that ignores SIGTERM: after the grace its whole pool is killed */
+	r = job_run(1, 700, "trap '' TERM; while :; do sleep 0.1; done", 60);
+	json_decref(r);
+	json_decref(take("job_phase", "phase", "training", 10000));
+	usleep(300000);
+	json_decref(request(json_pack("{s:s,s:s,s:i,s:i,s:i}", "type", "job_stop", "user", USER,
+				      "pool_id", 1, "job_id", 700, "grace_s", 1)));
+	m = take("job_exited", NULL, NULL, 10000);
+	assert_string_equal(proto_str(m, "kind"), "stopped");
+	json_decref(m);
+	json_decref(wait_pool("pool_ended", 1, 20000));
+
+	/* OOM in a small pool, said plainly */
+	pool_start(2, 64LL << 20);
+	json_decref(wait_pool("pool_ready", 2, 30000));
+	m = run_to_end(2, 800, "python3 -c 'a = bytearray(400 << 20); print(len(a))'", 30000);
+	assert_string_equal(proto_str(m, "kind"), "oom");
+	json_decref(m);
+
+	/* pool_stop: killed at once, pool_ended requested */
+	json_decref(request(json_pack("{s:s,s:s,s:i,s:s}", "type", "pool_stop", "user", USER,
+				      "pool_id", 2, "reason", "released")));
+	m = wait_pool("pool_ended", 2, 20000);
+	assert_string_equal(proto_str(m, "cause"), "requested");
+	json_decref(m);
+
+	/* cold: pool_start -> pool_ready, a fresh pool each time */
+	long long cold[64];
+	for (int i = 0; i < runs; i++) {
+		json_array_clear(T.seen);
+		long long s = clock_ms();
+		pool_start(10 + i, 512LL << 20);
+		json_decref(wait_pool("pool_ready", 10 + i, 30000));
+		cold[i] = clock_ms() - s;
+		json_decref(request(json_pack("{s:s,s:s,s:i,s:s}", "type", "pool_stop", "user", USER,
+					      "pool_id", 10 + i, "reason", "measured")));
+		json_decref(wait_pool("pool_ended", 10 + i, 20000));
+	}
+	qsort(cold, (size_t)runs, sizeof(cold[0]), cmp_ll);
+	print_message("pools: pool_start->pool_ready median %lld ms, max %lld ms over %d pools\n",
+		      cold[runs / 2], cold[runs - 1], runs);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pool_and_jobs),
+	};
+	return cmocka_run_group_tests_name("pools_live", tests, setup, teardown);
+}
