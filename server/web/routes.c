@@ -41,6 +41,11 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/warm-pools", ROUTE_USER, ROUTE_API, api_warm_pools_list, SCOPE_JOBS},
 	{"DELETE", "/api/v1/warm-pools/{}", ROUTE_USER, ROUTE_API, api_warm_pools_delete,
 	 SCOPE_JOBS},
+	/* a training job's log, metrics, samples and status events (docs/jobs.md) */
+	{"GET", "/api/v1/jobs/{}/logs", ROUTE_USER, ROUTE_API, api_job_logs, SCOPE_JOBS},
+	{"GET", "/api/v1/jobs/{}/metrics", ROUTE_USER, ROUTE_API, api_job_metrics, SCOPE_JOBS},
+	{"GET", "/api/v1/jobs/{}/samples", ROUTE_USER, ROUTE_API, api_job_samples, SCOPE_JOBS},
+	{"GET", "/api/v1/jobs/{}/events", ROUTE_USER, ROUTE_API, api_job_events, SCOPE_JOBS},
 	/* Deprecated, gone in the next release. Public: the redirect changes and reveals
 	 * nothing, and the new path runs the whole gate, so a client that follows it gets
 	 * today's answer (401 and 403 included) from one place. */

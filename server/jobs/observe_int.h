@@ -1,0 +1,48 @@
+/* observe_int.h - what observe.c and observe_rules.c share (jobs/ only:
+ * no other folder includes it). */
+#ifndef LABD_JOBS_OBSERVE_INT_H
+#define LABD_JOBS_OBSERVE_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "jobs/rules.h"
+
+struct app;
+struct extract_set;
+struct follow_hub;
+struct jobs_watch;
+struct labd_config;
+
+/* One running job being read for metrics. */
+struct tracked {
+	int64_t job_id;
+	bool gpu;
+	struct extract_set *set; /* NULL: no definitions could be compiled */
+	uint64_t offset;         /* the log's bytes read (saved in job_observe) */
+	int64_t started_ms, first_output_ms, last_output_ms; /* epoch ms, 0 = none */
+	int64_t last_rules_ms;
+	uint64_t seen_tick;
+	struct tracked *next;
+};
+
+struct observe {
+	pthread_mutex_t lock; /* the tracked list and the read buffer */
+	struct app *app;
+	struct rule_limits limits;
+	struct tracked *head;
+	uint64_t ticks;
+	struct follow_hub *follow;
+	struct jobs_watch *watch;
+	char buf[256 * 1024];
+};
+
+/* Wall-clock milliseconds (stored times are epoch ms). */
+int64_t observe_wall_ms(void);
+/* The rules' thresholds from [jobs] rules_*. */
+void observe_limits(const struct labd_config *cfg, struct rule_limits *l);
+/* With o->lock held: evaluates the rules for t and stores what fires. */
+void observe_rules_locked(struct observe *o, struct tracked *t, int64_t now_ms);
+
+#endif
