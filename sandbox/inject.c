@@ -153,8 +153,11 @@ static bool dst_ok(const char *dst)
 int sandbox_inject(const struct sandbox_handle *h, int src_fd, const char *dst, bool ro,
 		   struct sandbox_error *err)
 {
+	/* private: a clone of a shared host mount (systemd makes "/" shared) would join its
+	 * peer group, and mount events would travel between the host and the sandbox */
 	struct mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-					      (ro ? MOUNT_ATTR_RDONLY : 0)};
+					      (ro ? MOUNT_ATTR_RDONLY : 0),
+				  .propagation = MS_PRIVATE};
 	int tree, rc;
 
 	if (!dst_ok(dst))

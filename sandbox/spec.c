@@ -84,10 +84,19 @@ static int check_ro_binds(const struct sandbox_spec *s)
 	return 0;
 }
 
+/* Absolute, not "/", and every component a plain name (no "", ".", ".."). */
 static bool canonical(const char *p)
 {
-	return abs_path_ok(p) && strcmp(p, "/") != 0 && !strstr(p, "/./") && !strstr(p, "//") &&
-	       p[strlen(p) - 1] != '/';
+	if (!abs_path_ok(p) || strcmp(p, "/") == 0)
+		return false;
+	for (const char *c = p + 1;; c++) {
+		size_t n = strcspn(c, "/");
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		c += n;
+		if (!*c)
+			return true;
+	}
 }
 
 /* Binds at another path: the source may be in the state dir (a pool's layout), the

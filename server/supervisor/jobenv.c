@@ -54,11 +54,13 @@ static int add(struct jobenv *e, const char *fmt, ...)
 	return 0;
 }
 
+/* Numbers as people write them (0.1, not 0.10000000000000001): 15 digits. */
+#define HP_DUMP (JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15))
+
 /* A hyperparameter as text: strings as they are, anything else as JSON. */
 static char *hp_text(json_t *v)
 {
-	return json_is_string(v) ? strdup(json_string_value(v))
-				 : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	return json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, HP_DUMP);
 }
 
 static int add_channels(const struct jobspec *s, struct jobenv *e)
@@ -87,10 +89,12 @@ static int add_channels(const struct jobspec *s, struct jobenv *e)
 static int add_hyperparameters(const struct jobspec *s, struct jobenv *e)
 {
 	json_t *hps = s->hyperparameters, *v;
-	char *all = json_dumps(hps ? hps : json_object(), JSON_COMPACT), up[80];
+	json_t *none = json_object();
+	char *all = json_dumps(hps ? hps : none, HP_DUMP), up[80];
 	const char *k;
 	int rc;
 
+	json_decref(none);
 	if (!all)
 		return -ENOMEM;
 	rc = add(e, "SM_HPS=%s", all);

@@ -361,10 +361,10 @@ json_t *jobrun_run(struct pools *ps, struct pool *p, long long id, json_t *msg)
 		return proto_error(id, "busy", "the staging worker could not start");
 	}
 	log_info("job %lld in pool %lld of %s: staging", j->job_id, p->pool_id, p->user);
-	/* the reply goes first (the caller returns it); the phase follows at once */
-	json_t *r = proto_ok(id);
-	emit_phase(ps, p, "downloading");
-	return r;
+	pools_save(ps, p); /* a restart now loses this job: it says so */
+	/* the reply goes first (the caller sends it); the phase at the next tick */
+	j->downloading_unsaid = true;
+	return proto_ok(id);
 }
 
 static void ask_stop(struct pools *ps, struct pool *p, const char *kind, int64_t grace_s)
@@ -402,7 +402,7 @@ static void start_command(struct pools *ps, struct pool *p)
 	struct jobenv env;
 	char cwd[JOBSPEC_PATH_MAX_BYTES + 64], *text;
 	size_t len;
-	int64_t ncpus = p->n_gpus ? (int64_t)p->n_gpus : 1;
+	int64_t ncpus = p->cpus_milli ? (p->cpus_milli + 999) / 1000 : 1;
 
 	snprintf(cwd, sizeof(cwd), "/home/%s%s%s", p->user, j->spec.cwd[0] ? "/" : "",
 		 j->spec.cwd);
@@ -461,6 +461,7 @@ static void on_uploaded(struct pools *ps, struct pool *p)
 		j->home_full = r.home_full;
 	emit_exited(ps, p);
 	jobrun_clear(p);
+	pools_save(ps, p); /* idle again */
 }
 
 void jobrun_on_worker(struct pools *ps, struct pool *p)
@@ -563,6 +564,10 @@ long long jobrun_tick(struct pools *ps, struct pool *p, long long now)
 	struct pool_job *j = &p->job;
 	long long next = -1;
 
+	if (j->downloading_unsaid) {
+		j->downloading_unsaid = false;
+		emit_phase(ps, p, "downloading");
+	}
 	if (j->step == J_TRAINING && now >= j->runtime_end_ms)
 		ask_stop(ps, p, "max_runtime", j->grace_s);
 	if (j->step == J_STOPPING && now >= j->kill_at_ms) {

@@ -42,6 +42,7 @@ struct pool_job {
 	int worker_fd;
 	long long runtime_end_ms, kill_at_ms, sample_at_ms;
 	int64_t oom_kills_before;
+	bool downloading_unsaid; /* job_phase downloading goes out after job_run's reply */
 	const char *stop_kind; /* "stopped" or "max_runtime" once asked to stop */
 	int64_t grace_s;
 	/* how it ended (job_exited) */
@@ -61,6 +62,7 @@ struct pool {
 	uid_t host_uid;
 	unsigned gpus[SANDBOX_MAX_GPUS];
 	unsigned n_gpus;
+	uint32_t cpus_milli; /* the pool's CPU limit (SM_NUM_CPUS when the spec names none) */
 	int64_t deadline_s, ended_at_s;
 	struct sandbox_handle h;
 	int pidfd;
@@ -87,6 +89,8 @@ void pools_emit(struct pools *ps, json_t *event);
 json_t *pools_event(const char *type, const struct pool *p);
 /* Kills the pool's sandbox at once (cause, reason) and tears it down. */
 void pools_kill(struct pools *ps, struct pool *p, const char *cause, const char *reason);
+/* Records the pool (and the job it runs) for a restarted supervisor. */
+void pools_save(const struct pools *ps, const struct pool *p);
 /* Writes a command to the agent; 0, or -errno (the pool is then killed). */
 int pools_tell_agent(struct pools *ps, struct pool *p, const char *text, size_t len);
 

@@ -87,7 +87,7 @@ static void record_path(const struct pools *ps, long long pool_id, char *out, si
 }
 
 /* What a restarted supervisor needs to end the pool and free its GPUs. */
-static void save_record(const struct pools *ps, const struct pool *p)
+void pools_save(const struct pools *ps, const struct pool *p)
 {
 	char path[LAUNCH_PATH_MAX], tmp[LAUNCH_PATH_MAX + 8];
 	json_t *gpus = json_array();
@@ -330,6 +330,7 @@ json_t *pools_start(struct pools *ps, long long id, json_t *msg)
 	p->host_uid = uid;
 	p->deadline_s = proto_int(msg, "deadline");
 	p->n_gpus = rq.n_gpus;
+	p->cpus_milli = rq.sizes.cpus_milli;
 	memcpy(p->gpus, rq.gpus, sizeof(p->gpus));
 	log_info("building pool %lld of %s (worker %d)", p->pool_id, user, (int)p->worker);
 	json_t *r = proto_ok(id);
@@ -403,6 +404,8 @@ int pools_live(const struct pools *ps)
 	return n;
 }
 
+static void say_ready(struct pools *ps, struct pool *p);
+
 static void on_started(struct pools *ps, struct pool *p)
 {
 	char err[200];
@@ -419,8 +422,10 @@ static void on_started(struct pools *ps, struct pool *p)
 	}
 	p->state = P_RUNNING;
 	p->pidfd = (int)syscall(SYS_pidfd_open, p->h.pid, 0);
-	save_record(ps, p);
+	pools_save(ps, p);
 	log_info("pool %lld of %s started: sandbox %s", p->pool_id, p->user, p->h.id);
+	if (p->ready && !p->stop_pending)
+		say_ready(ps, p);
 	if (p->stop_pending) {
 		p->stop_pending = false;
 		char cause[16], reason[200];
@@ -429,6 +434,12 @@ static void on_started(struct pools *ps, struct pool *p)
 		p->cause[0] = '\0';
 		pools_kill(ps, p, cause, reason);
 	}
+}
+
+static void say_ready(struct pools *ps, struct pool *p)
+{
+	log_info("pool %lld of %s is ready", p->pool_id, p->user);
+	pools_emit(ps, pools_event("pool_ready", p));
 }
 
 /* Status lines from the agent: ready once, then started/exited per job. */
@@ -458,8 +469,10 @@ static void on_status(struct pools *ps, struct pool *p)
 		p->status_len -= (size_t)used;
 		if (st.said == AGENT_READY) {
 			p->ready = true;
-			log_info("pool %lld of %s is ready", p->pool_id, p->user);
-			pools_emit(ps, pools_event("pool_ready", p));
+			/* the agent may speak before the start worker's report is read:
+			 * ready is said once the pool runs (on_started) */
+			if (p->state == P_RUNNING)
+				say_ready(ps, p);
 		} else {
 			jobrun_on_agent(ps, p, &st);
 		}

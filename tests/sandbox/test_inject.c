@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include "boxsh.h"
@@ -145,8 +146,14 @@ static void test_inject_rw_and_eject(void **st)
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(sb.st_uid, HOST_UID);
 	assert_int_equal(sb.st_mode & 07777, 0755);
+	/* a shared home mount on the host (as under systemd): the copy inside is private */
+	snprintf(path, sizeof(path), "%s/homes/injector/mnt", state);
+	assert_int_equal(mount(NULL, path, NULL, MS_SHARED, NULL), 0);
 	assert_int_equal(sandbox_inject(&box.h, fd, "/opt/ml/model", false, NULL), 0);
 	close(fd);
+	assert_int_equal(boxsh_run(&box, "grep ' /opt/ml/model ' /proc/self/mountinfo", out, sizeof(out)), 0);
+	assert_null(strstr(out, "shared:"));
+	assert_null(strstr(out, "master:"));
 	assert_int_equal(boxsh_run(&box, "echo weights > /opt/ml/model/m.pt", out, sizeof(out)), 0);
 	snprintf(path, sizeof(path), "%s/homes/injector/mnt/jobs/j1/model/m.pt", state);
 	assert_int_equal(stat(path, &sb), 0);

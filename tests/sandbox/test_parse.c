@@ -72,6 +72,38 @@ static void test_ro_binds_checked(void **st)
 	assert_int_equal(sandbox_spec_check(&s), -1);
 }
 
+/* spec.binds: both paths canonical; the source may lie in the state dir (a pool's
+ * layout), the target may not. */
+static void test_binds_checked(void **st)
+{
+	static const char *const bad[] = {"/", "opt/x", "/opt/../etc", "/opt/..", "/opt//x", "/opt/./x",
+					  "/opt/x/", "/opt/.", NULL};
+	char *const argv[] = {"true", NULL};
+	struct sandbox_spec s;
+	(void)st;
+	sandbox_spec_init(&s);
+	s.user = "alice";
+	s.user_id = 7;
+	s.argv = argv;
+	s.binds[s.n_binds++] = (struct sandbox_bind){"/var/lib/labd/pools/3/ml", "/opt/ml", true};
+	s.binds[s.n_binds++] = (struct sandbox_bind){"/srv/build/libexec", "/opt/labd/libexec", false};
+	assert_int_equal(sandbox_spec_check(&s), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		s.binds[1].src = bad[i];
+		assert_int_equal(sandbox_spec_check(&s), -1);
+		s.binds[1].src = "/srv/build/libexec";
+		s.binds[1].dst = bad[i];
+		assert_int_equal(sandbox_spec_check(&s), -1);
+		s.binds[1].dst = "/opt/labd/libexec";
+	}
+	s.binds[1].dst = "/var/lib/labd/x"; /* masked inside: never a target */
+	assert_int_equal(sandbox_spec_check(&s), -1);
+	s.binds[1].dst = "/var/lib/labdx";
+	assert_int_equal(sandbox_spec_check(&s), 0);
+	s.n_binds = SANDBOX_MAX_BINDS + 1;
+	assert_int_equal(sandbox_spec_check(&s), -1);
+}
+
 static void test_state_roundtrip(void **st)
 {
 	struct sandbox_state a, b;
@@ -169,6 +201,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gpus_net),
 		cmocka_unit_test(test_ro_binds_checked),
+		cmocka_unit_test(test_binds_checked),
 		cmocka_unit_test(test_stat_field),
 		cmocka_unit_test(test_state_roundtrip),
 		cmocka_unit_test(test_state_rejects),

@@ -170,7 +170,7 @@ static json_t *run_to_end(long long pool_id, long long job_id, const char *scrip
 {
 	json_t *r = job_run(pool_id, job_id, script, 60);
 	if (!proto_bool(r, "ok"))
-		fail_msg("job_run: %s", proto_str(r, "message"));
+		fail_msg("job_run %lld: %s", job_id, proto_str(r, "message"));
 	json_decref(r);
 	return take("job_exited", NULL, NULL, timeout_ms);
 }
@@ -334,7 +334,13 @@ static void test_pool_and_jobs(void **state)
 	assert_true(proto_bool(r, "ok"));
 	json_decref(r);
 	json_decref(take("job_phase", "phase", "training", 10000));
-	usleep(300000);
+	/* samples every [jobs] sample_interval (200 ms here) while it trains */
+	m = take("job_sample", NULL, NULL, 3000);
+	assert_int_equal(proto_int(m, "job_id"), 500);
+	assert_true(proto_int(m, "memory_bytes") > 0);
+	assert_int_equal(proto_int(m, "memory_limit_bytes"), 512LL << 20);
+	json_decref(m);
+	json_decref(take("job_sample", NULL, NULL, 3000));
 	json_decref(request(json_pack("{s:s,s:s,s:i,s:i,s:i}", "type", "job_stop", "user", USER,
 				      "pool_id", 1, "job_id", 500, "grace_s", 10)));
 	m = take("job_exited", NULL, NULL, 10000);
@@ -376,6 +382,23 @@ static void test_pool_and_jobs(void **state)
 	m = wait_pool("pool_ended", 2, 20000);
 	assert_string_equal(proto_str(m, "cause"), "requested");
 	json_decref(m);
+
+	/* a supervisor restart: the pool's agent lost its pipes; the new supervisor
+	 * ends the pool (gone), its job lost, and nothing of it stays */
+	pool_start(3, 256LL << 20);
+	json_decref(wait_pool("pool_ready", 3, 30000));
+	json_decref(job_run(3, 900, "sleep 100", 60));
+	json_decref(take("job_phase", "phase", "training", 10000));
+	struct sandboxes_events ev = {emit, gpu_held, NULL};
+	pools_free(T.ps);
+	T.ps = pools_new(&T.cfg, T.dir, T.sb, &ev);
+	channel_set_pools(T.ch, T.ps);
+	m = wait_pool("pool_ended", 3, 20000);
+	assert_string_equal(proto_str(m, "cause"), "gone");
+	assert_non_null(strstr(proto_str(m, "reason"), "job is lost"));
+	json_decref(m);
+	snprintf(path, sizeof(path), "%s/pools/3", T.dir);
+	assert_int_equal(access(path, F_OK), -1);
 
 	/* cold: pool_start -> pool_ready, a fresh pool each time */
 	long long cold[64];
