@@ -3,6 +3,7 @@ section, submit and wait, files into and out of a user's home through jobs
 themselves (the home is an ext4 image only a sandbox mounts), and a streaming
 Server-Sent Events reader.  Everything goes through the real API (docs/jobs.md)."""
 
+import calendar
 import json as jsonlib
 import os
 import socket
@@ -251,3 +252,10 @@ def metric_values(c, job_id, name):
 
 def loads(text):
     return jsonlib.loads(text)
+
+
+def at(s):
+    """An API time ('2026-12-03T15:06:43Z' or with milliseconds '...43.913Z') as
+    epoch seconds (a float)."""
+    base, _, frac = s.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) + (float("0." + frac) if frac else 0)

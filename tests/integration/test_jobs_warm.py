@@ -9,6 +9,7 @@ import time
 import pytest
 
 from jobs_lib import (
+    at,
     get_job,
     jobs_daemon,
     log_text,
@@ -18,7 +19,7 @@ from jobs_lib import (
     usage_entries,
     wait_job,
 )
-from labd_harness import SLOW, assert_status, parse_api_time, sandbox_records, wait_until
+from labd_harness import SLOW, assert_status, sandbox_records, wait_until
 
 STAMP = ["/bin/sh", "-c", "date +%s.%N"]
 
@@ -49,8 +50,8 @@ def test_reuse_skips_starting_is_recorded_and_fast(wd):
     assert first["status"] == "Completed", first
     wp = first["warm_pool"]
     assert wp["status"] == "Available" and wp["reused"] is False and wp["reused_by"] is None, wp
-    until = parse_api_time(wp["available_until"])
-    assert 50 <= until - parse_api_time(first["ended_at"]) <= 61, (wp, first["ended_at"])
+    until = at(wp["available_until"])
+    assert 50 <= until - at(first["ended_at"]) <= 61, (wp, first["ended_at"])
     listed = warm_pools(c)
     assert listed[wp["id"]]["status"] == "Available" and listed[wp["id"]]["job_id"] == first["id"], listed
     assert len(pool_boxes(wd, name)) == 1
@@ -118,8 +119,8 @@ def test_keep_alive_expiry_releases_and_the_ledger_matches_the_phases(wd):
     assert len(jobs) == 1 and len(warm) == 1, es
     assert jobs[0]["job_id"] == j["id"] and warm[0]["pool_id"] == pid, es
     phases = {t["status"]: t for t in j["transitions"]}
-    start = parse_api_time(phases["Starting"]["start_at"])
-    end = parse_api_time(phases["Uploading"]["end_at"])
+    start = at(phases["Starting"]["start_at"])
+    end = at(phases["Uploading"]["end_at"])
     assert abs(jobs[0]["billable_s"] - j["billable_s"]) <= 1, (jobs[0], j["billable_s"])
     assert abs(j["billable_s"] - (end - start)) <= 1, (j["billable_s"], start, end)
     assert j["billable_s"] >= 1, j  # the job slept 1 s while Training
