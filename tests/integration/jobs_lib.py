@@ -165,6 +165,7 @@ class SSE:
             + "Connection: close\r\n\r\n"
         self.sock.sendall(req.encode())
         self.buf = b""
+        self.eof = False
         head = self._until(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
         self.status = int(lines[0].split()[1])
@@ -174,7 +175,6 @@ class SSE:
             self.headers[k.strip().lower()] = v.strip()
         self.chunked = "chunked" in self.headers.get("transfer-encoding", "").lower()
         self.body = b""  # de-chunked bytes not yet parsed into events
-        self.eof = False
 
     def _fill(self):
         data = self.sock.recv(65536)

@@ -112,7 +112,7 @@ def test_concurrent_jobs_quota_refuses_and_creates_nothing(jd):
     assert e["code"] == "quota_exceeded" and e["limit"] == "concurrent_jobs", e
     assert "concurrent_jobs" in e["message"], e
     assert c.get("/api/v1/jobs").json["total"] == total
-    assert_status(c.post(f"/api/v1/jobs/{first['id']}/stop", json={"grace_s": 0}), 202)
+    assert_status(c.post(f"/api/v1/jobs/{first['id']}/stop", json={"grace_s": 1}), 202)
     wait_job(c, first["id"])
     j = submit(c, ["true"], name="second")
     assert wait_job(c, j["id"])["status"] == "Completed"

@@ -43,7 +43,7 @@ def jd(runtime_daemon_factory):
 
 @pytest.fixture(scope="module")
 def owner(jd):
-    _, c = new_user(jd, "jl")
+    _, c = new_user(jd, "jl", overrides={"concurrent_jobs": 4})
     put_files(c, {"code/resume.py": script("resume.py")})
     return c
 
