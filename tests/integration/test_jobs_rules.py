@@ -33,11 +33,25 @@ JOBS = {
 }
 
 
+# rules read from the samples (the others from the log and metrics: no samples to show)
+SAMPLED = ("IOBottleneck", "MemoryNearLimit")
+
+
+def samples(c, j):
+    r = c.get(f"/api/v1/jobs/{j['id']}/samples")
+    return r.json if r.status == 200 else r
+
+
 @pytest.fixture(scope="module")
 def rd(runtime_daemon_factory):
     return jobs_daemon(runtime_daemon_factory, "jobs-rules", jobs={
         "rules_init": "3s", "rules_quiet": "3s", "sample_interval": "200ms",
-        "rules_interval": "1s", "rules_min_samples": "5", "max_pools_per_user": "8"})
+        "rules_interval": "1s", "rules_min_samples": "5", "max_pools_per_user": "8",
+        # an fsync loop on this VM's disk waits 25-60 % of the time (a busy shared
+        # disk or a faster one moves that): the I/O threshold is lowered to 20 %
+        # so that the rule's logic, not the disk, is what is tested; the healthy
+        # job waits on I/O ~0 % and must stay quiet under it
+        "rules_io_wait": "20"})
 
 
 @pytest.fixture(scope="module")
@@ -67,16 +81,17 @@ def test_rule_fires_on_the_job_built_for_it(ran, rule):
     j = jobs[rule]
     assert j["status"] == "Completed", f"{j}\n{log_text(c, j['id'])}"
     found = [f for f in j["findings"] if f["rule"] == rule]
-    assert len(found) == 1, (rule, j["findings"])
+    assert len(found) == 1, (rule, j["findings"], samples(c, j))
     f = found[0]
     assert f["status"] == "IssuesFound" and f["message"], f
     assert f["first_at"] <= f["last_at"], f
-    assert f["samples"], f"{rule}: no triggering samples: {f}"
+    if rule in SAMPLED:
+        assert f["samples"], f"{rule}: no triggering samples: {f}"
 
 
 def test_finding_shows_while_the_job_runs(ran):
     _, _, live = ran
-    assert live and live[0]["samples"], live
+    assert live and live[0]["rule"] == "NoLogOutput", live
 
 
 def test_healthy_job_has_no_finding(ran):

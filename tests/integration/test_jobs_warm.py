@@ -4,6 +4,7 @@ milliseconds; a job whose criteria differ does not reuse it; the keep-alive
 expiring or the user releasing it ends it; the ledger bills job seconds (Starting
 through Uploading) and warm seconds separately, matching the phases."""
 
+import sqlite3
 import time
 
 import pytest
@@ -111,13 +112,15 @@ def test_keep_alive_expiry_releases_and_the_ledger_matches_the_phases(wd):
     wait_until(lambda: not pool_boxes(wd, name), 20 * SLOW, "the expired pool's sandbox to go")
     assert pid not in warm_pools(c) or warm_pools(c)[pid]["status"] == "Terminated"
 
-    # the ledger: one job entry = the billable phases, one warm entry = the warm time
+    # the ledger: one job entry = the billable phases, one warm entry = the warm time.
+    # GET /api/v1/me/usage lists both (as it lists runtimes); which is which (source,
+    # job_id, pool_id) is read from labd's database, as root
     j = get_job(c, j["id"])
-    es = usage_entries(c)
-    jobs = [e for e in es if e.get("source") == "job"]
-    warm = [e for e in es if e.get("source") == "warm"]
-    assert len(jobs) == 1 and len(warm) == 1, es
-    assert jobs[0]["job_id"] == j["id"] and warm[0]["pool_id"] == pid, es
+    rows = ledger_rows(wd, name)
+    jobs = [r for r in rows if r["source"] == "job"]
+    warm = [r for r in rows if r["source"] == "warm"]
+    assert len(jobs) == 1 and len(warm) == 1, rows
+    assert jobs[0]["job_id"] == j["id"] and warm[0]["pool_id"] == pid, rows
     phases = {t["status"]: t for t in j["transitions"]}
     start = at(phases["Starting"]["start_at"])
     end = at(phases["Uploading"]["end_at"])
@@ -125,4 +128,17 @@ def test_keep_alive_expiry_releases_and_the_ledger_matches_the_phases(wd):
     assert abs(j["billable_s"] - (end - start)) <= 1, (j["billable_s"], start, end)
     assert j["billable_s"] >= 1, j  # the job slept 1 s while Training
     assert abs(warm[0]["billable_s"] - w["warm_s"]) <= 1, (warm[0], w)
-    assert jobs[0]["end_s"] <= warm[0]["start_s"] + 1, es
+    assert jobs[0]["end_at"] <= warm[0]["start_at"] + 1, rows
+    api = sorted((e["start_s"], e["billable_s"]) for e in usage_entries(c))
+    assert api == sorted((r["start_at"], r["billable_s"]) for r in rows), (api, rows)
+
+
+def ledger_rows(d, name):
+    db = sqlite3.connect(f"file:{d.db_file}?mode=ro", uri=True, timeout=10)
+    db.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in db.execute(
+            "SELECT source, job_id, pool_id, start_at, end_at, billable_s FROM ledger "
+            "WHERE user_name = ? ORDER BY id", (name,))]
+    finally:
+        db.close()

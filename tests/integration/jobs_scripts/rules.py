@@ -1,8 +1,8 @@
 """Jobs built to trigger one profiling rule each (docs/jobs.md, "Profiling
 rules"), and a healthy one that triggers none.  Usage: rules.py MODE [SECONDS]
   healthy   `step=N loss=X` every 0.1 s, little memory, no disk
-  io        4 KiB writes, each followed by fsync, into the output folder: the
-            process waits on the disk most of the time, with little CPU (IOBottleneck)
+  io        4 threads of 4 KiB writes, each followed by fsync, into the output
+            folder: some thread waits on the disk nearly all the time (IOBottleneck)
   memory    grows to 94 % of the memory limit and holds it (MemoryNearLimit)
   quiet     one line, then silence (NoLogOutput)
   slowinit  silence first, then steps (SlowInitialization)
@@ -13,6 +13,7 @@ The memory limit: the `limit_bytes` hyperparameter or the cgroup's, the smaller.
 import json
 import os
 import sys
+import threading
 import time
 
 
@@ -38,19 +39,30 @@ def healthy(seconds):
 
 
 def io(seconds):
+    """Four threads, each writing 4 KiB and fsyncing it in a file of its own, so
+    that some thread waits on the disk nearly all the time (fsync lets go of the
+    GIL); one fsync loop alone waited about a quarter of the time here."""
     out = os.environ.get("LABD_OUTPUT_DIR", "/opt/ml/output")
-    block = os.urandom(4096)
-    end, n = time.monotonic() + seconds, 0
-    fd = os.open(os.path.join(out, "io.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        while time.monotonic() < end:
-            os.pwrite(fd, block, (n % 256) * 4096)
-            os.fsync(fd)
-            n += 1
-            if n % 500 == 0:
-                say(f"fsyncs={n}")
-    finally:
-        os.close(fd)
+    end = time.monotonic() + seconds
+    counts = [0] * 4
+
+    def writer(k):
+        block = os.urandom(4096)
+        fd = os.open(os.path.join(out, f"io{k}.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            while time.monotonic() < end:
+                os.pwrite(fd, block, (counts[k] % 256) * 4096)
+                os.fsync(fd)
+                counts[k] += 1
+        finally:
+            os.close(fd)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        time.sleep(0.5)
+        say(f"fsyncs={sum(counts)}")
 
 
 def memory_limit():
@@ -104,7 +116,7 @@ def steps(seconds):
         say(f"step={i + 1} step_time={0.010 + (i % 3) * 0.0005:.4f}")
         time.sleep(0.05)
     say("step=41 step_time=0.5000")
-    for i in range(5):
+    for i in range(60):  # training goes on: rules run while a job trains
         say(f"step={42 + i} step_time=0.0100")
         time.sleep(0.05)
 
