@@ -49,6 +49,7 @@ def main():
     args = ap.parse_args()
     L.install_signal_exit()
     w = tempfile.mkdtemp(prefix="labd-bench-gpu.", dir="/var/tmp")
+    os.chmod(w, 0o755)  # the web process (user labd) reaches the state dir below it
     procs = L.Procs(os.path.join(w, "pids"))
     labd = L.Labd(procs, os.path.join(w, "labd"), runtime={"gpu_limit": "1h", "home_size": "4G",
                                                            "memory": "16G"})
