@@ -3,6 +3,7 @@ user failure that does not retry, stop with a grace period that lets a script sa
 its checkpoint, a script that ignores SIGTERM killed at the grace, the
 concurrent_jobs quota, and another user's job out of sight."""
 
+import sqlite3
 import time
 
 import pytest
@@ -20,7 +21,7 @@ from jobs_lib import (
     submit,
     wait_job,
 )
-from labd_harness import SLOW, assert_error, assert_status, wait_until
+from labd_harness import SLOW, assert_error, assert_status, user_id, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +149,24 @@ def test_jobs_scope_is_needed_for_a_token(jd, owner):
     assert_status(jobs.get("/api/v1/jobs"), 200)
     j = submit(jobs, ["true"], name="by-token")
     assert wait_job(jobs, j["id"])["status"] == "Completed"
+
+
+def test_used_up_cpu_window_refuses_a_job(jd):
+    """The job quota is the runtimes' quota: with the 24 h CPU window used up (a
+    closed ledger entry seeded as test_quota_enforce does), a submit is a 429
+    naming the window, and nothing is created."""
+    name, c = new_user(jd, "jw", overrides={"cpu_s_per_24h": 3600})
+    now = int(time.time())
+    db = sqlite3.connect(jd.db_file, timeout=10)
+    try:
+        db.execute(
+            "INSERT INTO ledger (user_id, user_name, kind, plan, start_at, end_at, billable_s,"
+            " end_reason, last_heartbeat) VALUES (?, ?, 'cpu', 'default', ?, ?, 3600, 'seeded', ?)",
+            (user_id(jd, name), name, now - 7200, now - 3600, now - 3600))
+        db.commit()
+    finally:
+        db.close()
+    r = c.post("/api/v1/jobs", json={"name": "over", "command": ["true"]})
+    assert r.status == 429 and r.json["error"]["code"] == "quota_exceeded", r
+    assert r.json["error"]["limit"] == "cpu_s_per_24h", r.json
+    assert c.get("/api/v1/jobs").json["total"] == 0
