@@ -35,6 +35,9 @@ static json_t *gpu_json(const struct gpu_info *g, const struct gpu_hold *h, bool
 				    h && h->runtime_id
 					    ? json_pack("{s:s,s:I}", "user", h->user, "runtime_id",
 							(json_int_t)h->runtime_id)
+				    : h && h->job_pool_id
+					    ? json_pack("{s:s,s:I}", "user", h->user, "job_pool_id",
+							(json_int_t)h->job_pool_id)
 					    : json_null());
 	return j;
 }

@@ -339,3 +339,59 @@ int jobs_release_pool(struct app *app, const struct pool *p, const char *reason)
 	log_info("warm pool %lld of %s released: %s", (long long)p->id, p->user_name, reason);
 	return rc == -ENOENT ? 0 : rc;
 }
+
+/* ---- account end ---- */
+
+struct account_walk {
+	int64_t user_id;
+	int64_t ids[256];
+	int n;
+};
+
+static int collect_account_job(const struct job *j, void *ctx)
+{
+	struct account_walk *w = ctx;
+
+	if (j->user_id == w->user_id && j->status == JOB_IN_PROGRESS && w->n < 256)
+		w->ids[w->n++] = j->id;
+	return 0;
+}
+
+struct account_pools {
+	int64_t user_id;
+	struct pool p[16];
+	int n;
+};
+
+static int collect_account_pool(const struct pool *p, void *ctx)
+{
+	struct account_pools *w = ctx;
+
+	if (p->state == POOL_AVAILABLE && w->n < 16)
+		w->p[w->n++] = *p;
+	return 0;
+}
+
+int jobs_end_account(struct app *app, int64_t user_id, const char *reason)
+{
+	struct account_walk w = {.user_id = user_id};
+	struct account_pools wp = {.user_id = user_id};
+	struct job j;
+	int rc = 0;
+
+	if (jobs_each_live(app->db, collect_account_job, &w) < 0 ||
+	    pools_each_warm(app->db, user_id, collect_account_pool, &wp) < 0) {
+		log_error("jobs of user %lld could not be read to stop them", (long long)user_id);
+		return -EIO;
+	}
+	for (int i = 0; i < w.n; i++) {
+		if (jobs_find(app->db, w.ids[i], &j) != 1)
+			continue;
+		if (jobs_stop(app, &j, 1, NULL) < 0 && jobs_live(&j))
+			rc = -EIO;
+		jobs_row_free(&j);
+	}
+	for (int i = 0; i < wp.n; i++)
+		jobs_release_pool(app, &wp.p[i], reason);
+	return rc;
+}

@@ -75,6 +75,9 @@ int jobs_stop(struct app *app, const struct job *j, int64_t grace_s, const char 
 /* Releases an available warm pool now (Terminated with reason). 0,
  * -EBUSY when it is not available (in use or ended), or a negative errno. */
 int jobs_release_pool(struct app *app, const struct pool *p, const char *reason);
+/* The account was disabled: its live jobs are stopped now (a grace of 1 s)
+ * and its warm pools released, with reason. 0, or a negative errno (logged). */
+int jobs_end_account(struct app *app, int64_t user_id, const char *reason);
 /* The events of job sandboxes, bound to app: sets only the pool and job
  * fields of ev (after runtime_events_init). */
 void jobs_events_init(struct backend_events *ev, struct app *app);
@@ -83,6 +86,12 @@ void jobs_connected(struct app *app);
 
 /* ---- shared within jobs/ ---- */
 
+/* How a job ended (pure, outcome.c): status, secondary status, exit code and
+ * the failure reason in plain words (reason, len bytes, also m->message and,
+ * for Failed, m->failure) from the backend's exit and the job (a Stopping job
+ * ends Stopped whatever the exit). memory_bytes: its sandbox's limit. */
+void jobs_outcome(const struct job *j, const struct backend_job_exit *x, int64_t memory_bytes,
+		  struct job_move *m, char *reason, size_t len);
 /* Wall clock in ms. */
 int64_t jobs_now_ms(void);
 /* One dispatch pass: Pending jobs onto warm or new pools (dispatch.c). */

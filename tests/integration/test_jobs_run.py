@@ -32,14 +32,16 @@ def ok(r, status):
     return r.json
 
 
-def wait_job(c, job_id, until=("Completed", "Failed", "Stopped"), timeout=JOB_TIMEOUT):
+def wait_job(c, job_id, until=("Completed", "Failed", "Stopped"), timeout=JOB_TIMEOUT, d=None):
     seen = {}
 
     def done():
         seen["j"] = c.get(f"/api/v1/jobs/{job_id}").json
         return seen["j"]["status"] in until
 
-    wait_until(done, timeout=timeout, what=f"job {job_id} to reach {until}")
+    wait_until(done, timeout=timeout,
+               what=lambda: f"job {job_id} to reach {until}: {seen.get('j')}" +
+               (f"\n{d.log_tail()}" if d else ""))
     return seen["j"]
 
 
@@ -119,6 +121,12 @@ def test_warm_pool_reuse_and_release(rd):
     assert "did not match" in after["warm_pool"]["reason"]
     warm = ledger(rd, pool_id=first["warm_pool"]["id"])
     assert len(warm) == 2 and all(r[2] is not None for r in warm), warm
+    usage = ok(c.get(f"/api/v1/me/usage?to={int(time.time()) + 5}"), 200)["entries"]
+    assert {(e["source"], e["job_id"]) for e in usage if e["source"] == "job"} == \
+        {("job", first["id"]), ("job", second["id"]), ("job", third["id"])}, usage
+    assert [e["pool_id"] for e in usage if e["source"] == "warm"] == \
+        [first["warm_pool"]["id"]] * 2, usage
+    assert all(e["runtime_id"] is None for e in usage), usage
     print(f"warm job submit->Completed {warm_run_s:.2f} s")
 
 
@@ -170,3 +178,114 @@ def test_a_job_survives_a_restart_of_the_web_process(rd):
     assert done["status"] == "Completed", done
     assert [t["status"] for t in done["transitions"]][-3:] == ["Training", "Uploading",
                                                               "Completed"]
+
+
+def test_gpu_jobs_hold_their_gpu_and_wait_in_turn(runtime_daemon_factory):
+    """[gpu] stand_in = 1: a GPU job holds the GPU exclusively (GET /api/v1/gpus names its
+    job sandbox); a second GPU job and a GPU runtime asked for meanwhile wait in one fair
+    order (less GPU time in 24 h first: the runtime's user, who used none, goes before the
+    job's user, whose first job was billed); the job starts once the runtime ends."""
+    gd = runtime_daemon_factory("jobs-gpu", gpu={"stand_in": "1"},
+                                sections={"quota": {"concurrent_jobs": "10"}})
+    c = make_user(gd, prefix="jg")
+    first = ok(c.post("/api/v1/jobs", json={"name": "gpu-1", "type": "gpu", "command": [
+        "/bin/sh", "-c", "sleep 3"]}), 201)
+    wait_until(lambda: c.get(f"/api/v1/jobs/{first['id']}").json["secondary_status"] == "Training",
+               timeout=JOB_TIMEOUT, what="the first GPU job to train")
+    running = c.get(f"/api/v1/jobs/{first['id']}").json
+    gpus = ok(gd.admin().get("/api/v1/gpus"), 200)
+    assert gpus["gpus"][0]["state"] == "busy", gpus
+    assert gpus["gpus"][0]["holder"]["job_pool_id"] == running["warm_pool"]["id"], gpus
+    second = ok(c.post("/api/v1/jobs", json={"name": "gpu-2", "type": "gpu",
+                                             "command": ["/bin/true"]}), 201)
+    other = make_user(gd, prefix="jgr")
+    rt = other.post("/api/v1/me/runtime", json={"type": "gpu"})
+    assert rt.status == 202 and rt.json["runtime"]["state"] == "queued", rt
+    assert wait_job(c, first["id"])["status"] == "Completed"
+    # the runtime's user used no GPU time: the runtime goes first
+    wait_until(lambda: other.get("/api/v1/me/runtime").json["runtime"]["state"] != "queued",
+               timeout=JOB_TIMEOUT, what="the queued runtime to take the GPU")
+    assert c.get(f"/api/v1/jobs/{second['id']}").json["secondary_status"] == "Pending"
+    assert other.delete("/api/v1/me/runtime").status == 202
+    done = wait_job(c, second["id"], d=gd)
+    assert done["status"] == "Completed", (done["failure_reason"], done["transitions"],
+                                           gd.log_tail())
+
+
+def test_disabling_an_account_stops_its_jobs(rd):
+    c = make_user(rd, prefix="jdis")
+    j = ok(c.post("/api/v1/jobs", json={"name": "runs-on", "command": ["/bin/sleep", "300"]}), 201)
+    wait_until(lambda: c.get(f"/api/v1/jobs/{j['id']}").json["secondary_status"] == "Training",
+               timeout=JOB_TIMEOUT, what="the job to train")
+    admin = rd.admin()
+    ok(admin.patch(f"/api/v1/users/{c.user}", json={"disabled": True}), 200)
+    done = wait_job(admin, j["id"], until=("Stopped", "Failed", "Completed"), d=rd)
+    assert done["status"] == "Stopped", done
+
+
+def test_max_runtime_ends_a_job_as_exceeded(rd):
+    c = make_user(rd, prefix="jmr")
+    j = ok(c.post("/api/v1/jobs", json={"name": "too-long", "max_runtime_s": 1,
+                                        "command": ["/bin/sleep", "60"]}), 201)
+    done = wait_job(c, j["id"], timeout=30, d=rd)
+    assert done["status"] == "Stopped", done
+    assert done["secondary_status"] == "MaxRuntimeExceeded", done
+    assert done["transitions"][-1]["message"] == "ran past its max_runtime_s of 1 s", done
+
+
+def job_agents(user):
+    """The job agents of user's pools: children of the sandbox's init, whose comm is
+    "lsbx-<user>" cut to 15 bytes (sandboxes are reparented to pid 1)."""
+    import glob
+
+    from labd_harness import proc_children
+
+    inits = []
+    for f in glob.glob("/proc/[0-9]*/comm"):
+        try:
+            with open(f) as fh:
+                if fh.read().strip() == f"lsbx-{user}"[:15]:
+                    inits.append(int(f.split("/")[2]))
+        except (OSError, ValueError):
+            pass
+    agents = []
+    for i in inits:
+        for k in proc_children(i):
+            try:
+                with open(f"/proc/{k}/comm") as fh:
+                    if fh.read().strip() == "labd-jobagent":
+                        agents.append(k)
+            except OSError:
+                pass
+    return agents
+
+
+def test_infrastructure_failure_retries_from_the_checkpoint(rd):
+    """The job's sandbox dies under it (its agent is killed, as a lost machine would be):
+    the job goes back to Starting on a new pool (attempt 2) and its script finds the
+    checkpoint the first attempt wrote."""
+    import os
+    import signal
+
+    c = make_user(rd, prefix="jrt")
+    script = ("if [ -f /opt/ml/checkpoints/step ]; then echo resumed; exit 0; fi; "
+              "echo 1 > /opt/ml/checkpoints/step; sleep 60")
+    j = ok(c.post("/api/v1/jobs", json={"name": "resumes", "max_retries": 1,
+                                        "command": ["/bin/sh", "-c", script]}), 201)
+    wait_until(lambda: c.get(f"/api/v1/jobs/{j['id']}").json["secondary_status"] == "Training",
+               timeout=JOB_TIMEOUT, what="the job to train")
+    first_pool = c.get(f"/api/v1/jobs/{j['id']}").json["warm_pool"]["id"]
+    time.sleep(0.5)  # the checkpoint written
+    agents = wait_until(lambda: job_agents(c.user), timeout=10, what="the job's agent")
+    for a in agents:
+        os.kill(a, signal.SIGKILL)
+    done = wait_job(c, j["id"], d=rd)
+    assert done["status"] == "Completed", (done["failure_reason"], done["transitions"])
+    assert done["attempt"] == 2
+    assert done["warm_pool"]["id"] != first_pool
+    statuses = [t["status"] for t in done["transitions"]]
+    assert statuses.count("Starting") == 2, statuses
+    retry = [t for t in done["transitions"] if t["message"].startswith("labd lost")]
+    assert retry and "retry 1 of 1" in retry[0]["message"], done["transitions"]
+    rows = ledger(rd, job_id=j["id"])
+    assert len(rows) == 2, rows  # one entry per attempt

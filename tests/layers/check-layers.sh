@@ -99,7 +99,7 @@ while IFS= read -r f; do
 done < <(find common include/labd sandbox server -name '*.[ch]' | sort)
 
 # Root-side objects: no store, HTTP or auth symbols, directly.
-forbidden='^(sqlite3_|MHD_|db_|users_|sessions_|tokens_|audit_|throttle_|runtimes_|jobs_|pools_|migrations_|http_|auth_|api_|routes_|proxy_|gate_|upstream_|wsrelay_|waker_|password_)'
+forbidden='^(sqlite3_|MHD_|db_|users_|sessions_|tokens_|audit_|throttle_|runtimes_|jobs_|migrations_|http_|auth_|api_|routes_|proxy_|gate_|upstream_|wsrelay_|waker_|password_)'
 for dir in common sandbox server/supervisor server/proto; do
 	[ -d "$BUILD/$dir" ] || continue
 	for o in "$BUILD/$dir"/*.o; do
