@@ -32,8 +32,9 @@
 #define LIMIT_DEFAULT_BYTES (1024 * 1024)
 #define LIMIT_MAX_BYTES (16 * 1024 * 1024)
 /* A log stream may hold this much unsent: a resumed follower catches up
- * at this much per round of the followers' thread. */
-#define STREAM_MAX_BYTES (1024 * 1024)
+ * at up to this much per round of the followers' thread (200 ms), and a
+ * stalled client pins no more (the whole log is a range read away). */
+#define STREAM_MAX_BYTES (256 * 1024)
 #define RETRY_AFTER_S "30"
 
 /* 400 bad_field naming field. */
@@ -202,11 +203,17 @@ static void reply_follow(struct http_request *req, int64_t job_id)
 		free(sub); /* the reply says why */
 		return;
 	}
-	rc = follow_add(hub, job_id, offset, &log_sink, sub, &sub->follower);
+	rc = follow_add(hub, http_identity(req)->user.id, job_id, offset, &log_sink, sub,
+			&sub->follower);
 	if (rc == 0)
 		return;
 	/* the reply replaces the stream's, whose release frees sub */
-	if (rc == -ENFILE) {
+	if (rc == -EUSERS) {
+		http_add_header(req, "Retry-After", RETRY_AFTER_S);
+		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_streams",
+				 "you follow %u job logs; close one first",
+				 follow_count_user(hub, http_identity(req)->user.id));
+	} else if (rc == -ENFILE) {
 		http_add_header(req, "Retry-After", RETRY_AFTER_S);
 		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "too_many_streams",
 				 "the server follows too many logs; try again later");

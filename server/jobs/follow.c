@@ -23,7 +23,7 @@
 #define RECHECK_MS 2000
 
 struct follower {
-	int64_t job_id;
+	int64_t user_id, job_id;
 	uint64_t offset; /* the next byte it gets */
 	const struct follow_sink *sink;
 	void *ctx;
@@ -44,7 +44,7 @@ struct follow_hub {
 	pthread_cond_t wake;
 	const struct labd_config *cfg;
 	struct db *db;
-	unsigned n, max;
+	unsigned n, max, max_per_user;
 	struct follower *head;
 	/* jobs known over (follow_job_ended or the store), by id; bounded */
 	int64_t over[64];
@@ -80,7 +80,9 @@ static void mark_over_locked(struct follow_hub *h, int64_t job_id, int64_t now_m
 		h->n_over++;
 }
 
-/* Looks the followed jobs up in the store now and then. */
+static bool seen_before(const struct follow_hub *h, const struct follower *upto, int64_t job_id);
+
+/* Looks the followed jobs up in the store now and then (once per job). */
 static void check_store_locked(struct follow_hub *h, int64_t now_ms, bool force)
 {
 	if (!force && now_ms - h->last_check_ms < RECHECK_MS)
@@ -90,7 +92,8 @@ static void check_store_locked(struct follow_hub *h, int64_t now_ms, bool force)
 		struct job j;
 		int64_t since;
 		int found;
-		if (f->done || is_over_locked(h, f->job_id, &since))
+		if (f->done || is_over_locked(h, f->job_id, &since) ||
+		    seen_before(h, f, f->job_id))
 			continue;
 		found = jobs_find(h->db, f->job_id, &j);
 		if (found == 0 || (found > 0 && !jobs_live(&j)))
@@ -184,11 +187,12 @@ static void round_job(struct follow_hub *h, int64_t job_id, int64_t now_ms)
 	}
 }
 
-/* Whether job_id was already handled this round (an earlier follower). */
+/* Whether job_id was already handled this round: an earlier follower of it
+ * that is not done (a done one is skipped, so it must not hide the others). */
 static bool seen_before(const struct follow_hub *h, const struct follower *upto, int64_t job_id)
 {
 	for (const struct follower *f = h->head; f != upto; f = f->next)
-		if (f->job_id == job_id)
+		if (f->job_id == job_id && !f->done)
 			return true;
 	return false;
 }
@@ -230,7 +234,7 @@ static void *run(void *arg)
 }
 
 struct follow_hub *follow_new(const struct labd_config *cfg, struct db *db,
-			      unsigned max_followers)
+			      unsigned max_followers, unsigned max_per_user)
 {
 	struct follow_hub *h = calloc(1, sizeof(*h));
 	pthread_condattr_t ca;
@@ -243,6 +247,7 @@ struct follow_hub *follow_new(const struct labd_config *cfg, struct db *db,
 	h->cfg = cfg;
 	h->db = db;
 	h->max = max_followers;
+	h->max_per_user = max_per_user;
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -279,7 +284,26 @@ void follow_free(struct follow_hub *h)
 	free(h);
 }
 
-int follow_add(struct follow_hub *h, int64_t job_id, uint64_t offset,
+static unsigned count_user_locked(const struct follow_hub *h, int64_t user_id)
+{
+	unsigned n = 0;
+
+	for (const struct follower *f = h->head; f; f = f->next)
+		n += f->user_id == user_id;
+	return n;
+}
+
+unsigned follow_count_user(struct follow_hub *h, int64_t user_id)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&h->lock);
+	n = count_user_locked(h, user_id);
+	pthread_mutex_unlock(&h->lock);
+	return n;
+}
+
+int follow_add(struct follow_hub *h, int64_t user_id, int64_t job_id, uint64_t offset,
 	       const struct follow_sink *sink, void *ctx, struct follower **out)
 {
 	struct follower *f;
@@ -288,10 +312,12 @@ int follow_add(struct follow_hub *h, int64_t job_id, uint64_t offset,
 	pthread_mutex_lock(&h->lock);
 	if (h->n >= h->max) {
 		rc = -ENFILE;
+	} else if (count_user_locked(h, user_id) >= h->max_per_user) {
+		rc = -EUSERS;
 	} else if (!(f = calloc(1, sizeof(*f)))) {
 		rc = -ENOMEM;
 	} else {
-		*f = (struct follower){.job_id = job_id, .offset = offset, .sink = sink,
+		*f = (struct follower){.user_id = user_id, .job_id = job_id, .offset = offset, .sink = sink,
 				       .ctx = ctx, .fresh = true, .next = h->head};
 		h->head = f;
 		h->n++;

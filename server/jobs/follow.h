@@ -36,17 +36,20 @@ struct follow_sink {
 };
 
 /* Starts the reading thread over cfg's log folder and db's jobs (both
- * borrowed until follow_free), at most max_followers at once. NULL on
- * failure (logged). */
+ * borrowed until follow_free), at most max_followers at once and
+ * max_per_user of one user. NULL on failure (logged). */
 struct follow_hub *follow_new(const struct labd_config *cfg, struct db *db,
-			      unsigned max_followers);
+			      unsigned max_followers, unsigned max_per_user);
 /* Stops the thread and frees the hub and any follower left. NULL is fine. */
 void follow_free(struct follow_hub *h);
 
 /* Follows job_id's log from byte offset for sink (borrowed, with ctx,
- * until follow_remove). 0 and *out; -ENFILE when the hub is full, -ENOMEM. */
-int follow_add(struct follow_hub *h, int64_t job_id, uint64_t offset,
+ * until follow_remove), counted as user_id's. 0 and *out; -ENFILE when the
+ * hub is full, -EUSERS when the user has max_per_user, -ENOMEM. */
+int follow_add(struct follow_hub *h, int64_t user_id, int64_t job_id, uint64_t offset,
 	       const struct follow_sink *sink, void *ctx, struct follower **out);
+/* Followers of user_id now. */
+unsigned follow_count_user(struct follow_hub *h, int64_t user_id);
 /* Ends a follower: once it returns no callback of it runs. NULL is fine. */
 void follow_remove(struct follow_hub *h, struct follower *f);
 /* job_id is over: its followers get the rest of the log, then "end". */

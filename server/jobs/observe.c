@@ -17,6 +17,7 @@
 #include "jobs/observe_int.h"
 #include "jobs/watch.h"
 #include "labd/app.h"
+#include "labd/clock.h"
 #include "labd/log.h"
 #include "sched/gpus.h"
 #include "store/db.h"
@@ -26,12 +27,15 @@
 
 /* Log bytes read for metrics per job and tick, at most. */
 #define EXTRACT_READ_BYTES sizeof(((struct observe *)0)->buf)
+/* Time one job's extraction may take per tick while its log has more. */
+#define EXTRACT_TICK_MS 100
 /* Live jobs looked at per tick, at most (the oldest first). */
 #define TICK_JOBS_MAX 512
 /* Event streams: per user and in all. */
 #define WATCH_PER_USER 16
 #define WATCH_TOTAL 1024
 #define FOLLOWERS_MAX 1024
+#define FOLLOWERS_PER_USER 16
 
 int64_t observe_wall_ms(void)
 {
@@ -53,7 +57,7 @@ int observe_init(struct app *app)
 	o->app = app;
 	observe_limits(app->cfg, &o->limits);
 	o->watch = jobs_watch_new(app->db, WATCH_PER_USER, WATCH_TOTAL);
-	o->follow = follow_new(app->cfg, app->db, FOLLOWERS_MAX);
+	o->follow = follow_new(app->cfg, app->db, FOLLOWERS_MAX, FOLLOWERS_PER_USER);
 	if (!o->watch || !o->follow) {
 		jobs_watch_free(o->watch);
 		follow_free(o->follow);
@@ -140,6 +144,9 @@ static struct tracked *track_locked(struct observe *o, const struct job *j)
 	t->job_id = j->id;
 	t->gpu = j->gpu;
 	t->set = compile_defs(j);
+	/* what each definition stored before (a restarted labd-web goes on) */
+	for (size_t i = 0; t->set && i < extract_count(t->set); i++)
+		t->points[i] = job_metrics_count(o->app->db, j->id, extract_name(t->set, i));
 	t->offset = (uint64_t)row.log_offset;
 	t->started_ms = row.started_at_ms;
 	t->first_output_ms = row.first_output_at_ms;
@@ -183,11 +190,13 @@ struct point_ctx {
 static void on_point(void *ctx, size_t def, const char *name, double value)
 {
 	struct point_ctx *p = ctx;
-	(void)def;
 
-	if (job_metrics_add(p->o->app->db, p->t->job_id, name, p->at_ms, value,
-			    OBSERVE_METRIC_POINTS_MAX) < 0)
+	if (p->t->points[def] >= OBSERVE_METRIC_POINTS_MAX)
+		return;
+	if (job_metrics_add(p->o->app->db, p->t->job_id, name, p->at_ms, value) < 0)
 		log_error("job %lld: cannot store a point of %s", (long long)p->t->job_id, name);
+	else
+		p->t->points[def]++;
 	if (!p->t->first_output_ms)
 		p->t->first_output_ms = p->at_ms;
 }
@@ -205,10 +214,14 @@ static void extract_locked(struct observe *o, struct tracked *t, bool final)
 		return;
 	if ((got = joblog_read(path, t->offset, o->buf, EXTRACT_READ_BYTES)) <= 0)
 		return;
-	/* every byte is output: a progress bar without newlines is not quiet */
-	t->last_output_ms = p.at_ms;
-	if (!t->first_output_ms)
-		t->first_output_ms = p.at_ms;
+	/* every new byte is output (a progress bar without newlines is not
+	 * quiet), but a partial line read again is not new */
+	if (t->offset + (uint64_t)got > t->seen_bytes) {
+		t->seen_bytes = t->offset + (uint64_t)got;
+		t->last_output_ms = p.at_ms;
+		if (!t->first_output_ms)
+			t->first_output_ms = p.at_ms;
+	}
 	db_lock(o->app->db);
 	/* one transaction per read: a chatty log is one commit, not one per point */
 	bool tx = db_begin(o->app->db) == 0;
@@ -222,6 +235,20 @@ static void extract_locked(struct observe *o, struct tracked *t, bool final)
 	if (tx && db_commit(o->app->db) < 0)
 		db_rollback(o->app->db);
 	db_unlock(o->app->db);
+}
+
+/* With o->lock held: reads t's log on while a whole buffer keeps coming and
+ * the tick's time for it lasts, so a burst of output is caught up in a few
+ * ticks rather than at one buffer a tick. */
+static void extract_more_locked(struct observe *o, struct tracked *t)
+{
+	long long until_ms = clock_ms() + EXTRACT_TICK_MS;
+	uint64_t before;
+
+	do {
+		before = t->offset;
+		extract_locked(o, t, false);
+	} while (t->offset - before >= sizeof(o->buf) / 2 && clock_ms() < until_ms);
 }
 
 void observe_job_started(struct app *app, int64_t job_id)
@@ -256,6 +283,10 @@ void observe_job_ended(struct app *app, int64_t job_id)
 			before = t->offset;
 			extract_locked(o, t, true);
 		}
+		/* a last evaluation over everything it printed and sampled: a job
+		 * shorter than rules_interval is judged too */
+		if (t && t->started_ms)
+			observe_rules_locked(o, t, observe_wall_ms());
 		jobs_row_free(&j);
 	}
 	untrack_locked(o, job_id);
@@ -316,7 +347,7 @@ void observe_tick(struct app *app)
 				t->started_ms = now_ms; /* a job running when labd-web started */
 				save_locked(o, t);
 			}
-			extract_locked(o, t, false);
+			extract_more_locked(o, t);
 			if (l->secondary[i] == JOB_TRAINING &&
 			    now_ms - t->last_rules_ms >= app->cfg->jobs_rules_interval_s * 1000) {
 				t->last_rules_ms = now_ms;
@@ -344,44 +375,19 @@ out:
 	free(l);
 }
 
-/* The mean utilisation and summed memory of the GPUs the pool holds ("0,1"),
- * as NVML reads them; -1 each when none is read. */
+/* What NVML read of the GPUs the job's pool holds. */
 static void gpu_reading(struct app *app, int64_t pool_id, double *percent, int64_t *memory)
 {
 	struct gpu_info info[CONFIG_MAX_GPUS];
 	struct pool p;
 	size_t n;
-	double sum = 0;
-	int counted = 0;
-	int64_t mem = 0;
-	bool mem_known = false;
 
 	*percent = -1;
 	*memory = -1;
 	if (!app->gpus || pools_find(app->db, pool_id, &p) != 1)
 		return;
 	n = gpus_snapshot(app->gpus, info, CONFIG_MAX_GPUS);
-	for (char *s = p.gpus, *end; *s; s = *end ? end + 1 : end) {
-		unsigned long id = strtoul(s, &end, 10);
-		if (end == s)
-			break;
-		for (size_t i = 0; i < n; i++) {
-			if (info[i].id != id)
-				continue;
-			if (info[i].utilization_percent >= 0) {
-				sum += info[i].utilization_percent;
-				counted++;
-			}
-			if (info[i].memory_used_bytes >= 0) {
-				mem += info[i].memory_used_bytes;
-				mem_known = true;
-			}
-		}
-	}
-	if (counted)
-		*percent = sum / counted;
-	if (mem_known)
-		*memory = mem;
+	observe_gpu_reading(info, n, p.gpus, percent, memory);
 }
 
 void observe_sample(struct app *app, const struct job *j, const struct backend_job_sample *s)

@@ -41,7 +41,8 @@ void observe_job_started(struct app *app, int64_t job_id);
  * and memory when NVML reads them. */
 void observe_sample(struct app *app, const struct job *job, const struct backend_job_sample *s);
 /* The job is over: the rest of its log is read for metrics (a last line
- * without newline included), its followers get the rest and "end". */
+ * without newline included), the rules run a last time (if it trained),
+ * its followers get the rest and "end". */
 void observe_job_ended(struct app *app, int64_t job_id);
 /* Reads the new lines of running jobs' logs for metrics, and evaluates the
  * profiling rules of each training job every [jobs] rules_interval. */

@@ -2,6 +2,7 @@
  * the JSON views of what was observed; see observe.h. */
 #include "jobs/observe.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,6 +13,7 @@
 #include "jobs/rules.h"
 #include "labd/app.h"
 #include "labd/log.h"
+#include "sched/gpus.h"
 #include "store/job_observe.h"
 
 /* Step-time points the StepOutlier rule looks at: the newest. */
@@ -145,6 +147,41 @@ out:
 	free(steps);
 	free(step_at);
 	free(step_v);
+}
+
+void observe_gpu_reading(const struct gpu_info *info, size_t n, const char *ids, double *percent,
+			 int64_t *memory)
+{
+	double sum = 0;
+	int counted = 0;
+	int64_t mem = 0;
+	bool mem_known = false;
+
+	*percent = -1;
+	*memory = -1;
+	for (const char *s = ids; *s;) {
+		char *end;
+		unsigned long id = strtoul(s, &end, 10);
+		if (end == s)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			if (info[i].id != id)
+				continue;
+			if (info[i].utilization_percent >= 0) {
+				sum += info[i].utilization_percent;
+				counted++;
+			}
+			if (info[i].memory_used_bytes >= 0) {
+				mem += info[i].memory_used_bytes;
+				mem_known = true;
+			}
+		}
+		s = *end == ',' ? end + 1 : end;
+	}
+	if (counted)
+		*percent = sum / counted;
+	if (mem_known)
+		*memory = mem;
 }
 
 /* ---- JSON views ---- */

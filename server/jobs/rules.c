@@ -55,6 +55,19 @@ static void cite(struct rule_finding *f, size_t i)
 		f->evidence[f->n_evidence++] = i;
 }
 
+/* Cites the newest samples taken at or after since_ms (the quiet stretch a
+ * time rule saw), oldest of them first. */
+static void cite_since(const struct rule_input *in, int64_t since_ms, struct rule_finding *f)
+{
+	size_t first = in->n_samples;
+
+	while (first > 0 && in->samples[first - 1].at_ms >= since_ms &&
+	       in->n_samples - (first - 1) <= RULE_EVIDENCE_MAX)
+		first--;
+	for (size_t i = first; i < in->n_samples; i++)
+		cite(f, i);
+}
+
 /* The samples that carry a GPU reading. */
 static size_t gpu_samples(const struct rule_input *in)
 {
@@ -232,6 +245,7 @@ static bool slow_init(const struct rule_input *in, const struct rule_limits *l,
 	snprintf(f->message, sizeof(f->message),
 		 "no log line and no metric in the first %lld s (limit %lld s)",
 		 (long long)waited_s, (long long)l->init_s);
+	cite_since(in, in->started_ms, f);
 	return true;
 }
 
@@ -271,6 +285,7 @@ static bool no_log_output(const struct rule_input *in, const struct rule_limits 
 		return false;
 	snprintf(f->message, sizeof(f->message), "no log output for %lld s (limit %lld s)",
 		 (long long)quiet_s, (long long)l->quiet_s);
+	cite_since(in, since_ms, f);
 	return true;
 }
 

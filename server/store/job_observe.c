@@ -6,19 +6,31 @@
 
 #include "store/db.h"
 
-int job_metrics_add(struct db *db, int64_t job_id, const char *name, int64_t at_ms, double value,
-		    int64_t max_points)
+int job_metrics_add(struct db *db, int64_t job_id, const char *name, int64_t at_ms, double value)
 {
 	int rc;
 
 	db_lock(db);
-	/* the cap is checked in the insert itself: no window between them */
-	rc = db_exec(db,
-		     "INSERT INTO job_metrics (job_id, name, at_ms, value) SELECT ?, ?, ?, ?"
-		     " WHERE (SELECT count(*) FROM job_metrics WHERE job_id = ? AND name = ?) < ?",
-		     "itiditi", job_id, name, at_ms, value, job_id, name, max_points);
+	rc = db_exec(db, "INSERT INTO job_metrics (job_id, name, at_ms, value) VALUES (?, ?, ?, ?)",
+		     "itid", job_id, name, at_ms, value);
 	db_unlock(db);
-	return rc < 0 ? -1 : rc;
+	return rc < 0 ? -1 : 0;
+}
+
+static int row_count(sqlite3_stmt *st, void *ctx)
+{
+	*(int64_t *)ctx = sqlite3_column_int64(st, 0);
+	return 0;
+}
+
+int64_t job_metrics_count(struct db *db, int64_t job_id, const char *name)
+{
+	int64_t n = 0;
+
+	return db_one(db, "SELECT count(*) FROM job_metrics WHERE job_id = ? AND name = ?", "it",
+		      row_count, &n, job_id, name) == 1
+		       ? n
+		       : -1;
 }
 
 struct point_walk {

@@ -12,10 +12,11 @@ struct db;
 
 /* ---- metric points ---- */
 
-/* Adds a point unless the job already has max_points of that metric: 1
- * added, 0 at the cap, -1. */
-int job_metrics_add(struct db *db, int64_t job_id, const char *name, int64_t at_ms, double value,
-		    int64_t max_points);
+/* Adds a point (the caller keeps the per-metric cap with job_metrics_count).
+ * 0 or -1. */
+int job_metrics_add(struct db *db, int64_t job_id, const char *name, int64_t at_ms, double value);
+/* The points the job has of metric name; -1 on error. */
+int64_t job_metrics_count(struct db *db, int64_t job_id, const char *name);
 typedef int (*job_point_fn)(void *ctx, const char *name, int64_t at_ms, double value);
 /* Every point of the job, by name then time. The count or -1. */
 int job_metrics_each(struct db *db, int64_t job_id, job_point_fn fn, void *ctx);

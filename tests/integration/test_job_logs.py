@@ -279,3 +279,28 @@ def test_events_follow_a_submitted_job_to_its_end(d):
     final = owner.get(f"/api/v1/jobs/{job}").json
     assert seen[-1] == (final["status"], final["secondary_status"])
     assert final["status"] in ("Completed", "Failed", "Stopped"), final
+
+
+def test_followers_per_user_are_capped(d):
+    c = make_user(d)
+    c.username = c.get("/api/v1/me").json["name"]
+    job = add_job(d, c.username)
+    append(d, job, b"x\n")
+    streams = [stream(d, c, job) for _ in range(16)]
+    assert all(s.status == 200 for s in streams)
+    extra = stream(d, c, job)
+    assert extra.status == 429 and extra.header("Retry-After"), extra.status
+    assert extra.json["error"]["code"] == "too_many_streams"
+    # a hang-up frees its slot at once
+    streams.pop().sock.close()
+
+    def accepted():
+        s = stream(d, c, job)
+        ok = s.status == 200
+        s.sock.close()
+        return ok
+
+    from labd_harness import wait_until
+    wait_until(accepted, timeout=5, what="a freed follow slot")
+    for s in streams:
+        s.sock.close()

@@ -26,7 +26,7 @@ SCRIPT = ("for i in 1 2 3 4 5 6; do echo \"step $i loss=0.$((10 - i)) acc=0.$i\"
 def rd(runtime_daemon_factory):
     return runtime_daemon_factory("jobs-observe", sections={
         "jobs": {"sample_interval": "200ms", "rules_interval": "1s", "rules_init": "2s",
-                 "rules_min_samples": "2"},
+                 "rules_quiet": "3s", "rules_min_samples": "2"},
         "quota": {"concurrent_jobs": "10"}})
 
 
@@ -118,3 +118,92 @@ def test_slow_initialization_fires_with_its_samples(rd):
     job = submit(c, "talky", "for i in 1 2 3 4 5 6 7 8; do echo tick $i; sleep 0.5; done")
     j = wait_job(c, job)
     assert j["status"] == "Completed" and j["findings"] == [], j["findings"]
+
+
+def test_points_are_capped_per_metric(rd):
+    c = make_user(rd, prefix="jc")
+    job = submit(c, "capped", "seq 1 10050 | sed 's/^/m=/'",
+                 metric_definitions=[{"name": "m", "regex": r"^m=(\d+)$"}])
+    j = wait_job(c, job)
+    assert j["status"] == "Completed", j
+    m = c.get(f"/api/v1/jobs/{job}/metrics").json
+    values = [p["value"] for p in m["metrics"]["m"]]
+    assert values == [float(i) for i in range(1, 10001)]
+    assert m["final"][0]["value"] == 10000
+
+
+def test_extraction_resumes_after_a_web_restart(rd):
+    """labd-web killed mid-job: the job runs on, and the restarted web process
+    resumes reading its log at the saved offset - every point once."""
+    import os
+    import signal
+
+    from labd_harness import web_process
+
+    c = make_user(rd, prefix="jw")
+    job = submit(c, "restart", "for i in $(seq 1 30); do echo loss=$i; sleep 0.2; done",
+                 metric_definitions=[{"name": "loss", "regex": r"loss=(\d+)"}])
+
+    def some_points():
+        r = c.get(f"/api/v1/jobs/{job}/metrics")
+        return r.status == 200 and len(r.json["metrics"].get("loss", [])) >= 5
+
+    wait_until(some_points, timeout=JOB_TIMEOUT, what="the first points")
+    os.kill(web_process(rd), signal.SIGKILL)
+    time.sleep(0.5)
+
+    def answers():
+        try:
+            return c.get("/api/v1/health").status == 200
+        except OSError:
+            return False
+
+    wait_until(answers, timeout=JOB_TIMEOUT, what="the web process back")
+    j = wait_job(c, job)
+    assert j["status"] == "Completed", j
+    values = [p["value"] for p in c.get(f"/api/v1/jobs/{job}/metrics").json["metrics"]["loss"]]
+    assert values == [float(i) for i in range(1, 31)], values
+
+
+def test_a_job_shorter_than_the_rules_interval_is_judged_at_its_end(rd):
+    c = make_user(rd, prefix="jq")
+    job = submit(c, "outlier", "for i in $(seq 1 12); do echo step_time=0.10; done; "
+                               "echo step_time=9.5",
+                 metric_definitions=[{"name": "step_time", "regex": r"step_time=([0-9.]+)"}])
+    j = wait_job(c, job)
+    assert j["status"] == "Completed", j
+    f = [f for f in j["findings"] if f["rule"] == "StepOutlier"]
+    assert f and f[0]["samples"] == [{"at": f[0]["samples"][0]["at"], "metric": "step_time",
+                                      "value": 9.5}], j["findings"]
+
+
+def test_a_gpu_job_without_nvml_has_unknown_gpu_readings_and_no_gpu_findings(runtime_daemon_factory):
+    """[gpu] stand_in: a GPU job's samples say null for what NVML did not read, and the
+    GPU rules (which need readings) stay quiet."""
+    gd = runtime_daemon_factory("jobs-observe-gpu", gpu={"stand_in": "1"}, sections={
+        "jobs": {"sample_interval": "200ms", "rules_interval": "1s", "rules_min_samples": "2"}})
+    c = make_user(gd, prefix="jg")
+    job = submit(c, "gpu", "for i in 1 2 3 4 5 6 7 8 9 10; do echo step=$i; sleep 0.2; done",
+                 type="gpu")
+    j = wait_job(c, job)
+    assert j["status"] == "Completed", j
+    r = c.get(f"/api/v1/jobs/{job}/samples").json
+    assert r["gpu"] is True and len(r["samples"]) >= 3, r
+    assert all(s["gpu_percent"] is None and s["gpu_memory_bytes"] is None for s in r["samples"])
+    assert not [f for f in j["findings"] if f["rule"] in (
+        "LowGPUUtilization", "CPUBottleneck", "GPUMemoryIncrease")], j["findings"]
+
+
+def test_a_partial_line_left_hanging_is_no_output(rd):
+    """Output that stops mid-line (a progress bar, then a hang): the bytes count
+    once, not at each re-read of the waiting line, so NoLogOutput fires."""
+    c = make_user(rd, prefix="jh")
+    job = submit(c, "hang", "echo start; printf 'progress 50%%'; sleep 6")
+
+    def quiet():
+        j = c.get(f"/api/v1/jobs/{job}").json
+        return any(f["rule"] == "NoLogOutput" for f in j["findings"]) and j
+
+    wait_until(quiet, timeout=JOB_TIMEOUT, what="NoLogOutput")
+    j = wait_job(c, job)
+    assert j["status"] == "Completed", j

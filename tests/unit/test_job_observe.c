@@ -10,7 +10,9 @@
 
 #include "jobs/extract.h"
 #include "jobs/joblog.h"
+#include "jobs/observe_int.h"
 #include "jobs/rules.h"
+#include "sched/gpus.h"
 
 /* ---- log framing ---- */
 
@@ -386,6 +388,12 @@ static void test_slow_init_and_quiet(void **state)
 	assert_string_equal(fired(&x, got, sizeof(got)), "");
 	x.in.now_ms = x.in.started_ms + 121 * 1000;
 	assert_string_equal(fired(&x, got, sizeof(got)), "SlowInitialization");
+	/* its evidence: the newest samples of the silent stretch, in order */
+	struct rule_finding f[4];
+	assert_int_equal(rules_evaluate(&x.in, &x.l, f, 4), 1);
+	assert_int_equal(f[0].n_evidence, RULE_EVIDENCE_MAX);
+	assert_int_equal(f[0].evidence[0], N - RULE_EVIDENCE_MAX);
+	assert_int_equal(f[0].evidence[RULE_EVIDENCE_MAX - 1], N - 1);
 	/* never any output, for over quiet_s: both */
 	x.in.now_ms = x.in.started_ms + 601 * 1000;
 	assert_string_equal(fired(&x, got, sizeof(got)), "SlowInitialization,NoLogOutput");
@@ -420,6 +428,33 @@ static void test_percentile(void **state)
 	assert_true(rules_percentile(v, 0, 50) == 0);
 }
 
+/* ---- a GPU job's reading: its pool's GPUs only ---- */
+
+static void test_gpu_reading(void **state)
+{
+	struct gpu_info info[3] = {
+		{.id = 0, .utilization_percent = 80, .memory_used_bytes = 1000},
+		{.id = 1, .utilization_percent = 40, .memory_used_bytes = 500},
+		{.id = 2, .utilization_percent = 0, .memory_used_bytes = 7},
+	};
+	double pct;
+	int64_t mem;
+	(void)state;
+	observe_gpu_reading(info, 3, "0,1", &pct, &mem);
+	assert_true(pct == 60 && mem == 1500);
+	observe_gpu_reading(info, 3, "2", &pct, &mem);
+	assert_true(pct == 0 && mem == 7);
+	/* not read (no NVML: -1), or not the job's: unknown */
+	info[1].utilization_percent = -1;
+	info[1].memory_used_bytes = -1;
+	observe_gpu_reading(info, 3, "1", &pct, &mem);
+	assert_true(pct == -1 && mem == -1);
+	observe_gpu_reading(info, 3, "", &pct, &mem);
+	assert_true(pct == -1 && mem == -1);
+	observe_gpu_reading(info, 3, "5", &pct, &mem);
+	assert_true(pct == -1 && mem == -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -441,6 +476,7 @@ int main(void)
 		cmocka_unit_test(test_slow_init_and_quiet),
 		cmocka_unit_test(test_memory_near_limit),
 		cmocka_unit_test(test_percentile),
+		cmocka_unit_test(test_gpu_reading),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
