@@ -6,14 +6,14 @@ BUILD   ?= build
 PREFIX  ?= /usr/local
 VERSION := 0.1.0
 
-PKGS        := libmicrohttpd sqlite3 libseccomp libcgroup openssl jansson inih
+PKGS        := libmicrohttpd sqlite3 libseccomp libcgroup openssl jansson inih libpcre2-8
 PKG_CFLAGS  := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c17 -Wall -Wextra -Werror -Wshadow -Wvla -D_GNU_SOURCE \
            -DLABD_VERSION='"$(VERSION)"' -I. -Iinclude -Iserver $(PKG_CFLAGS) -MMD -MP
-LDLIBS  += $(PKG_LIBS) -lhttp_parser -lpthread
+LDLIBS  += $(PKG_LIBS) -lhttp_parser -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined

@@ -9,6 +9,8 @@ packages=(
   build-essential pkg-config clang
   libmicrohttpd-dev libsqlite3-dev libseccomp-dev libcgroup-dev libssl-dev
   libjansson-dev libinih-dev libcmocka-dev libhttp-parser-dev
+  # training jobs: metric regexes checked at submit (and applied to logs) with PCRE2
+  libpcre2-dev
   # runtime helpers (sandbox homes, tests)
   e2fsprogs util-linux iproute2 procps curl sqlite3 python3 python3-pytest python3-pytest-xdist bubblewrap
   # the integration suite checks every JSON answer against docs/openapi.yaml
@@ -24,6 +26,9 @@ packages=(
   debootstrap
   # promtool, which checks GET /metrics in the tests (the server is not started by labd)
   prometheus
+  # PyTorch (CPU) for the training-job tests (tests/integration/jobs_scripts/cnn.py):
+  # Debian's build, into Debian's python3, which job sandboxes see read-only
+  python3-torch
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -16,10 +16,12 @@ struct proxy_context;
 struct session_limits;
 struct throttle_policy;
 struct reconciler;
+struct jobs_runner;
 struct runtime;
 struct runtime_watch;
 struct http_streams;
 struct ttlcache;
+struct observe;
 
 /* What app->close_connections closes, on an account event: everything of a
  * user (disabled or deleted), a user's cookie-opened ones (password changed),
@@ -31,6 +33,7 @@ struct app {
 	struct db *db;
 	struct backend *backend;       /* where sandboxes run (the supervisor) */
 	struct reconciler *reconciler; /* runtime timers and reconciliation */
+	struct jobs_runner *jobs;      /* the training jobs' thread (jobs/jobs.h); NULL: none */
 	struct gpus *gpus;             /* the GPU pool (sched/gpus.h); NULL: none */
 	int web_root_fd; /* O_PATH directory fd of cfg->web_root */
 	/* policies derived from cfg by web/, borrowed for the process lifetime */
@@ -54,6 +57,9 @@ struct app {
 	struct ttlcache *identities; /* auth_identify's cache; NULL: none */
 	struct ttlcache *runtimes;   /* the gate's cache of live runtimes; NULL: none */
 	struct ttlcache *home_usage; /* each home's last usage (runtime_home_usage); NULL: none */
+	/* training jobs observed (jobs/observe.h: log followers, metrics, samples,
+	 * findings, status watchers); NULL: none */
+	struct observe *observe;
 };
 
 #endif

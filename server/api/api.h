@@ -60,6 +60,17 @@ void api_users_create(struct http_request *req);
 void api_users_get(struct http_request *req);
 void api_users_patch(struct http_request *req);
 void api_users_delete(struct http_request *req);
+/* job_access.c: the job in the path's first parameter that the caller may
+ * see (their own; any for an administrator): 0 with *out (release with
+ * jobs_row_free), or -1 with the reply set (404 not_found, 500). */
+struct job;
+int api_path_job(struct http_request *req, struct job *out);
+/* job_logs.c, job_observe.c, job_events.c: a job's log (range or follow),
+ * metrics, samples, and status events (docs/jobs.md). */
+void api_job_logs(struct http_request *req);
+void api_job_metrics(struct http_request *req);
+void api_job_samples(struct http_request *req);
+void api_job_events(struct http_request *req);
 /* runtime.c */
 struct runtime;
 struct labd_config;
@@ -97,6 +108,9 @@ void api_me_quota(struct http_request *req);
 /* quota_use.c: 403 quota_exceeded naming the used-up window w. */
 struct quota_window;
 void api_reply_quota_exceeded(struct http_request *req, const struct quota_window *w);
+/* The same refusal with another status (429 for a job's submit). */
+void api_reply_quota_exceeded_status(struct http_request *req, unsigned status,
+				     const struct quota_window *w);
 /* Sets "used", "remaining" and "next_free_at" (objects keyed by limit name)
  * on out for user_id now; -1 with a 500 reply when the store fails. */
 int api_quota_use_json(struct http_request *req, int64_t user_id, json_t *out);
@@ -139,6 +153,18 @@ json_t *api_storage_apply_report(struct http_request *req, const struct api_stor
 void api_storage_snapshot_release(struct api_storage_snapshot *s);
 void api_user_quota_get(struct http_request *req);
 void api_user_quota_put(struct http_request *req);
+/* jobs.c: training jobs (docs/jobs.md) */
+struct job;
+void api_jobs_submit(struct http_request *req);
+void api_jobs_list(struct http_request *req);
+void api_jobs_get(struct http_request *req);
+void api_jobs_stop(struct http_request *req);
+/* The job object of the API (full: with transitions, final metrics and
+ * findings, as GET /api/v1/jobs/{id}; else a list item). Caller owns it. */
+json_t *api_job_json(struct app *app, const struct job *j, bool full);
+/* warm_pools.c */
+void api_warm_pools_list(struct http_request *req);
+void api_warm_pools_delete(struct http_request *req);
 /* plans.c */
 /* images.c */
 void api_images_list(struct http_request *req);

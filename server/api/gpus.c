@@ -28,13 +28,16 @@ static json_t *gpu_json(const struct gpu_info *g, const struct gpu_hold *h, bool
 			      known(g->memory_used_bytes), "utilization_percent",
 			      known(g->utilization_percent), "temperature_c",
 			      known(g->temperature_c), "source", gpus_source_name(g->source),
-			      "state", h && h->runtime_id ? "busy" : "free");
+			      "state", h && gpus_hold_busy(h) ? "busy" : "free");
 
 	if (j && admin)
 		json_object_set_new(j, "holder",
 				    h && h->runtime_id
 					    ? json_pack("{s:s,s:I}", "user", h->user, "runtime_id",
 							(json_int_t)h->runtime_id)
+				    : h && h->job_pool_id
+					    ? json_pack("{s:s,s:I}", "user", h->user, "job_pool_id",
+							(json_int_t)h->job_pool_id)
 					    : json_null());
 	return j;
 }

@@ -33,6 +33,12 @@ static void duration_text(int64_t s, char out[24])
 
 void api_reply_quota_exceeded(struct http_request *req, const struct quota_window *w)
 {
+	api_reply_quota_exceeded_status(req, MHD_HTTP_FORBIDDEN, w);
+}
+
+void api_reply_quota_exceeded_status(struct http_request *req, unsigned status,
+				     const struct quota_window *w)
+{
 	char used[24], limit[24], at[21], message[400];
 	int64_t window_s;
 	enum runtime_kind kind;
@@ -50,7 +56,13 @@ void api_reply_quota_exceeded(struct http_request *req, const struct quota_windo
 				message, "limit", quota_limit_name(w->limit), "used_s",
 				(json_int_t)w->used_s, "limit_s", (json_int_t)w->limit_s,
 				"next_free_at", time_or_null(w->next_free_at));
-	http_reply_json(req, MHD_HTTP_FORBIDDEN, json_pack("{s:o}", "error", err));
+	if (status == MHD_HTTP_TOO_MANY_REQUESTS && w->next_free_at > 0) {
+		char after[24];
+		int64_t wait_s = w->next_free_at - time(NULL);
+		snprintf(after, sizeof(after), "%lld", (long long)(wait_s > 1 ? wait_s : 1));
+		http_add_header(req, "Retry-After", after);
+	}
+	http_reply_json(req, status, json_pack("{s:o}", "error", err));
 }
 
 int api_quota_use_json(struct http_request *req, int64_t user_id, json_t *out)

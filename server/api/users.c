@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "api/api.h"
+#include "jobs/jobs.h"
 #include "labd/app.h"
 #include "auth/password.h"
 #include "config/config.h"
@@ -185,6 +186,8 @@ void api_users_patch(struct http_request *req)
 	/* a disabled account's code stops now, not at its deadline */
 	if (has_disabled && disabled && runtime_end_account(app, u.id, "account disabled") < 0)
 		log_error("the runtime of disabled user %s could not be stopped", u.name);
+	if (has_disabled && disabled && jobs_end_account(app, u.id, "account disabled") < 0)
+		log_error("the jobs of disabled user %s could not all be stopped", u.name);
 	if (has_disabled && disabled)
 		api_close_connections(req, APP_CLOSE_USER, u.id);
 	else if (has_password || reset) /* every session of u ended */

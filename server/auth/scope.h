@@ -25,11 +25,12 @@ enum scope {
 	SCOPE_ADMIN_RUNTIMES = 1u << 10, /* every live runtime, and stopping them */
 	SCOPE_ADMIN_AUDIT = 1u << 11,   /* the audit log */
 	SCOPE_METRICS = 1u << 12,       /* GET /metrics */
+	SCOPE_JOBS = 1u << 13,          /* the own training jobs and warm pools */
 };
 
 #define SCOPE_TEXT_MAX 256 /* every name, space-separated, fits */
 
-/* Every scope a role holds (a user: the first seven; an admin: all). */
+/* Every scope a role holds (a user: the first seven and jobs; an admin: all). */
 unsigned scope_of_role(enum user_role role);
 /* The name of one scope bit ("read:usage"), or NULL for none or several. */
 const char *scope_name(unsigned bit);

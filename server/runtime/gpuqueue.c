@@ -129,6 +129,8 @@ static int take_head(struct app *app, int64_t now, struct runtime *r,
 	if ((rc = gpus_pick_free(app->db, app->cfg, &id)) <= 0)
 		return rc;
 	queue_order(items, (size_t)n);
+	if (items[0].job_id)
+		return 0; /* a training job is next: jobs/ starts it (docs/jobs.md "GPUs") */
 	snprintf(gpus, sizeof(gpus), "%u", id);
 	*limits_ok = runtime_resources_read(app, items[0].user_id, RUNTIME_GPU, now, res) == 0;
 	if (!*limits_ok)
@@ -180,12 +182,12 @@ void runtime_queue_replan(struct app *app)
 	if (n >= 0 && g >= 0) {
 		for (int i = 0; i < g; i++) {
 			free_at[i] = holds[i].free_at;
-			allocated += holds[i].runtime_id != 0;
+			allocated += gpus_hold_busy(&holds[i]);
 		}
 		queue_order(items, (size_t)n);
 		queue_estimate(items, (size_t)n, free_at, (size_t)g, now);
 		for (int i = 0; i < n; i++)
-			if (gpu_queue_set_place(app->db, items[i].runtime_id, items[i].position,
+			if (items[i].runtime_id && gpu_queue_set_place(app->db, items[i].runtime_id, items[i].position,
 						items[i].estimate_at) == 1)
 				runtime_watch_notify(app->watch, items[i].user_id);
 		metrics_gpu_queue_set(n);
@@ -201,7 +203,7 @@ void runtime_queue_tick(struct app *app)
 	int n = queue_load(app->db, now, items, QUEUE_PASS_MAX);
 
 	for (int i = 0; i < n; i++)
-		if (items[i].expires_at <= now)
+		if (items[i].runtime_id && items[i].expires_at <= now)
 			expire(app, &items[i]);
 	dispatch(app, now);
 	runtime_queue_replan(app);

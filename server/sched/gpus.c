@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "labd/log.h"
 #include "sched/nvml.h"
+#include "store/pools.h"
 #include "store/runtimes.h"
 
 struct gpus {
@@ -180,15 +181,57 @@ static int note_holder(const struct runtime *r, void *ctx)
 	return 0;
 }
 
+/* Marks the pool GPUs that the live job sandbox p holds (until its deadline). */
+static int note_pool(const struct pool *p, void *ctx)
+{
+	struct holders *hs = ctx;
+	char copy[RUNTIME_GPUS_MAX], *save = NULL;
+
+	snprintf(copy, sizeof(copy), "%s", p->gpus);
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		unsigned id = (unsigned)strtoul(t, NULL, 10);
+		for (size_t i = 0; i < hs->n; i++) {
+			if (hs->h[i].id != id)
+				continue;
+			hs->h[i].job_pool_id = p->id;
+			snprintf(hs->h[i].user, sizeof(hs->h[i].user), "%s", p->user_name);
+			hs->h[i].free_at = p->deadline > hs->now ? p->deadline : hs->now;
+		}
+	}
+	return 0;
+}
+
 int gpus_holders(struct db *db, const struct labd_config *cfg, int64_t now, struct gpu_hold *out)
 {
 	struct holders hs = {out, cfg->n_gpu_devices, now};
 
 	for (size_t i = 0; i < hs.n; i++)
 		out[i] = (struct gpu_hold){.id = cfg->gpu_devices[i], .free_at = now};
-	if (runtimes_each_live(db, note_holder, &hs) < 0)
+	if (runtimes_each_live(db, note_holder, &hs) < 0 || pools_each_live(db, note_pool, &hs) < 0)
 		return -EIO;
 	return (int)hs.n;
+}
+
+int gpus_pick_free_n(struct db *db, const struct labd_config *cfg, unsigned want, char *out,
+		     size_t len)
+{
+	struct gpu_hold h[CONFIG_MAX_GPUS];
+	int n = gpus_holders(db, cfg, 0, h), found = 0;
+	size_t used = 0;
+
+	if (n < 0)
+		return n;
+	out[0] = '\0';
+	for (int i = 0; i < n && (unsigned)found < want; i++) {
+		if (gpus_hold_busy(&h[i]))
+			continue;
+		int w = snprintf(out + used, len - used, "%s%u", found ? "," : "", h[i].id);
+		if (w < 0 || (size_t)w >= len - used)
+			break;
+		used += (size_t)w;
+		found++;
+	}
+	return found;
 }
 
 int gpus_pick_free(struct db *db, const struct labd_config *cfg, unsigned *id)
@@ -199,7 +242,7 @@ int gpus_pick_free(struct db *db, const struct labd_config *cfg, unsigned *id)
 	if (n < 0)
 		return n;
 	for (int i = 0; i < n; i++) {
-		if (h[i].runtime_id == 0) {
+		if (!gpus_hold_busy(&h[i])) {
 			*id = h[i].id;
 			return 1;
 		}

@@ -34,11 +34,14 @@ struct gpu_info {
 	int utilization_percent, temperature_c;  /* -1 when unknown */
 };
 
-/* Who holds a pool GPU now (runtime_id 0: nobody) and when it is expected
- * free: now for a free one, else its holder's deadline (now if past). */
+/* Who holds a pool GPU now (runtime_id and job_pool_id 0: nobody) and when
+ * it is expected free: now for a free one, else its holder's deadline (now
+ * if past). A training job's sandbox (store/pools.h) holds its GPUs
+ * exclusively too, while it runs a job and while it is kept warm. */
 struct gpu_hold {
 	unsigned id;
 	int64_t runtime_id;
+	int64_t job_pool_id; /* the job sandbox holding it, 0 = none */
 	char user[33];
 	int64_t free_at;
 };
@@ -67,5 +70,14 @@ int gpus_holders(struct db *db, const struct labd_config *cfg, int64_t now,
 		 struct gpu_hold *out);
 /* A free pool GPU's id into *id: 1, 0 when none is free, or -EIO. */
 int gpus_pick_free(struct db *db, const struct labd_config *cfg, unsigned *id);
+/* Up to want free GPU ids into ids (comma-separated text into out, len
+ * bytes): the number free (all of want when enough), or -EIO. */
+int gpus_pick_free_n(struct db *db, const struct labd_config *cfg, unsigned want, char *out,
+		     size_t len);
+/* Whether h is held by anyone. */
+static inline int gpus_hold_busy(const struct gpu_hold *h)
+{
+	return h->runtime_id != 0 || h->job_pool_id != 0;
+}
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "store/gpu_queue.h"
+#include "store/jobs.h"
 #include "store/ledger.h"
 #include "store/ledger_window.h"
 
@@ -18,7 +19,9 @@ static int fair_cmp(const void *pa, const void *pb)
 		return a->gpu_s_24h < b->gpu_s_24h ? -1 : 1;
 	if (a->queued_at != b->queued_at)
 		return a->queued_at < b->queued_at ? -1 : 1;
-	return (a->runtime_id > b->runtime_id) - (a->runtime_id < b->runtime_id);
+	if (a->runtime_id != b->runtime_id)
+		return (a->runtime_id > b->runtime_id) - (a->runtime_id < b->runtime_id);
+	return (a->job_id > b->job_id) - (a->job_id < b->job_id);
 }
 
 void queue_order(struct queue_item *items, size_t n)
@@ -88,7 +91,32 @@ static int add_entry(const struct gpu_queue_entry *e, void *ctx)
 		return 1; /* stop: the rest wait for the next pass */
 	l->items[l->n++] = (struct queue_item){
 		.runtime_id = e->runtime_id, .user_id = e->user_id, .queued_at = e->queued_at,
-		.expires_at = e->expires_at, .length_s = e->length_s};
+		.expires_at = e->expires_at, .length_s = e->length_s, .gpus = 1};
+	return 0;
+}
+
+static int add_job(const struct job_waiting_gpu *w, void *ctx)
+{
+	struct load *l = ctx;
+
+	if (l->n == l->max)
+		return 1;
+	l->items[l->n++] = (struct queue_item){
+		.job_id = w->job_id, .user_id = w->user_id, .queued_at = w->created_at,
+		.expires_at = w->expires_at, .length_s = w->length_s,
+		.gpus = (unsigned)w->gpu_count};
+	return 0;
+}
+
+int queue_job_turn(const struct queue_item *items, size_t n, int64_t job_id, unsigned n_free)
+{
+	unsigned ahead = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (items[i].job_id == job_id)
+			return ahead + items[i].gpus <= n_free;
+		ahead += items[i].gpus;
+	}
 	return 0;
 }
 
@@ -96,7 +124,7 @@ int queue_load(struct db *db, int64_t now, struct queue_item *items, size_t max)
 {
 	struct load l = {items, 0, max};
 
-	if (gpu_queue_each(db, add_entry, &l) < 0)
+	if (gpu_queue_each(db, add_entry, &l) < 0 || jobs_each_waiting_gpu(db, add_job, &l) < 0)
 		return -EIO;
 	for (size_t i = 0; i < l.n; i++) {
 		struct usage_sum u = {now - DAY_S, now, 0};

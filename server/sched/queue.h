@@ -20,6 +20,8 @@ struct db;
 
 struct queue_item {
 	int64_t runtime_id, user_id;
+	int64_t job_id; /* > 0: a training job waiting for its GPUs (runtime_id 0) */
+	unsigned gpus;  /* how many it takes: 1 for a runtime, the job's gpu_count */
 	int64_t queued_at, expires_at;
 	int64_t length_s;  /* how long it will hold its GPU once started */
 	int64_t gpu_s_24h; /* its user's GPU seconds in [now - 24 h, now) */
@@ -36,7 +38,13 @@ void queue_order(struct queue_item *items, size_t n);
 void queue_estimate(struct queue_item *items, size_t n, const int64_t *free_at, size_t n_gpus,
 		    int64_t now);
 /* Reads the queue (at most max entries) with each user's GPU seconds of the
- * last 24 hours as of now, in arrival order. The count, or -EIO. */
+ * last 24 hours as of now, in arrival order: queued GPU runtimes and GPU
+ * training jobs waiting for their pool (store/jobs.h), so both wait in one
+ * fair order (docs/jobs.md "GPUs"). The count, or -EIO. */
 int queue_load(struct db *db, int64_t now, struct queue_item *items, size_t max);
+
+/* Whether the job job_id may take its GPUs now with n_free free: every entry
+ * ahead of it in the fair order (items already ordered) could start too. */
+int queue_job_turn(const struct queue_item *items, size_t n, int64_t job_id, unsigned n_free);
 
 #endif

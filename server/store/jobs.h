@@ -54,7 +54,122 @@ struct job {
 	int64_t billable_s;   /* Starting .. Uploading so far */
 	int exit_code;        /* -1 when none */
 	char failure_reason[JOB_REASON_MAX];
+	/* ---- added by the jobs step (B1) ---- */
+	int64_t memory_bytes, cpus_milli; /* the sandbox's size (pool matching) */
+	bool network;                     /* egress */
+	bool run_sent;                    /* job_run was taken by the backend this attempt */
+	int64_t grace_s;                  /* stop grace: SIGTERM, then SIGKILL */
+	int64_t training_ms;              /* time in Training, summed over attempts */
+	/* the warm pool it left behind (docs/jobs.md "Warm pools"): status ""
+	 * (none), "Available", "Reused" or "Terminated"; warm_from/warm_to epoch
+	 * s of its Available period (warm_to 0 while available) */
+	char warm_status[12];
+	int64_t warm_from, warm_to, warm_until;
+	char warm_reason[JOB_REASON_MAX];
+	int64_t reused_by; /* the job that reused its warm pool, 0 = none */
 };
+
+/* What a new job is made of (jobs_create). */
+struct job_new {
+	int64_t user_id;
+	const char *name;
+	const char *spec; /* normalised JSON text */
+	bool gpu;
+	int gpu_count;
+	const char *image;
+	int64_t memory_bytes, cpus_milli;
+	bool network;
+	int max_retries;
+	int64_t max_runtime_s, max_wait_s, keep_alive_s, grace_s;
+	int64_t now_ms;
+	/* refuse when the user has this many live jobs already; -1 = no limit */
+	int64_t max_live;
+};
+
+#define JOBS_CREATE_QUOTA (-3) /* max_live reached */
+
+/* Inserts a Pending job and its first transition. 0 with *out (release with
+ * jobs_row_free), DB_CONFLICT when the user has a job of that name,
+ * JOBS_CREATE_QUOTA, or -1. */
+int jobs_create(struct db *db, const struct job_new *n, struct job *out);
+/* How many live jobs user_id has; -1 on error. */
+int jobs_count_live(struct db *db, int64_t user_id);
+
+/* A move of a job's secondary status (jobs_move). Fields left at their zero
+ * value change nothing, except where said. */
+struct job_move {
+	enum job_secondary secondary;
+	enum job_status status;
+	const char *message;     /* the transition's message, "" allowed */
+	int64_t at_ms;           /* wall clock of the change */
+	int64_t pool_id;         /* > 0: the job runs in this pool now */
+	bool reused_pool;        /* with pool_id: it is a warm pool */
+	bool next_attempt;       /* a retry: attempt + 1, run_sent cleared */
+	bool clear_pool;         /* pool_id := 0 (a retry builds a new pool) */
+	bool set_exit;           /* exit_code := exit_code (-1: none) */
+	int exit_code;
+	const char *failure;     /* non-NULL: failure_reason := failure */
+	/* only move when the job's secondary is one of these (bit 1 << secondary);
+	 * 0 = whenever the job is live */
+	unsigned from_mask;
+};
+
+/* Moves a live job: closes its open transition at at_ms and opens one of the
+ * new secondary status; opens its ledger entry (source 'job') when it enters
+ * Starting..Uploading without one and closes it when it leaves them (a retry
+ * closes the attempt's entry and opens the next); adds the Training time.
+ * 1 moved, 0 not live or not in from_mask, -1. */
+int jobs_move(struct db *db, int64_t id, const struct job_move *m);
+/* Sets the pool (0: none) of a job in Starting without a transition (a
+ * retry's new pool; a pool start the backend refused for now: the job waits
+ * for the next pass). 1 set, 0 not in Starting any more, -1. */
+int jobs_set_pool(struct db *db, int64_t id, int64_t pool_id);
+/* A GPU job waiting for its pool: Pending, or Starting again without a pool
+ * (a retry). */
+struct job_waiting_gpu {
+	int64_t job_id, user_id, created_at, expires_at, length_s;
+	int gpu_count;
+};
+/* Calls fn for each waiting GPU job, oldest first. 0 or -1. */
+int jobs_each_waiting_gpu(struct db *db, int (*fn)(const struct job_waiting_gpu *w, void *ctx),
+			  void *ctx);
+/* Records that job_run was taken for the current attempt. 0 or -1. */
+int jobs_set_run_sent(struct db *db, int64_t id, bool sent);
+/* A stop asked for: the grace to use. 0 or -1. */
+int jobs_set_grace(struct db *db, int64_t id, int64_t grace_s);
+/* The warm pool the job left: status as struct job's; from/to/until 0 keep
+ * the stored value; reason NULL keeps it; reused_by 0 keeps it. 0 or -1. */
+int jobs_set_warm(struct db *db, int64_t id, const char *status, int64_t from, int64_t to,
+		  int64_t until, const char *reason, int64_t reused_by);
+
+/* A job's transition (one per secondary status it went through). */
+struct job_transition {
+	enum job_secondary secondary;
+	int64_t start_at_ms, end_at_ms; /* end 0 while current */
+	char message[JOB_REASON_MAX];
+};
+/* Calls fn for each transition of job id in order. The count or -1. */
+int jobs_each_transition(struct db *db, int64_t id,
+			 int (*fn)(const struct job_transition *t, void *ctx), void *ctx);
+/* Billable seconds of the job's ledger entries (open ones up to now). */
+int64_t jobs_billable_s(struct db *db, int64_t id, int64_t now);
+
+/* A listing's filter: user_id 0 = everyone; status and name NULL = any. */
+struct job_filter {
+	int64_t user_id;
+	const char *status; /* a status or secondary status name */
+	const char *name;   /* exact name */
+	int64_t limit, offset;
+};
+/* Calls fn for each matching job, newest first, and sets *total to the
+ * number of all matches. The count passed, or -1. fn gets a row whose spec
+ * is borrowed for the call. */
+int jobs_list(struct db *db, const struct job_filter *f,
+	      int (*fn)(const struct job *j, void *ctx), void *ctx, int64_t *total);
+/* The job of user_id with this id (1), none (0), -1; user_id 0 = any user. */
+int jobs_find_for(struct db *db, int64_t user_id, int64_t id, struct job *out);
+int jobs_status_parse(const char *name, enum job_status *out);
+int jobs_secondary_parse(const char *name, enum job_secondary *out);
 
 const char *jobs_status_name(enum job_status s);       /* "InProgress", ... */
 const char *jobs_secondary_name(enum job_secondary s); /* "Pending", ... */
@@ -65,7 +180,8 @@ bool jobs_live(const struct job *j);
  * with jobs_row_free. */
 int jobs_find(struct db *db, int64_t id, struct job *out);
 void jobs_row_free(struct job *j);
-/* Calls fn for each live job (InProgress or Stopping), oldest first. */
+/* Calls fn for each live job (InProgress or Stopping), oldest first. The row
+ * (spec included) is borrowed for the call; fn may use the store. */
 int jobs_each_live(struct db *db, int (*fn)(const struct job *j, void *ctx), void *ctx);
 
 #endif

@@ -98,6 +98,54 @@ int ledger_heartbeat(struct db *db, int64_t now)
 	return rc < 0 ? -EIO : rc;
 }
 
+int ledger_close_source(struct db *db, const char *source, int64_t id, int64_t now,
+			const char *reason)
+{
+	int rc = db_exec(db,
+			 "UPDATE ledger SET end_at = " CLOSE_AT ", billable_s = " CLOSE_AT
+			 " - start_at, end_reason = ?"
+			 " WHERE source = ? AND CASE source WHEN 'job' THEN job_id ELSE pool_id END = ?"
+			 " AND end_at IS NULL",
+			 "iitti", now, now, reason, source, id);
+	return rc < 0 ? -EIO : 0;
+}
+
+int ledger_open_warm(struct db *db, int64_t pool_id, int64_t now)
+{
+	char plan[LEDGER_PLAN_MAX];
+	int64_t user_id = 0;
+
+	if (db_one(db, "SELECT user_id FROM pools WHERE id = ?", "i", row_user_id, &user_id,
+		   pool_id) != 1)
+		return -EIO;
+	ledger_plan_of(db, user_id, plan);
+	int rc = db_exec(db,
+			 "INSERT INTO ledger (pool_id, job_id, source, user_id, user_name, kind, gpus,"
+			 " plan, start_at, last_heartbeat)"
+			 " SELECT p.id, p.last_job_id, 'warm', p.user_id, u.name,"
+			 " CASE WHEN p.gpu THEN 'gpu' ELSE 'cpu' END, p.gpus, ?, ?, ?"
+			 " FROM pools p JOIN users u ON u.id = p.user_id WHERE p.id = ?"
+			 " AND NOT EXISTS (SELECT 1 FROM ledger WHERE source = 'warm' AND pool_id = p.id"
+			 " AND end_at IS NULL)",
+			 "tiii", plan, now, now, pool_id);
+	return rc < 0 ? -EIO : 0;
+}
+
+int ledger_heartbeat_jobs(struct db *db, int64_t now)
+{
+	db_lock(db);
+	int rc = db_exec(db,
+			 "UPDATE ledger SET last_heartbeat = max(last_heartbeat, ?),"
+			 " billable_s = max(last_heartbeat, ?) - start_at"
+			 " WHERE end_at IS NULL AND ((source = 'job' AND job_id IN"
+			 " (SELECT id FROM jobs WHERE status IN ('InProgress', 'Stopping')))"
+			 " OR (source = 'warm' AND pool_id IN"
+			 " (SELECT id FROM pools WHERE state = 'available')))",
+			 "ii", now, now);
+	db_unlock(db);
+	return rc < 0 ? -EIO : rc;
+}
+
 static int row_total(sqlite3_stmt *st, void *ctx)
 {
 	int64_t *totals_s = ctx;
@@ -161,6 +209,9 @@ static int ledger_row(sqlite3_stmt *st, void *arg)
 	e.billable_s = sqlite3_column_int64(st, 9);
 	copy_text(e.end_reason, sizeof(e.end_reason), st, 10);
 	e.last_heartbeat = sqlite3_column_int64(st, 11);
+	copy_text(e.source, sizeof(e.source), st, 12);
+	e.job_id = sqlite3_column_int64(st, 13);
+	e.pool_id = sqlite3_column_int64(st, 14);
 	return w->fn(&e, w->ctx);
 }
 
@@ -171,7 +222,8 @@ int ledger_each(struct db *db, int64_t user_id, int64_t from_s, int64_t to_s,
 	/* overlap with [from, to): starts before to and has billed past from */
 	int rc = db_each(db,
 			 "SELECT id, coalesce(runtime_id, 0), user_id, user_name, kind, gpus, plan,"
-			 " start_at, coalesce(end_at, 0), billable_s, end_reason, last_heartbeat"
+			 " start_at, coalesce(end_at, 0), billable_s, end_reason, last_heartbeat,"
+			 " source, coalesce(job_id, 0), coalesce(pool_id, 0)"
 			 " FROM ledger WHERE (? = 0 OR user_id = ?) AND start_at < ?"
 			 " AND coalesce(end_at, last_heartbeat) > ? ORDER BY start_at, id",
 			 "iiii", ledger_row, &w, user_id, user_id, to_s, from_s);

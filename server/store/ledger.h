@@ -32,6 +32,10 @@ struct ledger_entry {
 	int64_t start_at, end_at; /* end_at 0 while open */
 	int64_t billable_s, last_heartbeat;
 	char end_reason[RUNTIME_REASON_MAX];
+	/* schema 12: what the entry bills: "runtime", "job" (a job attempt) or
+	 * "warm" (a job sandbox kept warm); its job and pool, 0 when none */
+	char source[8];
+	int64_t job_id, pool_id;
 };
 
 /* The plan name stored on a new entry for user_id: their own plan, else their
@@ -52,6 +56,19 @@ int ledger_close_user(struct db *db, const char *name, int64_t now);
 /* Advances the open entries of running or stopping runtimes to now. The
  * number advanced, or -EIO. */
 int ledger_heartbeat(struct db *db, int64_t now);
+/* Closes the open entry of a job (source "job", id a job id) or of a pool's
+ * warm period (source "warm", id a pool id) with reason, at
+ * min(now, last_heartbeat + LEDGER_CLOSE_SLACK_S) like a runtime's. Caller
+ * holds db_lock in the transaction that moves the row. 0, or -EIO. */
+int ledger_close_source(struct db *db, const char *source, int64_t id, int64_t now,
+			const char *reason);
+/* Opens the warm entry of pool_id at now (none open yet). Caller holds
+ * db_lock as above. 0, or -EIO. */
+int ledger_open_warm(struct db *db, int64_t pool_id, int64_t now);
+/* Advances the open entries of live jobs and available pools to now (the
+ * jobs' heartbeat, once their pools were reconciled). The number advanced,
+ * or -EIO. */
+int ledger_heartbeat_jobs(struct db *db, int64_t now);
 /* Billable seconds of every entry so far, cpu into totals_s[0] and gpu into
  * totals_s[1] (open entries up to their last heartbeat). 0 or -EIO. */
 int ledger_totals_s(struct db *db, int64_t totals_s[2]);

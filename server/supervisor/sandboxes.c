@@ -566,8 +566,15 @@ static void on_started(struct sandboxes *sb, struct hosted *x)
 	x->probe_at_ms = clock_ms();
 	save_record(sb, x);
 	log_info("runtime of %s started: sandbox %s, pid %d", x->user, x->h.id, (int)x->h.pid);
-	if (x->stop_pending)
-		request_stop(sb, x, x->cause, x->reason);
+	if (x->stop_pending) {
+		/* copies: set_end writes x->cause and x->reason, and snprintf from a
+		 * buffer into itself empties it (a stop while starting ended with no cause,
+		 * which the web process refuses as a bad sandbox_ended) */
+		char cause[sizeof(x->cause)], reason[sizeof(x->reason)];
+		snprintf(cause, sizeof(cause), "%s", x->cause);
+		snprintf(reason, sizeof(reason), "%s", x->reason);
+		request_stop(sb, x, cause, reason);
+	}
 }
 
 void sandboxes_stop_all(struct sandboxes *sb, const char *reason)

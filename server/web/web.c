@@ -27,6 +27,8 @@
 #include "backend/backend.h"
 #include "labd/log.h"
 #include "labd/parse.h"
+#include "jobs/jobs.h"
+#include "jobs/observe.h"
 #include "runtime/reconcile.h"
 #include "runtime/runtime.h"
 #include "runtime/watch.h"
@@ -185,6 +187,16 @@ static void close_connections(struct app *app, enum app_close what, int64_t id)
 			 n, m);
 }
 
+/* The channel to the supervisor is (re)established: runtimes and job
+ * sandboxes both reconcile with its list. */
+static void on_connected(void *ctx)
+{
+	struct app *app = ctx;
+
+	reconcile_wake(app->reconciler);
+	jobs_connected(app);
+}
+
 /* The registry of runtime changes and the event streams that carry them.
  * LABD_EVENT_KEEPALIVE_MS (tests only) shortens the 15 s keepalive. */
 static int start_events(struct app *app)
@@ -298,8 +310,11 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	/* The backend before the reconciler (which lists its sandboxes), both
 	 * before the first request (which may start a runtime). */
 	runtime_events_init(&events, &app);
+	jobs_events_init(&events, &app);
+	events.connected = on_connected;
 	app.backend = backend_local_new(supervisor_fd, &events);
-	if (!app.backend || reconcile_start(&app, &app.reconciler) < 0)
+	if (!app.backend || reconcile_start(&app, &app.reconciler) < 0 || observe_init(&app) < 0 ||
+	    jobs_runner_start(&app, &app.jobs) < 0)
 		_exit(1);
 	httpd = http_start(&app, listen_fd, handlers, sizeof(handlers) / sizeof(handlers[0]));
 	if (!httpd) {
@@ -309,6 +324,7 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	log_info("serving as user %s (pid %d)", u->name, (int)getpid());
 	serve_until_signal(&app);
 	log_info("shutting down");
+	jobs_runner_stop(__atomic_exchange_n(&app.jobs, NULL, __ATOMIC_SEQ_CST));
 	reconcile_stop(app.reconciler);
 	/* backend events may still come until backend_free: keep them off the
 	 * relay that is about to go */
@@ -324,6 +340,7 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	ttlcache_free(app.home_usage);
 	backend_free(app.backend);
 	gpus_free(app.gpus); /* after the reconciler, which takes its lock */
+	observe_free(&app);  /* after backend_free: events call its hooks */
 	runtime_watch_free(app.watch); /* backend events notify until backend_free */
 	db_close(app.db);
 	close(web_root_fd);

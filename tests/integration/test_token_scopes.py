@@ -17,9 +17,10 @@ from labd_harness import (
 )
 
 USER_SCOPES = ["identify", "account", "tokens", "runtimes", "read:usage", "read:quota",
-               "read:gpus"]
-ADMIN_SCOPES = USER_SCOPES + ["admin:users", "admin:quota", "admin:usage", "admin:runtimes",
-                              "admin:audit", "metrics"]
+               "read:gpus", "jobs"]
+# in the table's order: jobs came last
+ADMIN_SCOPES = USER_SCOPES[:-1] + ["admin:users", "admin:quota", "admin:usage", "admin:runtimes",
+                                   "admin:audit", "metrics", "jobs"]
 
 
 def make_token(c, name, expect=201, **fields):

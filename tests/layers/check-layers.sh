@@ -11,7 +11,7 @@
 #   4 auth
 #   5 sched
 #   6 backend
-#   7 runtime
+#   7 runtime jobs
 #   8 proxy api
 #   9 web
 #  10 supervisor
@@ -37,7 +37,7 @@ rank() {
 	auth) echo 4 ;;
 	sched) echo 5 ;;
 	backend) echo 6 ;;
-	runtime) echo 7 ;;
+	runtime | jobs) echo 7 ;;
 	proxy | api) echo 8 ;;
 	web) echo 9 ;;
 	supervisor) echo 10 ;;
@@ -99,7 +99,7 @@ while IFS= read -r f; do
 done < <(find common include/labd sandbox server -name '*.[ch]' | sort)
 
 # Root-side objects: no store, HTTP or auth symbols, directly.
-forbidden='^(sqlite3_|MHD_|db_|users_|sessions_|tokens_|audit_|throttle_|runtimes_|migrations_|http_|auth_|api_|routes_|proxy_|gate_|upstream_|wsrelay_|waker_|password_)'
+forbidden='^(sqlite3_|MHD_|db_|users_|sessions_|tokens_|audit_|throttle_|runtimes_|jobs_|migrations_|http_|auth_|api_|routes_|proxy_|gate_|upstream_|wsrelay_|waker_|password_)'
 for dir in common sandbox server/supervisor server/proto; do
 	[ -d "$BUILD/$dir" ] || continue
 	for o in "$BUILD/$dir"/*.o; do

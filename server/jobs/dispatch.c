@@ -1,0 +1,277 @@
+/* dispatch.c - waiting jobs onto pools: a matching warm pool (Starting is
+ * skipped), else a new pool once the user's pool cap and, for GPU jobs, the
+ * fair order and free GPUs allow; and max_wait_s. See jobs.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config/config.h"
+#include "jobs/jobs.h"
+#include "labd/app.h"
+#include "labd/log.h"
+#include "sched/gpus.h"
+#include "sched/queue.h"
+#include "store/db.h"
+
+#define PASS_MAX 256 /* jobs looked at per pass; the rest wait for the next */
+
+struct ids {
+	int64_t id[PASS_MAX];
+	int n;
+	bool (*want)(const struct job *j);
+};
+
+static int collect(const struct job *j, void *ctx)
+{
+	struct ids *ids = ctx;
+
+	if (ids->want(j) && ids->n < PASS_MAX)
+		ids->id[ids->n++] = j->id;
+	return 0;
+}
+
+/* Pending, or Starting again without a pool (a retry). */
+static bool waiting(const struct job *j)
+{
+	return j->status == JOB_IN_PROGRESS &&
+	       (j->secondary == JOB_PENDING || (j->secondary == JOB_STARTING && j->pool_id == 0));
+}
+
+static struct pool_shape shape_of(const struct job *j)
+{
+	return (struct pool_shape){.user_id = j->user_id, .gpu = j->gpu,
+				   .gpu_count = j->gpu_count, .image = j->image,
+				   .memory_bytes = j->memory_bytes, .cpus_milli = j->cpus_milli,
+				   .network = j->network};
+}
+
+#define WAITING_MASK ((1u << JOB_PENDING) | (1u << JOB_STARTING))
+
+/* The warm pool p becomes the job's: Downloading at once. True when taken. */
+static bool take_warm(struct app *app, const struct job *j, const struct pool *p, int64_t now)
+{
+	char message[160];
+	struct job_move m = {.status = JOB_IN_PROGRESS, .secondary = JOB_DOWNLOADING,
+			     .at_ms = jobs_now_ms(), .pool_id = p->id, .reused_pool = true,
+			     .from_mask = WAITING_MASK, .message = message};
+
+	if (pools_take(app->db, p->id, j->id, now) != 1)
+		return false;
+	snprintf(message, sizeof(message), "reusing warm pool %lld kept by job %lld; Starting skipped",
+		 (long long)p->id, (long long)p->last_job_id);
+	if (jobs_move(app->db, j->id, &m) != 1) {
+		/* stopped meanwhile: the pool is warm again as it was */
+		pools_release(app->db, p->id, p->available_until, now, true);
+		return true;
+	}
+	if (p->last_job_id) {
+		jobs_set_warm(app->db, p->last_job_id, "Reused", 0, now, 0, message, j->id);
+		jobs_changed(app, p->last_job_id);
+	}
+	jobs_changed(app, j->id);
+	log_info("job %lld of %s reuses warm pool %lld", (long long)j->id, j->user_name,
+		 (long long)p->id);
+	return true;
+}
+
+struct warm_list {
+	struct pool p[16];
+	int n;
+};
+
+static int collect_warm(const struct pool *p, void *ctx)
+{
+	struct warm_list *w = ctx;
+
+	if (p->state == POOL_AVAILABLE && w->n < 16)
+		w->p[w->n++] = *p;
+	return 0;
+}
+
+/* A job that matches none of its user's warm pools releases them
+ * (docs/jobs.md "Warm pools"): their sandboxes and GPUs are not held for a
+ * shape nobody asks for. */
+static void release_unmatched(struct app *app, const struct job *j)
+{
+	struct warm_list w = {.n = 0};
+	char reason[120];
+
+	if (pools_each_warm(app->db, j->user_id, collect_warm, &w) < 0)
+		return;
+	snprintf(reason, sizeof(reason), "released: job %lld did not match it", (long long)j->id);
+	for (int i = 0; i < w.n; i++)
+		jobs_release_pool(app, &w.p[i], reason);
+}
+
+/* Whether a GPU job may take its GPUs now: the fair order of GPU runtimes
+ * and jobs (sched/queue.h), and enough free. Caller holds the GPU lock. */
+static bool gpu_turn(struct app *app, const struct job *j, int64_t now, char *gpus, size_t len)
+{
+	struct queue_item items[64];
+	int n = queue_load(app->db, now, items, 64);
+	int free_n = gpus_pick_free_n(app->db, app->cfg, 64, gpus, len);
+
+	if (n < 0 || free_n < j->gpu_count)
+		return false;
+	queue_order(items, (size_t)n);
+	if (!queue_job_turn(items, (size_t)n, j->id, (unsigned)free_n))
+		return false;
+	return gpus_pick_free_n(app->db, app->cfg, (unsigned)j->gpu_count, gpus, len) ==
+	       j->gpu_count;
+}
+
+/* The pool's hard end: the job's whole run, its grace and the longest
+ * keep-alive, with slack for staging and upload (contract §1). */
+static int64_t pool_deadline(const struct app *app, const struct job *j, int64_t now)
+{
+	return now + j->max_runtime_s + j->grace_s + app->cfg->jobs_keep_alive_max_s +
+	       JOBS_DEADLINE_SLACK_S;
+}
+
+/* A failure of the pool start in words. */
+static void start_failure(int rc, const char *err, char *out, size_t len)
+{
+	if (rc == -ENOSYS)
+		snprintf(out, len, "this labd's backend runs no training jobs");
+	else if (strncmp(err, "image_missing", 13) == 0)
+		snprintf(out, len, "image missing: %.300s", err[13] == ':' ? err + 14 : err);
+	else
+		snprintf(out, len, "could not start: %.300s", err[0] ? err : strerror(-rc));
+}
+
+static void fail_job(struct app *app, int64_t job_id, enum job_secondary s, const char *reason)
+{
+	struct job_move m = {.status = JOB_FAILED, .secondary = s, .at_ms = jobs_now_ms(),
+			     .message = reason, .failure = reason};
+
+	if (jobs_move(app->db, job_id, &m) == 1) {
+		log_info("job %lld failed: %s", (long long)job_id, reason);
+		jobs_changed(app, job_id);
+	}
+}
+
+static void ask_backend(struct app *app, const struct job *j, struct pool *p)
+{
+	struct backend_pool_start s = {
+		.user = j->user_name, .user_id = j->user_id, .pool_id = p->id,
+		.deadline_s = p->deadline, .memory_bytes = j->memory_bytes,
+		.cpus_milli = j->cpus_milli, .network = j->network, .image = j->image};
+	char err[200] = "", reason[JOB_REASON_MAX], copy[RUNTIME_GPUS_MAX], *save = NULL;
+	int rc;
+
+	snprintf(copy, sizeof(copy), "%s", p->gpus);
+	for (char *t = strtok_r(copy, ",", &save); t && s.n_gpus < 16;
+	     t = strtok_r(NULL, ",", &save))
+		s.gpus[s.n_gpus++] = (unsigned)strtoul(t, NULL, 10);
+	rc = backend_pool_start(app->backend, &s, err, sizeof(err));
+	if (rc == 0 || rc == -ETIMEDOUT) /* a timeout: the list will tell (reconcile.c) */
+		return;
+	if (rc == -EBUSY) { /* a GPU's teardown has not finished: try again next pass */
+		pools_end(app->db, p->id, "a GPU was still held", time(NULL));
+		jobs_set_pool(app->db, j->id, 0);
+		return;
+	}
+	start_failure(rc, err, reason, sizeof(reason));
+	pools_end(app->db, p->id, reason, time(NULL));
+	fail_job(app, j->id, JOB_S_FAILED, reason);
+}
+
+/* A new pool for the job: Starting, then the backend builds it. */
+static void start_cold(struct app *app, const struct job *j, int64_t now)
+{
+	struct pool_shape shape = shape_of(j);
+	struct pool p;
+	char gpus[RUNTIME_GPUS_MAX] = "";
+	struct job_move m = {.status = JOB_IN_PROGRESS, .secondary = JOB_STARTING,
+			     .at_ms = jobs_now_ms(), .from_mask = WAITING_MASK,
+			     .message = "building the job's sandbox"};
+	int rc;
+
+	gpus_alloc_lock(app->gpus);
+	if (j->gpu && !gpu_turn(app, j, now, gpus, sizeof(gpus))) {
+		gpus_alloc_unlock(app->gpus);
+		return; /* waits in the fair order */
+	}
+	rc = pools_create(app->db, &shape, gpus, j->id, now, pool_deadline(app, j, now), &p);
+	gpus_alloc_unlock(app->gpus);
+	if (rc < 0)
+		return;
+	m.pool_id = p.id;
+	/* a retry is in Starting already: its transition says why; only the pool is new */
+	if ((j->secondary == JOB_STARTING ? jobs_set_pool(app->db, j->id, p.id)
+					  : jobs_move(app->db, j->id, &m)) != 1) {
+		pools_end(app->db, p.id, "its job ended before it was built", now);
+		return;
+	}
+	jobs_changed(app, j->id);
+	ask_backend(app, j, &p);
+}
+
+static void dispatch_one(struct app *app, const struct job *j, int64_t now)
+{
+	struct pool_shape shape = shape_of(j);
+	struct pool p;
+	int64_t need_until = now + j->max_runtime_s + j->grace_s + JOBS_DEADLINE_SLACK_S;
+	int live;
+
+	if (pools_find_available(app->db, &shape, need_until, now, &p) == 1 &&
+	    take_warm(app, j, &p, now))
+		return;
+	release_unmatched(app, j);
+	live = pools_count_live(app->db, j->user_id);
+	if (live < 0 || (unsigned)live >= app->cfg->jobs_max_pools_per_user)
+		return; /* waits for one of the user's pools to end */
+	start_cold(app, j, now);
+}
+
+void jobs_dispatch(struct app *app)
+{
+	struct ids ids = {.n = 0, .want = waiting};
+	int64_t now = time(NULL);
+	struct job j;
+
+	if (jobs_each_live(app->db, collect, &ids) < 0)
+		return;
+	for (int i = 0; i < ids.n; i++) {
+		if (jobs_find(app->db, ids.id[i], &j) != 1)
+			continue;
+		if (waiting(&j))
+			dispatch_one(app, &j, now);
+		jobs_row_free(&j);
+	}
+}
+
+static bool pending(const struct job *j)
+{
+	return j->status == JOB_IN_PROGRESS && j->secondary == JOB_PENDING;
+}
+
+void jobs_expire_waits(struct app *app)
+{
+	struct ids ids = {.n = 0, .want = pending};
+	int64_t now = time(NULL);
+	char reason[200];
+	struct job j;
+
+	if (jobs_each_live(app->db, collect, &ids) < 0)
+		return;
+	for (int i = 0; i < ids.n; i++) {
+		if (jobs_find(app->db, ids.id[i], &j) != 1)
+			continue;
+		if (pending(&j) && now - j.created_at > j.max_wait_s) {
+			snprintf(reason, sizeof(reason),
+				 "waited longer than its max_wait_s of %lld s for %s",
+				 (long long)j.max_wait_s,
+				 j.gpu ? "free GPUs or a free pool" : "a free pool");
+			struct job_move m = {.status = JOB_STOPPED,
+					     .secondary = JOB_MAX_WAIT_EXCEEDED,
+					     .at_ms = jobs_now_ms(), .message = reason,
+					     .failure = reason, .from_mask = 1u << JOB_PENDING};
+			if (jobs_move(app->db, j.id, &m) == 1)
+				jobs_changed(app, j.id);
+		}
+		jobs_row_free(&j);
+	}
+}

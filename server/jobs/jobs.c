@@ -1,0 +1,397 @@
+/* jobs.c - submit, stop, release and the jobs thread; see jobs.h. */
+#include "jobs/jobs.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config/config.h"
+#include "jobs/observe.h"
+#include "labd/app.h"
+#include "labd/log.h"
+#include "store/audit.h"
+#include "store/db.h"
+#include "store/ledger.h"
+#include "store/plans.h"
+
+/* Pools are reconciled with the backend's list at least this often, even
+ * when nothing asked for it. */
+#define SAFETY_NET_S 60
+
+struct jobs_runner {
+	struct app *app;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	bool stopping, poked, wanted;
+};
+
+int64_t jobs_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void jobs_changed(struct app *app, int64_t job_id)
+{
+	jobs_watch_notify(app, job_id);
+}
+
+/* Bills on (heartbeat) only once pools were matched to the backend's list
+ * since this process started: after a crash a job is billed on only when
+ * its sandbox is known to have lived on. */
+static void heartbeat(struct app *app, bool confirmed, time_t *last_beat)
+{
+	time_t now = time(NULL);
+
+	if (!confirmed || now - *last_beat < LEDGER_HEARTBEAT_S)
+		return;
+	if (ledger_heartbeat_jobs(app->db, now) < 0)
+		log_error("ledger: jobs heartbeat not recorded; retrying");
+	else
+		*last_beat = now;
+}
+
+static void pass(struct app *app)
+{
+	jobs_expire_waits(app);
+	jobs_expire_pools(app);
+	jobs_dispatch(app);
+	jobs_run_ready(app);
+	observe_tick(app);
+}
+
+static void *loop(void *arg)
+{
+	struct jobs_runner *r = arg;
+	struct timespec until;
+	time_t last_full = 0, last_beat = 0;
+	bool confirmed = false;
+
+	pthread_mutex_lock(&r->lock);
+	while (!r->stopping) {
+		bool full = r->wanted || time(NULL) - last_full >= SAFETY_NET_S;
+		r->wanted = r->poked = false;
+		pthread_mutex_unlock(&r->lock);
+		if (full && jobs_reconcile(r->app) == 0) {
+			last_full = time(NULL);
+			confirmed = true;
+		}
+		pass(r->app);
+		heartbeat(r->app, confirmed, &last_beat);
+		pthread_mutex_lock(&r->lock);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += JOBS_TICK_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		if (!r->stopping && !r->wanted && !r->poked)
+			pthread_cond_timedwait(&r->wake, &r->lock, &until);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+int jobs_runner_start(struct app *app, struct jobs_runner **out)
+{
+	struct jobs_runner *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return log_errno("jobs: calloc");
+	r->app = app;
+	r->wanted = true;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->wake, NULL);
+	if (pthread_create(&r->thread, NULL, loop, r) != 0) {
+		free(r);
+		return log_error("jobs: cannot start the jobs thread");
+	}
+	*out = r;
+	return 0;
+}
+
+void jobs_runner_stop(struct jobs_runner *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->stopping = true;
+	pthread_cond_signal(&r->wake);
+	pthread_mutex_unlock(&r->lock);
+	pthread_join(r->thread, NULL);
+	pthread_cond_destroy(&r->wake);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+static void signal_runner(struct jobs_runner *r, bool full)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->poked = true;
+	r->wanted = r->wanted || full;
+	pthread_cond_signal(&r->wake);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void jobs_poke(struct jobs_runner *r) { signal_runner(r, false); }
+void jobs_wake(struct jobs_runner *r) { signal_runner(r, true); }
+
+void jobs_connected(struct app *app)
+{
+	jobs_wake(__atomic_load_n(&app->jobs, __ATOMIC_SEQ_CST));
+}
+
+/* ---- submit ---- */
+
+static bool image_configured(const char *name, void *ctx)
+{
+	const struct labd_config *cfg = ctx;
+
+	for (unsigned i = 0; i < cfg->n_images; i++)
+		if (strcmp(cfg->images[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+static int64_t limit_or(int64_t v, int64_t none)
+{
+	return v == QUOTA_UNLIMITED || v == QUOTA_UNSET ? none : v;
+}
+
+/* The user's limits for a job from their quota status. */
+static void job_limits(struct app *app, const struct quota_status *st, const char *image,
+		       struct jobs_limits *lim)
+{
+	const int64_t *v = st->eff.v;
+
+	*lim = (struct jobs_limits){
+		.gpus_max = quota_gpus_per_runtime(st),
+		.max_runtime_s = limit_or(v[QL_JOB_MAX_RUNTIME_S], JOBS_MAX_RUNTIME_DEFAULT_S),
+		.memory_bytes = limit_or(v[QL_MEMORY_BYTES], 0),
+		.cpus_milli = limit_or(v[QL_CPUS_MILLI], 0),
+		.image = image,
+		.keep_alive_max_s = app->cfg->jobs_keep_alive_max_s,
+		.max_wait_default_s = app->cfg->jobs_max_wait_default_s,
+		.image_ok = image_configured,
+		.image_ctx = (void *)app->cfg,
+	};
+}
+
+static enum jobs_submit_result invalid(struct jobs_refusal *why, const char *field,
+				       const char *message)
+{
+	snprintf(why->err.field, sizeof(why->err.field), "%s", field);
+	snprintf(why->err.message, sizeof(why->err.message), "%s", message);
+	return JOBS_SUBMIT_INVALID;
+}
+
+/* The quota check of a submit: the windows of the job's kind. */
+static enum jobs_submit_result check_windows(const struct quota_status *st, bool gpu,
+					     struct jobs_refusal *why)
+{
+	int64_t deadline;
+
+	switch (quota_check_start(st, gpu ? RUNTIME_GPU : RUNTIME_CPU, &deadline, &why->window)) {
+	case QUOTA_START_EXCEEDED:
+		return JOBS_SUBMIT_QUOTA;
+	case QUOTA_START_NO_GPUS:
+		return invalid(why, "type", "your plan allows no GPUs (gpus_per_runtime is 0)");
+	case QUOTA_START_ALLOWED:
+		break;
+	}
+	return JOBS_SUBMIT_OK;
+}
+
+static enum jobs_submit_result insert(struct app *app, int64_t user_id,
+				      const struct jobs_submit *s, bool network, int64_t max_live,
+				      struct job *out)
+{
+	char *spec = json_dumps(s->spec, JSON_COMPACT);
+	struct job_new n = {
+		.user_id = user_id, .name = s->name, .spec = spec, .gpu = s->gpu,
+		.gpu_count = s->gpu_count, .image = s->image, .memory_bytes = s->memory_bytes,
+		.cpus_milli = s->cpus_milli, .network = network, .max_retries = s->max_retries,
+		.max_runtime_s = s->max_runtime_s, .max_wait_s = s->max_wait_s,
+		.keep_alive_s = s->keep_alive_s, .grace_s = app->cfg->jobs_grace_s,
+		.now_ms = jobs_now_ms(), .max_live = max_live};
+	int rc = spec ? jobs_create(app->db, &n, out) : -1;
+
+	free(spec);
+	if (rc == DB_CONFLICT)
+		return JOBS_SUBMIT_EXISTS;
+	if (rc == JOBS_CREATE_QUOTA)
+		return JOBS_SUBMIT_CONCURRENT;
+	return rc == 0 ? JOBS_SUBMIT_OK : JOBS_SUBMIT_ERROR;
+}
+
+enum jobs_submit_result jobs_submit(struct app *app, int64_t user_id, const char *user,
+				    const char *address, json_t *body, struct job *out,
+				    struct jobs_refusal *why)
+{
+	struct quota_status st;
+	struct jobs_limits lim;
+	struct jobs_submit s;
+	char image[PLAN_IMAGE_MAX + 1];
+	enum jobs_submit_result res;
+	int64_t now = time(NULL);
+
+	memset(why, 0, sizeof(*why));
+	if (quota_status_read(app->db, app->cfg, user_id, now, &st) < 0 ||
+	    plans_user_image(app->db, user_id, image, sizeof(image)) < 0)
+		return JOBS_SUBMIT_ERROR; /* never a job nobody can bound */
+	job_limits(app, &st, image, &lim);
+	if (jobs_submit_check(body, &lim, &s, &why->err) < 0)
+		return JOBS_SUBMIT_INVALID;
+	if (s.gpu && app->cfg->n_gpu_devices < (unsigned)s.gpu_count) {
+		jobs_submit_release(&s);
+		return invalid(why, "gpu_count", "this lab has fewer GPUs than the job asks for");
+	}
+	res = check_windows(&st, s.gpu, why);
+	why->concurrent_limit = st.eff.v[QL_CONCURRENT_JOBS];
+	/* the job's sandbox has the network the plan gives a runtime */
+	if (res == JOBS_SUBMIT_OK)
+		res = insert(app, user_id, &s, st.eff.v[QL_NETWORK] == QUOTA_NETWORK_EGRESS,
+			     limit_or(st.eff.v[QL_CONCURRENT_JOBS], -1), out);
+	if (res == JOBS_SUBMIT_OK) {
+		if (audit_add(app->db, now, user, "job.submit", user, address, s.name) < 0)
+			log_error("audit: job.submit of %s not recorded", user);
+		log_info("job %lld (%s) of %s submitted", (long long)out->id, s.name, user);
+		jobs_changed(app, out->id);
+		jobs_poke(app->jobs);
+	}
+	jobs_submit_release(&s);
+	return res;
+}
+
+/* ---- stop and release ---- */
+
+int jobs_stop(struct app *app, const struct job *j, int64_t grace_s, const char *actor)
+{
+	struct job_move m = {.status = JOB_STOPPED, .secondary = JOB_S_STOPPED,
+			     .at_ms = jobs_now_ms(), .message = "stopped before it started"};
+	int rc;
+
+	if (!jobs_live(j) || j->status == JOB_STOPPING)
+		return -EALREADY;
+	if (grace_s <= 0)
+		grace_s = app->cfg->jobs_grace_s;
+	if (audit_add(app->db, m.at_ms / 1000, actor, "job.stop", j->user_name, NULL, j->name) < 0)
+		log_error("audit: job.stop of %s not recorded", j->user_name);
+	if (j->secondary == JOB_PENDING || (j->secondary == JOB_STARTING && j->pool_id == 0)) {
+		m.from_mask = 1u << j->secondary;
+		rc = jobs_move(app->db, j->id, &m);
+		jobs_changed(app, j->id);
+		return rc == 1 ? 0 : rc == 0 ? -EALREADY : -EIO;
+	}
+	m = (struct job_move){.status = JOB_STOPPING, .secondary = JOB_S_STOPPING,
+			      .at_ms = m.at_ms, .message = "stop asked for: SIGTERM, then SIGKILL "
+							   "after the grace period"};
+	if (jobs_set_grace(app->db, j->id, grace_s) < 0 || jobs_move(app->db, j->id, &m) != 1)
+		return -EIO;
+	jobs_changed(app, j->id);
+	/* not yet running its command: the pool goes, and the job with it */
+	if (!j->run_sent)
+		rc = backend_pool_stop(app->backend, j->user_name, j->pool_id, "the job was stopped");
+	else
+		rc = backend_job_stop(app->backend, j->user_name, j->pool_id, j->id, grace_s);
+	if (rc == -ENOENT) { /* the backend has nothing of it: it is over */
+		struct pool p;
+		if (pools_find(app->db, j->pool_id, &p) == 1)
+			jobs_pool_lost(app, &p, "the job's sandbox is gone");
+		rc = 0;
+	}
+	return rc;
+}
+
+void jobs_end_warm(struct app *app, int64_t job_id, const char *reason, int64_t now)
+{
+	struct job j;
+	bool warm;
+
+	if (!job_id || jobs_find(app->db, job_id, &j) != 1)
+		return;
+	warm = strcmp(j.warm_status, "Available") == 0;
+	jobs_row_free(&j);
+	if (warm && jobs_set_warm(app->db, job_id, "Terminated", 0, now, 0, reason, 0) == 0)
+		jobs_changed(app, job_id);
+}
+
+int jobs_release_pool(struct app *app, const struct pool *p, const char *reason)
+{
+	int64_t now = time(NULL);
+	int rc;
+
+	if (p->state != POOL_AVAILABLE)
+		return -EBUSY;
+	/* ended first, so no job takes it meanwhile; the sandbox follows */
+	if (pools_end(app->db, p->id, reason, now) != 1)
+		return -EBUSY;
+	jobs_end_warm(app, p->last_job_id, reason, now);
+	rc = backend_pool_stop(app->backend, p->user_name, p->id, reason);
+	log_info("warm pool %lld of %s released: %s", (long long)p->id, p->user_name, reason);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/* ---- account end ---- */
+
+struct account_walk {
+	int64_t user_id;
+	int64_t ids[256];
+	int n;
+};
+
+static int collect_account_job(const struct job *j, void *ctx)
+{
+	struct account_walk *w = ctx;
+
+	if (j->user_id == w->user_id && j->status == JOB_IN_PROGRESS && w->n < 256)
+		w->ids[w->n++] = j->id;
+	return 0;
+}
+
+struct account_pools {
+	int64_t user_id;
+	struct pool p[16];
+	int n;
+};
+
+static int collect_account_pool(const struct pool *p, void *ctx)
+{
+	struct account_pools *w = ctx;
+
+	if (p->state == POOL_AVAILABLE && w->n < 16)
+		w->p[w->n++] = *p;
+	return 0;
+}
+
+int jobs_end_account(struct app *app, int64_t user_id, const char *reason)
+{
+	struct account_walk w = {.user_id = user_id};
+	struct account_pools wp = {.user_id = user_id};
+	struct job j;
+	int rc = 0;
+
+	if (jobs_each_live(app->db, collect_account_job, &w) < 0 ||
+	    pools_each_warm(app->db, user_id, collect_account_pool, &wp) < 0) {
+		log_error("jobs of user %lld could not be read to stop them", (long long)user_id);
+		return -EIO;
+	}
+	for (int i = 0; i < w.n; i++) {
+		if (jobs_find(app->db, w.ids[i], &j) != 1)
+			continue;
+		if (jobs_stop(app, &j, 1, NULL) < 0 && jobs_live(&j))
+			rc = -EIO;
+		jobs_row_free(&j);
+	}
+	for (int i = 0; i < wp.n; i++)
+		jobs_release_pool(app, &wp.p[i], reason);
+	return rc;
+}

@@ -1,0 +1,298 @@
+/* lifecycle.c - the backend's pool and job events moving rows, job_run for
+ * ready pools, warm keep-alive expiry, and the infrastructure-failure path
+ * (retry or Interrupted). See jobs.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config/config.h"
+#include "jobs/jobs.h"
+#include "jobs/observe.h"
+#include "labd/app.h"
+#include "labd/log.h"
+#include "store/db.h"
+
+#define PASS_MAX 256
+
+static struct jobs_runner *runner(struct app *app)
+{
+	return __atomic_load_n(&app->jobs, __ATOMIC_SEQ_CST);
+}
+
+/* The live pool row an event names, if it is that user's. */
+static bool event_pool(struct app *app, const char *user, int64_t pool_id, struct pool *p)
+{
+	return pools_find(app->db, pool_id, p) == 1 && p->state != POOL_ENDED &&
+	       strcmp(p->user_name, user) == 0;
+}
+
+/* The live job an event names, if it runs in that pool. */
+static bool event_job(struct app *app, int64_t pool_id, int64_t job_id, struct job *j)
+{
+	if (jobs_find(app->db, job_id, j) != 1)
+		return false;
+	if (jobs_live(j) && j->pool_id == pool_id)
+		return true;
+	jobs_row_free(j);
+	return false;
+}
+
+static void on_pool_ready(void *ctx, const char *user, int64_t pool_id)
+{
+	struct app *app = ctx;
+	struct pool p;
+
+	if (event_pool(app, user, pool_id, &p) && pools_set_ready(app->db, pool_id) == 1)
+		log_info("pool %lld of %s is ready after %lld s", (long long)pool_id, user,
+			 (long long)(time(NULL) - p.created_at));
+	jobs_poke(runner(app));
+}
+
+void jobs_pool_lost(struct app *app, const struct pool *p, const char *reason)
+{
+	int64_t now = time(NULL), job_id = p->job_id;
+	struct job j;
+	char message[JOB_REASON_MAX];
+
+	pools_end(app->db, p->id, reason, now);
+	if (p->state == POOL_AVAILABLE)
+		jobs_end_warm(app, p->last_job_id, reason, now);
+	if (!job_id || !event_job(app, p->id, job_id, &j))
+		return;
+	struct job_move m = {.at_ms = jobs_now_ms(), .message = message};
+	if (j.status == JOB_STOPPING) {
+		m.status = JOB_STOPPED, m.secondary = JOB_S_STOPPED;
+		snprintf(message, sizeof(message), "stopped");
+	} else if (j.attempt <= j.max_retries) {
+		/* infrastructure: a new pool; the checkpoint folder is the home's, kept */
+		m.status = JOB_IN_PROGRESS, m.secondary = JOB_STARTING;
+		m.next_attempt = true, m.clear_pool = true;
+		snprintf(message, sizeof(message),
+			 "labd lost the job's sandbox (%.300s); retry %d of %d, resuming from the "
+			 "checkpoint folder",
+			 reason, j.attempt, j.max_retries);
+	} else {
+		m.status = JOB_FAILED, m.secondary = JOB_INTERRUPTED, m.failure = message;
+		snprintf(message, sizeof(message), "labd lost the job's sandbox: %.300s%s", reason,
+			 j.max_retries ? "; no retry left" : "");
+	}
+	if (jobs_move(app->db, j.id, &m) == 1) {
+		log_warn("job %lld of %s: %s", (long long)j.id, j.user_name, message);
+		if (m.status != JOB_IN_PROGRESS)
+			observe_job_ended(app, j.id);
+		jobs_changed(app, j.id);
+	}
+	jobs_row_free(&j);
+}
+
+static void on_pool_ended(void *ctx, const char *user, int64_t pool_id, const char *cause,
+			  bool failed, const char *reason)
+{
+	struct app *app = ctx;
+	struct pool p;
+	char why[JOB_REASON_MAX];
+
+	(void)failed;
+	if (!event_pool(app, user, pool_id, &p))
+		return;
+	snprintf(why, sizeof(why), "%.300s", reason && reason[0] ? reason : cause);
+	jobs_pool_lost(app, &p, why);
+	jobs_poke(runner(app));
+}
+
+static void on_job_phase(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
+			 const char *phase, int64_t at_ms)
+{
+	struct app *app = ctx;
+	struct job j;
+	struct job_move m = {.status = JOB_IN_PROGRESS, .at_ms = at_ms};
+
+	(void)user;
+	if (strcmp(phase, "downloading") == 0)
+		m.secondary = JOB_DOWNLOADING, m.message = "staging the inputs",
+		m.from_mask = 1u << JOB_STARTING;
+	else if (strcmp(phase, "training") == 0)
+		m.secondary = JOB_TRAINING, m.message = "the command runs",
+		m.from_mask = (1u << JOB_STARTING) | (1u << JOB_DOWNLOADING);
+	else if (strcmp(phase, "uploading") == 0)
+		m.secondary = JOB_UPLOADING, m.message = "making the outputs durable in the home",
+		m.from_mask = (1u << JOB_STARTING) | (1u << JOB_DOWNLOADING) | (1u << JOB_TRAINING);
+	else
+		return;
+	if (!event_job(app, pool_id, job_id, &j))
+		return;
+	/* a stopping job keeps its status; its phases still show in the log */
+	if (j.status == JOB_IN_PROGRESS && jobs_move(app->db, job_id, &m) == 1) {
+		if (m.secondary == JOB_TRAINING)
+			observe_job_started(app, job_id);
+		jobs_changed(app, job_id);
+	}
+	jobs_row_free(&j);
+}
+
+/* The job is over and its pool idle: warm for keep_alive_s, else stopped by
+ * the next pass (jobs_expire_pools). */
+static void keep_or_release(struct app *app, const struct job *j, const struct pool *p,
+			    int64_t now)
+{
+	int64_t until = now + j->keep_alive_s;
+
+	if (j->keep_alive_s <= 0 || until >= p->deadline) {
+		pools_release(app->db, p->id, now, now, false);
+		jobs_poke(runner(app));
+		return;
+	}
+	if (pools_release(app->db, p->id, until, now, true) == 1)
+		jobs_set_warm(app->db, j->id, "Available", now, 0, until, "", 0);
+}
+
+static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
+			  const struct backend_job_exit *x)
+{
+	struct app *app = ctx;
+	struct job j;
+	struct pool p;
+	char reason[JOB_REASON_MAX];
+	/* now, not x->at_ms (when the command ended): the event comes once the
+	 * outputs are uploaded, and Uploading is billed to its end */
+	struct job_move m = {.at_ms = jobs_now_ms()};
+
+	if (!event_pool(app, user, pool_id, &p) || !event_job(app, pool_id, job_id, &j))
+		return;
+	jobs_outcome(&j, x, j.memory_bytes ? j.memory_bytes : p.memory_bytes, &m, reason,
+		     sizeof(reason));
+	/* its log is complete now: the rest read for metrics and the rules' last
+	 * run happen before the job shows as over, so an ended job's final
+	 * metrics and findings are final (B2) */
+	observe_job_ended(app, job_id);
+	if (jobs_move(app->db, job_id, &m) == 1) {
+		log_info("job %lld of %s: %s", (long long)job_id, user, reason);
+		keep_or_release(app, &j, &p, time(NULL));
+		jobs_changed(app, job_id);
+	}
+	jobs_row_free(&j);
+	jobs_poke(runner(app));
+}
+
+static void on_job_sample(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
+			  const struct backend_job_sample *s)
+{
+	struct app *app = ctx;
+	struct job j;
+
+	(void)user;
+	if (!event_job(app, pool_id, job_id, &j))
+		return;
+	observe_sample(app, &j, s);
+	jobs_row_free(&j);
+}
+
+void jobs_events_init(struct backend_events *ev, struct app *app)
+{
+	(void)app; /* ev->ctx is the app already (runtime_events_init) */
+	ev->pool_ready = on_pool_ready;
+	ev->pool_ended = on_pool_ended;
+	ev->job_phase = on_job_phase;
+	ev->job_exited = on_job_exited;
+	ev->job_sample = on_job_sample;
+}
+
+/* ---- from the jobs thread ---- */
+
+struct ids {
+	int64_t id[PASS_MAX];
+	int n;
+};
+
+static int collect_unsent(const struct job *j, void *ctx)
+{
+	struct ids *ids = ctx;
+
+	if (j->status == JOB_IN_PROGRESS && !j->run_sent && j->pool_id > 0 &&
+	    (j->secondary == JOB_STARTING || j->secondary == JOB_DOWNLOADING) && ids->n < PASS_MAX)
+		ids->id[ids->n++] = j->id;
+	return 0;
+}
+
+static void run_one(struct app *app, const struct job *j)
+{
+	struct pool p;
+	char err[200] = "", reason[JOB_REASON_MAX];
+	char *spec;
+	int rc;
+
+	if (pools_find(app->db, j->pool_id, &p) != 1 || p.state != POOL_IN_USE || !p.ready ||
+	    p.job_id != j->id)
+		return;
+	spec = jobs_backend_spec(app, j);
+	if (!spec)
+		return;
+	/* marked first: job_phase may come back before job_run's reply */
+	jobs_set_run_sent(app->db, j->id, true);
+	rc = backend_job_run(app->backend, j->user_name, p.id, j->id, spec, err, sizeof(err));
+	free(spec);
+	if (rc == 0 || rc == -ETIMEDOUT)
+		return; /* a timeout: the list tells whether it runs (reconcile.c) */
+	jobs_set_run_sent(app->db, j->id, false);
+	if (rc == -EBUSY)
+		return; /* the pool is not idle yet: next pass */
+	snprintf(reason, sizeof(reason), "the job could not be run: %.300s",
+		 err[0] ? err : strerror(-rc));
+	struct job_move m = {.status = JOB_FAILED, .secondary = JOB_S_FAILED,
+			     .at_ms = jobs_now_ms(), .message = reason, .failure = reason};
+	if (jobs_move(app->db, j->id, &m) == 1) {
+		pools_release(app->db, p.id, time(NULL), time(NULL), false);
+		jobs_changed(app, j->id);
+	}
+}
+
+void jobs_run_ready(struct app *app)
+{
+	struct ids ids = {.n = 0};
+	struct job j;
+
+	if (jobs_each_live(app->db, collect_unsent, &ids) < 0)
+		return;
+	for (int i = 0; i < ids.n; i++) {
+		if (jobs_find(app->db, ids.id[i], &j) != 1)
+			continue;
+		if (j.status == JOB_IN_PROGRESS && !j.run_sent)
+			run_one(app, &j);
+		jobs_row_free(&j);
+	}
+}
+
+struct due_pools {
+	struct pool p[64];
+	int n;
+	int64_t now;
+};
+
+static int collect_expired(const struct pool *p, void *ctx)
+{
+	struct due_pools *d = ctx;
+
+	if (p->state == POOL_AVAILABLE && p->available_until <= d->now && d->n < 64)
+		d->p[d->n++] = *p;
+	return 0;
+}
+
+void jobs_expire_pools(struct app *app)
+{
+	struct due_pools d = {.n = 0, .now = time(NULL)};
+	struct job j;
+
+	if (pools_each_live(app->db, collect_expired, &d) < 0)
+		return;
+	for (int i = 0; i < d.n; i++) {
+		const struct pool *p = &d.p[i];
+		bool warm = false;
+		if (p->last_job_id && jobs_find(app->db, p->last_job_id, &j) == 1) {
+			warm = strcmp(j.warm_status, "Available") == 0;
+			jobs_row_free(&j);
+		}
+		jobs_release_pool(app, p, warm ? "keep-alive expired" : "not kept warm");
+	}
+}

@@ -1,0 +1,34 @@
+/* spec.c - the job spec the supervisor runs (contract §3, docs/jobs.md
+ * "The job spec"), made from the job's normalised request. */
+#include <stdlib.h>
+
+#include "config/config.h"
+#include "jobs/jobs.h"
+#include "labd/app.h"
+
+char *jobs_backend_spec(const struct app *app, const struct job *j)
+{
+	json_error_t err;
+	json_t *req = json_loads(j->spec ? j->spec : "", 0, &err);
+	int64_t cpus_milli = j->cpus_milli ? j->cpus_milli : (int64_t)app->cfg->cpus_milli;
+	json_t *spec;
+	char *text;
+
+	if (!req)
+		return NULL;
+	spec = json_pack("{s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:I,s:I,s:I,s:i,s:I}", "name", j->name,
+			 "argv", json_object_get(req, "command"), "env",
+			 json_object_get(req, "environment"), "cwd",
+			 json_object_get(req, "working_dir"), "hyperparameters",
+			 json_object_get(req, "hyperparameters"), "channels",
+			 json_object_get(req, "input_channels"), "output_path",
+			 json_object_get(req, "output_path"), "checkpoint_path",
+			 json_object_get(req, "checkpoint_path"), "max_runtime_s",
+			 (json_int_t)j->max_runtime_s, "grace_s", (json_int_t)j->grace_s,
+			 "log_max_bytes", (json_int_t)app->cfg->jobs_log_max_bytes, "gpus", j->gpu_count,
+			 "cpus", (json_int_t)((cpus_milli + 999) / 1000));
+	json_decref(req);
+	text = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
+	json_decref(spec);
+	return text;
+}

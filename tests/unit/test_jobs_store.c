@@ -1,0 +1,164 @@
+/* Unit tests of job and pool rows over a real SQLite file (store/jobs.c,
+ * store/pools.c): create with the concurrent cap, moves and their
+ * transitions, the job and warm ledger entries, pool matching. */
+#include "unit.h"
+
+#include <string.h>
+
+#include "store/db.h"
+#include "store/jobs.h"
+#include "store/ledger.h"
+#include "store/pools.h"
+#include "store/users.h"
+
+struct fixture {
+	char dir[64];
+	char path[128];
+	struct db *db;
+	int64_t uid;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct user u;
+
+	unit_tempdir(f->dir);
+	snprintf(f->path, sizeof(f->path), "%s/labd.db", f->dir);
+	assert_int_equal(db_open(f->path, &f->db), 0);
+	assert_int_equal(users_create(f->db, "ann", USER_ROLE_USER, "$scrypt$x", 1, &u), 0);
+	f->uid = u.id;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	db_close(f->db);
+	unit_rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+static int create(struct fixture *f, const char *name, int64_t max_live, int64_t now_ms,
+		  struct job *out)
+{
+	struct job_new n = {.user_id = f->uid, .name = name, .spec = "{\"command\":[\"sh\"]}",
+			    .image = "", .max_runtime_s = 60, .max_wait_s = 60, .grace_s = 5,
+			    .keep_alive_s = 30, .now_ms = now_ms, .max_live = max_live};
+	return jobs_create(f->db, &n, out);
+}
+
+static int count_transitions(const struct job_transition *t, void *ctx)
+{
+	(void)t;
+	++*(int *)ctx;
+	return 0;
+}
+
+static void test_create_and_cap(void **state)
+{
+	struct fixture *f = *state;
+	struct job j, k;
+
+	assert_int_equal(create(f, "a", 1, 1000000, &j), 0);
+	assert_int_equal(j.status, JOB_IN_PROGRESS);
+	assert_int_equal(j.secondary, JOB_PENDING);
+	assert_string_equal(j.spec, "{\"command\":[\"sh\"]}");
+	assert_int_equal(j.attempt, 1);
+	assert_int_equal(j.exit_code, -1);
+	assert_int_equal(create(f, "b", 1, 1000000, &k), JOBS_CREATE_QUOTA);
+	assert_int_equal(create(f, "a", -1, 1000000, &k), DB_CONFLICT);
+	assert_int_equal(jobs_count_live(f->db, f->uid), 1);
+	jobs_row_free(&j);
+}
+
+static void test_moves_bill_and_warm(void **state)
+{
+	struct fixture *f = *state;
+	struct pool_shape shape = {.user_id = f->uid, .image = "", .memory_bytes = 1 << 30};
+	struct job j;
+	struct pool p, q;
+	int n = 0;
+
+	assert_int_equal(create(f, "run", -1, 1000000, &j), 0);
+	assert_int_equal(pools_create(f->db, &shape, "", j.id, 1000, 99999, &p), 0);
+	struct job_move m = {.status = JOB_IN_PROGRESS, .secondary = JOB_STARTING,
+			     .at_ms = 1001000, .pool_id = p.id, .message = "building"};
+	assert_int_equal(jobs_move(f->db, j.id, &m), 1);
+	m = (struct job_move){.status = JOB_IN_PROGRESS, .secondary = JOB_TRAINING,
+			      .at_ms = 1003000, .message = "runs"};
+	assert_int_equal(jobs_move(f->db, j.id, &m), 1);
+	/* a phase that would go back is refused by its from_mask */
+	m = (struct job_move){.status = JOB_IN_PROGRESS, .secondary = JOB_DOWNLOADING,
+			      .at_ms = 1004000, .from_mask = 1u << JOB_STARTING};
+	assert_int_equal(jobs_move(f->db, j.id, &m), 0);
+	m = (struct job_move){.status = JOB_COMPLETED, .secondary = JOB_S_COMPLETED,
+			      .at_ms = 1011000, .set_exit = true, .exit_code = 0};
+	assert_int_equal(jobs_move(f->db, j.id, &m), 1);
+	jobs_row_free(&j);
+	assert_int_equal(jobs_find(f->db, j.id, &j), 1);
+	assert_int_equal(j.status, JOB_COMPLETED);
+	assert_int_equal(j.exit_code, 0);
+	assert_int_equal(j.started_at, 1001);
+	assert_int_equal(j.ended_at, 1011);
+	assert_int_equal(j.training_ms, 8000);
+	assert_int_equal(j.pool_id, p.id);
+	assert_int_equal(jobs_billable_s(f->db, j.id, 2000), 10); /* Starting .. the end */
+	assert_int_equal(jobs_each_transition(f->db, j.id, count_transitions, &n), 4);
+	/* a moved job that is over moves no more */
+	m = (struct job_move){.status = JOB_FAILED, .secondary = JOB_S_FAILED, .at_ms = 1012000};
+	assert_int_equal(jobs_move(f->db, j.id, &m), 0);
+	jobs_row_free(&j);
+
+	/* the pool: ready, then warm; a job of its shape finds it, another does not */
+	assert_int_equal(pools_set_ready(f->db, p.id), 1);
+	assert_int_equal(pools_release(f->db, p.id, 1040, 1011, true), 1);
+	assert_int_equal(pools_find_available(f->db, &shape, 2000, 1020, &q), 1);
+	assert_int_equal(q.id, p.id);
+	assert_int_equal(q.last_job_id, j.id);
+	assert_int_equal(pools_find_available(f->db, &shape, 2000, 1040, &q), 0); /* expired */
+	shape.memory_bytes = 2LL << 30;
+	assert_int_equal(pools_find_available(f->db, &shape, 2000, 1020, &q), 0);
+	assert_int_equal(pools_take(f->db, p.id, 77, 1021), 1);
+	assert_int_equal(pools_take(f->db, p.id, 78, 1021), 0);
+	assert_int_equal(pools_warm_s(f->db, p.id, 5000), 10);
+	assert_int_equal(pools_end(f->db, p.id, "done", 1030), 1);
+	assert_int_equal(pools_end(f->db, p.id, "done", 1030), 0);
+	assert_int_equal(pools_count_live(f->db, f->uid), 0);
+}
+
+static void test_retry_opens_a_new_entry(void **state)
+{
+	struct fixture *f = *state;
+	struct job j;
+
+	assert_int_equal(create(f, "retry", -1, 1000000, &j), 0);
+	struct job_move m = {.status = JOB_IN_PROGRESS, .secondary = JOB_STARTING,
+			     .at_ms = 1000000, .pool_id = 5};
+	assert_int_equal(jobs_move(f->db, j.id, &m), 1);
+	m = (struct job_move){.status = JOB_IN_PROGRESS, .secondary = JOB_STARTING,
+			      .at_ms = 1004000, .next_attempt = true, .clear_pool = true};
+	assert_int_equal(jobs_move(f->db, j.id, &m), 1);
+	m = (struct job_move){.status = JOB_FAILED, .secondary = JOB_INTERRUPTED, .at_ms = 1010000,
+			      .failure = "lost"};
+	assert_int_equal(jobs_move(f->db, j.id, &m), 1);
+	jobs_row_free(&j);
+	assert_int_equal(jobs_find(f->db, j.id, &j), 1);
+	assert_int_equal(j.attempt, 2);
+	assert_int_equal(j.pool_id, 0);
+	assert_string_equal(j.failure_reason, "lost");
+	assert_int_equal(jobs_billable_s(f->db, j.id, 2000), 10); /* 4 + 6 in two entries */
+	jobs_row_free(&j);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_create_and_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_moves_bill_and_warm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retry_opens_a_new_entry, setup, teardown),
+	};
+	return cmocka_run_group_tests_name("jobs_store", tests, NULL, NULL);
+}
