@@ -199,7 +199,9 @@ static void start_cold(struct app *app, const struct job *j, int64_t now)
 	if (rc < 0)
 		return;
 	m.pool_id = p.id;
-	if (jobs_move(app->db, j->id, &m) != 1) {
+	/* a retry is in Starting already: its transition says why; only the pool is new */
+	if ((j->secondary == JOB_STARTING ? jobs_set_pool(app->db, j->id, p.id)
+					  : jobs_move(app->db, j->id, &m)) != 1) {
 		pools_end(app->db, p.id, "its job ended before it was built", now);
 		return;
 	}

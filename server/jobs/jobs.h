@@ -86,6 +86,12 @@ void jobs_connected(struct app *app);
 
 /* ---- shared within jobs/ ---- */
 
+/* How a job ended (pure, outcome.c): status, secondary status, exit code and
+ * the failure reason in plain words (reason, len bytes, also m->message and,
+ * for Failed, m->failure) from the backend's exit and the job (a Stopping job
+ * ends Stopped whatever the exit). memory_bytes: its sandbox's limit. */
+void jobs_outcome(const struct job *j, const struct backend_job_exit *x, int64_t memory_bytes,
+		  struct job_move *m, char *reason, size_t len);
 /* Wall clock in ms. */
 int64_t jobs_now_ms(void);
 /* One dispatch pass: Pending jobs onto warm or new pools (dispatch.c). */

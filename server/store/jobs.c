@@ -349,9 +349,12 @@ int jobs_set_run_sent(struct db *db, int64_t id, bool sent)
 int jobs_set_pool(struct db *db, int64_t id, int64_t pool_id)
 {
 	db_lock(db);
-	int rc = db_exec(db, "UPDATE jobs SET pool_id = ? WHERE id = ?", "ii", pool_id, id);
+	int rc = db_exec(db,
+			 "UPDATE jobs SET pool_id = ? WHERE id = ? AND status = 'InProgress'"
+			 " AND secondary = 'Starting'",
+			 "ii", pool_id, id);
 	db_unlock(db);
-	return rc < 0 ? -1 : 0;
+	return rc < 0 ? -1 : rc > 0;
 }
 
 struct waiting_walk {

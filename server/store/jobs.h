@@ -120,8 +120,9 @@ struct job_move {
  * closes the attempt's entry and opens the next); adds the Training time.
  * 1 moved, 0 not live or not in from_mask, -1. */
 int jobs_move(struct db *db, int64_t id, const struct job_move *m);
-/* Sets the job's pool (0: none) without a transition (a pool start the
- * backend refused for now: the job waits for the next pass). 0 or -1. */
+/* Sets the pool (0: none) of a job in Starting without a transition (a
+ * retry's new pool; a pool start the backend refused for now: the job waits
+ * for the next pass). 1 set, 0 not in Starting any more, -1. */
 int jobs_set_pool(struct db *db, int64_t id, int64_t pool_id);
 /* A GPU job waiting for its pool: Pending, or Starting again without a pool
  * (a retry). */

@@ -209,6 +209,9 @@ static int ledger_row(sqlite3_stmt *st, void *arg)
 	e.billable_s = sqlite3_column_int64(st, 9);
 	copy_text(e.end_reason, sizeof(e.end_reason), st, 10);
 	e.last_heartbeat = sqlite3_column_int64(st, 11);
+	copy_text(e.source, sizeof(e.source), st, 12);
+	e.job_id = sqlite3_column_int64(st, 13);
+	e.pool_id = sqlite3_column_int64(st, 14);
 	return w->fn(&e, w->ctx);
 }
 
@@ -219,7 +222,8 @@ int ledger_each(struct db *db, int64_t user_id, int64_t from_s, int64_t to_s,
 	/* overlap with [from, to): starts before to and has billed past from */
 	int rc = db_each(db,
 			 "SELECT id, coalesce(runtime_id, 0), user_id, user_name, kind, gpus, plan,"
-			 " start_at, coalesce(end_at, 0), billable_s, end_reason, last_heartbeat"
+			 " start_at, coalesce(end_at, 0), billable_s, end_reason, last_heartbeat,"
+			 " source, coalesce(job_id, 0), coalesce(pool_id, 0)"
 			 " FROM ledger WHERE (? = 0 OR user_id = ?) AND start_at < ?"
 			 " AND coalesce(end_at, last_heartbeat) > ? ORDER BY start_at, id",
 			 "iiii", ledger_row, &w, user_id, user_id, to_s, from_s);

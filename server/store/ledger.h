@@ -32,6 +32,10 @@ struct ledger_entry {
 	int64_t start_at, end_at; /* end_at 0 while open */
 	int64_t billable_s, last_heartbeat;
 	char end_reason[RUNTIME_REASON_MAX];
+	/* schema 12: what the entry bills: "runtime", "job" (a job attempt) or
+	 * "warm" (a job sandbox kept warm); its job and pool, 0 when none */
+	char source[8];
+	int64_t job_id, pool_id;
 };
 
 /* The plan name stored on a new entry for user_id: their own plan, else their

@@ -121,6 +121,12 @@ def test_warm_pool_reuse_and_release(rd):
     assert "did not match" in after["warm_pool"]["reason"]
     warm = ledger(rd, pool_id=first["warm_pool"]["id"])
     assert len(warm) == 2 and all(r[2] is not None for r in warm), warm
+    usage = ok(c.get(f"/api/v1/me/usage?to={int(time.time()) + 5}"), 200)["entries"]
+    assert {(e["source"], e["job_id"]) for e in usage if e["source"] == "job"} == \
+        {("job", first["id"]), ("job", second["id"]), ("job", third["id"])}, usage
+    assert [e["pool_id"] for e in usage if e["source"] == "warm"] == \
+        [first["warm_pool"]["id"]] * 2, usage
+    assert all(e["runtime_id"] is None for e in usage), usage
     print(f"warm job submit->Completed {warm_run_s:.2f} s")
 
 
@@ -225,3 +231,61 @@ def test_max_runtime_ends_a_job_as_exceeded(rd):
     assert done["status"] == "Stopped", done
     assert done["secondary_status"] == "MaxRuntimeExceeded", done
     assert done["transitions"][-1]["message"] == "ran past its max_runtime_s of 1 s", done
+
+
+def job_agents(user):
+    """The job agents of user's pools: children of the sandbox's init, whose comm is
+    "lsbx-<user>" cut to 15 bytes (sandboxes are reparented to pid 1)."""
+    import glob
+
+    from labd_harness import proc_children
+
+    inits = []
+    for f in glob.glob("/proc/[0-9]*/comm"):
+        try:
+            with open(f) as fh:
+                if fh.read().strip() == f"lsbx-{user}"[:15]:
+                    inits.append(int(f.split("/")[2]))
+        except (OSError, ValueError):
+            pass
+    agents = []
+    for i in inits:
+        for k in proc_children(i):
+            try:
+                with open(f"/proc/{k}/comm") as fh:
+                    if fh.read().strip() == "labd-jobagent":
+                        agents.append(k)
+            except OSError:
+                pass
+    return agents
+
+
+def test_infrastructure_failure_retries_from_the_checkpoint(rd):
+    """The job's sandbox dies under it (its agent is killed, as a lost machine would be):
+    the job goes back to Starting on a new pool (attempt 2) and its script finds the
+    checkpoint the first attempt wrote."""
+    import os
+    import signal
+
+    c = make_user(rd, prefix="jrt")
+    script = ("if [ -f /opt/ml/checkpoints/step ]; then echo resumed; exit 0; fi; "
+              "echo 1 > /opt/ml/checkpoints/step; sleep 60")
+    j = ok(c.post("/api/v1/jobs", json={"name": "resumes", "max_retries": 1,
+                                        "command": ["/bin/sh", "-c", script]}), 201)
+    wait_until(lambda: c.get(f"/api/v1/jobs/{j['id']}").json["secondary_status"] == "Training",
+               timeout=JOB_TIMEOUT, what="the job to train")
+    first_pool = c.get(f"/api/v1/jobs/{j['id']}").json["warm_pool"]["id"]
+    time.sleep(0.5)  # the checkpoint written
+    agents = wait_until(lambda: job_agents(c.user), timeout=10, what="the job's agent")
+    for a in agents:
+        os.kill(a, signal.SIGKILL)
+    done = wait_job(c, j["id"], d=rd)
+    assert done["status"] == "Completed", (done["failure_reason"], done["transitions"])
+    assert done["attempt"] == 2
+    assert done["warm_pool"]["id"] != first_pool
+    statuses = [t["status"] for t in done["transitions"]]
+    assert statuses.count("Starting") == 2, statuses
+    retry = [t for t in done["transitions"] if t["message"].startswith("labd lost")]
+    assert retry and "retry 1 of 1" in retry[0]["message"], done["transitions"]
+    rows = ledger(rd, job_id=j["id"])
+    assert len(rows) == 2, rows  # one entry per attempt

@@ -33,6 +33,27 @@ static void test_order_less_use_first_then_arrival(void **state)
 	queue_order(it, 0); /* nothing to do */
 }
 
+/* GPU jobs wait in the same order; a job goes when everyone ahead could go too. */
+static void test_jobs_take_their_turn(void **state)
+{
+	struct queue_item it[] = {
+		{.job_id = 7, .user_id = 1, .queued_at = 100, .gpu_s_24h = 50, .gpus = 2},
+		{.runtime_id = 3, .user_id = 2, .queued_at = 200, .gpu_s_24h = 0, .gpus = 1},
+		{.job_id = 8, .user_id = 3, .queued_at = 50, .gpu_s_24h = 50, .gpus = 1},
+	};
+	(void)state;
+
+	queue_order(it, 3);
+	assert_int_equal(it[0].runtime_id, 3); /* no GPU time: first */
+	assert_int_equal(it[1].job_id, 8);     /* equal use: the earlier request */
+	assert_int_equal(it[2].job_id, 7);
+	assert_false(queue_job_turn(it, 3, 8, 1)); /* the runtime ahead takes the one free */
+	assert_true(queue_job_turn(it, 3, 8, 2));
+	assert_false(queue_job_turn(it, 3, 7, 3)); /* 1 + 1 ahead, it needs 2 */
+	assert_true(queue_job_turn(it, 3, 7, 4));
+	assert_false(queue_job_turn(it, 3, 99, 8)); /* not waiting */
+}
+
 static void test_estimates_follow_the_holders_and_lengths(void **state)
 {
 	(void)state;
@@ -240,6 +261,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order_less_use_first_then_arrival),
+		cmocka_unit_test(test_jobs_take_their_turn),
 		cmocka_unit_test(test_estimates_follow_the_holders_and_lengths),
 		cmocka_unit_test_setup_teardown(test_rows_move_with_their_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_reads_use_of_the_last_24h, setup, teardown),
