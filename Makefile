@@ -13,7 +13,7 @@ PKG_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c17 -Wall -Wextra -Werror -Wshadow -Wvla -D_GNU_SOURCE \
            -DLABD_VERSION='"$(VERSION)"' -I. -Iinclude -Iserver $(PKG_CFLAGS) -MMD -MP
-LDLIBS  += $(PKG_LIBS) -lhttp_parser -lpthread
+LDLIBS  += $(PKG_LIBS) -lhttp_parser -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined
@@ -87,6 +87,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/labd/web
 	install -m 0755 $(BUILD)/labd $(DESTDIR)$(PREFIX)/sbin/labd
 	$(if $(SANDBOX_CLI),install -D -m 0755 $(SANDBOX_CLI) $(DESTDIR)$(PREFIX)/bin/labbox)
+	# the job agent, found by labd one folder up from sbin (supervisor/poollaunch.c)
+	install -D -m 0755 $(BUILD)/libexec/labd-jobagent $(DESTDIR)$(PREFIX)/libexec/labd-jobagent
 	cp -R web/. $(DESTDIR)$(PREFIX)/share/labd/web/
 	install -d $(DESTDIR)/etc/labd
 	test -e $(DESTDIR)/etc/labd/labd.ini || install -m 0640 deploy/labd.ini $(DESTDIR)/etc/labd/labd.ini

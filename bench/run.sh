@@ -6,6 +6,8 @@
 #   3. sandbox-start   sandbox start latency vs bwrap and unshare
 #   4. egress-bench.py throughput out of an egress sandbox (pasta + nft) vs the host,
 #                      to a test host in a network namespace (198.18.0.0/15)
+#   5. job-start       training job submit-to-command-start, cold and warm, p50/p90,
+#                      beside the published managed-training figures
 # then a summary table of ratios measured in this run.  The peers (JupyterHub from
 # PyPI, configurable-http-proxy from npm) come from bench/setup.sh, run first; the
 # runtime's JupyterLab environment from deploy/install-deps.sh.  Root only (sandboxes,
@@ -155,6 +157,11 @@ run 600 "$PY" bench/egress-bench.py --workdir "$W/egress" --summary "$SUMMARY" \
 	--mbytes "${BENCH_EGRESS_MBYTES:-200}" --runs "${BENCH_EGRESS_RUNS:-3}" || rc=1
 
 echo
+echo "## 5. Training job start (bench/job-start)"
+run 600 "$PY" bench/job-start --workdir "$W/jobs" --summary "$SUMMARY" \
+	--runs "${BENCH_JOB_RUNS:-50}" || rc=1
+
+echo
 echo "## Summary: labd against its peers, all measured in this run ($(($(date +%s) - t0)) s)"
 echo "(ratio = labd / peer; req/s and replies/s: higher is better for labd; ms, s and cpu: lower is)"
 awk -F'\t' '
@@ -164,5 +171,6 @@ awk -F'\t' '
 echo "http synthetic: backend F, nginx serving Jupyter's two responses as static files (proxy capacity);"
 echo "http jupyter: labd, nginx-uds and chp-uds reach the runtime's JupyterLab (A) over its Unix socket,"
 echo "  chp the same JupyterLab outside labd on TCP (B); nginx-uds/chp-uds = nginx/CHP on labd's socket."
-echo "targets: req/s >=3x chp and within 1.25x of nginx (>=0.8x) (issue 4); start to ready <=0.8x JupyterHub (issue 10)"
+echo "targets: req/s >=3x chp and within 1.25x of nginx (>=0.8x) (issue 4); start to ready <=0.8x JupyterHub (issue 10);"
+echo "  job start p90 <300 ms cold, <50 ms warm (issue 11; the managed-training peer figures are published, not measured)"
 exit "$rc"

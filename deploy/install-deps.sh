@@ -26,6 +26,9 @@ packages=(
   debootstrap
   # promtool, which checks GET /metrics in the tests (the server is not started by labd)
   prometheus
+  # PyTorch (CPU) for the training-job tests (tests/integration/jobs_scripts/cnn.py):
+  # Debian's build, into Debian's python3, which job sandboxes see read-only
+  python3-torch
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -21,6 +21,7 @@ struct runtime;
 struct runtime_watch;
 struct http_streams;
 struct ttlcache;
+struct observe;
 
 /* What app->close_connections closes, on an account event: everything of a
  * user (disabled or deleted), a user's cookie-opened ones (password changed),
@@ -56,6 +57,9 @@ struct app {
 	struct ttlcache *identities; /* auth_identify's cache; NULL: none */
 	struct ttlcache *runtimes;   /* the gate's cache of live runtimes; NULL: none */
 	struct ttlcache *home_usage; /* each home's last usage (runtime_home_usage); NULL: none */
+	/* training jobs observed (jobs/observe.h: log followers, metrics, samples,
+	 * findings, status watchers); NULL: none */
+	struct observe *observe;
 };
 
 #endif

@@ -60,6 +60,17 @@ void api_users_create(struct http_request *req);
 void api_users_get(struct http_request *req);
 void api_users_patch(struct http_request *req);
 void api_users_delete(struct http_request *req);
+/* job_access.c: the job in the path's first parameter that the caller may
+ * see (their own; any for an administrator): 0 with *out (release with
+ * jobs_row_free), or -1 with the reply set (404 not_found, 500). */
+struct job;
+int api_path_job(struct http_request *req, struct job *out);
+/* job_logs.c, job_observe.c, job_events.c: a job's log (range or follow),
+ * metrics, samples, and status events (docs/jobs.md). */
+void api_job_logs(struct http_request *req);
+void api_job_metrics(struct http_request *req);
+void api_job_samples(struct http_request *req);
+void api_job_events(struct http_request *req);
 /* runtime.c */
 struct runtime;
 struct labd_config;

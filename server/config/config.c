@@ -110,6 +110,20 @@ void config_defaults(struct labd_config *cfg, bool demo)
 	cfg->jobs_sample_interval_ms = 1000;
 	cfg->jobs_max_pools_per_user = 4;
 	cfg->jobs_max_wait_default_s = 3600;
+	/* [jobs] rules_*: the profiling rules (B2's block; managed-training defaults) */
+	cfg->jobs_rules_interval_s = 5;
+	cfg->jobs_rules_min_samples = 10;
+	cfg->jobs_rules_gpu_low_p95_percent = 70;
+	cfg->jobs_rules_gpu_low_p5_percent = 10;
+	cfg->jobs_rules_cpu_high_percent = 90;
+	cfg->jobs_rules_gpu_idle_percent = 10;
+	cfg->jobs_rules_io_wait_percent = 50;
+	cfg->jobs_rules_gpu_memory_increase_percent = 5;
+	snprintf(cfg->jobs_rules_step_metric, sizeof(cfg->jobs_rules_step_metric), "step_time");
+	cfg->jobs_rules_step_stddev = 3;
+	cfg->jobs_rules_memory_near_percent = 90;
+	cfg->jobs_rules_init_s = 120;
+	cfg->jobs_rules_quiet_s = 600;
 }
 
 int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port)
@@ -272,6 +286,21 @@ static const struct key_spec keys[] = {
 	KEYN("jobs", "sample_interval", jobs_sample_interval_ms, K_DURATION_MS, 100, 60000),
 	KEYN("jobs", "max_pools_per_user", jobs_max_pools_per_user, K_UINT, 1, 64),
 	KEYN("jobs", "max_wait_default", jobs_max_wait_default_s, K_DURATION, 1, 30 * 86400),
+	/* the profiling rules (docs/jobs.md "Profiling rules") */
+	KEYN("jobs", "rules_interval", jobs_rules_interval_s, K_DURATION, 1, 3600),
+	KEYN("jobs", "rules_min_samples", jobs_rules_min_samples, K_UINT, 2, 600),
+	KEYN("jobs", "rules_gpu_low_p95", jobs_rules_gpu_low_p95_percent, K_UINT, 0, 100),
+	KEYN("jobs", "rules_gpu_low_p5", jobs_rules_gpu_low_p5_percent, K_UINT, 0, 100),
+	KEYN("jobs", "rules_cpu_high", jobs_rules_cpu_high_percent, K_UINT, 0, 100),
+	KEYN("jobs", "rules_gpu_idle", jobs_rules_gpu_idle_percent, K_UINT, 0, 100),
+	KEYN("jobs", "rules_io_wait", jobs_rules_io_wait_percent, K_UINT, 0, 100),
+	KEYN("jobs", "rules_gpu_memory_increase", jobs_rules_gpu_memory_increase_percent, K_UINT, 0,
+	     1000),
+	KEYN("jobs", "rules_step_metric", jobs_rules_step_metric, K_STRING, 1, 0),
+	KEYN("jobs", "rules_step_stddev", jobs_rules_step_stddev, K_UINT, 1, 100),
+	KEYN("jobs", "rules_memory_near", jobs_rules_memory_near_percent, K_UINT, 1, 100),
+	KEYN("jobs", "rules_init", jobs_rules_init_s, K_DURATION, 1, 30 * 86400),
+	KEYN("jobs", "rules_quiet", jobs_rules_quiet_s, K_DURATION, 1, 30 * 86400),
 };
 
 /* Lowercase labels of [a-z0-9-], 1-63 bytes each, joined by single dots:

@@ -142,6 +142,17 @@ struct labd_config {
 	unsigned n_images;
 	/* [metrics] */
 	char scrape_token_file[CONFIG_PATH_MAX]; /* bearer token for GET /metrics; "" = none */
+	/* [jobs] rules_*: the profiling rules' thresholds (docs/jobs.md "Profiling rules") */
+	int64_t jobs_rules_interval_s;    /* between evaluations of a running job */
+	unsigned jobs_rules_min_samples;  /* the sample rules wait for this many */
+	unsigned jobs_rules_gpu_low_p95_percent, jobs_rules_gpu_low_p5_percent;
+	unsigned jobs_rules_cpu_high_percent, jobs_rules_gpu_idle_percent;
+	unsigned jobs_rules_io_wait_percent;
+	unsigned jobs_rules_gpu_memory_increase_percent;
+	char jobs_rules_step_metric[256]; /* the metric StepOutlier reads */
+	unsigned jobs_rules_step_stddev;
+	unsigned jobs_rules_memory_near_percent;
+	int64_t jobs_rules_init_s, jobs_rules_quiet_s;
 };
 
 /* Fills *cfg with the defaults; demo = the `labd --demo` defaults (./var, ./web). */

@@ -1,7 +1,16 @@
-/* observe.h - job observability hooks (part B2 owns this header: logs,
- * metrics, samples, profiling rules, status watchers). The jobs lifecycle
- * (part B1) calls them; until B2's branch lands, observe.c has empty
- * bodies and B2 replaces both files. */
+/* observe.h - what labd-web observes of training jobs while they run and
+ * keeps after (docs/jobs.md "Logs", "Metrics", "Profiling rules"): the
+ * hooks the jobs lifecycle calls, the log followers and the status
+ * watchers the API's event streams use, and the job object's observed
+ * fields.
+ *
+ * Who calls what: web/ calls observe_init after the store and backend are
+ * up and observe_free at shutdown (after the HTTP server stopped); the jobs
+ * lifecycle calls observe_job_started when a job's attempt starts running
+ * its command (Downloading), observe_sample for each job_sample event,
+ * observe_job_ended when the job is over (final status), jobs_watch_notify
+ * after every change of a job row, and observe_tick from its timer (every
+ * 250 ms). All may run on different threads. */
 #ifndef LABD_JOBS_OBSERVE_H
 #define LABD_JOBS_OBSERVE_H
 
@@ -11,21 +20,64 @@
 struct app;
 struct job;
 struct backend_job_sample;
+struct follow_hub;
+struct jobs_watch;
 
-/* Set up and tear down (web/ calls them around the jobs thread). 0 or -1. */
+/* Metric points kept per metric and job; later points are dropped (the
+ * final value is then the last kept: docs/jobs.md "Metrics"). */
+#define OBSERVE_METRIC_POINTS_MAX 10000
+/* Samples kept per job (the newest). */
+#define OBSERVE_SAMPLES_KEEP 600
+
+/* Sets app->observe (the follower thread starts). 0, or -1 (logged). */
 int observe_init(struct app *app);
+/* Stops the follower thread and frees app->observe. NULL observe is fine. */
 void observe_free(struct app *app);
-/* The job's command started (phase training). */
+
+/* A job's attempt began running (the log may start). */
 void observe_job_started(struct app *app, int64_t job_id);
-/* A sample of the job's sandbox (every [jobs] sample_interval while it trains). */
+/* One job_sample of a running job: kept with its CPU and I/O-wait percent
+ * since the job's previous sample, and for a GPU job its GPUs' utilisation
+ * and memory when NVML reads them. */
 void observe_sample(struct app *app, const struct job *job, const struct backend_job_sample *s);
-/* The job is over: final metrics computed, followers drain and stop. */
+/* The job is over (its log complete): the rest of its log is read for
+ * metrics (a last line without newline included), the rules run a last
+ * time (if it trained), its followers get the rest and "end". Call it
+ * before the job's final status is stored, so that an ended job's metrics
+ * and findings are final; it may run again after (nothing left to do). */
 void observe_job_ended(struct app *app, int64_t job_id);
-/* From the jobs thread every 250 ms: tails logs, extracts metrics, rules. */
+/* A job the store says is over may not have been finished here (ended
+ * while labd-web was down, or a path that marks it over before calling
+ * observe_job_ended): finishes it now. Cheap when there is nothing left
+ * (one row and one stat). observe_metrics_json and observe_final_json call
+ * it; never call it with the store's lock held (lock order: observe's lock,
+ * then the store's). */
+void observe_settle(struct app *app, int64_t job_id);
+/* Reads the new lines of running jobs' logs for metrics, and evaluates the
+ * profiling rules of each training job every [jobs] rules_interval. */
 void observe_tick(struct app *app);
-/* Adds "final_metrics", "findings" and "log_bytes" to a job object. */
-void observe_job_json(struct app *app, int64_t job_id, json_t *obj);
-/* The job's row changed (status events). */
+
+/* Tells the job's status watchers (GET /jobs/{id}/events) it changed. */
 void jobs_watch_notify(struct app *app, int64_t job_id);
+
+/* Adds the observed fields to a job object: final_metrics (the last value
+ * of each metric: final once the job is over), findings, log_bytes. When
+ * the store fails they are absent (logged). */
+void observe_job_json(struct app *app, int64_t job_id, json_t *obj);
+/* {"name": [{"at", "value"}...]...} of every kept point; NULL on failure. */
+json_t *observe_metrics_json(struct app *app, int64_t job_id);
+/* [{"name", "value", "at"}...]: the last value of each metric; NULL on failure. */
+json_t *observe_final_json(struct app *app, int64_t job_id);
+/* [{at, cpu_percent, ...}...]: the kept samples, oldest first; NULL on failure. */
+json_t *observe_samples_json(struct app *app, int64_t job_id);
+
+/* The log followers and the status watchers (borrowed from app->observe). */
+struct follow_hub *observe_follow(struct app *app);
+struct jobs_watch *observe_watch(struct app *app);
+
+/* Formats epoch milliseconds as RFC 3339 UTC with milliseconds
+ * ("2026-12-03T14:50:47.123Z") into out. */
+#define OBSERVE_TIME_LEN 32
+void observe_time(int64_t at_ms, char out[OBSERVE_TIME_LEN]);
 
 #endif

@@ -116,6 +116,8 @@ static int bind_args(sqlite3_stmt *st, const char *types, va_list ap)
 			       : sqlite3_bind_null(st, i + 1);
 		} else if (types[i] == 'n') {
 			rc = sqlite3_bind_null(st, i + 1);
+		} else if (types[i] == 'd') {
+			rc = sqlite3_bind_double(st, i + 1, va_arg(ap, double));
 		}
 		if (rc != SQLITE_OK)
 			return -1;

@@ -27,7 +27,8 @@ int db_schema_version(struct db *db);
 void db_lock(struct db *db);
 void db_unlock(struct db *db);
 
-/* Binding types: 'i' int64_t, 't' const char * (NULL binds NULL), 'n' NULL.
+/* Binding types: 'i' int64_t, 't' const char * (NULL binds NULL), 'n' NULL,
+ * 'd' double.
  * db_prepare: a statement with its parameters bound; the caller steps it and
  * gives it back with db_done(). Statements are compiled once per SQL text
  * (sql must be a string literal: its address is the cache key) and reused.

@@ -305,6 +305,45 @@ static const char *const migrations[] = {
 	 "  CHECK (source IN ('runtime', 'job', 'warm'));"
 	 "CREATE INDEX ledger_job ON ledger(job_id) WHERE job_id IS NOT NULL;"
 	 "CREATE INDEX ledger_pool ON ledger(pool_id) WHERE pool_id IS NOT NULL;"),
+	/* 13: what is observed of a running job (docs/jobs.md "Logs", "Metrics",
+	 * "Profiling rules"): metric points extracted from its log (capped per
+	 * metric), its last samples (cgroup and GPU readings, kept per job),
+	 * the profiling rules' findings with the samples that showed them, and
+	 * how far its log was read (so a restarted labd-web resumes there). */
+	("CREATE TABLE job_metrics ("
+	 "  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	 "  name TEXT NOT NULL,"
+	 "  at_ms INTEGER NOT NULL,"
+	 "  value REAL NOT NULL);"
+	 "CREATE INDEX job_metrics_job ON job_metrics(job_id, name, at_ms);"
+	 "CREATE TABLE job_samples ("
+	 "  id INTEGER PRIMARY KEY,"
+	 "  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	 "  at_ms INTEGER NOT NULL,"
+	 "  cpu_usage_us INTEGER NOT NULL,"
+	 "  cpu_percent REAL,"
+	 "  memory_bytes INTEGER NOT NULL,"
+	 "  memory_limit_bytes INTEGER NOT NULL,"
+	 "  io_wait_us INTEGER NOT NULL,"
+	 "  io_wait_percent REAL,"
+	 "  gpu_percent REAL,"
+	 "  gpu_memory_bytes INTEGER,"
+	 "  log_bytes INTEGER NOT NULL);"
+	 "CREATE INDEX job_samples_job ON job_samples(job_id, id);"
+	 "CREATE TABLE job_findings ("
+	 "  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	 "  rule TEXT NOT NULL,"
+	 "  first_at_ms INTEGER NOT NULL,"
+	 "  last_at_ms INTEGER NOT NULL,"
+	 "  message TEXT NOT NULL,"
+	 "  samples TEXT NOT NULL DEFAULT '[]',"
+	 "  PRIMARY KEY (job_id, rule));"
+	 "CREATE TABLE job_observe ("
+	 "  job_id INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,"
+	 "  log_offset INTEGER NOT NULL DEFAULT 0,"
+	 "  started_at_ms INTEGER NOT NULL DEFAULT 0,"
+	 "  first_output_at_ms INTEGER NOT NULL DEFAULT 0,"
+	 "  last_output_at_ms INTEGER NOT NULL DEFAULT 0);"),
 };
 
 int migrations_count(void)

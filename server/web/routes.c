@@ -41,6 +41,11 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/warm-pools", ROUTE_USER, ROUTE_API, api_warm_pools_list, SCOPE_JOBS},
 	{"DELETE", "/api/v1/warm-pools/{}", ROUTE_USER, ROUTE_API, api_warm_pools_delete,
 	 SCOPE_JOBS},
+	/* a training job's log, metrics, samples and status events (docs/jobs.md) */
+	{"GET", "/api/v1/jobs/{}/logs", ROUTE_USER, ROUTE_API, api_job_logs, SCOPE_JOBS},
+	{"GET", "/api/v1/jobs/{}/metrics", ROUTE_USER, ROUTE_API, api_job_metrics, SCOPE_JOBS},
+	{"GET", "/api/v1/jobs/{}/samples", ROUTE_USER, ROUTE_API, api_job_samples, SCOPE_JOBS},
+	{"GET", "/api/v1/jobs/{}/events", ROUTE_USER, ROUTE_API, api_job_events, SCOPE_JOBS},
 	/* Deprecated, gone in the next release. Public: the redirect changes and reveals
 	 * nothing, and the new path runs the whole gate, so a client that follows it gets
 	 * today's answer (401 and 403 included) from one place. */
@@ -79,6 +84,8 @@ static const struct route routes[] = {
 	{"POST", "/logout", ROUTE_USER, ROUTE_PAGE, pages_logout_post, SCOPE_IDENTIFY},
 	{"GET", "/dashboard", ROUTE_USER, ROUTE_PAGE, pages_dashboard, SCOPE_IDENTIFY},
 	{"GET", "/open", ROUTE_USER, ROUTE_PAGE, pages_open, SCOPE_IDENTIFY},
+	/* a training job's page; its script reads the id from the path (docs/jobs.md) */
+	{"GET", "/jobs/{}", ROUTE_USER, ROUTE_PAGE, pages_job, SCOPE_IDENTIFY},
 	{"GET", "/admin", ROUTE_ADMIN, ROUTE_PAGE, pages_admin, SCOPE_ADMIN_USERS},
 	/* Public here: a scraper's token is not an API token; the handler checks
 	 * the role and the scope. */

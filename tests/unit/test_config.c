@@ -199,6 +199,37 @@ static void test_gpu_keys(void **state)
 }
 
 /* [quota]: the default plan's windows take a duration or "none" (-1). */
+/* [jobs] rules_*: the profiling rules' defaults, values and bounds. */
+static void test_jobs_rules_keys(void **state)
+{
+	struct labd_config cfg;
+	char err[256];
+	int rc;
+	(void)state;
+	config_defaults(&cfg, false);
+	assert_int_equal(cfg.jobs_rules_interval_s, 5);
+	assert_int_equal(cfg.jobs_rules_gpu_low_p95_percent, 70);
+	assert_int_equal(cfg.jobs_rules_init_s, 120);
+	assert_int_equal(cfg.jobs_rules_quiet_s, 600);
+	assert_string_equal(cfg.jobs_rules_step_metric, "step_time");
+	load_text("[jobs]\nrules_init = 2s\nrules_step_metric = iter_s\nrules_io_wait = 30\n"
+		  "rules_min_samples = 2\n",
+		  &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(cfg.jobs_rules_init_s, 2);
+	assert_string_equal(cfg.jobs_rules_step_metric, "iter_s");
+	assert_int_equal(cfg.jobs_rules_io_wait_percent, 30);
+	assert_int_equal(cfg.jobs_rules_min_samples, 2);
+	const char *bad[] = {"[jobs]\nrules_gpu_low_p95 = 101\n", "[jobs]\nrules_min_samples = 1\n",
+			     "[jobs]\nrules_step_metric =\n", "[jobs]\nrules_interval = 0\n",
+			     "[jobs]\nrules_step_stddev = 0\n"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		load_text(bad[i], &cfg, &rc, err, sizeof(err));
+		assert_int_equal(rc, -1);
+		assert_non_null(strstr(err, "rules_"));
+	}
+}
+
 static void test_quota_keys(void **state)
 {
 	static const char *const bad[] = {
@@ -583,6 +614,7 @@ int main(void)
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_runtime_keys),
 		cmocka_unit_test(test_quota_keys),
+		cmocka_unit_test(test_jobs_rules_keys),
 		cmocka_unit_test(test_jobs_keys),
 		cmocka_unit_test(test_network_keys),
 		cmocka_unit_test(test_gpu_keys),

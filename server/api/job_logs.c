@@ -1,0 +1,250 @@
+/* job_logs.c - GET /api/v1/jobs/{id}/logs: a training job's log
+ * (docs/jobs.md "Logs").
+ *
+ * Without follow: the bytes from ?offset (0) on, at most ?limit (1 MiB),
+ * as text/plain, with X-Log-Size (the log's size now) and
+ * X-Log-Next-Offset (where the next read starts). With ?follow=1: an
+ * event stream of "log" events, each some whole lines, its id the byte
+ * offset after them, from Last-Event-ID (a reconnecting client's) or
+ * ?offset on; "end" once the job is over and every byte was sent. A log
+ * that does not exist yet is empty. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "http/http.h"
+#include "http/stream.h"
+#include "jobs/follow.h"
+#include "jobs/joblog.h"
+#include "jobs/observe.h"
+#include "labd/app.h"
+#include "labd/log.h"
+#include "labd/parse.h"
+#include "store/jobs.h"
+
+#define LIMIT_DEFAULT_BYTES (1024 * 1024)
+#define LIMIT_MAX_BYTES (16 * 1024 * 1024)
+/* A log stream may hold this much unsent: a resumed follower catches up
+ * at up to this much per round of the followers' thread (200 ms), and a
+ * stalled client pins no more (the whole log is a range read away). */
+#define STREAM_MAX_BYTES (256 * 1024)
+#define RETRY_AFTER_S "30"
+
+/* 400 bad_field naming field. */
+static void reply_field(struct http_request *req, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void reply_field(struct http_request *req, const char *field, const char *fmt, ...)
+{
+	char message[256];
+	va_list ap;
+	json_t *body;
+
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof(message), fmt, ap);
+	va_end(ap);
+	body = http_error_json("bad_field", message);
+	json_object_set_new(json_object_get(body, "error"), "field", json_string(field));
+	http_reply_json(req, MHD_HTTP_BAD_REQUEST, body);
+}
+
+/* Reads query parameter name as an integer in [min, max] (absent: dflt).
+ * 0, or -1 with the 400 naming it. */
+static int query_uint(struct http_request *req, const char *name, uint64_t min, uint64_t max,
+		      uint64_t dflt, uint64_t *out)
+{
+	const char *text = http_query(req, name);
+
+	*out = dflt;
+	if (!text)
+		return 0;
+	if (parse_uint(text, min, max, out) == 0)
+		return 0;
+	reply_field(req, name, "query parameter \"%s\" must be a whole number from %llu to %llu",
+		    name, (unsigned long long)min, (unsigned long long)max);
+	return -1;
+}
+
+/* ?follow: 1/true or 0/false. 0, or -1 with the 400. */
+static int query_follow(struct http_request *req, bool *follow)
+{
+	const char *text = http_query(req, "follow");
+
+	*follow = false;
+	if (!text || !strcmp(text, "0") || !strcmp(text, "false"))
+		return 0;
+	if (!strcmp(text, "1") || !strcmp(text, "true")) {
+		*follow = true;
+		return 0;
+	}
+	reply_field(req, "follow", "query parameter \"follow\" must be 1, true, 0 or false");
+	return -1;
+}
+
+static void add_offset_header(struct http_request *req, const char *name, uint64_t v)
+{
+	char text[24];
+
+	snprintf(text, sizeof(text), "%" PRIu64, v);
+	http_add_header(req, name, text);
+}
+
+/* The range read: the file's bytes served from the file itself. */
+static void reply_range(struct http_request *req, const char *path, uint64_t offset,
+			uint64_t limit)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct MHD_Response *resp;
+	struct stat st;
+	uint64_t size = 0, n;
+
+	if (fd < 0 && errno != ENOENT) {
+		log_errno("job log %s: open", path);
+		http_reply_internal(req);
+		return;
+	}
+	if (fd >= 0 && fstat(fd, &st) == 0)
+		size = (uint64_t)st.st_size;
+	if (offset > size)
+		offset = size;
+	n = size - offset < limit ? size - offset : limit;
+	add_offset_header(req, "X-Log-Size", size);
+	add_offset_header(req, "X-Log-Next-Offset", offset + n);
+	if (fd >= 0 && n > 0) {
+		/* the reply owns fd from here */
+		resp = MHD_create_response_from_fd_at_offset64(n, fd, offset);
+		if (!resp)
+			close(fd);
+	} else {
+		if (fd >= 0)
+			close(fd);
+		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	}
+	if (resp)
+		MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
+	http_reply_response(req, MHD_HTTP_OK, resp);
+}
+
+/* One follow stream; freed when the stream is over. */
+struct log_sub {
+	struct follow_hub *hub;
+	struct http_stream *stream; /* our reference */
+	struct follower *follower;  /* NULL until added */
+};
+
+static size_t sink_room(void *ctx)
+{
+	struct log_sub *sub = ctx;
+	size_t held = http_stream_held_bytes(sub->stream);
+
+	return held < STREAM_MAX_BYTES ? STREAM_MAX_BYTES - held : 0;
+}
+
+static int sink_event(void *ctx, const char *name, const char *data, uint64_t id)
+{
+	struct log_sub *sub = ctx;
+
+	return http_stream_event(sub->stream, name, data, id);
+}
+
+static void sink_end(void *ctx)
+{
+	struct log_sub *sub = ctx;
+
+	http_stream_close(sub->stream);
+}
+
+static const struct follow_sink log_sink = {sink_room, sink_event, sink_end};
+
+static void on_close(void *ctx)
+{
+	struct log_sub *sub = ctx;
+
+	follow_remove(sub->hub, sub->follower);
+	http_stream_unref(sub->stream);
+	free(sub);
+}
+
+/* Where a follower starts: after the client's Last-Event-ID (an offset the
+ * server gave), else ?offset. 0, or -1 with the 400. */
+static int follow_offset(struct http_request *req, uint64_t *offset)
+{
+	const char *last = http_header(req, "Last-Event-ID");
+
+	if (last && last[0] && parse_uint(last, 0, INT64_MAX, offset) == 0)
+		return 0;
+	return query_uint(req, "offset", 0, INT64_MAX, 0, offset);
+}
+
+static void reply_follow(struct http_request *req, int64_t job_id)
+{
+	struct app *app = http_app(req);
+	struct follow_hub *hub = observe_follow(app);
+	struct log_sub *sub;
+	uint64_t offset;
+	int rc;
+
+	if (follow_offset(req, &offset) < 0)
+		return;
+	if (!hub || !(sub = calloc(1, sizeof(*sub)))) {
+		http_reply_internal(req);
+		return;
+	}
+	sub->hub = hub;
+	sub->stream = http_stream_open(req, app->streams, "text/event-stream", STREAM_MAX_BYTES,
+				       on_close, sub);
+	if (!sub->stream) {
+		free(sub); /* the reply says why */
+		return;
+	}
+	rc = follow_add(hub, http_identity(req)->user.id, job_id, offset, &log_sink, sub,
+			&sub->follower);
+	if (rc == 0)
+		return;
+	/* the reply replaces the stream's, whose release frees sub */
+	if (rc == -EUSERS) {
+		http_add_header(req, "Retry-After", RETRY_AFTER_S);
+		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_streams",
+				 "you follow %u job logs; close one first",
+				 follow_count_user(hub, http_identity(req)->user.id));
+	} else if (rc == -ENFILE) {
+		http_add_header(req, "Retry-After", RETRY_AFTER_S);
+		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "too_many_streams",
+				 "the server follows too many logs; try again later");
+	} else {
+		http_reply_internal(req);
+	}
+}
+
+void api_job_logs(struct http_request *req)
+{
+	struct app *app = http_app(req);
+	char path[4096];
+	uint64_t offset, limit;
+	bool follow;
+	struct job j;
+
+	if (api_path_job(req, &j) < 0)
+		return;
+	jobs_row_free(&j);
+	if (query_follow(req, &follow) < 0 ||
+	    query_uint(req, "limit", 1, LIMIT_MAX_BYTES, LIMIT_DEFAULT_BYTES, &limit) < 0)
+		return;
+	if (follow) {
+		reply_follow(req, j.id);
+		return;
+	}
+	if (query_uint(req, "offset", 0, INT64_MAX, 0, &offset) < 0)
+		return;
+	if (jobs_log_path(app->cfg, j.id, path, sizeof(path)) < 0) {
+		http_reply_internal(req);
+		return;
+	}
+	reply_range(req, path, offset, limit);
+}

@@ -1,0 +1,46 @@
+/* job_observe.c - GET /api/v1/jobs/{id}/metrics (every kept point of each
+ * metric, and the last value of each) and GET /api/v1/jobs/{id}/samples
+ * (the kept samples); docs/jobs.md "Metrics", "Profiling rules". */
+#include "api/api.h"
+#include "http/http.h"
+#include "jobs/observe.h"
+#include "labd/app.h"
+#include "store/jobs.h"
+
+void api_job_metrics(struct http_request *req)
+{
+	struct app *app = http_app(req);
+	json_t *series, *final;
+	struct job j;
+
+	if (api_path_job(req, &j) < 0)
+		return;
+	jobs_row_free(&j);
+	series = observe_metrics_json(app, j.id);
+	final = observe_final_json(app, j.id);
+	if (!series || !final) {
+		json_decref(series);
+		json_decref(final);
+		http_reply_internal(req);
+		return;
+	}
+	http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o, s:o}", "metrics", series, "final", final));
+}
+
+void api_job_samples(struct http_request *req)
+{
+	struct app *app = http_app(req);
+	json_t *samples;
+	struct job j;
+
+	if (api_path_job(req, &j) < 0)
+		return;
+	jobs_row_free(&j);
+	if (!(samples = observe_samples_json(app, j.id))) {
+		http_reply_internal(req);
+		return;
+	}
+	http_reply_json(req, MHD_HTTP_OK,
+			json_pack("{s:I, s:b, s:o}", "job_id", (json_int_t)j.id, "gpu", j.gpu,
+				  "samples", samples));
+}
