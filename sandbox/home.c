@@ -209,6 +209,10 @@ static int attached_loop(const char *image, char *dev, size_t len)
 	return rc;
 }
 
+/* How long a home whose loop device is being detached is waited for: 2 s. */
+#define HOME_DETACH_WAITS 40
+#define HOME_DETACH_WAIT_US 50000
+
 static int loop_mount(const char *image, const char *mnt)
 {
 	struct loop_config cfg;
@@ -220,11 +224,17 @@ static int loop_mount(const char *image, const char *mnt)
 	 * host's root takes it along, covered by the state-dir mask). Mount that
 	 * same device, which shares its superblock; a second loop device on the
 	 * same image would be a second ext4 instance on one file: corruption. */
-	if (attached_loop(image, dev, sizeof(dev)) == 0) {
+	for (int wait = 0; attached_loop(image, dev, sizeof(dev)) == 0; wait++) {
 		log_warn("home %s is still attached to %s: reusing it", image, dev);
-		if (mount(dev, mnt, "ext4", MS_NODEV | MS_NOSUID, "errors=remount-ro") < 0)
+		if (mount(dev, mnt, "ext4", MS_NODEV | MS_NOSUID, "errors=remount-ro") == 0)
+			return 0;
+		/* The copy that held it may be going away right now (its namespace
+		 * ended: the kernel detaches the device on its own, a moment later),
+		 * and a device being detached answers EIO/ENXIO. Wait for the detach,
+		 * then attach afresh below. */
+		if ((errno != EIO && errno != ENXIO) || wait >= HOME_DETACH_WAITS)
 			return fail_errno("mount %s on %s", dev, mnt);
-		return 0;
+		usleep(HOME_DETACH_WAIT_US);
 	}
 	imgfd = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (imgfd < 0)
