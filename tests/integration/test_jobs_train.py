@@ -123,7 +123,7 @@ def test_layout_and_environment_inside_the_job(trainer):
     lines = out.splitlines()
     assert json.loads(lines[0]) == {"lr": 0.5, "tag": "x"}, out
     assert json.loads(lines[1]) == {"current_host": "algo-1", "hosts": ["algo-1"]}, out
-    assert "train" in json.loads(lines[2]), out
+    assert json.loads(lines[2])["train"]["TrainingInputMode"] == "File", out
     assert "channel-ro" in out, out
     for want in ("model=/opt/ml/model/", "out=/opt/ml/output/data", "ch=/opt/ml/input/data/train",
                  'chs=["train"]', "hp=0.5", "host=algo-1", "gpus=0", "name=layout",
