@@ -87,6 +87,8 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/labd/web
 	install -m 0755 $(BUILD)/labd $(DESTDIR)$(PREFIX)/sbin/labd
 	$(if $(SANDBOX_CLI),install -D -m 0755 $(SANDBOX_CLI) $(DESTDIR)$(PREFIX)/bin/labbox)
+	# the job agent, found by labd one folder up from sbin (supervisor/poollaunch.c)
+	install -D -m 0755 $(BUILD)/libexec/labd-jobagent $(DESTDIR)$(PREFIX)/libexec/labd-jobagent
 	cp -R web/. $(DESTDIR)$(PREFIX)/share/labd/web/
 	install -d $(DESTDIR)/etc/labd
 	test -e $(DESTDIR)/etc/labd/labd.ini || install -m 0640 deploy/labd.ini $(DESTDIR)/etc/labd/labd.ini

@@ -34,6 +34,11 @@ void pages_dashboard(struct http_request *req)
 	static_serve_html(req, MHD_HTTP_OK, "dashboard.html");
 }
 
+void pages_job(struct http_request *req)
+{
+	static_serve_html(req, MHD_HTTP_OK, "job.html");
+}
+
 void pages_admin(struct http_request *req)
 {
 	static_serve_html(req, MHD_HTTP_OK, "admin.html");

@@ -13,6 +13,8 @@ void pages_login_post(struct http_request *req);
 void pages_logout_post(struct http_request *req);
 void pages_dashboard(struct http_request *req);
 void pages_admin(struct http_request *req);
+/* GET /jobs/{id}: one training job's page (job.html; the API answers 404 for others' jobs). */
+void pages_job(struct http_request *req);
 /* GET /open?repo=&path= ("Open in labd", open.c): the page, 400 when either is bad. */
 void pages_open(struct http_request *req);
 

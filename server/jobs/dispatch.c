@@ -62,8 +62,11 @@ static bool take_warm(struct app *app, const struct job *j, const struct pool *p
 	snprintf(message, sizeof(message), "reusing warm pool %lld kept by job %lld; Starting skipped",
 		 (long long)p->id, (long long)p->last_job_id);
 	if (jobs_move(app->db, j->id, &m) != 1) {
-		/* stopped meanwhile: the pool is warm again as it was */
-		pools_release(app->db, p->id, p->available_until, now, true);
+		/* stopped meanwhile: the pool was taken for nothing; it goes */
+		pools_end(app->db, p->id, "its next job was stopped as it took the pool", now);
+		jobs_end_warm(app, p->last_job_id, "its next job was stopped as it took the pool",
+			      now);
+		backend_pool_stop(app->backend, p->user_name, p->id, "not needed");
 		return true;
 	}
 	if (p->last_job_id) {

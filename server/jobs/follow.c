@@ -18,6 +18,8 @@
 /* A job found over ends its followers only once its log has not grown for
  * this long: the last bytes the supervisor wrote may trail its exit event. */
 #define SETTLE_MS 500
+/* The wait between rounds while a follower is behind. */
+#define CATCH_UP_MS 20
 /* How often a job not yet known to be over is looked up in the store (a
  * missed job_exited must not leave its followers waiting for ever). */
 #define RECHECK_MS 2000
@@ -150,9 +152,12 @@ static void feed_one(struct follower *f, const char *data, uint64_t base, size_t
 }
 
 /* One round for job_id's followers: one read from the lowest offset of
- * those with room, shared; then "end" where the job is over and drained. */
-static void round_job(struct follow_hub *h, int64_t job_id, int64_t now_ms)
+ * those with room, shared; then "end" where the job is over and drained.
+ * Whether a follower is still behind by more than a waiting partial line
+ * (a backlog: the next round comes sooner). */
+static bool round_job(struct follow_hub *h, int64_t job_id, int64_t now_ms)
 {
+	bool behind = false;
 	char path[4096];
 	int64_t size, since_ms = 0;
 	uint64_t low = UINT64_MAX;
@@ -161,7 +166,7 @@ static void round_job(struct follow_hub *h, int64_t job_id, int64_t now_ms)
 
 	if (jobs_log_path(h->cfg, job_id, path, sizeof(path)) < 0 ||
 	    (size = joblog_size(path)) < 0)
-		return;
+		return false;
 	for (struct follower *f = h->head; f; f = f->next) {
 		if (f->job_id != job_id || f->done)
 			continue;
@@ -184,7 +189,9 @@ static void round_job(struct follow_hub *h, int64_t job_id, int64_t now_ms)
 			f->sink->end(f->ctx);
 			f->done = true;
 		}
+		behind |= !f->done && (uint64_t)size - f->offset > JOBLOG_LINE_MAX_BYTES;
 	}
+	return behind;
 }
 
 /* Whether job_id was already handled this round: an earlier follower of it
@@ -197,10 +204,11 @@ static bool seen_before(const struct follow_hub *h, const struct follower *upto,
 	return false;
 }
 
-static void round_all(struct follow_hub *h)
+/* A round; whether a follower is behind (see round_job). */
+static bool round_all(struct follow_hub *h)
 {
 	int64_t now_ms = clock_ms();
-	bool fresh = false;
+	bool fresh = false, behind = false;
 
 	for (struct follower *f = h->head; f; f = f->next) {
 		fresh = fresh || f->fresh;
@@ -209,7 +217,8 @@ static void round_all(struct follow_hub *h)
 	check_store_locked(h, now_ms, fresh);
 	for (struct follower *f = h->head; f; f = f->next)
 		if (!f->done && !seen_before(h, f, f->job_id))
-			round_job(h, f->job_id, now_ms);
+			behind |= round_job(h, f->job_id, now_ms);
+	return behind;
 }
 
 static void *run(void *arg)
@@ -219,14 +228,15 @@ static void *run(void *arg)
 	pthread_mutex_lock(&h->lock);
 	while (!h->stopping) {
 		struct timespec until;
+		/* a follower catching up on a backlog gets its next round soon:
+		 * its stream's room, not the period, paces it */
+		bool behind = h->head && round_all(h);
 		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += FOLLOW_PERIOD_MS * 1000000L;
+		until.tv_nsec += (behind ? CATCH_UP_MS : FOLLOW_PERIOD_MS) * 1000000L;
 		if (until.tv_nsec >= 1000000000L) {
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000L;
 		}
-		if (h->head)
-			round_all(h);
 		pthread_cond_timedwait(&h->wake, &h->lock, &until);
 	}
 	pthread_mutex_unlock(&h->lock);

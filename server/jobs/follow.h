@@ -1,8 +1,9 @@
 /* follow.h - following training jobs' logs as they grow (the log events of
  * GET /api/v1/jobs/{id}/logs?follow=1; docs/jobs.md "Logs").
  *
- * One thread reads, every FOLLOW_PERIOD_MS (and at once for a new
- * follower), the new bytes of each followed log: ONE read per job and
+ * One thread reads, every FOLLOW_PERIOD_MS (at once for a new follower,
+ * and every 20 ms while one is behind on a backlog), the new bytes of each
+ * followed log: ONE read per job and
  * round, shared by all of that job's followers, each of which is at its own
  * offset (a resumed one may be behind). A follower gets "log" events of
  * whole lines (joblog_cut), each with the byte offset after its last line

@@ -50,40 +50,48 @@ static void on_pool_ready(void *ctx, const char *user, int64_t pool_id)
 	jobs_poke(runner(app));
 }
 
+/* The job's run was lost to labd, not to its own code: it retries on a new
+ * pool while attempts are left (its checkpoint folder, in the home, is kept),
+ * else ends Interrupted; a job being stopped ends Stopped. */
+static void job_lost(struct app *app, const struct job *j, const char *reason)
+{
+	char message[JOB_REASON_MAX];
+	struct job_move m = {.at_ms = jobs_now_ms(), .message = message};
+
+	if (j->status == JOB_STOPPING) {
+		m.status = JOB_STOPPED, m.secondary = JOB_S_STOPPED;
+		snprintf(message, sizeof(message), "stopped");
+	} else if (j->attempt <= j->max_retries) {
+		m.status = JOB_IN_PROGRESS, m.secondary = JOB_STARTING;
+		m.next_attempt = true, m.clear_pool = true;
+		snprintf(message, sizeof(message),
+			 "labd lost the job's sandbox (%.300s); retry %d of %d, resuming from the "
+			 "checkpoint folder",
+			 reason, j->attempt, j->max_retries);
+	} else {
+		m.status = JOB_FAILED, m.secondary = JOB_INTERRUPTED, m.failure = message;
+		snprintf(message, sizeof(message), "labd lost the job's sandbox: %.300s%s", reason,
+			 j->max_retries ? "; no retry left" : "");
+	}
+	if (jobs_move(app->db, j->id, &m) == 1) {
+		log_warn("job %lld of %s: %s", (long long)j->id, j->user_name, message);
+		if (m.status != JOB_IN_PROGRESS)
+			observe_job_ended(app, j->id);
+		jobs_changed(app, j->id);
+	}
+}
+
 void jobs_pool_lost(struct app *app, const struct pool *p, const char *reason)
 {
 	int64_t now = time(NULL), job_id = p->job_id;
 	struct job j;
-	char message[JOB_REASON_MAX];
 
 	pools_end(app->db, p->id, reason, now);
 	if (p->state == POOL_AVAILABLE)
 		jobs_end_warm(app, p->last_job_id, reason, now);
 	if (!job_id || !event_job(app, p->id, job_id, &j))
 		return;
-	struct job_move m = {.at_ms = jobs_now_ms(), .message = message};
-	if (j.status == JOB_STOPPING) {
-		m.status = JOB_STOPPED, m.secondary = JOB_S_STOPPED;
-		snprintf(message, sizeof(message), "stopped");
-	} else if (j.attempt <= j.max_retries) {
-		/* infrastructure: a new pool; the checkpoint folder is the home's, kept */
-		m.status = JOB_IN_PROGRESS, m.secondary = JOB_STARTING;
-		m.next_attempt = true, m.clear_pool = true;
-		snprintf(message, sizeof(message),
-			 "labd lost the job's sandbox (%.300s); retry %d of %d, resuming from the "
-			 "checkpoint folder",
-			 reason, j.attempt, j.max_retries);
-	} else {
-		m.status = JOB_FAILED, m.secondary = JOB_INTERRUPTED, m.failure = message;
-		snprintf(message, sizeof(message), "labd lost the job's sandbox: %.300s%s", reason,
-			 j.max_retries ? "; no retry left" : "");
-	}
-	if (jobs_move(app->db, j.id, &m) == 1) {
-		log_warn("job %lld of %s: %s", (long long)j.id, j.user_name, message);
-		if (m.status != JOB_IN_PROGRESS)
-			observe_job_ended(app, j.id);
-		jobs_changed(app, j.id);
-	}
+	job_lost(app, &j, reason);
 	jobs_row_free(&j);
 }
 
@@ -161,12 +169,23 @@ static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t 
 
 	if (!event_pool(app, user, pool_id, &p) || !event_job(app, pool_id, job_id, &j))
 		return;
+	/* stopped, but nobody asked: labd stopped it (its shutdown), not the user */
+	if (strcmp(x->kind, "stopped") == 0 && j.status != JOB_STOPPING) {
+		job_lost(app, &j, x->reason && x->reason[0] ? x->reason : "labd stopped the job");
+		pools_release(app->db, p.id, time(NULL), time(NULL), false);
+		jobs_row_free(&j);
+		jobs_poke(runner(app));
+		return;
+	}
 	jobs_outcome(&j, x, j.memory_bytes ? j.memory_bytes : p.memory_bytes, &m, reason,
 		     sizeof(reason));
+	/* its log is complete now: the rest read for metrics and the rules' last
+	 * run happen before the job shows as over, so an ended job's final
+	 * metrics and findings are final (B2) */
+	observe_job_ended(app, job_id);
 	if (jobs_move(app->db, job_id, &m) == 1) {
 		log_info("job %lld of %s: %s", (long long)job_id, user, reason);
 		keep_or_release(app, &j, &p, time(NULL));
-		observe_job_ended(app, job_id);
 		jobs_changed(app, job_id);
 	}
 	jobs_row_free(&j);

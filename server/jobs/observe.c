@@ -168,7 +168,7 @@ static void untrack_locked(struct observe *o, int64_t job_id)
 		}
 }
 
-static void save_locked(struct observe *o, const struct tracked *t)
+static int save_locked(struct observe *o, const struct tracked *t)
 {
 	struct job_observe_row row = {
 		.log_offset = (int64_t)t->offset,
@@ -177,37 +177,66 @@ static void save_locked(struct observe *o, const struct tracked *t)
 		.last_output_at_ms = t->last_output_ms,
 	};
 
-	if (job_observe_put(o->app->db, t->job_id, &row) < 0)
+	if (job_observe_put(o->app->db, t->job_id, &row) < 0) {
 		log_error("job %lld: cannot save where its log was read", (long long)t->job_id);
+		return -1;
+	}
+	return 0;
 }
 
-struct point_ctx {
-	struct observe *o;
-	struct tracked *t;
-	int64_t at_ms;
-};
-
+/* A point of the line being matched, kept for the batch's write. */
 static void on_point(void *ctx, size_t def, const char *name, double value)
 {
-	struct point_ctx *p = ctx;
+	struct observe *o = ctx;
+	(void)name;
 
-	if (p->t->points[def] >= OBSERVE_METRIC_POINTS_MAX)
-		return;
-	if (job_metrics_add(p->o->app->db, p->t->job_id, name, p->at_ms, value) < 0)
-		log_error("job %lld: cannot store a point of %s", (long long)p->t->job_id, name);
-	else
-		p->t->points[def]++;
-	if (!p->t->first_output_ms)
-		p->t->first_output_ms = p->at_ms;
+	if (o->n_batch < OBSERVE_BATCH_POINTS)
+		o->batch[o->n_batch++] = (struct observe_point){def, value};
+}
+
+/* With o->lock held: stores the batch's points (each metric up to its cap)
+ * and t's new offset in one transaction: a restarted labd-web resumes
+ * exactly where the points stop. On failure nothing of it is kept, and t
+ * goes back to its offset before (the lines are read again). */
+static void store_batch_locked(struct observe *o, struct tracked *t, uint64_t old_offset,
+			       int64_t at_ms)
+{
+	struct db *db = o->app->db;
+	int64_t points[EXTRACT_MAX_DEFS];
+	bool ok;
+
+	memcpy(points, t->points, sizeof(points));
+	db_lock(db);
+	ok = db_begin(db) == 0;
+	for (size_t i = 0; ok && i < o->n_batch; i++) {
+		size_t def = o->batch[i].def;
+		if (t->points[def] >= OBSERVE_METRIC_POINTS_MAX)
+			continue;
+		ok = job_metrics_add(db, t->job_id, extract_name(t->set, def), at_ms,
+				     o->batch[i].value) == 0;
+		t->points[def]++;
+	}
+	ok = ok && save_locked(o, t) == 0 && db_commit(db) == 0;
+	if (!ok) {
+		db_rollback(db);
+		memcpy(t->points, points, sizeof(points));
+		t->offset = old_offset;
+		log_error("job %lld: cannot store its metric points; reading again",
+			  (long long)t->job_id);
+	}
+	db_unlock(db);
+	o->n_batch = 0;
 }
 
 /* With o->lock held: reads the job's new whole lines (final: the log is
- * complete, a last line without newline counts) and stores their points. */
+ * complete, a last line without newline counts), matches them with the
+ * store unlocked, then stores their points. */
 static void extract_locked(struct observe *o, struct tracked *t, bool final)
 {
 	char path[4096];
-	struct point_ctx p = {o, t, observe_wall_ms()};
-	size_t used = 0, line_len, take;
+	int64_t at_ms = observe_wall_ms();
+	size_t used = 0, line_len, take, defs = t->set ? extract_count(t->set) : 0;
+	uint64_t old_offset = t->offset;
 	ssize_t got;
 
 	if (jobs_log_path(o->app->cfg, t->job_id, path, sizeof(path)) < 0)
@@ -218,28 +247,26 @@ static void extract_locked(struct observe *o, struct tracked *t, bool final)
 	 * quiet), but a partial line read again is not new */
 	if (t->offset + (uint64_t)got > t->seen_bytes) {
 		t->seen_bytes = t->offset + (uint64_t)got;
-		t->last_output_ms = p.at_ms;
+		t->last_output_ms = at_ms;
 		if (!t->first_output_ms)
-			t->first_output_ms = p.at_ms;
+			t->first_output_ms = at_ms;
 	}
-	db_lock(o->app->db);
-	/* one transaction per read: a chatty log is one commit, not one per point */
-	bool tx = db_begin(o->app->db) == 0;
-	while ((take = joblog_next_line(o->buf + used, (size_t)got - used, final, &line_len)) > 0) {
+	o->n_batch = 0;
+	while (o->n_batch + defs <= OBSERVE_BATCH_POINTS &&
+	       (take = joblog_next_line(o->buf + used, (size_t)got - used, final, &line_len)) > 0) {
 		if (t->set)
-			extract_line(t->set, o->buf + used, line_len, on_point, &p);
+			extract_line(t->set, o->buf + used, line_len, on_point, o);
 		used += take;
 	}
+	if (used == 0)
+		return;
 	t->offset += used;
-	save_locked(o, t);
-	if (tx && db_commit(o->app->db) < 0)
-		db_rollback(o->app->db);
-	db_unlock(o->app->db);
+	store_batch_locked(o, t, old_offset, at_ms);
 }
 
-/* With o->lock held: reads t's log on while a whole buffer keeps coming and
- * the tick's time for it lasts, so a burst of output is caught up in a few
- * ticks rather than at one buffer a tick. */
+/* With o->lock held: reads t's log on while lines keep coming and the
+ * tick's time for it lasts, so a burst of output is caught up in a few
+ * ticks rather than at one read a tick. */
 static void extract_more_locked(struct observe *o, struct tracked *t)
 {
 	long long until_ms = clock_ms() + EXTRACT_TICK_MS;
@@ -248,7 +275,7 @@ static void extract_more_locked(struct observe *o, struct tracked *t)
 	do {
 		before = t->offset;
 		extract_locked(o, t, false);
-	} while (t->offset - before >= sizeof(o->buf) / 2 && clock_ms() < until_ms);
+	} while (t->offset > before && clock_ms() < until_ms);
 }
 
 void observe_job_started(struct app *app, int64_t job_id)
@@ -268,6 +295,23 @@ void observe_job_started(struct app *app, int64_t job_id)
 	jobs_row_free(&j);
 }
 
+/* With o->lock held: the job is over: the whole rest of its log, a read at
+ * a time (a last line without newline included), then a last evaluation of
+ * the rules over everything it printed and sampled (a job shorter than
+ * rules_interval is judged too); its tracking goes. */
+static void finish_locked(struct observe *o, const struct job *j)
+{
+	struct tracked *t = track_locked(o, j);
+
+	for (uint64_t before = UINT64_MAX; t && t->offset != before;) {
+		before = t->offset;
+		extract_locked(o, t, true);
+	}
+	if (t && t->started_ms)
+		observe_rules_locked(o, t, observe_wall_ms());
+	untrack_locked(o, j->id);
+}
+
 void observe_job_ended(struct app *app, int64_t job_id)
 {
 	struct observe *o = app->observe;
@@ -277,21 +321,34 @@ void observe_job_ended(struct app *app, int64_t job_id)
 		return;
 	pthread_mutex_lock(&o->lock);
 	if (jobs_find(app->db, job_id, &j) == 1) {
-		struct tracked *t = track_locked(o, &j);
-		/* the whole rest, a read at a time */
-		for (uint64_t before = UINT64_MAX; t && t->offset != before;) {
-			before = t->offset;
-			extract_locked(o, t, true);
-		}
-		/* a last evaluation over everything it printed and sampled: a job
-		 * shorter than rules_interval is judged too */
-		if (t && t->started_ms)
-			observe_rules_locked(o, t, observe_wall_ms());
+		finish_locked(o, &j);
 		jobs_row_free(&j);
 	}
-	untrack_locked(o, job_id);
 	pthread_mutex_unlock(&o->lock);
 	follow_job_ended(o->follow, job_id);
+}
+
+void observe_settle(struct app *app, int64_t job_id)
+{
+	struct observe *o = app->observe;
+	struct job_observe_row row;
+	char path[4096];
+	struct job j;
+	int64_t size;
+
+	/* cheap first: nothing of the log is left unread */
+	if (!o || jobs_log_path(app->cfg, job_id, path, sizeof(path)) < 0 ||
+	    (size = joblog_size(path)) <= 0 || job_observe_get(app->db, job_id, &row) < 0 ||
+	    row.log_offset >= size)
+		return;
+	if (jobs_find(app->db, job_id, &j) != 1)
+		return;
+	if (!jobs_live(&j)) {
+		pthread_mutex_lock(&o->lock);
+		finish_locked(o, &j);
+		pthread_mutex_unlock(&o->lock);
+	}
+	jobs_row_free(&j);
 }
 
 /* Live jobs, copied out of the store's walk (no file work under its lock). */

@@ -40,10 +40,19 @@ void observe_job_started(struct app *app, int64_t job_id);
  * since the job's previous sample, and for a GPU job its GPUs' utilisation
  * and memory when NVML reads them. */
 void observe_sample(struct app *app, const struct job *job, const struct backend_job_sample *s);
-/* The job is over: the rest of its log is read for metrics (a last line
- * without newline included), the rules run a last time (if it trained),
- * its followers get the rest and "end". */
+/* The job is over (its log complete): the rest of its log is read for
+ * metrics (a last line without newline included), the rules run a last
+ * time (if it trained), its followers get the rest and "end". Call it
+ * before the job's final status is stored, so that an ended job's metrics
+ * and findings are final; it may run again after (nothing left to do). */
 void observe_job_ended(struct app *app, int64_t job_id);
+/* A job the store says is over may not have been finished here (ended
+ * while labd-web was down, or a path that marks it over before calling
+ * observe_job_ended): finishes it now. Cheap when there is nothing left
+ * (one row and one stat). observe_metrics_json and observe_final_json call
+ * it; never call it with the store's lock held (lock order: observe's lock,
+ * then the store's). */
+void observe_settle(struct app *app, int64_t job_id);
 /* Reads the new lines of running jobs' logs for metrics, and evaluates the
  * profiling rules of each training job every [jobs] rules_interval. */
 void observe_tick(struct app *app);

@@ -17,6 +17,10 @@ struct follow_hub;
 struct jobs_watch;
 struct labd_config;
 
+/* Points matched per read at most (a read stops at the line that would
+ * pass it and goes on at the next). */
+#define OBSERVE_BATCH_POINTS 4096
+
 /* One running job being read for metrics. */
 struct tracked {
 	int64_t job_id;
@@ -42,6 +46,12 @@ struct observe {
 	struct follow_hub *follow;
 	struct jobs_watch *watch;
 	char buf[256 * 1024];
+	/* points of one read, matched before the store is locked */
+	struct observe_point {
+		size_t def;
+		double value;
+	} batch[OBSERVE_BATCH_POINTS];
+	size_t n_batch;
 };
 
 /* Wall-clock milliseconds (stored times are epoch ms). */

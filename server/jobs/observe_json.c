@@ -202,7 +202,10 @@ static int add_point(void *ctx, const char *name, int64_t at_ms, double value)
 
 json_t *observe_metrics_json(struct app *app, int64_t job_id)
 {
-	json_t *m = json_object();
+	json_t *m;
+
+	observe_settle(app, job_id);
+	m = json_object();
 
 	if (m && job_metrics_each(app->db, job_id, add_point, m) < 0) {
 		json_decref(m);
@@ -218,7 +221,8 @@ static int add_final(void *ctx, const char *name, int64_t at_ms, double value)
 	return 0;
 }
 
-json_t *observe_final_json(struct app *app, int64_t job_id)
+/* The last value of each metric, as the store has them now. */
+static json_t *final_json(struct app *app, int64_t job_id)
 {
 	json_t *a = json_array();
 
@@ -227,6 +231,12 @@ json_t *observe_final_json(struct app *app, int64_t job_id)
 		return NULL;
 	}
 	return a;
+}
+
+json_t *observe_final_json(struct app *app, int64_t job_id)
+{
+	observe_settle(app, job_id);
+	return final_json(app, job_id);
 }
 
 json_t *observe_samples_json(struct app *app, int64_t job_id)
@@ -262,7 +272,10 @@ static int add_finding(void *ctx, const char *rule, int64_t first_at_ms, int64_t
 void observe_job_json(struct app *app, int64_t job_id, json_t *obj)
 {
 	char path[4096];
-	json_t *final = observe_final_json(app, job_id), *findings = json_array();
+	/* no observe_settle here: the jobs API builds job objects inside a walk
+	 * of the store (its lock held), and settling takes observe's lock,
+	 * which is taken before the store's everywhere else */
+	json_t *final = final_json(app, job_id), *findings = json_array();
 	int64_t size = 0;
 
 	if (!final || !findings || job_findings_each(app->db, job_id, add_finding, findings) < 0) {

@@ -218,11 +218,25 @@ static void begin_stop(struct supervisor *s, int sig)
 		kill(s->child, SIGTERM);
 	/* a pool cannot outlive this process's pipes to its agent: end them now */
 	pools_stop_all(s->pools, "labd is shutting down");
+	/* the pools' teardowns (home mounts, pasta, cgroups) are waited for even when
+	 * runtimes are kept: nothing of theirs may outlive this process */
+	s->give_up_ms = clock_ms() + 2 * STOP_GRACE_MS;
 	if (!s->cfg->keep_on_shutdown) {
 		sandboxes_stop_all(s->sandboxes, "labd is shutting down");
 		/* each box gets its grace period, then is killed; allow for that */
 		s->give_up_ms = clock_ms() + s->cfg->stop_grace_s * 1000 + STOP_GRACE_MS;
 	}
+}
+
+/* Stopping and nothing left to wait for (or waited long enough). */
+static bool stop_done(const struct supervisor *s)
+{
+	if (!s->stopping || s->child != 0)
+		return false;
+	if (clock_ms() > s->give_up_ms)
+		return true;
+	return pools_live(s->pools) == 0 &&
+	       (s->cfg->keep_on_shutdown || sandboxes_live(s->sandboxes) == 0);
 }
 
 static void on_signal(struct supervisor *s)
@@ -254,9 +268,7 @@ static int poll_timeout(const struct supervisor *s, int sandboxes_ms, int pools_
 
 static void run_loop(struct supervisor *s)
 {
-	while (!(s->stopping && s->child == 0 &&
-		 ((sandboxes_live(s->sandboxes) == 0 && pools_live(s->pools) == 0) ||
-		  s->cfg->keep_on_shutdown || clock_ms() > s->give_up_ms))) {
+	while (!stop_done(s)) {
 		if (!s->stopping && s->child == 0 && clock_ms() >= s->restart_at_ms)
 			spawn_web(s);
 		struct pollfd fds[MAX_POLL] = {{.fd = s->signal_fd, .events = POLLIN},

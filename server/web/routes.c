@@ -84,6 +84,8 @@ static const struct route routes[] = {
 	{"POST", "/logout", ROUTE_USER, ROUTE_PAGE, pages_logout_post, SCOPE_IDENTIFY},
 	{"GET", "/dashboard", ROUTE_USER, ROUTE_PAGE, pages_dashboard, SCOPE_IDENTIFY},
 	{"GET", "/open", ROUTE_USER, ROUTE_PAGE, pages_open, SCOPE_IDENTIFY},
+	/* a training job's page; its script reads the id from the path (docs/jobs.md) */
+	{"GET", "/jobs/{}", ROUTE_USER, ROUTE_PAGE, pages_job, SCOPE_IDENTIFY},
 	{"GET", "/admin", ROUTE_ADMIN, ROUTE_PAGE, pages_admin, SCOPE_ADMIN_USERS},
 	/* Public here: a scraper's token is not an API token; the handler checks
 	 * the role and the scope. */

@@ -101,7 +101,11 @@ test('admin overrides the user\'s GPU quota; the console shows where each limit 
 
   await page.locator('#quota-ov-gpu_s_per_24h').fill('30m');
   await page.locator('#quota-save').click();
-  await page.locator('#quota-message', { hasText: `Quota of ${USER} saved.` }).waitFor();
+  // The save is three calls and a reload; on a loaded CI box that can pass 15 s. Wait for
+  // its message or its error, and say which.
+  const said = page.locator(`#quota-message:has-text("Quota of ${USER} saved."), #quota-error:not(:empty)`);
+  await said.first().waitFor({ timeout: 45_000 });
+  assert.equal(await page.locator('#quota-error').textContent().then((t) => (t || '').trim()), '');
   await gpu.filter({ hasText: 'override' }).waitFor();
   assert.equal((await gpu.locator('.effective').textContent()).trim(), '30m');
   const q = await api(admin, 'GET', `/users/${USER}/quota`);

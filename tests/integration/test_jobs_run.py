@@ -289,3 +289,35 @@ def test_infrastructure_failure_retries_from_the_checkpoint(rd):
     assert retry and "retry 1 of 1" in retry[0]["message"], done["transitions"]
     rows = ledger(rd, job_id=j["id"])
     assert len(rows) == 2, rows  # one entry per attempt
+
+
+def test_a_whole_daemon_restart_retries_the_lost_job(runtime_daemon_factory):
+    """labd stops and starts again while a job trains ([runtime] keep_on_shutdown = true:
+    sandboxes outlive it): the supervisor reports the job lost (or, when its shutdown
+    stopped the job first, a stop nobody asked for), and the web process retries it on a
+    new pool, where the script resumes from its checkpoint."""
+    d = runtime_daemon_factory("jobs-restart", runtime={"keep_on_shutdown": "true"},
+                               sections={"quota": {"concurrent_jobs": "10"}})
+    c = make_user(d, prefix="jwr")
+    script = ("if [ -f /opt/ml/checkpoints/step ]; then echo resumed; exit 0; fi; "
+              "echo 1 > /opt/ml/checkpoints/step; sleep 60")
+    j = ok(c.post("/api/v1/jobs", json={"name": "survives", "max_retries": 2,
+                                        "command": ["/bin/sh", "-c", script]}), 201)
+    wait_until(lambda: c.get(f"/api/v1/jobs/{j['id']}").json["secondary_status"] == "Training",
+               timeout=JOB_TIMEOUT, what="the job to train")
+    time.sleep(0.5)
+    d.stop()
+    d.start(expect_admin_password=False)
+    c.login(c.user, c.password)
+    done = wait_job(c, j["id"], d=d)
+    assert done["status"] == "Completed", (done["failure_reason"], done["transitions"])
+    assert done["attempt"] == 2, done["transitions"]
+    # lost with the supervisor's restart, or stopped by labd's shutdown (not by the user)
+    assert any(t["message"].startswith("labd lost the job's sandbox")
+               for t in done["transitions"]), done["transitions"]
+    # not kept warm: its pool is torn down before labd stops (which would keep it)
+    import glob
+    import os
+
+    wait_until(lambda: not glob.glob(os.path.join(d.state_dir, "sandboxes", f"{c.user}-*")),
+               timeout=30, what="the pool's sandbox to be torn down")

@@ -134,7 +134,7 @@ def test_root_redirects(daemon):
     assert path == "/dashboard", loc
 
 
-@pytest.mark.parametrize("page", ["/dashboard", "/admin"])
+@pytest.mark.parametrize("page", ["/dashboard", "/admin", "/jobs/1"])
 def test_pages_need_login(daemon, page):
     r = daemon.client().get(page)
     assert_status(r, 303)
@@ -149,6 +149,15 @@ def test_admin_page_forbidden_for_user(daemon, user):
     d = user.get("/dashboard")
     assert_status(d, 200)
     assert "no-cache" in (d.header("Cache-Control") or ""), d.header("Cache-Control")
+
+
+def test_job_page(daemon, user):
+    """/jobs/{id} is job.html for any number; the page asks the API for the job."""
+    r = user.get("/jobs/12345")
+    assert_status(r, 200)
+    assert (r.header("Content-Type") or "").startswith("text/html"), r.header("Content-Type")
+    assert b'src="/static/job.js"' in r.body, r.body[:300]
+    assert_status(user.get("/jobs/12345/extra"), 404)
 
 
 def test_admin_page_for_admin(daemon, admin):

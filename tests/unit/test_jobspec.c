@@ -115,7 +115,7 @@ static void test_sizes(void **state)
 	jobspec_free(&s);
 	memset(text, ' ', 50 * 1024);
 	text[0] = '{';
-	strcpy(text + 50 * 1024, "}");
+	memcpy(text + 50 * 1024, "}", 2);
 	assert_int_equal(jobspec_parse(text, &s, err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "spec: is longer than 48 KiB");
 }

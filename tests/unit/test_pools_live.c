@@ -250,7 +250,7 @@ static void test_pool_and_jobs(void **state)
 	(void)state;
 	if (geteuid() != 0)
 		skip();
-	int runs = getenv("POOLS_RUNS") ? atoi(getenv("POOLS_RUNS")) : 20;
+	int runs = getenv("POOLS_RUNS") ? (int)strtol(getenv("POOLS_RUNS"), NULL, 10) : 20;
 	long long t0 = clock_ms();
 	pool_start(1, 512LL << 20);
 	json_decref(wait_pool("pool_ready", 1, 30000));

@@ -1,7 +1,8 @@
 /* labd web UI: bar charts of CPU and GPU hours, drawn by uPlot (npm "uplot", served from
  * /static/vendor/uplot/). Each chart comes with a table of the same numbers, for screen
  * readers and for anyone who wants the figures rather than the bars.
- * Loaded after common.js and uPlot.iife.min.js; adds labd.hoursChart. */
+ * Loaded after common.js and uPlot.iife.min.js; adds labd.hoursChart, and labd.lineChart for a
+ * training job's metric over time. */
 (function () {
   "use strict";
 
@@ -122,6 +123,91 @@
     return u;
   }
 
+  /* One metric over time (points [{at: ISO, value}]) as a line with its points, in box.
+   * Returns {update(points)}: a live job's plot is redrawn in place. box.dataset.points says
+   * how many points are drawn; the figures are in a table under a <details>. */
+  function lineChart(box, name, points) {
+    box.textContent = "";
+    var plot = L.el("div", { className: "chart-plot", attrs: { role: "img" } });
+    var tbody = L.el("tbody");
+    var details = L.el("details", { className: "chart-details" }, [
+      L.el("summary", null, ["Show the figures"]),
+      L.el("table", { className: "chart-table" }, [
+        L.el("caption", null, [name]),
+        L.el("thead", null, [
+          L.el("tr", null, [
+            L.el("th", { scope: "col" }, ["At"]),
+            L.el("th", { scope: "col", className: "num" }, [name]),
+          ]),
+        ]),
+        tbody,
+      ]),
+    ]);
+    box.appendChild(L.el("h3", null, [name]));
+    box.appendChild(plot);
+    box.appendChild(details);
+    var u = null;
+
+    function columns(pts) {
+      return [
+        pts.map(function (p) {
+          return Date.parse(p.at) / 1000;
+        }),
+        pts.map(function (p) {
+          return Number(p.value);
+        }),
+      ];
+    }
+
+    function update(pts) {
+      box.dataset.points = String(pts.length);
+      plot.setAttribute("aria-label", name + " over time: " + pts.length + (pts.length === 1 ? " point" : " points") +
+        ", figures in the table below");
+      tbody.textContent = "";
+      pts.forEach(function (p) {
+        tbody.appendChild(L.el("tr", null, [
+          L.el("td", null, [new Date(p.at).toLocaleTimeString()]),
+          L.el("td", { className: "num" }, [String(p.value)]),
+        ]));
+      });
+      if (!window.uPlot) return;
+      if (u) {
+        u.setData(columns(pts));
+        return;
+      }
+      u = new window.uPlot(
+        {
+          width: widthOf(box),
+          height: 200,
+          scales: { x: { time: true } },
+          axes: [{}, { size: 60 }],
+          series: [
+            { label: "time" },
+            { label: name, stroke: COLORS.cpu, width: 2, points: { show: true, size: 6, fill: COLORS.cpu } },
+          ],
+          legend: { show: true, live: true },
+          cursor: { drag: { x: false, y: false } },
+        },
+        columns(pts),
+        plot
+      );
+      if (window.ResizeObserver) {
+        new ResizeObserver(function () {
+          var w = widthOf(box);
+          if (w !== u.width) u.setSize({ width: w, height: 200 });
+        }).observe(box);
+      }
+    }
+
+    if (!window.uPlot) {
+      plot.appendChild(L.el("p", { className: "muted small" }, ["The chart library did not load; the figures are below."]));
+      details.open = true;
+    }
+    update(points);
+    return { update: update };
+  }
+
   L.hoursChart = hoursChart;
+  L.lineChart = lineChart;
   L.hours = hours;
 })();

@@ -6,11 +6,13 @@
   var API = "/api/v1";
   var csrfToken = null;
 
-  /* An API error carrying the HTTP status and the {"error":{code,message}} body. */
-  function ApiError(status, code, message) {
+  /* An API error carrying the HTTP status and the {"error":{code,message,field}} body
+   * (field: the request field the error names, when it names one). */
+  function ApiError(status, code, message, field) {
     this.name = "ApiError";
     this.status = status;
     this.code = code || "error";
+    this.field = field || null;
     this.message = message || "Request failed (HTTP " + status + ").";
   }
   ApiError.prototype = Object.create(Error.prototype);
@@ -55,7 +57,7 @@
           }
           if (!res.ok) {
             var err = data && data.error ? data.error : {};
-            throw new ApiError(res.status, err.code, err.message);
+            throw new ApiError(res.status, err.code, err.message, err.field);
           }
           return data;
         });
