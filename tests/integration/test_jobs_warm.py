@@ -112,15 +112,15 @@ def test_keep_alive_expiry_releases_and_the_ledger_matches_the_phases(wd):
     wait_until(lambda: not pool_boxes(wd, name), 20 * SLOW, "the expired pool's sandbox to go")
     assert pid not in warm_pools(c) or warm_pools(c)[pid]["status"] == "Terminated"
 
-    # the ledger: one job entry = the billable phases, one warm entry = the warm time.
-    # GET /api/v1/me/usage lists both (as it lists runtimes); which is which (source,
-    # job_id, pool_id) is read from labd's database, as root
+    # the ledger (GET /api/v1/me/usage): one job entry = the billable phases, one warm
+    # entry = the warm time; the database's rows say the same
     j = get_job(c, j["id"])
-    rows = ledger_rows(wd, name)
-    jobs = [r for r in rows if r["source"] == "job"]
-    warm = [r for r in rows if r["source"] == "warm"]
-    assert len(jobs) == 1 and len(warm) == 1, rows
-    assert jobs[0]["job_id"] == j["id"] and warm[0]["pool_id"] == pid, rows
+    es = usage_entries(c)
+    jobs = [e for e in es if e["source"] == "job"]
+    warm = [e for e in es if e["source"] == "warm"]
+    assert len(jobs) == 1 and len(warm) == 1 and len(es) == 2, es
+    assert jobs[0]["job_id"] == j["id"] and warm[0]["pool_id"] == pid, es
+    assert jobs[0]["runtime_id"] is None and warm[0]["end_reason"] == "keep-alive expired", es
     phases = {t["status"]: t for t in j["transitions"]}
     start = at(phases["Starting"]["start_at"])
     end = at(phases["Uploading"]["end_at"])
@@ -128,9 +128,10 @@ def test_keep_alive_expiry_releases_and_the_ledger_matches_the_phases(wd):
     assert abs(j["billable_s"] - (end - start)) <= 1, (j["billable_s"], start, end)
     assert j["billable_s"] >= 1, j  # the job slept 1 s while Training
     assert abs(warm[0]["billable_s"] - w["warm_s"]) <= 1, (warm[0], w)
-    assert jobs[0]["end_at"] <= warm[0]["start_at"] + 1, rows
-    api = sorted((e["start_s"], e["billable_s"]) for e in usage_entries(c))
-    assert api == sorted((r["start_at"], r["billable_s"]) for r in rows), (api, rows)
+    assert jobs[0]["end_s"] <= warm[0]["start_s"] + 1, es
+    rows = ledger_rows(wd, name)
+    assert sorted((r["source"], r["billable_s"]) for r in rows) == \
+        sorted((e["source"], e["billable_s"]) for e in es), (rows, es)
 
 
 def ledger_rows(d, name):
