@@ -170,9 +170,29 @@ static int wait_child(pid_t c, int *status)
 	return r == c ? 0 : -1;
 }
 
+/* With a rate: caps the namespace's TCP receive buffers at the policer's burst. A
+ * download is policed after pasta took the data, and this pasta resends a whole
+ * window at once after a loss; a window larger than the bucket is dropped again and
+ * again, which stalled downloads for a minute on a loaded host. A window within the
+ * bucket passes after one refill. "min default max" as tcp_rmem wants. 0 or -1. */
+static int cap_receive_window(uint64_t window_bytes)
+{
+	char text[64];
+	int fd = open("/proc/sys/net/ipv4/tcp_rmem", O_WRONLY | O_CLOEXEC);
+	int len = snprintf(text, sizeof(text), "4096 %llu %llu\n",
+			   (unsigned long long)(window_bytes < 131072 ? window_bytes : 131072),
+			   (unsigned long long)window_bytes);
+	bool ok = fd >= 0 && write(fd, text, (size_t)len) == len;
+
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
 /* nft -f - run as root inside pid's network namespace, the ruleset on a socket (a
- * write to an nft that died is EPIPE, not a SIGPIPE killing the caller). */
-static int run_nft(const char *nft, pid_t pid, const char *rules)
+ * write to an nft that died is EPIPE, not a SIGPIPE killing the caller); with
+ * window_bytes, the receive window capped there too (cap_receive_window). */
+static int run_nft(const char *nft, pid_t pid, const char *rules, uint64_t window_bytes)
 {
 	char ns[64], err[NFT_ERR_MAX];
 	int sv[2], nsfd, status;
@@ -197,6 +217,10 @@ static int run_nft(const char *nft, pid_t pid, const char *rules)
 		if (setns(nsfd, CLONE_NEWNET) < 0 || dup2(sv[1], 0) < 0 || dup2(sv[1], 1) < 0 ||
 		    dup2(sv[1], 2) < 0)
 			_exit(126);
+		if (window_bytes && cap_receive_window(window_bytes) < 0) {
+			dprintf(2, "cannot cap tcp_rmem: %s", strerror(errno));
+			_exit(125);
+		}
 		close_from(3);
 		execl(nft, "nft", "-f", "-", (char *)NULL);
 		_exit(127);
@@ -234,7 +258,8 @@ static int install_rules(const struct sandbox_spec *s, pid_t pid)
 	if (egress_ruleset(s->net_deny, host, s->max_connections, s->egress_bytes_per_s, rules,
 			   sizeof(rules), why, sizeof(why)) < 0)
 		return fail_error("network deny list: %s", why);
-	return run_nft(s->nft_path, pid, rules);
+	return run_nft(s->nft_path, pid, rules,
+		       s->egress_bytes_per_s ? egress_burst_bytes(s->egress_bytes_per_s) : 0);
 }
 
 /* The argv of pasta for the namespace exec_pasta opens on fd 3; strings in bufs. */

@@ -28,6 +28,8 @@ int egress_cidr(const char *item, char *out, size_t len, bool *v6);
  * (TCP reset, else ICMP admin-prohibited); max_connections concurrent connections
  * (0 = no bound); rate_bytes_per_s each way (0 = none).  0, or -1 with the bad item in
  * why.  Pure. */
+/* The policer's token bucket for a rate: an eighth of a second of it, at least 64 KiB. */
+uint64_t egress_burst_bytes(uint64_t rate_bytes_per_s);
 int egress_ruleset(const char *deny, const char *host_addrs, uint32_t max_connections,
 		   uint64_t rate_bytes_per_s, char *out, size_t len, char *why, size_t whylen);
 /* Every address of the host (getifaddrs, this network namespace), comma-separated as

@@ -115,11 +115,16 @@ static int put_denied(struct text *t, const char *list, char *why, size_t whylen
 	return 0;
 }
 
+uint64_t egress_burst_bytes(uint64_t rate_bytes_per_s)
+{
+	return rate_bytes_per_s / 8 > 65536 ? rate_bytes_per_s / 8 : 65536;
+}
+
 /* A token bucket holding an eighth of a second (at least 64 KiB): TCP's bursts pass,
  * the average stays at the rate. */
 static void put_rate(struct text *t, uint64_t rate_bytes_per_s)
 {
-	uint64_t burst = rate_bytes_per_s / 8 > 65536 ? rate_bytes_per_s / 8 : 65536;
+	uint64_t burst = egress_burst_bytes(rate_bytes_per_s);
 
 	put(t, "\t\tlimit rate over %llu bytes/second burst %llu bytes drop\n",
 	    (unsigned long long)rate_bytes_per_s, (unsigned long long)burst);
