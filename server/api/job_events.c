@@ -15,7 +15,6 @@
 #include "jobs/watch.h"
 #include "labd/app.h"
 #include "labd/log.h"
-#include "labd/parse.h"
 #include "store/jobs.h"
 
 #define RETRY_AFTER_S "30"
@@ -58,14 +57,6 @@ static void on_close(void *ctx)
 	free(sub);
 }
 
-static uint64_t first_id(struct http_request *req)
-{
-	const char *last = http_header(req, "Last-Event-ID");
-	uint64_t id;
-
-	return last && parse_uint(last, 0, UINT64_MAX - 1, &id) == 0 ? id + 1 : 1;
-}
-
 void api_job_events(struct http_request *req)
 {
 	const struct auth_identity *ident = http_identity(req);
@@ -83,7 +74,7 @@ void api_job_events(struct http_request *req)
 	}
 	sub->app = app;
 	sub->watch = observe_watch(app);
-	sub->next_id = first_id(req);
+	sub->next_id = http_stream_first_id(req);
 	sub->stream = http_stream_open(req, app->streams, "text/event-stream",
 				       HTTP_STREAM_MAX_BYTES, on_close, sub);
 	if (!sub->stream) {

@@ -13,7 +13,6 @@
 #include "http/stream.h"
 #include "labd/app.h"
 #include "labd/log.h"
-#include "labd/parse.h"
 #include "runtime/watch.h"
 #include "store/runtimes.h"
 
@@ -55,15 +54,6 @@ static void on_close(void *ctx)
 	free(sub);
 }
 
-/* The id after the client's Last-Event-ID; 1 without one (or a bad one). */
-static uint64_t first_id(struct http_request *req)
-{
-	const char *last = http_header(req, "Last-Event-ID");
-	uint64_t id;
-
-	return last && parse_uint(last, 0, UINT64_MAX - 1, &id) == 0 ? id + 1 : 1;
-}
-
 void api_runtime_events(struct http_request *req)
 {
 	const struct auth_identity *ident = http_identity(req);
@@ -76,7 +66,7 @@ void api_runtime_events(struct http_request *req)
 		return;
 	}
 	sub->app = app;
-	sub->next_id = first_id(req);
+	sub->next_id = http_stream_first_id(req);
 	sub->stream = http_stream_open(req, app->streams, "text/event-stream",
 				       HTTP_STREAM_MAX_BYTES, on_close, sub);
 	if (!sub->stream) {

@@ -17,6 +17,7 @@
 #include "http/http.h"
 #include "labd/buf.h"
 #include "labd/log.h"
+#include "labd/parse.h"
 
 /* libmicrohttpd's hint for how much to ask the reader for at once. */
 #define READ_BLOCK_BYTES (16 * 1024)
@@ -504,4 +505,12 @@ void http_streams_free(struct http_streams *hub)
 	close(hub->epfd);
 	pthread_mutex_destroy(&hub->lock);
 	free(hub);
+}
+
+uint64_t http_stream_first_id(struct http_request *req)
+{
+	const char *last = http_header(req, "Last-Event-ID");
+	uint64_t id;
+
+	return last && parse_uint(last, 0, UINT64_MAX - 1, &id) == 0 ? id + 1 : 1;
 }

@@ -72,6 +72,9 @@ void http_stream_unref(struct http_stream *s);
  * ended; -EMSGSIZE (or -ENOMEM) when they do not fit: the stream then ends
  * with an error, its client having fallen max_bytes behind. */
 int http_stream_write(struct http_stream *s, const void *data, size_t len);
+/* The id of a stream's first event: one after the client's Last-Event-ID (a
+ * reconnecting EventSource sends it), 1 without one or with a bad one. */
+uint64_t http_stream_first_id(struct http_request *req);
 /* Writes one Server-Sent Event (http_stream_frame_event). Results as
  * http_stream_write, and -EINVAL for an event name with a line break. */
 int http_stream_event(struct http_stream *s, const char *event, const char *data, uint64_t id);
