@@ -214,7 +214,7 @@ class Labd:
               "jupyter": "lab"}
         rt.update(runtime or {})
         lines = ["[server]", f"listen = 127.0.0.1:{self.port}", f"state_dir = {self.state_dir}",
-                 f"web_root = {os.path.join(REPO, 'web')}", "", "[auth]", "scrypt_n = 1024", "",
+                 f"web_root = {os.path.join(REPO, 'web')}"] + ([f"threads = {os.environ['BENCH_LABD_THREADS']}"] if os.environ.get("BENCH_LABD_THREADS") else []) + ["", "[auth]", "scrypt_n = 1024", "",
                  "[runtime]"] + [f"{k} = {v}" for k, v in rt.items()]
         self.config = os.path.join(workdir, "labd.ini")
         with open(self.config, "w") as fh:

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "http/workers.h"
 #include "labd/crypto.h"
 
 #define SALT_LEN 16
@@ -37,7 +38,11 @@ static int scrypt_derive(const char *password, const unsigned char *salt, size_t
 		OSSL_PARAM_construct_uint64(OSSL_KDF_PARAM_SCRYPT_MAXMEM, &maxmem),
 		OSSL_PARAM_construct_end(),
 	};
-	int rc = (ctx && EVP_KDF_derive(ctx, key, keylen, params) == 1) ? 0 : -1;
+	int rc;
+
+	workers_blocking(true); /* tens to hundreds of ms: other workers take new connections */
+	rc = (ctx && EVP_KDF_derive(ctx, key, keylen, params) == 1) ? 0 : -1;
+	workers_blocking(false);
 
 	EVP_KDF_CTX_free(ctx);
 	EVP_KDF_free(kdf);
@@ -177,9 +182,14 @@ int password_slot_acquire(void)
 		goto out;
 	}
 	gate.waiting++;
+	bool waits = gate.hashing >= gate.slots;
+	if (waits)
+		workers_blocking(true); /* as for the hash itself: new connections go elsewhere */
 	while (gate.hashing >= gate.slots && rc == 0)
 		if (pthread_cond_timedwait(&gate.freed, &gate.lock, &deadline) == ETIMEDOUT)
 			rc = gate.hashing >= gate.slots ? -EBUSY : 0;
+	if (waits)
+		workers_blocking(false);
 	gate.waiting--;
 	if (rc == 0)
 		gate.hashing++;

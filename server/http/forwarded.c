@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "labd/str.h"
+
 #define XFF_MAX_BYTES 2048 /* longer lists are not walked: the peer is used */
 
 int forwarded_trusted(const struct labd_config *cfg, const char *address)
@@ -37,7 +39,7 @@ int forwarded_client(const struct labd_config *cfg, const char *peer, const char
 	char hop[64];
 	const char *end;
 
-	snprintf(out, outlen, "%s", peer);
+	str_copy(out, outlen, peer);
 	if (!xff || !xff[0] || !forwarded_trusted(cfg, peer) || strlen(xff) > XFF_MAX_BYTES)
 		return 0;
 	end = xff + strlen(xff);

@@ -1,8 +1,10 @@
 /* guard.c - see guard.h. */
 #include "http/guard.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@ struct guard {
 	int fd;
 	long long deadline_ms; /* 0: none */
 	unsigned char addr[16]; /* IPv6, or IPv4-mapped */
+	char peer[INET6_ADDRSTRLEN]; /* the same as text, made once per connection */
 	bool counted;
 	struct guard *prev, *next;
 };
@@ -100,6 +103,31 @@ static bool client_addr(struct MHD_Connection *conn, unsigned char *out)
 	return false;
 }
 
+/* The peer's address as text ("unknown" when it has none). */
+static void peer_text(struct MHD_Connection *conn, char *out, size_t outlen)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	const void *a = NULL;
+
+	if (sa && sa->sa_family == AF_INET)
+		a = &((const struct sockaddr_in *)sa)->sin_addr;
+	else if (sa && sa->sa_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+	if (!a || !inet_ntop(sa->sa_family, a, out, (socklen_t)outlen))
+		snprintf(out, outlen, "unknown");
+}
+
+const char *guard_peer(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const struct guard *g = ci ? ci->socket_context : NULL;
+
+	return g ? g->peer : "unknown";
+}
+
 void guard_open(struct MHD_Connection *conn, void **socket_context, unsigned max_per_address,
 		long long deadline_ms)
 {
@@ -113,6 +141,7 @@ void guard_open(struct MHD_Connection *conn, void **socket_context, unsigned max
 		return;
 	}
 	g->fd = ci->connect_fd;
+	peer_text(conn, g->peer, sizeof(g->peer));
 	if (max_per_address && client_addr(conn, g->addr)) {
 		unsigned n = addr_acquire(g->addr);
 		g->counted = n > 0;

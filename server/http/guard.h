@@ -20,6 +20,9 @@
  * down at once. */
 void guard_open(struct MHD_Connection *conn, void **socket_context, unsigned max_per_address,
 		long long deadline_ms);
+/* The connection's peer address as text, formatted once when it opened
+ * ("unknown" when it has none). */
+const char *guard_peer(struct MHD_Connection *conn);
 /* MHD_CONNECTION_NOTIFY_CLOSED: releases the record and the address count. */
 void guard_close(void **socket_context);
 /* Sets conn's deadline (0 = none: a proxied or streaming request, which has

@@ -308,30 +308,15 @@ int http_form_field(const char *body, const char *name, char *out, size_t outlen
 	return -1;
 }
 
-static void peer_address(struct MHD_Connection *conn, char *out, size_t outlen)
-{
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-
-	snprintf(out, outlen, "unknown");
-	if (sa && sa->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)outlen);
-	else if (sa && sa->sa_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out,
-			  (socklen_t)outlen);
-}
-
 /* The client: the peer, or behind a trusted front proxy the address its
  * X-Forwarded-For names (throttling and the audit log key on it). */
 static void client_address(const struct labd_config *cfg, struct MHD_Connection *conn,
 			   char *out, size_t outlen)
 {
 	static atomic_bool warned;
-	char peer[64];
+	const char *peer = guard_peer(conn);
 	const char *xff = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-For");
 
-	peer_address(conn, peer, sizeof(peer));
 	forwarded_client(cfg, peer, xff, out, outlen);
 	/* Once: a front proxy that is not configured makes every client share the
 	 * proxy's address for throttling (see docs/security.md, section 6). */
@@ -578,8 +563,6 @@ struct workers *http_start(struct app *app, int listen_fd, const struct http_han
 	unsigned threads = app->cfg->threads, limit;
 	struct MHD_Daemon **daemons;
 	struct workers *w;
-
-	srv = (struct http_server){app, handlers, n_handlers};
 
 	srv = (struct http_server){app, handlers, n_handlers};
 	if (threads == 0) {

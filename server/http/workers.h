@@ -1,13 +1,17 @@
 /* workers.h - the web process's worker threads. Each runs its own
- * libmicrohttpd daemon (epoll, no thread of its own) in an epoll loop that
- * also watches:
- *  - the shared listening socket, with EPOLLEXCLUSIVE, accepting one
- *    connection per wake-up: a burst of new connections spreads over the
- *    workers that are idle instead of landing on the one that woke first
- *    (libmicrohttpd's own thread pool accepts up to ten at a time);
+ * libmicrohttpd daemon (epoll, no thread of its own) beside an epoll set of
+ * its own that watches:
+ *  - the shared listening socket, accepting one connection per wake-up and
+ *    only while this worker is the first with room (not blocked in a
+ *    password hash, awake less than 80% of the time): connections are
+ *    packed onto as few workers as keep up with them, so that a small
+ *    machine's other cores stay with the runtimes (see should_accept);
  *  - the upstream sockets of the requests it proxies, each registered once
  *    (edge-triggered) when the worker connects it, so that parking a
- *    connection on one (workers_park) costs no system call.
+ *    connection on one (workers_park) costs no system call of ours.
+ * The two epoll sets are never nested (the thread sleeps in poll() on both):
+ * libmicrohttpd changes its set on every park and resume, and changes to a
+ * set that another set watches take the kernel's slow, globally locked path.
  * A connection lives on one thread from accept to close, and that thread
  * parks and resumes it itself: no lock and no hand-off to another thread
  * between a request and its upstream's answer. An upstream socket stays with
@@ -53,5 +57,10 @@ void workers_sweep_all(void);
 /* Resumes conn from any thread (a suspended event stream that got data) and
  * wakes the worker that runs its daemon. */
 void workers_resume(struct MHD_Connection *conn);
+
+/* The calling worker thread is about to block in slow work (a password
+ * hash; on = true) or is done with it: while blocked it takes no new
+ * connections and another worker accepts them. No-op on other threads. */
+void workers_blocking(bool on);
 
 #endif

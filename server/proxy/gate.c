@@ -17,6 +17,7 @@
 #include "http/static.h"
 #include "labd/log.h"
 #include "labd/parse.h"
+#include "labd/str.h"
 #include "proxy/proxy.h"
 #include "runtime/runtime.h"
 #include "store/db.h"
@@ -197,8 +198,8 @@ static void serve_runtime(struct http_request *req, const char *user, bool user_
 				 "the runtime's endpoint is not one this proxy reaches");
 		return;
 	}
-	snprintf(target.token, sizeof(target.token), "%s", r.token);
-	snprintf(target.owner, sizeof(target.owner), "%s", user);
+	str_copy(target.token, sizeof(target.token), r.token);
+	str_copy(target.owner, sizeof(target.owner), user);
 	target.peer_uid = (uid_t)(app->cfg->uid_base + r.user_id);
 	target.owner_id = r.user_id;
 	proxy_begin(req, app->proxy, &target);

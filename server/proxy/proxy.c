@@ -21,6 +21,7 @@
 #include "labd/app.h"
 #include "labd/clock.h"
 #include "labd/log.h"
+#include "labd/str.h"
 #include "metrics/labd.h"
 #include "metrics/metrics.h"
 #include "proxy/caps.h"
@@ -188,6 +189,30 @@ static int append_out(struct proxy_state *p, const char *fmt, ...)
 	return 0;
 }
 
+/* Appends the pieces, a NULL after the last (the request path's appends,
+ * without printf); -1 when the head would outgrow HEAD_MAX. */
+static int append_raw(struct proxy_state *p, ...) __attribute__((sentinel));
+static int append_raw(struct proxy_state *p, ...)
+{
+	va_list ap;
+	const char *s;
+	size_t len = p->out_len;
+
+	va_start(ap, p);
+	while ((s = va_arg(ap, const char *))) {
+		size_t n = strlen(s);
+		if (n >= HEAD_MAX - len) {
+			va_end(ap);
+			return -1;
+		}
+		memcpy(p->out + len, s, n);
+		len += n;
+	}
+	va_end(ap);
+	p->out_len = len;
+	return 0;
+}
+
 /* Appends "name: value\r\n" (the common case, without printf). */
 static int append_header(struct proxy_state *p, const char *name, const char *value)
 {
@@ -247,11 +272,11 @@ static int build_head(struct proxy_state *p, struct http_request *req)
 	p->websocket = upgrade && http_method_is(req, "GET") && !strcasecmp(upgrade, "websocket");
 	p->chunked_upload = !cl && te && header_has_token(te, "chunked");
 	p->has_body = cl ? strcmp(cl, "0") != 0 : p->chunked_upload;
-	if (append_out(p, "%s %s HTTP/1.1\r\nHost: %s\r\n", http_method(req), http_raw_uri(req),
-		       host ? host : "localhost") < 0)
+	if (append_raw(p, http_method(req), " ", http_raw_uri(req), " HTTP/1.1\r\nHost: ",
+		       host ? host : "localhost", "\r\n", NULL) < 0)
 		return -1;
 	MHD_get_connection_values(http_connection(req), MHD_HEADER_KIND, copy_request_header, &h);
-	if (h.failed || append_out(p, "Authorization: token %s\r\n", p->target.token) < 0 ||
+	if (h.failed || append_raw(p, "Authorization: token ", p->target.token, "\r\n", NULL) < 0 ||
 	    append_header(p, "X-Forwarded-For", http_address(req)) < 0 ||
 	    append_header(p, "X-Forwarded-Proto", p->ctx->secure ? "https" : "http") < 0 ||
 	    append_header(p, "X-Forwarded-Host", host ? host : "") < 0)
@@ -261,8 +286,8 @@ static int build_head(struct proxy_state *p, struct http_request *req)
 	if (p->chunked_upload && append_out(p, "Transfer-Encoding: chunked\r\n") < 0)
 		return -1;
 	if (p->websocket)
-		return append_out(p, "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
-	return append_out(p, "Connection: keep-alive\r\n\r\n");
+		return append_raw(p, "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n", NULL);
+	return append_raw(p, "Connection: keep-alive\r\n\r\n", NULL);
 }
 
 /* Writes pending bytes; 1 = all written, 0 = would block, -1 = error. */
@@ -321,7 +346,7 @@ static void fill_who(struct wsrelay_who *who, const struct auth_identity *id,
 		     const struct proxy_target *target)
 {
 	memset(who, 0, sizeof(*who));
-	snprintf(who->owner, sizeof(who->owner), "%s", target->owner);
+	str_copy(who->owner, sizeof(who->owner), target->owner);
 	who->owner_id = target->owner_id;
 	who->user_id = id->kind != AUTH_NONE ? id->user.id : 0;
 	/* a runtime cookie lives as long as the login session that was handed it */
@@ -727,11 +752,11 @@ static void start_response(struct http_request *req, struct proxy_state *p)
 	if (p->websocket && status == MHD_HTTP_SWITCHING_PROTOCOLS && p->parser.upgrade) {
 		resp = MHD_create_response_for_upgrade(on_upgraded, req);
 	} else if (p->message_done) {
-		/* The whole (small) body came with the head: a copy of it costs less
-		 * than a streaming response, whose block libmicrohttpd allocates
-		 * and zeroes per response. */
+		/* The whole (small) body came with the head: sent from the state's
+		 * own buffer, which lives until the request completes (a streaming
+		 * response's block libmicrohttpd allocates and zeroes per response). */
 		resp = MHD_create_response_from_buffer(p->body_len - p->body_off,
-						       p->body + p->body_off, MHD_RESPMEM_MUST_COPY);
+						       p->body + p->body_off, MHD_RESPMEM_PERSISTENT);
 	} else {
 		/* Text bodies may carry the token: scrub them, which changes their
 		 * length, so those go out chunked. */
@@ -794,6 +819,7 @@ enum MHD_Result proxy_respond(struct http_request *req)
 		http_parser_init(&p->parser, HTTP_RESPONSE);
 		p->parser.data = p;
 	}
+	bool sending = p->out_off < p->out_len;
 	if ((rc = flush_out(p)) < 0 && retry_fresh(p))
 		rc = flush_out(p);
 	if (rc < 0) {
@@ -806,6 +832,15 @@ enum MHD_Result proxy_respond(struct http_request *req)
 	}
 	if (rc == 0)
 		return MHD_YES;
+	/* The request's last bytes went out just now: no answer can be there
+	 * yet, so wait for it rather than pay a read that finds nothing (its
+	 * edge comes after this park; a pooled connection the server closed
+	 * shows as a hang-up, and retry_fresh resends). */
+	if (sending && !p->headers_done && p->in_off == p->in_len) {
+		if (!park(p, EPOLLIN))
+			reply_failed(req, p, "it sent no response");
+		return MHD_YES;
+	}
 	while (!p->headers_done) {
 		rc = p->in_off < p->in_len ? (parse_input(p) < 0 ? -1 : 1) : read_upstream(p);
 		if (rc < 0 && retry_fresh(p)) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "labd/log.h"
+#include "labd/str.h"
 
 #define POOL_SLOTS 64 /* idle connections kept per thread */
 
@@ -144,7 +145,7 @@ void upstream_put(const char *path, uid_t peer_uid, int fd)
 		for (int i = 0; i < POOL_SLOTS; i++) {
 			struct slot *s = &p->slot[i];
 			if (s->fd < 0) {
-				snprintf(s->path, sizeof(s->path), "%s", path);
+				str_copy(s->path, sizeof(s->path), path);
 				s->peer_uid = peer_uid;
 				s->fd = fd;
 				fd = -1;

@@ -14,6 +14,7 @@
 #include "labd/clock.h"
 #include "labd/crypto.h"
 #include "labd/log.h"
+#include "labd/str.h"
 #include "metrics/labd.h"
 #include "runtime/reconcile.h"
 #include "runtime/watch.h"
@@ -27,10 +28,9 @@
 
 int runtime_socket_path(const struct runtime *r, char *out, size_t len)
 {
-	if (strncmp(r->endpoint, "unix:", 5) != 0 || strlen(r->endpoint + 5) >= len)
+	if (strncmp(r->endpoint, "unix:", 5) != 0)
 		return -1;
-	snprintf(out, len, "%s", r->endpoint + 5);
-	return 0;
+	return str_copy(out, len, r->endpoint + 5) < 0 ? -1 : 0;
 }
 
 void runtime_audit(struct app *app, int64_t now, const char *actor, const char *action,

@@ -1,0 +1,19 @@
+/* str.h - a bounded string copy, for the request path's fixed-size fields.
+ *
+ * snprintf(dst, n, "%s", src) does the same through the whole printf
+ * machinery (a few hundred ns); the proxy copies a handful of names and
+ * paths per request, so this is the one copy that truncates safely.
+ *
+ *     if (str_copy(target.owner, sizeof(target.owner), user) < 0)
+ *             return -ENAMETOOLONG;   // or accept the truncated copy
+ */
+#ifndef LABD_STR_H
+#define LABD_STR_H
+
+#include <stddef.h>
+
+/* Copies src into dst (dstlen > 0 bytes), always NUL-terminated: the length
+ * copied, or -ENAMETOOLONG when src was cut to fit. */
+int str_copy(char *dst, size_t dstlen, const char *src);
+
+#endif
