@@ -669,7 +669,15 @@ class Daemon:
         return c
 
     def web_children(self):
-        return proc_children(self.pid)
+        """The supervisor's children that are web processes (its other children,
+        image and pool builders, come and go with other tests' jobs)."""
+        def comm(pid):
+            try:
+                with open(f"/proc/{pid}/comm") as fh:
+                    return fh.read().strip()
+            except OSError:
+                return ""
+        return [k for k in proc_children(self.pid) if comm(k) == "labd-web"]
 
     def run_cli(self, *args, input=None, timeout=30):
         return subprocess.run(
