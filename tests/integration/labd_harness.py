@@ -459,6 +459,15 @@ def assert_security_headers(r, what=""):
 # --------------------------------------------------------------------------- daemon
 
 
+def proc_comm(pid):
+    """The process's name (/proc/<pid>/comm), or "" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
 def proc_children(pid):
     """Direct children of pid (from /proc/<pid>/task/*/children, or a /proc scan)."""
     kids = set()
@@ -671,13 +680,7 @@ class Daemon:
     def web_children(self):
         """The supervisor's children that are web processes (its other children,
         image and pool builders, come and go with other tests' jobs)."""
-        def comm(pid):
-            try:
-                with open(f"/proc/{pid}/comm") as fh:
-                    return fh.read().strip()
-            except OSError:
-                return ""
-        return [k for k in proc_children(self.pid) if comm(k) == "labd-web"]
+        return [k for k in proc_children(self.pid) if proc_comm(k) == "labd-web"]
 
     def run_cli(self, *args, input=None, timeout=30):
         return subprocess.run(
