@@ -41,6 +41,7 @@ struct waiter {
 	uint32_t events;
 	long long deadline_ms; /* resumed then even without an event */
 	const _Atomic bool *cancelled; /* or when this turns true (NULL: never) */
+	bool fired; /* an input event came while nobody was parked (workers_arm) */
 };
 
 /* Aligned to a cache line: the workers read each other's connection counts,
@@ -78,6 +79,23 @@ static _Thread_local struct worker *current;
 /* The one pool of this process, for workers_resume from any thread. */
 static struct workers *_Atomic running;
 
+/* Makes room in w->waiting for fd; -1 when out of memory. */
+static int waiter_slot(struct worker *w, int fd)
+{
+	if ((size_t)fd < w->nwaiting)
+		return 0;
+	size_t n = w->nwaiting ? w->nwaiting : 256;
+	while (n <= (size_t)fd)
+		n *= 2;
+	struct waiter *grown = realloc(w->waiting, n * sizeof(*grown));
+	if (!grown)
+		return log_errno("workers: waiter table");
+	memset(grown + w->nwaiting, 0, (n - w->nwaiting) * sizeof(*grown));
+	w->waiting = grown;
+	w->nwaiting = n;
+	return 0;
+}
+
 int workers_watch(int fd)
 {
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
@@ -85,9 +103,22 @@ int workers_watch(int fd)
 
 	if (!current)
 		return log_error("workers: watch outside a worker thread");
+	if (fd < 0 || waiter_slot(current, fd) < 0)
+		return -1;
 	if (epoll_ctl(current->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
 		return log_errno("workers: watch fd %d", fd);
 	return 0;
+}
+
+void workers_arm(int fd)
+{
+	if (current && fd >= 0 && (size_t)fd < current->nwaiting)
+		current->waiting[fd].fired = false;
+}
+
+bool workers_fired(int fd)
+{
+	return current && fd >= 0 && (size_t)fd < current->nwaiting && current->waiting[fd].fired;
 }
 
 void workers_unwatch(int fd)
@@ -110,32 +141,26 @@ int workers_park(struct MHD_Connection *conn, int fd, uint32_t events, long long
 
 	if (!w || fd < 0)
 		return log_error("workers: park outside a worker thread");
-	if ((size_t)fd >= w->nwaiting) {
-		size_t n = w->nwaiting ? w->nwaiting : 256;
-		while (n <= (size_t)fd)
-			n *= 2;
-		struct waiter *grown = realloc(w->waiting, n * sizeof(*grown));
-		if (!grown)
-			return log_errno("workers: park");
-		memset(grown + w->nwaiting, 0, (n - w->nwaiting) * sizeof(*grown));
-		w->waiting = grown;
-		w->nwaiting = n;
-	}
+	if (waiter_slot(w, fd) < 0)
+		return -1;
 	MHD_suspend_connection(conn);
 	w->parked += !w->waiting[fd].conn;
-	w->waiting[fd] = (struct waiter){conn, events, deadline_ms, cancelled};
+	w->waiting[fd] = (struct waiter){conn, events, deadline_ms, cancelled, false};
 	return 0;
 }
 
 /* An event on an upstream socket: resumes the connection waiting for it, if
  * any (libmicrohttpd calls its handler again in the next MHD_run). Events
  * nobody waits for (an idle pooled socket, a write edge while reading) are
- * dropped: the socket is edge-triggered, and a wait follows either an EAGAIN
- * or the write of a request, whose answer can only come after the park. */
+ * dropped, but an input event is remembered (workers_fired): the socket is
+ * edge-triggered, and a wait follows an EAGAIN, the write of a request (its
+ * answer can only come after), or a turn that looked at workers_fired. */
 static void wake(struct worker *w, int fd, uint32_t got)
 {
 	struct waiter *x = (size_t)fd < w->nwaiting ? &w->waiting[fd] : NULL;
 
+	if (x && !x->conn && (got & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
+		x->fired = true; /* for a request given a turn to be answered (workers_arm) */
 	if (!x || !x->conn || !(got & (x->events | EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
 		return;
 	struct MHD_Connection *conn = x->conn;

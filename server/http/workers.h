@@ -38,14 +38,25 @@ void workers_stop(struct workers *w);
 int workers_watch(int fd);
 /* Ends the watch before fd goes to another thread (the WebSocket relay). */
 void workers_unwatch(int fd);
+/* A request was just written to fd (a watched upstream socket): forget the
+ * input events seen on it so far. The caller may then return from its
+ * handler without a reply and without parking: libmicrohttpd calls it again
+ * in its next run (as it does while a request has no reply), after this
+ * worker has taken its own events, and workers_fired says whether the
+ * answer came meanwhile. If not, the caller parks. Under load this spares
+ * libmicrohttpd's park and resume (two epoll_ctl per request). */
+void workers_arm(int fd);
+/* Whether fd had an input event (data, hang-up, error) since workers_arm. */
+bool workers_fired(int fd);
 /* Suspends conn until fd (watched by this worker) becomes ready for events
  * (EPOLLIN and/or EPOLLOUT), an error or a hang-up, or until deadline_ms
  * (clock_ms(); 0 = none) passes, or *cancelled (NULL: never) turns true and
  * workers_sweep_all() is called: then conn is resumed without an event and
  * its handler must check its deadline and *cancelled itself. *cancelled must
  * stay valid while conn is parked. fd is edge-triggered: call
- * this only after the read or write that is waited for returned EAGAIN; a
- * wake-up may be spurious (the caller then tries again and parks again).
+ * this only after the read or write that is waited for returned EAGAIN, right
+ * after writing a request, or when workers_fired said no; a wake-up may be
+ * spurious (the caller then tries again and parks again).
  * Only from a libmicrohttpd callback of conn on a worker thread. Returns 0,
  * or -1 (conn not suspended). */
 int workers_park(struct MHD_Connection *conn, int fd, uint32_t events, long long deadline_ms,

@@ -62,6 +62,7 @@ struct proxy_state {
 	long long begun_ms, head_deadline_ms, last_progress_ms;
 	int64_t begun_us; /* for the latency metric: finer than clock_ms */
 	bool sent_any;  /* a byte went upstream: the connection is up */
+	bool given_a_turn; /* request sent, answer awaited without a park (workers_arm) */
 	bool timed_out; /* a deadline passed */
 	bool counted;   /* holds one of the owner's proxied-request slots */
 	struct wsrelay_who who; /* who it is for: account events cancel by it */
@@ -836,13 +837,23 @@ enum MHD_Result proxy_respond(struct http_request *req)
 	if (rc == 0)
 		return MHD_YES;
 	/* The request's last bytes went out just now: no answer can be there
-	 * yet, so wait for it rather than pay a read that finds nothing (its
-	 * edge comes after this park; a pooled connection the server closed
-	 * shows as a hang-up, and retry_fresh resends). */
+	 * yet. Give it one turn of the worker's loop instead of a read that
+	 * finds nothing: libmicrohttpd calls this again in its next run, and
+	 * under load the answer has come by then, which spares the park and
+	 * resume. A pooled connection the server closed shows as a hang-up, and
+	 * retry_fresh resends. */
 	if (sending && !p->headers_done && p->in_off == p->in_len) {
-		if (!park(p, EPOLLIN))
-			reply_failed(req, p, "it sent no response");
+		workers_arm(p->fd);
+		p->given_a_turn = true;
 		return MHD_YES;
+	}
+	if (p->given_a_turn) {
+		p->given_a_turn = false;
+		if (!workers_fired(p->fd)) {
+			if (!park(p, EPOLLIN))
+				reply_failed(req, p, "it sent no response");
+			return MHD_YES;
+		}
 	}
 	while (!p->headers_done) {
 		rc = p->in_off < p->in_len ? (parse_input(p) < 0 ? -1 : 1) : read_upstream(p);
