@@ -5,9 +5,7 @@
 
 long long clock_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_ns() / 1000000;
 }
 
 long long clock_ns(void)

@@ -1,7 +1,6 @@
 /* forwarded.c - X-Forwarded-For behind trusted proxies; see forwarded.h. */
 #include "http/forwarded.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "labd/str.h"
@@ -48,10 +47,10 @@ int forwarded_client(const struct labd_config *cfg, const char *peer, const char
 		while (start > xff && start[-1] != ',')
 			start--;
 		if (entry(start, end, hop, sizeof(hop)) < 0) {
-			snprintf(out, outlen, "%s", peer);
+			str_copy(out, outlen, peer);
 			return 0;
 		}
-		snprintf(out, outlen, "%s", hop);
+		str_copy(out, outlen, hop);
 		if (!forwarded_trusted(cfg, hop))
 			return 1;
 		end = start > xff ? start - 1 : xff;

@@ -4,13 +4,13 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "labd/log.h"
+#include "labd/str.h"
 
 #define ADDR_BUCKETS 1024
 
@@ -83,8 +83,9 @@ static void addr_release(const unsigned char *addr)
 	pthread_mutex_unlock(&addr_lock);
 }
 
-/* The client address as 16 bytes (IPv4 as ::ffff:a.b.c.d); false if none. */
-static bool client_addr(struct MHD_Connection *conn, unsigned char *out)
+/* The client address as 16 bytes (IPv4 as ::ffff:a.b.c.d): its family
+ * (AF_INET, AF_INET6), or 0 if none. */
+static int client_addr(struct MHD_Connection *conn, unsigned char *out)
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -94,29 +95,21 @@ static bool client_addr(struct MHD_Connection *conn, unsigned char *out)
 	if (sa && sa->sa_family == AF_INET) {
 		out[10] = out[11] = 0xff;
 		memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-		return true;
+		return AF_INET;
 	}
 	if (sa && sa->sa_family == AF_INET6) {
 		memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-		return true;
+		return AF_INET6;
 	}
-	return false;
+	return 0;
 }
 
-/* The peer's address as text ("unknown" when it has none). */
-static void peer_text(struct MHD_Connection *conn, char *out, size_t outlen)
+/* addr of family (from client_addr) as text, "unknown" without one. */
+static void peer_text(const unsigned char *addr, int family, char *out, size_t outlen)
 {
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-	const void *a = NULL;
-
-	if (sa && sa->sa_family == AF_INET)
-		a = &((const struct sockaddr_in *)sa)->sin_addr;
-	else if (sa && sa->sa_family == AF_INET6)
-		a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-	if (!a || !inet_ntop(sa->sa_family, a, out, (socklen_t)outlen))
-		snprintf(out, outlen, "unknown");
+	if (!family || !inet_ntop(family, family == AF_INET ? addr + 12 : addr, out,
+				  (socklen_t)outlen))
+		str_copy(out, outlen, "unknown");
 }
 
 const char *guard_peer(struct MHD_Connection *conn)
@@ -141,8 +134,9 @@ void guard_open(struct MHD_Connection *conn, void **socket_context, unsigned max
 		return;
 	}
 	g->fd = ci->connect_fd;
-	peer_text(conn, g->peer, sizeof(g->peer));
-	if (max_per_address && client_addr(conn, g->addr)) {
+	int family = client_addr(conn, g->addr);
+	peer_text(g->addr, family, g->peer, sizeof(g->peer));
+	if (max_per_address && family) {
 		unsigned n = addr_acquire(g->addr);
 		g->counted = n > 0;
 		if (n > max_per_address) {

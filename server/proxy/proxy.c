@@ -214,20 +214,10 @@ static int append_raw(struct proxy_state *p, ...)
 	return 0;
 }
 
-/* Appends "name: value\r\n" (the common case, without printf). */
+/* Appends "name: value\r\n". */
 static int append_header(struct proxy_state *p, const char *name, const char *value)
 {
-	size_t nlen = strlen(name), vlen = strlen(value);
-
-	if (nlen + vlen + 4 >= HEAD_MAX - p->out_len)
-		return -1;
-	char *o = p->out + p->out_len;
-	memcpy(o, name, nlen);
-	memcpy(o + nlen, ": ", 2);
-	memcpy(o + nlen + 2, value, vlen);
-	memcpy(o + nlen + 2 + vlen, "\r\n", 2);
-	p->out_len += nlen + vlen + 4;
-	return 0;
+	return append_raw(p, name, ": ", value, "\r\n", NULL);
 }
 
 struct head_ctx {
