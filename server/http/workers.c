@@ -196,15 +196,23 @@ static unsigned sweep(struct worker *w, long long now_ms)
 	return resumed;
 }
 
-/* Whether this worker holds no more than its share of the connections (one
- * over the mean): the rule once every worker is saturated. */
+/* Whether this worker holds no more than its share (one over the mean) of
+ * the connections of the workers not blocked in a password hash: the rule
+ * once every worker is saturated. The least loaded of those always
+ * qualifies. Counting a blocked worker in could leave nobody accepting: with
+ * connections packed onto one saturated worker and the other hashing, the
+ * saturated one holds more than its share of all of them. */
 static bool fair_to_accept(struct worker *w)
 {
-	unsigned total = 0, mine = atomic_load(&w->connections);
+	unsigned total = 0, n = 0, mine = atomic_load(&w->connections);
 
-	for (unsigned i = 0; i < w->pool->n; i++)
+	for (unsigned i = 0; i < w->pool->n; i++) {
+		if (atomic_load(&w->pool->w[i].blocked))
+			continue;
 		total += atomic_load(&w->pool->w[i].connections);
-	return mine * w->pool->n <= total + w->pool->n;
+		n++;
+	}
+	return mine * n <= total + n;
 }
 
 static bool has_room(struct worker *w)
