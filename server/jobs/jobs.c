@@ -10,6 +10,7 @@
 
 #include "config/config.h"
 #include "jobs/observe.h"
+#include "jobs/watch.h"
 #include "labd/app.h"
 #include "labd/log.h"
 #include "store/audit.h"

@@ -15,7 +15,6 @@
 #include "jobs/follow.h"
 #include "jobs/joblog.h"
 #include "jobs/observe_int.h"
-#include "jobs/watch.h"
 #include "labd/app.h"
 #include "labd/clock.h"
 #include "labd/log.h"
@@ -31,9 +30,6 @@
 #define EXTRACT_TICK_MS 100
 /* Live jobs looked at per tick, at most (the oldest first). */
 #define TICK_JOBS_MAX 512
-/* Event streams: per user and in all. */
-#define WATCH_PER_USER 16
-#define WATCH_TOTAL 1024
 #define FOLLOWERS_MAX 1024
 #define FOLLOWERS_PER_USER 16
 
@@ -56,11 +52,8 @@ int observe_init(struct app *app)
 	pthread_mutex_init(&o->lock, NULL);
 	o->app = app;
 	observe_limits(app->cfg, &o->limits);
-	o->watch = jobs_watch_new(app->db, WATCH_PER_USER, WATCH_TOTAL);
 	o->follow = follow_new(app->cfg, app->db, FOLLOWERS_MAX, FOLLOWERS_PER_USER);
-	if (!o->watch || !o->follow) {
-		jobs_watch_free(o->watch);
-		follow_free(o->follow);
+	if (!o->follow) {
 		pthread_mutex_destroy(&o->lock);
 		free(o);
 		return -1;
@@ -76,7 +69,6 @@ void observe_free(struct app *app)
 	if (!o)
 		return;
 	follow_free(o->follow);
-	jobs_watch_free(o->watch);
 	while (o->head) {
 		struct tracked *next = o->head->next;
 		extract_free(o->head->set);
@@ -91,17 +83,6 @@ void observe_free(struct app *app)
 struct follow_hub *observe_follow(struct app *app)
 {
 	return app->observe ? app->observe->follow : NULL;
-}
-
-struct jobs_watch *observe_watch(struct app *app)
-{
-	return app->observe ? app->observe->watch : NULL;
-}
-
-void jobs_watch_notify(struct app *app, int64_t job_id)
-{
-	if (app->observe)
-		jobs_watch_changed(app->observe->watch, job_id);
 }
 
 /* The job's metric definitions compiled (docs/jobs.md "Submit": the spec's

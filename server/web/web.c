@@ -29,6 +29,7 @@
 #include "labd/parse.h"
 #include "jobs/jobs.h"
 #include "jobs/observe.h"
+#include "jobs/watch.h"
 #include "runtime/reconcile.h"
 #include "runtime/runtime.h"
 #include "runtime/watch.h"
@@ -40,6 +41,7 @@
 #include "proxy/wsrelay.h"
 #include "auth/password.h"
 #include "labd/privdrop.h"
+#include "labd/watch.h"
 #include "metrics/labd.h"
 #include "store/users.h"
 
@@ -52,6 +54,9 @@
 /* Runtime event streams one user may hold open (tabs of the dashboard and
  * of runtime pages); all users together get a quarter of the connections. */
 #define EVENT_STREAMS_PER_USER 8
+/* A training job's status streams (GET /jobs/{id}/events): per user and in all. */
+#define JOB_EVENT_STREAMS_PER_USER 16
+#define JOB_EVENT_STREAMS_MAX 1024
 /* How long a login may wait for a hashing slot before 503: a user retries a
  * refused login, but a worker held while waiting serves nobody else. */
 #define HASH_QUEUE_WAIT_MS 500
@@ -197,7 +202,7 @@ static void on_connected(void *ctx)
 	jobs_connected(app);
 }
 
-/* The registry of runtime changes and the event streams that carry them.
+/* The registries of runtime and job changes and the event streams that carry them.
  * LABD_EVENT_KEEPALIVE_MS (tests only) shortens the 15 s keepalive. */
 static int start_events(struct app *app)
 {
@@ -208,8 +213,9 @@ static int start_events(struct app *app)
 	if (env && parse_uint(env, 1, 3600 * 1000, &keepalive_ms) < 0)
 		return log_error("LABD_EVENT_KEEPALIVE_MS=%s: not 1..3600000", env);
 	app->watch = runtime_watch_new(app->db, EVENT_STREAMS_PER_USER, max_streams);
+	app->jobs_watch = jobs_watch_new(app->db, JOB_EVENT_STREAMS_PER_USER, JOB_EVENT_STREAMS_MAX);
 	app->streams = http_streams_new((unsigned)keepalive_ms, max_streams);
-	return app->watch && app->streams ? 0 : -1;
+	return app->watch && app->jobs_watch && app->streams ? 0 : -1;
 }
 
 /* Waits for SIGTERM/SIGINT (blocked since the supervisor forked us). Every
@@ -341,7 +347,8 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 	backend_free(app.backend);
 	gpus_free(app.gpus); /* after the reconciler, which takes its lock */
 	observe_free(&app);  /* after backend_free: events call its hooks */
-	runtime_watch_free(app.watch); /* backend events notify until backend_free */
+	watch_free(app.watch); /* backend events notify until backend_free */
+	watch_free(app.jobs_watch);
 	db_close(app.db);
 	close(web_root_fd);
 	_exit(0);
