@@ -172,3 +172,32 @@ int api_path_user(struct http_request *req, struct user *u)
 	const char *name = api_path_name(req);
 	return api_path_found(req, "user", name ? users_find_by_name(http_app(req)->db, name, u) : 0);
 }
+
+int api_list_owner(struct http_request *req, const char *what, int64_t *user_id)
+{
+	const struct auth_identity *ident = http_identity(req);
+	const char *name = http_query(req, "user");
+	struct user u;
+	int rc;
+
+	*user_id = ident->user.id;
+	if (!name)
+		return 0;
+	if (ident->user.role != USER_ROLE_ADMIN) {
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
+				 "only an administrator may list another user's %s", what);
+		return -1;
+	}
+	rc = parse_user_name_ok(name) ? users_find_by_name(http_app(req)->db, name, &u) : 0;
+	if (rc < 0) {
+		http_reply_internal(req);
+		return -1;
+	}
+	if (rc == 0) {
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no user named \"%.32s\"",
+				 name);
+		return -1;
+	}
+	*user_id = u.id;
+	return 0;
+}

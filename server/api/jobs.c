@@ -217,37 +217,6 @@ static int query_int(struct http_request *req, const char *name, uint64_t min, u
 	return 0;
 }
 
-/* Whose jobs a listing shows: the caller's, or for an administrator the
- * user named by ?user=. 0, or -1 with the reply set. */
-static int list_owner(struct http_request *req, int64_t *user_id)
-{
-	const struct auth_identity *ident = http_identity(req);
-	const char *name = http_query(req, "user");
-	struct user u;
-	int rc;
-
-	*user_id = ident->user.id;
-	if (!name)
-		return 0;
-	if (ident->user.role != USER_ROLE_ADMIN) {
-		http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
-				 "only an administrator may list another user's jobs");
-		return -1;
-	}
-	rc = parse_user_name_ok(name) ? users_find_by_name(http_app(req)->db, name, &u) : 0;
-	if (rc < 0) {
-		http_reply_internal(req);
-		return -1;
-	}
-	if (rc == 0) {
-		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no user named \"%.32s\"",
-				 name);
-		return -1;
-	}
-	*user_id = u.id;
-	return 0;
-}
-
 struct list_walk {
 	struct app *app;
 	json_t *jobs;
@@ -281,7 +250,7 @@ void api_jobs_list(struct http_request *req)
 	f.status = http_query(req, "status");
 	f.name = http_query(req, "name");
 	if (query_int(req, "limit", 1, LIST_LIMIT_MAX, &f.limit) < 0 ||
-	    query_int(req, "offset", 0, INT32_MAX, &f.offset) < 0 || list_owner(req, &f.user_id) < 0)
+	    query_int(req, "offset", 0, INT32_MAX, &f.offset) < 0 || api_list_owner(req, "jobs", &f.user_id) < 0)
 		goto out;
 	if (f.status && !status_filter_ok(f.status)) {
 		reply_field(req, "status",
