@@ -11,9 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,7 +19,6 @@
 #include "api/api.h"
 #include "api/stream_follow.h"
 #include "http/http.h"
-#include "http/stream.h"
 #include "jobs/follow.h"
 #include "jobs/joblog.h"
 #include "jobs/observe.h"
@@ -37,40 +34,6 @@
  * stalled client pins no more (the whole log is a range read away). */
 #define STREAM_MAX_BYTES (256 * 1024)
 
-/* 400 bad_field naming field. */
-static void reply_field(struct http_request *req, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void reply_field(struct http_request *req, const char *field, const char *fmt, ...)
-{
-	char message[256];
-	va_list ap;
-	json_t *body;
-
-	va_start(ap, fmt);
-	vsnprintf(message, sizeof(message), fmt, ap);
-	va_end(ap);
-	body = http_error_json("bad_field", message);
-	json_object_set_new(json_object_get(body, "error"), "field", json_string(field));
-	http_reply_json(req, MHD_HTTP_BAD_REQUEST, body);
-}
-
-/* Reads query parameter name as an integer in [min, max] (absent: dflt).
- * 0, or -1 with the 400 naming it. */
-static int query_uint(struct http_request *req, const char *name, uint64_t min, uint64_t max,
-		      uint64_t dflt, uint64_t *out)
-{
-	const char *text = http_query(req, name);
-
-	*out = dflt;
-	if (!text)
-		return 0;
-	if (parse_uint(text, min, max, out) == 0)
-		return 0;
-	reply_field(req, name, "query parameter \"%s\" must be a whole number from %llu to %llu",
-		    name, (unsigned long long)min, (unsigned long long)max);
-	return -1;
-}
-
 /* ?follow: 1/true or 0/false. 0, or -1 with the 400. */
 static int query_follow(struct http_request *req, bool *follow)
 {
@@ -83,7 +46,7 @@ static int query_follow(struct http_request *req, bool *follow)
 		*follow = true;
 		return 0;
 	}
-	reply_field(req, "follow", "query parameter \"follow\" must be 1, true, 0 or false");
+	api_reply_field(req, "follow", "query parameter \"follow\" must be 1, true, 0 or false");
 	return -1;
 }
 
@@ -131,29 +94,10 @@ static void reply_range(struct http_request *req, const char *path, uint64_t off
 	http_reply_response(req, MHD_HTTP_OK, resp);
 }
 
-/* The log's followers (jobs/follow.h) as a stream's feed: events come with
- * their own ids (the offset after their lines). */
-static size_t sink_room(void *ctx)
-{
-	struct stream_follow *sf = ctx;
-	size_t held = http_stream_held_bytes(sf->stream);
-
-	return held < STREAM_MAX_BYTES ? STREAM_MAX_BYTES - held : 0;
-}
-
-static int sink_event(void *ctx, const char *name, const char *data, uint64_t id)
-{
-	struct stream_follow *sf = ctx;
-
-	return http_stream_event(sf->stream, name, data, id);
-}
-
-static void sink_end(void *ctx)
-{
-	stream_follow_end(ctx);
-}
-
-static const struct follow_sink log_sink = {sink_room, sink_event, sink_end};
+/* The log's followers (jobs/follow.h) as a stream's feed: their events
+ * carry their own ids (the offset after their lines). */
+static const struct follow_sink log_sink = {stream_follow_room, stream_follow_event_at,
+					    stream_follow_end};
 
 static int log_subscribe(struct stream_follow *sf, uint64_t offset)
 {
@@ -187,14 +131,15 @@ static int follow_offset(struct http_request *req, uint64_t *offset)
 
 	if (last && last[0] && parse_uint(last, 0, INT64_MAX, offset) == 0)
 		return 0;
-	return query_uint(req, "offset", 0, INT64_MAX, 0, offset);
+	*offset = 0;
+	return api_query_uint(req, "offset", 0, INT64_MAX, offset);
 }
 
 void api_job_logs(struct http_request *req)
 {
 	struct app *app = http_app(req);
 	char path[4096];
-	uint64_t offset, limit;
+	uint64_t offset = 0, limit = LIMIT_DEFAULT_BYTES;
 	bool follow;
 	struct job j;
 
@@ -202,14 +147,14 @@ void api_job_logs(struct http_request *req)
 		return;
 	jobs_row_free(&j);
 	if (query_follow(req, &follow) < 0 ||
-	    query_uint(req, "limit", 1, LIMIT_MAX_BYTES, LIMIT_DEFAULT_BYTES, &limit) < 0)
+	    api_query_uint(req, "limit", 1, LIMIT_MAX_BYTES, &limit) < 0)
 		return;
 	if (follow) {
 		if (follow_offset(req, &offset) == 0)
 			stream_follow_feed(req, &log_feed, j.id, offset, "job log streams");
 		return;
 	}
-	if (query_uint(req, "offset", 0, INT64_MAX, 0, &offset) < 0)
+	if (api_query_uint(req, "offset", 0, INT64_MAX, &offset) < 0)
 		return;
 	if (jobs_log_path(app->cfg, j.id, path, sizeof(path)) < 0) {
 		http_reply_internal(req);

@@ -132,7 +132,24 @@ int stream_follow_json(struct stream_follow *sf, const char *name, json_t *obj)
 	return rc;
 }
 
-void stream_follow_end(struct stream_follow *sf)
+size_t stream_follow_room(void *ctx)
 {
+	struct stream_follow *sf = ctx;
+	size_t held = http_stream_held_bytes(sf->stream);
+
+	return held < sf->feed->max_bytes ? sf->feed->max_bytes - held : 0;
+}
+
+int stream_follow_event_at(void *ctx, const char *name, const char *data, uint64_t id)
+{
+	struct stream_follow *sf = ctx;
+
+	return http_stream_event(sf->stream, name, data, id);
+}
+
+void stream_follow_end(void *ctx)
+{
+	struct stream_follow *sf = ctx;
+
 	http_stream_close(sf->stream);
 }

@@ -55,7 +55,11 @@ int stream_follow_event(struct stream_follow *sf, const char *name, const char *
 /* Writes event name with obj as compact JSON (taking obj; NULL: logged,
  * nothing written). */
 int stream_follow_json(struct stream_follow *sf, const char *name, json_t *obj);
-/* Ends the stream once what was written is sent. */
-void stream_follow_end(struct stream_follow *sf);
+/* The stream as a sink of events that carry their own ids (jobs/follow.h's
+ * struct follow_sink; ctx is the struct stream_follow): the bytes it can
+ * take now, one event with id, and the end once what was written is sent. */
+size_t stream_follow_room(void *ctx);
+int stream_follow_event_at(void *ctx, const char *name, const char *data, uint64_t id);
+void stream_follow_end(void *ctx);
 
 #endif

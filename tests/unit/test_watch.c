@@ -25,19 +25,25 @@ struct fixture {
 	int64_t alice, bob;
 };
 
+static int64_t add_user(struct db *db, const char *name)
+{
+	struct user u;
+
+	assert_int_equal(users_create(db, name, USER_ROLE_USER, "h", 1, &u), 0);
+	return u.id;
+}
+
+/* A real store with two users, alice and bob. */
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	char path[128];
-	struct user u;
 
 	unit_tempdir(f->dir);
 	snprintf(path, sizeof(path), "%s/labd.db", f->dir);
 	assert_int_equal(db_open(path, &f->db), 0);
-	assert_int_equal(users_create(f->db, "alice", USER_ROLE_USER, "h", 1, &u), 0);
-	f->alice = u.id;
-	assert_int_equal(users_create(f->db, "bob", USER_ROLE_USER, "h", 1, &u), 0);
-	f->bob = u.id;
+	f->alice = add_user(f->db, "alice");
+	f->bob = add_user(f->db, "bob");
 	*state = f;
 	return 0;
 }
