@@ -157,10 +157,10 @@ struct labd_config {
 
 /* Fills *cfg with the defaults; demo = the `labd --demo` defaults (./var, ./web). */
 void config_defaults(struct labd_config *cfg, bool demo);
-/* Applies the INI file at path on top of *cfg. On error returns -1 and writes
- * "FILE:LINE: message naming the key" into err. */
+/* Applies the INI file at path on top of *cfg: 0, or a negative errno (-EINVAL for a bad
+ * key or value) with "FILE:LINE: message naming the key" written into err. */
 int config_load(struct labd_config *cfg, const char *path, char *err, size_t errlen);
-/* Splits "127.0.0.1:8080" / "[::1]:8080" into host and port; -1 when malformed. */
+/* Splits "127.0.0.1:8080" / "[::1]:8080" into host and port; -EINVAL when malformed. */
 int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port);
 
 #endif
