@@ -113,7 +113,7 @@ char *jobs_backend_spec(const struct app *app, const struct job *j);
 /* The warm pool job_id left is gone (released, expired, lost): its warm
  * status Terminated with reason, when it was Available. */
 void jobs_end_warm(struct app *app, int64_t job_id, const char *reason, int64_t now);
-/* After every change of job id's row: B2's watchers (observe.h). */
+/* After every change of job id's row: its watchers (jobs/watch.h). */
 void jobs_changed(struct app *app, int64_t job_id);
 
 #endif

@@ -339,7 +339,7 @@ static void test_network_keys(void **state)
 	}
 }
 
-/* Per-user origins (issue 8, class 3): on by default, path mode an opt-out. */
+/* Per-user origins (docs/security.md §3): on by default, path mode an opt-out. */
 static void test_origin_keys(void **state)
 {
 	struct labd_config cfg;
