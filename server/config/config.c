@@ -194,7 +194,7 @@ static bool gpu_node_name(const char *name, unsigned *minor)
 
 /* devices = auto: the nvidia<N> nodes under dev_prefix, in ascending order.
  * Read once here (as root, before the web process forks) so the supervisor
- * and the web process hand out the same pool. */
+ * and the web process hand out the same GPUs. */
 static void find_gpu_nodes(struct labd_config *cfg)
 {
 	DIR *d = opendir(cfg->dev_prefix);
@@ -216,7 +216,7 @@ static void find_gpu_nodes(struct labd_config *cfg)
 		closedir(d);
 }
 
-/* The pool is final: found nodes, or stand-ins 0..N-1 (never both with a list). */
+/* The GPU inventory is final: found nodes, or stand-ins 0..N-1 (never both with a list). */
 static int finish_gpus(struct labd_config *cfg, const char *path, char *err, size_t errlen)
 {
 	if (cfg->gpu_stand_in && (cfg->n_gpu_devices || cfg->gpu_devices_auto)) {

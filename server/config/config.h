@@ -116,7 +116,7 @@ struct labd_config {
 	char net_pasta[CONFIG_PATH_MAX];
 	char net_nft[CONFIG_PATH_MAX];
 	char net_dns[64];             /* resolver pasta forwards to; "" = the host's */
-	/* [gpu]: the pool (gpu_devices) is final after config_load: the listed
+	/* [gpu]: the inventory (gpu_devices) is final after config_load: the listed
 	 * devices, the nvidia<N> nodes under dev_prefix (devices = auto), or
 	 * 0..stand_in-1 (stand-ins: no device node, for tests and demos) */
 	unsigned gpu_devices[CONFIG_MAX_GPUS];
