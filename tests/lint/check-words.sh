@@ -37,18 +37,21 @@ find_guards() {
 	done | dups guard
 }
 
+S='[[:space:]]'
+ID='[A-Za-z_][A-Za-z0-9_]*'
+
 # A tag defined twice in one file counts too (the place is named twice).
 find_tags() {
-	sources include server | xargs grep -HnE \
-		'^[[:space:]]*(typedef[[:space:]]+)?(struct|union|enum)[[:space:]]+[A-Za-z_][A-Za-z0-9_]*[[:space:]]*\{' |
-		sed -E 's/^([^:]*):([0-9]+):[[:space:]]*(typedef[[:space:]]+)?(struct|union|enum)[[:space:]]+([A-Za-z0-9_]+).*/\5 \1:\2/' |
-		awk '{ f = $2; sub(/:[0-9]+$/, "", f); n[$1]++; p[$1] = p[$1] " " f }
+	local tag="^$S*((typedef|static|const|extern)$S+)*(struct|union|enum)$S+($ID)$S*\\{"
+	sources include server | xargs grep -HnE "$tag" |
+		sed -E "s/^([^:]*):[0-9]+:$S*((typedef|static|const|extern)$S+)*(struct|union|enum)$S+($ID).*/\\5 \\1/" |
+		awk '{ n[$1]++; p[$1] = p[$1] " " $2 }
 		     END { for (x in n) if (n[x] > 1) print "tag " x p[x] }' | sort
 }
 
 find_prefixes() {
 	local o d b
-	for o in $(find "$BUILD/common" "$BUILD/sandbox" "$BUILD/server" -mindepth 1 -name '*.o' 2>/dev/null | sort); do
+	for o in $(find "$BUILD"/{common,sandbox,server} -name '*.o' 2>/dev/null | sort); do
 		d=${o#"$BUILD"/}
 		d=${d%/*}
 		[ "$d" = server ] && continue # main.c: the program, no module
@@ -63,9 +66,9 @@ find_prefixes() {
 }
 
 find_periods() {
-	sources common include sandbox server | xargs grep -HnoE \
-		'^[[:space:]]*#[[:space:]]*define[[:space:]]+[A-Za-z0-9_]*_(INTERVAL|EVERY|PERIOD|TICK|TIMEOUT)[A-Za-z0-9_]*' |
-		sed -E 's/^([^:]*):[0-9]+:.*define[[:space:]]+([A-Za-z0-9_]+)$/\2 \1/' |
+	local def="^$S*#$S*define$S+[A-Za-z0-9_]*_(INTERVAL|EVERY|PERIOD|TICK|TIMEOUT)[A-Za-z0-9_]*"
+	sources common include sandbox server | xargs grep -HnoE "$def" |
+		sed -E "s/^([^:]*):[0-9]+:.*define$S+([A-Za-z0-9_]+)\$/\\2 \\1/" |
 		grep -vE '^[A-Za-z0-9_]+_(MS|S|US|NS) ' | awk '{ print "period " $1 " " $2 }' | sort
 }
 

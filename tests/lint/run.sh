@@ -63,6 +63,11 @@ expect "an enum reusing a struct's tag fails" fail \
 	'tag item_ctx defined in server/auth/login.c server/config/kinds.c'
 
 fresh
+printf 'struct kind {\n\tint x;\n};\n' >"$WORK/t/server/store/planted.h"
+expect "a tag first defined after qualifiers (static const struct kind) counts" fail \
+	'tag kind defined in server/config/kinds.c server/store/planted.h'
+
+fresh
 printf 'struct pool {\n\tint x;\n};\n' >"$WORK/t/server/proxy/planted.h"
 expect "a known tag defined once more fails" fail \
 	'tag pool defined in server/proxy/planted.h server/store/pools.h server/supervisor/pool.h'
