@@ -631,36 +631,88 @@ static void test_key_defaults_within_bounds(void **state)
 	}
 }
 
-/* docs/config.md names every key in a row "| `name` |" under its section's heading
- * ("## [jobs]" or "## [jobs] profiling rules ..."). Unit tests run from the repository
- * root (tests/run.sh), as test_deploy_example_loads reads deploy/labd.ini. */
+/* A row of docs/config.md's key tables: "[section] name", and its default cell: the first
+ * `code` in it, or the cell's prose (prose = true) such as "(empty)" or "the host's memory". */
+struct doc_row {
+	char key[128];
+	char dflt[256];
+	bool prose;
+};
+
+static size_t read_doc_rows(FILE *f, struct doc_row *rows, size_t max)
+{
+	char line[4096], section[32] = "";
+	size_t n = 0;
+
+	while (fgets(line, sizeof(line), f) && n < max) {
+		if (!strncmp(line, "## ", 3)) {
+			snprintf(section, sizeof(section), "%.*s", (int)strcspn(line + 3, "]\n") + 1,
+				 line + 3);
+			continue;
+		}
+		if (strncmp(line, "| `", 3))
+			continue;
+		struct doc_row *r = &rows[n++];
+		snprintf(r->key, sizeof(r->key), "%s %.*s", section, (int)strcspn(line + 3, "`"),
+			 line + 3);
+		const char *cell = strchr(line + 1, '|') + 1;
+		cell += strspn(cell, " ");
+		r->prose = cell[0] != '`';
+		if (r->prose)
+			snprintf(r->dflt, sizeof(r->dflt), "%.*s", (int)strcspn(cell, "|"), cell);
+		else
+			snprintf(r->dflt, sizeof(r->dflt), "%.*s", (int)strcspn(cell + 1, "`"),
+				 cell + 1);
+	}
+	return n;
+}
+
+/* The doc's default for k means what the table's does: the same bytes once parsed; "(empty)"
+ * or "(none)" for an empty default; other prose for none the file can spell (NULL). */
+static void check_doc_default(const struct config_key *k, const struct doc_row *r)
+{
+	static struct labd_config a, b;
+
+	if (r->prose) {
+		bool empty = !strncmp(r->dflt, "(empty)", 7) || !strncmp(r->dflt, "(none)", 6);
+		if (empty ? !k->dflt || k->dflt[0] : k->dflt != NULL)
+			fail_msg("docs/config.md: %s default \"%s\", the table's \"%s\"", r->key,
+				 r->dflt, k->dflt ? k->dflt : "(NULL)");
+		return;
+	}
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	if (!k->dflt || config_kind_apply(&a, k, r->dflt) || config_kind_apply(&b, k, k->dflt) ||
+	    memcmp(&a, &b, sizeof(a)))
+		fail_msg("docs/config.md: %s default `%s`, the table's \"%s\"", r->key, r->dflt,
+			 k->dflt ? k->dflt : "(NULL)");
+}
+
+/* docs/config.md names every key in a row "| `name` | default |" under its section's
+ * heading ("## [jobs]" or "## [jobs] profiling rules ..."), with the table's default.
+ * Unit tests run from the repository root (tests/run.sh), as test_deploy_example_loads
+ * reads deploy/labd.ini. */
 static void test_docs_name_every_key(void **state)
 {
-	static char rows[512][128];
-	char line[4096], section[32] = "";
-	size_t n_rows = 0, n;
+	static struct doc_row rows[512];
+	size_t n_rows, n;
 	const struct config_key *keys = config_keys(&n);
 	FILE *f = fopen("docs/config.md", "re");
 	(void)state;
 	if (!f)
 		fail_msg("docs/config.md: %s (run from the repository root)", strerror(errno));
-	while (fgets(line, sizeof(line), f) && n_rows < 512) {
-		if (!strncmp(line, "## ", 3))
-			snprintf(section, sizeof(section), "%.*s", (int)strcspn(line + 3, "]\n") + 1,
-				 line + 3);
-		else if (!strncmp(line, "| `", 3))
-			snprintf(rows[n_rows++], sizeof(rows[0]), "%s %.*s", section,
-				 (int)strcspn(line + 3, "`"), line + 3);
-	}
+	n_rows = read_doc_rows(f, rows, 512);
 	fclose(f);
 	for (size_t i = 0; i < n; i++) {
 		char want[128];
-		bool found = false;
+		const struct doc_row *found = NULL;
 		snprintf(want, sizeof(want), "[%s] %s", keys[i].section, keys[i].name);
 		for (size_t r = 0; r < n_rows && !found; r++)
-			found = strcmp(rows[r], want) == 0;
+			if (strcmp(rows[r].key, want) == 0)
+				found = &rows[r];
 		if (!found)
 			fail_msg("docs/config.md names no key %s", want);
+		check_doc_default(&keys[i], found);
 	}
 }
 
