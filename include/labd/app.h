@@ -34,7 +34,7 @@ struct app {
 	struct backend *backend;       /* where sandboxes run (the supervisor) */
 	struct reconciler *reconciler; /* runtime timers and reconciliation */
 	struct jobs_runner *jobs;      /* the training jobs' thread (jobs/jobs.h); NULL: none */
-	struct gpus *gpus;             /* the GPU pool (sched/gpus.h); NULL: none */
+	struct gpus *gpus;             /* the GPU inventory (sched/gpus.h); NULL: none */
 	int web_root_fd; /* O_PATH directory fd of cfg->web_root */
 	/* policies derived from cfg by web/, borrowed for the process lifetime */
 	const struct password_params *password;

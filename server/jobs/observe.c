@@ -27,7 +27,7 @@
 /* Log bytes read for metrics per job and tick, at most. */
 #define EXTRACT_READ_BYTES sizeof(((struct observe *)0)->buf)
 /* Time one job's extraction may take per tick while its log has more. */
-#define EXTRACT_TICK_MS 100
+#define EXTRACT_BUDGET_MS 100
 /* Live jobs looked at per tick, at most (the oldest first). */
 #define TICK_JOBS_MAX 512
 #define FOLLOWERS_MAX 1024
@@ -250,7 +250,7 @@ static void extract_locked(struct observe *o, struct tracked *t, bool final)
  * ticks rather than at one read a tick. */
 static void extract_more_locked(struct observe *o, struct tracked *t)
 {
-	long long until_ms = clock_ms() + EXTRACT_TICK_MS;
+	long long until_ms = clock_ms() + EXTRACT_BUDGET_MS;
 	uint64_t before;
 
 	do {

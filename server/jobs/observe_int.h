@@ -1,4 +1,4 @@
-/* observe_int.h - what observe.c and observe_rules.c share (jobs/ only:
+/* observe_int.h - what observe.c and observe_json.c share (jobs/ only:
  * no other folder includes it). */
 #ifndef LABD_JOBS_OBSERVE_INT_H
 #define LABD_JOBS_OBSERVE_INT_H
