@@ -225,8 +225,13 @@ static int call(const char *sock_path, const struct keeper_req *rq, int pass_fd,
 		return fd;
 	memset(rp, 0, sizeof(*rp));
 	rc = send_req(fd, rq, pass_fd);
-	if (rc == 0)
+	/* a refusal may be answered (and the connection closed) before we sent */
+	if (rc == 0 || rc == -EPIPE || rc == -ECONNRESET) {
+		int sent = rc;
 		rc = recv_rep(fd, rp, fds, max, &got);
+		if (rc == -ECONNRESET && sent < 0)
+			rc = sent;
+	}
 	close(fd);
 	if (rc == 0 && rp->rc < 0)
 		rc = rp->rc;

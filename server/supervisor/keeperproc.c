@@ -327,13 +327,17 @@ static void on_request(struct keeper *k)
 
 	if (c < 0)
 		return;
+	/* read before any answer: a socket closed with a request unread would reset
+	 * the peer before it saw the refusal */
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	rc = read_req(c, &rq, &fd);
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.uid != 0) {
+		if (fd >= 0)
+			close(fd);
 		reply(c, -EPERM, 0, NULL, 0); /* only root talks to a keeper */
 		close(c);
 		return;
 	}
-	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	rc = read_req(c, &rq, &fd);
 	if (rc == 0 && rq.op == KEEPER_OP_FETCH) {
 		reply(c, 0, 0, k->held, k->n_held);
 	} else if (rc == 0 && rq.op == KEEPER_OP_SET_LOG) {

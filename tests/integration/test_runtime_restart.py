@@ -4,13 +4,16 @@ as before: a new kernel starts and answers, a terminal runs a command, and
 Jupyter's output still reaches its log (its keeper drains the pipe, not the
 supervisor that restarted)."""
 
+import json
 import os
+import subprocess
 import time
 
 import pytest
 
 from labd_harness import (
     open_kernel_channel,
+    pid_alive,
     SLOW,
     STRONG,
     WebSocket,
@@ -36,6 +39,53 @@ def rd(runtime_daemon_factory):
                                                          "cpu_limit": "1h"})
 
 
+def check_keeper(d, name):
+    """The runtime's keeper (its pid in the sandbox record): in its own session, in
+    every cgroup of the sandbox's init that labd made, oom_score_adj -1000, and
+    the one process outside the sandbox that reads Jupyter's output pipe."""
+    with open(os.path.join(d.state_dir, "boxes", f"{name}.json")) as fh:
+        rec = json.load(fh)
+    kpid = rec.get("keeper_pid")
+    assert kpid and pid_alive(kpid), rec
+    (_, box), = sandbox_records(d.state_dir)
+    init = int(box["pid"])
+    assert os.getsid(kpid) == kpid
+    with open(f"/proc/{kpid}/oom_score_adj") as fh:
+        assert fh.read().strip() == "-1000" or not oom_adj_allowed()
+
+    def cgroups(pid):
+        with open(f"/proc/{pid}/cgroup") as fh:
+            return {ln.split(":")[1]: ln.split(":", 2)[2].strip() for ln in fh
+                    if "labd/" in ln}
+    assert cgroups(init) and cgroups(kpid) == cgroups(init), (cgroups(kpid), cgroups(init))
+    out = os.readlink(f"/proc/{init}/fd/1")
+    assert out.startswith("pipe:"), out
+    readers = [int(p) for p in os.listdir("/proc") if p.isdigit() and holds(int(p), out)]
+    assert kpid in readers and str(d.pid) not in map(str, readers), (kpid, readers)
+    return kpid
+
+
+def oom_adj_allowed():
+    """Whether this host lets root set an oom_score_adj (some containers refuse)."""
+    return subprocess.run(["sh", "-c", "echo -1000 > /proc/self/oom_score_adj"],
+                          capture_output=True).returncode == 0
+
+
+def holds(pid, link):
+    try:
+        return any(os.readlink(f"/proc/{pid}/fd/{f}") == link
+                   and os.stat(f"/proc/{pid}/fdinfo/{f}") and _reads(pid, f)
+                   for f in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+
+
+def _reads(pid, fd):
+    with open(f"/proc/{pid}/fdinfo/{fd}") as fh:
+        flags = int(next(ln for ln in fh if ln.startswith("flags:")).split()[1], 8)
+    return flags & os.O_ACCMODE == os.O_RDONLY
+
+
 def test_runtime_survives_daemon_restart(rd):
     admin = rd.admin()
     name = unique_name("rst")
@@ -56,6 +106,7 @@ def test_runtime_survives_daemon_restart(rd):
         ws.close()
     boxes = {kv["id"]: kv["pid"] for _, kv in sandbox_records(rd.state_dir)}
     assert len(boxes) == 1, boxes
+    keeper = check_keeper(rd, name)
 
     # SIGTERM: labd exits, the sandbox stays
     t0 = time.monotonic()
@@ -72,6 +123,7 @@ def test_runtime_survives_daemon_restart(rd):
     for k in ("id", "started_at", "deadline", "ready_at"):
         assert after[k] == before[k], f"{k}: {before[k]!r} -> {after[k]!r}"
     assert {kv["id"]: kv["pid"] for _, kv in sandbox_records(rd.state_dir)} == boxes
+    assert check_keeper(rd, name) == keeper, "the keeper did not outlive labd"
     r = c.get(base + "api/status")
     assert_status(r, 200)
     r = c.get(base + "api/contents/saved.txt")
