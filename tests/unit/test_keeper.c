@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -64,6 +65,7 @@ static void start(struct fixture *f, bool runtime_log, const int *held, unsigned
 	snprintf(f->log, sizeof(f->log), "%s/jupyter.log", f->dir);
 	f->holder = fork(); /* before the pipe: it holds no writer */
 	if (f->holder == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves nothing behind */
 		pause();
 		_exit(0);
 	}
@@ -378,11 +380,16 @@ static void test_what_it_holds(void **state)
 	assert_string_equal(a, b);
 	/* 0, 1, 2, the socket, the pipe: nothing else (the log opens at the first output) */
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)f.keeper);
-	DIR *d = opendir(path);
 	int n = 0;
-	for (struct dirent *e; d && (e = readdir(d));)
-		n += e->d_name[0] != '.';
-	closedir(d);
+	for (int tries = 0; tries < 100 && n != 5; tries++) { /* its ready pipe closes last */
+		DIR *d = opendir(path);
+		n = 0;
+		for (struct dirent *e; d && (e = readdir(d));)
+			n += e->d_name[0] != '.';
+		closedir(d);
+		if (n != 5)
+			usleep(10000);
+	}
 	assert_int_equal(n, 5);
 	close(stray);
 	stop(&f);
