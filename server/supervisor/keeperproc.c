@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -142,6 +143,7 @@ static int set_up(struct keeper *k, const struct keeper_spec *ks, int *lfd, int 
 		signal(s, SIG_DFL);
 	signal(SIGPIPE, SIG_IGN);
 	log_set_tag("labd-keeper");
+	prctl(PR_SET_NAME, "labd-keeper"); /* ps shows what it is */
 
 	memset(k, 0, sizeof(*k));
 	keep[n++] = *lfd = high(*lfd);

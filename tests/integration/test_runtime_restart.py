@@ -47,6 +47,8 @@ def check_keeper(d, name):
         rec = json.load(fh)
     kpid = rec.get("keeper_pid")
     assert kpid and pid_alive(kpid), rec
+    with open(f"/proc/{kpid}/comm") as fh:
+        assert fh.read().strip() == "labd-keeper"
     (_, box), = sandbox_records(d.state_dir)
     init = int(box["pid"])
     assert os.getsid(kpid) == kpid
@@ -107,6 +109,7 @@ def test_runtime_survives_daemon_restart(rd):
     boxes = {kv["id"]: kv["pid"] for _, kv in sandbox_records(rd.state_dir)}
     assert len(boxes) == 1, boxes
     keeper = check_keeper(rd, name)
+    print("\n" + "\n".join(ln for ln in rd.log().splitlines() if "output keeper" in ln))
 
     # SIGTERM: labd exits, the sandbox stays
     t0 = time.monotonic()
