@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "sandbox/cgbox.h"
+#include "labd/log.h"
 #include "supervisor/keeperwire.h"
 
 void keeper_sock_path(const char *state_dir, const char *sandbox_id, char *out, size_t len)
@@ -71,6 +73,62 @@ static int listen_at(const char *path)
 	return rc < 0 ? rc : fd;
 }
 
+/* The mount point of the hierarchy a /proc/<pid>/cgroup line names: controllers
+ * "" is the v2 tree (a hybrid host's unified one); v1 lines by their controller. */
+static const char *hierarchy(const struct cgbox_layout *lo, char *ctls)
+{
+	char *save = NULL;
+
+	if (!ctls[0])
+		return lo->mode == CGBOX_V2 ? lo->v2 : lo->v1[CGBOX_UNIFIED];
+	if (lo->mode == CGBOX_V2)
+		return "";
+	for (char *c = strtok_r(ctls, ",", &save); c; c = strtok_r(NULL, ",", &save))
+		for (int k = 0; k < CGBOX_UNIFIED; k++)
+			if (strcmp(c, cgbox_ctl_name(k)) == 0 && lo->v1[k][0])
+				return lo->v1[k];
+	return ""; /* name=systemd and the like: not labd's */
+}
+
+/* Moves who into every cgroup of pid that labd's hierarchies hold (the
+ * sandbox's: its memory, pids and CPU are charged with the user's).  0 or -errno. */
+static int join_cgroups(pid_t pid, pid_t who)
+{
+	const struct cgbox_layout *lo = cgbox_host();
+	char path[1200], line[1024];
+	int rc = 0, joined = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	if (!lo)
+		return -ENODEV;
+	if (!(f = fopen(path, "re")))
+		return -errno;
+	while (rc == 0 && fgets(line, sizeof(line), f)) {
+		char *ctls = strchr(line, ':'), *cg = ctls ? strchr(ctls + 1, ':') : NULL;
+		if (!cg)
+			continue;
+		*ctls++ = '\0';
+		*cg++ = '\0';
+		cg[strcspn(cg, "\n")] = '\0';
+		const char *mnt = hierarchy(lo, ctls);
+		if (!mnt[0] || strstr(cg, "/..") || cg[0] != '/')
+			continue;
+		snprintf(path, sizeof(path), "%s%s/cgroup.procs", mnt, cg);
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || dprintf(fd, "%d\n", (int)who) < 0)
+			rc = -errno;
+		else
+			joined++;
+		if (fd >= 0)
+			close(fd);
+	}
+	fclose(f);
+	if (rc < 0)
+		log_error("keeper: moving it into the cgroup %s: %s", path, strerror(-rc));
+	return rc < 0 ? rc : joined ? 0 : -ENOENT;
+}
+
 static int check_spec(const struct keeper_spec *ks)
 {
 	if (!ks->sock_path || ks->cgroup_of <= 0 || ks->drain_fd < 0 ||
@@ -118,7 +176,9 @@ int keeper_start(const struct keeper_spec *ks, pid_t *pid)
 	rc = p < 0 ? -errno : 0;
 	close(ready[1]);
 	close(lfd);
-	if (rc == 0 && (rc = wait_ready(ready[0])) < 0) {
+	/* moved into the sandbox's cgroups once set up: there its CPU may be throttled
+	 * (the sandbox's quota, which a booting Jupyter spends) */
+	if (rc == 0 && ((rc = wait_ready(ready[0])) < 0 || (rc = join_cgroups(ks->cgroup_of, p)) < 0)) {
 		kill(p, SIGKILL);
 		waitpid(p, NULL, 0);
 	}

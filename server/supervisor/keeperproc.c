@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "labd/log.h"
-#include "sandbox/cgbox.h"
 #include "supervisor/joblog.h"
 #include "supervisor/keeper.h"
 #include "supervisor/keeperwire.h"
@@ -38,62 +37,6 @@ struct keeper {
 static char buf[RUNLOG_READ_BYTES];
 
 /* ---- setting up ---------------------------------------------------------- */
-
-/* The mount point of the hierarchy a /proc/<pid>/cgroup line names: controllers
- * "" is the v2 tree (a hybrid host's unified one); v1 lines by their controller. */
-static const char *hierarchy(const struct cgbox_layout *lo, char *ctls)
-{
-	char *save = NULL;
-
-	if (!ctls[0])
-		return lo->mode == CGBOX_V2 ? lo->v2 : lo->v1[CGBOX_UNIFIED];
-	if (lo->mode == CGBOX_V2)
-		return "";
-	for (char *c = strtok_r(ctls, ",", &save); c; c = strtok_r(NULL, ",", &save))
-		for (int k = 0; k < CGBOX_UNIFIED; k++)
-			if (strcmp(c, cgbox_ctl_name(k)) == 0 && lo->v1[k][0])
-				return lo->v1[k];
-	return ""; /* name=systemd and the like: not labd's */
-}
-
-/* Joins every cgroup of pid that labd's hierarchies hold (the sandbox's: its
- * memory, pids and CPU are charged with the user's).  0 or -errno. */
-static int join_cgroups(pid_t pid)
-{
-	const struct cgbox_layout *lo = cgbox_host();
-	char path[1200], line[1024];
-	int rc = 0, joined = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	if (!lo)
-		return -ENODEV;
-	if (!(f = fopen(path, "re")))
-		return -errno;
-	while (rc == 0 && fgets(line, sizeof(line), f)) {
-		char *ctls = strchr(line, ':'), *cg = ctls ? strchr(ctls + 1, ':') : NULL;
-		if (!cg)
-			continue;
-		*ctls++ = '\0';
-		*cg++ = '\0';
-		cg[strcspn(cg, "\n")] = '\0';
-		const char *mnt = hierarchy(lo, ctls);
-		if (!mnt[0] || strstr(cg, "/..") || cg[0] != '/')
-			continue;
-		snprintf(path, sizeof(path), "%s%s/cgroup.procs", mnt, cg);
-		int fd = open(path, O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || dprintf(fd, "%d\n", (int)getpid()) < 0)
-			rc = -errno;
-		else
-			joined++;
-		if (fd >= 0)
-			close(fd);
-	}
-	fclose(f);
-	if (rc < 0)
-		log_error("keeper: joining the cgroup %s: %s", path, strerror(-rc));
-	return rc < 0 ? rc : joined ? 0 : -ENOENT;
-}
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -168,7 +111,7 @@ static int set_up(struct keeper *k, const struct keeper_spec *ks, int *lfd, int 
 		runlog_init(&k->run, -1, ks->log_path, ks->log_max_bytes, ks->log_gid);
 		k->sink = SINK_RUN;
 	}
-	return join_cgroups(ks->cgroup_of);
+	return 0;
 }
 
 /* ---- draining ------------------------------------------------------------ */
