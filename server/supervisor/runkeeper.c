@@ -87,7 +87,7 @@ static int reopen_output(pid_t init)
 			char *save = NULL;
 			for (char *w = strtok_r(list, " \n", &save); w && fd < 0;
 			     w = strtok_r(NULL, " \n", &save))
-				fd = runkeeper_reopen((pid_t)atoi(w));
+				fd = runkeeper_reopen((pid_t)strtol(w, NULL, 10));
 		}
 		fclose(f);
 	}
