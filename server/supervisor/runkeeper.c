@@ -26,9 +26,13 @@ int runkeeper_start(const struct labd_config *cfg, const char *state_dir, const 
 	long long t0 = clock_ns();
 	int rc;
 
+	/* Failure injection for tests: LABD_FAULT_NO_KEEPER=<user> fails that user's
+	 * keeper start, standing in for a host that refuses the cgroup move */
+	const char *fault = getenv("LABD_FAULT_NO_KEEPER");
+
 	keeper_sock_path(state_dir, h->id, sock, sizeof(sock));
 	launch_log_path(state_dir, user, log_path, sizeof(log_path));
-	rc = keeper_start(&ks, pid);
+	rc = fault && strcmp(fault, user) == 0 ? -EPERM : keeper_start(&ks, pid);
 	if (rc < 0)
 		log_error("runtime of %s: its output keeper did not start: %s", user, strerror(-rc));
 	else

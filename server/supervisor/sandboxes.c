@@ -569,6 +569,7 @@ static void on_started(struct sandboxes *sb, struct hosted *x)
 		return;
 	close_worker(x);
 	if (rc < 0) {
+		close_output(x);
 		set_end(x, "start_failed", true, err);
 		mark_ended(sb, x);
 		return;

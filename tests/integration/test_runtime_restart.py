@@ -165,3 +165,22 @@ def test_runtime_survives_daemon_restart(rd):
     assert_error(c.get(base + "api/status"), 503, "runtime_not_running")
     stops = audit_entries(admin, "runtime.stop", name)
     assert len(stops) == 1 and stops[0]["detail"] == "stopped by the user", stops
+
+
+def test_a_runtime_whose_keeper_cannot_start_fails_with_its_cause(runtime_daemon_factory):
+    """Without a keeper a runtime would stop starting kernels at the next restart of
+    labd: its start fails instead, saying why, and nothing is left of it."""
+    name = unique_name("nokeep")
+    d = runtime_daemon_factory("rt-nokeeper", env={"LABD_FAULT_NO_KEEPER": name})
+    pw = f"{STRONG}-{name}"
+    assert d.admin().post("/api/v1/users", json={"name": name, "password": pw}).status == 201
+    c = d.client()
+    c.login(name, pw)
+    r = c.post("/api/v1/me/runtime", json={"type": "cpu"})
+    assert r.status == 202, r
+    remember_sandboxes(d)
+    s = wait_runtime(c, ("running", "stopped", "failed"), timeout=60 * SLOW)
+    assert s["state"] == "failed", s
+    assert "its output keeper could not start" in s["reason"], s
+    assert "output keeper did not start" in d.log(), d.log_tail()
+    wait_until(lambda: not sandbox_records(d.state_dir), 20 * SLOW, "the sandbox's teardown")
