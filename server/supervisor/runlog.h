@@ -2,12 +2,13 @@
  *
  * Jupyter's stdout and stderr are the write end of a pipe (the sandbox spec's stdio),
  * never a host file: a user process that inherits them can only fill the pipe.  The
- * supervisor's loop polls the read end (non-blocking) and appends what arrives to
- * runtimes/<user>/jupyter.log; past max_bytes the file is renamed to jupyter.log.1
- * (replacing the previous one) and a new one started, so a runtime's output takes at
- * most twice max_bytes of the state file system, whatever the user prints.  When the
- * supervisor falls behind, the pipe fills and the writer blocks: only that runtime
- * waits. */
+ * runtime's keeper (keeper.h, which outlives the supervisor) reads the read end and
+ * appends what arrives to runtimes/<user>/jupyter.log with runlog_write; past
+ * max_bytes the file is renamed to jupyter.log.1 (replacing the previous one) and a
+ * new one started, so a runtime's output takes at most twice max_bytes of the state
+ * file system, whatever the user prints.  When the keeper falls behind, the pipe
+ * fills and the writer blocks: only that runtime waits.  runlog_pump (read and
+ * append in one) serves a caller that owns the pipe itself. */
 #ifndef LABD_RUNLOG_H
 #define LABD_RUNLOG_H
 
