@@ -17,7 +17,7 @@
 
 #define POOL_CMD_PIPE_BYTES (1 << 20)
 
-struct pool_job {
+struct pool_build {
 	const struct labd_config *cfg;
 	const char *state_dir;
 	const struct launch_request *rq;
@@ -29,6 +29,11 @@ struct pool_job {
 void poollaunch_dir(const char *state_dir, long long pool_id, char *out, size_t len)
 {
 	snprintf(out, len, "%s/pools/%lld", state_dir, pool_id);
+}
+
+void poollaunch_keeper_sock(const char *state_dir, long long pool_id, char *out, size_t len)
+{
+	snprintf(out, len, "%s/pools/%lld/keeper.sock", state_dir, pool_id);
 }
 
 void poollaunch_ml_dir(const char *state_dir, long long pool_id, char *out, size_t len)
@@ -106,7 +111,7 @@ void poollaunch_remove(const char *state_dir, long long pool_id)
 
 static int start_worker(void *arg, int fd)
 {
-	const struct pool_job *j = arg;
+	const struct pool_build *j = arg;
 	struct launch_report rep = {0};
 	char home[LAUNCH_PATH_MAX], hidden[CONFIG_PATH_MAX], libexec[LAUNCH_PATH_MAX];
 	char ml[LAUNCH_PATH_MAX];
@@ -153,7 +158,7 @@ int poollaunch_spawn(const struct labd_config *cfg, const char *state_dir,
 		     const struct launch_request *rq, long long pool_id, pid_t *pid, int *fd,
 		     struct pool_pipes *pipes)
 {
-	struct pool_job j = {cfg, state_dir, rq, pool_id, {-1, -1, -1}, {-1, -1, -1}};
+	struct pool_build j = {cfg, state_dir, rq, pool_id, {-1, -1, -1}, {-1, -1, -1}};
 	int p[2], rc = 0;
 
 	/* stdin: the child reads p[0]; stdout/stderr: the child writes p[1] */
