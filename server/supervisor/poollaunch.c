@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -29,6 +30,34 @@ struct pool_build {
 void poollaunch_dir(const char *state_dir, long long pool_id, char *out, size_t len)
 {
 	snprintf(out, len, "%s/pools/%lld", state_dir, pool_id);
+}
+
+void poollaunch_record_path(const char *state_dir, long long pool_id, char *out, size_t len)
+{
+	snprintf(out, len, "%s/pools/%lld/record.json", state_dir, pool_id);
+}
+
+/* In the worker, once the sandbox runs: a record saying the pool is to be ended,
+ * which the supervisor replaces when it takes the report. A supervisor that dies
+ * before (the worker dies with it) leaves this, so the next one tears the
+ * sandbox down instead of leaking it. */
+static void record_started(const struct pool_build *j, const char *sandbox_id)
+{
+	char path[LAUNCH_PATH_MAX], tmp[LAUNCH_PATH_MAX + 8];
+	json_t *gpus = json_array();
+
+	for (unsigned i = 0; i < j->rq->n_gpus; i++)
+		json_array_append_new(gpus, json_integer(j->rq->gpus[i]));
+	json_t *r = json_pack("{s:s,s:I,s:I,s:s,s:o,s:{s:s,s:s,s:b}}", "user", j->rq->user,
+			      "user_id", (json_int_t)j->rq->user_id, "pool_id",
+			      (json_int_t)j->pool_id, "id", sandbox_id, "gpus", gpus, "ending",
+			      "cause", "gone", "reason",
+			      "the supervisor restarted while the pool started", "failed", 1);
+	poollaunch_record_path(j->state_dir, j->pool_id, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (!r || json_dump_file(r, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0)
+		log_warn("could not save %s", path);
+	json_decref(r);
 }
 
 void poollaunch_keeper_sock(const char *state_dir, long long pool_id, char *out, size_t len)
@@ -143,6 +172,7 @@ static int start_worker(void *arg, int fd)
 			 err.message[0] ? err.message : "the sandbox could not be built");
 		return worker_send(fd, &rep, sizeof(rep), -1) < 0 ? 2 : 1;
 	}
+	record_started(j, rep.h.id);
 	rep.ok = 1;
 	return worker_send(fd, &rep, sizeof(rep), rep.h.status_fd) < 0 ? 2 : 0;
 }

@@ -29,6 +29,8 @@ struct pool_pipes {
 /* <state>/pools/<pool_id> and its ml dir (bound at /opt/ml, read-only). */
 void poollaunch_dir(const char *state_dir, long long pool_id, char *out, size_t len);
 void poollaunch_ml_dir(const char *state_dir, long long pool_id, char *out, size_t len);
+/* <state>/pools/<pool_id>/record.json: what a restarted supervisor takes over. */
+void poollaunch_record_path(const char *state_dir, long long pool_id, char *out, size_t len);
 /* The socket of the pool's keeper (supervisor/keeper.h), in the root-only pool dir. */
 void poollaunch_keeper_sock(const char *state_dir, long long pool_id, char *out, size_t len);
 /* The host dir holding labd-jobagent: libexec/ beside the running labd binary. */

@@ -93,7 +93,7 @@ static struct pool_box *free_slot(struct pools *ps)
 
 static void record_path(const struct pools *ps, long long pool_id, char *out, size_t len)
 {
-	snprintf(out, len, "%s/pools/%lld/record.json", ps->state_dir, pool_id);
+	poollaunch_record_path(ps->state_dir, pool_id, out, len);
 }
 
 /* What a restarted supervisor needs to take the pool over (or end it and
