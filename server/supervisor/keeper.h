@@ -23,10 +23,12 @@
 #ifndef LABD_KEEPER_H
 #define LABD_KEEPER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #define KEEPER_HELD_MAX 4
+#define KEEPER_DIR "keepers" /* <state_dir>/keepers/, root's 0700 (statedir.c) */
 #define KEEPER_CALL_TIMEOUT_MS 2000 /* a keeper answers from its loop, at once */
 
 struct keeper_spec {
@@ -42,6 +44,8 @@ struct keeper_spec {
 	unsigned n_held;
 };
 
+/* <state_dir>/keepers/<sandbox_id>.sock: where the keeper of a sandbox answers. */
+void keeper_sock_path(const char *state_dir, const char *sandbox_id, char *out, size_t len);
 /* Forks the keeper; *pid is its pid (a child of the caller, who reaps it).  The
  * caller keeps its own fds and may close them.  The socket answers when this
  * returns.  0 or a negative errno. */

@@ -36,6 +36,9 @@ void runlog_init_empty(struct runlog *l);
  * the cap.  1 while the pipe is open, 0 once every writer is gone (the runlog is then
  * released). */
 int runlog_pump(struct runlog *l);
+/* Appends n bytes (a whole read) to the log, rotating first when they would take
+ * it past the cap; on a failed write the bytes are dropped (warned once). */
+void runlog_write(struct runlog *l, const char *buf, size_t n);
 /* Closes both fds; safe to call twice. */
 void runlog_release(struct runlog *l);
 

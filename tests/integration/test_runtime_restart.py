@@ -1,6 +1,10 @@
 """Whole-daemon restart with [runtime] keep_on_shutdown = true: the running
-runtime survives labd's SIGTERM and is re-adopted by the next start."""
+runtime survives labd's SIGTERM and is re-adopted by the next start, and works
+as before: a new kernel starts and answers, a terminal runs a command, and
+Jupyter's output still reaches its log (its keeper drains the pipe, not the
+supervisor that restarted)."""
 
+import os
 import time
 
 import pytest
@@ -19,9 +23,11 @@ from labd_harness import (
     start_runtime,
     unique_name,
     wait_runtime,
+    wait_until,
     web_process,
     ws_cookie_headers,
 )
+from runtime_shell import kernel_run, terminal_run
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +86,20 @@ def test_runtime_survives_daemon_restart(rd):
     finally:
         ws.close()
     web_process(rd)
+
+    # Jupyter's output pipe still has a reader: a NEW kernel (which inherits
+    # Jupyter's stdout and writes to it at once) starts and answers, a terminal
+    # works, and what Jupyter printed about them reached its log
+    log = os.path.join(rd.state_dir, "runtimes", name, "jupyter.log")
+    size = os.path.getsize(log)
+    t0 = time.monotonic()
+    result, _ = kernel_run(rd, c, "new_one = 40 + 2; new_one", timeout=30 * SLOW)
+    assert result == "42", result
+    print(f"\na new kernel answered {time.monotonic() - t0:.2f}s after it was asked for")
+    assert "after the restart" in terminal_run(rd, c, "echo after the restart",
+                                               timeout=30 * SLOW)
+    wait_until(lambda: os.path.getsize(log) > size, 10 * SLOW,
+               "Jupyter's output (a kernel started) in jupyter.log after the restart")
 
     # a clean stop, then the daemon (the fixture asserts nothing is left)
     r = c.delete("/api/v1/me/runtime")
