@@ -60,11 +60,6 @@ static void record_started(const struct pool_build *j, const char *sandbox_id)
 	json_decref(r);
 }
 
-void poollaunch_keeper_sock(const char *state_dir, long long pool_id, char *out, size_t len)
-{
-	snprintf(out, len, "%s/pools/%lld/keeper.sock", state_dir, pool_id);
-}
-
 void poollaunch_ml_dir(const char *state_dir, long long pool_id, char *out, size_t len)
 {
 	snprintf(out, len, "%s/pools/%lld/ml", state_dir, pool_id);

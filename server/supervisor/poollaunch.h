@@ -31,8 +31,6 @@ void poollaunch_dir(const char *state_dir, long long pool_id, char *out, size_t 
 void poollaunch_ml_dir(const char *state_dir, long long pool_id, char *out, size_t len);
 /* <state>/pools/<pool_id>/record.json: what a restarted supervisor takes over. */
 void poollaunch_record_path(const char *state_dir, long long pool_id, char *out, size_t len);
-/* The socket of the pool's keeper (supervisor/keeper.h), in the root-only pool dir. */
-void poollaunch_keeper_sock(const char *state_dir, long long pool_id, char *out, size_t len);
 /* The host dir holding labd-jobagent: libexec/ beside the running labd binary. */
 int poollaunch_libexec_dir(char *out, size_t len);
 /* Makes the root-owned skeleton of the ml dir (0755 dirs input/config,

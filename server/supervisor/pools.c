@@ -173,8 +173,10 @@ static void mark_ended(struct pools *ps, struct pool_box *p)
 	json_t *e;
 
 	/* its sandbox is torn down: a keeper a leaked writer kept alive goes too */
-	if (p->keeper_sock[0])
+	if (p->keeper_sock[0]) {
 		keeper_stop(p->keeper_sock);
+		unlink(p->keeper_sock);
+	}
 	close_fd(&p->worker_fd);
 	p->worker = 0;
 	close_io(p);
@@ -355,7 +357,6 @@ json_t *pools_start(struct pools *ps, long long id, json_t *msg)
 	snprintf(p->user, sizeof(p->user), "%s", user);
 	p->user_id = rq.user_id;
 	p->pool_id = proto_int(msg, "pool_id");
-	poollaunch_keeper_sock(ps->state_dir, p->pool_id, p->keeper_sock, sizeof(p->keeper_sock));
 	p->host_uid = uid;
 	p->deadline_s = proto_int(msg, "deadline");
 	p->n_gpus = rq.n_gpus;
@@ -469,6 +470,7 @@ static void on_started(struct pools *ps, struct pool_box *p)
 	}
 	p->state = P_RUNNING;
 	p->pidfd = (int)syscall(SYS_pidfd_open, p->h.pid, 0);
+	keeper_sock_path(ps->state_dir, p->h.id, p->keeper_sock, sizeof(p->keeper_sock));
 	if ((rc = start_keeper(ps, p)) < 0) {
 		log_error("pool %lld of %s: its keeper could not start: %s", p->pool_id, p->user,
 			  strerror(-rc));
@@ -701,7 +703,7 @@ static void adopt_one(struct pools *ps, json_t *j)
 	p->deadline_s = json_integer_value(json_object_get(j, "deadline"));
 	p->cpus_milli = (uint32_t)json_integer_value(json_object_get(j, "cpus_milli"));
 	p->ready = json_is_true(json_object_get(j, "ready"));
-	poollaunch_keeper_sock(ps->state_dir, p->pool_id, p->keeper_sock, sizeof(p->keeper_sock));
+	keeper_sock_path(ps->state_dir, id, p->keeper_sock, sizeof(p->keeper_sock));
 	json_array_foreach(json_object_get(j, "gpus"), i, g) {
 		if (p->n_gpus < SANDBOX_MAX_GPUS)
 			p->gpus[p->n_gpus++] = (unsigned)json_integer_value(g);
