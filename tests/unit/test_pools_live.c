@@ -418,6 +418,23 @@ static void test_pool_and_jobs(void **state)
 	json_decref(m);
 	snprintf(path, sizeof(path), "%s/joblogs/900.log", T.dir);
 	assert_string_equal(slurp(path), "before\nafter\n");
+
+	/* an upload that ends while no web process listens: its end is held, in the
+	 * record across another restart, and said once one listens */
+	json_decref(job_run(3, 901, "echo held", 60));
+	json_decref(take("job_phase", "phase", "uploading", 10000));
+	pools_set_listening(T.ps, false);
+	for (long long until = clock_ms() + 1500; clock_ms() < until;)
+		turn(50);
+	assert_null(take_now("job_exited"));
+	pools_free(T.ps);
+	T.ps = pools_new(&T.cfg, T.dir, T.sb, &ev);
+	channel_set_pools(T.ch, T.ps);
+	pools_set_listening(T.ps, true);
+	m = take("job_exited", NULL, NULL, 10000);
+	assert_int_equal(proto_int(m, "job_id"), 901);
+	assert_string_equal(proto_str(m, "kind"), "exited");
+	json_decref(m);
 	json_decref(request(json_pack("{s:s,s:s,s:i,s:s}", "type", "pool_stop", "user", USER,
 				      "pool_id", 3, "reason", "done")));
 	json_decref(wait_pool("pool_ended", 3, 20000));
