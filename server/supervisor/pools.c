@@ -556,6 +556,10 @@ static void on_pidfd(struct pools *ps, struct pool_box *p)
 {
 	struct sandbox_result res;
 
+	/* the job's last words are in its log before its end is said (a keeper
+	 * already gone has written them) */
+	if (p->job.step != J_NONE)
+		keeper_sync(p->keeper_sock, NULL);
 	if (sandbox_wait(&p->h, &res) < 0)
 		memset(&res, 0, sizeof(res)), res.kind = SANDBOX_UNKNOWN;
 	begin_teardown(ps, p, &res);
