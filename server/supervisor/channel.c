@@ -35,6 +35,8 @@ static json_t *on_hello(struct channel *ch, long long id, json_t *msg)
 		log_warn("web process speaks labd %s, supervisor is %s", proto_str(msg, "version"),
 			 LABD_VERSION);
 	ch->state = CH_READY;
+	if (ch->ps) /* pools' agents are read, their jobs' ends said, from now on */
+		pools_set_listening(ch->ps, true);
 	r = proto_ok(id);
 	json_object_set_new(r, "version", json_string(LABD_VERSION));
 	json_object_set_new(r, "warnings", sandboxes_warnings());
@@ -153,6 +155,8 @@ void channel_free(struct channel *ch)
 {
 	if (!ch)
 		return;
+	if (ch->ps)
+		pools_set_listening(ch->ps, false);
 	close(ch->fd);
 	free(ch);
 }

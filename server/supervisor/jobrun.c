@@ -19,6 +19,7 @@
 #include "labd/clock.h"
 #include "labd/log.h"
 #include "supervisor/jobenv.h"
+#include "supervisor/keeper.h"
 #include "supervisor/pool.h"
 #include "supervisor/worker.h"
 
@@ -38,7 +39,8 @@ struct upload_report {
 /* What a staging or uploading worker needs (copied into the child by fork). */
 struct job_ctx {
 	const char *state_dir;
-	struct pool *p;
+	struct pool_box *p;
+	bool redo; /* a staging the previous supervisor left half done */
 };
 
 static int64_t wall_ms(void)
@@ -48,7 +50,7 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void emit_phase(struct pools *ps, struct pool *p, const char *phase)
+static void emit_phase(struct pools *ps, struct pool_box *p, const char *phase)
 {
 	json_t *e = pools_event("job_phase", p);
 	json_object_set_new(e, "job_id", json_integer(p->job.job_id));
@@ -75,7 +77,7 @@ static void utf8_clean(char *s)
 	}
 }
 
-static void emit_exited(struct pools *ps, struct pool *p)
+static void emit_exited(struct pools *ps, struct pool_box *p)
 {
 	struct pool_job *j = &p->job;
 	json_t *e = pools_event("job_exited", p);
@@ -94,7 +96,7 @@ static void emit_exited(struct pools *ps, struct pool *p)
 	pools_emit(ps, e);
 }
 
-void jobrun_clear(struct pool *p)
+void jobrun_clear(struct pool_box *p)
 {
 	struct pool_job *j = &p->job;
 
@@ -102,6 +104,7 @@ void jobrun_clear(struct pool *p)
 		close(j->worker_fd);
 	joblog_close(&j->log);
 	jobspec_free(&j->spec);
+	free(j->spec_text);
 	memset(j, 0, sizeof(*j));
 	j->worker_fd = -1;
 	j->log.fd = -1;
@@ -182,6 +185,8 @@ static int channel_dir(const struct job_ctx *c, const char *name)
 	return mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
 }
 
+static void eject_all(const struct job_ctx *c);
+
 static int stage_worker(void *arg, int fd)
 {
 	const struct job_ctx *c = arg;
@@ -191,6 +196,8 @@ static int stage_worker(void *arg, int fd)
 	int dfd;
 	struct sandbox_error err;
 
+	if (c->redo) /* what the previous supervisor's worker mounted goes first */
+		eject_all(c);
 	/* a missing working dir fails the job before anything runs */
 	if (sandbox_home_open_beneath(c->state_dir, c->p->user, s->cwd, false, c->p->host_uid,
 				      &dfd, &err) < 0)
@@ -302,11 +309,12 @@ static int upload_worker(void *arg, int fd)
 	return worker_send(fd, &r, sizeof(r), -1) < 0 ? 2 : 0;
 }
 
-static void begin_upload(struct pools *ps, struct pool *p)
+static void begin_upload(struct pools *ps, struct pool_box *p)
 {
-	struct job_ctx c = {pools_state_dir(ps), p};
+	struct job_ctx c = {pools_state_dir(ps), p, false};
 
 	p->job.step = J_UPLOADING;
+	pools_save(ps, p); /* a restart now redoes the upload: its end is known */
 	emit_phase(ps, p, "uploading");
 	if (worker_spawn(upload_worker, &c, &p->job.worker, &p->job.worker_fd) < 0) {
 		log_warn("job %lld: the upload worker could not start", p->job.job_id);
@@ -326,19 +334,20 @@ static void set_exit(struct pool_job *j, const char *kind, int code, int sig, co
 
 /* ---- requests ---- */
 
-static int64_t oom_kills(struct pool *p)
+static int64_t oom_kills(struct pool_box *p)
 {
 	struct sandbox_usage u;
 	return sandbox_usage(&p->h, &u) == 0 && u.oom_kills > 0 ? u.oom_kills : 0;
 }
 
-json_t *jobrun_run(struct pools *ps, struct pool *p, long long id, json_t *msg)
+json_t *jobrun_run(struct pools *ps, struct pool_box *p, long long id, json_t *msg)
 {
 	const struct labd_config *cfg = pools_cfg(ps);
 	struct pool_job *j = &p->job;
-	struct job_ctx c = {pools_state_dir(ps), p};
+	struct job_ctx c = {pools_state_dir(ps), p, false};
 	char err[200];
 	uint64_t cap;
+	int rc;
 
 	jobrun_clear(p);
 	if (jobspec_parse(proto_str(msg, "spec"), &j->spec, err, sizeof(err)) < 0) {
@@ -346,6 +355,10 @@ json_t *jobrun_run(struct pools *ps, struct pool *p, long long id, json_t *msg)
 		return proto_error(id, "bad_spec", err);
 	}
 	j->job_id = proto_int(msg, "job_id");
+	if (!(j->spec_text = strdup(proto_str(msg, "spec")))) {
+		jobrun_clear(p);
+		return proto_error(id, "busy", "out of memory");
+	}
 	j->grace_s = j->spec.grace_s >= 0 ? j->spec.grace_s : cfg->jobs_grace_s;
 	cap = j->spec.log_max_bytes > 0 && (uint64_t)j->spec.log_max_bytes < cfg->jobs_log_max_bytes
 		      ? (uint64_t)j->spec.log_max_bytes
@@ -353,6 +366,13 @@ json_t *jobrun_run(struct pools *ps, struct pool *p, long long id, json_t *msg)
 	if (joblog_open(&j->log, c.state_dir, j->job_id, cap, launch_labd_gid(cfg)) < 0) {
 		jobrun_clear(p);
 		return proto_error(id, "log_failed", "the job's log file could not be opened");
+	}
+	/* the keeper writes the log: the output never waits on this process */
+	if ((rc = keeper_set_log(p->keeper_sock, j->log.fd, cap, j->log.size_bytes)) < 0) {
+		log_error("pool %lld: its keeper did not take the job's log: %s", p->pool_id,
+			  strerror(-rc));
+		jobrun_clear(p);
+		return proto_error(id, "log_failed", "the pool's keeper did not take the job's log");
 	}
 	j->oom_kills_before = oom_kills(p);
 	j->step = J_STAGING;
@@ -367,7 +387,7 @@ json_t *jobrun_run(struct pools *ps, struct pool *p, long long id, json_t *msg)
 	return proto_ok(id);
 }
 
-static void ask_stop(struct pools *ps, struct pool *p, const char *kind, int64_t grace_s)
+static void ask_stop(struct pools *ps, struct pool_box *p, const char *kind, int64_t grace_s)
 {
 	struct pool_job *j = &p->job;
 
@@ -377,10 +397,11 @@ static void ask_stop(struct pools *ps, struct pool *p, const char *kind, int64_t
 		return; /* staging: checked when it is done; uploading: over already */
 	j->step = J_STOPPING;
 	j->kill_at_ms = clock_ms() + grace_s * 1000;
+	pools_save(ps, p);
 	pools_tell_agent(ps, p, "term\n", 5);
 }
 
-json_t *jobrun_stop(struct pools *ps, struct pool *p, long long id, json_t *msg)
+json_t *jobrun_stop(struct pools *ps, struct pool_box *p, long long id, json_t *msg)
 {
 	struct pool_job *j = &p->job;
 	int64_t grace = proto_int(msg, "grace_s");
@@ -388,6 +409,7 @@ json_t *jobrun_stop(struct pools *ps, struct pool *p, long long id, json_t *msg)
 	if (j->step == J_STOPPING) { /* a second stop may only shorten the grace */
 		long long at = clock_ms() + grace * 1000;
 		j->kill_at_ms = at < j->kill_at_ms ? at : j->kill_at_ms;
+		pools_save(ps, p);
 	} else {
 		ask_stop(ps, p, "stopped", grace);
 	}
@@ -396,7 +418,7 @@ json_t *jobrun_stop(struct pools *ps, struct pool *p, long long id, json_t *msg)
 
 /* ---- events ---- */
 
-static void start_command(struct pools *ps, struct pool *p)
+static void start_command(struct pools *ps, struct pool_box *p)
 {
 	struct pool_job *j = &p->job;
 	struct jobenv env;
@@ -415,11 +437,12 @@ static void start_command(struct pools *ps, struct pool *p)
 	}
 	jobenv_free(&env);
 	j->step = J_STARTING;
+	pools_save(ps, p);
 	pools_tell_agent(ps, p, text, len);
 	free(text);
 }
 
-static void on_staged(struct pools *ps, struct pool *p)
+static void on_staged(struct pools *ps, struct pool_box *p)
 {
 	struct pool_job *j = &p->job;
 	struct stage_report r;
@@ -446,7 +469,7 @@ static void on_staged(struct pools *ps, struct pool *p)
 	start_command(ps, p);
 }
 
-static void on_uploaded(struct pools *ps, struct pool *p)
+static void on_uploaded(struct pools *ps, struct pool_box *p)
 {
 	struct pool_job *j = &p->job;
 	struct upload_report r;
@@ -457,14 +480,34 @@ static void on_uploaded(struct pools *ps, struct pool *p)
 		return;
 	if (passed >= 0)
 		close(passed);
+	close(j->worker_fd);
+	j->worker_fd = -1;
 	if (n == (ssize_t)sizeof(r))
 		j->home_full = r.home_full;
+	j->step = J_ENDED;
+	if (!pools_listening(ps)) { /* said once a web process listens (jobrun_say_held) */
+		pools_save(ps, p);
+		return;
+	}
+	jobrun_say_held(ps, p);
+}
+
+void jobrun_say_held(struct pools *ps, struct pool_box *p)
+{
+	int rc;
+
+	if (p->job.step != J_ENDED)
+		return;
 	emit_exited(ps, p);
 	jobrun_clear(p);
+	/* output between jobs is nobody's */
+	if ((rc = keeper_set_log(p->keeper_sock, -1, 0, 0)) < 0)
+		log_warn("pool %lld: its keeper did not let go of the job's log: %s", p->pool_id,
+			 strerror(-rc));
 	pools_save(ps, p); /* idle again */
 }
 
-void jobrun_on_worker(struct pools *ps, struct pool *p)
+void jobrun_on_worker(struct pools *ps, struct pool_box *p)
 {
 	if (p->job.step == J_STAGING)
 		on_staged(ps, p);
@@ -473,7 +516,7 @@ void jobrun_on_worker(struct pools *ps, struct pool *p)
 }
 
 /* How the command ended, from its wait status and the memory cgroup. */
-static void classify(struct pool *p, int status)
+static void classify(struct pool_box *p, int status)
 {
 	struct pool_job *j = &p->job;
 	char why[64];
@@ -501,7 +544,18 @@ static void classify(struct pool *p, int status)
 	}
 }
 
-void jobrun_on_agent(struct pools *ps, struct pool *p, const struct agent_status *st)
+/* The agent said the command ended: its whole output is in the log once the
+ * keeper has drained the pipe (before the upload copies the log). */
+static void sync_log(struct pool_box *p)
+{
+	int rc = keeper_sync(p->keeper_sock, NULL);
+
+	if (rc < 0)
+		log_warn("job %lld: its pool's keeper did not sync the log: %s", p->job.job_id,
+			 strerror(-rc));
+}
+
+void jobrun_on_agent(struct pools *ps, struct pool_box *p, const struct agent_status *st)
 {
 	struct pool_job *j = &p->job;
 
@@ -509,6 +563,7 @@ void jobrun_on_agent(struct pools *ps, struct pool *p, const struct agent_status
 		j->step = J_TRAINING;
 		j->runtime_end_ms = clock_ms() + j->spec.max_runtime_s * 1000;
 		j->sample_at_ms = clock_ms();
+		pools_save(ps, p);
 		emit_phase(ps, p, "training");
 		return;
 	}
@@ -518,7 +573,9 @@ void jobrun_on_agent(struct pools *ps, struct pool *p, const struct agent_status
 		char why[200];
 		/* as a shell says a command it cannot run: the user's failure, 127 */
 		snprintf(why, sizeof(why), "the command could not start: %.150s", st->failure);
+		utf8_clean(why);
 		set_exit(j, "exited", 127, 0, why);
+		sync_log(p);
 		begin_upload(ps, p);
 		return;
 	}
@@ -526,6 +583,8 @@ void jobrun_on_agent(struct pools *ps, struct pool *p, const struct agent_status
 	    (j->step == J_STARTING || j->step == J_TRAINING || j->step == J_STOPPING)) {
 		classify(p, st->status);
 		memcpy(j->failure, st->failure, st->failure_len + 1);
+		utf8_clean(j->failure);
+		sync_log(p);
 		begin_upload(ps, p);
 		return;
 	}
@@ -534,19 +593,17 @@ void jobrun_on_agent(struct pools *ps, struct pool *p, const struct agent_status
 	pools_kill(ps, p, "gone", "the pool's agent broke its protocol");
 }
 
-void jobrun_on_output(struct pool *p, const char *buf, size_t n)
-{
-	if (p->job.step != J_NONE)
-		joblog_append(&p->job.log, buf, n);
-}
-
-static void sample(struct pools *ps, struct pool *p)
+static void sample(struct pools *ps, struct pool_box *p)
 {
 	struct sandbox_usage u;
+	struct stat st;
 	json_t *e;
 
 	if (sandbox_usage(&p->h, &u) < 0)
 		return;
+	/* the keeper appends to the log: its size is the file's */
+	if (p->job.log.fd >= 0 && fstat(p->job.log.fd, &st) == 0)
+		p->job.log.size_bytes = (uint64_t)st.st_size;
 	e = pools_event("job_sample", p);
 	json_object_set_new(e, "job_id", json_integer(p->job.job_id));
 	json_object_set_new(e, "at_ms", json_integer(wall_ms()));
@@ -559,7 +616,7 @@ static void sample(struct pools *ps, struct pool *p)
 	pools_emit(ps, e);
 }
 
-long long jobrun_tick(struct pools *ps, struct pool *p, long long now)
+long long jobrun_tick(struct pools *ps, struct pool_box *p, long long now)
 {
 	struct pool_job *j = &p->job;
 	long long next = -1;
@@ -589,13 +646,13 @@ long long jobrun_tick(struct pools *ps, struct pool *p, long long now)
 	return next;
 }
 
-void jobrun_pool_died(struct pools *ps, struct pool *p, const struct sandbox_result *res)
+void jobrun_pool_died(struct pools *ps, struct pool_box *p, const struct sandbox_result *res)
 {
 	struct pool_job *j = &p->job;
 
 	if (j->step == J_NONE)
 		return;
-	if (j->step == J_UPLOADING) {
+	if (j->step == J_UPLOADING || j->step == J_ENDED) {
 		/* its end is known; the home copy of the log may be missing */
 		emit_exited(ps, p);
 	} else if (j->stop_kind || p->cause[0]) {
@@ -609,4 +666,99 @@ void jobrun_pool_died(struct pools *ps, struct pool *p, const struct sandbox_res
 		log_warn("job %lld was lost with pool %lld of %s", j->job_id, p->pool_id, p->user);
 	}
 	jobrun_clear(p);
+}
+
+/* ---- across a supervisor restart ---- */
+
+static int64_t epoch_of(long long mono_ms)
+{
+	return mono_ms ? wall_ms() + (mono_ms - clock_ms()) : 0;
+}
+
+static long long mono_of(int64_t epoch_ms)
+{
+	return epoch_ms ? clock_ms() + (epoch_ms - wall_ms()) : 0;
+}
+
+json_t *jobrun_record(struct pool_box *p)
+{
+	struct pool_job *j = &p->job;
+	json_t *r = json_pack("{s:I,s:i,s:s,s:I,s:I,s:I,s:I,s:s,s:I}", "id", (json_int_t)j->job_id,
+			      "step", (int)j->step, "spec", j->spec_text ? j->spec_text : "",
+			      "log_max_bytes", (json_int_t)j->log.max_bytes, "runtime_end_at_ms",
+			      (json_int_t)epoch_of(j->runtime_end_ms), "kill_at_ms",
+			      (json_int_t)epoch_of(j->kill_at_ms), "oom_kills_before",
+			      (json_int_t)j->oom_kills_before, "stop_kind",
+			      j->stop_kind ? j->stop_kind : "", "grace_s", (json_int_t)j->grace_s);
+
+	if (r && j->step >= J_UPLOADING) /* utf8_clean'd when set */
+		json_object_set_new(r, "exit",
+				    json_pack("{s:s,s:i,s:i,s:I,s:s,s:s,s:b}", "kind", j->kind, "code",
+					      j->code, "signal", j->signal, "at_ms",
+					      (json_int_t)j->exit_at_ms, "reason", j->reason,
+					      "failure", j->failure, "home_full", j->home_full));
+	return r;
+}
+
+static const char *str_of(json_t *o, const char *name)
+{
+	const char *s = json_string_value(json_object_get(o, name));
+	return s ? s : "";
+}
+
+static void restore_exit(struct pool_job *j, json_t *x)
+{
+	snprintf(j->kind, sizeof(j->kind), "%s", str_of(x, "kind"));
+	j->code = (int)json_integer_value(json_object_get(x, "code"));
+	j->signal = (int)json_integer_value(json_object_get(x, "signal"));
+	j->exit_at_ms = json_integer_value(json_object_get(x, "at_ms"));
+	snprintf(j->reason, sizeof(j->reason), "%s", str_of(x, "reason"));
+	snprintf(j->failure, sizeof(j->failure), "%s", str_of(x, "failure"));
+	j->home_full = json_is_true(json_object_get(x, "home_full"));
+}
+
+int jobrun_restore(struct pools *ps, struct pool_box *p, json_t *rec)
+{
+	struct pool_job *j = &p->job;
+	struct job_ctx c = {pools_state_dir(ps), p, true};
+	const char *stop = str_of(rec, "stop_kind");
+	json_int_t step = json_integer_value(json_object_get(rec, "step"));
+	char err[200];
+
+	jobrun_clear(p);
+	j->job_id = json_integer_value(json_object_get(rec, "id"));
+	if (step <= J_NONE || step > J_ENDED || j->job_id <= 0 ||
+	    !(j->spec_text = strdup(str_of(rec, "spec"))) ||
+	    jobspec_parse(j->spec_text, &j->spec, err, sizeof(err)) < 0) {
+		log_error("pool %lld: its record's job cannot be taken over", p->pool_id);
+		jobrun_clear(p);
+		return -EINVAL;
+	}
+	j->step = (enum job_step)step;
+	/* for the log's size only: the keeper kept writing it */
+	if (joblog_open(&j->log, c.state_dir, j->job_id,
+			(uint64_t)json_integer_value(json_object_get(rec, "log_max_bytes")),
+			launch_labd_gid(pools_cfg(ps))) < 0)
+		log_warn("job %lld: its log cannot be opened for its size", j->job_id);
+	j->runtime_end_ms = mono_of(json_integer_value(json_object_get(rec, "runtime_end_at_ms")));
+	j->kill_at_ms = mono_of(json_integer_value(json_object_get(rec, "kill_at_ms")));
+	j->sample_at_ms = clock_ms();
+	j->oom_kills_before = json_integer_value(json_object_get(rec, "oom_kills_before"));
+	j->stop_kind = strcmp(stop, "max_runtime") == 0 ? "max_runtime"
+		       : strcmp(stop, "stopped") == 0   ? "stopped"
+							: NULL;
+	j->grace_s = json_integer_value(json_object_get(rec, "grace_s"));
+	if (j->step >= J_UPLOADING)
+		restore_exit(j, json_object_get(rec, "exit"));
+	if (j->step == J_STAGING) {
+		/* its worker died with the previous supervisor: staged again from scratch */
+		j->downloading_unsaid = true;
+		if (worker_spawn(stage_worker, &c, &j->worker, &j->worker_fd) < 0)
+			return -EAGAIN;
+	} else if (j->step == J_UPLOADING) {
+		begin_upload(ps, p); /* sync, copy, eject: each safe to do twice */
+	}
+	log_info("job %lld in pool %lld of %s taken over (step %d)", j->job_id, p->pool_id,
+		 p->user, (int)j->step);
+	return 0;
 }

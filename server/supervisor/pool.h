@@ -1,5 +1,6 @@
-/* pool.h - one job pool as the supervisor holds it, shared by pools.c (the
- * sandbox's lifecycle) and jobrun.c (the job in it). Internal to supervisor/. */
+/* pool.h - one job pool as the supervisor holds it (a "pool box", beside the
+ * store's pool row), shared by pools.c (the sandbox's lifecycle) and jobrun.c
+ * (the job in it). Internal to supervisor/. */
 #ifndef LABD_POOL_H
 #define LABD_POOL_H
 
@@ -19,7 +20,7 @@
 struct labd_config;
 struct pools;
 
-enum pool_state { P_STARTING, P_RUNNING, P_ENDING, P_ENDED };
+enum pool_box_state { P_STARTING, P_RUNNING, P_ENDING, P_ENDED };
 
 /* Where the job in a pool is. */
 enum job_step {
@@ -29,6 +30,7 @@ enum job_step {
 	J_TRAINING,  /* the command runs */
 	J_STOPPING,  /* term was sent; SIGKILL of the pool at kill_at_ms */
 	J_UPLOADING, /* it ended; a worker syncs the home, copies the log, ejects */
+	J_ENDED,     /* uploaded; its job_exited waits for a web process to listen */
 };
 
 #define POOL_MOUNTS_MAX (JOBSPEC_CHANNELS_MAX + 3)
@@ -37,7 +39,8 @@ struct pool_job {
 	long long job_id;
 	enum job_step step;
 	struct jobspec spec;
-	struct joblog log;
+	char *spec_text; /* as job_run sent it: the record carries it to a new supervisor */
+	struct joblog log; /* the keeper writes it; this fd tells its size */
 	pid_t worker;
 	int worker_fd;
 	long long runtime_end_ms, kill_at_ms, sample_at_ms;
@@ -54,7 +57,7 @@ struct pool_job {
 	bool home_full;
 };
 
-struct pool {
+struct pool_box {
 	bool used;
 	char user[LAUNCH_NAME_MAX + 1];
 	uint32_t user_id;
@@ -68,10 +71,11 @@ struct pool {
 	int pidfd;
 	pid_t worker; /* starting or tearing down */
 	int worker_fd;
-	struct pool_pipes io;
+	struct pool_pipes io; /* out_fd is the keeper's once it runs */
+	char keeper_sock[LAUNCH_PATH_MAX];
 	char status_buf[AGENTIO_LINE_MAX + AGENTIO_FAILURE_MAX + 64];
 	size_t status_len;
-	enum pool_state state;
+	enum pool_box_state state;
 	bool ready;        /* the agent said ready */
 	bool stop_pending; /* asked to stop while still starting */
 	bool failed;
@@ -86,29 +90,37 @@ const struct labd_config *pools_cfg(const struct pools *ps);
 const char *pools_state_dir(const struct pools *ps);
 void pools_emit(struct pools *ps, json_t *event);
 /* A new event of type for p ({user, pool_id}); the caller adds the rest. */
-json_t *pools_event(const char *type, const struct pool *p);
+json_t *pools_event(const char *type, const struct pool_box *p);
 /* Kills the pool's sandbox at once (cause, reason) and tears it down. */
-void pools_kill(struct pools *ps, struct pool *p, const char *cause, const char *reason);
+void pools_kill(struct pools *ps, struct pool_box *p, const char *cause, const char *reason);
 /* Records the pool (and the job it runs) for a restarted supervisor. */
-void pools_save(const struct pools *ps, const struct pool *p);
+void pools_save(const struct pools *ps, const struct pool_box *p);
+/* Whether a web process listens (said hello): a job's end is said only then. */
+bool pools_listening(const struct pools *ps);
 /* Writes a command to the agent; 0, or -errno (the pool is then killed). */
-int pools_tell_agent(struct pools *ps, struct pool *p, const char *text, size_t len);
+int pools_tell_agent(struct pools *ps, struct pool_box *p, const char *text, size_t len);
 
 /* jobrun.c, for pools.c */
-json_t *jobrun_run(struct pools *ps, struct pool *p, long long id, json_t *msg);
-json_t *jobrun_stop(struct pools *ps, struct pool *p, long long id, json_t *msg);
+json_t *jobrun_run(struct pools *ps, struct pool_box *p, long long id, json_t *msg);
+json_t *jobrun_stop(struct pools *ps, struct pool_box *p, long long id, json_t *msg);
 /* The agent said started or exited. */
-void jobrun_on_agent(struct pools *ps, struct pool *p, const struct agent_status *st);
+void jobrun_on_agent(struct pools *ps, struct pool_box *p, const struct agent_status *st);
 /* A job worker (staging or uploading) reported. */
-void jobrun_on_worker(struct pools *ps, struct pool *p);
-/* The job's output arrived from the agent's stderr. */
-void jobrun_on_output(struct pool *p, const char *buf, size_t n);
+void jobrun_on_worker(struct pools *ps, struct pool_box *p);
+/* The job in p for its record (a restarted supervisor takes it over), and
+ * back: timers are kept as wall-clock epoch ms, since monotonic clocks do not
+ * survive a restart. jobrun_restore redoes a staging or an upload whose worker
+ * died with the previous supervisor; 0, or -EINVAL (the pool is then ended). */
+json_t *jobrun_record(struct pool_box *p);
+int jobrun_restore(struct pools *ps, struct pool_box *p, json_t *rec);
+/* Says a job's end held while no web process listened (J_ENDED). */
+void jobrun_say_held(struct pools *ps, struct pool_box *p);
 /* Timers: max runtime, grace, samples; returns when next due (-1 none). */
-long long jobrun_tick(struct pools *ps, struct pool *p, long long now_ms);
+long long jobrun_tick(struct pools *ps, struct pool_box *p, long long now_ms);
 /* The pool died with the job in it: says job_exited when its end is known
  * (a stop, an OOM); else the job is lost with the pool. res may be NULL. */
-void jobrun_pool_died(struct pools *ps, struct pool *p, const struct sandbox_result *res);
+void jobrun_pool_died(struct pools *ps, struct pool_box *p, const struct sandbox_result *res);
 /* Forgets the job (files closed, spec freed). */
-void jobrun_clear(struct pool *p);
+void jobrun_clear(struct pool_box *p);
 
 #endif

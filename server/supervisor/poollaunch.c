@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -17,7 +18,7 @@
 
 #define POOL_CMD_PIPE_BYTES (1 << 20)
 
-struct pool_job {
+struct pool_build {
 	const struct labd_config *cfg;
 	const char *state_dir;
 	const struct launch_request *rq;
@@ -29,6 +30,34 @@ struct pool_job {
 void poollaunch_dir(const char *state_dir, long long pool_id, char *out, size_t len)
 {
 	snprintf(out, len, "%s/pools/%lld", state_dir, pool_id);
+}
+
+void poollaunch_record_path(const char *state_dir, long long pool_id, char *out, size_t len)
+{
+	snprintf(out, len, "%s/pools/%lld/record.json", state_dir, pool_id);
+}
+
+/* In the worker, once the sandbox runs: a record saying the pool is to be ended,
+ * which the supervisor replaces when it takes the report. A supervisor that dies
+ * before (the worker dies with it) leaves this, so the next one tears the
+ * sandbox down instead of leaking it. */
+static void record_started(const struct pool_build *j, const char *sandbox_id)
+{
+	char path[LAUNCH_PATH_MAX], tmp[LAUNCH_PATH_MAX + 8];
+	json_t *gpus = json_array();
+
+	for (unsigned i = 0; i < j->rq->n_gpus; i++)
+		json_array_append_new(gpus, json_integer(j->rq->gpus[i]));
+	json_t *r = json_pack("{s:s,s:I,s:I,s:s,s:o,s:{s:s,s:s,s:b}}", "user", j->rq->user,
+			      "user_id", (json_int_t)j->rq->user_id, "pool_id",
+			      (json_int_t)j->pool_id, "id", sandbox_id, "gpus", gpus, "ending",
+			      "cause", "gone", "reason",
+			      "the supervisor restarted while the pool started", "failed", 1);
+	poollaunch_record_path(j->state_dir, j->pool_id, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (!r || json_dump_file(r, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0)
+		log_warn("could not save %s", path);
+	json_decref(r);
 }
 
 void poollaunch_ml_dir(const char *state_dir, long long pool_id, char *out, size_t len)
@@ -106,7 +135,7 @@ void poollaunch_remove(const char *state_dir, long long pool_id)
 
 static int start_worker(void *arg, int fd)
 {
-	const struct pool_job *j = arg;
+	const struct pool_build *j = arg;
 	struct launch_report rep = {0};
 	char home[LAUNCH_PATH_MAX], hidden[CONFIG_PATH_MAX], libexec[LAUNCH_PATH_MAX];
 	char ml[LAUNCH_PATH_MAX];
@@ -138,6 +167,7 @@ static int start_worker(void *arg, int fd)
 			 err.message[0] ? err.message : "the sandbox could not be built");
 		return worker_send(fd, &rep, sizeof(rep), -1) < 0 ? 2 : 1;
 	}
+	record_started(j, rep.h.id);
 	rep.ok = 1;
 	return worker_send(fd, &rep, sizeof(rep), rep.h.status_fd) < 0 ? 2 : 0;
 }
@@ -153,7 +183,7 @@ int poollaunch_spawn(const struct labd_config *cfg, const char *state_dir,
 		     const struct launch_request *rq, long long pool_id, pid_t *pid, int *fd,
 		     struct pool_pipes *pipes)
 {
-	struct pool_job j = {cfg, state_dir, rq, pool_id, {-1, -1, -1}, {-1, -1, -1}};
+	struct pool_build j = {cfg, state_dir, rq, pool_id, {-1, -1, -1}, {-1, -1, -1}};
 	int p[2], rc = 0;
 
 	/* stdin: the child reads p[0]; stdout/stderr: the child writes p[1] */

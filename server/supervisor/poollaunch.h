@@ -3,10 +3,11 @@
  * command, and its layout dir /opt/ml (docs/jobs.md).
  *
  * The agent (labd-jobagent, bound read-only from the libexec dir beside the
- * labd binary at /opt/labd/libexec) talks over three pipes the supervisor
- * keeps: its stdin (commands), its stdout (status lines) and its stderr (the
- * job's output, for the job's log). No host file is ever handed to the
- * sandbox. */
+ * labd binary at /opt/labd/libexec) talks over three pipes: its stdin
+ * (commands) and its stdout (status lines), which the supervisor uses and the
+ * pool's keeper holds across a supervisor restart, and its stderr (the job's
+ * output), which the keeper drains into the job's log. No host file is ever
+ * handed to the sandbox. */
 #ifndef LABD_POOLLAUNCH_H
 #define LABD_POOLLAUNCH_H
 
@@ -22,12 +23,14 @@
 struct pool_pipes {
 	int cmd_fd;    /* write: the agent's stdin */
 	int status_fd; /* read: the agent's stdout */
-	int out_fd;    /* read: the agent's stderr (the job's output) */
+	int out_fd;    /* read: the agent's stderr (the job's output), for the keeper */
 };
 
 /* <state>/pools/<pool_id> and its ml dir (bound at /opt/ml, read-only). */
 void poollaunch_dir(const char *state_dir, long long pool_id, char *out, size_t len);
 void poollaunch_ml_dir(const char *state_dir, long long pool_id, char *out, size_t len);
+/* <state>/pools/<pool_id>/record.json: what a restarted supervisor takes over. */
+void poollaunch_record_path(const char *state_dir, long long pool_id, char *out, size_t len);
 /* The host dir holding labd-jobagent: libexec/ beside the running labd binary. */
 int poollaunch_libexec_dir(char *out, size_t len);
 /* Makes the root-owned skeleton of the ml dir (0755 dirs input/config,

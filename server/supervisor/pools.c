@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "labd/clock.h"
 #include "labd/log.h"
 #include "supervisor/caps.h"
+#include "supervisor/keeper.h"
 #include "supervisor/pool.h"
 #include "supervisor/startcheck.h"
 #include "supervisor/uidmap.h"
@@ -31,8 +33,16 @@ struct pools {
 	char state_dir[CONFIG_PATH_MAX];
 	struct sandboxes *sb;
 	struct sandboxes_events ev;
-	struct pool slot[MAX_POOLS];
+	/* a web process said hello: agents are read and jobs' ends said only
+	 * then, so no outcome goes out to nobody (pools_set_listening) */
+	bool listening, say_held;
+	struct pool_box slot[MAX_POOLS];
 };
+
+bool pools_listening(const struct pools *ps)
+{
+	return ps->listening;
+}
 
 const struct labd_config *pools_cfg(const struct pools *ps)
 {
@@ -51,7 +61,7 @@ void pools_emit(struct pools *ps, json_t *e)
 	json_decref(e);
 }
 
-json_t *pools_event(const char *type, const struct pool *p)
+json_t *pools_event(const char *type, const struct pool_box *p)
 {
 	json_t *e = proto_msg(type, -1);
 	json_object_set_new(e, "user", json_string(p->user));
@@ -59,17 +69,17 @@ json_t *pools_event(const char *type, const struct pool *p)
 	return e;
 }
 
-static struct pool *find(struct pools *ps, const char *user, long long pool_id)
+static struct pool_box *find(struct pools *ps, const char *user, long long pool_id)
 {
 	for (int i = 0; i < MAX_POOLS; i++) {
-		struct pool *p = &ps->slot[i];
+		struct pool_box *p = &ps->slot[i];
 		if (p->used && p->pool_id == pool_id && strcmp(p->user, user) == 0)
 			return p;
 	}
 	return NULL;
 }
 
-static struct pool *free_slot(struct pools *ps)
+static struct pool_box *free_slot(struct pools *ps)
 {
 	for (int i = 0; i < MAX_POOLS; i++)
 		if (!ps->slot[i].used)
@@ -83,22 +93,37 @@ static struct pool *free_slot(struct pools *ps)
 
 static void record_path(const struct pools *ps, long long pool_id, char *out, size_t len)
 {
-	snprintf(out, len, "%s/pools/%lld/record.json", ps->state_dir, pool_id);
+	poollaunch_record_path(ps->state_dir, pool_id, out, len);
 }
 
-/* What a restarted supervisor needs to end the pool and free its GPUs. */
-void pools_save(const struct pools *ps, const struct pool *p)
+/* What a restarted supervisor needs to take the pool over (or end it and
+ * free its GPUs): the sandbox, its sizes, whether it is ending, its job. */
+static json_t *record_json(const struct pool_box *p)
 {
-	char path[LAUNCH_PATH_MAX], tmp[LAUNCH_PATH_MAX + 8];
 	json_t *gpus = json_array();
-	json_t *j = json_pack("{s:s,s:I,s:I,s:s,s:I,s:I}", "user", p->user, "user_id",
+	json_t *j = json_pack("{s:s,s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:b}", "user", p->user, "user_id",
 			      (json_int_t)p->user_id, "pool_id", (json_int_t)p->pool_id, "id",
 			      p->h.id, "uid", (json_int_t)p->host_uid, "job_id",
-			      (json_int_t)p->job.job_id);
+			      (json_int_t)p->job.job_id, "deadline", (json_int_t)p->deadline_s,
+			      "cpus_milli", (json_int_t)p->cpus_milli, "ready", p->ready);
 
 	for (unsigned i = 0; i < p->n_gpus; i++)
 		json_array_append_new(gpus, json_integer(p->gpus[i]));
 	json_object_set_new(j, "gpus", gpus);
+	if (p->cause[0]) /* killed: a new supervisor finishes the end */
+		json_object_set_new(j, "ending",
+				    json_pack("{s:s,s:s,s:b}", "cause", p->cause, "reason",
+					      p->reason, "failed", p->failed));
+	if (p->job.step != J_NONE)
+		json_object_set_new(j, "job", jobrun_record((struct pool_box *)p));
+	return j;
+}
+
+void pools_save(const struct pools *ps, const struct pool_box *p)
+{
+	char path[LAUNCH_PATH_MAX], tmp[LAUNCH_PATH_MAX + 8];
+	json_t *j = record_json(p);
+
 	record_path(ps, p->pool_id, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	if (json_dump_file(j, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0)
@@ -118,7 +143,7 @@ static size_t utf8_cut(const char *s, size_t max)
 	return n;
 }
 
-static void set_end(struct pool *p, const char *cause, bool failed, const char *reason)
+static void set_end(struct pool_box *p, const char *cause, bool failed, const char *reason)
 {
 	if (p->cause[0])
 		return; /* the first cause stays: a kill after a stop is still the stop */
@@ -135,18 +160,23 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-static void close_io(struct pool *p)
+static void close_io(struct pool_box *p)
 {
 	close_fd(&p->io.cmd_fd);
 	close_fd(&p->io.status_fd);
 	close_fd(&p->io.out_fd);
 }
 
-static void mark_ended(struct pools *ps, struct pool *p)
+static void mark_ended(struct pools *ps, struct pool_box *p)
 {
 	char path[LAUNCH_PATH_MAX];
 	json_t *e;
 
+	/* its sandbox is torn down: a keeper a leaked writer kept alive goes too */
+	if (p->keeper_sock[0]) {
+		keeper_stop(p->keeper_sock);
+		unlink(p->keeper_sock);
+	}
 	close_fd(&p->worker_fd);
 	p->worker = 0;
 	close_io(p);
@@ -167,7 +197,7 @@ static void mark_ended(struct pools *ps, struct pool *p)
 }
 
 /* The sandbox's init is gone (or killed): the job's end, then the teardown. */
-static void begin_teardown(struct pools *ps, struct pool *p, const struct sandbox_result *res)
+static void begin_teardown(struct pools *ps, struct pool_box *p, const struct sandbox_result *res)
 {
 	jobrun_pool_died(ps, p, res);
 	if (res && res->kind == SANDBOX_OOM)
@@ -182,7 +212,7 @@ static void begin_teardown(struct pools *ps, struct pool *p, const struct sandbo
 	}
 }
 
-void pools_kill(struct pools *ps, struct pool *p, const char *cause, const char *reason)
+void pools_kill(struct pools *ps, struct pool_box *p, const char *cause, const char *reason)
 {
 	if (p->state == P_STARTING) {
 		p->stop_pending = true;
@@ -191,15 +221,15 @@ void pools_kill(struct pools *ps, struct pool *p, const char *cause, const char 
 	}
 	if (p->state != P_RUNNING)
 		return;
-	(void)ps;
 	set_end(p, cause, strcmp(cause, "requested") != 0, reason);
 	log_info("killing pool %lld of %s: %s", p->pool_id, p->user, reason);
+	pools_save(ps, p); /* a new supervisor finishes this end */
 	sandbox_kill(&p->h, SIGKILL);
 	p->kill_again_ms = clock_ms() + KILL_AGAIN_MS;
 	/* the pidfd reports the end: begin_teardown from there */
 }
 
-int pools_tell_agent(struct pools *ps, struct pool *p, const char *text, size_t len)
+int pools_tell_agent(struct pools *ps, struct pool_box *p, const char *text, size_t len)
 {
 	ssize_t n;
 
@@ -218,7 +248,7 @@ int pools_tell_agent(struct pools *ps, struct pool *p, const char *text, size_t 
 bool pools_gpu_held(const struct pools *ps, unsigned gpu)
 {
 	for (int i = 0; i < MAX_POOLS; i++) {
-		const struct pool *p = &ps->slot[i];
+		const struct pool_box *p = &ps->slot[i];
 		if (!p->used || p->state == P_ENDED)
 			continue;
 		for (unsigned k = 0; k < p->n_gpus; k++)
@@ -241,7 +271,7 @@ static int user_pools(const struct pools *ps, const char *user)
 static const char *check_start(struct pools *ps, json_t *msg, const char **code)
 {
 	json_t *gpus = json_object_get(msg, "gpus"), *g;
-	struct pool *p = find(ps, proto_str(msg, "user"), proto_int(msg, "pool_id"));
+	struct pool_box *p = find(ps, proto_str(msg, "user"), proto_int(msg, "pool_id"));
 	size_t i;
 
 	*code = "bad_request";
@@ -296,7 +326,7 @@ json_t *pools_start(struct pools *ps, long long id, json_t *msg)
 	const char *user = proto_str(msg, "user"), *code, *why = check_start(ps, msg, &code);
 	struct launch_request rq;
 	char reason[200], hash[IMAGE_HASH_MAX];
-	struct pool *p;
+	struct pool_box *p;
 	uid_t uid;
 	int rc;
 
@@ -341,7 +371,7 @@ json_t *pools_start(struct pools *ps, long long id, json_t *msg)
 
 json_t *pools_stop(struct pools *ps, long long id, json_t *msg)
 {
-	struct pool *p = find(ps, proto_str(msg, "user"), proto_int(msg, "pool_id"));
+	struct pool_box *p = find(ps, proto_str(msg, "user"), proto_int(msg, "pool_id"));
 	const char *reason = proto_str(msg, "reason");
 
 	if (!p || p->state == P_ENDED || p->state == P_ENDING)
@@ -352,7 +382,7 @@ json_t *pools_stop(struct pools *ps, long long id, json_t *msg)
 
 json_t *pools_job_run(struct pools *ps, long long id, json_t *msg)
 {
-	struct pool *p = find(ps, proto_str(msg, "user"), proto_int(msg, "pool_id"));
+	struct pool_box *p = find(ps, proto_str(msg, "user"), proto_int(msg, "pool_id"));
 
 	if (!p || p->state == P_ENDED || p->state == P_ENDING)
 		return proto_error(id, "not_found", "no such pool");
@@ -365,7 +395,7 @@ json_t *pools_job_run(struct pools *ps, long long id, json_t *msg)
 
 json_t *pools_job_stop(struct pools *ps, long long id, json_t *msg)
 {
-	struct pool *p = find(ps, proto_str(msg, "user"), proto_int(msg, "pool_id"));
+	struct pool_box *p = find(ps, proto_str(msg, "user"), proto_int(msg, "pool_id"));
 
 	if (!p || p->state != P_RUNNING || p->job.step == J_NONE ||
 	    p->job.job_id != proto_int(msg, "job_id"))
@@ -376,7 +406,7 @@ json_t *pools_job_stop(struct pools *ps, long long id, json_t *msg)
 void pools_list(struct pools *ps, json_t *list)
 {
 	for (int i = 0; i < MAX_POOLS; i++) {
-		struct pool *p = &ps->slot[i];
+		struct pool_box *p = &ps->slot[i];
 		if (!p->used)
 			continue;
 		json_array_append_new(
@@ -404,9 +434,27 @@ int pools_live(const struct pools *ps)
 	return n;
 }
 
-static void say_ready(struct pools *ps, struct pool *p);
+static void say_ready(struct pools *ps, struct pool_box *p);
 
-static void on_started(struct pools *ps, struct pool *p)
+/* The keeper drains the agent's stderr (the job's output) into the current
+ * job's log and holds the agent's stdin and stdout, so the pool outlives this
+ * process (docs/jobs.md "Restarts"). */
+static int start_keeper(struct pools *ps, struct pool_box *p)
+{
+	struct keeper_spec ks = {.sock_path = p->keeper_sock,
+				 .cgroup_of = p->h.pid,
+				 .drain_fd = p->io.out_fd,
+				 .log_gid = launch_labd_gid(ps->cfg),
+				 .held_fds = {p->io.cmd_fd, p->io.status_fd},
+				 .n_held = 2};
+	pid_t pid;
+	int rc = keeper_start(&ks, &pid);
+
+	close_fd(&p->io.out_fd); /* the keeper's now; this process never reads it */
+	return rc;
+}
+
+static void on_started(struct pools *ps, struct pool_box *p)
 {
 	char err[200];
 	int rc = launch_result(p->worker_fd, &p->h, err, sizeof(err));
@@ -422,6 +470,13 @@ static void on_started(struct pools *ps, struct pool *p)
 	}
 	p->state = P_RUNNING;
 	p->pidfd = (int)syscall(SYS_pidfd_open, p->h.pid, 0);
+	keeper_sock_path(ps->state_dir, p->h.id, p->keeper_sock, sizeof(p->keeper_sock));
+	if ((rc = start_keeper(ps, p)) < 0) {
+		log_error("pool %lld of %s: its keeper could not start: %s", p->pool_id, p->user,
+			  strerror(-rc));
+		set_end(p, "start_failed", true, "the pool's keeper could not start");
+		p->stop_pending = true;
+	}
 	pools_save(ps, p);
 	log_info("pool %lld of %s started: sandbox %s", p->pool_id, p->user, p->h.id);
 	if (p->ready && !p->stop_pending)
@@ -436,14 +491,14 @@ static void on_started(struct pools *ps, struct pool *p)
 	}
 }
 
-static void say_ready(struct pools *ps, struct pool *p)
+static void say_ready(struct pools *ps, struct pool_box *p)
 {
 	log_info("pool %lld of %s is ready", p->pool_id, p->user);
 	pools_emit(ps, pools_event("pool_ready", p));
 }
 
 /* Status lines from the agent: ready once, then started/exited per job. */
-static void on_status(struct pools *ps, struct pool *p)
+static void on_status(struct pools *ps, struct pool_box *p)
 {
 	ssize_t n = read(p->io.status_fd, p->status_buf + p->status_len,
 			 sizeof(p->status_buf) - p->status_len);
@@ -479,24 +534,14 @@ static void on_status(struct pools *ps, struct pool *p)
 	}
 }
 
-static void on_output(struct pool *p)
-{
-	char buf[65536];
-	ssize_t n = read(p->io.out_fd, buf, sizeof(buf));
-
-	if (n > 0)
-		jobrun_on_output(p, buf, (size_t)n);
-	else if (n == 0 || (errno != EAGAIN && errno != EINTR))
-		close_fd(&p->io.out_fd);
-}
-
 int pools_pollfds(struct pools *ps, struct pollfd *fds, int max)
 {
 	int n = 0;
 
 	for (int i = 0; i < MAX_POOLS; i++) {
-		struct pool *p = &ps->slot[i];
-		const int want[] = {p->worker_fd, p->pidfd, p->io.status_fd, p->io.out_fd,
+		struct pool_box *p = &ps->slot[i];
+		/* the agent's lines wait in its pipe while no web process listens */
+		const int want[] = {p->worker_fd, p->pidfd, ps->listening ? p->io.status_fd : -1,
 				    p->job.worker_fd};
 		if (!p->used || p->state == P_ENDED)
 			continue;
@@ -507,19 +552,20 @@ int pools_pollfds(struct pools *ps, struct pollfd *fds, int max)
 	return n;
 }
 
-static void on_pidfd(struct pools *ps, struct pool *p)
+static void on_pidfd(struct pools *ps, struct pool_box *p)
 {
 	struct sandbox_result res;
 
-	/* drain the job's last words before the pipes close */
-	if (p->io.out_fd >= 0)
-		on_output(p);
+	/* the job's last words are in its log before its end is said (a keeper
+	 * already gone has written them) */
+	if (p->job.step != J_NONE)
+		keeper_sync(p->keeper_sock, NULL);
 	if (sandbox_wait(&p->h, &res) < 0)
 		memset(&res, 0, sizeof(res)), res.kind = SANDBOX_UNKNOWN;
 	begin_teardown(ps, p, &res);
 }
 
-static void on_fd(struct pools *ps, struct pool *p, int fd)
+static void on_fd(struct pools *ps, struct pool_box *p, int fd)
 {
 	if (fd == p->worker_fd && p->state == P_STARTING)
 		on_started(ps, p);
@@ -529,8 +575,6 @@ static void on_fd(struct pools *ps, struct pool *p, int fd)
 		on_pidfd(ps, p);
 	else if (fd == p->io.status_fd)
 		on_status(ps, p);
-	else if (fd == p->io.out_fd)
-		on_output(p);
 	else if (fd == p->job.worker_fd)
 		jobrun_on_worker(ps, p);
 }
@@ -541,12 +585,11 @@ void pools_on_events(struct pools *ps, const struct pollfd *fds, int n)
 		if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
 		for (int i = 0; i < MAX_POOLS; i++) {
-			struct pool *p = &ps->slot[i];
+			struct pool_box *p = &ps->slot[i];
 			if (!p->used || p->state == P_ENDED)
 				continue;
 			if (fds[k].fd == p->worker_fd || fds[k].fd == p->pidfd ||
-			    fds[k].fd == p->io.status_fd || fds[k].fd == p->io.out_fd ||
-			    fds[k].fd == p->job.worker_fd) {
+			    fds[k].fd == p->io.status_fd || fds[k].fd == p->job.worker_fd) {
 				on_fd(ps, p, fds[k].fd);
 				break;
 			}
@@ -554,7 +597,7 @@ void pools_on_events(struct pools *ps, const struct pollfd *fds, int n)
 	}
 }
 
-static long long tick_one(struct pools *ps, struct pool *p, long long now, int64_t wall)
+static long long tick_one(struct pools *ps, struct pool_box *p, long long now, int64_t wall)
 {
 	if (p->state != P_RUNNING)
 		return -1;
@@ -575,15 +618,19 @@ int pools_tick(struct pools *ps)
 {
 	long long now = clock_ms(), next = -1;
 	int64_t wall = time(NULL);
+	bool say_held = ps->say_held;
 
+	ps->say_held = false; /* after hello's reply: ends held meanwhile go out now */
 	for (int i = 0; i < MAX_POOLS; i++) {
-		struct pool *p = &ps->slot[i];
+		struct pool_box *p = &ps->slot[i];
 		if (!p->used)
 			continue;
 		if (p->state == P_ENDED && wall - p->ended_at_s > ENDED_KEEP_S) {
 			p->used = false;
 			continue;
 		}
+		if (say_held && p->state == P_RUNNING)
+			jobrun_say_held(ps, p);
 		long long due = tick_one(ps, p, now, wall);
 		if (due >= 0 && (next < 0 || due < next))
 			next = due;
@@ -591,14 +638,58 @@ int pools_tick(struct pools *ps)
 	return next < 0 ? -1 : (int)(next - now < 0 ? 0 : next - now > 60000 ? 60000 : next - now);
 }
 
-/* A pool a previous supervisor left: its agent's pipes are gone with that
- * supervisor, so it cannot run another job. Adopted to hold its GPUs until its
- * teardown is done, then ended as gone (a job in it is lost: infrastructure). */
+/* Ends a pool a previous supervisor left that cannot be taken over (its
+ * sandbox or its keeper is gone, or it was ending): killed and torn down, its
+ * GPUs held until then; a job in it is lost (the web process retries it). */
+static void adopt_end(struct pools *ps, struct pool_box *p, bool adopted)
+{
+	p->state = P_ENDING;
+	if (adopted) {
+		sandbox_kill(&p->h, SIGKILL);
+		if (launch_teardown(&p->h, &p->worker, &p->worker_fd) == 0)
+			return;
+	}
+	mark_ended(ps, p);
+}
+
+/* Takes over a running pool: the agent's pipes from its keeper, the job in it. */
+static int adopt_running(struct pools *ps, struct pool_box *p, json_t *j)
+{
+	int fds[KEEPER_HELD_MAX];
+	unsigned n = 0;
+	int rc = keeper_fetch(p->keeper_sock, fds, KEEPER_HELD_MAX, &n);
+
+	if (rc < 0 || n != 2) {
+		for (unsigned i = 0; rc == 0 && i < n; i++)
+			close(fds[i]);
+		log_warn("pool %lld of %s: its keeper is gone (%s)", p->pool_id, p->user,
+			 rc < 0 ? strerror(-rc) : "it holds no pipes");
+		return rc < 0 ? rc : -EPROTO;
+	}
+	p->io.cmd_fd = fds[0];
+	p->io.status_fd = fds[1];
+	if (fcntl(p->io.cmd_fd, F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(p->io.status_fd, F_SETFL, O_NONBLOCK) < 0)
+		return -errno;
+	p->pidfd = (int)syscall(SYS_pidfd_open, p->h.pid, 0);
+	if (p->pidfd < 0)
+		return -errno;
+	p->state = P_RUNNING;
+	json_t *job = json_object_get(j, "job");
+	if (job && (rc = jobrun_restore(ps, p, job)) < 0)
+		return rc;
+	return 0;
+}
+
+/* A pool a previous supervisor left: taken over where that one left it (the
+ * agent's status lines written meanwhile wait in its pipe), or ended. */
 static void adopt_one(struct pools *ps, json_t *j)
 {
 	const char *user = json_string_value(json_object_get(j, "user"));
 	const char *id = json_string_value(json_object_get(j, "id"));
-	struct pool *p = free_slot(ps);
+	json_t *ending = json_object_get(j, "ending");
+	struct pool_box *p = free_slot(ps);
+	bool adopted;
 	json_t *g;
 	size_t i;
 
@@ -606,26 +697,65 @@ static void adopt_one(struct pools *ps, json_t *j)
 		return;
 	memset(p, 0, sizeof(*p));
 	p->pidfd = p->worker_fd = p->job.worker_fd = p->job.log.fd = -1;
+	p->h.status_fd = -1;
 	p->io = (struct pool_pipes){-1, -1, -1};
 	p->used = true;
 	snprintf(p->user, sizeof(p->user), "%s", user);
 	p->pool_id = json_integer_value(json_object_get(j, "pool_id"));
 	p->user_id = (uint32_t)json_integer_value(json_object_get(j, "user_id"));
+	p->host_uid = (uid_t)json_integer_value(json_object_get(j, "uid"));
+	p->deadline_s = json_integer_value(json_object_get(j, "deadline"));
+	p->cpus_milli = (uint32_t)json_integer_value(json_object_get(j, "cpus_milli"));
+	p->ready = json_is_true(json_object_get(j, "ready"));
+	keeper_sock_path(ps->state_dir, id, p->keeper_sock, sizeof(p->keeper_sock));
 	json_array_foreach(json_object_get(j, "gpus"), i, g) {
 		if (p->n_gpus < SANDBOX_MAX_GPUS)
 			p->gpus[p->n_gpus++] = (unsigned)json_integer_value(g);
 	}
+	adopted = sandbox_adopt(ps->state_dir, id, &p->h) == 0;
+	if (ending) { /* it was being killed: that end is finished */
+		set_end(p, json_string_value(json_object_get(ending, "cause")) ?: "gone",
+			json_is_true(json_object_get(ending, "failed")),
+			json_string_value(json_object_get(ending, "reason")) ?: "it was ending");
+		adopt_end(ps, p, adopted);
+		return;
+	}
+	if (adopted && adopt_running(ps, p, j) == 0) {
+		log_info("re-adopted pool %lld of %s (sandbox %s)", p->pool_id, user, id);
+		pools_save(ps, p);
+		return;
+	}
+	close_fd(&p->pidfd);
+	close_io(p);
+	jobrun_clear(p);
 	set_end(p, "gone", true,
 		json_integer_value(json_object_get(j, "job_id"))
-			? "the supervisor restarted while the pool ran a job: the job is lost"
-			: "the supervisor restarted: the pool's agent is gone");
-	p->state = P_ENDING;
-	if (sandbox_adopt(ps->state_dir, id, &p->h) == 0) {
-		sandbox_kill(&p->h, SIGKILL);
-		if (launch_teardown(&p->h, &p->worker, &p->worker_fd) == 0)
-			return;
+			? "the supervisor restarted and the pool's sandbox or keeper is gone: the job is lost"
+			: "the supervisor restarted and the pool's sandbox or keeper is gone");
+	adopt_end(ps, p, adopted);
+}
+
+void pools_set_listening(struct pools *ps, bool on)
+{
+	ps->say_held = on && !ps->listening;
+	ps->listening = on;
+}
+
+void pools_keep_all(struct pools *ps)
+{
+	/* what the agents say from now on waits in their pipes for the next supervisor */
+	ps->listening = false;
+	ps->say_held = false;
+}
+
+int pools_busy(const struct pools *ps)
+{
+	int n = 0;
+	for (int i = 0; i < MAX_POOLS; i++) {
+		const struct pool_box *p = &ps->slot[i];
+		n += p->used && p->state != P_ENDED && (p->worker_fd >= 0 || p->job.worker_fd >= 0);
 	}
-	mark_ended(ps, p);
+	return n;
 }
 
 static void adopt_all(struct pools *ps)
@@ -674,7 +804,7 @@ void pools_free(struct pools *ps)
 	if (!ps)
 		return;
 	for (int i = 0; i < MAX_POOLS; i++) {
-		struct pool *p = &ps->slot[i];
+		struct pool_box *p = &ps->slot[i];
 		if (!p->used || p->state == P_ENDED)
 			continue;
 		close_fd(&p->pidfd);

@@ -17,9 +17,12 @@ struct labd_config;
 struct pools;
 
 /* sb: the runtimes (uid records, GPU holders); events go to ev like theirs.
- * Pools a previous supervisor left are found from their records: their agent's
- * pipes died with it, so each is ended (cause "gone") and torn down, a job in it
- * lost (the web process retries it as an infrastructure failure). */
+ * Pools a previous supervisor left are found from their records and taken over
+ * where it left them: the agent's pipes come from the pool's keeper, a job in
+ * it goes on (a staging or an upload whose worker died is done again). A pool
+ * whose sandbox or keeper is gone is ended (cause "gone") and torn down, a job
+ * in it lost (the web process retries it as an infrastructure failure); a pool
+ * that was ending is ended. */
 struct pools *pools_new(const struct labd_config *cfg, const char *state_dir,
 			struct sandboxes *sb, const struct sandboxes_events *ev);
 void pools_free(struct pools *ps);
@@ -33,10 +36,20 @@ json_t *pools_job_stop(struct pools *ps, long long id, json_t *msg);
 void pools_list(struct pools *ps, json_t *list);
 /* Whether a live pool holds gpu. */
 bool pools_gpu_held(const struct pools *ps, unsigned gpu);
-/* Kills every pool (shutdown without keep_on_shutdown; a pool cannot outlive
- * the supervisor's pipes anyway); pools_live() counts down as they end. */
+/* Kills every pool (shutdown without keep_on_shutdown); pools_live() counts
+ * down as they end. */
 void pools_stop_all(struct pools *ps, const char *reason);
 int pools_live(const struct pools *ps);
+/* Shutdown with keep_on_shutdown: the pools run on with their keepers; agents
+ * are no longer read (their lines wait for the next supervisor). Starts,
+ * teardowns, stagings and uploads under way finish: pools_busy() counts them. */
+void pools_keep_all(struct pools *ps);
+int pools_busy(const struct pools *ps);
+/* A web process said hello (true) or is gone (false). Agents' status lines are
+ * read, and jobs' ends said, only while one listens: an event with nobody to
+ * hear it would be lost, so a job's end waits (J_ENDED, in the record across a
+ * restart) and goes out at the next tick after hello. */
+void pools_set_listening(struct pools *ps, bool on);
 
 int pools_pollfds(struct pools *ps, struct pollfd *fds, int max);
 void pools_on_events(struct pools *ps, const struct pollfd *fds, int n);

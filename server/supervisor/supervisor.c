@@ -216,10 +216,13 @@ static void begin_stop(struct supervisor *s, int sig)
 	s->stop_deadline_ms = clock_ms() + STOP_GRACE_MS;
 	if (s->child > 0)
 		kill(s->child, SIGTERM);
-	/* a pool cannot outlive this process's pipes to its agent: end them now */
-	pools_stop_all(s->pools, "labd is shutting down");
-	/* the pools' teardowns (home mounts, pasta, cgroups) are waited for even when
-	 * runtimes are kept: nothing of theirs may outlive this process */
+	/* kept pools run on with their keepers; what is under way (a start, a
+	 * staging, an upload, a teardown) is finished first, so the next supervisor
+	 * finds each pool at a step it can take over */
+	if (s->cfg->keep_on_shutdown)
+		pools_keep_all(s->pools);
+	else
+		pools_stop_all(s->pools, "labd is shutting down");
 	s->give_up_ms = clock_ms() + 2 * STOP_GRACE_MS;
 	if (!s->cfg->keep_on_shutdown) {
 		sandboxes_stop_all(s->sandboxes, "labd is shutting down");
@@ -235,8 +238,9 @@ static bool stop_done(const struct supervisor *s)
 		return false;
 	if (clock_ms() > s->give_up_ms)
 		return true;
-	return pools_live(s->pools) == 0 &&
-	       (s->cfg->keep_on_shutdown || sandboxes_live(s->sandboxes) == 0);
+	if (s->cfg->keep_on_shutdown)
+		return pools_busy(s->pools) == 0;
+	return pools_live(s->pools) == 0 && sandboxes_live(s->sandboxes) == 0;
 }
 
 static void on_signal(struct supervisor *s)
@@ -335,7 +339,7 @@ int supervisor_run(const struct labd_config *cfg)
 	s.sandboxes = sandboxes_new(cfg, cfg->state_dir, &ev);
 	if (!s.sandboxes)
 		goto out;
-	/* Job pools: a pool left by a previous supervisor is ended (pools.h). */
+	/* Job pools: a pool left by a previous supervisor is taken over (pools.h). */
 	s.pools = pools_new(cfg, cfg->state_dir, s.sandboxes, &ev);
 	if (!s.pools)
 		goto out;

@@ -292,11 +292,11 @@ def test_infrastructure_failure_retries_from_the_checkpoint(rd):
 
 
 def test_a_whole_daemon_restart_retries_the_lost_job(runtime_daemon_factory):
-    """labd stops and starts again while a job trains ([runtime] keep_on_shutdown = true:
-    sandboxes outlive it): the supervisor reports the job lost (or, when its shutdown
-    stopped the job first, a stop nobody asked for), and the web process retries it on a
-    new pool, where the script resumes from its checkpoint."""
-    d = runtime_daemon_factory("jobs-restart", runtime={"keep_on_shutdown": "true"},
+    """labd stops and starts again while a job trains ([runtime] keep_on_shutdown = false:
+    pools end with labd; with true they are kept, test_jobs_restart.py): the job is lost
+    (stopped by labd's shutdown, not by the user), and the web process retries it on a new
+    pool, where the script resumes from its checkpoint."""
+    d = runtime_daemon_factory("jobs-restart", runtime={"keep_on_shutdown": "false"},
                                sections={"quota": {"concurrent_jobs": "10"}})
     c = make_user(d, prefix="jwr")
     script = ("if [ -f /opt/ml/checkpoints/step ]; then echo resumed; exit 0; fi; "

@@ -96,6 +96,19 @@ static json_t *take(const char *type, const char *field, const char *value, int 
 	}
 }
 
+/* The first seen message of type, if there is one now. */
+static json_t *take_now(const char *type)
+{
+	size_t i;
+	json_t *m;
+
+	json_array_foreach(T.seen, i, m) {
+		if (strcmp(json_string_value(json_object_get(m, "type")), type) == 0)
+			return m;
+	}
+	return NULL;
+}
+
 static json_t *request(json_t *msg)
 {
 	long long id = T.next_id++;
@@ -383,20 +396,48 @@ static void test_pool_and_jobs(void **state)
 	assert_string_equal(proto_str(m, "cause"), "requested");
 	json_decref(m);
 
-	/* a supervisor restart: the pool's agent lost its pipes; the new supervisor
-	 * ends the pool (gone), its job lost, and nothing of it stays */
+	/* a supervisor restart: the new supervisor takes the pool over from its
+	 * keeper; the job runs on, what it printed meanwhile is in its log once, and
+	 * its end is said once a web process listens */
 	pool_start(3, 256LL << 20);
 	json_decref(wait_pool("pool_ready", 3, 30000));
-	json_decref(job_run(3, 900, "sleep 100", 60));
+	json_decref(job_run(3, 900, "echo before; sleep 2; echo after", 60));
 	json_decref(take("job_phase", "phase", "training", 10000));
 	struct sandboxes_events ev = {emit, gpu_held, NULL};
 	pools_free(T.ps);
 	T.ps = pools_new(&T.cfg, T.dir, T.sb, &ev);
 	channel_set_pools(T.ch, T.ps);
-	m = wait_pool("pool_ended", 3, 20000);
-	assert_string_equal(proto_str(m, "cause"), "gone");
-	assert_non_null(strstr(proto_str(m, "reason"), "job is lost"));
+	for (long long until = clock_ms() + 3000; clock_ms() < until;)
+		turn(50); /* the job ends meanwhile: nobody listens, it is not read yet */
+	assert_null(take_now("job_exited"));
+	pools_set_listening(T.ps, true);
+	m = take("job_exited", NULL, NULL, 20000);
+	assert_int_equal(proto_int(m, "job_id"), 900);
+	assert_string_equal(proto_str(m, "kind"), "exited");
+	assert_int_equal(proto_int(m, "code"), 0);
 	json_decref(m);
+	snprintf(path, sizeof(path), "%s/joblogs/900.log", T.dir);
+	assert_string_equal(slurp(path), "before\nafter\n");
+
+	/* an upload that ends while no web process listens: its end is held, in the
+	 * record across another restart, and said once one listens */
+	json_decref(job_run(3, 901, "echo held", 60));
+	json_decref(take("job_phase", "phase", "uploading", 10000));
+	pools_set_listening(T.ps, false);
+	for (long long until = clock_ms() + 1500; clock_ms() < until;)
+		turn(50);
+	assert_null(take_now("job_exited"));
+	pools_free(T.ps);
+	T.ps = pools_new(&T.cfg, T.dir, T.sb, &ev);
+	channel_set_pools(T.ch, T.ps);
+	pools_set_listening(T.ps, true);
+	m = take("job_exited", NULL, NULL, 10000);
+	assert_int_equal(proto_int(m, "job_id"), 901);
+	assert_string_equal(proto_str(m, "kind"), "exited");
+	json_decref(m);
+	json_decref(request(json_pack("{s:s,s:s,s:i,s:s}", "type", "pool_stop", "user", USER,
+				      "pool_id", 3, "reason", "done")));
+	json_decref(wait_pool("pool_ended", 3, 20000));
 	snprintf(path, sizeof(path), "%s/pools/3", T.dir);
 	assert_int_equal(access(path, F_OK), -1);
 
