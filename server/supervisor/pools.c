@@ -14,7 +14,7 @@
 #include "config/config.h"
 #include "labd/clock.h"
 #include "labd/log.h"
-#include "supervisor/caps.h"
+#include "supervisor/sizecap.h"
 #include "supervisor/pool.h"
 #include "supervisor/startcheck.h"
 #include "supervisor/uidmap.h"
@@ -303,7 +303,7 @@ json_t *pools_start(struct pools *ps, long long id, json_t *msg)
 	if (why)
 		return refuse(id, user, code, why);
 	memset(&rq, 0, sizeof(rq));
-	if (caps_apply(ps->cfg, opt_int(msg, "memory_bytes"), opt_int(msg, "cpus_milli"),
+	if (sizecap_apply(ps->cfg, opt_int(msg, "memory_bytes"), opt_int(msg, "cpus_milli"),
 		       opt_int(msg, "home_size_bytes"), &rq.sizes, reason, sizeof(reason)) < 0)
 		return refuse(id, user, "above_machine_cap", reason);
 	if ((rc = startcheck_image(ps->cfg, msg, &rq, hash, reason, sizeof(reason))) < 0)

@@ -265,7 +265,7 @@ static int64_t opt_int(json_t *msg, const char *name)
 static int request_sizes(struct sandboxes *sb, json_t *msg, struct launch_request *rq, char *why,
 			 size_t len)
 {
-	return caps_apply(sb->cfg, opt_int(msg, "memory_bytes"), opt_int(msg, "cpus_milli"),
+	return sizecap_apply(sb->cfg, opt_int(msg, "memory_bytes"), opt_int(msg, "cpus_milli"),
 			  opt_int(msg, "home_size_bytes"), &rq->sizes, why, len);
 }
 
