@@ -7,11 +7,28 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "labd/boxshape.h"
 #include "labd/log.h"
 #include "labd/parse.h"
 
 #define USER_ID_MAX 1000000
 #define TIME_MAX 32503680000LL /* year 3000: bounds a deadline */
+#define IMAGE_NAME_LEN_MAX 32   /* config/images.h IMAGE_NAME_MAX */
+
+/* The size of a sandbox (labd/boxshape.h), one fragment in both starts, sandbox_start
+ * and pool_start: a runtime and a job pool are sized alike. gpus are checked again
+ * root-side (configured, named once, not held); the sizes are capped at [runtime]'s
+ * *_max; network is 0 loopback only or 1 egress, with its rate each way; image is a
+ * NAME of the supervisor's [images], absent = the host's root. An absent size is the
+ * supervisor's default; an absent network, its [quota] default (startcheck.h). */
+#define BOX_SHAPE_FIELDS                                               \
+	{"gpus", PROTO_INT_ARRAY, 0, BOX_GPUS_MAX, false},                  \
+	{"memory_bytes", PROTO_INT, 1, 1LL << 50, true},                   \
+	{"cpus_milli", PROTO_INT, 1, 1LL << 30, true},                     \
+	{"home_size_bytes", PROTO_INT, 1, 1LL << 50, true},                \
+	{"network", PROTO_INT, 0, 1, true},                                \
+	{"egress_bytes_per_s", PROTO_INT, 1, 1LL << 40, true},             \
+	{"image", PROTO_STRING, 1, IMAGE_NAME_LEN_MAX, true}
 
 const struct proto_field proto_empty[] = {{NULL, 0, 0, 0, false}};
 const struct proto_field proto_hello[] = {
@@ -25,16 +42,7 @@ const struct proto_field proto_sandbox_start[] = {
 	{"kind", PROTO_STRING, 3, 3, false},
 	{"token", PROTO_TOKEN, PARSE_TOKEN_LEN, PARSE_TOKEN_LEN, false},
 	{"deadline", PROTO_INT, 1, TIME_MAX, false},
-	{"gpus", PROTO_INT_ARRAY, 0, 16, false},
-	/* the plan's sizes; the supervisor caps them at [runtime]'s *_max */
-	{"memory_bytes", PROTO_INT, 1, 1LL << 50, true},
-	{"cpus_milli", PROTO_INT, 1, 1LL << 30, true},
-	{"home_size_bytes", PROTO_INT, 1, 1LL << 50, true},
-	/* the plan's network: 0 loopback only, 1 egress; its rate each way */
-	{"network", PROTO_INT, 0, 1, true},
-	{"egress_bytes_per_s", PROTO_INT, 1, 1LL << 40, true},
-	/* the plan's image: a NAME of the supervisor's [images]; absent = the host's root */
-	{"image", PROTO_STRING, 1, 32, true},
+	BOX_SHAPE_FIELDS,
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_user_deleted[] = {
@@ -106,14 +114,7 @@ const struct proto_field proto_pool_start[] = {
 	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
 	/* a hard cap: the pool ends then, whatever runs in it */
 	{"deadline", PROTO_INT, 1, TIME_MAX, false},
-	{"gpus", PROTO_INT_ARRAY, 0, 16, false},
-	/* as sandbox_start's: the plan's sizes, capped root-side */
-	{"memory_bytes", PROTO_INT, 1, 1LL << 50, true},
-	{"cpus_milli", PROTO_INT, 1, 1LL << 30, true},
-	{"home_size_bytes", PROTO_INT, 1, 1LL << 50, true},
-	{"network", PROTO_INT, 0, 1, true},
-	{"egress_bytes_per_s", PROTO_INT, 1, 1LL << 40, true},
-	{"image", PROTO_STRING, 1, 32, true},
+	BOX_SHAPE_FIELDS,
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_pool_stop[] = {

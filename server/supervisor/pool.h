@@ -89,8 +89,9 @@ void pools_emit(struct pools *ps, json_t *event);
 json_t *pools_event(const char *type, const struct pool *p);
 /* Kills the pool's sandbox at once (cause, reason) and tears it down. */
 void pools_kill(struct pools *ps, struct pool *p, const char *cause, const char *reason);
-/* Records the pool (and the job it runs) for a restarted supervisor. */
-void pools_save(const struct pools *ps, const struct pool *p);
+/* Records the pool (and the job it runs) for a restarted supervisor. 0, or a
+ * negative errno (logged by record_save). */
+int pools_save(const struct pools *ps, const struct pool *p);
 /* Writes a command to the agent; 0, or -errno (the pool is then killed). */
 int pools_tell_agent(struct pools *ps, struct pool *p, const char *text, size_t len);
 

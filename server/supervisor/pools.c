@@ -14,8 +14,8 @@
 #include "config/config.h"
 #include "labd/clock.h"
 #include "labd/log.h"
-#include "supervisor/sizecap.h"
 #include "supervisor/pool.h"
+#include "supervisor/record.h"
 #include "supervisor/startcheck.h"
 #include "supervisor/uidmap.h"
 
@@ -87,23 +87,23 @@ static void record_path(const struct pools *ps, long long pool_id, char *out, si
 }
 
 /* What a restarted supervisor needs to end the pool and free its GPUs. */
-void pools_save(const struct pools *ps, const struct pool *p)
+int pools_save(const struct pools *ps, const struct pool *p)
 {
-	char path[LAUNCH_PATH_MAX], tmp[LAUNCH_PATH_MAX + 8];
+	char path[LAUNCH_PATH_MAX];
 	json_t *gpus = json_array();
 	json_t *j = json_pack("{s:s,s:I,s:I,s:s,s:I,s:I}", "user", p->user, "user_id",
 			      (json_int_t)p->user_id, "pool_id", (json_int_t)p->pool_id, "id",
 			      p->h.id, "uid", (json_int_t)p->host_uid, "job_id",
 			      (json_int_t)p->job.job_id);
+	int rc;
 
 	for (unsigned i = 0; i < p->n_gpus; i++)
 		json_array_append_new(gpus, json_integer(p->gpus[i]));
 	json_object_set_new(j, "gpus", gpus);
 	record_path(ps, p->pool_id, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if (json_dump_file(j, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0)
-		log_errno("save %s", path);
+	rc = record_save(path, j);
 	json_decref(j);
+	return rc;
 }
 
 static size_t utf8_cut(const char *s, size_t max)
@@ -237,52 +237,29 @@ static int user_pools(const struct pools *ps, const char *user)
 	return n;
 }
 
-/* Checks beyond the protocol's bounds; NULL when fine, *code set. */
+/* What only a pool start checks, before startcheck's table; NULL when fine, *code set. */
 static const char *check_start(struct pools *ps, json_t *msg, const char **code)
 {
-	json_t *gpus = json_object_get(msg, "gpus"), *g;
 	struct pool *p = find(ps, proto_str(msg, "user"), proto_int(msg, "pool_id"));
-	size_t i;
 
-	*code = "bad_request";
-	if (proto_int(msg, "deadline") <= time(NULL))
-		return "deadline is in the past";
 	if (p && p->state != P_ENDED)
 		return *code = "pool_exists", "this pool already runs";
 	if (user_pools(ps, proto_str(msg, "user")) >= (int)ps->cfg->jobs_max_pools_per_user)
 		return *code = "too_many_pools", "the user holds [jobs] max_pools_per_user pools";
-	json_array_foreach(gpus, i, g) {
-		if (!startcheck_gpu_configured(ps->cfg, json_integer_value(g)))
-			return "gpu is not one of [gpu] devices";
-		for (size_t k = 0; k < i; k++)
-			if (json_integer_value(json_array_get(gpus, k)) == json_integer_value(g))
-				return "gpu is named twice";
-		if (sandboxes_gpu_held(ps->sb, (unsigned)json_integer_value(g)))
-			return *code = "gpu_busy", "gpu is held by another sandbox";
-	}
 	return NULL;
 }
 
-static void fill_request(struct pools *ps, json_t *msg, struct launch_request *rq)
+/* startcheck's held callback: a GPU held by any sandbox or pool */
+static bool gpu_held(const void *sb, unsigned gpu)
 {
-	json_t *gpus = json_object_get(msg, "gpus"), *g;
-	size_t i;
-
-	snprintf(rq->user, sizeof(rq->user), "%s", proto_str(msg, "user"));
-	rq->user_id = (uint32_t)proto_int(msg, "user_id");
-	json_array_foreach(gpus, i, g) {
-		if (rq->n_gpus < SANDBOX_MAX_GPUS)
-			rq->gpus[rq->n_gpus++] = (unsigned)json_integer_value(g);
-	}
-	rq->network = json_object_get(msg, "network") ? proto_int(msg, "network") == 1
-						      : ps->cfg->quota_network == 1;
-	if (json_object_get(msg, "egress_bytes_per_s"))
-		rq->egress_bytes_per_s = (uint64_t)proto_int(msg, "egress_bytes_per_s");
+	return sandboxes_gpu_held(sb, gpu);
 }
 
-static int64_t opt_int(json_t *msg, const char *name)
+static void fill_request(json_t *msg, const struct box_shape *shape, struct launch_request *rq)
 {
-	return json_object_get(msg, name) ? proto_int(msg, name) : 0;
+	snprintf(rq->user, sizeof(rq->user), "%s", proto_str(msg, "user"));
+	rq->user_id = (uint32_t)proto_int(msg, "user_id");
+	startcheck_fill(shape, rq);
 }
 
 static json_t *refuse(long long id, const char *user, const char *code, const char *why)
@@ -294,26 +271,26 @@ static json_t *refuse(long long id, const char *user, const char *code, const ch
 json_t *pools_start(struct pools *ps, long long id, json_t *msg)
 {
 	const char *user = proto_str(msg, "user"), *code, *why = check_start(ps, msg, &code);
-	struct launch_request rq;
+	struct startcheck_start st;
+	struct launch_request rq = {0};
 	char reason[200], hash[IMAGE_HASH_MAX];
+	enum startcheck_code c;
 	struct pool *p;
 	uid_t uid;
 	int rc;
 
 	if (why)
 		return refuse(id, user, code, why);
-	memset(&rq, 0, sizeof(rq));
-	if (sizecap_apply(ps->cfg, opt_int(msg, "memory_bytes"), opt_int(msg, "cpus_milli"),
-		       opt_int(msg, "home_size_bytes"), &rq.sizes, reason, sizeof(reason)) < 0)
-		return refuse(id, user, "above_machine_cap", reason);
-	if ((rc = startcheck_image(ps->cfg, msg, &rq, hash, reason, sizeof(reason))) < 0)
-		return refuse(id, user, rc == -EPERM ? "image_unsafe" : "image_missing", reason);
+	startcheck_read(ps->cfg, msg, &st);
+	c = startcheck_check(ps->cfg, &st, gpu_held, ps->sb, &rq, hash, reason, sizeof(reason));
+	if (c != STARTCHECK_OK)
+		return refuse(id, user, startcheck_code_name(c), reason);
 	if (uidmap_claim(sandboxes_uids(ps->sb), user, proto_int(msg, "user_id"), &uid, reason,
 			 sizeof(reason)) < 0)
 		return refuse(id, user, "bad_uid", reason);
 	if (!(p = free_slot(ps)))
 		return proto_error(id, "busy", "too many pools");
-	fill_request(ps, msg, &rq);
+	fill_request(msg, &st.shape, &rq);
 	memset(p, 0, sizeof(*p));
 	p->pidfd = p->worker_fd = p->job.worker_fd = -1;
 	p->job.log.fd = -1;
