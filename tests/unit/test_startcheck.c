@@ -275,12 +275,12 @@ static void test_shape_and_network_fallback(void **state)
 
 int main(void)
 {
+	/* one configuration and image folder for all: no test changes them */
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_refusal_table_both_purposes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_accepted_start_fills_the_request, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_runtime_kind, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_shape_and_network_fallback, setup, teardown),
+		cmocka_unit_test(test_refusal_table_both_purposes),
+		cmocka_unit_test(test_accepted_start_fills_the_request),
+		cmocka_unit_test(test_runtime_kind),
+		cmocka_unit_test(test_shape_and_network_fallback),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, setup, teardown);
 }
