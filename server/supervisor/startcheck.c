@@ -105,15 +105,15 @@ static enum startcheck_code check_gpus(const struct labd_config *cfg,
 	for (unsigned i = 0; i < sh->n_gpus; i++) {
 		if (!gpu_configured(cfg, sh->gpus[i]))
 			return refuse(STARTCHECK_GPU_NOT_CONFIGURED, why, len,
-				      "gpu %u is not one of [gpu] devices", sh->gpus[i]);
+				      "gpu is not one of [gpu] devices (gpu %u)", sh->gpus[i]);
 		for (unsigned k = 0; k < i; k++)
 			if (sh->gpus[k] == sh->gpus[i])
 				return refuse(STARTCHECK_GPU_NAMED_TWICE, why, len,
-					      "gpu %u is named twice", sh->gpus[i]);
+					      "gpu is named twice (gpu %u)", sh->gpus[i]);
 		/* exclusivity is root's to keep, whatever the web process believes */
 		if (held && held(ctx, sh->gpus[i]))
 			return refuse(STARTCHECK_GPU_BUSY, why, len,
-				      "gpu %u is held by another sandbox", sh->gpus[i]);
+				      "gpu is held by another sandbox (gpu %u)", sh->gpus[i]);
 	}
 	return STARTCHECK_OK;
 }
