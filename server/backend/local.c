@@ -18,10 +18,14 @@
 #include <unistd.h>
 
 #include "labd/log.h"
+#include "labd/str.h"
 #include "metrics/labd.h"
 #include "proto/proto.h"
 
-#define STOP_REASON_MAX 150 /* bytes; proto_sandbox_stop in proto.c */
+/* The supervisor takes at most this many bytes of a stop's reason (proto_sandbox_stop,
+ * proto_pool_stop); cut on a UTF-8 boundary (str_utf8_len), since a message json_pack
+ * could not build would go out without its fields and end this process. */
+#define STOP_REASON_MAX 150
 
 #define CALL_TIMEOUT_MS 5000
 
@@ -325,27 +329,12 @@ static int local_start(struct backend *b, const struct backend_start *s, char *e
 	return rc;
 }
 
-/* The supervisor takes at most STOP_REASON_MAX bytes of a reason (proto.c).
- * The cut falls on a UTF-8 character boundary: half a character is no JSON
- * text, json_pack refuses it, and a message without its fields makes the
- * supervisor end this process. */
-static size_t stop_reason_len(const char *reason)
-{
-	size_t n = strnlen(reason, STOP_REASON_MAX + 1);
-
-	if (n <= STOP_REASON_MAX)
-		return n;
-	n = STOP_REASON_MAX;
-	while (n > 0 && ((unsigned char)reason[n] & 0xc0) == 0x80)
-		n--;
-	return n;
-}
-
 static int local_stop(struct backend *b, const char *user, int64_t runtime_id, const char *reason)
 {
 	json_t *m, *reply = NULL;
 	json_t *fields = json_pack("{s:s,s:I,s:s%}", "user", user, "runtime_id",
-				   (json_int_t)runtime_id, "reason", reason, stop_reason_len(reason));
+				   (json_int_t)runtime_id, "reason", reason,
+				   str_utf8_len(reason, STOP_REASON_MAX));
 	int rc;
 
 	if (!fields)
@@ -488,7 +477,7 @@ static int local_pool_stop(struct backend *b, const char *user, int64_t pool_id,
 {
 	json_t *reply = NULL, *m;
 	json_t *fields = json_pack("{s:s,s:I,s:s%}", "user", user, "pool_id", (json_int_t)pool_id,
-				   "reason", reason, stop_reason_len(reason));
+				   "reason", reason, str_utf8_len(reason, STOP_REASON_MAX));
 	int rc;
 
 	if (!fields)

@@ -14,6 +14,8 @@
 #include "config/config.h"
 #include "labd/clock.h"
 #include "labd/log.h"
+#include "labd/str.h"
+#include "supervisor/endcause.h"
 #include "supervisor/pool.h"
 #include "supervisor/record.h"
 #include "supervisor/startcheck.h"
@@ -106,26 +108,13 @@ int pools_save(const struct pools *ps, const struct pool *p)
 	return rc;
 }
 
-static size_t utf8_cut(const char *s, size_t max)
-{
-	size_t n = strnlen(s, max + 1);
-
-	if (n <= max)
-		return n;
-	n = max;
-	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-		n--;
-	return n;
-}
-
+/* The first cause stays (endcause.h), for runtimes and pools alike. */
+_Static_assert(sizeof(((struct pool *)0)->cause) == ENDCAUSE_CAUSE_MAX &&
+		       sizeof(((struct pool *)0)->reason) == ENDCAUSE_REASON_MAX,
+	       "set_end writes endcause.h's sizes");
 static void set_end(struct pool *p, const char *cause, bool failed, const char *reason)
 {
-	if (p->cause[0])
-		return; /* the first cause stays: a kill after a stop is still the stop */
-	snprintf(p->cause, sizeof(p->cause), "%s", cause);
-	snprintf(p->reason, sizeof(p->reason), "%.*s", (int)utf8_cut(reason, sizeof(p->reason) - 1),
-		 reason);
-	p->failed = failed;
+	endcause_set(p->cause, p->reason, &p->failed, cause, failed, reason);
 }
 
 static void close_fd(int *fd)
@@ -360,7 +349,7 @@ void pools_list(struct pools *ps, json_t *list)
 			list, json_pack("{s:s,s:i,s:s,s:b,s:s,s:s%,s:b,s:I,s:I}", "user", p->user,
 					"runtime_id", 0, "state", state_names[p->state], "ready",
 					p->ready, "cause", p->cause, "reason", p->reason,
-					utf8_cut(p->reason, LIST_REASON_MAX), "failed", p->failed,
+					str_utf8_len(p->reason, LIST_REASON_MAX), "failed", p->failed,
 					"pool_id", (json_int_t)p->pool_id, "job_id",
 					(json_int_t)(p->job.step != J_NONE ? p->job.job_id : 0)));
 	}

@@ -17,8 +17,10 @@
 #include "config/images.h"
 #include "labd/clock.h"
 #include "labd/log.h"
+#include "labd/str.h"
 #include "labd/sandbox.h"
 #include "proto/proto.h"
+#include "supervisor/endcause.h"
 #include "supervisor/homes.h"
 #include "supervisor/homesize.h"
 #include "supervisor/launch.h"
@@ -159,27 +161,13 @@ static void emit_ended(struct sandboxes *sb, struct hosted *x)
 	emit(sb, e);
 }
 
-/* The length of s cut to at most max bytes, never inside a UTF-8 sequence. */
-static size_t utf8_cut(const char *s, size_t max)
-{
-	size_t n = strnlen(s, max + 1);
-
-	if (n <= max)
-		return n;
-	n = max;
-	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-		n--;
-	return n;
-}
-
+/* The first cause stays (endcause.h), for runtimes and pools alike. */
+_Static_assert(sizeof(((struct hosted *)0)->cause) == ENDCAUSE_CAUSE_MAX &&
+		       sizeof(((struct hosted *)0)->reason) == ENDCAUSE_REASON_MAX,
+	       "set_end writes endcause.h's sizes");
 static void set_end(struct hosted *x, const char *cause, bool failed, const char *reason)
 {
-	if (x->cause[0])
-		return; /* the first cause stays: a kill after a stop is still the stop */
-	snprintf(x->cause, sizeof(x->cause), "%s", cause);
-	snprintf(x->reason, sizeof(x->reason), "%.*s", (int)utf8_cut(reason, sizeof(x->reason) - 1),
-		 reason);
-	x->failed = failed;
+	endcause_set(x->cause, x->reason, &x->failed, cause, failed, reason);
 }
 
 static void close_worker(struct hosted *x)
@@ -447,7 +435,7 @@ json_t *sandboxes_list(struct sandboxes *sb, long long id)
 			list, json_pack("{s:s,s:I,s:s,s:b,s:s,s:s%,s:b,s:i,s:i}", "user", x->user,
 					"runtime_id", (json_int_t)x->runtime_id, "state",
 					state_names[x->state], "ready", x->ready, "cause", x->cause,
-					"reason", x->reason, utf8_cut(x->reason, LIST_REASON_MAX),
+					"reason", x->reason, str_utf8_len(x->reason, LIST_REASON_MAX),
 					"failed", x->failed, "pool_id", 0, "job_id", 0));
 	}
 	r = proto_ok(id);
