@@ -18,3 +18,15 @@ int str_copy(char *dst, size_t dstlen, const char *src)
 	memcpy(dst, src, len + 1);
 	return (int)len;
 }
+
+size_t str_utf8_len(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max + 1);
+
+	if (n <= max)
+		return n;
+	n = max;
+	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	return n;
+}

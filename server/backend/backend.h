@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "labd/boxshape.h"
+
 #define BACKEND_ENDPOINT_MAX 200
 #define BACKEND_REASON_MAX 200
 
@@ -83,14 +85,9 @@ struct backend_start {
 	const char *kind; /* "cpu" or "gpu" */
 	const char *token;
 	int64_t deadline_s;
-	/* from the user's plan; 0 = the backend's configured default. The
-	 * supervisor caps each at the machine's configured maximum. */
-	int64_t memory_bytes, cpus_milli, home_size_bytes;
-	bool network;               /* egress; false = loopback only */
-	int64_t egress_bytes_per_s; /* each way, 0 = no limit */
-	unsigned gpus[16];
-	unsigned n_gpus;
-	const char *image; /* an [images] name; "" or NULL = the host's root */
+	/* from the user's plan: its GPUs, sizes (0 = the backend's configured
+	 * default, capped root-side), network and image */
+	struct box_shape shape;
 	/* out: the image's content hash the backend started it on ("" for the host's
 	 * root), BACKEND_IMAGE_HASH_MAX bytes; NULL when the caller does not want it */
 	char *image_hash;
@@ -115,13 +112,8 @@ struct backend_pool_start {
 	const char *user;
 	int64_t user_id, pool_id;
 	int64_t deadline_s; /* epoch s: the supervisor ends the pool then, whatever runs */
-	int64_t memory_bytes, cpus_milli, home_size_bytes; /* 0 = default, capped root-side */
-	bool network;
-	int64_t egress_bytes_per_s;
-	unsigned gpus[16];
-	unsigned n_gpus;
-	const char *image; /* as backend_start's */
-	char *image_hash;  /* out, BACKEND_IMAGE_HASH_MAX bytes, may be NULL */
+	struct box_shape shape; /* as backend_start's */
+	char *image_hash;       /* out, BACKEND_IMAGE_HASH_MAX bytes, may be NULL */
 };
 
 /* A user's home as the backend sees it (storage quota). */

@@ -18,10 +18,14 @@
 #include <unistd.h>
 
 #include "labd/log.h"
+#include "labd/str.h"
 #include "metrics/labd.h"
 #include "proto/proto.h"
 
-#define STOP_REASON_MAX 150 /* bytes; proto_sandbox_stop in proto.c */
+/* The supervisor takes at most this many bytes of a stop's reason (proto_sandbox_stop,
+ * proto_pool_stop); cut on a UTF-8 boundary (str_utf8_len), since a message json_pack
+ * could not build would go out without its fields and end this process. */
+#define STOP_REASON_MAX 150
 
 #define CALL_TIMEOUT_MS 5000
 
@@ -267,67 +271,70 @@ static int simple_call(struct local *l, json_t *msg, json_t **reply, char *err, 
 										  : -EIO;
 }
 
-static int local_start(struct backend *b, const struct backend_start *s, char *endpoint,
-		       char *err, size_t errlen)
+/* The sandbox's size into a start message, sandbox_start's and pool_start's alike
+ * (proto.c's BOX_SHAPE_FIELDS): an absent size is the supervisor's configured
+ * default; the network is always sent, since an absent one means the supervisor's
+ * [quota] default rather than the plan's. */
+static void put_shape(json_t *m, const struct box_shape *sh)
 {
-	struct local *l = (struct local *)b;
-	json_t *gpus = json_array(), *reply = NULL;
+	json_t *gpus = json_array();
+
+	for (unsigned i = 0; i < sh->n_gpus && i < BOX_GPUS_MAX; i++)
+		json_array_append_new(gpus, json_integer(sh->gpus[i]));
+	json_object_set_new(m, "gpus", gpus);
+	if (sh->memory_bytes > 0)
+		json_object_set_new(m, "memory_bytes", json_integer(sh->memory_bytes));
+	if (sh->cpus_milli > 0)
+		json_object_set_new(m, "cpus_milli", json_integer(sh->cpus_milli));
+	if (sh->home_size_bytes > 0)
+		json_object_set_new(m, "home_size_bytes", json_integer(sh->home_size_bytes));
+	json_object_set_new(m, "network", json_integer(sh->network ? 1 : 0));
+	if (sh->network && sh->egress_bytes_per_s > 0)
+		json_object_set_new(m, "egress_bytes_per_s", json_integer(sh->egress_bytes_per_s));
+	if (sh->image && sh->image[0])
+		json_object_set_new(m, "image", json_string(sh->image));
+}
+
+/* Sends a start m (its own fields set; consumed) for a sandbox of shape sh and waits
+ * for the reply (*reply, the caller's). image_hash (may be NULL) gets the hash of the
+ * image the supervisor started it on, "" for the host's root or a refusal. */
+static int start_call(struct local *l, json_t *m, const struct box_shape *sh, char *image_hash,
+		      json_t **reply, char *err, size_t errlen)
+{
 	int rc;
 
-	for (unsigned i = 0; i < s->n_gpus; i++)
-		json_array_append_new(gpus, json_integer(s->gpus[i]));
-	json_t *m = proto_msg("sandbox_start", -1);
-	json_object_update_new(m, json_pack("{s:s,s:I,s:I,s:s,s:s,s:I,s:o}", "user", s->user,
-					    "user_id", (json_int_t)s->user_id, "runtime_id",
-					    (json_int_t)s->runtime_id, "kind", s->kind, "token",
-					    s->token, "deadline", (json_int_t)s->deadline_s, "gpus",
-					    gpus));
-	/* the plan's sizes; absent = the supervisor's configured default */
-	if (s->memory_bytes > 0)
-		json_object_set_new(m, "memory_bytes", json_integer(s->memory_bytes));
-	if (s->cpus_milli > 0)
-		json_object_set_new(m, "cpus_milli", json_integer(s->cpus_milli));
-	if (s->home_size_bytes > 0)
-		json_object_set_new(m, "home_size_bytes", json_integer(s->home_size_bytes));
-	/* the plan's network, always sent: absent means the supervisor's default */
-	json_object_set_new(m, "network", json_integer(s->network ? 1 : 0));
-	if (s->network && s->egress_bytes_per_s > 0)
-		json_object_set_new(m, "egress_bytes_per_s", json_integer(s->egress_bytes_per_s));
-	if (s->image && s->image[0])
-		json_object_set_new(m, "image", json_string(s->image));
-	rc = simple_call(l, m, &reply, err, errlen);
-	endpoint[0] = '\0';
-	if (s->image_hash)
-		s->image_hash[0] = '\0';
-	if (rc == 0)
-		snprintf(endpoint, BACKEND_ENDPOINT_MAX, "%s", proto_str(reply, "endpoint"));
-	if (rc == 0 && s->image_hash)
-		snprintf(s->image_hash, BACKEND_IMAGE_HASH_MAX, "%s", proto_str(reply, "image_hash"));
-	json_decref(reply);
+	put_shape(m, sh);
+	rc = simple_call(l, m, reply, err, errlen);
+	if (image_hash)
+		snprintf(image_hash, BACKEND_IMAGE_HASH_MAX, "%s",
+			 rc == 0 ? proto_str(*reply, "image_hash") : "");
 	return rc;
 }
 
-/* The supervisor takes at most STOP_REASON_MAX bytes of a reason (proto.c).
- * The cut falls on a UTF-8 character boundary: half a character is no JSON
- * text, json_pack refuses it, and a message without its fields makes the
- * supervisor end this process. */
-static size_t stop_reason_len(const char *reason)
+static int local_start(struct backend *b, const struct backend_start *s, char *endpoint,
+		       char *err, size_t errlen)
 {
-	size_t n = strnlen(reason, STOP_REASON_MAX + 1);
+	json_t *m = proto_msg("sandbox_start", -1), *reply = NULL;
+	int rc;
 
-	if (n <= STOP_REASON_MAX)
-		return n;
-	n = STOP_REASON_MAX;
-	while (n > 0 && ((unsigned char)reason[n] & 0xc0) == 0x80)
-		n--;
-	return n;
+	json_object_update_new(m, json_pack("{s:s,s:I,s:I,s:s,s:s,s:I}", "user", s->user,
+					    "user_id", (json_int_t)s->user_id, "runtime_id",
+					    (json_int_t)s->runtime_id, "kind", s->kind, "token",
+					    s->token, "deadline", (json_int_t)s->deadline_s));
+	rc = start_call((struct local *)b, m, &s->shape, s->image_hash, &reply, err, errlen);
+	endpoint[0] = '\0';
+	if (rc == 0)
+		snprintf(endpoint, BACKEND_ENDPOINT_MAX, "%s", proto_str(reply, "endpoint"));
+	json_decref(reply);
+	return rc;
 }
 
 static int local_stop(struct backend *b, const char *user, int64_t runtime_id, const char *reason)
 {
 	json_t *m, *reply = NULL;
 	json_t *fields = json_pack("{s:s,s:I,s:s%}", "user", user, "runtime_id",
-				   (json_int_t)runtime_id, "reason", reason, stop_reason_len(reason));
+				   (json_int_t)runtime_id, "reason", reason,
+				   str_utf8_len(reason, STOP_REASON_MAX));
 	int rc;
 
 	if (!fields)
@@ -453,32 +460,14 @@ static int local_home_resize(struct backend *b, const char *user, int64_t user_i
 static int local_pool_start(struct backend *b, const struct backend_pool_start *s, char *err,
 			    size_t errlen)
 {
-	json_t *gpus = json_array(), *reply = NULL;
+	json_t *m = proto_msg("pool_start", -1), *reply = NULL;
 	int rc;
 
-	for (unsigned i = 0; i < s->n_gpus; i++)
-		json_array_append_new(gpus, json_integer(s->gpus[i]));
-	json_t *m = proto_msg("pool_start", -1);
-	json_object_update_new(m, json_pack("{s:s,s:I,s:I,s:I,s:o}", "user", s->user, "user_id",
+	json_object_update_new(m, json_pack("{s:s,s:I,s:I,s:I}", "user", s->user, "user_id",
 					    (json_int_t)s->user_id, "pool_id",
 					    (json_int_t)s->pool_id, "deadline",
-					    (json_int_t)s->deadline_s, "gpus", gpus));
-	/* as local_start: absent sizes = the supervisor's defaults */
-	if (s->memory_bytes > 0)
-		json_object_set_new(m, "memory_bytes", json_integer(s->memory_bytes));
-	if (s->cpus_milli > 0)
-		json_object_set_new(m, "cpus_milli", json_integer(s->cpus_milli));
-	if (s->home_size_bytes > 0)
-		json_object_set_new(m, "home_size_bytes", json_integer(s->home_size_bytes));
-	json_object_set_new(m, "network", json_integer(s->network ? 1 : 0));
-	if (s->network && s->egress_bytes_per_s > 0)
-		json_object_set_new(m, "egress_bytes_per_s", json_integer(s->egress_bytes_per_s));
-	if (s->image && s->image[0])
-		json_object_set_new(m, "image", json_string(s->image));
-	rc = simple_call((struct local *)b, m, &reply, err, errlen);
-	if (s->image_hash)
-		snprintf(s->image_hash, BACKEND_IMAGE_HASH_MAX, "%s",
-			 rc == 0 ? proto_str(reply, "image_hash") : "");
+					    (json_int_t)s->deadline_s));
+	rc = start_call((struct local *)b, m, &s->shape, s->image_hash, &reply, err, errlen);
 	json_decref(reply);
 	return rc;
 }
@@ -488,7 +477,7 @@ static int local_pool_stop(struct backend *b, const char *user, int64_t pool_id,
 {
 	json_t *reply = NULL, *m;
 	json_t *fields = json_pack("{s:s,s:I,s:s%}", "user", user, "pool_id", (json_int_t)pool_id,
-				   "reason", reason, stop_reason_len(reason));
+				   "reason", reason, str_utf8_len(reason, STOP_REASON_MAX));
 	int rc;
 
 	if (!fields)

@@ -159,15 +159,16 @@ static void ask_backend(struct app *app, const struct job *j, struct pool *p)
 {
 	struct backend_pool_start s = {
 		.user = j->user_name, .user_id = j->user_id, .pool_id = p->id,
-		.deadline_s = p->deadline, .memory_bytes = j->memory_bytes,
-		.cpus_milli = j->cpus_milli, .network = j->network, .image = j->image};
+		.deadline_s = p->deadline,
+		.shape = {.memory_bytes = j->memory_bytes, .cpus_milli = j->cpus_milli,
+			  .network = j->network, .image = j->image}};
 	char err[200] = "", reason[JOB_REASON_MAX], copy[RUNTIME_GPUS_MAX], *save = NULL;
 	int rc;
 
 	snprintf(copy, sizeof(copy), "%s", p->gpus);
-	for (char *t = strtok_r(copy, ",", &save); t && s.n_gpus < 16;
+	for (char *t = strtok_r(copy, ",", &save); t && s.shape.n_gpus < BOX_GPUS_MAX;
 	     t = strtok_r(NULL, ",", &save))
-		s.gpus[s.n_gpus++] = (unsigned)strtoul(t, NULL, 10);
+		s.shape.gpus[s.shape.n_gpus++] = (unsigned)strtoul(t, NULL, 10);
 	rc = backend_pool_start(app->backend, &s, err, sizeof(err));
 	if (rc == 0 || rc == -ETIMEDOUT) /* a timeout: the list will tell (reconcile.c) */
 		return;

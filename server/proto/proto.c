@@ -7,11 +7,46 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "labd/boxshape.h"
 #include "labd/log.h"
 #include "labd/parse.h"
 
 #define USER_ID_MAX 1000000
 #define TIME_MAX 32503680000LL /* year 3000: bounds a deadline */
+#define IMAGE_NAME_LEN_MAX 32   /* config/images.h IMAGE_NAME_MAX */
+
+/* The size of a sandbox (labd/boxshape.h), one fragment in both starts, sandbox_start
+ * and pool_start: a runtime and a job pool are sized alike. gpus are checked again
+ * root-side (configured, named once, not held); the sizes are capped at [runtime]'s
+ * *_max; network is 0 loopback only or 1 egress, with its rate each way; image is a
+ * NAME of the supervisor's [images], absent = the host's root. An absent size is the
+ * supervisor's default; an absent network, its [quota] default (startcheck.h). */
+#define BOX_SHAPE_FIELDS                                               \
+	{"gpus", PROTO_INT_ARRAY, 0, BOX_GPUS_MAX, false},                  \
+	{"memory_bytes", PROTO_INT, 1, 1LL << 50, true},                   \
+	{"cpus_milli", PROTO_INT, 1, 1LL << 30, true},                     \
+	{"home_size_bytes", PROTO_INT, 1, 1LL << 50, true},                \
+	{"network", PROTO_INT, 0, 1, true},                                \
+	{"egress_bytes_per_s", PROTO_INT, 1, 1LL << 40, true},             \
+	{"image", PROTO_STRING, 1, IMAGE_NAME_LEN_MAX, true}
+
+/* what names a user, beside the host uid root keeps for the id (supervisor/uidmap.c) */
+#define USER_KEY_FIELDS                                                \
+	{"user", PROTO_NAME, 0, 0, false},                                 \
+	{"user_id", PROTO_INT, 1, USER_ID_MAX, false}
+
+/* what names a runtime's sandbox in every message about it after its start (0: the
+ * user's, whichever it is) */
+#define RUNTIME_KEY_FIELDS                                             \
+	{"user", PROTO_NAME, 0, 0, false},                                 \
+	{"runtime_id", PROTO_INT, 0, 1LL << 53, false}
+
+/* why a sandbox ended, a runtime's (sandbox_ended) and a pool's (pool_ended) alike:
+ * cause one of PROTO_CAUSES */
+#define ENDED_FIELDS                                                   \
+	{"cause", PROTO_STRING, 1, 16, false},                             \
+	{"failed", PROTO_BOOL, 0, 0, false},                               \
+	{"reason", PROTO_STRING, 0, 200, false}
 
 const struct proto_field proto_empty[] = {{NULL, 0, 0, 0, false}};
 const struct proto_field proto_hello[] = {
@@ -19,43 +54,29 @@ const struct proto_field proto_hello[] = {
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_start[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"user_id", PROTO_INT, 1, USER_ID_MAX, false},
+	USER_KEY_FIELDS,
 	{"runtime_id", PROTO_INT, 1, 1LL << 53, false},
 	{"kind", PROTO_STRING, 3, 3, false},
 	{"token", PROTO_TOKEN, PARSE_TOKEN_LEN, PARSE_TOKEN_LEN, false},
 	{"deadline", PROTO_INT, 1, TIME_MAX, false},
-	{"gpus", PROTO_INT_ARRAY, 0, 16, false},
-	/* the plan's sizes; the supervisor caps them at [runtime]'s *_max */
-	{"memory_bytes", PROTO_INT, 1, 1LL << 50, true},
-	{"cpus_milli", PROTO_INT, 1, 1LL << 30, true},
-	{"home_size_bytes", PROTO_INT, 1, 1LL << 50, true},
-	/* the plan's network: 0 loopback only, 1 egress; its rate each way */
-	{"network", PROTO_INT, 0, 1, true},
-	{"egress_bytes_per_s", PROTO_INT, 1, 1LL << 40, true},
-	/* the plan's image: a NAME of the supervisor's [images]; absent = the host's root */
-	{"image", PROTO_STRING, 1, 32, true},
+	BOX_SHAPE_FIELDS,
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_user_deleted[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"user_id", PROTO_INT, 1, USER_ID_MAX, false},
+	USER_KEY_FIELDS,
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_home_usage[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"user_id", PROTO_INT, 1, USER_ID_MAX, false},
+	USER_KEY_FIELDS,
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_home_resize[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"user_id", PROTO_INT, 1, USER_ID_MAX, false},
+	USER_KEY_FIELDS,
 	{"size_bytes", PROTO_INT, 1, 1LL << 50, false},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_stop[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"runtime_id", PROTO_INT, 0, 1LL << 53, false},
+	RUNTIME_KEY_FIELDS,
 	{"reason", PROTO_STRING, 0, 150, false},
 	{NULL, 0, 0, 0, false},
 };
@@ -77,22 +98,17 @@ const struct proto_field proto_reply[] = {
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_ready[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"runtime_id", PROTO_INT, 0, 1LL << 53, false},
+	RUNTIME_KEY_FIELDS,
 	{"endpoint", PROTO_STRING, 1, 200, false},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_ended[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"runtime_id", PROTO_INT, 0, 1LL << 53, false},
-	{"cause", PROTO_STRING, 1, 16, false},
-	{"failed", PROTO_BOOL, 0, 0, false},
-	{"reason", PROTO_STRING, 0, 200, false},
+	RUNTIME_KEY_FIELDS,
+	ENDED_FIELDS,
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_warning[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"runtime_id", PROTO_INT, 0, 1LL << 53, false},
+	RUNTIME_KEY_FIELDS,
 	{"seconds_left", PROTO_INT, 0, TIME_MAX, false},
 	{NULL, 0, 0, 0, false},
 };
@@ -100,68 +116,52 @@ const struct proto_field proto_sandbox_warning[] = {
 /* ---- job sandboxes ("pools", docs/jobs.md) ---- */
 #define POOL_ID_MAX (1LL << 53)
 #define JOB_ID_MAX (1LL << 53)
+/* what names a pool, and a job in it, in every message about them */
+#define POOL_KEY_FIELDS                                                \
+	{"user", PROTO_NAME, 0, 0, false},                                 \
+	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false}
+#define JOB_KEY_FIELDS POOL_KEY_FIELDS, {"job_id", PROTO_INT, 1, JOB_ID_MAX, false}
 const struct proto_field proto_pool_start[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"user_id", PROTO_INT, 1, USER_ID_MAX, false},
+	USER_KEY_FIELDS,
 	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
 	/* a hard cap: the pool ends then, whatever runs in it */
 	{"deadline", PROTO_INT, 1, TIME_MAX, false},
-	{"gpus", PROTO_INT_ARRAY, 0, 16, false},
-	/* as sandbox_start's: the plan's sizes, capped root-side */
-	{"memory_bytes", PROTO_INT, 1, 1LL << 50, true},
-	{"cpus_milli", PROTO_INT, 1, 1LL << 30, true},
-	{"home_size_bytes", PROTO_INT, 1, 1LL << 50, true},
-	{"network", PROTO_INT, 0, 1, true},
-	{"egress_bytes_per_s", PROTO_INT, 1, 1LL << 40, true},
-	{"image", PROTO_STRING, 1, 32, true},
+	BOX_SHAPE_FIELDS,
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_pool_stop[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
+	POOL_KEY_FIELDS,
 	{"reason", PROTO_STRING, 0, 150, false},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_job_run[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
-	{"job_id", PROTO_INT, 1, JOB_ID_MAX, false},
+	JOB_KEY_FIELDS,
 	/* the job spec as JSON text; jobspec_check reads it strictly root-side */
 	{"spec", PROTO_STRING, 2, PROTO_JOB_SPEC_MAX, false},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_job_stop[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
-	{"job_id", PROTO_INT, 1, JOB_ID_MAX, false},
+	JOB_KEY_FIELDS,
 	{"grace_s", PROTO_INT, 0, PROTO_GRACE_MAX_S, false},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_pool_ready[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
+	POOL_KEY_FIELDS,
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_pool_ended[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
-	{"cause", PROTO_STRING, 1, 16, false},
-	{"failed", PROTO_BOOL, 0, 0, false},
-	{"reason", PROTO_STRING, 0, 200, false},
+	POOL_KEY_FIELDS,
+	ENDED_FIELDS,
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_job_phase[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
-	{"job_id", PROTO_INT, 1, JOB_ID_MAX, false},
+	JOB_KEY_FIELDS,
 	{"phase", PROTO_STRING, 8, 11, false}, /* PROTO_PHASES */
 	{"at_ms", PROTO_INT, 0, TIME_MAX * 1000, false},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_job_exited[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
-	{"job_id", PROTO_INT, 1, JOB_ID_MAX, false},
+	JOB_KEY_FIELDS,
 	{"kind", PROTO_STRING, 3, 12, false}, /* PROTO_EXIT_KINDS */
 	{"code", PROTO_INT, 0, 255, false},
 	{"signal", PROTO_INT, 0, 128, false},
@@ -172,9 +172,7 @@ const struct proto_field proto_job_exited[] = {
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_job_sample[] = {
-	{"user", PROTO_NAME, 0, 0, false},
-	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, false},
-	{"job_id", PROTO_INT, 1, JOB_ID_MAX, false},
+	JOB_KEY_FIELDS,
 	{"at_ms", PROTO_INT, 0, TIME_MAX * 1000, false},
 	{"cpu_usage_us", PROTO_INT, 0, 1LL << 62, false},
 	{"memory_bytes", PROTO_INT, 0, 1LL << 50, false},

@@ -24,7 +24,7 @@
 #include "labd/str.h"
 #include "metrics/labd.h"
 #include "metrics/metrics.h"
-#include "proxy/caps.h"
+#include "proxy/inflight.h"
 #include "proxy/scrub.h"
 #include "auth/handoff.h"
 #include "store/sessions.h"
@@ -361,7 +361,7 @@ static bool within_caps(struct http_request *req, const struct proxy_context *ct
 				 owner, cfg->max_websockets_per_user);
 		return false;
 	}
-	if (caps_acquire(owner, cfg->max_requests_per_user) < 0) {
+	if (inflight_acquire(owner, cfg->max_requests_per_user) < 0) {
 		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_requests",
 				 "%s already has %u requests in flight to the runtime (max_requests_per_user)",
 				 owner, cfg->max_requests_per_user);
@@ -875,7 +875,7 @@ void proxy_release(struct http_request *req)
 		return;
 	metrics_proxy_request(http_status(req), metrics_now_us() - p->begun_us);
 	if (p->counted)
-		caps_release(p->target.owner);
+		inflight_release(p->target.owner);
 	inflight_remove(p);
 	/* Only a connection that finished a whole exchange with nothing left over
 	 * and that upstream agreed to keep open is reused. */

@@ -85,17 +85,18 @@ void runtime_ask_backend(struct app *app, struct runtime *r, const struct runtim
 	struct backend_start s = {.user = r->user_name, .user_id = r->user_id,
 				  .runtime_id = r->id, .kind = runtimes_kind_name(r->kind),
 				  .token = r->token, .deadline_s = r->deadline,
-				  .memory_bytes = res->memory_bytes, .cpus_milli = res->cpus_milli,
-				  .home_size_bytes = res->home_size_bytes,
-				  .network = res->network,
-				  .egress_bytes_per_s = res->egress_bytes_per_s,
-				  .image = res->image};
+				  .shape = {.memory_bytes = res->memory_bytes,
+					    .cpus_milli = res->cpus_milli,
+					    .home_size_bytes = res->home_size_bytes,
+					    .network = res->network,
+					    .egress_bytes_per_s = res->egress_bytes_per_s,
+					    .image = res->image}};
 	char endpoint[BACKEND_ENDPOINT_MAX], err[160], reason[RUNTIME_REASON_MAX];
 	char hash[BACKEND_IMAGE_HASH_MAX];
 	int rc;
 
 	if (r->gpus[0])
-		s.gpus[s.n_gpus++] = (unsigned)strtoul(r->gpus, NULL, 10);
+		s.shape.gpus[s.shape.n_gpus++] = (unsigned)strtoul(r->gpus, NULL, 10);
 	s.image_hash = hash;
 	rc = backend_start(app->backend, &s, endpoint, err, sizeof(err));
 	/* the row names its image even when the start failed on it */

@@ -11,7 +11,7 @@
 #include "labd/log.h"
 #include "labd/sandbox.h"
 #include "proto/proto.h"
-#include "supervisor/caps.h"
+#include "supervisor/sizecap.h"
 #include "supervisor/homes.h"
 #include "supervisor/launch.h"
 #include "supervisor/worker.h"
@@ -82,7 +82,7 @@ json_t *homesize_resize(const struct labd_config *cfg, const char *state_dir, lo
 			int *worker_fd)
 {
 	char image[LAUNCH_PATH_MAX];
-	struct caps_sizes cap;
+	struct sizecap_sizes cap;
 	struct grow_job j;
 	struct stat st;
 	uint64_t used;
@@ -91,7 +91,7 @@ json_t *homesize_resize(const struct labd_config *cfg, const char *state_dir, lo
 	int fd, rc;
 	json_t *r;
 
-	caps_machine(cfg, &cap);
+	sizecap_machine(cfg, &cap);
 	if ((uint64_t)size_bytes > cap.home_size_bytes)
 		return proto_error(id, "above_machine_cap",
 				   "size_bytes is above the machine cap ([runtime] home_size_max)");

@@ -10,7 +10,7 @@
 
 #include "config/config.h"
 #include "labd/sandbox.h"
-#include "supervisor/caps.h"
+#include "supervisor/sizecap.h"
 
 struct labd_config;
 
@@ -27,7 +27,7 @@ struct launch_request {
 	const char *jupyter; /* "lab", "notebook" or "server" */
 	bool network;        /* egress ([network]); else loopback only */
 	uint64_t egress_bytes_per_s; /* each way, 0 = no limit */
-	struct caps_sizes sizes; /* checked against the machine caps (caps.h) */
+	struct sizecap_sizes sizes; /* checked against the machine caps (sizecap.h) */
 	/* the sandbox's root: an [images] folder the supervisor chose from the plan's
 	 * image name (from_image), else [runtime] image */
 	char root[CONFIG_PATH_MAX];

@@ -93,8 +93,9 @@ void pools_emit(struct pools *ps, json_t *event);
 json_t *pools_event(const char *type, const struct pool_box *p);
 /* Kills the pool's sandbox at once (cause, reason) and tears it down. */
 void pools_kill(struct pools *ps, struct pool_box *p, const char *cause, const char *reason);
-/* Records the pool (and the job it runs) for a restarted supervisor. */
-void pools_save(const struct pools *ps, const struct pool_box *p);
+/* Records the pool (and the job it runs) for a restarted supervisor. 0, or a
+ * negative errno (logged by record_save). */
+int pools_save(const struct pools *ps, const struct pool_box *p);
 /* Whether a web process listens (said hello): a job's end is said only then. */
 bool pools_listening(const struct pools *ps);
 /* Writes a command to the agent; 0, or -errno (the pool is then killed). */

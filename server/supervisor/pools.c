@@ -15,9 +15,12 @@
 #include "config/config.h"
 #include "labd/clock.h"
 #include "labd/log.h"
-#include "supervisor/caps.h"
+#include "labd/str.h"
+#include "supervisor/endcause.h"
 #include "supervisor/keeper.h"
+#include "supervisor/sizecap.h"
 #include "supervisor/pool.h"
+#include "supervisor/record.h"
 #include "supervisor/startcheck.h"
 #include "supervisor/uidmap.h"
 
@@ -119,38 +122,25 @@ static json_t *record_json(const struct pool_box *p)
 	return j;
 }
 
-void pools_save(const struct pools *ps, const struct pool_box *p)
+int pools_save(const struct pools *ps, const struct pool_box *p)
 {
-	char path[LAUNCH_PATH_MAX], tmp[LAUNCH_PATH_MAX + 8];
+	char path[LAUNCH_PATH_MAX];
 	json_t *j = record_json(p);
+	int rc;
 
 	record_path(ps, p->pool_id, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if (json_dump_file(j, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0)
-		log_errno("save %s", path);
+	rc = record_save(path, j);
 	json_decref(j);
+	return rc;
 }
 
-static size_t utf8_cut(const char *s, size_t max)
-{
-	size_t n = strnlen(s, max + 1);
-
-	if (n <= max)
-		return n;
-	n = max;
-	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-		n--;
-	return n;
-}
-
+/* The first cause stays (endcause.h), for runtimes and pools alike. */
+_Static_assert(sizeof(((struct pool_box *)0)->cause) == ENDCAUSE_CAUSE_MAX &&
+		       sizeof(((struct pool_box *)0)->reason) == ENDCAUSE_REASON_MAX,
+	       "set_end writes endcause.h's sizes");
 static void set_end(struct pool_box *p, const char *cause, bool failed, const char *reason)
 {
-	if (p->cause[0])
-		return; /* the first cause stays: a kill after a stop is still the stop */
-	snprintf(p->cause, sizeof(p->cause), "%s", cause);
-	snprintf(p->reason, sizeof(p->reason), "%.*s", (int)utf8_cut(reason, sizeof(p->reason) - 1),
-		 reason);
-	p->failed = failed;
+	endcause_set(p->cause, p->reason, &p->failed, cause, failed, reason);
 }
 
 static void close_fd(int *fd)
@@ -267,52 +257,29 @@ static int user_pools(const struct pools *ps, const char *user)
 	return n;
 }
 
-/* Checks beyond the protocol's bounds; NULL when fine, *code set. */
+/* What only a pool start checks, before startcheck's table; NULL when fine, *code set. */
 static const char *check_start(struct pools *ps, json_t *msg, const char **code)
 {
-	json_t *gpus = json_object_get(msg, "gpus"), *g;
 	struct pool_box *p = find(ps, proto_str(msg, "user"), proto_int(msg, "pool_id"));
-	size_t i;
 
-	*code = "bad_request";
-	if (proto_int(msg, "deadline") <= time(NULL))
-		return "deadline is in the past";
 	if (p && p->state != P_ENDED)
 		return *code = "pool_exists", "this pool already runs";
 	if (user_pools(ps, proto_str(msg, "user")) >= (int)ps->cfg->jobs_max_pools_per_user)
 		return *code = "too_many_pools", "the user holds [jobs] max_pools_per_user pools";
-	json_array_foreach(gpus, i, g) {
-		if (!startcheck_gpu_configured(ps->cfg, json_integer_value(g)))
-			return "gpu is not one of [gpu] devices";
-		for (size_t k = 0; k < i; k++)
-			if (json_integer_value(json_array_get(gpus, k)) == json_integer_value(g))
-				return "gpu is named twice";
-		if (sandboxes_gpu_held(ps->sb, (unsigned)json_integer_value(g)))
-			return *code = "gpu_busy", "gpu is held by another sandbox";
-	}
 	return NULL;
 }
 
-static void fill_request(struct pools *ps, json_t *msg, struct launch_request *rq)
+/* startcheck's held callback: a GPU held by any sandbox or pool */
+static bool gpu_held(const void *sb, unsigned gpu)
 {
-	json_t *gpus = json_object_get(msg, "gpus"), *g;
-	size_t i;
-
-	snprintf(rq->user, sizeof(rq->user), "%s", proto_str(msg, "user"));
-	rq->user_id = (uint32_t)proto_int(msg, "user_id");
-	json_array_foreach(gpus, i, g) {
-		if (rq->n_gpus < SANDBOX_MAX_GPUS)
-			rq->gpus[rq->n_gpus++] = (unsigned)json_integer_value(g);
-	}
-	rq->network = json_object_get(msg, "network") ? proto_int(msg, "network") == 1
-						      : ps->cfg->quota_network == 1;
-	if (json_object_get(msg, "egress_bytes_per_s"))
-		rq->egress_bytes_per_s = (uint64_t)proto_int(msg, "egress_bytes_per_s");
+	return sandboxes_gpu_held(sb, gpu);
 }
 
-static int64_t opt_int(json_t *msg, const char *name)
+static void fill_request(json_t *msg, const struct box_shape *shape, struct launch_request *rq)
 {
-	return json_object_get(msg, name) ? proto_int(msg, name) : 0;
+	snprintf(rq->user, sizeof(rq->user), "%s", proto_str(msg, "user"));
+	rq->user_id = (uint32_t)proto_int(msg, "user_id");
+	startcheck_fill(shape, rq);
 }
 
 static json_t *refuse(long long id, const char *user, const char *code, const char *why)
@@ -324,26 +291,26 @@ static json_t *refuse(long long id, const char *user, const char *code, const ch
 json_t *pools_start(struct pools *ps, long long id, json_t *msg)
 {
 	const char *user = proto_str(msg, "user"), *code, *why = check_start(ps, msg, &code);
-	struct launch_request rq;
+	struct startcheck_start st;
+	struct launch_request rq = {0};
 	char reason[200], hash[IMAGE_HASH_MAX];
+	enum startcheck_code c;
 	struct pool_box *p;
 	uid_t uid;
 	int rc;
 
 	if (why)
 		return refuse(id, user, code, why);
-	memset(&rq, 0, sizeof(rq));
-	if (caps_apply(ps->cfg, opt_int(msg, "memory_bytes"), opt_int(msg, "cpus_milli"),
-		       opt_int(msg, "home_size_bytes"), &rq.sizes, reason, sizeof(reason)) < 0)
-		return refuse(id, user, "above_machine_cap", reason);
-	if ((rc = startcheck_image(ps->cfg, msg, &rq, hash, reason, sizeof(reason))) < 0)
-		return refuse(id, user, rc == -EPERM ? "image_unsafe" : "image_missing", reason);
+	startcheck_read(ps->cfg, msg, &st);
+	c = startcheck_check(ps->cfg, &st, gpu_held, ps->sb, &rq, hash, reason, sizeof(reason));
+	if (c != STARTCHECK_OK)
+		return refuse(id, user, startcheck_code_name(c), reason);
 	if (uidmap_claim(sandboxes_uids(ps->sb), user, proto_int(msg, "user_id"), &uid, reason,
 			 sizeof(reason)) < 0)
 		return refuse(id, user, "bad_uid", reason);
 	if (!(p = free_slot(ps)))
 		return proto_error(id, "busy", "too many pools");
-	fill_request(ps, msg, &rq);
+	fill_request(msg, &st.shape, &rq);
 	memset(p, 0, sizeof(*p));
 	p->pidfd = p->worker_fd = p->job.worker_fd = -1;
 	p->job.log.fd = -1;
@@ -413,7 +380,7 @@ void pools_list(struct pools *ps, json_t *list)
 			list, json_pack("{s:s,s:i,s:s,s:b,s:s,s:s%,s:b,s:I,s:I}", "user", p->user,
 					"runtime_id", 0, "state", state_names[p->state], "ready",
 					p->ready, "cause", p->cause, "reason", p->reason,
-					utf8_cut(p->reason, LIST_REASON_MAX), "failed", p->failed,
+					str_utf8_len(p->reason, LIST_REASON_MAX), "failed", p->failed,
 					"pool_id", (json_int_t)p->pool_id, "job_id",
 					(json_int_t)(p->job.step != J_NONE ? p->job.job_id : 0)));
 	}

@@ -17,11 +17,14 @@
 #include "config/images.h"
 #include "labd/clock.h"
 #include "labd/log.h"
+#include "labd/str.h"
 #include "labd/sandbox.h"
 #include "proto/proto.h"
+#include "supervisor/endcause.h"
 #include "supervisor/homes.h"
 #include "supervisor/homesize.h"
 #include "supervisor/launch.h"
+#include "supervisor/record.h"
 #include "supervisor/uidmap.h"
 #include "supervisor/runkeeper.h"
 #include "supervisor/startcheck.h"
@@ -101,10 +104,11 @@ static void record_path(const struct sandboxes *sb, const char *user, char *out,
 	snprintf(out, len, "%s/boxes/%s.json", sb->state_dir, user);
 }
 
-/* Records what re-adoption needs beside the sandbox's own state file. */
+/* Records what re-adoption needs beside the sandbox's own state file; 0 or a
+ * negative errno (logged by record_save). */
 static int save_record(const struct sandboxes *sb, const struct hosted *x)
 {
-	char path[LAUNCH_PATH_MAX], tmp[LAUNCH_PATH_MAX + 8];
+	char path[LAUNCH_PATH_MAX];
 	json_t *j = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:s?}", "user", x->user, "id", x->h.id,
 			      "kind", x->kind, "runtime_id", (json_int_t)x->runtime_id, "uid",
 			      (json_int_t)x->host_uid, "deadline",
@@ -120,12 +124,9 @@ static int save_record(const struct sandboxes *sb, const struct hosted *x)
 		json_object_set_new(j, "keeper_pid", json_integer(x->keeper));
 
 	record_path(sb, x->user, path, sizeof(path));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	rc = json_dump_file(j, tmp, JSON_COMPACT);
+	rc = record_save(path, j);
 	json_decref(j);
-	if (rc < 0 || rename(tmp, path) < 0)
-		return log_errno("save %s", path);
-	return 0;
+	return rc;
 }
 
 static json_t *event(const char *type, const struct hosted *x)
@@ -163,25 +164,13 @@ static void emit_ended(struct sandboxes *sb, struct hosted *x)
 	emit(sb, e);
 }
 
-/* The length of s cut to at most max bytes, never inside a UTF-8 sequence. */
-static size_t utf8_cut(const char *s, size_t max)
-{
-	size_t n = strnlen(s, max + 1);
-
-	if (n <= max)
-		return n;
-	n = max;
-	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-		n--;
-	return n;
-}
-
+/* The first cause stays (endcause.h), for runtimes and pools alike. */
+_Static_assert(sizeof(((struct hosted *)0)->cause) == ENDCAUSE_CAUSE_MAX &&
+		       sizeof(((struct hosted *)0)->reason) == ENDCAUSE_REASON_MAX,
+	       "set_end writes endcause.h's sizes");
 static void set_end(struct hosted *x, const char *cause, bool failed, const char *reason)
 {
-	snprintf(x->cause, sizeof(x->cause), "%s", cause);
-	snprintf(x->reason, sizeof(x->reason), "%.*s", (int)utf8_cut(reason, sizeof(x->reason) - 1),
-		 reason);
-	x->failed = failed;
+	endcause_set(x->cause, x->reason, &x->failed, cause, failed, reason);
 }
 
 static void close_output(struct hosted *x)
@@ -242,43 +231,11 @@ struct uidmap *sandboxes_uids(struct sandboxes *sb)
 	return sb->uids;
 }
 
-/* Checks beyond the protocol's kinds and bounds; NULL when fine. */
-static const char *check_start(struct sandboxes *sb, json_t *msg)
+/* startcheck's held callback: a GPU held by any sandbox or pool */
+static bool gpu_held(const void *sb, unsigned gpu)
 {
-	const char *kind = proto_str(msg, "kind");
-	json_t *gpus = json_object_get(msg, "gpus"), *g;
-	size_t i;
-
-	if (strcmp(kind, "cpu") && strcmp(kind, "gpu"))
-		return "kind must be cpu or gpu";
-	if (proto_int(msg, "deadline") <= time(NULL))
-		return "deadline is in the past";
-	if ((strcmp(kind, "gpu") == 0) != (json_array_size(gpus) > 0))
-		return "gpus do not match the kind";
-	json_array_foreach(gpus, i, g) {
-		if (!startcheck_gpu_configured(sb->cfg, json_integer_value(g)))
-			return "gpu is not one of [gpu] devices";
-		/* exclusivity is root's to keep, whatever the web process believes */
-		if (sandboxes_gpu_held(sb, (unsigned)json_integer_value(g)))
-			return "gpu is held by another sandbox";
-	}
-	return NULL;
+	return sandboxes_gpu_held(sb, gpu);
 }
-
-/* The optional integer field name of msg, 0 when absent (proto.c bounded it). */
-static int64_t opt_int(json_t *msg, const char *name)
-{
-	return json_object_get(msg, name) ? proto_int(msg, name) : 0;
-}
-
-/* The plan's sizes, bounded by the machine caps; -ERANGE with why. */
-static int request_sizes(struct sandboxes *sb, json_t *msg, struct launch_request *rq, char *why,
-			 size_t len)
-{
-	return caps_apply(sb->cfg, opt_int(msg, "memory_bytes"), opt_int(msg, "cpus_milli"),
-			  opt_int(msg, "home_size_bytes"), &rq->sizes, why, len);
-}
-
 
 /* The Jupyter kind for a start; a jupyter_env that is set but lacks it is
  * logged and passed over, so a host without the env still starts runtimes
@@ -299,58 +256,39 @@ static const char *pick_jupyter(const struct labd_config *cfg, const struct laun
 		log_warn("jupyter_env %s has no bin/jupyter-%s: using the image's jupyter", env, kind);
 	return kind;
 }
-static void fill_request(struct sandboxes *sb, json_t *msg, const char *jupyter,
+static void fill_request(json_t *msg, const struct box_shape *shape, const char *jupyter,
 			 struct launch_request *rq)
 {
-	json_t *gpus = json_object_get(msg, "gpus"), *g;
-	size_t i;
-
-	/* sizes were filled and checked by request_sizes */
-	memset(rq, 0, offsetof(struct launch_request, sizes));
 	snprintf(rq->user, sizeof(rq->user), "%s", proto_str(msg, "user"));
 	rq->user_id = (uint32_t)proto_int(msg, "user_id");
 	snprintf(rq->token, sizeof(rq->token), "%s", proto_str(msg, "token"));
-	json_array_foreach(gpus, i, g) {
-		if (rq->n_gpus < SANDBOX_MAX_GPUS)
-			rq->gpus[rq->n_gpus++] = (unsigned)json_integer_value(g);
-	}
+	startcheck_fill(shape, rq);
 	rq->jupyter = jupyter;
-	/* the plan's network; absent (an older web process) = the configured default */
-	rq->network = json_object_get(msg, "network") ? proto_int(msg, "network") == 1
-						      : sb->cfg->quota_network == 1;
-	if (json_object_get(msg, "egress_bytes_per_s"))
-		rq->egress_bytes_per_s = (uint64_t)proto_int(msg, "egress_bytes_per_s");
-	else if (!json_object_get(msg, "network") && sb->cfg->quota_egress_bytes_per_s > 0)
-		rq->egress_bytes_per_s = (uint64_t)sb->cfg->quota_egress_bytes_per_s;
 }
 
 json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 {
-	const char *why = check_start(sb, msg), *user = proto_str(msg, "user"), *jupyter;
-	struct launch_request rq;
+	const char *user = proto_str(msg, "user"), *jupyter;
+	struct startcheck_start st;
+	struct launch_request rq = {0};
 	struct hosted *x;
 	char endpoint[LAUNCH_PATH_MAX], reason[200];
 	char hash[IMAGE_HASH_MAX];
+	enum startcheck_code code;
 	uid_t uid;
 	int rc;
 
-	if (why) {
-		log_error("refused sandbox_start for %s: %s", user, why);
-		return proto_error(id, strstr(why, "held") ? "gpu_busy" : "bad_request", why);
-	}
-	if (request_sizes(sb, msg, &rq, reason, sizeof(reason)) < 0) {
+	startcheck_read(sb->cfg, msg, &st);
+	code = startcheck_check(sb->cfg, &st, gpu_held, sb, &rq, hash, reason, sizeof(reason));
+	if (code != STARTCHECK_OK) {
 		log_error("refused sandbox_start for %s: %s", user, reason);
-		return proto_error(id, "above_machine_cap", reason);
+		return proto_error(id, startcheck_code_name(code), reason);
 	}
 	x = find(sb, user);
 	if (x && x->state != H_ENDED)
 		return proto_error(id, "runtime_exists", "this user already has a sandbox");
 	if (!x && !(x = free_slot(sb)))
 		return proto_error(id, "busy", "too many sandboxes");
-	if ((rc = startcheck_image(sb->cfg, msg, &rq, hash, reason, sizeof(reason))) < 0) {
-		log_error("refused sandbox_start for %s: %s", user, reason);
-		return proto_error(id, rc == -EPERM ? "image_unsafe" : "image_missing", reason);
-	}
 	jupyter = pick_jupyter(sb->cfg, &rq);
 	if (!jupyter)
 		return proto_error(id, "no_jupyter", "no jupyter lab, notebook or server in the image");
@@ -359,7 +297,7 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 		log_error("refused sandbox_start for %s: %s", user, reason);
 		return proto_error(id, "bad_uid", reason);
 	}
-	fill_request(sb, msg, jupyter, &rq);
+	fill_request(msg, &st.shape, jupyter, &rq);
 	if (x->used)
 		close_output(x); /* the slot's previous runtime */
 	memset(x, 0, sizeof(*x));
@@ -507,7 +445,7 @@ json_t *sandboxes_list(struct sandboxes *sb, long long id)
 			list, json_pack("{s:s,s:I,s:s,s:b,s:s,s:s%,s:b,s:i,s:i}", "user", x->user,
 					"runtime_id", (json_int_t)x->runtime_id, "state",
 					state_names[x->state], "ready", x->ready, "cause", x->cause,
-					"reason", x->reason, utf8_cut(x->reason, LIST_REASON_MAX),
+					"reason", x->reason, str_utf8_len(x->reason, LIST_REASON_MAX),
 					"failed", x->failed, "pool_id", 0, "job_id", 0));
 	}
 	r = proto_ok(id);

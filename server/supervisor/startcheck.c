@@ -1,47 +1,177 @@
-/* startcheck.c - checks a runtime start and a pool start share; see startcheck.h. */
+/* startcheck.c - the start check of runtimes and job pools; see startcheck.h. */
 #include "supervisor/startcheck.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "config/images.h"
+#include "labd/sandbox.h"
 #include "proto/proto.h"
+#include "supervisor/sizecap.h"
 
-bool startcheck_gpu_configured(const struct labd_config *cfg, long long g)
+_Static_assert(BOX_GPUS_MAX == SANDBOX_MAX_GPUS, "a shape's GPUs must fit a sandbox spec");
+
+static const char *const code_names[] = {
+	[STARTCHECK_OK] = "ok",
+	[STARTCHECK_BAD_REQUEST] = "bad_request",
+	[STARTCHECK_PAST_DEADLINE] = "past_deadline",
+	[STARTCHECK_GPU_NOT_CONFIGURED] = "gpu_not_configured",
+	[STARTCHECK_GPU_NAMED_TWICE] = "gpu_named_twice",
+	[STARTCHECK_GPU_BUSY] = "gpu_busy",
+	[STARTCHECK_ABOVE_MACHINE_CAP] = "above_machine_cap",
+	[STARTCHECK_IMAGE_MISSING] = "image_missing",
+	[STARTCHECK_IMAGE_UNSAFE] = "image_unsafe",
+};
+
+const char *startcheck_code_name(enum startcheck_code c)
+{
+	if ((unsigned)c >= sizeof(code_names) / sizeof(code_names[0]))
+		return "bad_request";
+	return code_names[c];
+}
+
+/* An optional integer field of a checked message, 0 when absent (proto.c bounded it). */
+static int64_t opt_int(json_t *msg, const char *name)
+{
+	return json_object_get(msg, name) ? proto_int(msg, name) : 0;
+}
+
+void startcheck_read(const struct labd_config *cfg, json_t *msg, struct startcheck_start *out)
+{
+	struct box_shape *sh = &out->shape;
+	json_t *g;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->kind = json_object_get(msg, "kind") ? proto_str(msg, "kind") : NULL;
+	out->deadline_s = proto_int(msg, "deadline");
+	json_array_foreach(json_object_get(msg, "gpus"), i, g) {
+		if (sh->n_gpus < BOX_GPUS_MAX) /* proto.c bounds the array to as many */
+			sh->gpus[sh->n_gpus++] = (unsigned)json_integer_value(g);
+	}
+	sh->memory_bytes = opt_int(msg, "memory_bytes");
+	sh->cpus_milli = opt_int(msg, "cpus_milli");
+	sh->home_size_bytes = opt_int(msg, "home_size_bytes");
+	sh->image = json_object_get(msg, "image") ? proto_str(msg, "image") : "";
+	/* The network and its rate are one policy, decided here once for runtimes and pools
+	 * alike. A message that names the network (every web process since plans carry one)
+	 * is the plan's: its absent rate is the plan's "no limit". A message without one (an
+	 * older web process) gets [quota] network and egress_rate together: the rate belongs
+	 * to the network it was configured with, and a default egress the admin limited must
+	 * not come out unlimited because the sender predates the field. */
+	if (json_object_get(msg, "network")) {
+		sh->network = proto_int(msg, "network") == 1;
+		sh->egress_bytes_per_s = opt_int(msg, "egress_bytes_per_s");
+	} else {
+		sh->network = cfg->quota_network == 1;
+		sh->egress_bytes_per_s = json_object_get(msg, "egress_bytes_per_s")
+						 ? proto_int(msg, "egress_bytes_per_s")
+					 : cfg->quota_egress_bytes_per_s > 0 ? cfg->quota_egress_bytes_per_s
+									     : 0;
+	}
+}
+
+/* c, with why: text, and the GPU it is about when it names one (%u). */
+static enum startcheck_code refuse(enum startcheck_code c, char *why, size_t len,
+				   const char *text, unsigned gpu)
+{
+	snprintf(why, len, text, gpu);
+	return c;
+}
+
+static bool gpu_configured(const struct labd_config *cfg, unsigned g)
 {
 	for (unsigned i = 0; i < cfg->n_gpu_devices; i++)
-		if ((long long)cfg->gpu_devices[i] == g)
+		if (cfg->gpu_devices[i] == g)
 			return true;
 	return false;
 }
 
-int startcheck_image(const struct labd_config *cfg, json_t *msg, struct launch_request *rq,
-		     char hash[IMAGE_HASH_MAX], char *why, size_t len)
+/* The kind against the GPUs (a runtime only), the deadline, then each GPU. */
+static enum startcheck_code check_gpus(const struct labd_config *cfg,
+				       const struct startcheck_start *st, startcheck_held_fn held,
+				       const void *ctx, char *why, size_t len)
 {
-	const char *name = json_object_get(msg, "image") ? proto_str(msg, "image") : "";
+	const struct box_shape *sh = &st->shape;
+
+	if (st->kind && strcmp(st->kind, "cpu") && strcmp(st->kind, "gpu"))
+		return refuse(STARTCHECK_BAD_REQUEST, why, len, "kind must be cpu or gpu", 0);
+	if (st->kind && (strcmp(st->kind, "gpu") == 0) != (sh->n_gpus > 0))
+		return refuse(STARTCHECK_BAD_REQUEST, why, len, "gpus do not match the kind", 0);
+	if (st->deadline_s <= time(NULL))
+		return refuse(STARTCHECK_PAST_DEADLINE, why, len, "deadline is in the past", 0);
+	for (unsigned i = 0; i < sh->n_gpus; i++) {
+		if (!gpu_configured(cfg, sh->gpus[i]))
+			return refuse(STARTCHECK_GPU_NOT_CONFIGURED, why, len,
+				      "gpu is not one of [gpu] devices (gpu %u)", sh->gpus[i]);
+		for (unsigned k = 0; k < i; k++)
+			if (sh->gpus[k] == sh->gpus[i])
+				return refuse(STARTCHECK_GPU_NAMED_TWICE, why, len,
+					      "gpu is named twice (gpu %u)", sh->gpus[i]);
+		/* exclusivity is root's to keep, whatever the web process believes */
+		if (held && held(ctx, sh->gpus[i]))
+			return refuse(STARTCHECK_GPU_BUSY, why, len,
+				      "gpu is held by another sandbox (gpu %u)", sh->gpus[i]);
+	}
+	return STARTCHECK_OK;
+}
+
+/* The image NAME mapped to a folder by root's own [images], never a path from the
+ * web process, into rq->root; absent: [runtime] image. */
+static enum startcheck_code check_image(const struct labd_config *cfg, const char *name,
+					struct launch_request *rq, char hash[IMAGE_HASH_MAX],
+					char *why, size_t len)
+{
 	const char *folder = name[0] ? images_folder(cfg, name) : NULL, *unsafe;
 	struct image_meta meta;
 
-	hash[0] = '\0';
 	rq->from_image = name[0] != '\0';
 	snprintf(rq->root, sizeof(rq->root), "%s", folder ? folder : cfg->image);
 	if (!rq->from_image)
-		return 0;
+		return STARTCHECK_OK;
 	if (!folder) {
 		snprintf(why, len, "image_missing: no image \"%s\" in the supervisor's [images]", name);
-		return -ENOENT;
+		return STARTCHECK_IMAGE_MISSING;
 	}
 	if (images_read_meta(folder, &meta) < 0) {
 		snprintf(why, len, "image_missing: image \"%s\" (%.120s) has no readable "
 			 "labd-image.json", name, folder);
-		return -ENOENT;
+		return STARTCHECK_IMAGE_MISSING;
 	}
 	if ((unsafe = images_folder_unsafe(folder))) {
 		snprintf(why, len, "image_unsafe: image \"%s\" (%.120s) %s", name, folder, unsafe);
-		return -EPERM;
+		return STARTCHECK_IMAGE_UNSAFE;
 	}
 	snprintf(hash, IMAGE_HASH_MAX, "%s", meta.hash);
-	return 0;
+	return STARTCHECK_OK;
 }
 
+enum startcheck_code startcheck_check(const struct labd_config *cfg,
+				      const struct startcheck_start *st, startcheck_held_fn held,
+				      const void *ctx, struct launch_request *rq,
+				      char hash[IMAGE_HASH_MAX], char *why, size_t len)
+{
+	const struct box_shape *sh = &st->shape;
+	enum startcheck_code c;
+
+	hash[0] = '\0';
+	why[0] = '\0';
+	if ((c = check_gpus(cfg, st, held, ctx, why, len)) != STARTCHECK_OK)
+		return c;
+	/* refuse rather than clamp (sizecap.h): the admin sees it in the reason */
+	if (sizecap_apply(cfg, sh->memory_bytes, sh->cpus_milli, sh->home_size_bytes, &rq->sizes,
+			  why, len) < 0)
+		return STARTCHECK_ABOVE_MACHINE_CAP;
+	return check_image(cfg, sh->image ? sh->image : "", rq, hash, why, len);
+}
+
+void startcheck_fill(const struct box_shape *shape, struct launch_request *rq)
+{
+	rq->n_gpus = shape->n_gpus < SANDBOX_MAX_GPUS ? shape->n_gpus : SANDBOX_MAX_GPUS;
+	memcpy(rq->gpus, shape->gpus, rq->n_gpus * sizeof(rq->gpus[0]));
+	rq->network = shape->network;
+	rq->egress_bytes_per_s = shape->egress_bytes_per_s > 0 ? (uint64_t)shape->egress_bytes_per_s
+							       : 0;
+}

@@ -1,24 +1,68 @@
-/* startcheck.h - what a runtime start (sandboxes.c) and a job pool start
- * (pools.c) check alike: the plan's image and the GPUs asked for. */
+/* startcheck.h - the one check of a sandbox start, a runtime's (sandboxes.c,
+ * sandbox_start) and a job pool's (pools.c, pool_start) alike: the start is read
+ * from its checked message into a struct box_shape (labd/boxshape.h), then held
+ * against the refusal table below. Each refusal has its own code, decided by the
+ * check that failed, never read back out of a message. What only one kind of start
+ * knows (a user's one runtime, a pool already running, pools per user) stays with
+ * its caller, checked before this. */
 #ifndef LABD_STARTCHECK_H
 #define LABD_STARTCHECK_H
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config/config.h"
 #include "config/images.h"
+#include "labd/boxshape.h"
 #include "supervisor/launch.h"
 
-/* Whether g is one of [gpu] devices. */
-bool startcheck_gpu_configured(const struct labd_config *cfg, long long g);
-/* The plan's image NAME (msg's optional "image"; absent: [runtime] image) mapped to a
- * folder by root's own [images], never a path from the web process, into rq->root;
- * hash gets its labd-image.json hash ("" for [runtime] image). -ENOENT with why
- * ("image_missing: ...") when the image is not there, -EPERM ("image_unsafe: ...")
- * when its folder is not root's alone (images_folder_unsafe). */
-int startcheck_image(const struct labd_config *cfg, json_t *msg, struct launch_request *rq,
-		     char hash[IMAGE_HASH_MAX], char *why, size_t len);
+/* Why a start is refused, in the order checked; startcheck_code_name gives the
+ * reply's "code". */
+enum startcheck_code {
+	STARTCHECK_OK = 0,
+	STARTCHECK_BAD_REQUEST,        /* a runtime's kind is not cpu or gpu, or its GPUs do
+					* not match it (gpu: at least one; cpu: none) */
+	STARTCHECK_PAST_DEADLINE,      /* the deadline is not in the future */
+	STARTCHECK_GPU_NOT_CONFIGURED, /* a GPU is not one of [gpu] devices */
+	STARTCHECK_GPU_NAMED_TWICE,    /* a GPU is asked for twice */
+	STARTCHECK_GPU_BUSY,           /* a GPU is held by a live sandbox or pool */
+	STARTCHECK_ABOVE_MACHINE_CAP,  /* a size is above [runtime] *_max (sizecap.h) */
+	STARTCHECK_IMAGE_MISSING,      /* no such [images] NAME, or no labd-image.json */
+	STARTCHECK_IMAGE_UNSAFE,       /* the image's folder is not root's alone */
+};
+
+/* A start as its message says it (strings borrowed from the message). */
+struct startcheck_start {
+	const char *kind; /* sandbox_start's "cpu" or "gpu"; NULL for a pool */
+	int64_t deadline_s;
+	struct box_shape shape;
+};
+
+/* Whether gpu is held now (by any sandbox or pool); ctx is the caller's. */
+typedef bool (*startcheck_held_fn)(const void *ctx, unsigned gpu);
+
+/* The reply's code for c: "past_deadline", "gpu_busy", ... (static text). */
+const char *startcheck_code_name(enum startcheck_code c);
+
+/* Reads msg, already checked by proto_check against proto_sandbox_start or
+ * proto_pool_start, into *out. An absent size stays 0 (the default, applied by
+ * the check); an absent network is [quota] network and egress_rate together. */
+void startcheck_read(const struct labd_config *cfg, json_t *msg, struct startcheck_start *out);
+
+/* Checks st in the order of enum startcheck_code, with held telling which GPUs are
+ * taken. STARTCHECK_OK with rq->sizes (defaults applied), rq->root and
+ * rq->from_image set from the shape, and hash the image's labd-image.json hash
+ * ("" for [runtime] image); else the code, with a sentence in why (image refusals
+ * start with the code's name: the web process reads "image_missing" from it). */
+enum startcheck_code startcheck_check(const struct labd_config *cfg,
+				      const struct startcheck_start *st, startcheck_held_fn held,
+				      const void *ctx, struct launch_request *rq,
+				      char hash[IMAGE_HASH_MAX], char *why, size_t len);
+
+/* Copies the shape's GPUs, network and egress rate into rq (fill_request, both
+ * kinds of start). */
+void startcheck_fill(const struct box_shape *shape, struct launch_request *rq);
 
 #endif

@@ -55,6 +55,9 @@ find_prefixes() {
 		d=${o#"$BUILD"/}
 		d=${d%/*}
 		[ "$d" = server ] && continue # main.c: the program, no module
+		# an object left in BUILD by a file since renamed or removed is no module
+		b=${o#"$BUILD"/}
+		[ -e "$ROOT/${b%.o}.c" ] || continue
 		b=${o##*/}
 		b=${b%.o}
 		nm -g --defined-only "$o" | awk -v d="$d" -v b="$b" '$2 == "T" {

@@ -170,9 +170,10 @@ static void test_requests(void **state)
 	struct backend *b = connect_backend(sv);
 	char err[200], hash[BACKEND_IMAGE_HASH_MAX];
 	struct backend_pool_start s = {.user = "alice", .user_id = 3, .pool_id = 12,
-				       .deadline_s = 2000000000, .memory_bytes = 1 << 30,
-				       .network = true, .egress_bytes_per_s = 1000,
-				       .gpus = {1}, .n_gpus = 1, .image = "torch",
+				       .deadline_s = 2000000000,
+				       .shape = {.memory_bytes = 1 << 30, .network = true,
+						 .egress_bytes_per_s = 1000, .gpus = {1},
+						 .n_gpus = 1, .image = "torch"},
 				       .image_hash = hash};
 	struct peer pe = {.fd = sv[1], .type = "pool_start", .fields = proto_pool_start, .ok = true,
 			  .reply_fields = json_pack("{s:s}", "image_hash", "sha256:ab")};

@@ -2,7 +2,7 @@
  * remainder and next free time at the edges of the rolling window, the
  * "used up" rule (less than a minute left), the start verdict, the deadline
  * as the earlier of the plan's length and the quota left, and the machine
- * caps root puts on a runtime's sizes (supervisor/caps.c). */
+ * caps root puts on a runtime's sizes (supervisor/sizecap.c). */
 #include "unit.h"
 
 #include <errno.h>
@@ -10,7 +10,7 @@
 
 #include "config/config.h"
 #include "sched/quota_check.h"
-#include "supervisor/caps.h"
+#include "supervisor/sizecap.h"
 
 #define DAY 86400
 #define NOW (100 * DAY)
@@ -151,7 +151,7 @@ static void test_machine_caps(void **state)
 {
 	(void)state;
 	struct labd_config cfg;
-	struct caps_sizes s;
+	struct sizecap_sizes s;
 	char why[200];
 
 	config_defaults(&cfg, false);
@@ -159,24 +159,24 @@ static void test_machine_caps(void **state)
 	cfg.cpus_max_milli = 4000;
 	cfg.home_size_max_bytes = 100ULL << 30;
 	/* 0 = the configured default */
-	assert_int_equal(caps_apply(&cfg, 0, 0, 0, &s, why, sizeof(why)), 0);
+	assert_int_equal(sizecap_apply(&cfg, 0, 0, 0, &s, why, sizeof(why)), 0);
 	assert_true(s.memory_bytes == cfg.memory_bytes && s.cpus_milli == cfg.cpus_milli &&
 		    s.home_size_bytes == cfg.home_size_bytes);
 	/* at the cap is fine, above is refused naming the size and the key */
-	assert_int_equal(caps_apply(&cfg, 8LL << 30, 4000, 100LL << 30, &s, why, sizeof(why)), 0);
+	assert_int_equal(sizecap_apply(&cfg, 8LL << 30, 4000, 100LL << 30, &s, why, sizeof(why)), 0);
 	assert_true(s.memory_bytes == 8ULL << 30 && s.cpus_milli == 4000);
-	assert_int_equal(caps_apply(&cfg, (8LL << 30) + 1, 0, 0, &s, why, sizeof(why)), -ERANGE);
+	assert_int_equal(sizecap_apply(&cfg, (8LL << 30) + 1, 0, 0, &s, why, sizeof(why)), -ERANGE);
 	assert_non_null(strstr(why, "memory_max"));
-	assert_int_equal(caps_apply(&cfg, 0, 4001, 0, &s, why, sizeof(why)), -ERANGE);
+	assert_int_equal(sizecap_apply(&cfg, 0, 4001, 0, &s, why, sizeof(why)), -ERANGE);
 	assert_non_null(strstr(why, "cpus_max"));
-	assert_int_equal(caps_apply(&cfg, 0, 0, 101LL << 30, &s, why, sizeof(why)), -ERANGE);
+	assert_int_equal(sizecap_apply(&cfg, 0, 0, 101LL << 30, &s, why, sizeof(why)), -ERANGE);
 	assert_non_null(strstr(why, "home_size_max"));
 	/* unset caps are the host's own memory and CPUs */
 	cfg.memory_max_bytes = 0;
 	cfg.cpus_max_milli = 0;
-	caps_machine(&cfg, &s);
+	sizecap_machine(&cfg, &s);
 	assert_true(s.memory_bytes > 0 && s.cpus_milli >= 1000);
-	assert_int_equal(caps_apply(&cfg, 0, s.cpus_milli + 1, 0, &s, why, sizeof(why)), -ERANGE);
+	assert_int_equal(sizecap_apply(&cfg, 0, s.cpus_milli + 1, 0, &s, why, sizeof(why)), -ERANGE);
 }
 
 int main(void)

@@ -1,4 +1,4 @@
-/* Unit tests: the bounded string copy (common/str.c). */
+/* Unit tests: the bounded string copy and the UTF-8 cut (common/str.c). */
 #include "unit.h"
 
 #include <errno.h>
@@ -46,6 +46,20 @@ static void test_no_room_at_all(void **state)
 	assert_int_equal(out[0], '\0');
 }
 
+/* A cut never splits a character: "é" is two bytes, "€" three. */
+static void test_utf8_cut_on_a_boundary(void **state)
+{
+	(void)state;
+	assert_int_equal(str_utf8_len("abc", 10), 3);
+	assert_int_equal(str_utf8_len("abc", 3), 3);
+	assert_int_equal(str_utf8_len("abcd", 3), 3);
+	assert_int_equal(str_utf8_len("a\xc3\xa9", 2), 1);     /* not half of é */
+	assert_int_equal(str_utf8_len("a\xc3\xa9", 3), 3);
+	assert_int_equal(str_utf8_len("\xe2\x82\xac!", 2), 0); /* not two thirds of € */
+	assert_int_equal(str_utf8_len("\xe2\x82\xac!", 3), 3);
+	assert_int_equal(str_utf8_len("", 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -53,6 +67,7 @@ int main(void)
 		cmocka_unit_test(test_exactly_fills),
 		cmocka_unit_test(test_one_over_is_cut_and_said),
 		cmocka_unit_test(test_no_room_at_all),
+		cmocka_unit_test(test_utf8_cut_on_a_boundary),
 	};
 	return cmocka_run_group_tests_name("str", tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
-/* caps.c - machine caps on a runtime's sizes; see caps.h. */
-#include "supervisor/caps.h"
+/* sizecap.c - machine caps on a sandbox's sizes; see sizecap.h. */
+#include "supervisor/sizecap.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 
 #include "config/config.h"
 
-void caps_machine(const struct labd_config *cfg, struct caps_sizes *out)
+void sizecap_machine(const struct labd_config *cfg, struct sizecap_sizes *out)
 {
 	long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGESIZE);
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -22,12 +22,12 @@ void caps_machine(const struct labd_config *cfg, struct caps_sizes *out)
 	out->home_size_bytes = cfg->home_size_max_bytes;
 }
 
-int caps_apply(const struct labd_config *cfg, int64_t memory_bytes, int64_t cpus_milli,
-	       int64_t home_size_bytes, struct caps_sizes *out, char *why, size_t len)
+int sizecap_apply(const struct labd_config *cfg, int64_t memory_bytes, int64_t cpus_milli,
+	       int64_t home_size_bytes, struct sizecap_sizes *out, char *why, size_t len)
 {
-	struct caps_sizes cap;
+	struct sizecap_sizes cap;
 
-	caps_machine(cfg, &cap);
+	sizecap_machine(cfg, &cap);
 	out->memory_bytes = memory_bytes > 0 ? (uint64_t)memory_bytes : cfg->memory_bytes;
 	out->cpus_milli = cpus_milli > 0 ? (unsigned)cpus_milli : cfg->cpus_milli;
 	out->home_size_bytes = home_size_bytes > 0 ? (uint64_t)home_size_bytes : cfg->home_size_bytes;

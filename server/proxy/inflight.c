@@ -1,6 +1,6 @@
-/* caps.c - see caps.h. A small chained table; an entry lives while its owner
+/* inflight.c - see inflight.h. A small chained table; an entry lives while its owner
  * has requests in flight. */
-#include "proxy/caps.h"
+#include "proxy/inflight.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -31,7 +31,7 @@ static struct count **slot_of(const char *owner)
 	return pc;
 }
 
-int caps_acquire(const char *owner, unsigned max)
+int inflight_acquire(const char *owner, unsigned max)
 {
 	int rc = 0;
 
@@ -49,7 +49,7 @@ int caps_acquire(const char *owner, unsigned max)
 	return rc;
 }
 
-void caps_release(const char *owner)
+void inflight_release(const char *owner)
 {
 	pthread_mutex_lock(&lock);
 	struct count **pc = slot_of(owner), *c = *pc;
@@ -60,7 +60,7 @@ void caps_release(const char *owner)
 	pthread_mutex_unlock(&lock);
 }
 
-unsigned caps_count(const char *owner)
+unsigned inflight_count(const char *owner)
 {
 	pthread_mutex_lock(&lock);
 	struct count *c = *slot_of(owner);

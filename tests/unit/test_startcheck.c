@@ -1,0 +1,286 @@
+/* Unit tests of the one start check (supervisor/startcheck.c): the refusal table
+ * run against both purposes, a runtime's sandbox_start and a job pool's pool_start,
+ * each message built as the protocol sends it and passed through proto_check first;
+ * the code of each refusal comes from the check (the message text is never read
+ * back). Also the shape read from a message, and the network fallback decided once. */
+#include "unit.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "config/config.h"
+#include "config/images.h"
+#include "proto/proto.h"
+#include "supervisor/startcheck.h"
+
+#define TOKEN "abcdefghijklmnopqrstuvwxyz0123456789-_ABCDE"
+#define HELD_GPU 2u
+
+enum purpose { RUNTIME, POOL };
+
+static struct {
+	struct labd_config cfg;
+	char dir[64];
+	unsigned held_asked; /* how many GPUs the check asked about */
+} T;
+
+static bool held(const void *ctx, unsigned gpu)
+{
+	assert_ptr_equal(ctx, &T);
+	T.held_asked++;
+	return gpu == HELD_GPU;
+}
+
+/* An image folder under T.dir: with labd-image.json when meta, chmod mode. */
+static void make_image(const char *name, bool meta, mode_t mode)
+{
+	char folder[96], path[128];
+
+	snprintf(folder, sizeof(folder), "%.63s/%.31s", T.dir, name);
+	assert_int_equal(mkdir(folder, 0755), 0);
+	if (meta)
+		unit_write(folder, "labd-image.json", "{\"hash\":\"sha256:0123abcd\"}", path);
+	assert_int_equal(chmod(folder, mode), 0);
+	assert_null(images_add(&T.cfg, name, folder));
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&T, 0, sizeof(T));
+	config_defaults(&T.cfg, false);
+	T.cfg.n_gpu_devices = 3; /* GPUs 0, 1 and 2; 2 is held */
+	for (unsigned i = 0; i < 3; i++)
+		T.cfg.gpu_devices[i] = i;
+	T.cfg.memory_max_bytes = 8ULL << 30;
+	T.cfg.cpus_max_milli = 4000;
+	T.cfg.home_size_max_bytes = 100ULL << 30;
+	T.cfg.quota_network = 1;
+	T.cfg.quota_egress_bytes_per_s = 1000000;
+	unit_tempdir(T.dir);
+	make_image("good", true, 0755);
+	make_image("nometa", false, 0755);
+	make_image("open", true, 0777);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unit_rmdir(T.dir);
+	return 0;
+}
+
+/* A start of purpose as the protocol sends it: the purpose's own fields, then the
+ * shape's (shape: a JSON object text of BOX_SHAPE_FIELDS, "gpus" among them); checked
+ * against the purpose's field list, as the supervisor's channel does before the check. */
+static json_t *start_msg(enum purpose p, long long deadline, const char *kind, const char *shape)
+{
+	json_t *m = proto_msg(p == RUNTIME ? "sandbox_start" : "pool_start", 7);
+	json_t *fields = json_loads(shape, 0, NULL);
+	char err[128];
+
+	assert_non_null(fields);
+	if (p == RUNTIME)
+		json_object_update_new(m, json_pack("{s:s,s:i,s:i,s:s,s:s,s:I}", "user", "alice",
+						    "user_id", 3, "runtime_id", 9, "kind", kind,
+						    "token", TOKEN, "deadline",
+						    (json_int_t)deadline));
+	else
+		json_object_update_new(m, json_pack("{s:s,s:i,s:i,s:I}", "user", "alice",
+						    "user_id", 3, "pool_id", 12, "deadline",
+						    (json_int_t)deadline));
+	json_object_update_new(m, fields);
+	assert_int_equal(proto_check(m, p == RUNTIME ? proto_sandbox_start : proto_pool_start,
+				     true, err, sizeof(err)),
+			 0);
+	return m;
+}
+
+/* The code startcheck gives a start of purpose; why gets its sentence. */
+static enum startcheck_code run(enum purpose p, long long deadline, const char *kind,
+				const char *shape, char *why, size_t len,
+				struct launch_request *rq, char hash[IMAGE_HASH_MAX])
+{
+	json_t *m = start_msg(p, deadline, kind, shape);
+	struct startcheck_start st;
+	enum startcheck_code c;
+
+	startcheck_read(&T.cfg, m, &st);
+	memset(rq, 0, sizeof(*rq));
+	c = startcheck_check(&T.cfg, &st, held, &T, rq, hash, why, len);
+	json_decref(m);
+	return c;
+}
+
+static const struct {
+	const char *what;
+	bool past;
+	const char *kind; /* a runtime's; the pool has none */
+	const char *shape;
+	enum startcheck_code want;
+	const char *code;
+	const char *says; /* a word of the sentence */
+} table[] = {
+	{"past deadline", true, "cpu", "{\"gpus\":[]}", STARTCHECK_PAST_DEADLINE,
+	 "past_deadline", "deadline"},
+	{"GPU not configured", false, "gpu", "{\"gpus\":[7]}", STARTCHECK_GPU_NOT_CONFIGURED,
+	 "gpu_not_configured", "gpu 7"},
+	{"GPU named twice", false, "gpu", "{\"gpus\":[1,1]}", STARTCHECK_GPU_NAMED_TWICE,
+	 "gpu_named_twice", "twice"},
+	{"GPU held", false, "gpu", "{\"gpus\":[0,2]}", STARTCHECK_GPU_BUSY, "gpu_busy", "gpu 2"},
+	{"above the machine cap", false, "cpu", "{\"gpus\":[],\"memory_bytes\":9663676416}",
+	 STARTCHECK_ABOVE_MACHINE_CAP, "above_machine_cap", "memory_max"},
+	{"cpus above the machine cap", false, "cpu", "{\"gpus\":[],\"cpus_milli\":4001}",
+	 STARTCHECK_ABOVE_MACHINE_CAP, "above_machine_cap", "cpus_max"},
+	{"image not configured", false, "cpu", "{\"gpus\":[],\"image\":\"nosuch\"}",
+	 STARTCHECK_IMAGE_MISSING, "image_missing", "image_missing:"},
+	{"image without labd-image.json", false, "cpu", "{\"gpus\":[],\"image\":\"nometa\"}",
+	 STARTCHECK_IMAGE_MISSING, "image_missing", "labd-image.json"},
+	{"image writable by others", false, "cpu", "{\"gpus\":[],\"image\":\"open\"}",
+	 STARTCHECK_IMAGE_UNSAFE, "image_unsafe", "image_unsafe:"},
+	/* the first refusal in the table's order wins: held before the cap */
+	{"GPU held and above the cap", false, "gpu",
+	 "{\"gpus\":[2],\"memory_bytes\":9663676416}", STARTCHECK_GPU_BUSY, "gpu_busy", "held"},
+};
+
+static void test_refusal_table_both_purposes(void **state)
+{
+	struct launch_request rq;
+	char why[200], hash[IMAGE_HASH_MAX];
+	(void)state;
+
+	for (enum purpose p = RUNTIME; p <= POOL; p++)
+		for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+			long long deadline = table[i].past ? time(NULL) - 1 : time(NULL) + 3600;
+			enum startcheck_code c = run(p, deadline, table[i].kind, table[i].shape,
+						     why, sizeof(why), &rq, hash);
+			if (c != table[i].want)
+				fail_msg("%s, %s: code %s (%s), want %s",
+					 p == RUNTIME ? "sandbox_start" : "pool_start",
+					 table[i].what, startcheck_code_name(c), why,
+					 table[i].code);
+			assert_string_equal(startcheck_code_name(c), table[i].code);
+			if (!strstr(why, table[i].says))
+				fail_msg("%s: \"%s\" does not say %s", table[i].what, why,
+					 table[i].says);
+		}
+}
+
+static void test_accepted_start_fills_the_request(void **state)
+{
+	struct launch_request rq;
+	char why[200], hash[IMAGE_HASH_MAX];
+	(void)state;
+
+	for (enum purpose p = RUNTIME; p <= POOL; p++) {
+		T.held_asked = 0;
+		assert_int_equal(run(p, time(NULL) + 60, "gpu",
+				     "{\"gpus\":[0,1],\"memory_bytes\":1073741824,\"cpus_milli\":2000,"
+				     "\"image\":\"good\"}",
+				     why, sizeof(why), &rq, hash),
+				 STARTCHECK_OK);
+		assert_int_equal(T.held_asked, 2); /* every GPU asked about */
+		assert_true(rq.sizes.memory_bytes == 1ULL << 30 && rq.sizes.cpus_milli == 2000);
+		/* an absent size is the configured default */
+		assert_true(rq.sizes.home_size_bytes == T.cfg.home_size_bytes);
+		assert_true(rq.from_image);
+		assert_non_null(strstr(rq.root, "/good"));
+		assert_string_equal(hash, "sha256:0123abcd");
+		/* no image: [runtime] image, no hash */
+		assert_int_equal(run(p, time(NULL) + 60, "cpu", "{\"gpus\":[]}", why, sizeof(why),
+				     &rq, hash),
+				 STARTCHECK_OK);
+		assert_false(rq.from_image);
+		assert_string_equal(rq.root, T.cfg.image);
+		assert_string_equal(hash, "");
+	}
+}
+
+/* Only a runtime has a kind, and its GPUs must match it. */
+static void test_runtime_kind(void **state)
+{
+	struct launch_request rq;
+	char why[200], hash[IMAGE_HASH_MAX];
+	(void)state;
+
+	assert_int_equal(run(RUNTIME, time(NULL) + 60, "gpu", "{\"gpus\":[]}", why, sizeof(why),
+			     &rq, hash),
+			 STARTCHECK_BAD_REQUEST);
+	assert_int_equal(run(RUNTIME, time(NULL) + 60, "cpu", "{\"gpus\":[1]}", why, sizeof(why),
+			     &rq, hash),
+			 STARTCHECK_BAD_REQUEST);
+	assert_int_equal(run(RUNTIME, time(NULL) + 60, "tpu", "{\"gpus\":[]}", why, sizeof(why),
+			     &rq, hash),
+			 STARTCHECK_BAD_REQUEST);
+	assert_string_equal(startcheck_code_name(STARTCHECK_BAD_REQUEST), "bad_request");
+	/* a pool asks for GPUs without a kind */
+	assert_int_equal(run(POOL, time(NULL) + 60, NULL, "{\"gpus\":[1]}", why, sizeof(why), &rq,
+			     hash),
+			 STARTCHECK_OK);
+}
+
+/* The shape read back, and the network fallback: the same for both purposes. */
+static void test_shape_and_network_fallback(void **state)
+{
+	static const struct {
+		const char *shape;
+		bool network;
+		int64_t egress;
+	} cases[] = {
+		/* no network: [quota] network and egress_rate together (an older sender) */
+		{"{\"gpus\":[]}", true, 1000000},
+		/* the plan's network without a rate: no limit, whatever [quota] says */
+		{"{\"gpus\":[],\"network\":1}", true, 0},
+		{"{\"gpus\":[],\"network\":0}", false, 0},
+		{"{\"gpus\":[],\"network\":1,\"egress_bytes_per_s\":500}", true, 500},
+	};
+	struct startcheck_start st;
+	struct launch_request rq;
+	(void)state;
+
+	for (enum purpose p = RUNTIME; p <= POOL; p++) {
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			json_t *m = start_msg(p, 2000000000, "cpu", cases[i].shape);
+			startcheck_read(&T.cfg, m, &st);
+			json_decref(m);
+			if (st.shape.network != cases[i].network ||
+			    st.shape.egress_bytes_per_s != cases[i].egress)
+				fail_msg("%s %s: network %d egress %lld",
+					 p == RUNTIME ? "sandbox_start" : "pool_start",
+					 cases[i].shape, st.shape.network,
+					 (long long)st.shape.egress_bytes_per_s);
+		}
+		json_t *m = start_msg(p, 2000000000, "gpu",
+				      "{\"gpus\":[1,0],\"home_size_bytes\":5,\"image\":\"good\"}");
+		startcheck_read(&T.cfg, m, &st);
+		assert_int_equal(st.deadline_s, 2000000000);
+		assert_int_equal(st.shape.n_gpus, 2);
+		assert_true(st.shape.gpus[0] == 1 && st.shape.gpus[1] == 0);
+		assert_int_equal(st.shape.home_size_bytes, 5);
+		assert_int_equal(st.shape.memory_bytes, 0);
+		assert_string_equal(st.shape.image, "good");
+		if (p == RUNTIME)
+			assert_string_equal(st.kind, "gpu");
+		else
+			assert_null(st.kind);
+		memset(&rq, 0, sizeof(rq));
+		startcheck_fill(&st.shape, &rq);
+		assert_true(rq.n_gpus == 2 && rq.gpus[0] == 1 && rq.gpus[1] == 0);
+		assert_true(rq.network && rq.egress_bytes_per_s == 1000000);
+		json_decref(m);
+	}
+}
+
+int main(void)
+{
+	/* one configuration and image folder for all: no test changes them */
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_refusal_table_both_purposes),
+		cmocka_unit_test(test_accepted_start_fills_the_request),
+		cmocka_unit_test(test_runtime_kind),
+		cmocka_unit_test(test_shape_and_network_fallback),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
