@@ -36,6 +36,7 @@ object() { # object FOLDER NAME C-TEXT: a built object planted in the copy
 	printf '%s\n' "$3" >"$WORK/src.c"
 	mkdir -p "$WORK/t/build/$1"
 	cc -c "$WORK/src.c" -o "$WORK/t/build/$1/$2.o"
+	cp "$WORK/src.c" "$WORK/t/$1/$2.c" # an object without its source is no module
 }
 
 if ! find "$ROOT/$BUILD/server" -name '*.o' 2>/dev/null | grep -q .; then
@@ -68,9 +69,12 @@ expect "a tag first defined after qualifiers (static const struct kind) counts" 
 	'tag kind defined in server/config/kinds.c server/store/planted.h'
 
 fresh
-printf 'struct pool {\n\tint x;\n};\n' >"$WORK/t/server/proxy/planted.h"
+printf 'struct planted {\n\tint x;\n};\n' | tee "$WORK/t/server/proxy/planted.h" >"$WORK/t/server/store/planted.h"
+echo 'tag planted server/proxy/planted.h server/store/planted.h -- planted' >>"$WORK/t/tests/lint/known-words.txt"
+expect "a known tag passes" ok ""
+printf 'struct planted {\n\tint x;\n};\n' >"$WORK/t/server/api/planted.h"
 expect "a known tag defined once more fails" fail \
-	'tag pool defined in server/proxy/planted.h server/store/pools.h server/supervisor/pool.h'
+	'tag planted defined in server/api/planted.h server/proxy/planted.h server/store/planted.h'
 
 fresh
 object server/proxy planted 'int users_planted(void) { return 0; }'
@@ -100,9 +104,12 @@ printf '#define SWEEP_EVERY_MS 5\n#define RETRY_TIMEOUT_S 5\n#define X_TICK_US 1
 expect "periods ending in their unit pass" ok ""
 
 fresh
-sed -i 's/LABD_CAPS_H/LABD_PROXY_CAPS_H/' "$WORK/t/server/proxy/caps.h"
+printf '#ifndef LABD_CONFIG_H\n#define LABD_CONFIG_H\n#endif\n' >"$WORK/t/server/config/planted.h"
+echo 'guard LABD_CONFIG_H server/config/config.h server/config/planted.h -- planted' >>"$WORK/t/tests/lint/known-words.txt"
+expect "a known guard passes" ok ""
+sed -i 's/LABD_CONFIG_H/LABD_PLANTED_H/' "$WORK/t/server/config/planted.h"
 expect "a known violation that is gone fails, naming its line" fail \
-	'known-words.txt:[0-9]+: "guard LABD_CAPS_H server/proxy/caps.h server/supervisor/caps.h" is gone'
+	'known-words.txt:[0-9]+: "guard LABD_CONFIG_H server/config/config.h server/config/planted.h" is gone'
 
 fresh
 echo 'tag nosuch server/nowhere.c -- planted' >>"$WORK/t/tests/lint/known-words.txt"
