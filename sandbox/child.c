@@ -369,6 +369,13 @@ static const struct child_step {
 	{"command", step_command},
 	{"title", step_title},
 };
+#define N_CHILD_STEPS (sizeof(child_steps) / sizeof(child_steps[0]))
+_Static_assert(N_CHILD_STEPS <= TIMING_MAX_STEPS, "timing.h holds every child step");
+
+const char *child_step_name(size_t i)
+{
+	return i < N_CHILD_STEPS ? child_steps[i].name : NULL;
+}
 
 _Noreturn void child_main(const struct child_args *args)
 {
@@ -376,9 +383,14 @@ _Noreturn void child_main(const struct child_args *args)
 
 	memset(&c, 0, sizeof(c));
 	c.a = *args;
-	for (size_t i = 0; i < sizeof(child_steps) / sizeof(child_steps[0]); i++)
+	if (c.a.times)
+		c.a.times->start_ns = timing_now_ns();
+	for (size_t i = 0; i < N_CHILD_STEPS; i++) {
 		if (child_steps[i].run(&c) < 0)
 			report(c.a.err_fd, child_steps[i].name, c.msg);
+		if (c.a.times)
+			c.a.times->end_ns[i] = timing_now_ns();
+	}
 	close(c.a.err_fd); /* EOF reaches the parent once the command has exec'd */
 	run_init(&c.a, c.cmd, &c.set);
 }

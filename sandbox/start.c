@@ -40,6 +40,7 @@
 #include "sandbox/rundir.h"
 #include "sandbox/state.h"
 #include "sandbox/teardown.h"
+#include "sandbox/timing.h"
 
 /* The environment handed to the child: strings packed here, pointed at by envp. */
 struct env_store {
@@ -62,6 +63,7 @@ struct start {
 	int sync_p[2], err_p[2], status_p[2]; /* -1 when closed */
 	pid_t pid;
 	char child_step[SANDBOX_STEP_MAX]; /* the step the child reported failing */
+	struct timing timing;              /* LABD_SANDBOX_TIMINGS (timing.h) */
 };
 
 static void close_fd(int *fd)
@@ -488,6 +490,13 @@ static const struct start_step {
 	{"release", step_release},
 	{"child", step_child}, /* named by the child's report when it fails */
 };
+#define N_START_STEPS (sizeof(start_steps) / sizeof(start_steps[0]))
+_Static_assert(N_START_STEPS <= TIMING_MAX_STEPS, "timing.h holds every start step");
+
+static const char *start_step_name(size_t i)
+{
+	return i < N_START_STEPS ? start_steps[i].name : NULL;
+}
 
 /* Runs the steps in order; on a failure fills *err and logs it once. */
 static int run_steps(struct start *c, struct sandbox_error *err)
@@ -496,10 +505,16 @@ static int run_steps(struct start *c, struct sandbox_error *err)
 	const char *failed = NULL;
 
 	fail_hold(why, sizeof(why));
-	for (size_t i = 0; i < sizeof(start_steps) / sizeof(start_steps[0]) && !failed; i++)
+	timing_begin(&c->timing);
+	c->child.times = c->timing.child;
+	for (size_t i = 0; i < N_START_STEPS && !failed; i++) {
 		if (start_steps[i].run(c) < 0)
 			failed = start_steps[i].name;
+		if (c->timing.on)
+			c->timing.parent_end_ns[i] = timing_now_ns();
+	}
 	fail_release();
+	timing_end(&c->timing, c->h->id, start_step_name, child_step_name);
 	if (!failed)
 		return 0;
 	if (c->child_step[0])
