@@ -349,6 +349,129 @@ int cgbox_attach(const struct cgbox_layout *lo, const char *parent, const char *
 	return 0;
 }
 
+/* Writes "0" to dir/tasks: the calling thread moves itself, which needs neither the
+ * threadgroup lock nor, unlike write_knob, ever creates the file. */
+static int move_self(const char *dir)
+{
+	char path[600];
+	int fd, rc;
+
+	if (snprintf(path, sizeof(path), "%s/tasks", dir) >= (int)sizeof(path))
+		return -1;
+	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	rc = write(fd, "0", 1) == 1 ? 0 : -1;
+	close(fd);
+	return rc;
+}
+
+/* Whether the controller list ctls ("cpu,cpuacct") of a /proc/.../cgroup line names c. */
+static bool names_ctl(const char *ctls, size_t len, const char *c)
+{
+	size_t n = strlen(c);
+
+	for (const char *p = ctls, *end = ctls + len; p < end;) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		size_t w = comma ? (size_t)(comma - p) : (size_t)(end - p);
+		if (w == n && memcmp(p, c, n) == 0)
+			return true;
+		p += w + 1;
+	}
+	return false;
+}
+
+/* The calling thread's own cgroup dir in v1 hierarchy c (its mount point and the path
+ * /proc/thread-self/cgroup names), when that dir has a tasks file; 0 or -1. */
+static int own_cgroup(const struct cgbox_layout *lo, const char *self, enum cgbox_ctl c,
+		      char *buf, size_t size)
+{
+	char tasks[600];
+
+	for (const char *line = self; *line;) {
+		const char *nl = strchr(line, '\n'), *c1 = strchr(line, ':'), *c2;
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		if (c1 && c1 < line + len && (c2 = memchr(c1 + 1, ':', (size_t)(line + len - c1 - 1))) &&
+		    names_ctl(c1 + 1, (size_t)(c2 - c1 - 1), ctl_names[c])) {
+			int n = snprintf(buf, size, "%s%.*s", lo->v1[c], (int)(line + len - c2 - 1), c2 + 1);
+			if (n < 0 || (size_t)n >= size)
+				return -1;
+			if (n > 1 && buf[n - 1] == '/')
+				buf[n - 1] = '\0';
+			snprintf(tasks, sizeof(tasks), "%s/tasks", buf);
+			return access(tasks, W_OK) == 0 ? 0 : -1;
+		}
+		line += len + (nl ? 1 : 0);
+	}
+	return -1;
+}
+
+int cgbox_birth_enter(const struct cgbox_layout *lo, const char *parent, const char *name,
+		      struct cgbox_birth *b)
+{
+	char dir[512], self[4096];
+	ssize_t n = -1;
+	int fd;
+
+	memset(b, 0, sizeof(*b));
+	b->into_fd = -1;
+	if (cgbox_path(lo, lo->mode == CGBOX_V2 ? 0 : CGBOX_UNIFIED, parent, name, dir, sizeof(dir)) == 0)
+		b->into_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lo->mode == CGBOX_V2)
+		return 0;
+	if ((fd = open("/proc/thread-self/cgroup", O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, self, sizeof(self) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		return 0; /* every hierarchy is attached afterwards */
+	self[n] = '\0';
+	b->in = true;
+	for (int c = 0; c < CGBOX_UNIFIED; c++) {
+		if (!lo->v1[c][0] || own_cgroup(lo, self, (enum cgbox_ctl)c, b->from[c], sizeof(b->from[c])) < 0 ||
+		    cgbox_path(lo, (enum cgbox_ctl)c, parent, name, dir, sizeof(dir)) < 0)
+			continue;
+		b->inherited[c] = move_self(dir) == 0;
+	}
+	return 0;
+}
+
+int cgbox_birth_leave(const struct cgbox_layout *lo, struct cgbox_birth *b)
+{
+	int rc = 0;
+
+	if (b->into_fd >= 0)
+		close(b->into_fd);
+	b->into_fd = -1;
+	if (!b->in)
+		return 0;
+	b->in = false;
+	for (int c = 0; c < CGBOX_UNIFIED; c++) {
+		if (!b->inherited[c] || move_self(b->from[c]) == 0)
+			continue;
+		/* its own cgroup went away meanwhile: the hierarchy's root, never the sandbox's */
+		if (move_self(lo->v1[c]) < 0)
+			rc = fail_errno("cgroup %s: cannot leave the sandbox's cgroup", ctl_names[c]);
+	}
+	return rc;
+}
+
+int cgbox_attach_rest(const struct cgbox_layout *lo, const char *parent, const char *name,
+		      pid_t pid, const struct cgbox_birth *b, bool into_taken)
+{
+	char dir[512];
+
+	for (int c = 0; c < (lo->mode == CGBOX_V2 ? 1 : CGBOX_NCTL); c++) {
+		bool unified = lo->mode == CGBOX_V2 || c == CGBOX_UNIFIED;
+		if ((lo->mode == CGBOX_V1 && !lo->v1[c][0]) || (unified ? into_taken : b->inherited[c]))
+			continue;
+		if (cgbox_path(lo, (enum cgbox_ctl)c, parent, name, dir, sizeof(dir)) < 0 ||
+		    write_u64(dir, "cgroup.procs", (uint64_t)pid) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Reads "key value" lines of a flat-keyed cgroup file; returns value of key or 0. */
 static uint64_t read_keyed(const char *dir, const char *file, const char *key)
 {
@@ -458,7 +581,8 @@ int cgbox_kill(const struct cgbox_layout *lo, const char *parent, const char *na
 				n = read_procs(dir, pids, 1024);
 		}
 		for (int i = 0; i < n && i < 1024; i++)
-			kill(pids[i], SIGKILL);
+			if (pids[i] != getpid()) /* a failed cgbox_birth_leave left us inside */
+				kill(pids[i], SIGKILL);
 		if (frozen) {
 			/* killed tasks only die once thawed */
 			if (lo->mode == CGBOX_V2)

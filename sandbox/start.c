@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -61,6 +62,8 @@ struct start {
 	bool have_state;
 	char img_dir[SANDBOX_PATH_MAX];
 	int sync_p[2], err_p[2], status_p[2]; /* -1 when closed */
+	struct cgbox_birth birth; /* the cgroups the child is cloned into (cgbox.h) */
+	bool into_taken;          /* clone3 placed it in birth.into_fd's cgroup */
 	pid_t pid;
 	char child_step[SANDBOX_STEP_MAX]; /* the step the child reported failing */
 	struct timing timing;              /* LABD_SANDBOX_TIMINGS (timing.h) */
@@ -142,15 +145,16 @@ static int step_run_dir(struct start *c)
 /* A raised storage quota reaches an existing image here when it was not
  * mounted to grow online (or the kernel refused online growth after the file
  * had grown); a smaller spec never shrinks it. Offline only while no loop
- * device holds the image: a copy of the last mount may live on in another
- * sandbox's namespace, and resizing a live ext4 from outside corrupts it.
- * Then it grows online once mounted (late = true), or at a later start. */
-static int grow_to_spec(const struct sandbox_spec *s, bool late)
+ * device holds the image (attached: the caller's word, see step_home): a copy
+ * of the last mount may live on in another sandbox's namespace, and resizing a
+ * live ext4 from outside corrupts it. Then it grows online once mounted (late =
+ * true), or at a later start. */
+static int grow_to_spec(const struct sandbox_spec *s, bool late, bool attached)
 {
 	struct stat st;
 	uint64_t size;
 
-	if (stat(s->home_image, &st) < 0 || late != home_attached(s->home_image))
+	if (stat(s->home_image, &st) < 0 || late != attached)
 		return 0;
 	size = (uint64_t)st.st_size > s->home_size_bytes ? (uint64_t)st.st_size : s->home_size_bytes;
 	if (!late)
@@ -162,18 +166,20 @@ static int grow_to_spec(const struct sandbox_spec *s, bool late)
 	return 0;
 }
 
+/* Whether the image is attached is asked once: a mounted home is (two stat()
+ * calls), else every loop device's backing file is read; after the mount it is. */
 static int step_home(struct start *c)
 {
 	const struct sandbox_spec *s = c->spec;
 
 	if (!s->home_image)
 		return 0;
-	bool attached = home_attached(s->home_image);
+	bool attached = home_mounted(s->state_dir, s->user) || home_attached(s->home_image);
 
 	if (home_ensure(s->home_image, s->home_size_bytes, c->host_uid) < 0 ||
-	    grow_to_spec(s, false) < 0 ||
+	    grow_to_spec(s, false, attached) < 0 ||
 	    home_mount_ref(s->state_dir, s->user, s->home_image, c->h->id) < 0 ||
-	    (attached && grow_to_spec(s, true) < 0))
+	    (attached && grow_to_spec(s, true, true) < 0))
 		return -1;
 	return home_mount_path(s->state_dir, s->user, c->child.home_src, sizeof(c->child.home_src));
 }
@@ -362,8 +368,36 @@ static int step_cgroups(struct start *c)
 	return cgbox_create(lo, s->cgroup_parent, c->h->id, lim);
 }
 
+/* clone3 into the sandbox's v2 (or hybrid unified) cgroup; where the kernel or a
+ * seccomp filter around labd refuses that, the plain clone of old, and the cgroup is
+ * attached in cgroup-attach. */
+static pid_t clone_child(struct start *c)
+{
+	const uint64_t ns = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
+			    CLONE_NEWUTS;
+	struct clone_args ca = {.flags = ns | CLONE_INTO_CGROUP, .exit_signal = SIGCHLD};
+	pid_t pid;
+
+	if (c->birth.into_fd >= 0) {
+		ca.cgroup = (uint64_t)c->birth.into_fd;
+		pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+		if (pid >= 0) {
+			c->into_taken = true;
+			return pid;
+		}
+	}
+	return (pid_t)syscall(SYS_clone, ns | SIGCHLD, NULL, NULL, NULL, NULL);
+}
+
+/* The child is born in its cgroups (cgbox_birth_enter): no process move, whose
+ * first one after a quiet moment waits out an RCU grace period. */
 static int step_clone(struct start *c)
 {
+	const struct cgbox_layout *lo = cgbox_host();
+	int e;
+
+	if (!lo)
+		return fail_error("no usable cgroup hierarchy");
 	/* sync is a socket so that send(MSG_NOSIGNAL) to a dead child is EPIPE, not a
 	 * SIGPIPE that kills the supervisor */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->sync_p) < 0 ||
@@ -372,13 +406,18 @@ static int step_clone(struct start *c)
 	c->child.sync_fd = c->sync_p[0];
 	c->child.err_fd = c->err_p[1];
 	c->child.status_fd = c->status_p[1];
-	c->pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |
-						   CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
-				NULL, NULL, NULL, NULL);
-	if (c->pid < 0)
-		return fail_errno("clone");
+	if (cgbox_birth_enter(lo, c->spec->cgroup_parent, c->h->id, &c->birth) < 0)
+		return -1;
+	c->pid = clone_child(c);
+	e = errno;
 	if (c->pid == 0)
 		child_main(&c->child);
+	if (cgbox_birth_leave(lo, &c->birth) < 0)
+		return -1; /* abandon() kills the child */
+	if (c->pid < 0) {
+		errno = e;
+		return fail_errno("clone");
+	}
 	close_fd(&c->sync_p[0]);
 	close_fd(&c->err_p[1]);
 	close_fd(&c->status_p[1]);
@@ -419,12 +458,11 @@ static int step_id_maps(struct start *c)
 	return 0;
 }
 
+/* What the child did not get at birth (step_clone); nothing, mostly. */
 static int step_cgroup_attach(struct start *c)
 {
-	const struct cgbox_layout *lo = cgbox_host();
-
-	return lo ? cgbox_attach(lo, c->spec->cgroup_parent, c->h->id, c->pid)
-		  : fail_error("no usable cgroup hierarchy");
+	return cgbox_attach_rest(cgbox_host(), c->spec->cgroup_parent, c->h->id, c->pid, &c->birth,
+				 c->into_taken);
 }
 
 /* Egress: root's ruleset in the namespace, then pasta, while the child still waits
@@ -535,6 +573,10 @@ static void handle_reset(struct sandbox_handle *h)
 /* After a failed step: releases everything taken, in the opposite order. */
 static void abandon(struct start *c)
 {
+	const struct cgbox_layout *lo = cgbox_host();
+
+	if (lo)
+		cgbox_birth_leave(lo, &c->birth); /* idempotent: done unless clone failed halfway */
 	if (c->pid > 0) {
 		kill(c->pid, SIGKILL);
 		waitpid(c->pid, NULL, 0);
@@ -564,6 +606,7 @@ int sandbox_start_err(const struct sandbox_spec *spec, struct sandbox_handle *h,
 	c->h = h;
 	for (int i = 0; i < 2; i++)
 		c->sync_p[i] = c->err_p[i] = c->status_p[i] = -1;
+	c->birth.into_fd = -1;
 	rc = run_steps(c, err);
 	if (rc < 0) {
 		abandon(c);
