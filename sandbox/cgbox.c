@@ -295,8 +295,7 @@ static int v2_limits(const struct cgbox_layout *lo, const char *dir, const struc
 	return 0;
 }
 
-int cgbox_create(const struct cgbox_layout *lo, const char *parent, const char *name,
-		 const struct cgbox_limits *lim)
+int cgbox_make(const struct cgbox_layout *lo, const char *parent, const char *name)
 {
 	char dir[512];
 
@@ -310,8 +309,6 @@ int cgbox_create(const struct cgbox_layout *lo, const char *parent, const char *
 			fail_errno("mkdir %s", dir);
 			return -1; /* an existing cgroup of that name is not ours to remove */
 		}
-		if (v2_limits(lo, dir, lim) < 0)
-			goto fail;
 		return 0;
 	}
 	for (int c = 0; c < CGBOX_NCTL; c++) {
@@ -322,12 +319,34 @@ int cgbox_create(const struct cgbox_layout *lo, const char *parent, const char *
 		if (cgbox_path(lo, c, parent, name, dir, sizeof(dir)) < 0 || mkdir_ok(dir) < 0)
 			goto fail;
 	}
-	if (v1_limits(lo, parent, name, lim) < 0)
-		goto fail;
 	return 0;
 fail:
 	cgbox_remove(lo, parent, name);
 	return -1;
+}
+
+int cgbox_limit(const struct cgbox_layout *lo, const char *parent, const char *name,
+		const struct cgbox_limits *lim)
+{
+	char dir[512];
+
+	if (lo->mode == CGBOX_V1)
+		return v1_limits(lo, parent, name, lim);
+	if (cgbox_path(lo, 0, parent, name, dir, sizeof(dir)) < 0)
+		return fail_error("cgroup path too long: %s/%s", parent, name);
+	return v2_limits(lo, dir, lim);
+}
+
+int cgbox_create(const struct cgbox_layout *lo, const char *parent, const char *name,
+		 const struct cgbox_limits *lim)
+{
+	if (cgbox_make(lo, parent, name) < 0)
+		return -1;
+	if (cgbox_limit(lo, parent, name, lim) < 0) {
+		cgbox_remove(lo, parent, name);
+		return -1;
+	}
+	return 0;
 }
 
 int cgbox_attach(const struct cgbox_layout *lo, const char *parent, const char *name, pid_t pid)

@@ -69,6 +69,13 @@ const char *cgbox_ctl_name(enum cgbox_ctl c);
  * it made.  parent and name are single path components (checked). 0 or -1. */
 int cgbox_create(const struct cgbox_layout *lo, const char *parent, const char *name,
 		 const struct cgbox_limits *lim);
+/* cgbox_create in two: the cgroups (removed again on failure), then their limits
+ * (on failure the caller removes them).  A sandbox start makes them before the
+ * clone, so that the child is born inside, and writes the limits while the child
+ * builds its file system: both before it runs anything but labd's own code. */
+int cgbox_make(const struct cgbox_layout *lo, const char *parent, const char *name);
+int cgbox_limit(const struct cgbox_layout *lo, const char *parent, const char *name,
+		const struct cgbox_limits *lim);
 /* Moves pid into the cgroup(s); 0 or -1. */
 int cgbox_attach(const struct cgbox_layout *lo, const char *parent, const char *name, pid_t pid);
 

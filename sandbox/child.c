@@ -6,10 +6,11 @@
  *
  *   session -> stdio -> wait-parent -> cgroup-namespace -> mount-sources -> inner-uid ->
  *   mounts (mounts.c) -> hostname -> loopback -> privileges -> seccomp (secfilter.c) ->
- *   rlimits -> command -> title (title.c); the command's own last step is exec.
+ *   rlimits -> wait-go -> command -> title (title.c); the command's own last step is exec.
  *
- * The parent writes the uid/gid maps and moves us into the cgroups before wait-parent
- * returns.  After "command" this process stays as a tiny init that forwards signals and
+ * We are born in the sandbox's cgroups; the parent writes the uid/gid maps before
+ * wait-parent returns, and the cgroup limits, the network and the state file before
+ * wait-go does.  After "command" this process stays as a tiny init that forwards signals and
  * reaps (run_init).
  */
 #include "child.h"
@@ -205,12 +206,24 @@ static int step_stdio(struct child *c)
 	return 0;
 }
 
+/* The parent says go twice: once the uid maps are written (we are in our cgroups from
+ * birth), then once the limits, the network and the state file are in place (wait-go);
+ * everything between is labd's own code building the sandbox. */
 static int step_wait_parent(struct child *c)
 {
 	char go;
 
 	if (read(c->a.sync_fd, &go, 1) != 1)
 		_exit(127); /* the parent failed before releasing us: nobody reads a report */
+	return 0;
+}
+
+static int step_wait_go(struct child *c)
+{
+	char go;
+
+	if (read(c->a.sync_fd, &go, 1) != 1)
+		_exit(127); /* the parent failed after releasing us: it kills us anyway */
 	close(c->a.sync_fd);
 	return 0;
 }
@@ -323,6 +336,8 @@ static _Noreturn void run_command(const struct child_args *a)
 		report(a->err_fd, "exec", msg);
 	}
 	environ = (char **)a->envp;
+	if (a->times)
+		a->times->exec_ns = timing_now_ns();
 	execvp(a->argv[0], a->argv);
 	snprintf(msg, sizeof(msg), "exec %s: %s", a->argv[0], strerror(errno));
 	report(a->err_fd, "exec", msg);
@@ -366,6 +381,7 @@ static const struct child_step {
 	{"privileges", step_privileges},
 	{"seccomp", step_seccomp},
 	{"rlimits", step_rlimits},
+	{"wait-go", step_wait_go},
 	{"command", step_command},
 	{"title", step_title},
 };

@@ -5,11 +5,14 @@
  * child in child.c), and the first that fails stops the start with its name:
  *
  *   spec -> state -> run-dir -> home -> masks -> devices -> environment -> cgroups ->
- *   clone -> id-maps -> cgroup-attach -> network -> record -> release -> child steps
- *   (child.c)
+ *   clone -> id-maps -> cgroup-attach -> release -> limits -> network -> record -> go ->
+ *   child (the child's steps, child.c, until the command's exec)
  *
  * home comes before cgroups because the io limit names the home's loop device; the
- * state file comes before anything is taken, so gc finds whatever a crash leaves.
+ * state file comes before anything is taken, so gc finds whatever a crash leaves.  The
+ * child is cloned into its cgroups (cgbox_birth_enter); after release it builds its
+ * file system while limits, network and record run here, and it starts the command
+ * only after go.  LABD_SANDBOX_TIMINGS=1 prints each step's time (timing.h).
  * What a step says failed is held (fail.h) and logged once as
  * "sandbox <id>: step <name>: <what>"; everything taken is then released by the same
  * teardown sandbox_destroy() uses.  See docs/sandbox.md, "Start-up steps".
@@ -347,15 +350,25 @@ static int step_env(struct start *c)
 	return 0;
 }
 
+/* The cgroups only: the child is cloned into them (step_clone); their limits follow
+ * in step_limits. */
 static int step_cgroups(struct start *c)
 {
-	const struct sandbox_spec *s = c->spec;
 	const struct cgbox_layout *lo = cgbox_host();
-	struct cgbox_limits *lim = &c->lim;
-	struct stat st;
 
 	if (!lo)
 		return fail_error("no usable cgroup hierarchy");
+	return cgbox_make(lo, c->spec->cgroup_parent, c->h->id);
+}
+
+/* The limits, written while the child builds its file system: the command, the
+ * first thing in the sandbox that is not labd's code, starts only after step_go. */
+static int step_limits(struct start *c)
+{
+	const struct sandbox_spec *s = c->spec;
+	struct cgbox_limits *lim = &c->lim;
+	struct stat st;
+
 	lim->mem_bytes = s->mem_bytes;
 	lim->cpu_milli = s->cpu_milli;
 	lim->pids_max = s->pids_max;
@@ -365,7 +378,7 @@ static int step_cgroups(struct start *c)
 		lim->io_major = major(st.st_dev);
 		lim->io_minor = minor(st.st_dev);
 	}
-	return cgbox_create(lo, s->cgroup_parent, c->h->id, lim);
+	return cgbox_limit(cgbox_host(), s->cgroup_parent, c->h->id, lim);
 }
 
 /* clone3 into the sandbox's v2 (or hybrid unified) cgroup; where the kernel or a
@@ -465,8 +478,9 @@ static int step_cgroup_attach(struct start *c)
 				 c->into_taken);
 }
 
-/* Egress: root's ruleset in the namespace, then pasta, while the child still waits
- * (egress.c); the child binds the resolv.conf naming pasta's DNS address. */
+/* Egress: root's ruleset in the namespace, then pasta, while the child builds its
+ * file system; the command starts only after step_go (egress.c).  The child binds
+ * the resolv.conf naming pasta's DNS address. */
 static int step_network(struct start *c)
 {
 	const struct sandbox_spec *s = c->spec;
@@ -480,14 +494,6 @@ static int step_network(struct start *c)
 static int step_record(struct start *c)
 {
 	return sandbox_state_save(c->spec->state_dir, &c->st);
-}
-
-static int step_release(struct start *c)
-{
-	if (send(c->sync_p[1], "g", 1, MSG_NOSIGNAL) != 1)
-		return fail_errno("release the child");
-	close_fd(&c->sync_p[1]);
-	return 0;
 }
 
 /* Waits for the child's steps: EOF on err_p means the command has been exec'd, a
@@ -508,6 +514,37 @@ static int step_child(struct start *c)
 	return fail_error("%s", msg);
 }
 
+/* One byte on the sync socket: the child goes on (child.c, wait-parent, wait-go).
+ * A child that is gone has said why on its error pipe, unless it was killed. */
+static int let_go(struct start *c, bool last)
+{
+	int e;
+
+	if (send(c->sync_p[1], "g", 1, MSG_NOSIGNAL) == 1) {
+		if (last)
+			close_fd(&c->sync_p[1]);
+		return 0;
+	}
+	e = errno;
+	if (step_child(c) < 0)
+		return -1;
+	errno = e;
+	return fail_errno("release the child");
+}
+
+/* The uid maps are written and the child is in its cgroups: it builds its file system
+ * meanwhile the limits, the network and the record are done. */
+static int step_release(struct start *c)
+{
+	return let_go(c, false);
+}
+
+/* Everything is in place: the child may start the command. */
+static int step_go(struct start *c)
+{
+	return let_go(c, true);
+}
+
 static const struct start_step {
 	const char *name;
 	int (*run)(struct start *c);
@@ -523,9 +560,11 @@ static const struct start_step {
 	{"clone", step_clone},
 	{"id-maps", step_id_maps},
 	{"cgroup-attach", step_cgroup_attach},
+	{"release", step_release},
+	{"limits", step_limits},
 	{"network", step_network},
 	{"record", step_record},
-	{"release", step_release},
+	{"go", step_go},
 	{"child", step_child}, /* named by the child's report when it fails */
 };
 #define N_START_STEPS (sizeof(start_steps) / sizeof(start_steps[0]))

@@ -55,6 +55,18 @@ void timing_end(struct timing *t, const char *id, const char *(*name)(size_t i),
 		line("child", child_name(i), prev, t->child->end_ns[i], t->t0_ns);
 		prev = t->child->end_ns[i];
 	}
+	/* from init's fork of the command to its execve, and the execve itself (until
+	 * the parent saw the error pipe close: the parent's "child" step ends there) */
+	if (t->child->exec_ns && t->parent_end_ns[0]) {
+		size_t last = 0, fork = 0;
+		for (size_t i = 0; i < TIMING_MAX_STEPS && name(i) && t->parent_end_ns[i]; i++)
+			last = i;
+		for (size_t i = 1; i < TIMING_MAX_STEPS && child_name(i); i++)
+			if (strcmp(child_name(i), "command") == 0)
+				fork = i - 1; /* the command's clock starts where init's fork did */
+		line("cmd", "before-exec", t->child->end_ns[fork], t->child->exec_ns, t->t0_ns);
+		line("cmd", "exec", t->child->exec_ns, t->parent_end_ns[last], t->t0_ns);
+	}
 	munmap(t->child, sizeof(*t->child));
 	t->child = NULL;
 	t->on = false;

@@ -21,6 +21,7 @@
 struct timing_child {
 	uint64_t start_ns;                 /* CLOCK_MONOTONIC, when child_main began */
 	uint64_t end_ns[TIMING_MAX_STEPS]; /* 0: not reached */
+	uint64_t exec_ns;                  /* the command's side, just before execve */
 };
 
 struct timing {
