@@ -587,10 +587,14 @@ int cgbox_kill(const struct cgbox_layout *lo, const char *parent, const char *na
 	}
 	for (int round = 0; round < 500; round++) {
 		int n = read_procs(dir, pids, 1024);
+		bool self = false;
 		if (n <= 0)
 			break;
+		/* a failed cgbox_birth_leave left this process inside: never freeze or kill it */
+		for (int i = 0; i < n && i < 1024; i++)
+			self |= pids[i] == getpid();
 		/* Freeze first so a fork bomb cannot outrun the kill loop. */
-		if (!frozen) {
+		if (!frozen && !self) {
 			if (lo->mode == CGBOX_V2 && knob_exists(dir, "cgroup.freeze"))
 				frozen = write_knob(dir, "cgroup.freeze", "1") == 0;
 			else if (lo->mode == CGBOX_V1 &&
@@ -600,7 +604,7 @@ int cgbox_kill(const struct cgbox_layout *lo, const char *parent, const char *na
 				n = read_procs(dir, pids, 1024);
 		}
 		for (int i = 0; i < n && i < 1024; i++)
-			if (pids[i] != getpid()) /* a failed cgbox_birth_leave left us inside */
+			if (pids[i] != getpid())
 				kill(pids[i], SIGKILL);
 		if (frozen) {
 			/* killed tasks only die once thawed */
