@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <libcgroup.h>
 #include <linux/magic.h>
+#include <mntent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,25 @@ static int component_ok(const char *s)
 	return s && s[0] && s[0] != '.' && !strchr(s, '/') && strlen(s) < 128;
 }
 
+static bool names_ctl(const char *ctls, size_t len, const char *c);
+
+/* Where each v1 controller is mounted: the first "cgroup" entry of the mount table
+ * whose options name it (what libcgroup's cgroup_init reads too). */
+static void v1_from_mounts(struct cgbox_layout *lo)
+{
+	FILE *f = setmntent("/proc/self/mounts", "re");
+	struct mntent m;
+	char buf[4096];
+
+	if (!f)
+		return;
+	while (getmntent_r(f, &m, buf, sizeof(buf)))
+		for (int c = 0; c < CGBOX_UNIFIED && strcmp(m.mnt_type, "cgroup") == 0; c++)
+			if (!lo->v1[c][0] && names_ctl(m.mnt_opts, strlen(m.mnt_opts), ctl_names[c]))
+				snprintf(lo->v1[c], sizeof(lo->v1[c]), "%s", m.mnt_dir);
+	endmntent(f);
+}
+
 int cgbox_detect(struct cgbox_layout *lo)
 {
 	struct statfs sfs;
@@ -62,14 +82,19 @@ int cgbox_detect(struct cgbox_layout *lo)
 		return 0;
 	}
 	lo->mode = CGBOX_V1;
-	/* libcgroup knows where each v1 controller is mounted (also on hybrid hosts,
-	 * where /sys/fs/cgroup/unified holds a controller-less v2 tree). */
-	int lrc = cgroup_init();
 	/* a hybrid host's v2 tree: no controller, but PSI and CPU time per cgroup */
 	if (statfs("/sys/fs/cgroup/unified", &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC)
 		snprintf(lo->v1[CGBOX_UNIFIED], sizeof(lo->v1[CGBOX_UNIFIED]), "/sys/fs/cgroup/unified");
+	v1_from_mounts(lo);
+	/* libcgroup for what the mount table did not show (cgroup_init alone is 0.35 ms of
+	 * each labbox run), then the usual place */
+	int lrc = 1;
 	for (int c = 0; c < CGBOX_UNIFIED; c++) {
 		char *mp = NULL;
+		if (lo->v1[c][0])
+			continue;
+		if (lrc == 1)
+			lrc = cgroup_init();
 		if (lrc == 0 && cgroup_get_subsys_mount_point(ctl_names[c], &mp) == 0 && mp) {
 			snprintf(lo->v1[c], sizeof(lo->v1[c]), "%s", mp);
 		} else {

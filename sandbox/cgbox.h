@@ -1,6 +1,7 @@
 /* cgbox.h - one sandbox's cgroup(s) on cgroup v1, hybrid and v2 hosts.
  *
- * libcgroup finds the hierarchies (cgroup_init + cgroup_get_subsys_mount_point); the
+ * The mount table names the hierarchies (libcgroup's cgroup_init +
+ * cgroup_get_subsys_mount_point for any it does not show); the
  * knobs are written here per version, because libcgroup maps v1<->v2 only for cpu,
  * cpuset and memory while pids, io/blkio and devices differ (docs/sandbox.md).  All
  * paths hang off a struct cgbox_layout, so the unit tests point it at a fake tree.
@@ -53,7 +54,8 @@ struct cgbox_limits {
 	size_t n_devs;
 };
 
-/* Fills *lo for this host (libcgroup + statfs of /sys/fs/cgroup); 0 or -1. */
+/* Fills *lo for this host (statfs of /sys/fs/cgroup, the mount table, libcgroup);
+ * 0 or -1. */
 int cgbox_detect(struct cgbox_layout *lo);
 /* What the host's cgroups lack that a sandbox's limits rely on (cgroup v1 without the
  * pids controller, or without memory.memsw.* swap accounting; v2 without the memory or
