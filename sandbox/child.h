@@ -23,6 +23,7 @@ struct child_args {
 	int sync_fd;   /* read: one byte when maps and cgroup are in place */
 	int err_fd;    /* write, O_CLOEXEC: "<step>\0<what failed>" (child_report), EOF on exec */
 	int status_fd; /* write: the command's wait status (int) */
+	int filter_fd; /* memfd: the seccomp program, complete once wait-go returns */
 	int stdio[3];  /* the caller's fds for 0, 1, 2, or SANDBOX_FD_NULL */
 	uid_t inner_uid;
 	const char *user;

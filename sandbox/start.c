@@ -5,7 +5,7 @@
  * child in child.c), and the first that fails stops the start with its name:
  *
  *   spec -> state -> run-dir -> home -> masks -> devices -> environment -> cgroups ->
- *   clone -> id-maps -> cgroup-attach -> release -> limits -> network -> record -> go ->
+ *   clone -> id-maps -> cgroup-attach -> release -> filter -> limits -> network -> record -> go ->
  *   child (the child's steps, child.c, until the command's exec)
  *
  * home comes before cgroups because the io limit names the home's loop device; the
@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -42,6 +43,7 @@
 #include "sandbox/fail.h"
 #include "sandbox/home.h"
 #include "sandbox/rundir.h"
+#include "sandbox/secfilter.h"
 #include "sandbox/state.h"
 #include "sandbox/teardown.h"
 #include "sandbox/timing.h"
@@ -65,6 +67,7 @@ struct start {
 	bool have_state;
 	char img_dir[SANDBOX_PATH_MAX];
 	int sync_p[2], err_p[2], status_p[2]; /* -1 when closed */
+	int filter_fd; /* memfd of the seccomp program (step_filter), -1 when closed */
 	struct cgbox_birth birth; /* the cgroups the child is cloned into (cgbox.h) */
 	bool into_taken;          /* clone3 placed it in birth.into_fd's cgroup */
 	pid_t pid;
@@ -414,11 +417,13 @@ static int step_clone(struct start *c)
 	/* sync is a socket so that send(MSG_NOSIGNAL) to a dead child is EPIPE, not a
 	 * SIGPIPE that kills the supervisor */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->sync_p) < 0 ||
-	    pipe2(c->err_p, O_CLOEXEC) < 0 || pipe2(c->status_p, O_CLOEXEC) < 0)
+	    pipe2(c->err_p, O_CLOEXEC) < 0 || pipe2(c->status_p, O_CLOEXEC) < 0 ||
+	    (c->filter_fd = memfd_create("labd-seccomp", MFD_CLOEXEC)) < 0)
 		return fail_errno("pipe");
 	c->child.sync_fd = c->sync_p[0];
 	c->child.err_fd = c->err_p[1];
 	c->child.status_fd = c->status_p[1];
+	c->child.filter_fd = c->filter_fd;
 	if (cgbox_birth_enter(lo, c->spec->cgroup_parent, c->h->id, &c->birth) < 0)
 		return -1;
 	c->pid = clone_child(c);
@@ -539,6 +544,16 @@ static int step_release(struct start *c)
 	return let_go(c, false);
 }
 
+/* The seccomp program (secfilter.h), built into the memfd the child shares while the
+ * child builds its file system (the longer of the two); it loads it after go. */
+static int step_filter(struct start *c)
+{
+	int rc = secfilter_export(c->filter_fd);
+
+	close_fd(&c->filter_fd);
+	return rc < 0 ? fail_errno("build the seccomp filter") : 0;
+}
+
 /* Everything is in place: the child may start the command. */
 static int step_go(struct start *c)
 {
@@ -561,6 +576,7 @@ static const struct start_step {
 	{"id-maps", step_id_maps},
 	{"cgroup-attach", step_cgroup_attach},
 	{"release", step_release},
+	{"filter", step_filter},
 	{"limits", step_limits},
 	{"network", step_network},
 	{"record", step_record},
@@ -645,6 +661,7 @@ int sandbox_start_err(const struct sandbox_spec *spec, struct sandbox_handle *h,
 	c->h = h;
 	for (int i = 0; i < 2; i++)
 		c->sync_p[i] = c->err_p[i] = c->status_p[i] = -1;
+	c->filter_fd = -1;
 	c->birth.into_fd = -1;
 	rc = run_steps(c, err);
 	if (rc < 0) {
@@ -660,6 +677,7 @@ int sandbox_start_err(const struct sandbox_spec *spec, struct sandbox_handle *h,
 		close_fd(&c->err_p[i]);
 		close_fd(&c->status_p[i]);
 	}
+	close_fd(&c->filter_fd);
 	free(c);
 	return rc;
 }
