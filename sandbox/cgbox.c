@@ -472,8 +472,9 @@ int cgbox_birth_enter(const struct cgbox_layout *lo, const char *parent, const c
 	self[n] = '\0';
 	b->in = true;
 	for (int c = 0; c < CGBOX_UNIFIED; c++) {
-		if (!lo->v1[c][0] || own_cgroup(lo, self, (enum cgbox_ctl)c, b->from[c], sizeof(b->from[c])) < 0 ||
-		    cgbox_path(lo, (enum cgbox_ctl)c, parent, name, dir, sizeof(dir)) < 0)
+		enum cgbox_ctl ctl = (enum cgbox_ctl)c;
+		if (!lo->v1[c][0] || own_cgroup(lo, self, ctl, b->from[c], sizeof(b->from[c])) < 0 ||
+		    cgbox_path(lo, ctl, parent, name, dir, sizeof(dir)) < 0)
 			continue;
 		b->inherited[c] = move_self(dir) == 0;
 	}

@@ -5,8 +5,8 @@
  * child in child.c), and the first that fails stops the start with its name:
  *
  *   spec -> state -> run-dir -> home -> masks -> devices -> environment -> cgroups ->
- *   clone -> id-maps -> cgroup-attach -> release -> filter -> limits -> network -> record -> go ->
- *   child (the child's steps, child.c, until the command's exec)
+ *   clone -> id-maps -> cgroup-attach -> release -> filter -> limits -> network ->
+ *   record -> go -> child (the child's steps, child.c, until the command's exec)
  *
  * home comes before cgroups because the io limit names the home's loop device; the
  * state file comes before anything is taken, so gc finds whatever a crash leaves.  The
