@@ -88,13 +88,16 @@ int cgbox_detect(struct cgbox_layout *lo)
 	v1_from_mounts(lo);
 	/* libcgroup for what the mount table did not show (cgroup_init alone is 0.35 ms of
 	 * each labbox run), then the usual place */
-	int lrc = 1;
+	int lrc = -1;
+	bool tried = false;
 	for (int c = 0; c < CGBOX_UNIFIED; c++) {
 		char *mp = NULL;
 		if (lo->v1[c][0])
 			continue;
-		if (lrc == 1)
+		if (!tried) {
 			lrc = cgroup_init();
+			tried = true;
+		}
 		if (lrc == 0 && cgroup_get_subsys_mount_point(ctl_names[c], &mp) == 0 && mp) {
 			snprintf(lo->v1[c], sizeof(lo->v1[c]), "%s", mp);
 		} else {
