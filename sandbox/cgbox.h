@@ -1,6 +1,7 @@
 /* cgbox.h - one sandbox's cgroup(s) on cgroup v1, hybrid and v2 hosts.
  *
- * libcgroup finds the hierarchies (cgroup_init + cgroup_get_subsys_mount_point); the
+ * The mount table names the hierarchies (libcgroup's cgroup_init +
+ * cgroup_get_subsys_mount_point for any it does not show); the
  * knobs are written here per version, because libcgroup maps v1<->v2 only for cpu,
  * cpuset and memory while pids, io/blkio and devices differ (docs/sandbox.md).  All
  * paths hang off a struct cgbox_layout, so the unit tests point it at a fake tree.
@@ -53,7 +54,8 @@ struct cgbox_limits {
 	size_t n_devs;
 };
 
-/* Fills *lo for this host (libcgroup + statfs of /sys/fs/cgroup); 0 or -1. */
+/* Fills *lo for this host (statfs of /sys/fs/cgroup, the mount table, libcgroup);
+ * 0 or -1. */
 int cgbox_detect(struct cgbox_layout *lo);
 /* What the host's cgroups lack that a sandbox's limits rely on (cgroup v1 without the
  * pids controller, or without memory.memsw.* swap accounting; v2 without the memory or
@@ -69,8 +71,41 @@ const char *cgbox_ctl_name(enum cgbox_ctl c);
  * it made.  parent and name are single path components (checked). 0 or -1. */
 int cgbox_create(const struct cgbox_layout *lo, const char *parent, const char *name,
 		 const struct cgbox_limits *lim);
+/* cgbox_create in two: the cgroups (removed again on failure), then their limits
+ * (on failure the caller removes them).  A sandbox start makes them before the
+ * clone, so that the child is born inside, and writes the limits while the child
+ * builds its file system: both before it runs anything but labd's own code. */
+int cgbox_make(const struct cgbox_layout *lo, const char *parent, const char *name);
+int cgbox_limit(const struct cgbox_layout *lo, const char *parent, const char *name,
+		const struct cgbox_limits *lim);
 /* Moves pid into the cgroup(s); 0 or -1. */
 int cgbox_attach(const struct cgbox_layout *lo, const char *parent, const char *name, pid_t pid);
+
+/* A child born in its cgroups.  Moving a process (cgroup.procs) takes the kernel's
+ * global threadgroup lock, whose first writer after a quiet moment waits out an RCU
+ * grace period: 4-20 ms on a busy 2-core host, most of a sandbox start.  A thread
+ * moving itself (v1 "tasks", "0") skips that lock, and clone3(CLONE_INTO_CGROUP)
+ * places a child in a v2 cgroup without any move.  So before the clone the calling
+ * thread moves itself into the sandbox's v1 cgroups and opens its v2 cgroup
+ * (cgbox_birth_enter); the child is cloned into all of them; the thread then moves
+ * back (cgbox_birth_leave).  Whatever was not entered (a hierarchy whose own cgroup
+ * could not be found, clone3 refused) is attached afterwards with cgbox_attach_rest. */
+struct cgbox_birth {
+	int into_fd;                /* v2 (or hybrid unified) cgroup dir for CLONE_INTO_CGROUP, or -1 */
+	bool inherited[CGBOX_NCTL]; /* the child gets this hierarchy's cgroup at birth */
+	char from[CGBOX_NCTL][512]; /* v1: the thread's own cgroup dir, to go back to */
+	bool in;                    /* v1: the thread may be inside: leave moves it back */
+};
+/* Enters what it can of <parent>/<name> (above); 0, or -1 after going back. */
+int cgbox_birth_enter(const struct cgbox_layout *lo, const char *parent, const char *name,
+		      struct cgbox_birth *b);
+/* The calling thread back into its own cgroups, into_fd closed; 0, or -1 when a
+ * hierarchy took it neither back nor at its root (it is then still inside). */
+int cgbox_birth_leave(const struct cgbox_layout *lo, struct cgbox_birth *b);
+/* After the clone: pid into the hierarchies it did not inherit; 0 or -1.  into_taken
+ * says whether the clone used into_fd. */
+int cgbox_attach_rest(const struct cgbox_layout *lo, const char *parent, const char *name,
+		      pid_t pid, const struct cgbox_birth *b, bool into_taken);
 /* Number of OOM kills so far (v1 memory.oom_control oom_kill, v2 memory.events
  * oom_kill); 0 when unknown.  */
 uint64_t cgbox_oom_kills(const struct cgbox_layout *lo, const char *parent, const char *name);

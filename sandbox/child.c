@@ -5,11 +5,13 @@
  * through err_fd and exits 127:
  *
  *   session -> stdio -> wait-parent -> cgroup-namespace -> mount-sources -> inner-uid ->
- *   mounts (mounts.c) -> hostname -> loopback -> privileges -> seccomp (secfilter.c) ->
- *   rlimits -> command -> title (title.c); the command's own last step is exec.
+ *   mounts (mounts.c) -> hostname -> loopback -> privileges -> rlimits -> wait-go ->
+ *   seccomp (secfilter.c) -> command -> title (title.c); the command's own last step is
+ *   exec.
  *
- * The parent writes the uid/gid maps and moves us into the cgroups before wait-parent
- * returns.  After "command" this process stays as a tiny init that forwards signals and
+ * We are born in the sandbox's cgroups; the parent writes the uid/gid maps before
+ * wait-parent returns, and the cgroup limits, the network and the state file before
+ * wait-go does.  After "command" this process stays as a tiny init that forwards signals and
  * reaps (run_init).
  */
 #include "child.h"
@@ -17,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
@@ -175,42 +178,56 @@ static int step_session(struct child *c)
 	return 0;
 }
 
-/* The spec's stdio onto 0, 1, 2 (nsjail's setupFD), our three pipes onto 3, 4, 5
+/* The spec's stdio onto 0, 1, 2 (nsjail's setupFD), our pipes and memfd onto 3-6
  * (close-on-exec), and nothing else of the caller's survives: no leaked fd reaches a
  * host directory or socket (CVE-2024-21626 class). */
 static int step_stdio(struct child *c)
 {
-	int want[6] = {c->a.stdio[0], c->a.stdio[1], c->a.stdio[2],
-		       c->a.sync_fd,  c->a.err_fd,   c->a.status_fd};
-	int moved[6];
+	enum { N = 7 };
+	int want[N] = {c->a.stdio[0], c->a.stdio[1], c->a.stdio[2], c->a.sync_fd,
+		       c->a.err_fd,   c->a.status_fd, c->a.filter_fd};
+	int moved[N];
 
 	for (int i = 0; i < 3; i++)
 		if (want[i] == SANDBOX_FD_NULL && (want[i] = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
 			return failed(c, "open /dev/null");
-	/* first all above 5, so that no target below clobbers a source still to be moved */
-	for (int i = 0; i < 6; i++)
-		if ((moved[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 6)) < 0)
+	/* first all above the targets, so that none clobbers a source still to be moved */
+	for (int i = 0; i < N; i++)
+		if ((moved[i] = fcntl(want[i], F_DUPFD_CLOEXEC, N)) < 0)
 			return failed(c, "duplicate stdio");
 	c->a.err_fd = moved[4];
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < N; i++)
 		if (dup3(moved[i], i, i < 3 ? 0 : O_CLOEXEC) < 0)
 			return failed(c, "move stdio");
 	c->a.sync_fd = 3;
 	c->a.err_fd = 4;
 	c->a.status_fd = 5;
-	if (syscall(SYS_close_range, 6, ~0U, 0) < 0) {
-		for (int fd = 6; fd < 65536; fd++)
+	c->a.filter_fd = 6;
+	if (syscall(SYS_close_range, N, ~0U, 0) < 0) {
+		for (int fd = N; fd < 65536; fd++)
 			close(fd);
 	}
 	return 0;
 }
 
+/* The parent says go twice: once the uid maps are written (we are in our cgroups from
+ * birth), then once the limits, the network and the state file are in place (wait-go);
+ * everything between is labd's own code building the sandbox. */
 static int step_wait_parent(struct child *c)
 {
 	char go;
 
 	if (read(c->a.sync_fd, &go, 1) != 1)
 		_exit(127); /* the parent failed before releasing us: nobody reads a report */
+	return 0;
+}
+
+static int step_wait_go(struct child *c)
+{
+	char go;
+
+	if (read(c->a.sync_fd, &go, 1) != 1)
+		_exit(127); /* the parent failed after releasing us: it kills us anyway */
 	close(c->a.sync_fd);
 	return 0;
 }
@@ -274,9 +291,22 @@ static int step_privileges(struct child *c)
 	return 0;
 }
 
+/* The program comes from the parent, which built it into a memfd while we built the
+ * file system (start.c, step filter): complete once wait-go has returned. */
 static int step_seccomp(struct child *c)
 {
-	return secfilter_install() < 0 ? failed(c, "install the filter") : 0;
+	static char prog[BPF_MAXINSNS * sizeof(struct sock_filter) + 1];
+	size_t len = 0;
+	ssize_t n;
+
+	do {
+		n = pread(c->a.filter_fd, prog + len, sizeof(prog) - len, (off_t)len);
+		len += n > 0 ? (size_t)n : 0;
+	} while (len < sizeof(prog) && (n > 0 || (n < 0 && errno == EINTR)));
+	close(c->a.filter_fd);
+	if (n < 0)
+		return failed(c, "read the filter");
+	return secfilter_load(prog, len) < 0 ? failed(c, "install the filter") : 0;
 }
 
 static int step_rlimits(struct child *c)
@@ -323,6 +353,8 @@ static _Noreturn void run_command(const struct child_args *a)
 		report(a->err_fd, "exec", msg);
 	}
 	environ = (char **)a->envp;
+	if (a->times)
+		a->times->exec_ns = timing_now_ns();
 	execvp(a->argv[0], a->argv);
 	snprintf(msg, sizeof(msg), "exec %s: %s", a->argv[0], strerror(errno));
 	report(a->err_fd, "exec", msg);
@@ -364,11 +396,19 @@ static const struct child_step {
 	{"hostname", step_hostname},
 	{"loopback", step_loopback},
 	{"privileges", step_privileges},
-	{"seccomp", step_seccomp},
 	{"rlimits", step_rlimits},
+	{"wait-go", step_wait_go},
+	{"seccomp", step_seccomp},
 	{"command", step_command},
 	{"title", step_title},
 };
+#define N_CHILD_STEPS (sizeof(child_steps) / sizeof(child_steps[0]))
+_Static_assert(N_CHILD_STEPS <= TIMING_MAX_STEPS, "timing.h holds every child step");
+
+const char *child_step_name(size_t i)
+{
+	return i < N_CHILD_STEPS ? child_steps[i].name : NULL;
+}
 
 _Noreturn void child_main(const struct child_args *args)
 {
@@ -376,9 +416,14 @@ _Noreturn void child_main(const struct child_args *args)
 
 	memset(&c, 0, sizeof(c));
 	c.a = *args;
-	for (size_t i = 0; i < sizeof(child_steps) / sizeof(child_steps[0]); i++)
+	if (c.a.times)
+		c.a.times->start_ns = timing_now_ns();
+	for (size_t i = 0; i < N_CHILD_STEPS; i++) {
 		if (child_steps[i].run(&c) < 0)
 			report(c.a.err_fd, child_steps[i].name, c.msg);
+		if (c.a.times)
+			c.a.times->end_ns[i] = timing_now_ns();
+	}
 	close(c.a.err_fd); /* EOF reaches the parent once the command has exec'd */
 	run_init(&c.a, c.cmd, &c.set);
 }

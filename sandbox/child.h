@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "labd/sandbox.h"
+#include "sandbox/timing.h"
 
 #define CHILD_MAX_DEVS 24
 #define CHILD_MAX_ENV 64
@@ -22,6 +23,7 @@ struct child_args {
 	int sync_fd;   /* read: one byte when maps and cgroup are in place */
 	int err_fd;    /* write, O_CLOEXEC: "<step>\0<what failed>" (child_report), EOF on exec */
 	int status_fd; /* write: the command's wait status (int) */
+	int filter_fd; /* memfd: the seccomp program, complete once wait-go returns */
 	int stdio[3];  /* the caller's fds for 0, 1, 2, or SANDBOX_FD_NULL */
 	uid_t inner_uid;
 	const char *user;
@@ -45,12 +47,15 @@ struct child_args {
 	const char *cwd;
 	bool die_with_parent;
 	pid_t parent;
+	struct timing_child *times; /* shared with the parent: each step's end, or NULL */
 };
 
 /* Runs in the clone()d child: its steps (child.c) wait for the parent, build the
  * filesystem, drop privileges, and fork the command; then it stays as init.  A failing
  * step writes its report to err_fd and exits 127.  Never returns. */
 _Noreturn void child_main(const struct child_args *a);
+/* The name of the child's step i (in order), NULL past the last: timing.h's table. */
+const char *child_step_name(size_t i);
 /* The parent's side: parses a report read from err_fd (len bytes) into the step's name
  * and its message.  Pure. */
 void child_report_parse(const char *buf, size_t len, char *step, size_t step_size, char *msg,

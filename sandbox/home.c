@@ -557,6 +557,13 @@ int sandbox_home_grow(const char *state_dir, const char *user, const char *image
 	return home_grow(state_dir, user, image, size_bytes);
 }
 
+bool home_mounted(const char *state_dir, const char *user)
+{
+	char mnt[PATH_LEN];
+
+	return home_mount_path(state_dir, user, mnt, sizeof(mnt)) == 0 && is_mounted(mnt, NULL);
+}
+
 bool home_attached(const char *image)
 {
 	char dev[64];

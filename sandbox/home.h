@@ -39,6 +39,9 @@ int home_grow(const char *state_dir, const char *user, const char *image, uint64
  * the mount lives on in another sandbox's namespace): its file system is live
  * and must never be resized offline. */
 bool home_attached(const char *image);
+/* Whether the user's home is mounted at its host mount point (then it is attached
+ * too): two stat() calls, where home_attached reads every loop device's sysfs. */
+bool home_mounted(const char *state_dir, const char *user);
 /* Usage of the mounted home (statfs), or of the image alone when not mounted. */
 int home_usage(const char *state_dir, const char *user, const char *image, struct home_usage *u);
 /* Runs e2fsck -fn on an unmounted image; 0 when clean, -1 otherwise. */

@@ -21,6 +21,7 @@
 #include "labd/parse.h"
 #include "labd/sandbox.h"
 #include "sandbox/parse.h"
+#include "sandbox/timing.h"
 
 #define MAX_ENV 48
 
@@ -58,6 +59,7 @@ static void usage(FILE *f)
 	      "  --stdout FILE      the command's stdout, created or truncated (default labbox's)\n"
 	      "  --stderr FILE      the command's stderr, likewise\n"
 	      "  --keep-with-parent do not kill the sandbox when labbox dies\n"
+	      "  --timings          each start step's ms on stderr (= LABD_SANDBOX_TIMINGS=1)\n"
 	      "  -v, --verbose\n"
 	      "exit status: the command's, 128+N for signal N, 137 with a message for OOM\n",
 	      f);
@@ -82,6 +84,7 @@ enum {
 	O_PIDS, O_TMP, O_SHM, O_NOFILE, O_IO_WEIGHT, O_IO_WBPS, O_NET, O_GPU, O_DEV_PREFIX, O_DRIVER,
 	O_IMAGE, O_RUN_DIR, O_STATE_DIR, O_CGROUP_PARENT, O_MASK, O_SHOW, O_ENV, O_CWD, O_KEEP, O_ALL, O_SIZE,
 	O_STDIN, O_STDOUT, O_STDERR, O_RO_BIND, O_BIND, O_NET_DENY, O_DNS, O_EGRESS_RATE, O_MAX_CONN,
+	O_TIMINGS,
 };
 
 static const struct option opts[] = {
@@ -121,6 +124,7 @@ static const struct option opts[] = {
 	{"stdout", required_argument, NULL, O_STDOUT},
 	{"stderr", required_argument, NULL, O_STDERR},
 	{"keep-with-parent", no_argument, NULL, O_KEEP},
+	{"timings", no_argument, NULL, O_TIMINGS},
 	{"all", no_argument, NULL, O_ALL},
 	{"size", required_argument, NULL, O_SIZE},
 	{"verbose", no_argument, NULL, 'v'},
@@ -311,6 +315,8 @@ static int parse(struct cli *c, int argc, char **argv)
 				return 2;
 			break;
 		case O_KEEP: s->die_with_parent = false; break;
+		/* the library reads it at each start (sandbox/timing.h) */
+		case O_TIMINGS: setenv("LABD_SANDBOX_TIMINGS", "1", 1); break;
 		case O_ALL: c->all = true; break;
 		case 'v':
 			s->verbose = true;
@@ -325,11 +331,25 @@ static int parse(struct cli *c, int argc, char **argv)
 	return 0;
 }
 
+/* --timings: labbox's own parts around the start's steps, ms since main() */
+static uint64_t main_ns;
+static void timing_mark(const char *part, uint64_t *since)
+{
+	uint64_t now = timing_now_ns();
+
+	if (!getenv("LABD_SANDBOX_TIMINGS"))
+		return;
+	fprintf(stderr, "timing labbox %-16s %8.3f ms  at %8.3f ms\n", part, (double)(now - *since) / 1e6,
+		(double)(now - main_ns) / 1e6);
+	*since = now;
+}
+
 static int cmd_run(struct cli *c, int argc, char **argv)
 {
 	struct sandbox_handle h;
 	struct sandbox_result res;
 	struct sigaction sa;
+	uint64_t t = main_ns;
 	int rc;
 
 	if (optind >= argc) {
@@ -344,12 +364,16 @@ static int cmd_run(struct cli *c, int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+	timing_mark("options", &t);
 	if (sandbox_start(&c->spec, &h) < 0)
 		return 125;
+	timing_mark("start", &t);
 	sandbox_pid = h.pid; /* from now on the handler forwards to init */
 	rc = sandbox_wait(&h, &res);
 	sandbox_pid = 0;
+	timing_mark("wait", &t);
 	sandbox_destroy(&h);
+	timing_mark("destroy", &t);
 	if (rc < 0)
 		return 125;
 	switch (res.kind) {
@@ -369,6 +393,7 @@ int main(int argc, char **argv)
 	struct cli c;
 	const char *cmd;
 
+	main_ns = timing_now_ns();
 	log_set_tag("labbox");
 	memset(&c, 0, sizeof(c));
 	sandbox_spec_init(&c.spec);

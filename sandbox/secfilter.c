@@ -120,7 +120,8 @@ static int install_personality_filter(void)
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp, 0, 0);
 }
 
-int secfilter_install(void)
+/* The deny list in a libseccomp context (the caller releases it); NULL, errno set. */
+static scmp_filter_ctx build(void)
 {
 	/* every namespace flag clone(2) accepts */
 	static const unsigned long ns_flags[] = {CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS,
@@ -132,7 +133,7 @@ int secfilter_install(void)
 	ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx) {
 		errno = ENOMEM;
-		return -1;
+		return NULL;
 	}
 	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS)) < 0)
 		goto out;
@@ -156,15 +157,55 @@ int secfilter_install(void)
 	if ((rc = add_ioctl_rules(ctx)) < 0 || (rc = add_socket_rules(ctx, SCMP_SYS(socket))) < 0 ||
 	    (rc = add_socket_rules(ctx, SCMP_SYS(socketpair))) < 0)
 		goto out;
-	if ((rc = seccomp_load(ctx)) < 0)
-		goto out;
-	if (install_personality_filter() < 0)
-		rc = -errno;
+	return ctx;
 out:
+	seccomp_release(ctx);
+	errno = -rc;
+	return NULL;
+}
+
+int secfilter_install(void)
+{
+	scmp_filter_ctx ctx = build();
+	int rc;
+
+	if (!ctx)
+		return -1;
+	rc = seccomp_load(ctx);
+	seccomp_release(ctx);
+	if (rc < 0) {
+		errno = -rc;
+		return -1;
+	}
+	return install_personality_filter() < 0 ? -1 : 0;
+}
+
+int secfilter_export(int fd)
+{
+	scmp_filter_ctx ctx = build();
+	int rc;
+
+	if (!ctx)
+		return -1;
+	rc = seccomp_export_bpf(ctx, fd);
 	seccomp_release(ctx);
 	if (rc < 0) {
 		errno = -rc;
 		return -1;
 	}
 	return 0;
+}
+
+int secfilter_load(const void *prog, size_t len)
+{
+	struct sock_fprog fp = {.len = (unsigned short)(len / sizeof(struct sock_filter)),
+				.filter = (struct sock_filter *)prog};
+
+	if (!len || len % sizeof(struct sock_filter) || len / sizeof(struct sock_filter) > BPF_MAXINSNS) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp, 0, 0) < 0)
+		return -1;
+	return install_personality_filter() < 0 ? -1 : 0;
 }

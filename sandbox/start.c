@@ -5,11 +5,14 @@
  * child in child.c), and the first that fails stops the start with its name:
  *
  *   spec -> state -> run-dir -> home -> masks -> devices -> environment -> cgroups ->
- *   clone -> id-maps -> cgroup-attach -> network -> record -> release -> child steps
- *   (child.c)
+ *   clone -> id-maps -> cgroup-attach -> release -> filter -> limits -> network ->
+ *   record -> go -> child (the child's steps, child.c, until the command's exec)
  *
  * home comes before cgroups because the io limit names the home's loop device; the
- * state file comes before anything is taken, so gc finds whatever a crash leaves.
+ * state file comes before anything is taken, so gc finds whatever a crash leaves.  The
+ * child is cloned into its cgroups (cgbox_birth_enter); after release it builds its
+ * file system while limits, network and record run here, and it starts the command
+ * only after go.  LABD_SANDBOX_TIMINGS=1 prints each step's time (timing.h).
  * What a step says failed is held (fail.h) and logged once as
  * "sandbox <id>: step <name>: <what>"; everything taken is then released by the same
  * teardown sandbox_destroy() uses.  See docs/sandbox.md, "Start-up steps".
@@ -18,11 +21,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -38,8 +43,10 @@
 #include "sandbox/fail.h"
 #include "sandbox/home.h"
 #include "sandbox/rundir.h"
+#include "sandbox/secfilter.h"
 #include "sandbox/state.h"
 #include "sandbox/teardown.h"
+#include "sandbox/timing.h"
 
 /* The environment handed to the child: strings packed here, pointed at by envp. */
 struct env_store {
@@ -60,8 +67,12 @@ struct start {
 	bool have_state;
 	char img_dir[SANDBOX_PATH_MAX];
 	int sync_p[2], err_p[2], status_p[2]; /* -1 when closed */
+	int filter_fd; /* memfd of the seccomp program (step_filter), -1 when closed */
+	struct cgbox_birth birth; /* the cgroups the child is cloned into (cgbox.h) */
+	bool into_taken;          /* clone3 placed it in birth.into_fd's cgroup */
 	pid_t pid;
 	char child_step[SANDBOX_STEP_MAX]; /* the step the child reported failing */
+	struct timing timing;              /* LABD_SANDBOX_TIMINGS (timing.h) */
 };
 
 static void close_fd(int *fd)
@@ -140,15 +151,16 @@ static int step_run_dir(struct start *c)
 /* A raised storage quota reaches an existing image here when it was not
  * mounted to grow online (or the kernel refused online growth after the file
  * had grown); a smaller spec never shrinks it. Offline only while no loop
- * device holds the image: a copy of the last mount may live on in another
- * sandbox's namespace, and resizing a live ext4 from outside corrupts it.
- * Then it grows online once mounted (late = true), or at a later start. */
-static int grow_to_spec(const struct sandbox_spec *s, bool late)
+ * device holds the image (attached: the caller's word, see step_home): a copy
+ * of the last mount may live on in another sandbox's namespace, and resizing a
+ * live ext4 from outside corrupts it. Then it grows online once mounted (late =
+ * true), or at a later start. */
+static int grow_to_spec(const struct sandbox_spec *s, bool late, bool attached)
 {
 	struct stat st;
 	uint64_t size;
 
-	if (stat(s->home_image, &st) < 0 || late != home_attached(s->home_image))
+	if (stat(s->home_image, &st) < 0 || late != attached)
 		return 0;
 	size = (uint64_t)st.st_size > s->home_size_bytes ? (uint64_t)st.st_size : s->home_size_bytes;
 	if (!late)
@@ -160,18 +172,20 @@ static int grow_to_spec(const struct sandbox_spec *s, bool late)
 	return 0;
 }
 
+/* Whether the image is attached is asked once: a mounted home is (two stat()
+ * calls), else every loop device's backing file is read; after the mount it is. */
 static int step_home(struct start *c)
 {
 	const struct sandbox_spec *s = c->spec;
 
 	if (!s->home_image)
 		return 0;
-	bool attached = home_attached(s->home_image);
+	bool attached = home_mounted(s->state_dir, s->user) || home_attached(s->home_image);
 
 	if (home_ensure(s->home_image, s->home_size_bytes, c->host_uid) < 0 ||
-	    grow_to_spec(s, false) < 0 ||
+	    grow_to_spec(s, false, attached) < 0 ||
 	    home_mount_ref(s->state_dir, s->user, s->home_image, c->h->id) < 0 ||
-	    (attached && grow_to_spec(s, true) < 0))
+	    (attached && grow_to_spec(s, true, true) < 0))
 		return -1;
 	return home_mount_path(s->state_dir, s->user, c->child.home_src, sizeof(c->child.home_src));
 }
@@ -339,15 +353,25 @@ static int step_env(struct start *c)
 	return 0;
 }
 
+/* The cgroups only: the child is cloned into them (step_clone); their limits follow
+ * in step_limits. */
 static int step_cgroups(struct start *c)
 {
-	const struct sandbox_spec *s = c->spec;
 	const struct cgbox_layout *lo = cgbox_host();
-	struct cgbox_limits *lim = &c->lim;
-	struct stat st;
 
 	if (!lo)
 		return fail_error("no usable cgroup hierarchy");
+	return cgbox_make(lo, c->spec->cgroup_parent, c->h->id);
+}
+
+/* The limits, written while the child builds its file system: the command, the
+ * first thing in the sandbox that is not labd's code, starts only after step_go. */
+static int step_limits(struct start *c)
+{
+	const struct sandbox_spec *s = c->spec;
+	struct cgbox_limits *lim = &c->lim;
+	struct stat st;
+
 	lim->mem_bytes = s->mem_bytes;
 	lim->cpu_milli = s->cpu_milli;
 	lim->pids_max = s->pids_max;
@@ -357,26 +381,61 @@ static int step_cgroups(struct start *c)
 		lim->io_major = major(st.st_dev);
 		lim->io_minor = minor(st.st_dev);
 	}
-	return cgbox_create(lo, s->cgroup_parent, c->h->id, lim);
+	return cgbox_limit(cgbox_host(), s->cgroup_parent, c->h->id, lim);
 }
 
+/* clone3 into the sandbox's v2 (or hybrid unified) cgroup; where the kernel or a
+ * seccomp filter around labd refuses that, the plain clone of old, and the cgroup is
+ * attached in cgroup-attach. */
+static pid_t clone_child(struct start *c)
+{
+	const uint64_t ns = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC |
+			    CLONE_NEWUTS;
+	struct clone_args ca = {.flags = ns | CLONE_INTO_CGROUP, .exit_signal = SIGCHLD};
+	pid_t pid;
+
+	if (c->birth.into_fd >= 0) {
+		ca.cgroup = (uint64_t)c->birth.into_fd;
+		pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+		if (pid >= 0) {
+			c->into_taken = true;
+			return pid;
+		}
+	}
+	return (pid_t)syscall(SYS_clone, ns | SIGCHLD, NULL, NULL, NULL, NULL);
+}
+
+/* The child is born in its cgroups (cgbox_birth_enter): no process move, whose
+ * first one after a quiet moment waits out an RCU grace period. */
 static int step_clone(struct start *c)
 {
+	const struct cgbox_layout *lo = cgbox_host();
+	int e;
+
+	if (!lo)
+		return fail_error("no usable cgroup hierarchy");
 	/* sync is a socket so that send(MSG_NOSIGNAL) to a dead child is EPIPE, not a
 	 * SIGPIPE that kills the supervisor */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, c->sync_p) < 0 ||
-	    pipe2(c->err_p, O_CLOEXEC) < 0 || pipe2(c->status_p, O_CLOEXEC) < 0)
+	    pipe2(c->err_p, O_CLOEXEC) < 0 || pipe2(c->status_p, O_CLOEXEC) < 0 ||
+	    (c->filter_fd = memfd_create("labd-seccomp", MFD_CLOEXEC)) < 0)
 		return fail_errno("pipe");
 	c->child.sync_fd = c->sync_p[0];
 	c->child.err_fd = c->err_p[1];
 	c->child.status_fd = c->status_p[1];
-	c->pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |
-						   CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
-				NULL, NULL, NULL, NULL);
-	if (c->pid < 0)
-		return fail_errno("clone");
+	c->child.filter_fd = c->filter_fd;
+	if (cgbox_birth_enter(lo, c->spec->cgroup_parent, c->h->id, &c->birth) < 0)
+		return -1;
+	c->pid = clone_child(c);
+	e = errno;
 	if (c->pid == 0)
 		child_main(&c->child);
+	if (cgbox_birth_leave(lo, &c->birth) < 0)
+		return -1; /* abandon() kills the child */
+	if (c->pid < 0) {
+		errno = e;
+		return fail_errno("clone");
+	}
 	close_fd(&c->sync_p[0]);
 	close_fd(&c->err_p[1]);
 	close_fd(&c->status_p[1]);
@@ -417,16 +476,16 @@ static int step_id_maps(struct start *c)
 	return 0;
 }
 
+/* What the child did not get at birth (step_clone); nothing, mostly. */
 static int step_cgroup_attach(struct start *c)
 {
-	const struct cgbox_layout *lo = cgbox_host();
-
-	return lo ? cgbox_attach(lo, c->spec->cgroup_parent, c->h->id, c->pid)
-		  : fail_error("no usable cgroup hierarchy");
+	return cgbox_attach_rest(cgbox_host(), c->spec->cgroup_parent, c->h->id, c->pid, &c->birth,
+				 c->into_taken);
 }
 
-/* Egress: root's ruleset in the namespace, then pasta, while the child still waits
- * (egress.c); the child binds the resolv.conf naming pasta's DNS address. */
+/* Egress: root's ruleset in the namespace, then pasta, while the child builds its
+ * file system; the command starts only after step_go (egress.c).  The child binds
+ * the resolv.conf naming pasta's DNS address. */
 static int step_network(struct start *c)
 {
 	const struct sandbox_spec *s = c->spec;
@@ -440,14 +499,6 @@ static int step_network(struct start *c)
 static int step_record(struct start *c)
 {
 	return sandbox_state_save(c->spec->state_dir, &c->st);
-}
-
-static int step_release(struct start *c)
-{
-	if (send(c->sync_p[1], "g", 1, MSG_NOSIGNAL) != 1)
-		return fail_errno("release the child");
-	close_fd(&c->sync_p[1]);
-	return 0;
 }
 
 /* Waits for the child's steps: EOF on err_p means the command has been exec'd, a
@@ -468,6 +519,47 @@ static int step_child(struct start *c)
 	return fail_error("%s", msg);
 }
 
+/* One byte on the sync socket: the child goes on (child.c, wait-parent, wait-go).
+ * A child that is gone has said why on its error pipe, unless it was killed. */
+static int let_go(struct start *c, bool last)
+{
+	int e;
+
+	if (send(c->sync_p[1], "g", 1, MSG_NOSIGNAL) == 1) {
+		if (last)
+			close_fd(&c->sync_p[1]);
+		return 0;
+	}
+	e = errno;
+	if (step_child(c) < 0)
+		return -1;
+	errno = e;
+	return fail_errno("release the child");
+}
+
+/* The uid maps are written and the child is in its cgroups: it builds its file system
+ * meanwhile the limits, the network and the record are done. */
+static int step_release(struct start *c)
+{
+	return let_go(c, false);
+}
+
+/* The seccomp program (secfilter.h), built into the memfd the child shares while the
+ * child builds its file system (the longer of the two); it loads it after go. */
+static int step_filter(struct start *c)
+{
+	int rc = secfilter_export(c->filter_fd);
+
+	close_fd(&c->filter_fd);
+	return rc < 0 ? fail_errno("build the seccomp filter") : 0;
+}
+
+/* Everything is in place: the child may start the command. */
+static int step_go(struct start *c)
+{
+	return let_go(c, true);
+}
+
 static const struct start_step {
 	const char *name;
 	int (*run)(struct start *c);
@@ -483,11 +575,21 @@ static const struct start_step {
 	{"clone", step_clone},
 	{"id-maps", step_id_maps},
 	{"cgroup-attach", step_cgroup_attach},
+	{"release", step_release},
+	{"filter", step_filter},
+	{"limits", step_limits},
 	{"network", step_network},
 	{"record", step_record},
-	{"release", step_release},
+	{"go", step_go},
 	{"child", step_child}, /* named by the child's report when it fails */
 };
+#define N_START_STEPS (sizeof(start_steps) / sizeof(start_steps[0]))
+_Static_assert(N_START_STEPS <= TIMING_MAX_STEPS, "timing.h holds every start step");
+
+static const char *start_step_name(size_t i)
+{
+	return i < N_START_STEPS ? start_steps[i].name : NULL;
+}
 
 /* Runs the steps in order; on a failure fills *err and logs it once. */
 static int run_steps(struct start *c, struct sandbox_error *err)
@@ -496,10 +598,16 @@ static int run_steps(struct start *c, struct sandbox_error *err)
 	const char *failed = NULL;
 
 	fail_hold(why, sizeof(why));
-	for (size_t i = 0; i < sizeof(start_steps) / sizeof(start_steps[0]) && !failed; i++)
+	timing_begin(&c->timing);
+	c->child.times = c->timing.child;
+	for (size_t i = 0; i < N_START_STEPS && !failed; i++) {
 		if (start_steps[i].run(c) < 0)
 			failed = start_steps[i].name;
+		if (c->timing.on)
+			c->timing.parent_end_ns[i] = timing_now_ns();
+	}
 	fail_release();
+	timing_end(&c->timing, c->h->id, start_step_name, child_step_name);
 	if (!failed)
 		return 0;
 	if (c->child_step[0])
@@ -520,6 +628,10 @@ static void handle_reset(struct sandbox_handle *h)
 /* After a failed step: releases everything taken, in the opposite order. */
 static void abandon(struct start *c)
 {
+	const struct cgbox_layout *lo = cgbox_host();
+
+	if (lo)
+		cgbox_birth_leave(lo, &c->birth); /* idempotent: done unless clone failed halfway */
 	if (c->pid > 0) {
 		kill(c->pid, SIGKILL);
 		waitpid(c->pid, NULL, 0);
@@ -549,6 +661,8 @@ int sandbox_start_err(const struct sandbox_spec *spec, struct sandbox_handle *h,
 	c->h = h;
 	for (int i = 0; i < 2; i++)
 		c->sync_p[i] = c->err_p[i] = c->status_p[i] = -1;
+	c->filter_fd = -1;
+	c->birth.into_fd = -1;
 	rc = run_steps(c, err);
 	if (rc < 0) {
 		abandon(c);
@@ -563,6 +677,7 @@ int sandbox_start_err(const struct sandbox_spec *spec, struct sandbox_handle *h,
 		close_fd(&c->err_p[i]);
 		close_fd(&c->status_p[i]);
 	}
+	close_fd(&c->filter_fd);
 	free(c);
 	return rc;
 }

@@ -29,7 +29,8 @@ int sandbox_state_format(const struct sandbox_state *st, char *buf, size_t size)
 /* Parses text (len bytes, need not be NUL-terminated) into *st; unknown keys are
  * errors, every value is length- and range-checked.  0 or -1. */
 int sandbox_state_parse(const char *text, size_t len, struct sandbox_state *st);
-/* Writes <state_dir>/sandboxes/<id>.state atomically (mode 0600); 0 or -1. */
+/* Writes <state_dir>/sandboxes/<id>.state atomically (rename; mode 0600), not synced
+ * to disk (state.c says why); 0 or -1. */
 int sandbox_state_save(const char *state_dir, const struct sandbox_state *st);
 /* From now on this process refuses state files whose home_image or run_dir
  * lies outside the state dir they are in (labd's supervisor, which puts

@@ -187,6 +187,108 @@ static void test_stdio_in_spec(void **st)
 	assert_true(before.st_dev == after.st_dev && before.st_ino == after.st_ino);
 }
 
+static void slurp_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	read_all(fd, buf, size);
+	close(fd);
+}
+
+/* Whether a /proc/PID/cgroup controller list ("cpu,cpuacct"; "" for v2) is one of
+ * the hierarchies a sandbox is put in. */
+static bool sandbox_hierarchy(const char *ctls)
+{
+	static const char *const used[] = {"memory", "cpu",     "pids",    "blkio",
+					   "devices", "freezer", "cpuacct", NULL};
+	char copy[256], *save = NULL;
+
+	if (!ctls[0])
+		return true;
+	snprintf(copy, sizeof(copy), "%s", ctls);
+	for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save))
+		for (const char *const *u = used; *u; u++)
+			if (strcmp(w, *u) == 0)
+				return true;
+	return false;
+}
+
+/* Moves this thread into cgroup dir (v1 tasks, v2 cgroup.procs). */
+static void move_to(const char *dir, int v1)
+{
+	char path[1100];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, v1 ? "tasks" : "cgroup.procs");
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "0", 1), 1);
+	close(fd);
+}
+
+/* The child is born in its cgroups (cgbox_birth_enter: this thread enters the v1 ones,
+ * clone3 into the v2 one) and this thread is back in its own afterwards: init's
+ * /proc/PID/cgroup names <parent>/<id> in every hierarchy a sandbox uses, ours is
+ * what it was before the start. */
+static void test_born_in_cgroups(void **st)
+{
+	static char *argv[] = {"/bin/sh", "-c", "read x", NULL};
+	struct sandbox_spec s = base_spec();
+	struct sandbox_handle h;
+	struct sandbox_result res;
+	char before[2048], after[2048], init[2048], path[64], want[256], *save = NULL;
+	int p[2], seen = 0;
+
+	(void)st;
+	if (!can_start())
+		skip();
+	/* this thread in a memory cgroup of its own: going back to a hierarchy's root
+	 * instead of where it was must show */
+	int v1 = access("/sys/fs/cgroup/memory/tasks", F_OK) == 0;
+	char caller[256], home[1024], *m;
+	snprintf(caller, sizeof(caller), "%s/%s/caller", v1 ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup",
+		 s.cgroup_parent);
+	slurp_file("/proc/thread-self/cgroup", before, sizeof(before));
+	m = strstr(before, v1 ? ":memory:" : "0::");
+	assert_non_null(m);
+	snprintf(home, sizeof(home), "%s%.*s", v1 ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup",
+		 (int)strcspn(strchr(m + 1, ':') + 1, "\n"), strchr(m + 1, ':') + 1);
+	mkdir(caller, 0755);
+	move_to(caller, v1);
+	slurp_file("/proc/thread-self/cgroup", before, sizeof(before));
+	assert_non_null(strstr(before, "/caller\n"));
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	s.argv = argv;
+	s.stdin_fd = p[0];
+	s.stdout_fd = s.stderr_fd = SANDBOX_FD_NULL;
+	s.mem_bytes = 256ull << 20;
+	s.pids_max = 64;
+	assert_int_equal(sandbox_start_err(&s, &h, NULL), 0);
+	close(p[0]);
+	slurp_file("/proc/thread-self/cgroup", after, sizeof(after));
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)h.pid);
+	slurp_file(path, init, sizeof(init));
+	snprintf(want, sizeof(want), "/%s/%s", s.cgroup_parent, h.id);
+	close(p[1]); /* read x ends: the command exits */
+	assert_int_equal(sandbox_wait(&h, &res), 0);
+	assert_int_equal(res.kind, SANDBOX_EXITED);
+	assert_int_equal(sandbox_destroy(&h), 0);
+	move_to(home, v1);
+	rmdir(caller);
+	assert_string_equal(before, after);
+	for (char *line = strtok_r(init, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		assert_non_null(c2);
+		*c2 = '\0';
+		if (!sandbox_hierarchy(c1 + 1))
+			continue;
+		assert_string_equal(c2 + 1, want);
+		seen++;
+	}
+	assert_true(seen >= 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -196,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_step_home),
 		cmocka_unit_test(test_step_exec),
 		cmocka_unit_test(test_stdio_in_spec),
+		cmocka_unit_test(test_born_in_cgroups),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
