@@ -22,6 +22,11 @@ long long clock_wall_ms(void)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+long long clock_ms_at(long long wall_ms)
+{
+	return clock_ms() + (wall_ms - clock_wall_ms());
+}
+
 void clock_deadline(struct timespec *ts, long long ms)
 {
 	clock_gettime(CLOCK_MONOTONIC, ts);

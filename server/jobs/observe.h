@@ -9,8 +9,8 @@
  * lifecycle calls observe_job_started when a job's attempt starts running
  * its command (Downloading), observe_sample for each job_sample event,
  * observe_job_ended when the job is over (final status), jobs_watch_notify
- * after every change of a job row, and observe_tick from its timer (every
- * 250 ms). All may run on different threads. */
+ * after every change of a job row, and observe_tick from the jobs pass
+ * (runner.h: every 250 ms while a job writes its log). All may run on different threads. */
 #ifndef LABD_JOBS_OBSERVE_H
 #define LABD_JOBS_OBSERVE_H
 
@@ -22,6 +22,7 @@ struct job;
 struct backend_job_sample;
 struct follow_hub;
 struct jobs_watch;
+struct jobs_live;
 
 /* Metric points kept per metric and job; later points are dropped (the
  * final value is then the last kept: docs/jobs.md "Metrics"). */
@@ -53,9 +54,10 @@ void observe_job_ended(struct app *app, int64_t job_id);
  * it; never call it with the store's lock held (lock order: observe's lock,
  * then the store's). */
 void observe_settle(struct app *app, int64_t job_id);
-/* Reads the new lines of running jobs' logs for metrics, and evaluates the
- * profiling rules of each training job every [jobs] rules_interval. */
-void observe_tick(struct app *app);
+/* Reads the new lines of the running jobs of the pass's live set (live.h)
+ * for metrics, and evaluates the profiling rules of each training job every
+ * [jobs] rules_interval. */
+void observe_tick(struct app *app, const struct jobs_live *live);
 
 /* Tells the job's status watchers (GET /jobs/{id}/events) it changed. */
 void jobs_watch_notify(struct app *app, int64_t job_id);

@@ -54,8 +54,6 @@ struct observe {
 	size_t n_batch;
 };
 
-/* Wall-clock milliseconds (stored times are epoch ms). */
-int64_t observe_wall_ms(void);
 /* The rules' thresholds from [jobs] rules_*. */
 void observe_limits(const struct labd_config *cfg, struct rule_limits *l);
 /* Pure: the mean utilisation and summed used memory of the GPUs named in

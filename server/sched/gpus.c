@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "config/config.h"
+#include "labd/clock.h"
 #include "labd/log.h"
 #include "sched/nvml.h"
 #include "store/pools.h"
@@ -72,8 +73,7 @@ static void *loop(void *arg)
 		pthread_mutex_unlock(&g->stop_lock);
 		refresh(g);
 		pthread_mutex_lock(&g->stop_lock);
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += g->cfg->gpu_refresh_s;
+		clock_deadline(&until, (long long)g->cfg->gpu_refresh_s * 1000);
 		if (!g->stopping)
 			pthread_cond_timedwait(&g->stop_cond, &g->stop_lock, &until);
 	}
@@ -84,6 +84,7 @@ static void *loop(void *arg)
 int gpus_new(const struct labd_config *cfg, struct gpus **out)
 {
 	struct gpus *g = calloc(1, sizeof(*g));
+	pthread_condattr_t ca;
 	char why[300] = "";
 
 	if (!g)
@@ -92,7 +93,10 @@ int gpus_new(const struct labd_config *cfg, struct gpus **out)
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_mutex_init(&g->alloc, NULL);
 	pthread_mutex_init(&g->stop_lock, NULL);
-	pthread_cond_init(&g->stop_cond, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&g->stop_cond, &ca); /* clock_deadline's clock */
+	pthread_condattr_destroy(&ca);
 	base_info(cfg, g->snap, &g->n);
 	/* Only a pool of real devices is worth asking NVML about. */
 	if (cfg->n_gpu_devices > 0 && !cfg->gpu_stand_in) {

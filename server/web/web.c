@@ -29,6 +29,7 @@
 #include "labd/parse.h"
 #include "jobs/jobs.h"
 #include "jobs/observe.h"
+#include "runtime/poke.h"
 #include "runtime/reconcile.h"
 #include "runtime/runtime.h"
 #include "runtime/watch.h"
