@@ -16,6 +16,7 @@
 #include "jobs/joblog.h"
 #include "jobs/live.h"
 #include "jobs/observe_int.h"
+#include "jobs/observe_rules.h"
 #include "jobs/watch.h"
 #include "labd/app.h"
 #include "labd/clock.h"

@@ -17,6 +17,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "jobs/observe_rules.h"
+
 struct app;
 struct job;
 struct backend_job_sample;
@@ -27,8 +29,6 @@ struct jobs_live;
 /* Metric points kept per metric and job; later points are dropped (the
  * final value is then the last kept: docs/jobs.md "Metrics"). */
 #define OBSERVE_METRIC_POINTS_MAX 10000
-/* Samples kept per job (the newest). */
-#define OBSERVE_SAMPLES_KEEP 600
 
 /* Sets app->observe (the follower thread starts). 0, or -1 (logged). */
 int observe_init(struct app *app);
@@ -77,9 +77,5 @@ json_t *observe_samples_json(struct app *app, int64_t job_id);
 struct follow_hub *observe_follow(struct app *app);
 struct jobs_watch *observe_watch(struct app *app);
 
-/* Formats epoch milliseconds as RFC 3339 UTC with milliseconds
- * ("2026-12-03T14:50:47.123Z") into out. */
-#define OBSERVE_TIME_LEN 32
-void observe_time(int64_t at_ms, char out[OBSERVE_TIME_LEN]);
 
 #endif
