@@ -10,12 +10,12 @@
  * and common/; never runtime/ (its sibling), HTTP or the proxy.
  *
  * Backend events arrive on the backend's thread and may not call the
- * backend: they move rows and poke the jobs thread. Every call to the
+ * backend: they move rows and poke the jobs pass. Every call to the
  * backend that a row's change calls for (pool_start, job_run, pool_stop of
  * an expired warm pool) is made by the jobs pass (runner.h), when due and at
  * once when poked; stop and release are made by the caller (an HTTP worker) as a
  * runtime's stop is. Rows are the truth: after a restart of labd-web the
- * thread reconciles pools with the backend's list before it bills on. */
+ * pass reconciles pools with the backend's list before it bills on. */
 #ifndef LABD_JOBS_JOBS_H
 #define LABD_JOBS_JOBS_H
 
@@ -55,7 +55,7 @@ struct jobs_refusal {
 };
 
 /* Checks body against the user's limits and quota and inserts a Pending
- * job (nothing is made on any refusal); the jobs thread dispatches it at
+ * job (nothing is made on any refusal); the jobs pass dispatches it at
  * once. On OK *out (release with jobs_row_free). */
 enum jobs_submit_result jobs_submit(struct app *app, int64_t user_id, const char *user,
 				    const char *address, json_t *body, struct job *out,

@@ -220,7 +220,7 @@ void jobs_events_init(struct backend_events *ev, struct app *app)
 	ev->job_sample = on_job_sample;
 }
 
-/* ---- from the jobs thread ---- */
+/* ---- from the jobs pass (runner.c) ---- */
 
 struct ids {
 	int64_t id[JOBS_LIVE_MAX];

@@ -37,14 +37,6 @@
 #define FOLLOWERS_MAX 1024
 #define FOLLOWERS_PER_USER 16
 
-int64_t observe_wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int observe_init(struct app *app)
 {
 	struct observe *o = calloc(1, sizeof(*o));

@@ -272,7 +272,7 @@ static void reconcile_row(struct app *app, const struct runtime *r, const struct
 			  int64_t now)
 {
 	if (r->state == RUNTIME_QUEUED)
-		return; /* no sandbox until it leaves the queue (runtime_queue_tick) */
+		return; /* no sandbox until it leaves the queue (gpuqueue_tick) */
 	if (!s || !same_runtime(s, r)) {
 		if (r->state != RUNTIME_STARTING || now - r->created_at > START_GRACE_S)
 			runtime_end(app, r, true, "the runtime's sandbox is gone");
