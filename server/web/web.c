@@ -23,6 +23,7 @@
 #include "http/stream.h"
 #include "proxy/gate.h"
 #include "proxy/proxy.h"
+#include "web/dbwatch.h"
 #include "web/routes.h"
 #include "backend/backend.h"
 #include "labd/log.h"
@@ -208,6 +209,7 @@ struct web {
 	pid_t supervisor;
 	struct backend_events events;
 	struct ticker *maintenance;
+	struct dbwatch *dbwatch; /* NULL: the store's directory is polled instead */
 	struct workers *httpd;
 };
 
@@ -328,30 +330,52 @@ static void stop_jobs(struct web *w)
 }
 
 /* The host CLI's writes (a password reset must end sessions that the caches
- * still hold) are looked for every second; expired sessions are swept from
- * the store every MAINTENANCE_S. */
+ * still hold) are heard when they happen (dbwatch.h: a write in the store's
+ * directory pokes the maintenance ticker), or looked for every second when
+ * the directory cannot be watched; expired sessions are swept from the store
+ * every MAINTENANCE_S. */
 #define CLI_WRITES_EVERY_MS 1000
 
 static long long maintenance_pass(void *arg)
 {
-	struct app *app = arg;
+	struct web *w = arg;
 	static long long next_purge_ms;
 
-	db_poll_external(app->db);
+	db_poll_external(w->app.db);
 	if (clock_ms() >= next_purge_ms) {
-		sessions_purge_expired(app->db, app->session, time(NULL));
+		sessions_purge_expired(w->app.db, w->app.session, time(NULL));
 		next_purge_ms = clock_ms() + MAINTENANCE_S * 1000LL;
 	}
-	return clock_ms() + CLI_WRITES_EVERY_MS;
+	return __atomic_load_n(&w->dbwatch, __ATOMIC_ACQUIRE) ? next_purge_ms
+							     : clock_ms() + CLI_WRITES_EVERY_MS;
+}
+
+static void store_written(void *arg)
+{
+	struct web *w = arg;
+
+	ticker_poke(__atomic_load_n(&w->maintenance, __ATOMIC_ACQUIRE));
 }
 
 static int start_maintenance(struct web *w)
 {
-	return ticker_start("maintenance", maintenance_pass, &w->app, &w->maintenance);
+	struct ticker *t;
+	struct dbwatch *dw;
+
+	if (ticker_start("maintenance", maintenance_pass, w, &t) < 0)
+		return -1;
+	__atomic_store_n(&w->maintenance, t, __ATOMIC_RELEASE);
+	/* the store is db/labd.db below the working directory (the state dir) */
+	if (dbwatch_start("db", store_written, w, &dw) == 0) {
+		__atomic_store_n(&w->dbwatch, dw, __ATOMIC_RELEASE);
+		ticker_poke(t); /* its next due time is the purge's now */
+	}
+	return 0;
 }
 
 static void stop_maintenance(struct web *w)
 {
+	dbwatch_stop(w->dbwatch);
 	ticker_stop(w->maintenance);
 }
 

@@ -36,15 +36,14 @@ def idle(runtime_daemon_factory):
 
 
 def thread_switches(pid):
-    """{tid: voluntary_ctxt_switches} of the process's threads now."""
+    """{tid: (name, voluntary_ctxt_switches)} of the process's threads now."""
     out = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/status") as fh:
-                for line in fh:
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        out[tid] = int(line.split()[1])
-        except OSError:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+            out[tid] = (fields["Name"].strip(), int(fields["voluntary_ctxt_switches"]))
+        except (OSError, KeyError, ValueError):
             pass  # the thread ended between the listing and the read
     return out
 
@@ -53,14 +52,17 @@ def wakeups(pid, seconds):
     """Voluntary context switches of all of pid's threads over seconds: each
     thread's growth from the first look (0 for a thread born meanwhile) to the
     last look, the process looked at every 0.5 s so that a thread that ends
-    counts up to its last look."""
+    counts up to its last look. (total, {thread name: count}, threads seen)"""
     first = thread_switches(pid)
     last = dict(first)
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         time.sleep(min(0.5, max(end - time.monotonic(), 0)))
         last.update(thread_switches(pid))
-    return sum(v - first.get(tid, 0) for tid, v in last.items()), len(last)
+    by_name = {}
+    for tid, (name, v) in last.items():
+        by_name[name] = by_name.get(name, 0) + v - first.get(tid, (name, 0))[1]
+    return sum(by_name.values()), by_name, len(last)
 
 
 def open_stream(d, c, path="/api/v1/me/runtime/events"):
@@ -77,7 +79,7 @@ def test_idle_web_process_sleeps(idle):
     try:
         pid = web_process(idle)
         time.sleep(3)  # the login and the streams' first events settle
-        n, threads = wakeups(pid, MEASURE_S)
+        n, by_name, threads = wakeups(pid, MEASURE_S)
         for s in streams:  # still open and served: the stream is not what went quiet
             assert not s.ended
     finally:
@@ -85,7 +87,8 @@ def test_idle_web_process_sleeps(idle):
             s.close()
     rate = n / MEASURE_S
     print(f"\nidle labd-web: {n} voluntary context switches in {MEASURE_S} s over "
-          f"{threads} threads = {rate:.2f} wake-ups/s")
+          f"{threads} threads = {rate:.2f} wake-ups/s; by thread: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(by_name.items(), key=lambda kv: -kv[1])))
     assert rate <= MAX_WAKEUPS_PER_S, \
         f"idle labd-web woke {rate:.2f} times a second (at most {MAX_WAKEUPS_PER_S})"
 
