@@ -19,7 +19,6 @@ struct ticker {
 	pthread_mutex_t lock;
 	pthread_cond_t wake; /* on CLOCK_MONOTONIC: a wall-clock step moves no due time */
 	bool stopping, poked;
-	unsigned long long passes;
 };
 
 /* Under the lock: sleeps until poked, stopped or due (TICKER_IDLE: untimed). */
@@ -51,7 +50,6 @@ static void *run(void *arg)
 		pthread_mutex_unlock(&t->lock);
 		long long due = t->pass(t->ctx);
 		pthread_mutex_lock(&t->lock);
-		t->passes++;
 		sleep_locked(t, due < 0 ? TICKER_IDLE : due);
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -110,14 +108,4 @@ void ticker_stop(struct ticker *t)
 	pthread_cond_destroy(&t->wake);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
-}
-
-unsigned long long ticker_passes(struct ticker *t)
-{
-	unsigned long long n;
-
-	pthread_mutex_lock(&t->lock);
-	n = t->passes;
-	pthread_mutex_unlock(&t->lock);
-	return n;
 }

@@ -35,7 +35,5 @@ int ticker_start(const char *name, ticker_pass_fn pass, void *ctx, struct ticker
 void ticker_poke(struct ticker *t);
 /* Stops the thread after the pass in flight, joins and frees it (NULL ignored). */
 void ticker_stop(struct ticker *t);
-/* Passes run so far (tests). */
-unsigned long long ticker_passes(struct ticker *t);
 
 #endif

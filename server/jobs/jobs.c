@@ -131,7 +131,7 @@ enum jobs_submit_result jobs_submit(struct app *app, int64_t user_id, const char
 			log_error("audit: job.submit of %s not recorded", user);
 		log_info("job %lld (%s) of %s submitted", (long long)out->id, s.name, user);
 		jobs_changed(app, out->id);
-		jobs_poke(app->jobs);
+		jobs_poke(app);
 	}
 	jobs_submit_release(&s);
 	return res;

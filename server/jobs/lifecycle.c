@@ -21,11 +21,6 @@
 #include "store/db.h"
 
 
-static struct jobs_runner *runner(struct app *app)
-{
-	return __atomic_load_n(&app->jobs, __ATOMIC_SEQ_CST);
-}
-
 /* The live pool row an event names, if it is that user's. */
 static bool event_pool(struct app *app, const char *user, int64_t pool_id, struct pool *p)
 {
@@ -52,7 +47,7 @@ static void on_pool_ready(void *ctx, const char *user, int64_t pool_id)
 	if (event_pool(app, user, pool_id, &p) && pools_set_ready(app->db, pool_id) == 1)
 		log_info("pool %lld of %s is ready after %lld s", (long long)pool_id, user,
 			 (long long)(time(NULL) - p.created_at));
-	jobs_poke(runner(app));
+	jobs_poke(app);
 }
 
 /* The job's run was lost to labd, not to its own code: it retries on a new
@@ -112,7 +107,7 @@ static void on_pool_ended(void *ctx, const char *user, int64_t pool_id, const ch
 		return;
 	snprintf(why, sizeof(why), "%.300s", reason && reason[0] ? reason : cause);
 	jobs_pool_lost(app, &p, why);
-	jobs_poke(runner(app));
+	jobs_poke(app);
 }
 
 static void on_job_phase(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
@@ -154,7 +149,7 @@ static void keep_or_release(struct app *app, const struct job *j, const struct p
 
 	if (j->keep_alive_s <= 0 || until >= p->deadline) {
 		pools_release(app->db, p->id, now, now, false);
-		jobs_poke(runner(app));
+		jobs_poke(app);
 		return;
 	}
 	if (pools_release(app->db, p->id, until, now, true) == 1)
@@ -179,7 +174,7 @@ static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t 
 		job_lost(app, &j, x->reason && x->reason[0] ? x->reason : "labd stopped the job");
 		pools_release(app->db, p.id, time(NULL), time(NULL), false);
 		jobs_row_free(&j);
-		jobs_poke(runner(app));
+		jobs_poke(app);
 		return;
 	}
 	jobs_outcome(&j, x, j.memory_bytes ? j.memory_bytes : p.memory_bytes, &m, reason,
@@ -194,7 +189,7 @@ static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t 
 		jobs_changed(app, job_id);
 	}
 	jobs_row_free(&j);
-	jobs_poke(runner(app));
+	jobs_poke(app);
 }
 
 static void on_job_sample(void *ctx, const char *user, int64_t pool_id, int64_t job_id,

@@ -16,7 +16,7 @@ void jobs_changed(struct app *app, int64_t job_id)
 {
 	jobs_watch_notify(app, job_id);
 	/* what is due changed (a wait, a keep-alive, a log to read) */
-	jobs_poke(__atomic_load_n(&app->jobs, __ATOMIC_SEQ_CST));
+	jobs_poke(app);
 }
 
 void jobs_end_warm(struct app *app, int64_t job_id, const char *reason, int64_t now)

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+struct app;
 struct ticker;
 
 /* app->jobs. Filled by jobs_runner_start; read from any thread. */
@@ -15,10 +16,11 @@ struct jobs_runner {
 	bool wanted;           /* a reconciliation with the backend's list is asked for (atomic) */
 };
 
-/* A pass now (any thread, NULL ignored). */
-void jobs_poke(struct jobs_runner *r);
+/* A pass now (any thread; nothing while app->jobs is not set, which is read
+ * atomically: it is set and cleared while other threads run). */
+void jobs_poke(struct app *app);
 /* A reconciliation with the backend's list, then a pass (any thread). */
-void jobs_wake(struct jobs_runner *r);
+void jobs_wake(struct app *app);
 /* Whether a reconciliation was asked for since the last call (the pass). */
 bool jobs_take_wanted(struct jobs_runner *r);
 

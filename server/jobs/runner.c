@@ -147,9 +147,9 @@ int jobs_runner_start(struct app *app, struct jobs_runner **out)
 		return log_error("jobs: cannot start the jobs ticker");
 	}
 	__atomic_store_n(&run->handle.ticker, t, __ATOMIC_RELEASE);
-	*out = &run->handle;
+	__atomic_store_n(out, &run->handle, __ATOMIC_RELEASE);
 	/* a poke before the handle was set was lost: one more pass sees its move */
-	jobs_poke(&run->handle);
+	ticker_poke(t);
 	return 0;
 }
 
@@ -163,5 +163,5 @@ void jobs_runner_stop(struct jobs_runner *r)
 
 void jobs_connected(struct app *app)
 {
-	jobs_wake(__atomic_load_n(&app->jobs, __ATOMIC_SEQ_CST));
+	jobs_wake(app);
 }

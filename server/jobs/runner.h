@@ -12,8 +12,10 @@
 struct app;
 struct jobs_runner;
 
-/* Starts the ticker; 0 or -1. The app must outlive jobs_runner_stop. */
+/* Starts the ticker and sets *out (atomically: it may be app->jobs, read by
+ * running threads); 0 or -1. The app must outlive jobs_runner_stop. */
 int jobs_runner_start(struct app *app, struct jobs_runner **out);
+/* Stops the ticker and frees r (clear app->jobs first). */
 void jobs_runner_stop(struct jobs_runner *r);
 /* The channel came up: reconcile pools (web/ calls it from its connected event). */
 void jobs_connected(struct app *app);

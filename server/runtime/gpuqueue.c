@@ -81,7 +81,7 @@ int gpuqueue_start(struct app *app, int64_t user_id, const char *user, const cha
 	} else {
 		log_info("runtime of %s queued for a GPU", user);
 		runtime_queue_replan(app); /* its place is in the answer; notifies */
-		reconcile_poke(app->reconciler);
+		reconcile_poke(app);
 	}
 	return runtimes_latest(app->db, user_id, out) == 1 ? 0 : -EIO;
 }

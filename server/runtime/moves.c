@@ -27,7 +27,7 @@ void runtime_moved(struct app *app, int64_t user_id)
 	runtime_watch_notify(app->watch, user_id);
 	/* its due times (start timeout, idle cull) may have changed: the
 	 * reconciler's pass recomputes them, and sleeps again */
-	reconcile_poke(app->reconciler);
+	reconcile_poke(app);
 }
 
 void runtime_audit(struct app *app, int64_t now, const char *actor, const char *action,
@@ -56,7 +56,7 @@ void runtime_end(struct app *app, const struct runtime *r, bool failed, const ch
 		      reason);
 	log_info("runtime of %s %s: %s", r->user_name, failed ? "failed" : "ended", reason);
 	if (r->kind == RUNTIME_GPU)
-		reconcile_poke(app->reconciler);
+		reconcile_poke(app);
 }
 
 /* The GPU the backend said is still held (its teardown has not finished):
@@ -71,7 +71,7 @@ static void back_to_queue(struct app *app, const struct runtime *r)
 	if (gpu_queue_put_back(app->db, r->id, queued_at, expires_at) == 1) {
 		runtime_queue_replan(app); /* its place (0 until computed) before anyone reads it */
 		runtime_moved(app, r->user_id);
-		reconcile_poke(app->reconciler);
+		reconcile_poke(app);
 	} else {
 		runtime_end(app, r, true, "could not start: the GPU is still held by another sandbox");
 	}
@@ -111,7 +111,7 @@ void runtime_ask_backend(struct app *app, struct runtime *r, const struct runtim
 	if (rc == -ETIMEDOUT) {
 		/* it may still come up: let the reconciler decide from the list */
 		log_warn("the supervisor did not answer the start of %s's runtime", r->user_name);
-		reconcile_wake(app->reconciler);
+		reconcile_wake(app);
 		return;
 	}
 	snprintf(reason, sizeof(reason), "could not start: %.140s", err[0] ? err : strerror(-rc));

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+struct app;
 struct ticker;
 
 /* app->reconciler. Filled by reconcile_start; read from any thread. */
@@ -16,10 +17,12 @@ struct reconciler {
 };
 
 /* Asks for one pass of the timers and the GPU queue now, without a total
- * reconciliation (safe from any thread, the backend's included; NULL ignored). */
-void reconcile_poke(struct reconciler *rc);
-/* Asks for a total reconciliation now (any thread, NULL ignored). */
-void reconcile_wake(struct reconciler *rc);
+ * reconciliation (safe from any thread, the backend's included; nothing
+ * while app->reconciler is not set, which is read atomically: it is set and
+ * cleared while other threads run). */
+void reconcile_poke(struct app *app);
+/* Asks for a total reconciliation now (any thread). */
+void reconcile_wake(struct app *app);
 /* Whether a total reconciliation was asked for since the last call (the pass). */
 bool reconcile_take_wanted(struct reconciler *rc);
 

@@ -206,9 +206,9 @@ int reconcile_start(struct app *app, struct reconciler **out)
 		return -1;
 	}
 	__atomic_store_n(&run->handle.ticker, t, __ATOMIC_RELEASE);
-	*out = &run->handle;
+	__atomic_store_n(out, &run->handle, __ATOMIC_RELEASE);
 	/* a poke before the handle was set was lost: one more pass sees its move */
-	reconcile_poke(&run->handle);
+	ticker_poke(t);
 	return 0;
 }
 

@@ -14,8 +14,10 @@
 struct app;
 struct reconciler;
 
-/* Starts the ticker; 0 or -1. The app must outlive reconcile_stop(). */
+/* Starts the ticker and sets *out (atomically: it may be app->reconciler,
+ * read by running threads); 0 or -1. The app must outlive reconcile_stop(). */
 int reconcile_start(struct app *app, struct reconciler **out);
+/* Stops the ticker and frees rc (clear app->reconciler first). */
 void reconcile_stop(struct reconciler *rc);
 
 #endif

@@ -193,7 +193,7 @@ static void on_warning(void *ctx, const char *user, int64_t runtime_id, int64_t 
 static void on_connected(void *ctx)
 {
 	struct app *app = ctx;
-	reconcile_wake(app->reconciler);
+	reconcile_wake(app);
 }
 
 void runtime_events_init(struct backend_events *ev, struct app *app)

@@ -196,7 +196,7 @@ static void on_connected(void *ctx)
 {
 	struct app *app = ctx;
 
-	reconcile_wake(app->reconciler);
+	reconcile_wake(app);
 	jobs_connected(app);
 }
 
@@ -294,7 +294,8 @@ static void stop_observe(struct web *w)
 }
 
 /* The channel to the supervisor, before the reconcilers (which list its
- * sandboxes) and the first request (which may start a runtime). */
+ * sandboxes) and the first request (which may start a runtime: the
+ * reconciler's first pass, just after, sees it). */
 static int start_backend(struct web *w)
 {
 	runtime_events_init(&w->events, &w->app);
@@ -316,7 +317,7 @@ static int start_reconciler(struct web *w)
 
 static void stop_reconciler(struct web *w)
 {
-	reconcile_stop(w->app.reconciler);
+	reconcile_stop(__atomic_exchange_n(&w->app.reconciler, NULL, __ATOMIC_SEQ_CST));
 }
 
 static int start_jobs(struct web *w)
@@ -420,10 +421,12 @@ static const struct part {
 	{"gpus", start_gpus, stop_gpus},
 	{"observe", start_observe, stop_observe},
 	{"backend", start_backend, stop_backend},
+	{"http", start_http, stop_http},
+	/* the tickers last, so that they stop first: nothing is dispatched
+	 * while the supervisor ends sandboxes on a shutdown */
 	{"reconciler", start_reconciler, stop_reconciler},
 	{"jobs", start_jobs, stop_jobs},
 	{"maintenance", start_maintenance, stop_maintenance},
-	{"http", start_http, stop_http},
 };
 #define N_PARTS (sizeof(parts) / sizeof(parts[0]))
 
