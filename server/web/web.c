@@ -424,9 +424,9 @@ static const struct part {
 	{"http", start_http, stop_http},
 	/* the tickers last, so that they stop first: nothing is dispatched
 	 * while the supervisor ends sandboxes on a shutdown */
-	{"reconciler", start_reconciler, stop_reconciler},
-	{"jobs", start_jobs, stop_jobs},
 	{"maintenance", start_maintenance, stop_maintenance},
+	{"reconciler", start_reconciler, stop_reconciler},
+	{"jobs", start_jobs, stop_jobs}, /* first to stop: the supervisor's shutdown events follow */
 };
 #define N_PARTS (sizeof(parts) / sizeof(parts[0]))
 
