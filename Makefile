@@ -106,10 +106,13 @@ fmt:
 check-layers: tests
 	@bash tests/layers/check-layers.sh . $(BUILD)
 
-# Banned functions (STYLE.md 10): unbounded copies and unchecked conversions.
-lint:
+# Banned functions (STYLE.md 10): unbounded copies and unchecked conversions. Then the
+# naming rules of docs/architecture.md "Words" (guards, tags, exported prefixes from the
+# built objects, periods' units; tests/lint/run.sh proves each check fails when broken).
+lint: $(BUILD)/libserver.a $(BUILD)/libcommon.a $(SANDBOX_LIB)
 	@! git grep -nE '\b(sprintf|vsprintf|strcpy|strcat|gets|atoi|atol)[[:space:]]*\(' -- '*.c' '*.h' \
 	  || { echo "lint: banned function used" >&2; exit 1; }
+	@bash tests/lint/check-words.sh . $(BUILD)
 
 clean:
 	rm -rf build build-asan

@@ -63,11 +63,12 @@ run_suite() {
   total_passed=$((total_passed + p)) total_failed=$((total_failed + f)) total_skipped=$((total_skipped + s))
 }
 
-suites=${LABD_SUITES:-"unit layers sandbox integration e2e"}
+suites=${LABD_SUITES:-"unit layers lint sandbox integration e2e"}
 for s in $suites; do
   case $s in
     unit) run_suite unit tests/unit/run.sh ;;
     layers) run_suite layers tests/layers/run.sh ;;
+    lint) run_suite lint tests/lint/run.sh ;;
     sandbox) run_suite sandbox tests/security/run.sh ;;
     integration) run_suite integration tests/integration/run.sh ;;
     e2e) run_suite e2e tests/e2e/run.sh ;;

@@ -18,7 +18,7 @@ struct throttle_policy;
 struct reconciler;
 struct jobs_runner;
 struct runtime;
-struct runtime_watch;
+struct watch;
 struct http_streams;
 struct ttlcache;
 struct observe;
@@ -34,7 +34,7 @@ struct app {
 	struct backend *backend;       /* where sandboxes run (the supervisor) */
 	struct reconciler *reconciler; /* runtime timers and reconciliation */
 	struct jobs_runner *jobs;      /* the training jobs' thread (jobs/jobs.h); NULL: none */
-	struct gpus *gpus;             /* the GPU pool (sched/gpus.h); NULL: none */
+	struct gpus *gpus;             /* the GPU inventory (sched/gpus.h); NULL: none */
 	int web_root_fd; /* O_PATH directory fd of cfg->web_root */
 	/* policies derived from cfg by web/, borrowed for the process lifetime */
 	const struct password_params *password;
@@ -42,7 +42,11 @@ struct app {
 	const struct throttle_policy *throttle;      /* per user name */
 	const struct throttle_policy *throttle_addr; /* per client address */
 	struct proxy_context *proxy;                 /* waker + WebSocket relay */
-	struct runtime_watch *watch;   /* runtime state changes, to event streams */
+	/* The change registries (labd/watch.h), to event streams: each user's
+	 * runtime (runtime/watch.h, key user id) and each training job
+	 * (jobs/watch.h, key job id). */
+	struct watch *watch;
+	struct watch *jobs_watch;
 	struct http_streams *streams;  /* open event streams: keepalive, shutdown */
 	/* Set by web/ so the runtime layer never names the proxy: what must let
 	 * go of a runtime that ended (pooled connections, open WebSockets), and
@@ -58,7 +62,7 @@ struct app {
 	struct ttlcache *runtimes;   /* the gate's cache of live runtimes; NULL: none */
 	struct ttlcache *home_usage; /* each home's last usage (runtime_home_usage); NULL: none */
 	/* training jobs observed (jobs/observe.h: log followers, metrics, samples,
-	 * findings, status watchers); NULL: none */
+	 * findings); NULL: none */
 	struct observe *observe;
 };
 

@@ -38,6 +38,17 @@ const char *api_path_name(struct http_request *req);
 int api_path_found(struct http_request *req, const char *what, int rc);
 /* Loads the user named in the path; 0 with *u, or -1 with the reply set. */
 int api_path_user(struct http_request *req, struct user *u);
+/* 400 bad_field naming field, the message formatted as printf's. */
+void api_reply_field(struct http_request *req, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Reads query parameter name, when present, as a whole number in [min, max]
+ * into *out (absent: *out unchanged). 0, or -1 with the 400 naming it. */
+int api_query_uint(struct http_request *req, const char *name, uint64_t min, uint64_t max,
+		   uint64_t *out);
+/* Whose list a listing shows (what: "jobs", "warm pools"): the caller's, or
+ * for an administrator the user named by ?user=. 0 with *user_id, or -1 with
+ * the reply set (403 for anyone else, 404 for no such user, 500). */
+int api_list_owner(struct http_request *req, const char *what, int64_t *user_id);
 /* Closes the WebSockets an account event takes away (app->close_connections;
  * a no-op where none is set). what is an enum app_close (labd/app.h). */
 void api_close_connections(struct http_request *req, int what, int64_t id);

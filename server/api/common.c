@@ -1,4 +1,5 @@
 /* common.c - JSON body parsing and field readers shared by the API handlers. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -171,4 +172,59 @@ int api_path_user(struct http_request *req, struct user *u)
 {
 	const char *name = api_path_name(req);
 	return api_path_found(req, "user", name ? users_find_by_name(http_app(req)->db, name, u) : 0);
+}
+
+int api_list_owner(struct http_request *req, const char *what, int64_t *user_id)
+{
+	const struct auth_identity *ident = http_identity(req);
+	const char *name = http_query(req, "user");
+	struct user u;
+	int rc;
+
+	*user_id = ident->user.id;
+	if (!name)
+		return 0;
+	if (ident->user.role != USER_ROLE_ADMIN) {
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
+				 "only an administrator may list another user's %s", what);
+		return -1;
+	}
+	rc = parse_user_name_ok(name) ? users_find_by_name(http_app(req)->db, name, &u) : 0;
+	if (rc < 0) {
+		http_reply_internal(req);
+		return -1;
+	}
+	if (rc == 0) {
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no user named \"%.32s\"",
+				 name);
+		return -1;
+	}
+	*user_id = u.id;
+	return 0;
+}
+
+void api_reply_field(struct http_request *req, const char *field, const char *fmt, ...)
+{
+	char message[256];
+	va_list ap;
+	json_t *body;
+
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof(message), fmt, ap);
+	va_end(ap);
+	body = http_error_json("bad_field", message);
+	json_object_set_new(json_object_get(body, "error"), "field", json_string(field));
+	http_reply_json(req, MHD_HTTP_BAD_REQUEST, body);
+}
+
+int api_query_uint(struct http_request *req, const char *name, uint64_t min, uint64_t max,
+		   uint64_t *out)
+{
+	const char *text = http_query(req, name);
+
+	if (!text || parse_uint(text, min, max, out) == 0)
+		return 0;
+	api_reply_field(req, name, "query parameter \"%s\" must be a whole number from %llu to %llu",
+			name, (unsigned long long)min, (unsigned long long)max);
+	return -1;
 }

@@ -11,16 +11,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/stream_follow.h"
 #include "http/http.h"
-#include "http/stream.h"
 #include "jobs/follow.h"
 #include "jobs/joblog.h"
 #include "jobs/observe.h"
@@ -35,41 +33,6 @@
  * at up to this much per round of the followers' thread (200 ms), and a
  * stalled client pins no more (the whole log is a range read away). */
 #define STREAM_MAX_BYTES (256 * 1024)
-#define RETRY_AFTER_S "30"
-
-/* 400 bad_field naming field. */
-static void reply_field(struct http_request *req, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void reply_field(struct http_request *req, const char *field, const char *fmt, ...)
-{
-	char message[256];
-	va_list ap;
-	json_t *body;
-
-	va_start(ap, fmt);
-	vsnprintf(message, sizeof(message), fmt, ap);
-	va_end(ap);
-	body = http_error_json("bad_field", message);
-	json_object_set_new(json_object_get(body, "error"), "field", json_string(field));
-	http_reply_json(req, MHD_HTTP_BAD_REQUEST, body);
-}
-
-/* Reads query parameter name as an integer in [min, max] (absent: dflt).
- * 0, or -1 with the 400 naming it. */
-static int query_uint(struct http_request *req, const char *name, uint64_t min, uint64_t max,
-		      uint64_t dflt, uint64_t *out)
-{
-	const char *text = http_query(req, name);
-
-	*out = dflt;
-	if (!text)
-		return 0;
-	if (parse_uint(text, min, max, out) == 0)
-		return 0;
-	reply_field(req, name, "query parameter \"%s\" must be a whole number from %llu to %llu",
-		    name, (unsigned long long)min, (unsigned long long)max);
-	return -1;
-}
 
 /* ?follow: 1/true or 0/false. 0, or -1 with the 400. */
 static int query_follow(struct http_request *req, bool *follow)
@@ -83,7 +46,7 @@ static int query_follow(struct http_request *req, bool *follow)
 		*follow = true;
 		return 0;
 	}
-	reply_field(req, "follow", "query parameter \"follow\" must be 1, true, 0 or false");
+	api_reply_field(req, "follow", "query parameter \"follow\" must be 1, true, 0 or false");
 	return -1;
 }
 
@@ -131,45 +94,34 @@ static void reply_range(struct http_request *req, const char *path, uint64_t off
 	http_reply_response(req, MHD_HTTP_OK, resp);
 }
 
-/* One follow stream; freed when the stream is over. */
-struct log_sub {
-	struct follow_hub *hub;
-	struct http_stream *stream; /* our reference */
-	struct follower *follower;  /* NULL until added */
-};
+/* The log's followers (jobs/follow.h) as a stream's feed: their events
+ * carry their own ids (the offset after their lines). */
+static const struct follow_sink log_sink = {stream_follow_room, stream_follow_event_at,
+					    stream_follow_end};
 
-static size_t sink_room(void *ctx)
+static int log_subscribe(struct stream_follow *sf, uint64_t offset)
 {
-	struct log_sub *sub = ctx;
-	size_t held = http_stream_held_bytes(sub->stream);
+	struct follow_hub *hub = observe_follow(sf->app);
+	struct follower *f;
+	int rc = hub ? follow_add(hub, sf->user_id, sf->key, offset, &log_sink, sf, &f) : -EIO;
 
-	return held < STREAM_MAX_BYTES ? STREAM_MAX_BYTES - held : 0;
+	if (rc == 0)
+		sf->sub = f;
+	return rc;
 }
 
-static int sink_event(void *ctx, const char *name, const char *data, uint64_t id)
+static void log_unsubscribe(struct stream_follow *sf)
 {
-	struct log_sub *sub = ctx;
-
-	return http_stream_event(sub->stream, name, data, id);
+	follow_remove(observe_follow(sf->app), sf->sub);
 }
 
-static void sink_end(void *ctx)
+static unsigned log_count(struct stream_follow *sf)
 {
-	struct log_sub *sub = ctx;
-
-	http_stream_close(sub->stream);
+	return follow_count_user(observe_follow(sf->app), sf->user_id);
 }
 
-static const struct follow_sink log_sink = {sink_room, sink_event, sink_end};
-
-static void on_close(void *ctx)
-{
-	struct log_sub *sub = ctx;
-
-	follow_remove(sub->hub, sub->follower);
-	http_stream_unref(sub->stream);
-	free(sub);
-}
+static const struct stream_feed log_feed = {STREAM_MAX_BYTES, log_subscribe, log_unsubscribe,
+					    log_count};
 
 /* Where a follower starts: after the client's Last-Event-ID (an offset the
  * server gave), else ?offset. 0, or -1 with the 400. */
@@ -179,54 +131,15 @@ static int follow_offset(struct http_request *req, uint64_t *offset)
 
 	if (last && last[0] && parse_uint(last, 0, INT64_MAX, offset) == 0)
 		return 0;
-	return query_uint(req, "offset", 0, INT64_MAX, 0, offset);
-}
-
-static void reply_follow(struct http_request *req, int64_t job_id)
-{
-	struct app *app = http_app(req);
-	struct follow_hub *hub = observe_follow(app);
-	struct log_sub *sub;
-	uint64_t offset;
-	int rc;
-
-	if (follow_offset(req, &offset) < 0)
-		return;
-	if (!hub || !(sub = calloc(1, sizeof(*sub)))) {
-		http_reply_internal(req);
-		return;
-	}
-	sub->hub = hub;
-	sub->stream = http_stream_open(req, app->streams, "text/event-stream", STREAM_MAX_BYTES,
-				       on_close, sub);
-	if (!sub->stream) {
-		free(sub); /* the reply says why */
-		return;
-	}
-	rc = follow_add(hub, http_identity(req)->user.id, job_id, offset, &log_sink, sub,
-			&sub->follower);
-	if (rc == 0)
-		return;
-	/* the reply replaces the stream's, whose release frees sub */
-	if (rc == -EUSERS) {
-		http_add_header(req, "Retry-After", RETRY_AFTER_S);
-		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_streams",
-				 "you follow %u job logs; close one first",
-				 follow_count_user(hub, http_identity(req)->user.id));
-	} else if (rc == -ENFILE) {
-		http_add_header(req, "Retry-After", RETRY_AFTER_S);
-		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "too_many_streams",
-				 "the server follows too many logs; try again later");
-	} else {
-		http_reply_internal(req);
-	}
+	*offset = 0;
+	return api_query_uint(req, "offset", 0, INT64_MAX, offset);
 }
 
 void api_job_logs(struct http_request *req)
 {
 	struct app *app = http_app(req);
 	char path[4096];
-	uint64_t offset, limit;
+	uint64_t offset = 0, limit = LIMIT_DEFAULT_BYTES;
 	bool follow;
 	struct job j;
 
@@ -234,13 +147,14 @@ void api_job_logs(struct http_request *req)
 		return;
 	jobs_row_free(&j);
 	if (query_follow(req, &follow) < 0 ||
-	    query_uint(req, "limit", 1, LIMIT_MAX_BYTES, LIMIT_DEFAULT_BYTES, &limit) < 0)
+	    api_query_uint(req, "limit", 1, LIMIT_MAX_BYTES, &limit) < 0)
 		return;
 	if (follow) {
-		reply_follow(req, j.id);
+		if (follow_offset(req, &offset) == 0)
+			stream_follow_feed(req, &log_feed, j.id, offset, "job log streams");
 		return;
 	}
-	if (query_uint(req, "offset", 0, INT64_MAX, 0, &offset) < 0)
+	if (api_query_uint(req, "offset", 0, INT64_MAX, &offset) < 0)
 		return;
 	if (jobs_log_path(app->cfg, j.id, path, sizeof(path)) < 0) {
 		http_reply_internal(req);

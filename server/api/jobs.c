@@ -131,15 +131,6 @@ json_t *api_job_json(struct app *app, const struct job *j, bool full)
 	return out;
 }
 
-/* 400 naming field. */
-static void reply_field(struct http_request *req, const char *field, const char *message)
-{
-	json_t *body = http_error_json("bad_field", message);
-
-	json_object_set_new(json_object_get(body, "error"), "field", json_string(field));
-	http_reply_json(req, MHD_HTTP_BAD_REQUEST, body);
-}
-
 /* 429 quota_exceeded: concurrent_jobs reached. */
 static void reply_concurrent(struct http_request *req, int64_t limit)
 {
@@ -175,7 +166,7 @@ void api_jobs_submit(struct http_request *req)
 		jobs_row_free(&j);
 		break;
 	case JOBS_SUBMIT_INVALID:
-		reply_field(req, why.err.field, why.err.message);
+		api_reply_field(req, why.err.field, "%s", why.err.message);
 		break;
 	case JOBS_SUBMIT_EXISTS:
 		http_reply_error(req, MHD_HTTP_CONFLICT, "job_exists",
@@ -193,59 +184,6 @@ void api_jobs_submit(struct http_request *req)
 		break;
 	}
 	json_decref(body);
-}
-
-/* Reads an optional integer query parameter in [min, max] into *out: 0, or
- * -1 with the 400 reply set. */
-static int query_int(struct http_request *req, const char *name, uint64_t min, uint64_t max,
-		     int64_t *out)
-{
-	const char *text = http_query(req, name);
-	uint64_t v;
-
-	if (!text)
-		return 0;
-	if (parse_uint(text, min, max, &v) < 0) {
-		char message[120];
-		snprintf(message, sizeof(message), "query parameter \"%s\" must be a number from "
-						   "%llu to %llu",
-			 name, (unsigned long long)min, (unsigned long long)max);
-		reply_field(req, name, message);
-		return -1;
-	}
-	*out = (int64_t)v;
-	return 0;
-}
-
-/* Whose jobs a listing shows: the caller's, or for an administrator the
- * user named by ?user=. 0, or -1 with the reply set. */
-static int list_owner(struct http_request *req, int64_t *user_id)
-{
-	const struct auth_identity *ident = http_identity(req);
-	const char *name = http_query(req, "user");
-	struct user u;
-	int rc;
-
-	*user_id = ident->user.id;
-	if (!name)
-		return 0;
-	if (ident->user.role != USER_ROLE_ADMIN) {
-		http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
-				 "only an administrator may list another user's jobs");
-		return -1;
-	}
-	rc = parse_user_name_ok(name) ? users_find_by_name(http_app(req)->db, name, &u) : 0;
-	if (rc < 0) {
-		http_reply_internal(req);
-		return -1;
-	}
-	if (rc == 0) {
-		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no user named \"%.32s\"",
-				 name);
-		return -1;
-	}
-	*user_id = u.id;
-	return 0;
 }
 
 struct list_walk {
@@ -274,17 +212,21 @@ static bool status_filter_ok(const char *s)
 void api_jobs_list(struct http_request *req)
 {
 	struct app *app = http_app(req);
-	struct job_filter f = {.limit = LIST_LIMIT_DEFAULT};
+	struct job_filter f = {0};
+	uint64_t limit = LIST_LIMIT_DEFAULT, offset = 0;
 	struct list_walk w = {app, json_array()};
 	int64_t total = 0;
 
 	f.status = http_query(req, "status");
 	f.name = http_query(req, "name");
-	if (query_int(req, "limit", 1, LIST_LIMIT_MAX, &f.limit) < 0 ||
-	    query_int(req, "offset", 0, INT32_MAX, &f.offset) < 0 || list_owner(req, &f.user_id) < 0)
+	if (api_query_uint(req, "limit", 1, LIST_LIMIT_MAX, &limit) < 0 ||
+	    api_query_uint(req, "offset", 0, INT32_MAX, &offset) < 0 ||
+	    api_list_owner(req, "jobs", &f.user_id) < 0)
 		goto out;
+	f.limit = (int64_t)limit;
+	f.offset = (int64_t)offset;
 	if (f.status && !status_filter_ok(f.status)) {
-		reply_field(req, "status",
+		api_reply_field(req, "status",
 			    "query parameter \"status\" must be a status (InProgress, Completed, "
 			    "Failed, Stopping, Stopped) or a secondary status (Pending, Training...)");
 		goto out;
@@ -349,7 +291,7 @@ static int stop_grace(struct http_request *req, int64_t *grace_s)
 	if (v && (!json_is_integer(v) || json_integer_value(v) < 1 ||
 		  json_integer_value(v) > 3600)) {
 		json_decref(body);
-		reply_field(req, "grace_s", "field \"grace_s\" must be an integer from 1 to 3600");
+		api_reply_field(req, "grace_s", "field \"grace_s\" must be an integer from 1 to 3600");
 		return -1;
 	}
 	*grace_s = v ? json_integer_value(v) : 0;

@@ -47,41 +47,12 @@ static int add_pool(const struct pool *p, void *ctx)
 	return 0;
 }
 
-/* Whose pools: the caller's, or an administrator's ?user=NAME. 0 or -1 (reply set). */
-static int owner(struct http_request *req, int64_t *user_id)
-{
-	const struct auth_identity *ident = http_identity(req);
-	const char *name = http_query(req, "user");
-	struct user u;
-	int rc;
-
-	*user_id = ident->user.id;
-	if (!name)
-		return 0;
-	if (ident->user.role != USER_ROLE_ADMIN) {
-		http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
-				 "only an administrator may list another user's warm pools");
-		return -1;
-	}
-	rc = parse_user_name_ok(name) ? users_find_by_name(http_app(req)->db, name, &u) : 0;
-	if (rc <= 0) {
-		if (rc < 0)
-			http_reply_internal(req);
-		else
-			http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found",
-					 "no user named \"%.32s\"", name);
-		return -1;
-	}
-	*user_id = u.id;
-	return 0;
-}
-
 void api_warm_pools_list(struct http_request *req)
 {
 	struct walk w = {json_array(), time(NULL)};
 	int64_t user_id;
 
-	if (owner(req, &user_id) < 0) {
+	if (api_list_owner(req, "warm pools", &user_id) < 0) {
 		json_decref(w.pools);
 		return;
 	}

@@ -116,7 +116,7 @@ struct labd_config {
 	char net_pasta[CONFIG_PATH_MAX];
 	char net_nft[CONFIG_PATH_MAX];
 	char net_dns[64];             /* resolver pasta forwards to; "" = the host's */
-	/* [gpu]: the pool (gpu_devices) is final after config_load: the listed
+	/* [gpu]: the inventory (gpu_devices) is final after config_load: the listed
 	 * devices, the nvidia<N> nodes under dev_prefix (devices = auto), or
 	 * 0..stand_in-1 (stand-ins: no device node, for tests and demos) */
 	unsigned gpu_devices[CONFIG_MAX_GPUS];
@@ -157,10 +157,10 @@ struct labd_config {
 
 /* Fills *cfg with the defaults; demo = the `labd --demo` defaults (./var, ./web). */
 void config_defaults(struct labd_config *cfg, bool demo);
-/* Applies the INI file at path on top of *cfg. On error returns -1 and writes
- * "FILE:LINE: message naming the key" into err. */
+/* Applies the INI file at path on top of *cfg: 0, or a negative errno (-EINVAL for a bad
+ * key or value) with "FILE:LINE: message naming the key" written into err. */
 int config_load(struct labd_config *cfg, const char *path, char *err, size_t errlen);
-/* Splits "127.0.0.1:8080" / "[::1]:8080" into host and port; -1 when malformed. */
+/* Splits "127.0.0.1:8080" / "[::1]:8080" into host and port; -EINVAL when malformed. */
 int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port);
 
 #endif

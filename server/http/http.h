@@ -49,7 +49,7 @@ struct workers;
 /* Starts libmicrohttpd on an already bound listening socket: one daemon per
  * worker thread (cfg threads, 0 = one per core), serving with handlers[0..n)
  * (borrowed until stopped; the first whose prefix matches wins); returns the
- * pool or NULL. Stop with workers_stop(). */
+ * workers or NULL. Stop with workers_stop(). */
 struct workers *http_start(struct app *app, int listen_fd, const struct http_handler *handlers,
 			   size_t n);
 /* The error body {"error":{"code":code,"message":message}}; caller owns it. */

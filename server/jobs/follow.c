@@ -11,6 +11,7 @@
 #include "jobs/joblog.h"
 #include "labd/clock.h"
 #include "labd/log.h"
+#include "labd/watch.h"
 #include "store/jobs.h"
 
 /* What one job's log gives its followers per read, at most. */
@@ -25,13 +26,12 @@
 #define RECHECK_MS 2000
 
 struct follower {
-	int64_t user_id, job_id;
+	struct watch_entry entry; /* whose, and its job (the key) */
 	uint64_t offset; /* the next byte it gets */
 	const struct follow_sink *sink;
 	void *ctx;
 	bool done; /* ended or its sink is gone: waits for follow_remove */
 	bool fresh; /* added since the last round */
-	struct follower *next;
 };
 
 /* What the hub knows of one job's log, for a round. */
@@ -46,8 +46,7 @@ struct follow_hub {
 	pthread_cond_t wake;
 	const struct labd_config *cfg;
 	struct db *db;
-	unsigned n, max, max_per_user;
-	struct follower *head;
+	struct watch_set followers; /* and their caps */
 	/* jobs known over (follow_job_ended or the store), by id; bounded */
 	int64_t over[64];
 	int64_t over_at_ms[64];
@@ -57,6 +56,26 @@ struct follow_hub {
 	pthread_t thread;
 	char *buf; /* READ_MAX_BYTES, one round's read */
 };
+
+/* The followers in order (newest first), and the job each follows. */
+static struct follower *first(const struct follow_hub *h)
+{
+	struct watch_entry *e = LIST_FIRST(&h->followers.entries);
+
+	return e ? watch_entry_of(e, struct follower, entry) : NULL;
+}
+
+static struct follower *next(const struct follower *f)
+{
+	struct watch_entry *e = LIST_NEXT(&f->entry, link);
+
+	return e ? watch_entry_of(e, struct follower, entry) : NULL;
+}
+
+static int64_t job_of(const struct follower *f)
+{
+	return f->entry.key;
+}
 
 static bool is_over_locked(struct follow_hub *h, int64_t job_id, int64_t *since_ms)
 {
@@ -90,16 +109,16 @@ static void check_store_locked(struct follow_hub *h, int64_t now_ms, bool force)
 	if (!force && now_ms - h->last_check_ms < RECHECK_MS)
 		return;
 	h->last_check_ms = now_ms;
-	for (struct follower *f = h->head; f; f = f->next) {
+	for (struct follower *f = first(h); f; f = next(f)) {
 		struct job j;
 		int64_t since;
 		int found;
-		if (f->done || is_over_locked(h, f->job_id, &since) ||
-		    seen_before(h, f, f->job_id))
+		if (f->done || is_over_locked(h, job_of(f), &since) ||
+		    seen_before(h, f, job_of(f)))
 			continue;
-		found = jobs_find(h->db, f->job_id, &j);
+		found = jobs_find(h->db, job_of(f), &j);
 		if (found == 0 || (found > 0 && !jobs_live(&j)))
-			mark_over_locked(h, f->job_id, now_ms);
+			mark_over_locked(h, job_of(f), now_ms);
 		if (found > 0)
 			jobs_row_free(&j);
 	}
@@ -167,8 +186,8 @@ static bool round_job(struct follow_hub *h, int64_t job_id, int64_t now_ms)
 	if (jobs_log_path(h->cfg, job_id, path, sizeof(path)) < 0 ||
 	    (size = joblog_size(path)) < 0)
 		return false;
-	for (struct follower *f = h->head; f; f = f->next) {
-		if (f->job_id != job_id || f->done)
+	for (struct follower *f = first(h); f; f = next(f)) {
+		if (job_of(f) != job_id || f->done)
 			continue;
 		if (f->offset > (uint64_t)size)
 			f->offset = (uint64_t)size; /* resumed past the end: nothing more */
@@ -178,8 +197,8 @@ static bool round_job(struct follow_hub *h, int64_t job_id, int64_t now_ms)
 	}
 	if (low != UINT64_MAX && (got = joblog_read(path, low, h->buf, READ_MAX_BYTES)) < 0)
 		got = 0;
-	for (struct follower *f = h->head; f; f = f->next) {
-		if (f->job_id != job_id || f->done)
+	for (struct follower *f = first(h); f; f = next(f)) {
+		if (job_of(f) != job_id || f->done)
 			continue;
 		if (got > 0)
 			feed_one(f, h->buf, low, (size_t)got,
@@ -198,8 +217,8 @@ static bool round_job(struct follow_hub *h, int64_t job_id, int64_t now_ms)
  * that is not done (a done one is skipped, so it must not hide the others). */
 static bool seen_before(const struct follow_hub *h, const struct follower *upto, int64_t job_id)
 {
-	for (const struct follower *f = h->head; f != upto; f = f->next)
-		if (f->job_id == job_id && !f->done)
+	for (const struct follower *f = first(h); f != upto; f = next(f))
+		if (job_of(f) == job_id && !f->done)
 			return true;
 	return false;
 }
@@ -210,14 +229,14 @@ static bool round_all(struct follow_hub *h)
 	int64_t now_ms = clock_ms();
 	bool fresh = false, behind = false;
 
-	for (struct follower *f = h->head; f; f = f->next) {
+	for (struct follower *f = first(h); f; f = next(f)) {
 		fresh = fresh || f->fresh;
 		f->fresh = false;
 	}
 	check_store_locked(h, now_ms, fresh);
-	for (struct follower *f = h->head; f; f = f->next)
-		if (!f->done && !seen_before(h, f, f->job_id))
-			behind |= round_job(h, f->job_id, now_ms);
+	for (struct follower *f = first(h); f; f = next(f))
+		if (!f->done && !seen_before(h, f, job_of(f)))
+			behind |= round_job(h, job_of(f), now_ms);
 	return behind;
 }
 
@@ -230,8 +249,8 @@ static void *run(void *arg)
 		struct timespec until;
 		/* a follower catching up on a backlog gets its next round soon:
 		 * its stream's room, not the period, paces it */
-		bool behind = h->head && round_all(h);
-		if (!h->head) { /* nobody follows: sleep until a follower comes (it signals) */
+		bool behind = h->followers.n > 0 && round_all(h);
+		if (h->followers.n == 0) { /* nobody follows: sleep until a follower comes (it signals) */
 			pthread_cond_wait(&h->wake, &h->lock);
 			continue;
 		}
@@ -255,8 +274,7 @@ struct follow_hub *follow_new(const struct labd_config *cfg, struct db *db,
 	}
 	h->cfg = cfg;
 	h->db = db;
-	h->max = max_followers;
-	h->max_per_user = max_per_user;
+	watch_set_init(&h->followers, max_per_user, max_followers);
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -282,10 +300,9 @@ void follow_free(struct follow_hub *h)
 	pthread_cond_signal(&h->wake);
 	pthread_mutex_unlock(&h->lock);
 	pthread_join(h->thread, NULL);
-	while (h->head) {
-		struct follower *next = h->head->next;
-		free(h->head);
-		h->head = next;
+	for (struct follower *f; (f = first(h));) {
+		watch_set_remove(&h->followers, &f->entry);
+		free(f);
 	}
 	pthread_cond_destroy(&h->wake);
 	pthread_mutex_destroy(&h->lock);
@@ -293,21 +310,12 @@ void follow_free(struct follow_hub *h)
 	free(h);
 }
 
-static unsigned count_user_locked(const struct follow_hub *h, int64_t user_id)
-{
-	unsigned n = 0;
-
-	for (const struct follower *f = h->head; f; f = f->next)
-		n += f->user_id == user_id;
-	return n;
-}
-
 unsigned follow_count_user(struct follow_hub *h, int64_t user_id)
 {
 	unsigned n;
 
 	pthread_mutex_lock(&h->lock);
-	n = count_user_locked(h, user_id);
+	n = watch_set_count(&h->followers, user_id);
 	pthread_mutex_unlock(&h->lock);
 	return n;
 }
@@ -315,25 +323,20 @@ unsigned follow_count_user(struct follow_hub *h, int64_t user_id)
 int follow_add(struct follow_hub *h, int64_t user_id, int64_t job_id, uint64_t offset,
 	       const struct follow_sink *sink, void *ctx, struct follower **out)
 {
-	struct follower *f;
-	int rc = 0;
+	struct follower *f = calloc(1, sizeof(*f));
+	int rc;
 
+	if (!f)
+		return -ENOMEM;
+	*f = (struct follower){.offset = offset, .sink = sink, .ctx = ctx, .fresh = true};
 	pthread_mutex_lock(&h->lock);
-	if (h->n >= h->max) {
-		rc = -ENFILE;
-	} else if (count_user_locked(h, user_id) >= h->max_per_user) {
-		rc = -EUSERS;
-	} else if (!(f = calloc(1, sizeof(*f)))) {
-		rc = -ENOMEM;
-	} else {
-		*f = (struct follower){.user_id = user_id, .job_id = job_id, .offset = offset, .sink = sink,
-				       .ctx = ctx, .fresh = true, .next = h->head};
-		h->head = f;
-		h->n++;
+	if ((rc = watch_set_add(&h->followers, &f->entry, user_id, job_id)) == 0) {
 		*out = f;
+		f = NULL;
 		pthread_cond_signal(&h->wake); /* its backlog at once */
 	}
 	pthread_mutex_unlock(&h->lock);
+	free(f);
 	return rc;
 }
 
@@ -342,12 +345,7 @@ void follow_remove(struct follow_hub *h, struct follower *f)
 	if (!f)
 		return;
 	pthread_mutex_lock(&h->lock);
-	for (struct follower **p = &h->head; *p; p = &(*p)->next)
-		if (*p == f) {
-			*p = f->next;
-			h->n--;
-			break;
-		}
+	watch_set_remove(&h->followers, &f->entry);
 	pthread_mutex_unlock(&h->lock);
 	free(f);
 }
@@ -367,7 +365,7 @@ unsigned follow_count(struct follow_hub *h)
 	unsigned n;
 
 	pthread_mutex_lock(&h->lock);
-	n = h->n;
+	n = h->followers.n;
 	pthread_mutex_unlock(&h->lock);
 	return n;
 }

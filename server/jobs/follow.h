@@ -38,7 +38,8 @@ struct follow_sink {
 
 /* Starts the reading thread over cfg's log folder and db's jobs (both
  * borrowed until follow_free), at most max_followers at once and
- * max_per_user of one user. NULL on failure (logged). */
+ * max_per_user of one user (the capped set of labd/watch.h). NULL on
+ * failure (logged). */
 struct follow_hub *follow_new(const struct labd_config *cfg, struct db *db,
 			      unsigned max_followers, unsigned max_per_user);
 /* Stops the thread and frees the hub and any follower left. NULL is fine. */

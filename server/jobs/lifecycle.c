@@ -181,7 +181,7 @@ static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t 
 		     sizeof(reason));
 	/* its log is complete now: the rest read for metrics and the rules' last
 	 * run happen before the job shows as over, so an ended job's final
-	 * metrics and findings are final (B2) */
+	 * metrics and findings are final */
 	observe_job_ended(app, job_id);
 	if (jobs_move(app->db, job_id, &m) == 1) {
 		log_info("job %lld of %s: %s", (long long)job_id, user, reason);

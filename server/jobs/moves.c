@@ -7,8 +7,8 @@
 #include <time.h>
 
 #include "backend/backend.h"
-#include "jobs/observe.h"
 #include "jobs/poke.h"
+#include "jobs/watch.h"
 #include "labd/app.h"
 #include "labd/log.h"
 

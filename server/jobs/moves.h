@@ -1,7 +1,7 @@
 /* moves.h - the row moves that the entry points, the backend's events and
  * the jobs pass share: the one "row moved" hook (jobs_changed), the end of a
  * warm pool's keep-alive, the release of an available pool. It includes
- * nothing else of jobs/ but observe.h (whose watch the hook tells) and
+ * nothing else of jobs/ but watch.h (whose registry the hook tells) and
  * poke.h. */
 #ifndef LABD_JOBS_MOVES_H
 #define LABD_JOBS_MOVES_H
@@ -17,7 +17,7 @@ struct app;
  * beyond its max_runtime_s and grace (teardown, upload). */
 #define JOBS_DEADLINE_SLACK_S 300
 
-/* After every change of job id's row: its watchers (observe.h) are told
+/* After every change of job id's row: its watchers (jobs/watch.h) are told
  * and the jobs pass poked (what is due changed). */
 void jobs_changed(struct app *app, int64_t job_id);
 /* The warm pool job_id left is gone (released, expired, lost): its warm

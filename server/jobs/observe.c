@@ -17,7 +17,6 @@
 #include "jobs/live.h"
 #include "jobs/observe_int.h"
 #include "jobs/observe_rules.h"
-#include "jobs/watch.h"
 #include "labd/app.h"
 #include "labd/clock.h"
 #include "labd/log.h"
@@ -30,10 +29,7 @@
 /* Log bytes read for metrics per job and tick, at most. */
 #define EXTRACT_READ_BYTES sizeof(((struct observe *)0)->buf)
 /* Time one job's extraction may take per tick while its log has more. */
-#define EXTRACT_TICK_MS 100
-/* Event streams: per user and in all. */
-#define WATCH_PER_USER 16
-#define WATCH_TOTAL 1024
+#define EXTRACT_BUDGET_MS 100
 #define FOLLOWERS_MAX 1024
 #define FOLLOWERS_PER_USER 16
 
@@ -48,11 +44,8 @@ int observe_init(struct app *app)
 	pthread_mutex_init(&o->lock, NULL);
 	o->app = app;
 	observe_limits(app->cfg, &o->limits);
-	o->watch = jobs_watch_new(app->db, WATCH_PER_USER, WATCH_TOTAL);
 	o->follow = follow_new(app->cfg, app->db, FOLLOWERS_MAX, FOLLOWERS_PER_USER);
-	if (!o->watch || !o->follow) {
-		jobs_watch_free(o->watch);
-		follow_free(o->follow);
+	if (!o->follow) {
 		pthread_mutex_destroy(&o->lock);
 		free(o);
 		return -1;
@@ -68,7 +61,6 @@ void observe_free(struct app *app)
 	if (!o)
 		return;
 	follow_free(o->follow);
-	jobs_watch_free(o->watch);
 	while (o->head) {
 		struct tracked *next = o->head->next;
 		extract_free(o->head->set);
@@ -83,17 +75,6 @@ void observe_free(struct app *app)
 struct follow_hub *observe_follow(struct app *app)
 {
 	return app->observe ? app->observe->follow : NULL;
-}
-
-struct jobs_watch *observe_watch(struct app *app)
-{
-	return app->observe ? app->observe->watch : NULL;
-}
-
-void jobs_watch_notify(struct app *app, int64_t job_id)
-{
-	if (app->observe)
-		jobs_watch_changed(app->observe->watch, job_id);
 }
 
 /* The job's metric definitions compiled (docs/jobs.md "Submit": the spec's
@@ -261,7 +242,7 @@ static void extract_locked(struct observe *o, struct tracked *t, bool final)
  * ticks rather than at one read a tick. */
 static void extract_more_locked(struct observe *o, struct tracked *t)
 {
-	long long until_ms = clock_ms() + EXTRACT_TICK_MS;
+	long long until_ms = clock_ms() + EXTRACT_BUDGET_MS;
 	uint64_t before;
 
 	do {

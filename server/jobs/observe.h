@@ -1,16 +1,15 @@
 /* observe.h - what labd-web observes of training jobs while they run and
  * keeps after (docs/jobs.md "Logs", "Metrics", "Profiling rules"): the
- * hooks the jobs lifecycle calls, the log followers and the status
- * watchers the API's event streams use, and the job object's observed
- * fields.
+ * hooks the jobs lifecycle calls, the log followers the API's event
+ * streams use, and the job object's observed fields.
  *
  * Who calls what: web/ calls observe_init after the store and backend are
  * up and observe_free at shutdown (after the HTTP server stopped); the jobs
  * lifecycle calls observe_job_started when a job's attempt starts running
  * its command (Downloading), observe_sample for each job_sample event,
- * observe_job_ended when the job is over (final status), jobs_watch_notify
- * after every change of a job row, and observe_tick from the jobs pass
- * (runner.h: every 250 ms while a job writes its log). All may run on different threads. */
+ * observe_job_ended when the job is over (final status), and observe_tick
+ * from the jobs pass (runner.h: every 250 ms while a job writes its log).
+ * All may run on different threads. */
 #ifndef LABD_JOBS_OBSERVE_H
 #define LABD_JOBS_OBSERVE_H
 
@@ -23,7 +22,6 @@ struct app;
 struct job;
 struct backend_job_sample;
 struct follow_hub;
-struct jobs_watch;
 struct jobs_live;
 
 /* Metric points kept per metric and job; later points are dropped (the
@@ -59,9 +57,6 @@ void observe_settle(struct app *app, int64_t job_id);
  * [jobs] rules_interval. */
 void observe_tick(struct app *app, const struct jobs_live *live);
 
-/* Tells the job's status watchers (GET /jobs/{id}/events) it changed. */
-void jobs_watch_notify(struct app *app, int64_t job_id);
-
 /* Adds the observed fields to a job object: final_metrics (the last value
  * of each metric: final once the job is over), findings, log_bytes. When
  * the store fails they are absent (logged). */
@@ -73,9 +68,7 @@ json_t *observe_final_json(struct app *app, int64_t job_id);
 /* [{at, cpu_percent, ...}...]: the kept samples, oldest first; NULL on failure. */
 json_t *observe_samples_json(struct app *app, int64_t job_id);
 
-/* The log followers and the status watchers (borrowed from app->observe). */
+/* The log followers (borrowed from app->observe). */
 struct follow_hub *observe_follow(struct app *app);
-struct jobs_watch *observe_watch(struct app *app);
-
 
 #endif

@@ -1,4 +1,4 @@
-/* observe_int.h - what observe.c and observe_rules.c share (jobs/ only:
+/* observe_int.h - what observe.c and observe_json.c share (jobs/ only:
  * no other folder includes it). */
 #ifndef LABD_JOBS_OBSERVE_INT_H
 #define LABD_JOBS_OBSERVE_INT_H
@@ -14,7 +14,6 @@
 struct app;
 struct extract_set;
 struct follow_hub;
-struct jobs_watch;
 struct labd_config;
 
 /* Points matched per read at most (a read stops at the line that would
@@ -44,7 +43,6 @@ struct observe {
 	struct tracked *head;
 	uint64_t ticks;
 	struct follow_hub *follow;
-	struct jobs_watch *watch;
 	char buf[256 * 1024];
 	/* points of one read, matched before the store is locked */
 	struct observe_point {

@@ -29,7 +29,7 @@
 #define WAIT_RECHECK_MS 1000
 
 /* The runner: its handle (app->jobs) first, then what the pass keeps. */
-struct run {
+struct runner_state {
 	struct jobs_runner handle;
 	struct app *app;
 	time_t last_full, last_beat;
@@ -53,7 +53,7 @@ static int collect_live(const struct job *j, void *ctx)
 /* Bills on (heartbeat) only once pools were matched to the backend's list
  * since this process started: after a crash a job is billed on only when
  * its sandbox is known to have lived on. */
-static void heartbeat(struct run *run)
+static void heartbeat(struct runner_state *run)
 {
 	time_t now = time(NULL);
 
@@ -105,7 +105,7 @@ static long long live_due(const struct jobs_live *l)
  * their keep-alive, dispatch, job_run, the logs; the heartbeat. */
 static long long pass(void *arg)
 {
-	struct run *run = arg;
+	struct runner_state *run = arg;
 	struct app *app = run->app;
 	struct jobs_live *l = &run->live;
 	int64_t keep_end;
@@ -135,7 +135,7 @@ static long long pass(void *arg)
 
 int jobs_runner_start(struct app *app, struct jobs_runner **out)
 {
-	struct run *run = calloc(1, sizeof(*run));
+	struct runner_state *run = calloc(1, sizeof(*run));
 	struct ticker *t;
 
 	if (!run)
@@ -158,7 +158,7 @@ void jobs_runner_stop(struct jobs_runner *r)
 	if (!r)
 		return;
 	ticker_stop(r->ticker);
-	free((struct run *)((char *)r - offsetof(struct run, handle)));
+	free((struct runner_state *)((char *)r - offsetof(struct runner_state, handle)));
 }
 
 void jobs_connected(struct app *app)

@@ -13,7 +13,7 @@
 #include "labd/log.h"
 #include "labd/str.h"
 
-#define POOL_SLOTS 64 /* idle connections kept per thread */
+#define IDLE_SLOTS 64 /* idle connections kept per thread */
 
 struct slot {
 	char path[UPSTREAM_PATH_MAX];
@@ -21,35 +21,35 @@ struct slot {
 	int fd;         /* -1 = free */
 };
 
-/* One pool per thread that proxies: a connection stays with the worker that
- * connected it, whose epoll set watches it (workers_watch). The lock is taken
- * by other threads only to forget a runtime's connections. */
-struct pool {
+/* The idle connections of one thread that proxies: a connection stays with the
+ * worker that connected it, whose epoll set watches it (workers_watch). The lock
+ * is taken by other threads only to forget a runtime's connections. */
+struct idle_conns {
 	pthread_mutex_t lock;
-	struct slot slot[POOL_SLOTS];
-	struct pool *next; /* all pools, for upstream_forget */
+	struct slot slot[IDLE_SLOTS];
+	struct idle_conns *next; /* all sets, for upstream_forget */
 };
 
-static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pool *pools;
-static _Thread_local struct pool *mine;
+static pthread_mutex_t all_idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct idle_conns *all_idle;
+static _Thread_local struct idle_conns *mine;
 
-/* The calling thread's pool, made on first use; NULL when out of memory. */
-static struct pool *my_pool(void)
+/* The calling thread's set, made on first use; NULL when out of memory. */
+static struct idle_conns *my_idle_conns(void)
 {
-	struct pool *p = mine;
+	struct idle_conns *p = mine;
 
 	if (p)
 		return p;
 	if (!(p = calloc(1, sizeof(*p))))
 		return NULL;
 	pthread_mutex_init(&p->lock, NULL);
-	for (int i = 0; i < POOL_SLOTS; i++)
+	for (int i = 0; i < IDLE_SLOTS; i++)
 		p->slot[i].fd = -1;
-	pthread_mutex_lock(&pools_lock);
-	p->next = pools;
-	pools = p;
-	pthread_mutex_unlock(&pools_lock);
+	pthread_mutex_lock(&all_idle_lock);
+	p->next = all_idle;
+	all_idle = p;
+	pthread_mutex_unlock(&all_idle_lock);
 	return mine = p;
 }
 
@@ -114,12 +114,12 @@ static int connect_new(const char *path, uid_t peer_uid)
 
 int upstream_get(const char *path, uid_t peer_uid, bool probe, bool *reused)
 {
-	struct pool *p = my_pool();
+	struct idle_conns *p = my_idle_conns();
 	int fd = -1;
 
 	if (p) {
 		pthread_mutex_lock(&p->lock);
-		for (int i = 0; i < POOL_SLOTS && fd < 0; i++) {
+		for (int i = 0; i < IDLE_SLOTS && fd < 0; i++) {
 			struct slot *s = &p->slot[i];
 			if (s->fd < 0 || s->peer_uid != peer_uid || strcmp(s->path, path) != 0)
 				continue;
@@ -138,11 +138,11 @@ int upstream_get(const char *path, uid_t peer_uid, bool probe, bool *reused)
 
 void upstream_put(const char *path, uid_t peer_uid, int fd)
 {
-	struct pool *p = my_pool();
+	struct idle_conns *p = my_idle_conns();
 
 	if (p) {
 		pthread_mutex_lock(&p->lock);
-		for (int i = 0; i < POOL_SLOTS; i++) {
+		for (int i = 0; i < IDLE_SLOTS; i++) {
 			struct slot *s = &p->slot[i];
 			if (s->fd < 0) {
 				str_copy(s->path, sizeof(s->path), path);
@@ -160,10 +160,10 @@ void upstream_put(const char *path, uid_t peer_uid, int fd)
 
 void upstream_forget(const char *path)
 {
-	pthread_mutex_lock(&pools_lock);
-	for (struct pool *p = pools; p; p = p->next) {
+	pthread_mutex_lock(&all_idle_lock);
+	for (struct idle_conns *p = all_idle; p; p = p->next) {
 		pthread_mutex_lock(&p->lock);
-		for (int i = 0; i < POOL_SLOTS; i++) {
+		for (int i = 0; i < IDLE_SLOTS; i++) {
 			struct slot *s = &p->slot[i];
 			if (s->fd >= 0 && (!path || strcmp(s->path, path) == 0)) {
 				close(s->fd);
@@ -172,7 +172,7 @@ void upstream_forget(const char *path)
 		}
 		pthread_mutex_unlock(&p->lock);
 	}
-	pthread_mutex_unlock(&pools_lock);
+	pthread_mutex_unlock(&all_idle_lock);
 }
 
 void upstream_clear(void)

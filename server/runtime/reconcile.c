@@ -28,7 +28,7 @@
 #define SAFETY_NET_S 300
 
 /* The reconciler: its handle (app->reconciler) first, then what the pass keeps. */
-struct run {
+struct reconcile_state {
 	struct reconciler handle;
 	struct app *app;
 	time_t last_full, last_beat;
@@ -145,7 +145,7 @@ static bool timers(struct app *app, int64_t *next)
  * total reconciliation has matched the rows to the backend's sandboxes since
  * this process started: after a crash, a runtime is billed on only when its
  * sandbox is known to have lived on. */
-static void heartbeat(struct run *run)
+static void heartbeat(struct reconcile_state *run)
 {
 	time_t now = time(NULL);
 
@@ -162,7 +162,7 @@ static void heartbeat(struct run *run)
  * earliest of what is pending; with nothing live, never until poked. */
 static long long pass(void *arg)
 {
-	struct run *run = arg;
+	struct reconcile_state *run = arg;
 	struct app *app = run->app;
 	int64_t next = 0;
 	bool live;
@@ -185,7 +185,7 @@ static long long pass(void *arg)
 
 int reconcile_start(struct app *app, struct reconciler **out)
 {
-	struct run *run = calloc(1, sizeof(*run));
+	struct reconcile_state *run = calloc(1, sizeof(*run));
 	struct ticker *t;
 
 	if (!run)
@@ -217,7 +217,7 @@ void reconcile_stop(struct reconciler *rc)
 	if (!rc)
 		return;
 	ticker_stop(rc->ticker);
-	free((struct run *)((char *)rc - offsetof(struct run, handle)));
+	free((struct reconcile_state *)((char *)rc - offsetof(struct reconcile_state, handle)));
 }
 
 /* ---- total reconciliation ---- */
@@ -230,7 +230,7 @@ void reconcile_stop(struct reconciler *rc)
  * decided, rather than deciding on part of them. */
 #define ROWS_MAX 4096
 
-struct rows {
+struct live_rows {
 	struct buf b;
 	const struct runtime *r; /* b's data once the walk is done */
 	size_t n;
@@ -238,11 +238,11 @@ struct rows {
 
 static int collect_row(const struct runtime *r, void *ctx)
 {
-	struct rows *rows = ctx;
+	struct live_rows *rows = ctx;
 	return buf_add(&rows->b, r, sizeof(*r)) < 0; /* non-zero stops the walk */
 }
 
-static int collect_rows(struct app *app, struct rows *rows)
+static int collect_rows(struct app *app, struct live_rows *rows)
 {
 	buf_init(&rows->b, ROWS_MAX * sizeof(struct runtime));
 	if (runtimes_each_live(app->db, collect_row, rows) < 0 ||
@@ -293,7 +293,7 @@ static void reconcile_row(struct app *app, const struct runtime *r, const struct
 }
 
 /* A sandbox that no live row accounts for is stopped. */
-static void stop_strays(struct app *app, const struct rows *rows, const struct backend_sandbox *s,
+static void stop_strays(struct app *app, const struct live_rows *rows, const struct backend_sandbox *s,
 			size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -329,7 +329,7 @@ static size_t runtimes_only(struct backend_sandbox *s, size_t n)
 static int reconcile_all(struct app *app)
 {
 	struct backend_sandbox *s = NULL;
-	struct rows rows;
+	struct live_rows rows;
 	size_t n = 0;
 	int64_t now = time(NULL);
 	int rc = 0;

@@ -54,7 +54,7 @@ struct job {
 	int64_t billable_s;   /* Starting .. Uploading so far */
 	int exit_code;        /* -1 when none */
 	char failure_reason[JOB_REASON_MAX];
-	/* ---- added by the jobs step (B1) ---- */
+	/* the sandbox it runs in, its stop and its time */
 	int64_t memory_bytes, cpus_milli; /* the sandbox's size (pool matching) */
 	bool network;                     /* egress */
 	bool run_sent;                    /* job_run was taken by the backend this attempt */

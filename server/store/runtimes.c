@@ -7,9 +7,6 @@
 #include "store/db.h"
 #include "store/ledger.h"
 
-/* Activity is written at most this often; the idle check allows for it. */
-#define TOUCH_INTERVAL RUNTIME_TOUCH_INTERVAL_S
-
 static const char *const kind_names[] = {"cpu", "gpu"};
 static const char *const state_names[RUNTIME_STATES] = {"starting", "running", "stopping",
 							 "stopped",  "failed",  "queued"};
@@ -199,7 +196,7 @@ int runtimes_touch(struct db *db, int64_t id, int64_t now)
 	db_lock(db);
 	int rc = db_exec(db,
 			 "UPDATE runtimes SET last_activity = ? WHERE id = ? AND last_activity <= ?",
-			 "iii", now, id, now - TOUCH_INTERVAL);
+			 "iii", now, id, now - RUNTIME_TOUCH_INTERVAL_S);
 	db_unlock(db);
 	return rc < 0 ? -1 : 0;
 }

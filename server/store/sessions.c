@@ -9,7 +9,7 @@
 
 /* last_seen is only rewritten when older than this, so a busy page does not
  * turn every request into a database write. */
-#define TOUCH_INTERVAL 30
+#define TOUCH_INTERVAL_S 30
 
 bool sessions_secret_valid(const char *value)
 {
@@ -93,7 +93,7 @@ int sessions_lookup(struct db *db, const char *secret, const struct session_limi
 		db_changed(db, DB_IDENTITIES);
 		rc = 0;
 	} else {
-		if (now - row.last_seen >= TOUCH_INTERVAL &&
+		if (now - row.last_seen >= TOUCH_INTERVAL_S &&
 		    db_exec(db, "UPDATE sessions SET last_seen = ? WHERE id = ?", "ii", now,
 			    out->id) == 1)
 			row.last_seen = now;

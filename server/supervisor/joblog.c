@@ -68,6 +68,17 @@ int joblog_open(struct joblog *l, const char *state_dir, long long job_id, uint6
 	return 0;
 }
 
+void joblog_adopt(struct joblog *l, int fd, uint64_t max_bytes, uint64_t written_bytes,
+		  const char *what_for)
+{
+	memset(l, 0, sizeof(*l));
+	l->fd = fd;
+	l->max_bytes = max_bytes;
+	l->size_bytes = written_bytes;
+	l->capped = written_bytes >= max_bytes; /* as joblog_open: a cut log stays cut */
+	snprintf(l->path, sizeof(l->path), "%s", what_for);
+}
+
 static void write_all(struct joblog *l, const char *buf, size_t n)
 {
 	while (n > 0) {

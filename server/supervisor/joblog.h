@@ -34,6 +34,10 @@ int joblog_prepare_dir(const char *state_dir, gid_t gid);
  * counts against max_bytes. 0 or -errno (l->fd stays -1). */
 int joblog_open(struct joblog *l, const char *state_dir, long long job_id, uint64_t max_bytes,
 		gid_t gid);
+/* Takes an open log fd (a keeper's set_log): written_bytes of it are used, and
+ * counted against max_bytes; what_for names it in warnings. */
+void joblog_adopt(struct joblog *l, int fd, uint64_t max_bytes, uint64_t written_bytes,
+		  const char *what_for);
 /* Appends n bytes, up to the cap; the first write past it adds the marker line. */
 void joblog_append(struct joblog *l, const char *buf, size_t n);
 /* Closes the file; safe to call twice or on a log never opened. */

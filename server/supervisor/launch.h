@@ -54,7 +54,7 @@ void launch_fill_limits(const struct labd_config *cfg, const char *state_dir,
 			char *hidden);
 /* Forks a worker that builds and starts the sandbox; read its result with
  * launch_result once *fd is readable. *log_fd (owned by the caller,
- * non-blocking) reads Jupyter's stdout and stderr (runlog.h). 0 or a negative
+ * non-blocking) reads Jupyter's stdout and stderr (handed to its keeper: runkeeper.h). 0 or a negative
  * errno. */
 int launch_spawn(const struct labd_config *cfg, const char *state_dir,
 		 const struct launch_request *rq, pid_t *pid, int *fd, int *log_fd);

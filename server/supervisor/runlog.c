@@ -62,7 +62,7 @@ static int rotate(struct runlog *l)
 	return open_out(l);
 }
 
-static void append(struct runlog *l, const char *buf, size_t n)
+void runlog_write(struct runlog *l, const char *buf, size_t n)
 {
 	int rc = 0;
 
@@ -95,7 +95,7 @@ int runlog_pump(struct runlog *l)
 		n = read(l->in_fd, buf, sizeof(buf));
 	while (n < 0 && errno == EINTR);
 	if (n > 0) {
-		append(l, buf, (size_t)n);
+		runlog_write(l, buf, (size_t)n);
 		return 1;
 	}
 	if (n < 0 && errno == EAGAIN)

@@ -2,12 +2,13 @@
  *
  * Jupyter's stdout and stderr are the write end of a pipe (the sandbox spec's stdio),
  * never a host file: a user process that inherits them can only fill the pipe.  The
- * supervisor's loop polls the read end (non-blocking) and appends what arrives to
- * runtimes/<user>/jupyter.log; past max_bytes the file is renamed to jupyter.log.1
- * (replacing the previous one) and a new one started, so a runtime's output takes at
- * most twice max_bytes of the state file system, whatever the user prints.  When the
- * supervisor falls behind, the pipe fills and the writer blocks: only that runtime
- * waits. */
+ * runtime's keeper (keeper.h, which outlives the supervisor) reads the read end and
+ * appends what arrives to runtimes/<user>/jupyter.log with runlog_write; past
+ * max_bytes the file is renamed to jupyter.log.1 (replacing the previous one) and a
+ * new one started, so a runtime's output takes at most twice max_bytes of the state
+ * file system, whatever the user prints.  When the keeper falls behind, the pipe
+ * fills and the writer blocks: only that runtime waits.  runlog_pump (read and
+ * append in one) serves a caller that owns the pipe itself. */
 #ifndef LABD_RUNLOG_H
 #define LABD_RUNLOG_H
 
@@ -36,6 +37,9 @@ void runlog_init_empty(struct runlog *l);
  * the cap.  1 while the pipe is open, 0 once every writer is gone (the runlog is then
  * released). */
 int runlog_pump(struct runlog *l);
+/* Appends n bytes (a whole read) to the log, rotating first when they would take
+ * it past the cap; on a failed write the bytes are dropped (warned once). */
+void runlog_write(struct runlog *l, const char *buf, size_t n);
 /* Closes both fds; safe to call twice. */
 void runlog_release(struct runlog *l);
 

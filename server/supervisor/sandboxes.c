@@ -23,7 +23,7 @@
 #include "supervisor/homesize.h"
 #include "supervisor/launch.h"
 #include "supervisor/uidmap.h"
-#include "supervisor/runlog.h"
+#include "supervisor/runkeeper.h"
 #include "supervisor/startcheck.h"
 
 #define MAX_SANDBOXES 256
@@ -60,7 +60,8 @@ struct hosted {
 	char reason[200];
 	long long kill_at_ms, probe_at_ms, net_check_at_ms;
 	unsigned warned; /* bit i: warn_before[i] was sent */
-	struct runlog log; /* Jupyter's output; nothing for a re-adopted sandbox */
+	int out_fd;  /* Jupyter's output pipe, held until its keeper has it */
+	pid_t keeper; /* the keeper's pid (runkeeper.h); 0 when none */
 };
 
 /* Online home growths in flight: answered when their worker reports. */
@@ -115,6 +116,8 @@ static int save_record(const struct sandboxes *sb, const struct hosted *x)
 	for (unsigned i = 0; i < x->n_gpus; i++)
 		json_array_append_new(gpus, json_integer(x->gpus[i]));
 	json_object_set_new(j, "gpus", gpus);
+	if (x->keeper) /* informative: re-adoption asks the keeper's socket */
+		json_object_set_new(j, "keeper_pid", json_integer(x->keeper));
 
 	record_path(sb, x->user, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
@@ -179,6 +182,13 @@ static void set_end(struct hosted *x, const char *cause, bool failed, const char
 	snprintf(x->reason, sizeof(x->reason), "%.*s", (int)utf8_cut(reason, sizeof(x->reason) - 1),
 		 reason);
 	x->failed = failed;
+}
+
+static void close_output(struct hosted *x)
+{
+	if (x->out_fd >= 0)
+		close(x->out_fd);
+	x->out_fd = -1;
 }
 
 static void close_worker(struct hosted *x)
@@ -319,10 +329,10 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	const char *why = check_start(sb, msg), *user = proto_str(msg, "user"), *jupyter;
 	struct launch_request rq;
 	struct hosted *x;
-	char endpoint[LAUNCH_PATH_MAX], reason[200], log_path[LAUNCH_PATH_MAX];
+	char endpoint[LAUNCH_PATH_MAX], reason[200];
 	char hash[IMAGE_HASH_MAX];
 	uid_t uid;
-	int rc, log_fd;
+	int rc;
 
 	if (why) {
 		log_error("refused sandbox_start for %s: %s", user, why);
@@ -351,15 +361,15 @@ json_t *sandboxes_start(struct sandboxes *sb, long long id, json_t *msg)
 	}
 	fill_request(sb, msg, jupyter, &rq);
 	if (x->used)
-		runlog_release(&x->log); /* the slot's previous runtime */
+		close_output(x); /* the slot's previous runtime */
 	memset(x, 0, sizeof(*x));
 	x->pidfd = x->worker_fd = -1;
 	x->h.status_fd = -1;
-	runlog_init_empty(&x->log);
-	if ((rc = launch_spawn(sb->cfg, sb->state_dir, &rq, &x->worker, &x->worker_fd, &log_fd)) < 0)
+	if ((rc = launch_spawn(sb->cfg, sb->state_dir, &rq, &x->worker, &x->worker_fd,
+			       &x->out_fd)) < 0) {
+		x->out_fd = -1;
 		return proto_error(id, "sandbox_failed", strerror(-rc));
-	launch_log_path(sb->state_dir, user, log_path, sizeof(log_path));
-	runlog_init(&x->log, log_fd, log_path, sb->cfg->log_bytes, launch_labd_gid(sb->cfg));
+	}
 	x->used = true;
 	x->state = H_STARTING;
 	x->runtime_id = proto_int(msg, "runtime_id");
@@ -540,6 +550,8 @@ static void begin_teardown(struct sandboxes *sb, struct hosted *x)
 		close(x->pidfd);
 	x->pidfd = -1;
 	x->state = H_ENDING;
+	runkeeper_end(sb->state_dir, x->h.id); /* before the teardown kills the keeper */
+	x->keeper = 0;
 	rc = launch_teardown(&x->h, &x->worker, &x->worker_fd);
 	if (rc < 0) {
 		log_warn("teardown of the runtime of %s could not start (%s); gc will retry",
@@ -557,6 +569,7 @@ static void on_started(struct sandboxes *sb, struct hosted *x)
 		return;
 	close_worker(x);
 	if (rc < 0) {
+		close_output(x);
 		set_end(x, "start_failed", true, err);
 		mark_ended(sb, x);
 		return;
@@ -564,8 +577,18 @@ static void on_started(struct sandboxes *sb, struct hosted *x)
 	x->state = H_RUNNING;
 	x->pidfd = (int)syscall(SYS_pidfd_open, x->h.pid, 0);
 	x->probe_at_ms = clock_ms();
+	/* the output outlives this process from now on; a runtime without a keeper
+	 * would stop starting kernels at the next restart: it fails the start */
+	rc = runkeeper_start(sb->cfg, sb->state_dir, x->user, &x->h, x->out_fd, &x->keeper);
+	close_output(x);
 	save_record(sb, x);
 	log_info("runtime of %s started: sandbox %s, pid %d", x->user, x->h.id, (int)x->h.pid);
+	if (rc < 0) {
+		snprintf(err, sizeof(err), "its output keeper could not start: %s", strerror(-rc));
+		request_stop(sb, x, "start_failed", err);
+		x->failed = true;
+		return;
+	}
 	if (x->stop_pending) {
 		/* copies: set_end writes x->cause and x->reason, and snprintf from a
 		 * buffer into itself empties it (a stop while starting ended with no cause,
@@ -606,8 +629,6 @@ int sandboxes_pollfds(struct sandboxes *sb, struct pollfd *fds, int max)
 			fds[n++] = (struct pollfd){.fd = x->worker_fd, .events = POLLIN};
 		else if ((x->state == H_RUNNING || x->state == H_STOPPING) && x->pidfd >= 0)
 			fds[n++] = (struct pollfd){.fd = x->pidfd, .events = POLLIN};
-		if (x->log.in_fd >= 0 && n < max)
-			fds[n++] = (struct pollfd){.fd = x->log.in_fd, .events = POLLIN};
 	}
 	return n;
 }
@@ -632,10 +653,6 @@ void sandboxes_on_events(struct sandboxes *sb, const struct pollfd *fds, int n)
 				on_grown(sb, g);
 		for (int i = 0; i < MAX_SANDBOXES; i++) {
 			struct hosted *x = &sb->slot[i];
-			if (x->used && x->log.in_fd == fds[k].fd) {
-				runlog_pump(&x->log);
-				break;
-			}
 			if (x->used && (x->worker_fd == fds[k].fd || x->pidfd == fds[k].fd)) {
 				on_fd(sb, x, fds[k].fd);
 				break;
@@ -738,7 +755,7 @@ int sandboxes_tick(struct sandboxes *sb)
 		if (!x->used)
 			continue;
 		if (x->state == H_ENDED && wall - x->ended_at_s > ENDED_KEEP_S) {
-			runlog_release(&x->log);
+			close_output(x);
 			x->used = false;
 			continue;
 		}
@@ -760,8 +777,7 @@ static bool adopt_one(struct sandboxes *sb, json_t *j)
 	if (!x || !user || !id || strlen(user) > LAUNCH_NAME_MAX)
 		return false;
 	memset(x, 0, sizeof(*x));
-	x->worker_fd = -1;
-	runlog_init_empty(&x->log);
+	x->worker_fd = x->out_fd = -1;
 	if (sandbox_adopt(sb->state_dir, id, &x->h) < 0)
 		return false;
 	x->used = true;
@@ -780,6 +796,11 @@ static bool adopt_one(struct sandboxes *sb, json_t *j)
 	}
 	x->pidfd = (int)syscall(SYS_pidfd_open, x->h.pid, 0);
 	log_info("re-adopted the runtime of %s (sandbox %s)", user, id);
+	/* no keeper (an earlier release's runtime, or it died): a new one, or loudly none */
+	if (runkeeper_repair(sb->cfg, sb->state_dir, user, &x->h, &x->keeper) == 1)
+		x->keeper = (pid_t)json_integer_value(json_object_get(j, "keeper_pid"));
+	else if (x->keeper)
+		save_record(sb, x);
 	if (stopping)
 		request_stop(sb, x, "requested", stopping);
 	return true;
@@ -801,6 +822,8 @@ static void adopt_all(struct sandboxes *sb)
 		if (!adopt_one(sb, j)) {
 			log_info("runtime record %s is no longer running", e->d_name);
 			unlink(path);
+			if (json_string_value(json_object_get(j, "id")))
+				runkeeper_end(sb->state_dir, json_string_value(json_object_get(j, "id")));
 		}
 		json_decref(j);
 	}
@@ -876,7 +899,7 @@ void sandboxes_free(struct sandboxes *sb)
 	for (int i = 0; i < MAX_SANDBOXES; i++) {
 		struct hosted *x = &sb->slot[i];
 		if (x->used)
-			runlog_release(&x->log);
+			close_output(x);
 		if (!x->used || x->state == H_ENDED)
 			continue;
 		if (x->pidfd >= 0)

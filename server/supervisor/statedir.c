@@ -18,7 +18,7 @@ static const struct {
 } dirs[] = {
 	{"homes", 0700, false},	    {"runtimes", 0710, true}, {"boxes", 0700, false},
 	{"sandboxes", 0700, false}, {"archive", 0700, false}, {"pools", 0700, false},
-	{"joblogs", 0750, true},
+	{"joblogs", 0750, true},    {"keepers", 0700, false}, /* keeper.h's sockets */
 };
 
 /* One directory: made if missing, then checked through an fd opened without

@@ -30,6 +30,7 @@
 #include "labd/parse.h"
 #include "jobs/jobs.h"
 #include "jobs/observe.h"
+#include "jobs/watch.h"
 #include "runtime/poke.h"
 #include "runtime/reconcile.h"
 #include "runtime/runtime.h"
@@ -43,6 +44,7 @@
 #include "auth/password.h"
 #include "labd/privdrop.h"
 #include "labd/ticker.h"
+#include "labd/watch.h"
 #include "metrics/labd.h"
 #include "store/users.h"
 
@@ -55,6 +57,9 @@
 /* Runtime event streams one user may hold open (tabs of the dashboard and
  * of runtime pages); all users together get a quarter of the connections. */
 #define EVENT_STREAMS_PER_USER 8
+/* A training job's status streams (GET /jobs/{id}/events): per user and in all. */
+#define JOB_EVENT_STREAMS_PER_USER 16
+#define JOB_EVENT_STREAMS_MAX 1024
 /* How long a login may wait for a hashing slot before 503: a user retries a
  * refused login, but a worker held while waiting serves nobody else. */
 #define HASH_QUEUE_WAIT_MS 500
@@ -247,9 +252,9 @@ static void stop_caches(struct web *w)
 	ttlcache_free(w->app.home_usage);
 }
 
-/* The registry of runtime changes and the event streams that carry them.
- * LABD_EVENT_KEEPALIVE_MS (tests only) shortens the 15 s keepalive. The
- * registry outlives the backend (its events notify until backend_free). */
+/* The registries of runtime and job changes and the event streams that carry
+ * them. LABD_EVENT_KEEPALIVE_MS (tests only) shortens the 15 s keepalive. The
+ * registries outlive the backend (its events notify until backend_free). */
 static int start_events(struct web *w)
 {
 	struct app *app = &w->app;
@@ -260,14 +265,16 @@ static int start_events(struct web *w)
 	if (env && parse_uint(env, 1, 3600 * 1000, &keepalive_ms) < 0)
 		return log_error("LABD_EVENT_KEEPALIVE_MS=%s: not 1..3600000", env);
 	app->watch = runtime_watch_new(app->db, EVENT_STREAMS_PER_USER, max_streams);
+	app->jobs_watch = jobs_watch_new(app->db, JOB_EVENT_STREAMS_PER_USER, JOB_EVENT_STREAMS_MAX);
 	app->streams = http_streams_new((unsigned)keepalive_ms, max_streams);
-	return app->watch && app->streams ? 0 : -1;
+	return app->watch && app->jobs_watch && app->streams ? 0 : -1;
 }
 
 static void stop_events(struct web *w)
 {
 	http_streams_free(w->app.streams);
-	runtime_watch_free(w->app.watch);
+	watch_free(w->app.watch);
+	watch_free(w->app.jobs_watch);
 }
 
 /* The GPU pool, before the reconciler (whose passes run the queue) and the

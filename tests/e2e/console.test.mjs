@@ -56,7 +56,7 @@ test('admin creates a plan, a user and a group with the plan, by keyboard', T, a
   await page.locator('#plan-limit-network').fill('egress');
   await page.locator('#plan-limit-egress_bytes_per_s').fill('50M');
   await page.locator('#plan-save').click();
-  await rowOf(page, '#plans', PLAN).filter({ hasText: 'GPU time per 24 h: 2h' }).waitFor();
+  await rowOf(page, '#plans', PLAN).filter({ hasText: 'GPU time per 24 h: 2 h' }).waitFor();
   const plan = await api(admin, 'GET', `/plans/${PLAN}`);
   assert.equal(plan.body.plan.limits.gpu_s_per_24h, 7200);
   assert.equal(plan.body.plan.limits.storage_bytes, 2 * 1024 ** 3);
@@ -96,7 +96,7 @@ test('admin overrides the user\'s GPU quota; the console shows where each limit 
   assert.equal(await page.locator('#quota-user').inputValue(), USER);
   const gpu = page.locator('#quota-limits tr[data-limit="gpu_s_per_24h"]');
   await gpu.filter({ hasText: `group ${GROUP} (plan ${PLAN})` }).waitFor();
-  assert.equal((await gpu.locator('.effective').textContent()).trim(), '2h');
+  assert.equal((await gpu.locator('.effective').textContent()).trim(), '2 h');
   assert.ok(await page.locator(`#quota-group-${GROUP}`).isChecked(), 'the user\'s group is ticked');
 
   await page.locator('#quota-ov-gpu_s_per_24h').fill('30m');
@@ -107,7 +107,7 @@ test('admin overrides the user\'s GPU quota; the console shows where each limit 
   await said.first().waitFor({ timeout: 45_000 });
   assert.equal(await page.locator('#quota-error').textContent().then((t) => (t || '').trim()), '');
   await gpu.filter({ hasText: 'override' }).waitFor();
-  assert.equal((await gpu.locator('.effective').textContent()).trim(), '30m');
+  assert.equal((await gpu.locator('.effective').textContent()).trim(), '30 min');
   const q = await api(admin, 'GET', `/users/${USER}/quota`);
   assert.equal(q.body.overrides.gpu_s_per_24h, 1800);
   assert.equal(q.body.limits.gpu_s_per_24h.value, 1800);
@@ -241,18 +241,18 @@ test('panels whose API is missing say so; the others show their tables', T, asyn
   // Storage: every user has a row, with the quota their plan gives.
   await page.locator('#storage tbody tr[data-user="admin"]').waitFor();
   const mine = page.locator(`#storage tbody tr[data-user="${USER}"] .quota`);
-  await mine.filter({ hasText: '2G' }).waitFor();
+  await mine.filter({ hasText: '2 GiB' }).waitFor();
 });
 
 test('the user\'s dashboard shows the time left, storage and the usage chart', T, async () => {
   const page = await b.page(WIDE);
   await formLogin(page, USER, USER_PW);
   // 30 min GPU per 24 h (the override), 10 used in the last 24 h.
-  await page.locator('#left-gpu-24h', { hasText: '20m left' }).waitFor();
-  assert.match(await page.locator('#left-gpu-24h').textContent(), /used 10m of 30m/);
-  assert.match(await page.locator('#left-cpu-24h').textContent(), /No limit\s*used 1h 0m/);
+  await page.locator('#left-gpu-24h', { hasText: '20 min left' }).waitFor();
+  assert.match(await page.locator('#left-gpu-24h').textContent(), /used 10 min of 30 min/);
+  assert.match(await page.locator('#left-cpu-24h').textContent(), /No limit\s*used 1 h(?! \d)/);
   // No weekly GPU limit: the 1 h 40 min of the week shown as used.
-  assert.match(await page.locator('#left-gpu-7d').textContent(), /No limit\s*used 1h 40m/);
+  assert.match(await page.locator('#left-gpu-7d').textContent(), /No limit\s*used 1 h 40 min/);
   assert.match(await page.locator('#storage-text').textContent(), /2 GiB/);
   await page.locator('#usage-history .uplot canvas').waitFor();
   assert.ok(await hasColour(page, '#usage-history', GPU_ORANGE), 'GPU bars on the dashboard chart');

@@ -113,7 +113,10 @@ async function assertCompletedPage(page, job) {
     assert.ok(phases.includes(p), `the timeline shows ${p}: ${phases}`);
   }
   assert.ok(fresh.billable_s >= 1, `billable seconds ${fresh.billable_s}`);
-  assert.match(await page.locator('#job-billable').textContent(), new RegExp(`(^|\\s)${fresh.billable_s % 60} s$`));
+  // the one duration format of the UI: zero units left out ("1 min 5 s", "2 min", "7 s")
+  const [m, sec] = [Math.floor(fresh.billable_s / 60) % 60, fresh.billable_s % 60];
+  const billable = [m ? `${m} min` : '', sec ? `${sec} s` : ''].filter(Boolean).join(' ');
+  assert.match(await page.locator('#job-billable').textContent(), new RegExp(`(^|\\s)${billable}$`));
   await page.locator('#final-metrics tbody tr[data-metric="loss"]').waitFor(); // final metrics table
   assert.equal(await page.getByRole('button', { name: 'Stop job' }).isVisible(), false);
   return fresh;

@@ -568,8 +568,9 @@ class Daemon:
         self.write_config()
 
     # lifecycle ------------------------------------------------------------
-    def start(self, expect_admin_password=True):
-        binary = labd_binary()
+    def start(self, expect_admin_password=True, binary=None):
+        """binary: another labd than $BUILD's (the upgrade test's previous release)."""
+        binary = binary or labd_binary()
         assert os.access(binary, os.X_OK), \
             f"{binary} not built (set BUILD or run make)"
         self.runs += 1

@@ -1,4 +1,4 @@
-"""Users' content on its own origin (issue 8, class 3), without a runtime: the
+"""Users' content on its own origin (docs/security.md §3), without a runtime: the
 one-time handoff from labd's origin to <user>.localhost, the runtime cookie it
 sets, which cookie counts on which origin, what a user origin serves, the API's
 refusal of requests from a user origin, and re-authentication for API tokens.

@@ -1,4 +1,4 @@
-"""Users' content on its own origin (issue 8, class 3), with a real runtime: what a
+"""Users' content on its own origin (docs/security.md §3), with a real runtime: what a
 user's own Jupyter may put into responses (labd's cookies, Service-Worker-Allowed,
 Clear-Site-Data) never reaches the browser; an admin with admin_access reaches
 another user's runtime only through that user's origin, audited; and path mode,

@@ -116,7 +116,7 @@ def test_old_layout_database_moves_once_without_loss():
         pw = f"{STRONG}-{name}"
         assert admin.post("/api/v1/users", json={"name": name, "password": pw}).status == 201
         assert d.stop() == 0
-        # the layout before step 5: the database files directly in the state dir
+        # the older layout: the database files directly in the state dir
         for f in os.listdir(os.path.join(d.state_dir, "db")):
             os.rename(os.path.join(d.state_dir, "db", f), os.path.join(d.state_dir, f))
         os.rmdir(os.path.join(d.state_dir, "db"))

@@ -7,6 +7,7 @@
 
 #include "config/config.h"
 #include "config/images.h"
+#include "config/kinds.h"
 #include "http/forwarded.h"
 
 static void load_text(const char *text, struct labd_config *cfg, int *rc, char *err, size_t len)
@@ -61,11 +62,11 @@ static void test_unknown_key_names_file_line_key(void **state)
 	int rc;
 	(void)state;
 	load_text("[server]\nlisten = 127.0.0.1:1\n\nbogus_key = 3\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, -EINVAL);
 	assert_non_null(strstr(err, "labd.ini:4:"));
 	assert_non_null(strstr(err, "bogus_key"));
 	load_text("[nosuch]\nlisten = 1\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, -EINVAL);
 	assert_non_null(strstr(err, ":1: unknown section [nosuch]"));
 }
 
@@ -85,7 +86,7 @@ static void test_bad_values(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		load_text(bad[i], &cfg, &rc, err, sizeof(err));
-		assert_int_equal(rc, -1);
+		assert_int_equal(rc, -EINVAL);
 		assert_non_null(strstr(err, "labd.ini"));
 	}
 	load_text("[server]\nthreads = lots\n", &cfg, &rc, err, sizeof(err));
@@ -113,7 +114,7 @@ static void test_jupyter_env(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(text, sizeof(text), "[runtime]\njupyter_env = %s\n", bad[i]);
 		load_text(text, &cfg, &rc, err, sizeof(err));
-		assert_int_equal(rc, -1);
+		assert_int_equal(rc, -EINVAL);
 		assert_non_null(strstr(err, "[runtime] jupyter_env"));
 	}
 }
@@ -142,12 +143,12 @@ static void test_runtime_keys(void **state)
 	assert_int_equal(cfg.n_gpu_devices, 2);
 	assert_int_equal(cfg.gpu_devices[0], 1);
 	load_text("[gpu]\ndevices = 0,0\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, -EINVAL);
 	assert_non_null(strstr(err, "[gpu] devices"));
 	load_text("[runtime]\njupyter = emacs\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, -EINVAL);
 	load_text("[runtime]\ncpus_milli = 5\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1); /* the field behind an alias is not a key */
+	assert_int_equal(rc, -EINVAL); /* the field behind an alias is not a key */
 	assert_non_null(strstr(err, "unknown key [runtime] cpus_milli"));
 }
 
@@ -173,12 +174,12 @@ static void test_gpu_keys(void **state)
 	assert_int_equal(cfg.gpu_queue_max_wait_s, 120);
 	assert_int_equal(cfg.gpu_refresh_s, 10);
 	load_text("[gpu]\ndevices = 0\nstand_in = 1\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, -EINVAL);
 	assert_non_null(strstr(err, "[gpu] stand_in and [gpu] devices exclude each other"));
 	load_text("[gpu]\nstand_in = 17\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, -EINVAL);
 	load_text("[gpu]\nqueue_max_wait = 0\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, -EINVAL);
 	assert_non_null(strstr(err, "[gpu] queue_max_wait"));
 
 	unit_tempdir(dir);
@@ -195,7 +196,7 @@ static void test_gpu_keys(void **state)
 	assert_int_equal(cfg.gpu_devices[0], 0); /* ascending */
 	assert_int_equal(cfg.gpu_devices[1], 2);
 	load_text("[gpu]\ndevices = auto\nstand_in = 1\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, -EINVAL);
 }
 
 /* [quota]: the default plan's windows take a duration or "none" (-1). */
@@ -225,7 +226,7 @@ static void test_jobs_rules_keys(void **state)
 			     "[jobs]\nrules_step_stddev = 0\n"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		load_text(bad[i], &cfg, &rc, err, sizeof(err));
-		assert_int_equal(rc, -1);
+		assert_int_equal(rc, -EINVAL);
 		assert_non_null(strstr(err, "rules_"));
 	}
 }
@@ -257,7 +258,7 @@ static void test_quota_keys(void **state)
 	assert_int_equal(cfg.quota_job_max_runtime_s, 7200);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		load_text(bad[i], &cfg, &rc, err, sizeof(err));
-		assert_int_equal(rc, -1);
+		assert_int_equal(rc, -EINVAL);
 		assert_non_null(strstr(err, "[quota] "));
 	}
 }
@@ -298,7 +299,7 @@ static void test_jobs_keys(void **state)
 	assert_int_equal(cfg.jobs_sample_interval_ms, 2000);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		load_text(bad[i], &cfg, &rc, err, sizeof(err));
-		if (rc != -1 || !strstr(err, "[jobs] "))
+		if (rc != -EINVAL || !strstr(err, "[jobs] "))
 			fail_msg("accepted or unnamed: %s -> %s", bad[i], err);
 	}
 }
@@ -334,11 +335,11 @@ static void test_network_keys(void **state)
 	assert_string_equal(cfg.net_pasta, "/opt/pasta");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		load_text(bad[i], &cfg, &rc, err, sizeof(err));
-		assert_int_equal(rc, -1);
+		assert_int_equal(rc, -EINVAL);
 	}
 }
 
-/* Per-user origins (issue 8, class 3): on by default, path mode an opt-out. */
+/* Per-user origins (docs/security.md §3): on by default, path mode an opt-out. */
 static void test_origin_keys(void **state)
 {
 	struct labd_config cfg;
@@ -365,7 +366,7 @@ static void test_origin_keys(void **state)
 			     "[server]\nui_origin = https://a@lab.example.org\n"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		load_text(bad[i], &cfg, &rc, err, sizeof(err));
-		assert_int_equal(rc, -1);
+		assert_int_equal(rc, -EINVAL);
 		const char *key = bad[i][9] == 'o' ? "origin_mode" : bad[i][9] == 'u' && bad[i][10] == 'i' ? "ui_origin" : "user_domain";
 		assert_non_null(strstr(err, key));
 	}
@@ -377,7 +378,7 @@ static void test_missing_file(void **state)
 	char err[256];
 	(void)state;
 	config_defaults(&cfg, false);
-	assert_int_equal(config_load(&cfg, "/nonexistent/labd.ini", err, sizeof(err)), -1);
+	assert_int_equal(config_load(&cfg, "/nonexistent/labd.ini", err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "cannot open"));
 }
 
@@ -414,7 +415,7 @@ static void test_value_syntax(void **state)
 	assert_true(cfg.memory_bytes == 4ULL << 30);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		load_text(bad[i], &cfg, &rc, err, sizeof(err));
-		if (rc != -1 || !strstr(err, "bad value"))
+		if (rc != -EINVAL || !strstr(err, "bad value"))
 			fail_msg("accepted %s", bad[i]);
 	}
 }
@@ -444,9 +445,9 @@ static void test_split_listen(void **state)
 	assert_int_equal(port, 443);
 	assert_int_equal(config_split_listen("[::]:80", host, sizeof(host), &port), 0);
 	assert_string_equal(host, "::");
-	assert_int_equal(config_split_listen(":80", host, sizeof(host), &port), -1);
-	assert_int_equal(config_split_listen("1.2.3.4:", host, sizeof(host), &port), -1);
-	assert_int_equal(config_split_listen("1.2.3.4:0", host, sizeof(host), &port), -1);
+	assert_int_equal(config_split_listen(":80", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(config_split_listen("1.2.3.4:", host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(config_split_listen("1.2.3.4:0", host, sizeof(host), &port), -EINVAL);
 }
 
 static void test_trusted_proxies(void **state)
@@ -464,7 +465,7 @@ static void test_trusted_proxies(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		load_text(bad[i], &cfg, &rc, err, sizeof(err));
-		assert_int_equal(rc, -1);
+		assert_int_equal(rc, -EINVAL);
 		assert_non_null(strstr(err, "bad value for [server] trusted_proxies"));
 	}
 	load_text("[server]\ntrusted_proxies = 127.0.0.1, 10.1.2.3/8 fd00::/8\n", &cfg, &rc, err,
@@ -534,14 +535,14 @@ static void test_runtime_default_above_machine_cap(void **state)
 
 	config_defaults(&cfg, false);
 	load_text("[runtime]\nmemory = 2G\nmemory_max = 1G\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, -EINVAL);
 	assert_non_null(strstr(err, "memory_max"));
 	config_defaults(&cfg, false);
 	load_text("[runtime]\ncpus = 2\ncpus_max = 1.5\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, -EINVAL);
 	config_defaults(&cfg, false);
 	load_text("[runtime]\nhome_size = 2T\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1); /* home_size_max defaults to 1T */
+	assert_int_equal(rc, -EINVAL); /* home_size_max defaults to 1T */
 	config_defaults(&cfg, false);
 	load_text("[runtime]\nmemory = 1G\nmemory_max = 1G\ncpus_max = 2\nhome_size_max = 15G\n",
 		  &cfg, &rc, err, sizeof(err));
@@ -566,13 +567,13 @@ static void test_images(void **state)
 	assert_string_equal(images_folder(&cfg, "ml-2"), "/srv/img/ml");
 	assert_null(images_folder(&cfg, "nope"));
 	load_text("[images]\nsmall = img/small\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, -EINVAL);
 	assert_non_null(strstr(err, ":2: bad value for [images] small: an image folder must be"));
 	load_text("[images]\nBig = /x\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, -EINVAL);
 	assert_non_null(strstr(err, "[images] Big"));
 	load_text("[images]\na = /x\na = /y\n", &cfg, &rc, err, sizeof(err));
-	assert_int_equal(rc, -1);
+	assert_int_equal(rc, -EINVAL);
 	assert_non_null(strstr(err, ":3: bad value for [images] a: image named twice"));
 
 	unit_tempdir(dir);
@@ -602,11 +603,126 @@ static void test_images(void **state)
 	unit_rmdir(dir);
 }
 
+/* Every key of the table takes its own default: parsed by its kind, so within its bounds.
+ * Only the machine caps have none: their zero means "the host's", which no value spells. */
+static void test_key_defaults_within_bounds(void **state)
+{
+	size_t n;
+	const struct config_key *keys = config_keys(&n);
+	struct labd_config cfg;
+	const char *why;
+	(void)state;
+	assert_true(n >= 100);
+	for (size_t i = 0; i < n; i++) {
+		const struct config_key *k = &keys[i];
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(keys[j].section, k->section) && !strcmp(keys[j].name, k->name))
+				fail_msg("[%s] %s is in the table twice", k->section, k->name);
+		if (k->max && k->min > k->max)
+			fail_msg("[%s] %s: min above max", k->section, k->name);
+		if (!k->dflt) {
+			if (strcmp(k->name, "memory_max") && strcmp(k->name, "cpus_max"))
+				fail_msg("[%s] %s has no default", k->section, k->name);
+			continue;
+		}
+		memset(&cfg, 0, sizeof(cfg));
+		if ((why = config_kind_apply(&cfg, k, k->dflt)))
+			fail_msg("[%s] %s: default \"%s\" %s", k->section, k->name, k->dflt, why);
+	}
+}
+
+/* A row of docs/config.md's key tables: "[section] name", and its default cell: the first
+ * `code` in it, or the cell's prose (prose = true) such as "(empty)" or "the host's memory". */
+struct doc_row {
+	char key[128];
+	char dflt[256];
+	bool prose;
+};
+
+static size_t read_doc_rows(FILE *f, struct doc_row *rows, size_t max)
+{
+	char line[4096], section[32] = "";
+	size_t n = 0;
+
+	while (fgets(line, sizeof(line), f) && n < max) {
+		if (!strncmp(line, "## ", 3)) {
+			snprintf(section, sizeof(section), "%.*s", (int)strcspn(line + 3, "]\n") + 1,
+				 line + 3);
+			continue;
+		}
+		if (strncmp(line, "| `", 3))
+			continue;
+		struct doc_row *r = &rows[n++];
+		snprintf(r->key, sizeof(r->key), "%s %.*s", section, (int)strcspn(line + 3, "`"),
+			 line + 3);
+		const char *cell = strchr(line + 1, '|') + 1;
+		cell += strspn(cell, " ");
+		r->prose = cell[0] != '`';
+		if (r->prose)
+			snprintf(r->dflt, sizeof(r->dflt), "%.*s", (int)strcspn(cell, "|"), cell);
+		else
+			snprintf(r->dflt, sizeof(r->dflt), "%.*s", (int)strcspn(cell + 1, "`"),
+				 cell + 1);
+	}
+	return n;
+}
+
+/* The doc's default for k means what the table's does: the same bytes once parsed; "(empty)"
+ * or "(none)" for an empty default; other prose for none the file can spell (NULL). */
+static void check_doc_default(const struct config_key *k, const struct doc_row *r)
+{
+	static struct labd_config a, b;
+
+	if (r->prose) {
+		bool empty = !strncmp(r->dflt, "(empty)", 7) || !strncmp(r->dflt, "(none)", 6);
+		if (empty ? !k->dflt || k->dflt[0] : k->dflt != NULL)
+			fail_msg("docs/config.md: %s default \"%s\", the table's \"%s\"", r->key,
+				 r->dflt, k->dflt ? k->dflt : "(NULL)");
+		return;
+	}
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	if (!k->dflt || config_kind_apply(&a, k, r->dflt) || config_kind_apply(&b, k, k->dflt) ||
+	    memcmp(&a, &b, sizeof(a)))
+		fail_msg("docs/config.md: %s default `%s`, the table's \"%s\"", r->key, r->dflt,
+			 k->dflt ? k->dflt : "(NULL)");
+}
+
+/* docs/config.md names every key in a row "| `name` | default |" under its section's
+ * heading ("## [jobs]" or "## [jobs] profiling rules ..."), with the table's default.
+ * Unit tests run from the repository root (tests/run.sh), as test_deploy_example_loads
+ * reads deploy/labd.ini. */
+static void test_docs_name_every_key(void **state)
+{
+	static struct doc_row rows[512];
+	size_t n_rows, n;
+	const struct config_key *keys = config_keys(&n);
+	FILE *f = fopen("docs/config.md", "re");
+	(void)state;
+	if (!f)
+		fail_msg("docs/config.md: %s (run from the repository root)", strerror(errno));
+	n_rows = read_doc_rows(f, rows, 512);
+	fclose(f);
+	for (size_t i = 0; i < n; i++) {
+		char want[128];
+		const struct doc_row *found = NULL;
+		snprintf(want, sizeof(want), "[%s] %s", keys[i].section, keys[i].name);
+		for (size_t r = 0; r < n_rows && !found; r++)
+			if (strcmp(rows[r].key, want) == 0)
+				found = &rows[r];
+		if (!found)
+			fail_msg("docs/config.md names no key %s", want);
+		check_doc_default(&keys[i], found);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runtime_default_above_machine_cap),
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_key_defaults_within_bounds),
+		cmocka_unit_test(test_docs_name_every_key),
 		cmocka_unit_test(test_jupyter_env),
 		cmocka_unit_test(test_images),
 		cmocka_unit_test(test_load_values),

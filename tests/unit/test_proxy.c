@@ -153,7 +153,7 @@ static void test_runtime_path_env(void **state)
 	assert_false(launch_env_has("/nonexistent-env", "lab"));
 }
 
-/* Upstream headers a runtime must not pass to the browser (issue 8, class 3). */
+/* Upstream headers a runtime must not pass to the browser (docs/security.md §3). */
 static void test_scrub_headers_dropped(void **state)
 {
 	(void)state;

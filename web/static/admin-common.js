@@ -25,46 +25,26 @@
     { name: "egress_bytes_per_s", label: "Egress bytes per second", unit: "bytes" },
   ];
 
-  var SECONDS = { s: 1, m: 60, h: 3600, d: 86400 };
-  var BYTES = { K: 1024, M: 1048576, G: 1073741824, T: 1099511627776 };
+  var SECONDS = { s: 1, m: 60, min: 60, h: 3600, d: 86400 };
+  var BYTES = { "": 1, K: 1024, M: 1048576, G: 1073741824, T: 1099511627776 };
 
-  /* 5400 -> "1h 30m"; 0 -> "0s". */
-  function formatSeconds(v) {
-    if (v === 0) return "0s";
-    var parts = [];
-    [["d", 86400], ["h", 3600], ["m", 60], ["s", 1]].forEach(function (u) {
-      if (v >= u[1]) {
-        parts.push(Math.floor(v / u[1]) + u[0]);
-        v %= u[1];
-      }
-    });
-    return parts.join(" ");
-  }
-
-  /* 16106127360 -> "15G" when exact, else "15.3 GiB" style with one decimal. */
-  function formatBytes(v) {
-    var units = ["T", "G", "M", "K"];
-    for (var i = 0; i < units.length; i++) {
-      var m = BYTES[units[i]];
-      if (v >= m && v % m === 0) return v / m + units[i];
-    }
-    for (i = 0; i < units.length; i++) {
-      if (v >= BYTES[units[i]]) return (v / BYTES[units[i]]).toFixed(1) + " " + units[i] + "iB";
-    }
-    return v + " B";
-  }
-
-  /* A limit value as the API gives it (number, "unlimited" or null) as text for a field. */
+  /* A limit value as the API gives it (number, "unlimited" or null) as text, the way the
+   * whole UI writes it ("1 h 30 min", "20 GiB"), which parseLimit reads back exactly (a size
+   * that is not a whole number of its unit stays in bytes). */
   function formatLimit(value, unit) {
     if (value === null || value === undefined) return "";
     if (value === "unlimited") return "unlimited";
-    if (unit === "s") return formatSeconds(value).replace(/ /g, "");
-    if (unit === "bytes") return formatBytes(value).replace(/ /g, "");
+    if (unit === "s") return L.duration(value);
+    if (unit === "bytes") {
+      var text = L.bytes(value);
+      return parseLimit(text, "bytes") === value ? text : String(value);
+    }
     return String(value);
   }
 
   /* Reads a field: "" -> null (not set), "unlimited", or a whole number with an optional
-   * unit ("4h", "1h30m", "20G"). Throws Error(message) for anything else. */
+   * unit ("4h", "1h30m", "1 h 30 min", "20G", "20 GiB"). Throws Error(message) for anything
+   * else. */
   function parseLimit(text, unit) {
     text = String(text || "").trim();
     if (!text) return null;
@@ -76,20 +56,20 @@
     if (/^\d+$/.test(text)) return Number(text);
     if (unit === "s") {
       var total = 0;
-      var rest = text.replace(/(\d+)\s*([smhd])/gi, function (_, n, u) {
+      var rest = text.replace(/(\d+)\s*(min|[smhd])/gi, function (_, n, u) {
         total += Number(n) * SECONDS[u.toLowerCase()];
         return "";
       });
       if (!rest.trim()) return total;
     } else if (unit === "bytes") {
-      var m = /^(\d+(?:\.\d+)?)\s*([KMGT])(?:i?B)?$/i.exec(text);
-      if (m) return Math.round(Number(m[1]) * BYTES[m[2].toUpperCase()]);
+      var m = /^(\d+(?:\.\d+)?)\s*(?:([KMGT])(?:i?B)?|B)$/i.exec(text);
+      if (m) return Math.round(Number(m[1]) * BYTES[(m[2] || "").toUpperCase()]);
     }
     throw new Error(
       unit === "s"
-        ? "a duration such as 90m, 4h or 2d, or unlimited"
+        ? "a duration such as 90 min, 4 h or 2 d, or unlimited"
         : unit === "bytes"
-          ? "a size such as 500M or 20G, or unlimited"
+          ? "a size such as 500M or 20 GiB, or unlimited"
           : "a whole number, or unlimited"
     );
   }
@@ -249,8 +229,6 @@
     rowButton: rowButton,
     LIMITS: LIMITS,
     formatLimit: formatLimit,
-    formatSeconds: formatSeconds,
-    formatBytes: formatBytes,
     parseLimit: parseLimit,
     readLimits: readLimits,
     limitInput: limitInput,

@@ -16,8 +16,8 @@
 
   function memory(g) {
     if (g.memory_bytes === null || g.memory_bytes === undefined) return "—";
-    var used = g.memory_used_bytes === null || g.memory_used_bytes === undefined ? "?" : A.formatBytes(g.memory_used_bytes);
-    return used + " of " + A.formatBytes(g.memory_bytes);
+    var used = g.memory_used_bytes === null || g.memory_used_bytes === undefined ? "?" : L.bytes(g.memory_used_bytes);
+    return used + " of " + L.bytes(g.memory_bytes);
   }
 
   function renderGpus(gpus) {

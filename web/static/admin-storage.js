@@ -33,8 +33,8 @@
     }
     return L.el("tr", { dataset: { user: q.user } }, [
       L.el("td", null, [q.user]),
-      L.el("td", { className: "used" }, [used === null || used === undefined ? "—" : A.formatBytes(used)]),
-      L.el("td", { className: "quota" }, [quota === null || quota === undefined ? "unlimited" : A.formatBytes(quota)]),
+      L.el("td", { className: "used" }, [used === null || used === undefined ? "—" : L.bytes(used)]),
+      L.el("td", { className: "quota" }, [quota === null || quota === undefined ? "unlimited" : L.bytes(quota)]),
       L.el("td", null, [share]),
     ]);
   }

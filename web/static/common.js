@@ -1,4 +1,5 @@
-/* labd web UI: helpers shared by the dashboard and the admin page.
+/* labd web UI: helpers shared by every page (the API, the DOM, the formats of times,
+ * durations and sizes, and following an event stream).
  * Plain browser JavaScript, no build step. Loaded before the page's own script. */
 (function () {
   "use strict";
@@ -114,6 +115,156 @@
     );
   }
 
+  var DURATION_UNITS = [["d", 86400], ["h", 3600], ["min", 60], ["s", 1]];
+  var BYTE_UNITS = [["TiB", 1099511627776], ["GiB", 1073741824], ["MiB", 1048576], ["KiB", 1024]];
+
+  /* Seconds as the UI writes them everywhere: 5400 -> "1 h 30 min", 3725 -> "1 h 2 min 5 s",
+   * 90000 -> "1 d 1 h", 0 -> "0 s" (whole seconds, zero units left out; exact, so an admin
+   * field shows it and reads it back); not a number -> "—". */
+  function duration(seconds) {
+    if (seconds === null || seconds === undefined || seconds === "" || isNaN(Number(seconds))) return "—";
+    var v = Math.max(0, Math.round(Number(seconds)));
+    var parts = [];
+    DURATION_UNITS.forEach(function (u) {
+      if (v >= u[1]) {
+        parts.push(Math.floor(v / u[1]) + " " + u[0]);
+        v %= u[1];
+      }
+    });
+    return parts.length ? parts.join(" ") : "0 s";
+  }
+
+  /* Bytes: 2147483648 -> "2 GiB", 16434331648 -> "15.3 GiB", 512 -> "512 B"; not a number -> "—". */
+  function bytes(n) {
+    if (n === null || n === undefined || n === "" || isNaN(Number(n))) return "—";
+    n = Number(n);
+    for (var i = 0; i < BYTE_UNITS.length; i++) {
+      var u = BYTE_UNITS[i];
+      if (n >= u[1]) return (n / u[1]).toFixed(1).replace(/\.0$/, "") + " " + u[0];
+    }
+    return n + " B";
+  }
+
+  /* Follows an event stream, and polls while it is not live: the one rule of every page.
+   *  - url: the stream's address, or a function giving it (asked again at each reopen, so a
+   *    log goes on from its offset); null: polling only.
+   *  - events: {name: function (data, ev)}; data is the event's JSON, or its text when it is
+   *    not JSON. An "end" event stops the following for good, after its handler.
+   *  - opts.poll(): reads the state another way; it may resolve to the ms until the next poll
+   *    while the stream is not live (connecting, refused, no EventSource; default retryMs,
+   *    0: no next poll). While the stream is live it runs every opts.slowMs (0: never).
+   *  - The browser reconnects a dropped stream itself, with Last-Event-ID; one it gave up on
+   *    (refused with 429 or 503, say) is opened again after opts.retryMs (2 s).
+   *  - opts.onLive(live): the stream went live, or stopped being live.
+   *  - Back in the tab after it was hidden, it polls at once.
+   * Returns {poll: poll now, close: stop for good, live: whether the stream is live}. */
+  function follow(url, events, opts) {
+    opts = opts || {};
+    var retryMs = opts.retryMs || 2000;
+    var slowMs = opts.slowMs || 0;
+    var es = null;
+    var isLive = false;
+    var closed = false;
+    var timer = null;
+    var reopenTimer = null;
+    var polling = false;
+    var nextMs = retryMs;
+
+    function schedule() {
+      clearTimeout(timer);
+      timer = null;
+      var ms = isLive ? slowMs : nextMs;
+      if (!closed && opts.poll && ms > 0) timer = setTimeout(poll, ms);
+    }
+
+    function poll() {
+      clearTimeout(timer);
+      timer = null;
+      if (closed || !opts.poll || polling) return Promise.resolve();
+      polling = true;
+      return Promise.resolve()
+        .then(opts.poll)
+        .then(
+          function (ms) {
+            nextMs = typeof ms === "number" ? ms : retryMs;
+          },
+          function () {
+            nextMs = retryMs;
+          }
+        )
+        .then(function () {
+          polling = false;
+          schedule();
+        });
+    }
+
+    function setLive(on) {
+      if (isLive === on) return;
+      isLive = on;
+      if (opts.onLive) opts.onLive(on);
+      schedule();
+    }
+
+    function listen(s, name, fn) {
+      s.addEventListener(name, function (ev) {
+        if (s !== es) return;
+        var data = ev.data;
+        try {
+          data = JSON.parse(ev.data);
+        } catch (e) {
+          /* not JSON: the text as it came */
+        }
+        if (fn) fn(data, ev);
+        if (name === "end") close();
+      });
+    }
+
+    function open() {
+      reopenTimer = null;
+      var where = typeof url === "function" ? url() : url;
+      if (closed || !where || !window.EventSource) return;
+      var s = new EventSource(where);
+      es = s;
+      Object.keys(events || {}).forEach(function (name) {
+        if (name !== "end") listen(s, name, events[name]);
+      });
+      listen(s, "end", events && events.end);
+      s.addEventListener("open", function () {
+        if (s === es) setLive(true);
+      });
+      s.addEventListener("error", function () {
+        if (s !== es) return;
+        if (s.readyState === EventSource.CLOSED) {
+          es = null;
+          reopenTimer = setTimeout(open, retryMs);
+        }
+        setLive(false);
+      });
+    }
+
+    function close() {
+      closed = true;
+      if (es) es.close();
+      es = null;
+      clearTimeout(timer);
+      clearTimeout(reopenTimer);
+      setLive(false);
+    }
+
+    document.addEventListener("visibilitychange", function () {
+      if (!document.hidden && !closed) poll();
+    });
+    open();
+    schedule();
+    return {
+      poll: poll,
+      close: close,
+      live: function () {
+        return isLive;
+      },
+    };
+  }
+
   /* Small DOM builder: el("td", {className: "x"}, ["text", child]). */
   function el(tag, props, children) {
     var node = document.createElement(tag);
@@ -175,6 +326,9 @@
     showMessage: showMessage,
     errorText: errorText,
     formatTime: formatTime,
+    duration: duration,
+    bytes: bytes,
+    follow: follow,
     el: el,
     wireCopy: wireCopy,
     busy: busy,

@@ -174,7 +174,7 @@
           L.el("td", null, [jobLink(job)]),
           L.el("td", null, [L.el("span", { className: J.statusClass(job.status) }, [J.statusText(job)])]),
           L.el("td", null, [J.timeOf(job.created_at)]),
-          L.el("td", { className: "num" }, [J.duration(job.billable_s)]),
+          L.el("td", { className: "num" }, [L.duration(job.billable_s)]),
           L.el("td", null, [J.warmText(job.warm_pool) || "—"]),
         ])
       );

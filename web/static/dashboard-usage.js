@@ -22,24 +22,6 @@
   var timer = null;
   var loading = false;
 
-  /* 12000 -> "3h 20m"; under a minute "45s". */
-  function duration(s) {
-    s = Math.max(0, Math.floor(s));
-    var h = Math.floor(s / 3600);
-    var m = Math.floor((s % 3600) / 60);
-    if (h) return h + "h " + m + "m";
-    if (m) return m + "m";
-    return s + "s";
-  }
-
-  function bytes(v) {
-    var units = [["TiB", 1099511627776], ["GiB", 1073741824], ["MiB", 1048576], ["KiB", 1024]];
-    for (var i = 0; i < units.length; i++) {
-      if (v >= units[i][1]) return (v / units[i][1]).toFixed(1).replace(/\.0$/, "") + " " + units[i][0];
-    }
-    return v + " B";
-  }
-
   /* An entry's seconds inside [lo, hi): as the server clips (open entries to their heartbeat). */
   function clip(e, lo, hi) {
     var end = e.end_s === null || e.end_s === undefined ? e.last_heartbeat_s : e.end_s;
@@ -65,8 +47,8 @@
     var dd = $(w.id);
     dd.textContent = "";
     dd.parentNode.dataset.used = String(used);
-    dd.appendChild(document.createTextNode(limit === null ? "No limit" : duration(remaining) + " left"));
-    var detail = "used " + duration(used) + (limit === null ? "" : " of " + duration(limit));
+    dd.appendChild(document.createTextNode(limit === null ? "No limit" : L.duration(remaining) + " left"));
+    var detail = "used " + L.duration(used) + (limit === null ? "" : " of " + L.duration(limit));
     var next = pick(q.next_free_at, w.limit);
     if (limit !== null && remaining === 0 && next) detail += "; more from " + L.formatTime(next);
     dd.appendChild(L.el("span", { className: "small block" }, [detail]));
@@ -84,11 +66,11 @@
       bar.value = Math.min(used, quota);
       bar.hidden = false;
       $("storage-text").textContent =
-        bytes(used) + " used of " + bytes(quota) + " (" + Math.round((used / quota) * 100) + " %)";
+        L.bytes(used) + " used of " + L.bytes(quota) + " (" + Math.round((used / quota) * 100) + " %)";
     } else {
       bar.hidden = true;
       $("storage-text").textContent =
-        (quota ? "Quota " + bytes(quota) : "No storage limit") + "; the space used is not measured yet.";
+        (quota ? "Quota " + L.bytes(quota) : "No storage limit") + "; the space used is not measured yet.";
     }
   }
 

@@ -164,19 +164,17 @@
   var rt = {
     current: undefined, /* the runtime; undefined: not loaded yet; null: none */
     endsAt: 0, /* local clock (ms) when seconds_left reaches 0, for the countdown */
-    pollTimer: null,
     tickTimer: null,
     inFlight: false, /* a start/stop request is being sent */
     loading: false,
     loadFailed: false, /* #runtime-error shows a failed poll, cleared by the next good one */
     warnLevel: null, /* the warn_before lead time the banner was last written for */
-    events: null, /* the EventSource of EVENTS_URL, while one is open or reconnecting */
-    live: false, /* the event stream is open: changes are pushed, polling is a slow fallback */
+    follow: null, /* labd.follow of EVENTS_URL: pushed changes, polling while not live */
   };
 
   var EVENTS_URL = "/api/v1/me/runtime/events";
   var SLOW_POLL_MS = 60000; /* while the event stream is open */
-  var EVENTS_RETRY_MS = 30000; /* after the server refused or ended the stream */
+  var EVENTS_RETRY_MS = 30000; /* after the server refused the stream (its Retry-After) */
 
   function pad2(n) {
     return n < 10 ? "0" + n : String(n);
@@ -353,20 +351,8 @@
     }
   }
 
-  function schedulePoll() {
-    if (rt.pollTimer) clearTimeout(rt.pollTimer);
-    var s = rt.current;
-    var fast = s && (s.state === "queued" || s.state === "starting" || s.state === "stopping");
-    rt.pollTimer = setTimeout(loadRuntime, rt.live ? SLOW_POLL_MS : fast ? 2000 : 10000);
-  }
-
+  /* Reads the runtime; resolves to the ms until the next read while the stream is not live. */
   function loadRuntime() {
-    if (rt.pollTimer) {
-      clearTimeout(rt.pollTimer);
-      rt.pollTimer = null;
-    }
-    if (rt.loading) return Promise.resolve();
-    rt.loading = true;
     return L.api("GET", "/me/runtime")
       .then(function (data) {
         if (rt.loadFailed) {
@@ -382,47 +368,21 @@
         if (rt.current === undefined) setRuntime(null);
       })
       .then(function () {
-        rt.loading = false;
-        schedulePoll();
+        var s = rt.current;
+        var fast = s && (s.state === "queued" || s.state === "starting" || s.state === "stopping");
+        return fast ? 2000 : 10000;
       });
   }
 
   /* Live updates: each "runtime" event carries what GET /me/runtime answers. While the
-   * stream is down (reconnecting, refused with 429, or no EventSource) polling goes on
-   * as before. */
-  function onRuntimeEvent(ev) {
-    var data;
-    try {
-      data = JSON.parse(ev.data);
-    } catch (e) {
-      return;
-    }
+   * stream is down (reconnecting, refused with 429, or no EventSource) polling goes on. */
+  function onRuntimeEvent(data) {
+    if (!data || typeof data !== "object") return; /* a bad event: the next, or a poll, brings it */
     if (rt.loadFailed) {
       rt.loadFailed = false;
       L.showMessage("runtime-error", "");
     }
     setRuntime(data ? data.runtime : null);
-    schedulePoll();
-  }
-
-  function openEvents() {
-    if (!window.EventSource || rt.events) return;
-    var es = new EventSource(EVENTS_URL);
-    rt.events = es;
-    es.addEventListener("runtime", onRuntimeEvent);
-    es.addEventListener("open", function () {
-      rt.live = true;
-      schedulePoll();
-    });
-    es.addEventListener("error", function () {
-      rt.live = false;
-      if (es.readyState === EventSource.CLOSED) {
-        /* refused or ended for good: the browser will not retry, so we do, later */
-        rt.events = null;
-        setTimeout(openEvents, EVENTS_RETRY_MS);
-      }
-      schedulePoll();
-    });
   }
 
   /* Start (POST) or stop (DELETE); the reply carries the runtime. */
@@ -443,7 +403,7 @@
         updateButtons();
       })
       .then(function () {
-        return loadRuntime();
+        return rt.follow.poll();
       });
   }
 
@@ -464,10 +424,6 @@
     $("open-runtime").addEventListener("click", function (ev) {
       if (this.getAttribute("aria-disabled") === "true") ev.preventDefault();
     });
-    /* Back in the tab: refresh at once rather than at the next poll. */
-    document.addEventListener("visibilitychange", function () {
-      if (!document.hidden && rt.current !== undefined) loadRuntime();
-    });
     renderRuntime();
   }
 
@@ -480,8 +436,12 @@
 
     L.loadMe()
       .then(function () {
-        loadRuntime();
-        openEvents();
+        rt.follow = L.follow(EVENTS_URL, { runtime: onRuntimeEvent }, {
+          poll: loadRuntime,
+          slowMs: SLOW_POLL_MS,
+          retryMs: EVENTS_RETRY_MS,
+        });
+        rt.follow.poll();
         return loadTokens();
       })
       .catch(function (err) {

@@ -13,6 +13,7 @@
   };
 
   var METRICS_POLL_MS = 2000;
+  var POLL_MS = 2000; /* the job read while its status stream is not live */
   var RECONNECT_MS = 2000;
   var match = /^\/jobs\/(\d+)\/?$/.exec(window.location.pathname);
   var JOB_ID = match ? match[1] : null;
@@ -20,10 +21,9 @@
 
   var page = {
     job: null,
-    events: null,
-    log: null,
+    events: null, /* labd.follow of the status stream */
+    log: null, /* labd.follow of the log */
     logOffset: null, /* byte offset after the last log line shown (the SSE id) */
-    logDone: false,
     plots: {}, /* metric name -> lineChart */
     metricsTimer: null,
     ended: false, /* the status stream said end: the job read after it is final */
@@ -40,7 +40,7 @@
   function phaseTimes(t, live) {
     if (t.end_at) {
       var span = (Date.parse(t.end_at) - Date.parse(t.start_at)) / 1000;
-      return J.timeOf(t.start_at) + " → " + J.timeOf(t.end_at) + " (" + J.duration(span) + ")";
+      return J.timeOf(t.start_at) + " → " + J.timeOf(t.end_at) + " (" + L.duration(span) + ")";
     }
     return J.timeOf(t.start_at) + (live ? " → now" : "");
   }
@@ -65,11 +65,11 @@
     var text = "No warm pool: this job's sandbox ends with it.";
     if (pool) {
       text = "Pool #" + pool.id + ": " + J.warmText(pool);
-      if (pool.warm_s) text += "; kept warm " + J.duration(pool.warm_s);
+      if (pool.warm_s) text += "; kept warm " + L.duration(pool.warm_s);
       if (pool.reused_by) text += "; reused by job #" + pool.reused_by;
       if (pool.reason) text += " — " + pool.reason;
     } else if (job.keep_alive_s) {
-      text = "Kept warm for " + J.duration(job.keep_alive_s) + " after the job ends.";
+      text = "Kept warm for " + L.duration(job.keep_alive_s) + " after the job ends.";
     }
     $("job-warm").textContent = text;
     $("warm-release").hidden = !(pool && pool.status === "Available");
@@ -152,8 +152,8 @@
     setText("job-created", J.timeOf(job.created_at));
     setText("job-started", J.timeOf(job.started_at));
     setText("job-ended", J.timeOf(job.ended_at));
-    setText("job-billable", J.duration(job.billable_s || 0));
-    setText("job-training", J.duration(job.training_s || 0));
+    setText("job-billable", L.duration(job.billable_s || 0));
+    setText("job-training", L.duration(job.training_s || 0));
     setText("job-attempt", (job.attempt || 1) + " of " + ((job.max_retries || 0) + 1));
     setText("job-exit", job.exit_code);
     L.showMessage("job-failure", job.failure_reason ? "Why it failed: " + job.failure_reason : "");
@@ -177,41 +177,28 @@
   function onEnd() {
     page.ended = true;
     if (page.events) page.events.close();
-    page.events = null;
     clearTimeout(page.metricsTimer);
     /* the final record: final metrics and findings come with the ended job */
     loadJob().then(loadMetrics).catch(showPageError);
   }
 
+  /* The job's status stream; while it is not live the job is read every few seconds,
+   * until it is over. */
   function openEvents() {
-    if (!window.EventSource) return pollJob();
-    var es = new EventSource(BASE + "/events");
-    page.events = es;
-    es.addEventListener("status", function (ev) {
-      try {
-        render(JSON.parse(ev.data));
-      } catch (e) {
-        /* a bad event: the next one, or the poll below, brings the job */
-      }
+    page.events = L.follow(BASE + "/events", {
+      status: function (job) {
+        if (job && typeof job === "object") render(job);
+      },
+      end: onEnd,
+    }, {
+      poll: function () {
+        return loadJob().then(function () {
+          if (!J.isLive(page.job)) onEnd();
+          return POLL_MS;
+        });
+      },
+      retryMs: RECONNECT_MS,
     });
-    es.addEventListener("end", onEnd);
-    es.addEventListener("error", function () {
-      if (es.readyState !== EventSource.CLOSED) return; /* the browser reconnects */
-      page.events = null;
-      if (J.isLive(page.job)) setTimeout(pollJob, RECONNECT_MS);
-    });
-  }
-
-  /* Without a status stream: read the job every few seconds until it is over. */
-  function pollJob() {
-    loadJob()
-      .then(function () {
-        if (J.isLive(page.job)) setTimeout(pollJob, METRICS_POLL_MS);
-        else onEnd();
-      })
-      .catch(function () {
-        setTimeout(pollJob, RECONNECT_MS * 2);
-      });
   }
 
   /* ---- log ------------------------------------------------------------------------------ */
@@ -223,33 +210,25 @@
     if ($("log-follow").checked || atEnd) pre.scrollTop = pre.scrollHeight;
   }
 
+  /* The log as it grows: the browser resumes a dropped stream with Last-Event-ID; a stream
+   * opened again goes on from the last offset shown. */
   function openLog() {
-    if (!window.EventSource || page.logDone) return;
-    var url = BASE + "/logs?follow=1" + (page.logOffset !== null ? "&offset=" + encodeURIComponent(page.logOffset) : "");
-    var es = new EventSource(url);
-    page.log = es;
     $("log-state").textContent = "(live)";
-    es.addEventListener("log", function (ev) {
-      appendLog(ev.data + "\n");
-      if (ev.lastEventId) page.logOffset = ev.lastEventId;
-    });
-    es.addEventListener("end", function () {
-      page.logDone = true;
-      es.close();
-      page.log = null;
-      $("log-state").textContent = "(complete)";
-    });
-    es.addEventListener("error", function () {
-      /* CONNECTING: the browser reconnects with Last-Event-ID itself. CLOSED (refused,
-       * say): open a new stream from the last offset shown. */
-      $("log-state").textContent = "(reconnecting…)";
-      if (es.readyState === EventSource.CLOSED && !page.logDone) {
-        page.log = null;
-        setTimeout(openLog, RECONNECT_MS);
-      }
-    });
-    es.addEventListener("open", function () {
-      $("log-state").textContent = "(live)";
+    page.log = L.follow(function () {
+      return BASE + "/logs?follow=1" + (page.logOffset !== null ? "&offset=" + encodeURIComponent(page.logOffset) : "");
+    }, {
+      log: function (text, ev) {
+        appendLog(ev.data + "\n");
+        if (ev.lastEventId) page.logOffset = ev.lastEventId;
+      },
+      end: function () {
+        $("log-state").textContent = "(complete)";
+      },
+    }, {
+      retryMs: RECONNECT_MS,
+      onLive: function (live) {
+        if ($("log-state").textContent !== "(complete)") $("log-state").textContent = live ? "(live)" : "(reconnecting…)";
+      },
     });
   }
 

@@ -124,20 +124,6 @@
     return L.formatTime(value) + ":" + pad2(d.getSeconds());
   }
 
-  /* 3725 -> "1 h 2 min 5 s"; 4 -> "4 s". */
-  function duration(seconds) {
-    if (seconds === null || seconds === undefined || isNaN(Number(seconds))) return "—";
-    seconds = Math.max(0, Math.round(Number(seconds)));
-    var h = Math.floor(seconds / 3600);
-    var m = Math.floor((seconds % 3600) / 60);
-    var s = seconds % 60;
-    var parts = [];
-    if (h) parts.push(h + " h");
-    if (h || m) parts.push(m + " min");
-    parts.push(s + " s");
-    return parts.join(" ");
-  }
-
   /* A job's warm pool in a few words, "" when it has none. */
   function warmText(pool) {
     if (!pool) return "";
@@ -156,7 +142,6 @@
     statusText: statusText,
     statusClass: statusClass,
     timeOf: timeOf,
-    duration: duration,
     warmText: warmText,
   };
 })();

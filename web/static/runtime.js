@@ -17,10 +17,9 @@
   var me = null;
   var owner = null; /* <name> of /user/<name>/... */
   var runtime;
-  var pollTimer = null;
+  var follower = null; /* labd.follow: the event stream (our own runtime) and polling */
   var waiting = false; /* we started it (or it was starting): go to Jupyter when running */
   var starting = false; /* the POST is in flight */
-  var live = false; /* the event stream is open: changes are pushed */
 
   function pathOwner() {
     var m = /^\/user\/([^/]+)\//.exec(window.location.pathname + "/");
@@ -107,9 +106,8 @@
     render();
   }
 
+  /* Reads the runtime; resolves to the ms until the next read while no stream is live. */
   function poll() {
-    if (pollTimer) clearTimeout(pollTimer);
-    pollTimer = null;
     return L.api("GET", "/me/runtime")
       .then(function (data) {
         follow(data ? data.runtime : null);
@@ -120,34 +118,16 @@
       .then(function () {
         var s = runtime;
         var state = s && s.state;
-        if (state === "running" && waiting) return; /* reloading */
+        if (state === "running" && waiting) return 0; /* reloading */
         /* Keep watching while something is happening; slowly otherwise. */
-        var ms = state === "starting" || state === "stopping" ? POLL_MS : 10000;
-        pollTimer = setTimeout(poll, live ? SLOW_POLL_MS : ms);
+        return state === "starting" || state === "stopping" ? POLL_MS : 10000;
       });
   }
 
-  /* The runtime's state pushed as it changes; polling stays as the fallback. */
-  function openEvents() {
-    if (!window.EventSource) return;
-    var es = new EventSource(EVENTS_URL);
-    es.addEventListener("runtime", function (ev) {
-      var data;
-      try {
-        data = JSON.parse(ev.data);
-      } catch (e) {
-        return;
-      }
-      follow(data ? data.runtime : null);
-    });
-    es.addEventListener("open", function () {
-      live = true;
-    });
-    es.addEventListener("error", function () {
-      /* reconnecting, or refused for good: back to polling at the usual pace */
-      live = false;
-      if (pollTimer) poll();
-    });
+  /* The runtime's state pushed as it changes (our own runtime only: the stream is the
+   * caller's); polling stays as the fallback. */
+  function onRuntimeEvent(data) {
+    if (data && typeof data === "object") follow(data.runtime);
   }
 
   function onStart() {
@@ -173,7 +153,7 @@
       .then(function () {
         starting = false;
         render();
-        return poll();
+        return follower ? follower.poll() : null;
       });
   }
 
@@ -191,8 +171,13 @@
     L.loadMe()
       .then(function (who) {
         me = who;
-        if (!owner || owner === me.name) openEvents();
-        return poll();
+        var mine = !owner || owner === me.name;
+        follower = L.follow(mine ? EVENTS_URL : null, { runtime: onRuntimeEvent }, {
+          poll: poll,
+          slowMs: SLOW_POLL_MS,
+          retryMs: POLL_MS,
+        });
+        return follower.poll();
       })
       .catch(function (err) {
         L.showMessage("runtime-error", L.errorText(err));
