@@ -74,9 +74,12 @@ static void due_at(struct due *d, int64_t at)
 static int collect_due(const struct runtime *r, void *ctx)
 {
 	struct due *d = ctx;
-	/* last_activity lags by up to the touch interval: never cull early */
+	/* idle since its last activity or since it became ready, the later (a
+	 * start slower than idle_timeout is not idleness); last_activity lags by
+	 * up to the touch interval: never cull early */
+	int64_t since = r->last_activity > r->ready_at ? r->last_activity : r->ready_at;
 	int64_t late_at = r->created_at + d->cfg->start_timeout_s + 1;
-	int64_t idle_at = r->last_activity + d->cfg->idle_timeout_s + RUNTIME_TOUCH_INTERVAL_S;
+	int64_t idle_at = since + d->cfg->idle_timeout_s + RUNTIME_TOUCH_INTERVAL_S;
 	bool start_late = r->state == RUNTIME_STARTING && d->now >= late_at;
 	bool cull = r->state == RUNTIME_RUNNING && d->cfg->idle_timeout_s > 0;
 	bool idle = cull && d->now >= idle_at;
