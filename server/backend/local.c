@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "labd/clock.h"
 #include "labd/log.h"
 #include "labd/str.h"
 #include "metrics/labd.h"
@@ -208,15 +209,16 @@ static void *reader_loop(void *arg)
 	return NULL;
 }
 
-static void deadline_in(struct timespec *ts, int ms)
+/* The reply wait's condition variable times out on CLOCK_MONOTONIC: a step
+ * of the wall clock neither cuts a call short nor stretches it. */
+static void init_answered(pthread_cond_t *c)
 {
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &ca);
+	pthread_condattr_destroy(&ca);
 }
 
 /* Sends msg (consumed) and waits for its reply. 0 with *reply owned by the
@@ -228,7 +230,7 @@ static int call(struct local *l, json_t *msg, json_t **reply)
 	int rc = 0;
 
 	*reply = NULL;
-	deadline_in(&until, CALL_TIMEOUT_MS);
+	clock_deadline(&until, CALL_TIMEOUT_MS);
 	pthread_mutex_lock(&l->lock);
 	self.id = l->next_id++;
 	self.next = l->pending;
@@ -594,7 +596,7 @@ struct backend *backend_local_new(int fd, const struct backend_events *ev)
 	l->next_id = 1;
 	l->ev = *ev;
 	pthread_mutex_init(&l->lock, NULL);
-	pthread_cond_init(&l->answered, NULL);
+	init_answered(&l->answered);
 	if (pthread_create(&l->reader, NULL, reader_loop, l) != 0) {
 		close(fd);
 		free(l);

@@ -16,6 +16,7 @@
 
 #include "http/http.h"
 #include "labd/buf.h"
+#include "labd/clock.h"
 #include "labd/log.h"
 #include "labd/parse.h"
 
@@ -389,13 +390,6 @@ size_t http_streams_count(struct http_streams *hub)
 	return n;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A client socket hung up: end its stream at once (the reader then fails
  * the response and libmicrohttpd closes the connection). */
 static void hung_up(struct http_streams *hub, uint64_t serial)
@@ -424,10 +418,10 @@ static void *hub_loop(void *arg)
 {
 	struct http_streams *hub = arg;
 	struct epoll_event events[32];
-	int64_t next_ping = now_ms() + hub->keepalive_ms;
+	int64_t next_ping = clock_ms() + hub->keepalive_ms;
 
 	for (;;) {
-		int64_t wait = next_ping - now_ms();
+		int64_t wait = next_ping - clock_ms();
 		int n = epoll_wait(hub->epfd, events, 32, wait > 0 ? (int)wait : 0);
 		if (n < 0 && errno != EINTR) {
 			log_errno("http: event streams: epoll_wait");
@@ -438,9 +432,9 @@ static void *hub_loop(void *arg)
 				return NULL; /* the stop eventfd */
 			hung_up(hub, events[i].data.u64);
 		}
-		if (now_ms() >= next_ping) {
+		if (clock_ms() >= next_ping) {
 			ping_all(hub);
-			next_ping = now_ms() + hub->keepalive_ms;
+			next_ping = clock_ms() + hub->keepalive_ms;
 		}
 	}
 }

@@ -1,6 +1,6 @@
 /* dispatch.c - waiting jobs onto pools: a matching warm pool (Starting is
  * skipped), else a new pool once the user's pool cap and, for GPU jobs, the
- * fair order and free GPUs allow; and max_wait_s. See jobs.h. */
+ * fair order and free GPUs allow; and max_wait_s. See dispatch.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,28 +8,42 @@
 #include <time.h>
 
 #include "config/config.h"
-#include "jobs/jobs.h"
+#include "backend/backend.h"
+#include "jobs/dispatch.h"
+#include "jobs/live.h"
+#include "jobs/moves.h"
 #include "labd/app.h"
+#include "labd/clock.h"
 #include "labd/log.h"
 #include "sched/gpus.h"
 #include "sched/queue.h"
 #include "store/db.h"
 
-#define PASS_MAX 256 /* jobs looked at per pass; the rest wait for the next */
-
+/* The ids of the live set's rows that want says, in its order (oldest first). */
 struct ids {
-	int64_t id[PASS_MAX];
+	int64_t id[JOBS_LIVE_MAX];
 	int n;
-	bool (*want)(const struct job *j);
 };
 
-static int collect(const struct job *j, void *ctx)
+static void select_rows(const struct jobs_live *live, bool (*want)(const struct jobs_live_row *r),
+			struct ids *ids)
 {
-	struct ids *ids = ctx;
+	ids->n = 0;
+	for (size_t i = 0; i < live->n; i++)
+		if (want(&live->row[i]))
+			ids->id[ids->n++] = live->row[i].id;
+}
 
-	if (ids->want(j) && ids->n < PASS_MAX)
-		ids->id[ids->n++] = j->id;
-	return 0;
+/* As waiting() and pending() below, on the pass's read of the row. */
+static bool waiting_row(const struct jobs_live_row *r)
+{
+	return r->status == JOB_IN_PROGRESS &&
+	       (r->secondary == JOB_PENDING || (r->secondary == JOB_STARTING && r->pool_id == 0));
+}
+
+static bool pending_row(const struct jobs_live_row *r)
+{
+	return r->status == JOB_IN_PROGRESS && r->secondary == JOB_PENDING;
 }
 
 /* Pending, or Starting again without a pool (a retry). */
@@ -54,7 +68,7 @@ static bool take_warm(struct app *app, const struct job *j, const struct pool *p
 {
 	char message[160];
 	struct job_move m = {.status = JOB_IN_PROGRESS, .secondary = JOB_DOWNLOADING,
-			     .at_ms = jobs_now_ms(), .pool_id = p->id, .reused_pool = true,
+			     .at_ms = clock_wall_ms(), .pool_id = p->id, .reused_pool = true,
 			     .from_mask = WAITING_MASK, .message = message};
 
 	if (pools_take(app->db, p->id, j->id, now) != 1)
@@ -146,7 +160,7 @@ static void start_failure(int rc, const char *err, char *out, size_t len)
 
 static void fail_job(struct app *app, int64_t job_id, enum job_secondary s, const char *reason)
 {
-	struct job_move m = {.status = JOB_FAILED, .secondary = s, .at_ms = jobs_now_ms(),
+	struct job_move m = {.status = JOB_FAILED, .secondary = s, .at_ms = clock_wall_ms(),
 			     .message = reason, .failure = reason};
 
 	if (jobs_move(app->db, job_id, &m) == 1) {
@@ -189,7 +203,7 @@ static void start_cold(struct app *app, const struct job *j, int64_t now)
 	struct pool p;
 	char gpus[RUNTIME_GPUS_MAX] = "";
 	struct job_move m = {.status = JOB_IN_PROGRESS, .secondary = JOB_STARTING,
-			     .at_ms = jobs_now_ms(), .from_mask = WAITING_MASK,
+			     .at_ms = clock_wall_ms(), .from_mask = WAITING_MASK,
 			     .message = "building the job's sandbox"};
 	int rc;
 
@@ -230,14 +244,13 @@ static void dispatch_one(struct app *app, const struct job *j, int64_t now)
 	start_cold(app, j, now);
 }
 
-void jobs_dispatch(struct app *app)
+void jobs_dispatch(struct app *app, const struct jobs_live *live)
 {
-	struct ids ids = {.n = 0, .want = waiting};
+	static struct ids ids; /* the jobs ticker's thread only */
 	int64_t now = time(NULL);
 	struct job j;
 
-	if (jobs_each_live(app->db, collect, &ids) < 0)
-		return;
+	select_rows(live, waiting_row, &ids);
 	for (int i = 0; i < ids.n; i++) {
 		if (jobs_find(app->db, ids.id[i], &j) != 1)
 			continue;
@@ -252,15 +265,14 @@ static bool pending(const struct job *j)
 	return j->status == JOB_IN_PROGRESS && j->secondary == JOB_PENDING;
 }
 
-void jobs_expire_waits(struct app *app)
+void jobs_expire_waits(struct app *app, const struct jobs_live *live)
 {
-	struct ids ids = {.n = 0, .want = pending};
+	static struct ids ids; /* the jobs ticker's thread only */
 	int64_t now = time(NULL);
 	char reason[200];
 	struct job j;
 
-	if (jobs_each_live(app->db, collect, &ids) < 0)
-		return;
+	select_rows(live, pending_row, &ids);
 	for (int i = 0; i < ids.n; i++) {
 		if (jobs_find(app->db, ids.id[i], &j) != 1)
 			continue;
@@ -271,7 +283,7 @@ void jobs_expire_waits(struct app *app)
 				 j.gpu ? "free GPUs or a free pool" : "a free pool");
 			struct job_move m = {.status = JOB_STOPPED,
 					     .secondary = JOB_MAX_WAIT_EXCEEDED,
-					     .at_ms = jobs_now_ms(), .message = reason,
+					     .at_ms = clock_wall_ms(), .message = reason,
 					     .failure = reason, .from_mask = 1u << JOB_PENDING};
 			if (jobs_move(app->db, j.id, &m) == 1)
 				jobs_changed(app, j.id);

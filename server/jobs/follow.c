@@ -250,12 +250,11 @@ static void *run(void *arg)
 		/* a follower catching up on a backlog gets its next round soon:
 		 * its stream's room, not the period, paces it */
 		bool behind = h->followers.n > 0 && round_all(h);
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += (behind ? CATCH_UP_MS : FOLLOW_PERIOD_MS) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
+		if (h->followers.n == 0) { /* nobody follows: sleep until a follower comes (it signals) */
+			pthread_cond_wait(&h->wake, &h->lock);
+			continue;
 		}
+		clock_deadline(&until, behind ? CATCH_UP_MS : FOLLOW_PERIOD_MS);
 		pthread_cond_timedwait(&h->wake, &h->lock, &until);
 	}
 	pthread_mutex_unlock(&h->lock);

@@ -1,154 +1,19 @@
-/* jobs.c - submit, stop, release and the jobs thread; see jobs.h. */
+/* jobs.c - the entry points: submit, stop, an account's end; see jobs.h. */
 #include "jobs/jobs.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "config/config.h"
-#include "jobs/observe.h"
-#include "jobs/watch.h"
 #include "labd/app.h"
+#include "labd/clock.h"
 #include "labd/log.h"
 #include "store/audit.h"
 #include "store/db.h"
-#include "store/ledger.h"
 #include "store/plans.h"
-
-/* Pools are reconciled with the backend's list at least this often, even
- * when nothing asked for it. */
-#define SAFETY_NET_S 60
-
-struct jobs_runner {
-	struct app *app;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	bool stopping, poked, wanted;
-};
-
-int64_t jobs_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void jobs_changed(struct app *app, int64_t job_id)
-{
-	jobs_watch_notify(app, job_id);
-}
-
-/* Bills on (heartbeat) only once pools were matched to the backend's list
- * since this process started: after a crash a job is billed on only when
- * its sandbox is known to have lived on. */
-static void heartbeat(struct app *app, bool confirmed, time_t *last_beat)
-{
-	time_t now = time(NULL);
-
-	if (!confirmed || now - *last_beat < LEDGER_HEARTBEAT_S)
-		return;
-	if (ledger_heartbeat_jobs(app->db, now) < 0)
-		log_error("ledger: jobs heartbeat not recorded; retrying");
-	else
-		*last_beat = now;
-}
-
-static void pass(struct app *app)
-{
-	jobs_expire_waits(app);
-	jobs_expire_pools(app);
-	jobs_dispatch(app);
-	jobs_run_ready(app);
-	observe_tick(app);
-}
-
-static void *loop(void *arg)
-{
-	struct jobs_runner *r = arg;
-	struct timespec until;
-	time_t last_full = 0, last_beat = 0;
-	bool confirmed = false;
-
-	pthread_mutex_lock(&r->lock);
-	while (!r->stopping) {
-		bool full = r->wanted || time(NULL) - last_full >= SAFETY_NET_S;
-		r->wanted = r->poked = false;
-		pthread_mutex_unlock(&r->lock);
-		if (full && jobs_reconcile(r->app) == 0) {
-			last_full = time(NULL);
-			confirmed = true;
-		}
-		pass(r->app);
-		heartbeat(r->app, confirmed, &last_beat);
-		pthread_mutex_lock(&r->lock);
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += JOBS_TICK_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		if (!r->stopping && !r->wanted && !r->poked)
-			pthread_cond_timedwait(&r->wake, &r->lock, &until);
-	}
-	pthread_mutex_unlock(&r->lock);
-	return NULL;
-}
-
-int jobs_runner_start(struct app *app, struct jobs_runner **out)
-{
-	struct jobs_runner *r = calloc(1, sizeof(*r));
-
-	if (!r)
-		return log_errno("jobs: calloc");
-	r->app = app;
-	r->wanted = true;
-	pthread_mutex_init(&r->lock, NULL);
-	pthread_cond_init(&r->wake, NULL);
-	if (pthread_create(&r->thread, NULL, loop, r) != 0) {
-		free(r);
-		return log_error("jobs: cannot start the jobs thread");
-	}
-	*out = r;
-	return 0;
-}
-
-void jobs_runner_stop(struct jobs_runner *r)
-{
-	if (!r)
-		return;
-	pthread_mutex_lock(&r->lock);
-	r->stopping = true;
-	pthread_cond_signal(&r->wake);
-	pthread_mutex_unlock(&r->lock);
-	pthread_join(r->thread, NULL);
-	pthread_cond_destroy(&r->wake);
-	pthread_mutex_destroy(&r->lock);
-	free(r);
-}
-
-static void signal_runner(struct jobs_runner *r, bool full)
-{
-	if (!r)
-		return;
-	pthread_mutex_lock(&r->lock);
-	r->poked = true;
-	r->wanted = r->wanted || full;
-	pthread_cond_signal(&r->wake);
-	pthread_mutex_unlock(&r->lock);
-}
-
-void jobs_poke(struct jobs_runner *r) { signal_runner(r, false); }
-void jobs_wake(struct jobs_runner *r) { signal_runner(r, true); }
-
-void jobs_connected(struct app *app)
-{
-	jobs_wake(__atomic_load_n(&app->jobs, __ATOMIC_SEQ_CST));
-}
 
 /* ---- submit ---- */
 
@@ -222,7 +87,7 @@ static enum jobs_submit_result insert(struct app *app, int64_t user_id,
 		.cpus_milli = s->cpus_milli, .network = network, .max_retries = s->max_retries,
 		.max_runtime_s = s->max_runtime_s, .max_wait_s = s->max_wait_s,
 		.keep_alive_s = s->keep_alive_s, .grace_s = app->cfg->jobs_grace_s,
-		.now_ms = jobs_now_ms(), .max_live = max_live};
+		.now_ms = clock_wall_ms(), .max_live = max_live};
 	int rc = spec ? jobs_create(app->db, &n, out) : -1;
 
 	free(spec);
@@ -266,7 +131,7 @@ enum jobs_submit_result jobs_submit(struct app *app, int64_t user_id, const char
 			log_error("audit: job.submit of %s not recorded", user);
 		log_info("job %lld (%s) of %s submitted", (long long)out->id, s.name, user);
 		jobs_changed(app, out->id);
-		jobs_poke(app->jobs);
+		jobs_poke(app);
 	}
 	jobs_submit_release(&s);
 	return res;
@@ -277,7 +142,7 @@ enum jobs_submit_result jobs_submit(struct app *app, int64_t user_id, const char
 int jobs_stop(struct app *app, const struct job *j, int64_t grace_s, const char *actor)
 {
 	struct job_move m = {.status = JOB_STOPPED, .secondary = JOB_S_STOPPED,
-			     .at_ms = jobs_now_ms(), .message = "stopped before it started"};
+			     .at_ms = clock_wall_ms(), .message = "stopped before it started"};
 	int rc;
 
 	if (!jobs_live(j) || j->status == JOB_STOPPING)
@@ -310,35 +175,6 @@ int jobs_stop(struct app *app, const struct job *j, int64_t grace_s, const char 
 		rc = 0;
 	}
 	return rc;
-}
-
-void jobs_end_warm(struct app *app, int64_t job_id, const char *reason, int64_t now)
-{
-	struct job j;
-	bool warm;
-
-	if (!job_id || jobs_find(app->db, job_id, &j) != 1)
-		return;
-	warm = strcmp(j.warm_status, "Available") == 0;
-	jobs_row_free(&j);
-	if (warm && jobs_set_warm(app->db, job_id, "Terminated", 0, now, 0, reason, 0) == 0)
-		jobs_changed(app, job_id);
-}
-
-int jobs_release_pool(struct app *app, const struct pool *p, const char *reason)
-{
-	int64_t now = time(NULL);
-	int rc;
-
-	if (p->state != POOL_AVAILABLE)
-		return -EBUSY;
-	/* ended first, so no job takes it meanwhile; the sandbox follows */
-	if (pools_end(app->db, p->id, reason, now) != 1)
-		return -EBUSY;
-	jobs_end_warm(app, p->last_job_id, reason, now);
-	rc = backend_pool_stop(app->backend, p->user_name, p->id, reason);
-	log_info("warm pool %lld of %s released: %s", (long long)p->id, p->user_name, reason);
-	return rc == -ENOENT ? 0 : rc;
 }
 
 /* ---- account end ---- */

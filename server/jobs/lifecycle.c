@@ -1,6 +1,6 @@
 /* lifecycle.c - the backend's pool and job events moving rows, job_run for
  * ready pools, warm keep-alive expiry, and the infrastructure-failure path
- * (retry or Interrupted). See jobs.h. */
+ * (retry or Interrupted). See lifecycle.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,18 +8,18 @@
 #include <time.h>
 
 #include "config/config.h"
-#include "jobs/jobs.h"
+#include "jobs/lifecycle.h"
+#include "jobs/live.h"
+#include "jobs/moves.h"
+#include "jobs/outcome.h"
+#include "jobs/poke.h"
+#include "jobs/spec.h"
 #include "jobs/observe.h"
 #include "labd/app.h"
+#include "labd/clock.h"
 #include "labd/log.h"
 #include "store/db.h"
 
-#define PASS_MAX 256
-
-static struct jobs_runner *runner(struct app *app)
-{
-	return __atomic_load_n(&app->jobs, __ATOMIC_SEQ_CST);
-}
 
 /* The live pool row an event names, if it is that user's. */
 static bool event_pool(struct app *app, const char *user, int64_t pool_id, struct pool *p)
@@ -47,7 +47,7 @@ static void on_pool_ready(void *ctx, const char *user, int64_t pool_id)
 	if (event_pool(app, user, pool_id, &p) && pools_set_ready(app->db, pool_id) == 1)
 		log_info("pool %lld of %s is ready after %lld s", (long long)pool_id, user,
 			 (long long)(time(NULL) - p.created_at));
-	jobs_poke(runner(app));
+	jobs_poke(app);
 }
 
 /* The job's run was lost to labd, not to its own code: it retries on a new
@@ -56,7 +56,7 @@ static void on_pool_ready(void *ctx, const char *user, int64_t pool_id)
 static void job_lost(struct app *app, const struct job *j, const char *reason)
 {
 	char message[JOB_REASON_MAX];
-	struct job_move m = {.at_ms = jobs_now_ms(), .message = message};
+	struct job_move m = {.at_ms = clock_wall_ms(), .message = message};
 
 	if (j->status == JOB_STOPPING) {
 		m.status = JOB_STOPPED, m.secondary = JOB_S_STOPPED;
@@ -107,7 +107,7 @@ static void on_pool_ended(void *ctx, const char *user, int64_t pool_id, const ch
 		return;
 	snprintf(why, sizeof(why), "%.300s", reason && reason[0] ? reason : cause);
 	jobs_pool_lost(app, &p, why);
-	jobs_poke(runner(app));
+	jobs_poke(app);
 }
 
 static void on_job_phase(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
@@ -149,7 +149,7 @@ static void keep_or_release(struct app *app, const struct job *j, const struct p
 
 	if (j->keep_alive_s <= 0 || until >= p->deadline) {
 		pools_release(app->db, p->id, now, now, false);
-		jobs_poke(runner(app));
+		jobs_poke(app);
 		return;
 	}
 	if (pools_release(app->db, p->id, until, now, true) == 1)
@@ -165,7 +165,7 @@ static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t 
 	char reason[JOB_REASON_MAX];
 	/* now, not x->at_ms (when the command ended): the event comes once the
 	 * outputs are uploaded, and Uploading is billed to its end */
-	struct job_move m = {.at_ms = jobs_now_ms()};
+	struct job_move m = {.at_ms = clock_wall_ms()};
 
 	if (!event_pool(app, user, pool_id, &p) || !event_job(app, pool_id, job_id, &j))
 		return;
@@ -174,7 +174,7 @@ static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t 
 		job_lost(app, &j, x->reason && x->reason[0] ? x->reason : "labd stopped the job");
 		pools_release(app->db, p.id, time(NULL), time(NULL), false);
 		jobs_row_free(&j);
-		jobs_poke(runner(app));
+		jobs_poke(app);
 		return;
 	}
 	jobs_outcome(&j, x, j.memory_bytes ? j.memory_bytes : p.memory_bytes, &m, reason,
@@ -189,7 +189,7 @@ static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t 
 		jobs_changed(app, job_id);
 	}
 	jobs_row_free(&j);
-	jobs_poke(runner(app));
+	jobs_poke(app);
 }
 
 static void on_job_sample(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
@@ -215,22 +215,12 @@ void jobs_events_init(struct backend_events *ev, struct app *app)
 	ev->job_sample = on_job_sample;
 }
 
-/* ---- from the jobs thread ---- */
+/* ---- from the jobs pass (runner.c) ---- */
 
 struct ids {
-	int64_t id[PASS_MAX];
+	int64_t id[JOBS_LIVE_MAX];
 	int n;
 };
-
-static int collect_unsent(const struct job *j, void *ctx)
-{
-	struct ids *ids = ctx;
-
-	if (j->status == JOB_IN_PROGRESS && !j->run_sent && j->pool_id > 0 &&
-	    (j->secondary == JOB_STARTING || j->secondary == JOB_DOWNLOADING) && ids->n < PASS_MAX)
-		ids->id[ids->n++] = j->id;
-	return 0;
-}
 
 static void run_one(struct app *app, const struct job *j)
 {
@@ -257,20 +247,25 @@ static void run_one(struct app *app, const struct job *j)
 	snprintf(reason, sizeof(reason), "the job could not be run: %.300s",
 		 err[0] ? err : strerror(-rc));
 	struct job_move m = {.status = JOB_FAILED, .secondary = JOB_S_FAILED,
-			     .at_ms = jobs_now_ms(), .message = reason, .failure = reason};
+			     .at_ms = clock_wall_ms(), .message = reason, .failure = reason};
 	if (jobs_move(app->db, j->id, &m) == 1) {
 		pools_release(app->db, p.id, time(NULL), time(NULL), false);
 		jobs_changed(app, j->id);
 	}
 }
 
-void jobs_run_ready(struct app *app)
+void jobs_run_ready(struct app *app, const struct jobs_live *live)
 {
-	struct ids ids = {.n = 0};
+	static struct ids ids; /* the jobs ticker's thread only */
 	struct job j;
 
-	if (jobs_each_live(app->db, collect_unsent, &ids) < 0)
-		return;
+	ids.n = 0;
+	for (size_t i = 0; i < live->n; i++) {
+		const struct jobs_live_row *r = &live->row[i];
+		if (r->status == JOB_IN_PROGRESS && !r->run_sent && r->pool_id > 0 &&
+		    (r->secondary == JOB_STARTING || r->secondary == JOB_DOWNLOADING))
+			ids.id[ids.n++] = r->id;
+	}
 	for (int i = 0; i < ids.n; i++) {
 		if (jobs_find(app->db, ids.id[i], &j) != 1)
 			continue;
@@ -283,25 +278,35 @@ void jobs_run_ready(struct app *app)
 struct due_pools {
 	struct pool p[64];
 	int n;
-	int64_t now;
+	int64_t now, next; /* next: the earliest keep-alive end still to come (0: none) */
+	bool live;         /* any live pool */
 };
 
 static int collect_expired(const struct pool *p, void *ctx)
 {
 	struct due_pools *d = ctx;
 
-	if (p->state == POOL_AVAILABLE && p->available_until <= d->now && d->n < 64)
-		d->p[d->n++] = *p;
+	d->live = true;
+	if (p->state != POOL_AVAILABLE)
+		return 0;
+	if (p->available_until <= d->now) {
+		if (d->n < 64)
+			d->p[d->n++] = *p;
+		else
+			d->next = d->now + 1; /* the rest on the next pass */
+	} else if (!d->next || p->available_until < d->next) {
+		d->next = p->available_until;
+	}
 	return 0;
 }
 
-void jobs_expire_pools(struct app *app)
+int64_t jobs_expire_pools(struct app *app)
 {
 	struct due_pools d = {.n = 0, .now = time(NULL)};
 	struct job j;
 
 	if (pools_each_live(app->db, collect_expired, &d) < 0)
-		return;
+		return d.now + 1;
 	for (int i = 0; i < d.n; i++) {
 		const struct pool *p = &d.p[i];
 		bool warm = false;
@@ -311,4 +316,6 @@ void jobs_expire_pools(struct app *app)
 		}
 		jobs_release_pool(app, p, warm ? "keep-alive expired" : "not kept warm");
 	}
+	/* a live pool not available (in use, starting) keeps the pass coming */
+	return d.next ? d.next : d.live ? d.now + 60 : 0;
 }

@@ -14,7 +14,9 @@
 #include "jobs/extract.h"
 #include "jobs/follow.h"
 #include "jobs/joblog.h"
+#include "jobs/live.h"
 #include "jobs/observe_int.h"
+#include "jobs/observe_rules.h"
 #include "labd/app.h"
 #include "labd/clock.h"
 #include "labd/log.h"
@@ -28,18 +30,8 @@
 #define EXTRACT_READ_BYTES sizeof(((struct observe *)0)->buf)
 /* Time one job's extraction may take per tick while its log has more. */
 #define EXTRACT_BUDGET_MS 100
-/* Live jobs looked at per tick, at most (the oldest first). */
-#define TICK_JOBS_MAX 512
 #define FOLLOWERS_MAX 1024
 #define FOLLOWERS_PER_USER 16
-
-int64_t observe_wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int observe_init(struct app *app)
 {
@@ -215,7 +207,7 @@ static void store_batch_locked(struct observe *o, struct tracked *t, uint64_t ol
 static void extract_locked(struct observe *o, struct tracked *t, bool final)
 {
 	char path[4096];
-	int64_t at_ms = observe_wall_ms();
+	int64_t at_ms = clock_wall_ms();
 	size_t used = 0, line_len, take, defs = t->set ? extract_count(t->set) : 0;
 	uint64_t old_offset = t->offset;
 	ssize_t got;
@@ -269,7 +261,7 @@ void observe_job_started(struct app *app, int64_t job_id)
 		return;
 	pthread_mutex_lock(&o->lock);
 	if ((t = track_locked(o, &j)) && !t->started_ms) {
-		t->started_ms = observe_wall_ms();
+		t->started_ms = clock_wall_ms();
 		save_locked(o, t);
 	}
 	pthread_mutex_unlock(&o->lock);
@@ -289,7 +281,7 @@ static void finish_locked(struct observe *o, const struct job *j)
 		extract_locked(o, t, true);
 	}
 	if (t && t->started_ms)
-		observe_rules_locked(o, t, observe_wall_ms());
+		observe_rules_locked(o, t, clock_wall_ms());
 	untrack_locked(o, j->id);
 }
 
@@ -332,24 +324,6 @@ void observe_settle(struct app *app, int64_t job_id)
 	jobs_row_free(&j);
 }
 
-/* Live jobs, copied out of the store's walk (no file work under its lock). */
-struct live {
-	int64_t id[TICK_JOBS_MAX];
-	enum job_secondary secondary[TICK_JOBS_MAX];
-	size_t n;
-};
-
-static int collect_live(const struct job *j, void *ctx)
-{
-	struct live *l = ctx;
-
-	if (l->n >= TICK_JOBS_MAX)
-		return 1;
-	l->id[l->n] = j->id;
-	l->secondary[l->n++] = j->secondary;
-	return 0;
-}
-
 /* The job's command may be writing its log. */
 static bool running(enum job_secondary s)
 {
@@ -357,25 +331,23 @@ static bool running(enum job_secondary s)
 	       s == JOB_S_STOPPING;
 }
 
-void observe_tick(struct app *app)
+void observe_tick(struct app *app, const struct jobs_live *live)
 {
 	struct observe *o = app->observe;
-	struct live *l;
-	int64_t now_ms = observe_wall_ms();
+	int64_t now_ms = clock_wall_ms();
 
-	if (!o || !(l = calloc(1, sizeof(*l))))
+	if (!o)
 		return;
-	if (jobs_each_live(app->db, collect_live, l) < 0)
-		goto out;
-	for (size_t i = 0; i < l->n; i++) {
+	for (size_t i = 0; i < live->n; i++) {
+		const struct jobs_live_row *row = &live->row[i];
 		struct tracked *t;
 		struct job j;
-		if (!running(l->secondary[i]))
+		if (!running(row->secondary))
 			continue;
 		pthread_mutex_lock(&o->lock);
-		for (t = o->head; t && t->job_id != l->id[i]; t = t->next)
+		for (t = o->head; t && t->job_id != row->id; t = t->next)
 			;
-		if (!t && jobs_find(app->db, l->id[i], &j) == 1) {
+		if (!t && jobs_find(app->db, row->id, &j) == 1) {
 			t = track_locked(o, &j);
 			jobs_row_free(&j);
 		}
@@ -386,7 +358,7 @@ void observe_tick(struct app *app)
 				save_locked(o, t);
 			}
 			extract_more_locked(o, t);
-			if (l->secondary[i] == JOB_TRAINING &&
+			if (row->secondary == JOB_TRAINING &&
 			    now_ms - t->last_rules_ms >= app->cfg->jobs_rules_interval_s * 1000) {
 				t->last_rules_ms = now_ms;
 				observe_rules_locked(o, t, now_ms);
@@ -409,8 +381,6 @@ void observe_tick(struct app *app)
 		free(t);
 	}
 	pthread_mutex_unlock(&o->lock);
-out:
-	free(l);
 }
 
 /* What NVML read of the GPUs the job's pool holds. */

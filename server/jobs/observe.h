@@ -8,23 +8,25 @@
  * lifecycle calls observe_job_started when a job's attempt starts running
  * its command (Downloading), observe_sample for each job_sample event,
  * observe_job_ended when the job is over (final status), and observe_tick
- * from its timer (every 250 ms). All may run on different threads. */
+ * from the jobs pass (runner.h: every 250 ms while a job writes its log).
+ * All may run on different threads. */
 #ifndef LABD_JOBS_OBSERVE_H
 #define LABD_JOBS_OBSERVE_H
 
 #include <jansson.h>
 #include <stdint.h>
 
+#include "jobs/observe_rules.h"
+
 struct app;
 struct job;
 struct backend_job_sample;
 struct follow_hub;
+struct jobs_live;
 
 /* Metric points kept per metric and job; later points are dropped (the
  * final value is then the last kept: docs/jobs.md "Metrics"). */
 #define OBSERVE_METRIC_POINTS_MAX 10000
-/* Samples kept per job (the newest). */
-#define OBSERVE_SAMPLES_KEEP 600
 
 /* Sets app->observe (the follower thread starts). 0, or -1 (logged). */
 int observe_init(struct app *app);
@@ -50,9 +52,10 @@ void observe_job_ended(struct app *app, int64_t job_id);
  * it; never call it with the store's lock held (lock order: observe's lock,
  * then the store's). */
 void observe_settle(struct app *app, int64_t job_id);
-/* Reads the new lines of running jobs' logs for metrics, and evaluates the
- * profiling rules of each training job every [jobs] rules_interval. */
-void observe_tick(struct app *app);
+/* Reads the new lines of the running jobs of the pass's live set (live.h)
+ * for metrics, and evaluates the profiling rules of each training job every
+ * [jobs] rules_interval. */
+void observe_tick(struct app *app, const struct jobs_live *live);
 
 /* Adds the observed fields to a job object: final_metrics (the last value
  * of each metric: final once the job is over), findings, log_bytes. When
@@ -67,10 +70,5 @@ json_t *observe_samples_json(struct app *app, int64_t job_id);
 
 /* The log followers (borrowed from app->observe). */
 struct follow_hub *observe_follow(struct app *app);
-
-/* Formats epoch milliseconds as RFC 3339 UTC with milliseconds
- * ("2026-12-03T14:50:47.123Z") into out. */
-#define OBSERVE_TIME_LEN 32
-void observe_time(int64_t at_ms, char out[OBSERVE_TIME_LEN]);
 
 #endif

@@ -52,16 +52,4 @@ struct observe {
 	size_t n_batch;
 };
 
-/* Wall-clock milliseconds (stored times are epoch ms). */
-int64_t observe_wall_ms(void);
-/* The rules' thresholds from [jobs] rules_*. */
-void observe_limits(const struct labd_config *cfg, struct rule_limits *l);
-/* Pure: the mean utilisation and summed used memory of the GPUs named in
- * ids ("0,2", a pool's) as info[0..n) reads them; -1 each when none is read. */
-struct gpu_info;
-void observe_gpu_reading(const struct gpu_info *info, size_t n, const char *ids, double *percent,
-			 int64_t *memory);
-/* With o->lock held: evaluates the rules for t and stores what fires. */
-void observe_rules_locked(struct observe *o, struct tracked *t, int64_t now_ms);
-
 #endif

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jobs/jobs.h"
+#include "jobs/outcome.h"
 
 /* How the job ended, in the API's words. */
 void jobs_outcome(const struct job *j, const struct backend_job_exit *x, int64_t memory_bytes,

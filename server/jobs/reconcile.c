@@ -8,9 +8,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "jobs/jobs.h"
+#include "jobs/lifecycle.h"
+#include "jobs/moves.h"
+#include "jobs/reconcile.h"
 #include "jobs/observe.h"
 #include "labd/app.h"
+#include "labd/clock.h"
 #include "labd/log.h"
 
 #define ROWS_MAX 512
@@ -55,7 +58,7 @@ static void missed_exit(struct app *app, const struct pool *p)
 		struct job_move m = {.status = j.status == JOB_STOPPING ? JOB_STOPPED : JOB_FAILED,
 				     .secondary = j.status == JOB_STOPPING ? JOB_S_STOPPED
 									   : JOB_S_FAILED,
-				     .at_ms = jobs_now_ms(),
+				     .at_ms = clock_wall_ms(),
 				     .message = "labd lost the job's end (labd-web was restarting "
 						"when it ended); see its log"};
 		m.failure = m.status == JOB_FAILED ? m.message : NULL;

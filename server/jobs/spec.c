@@ -1,9 +1,11 @@
 /* spec.c - the job spec the supervisor runs (contract §3, docs/jobs.md
  * "The job spec"), made from the job's normalised request. */
+#include <jansson.h>
 #include <stdlib.h>
 
 #include "config/config.h"
-#include "jobs/jobs.h"
+#include "jobs/spec.h"
+#include "store/jobs.h"
 #include "labd/app.h"
 
 char *jobs_backend_spec(const struct app *app, const struct job *j)

@@ -282,10 +282,18 @@ static void *relay_loop(void *arg)
 	long long next_sweep_ms = clock_ms() + SWEEP_EVERY_MS;
 
 	for (;;) {
-		int n = epoll_wait(r->epfd, events, 64, SWEEP_EVERY_MS);
+		/* no relay, nothing to sweep: sleep until an event (wsrelay_add
+		 * wakes the thread for the first relay) */
+		pthread_mutex_lock(&r->lock);
+		bool any = r->list != NULL;
+		pthread_mutex_unlock(&r->lock);
+		long long left = next_sweep_ms - clock_ms();
+		int n = epoll_wait(r->epfd, events, 64, !any ? -1 : left > 0 ? (int)left : 0);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (clock_ms() >= next_sweep_ms) {
+		if (!any) {
+			next_sweep_ms = clock_ms() + SWEEP_EVERY_MS;
+		} else if (clock_ms() >= next_sweep_ms) {
 			next_sweep_ms = clock_ms() + SWEEP_EVERY_MS;
 			close_due(r, false);
 			continue; /* this batch may name relays just freed */
@@ -471,6 +479,7 @@ int wsrelay_add(struct wsrelay *r, int client_fd, struct MHD_UpgradeResponseHand
 	setsockopt(client_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	fcntl(upstream_fd, F_SETFL, fcntl(upstream_fd, F_GETFL) | O_NONBLOCK);
 	pthread_mutex_lock(&r->lock);
+	bool first = r->list == NULL;
 	x->next = r->list;
 	if (r->list)
 		r->list->prev = x;
@@ -482,5 +491,7 @@ int wsrelay_add(struct wsrelay *r, int client_fd, struct MHD_UpgradeResponseHand
 	ev.data.u64 = (uint64_t)(uintptr_t)x | SIDE_UPSTREAM;
 	epoll_ctl(r->epfd, EPOLL_CTL_ADD, upstream_fd, &ev);
 	watch(r, x); /* arms both, and flushes seeded bytes on the first event */
+	if (first)
+		poke(r); /* the thread sleeps untimed while it has no relay: its sweeps begin */
 	return 0;
 }

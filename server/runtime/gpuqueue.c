@@ -12,11 +12,13 @@
 
 #include "config/config.h"
 #include "labd/app.h"
+#include "labd/clock.h"
 #include "labd/log.h"
+#include "labd/ticker.h"
 #include "metrics/labd.h"
-#include "runtime/reconcile.h"
-#include "runtime/runtime.h"
-#include "runtime/watch.h"
+#include "runtime/gpuqueue.h"
+#include "runtime/moves.h"
+#include "runtime/poke.h"
 #include "sched/gpus.h"
 #include "sched/queue.h"
 #include "store/db.h"
@@ -57,32 +59,31 @@ static int start_or_queue(struct app *app, int64_t user_id, const char *token, i
 			     now + app->cfg->gpu_queue_max_wait_s, out);
 }
 
-enum runtime_start_result runtime_gpu_start(struct app *app, int64_t user_id, const char *user,
-					    const char *address, const char *token,
-					    const struct runtime_resources *res, struct runtime *out)
+int gpuqueue_start(struct app *app, int64_t user_id, const char *user, const char *address,
+		   const char *token, const struct runtime_resources *res, struct runtime *out)
 {
 	int64_t now = time(NULL);
 	int rc;
 
 	if (app->cfg->n_gpu_devices == 0)
-		return RUNTIME_START_NO_GPU;
+		return -ENODEV;
 	gpus_alloc_lock(app->gpus);
 	rc = start_or_queue(app, user_id, token, now, res->deadline_s - now, out);
 	gpus_alloc_unlock(app->gpus);
 	if (rc == DB_CONFLICT)
-		return RUNTIME_START_EXISTS;
+		return -EEXIST;
 	if (rc < 0)
-		return RUNTIME_START_ERROR;
+		return -EIO;
 	runtime_audit(app, now, user, "runtime.start", user, address, rc == 1 ? "gpu" : "gpu (queued)");
 	if (rc == 1) {
-		runtime_watch_notify(app->watch, user_id);
+		runtime_moved(app, user_id);
 		runtime_ask_backend(app, out, res);
 	} else {
 		log_info("runtime of %s queued for a GPU", user);
 		runtime_queue_replan(app); /* its place is in the answer; notifies */
-		reconcile_poke(app->reconciler);
+		reconcile_poke(app);
 	}
-	return runtimes_latest(app->db, user_id, out) == 1 ? RUNTIME_START_OK : RUNTIME_START_ERROR;
+	return runtimes_latest(app->db, user_id, out) == 1 ? 0 : -EIO;
 }
 
 /* "30 min", "2 h", "45 s": how long the queue lets a start wait. */
@@ -157,7 +158,7 @@ static void dispatch(struct app *app, int64_t now)
 		if (rc <= 0)
 			return;
 		metrics_gpu_queue_wait(now - r.queued_at);
-		runtime_watch_notify(app->watch, r.user_id);
+		runtime_moved(app, r.user_id);
 		snprintf(detail, sizeof(detail), "gpu %s after %lld s in the queue", r.gpus,
 			 (long long)(now - r.queued_at));
 		runtime_audit(app, now, NULL, "runtime.dequeue", r.user_name, NULL, detail);
@@ -169,42 +170,21 @@ static void dispatch(struct app *app, int64_t now)
 	}
 }
 
-void runtime_queue_replan(struct app *app)
-{
-	struct queue_item items[QUEUE_PASS_MAX];
-	struct gpu_hold holds[CONFIG_MAX_GPUS];
-	int64_t free_at[CONFIG_MAX_GPUS], now = time(NULL), allocated = 0;
-	int n, g;
+/* While anyone waits the pass comes back this often. */
+#define QUEUE_RECHECK_MS 1000
 
-	gpus_alloc_lock(app->gpus);
-	n = queue_load(app->db, now, items, QUEUE_PASS_MAX);
-	g = gpus_holders(app->db, app->cfg, now, holds);
-	if (n >= 0 && g >= 0) {
-		for (int i = 0; i < g; i++) {
-			free_at[i] = holds[i].free_at;
-			allocated += gpus_hold_busy(&holds[i]);
-		}
-		queue_order(items, (size_t)n);
-		queue_estimate(items, (size_t)n, free_at, (size_t)g, now);
-		for (int i = 0; i < n; i++)
-			if (items[i].runtime_id && gpu_queue_set_place(app->db, items[i].runtime_id, items[i].position,
-						items[i].estimate_at) == 1)
-				runtime_watch_notify(app->watch, items[i].user_id);
-		metrics_gpu_queue_set(n);
-		metrics_gpus_set(g, allocated);
-	}
-	gpus_alloc_unlock(app->gpus);
-}
-
-void runtime_queue_tick(struct app *app)
+long long gpuqueue_tick(struct app *app)
 {
 	struct queue_item items[QUEUE_PASS_MAX];
 	int64_t now = time(NULL);
 	int n = queue_load(app->db, now, items, QUEUE_PASS_MAX);
 
+	if (n == 0)
+		return TICKER_IDLE;
 	for (int i = 0; i < n; i++)
 		if (items[i].runtime_id && items[i].expires_at <= now)
 			expire(app, &items[i]);
 	dispatch(app, now);
 	runtime_queue_replan(app);
+	return clock_ms() + QUEUE_RECHECK_MS;
 }

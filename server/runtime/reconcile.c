@@ -1,51 +1,96 @@
-/* reconcile.c - the web process's runtime timers; see reconcile.h. */
+/* reconcile.c - the runtime reconciler's pass on a ticker; see reconcile.h. */
 #include "runtime/reconcile.h"
 
-#include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "backend/backend.h"
 #include "config/config.h"
 #include "labd/app.h"
+#include "labd/buf.h"
+#include "labd/clock.h"
 #include "labd/log.h"
+#include "labd/ticker.h"
+#include "runtime/gpuqueue.h"
 #include "runtime/jupyter.h"
+#include "runtime/moves.h"
+#include "runtime/poke.h"
 #include "runtime/runtime.h"
-#include "runtime/watch.h"
 #include "store/ledger.h"
 #include "store/runtimes.h"
 
-#define TIMER_EVERY_S 1
-#define SAFETY_NET_S 300 /* total reconciliation even when nothing asked for it */
+/* While a runtime is live, a total reconciliation at least this often even
+ * when nothing asked for it. */
+#define SAFETY_NET_S 300
 
-struct reconciler {
+/* The reconciler: its handle (app->reconciler) first, then what the pass keeps. */
+struct reconcile_state {
+	struct reconciler handle;
 	struct app *app;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-	bool stopping, wanted, poked;
+	time_t last_full, last_beat;
+	bool confirmed; /* a total reconciliation matched the rows since this process started */
 };
 
-/* The rows to look at, copied so no store lock is held over Jupyter calls. */
+/* The clock_ms() time when the wall clock reads epoch second at (a row's
+ * times are epoch seconds; the ticker's are monotonic). A time already past
+ * (a heartbeat or reconciliation that failed) is retried in a second, not
+ * in a busy loop. */
+static long long mono_at(int64_t at)
+{
+	long long due = clock_ms_at(at * 1000), now = clock_ms();
+
+	return due > now ? due : now + 1000;
+}
+
+static int reconcile_all(struct app *app);
+
+static long long earlier(long long a, long long b)
+{
+	if (a == TICKER_IDLE)
+		return b;
+	return b == TICKER_IDLE || a < b ? a : b;
+}
+
+/* The rows to act on now, copied so no store lock is held over Jupyter
+ * calls, and when the next one falls due. */
 struct due {
 	struct runtime r[64];
 	int n;
-	int64_t now;
+	bool live; /* any live row at all */
+	int64_t now, next; /* next: epoch second of the next start timeout or cull; 0 none */
 	const struct labd_config *cfg;
 };
+
+static void due_at(struct due *d, int64_t at)
+{
+	if (!d->next || at < d->next)
+		d->next = at;
+}
 
 static int collect_due(const struct runtime *r, void *ctx)
 {
 	struct due *d = ctx;
-	bool start_late = r->state == RUNTIME_STARTING && d->now - r->created_at > d->cfg->start_timeout_s;
-	/* last_activity lags by up to the touch interval: never cull early */
-	bool idle = r->state == RUNTIME_RUNNING && d->cfg->idle_timeout_s > 0 &&
-		    d->now - r->last_activity >= d->cfg->idle_timeout_s + RUNTIME_TOUCH_INTERVAL_S;
+	/* idle since its last activity or since it became ready, the later (a
+	 * start slower than idle_timeout is not idleness); last_activity lags by
+	 * up to the touch interval: never cull early */
+	int64_t since = r->last_activity > r->ready_at ? r->last_activity : r->ready_at;
+	int64_t late_at = r->created_at + d->cfg->start_timeout_s + 1;
+	int64_t idle_at = since + d->cfg->idle_timeout_s + RUNTIME_TOUCH_INTERVAL_S;
+	bool start_late = r->state == RUNTIME_STARTING && d->now >= late_at;
+	bool cull = r->state == RUNTIME_RUNNING && d->cfg->idle_timeout_s > 0;
+	bool idle = cull && d->now >= idle_at;
 
+	d->live = true;
 	if ((start_late || idle) && d->n < 64)
 		d->r[d->n++] = *r;
+	else if (r->state == RUNTIME_STARTING)
+		due_at(d, late_at);
+	else if (cull)
+		due_at(d, idle_at);
 	return 0;
 }
 
@@ -57,7 +102,7 @@ static void fail_start(struct app *app, const struct runtime *r)
 		 (long long)app->cfg->start_timeout_s);
 	if (runtime_stop(app, r, reason) == 0) {
 		runtimes_set_state(app->db, r->id, RUNTIME_FAILED, reason, time(NULL));
-		runtime_watch_notify(app->watch, r->user_id);
+		runtime_moved(app, r->user_id);
 	}
 }
 
@@ -78,121 +123,232 @@ static void cull_if_idle(struct app *app, const struct runtime *r, int64_t now)
 		runtime_audit(app, now, NULL, "runtime.cull", r->user_name, NULL, reason);
 }
 
-void reconcile_timers(struct app *app)
+/* The timers (start timeout, idle culling) over one read of the live rows:
+ * whether any row is live, and *next the epoch second the next falls due
+ * (0: none). A row acted on is looked at again on the next pass. */
+static bool timers(struct app *app, int64_t *next)
 {
 	struct due d = {.now = time(NULL), .cfg = app->cfg};
 
-	if (runtimes_each_live(app->db, collect_due, &d) < 0)
-		return;
+	if (runtimes_each_live(app->db, collect_due, &d) < 0) {
+		*next = d.now + 1; /* the store will answer again: not a reason to sleep */
+		return true;
+	}
 	for (int i = 0; i < d.n; i++) {
 		if (d.r[i].state == RUNTIME_STARTING)
 			fail_start(app, &d.r[i]);
 		else
 			cull_if_idle(app, &d.r[i], d.now);
 	}
+	*next = d.n ? d.now + 1 : d.next;
+	return d.live;
 }
 
 /* Advances the open ledger entries every LEDGER_HEARTBEAT_S, but only once a
  * total reconciliation has matched the rows to the backend's sandboxes since
  * this process started: after a crash, a runtime is billed on only when its
  * sandbox is known to have lived on. */
-static void heartbeat(struct app *app, bool confirmed, time_t *last_beat)
+static void heartbeat(struct reconcile_state *run)
 {
 	time_t now = time(NULL);
 
-	if (!confirmed || now - *last_beat < LEDGER_HEARTBEAT_S)
+	if (!run->confirmed || now - run->last_beat < LEDGER_HEARTBEAT_S)
 		return;
-	if (ledger_heartbeat(app->db, now) < 0)
+	if (ledger_heartbeat(run->app->db, now) < 0)
 		log_error("ledger: heartbeat not recorded; retrying");
 	else
-		*last_beat = now;
+		run->last_beat = now;
 }
 
-static void *loop(void *arg)
+/* One pass: a total reconciliation when asked for (or the safety net is
+ * due), the timers, the GPU queue, the ledger's heartbeat. Due again at the
+ * earliest of what is pending; with nothing live, never until poked. */
+static long long pass(void *arg)
 {
-	struct reconciler *rc = arg;
-	struct timespec until;
-	time_t last_full = time(NULL), last_beat = 0;
-	bool confirmed = false;
+	struct reconcile_state *run = arg;
+	struct app *app = run->app;
+	int64_t next = 0;
+	bool live;
 
-	pthread_mutex_lock(&rc->lock);
-	while (!rc->stopping) {
-		bool full = rc->wanted || time(NULL) - last_full >= SAFETY_NET_S;
-		rc->wanted = rc->poked = false;
-		pthread_mutex_unlock(&rc->lock);
-		if (full && runtime_reconcile_all(rc->app) == 0) {
-			last_full = time(NULL);
-			confirmed = true;
-		}
-		reconcile_timers(rc->app);
-		runtime_queue_tick(rc->app);
-		heartbeat(rc->app, confirmed, &last_beat);
-		pthread_mutex_lock(&rc->lock);
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += TIMER_EVERY_S;
-		if (!rc->stopping && !rc->wanted && !rc->poked)
-			pthread_cond_timedwait(&rc->wake, &rc->lock, &until);
+	if ((reconcile_take_wanted(&run->handle) || time(NULL) - run->last_full >= SAFETY_NET_S) &&
+	    reconcile_all(app) == 0) {
+		run->last_full = time(NULL);
+		run->confirmed = true;
 	}
-	pthread_mutex_unlock(&rc->lock);
-	return NULL;
+	live = timers(app, &next);
+	long long due = gpuqueue_tick(app);
+	if (!live)
+		return due;
+	heartbeat(run);
+	if (next)
+		due = earlier(due, mono_at(next));
+	due = earlier(due, mono_at(run->last_beat + LEDGER_HEARTBEAT_S));
+	return earlier(due, mono_at(run->last_full + SAFETY_NET_S));
 }
 
 int reconcile_start(struct app *app, struct reconciler **out)
 {
-	struct reconciler *rc = calloc(1, sizeof(*rc));
+	struct reconcile_state *run = calloc(1, sizeof(*run));
+	struct ticker *t;
 
-	if (!rc)
+	if (!run)
 		return log_errno("reconcile: calloc");
 	/* recovery: entries whose runtime ended while no process watched */
 	int closed = ledger_recover(app->db);
 	if (closed < 0) {
-		free(rc);
+		free(run);
 		return log_error("ledger: cannot recover the open entries");
 	}
 	if (closed > 0)
 		log_warn("ledger: closed %d entries at their last heartbeat", closed);
-	rc->app = app;
-	rc->wanted = true; /* the channel may have come up before the thread */
-	pthread_mutex_init(&rc->lock, NULL);
-	pthread_cond_init(&rc->wake, NULL);
-	if (pthread_create(&rc->thread, NULL, loop, rc) != 0) {
-		free(rc);
-		return log_error("reconcile: cannot start its thread");
+	run->app = app;
+	run->last_full = time(NULL);
+	run->handle.wanted = true; /* the channel may have come up before the ticker */
+	if (ticker_start("reconcile", pass, run, &t) < 0) {
+		free(run);
+		return -1;
 	}
-	*out = rc;
+	__atomic_store_n(&run->handle.ticker, t, __ATOMIC_RELEASE);
+	__atomic_store_n(out, &run->handle, __ATOMIC_RELEASE);
+	/* a poke before the handle was set was lost: one more pass sees its move */
+	ticker_poke(t);
 	return 0;
-}
-
-void reconcile_wake(struct reconciler *rc)
-{
-	if (!rc)
-		return;
-	pthread_mutex_lock(&rc->lock);
-	rc->wanted = true;
-	pthread_cond_signal(&rc->wake);
-	pthread_mutex_unlock(&rc->lock);
-}
-
-void reconcile_poke(struct reconciler *rc)
-{
-	if (!rc)
-		return;
-	pthread_mutex_lock(&rc->lock);
-	rc->poked = true;
-	pthread_cond_signal(&rc->wake);
-	pthread_mutex_unlock(&rc->lock);
 }
 
 void reconcile_stop(struct reconciler *rc)
 {
 	if (!rc)
 		return;
-	pthread_mutex_lock(&rc->lock);
-	rc->stopping = true;
-	pthread_cond_signal(&rc->wake);
-	pthread_mutex_unlock(&rc->lock);
-	pthread_join(rc->thread, NULL);
-	pthread_cond_destroy(&rc->wake);
-	pthread_mutex_destroy(&rc->lock);
-	free(rc);
+	ticker_stop(rc->ticker);
+	free((struct reconcile_state *)((char *)rc - offsetof(struct reconcile_state, handle)));
+}
+
+/* ---- total reconciliation ---- */
+
+/* A start in flight for this long before a missing sandbox counts. */
+#define START_GRACE_S 10
+
+/* The live rows, copied out of the walk (the backend is not called under the
+ * store's lock), in one bounded buffer: past ROWS_MAX live runtimes nothing is
+ * decided, rather than deciding on part of them. */
+#define ROWS_MAX 4096
+
+struct live_rows {
+	struct buf b;
+	const struct runtime *r; /* b's data once the walk is done */
+	size_t n;
+};
+
+static int collect_row(const struct runtime *r, void *ctx)
+{
+	struct live_rows *rows = ctx;
+	return buf_add(&rows->b, r, sizeof(*r)) < 0; /* non-zero stops the walk */
+}
+
+static int collect_rows(struct app *app, struct live_rows *rows)
+{
+	buf_init(&rows->b, ROWS_MAX * sizeof(struct runtime));
+	if (runtimes_each_live(app->db, collect_row, rows) < 0 ||
+	    rows->b.len % sizeof(struct runtime) != 0)
+		return -1;
+	rows->r = (const struct runtime *)rows->b.data;
+	rows->n = rows->b.len / sizeof(struct runtime);
+	return 0;
+}
+
+static const struct backend_sandbox *find_sandbox(const struct backend_sandbox *s, size_t n,
+						  const char *user)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(s[i].user, user) == 0)
+			return &s[i];
+	return NULL;
+}
+
+static bool same_runtime(const struct backend_sandbox *s, const struct runtime *r)
+{
+	return s->runtime_id == 0 || s->runtime_id == r->id;
+}
+
+/* One live row against what the backend holds for its user. */
+static void reconcile_row(struct app *app, const struct runtime *r, const struct backend_sandbox *s,
+			  int64_t now)
+{
+	if (r->state == RUNTIME_QUEUED)
+		return; /* no sandbox until it leaves the queue (gpuqueue_tick) */
+	if (!s || !same_runtime(s, r)) {
+		if (r->state != RUNTIME_STARTING || now - r->created_at > START_GRACE_S)
+			runtime_end(app, r, true, "the runtime's sandbox is gone");
+		return;
+	}
+	if (strcmp(s->state, "ended") == 0) {
+		runtime_end(app, r, s->failed || r->state == RUNTIME_STARTING,
+			    s->reason[0] ? s->reason : "the runtime ended");
+	} else if (strcmp(s->state, "stopping") == 0 && r->state != RUNTIME_STOPPING) {
+		runtimes_set_state(app->db, r->id, RUNTIME_STOPPING, s->reason, now);
+		runtime_moved(app, r->user_id);
+	} else if (strcmp(s->state, "running") == 0 && r->state == RUNTIME_STOPPING) {
+		/* a stop the supervisor never heard of (it restarted meanwhile) */
+		backend_stop(app->backend, r->user_name, r->id, r->reason[0] ? r->reason : "stopped");
+	} else if (s->ready && r->state == RUNTIME_STARTING) {
+		runtime_mark_ready(app, r, NULL); /* the ready event came before we listened */
+	}
+}
+
+/* A sandbox that no live row accounts for is stopped. */
+static void stop_strays(struct app *app, const struct live_rows *rows, const struct backend_sandbox *s,
+			size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool owned = false;
+		if (strcmp(s[i].state, "ended") == 0 || strcmp(s[i].state, "stopping") == 0)
+			continue;
+		for (size_t k = 0; k < rows->n && !owned; k++)
+			owned = rows->r[k].state != RUNTIME_QUEUED &&
+				strcmp(rows->r[k].user_name, s[i].user) == 0 &&
+				same_runtime(&s[i], &rows->r[k]);
+		if (owned)
+			continue;
+		log_warn("stopping the sandbox of %s: no live runtime %lld accounts for it", s[i].user,
+			 (long long)s[i].runtime_id);
+		backend_stop(app->backend, s[i].user, s[i].runtime_id, "no runtime owns this sandbox");
+	}
+}
+
+/* Keeps the runtimes' sandboxes: job sandboxes (pools) are jobs/' to reconcile. */
+static size_t runtimes_only(struct backend_sandbox *s, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (s[i].pool_id == 0)
+			s[k++] = s[i];
+	return k;
+}
+
+/* One total reconciliation with the backend's list; 0, or -1 when the
+ * backend did not answer or the live rows could not be read (nothing is
+ * decided then). */
+static int reconcile_all(struct app *app)
+{
+	struct backend_sandbox *s = NULL;
+	struct live_rows rows;
+	size_t n = 0;
+	int64_t now = time(NULL);
+	int rc = 0;
+
+	if (backend_list(app->backend, &s, &n) < 0)
+		return -1; /* decide nothing without the backend's word */
+	n = runtimes_only(s, n);
+	if (collect_rows(app, &rows) == 0) {
+		for (size_t i = 0; i < rows.n; i++)
+			reconcile_row(app, &rows.r[i], find_sandbox(s, n, rows.r[i].user_name), now);
+		stop_strays(app, &rows, s, n);
+	} else {
+		rc = -1;
+		log_error("reconcile: cannot read the live runtimes (more than %d?)", ROWS_MAX);
+	}
+	buf_release(&rows.b);
+	free(s);
+	return rc;
 }

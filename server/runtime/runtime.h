@@ -9,7 +9,13 @@
  * failed with the cause) without polling. Reconciliation is total: after the
  * channel comes up, when a backend call timed out, and every few minutes as a
  * safety net, every sandbox is matched to a live row or stopped, and every
- * live row to a sandbox or ended. */
+ * live row to a sandbox or ended.
+ *
+ * The folder, top to bottom (no file includes one above it): runtime.c the
+ * entry points and the backend's events; reconcile.c the reconciler's pass
+ * (timers, the GPU queue's pass, total reconciliation) on a ticker;
+ * gpuqueue.c the GPU starts and the queue's pass; moves.c the row moves they
+ * share, with the one "row moved" hook; poke.c the reconciler's handle. */
 #ifndef LABD_RUNTIME_H
 #define LABD_RUNTIME_H
 
@@ -31,16 +37,6 @@ enum runtime_start_result {
 	RUNTIME_START_ERROR,   /* store or token failure */
 	RUNTIME_START_QUOTA,   /* a rolling window of the kind is used up: *refusal */
 	RUNTIME_START_NO_GPUS_ALLOWED, /* the user's gpus_per_runtime is 0 */
-};
-
-/* What the user's limits give one runtime (0 = the backend's default). */
-struct runtime_resources {
-	int64_t deadline_s; /* the plan's length or the quota left, the earlier */
-	int64_t memory_bytes, cpus_milli, home_size_bytes;
-	bool network;                /* egress, else loopback only */
-	int64_t egress_bytes_per_s;  /* each way, 0 = no limit */
-	unsigned gpus; /* quota_gpus_per_runtime(): how many a GPU runtime gets */
-	char image[PLAN_IMAGE_MAX + 1]; /* the plan's image (plans_user_image); "" = host root */
 };
 
 /* Starts a runtime of kind for the user (address: the client's, for the
@@ -78,45 +74,7 @@ const char *runtime_backend_warnings(struct app *app);
 
 /* The events a backend delivers, bound to app (runtime_events_init). */
 void runtime_events_init(struct backend_events *ev, struct app *app);
-/* One total reconciliation with the backend's list; 0, or -1 when the backend
- * did not answer or the live rows could not be read (nothing is decided then). */
-int runtime_reconcile_all(struct app *app);
-
-/* Adds an audit entry; a write that fails is logged as an error. */
-void runtime_audit(struct app *app, int64_t now, const char *actor, const char *action,
-		   const char *user, const char *address, const char *detail);
-
 /* The Unix socket of a "unix:" endpoint into out; -1 for other endpoints. */
 int runtime_socket_path(const struct runtime *r, char *out, size_t len);
-
-/* ---- the GPU queue (gpuqueue.c) ---- */
-
-/* A GPU start (runtime_start's kind gpu): a free GPU at once when nobody
- * waits, else a queued row (state queued, its place computed before this
- * returns). Results as runtime_start's. */
-enum runtime_start_result runtime_gpu_start(struct app *app, int64_t user_id, const char *user,
-					    const char *address, const char *token,
-					    const struct runtime_resources *res, struct runtime *out);
-/* One pass of the queue, from the reconciler thread (it calls the backend):
- * fails entries past [gpu] queue_max_wait, starts the head of the fair order
- * on each free GPU, and recomputes every place (telling those whose changed). */
-void runtime_queue_tick(struct app *app);
-/* Recomputes positions and estimates (no backend call; any thread). */
-void runtime_queue_replan(struct app *app);
-
-/* ---- shared within runtime/ ---- */
-
-/* Ends a live row (stopped, or failed) with reason: audit, log, watchers. */
-void runtime_end(struct app *app, const struct runtime *r, bool failed, const char *reason);
-/* Hands r's sandbox, of the size res says, to the backend; a refusal fails
- * the row, a GPU still held puts it back in the queue. Never call with the
- * GPU allocation lock. */
-void runtime_ask_backend(struct app *app, struct runtime *r, const struct runtime_resources *res);
-/* What the user's limits give a runtime of kind starting now (a GPU start
- * leaving the queue: the plan and quota of that moment, since an admin may
- * have changed them): its deadline, the earlier of the plan's length and the
- * quota left, and its size. 0, or -EIO when the limits cannot be read. */
-int runtime_resources_read(struct app *app, int64_t user_id, enum runtime_kind kind, int64_t now,
-			   struct runtime_resources *res);
 
 #endif

@@ -1,4 +1,4 @@
-/* gpus.c - the GPU pool: snapshot, refresh thread, holders; see gpus.h. */
+/* gpus.c - the GPU pool: snapshot, refresh ticker, holders; see gpus.h. */
 #include "sched/gpus.h"
 
 #include <errno.h>
@@ -10,7 +10,9 @@
 #include <time.h>
 
 #include "config/config.h"
+#include "labd/clock.h"
 #include "labd/log.h"
+#include "labd/ticker.h"
 #include "sched/nvml.h"
 #include "store/pools.h"
 #include "store/runtimes.h"
@@ -22,10 +24,7 @@ struct gpus {
 	struct gpu_info snap[CONFIG_MAX_GPUS];
 	size_t n;
 	pthread_mutex_t alloc; /* gpus_alloc_lock */
-	pthread_mutex_t stop_lock;
-	pthread_cond_t stop_cond;
-	bool stopping, thread_running;
-	pthread_t thread;
+	struct ticker *ticker; /* the refresh, while NVML is loaded */
 };
 
 const char *gpus_source_name(enum gpu_source s)
@@ -62,23 +61,13 @@ static void refresh(struct gpus *g)
 	pthread_mutex_unlock(&g->lock);
 }
 
-static void *loop(void *arg)
+/* The refresh thread's pass: NVML's numbers every [gpu] refresh. */
+static long long refresh_pass(void *arg)
 {
 	struct gpus *g = arg;
-	struct timespec until;
 
-	pthread_mutex_lock(&g->stop_lock);
-	while (!g->stopping) {
-		pthread_mutex_unlock(&g->stop_lock);
-		refresh(g);
-		pthread_mutex_lock(&g->stop_lock);
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += g->cfg->gpu_refresh_s;
-		if (!g->stopping)
-			pthread_cond_timedwait(&g->stop_cond, &g->stop_lock, &until);
-	}
-	pthread_mutex_unlock(&g->stop_lock);
-	return NULL;
+	refresh(g);
+	return clock_ms() + (long long)g->cfg->gpu_refresh_s * 1000;
 }
 
 int gpus_new(const struct labd_config *cfg, struct gpus **out)
@@ -91,8 +80,6 @@ int gpus_new(const struct labd_config *cfg, struct gpus **out)
 	g->cfg = cfg;
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_mutex_init(&g->alloc, NULL);
-	pthread_mutex_init(&g->stop_lock, NULL);
-	pthread_cond_init(&g->stop_cond, NULL);
 	base_info(cfg, g->snap, &g->n);
 	/* Only a pool of real devices is worth asking NVML about. */
 	if (cfg->n_gpu_devices > 0 && !cfg->gpu_stand_in) {
@@ -102,12 +89,9 @@ int gpus_new(const struct labd_config *cfg, struct gpus **out)
 		else
 			log_info("gpus: NVML loaded from %s", cfg->nvml_library);
 	}
-	if (g->nvml) {
-		if (pthread_create(&g->thread, NULL, loop, g) != 0) {
-			gpus_free(g);
-			return -EAGAIN;
-		}
-		g->thread_running = true;
+	if (g->nvml && ticker_start("gpus", refresh_pass, g, &g->ticker) < 0) {
+		gpus_free(g);
+		return -EAGAIN;
 	}
 	*out = g;
 	return 0;
@@ -117,16 +101,8 @@ void gpus_free(struct gpus *g)
 {
 	if (!g)
 		return;
-	if (g->thread_running) {
-		pthread_mutex_lock(&g->stop_lock);
-		g->stopping = true;
-		pthread_cond_signal(&g->stop_cond);
-		pthread_mutex_unlock(&g->stop_lock);
-		pthread_join(g->thread, NULL);
-	}
+	ticker_stop(g->ticker);
 	nvml_close(g->nvml);
-	pthread_cond_destroy(&g->stop_cond);
-	pthread_mutex_destroy(&g->stop_lock);
 	pthread_mutex_destroy(&g->alloc);
 	pthread_mutex_destroy(&g->lock);
 	free(g);

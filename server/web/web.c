@@ -23,6 +23,7 @@
 #include "http/stream.h"
 #include "proxy/gate.h"
 #include "proxy/proxy.h"
+#include "web/dbwatch.h"
 #include "web/routes.h"
 #include "backend/backend.h"
 #include "labd/log.h"
@@ -30,6 +31,7 @@
 #include "jobs/jobs.h"
 #include "jobs/observe.h"
 #include "jobs/watch.h"
+#include "runtime/poke.h"
 #include "runtime/reconcile.h"
 #include "runtime/runtime.h"
 #include "runtime/watch.h"
@@ -41,6 +43,7 @@
 #include "proxy/wsrelay.h"
 #include "auth/password.h"
 #include "labd/privdrop.h"
+#include "labd/ticker.h"
 #include "labd/watch.h"
 #include "metrics/labd.h"
 #include "store/users.h"
@@ -198,14 +201,63 @@ static void on_connected(void *ctx)
 {
 	struct app *app = ctx;
 
-	reconcile_wake(app->reconciler);
+	reconcile_wake(app);
 	jobs_connected(app);
 }
 
-/* The registries of runtime and job changes and the event streams that carry them.
- * LABD_EVENT_KEEPALIVE_MS (tests only) shortens the 15 s keepalive. */
-static int start_events(struct app *app)
+/* Everything the web process holds, for the parts below. */
+struct web {
+	struct app app;
+	struct policies policies;
+	const struct privdrop_user *user;
+	int listen_fd, supervisor_fd;
+	pid_t supervisor;
+	struct backend_events events;
+	struct ticker *maintenance;
+	struct dbwatch *dbwatch; /* NULL: the store's directory is polled instead */
+	struct workers *httpd;
+};
+
+/* ---- the parts of the web process, started in order, stopped in reverse ---- */
+
+static int start_store(struct web *w)
 {
+	if (web_open_store_as_user(w->app.cfg, w->user, &w->app.db) < 0)
+		return -1;
+	/* Cleared by the credential change, so set only now; then close the race
+	 * where the supervisor died before this line. */
+	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+	if (getppid() != w->supervisor)
+		return -1;
+	return web_bootstrap_admin(w->app.cfg, w->app.db);
+}
+
+static void stop_store(struct web *w)
+{
+	db_close(w->app.db);
+}
+
+static int start_caches(struct web *w)
+{
+	w->app.identities = ttlcache_new(IDENTITY_CACHE_ENTRIES, sizeof(struct auth_identity));
+	w->app.runtimes = ttlcache_new(RUNTIME_CACHE_ENTRIES, sizeof(struct runtime));
+	w->app.home_usage = ttlcache_new(HOME_USAGE_CACHE_ENTRIES, sizeof(struct backend_home));
+	return w->app.identities && w->app.runtimes && w->app.home_usage ? 0 : -1;
+}
+
+static void stop_caches(struct web *w)
+{
+	ttlcache_free(w->app.identities);
+	ttlcache_free(w->app.runtimes);
+	ttlcache_free(w->app.home_usage);
+}
+
+/* The registries of runtime and job changes and the event streams that carry
+ * them. LABD_EVENT_KEEPALIVE_MS (tests only) shortens the 15 s keepalive. The
+ * registries outlive the backend (its events notify until backend_free). */
+static int start_events(struct web *w)
+{
+	struct app *app = &w->app;
 	const char *env = getenv("LABD_EVENT_KEEPALIVE_MS");
 	uint64_t keepalive_ms = HTTP_STREAM_KEEPALIVE_MS;
 	unsigned max_streams = app->cfg->max_connections / 4 ? app->cfg->max_connections / 4 : 1;
@@ -218,12 +270,197 @@ static int start_events(struct app *app)
 	return app->watch && app->jobs_watch && app->streams ? 0 : -1;
 }
 
-/* Waits for SIGTERM/SIGINT (blocked since the supervisor forked us). Every
- * second it looks for writes by the host CLI (a password reset must end
- * sessions that the caches still hold); now and then it sweeps expired
- * sessions from the store. With LABD_FAULT_BAD_MESSAGE set (tests only),
- * SIGUSR1 sends that text (each line a message) to the supervisor, as a
- * compromised web process could. */
+static void stop_events(struct web *w)
+{
+	http_streams_free(w->app.streams);
+	watch_free(w->app.watch);
+	watch_free(w->app.jobs_watch);
+}
+
+/* The GPU pool, before the reconciler (whose passes run the queue) and the
+ * backend (whose samples read it); freed after both. */
+static int start_gpus(struct web *w)
+{
+	return gpus_new(w->app.cfg, &w->app.gpus) < 0 ? -1 : 0;
+}
+
+static void stop_gpus(struct web *w)
+{
+	gpus_free(w->app.gpus);
+}
+
+/* Observation of jobs: its hooks are the backend's events', so it goes after. */
+static int start_observe(struct web *w)
+{
+	return observe_init(&w->app);
+}
+
+static void stop_observe(struct web *w)
+{
+	observe_free(&w->app);
+}
+
+/* The channel to the supervisor, before the reconcilers (which list its
+ * sandboxes) and the first request (which may start a runtime: the
+ * reconciler's first pass, just after, sees it). */
+static int start_backend(struct web *w)
+{
+	runtime_events_init(&w->events, &w->app);
+	jobs_events_init(&w->events, &w->app);
+	w->events.connected = on_connected;
+	w->app.backend = backend_local_new(w->supervisor_fd, &w->events);
+	return w->app.backend ? 0 : -1;
+}
+
+static void stop_backend(struct web *w)
+{
+	backend_free(w->app.backend);
+}
+
+static int start_reconciler(struct web *w)
+{
+	return reconcile_start(&w->app, &w->app.reconciler);
+}
+
+static void stop_reconciler(struct web *w)
+{
+	reconcile_stop(__atomic_exchange_n(&w->app.reconciler, NULL, __ATOMIC_SEQ_CST));
+}
+
+static int start_jobs(struct web *w)
+{
+	return jobs_runner_start(&w->app, &w->app.jobs);
+}
+
+static void stop_jobs(struct web *w)
+{
+	jobs_runner_stop(__atomic_exchange_n(&w->app.jobs, NULL, __ATOMIC_SEQ_CST));
+}
+
+/* The host CLI's writes (a password reset must end sessions that the caches
+ * still hold) are heard when they happen (dbwatch.h: a write in the store's
+ * directory pokes the maintenance ticker), or looked for every second when
+ * the directory cannot be watched; expired sessions are swept from the store
+ * every MAINTENANCE_S. */
+#define CLI_WRITES_EVERY_MS 1000
+
+static long long maintenance_pass(void *arg)
+{
+	struct web *w = arg;
+	static long long next_purge_ms;
+
+	db_poll_external(w->app.db);
+	if (clock_ms() >= next_purge_ms) {
+		sessions_purge_expired(w->app.db, w->app.session, time(NULL));
+		next_purge_ms = clock_ms() + MAINTENANCE_S * 1000LL;
+	}
+	return __atomic_load_n(&w->dbwatch, __ATOMIC_ACQUIRE) ? next_purge_ms
+							     : clock_ms() + CLI_WRITES_EVERY_MS;
+}
+
+static void store_written(void *arg)
+{
+	struct web *w = arg;
+
+	ticker_poke(__atomic_load_n(&w->maintenance, __ATOMIC_ACQUIRE));
+}
+
+static int start_maintenance(struct web *w)
+{
+	struct ticker *t;
+	struct dbwatch *dw;
+
+	if (ticker_start("maintenance", maintenance_pass, w, &t) < 0)
+		return -1;
+	__atomic_store_n(&w->maintenance, t, __ATOMIC_RELEASE);
+	/* the store is db/labd.db below the working directory (the state dir) */
+	if (dbwatch_start("db", store_written, w, &dw) == 0) {
+		__atomic_store_n(&w->dbwatch, dw, __ATOMIC_RELEASE);
+		ticker_poke(t); /* its next due time is the purge's now */
+	}
+	return 0;
+}
+
+static void stop_maintenance(struct web *w)
+{
+	dbwatch_stop(w->dbwatch);
+	ticker_stop(w->maintenance);
+}
+
+/* The WebSocket relay, the proxy's hooks into it and the HTTP server. On
+ * the way down libmicrohttpd must have no upgraded or suspended connection
+ * left, and backend events (which may come until backend_free) are kept off
+ * the relay that goes. */
+static int start_http(struct web *w)
+{
+	struct app *app = &w->app;
+
+	if (wsrelay_start(&app->proxy->relay, app->cfg->websocket_idle_timeout_s * 1000) < 0)
+		return -1;
+	app->active_websockets = active_websockets;
+	app->close_connections = close_connections;
+	__atomic_store_n(&app->on_runtime_ended, forget_runtime, __ATOMIC_SEQ_CST);
+	w->httpd = http_start(app, w->listen_fd, handlers, sizeof(handlers) / sizeof(handlers[0]));
+	if (w->httpd)
+		return 0;
+	__atomic_store_n(&app->on_runtime_ended, NULL, __ATOMIC_SEQ_CST);
+	wsrelay_stop(app->proxy->relay);
+	return -1;
+}
+
+static void stop_http(struct web *w)
+{
+	__atomic_store_n(&w->app.on_runtime_ended, NULL, __ATOMIC_SEQ_CST);
+	http_streams_close_all(w->app.streams);
+	wsrelay_stop(w->app.proxy->relay);
+	workers_stop(w->httpd);
+	upstream_clear();
+}
+
+static const struct part {
+	const char *name;
+	int (*start)(struct web *w);
+	void (*stop)(struct web *w);
+} parts[] = {
+	{"store", start_store, stop_store},
+	{"caches", start_caches, stop_caches},
+	{"events", start_events, stop_events},
+	{"gpus", start_gpus, stop_gpus},
+	{"observe", start_observe, stop_observe},
+	{"backend", start_backend, stop_backend},
+	{"http", start_http, stop_http},
+	/* the tickers last, so that they stop first: nothing is dispatched
+	 * while the supervisor ends sandboxes on a shutdown */
+	{"maintenance", start_maintenance, stop_maintenance},
+	{"reconciler", start_reconciler, stop_reconciler},
+	{"jobs", start_jobs, stop_jobs}, /* first to stop: the supervisor's shutdown events follow */
+};
+#define N_PARTS (sizeof(parts) / sizeof(parts[0]))
+
+/* Stops the first n parts, the last first. */
+static void stop_parts(struct web *w, size_t n)
+{
+	while (n-- > 0)
+		parts[n].stop(w);
+}
+
+/* Starts every part in order; the number started (N_PARTS: all). A part that
+ * fails is named, and those before it are stopped again. */
+static size_t start_parts(struct web *w)
+{
+	for (size_t i = 0; i < N_PARTS; i++) {
+		if (parts[i].start(w) == 0)
+			continue;
+		log_error("web process: part \"%s\" did not start", parts[i].name);
+		stop_parts(w, i);
+		return i;
+	}
+	return N_PARTS;
+}
+
+/* With LABD_FAULT_BAD_MESSAGE set (tests only), SIGUSR1 sends that text
+ * (each line a message) to the supervisor, as a compromised web process
+ * could. */
 static void send_bad_messages(struct app *app, const char *bad)
 {
 	char one[4096];
@@ -238,12 +475,12 @@ static void send_bad_messages(struct app *app, const char *bad)
 	}
 }
 
+/* Waits, untimed, for SIGTERM/SIGINT (blocked since the supervisor forked
+ * us); the timed work is the parts' tickers'. */
 static void serve_until_signal(struct app *app)
 {
 	const char *bad = getenv("LABD_FAULT_BAD_MESSAGE");
 	sigset_t set;
-	struct timespec tick = {1, 0};
-	unsigned ticks = 0;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -251,27 +488,17 @@ static void serve_until_signal(struct app *app)
 	if (bad)
 		sigaddset(&set, SIGUSR1); /* blocked in every thread by web_main */
 	for (;;) {
-		int sig = sigtimedwait(&set, NULL, &tick);
+		int sig = sigwaitinfo(&set, NULL);
 		if (sig == SIGTERM || sig == SIGINT)
 			return;
 		if (sig == SIGUSR1 && bad)
 			send_bad_messages(app, bad);
-		if (sig >= 0 || errno != EAGAIN)
-			continue;
-		db_poll_external(app->db);
-		if (++ticks % MAINTENANCE_S == 0)
-			sessions_purge_expired(app->db, app->session, time(NULL));
 	}
 }
 
-_Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_user *u,
-			int listen_fd, int supervisor_fd, int web_root_fd)
+/* The process itself: names, log level, signals; before any thread starts. */
+static void process_setup(const struct labd_config *cfg)
 {
-	pid_t supervisor = getppid();
-	struct app app = {.web_root_fd = web_root_fd};
-	struct workers *httpd;
-	struct backend_events events;
-	struct policies policies;
 	enum log_level level;
 
 	log_set_tag("labd-web");
@@ -283,73 +510,26 @@ _Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_use
 		sigset_t usr1;
 		sigemptyset(&usr1);
 		sigaddset(&usr1, SIGUSR1);
-		sigprocmask(SIG_BLOCK, &usr1, NULL); /* before any thread starts */
+		sigprocmask(SIG_BLOCK, &usr1, NULL);
 	}
 	metrics_process_started();
-	init_policies(&app, &policies, cfg);
-	if (web_open_store_as_user(cfg, u, &app.db) < 0)
+}
+
+_Noreturn void web_main(const struct labd_config *cfg, const struct privdrop_user *u,
+			int listen_fd, int supervisor_fd, int web_root_fd)
+{
+	static struct web w; /* large (the policies); lives as long as the process */
+
+	w = (struct web){.user = u, .listen_fd = listen_fd, .supervisor_fd = supervisor_fd,
+			 .supervisor = getppid(), .app.web_root_fd = web_root_fd};
+	process_setup(cfg);
+	init_policies(&w.app, &w.policies, cfg);
+	if (start_parts(&w) < N_PARTS)
 		_exit(1);
-	/* Cleared by the credential change, so set only now; then close the race
-	 * where the supervisor died before this line. */
-	prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
-	if (getppid() != supervisor)
-		_exit(1);
-	if (web_bootstrap_admin(cfg, app.db) < 0)
-		_exit(1);
-	app.on_runtime_ended = forget_runtime;
-	app.active_websockets = active_websockets;
-	app.close_connections = close_connections;
-	app.identities = ttlcache_new(IDENTITY_CACHE_ENTRIES, sizeof(struct auth_identity));
-	app.runtimes = ttlcache_new(RUNTIME_CACHE_ENTRIES, sizeof(struct runtime));
-	app.home_usage = ttlcache_new(HOME_USAGE_CACHE_ENTRIES, sizeof(struct backend_home));
-	if (!app.identities || !app.runtimes || !app.home_usage) {
-		log_error("cannot allocate the request caches");
-		_exit(1);
-	}
-	if (wsrelay_start(&app.proxy->relay, cfg->websocket_idle_timeout_s * 1000) < 0 || start_events(&app) < 0)
-		_exit(1);
-	/* The GPU pool before the reconciler (whose passes run the queue). */
-	if (gpus_new(cfg, &app.gpus) < 0) {
-		log_error("cannot set up the GPU pool");
-		_exit(1);
-	}
-	/* The backend before the reconciler (which lists its sandboxes), both
-	 * before the first request (which may start a runtime). */
-	runtime_events_init(&events, &app);
-	jobs_events_init(&events, &app);
-	events.connected = on_connected;
-	app.backend = backend_local_new(supervisor_fd, &events);
-	if (!app.backend || reconcile_start(&app, &app.reconciler) < 0 || observe_init(&app) < 0 ||
-	    jobs_runner_start(&app, &app.jobs) < 0)
-		_exit(1);
-	httpd = http_start(&app, listen_fd, handlers, sizeof(handlers) / sizeof(handlers[0]));
-	if (!httpd) {
-		log_error("cannot start the HTTP server");
-		_exit(1);
-	}
 	log_info("serving as user %s (pid %d)", u->name, (int)getpid());
-	serve_until_signal(&app);
+	serve_until_signal(&w.app);
 	log_info("shutting down");
-	jobs_runner_stop(__atomic_exchange_n(&app.jobs, NULL, __ATOMIC_SEQ_CST));
-	reconcile_stop(app.reconciler);
-	/* backend events may still come until backend_free: keep them off the
-	 * relay that is about to go */
-	__atomic_store_n(&app.on_runtime_ended, NULL, __ATOMIC_SEQ_CST);
-	/* libmicrohttpd must have no upgraded or suspended connection left. */
-	http_streams_close_all(app.streams);
-	wsrelay_stop(app.proxy->relay);
-	workers_stop(httpd);
-	http_streams_free(app.streams);
-	upstream_clear();
-	ttlcache_free(app.identities);
-	ttlcache_free(app.runtimes);
-	ttlcache_free(app.home_usage);
-	backend_free(app.backend);
-	gpus_free(app.gpus); /* after the reconciler, which takes its lock */
-	observe_free(&app);  /* after backend_free: events call its hooks */
-	watch_free(app.watch); /* backend events notify until backend_free */
-	watch_free(app.jobs_watch);
-	db_close(app.db);
+	stop_parts(&w, N_PARTS);
 	close(web_root_fd);
 	_exit(0);
 }

@@ -7,7 +7,7 @@
 #           prefix of a global function is its object file's name when the function's
 #           name starts with it, else the name's first word)
 #   period  every #define named *_INTERVAL*, *_EVERY*, *_PERIOD*, *_TICK* or *_TIMEOUT*
-#           ends in its unit: _MS, _S, _US or _NS
+#           ends in its unit: _MS, _S, _US or _NS (an include guard, *_H, is none)
 # KNOWN (default ROOT/tests/lint/known-words.txt) lists today's violations, one a line:
 #   KIND NAME PLACE... -- why it is still there
 # A violation not in it fails, and so does a line whose violation is gone (the list only
@@ -72,7 +72,7 @@ find_periods() {
 	local def="^$S*#$S*define$S+[A-Za-z0-9_]*_(INTERVAL|EVERY|PERIOD|TICK|TIMEOUT)[A-Za-z0-9_]*"
 	sources common include sandbox server | xargs grep -HnoE "$def" |
 		sed -E "s/^([^:]*):[0-9]+:.*define$S+([A-Za-z0-9_]+)\$/\\2 \\1/" |
-		grep -vE '^[A-Za-z0-9_]+_(MS|S|US|NS) ' | awk '{ print "period " $1 " " $2 }' | sort
+		grep -vE '^[A-Za-z0-9_]+_(MS|S|US|NS|H) ' | awk '{ print "period " $1 " " $2 }' | sort
 }
 
 if ! find "$BUILD/server" -name '*.o' 2>/dev/null | grep -q .; then

@@ -11,6 +11,7 @@
 #include "jobs/extract.h"
 #include "jobs/joblog.h"
 #include "jobs/observe_int.h"
+#include "jobs/observe_rules.h"
 #include "jobs/rules.h"
 #include "sched/gpus.h"
 

@@ -1,0 +1,14 @@
+/* reconcile.h - pool rows against the backend's list (jobs/reconcile.c). */
+#ifndef LABD_JOBS_RECONCILE_H
+#define LABD_JOBS_RECONCILE_H
+
+struct app;
+
+/* A pool being built is not missed from the backend's list before this. */
+#define JOBS_START_GRACE_S 10
+
+/* Matches pool rows to the backend's list: 0, or -1 when the backend did
+ * not answer. */
+int jobs_reconcile(struct app *app);
+
+#endif
