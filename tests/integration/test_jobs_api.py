@@ -101,6 +101,8 @@ BAD = [
      "metric_definitions[0].regex"),
     ({"memory_bytes": 1024}, "memory_bytes"),
     ({"cpus_milli": 1}, "cpus_milli"),
+    # each word within bounds, the whole over the 48 KiB the job runner takes
+    ({"command": ["true"] + ["x" * 4000] * 20}, "command"),
 ]
 
 
