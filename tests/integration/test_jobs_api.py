@@ -102,7 +102,7 @@ BAD = [
     ({"memory_bytes": 1024}, "memory_bytes"),
     ({"cpus_milli": 1}, "cpus_milli"),
     # each word within bounds, the whole over the 48 KiB the job runner takes
-    ({"command": ["true"] + ["x" * 4000] * 20}, "command"),
+    ({"command": ["true"] + ["x" * 4000] * 13}, "command"),
 ]
 
 
