@@ -82,9 +82,11 @@ static int connect_runtime(const char *socket_path, uid_t peer_uid)
 	pfd = open(socket_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (pfd < 0)
 		return -1;
-	if (peer_uid == JUPYTER_PEER_OWNER && fstat(pfd, &st) == 0)
+	if (fstat(pfd, &st) < 0 || !S_ISSOCK(st.st_mode))
+		goto out;
+	if (peer_uid == JUPYTER_PEER_OWNER)
 		peer_uid = st.st_uid;
-	if (fstat(pfd, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != peer_uid)
+	if (st.st_uid != peer_uid)
 		goto out;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", pfd);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
