@@ -45,10 +45,17 @@ void api_reply_field(struct http_request *req, const char *field, const char *fm
  * into *out (absent: *out unchanged). 0, or -1 with the 400 naming it. */
 int api_query_uint(struct http_request *req, const char *name, uint64_t min, uint64_t max,
 		   uint64_t *out);
+/* True when the caller may act on other users' objects of a realm: an
+ * administrator whose request holds admin_scope (a cookie session holds every
+ * scope of its role; a token only those it was given). */
+bool api_admin_reach(struct http_request *req, unsigned admin_scope);
 /* Whose list a listing shows (what: "jobs", "warm pools"): the caller's, or
- * for an administrator the user named by ?user=. 0 with *user_id, or -1 with
- * the reply set (403 for anyone else, 404 for no such user, 500). */
-int api_list_owner(struct http_request *req, const char *what, int64_t *user_id);
+ * the user named by ?user= for an administrator holding admin_scope. 0 with
+ * *user_id, or -1 with the reply set (403 forbidden for a user, 403
+ * insufficient_scope for an admin token without admin_scope, 404 for no such
+ * user, 500). */
+int api_list_owner(struct http_request *req, const char *what, unsigned admin_scope,
+		   int64_t *user_id);
 /* Closes the WebSockets an account event takes away (app->close_connections;
  * a no-op where none is set). what is an enum app_close (labd/app.h). */
 void api_close_connections(struct http_request *req, int what, int64_t id);
@@ -72,7 +79,7 @@ void api_users_get(struct http_request *req);
 void api_users_patch(struct http_request *req);
 void api_users_delete(struct http_request *req);
 /* job_access.c: the job in the path's first parameter that the caller may
- * see (their own; any for an administrator): 0 with *out (release with
+ * see (their own; any for an administrator holding admin:jobs): 0 with *out (release with
  * jobs_row_free), or -1 with the reply set (404 not_found, 500). */
 struct job;
 int api_path_job(struct http_request *req, struct job *out);
@@ -170,8 +177,10 @@ void api_jobs_submit(struct http_request *req);
 void api_jobs_list(struct http_request *req);
 void api_jobs_get(struct http_request *req);
 void api_jobs_stop(struct http_request *req);
-/* The job object of the API (full: with transitions, final metrics and
- * findings, as GET /api/v1/jobs/{id}; else a list item). Caller owns it. */
+/* The job object of the API (full: with the request fields, transitions,
+ * final metrics, findings and log size, as GET /api/v1/jobs/{id}; else a list
+ * item: the row's columns, billable_s and warm_pool only, no spec parsed and
+ * no metric read). Caller owns it. */
 json_t *api_job_json(struct app *app, const struct job *j, bool full);
 /* warm_pools.c */
 void api_warm_pools_list(struct http_request *req);

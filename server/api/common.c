@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "api/api.h"
+#include "auth/scope.h"
 #include "http/http.h"
 #include "labd/app.h"
 #include "labd/parse.h"
@@ -174,7 +175,15 @@ int api_path_user(struct http_request *req, struct user *u)
 	return api_path_found(req, "user", name ? users_find_by_name(http_app(req)->db, name, u) : 0);
 }
 
-int api_list_owner(struct http_request *req, const char *what, int64_t *user_id)
+bool api_admin_reach(struct http_request *req, unsigned admin_scope)
+{
+	const struct auth_identity *ident = http_identity(req);
+
+	return ident->user.role == USER_ROLE_ADMIN && (ident->scopes & admin_scope) == admin_scope;
+}
+
+int api_list_owner(struct http_request *req, const char *what, unsigned admin_scope,
+		   int64_t *user_id)
 {
 	const struct auth_identity *ident = http_identity(req);
 	const char *name = http_query(req, "user");
@@ -187,6 +196,12 @@ int api_list_owner(struct http_request *req, const char *what, int64_t *user_id)
 	if (ident->user.role != USER_ROLE_ADMIN) {
 		http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
 				 "only an administrator may list another user's %s", what);
+		return -1;
+	}
+	if (!api_admin_reach(req, admin_scope)) {
+		http_reply_error(req, MHD_HTTP_FORBIDDEN, "insufficient_scope",
+				 "this API token lacks the scope \"%s\" that another user's %s need",
+				 scope_name(admin_scope), what);
 		return -1;
 	}
 	rc = parse_user_name_ok(name) ? users_find_by_name(http_app(req)->db, name, &u) : 0;

@@ -1,11 +1,13 @@
 /* job_access.c - the job named in a /api/v1/jobs/{id}/... path, as the
- * caller may see it: their own, or any for an administrator. */
+ * caller may see it: their own, or any for an administrator whose request
+ * holds admin:jobs (a jobs-only admin token reaches the admin's own jobs). */
 #include <stdlib.h>
 
 #include "api/api.h"
 #include "http/http.h"
 #include "http/router.h"
 #include "labd/app.h"
+#include "auth/scope.h"
 #include "labd/parse.h"
 #include "store/jobs.h"
 #include "store/users.h"
@@ -24,7 +26,8 @@ int api_path_job(struct http_request *req, struct job *out)
 	}
 	/* another user's job is answered as missing: ids reveal nothing */
 	rc = jobs_find_for(http_app(req)->db,
-			   ident->user.role == USER_ROLE_ADMIN ? 0 : ident->user.id, (int64_t)id, out);
+			   api_admin_reach(req, SCOPE_ADMIN_JOBS) ? 0 : ident->user.id, (int64_t)id,
+			   out);
 	if (rc < 0) {
 		http_reply_internal(req);
 		return -1;

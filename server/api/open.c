@@ -14,6 +14,7 @@
 
 #include "api/api.h"
 #include "api/pages.h"
+#include "config/config.h"
 #include "http/http.h"
 #include "http/static.h"
 #include "labd/app.h"
@@ -33,6 +34,7 @@ struct open_slot {
 	char user[USER_NAME_MAX + 1];
 	char repo[GITSOURCE_URL_MAX + 1], path[GITSOURCE_PATH_MAX + 1];
 	char socket_path[RUNTIME_ENDPOINT_MAX], token[RUNTIME_TOKEN_LEN + 1];
+	uid_t peer_uid; /* the runtime's host uid: who must listen on socket_path */
 	struct gitopen_result result;
 };
 
@@ -109,7 +111,10 @@ static json_t *slot_json(const struct open_slot *s)
 static void *open_thread(void *arg)
 {
 	struct open_slot *s = arg;
-	struct gitopen_target t = {.socket_path = s->socket_path, .user = s->user, .token = s->token};
+	struct gitopen_target t = {.socket_path = s->socket_path,
+				   .user = s->user,
+				   .token = s->token,
+				   .peer_uid = s->peer_uid};
 	struct gitopen_result result;
 
 	/* Nobody else writes a running slot: its inputs are stable without the lock. */
@@ -146,7 +151,7 @@ static struct open_slot *slot_for(int64_t user_id)
 
 /* Starts the open in s (slots_lock held); 0, or -1 when no thread could start. */
 static int start_slot(struct open_slot *s, const struct user *u, const char *repo,
-		      const char *path, const char *socket_path, const char *token)
+		      const char *path, const char *socket_path, const char *token, uid_t peer_uid)
 {
 	pthread_attr_t attr;
 	pthread_t thread;
@@ -161,6 +166,7 @@ static int start_slot(struct open_slot *s, const struct user *u, const char *rep
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	snprintf(s->socket_path, sizeof(s->socket_path), "%s", socket_path);
 	snprintf(s->token, sizeof(s->token), "%s", token);
+	s->peer_uid = peer_uid;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	rc = pthread_create(&thread, &attr, open_thread, s);
@@ -224,7 +230,8 @@ void api_runtime_open(struct http_request *req)
 				   : "too many repositories are being opened; try again shortly");
 		goto out;
 	}
-	if (start_slot(s, &ident->user, repo, path, socket_path, r.token) < 0) {
+	if (start_slot(s, &ident->user, repo, path, socket_path, r.token,
+		       (uid_t)(http_app(req)->cfg->uid_base + r.user_id)) < 0) {
 		pthread_mutex_unlock(&slots_lock);
 		http_reply_internal(req);
 		goto out;

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "api/api.h"
+#include "auth/scope.h"
 #include "http/http.h"
 #include "jobs/jobs.h"
 #include "labd/app.h"
@@ -52,7 +53,7 @@ void api_warm_pools_list(struct http_request *req)
 	struct walk w = {json_array(), time(NULL)};
 	int64_t user_id;
 
-	if (api_list_owner(req, "warm pools", &user_id) < 0) {
+	if (api_list_owner(req, "warm pools", SCOPE_ADMIN_JOBS, &user_id) < 0) {
 		json_decref(w.pools);
 		return;
 	}
@@ -86,7 +87,7 @@ void api_warm_pools_delete(struct http_request *req)
 		return;
 	}
 	/* another user's pool is not told apart from none */
-	if (rc == 0 || (p.user_id != ident->user.id && ident->user.role != USER_ROLE_ADMIN) ||
+	if (rc == 0 || (p.user_id != ident->user.id && !api_admin_reach(req, SCOPE_ADMIN_JOBS)) ||
 	    p.state == POOL_ENDED) {
 		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no warm pool %.32s", text);
 		return;

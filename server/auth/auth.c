@@ -8,6 +8,7 @@
 
 #include "labd/app.h"
 #include "store/sessions.h"
+#include "auth/handoff.h"
 #include "auth/password.h"
 #include "auth/scope.h"
 #include "config/config.h"
@@ -83,7 +84,7 @@ static int identify_by_cookie(struct http_request *req, const char *secret, int6
 int auth_identify(struct http_request *req)
 {
 	const char *authz = http_header(req, "Authorization");
-	const char *cookie = http_cookie(req, SESSION_COOKIE_NAME);
+	const char *cookie = http_cookie(req, auth_cookie_name(http_app(req), SESSION_COOKIE_NAME));
 	bool bearer = authz && strncasecmp(authz, "Bearer ", 7) == 0;
 	const char *secret = bearer ? authz + 7 : cookie;
 	enum auth_kind kind = bearer ? AUTH_TOKEN : AUTH_COOKIE;
@@ -159,16 +160,27 @@ bool auth_next_is_local(const char *next)
 	return true;
 }
 
+const char *auth_cookie_name(const struct app *app, const char *base)
+{
+	if (!app->cfg->secure_cookies)
+		return base;
+	if (strcmp(base, SESSION_COOKIE_NAME) == 0)
+		return "__Host-" SESSION_COOKIE_NAME;
+	if (strcmp(base, RUNTIME_COOKIE_NAME) == 0)
+		return "__Host-" RUNTIME_COOKIE_NAME;
+	return base;
+}
+
 void auth_cookie_header(const struct app *app, const char *secret, char *out, size_t outlen)
 {
 	const char *secure = app->cfg->secure_cookies ? "; Secure" : "";
+	const char *name = auth_cookie_name(app, SESSION_COOKIE_NAME);
 
 	if (secret)
-		snprintf(out, outlen, SESSION_COOKIE_NAME "=%s; Path=/; HttpOnly; SameSite=Lax%s",
-			 secret, secure);
+		snprintf(out, outlen, "%s=%s; Path=/; HttpOnly; SameSite=Lax%s", name, secret,
+			 secure);
 	else
-		snprintf(out, outlen,
-			 SESSION_COOKIE_NAME "=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0%s",
+		snprintf(out, outlen, "%s=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0%s", name,
 			 secure);
 }
 

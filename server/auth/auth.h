@@ -44,6 +44,13 @@ enum login_result auth_check_password(struct app *app, const struct user *user,
 				      const char *password, const char *address,
 				      const char *action, int64_t *retry_after);
 
+/* The name of a cookie labd sets (SESSION_COOKIE_NAME, RUNTIME_COOKIE_NAME):
+ * behind TLS ([server] secure_cookies) it carries the "__Host-" prefix, which
+ * browsers accept only with Secure, Path=/ and no Domain, so no other origin
+ * (another user's, on a shared parent domain) can set or shadow it; over plain
+ * HTTP (the demo) the browser would refuse such a cookie, so the bare name is
+ * used. Only this name is read: a cookie of the other name is ignored. */
+const char *auth_cookie_name(const struct app *app, const char *base);
 /* Writes the Set-Cookie value for a session secret (or, with NULL, one that
  * clears the cookie). */
 void auth_cookie_header(const struct app *app, const char *secret, char *out, size_t outlen);

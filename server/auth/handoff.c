@@ -49,8 +49,8 @@ static void set_runtime_cookie(struct http_request *req, const char *secret)
 
 	/* No Domain attribute: host-only, so it reaches this user origin alone
 	 * (neither labd's origin nor another user's). */
-	snprintf(cookie, sizeof(cookie),
-		 RUNTIME_COOKIE_NAME "=%s; Path=/; HttpOnly; SameSite=Lax%s", secret,
+	snprintf(cookie, sizeof(cookie), "%s=%s; Path=/; HttpOnly; SameSite=Lax%s",
+		 auth_cookie_name(http_app(req), RUNTIME_COOKIE_NAME), secret,
 		 http_app(req)->cfg->secure_cookies ? "; Secure" : "");
 	http_add_header(req, "Set-Cookie", cookie);
 }
@@ -130,7 +130,7 @@ int handoff_identify(struct http_request *req, const char *user)
 {
 	struct app *app = http_app(req);
 	const char *authz = http_header(req, "Authorization");
-	const char *secret = http_cookie(req, RUNTIME_COOKIE_NAME);
+	const char *secret = http_cookie(req, auth_cookie_name(app, RUNTIME_COOKIE_NAME));
 	struct auth_identity *id = http_identity(req), cached;
 	uint64_t gen = db_generation(app->db, DB_IDENTITIES); /* before the read */
 	unsigned char key[TTLCACHE_KEY_LEN];

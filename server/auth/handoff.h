@@ -5,8 +5,8 @@
  * user (store/grants.h: single use, HANDOFF_CODE_TTL_S, stored hashed) and
  * redirects the browser to <user origin>/_labd/handoff?code=...; the user
  * origin redeems it for its own cookie, RUNTIME_COOKIE_NAME (host-only,
- * HttpOnly, SameSite=Lax), accepted only on that origin and only while the
- * session lives. */
+ * HttpOnly, SameSite=Lax; "__Host-" prefixed behind TLS, auth_cookie_name),
+ * accepted only on that origin and only while the session lives. */
 #ifndef LABD_HANDOFF_H
 #define LABD_HANDOFF_H
 

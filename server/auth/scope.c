@@ -22,13 +22,14 @@ static const struct {
 	{SCOPE_ADMIN_AUDIT, "admin:audit"},
 	{SCOPE_METRICS, "metrics"},
 	{SCOPE_JOBS, "jobs"},
+	{SCOPE_ADMIN_JOBS, "admin:jobs"},
 };
 
 #define N_SCOPES (sizeof(scopes) / sizeof(scopes[0]))
 #define USER_SCOPES                                                                    \
 	(SCOPE_IDENTIFY | SCOPE_ACCOUNT | SCOPE_TOKENS | SCOPE_RUNTIMES | SCOPE_READ_USAGE | \
 	 SCOPE_READ_QUOTA | SCOPE_READ_GPUS | SCOPE_JOBS)
-#define ALL_SCOPES ((SCOPE_JOBS << 1) - 1)
+#define ALL_SCOPES ((SCOPE_ADMIN_JOBS << 1) - 1)
 
 unsigned scope_of_role(enum user_role role)
 {

@@ -25,7 +25,9 @@ enum scope {
 	SCOPE_ADMIN_RUNTIMES = 1u << 10, /* every live runtime, and stopping them */
 	SCOPE_ADMIN_AUDIT = 1u << 11,   /* the audit log */
 	SCOPE_METRICS = 1u << 12,       /* GET /metrics */
-	SCOPE_JOBS = 1u << 13,          /* the own training jobs and warm pools */
+	SCOPE_JOBS = 1u << 13,          /* the own training jobs and warm pools (runs code) */
+	/* with jobs: every user's jobs (their environment included) and warm pools */
+	SCOPE_ADMIN_JOBS = 1u << 14,
 };
 
 #define SCOPE_TEXT_MAX 256 /* every name, space-separated, fits */

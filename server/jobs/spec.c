@@ -5,8 +5,24 @@
 
 #include "config/config.h"
 #include "jobs/spec.h"
+#include "jobs/submit.h"
 #include "store/jobs.h"
 #include "labd/app.h"
+
+json_t *jobs_spec_json(const char *name, json_t *req, int64_t max_runtime_s, int64_t grace_s,
+		       int64_t log_max_bytes, int gpus, int64_t cpus)
+{
+	return json_pack("{s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:I,s:I,s:I,s:i,s:I}", "name", name,
+			 "argv", json_object_get(req, "command"),
+			 "env", json_object_get(req, "environment"), "cwd",
+			 json_object_get(req, "working_dir"), "hyperparameters",
+			 json_object_get(req, "hyperparameters"), "channels",
+			 json_object_get(req, "input_channels"), "output_path",
+			 json_object_get(req, "output_path"), "checkpoint_path",
+			 json_object_get(req, "checkpoint_path"), "max_runtime_s",
+			 (json_int_t)max_runtime_s, "grace_s", (json_int_t)grace_s, "log_max_bytes",
+			 (json_int_t)log_max_bytes, "gpus", gpus, "cpus", (json_int_t)cpus);
+}
 
 char *jobs_backend_spec(const struct app *app, const struct job *j)
 {
@@ -18,17 +34,9 @@ char *jobs_backend_spec(const struct app *app, const struct job *j)
 
 	if (!req)
 		return NULL;
-	spec = json_pack("{s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:I,s:I,s:I,s:i,s:I}", "name", j->name,
-			 "argv", json_object_get(req, "command"), "env",
-			 json_object_get(req, "environment"), "cwd",
-			 json_object_get(req, "working_dir"), "hyperparameters",
-			 json_object_get(req, "hyperparameters"), "channels",
-			 json_object_get(req, "input_channels"), "output_path",
-			 json_object_get(req, "output_path"), "checkpoint_path",
-			 json_object_get(req, "checkpoint_path"), "max_runtime_s",
-			 (json_int_t)j->max_runtime_s, "grace_s", (json_int_t)j->grace_s,
-			 "log_max_bytes", (json_int_t)app->cfg->jobs_log_max_bytes, "gpus", j->gpu_count,
-			 "cpus", (json_int_t)((cpus_milli + 999) / 1000));
+	spec = jobs_spec_json(j->name, req, j->max_runtime_s, j->grace_s,
+			      (int64_t)app->cfg->jobs_log_max_bytes, j->gpu_count,
+			      (cpus_milli + 999) / 1000);
 	json_decref(req);
 	text = spec ? json_dumps(spec, JSON_COMPACT) : NULL;
 	json_decref(spec);

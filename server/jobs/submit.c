@@ -11,6 +11,9 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "proto/jobspec.h"
+#include "proto/proto.h"
+
 const char *const jobs_submit_fields[] = {
 	"name",		"command",	 "working_dir",	  "environment",  "hyperparameters",
 	"input_channels", "output_path", "checkpoint_path", "type",	  "gpu_count",
@@ -436,6 +439,81 @@ static int check_name(json_t *body, json_t *spec, struct jobs_submit_error *err)
 	return 0;
 }
 
+/* The request field a job spec field comes from ("argv[3]" -> "command[3]"). */
+static void api_field(const char *spec_field, char *out, size_t len)
+{
+	static const char *const names[][2] = {
+		{"argv", "command"},	     {"env", "environment"}, {"cwd", "working_dir"},
+		{"channels", "input_channels"}, {"gpus", "gpu_count"},   {"cpus", "cpus_milli"},
+	};
+	size_t n = strcspn(spec_field, ".[");
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strlen(names[i][0]) == n && strncmp(spec_field, names[i][0], n) == 0) {
+			snprintf(out, len, "%s%.64s", names[i][1], spec_field + n);
+			return;
+		}
+	snprintf(out, len, "%.80s", spec_field);
+}
+
+/* The largest of the free-form fields that make up a job spec: the one to
+ * name when the whole is too long. */
+static const char *largest_field(json_t *spec)
+{
+	static const char *const fields[] = {"command", "environment", "hyperparameters",
+					     "input_channels"};
+	const char *pick = fields[0];
+	size_t most = 0;
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		char *text = json_dumps(json_object_get(spec, fields[i]), JSON_COMPACT | JSON_ENCODE_ANY);
+		size_t n = text ? strlen(text) : 0;
+		free(text);
+		if (n > most) {
+			most = n;
+			pick = fields[i];
+		}
+	}
+	return pick;
+}
+
+/* The job spec this request makes, read by the supervisor's own reader, with
+ * the largest grace, log cap and CPU count dispatch may put in: what root
+ * would refuse at run time is refused now, naming the field. */
+static int check_runs(json_t *spec, const struct jobs_submit *out, struct jobs_submit_error *err)
+{
+	int64_t cpus = out->cpus_milli ? (out->cpus_milli + 999) / 1000 : JOBSPEC_CPUS_MAX;
+	json_t *whole = jobs_spec_json(json_string_value(json_object_get(spec, "name")), spec,
+				       out->max_runtime_s, JOBSPEC_GRACE_MAX_S, JOBSPEC_LOG_MAX_BYTES,
+				       out->gpu_count, cpus);
+	char *text = whole ? json_dumps(whole, JSON_COMPACT) : NULL;
+	char why[256], field[96];
+	const char *rule;
+	struct jobspec js;
+	int rc;
+
+	json_decref(whole);
+	if (!text)
+		return fail(err, "", "out of memory");
+	rc = jobspec_parse(text, &js, why, sizeof(why));
+	free(text);
+	if (rc == 0) {
+		jobspec_free(&js);
+		return 0;
+	}
+	/* why is "<spec field>: <rule>" */
+	rule = strchr(why, ':') ? strchr(why, ':') + 1 : "";
+	rule += *rule == ' ';
+	why[strcspn(why, ":")] = '\0';
+	if (strcmp(why, "spec") == 0)
+		return fail(err, largest_field(spec),
+			    "the job's command, environment, hyperparameters, input channels and "
+			    "paths together are longer than the %d KiB a job spec may be",
+			    PROTO_JOB_SPEC_MAX / 1024);
+	api_field(why, field, sizeof(field));
+	return fail(err, field, "field \"%s\" is refused by the job runner: %s", field, rule);
+}
+
 int jobs_submit_check(json_t *body, const struct jobs_limits *lim, struct jobs_submit *out,
 		      struct jobs_submit_error *err)
 {
@@ -450,7 +528,8 @@ int jobs_submit_check(json_t *body, const struct jobs_limits *lim, struct jobs_s
 	    check_paths(body, json_string_value(json_object_get(spec, "name")), spec, err) < 0 ||
 	    check_environment(body, spec, err) < 0 || check_hyperparameters(body, spec, err) < 0 ||
 	    check_channels(body, spec, err) < 0 || check_resources(body, lim, spec, out, err) < 0 ||
-	    check_times(body, lim, spec, out, err) < 0 || check_metrics(body, spec, err) < 0) {
+	    check_times(body, lim, spec, out, err) < 0 || check_metrics(body, spec, err) < 0 ||
+	    check_runs(spec, out, err) < 0) {
 		json_decref(spec);
 		return -1;
 	}

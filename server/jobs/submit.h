@@ -63,10 +63,19 @@ struct jobs_submit_error {
 /* The fields a request may have (NULL-terminated). */
 extern const char *const jobs_submit_fields[];
 
-/* Checks body against lim. 0 with *out, or -1 with *err naming the field. */
+/* Checks body against lim. 0 with *out, or -1 with *err naming the field.
+ * What passes also passes the supervisor's own reader (proto/jobspec.h) once
+ * made into the job spec, with the largest grace, log cap and CPU count
+ * dispatch may add: nothing accepted here is refused when the job runs (a
+ * spec over 48 KiB is named by its largest field). */
 int jobs_submit_check(json_t *body, const struct jobs_limits *lim, struct jobs_submit *out,
 		      struct jobs_submit_error *err);
 void jobs_submit_release(struct jobs_submit *s);
+/* The job spec the supervisor runs (docs/jobs.md "The job spec") made from a
+ * normalised request (jobs_submit's spec) and the numbers dispatch sets; NULL
+ * when out of memory. */
+json_t *jobs_spec_json(const char *name, json_t *request, int64_t max_runtime_s, int64_t grace_s,
+		       int64_t log_max_bytes, int gpus, int64_t cpus);
 
 /* Whether a name is a job name: ^[a-z0-9][a-z0-9-]{0,62}$. */
 bool jobs_name_ok(const char *name);

@@ -243,10 +243,10 @@ static int read_all(json_t *root, struct jobspec *s, char *err, size_t errlen)
 			  &s->max_runtime_s, err, errlen)) ||
 	    (rc = get_int(root, "grace_s", 0, JOBSPEC_GRACE_MAX_S, false, &s->grace_s, err,
 			  errlen)) ||
-	    (rc = get_int(root, "log_max_bytes", 4096, 1LL << 40, false, &s->log_max_bytes, err,
-			  errlen)) ||
-	    (rc = get_int(root, "gpus", 0, 16, false, &s->gpus, err, errlen)) ||
-	    (rc = get_int(root, "cpus", 0, 4096, false, &s->cpus, err, errlen)))
+	    (rc = get_int(root, "log_max_bytes", 4096, JOBSPEC_LOG_MAX_BYTES, false,
+			  &s->log_max_bytes, err, errlen)) ||
+	    (rc = get_int(root, "gpus", 0, JOBSPEC_GPUS_MAX, false, &s->gpus, err, errlen)) ||
+	    (rc = get_int(root, "cpus", 0, JOBSPEC_CPUS_MAX, false, &s->cpus, err, errlen)))
 		return rc;
 	/* absent: the caller's default (a grace of 0 is a real choice) */
 	if (!json_object_get(root, "grace_s"))

@@ -21,6 +21,9 @@
 #define JOBSPEC_NAME_MAX 63
 #define JOBSPEC_RUNTIME_MAX_S (30LL * 86400)
 #define JOBSPEC_GRACE_MAX_S 86400
+#define JOBSPEC_LOG_MAX_BYTES (1LL << 40)
+#define JOBSPEC_GPUS_MAX 16
+#define JOBSPEC_CPUS_MAX 4096
 
 struct jobspec_channel {
 	const char *name, *path;

@@ -239,9 +239,11 @@ static enum MHD_Result copy_request_header(void *cls, enum MHD_ValueKind kind, c
 	    !strncasecmp(key, "X-Forwarded-", 12))
 		return MHD_YES;
 	if (!strcasecmp(key, "Cookie")) {
-		/* labd's own cookies never reach the runtime */
+		/* labd's own cookies never reach the runtime (either name of each) */
 		proxy_strip_cookie(value, SESSION_COOKIE_NAME, rest, sizeof(rest));
 		proxy_strip_cookie(rest, RUNTIME_COOKIE_NAME, cookies, sizeof(cookies));
+		proxy_strip_cookie(cookies, "__Host-" SESSION_COOKIE_NAME, rest, sizeof(rest));
+		proxy_strip_cookie(rest, "__Host-" RUNTIME_COOKIE_NAME, cookies, sizeof(cookies));
 		if (cookies[0] && append_header(h->p, "Cookie", cookies) < 0)
 			h->failed = 1;
 		return MHD_YES;

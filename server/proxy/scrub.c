@@ -73,5 +73,7 @@ bool scrub_header_dropped(const char *name, const char *value)
 	if (!strcasecmp(name, "Service-Worker-Allowed") || !strcasecmp(name, "Clear-Site-Data"))
 		return true;
 	return !strcasecmp(name, "Set-Cookie") &&
-	       (sets_cookie(value, SESSION_COOKIE_NAME) || sets_cookie(value, RUNTIME_COOKIE_NAME));
+	       (sets_cookie(value, SESSION_COOKIE_NAME) || sets_cookie(value, RUNTIME_COOKIE_NAME) ||
+		sets_cookie(value, "__Host-" SESSION_COOKIE_NAME) ||
+		sets_cookie(value, "__Host-" RUNTIME_COOKIE_NAME));
 }

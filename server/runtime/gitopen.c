@@ -51,7 +51,8 @@ __attribute__((format(printf, 4, 5))) static int ask(struct call *c, const char 
 	c->json = NULL;
 	c->status = 0;
 	if (n < 0 || (size_t)n >= sizeof(path) || left <= 0 ||
-	    jupyter_send(c->t->socket_path, method, c->t->user, path, c->t->token, json_body,
+	    jupyter_send(c->t->socket_path, c->t->peer_uid, method, c->t->user, path, c->t->token,
+			 json_body,
 			 (int)(left > 0x7fffffff ? 0x7fffffff : left), &c->status, c->answer,
 			 ANSWER_MAX_BYTES) < 0)
 		return -1;

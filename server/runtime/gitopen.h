@@ -18,6 +18,7 @@
 #define LABD_GITOPEN_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "runtime/gitsource.h"
 
@@ -33,9 +34,11 @@ enum gitopen_outcome {
 	GITOPEN_NO_GIT,	 /* the runtime has no jupyterlab-git (Notebook 6, plain server) */
 };
 
-/* The runtime asked: all borrowed for the call. */
+/* The runtime asked: all borrowed for the call; peer_uid is the runtime's
+ * host uid, which must be what listens on the socket (runtime/jupyter.h). */
 struct gitopen_target {
 	const char *socket_path, *user, *token;
+	uid_t peer_uid;
 };
 
 struct gitopen_result {

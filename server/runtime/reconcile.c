@@ -114,7 +114,8 @@ static void cull_if_idle(struct app *app, const struct runtime *r, int64_t now)
 	if ((app->active_websockets &&
 	     app->active_websockets(app, r->user_name, app->cfg->idle_timeout_s) > 0) ||
 	    (runtime_socket_path(r, socket_path, sizeof(socket_path)) == 0 &&
-	     jupyter_kernels_busy(socket_path, r->user_name, r->token) == 1)) {
+	     jupyter_kernels_busy_as(socket_path, (uid_t)(app->cfg->uid_base + r->user_id),
+				     r->user_name, r->token) == 1)) {
 		runtimes_touch(app->db, r->id, now);
 		return;
 	}

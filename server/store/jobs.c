@@ -52,14 +52,18 @@ static bool billed(enum job_secondary s)
 	return (s >= JOB_STARTING && s <= JOB_UPLOADING) || s == JOB_S_STOPPING;
 }
 
-#define JOB_COLUMNS                                                                                \
-	"j.id, j.user_id, u.name, j.name, j.status, j.secondary, j.spec, j.kind, j.gpu_count,"     \
+/* The columns of a job row with spec_column as its spec: "j.spec", or "NULL"
+ * for a listing, which never reads specs (up to ~1 MiB each, under the lock). */
+#define JOB_COLUMNS_WITH(spec_column)                                                              \
+	"j.id, j.user_id, u.name, j.name, j.status, j.secondary, " spec_column ", j.kind,"         \
+	" j.gpu_count,"                                                                            \
 	" j.image, j.pool_id, j.reused_pool, j.attempt, j.max_retries, j.max_runtime_s,"           \
 	" j.max_wait_s, j.keep_alive_s, j.created_at, j.started_at, j.ended_at,"                   \
 	" coalesce(j.exit_code, -1), j.failure_reason, j.memory_bytes, j.cpus_milli, j.network,"   \
 	" j.run_sent, j.grace_s, j.training_ms, j.warm_status, j.warm_from, j.warm_to,"            \
 	" j.warm_until, j.warm_reason, j.reused_by"                                                \
 	" FROM jobs j JOIN users u ON u.id = j.user_id"
+#define JOB_COLUMNS JOB_COLUMNS_WITH("j.spec")
 #define LIVE "j.status IN ('InProgress', 'Stopping')"
 
 static void copy_text(char *dst, size_t len, sqlite3_stmt *st, int col)
@@ -467,7 +471,8 @@ int jobs_list(struct db *db, const struct job_filter *f,
 	if (db_one(db, "SELECT count(*) FROM jobs j" FILTER, "iittttt", row_int64, total,
 		   f->user_id, f->user_id, f->status, f->status, f->status, f->name, f->name) < 0)
 		return -1;
-	rc = db_each(db, "SELECT " JOB_COLUMNS FILTER " ORDER BY j.id DESC LIMIT ? OFFSET ?",
+	rc = db_each(db,
+		     "SELECT " JOB_COLUMNS_WITH("NULL") FILTER " ORDER BY j.id DESC LIMIT ? OFFSET ?",
 		     "iitttttii", job_row, &w, f->user_id, f->user_id, f->status, f->status,
 		     f->status, f->name, f->name, f->limit, f->offset);
 	return rc < 0 ? -1 : rc;

@@ -162,8 +162,9 @@ struct job_filter {
 	int64_t limit, offset;
 };
 /* Calls fn for each matching job, newest first, and sets *total to the
- * number of all matches. The count passed, or -1. fn gets a row whose spec
- * is borrowed for the call. */
+ * number of all matches. The count passed, or -1. fn gets a summary row: its
+ * spec is NULL (never read: a listing must stay cheap under the store's lock;
+ * jobs_find_for has it). */
 int jobs_list(struct db *db, const struct job_filter *f,
 	      int (*fn)(const struct job *j, void *ctx), void *ctx, int64_t *total);
 /* The job of user_id with this id (1), none (0), -1; user_id 0 = any user. */

@@ -78,15 +78,18 @@ async function submitForm(page, { name, command, metrics = '' }) {
   await page.getByRole('button', { name: 'Submit job' }).click();
 }
 
-/* Submits from the form and returns the job, once the list shows it. */
+/* Submits from the form and returns the whole job (GET /jobs/{id}: the list holds
+ * summaries, without the request fields), once the list shows it. */
 async function submitAndFind(page, fields) {
   await submitForm(page, fields);
   const row = page.locator(`#jobs tbody tr[data-name="${fields.name}"]`);
   await row.waitFor();
-  const [job] = await jobsNamed(fields.name);
-  assert.ok(job, `job ${fields.name} is in the API's list`);
-  assert.equal(await row.getAttribute('data-id'), String(job.id));
-  return job;
+  const [item] = await jobsNamed(fields.name);
+  assert.ok(item, `job ${fields.name} is in the API's list`);
+  assert.equal(await row.getAttribute('data-id'), String(item.id));
+  const r = await api(session, 'GET', `/jobs/${item.id}`);
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  return r.body;
 }
 
 /* The job page, checked as a person would read it after the job completed. */

@@ -168,6 +168,12 @@ def user_origin_host(name, port):
     return f"{name}.{USER_DOMAIN}:{port}"
 
 
+def has_runtime_cookie(jar):
+    """Whether a user origin's jar holds labd's runtime cookie (__Host-labd_rt
+    behind TLS, labd_rt over plain HTTP)."""
+    return "labd_rt" in jar or "__Host-labd_rt" in jar
+
+
 class Client:
     """Tiny HTTP client: one connection per request, a cookie jar, no redirects.
 
@@ -219,14 +225,14 @@ class Client:
         r = self.request("GET", f"{loc.path}?{loc.query}", host=loc.netloc)
         if r.status not in (302, 303):
             return r
-        assert "labd_rt" in self.runtime_jars.get(name, {}), r.header_all("Set-Cookie")
+        assert has_runtime_cookie(self.runtime_jars.get(name, {})), r.header_all("Set-Cookie")
         return None
 
     def origin_headers(self, path):
         """Host and Cookie headers for a hand-made request to path (a runtime
         path goes to its user origin, after the handoff if needed)."""
         host, jar = self._runtime_route(path, None, True)
-        if host and not self.bearer and self.session and "labd_rt" not in jar:
+        if host and not self.bearer and self.session and not has_runtime_cookie(jar):
             self.handoff(host.split(".", 1)[0])
         h = {"Host": host or f"{self.host}:{self.port}"}
         if jar:
@@ -257,7 +263,7 @@ class Client:
         (openapi_check.py): only for deliberately malformed requests."""
         host, jar = self._runtime_route(path, host, origin_route)
         tok = self.bearer if bearer is AUTO else bearer
-        if (host and cookies and not tok and self.session and "labd_rt" not in jar
+        if (host and cookies and not tok and self.session and not has_runtime_cookie(jar)
                 and RUNTIME_PATH.match(path)):
             if self.handoff(host.split(".", 1)[0]) is not None and method in ("GET", "HEAD"):
                 # refused (another user's runtime, say): a browser navigating
@@ -346,7 +352,8 @@ class Client:
 
     @property
     def session(self):
-        return self.cookies.get("labd_session")
+        # behind TLS (secure_cookies) labd's cookies carry the __Host- prefix
+        return self.cookies.get("labd_session") or self.cookies.get("__Host-labd_session")
 
 
 def raw_request(port, data, timeout=HTTP_TIMEOUT):
@@ -1280,7 +1287,7 @@ def ws_cookie_headers(c, name=None):
     jar = c.cookies
     if c.user_origins:
         name = name or c.user
-        if not c.bearer and c.session and "labd_rt" not in c.runtime_jars.get(name, {}):
+        if not c.bearer and c.session and not has_runtime_cookie(c.runtime_jars.get(name, {})):
             c.handoff(name)
         jar = c.runtime_jars.get(name, {})
     if jar:

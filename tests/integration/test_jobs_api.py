@@ -6,6 +6,10 @@
 - the list pages newest first with a total, filters by status and name;
 - concurrent_jobs refuses with 429 quota_exceeded naming the limit;
 - the scope `jobs`: a token without it is refused, another user's job is not found;
+- an administrator reaches other users' jobs and warm pools only with `admin:jobs`: a
+  `jobs`-only admin token sees and stops the admin's own jobs, nobody else's;
+- the list reads a summary: no request fields (a job's environment holds secrets, its
+  spec can be large), no metrics, findings or transitions; GET /jobs/{id} has them all;
 - stop: a waiting job ends Stopped at once; a job already over is 409.
 
 Runs without a GPU and without the supervisor's pools: a job that would need a pool is
@@ -97,6 +101,8 @@ BAD = [
      "metric_definitions[0].regex"),
     ({"memory_bytes": 1024}, "memory_bytes"),
     ({"cpus_milli": 1}, "cpus_milli"),
+    # each word within bounds, the whole over the 48 KiB the job runner takes
+    ({"command": ["true"] + ["x" * 4000] * 13}, "command"),
 ]
 
 
@@ -198,6 +204,72 @@ def test_scope_and_ownership(jd):
     b.bearer = t["token"]
     assert assert_status(b.get(f"/api/v1/jobs/{j['id']}"), 200).json["name"] == "mine"
     assert_status(b.get("/api/v1/warm-pools"), 200)
+
+
+def admin_token(jd, scopes):
+    """A bearer client of the bootstrap administrator holding scopes."""
+    admin = jd.admin()
+    t = assert_status(admin.post("/api/v1/me/tokens", json={
+        "name": "ci-" + "-".join(s.replace(":", "_") for s in scopes),
+        "password": jd.admin_password, "scopes": scopes}), 201).json
+    b = jd.client()
+    b.bearer = t["token"]
+    return b
+
+
+def test_admin_reach_needs_admin_jobs(jd):
+    c = make_user(jd, prefix="ja")
+    uid = user_id(jd, c.user)
+    hold_pool(jd, uid)
+    j = assert_status(submit(c, name="secret", environment={"HF_TOKEN": "hf_s3cret"}), 201).json
+    db = sqlite3.connect(f"file:{jd.db_file}?mode=ro", uri=True, timeout=10)
+    pool_id = db.execute("SELECT max(id) FROM pools WHERE user_id = ?", (uid,)).fetchone()[0]
+    db.close()
+    ci = admin_token(jd, ["jobs"])
+    # the admin's own jobs: yes; another user's: as if they did not exist
+    assert_status(ci.get("/api/v1/jobs"), 200)
+    e = assert_error(ci.get(f"/api/v1/jobs?user={c.user}"), 403, "insufficient_scope")
+    assert '"admin:jobs"' in e["message"], e
+    for path in (f"/api/v1/jobs/{j['id']}", f"/api/v1/jobs/{j['id']}/logs",
+                 f"/api/v1/jobs/{j['id']}/metrics"):
+        assert_error(ci.get(path), 404, "not_found")
+    assert_error(ci.post(f"/api/v1/jobs/{j['id']}/stop"), 404, "not_found")
+    assert_error(ci.get(f"/api/v1/warm-pools?user={c.user}"), 403, "insufficient_scope")
+    assert_error(ci.delete(f"/api/v1/warm-pools/{pool_id}"), 404, "not_found")
+    assert assert_status(c.get(f"/api/v1/jobs/{j['id']}"), 200).json["status"] == "InProgress"
+    # with admin:jobs (and jobs, which every job route needs) the admin reaches them
+    ops = admin_token(jd, ["jobs", "admin:jobs"])
+    assert assert_status(ops.get(f"/api/v1/jobs?user={c.user}"), 200).json["total"] == 1
+    got = assert_status(ops.get(f"/api/v1/jobs/{j['id']}"), 200).json
+    assert got["environment"] == {"HF_TOKEN": "hf_s3cret"}
+    assert_error(admin_token(jd, ["admin:jobs"]).get(f"/api/v1/jobs/{j['id']}"), 403,
+                 "insufficient_scope")
+    # a user cannot hold it
+    r = c.post("/api/v1/me/tokens", json={"name": "wide", "password": c.password,
+                                          "scopes": ["jobs", "admin:jobs"]})
+    assert_error(r, 403, "forbidden", field='"scopes"')
+
+
+def test_list_is_a_summary(jd):
+    c = make_user(jd, prefix="jm")
+    hold_pool(jd, user_id(jd, c.user))
+    j = assert_status(submit(c, name="big", environment={"HF_TOKEN": "hf_s3cret"},
+                             command=["sh", "-c", "true"] + ["x" * 4000] * 8,
+                             metric_definitions=[{"name": "loss", "regex": "loss=([0-9.]+)"}]),
+                      201).json
+    item = assert_status(c.get("/api/v1/jobs"), 200).json["jobs"][0]
+    assert item["id"] == j["id"]
+    for field in ("command", "environment", "hyperparameters", "input_channels",
+                  "metric_definitions", "final_metrics", "findings", "log_bytes", "transitions"):
+        assert field not in item, f"the list carries {field}: {item}"
+    # what the dashboard's jobs card and toasts read
+    for field in ("id", "name", "user", "status", "secondary_status", "failure_reason",
+                  "created_at", "billable_s", "warm_pool", "type", "gpu_count", "attempt"):
+        assert field in item, f"the list lacks {field}: {item}"
+    assert "hf_s3cret" not in c.get("/api/v1/jobs").text
+    full = assert_status(c.get(f"/api/v1/jobs/{j['id']}"), 200).json
+    assert full["environment"] == {"HF_TOKEN": "hf_s3cret"} and len(full["command"]) == 11
+    assert "transitions" in full and "final_metrics" in full
 
 
 def test_stop_waiting_job_and_stop_twice(jd):

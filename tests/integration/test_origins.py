@@ -12,7 +12,7 @@ import urllib.parse
 
 import pytest
 
-from labd_harness import assert_error, assert_status, user_origin_host
+from labd_harness import assert_error, assert_status, make_user, user_origin_host
 
 
 def db_exec(daemon, sql, args=()):
@@ -259,3 +259,45 @@ def test_browser_without_runtime_cookie_goes_to_labd_origin(daemon, daemon_facto
     c = d.client()
     r = c.get(path, headers=html, host=user_origin_host(u.user, d.port))
     assert r.status == 303 and r.header("Location") == f"https://lab.example.org{path}", r
+
+
+def test_cookies_carry_the_host_prefix_behind_tls(daemon_factory):
+    """Cookie tossing between users' origins (the December review): with user origins
+    under one parent domain, alice's page can set `labd_rt` with `Domain=<parent>` and
+    a longer Path, which bob's browser then sends first to bob's origin. Behind TLS
+    (secure_cookies) labd names its cookies `__Host-...`, a prefix browsers accept only
+    with Secure, Path=/ and no Domain, so no other origin can set one; and labd reads
+    only that name, so a tossed cookie of the bare name changes nothing."""
+    d = daemon_factory("origins-tls", server={"secure_cookies": "true"})
+    owner = make_user(d, prefix="tls")
+    c = d.client()
+    cookies = c.login(owner.user, owner.password).set_cookies()
+    assert set(cookies) == {"__Host-labd_session"}, cookies
+    session, attrs = cookies["__Host-labd_session"]
+    assert attrs.get("secure") is True and attrs.get("path") == "/", attrs
+    assert "domain" not in attrs and attrs.get("httponly") is True, attrs
+    bare = d.client()
+    assert_error(bare.get("/api/v1/me", cookies=False,
+                          headers={"Cookie": f"labd_session={session}"}), 401, "unauthorized")
+    for header in (f"__Host-labd_session={session}",
+                   f"labd_session=tossed; __Host-labd_session={session}"):
+        assert_status(bare.get("/api/v1/me", cookies=False, headers={"Cookie": header}), 200)
+
+    # the handoff to the user's origin sets the runtime cookie the same way
+    r = c.get(f"/user/{owner.user}/", origin_route=False)
+    assert r.status in (302, 303), r
+    loc = urllib.parse.urlsplit(r.header("Location"))
+    assert loc.scheme == "https" and loc.path == "/_labd/handoff", loc
+    r = c.get(f"{loc.path}?{loc.query}", host=loc.netloc)
+    assert r.status in (302, 303), r
+    cookies = r.set_cookies()
+    assert set(cookies) == {"__Host-labd_rt"}, r.header_all("Set-Cookie")
+    rt, attrs = cookies["__Host-labd_rt"]
+    assert attrs.get("secure") is True and attrs.get("path") == "/", attrs
+    assert "domain" not in attrs, attrs
+    path = f"/user/{owner.user}/api/status"
+    assert_error(bare.get(path, host=loc.netloc, cookies=False,
+                          headers={"Cookie": f"labd_rt={rt}"}), 401, "unauthorized")
+    for header in (f"__Host-labd_rt={rt}", f"labd_rt=tossed; __Host-labd_rt={rt}"):
+        assert_error(bare.get(path, host=loc.netloc, cookies=False, headers={"Cookie": header}),
+                     503, "runtime_not_running")

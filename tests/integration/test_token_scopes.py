@@ -18,9 +18,9 @@ from labd_harness import (
 
 USER_SCOPES = ["identify", "account", "tokens", "runtimes", "read:usage", "read:quota",
                "read:gpus", "jobs"]
-# in the table's order: jobs came last
+# in the table's order: jobs and admin:jobs came last
 ADMIN_SCOPES = USER_SCOPES[:-1] + ["admin:users", "admin:quota", "admin:usage", "admin:runtimes",
-                                   "admin:audit", "metrics", "jobs"]
+                                   "admin:audit", "metrics", "jobs", "admin:jobs"]
 
 
 def make_token(c, name, expect=201, **fields):
@@ -77,7 +77,7 @@ def test_default_scopes_are_all_of_the_owners(daemon, user, admin_user):
 
 def test_admin_scopes_refused_on_a_users_token(daemon, user):
     for scope in ("admin:users", "admin:quota", "admin:usage", "admin:runtimes",
-                  "admin:audit", "metrics"):
+                  "admin:audit", "metrics", "admin:jobs"):
         r = make_token(user, f"want-{scope}", expect=None, scopes=["read:usage", scope])
         e = assert_error(r, 403, "forbidden", field='"scopes"')
         assert f'"{scope}"' in e["message"], e

@@ -21,12 +21,17 @@ static void test_cookie_flags(void **state)
 	config_defaults(&cfg, false);
 	auth_cookie_header(&app, "SECRET", out, sizeof(out));
 	assert_string_equal(out, "labd_session=SECRET; Path=/; HttpOnly; SameSite=Lax");
+	assert_string_equal(auth_cookie_name(&app, "labd_rt"), "labd_rt");
+	/* behind TLS: a __Host- cookie (Secure, Path=/, no Domain), so no other origin
+	 * can set or shadow it */
 	cfg.secure_cookies = true;
 	auth_cookie_header(&app, "SECRET", out, sizeof(out));
-	assert_string_equal(out, "labd_session=SECRET; Path=/; HttpOnly; SameSite=Lax; Secure");
+	assert_string_equal(out,
+			    "__Host-labd_session=SECRET; Path=/; HttpOnly; SameSite=Lax; Secure");
 	auth_cookie_header(&app, NULL, out, sizeof(out));
-	assert_non_null(strstr(out, "labd_session=;"));
+	assert_non_null(strstr(out, "__Host-labd_session=;"));
 	assert_non_null(strstr(out, "Max-Age=0"));
+	assert_string_equal(auth_cookie_name(&app, "labd_rt"), "__Host-labd_rt");
 }
 
 static void test_next_is_local(void **state)

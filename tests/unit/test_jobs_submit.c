@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "jobs/submit.h"
+#include "proto/jobspec.h"
 
 static bool image_known(const char *name, void *ctx)
 {
@@ -176,6 +177,79 @@ static void test_bounds(void **state)
 	assert_false(jobs_name_ok(""));
 }
 
+/* A body of n words of len bytes each after "true" as its command, and env_n
+ * variables of env_len bytes each. Caller frees. */
+static char *sized_body(int n, int len, int env_n, int env_len)
+{
+	json_t *argv = json_array(), *env = json_object(), *body;
+	char *word = malloc((size_t)(len > env_len ? len : env_len) + 1), name[16];
+	char *text;
+
+	json_array_append_new(argv, json_string("true"));
+	memset(word, 'x', (size_t)len);
+	word[len] = '\0';
+	for (int i = 0; i < n; i++)
+		json_array_append_new(argv, json_string(word));
+	memset(word, 'y', (size_t)env_len);
+	word[env_len] = '\0';
+	for (int i = 0; i < env_n; i++) {
+		snprintf(name, sizeof(name), "V%d", i);
+		json_object_set_new(env, name, json_string(word));
+	}
+	body = json_pack("{s:s,s:o,s:o}", "name", "big", "command", argv, "environment", env);
+	text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	free(word);
+	return text;
+}
+
+/* The same requests fed to the API's check and, when it accepts one, to the
+ * supervisor's reader of the spec dispatch makes from it (with this lab's
+ * numbers): whatever the API accepts, root runs; what root would refuse, the
+ * API refuses, naming the field. */
+static void test_accepted_specs_run(void **state)
+{
+	static const struct {
+		int n, len, env_n, env_len;
+		const char *field; /* "" = accepted */
+	} cases[] = {
+		{1, 10, 0, 0, ""},
+		{10, 4000, 0, 0, ""},	      /* 40 KB: under the 48 KiB of a spec */
+		{20, 4000, 0, 0, "command"},  /* the review's probe: 80 KB */
+		{63, 4000, 0, 0, "command"},  /* the most the API's own bounds allow */
+		{2, 4000, 16, 4000, "environment"},
+		{4, 4000, 4, 4000, ""},
+	};
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *text = sized_body(cases[i].n, cases[i].len, cases[i].env_n, cases[i].env_len);
+		struct jobs_submit s;
+		const char *field = check(text, &s);
+
+		free(text);
+		if (field[0]) {
+			print_message("case %zu: refused, naming %s\n", i, field);
+			assert_string_equal(field, cases[i].field);
+			continue;
+		}
+		/* as jobs/spec.c makes it at dispatch: [jobs] grace 30 s, a 64 MiB log */
+		json_t *spec = jobs_spec_json(s.name, s.spec, s.max_runtime_s, 30, 64LL << 20,
+					      s.gpu_count, (s.cpus_milli + 999) / 1000);
+		char *spec_text = json_dumps(spec, JSON_COMPACT), err[256] = "";
+		struct jobspec js;
+		int rc = jobspec_parse(spec_text, &js, err, sizeof(err));
+
+		print_message("case %zu: accepted; the supervisor says %s\n", i, rc ? err : "ok");
+		assert_int_equal(rc, 0);
+		assert_string_equal(cases[i].field, "");
+		jobspec_free(&js);
+		free(spec_text);
+		json_decref(spec);
+		jobs_submit_release(&s);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,6 +257,7 @@ int main(void)
 		cmocka_unit_test(test_full_request),
 		cmocka_unit_test(test_each_bad_field_named),
 		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_accepted_specs_run),
 	};
 	return cmocka_run_group_tests_name("jobs_submit", tests, NULL, NULL);
 }

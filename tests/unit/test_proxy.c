@@ -160,6 +160,9 @@ static void test_scrub_headers_dropped(void **state)
 	assert_true(scrub_header_dropped("Set-Cookie", "labd_session=x; Path=/"));
 	assert_true(scrub_header_dropped("set-cookie", " LABD_RT = y; Domain=localhost"));
 	assert_true(scrub_header_dropped("Set-Cookie", "labd_rt="));
+	/* the names labd uses behind TLS too */
+	assert_true(scrub_header_dropped("Set-Cookie", "__Host-labd_session=x; Path=/; Secure"));
+	assert_true(scrub_header_dropped("Set-Cookie", "__host-labd_rt=x; Path=/; Secure"));
 	assert_true(scrub_header_dropped("Service-Worker-Allowed", "/"));
 	assert_true(scrub_header_dropped("clear-site-data", "\"*\""));
 	/* Jupyter's own cookies and headers pass */

@@ -6,7 +6,7 @@
 static void test_names_round_trip(void **state)
 {
 	(void)state;
-	for (unsigned bit = 1; bit <= SCOPE_METRICS; bit <<= 1) {
+	for (unsigned bit = 1; bit <= SCOPE_ADMIN_JOBS; bit <<= 1) {
 		const char *name = scope_name(bit);
 		assert_non_null(name);
 		assert_int_equal(scope_parse(name), bit);
@@ -24,9 +24,13 @@ static void test_roles(void **state)
 	(void)state;
 	assert_true(user & SCOPE_READ_USAGE);
 	assert_false(user & (SCOPE_ADMIN_USERS | SCOPE_ADMIN_QUOTA | SCOPE_ADMIN_USAGE |
-			     SCOPE_ADMIN_RUNTIMES | SCOPE_ADMIN_AUDIT | SCOPE_METRICS));
+			     SCOPE_ADMIN_RUNTIMES | SCOPE_ADMIN_AUDIT | SCOPE_METRICS |
+			     SCOPE_ADMIN_JOBS));
 	assert_int_equal(admin & user, user);
 	assert_true(admin & SCOPE_METRICS);
+	/* a user's jobs scope never reaches other users' jobs; an admin's needs this one */
+	assert_true(admin & SCOPE_ADMIN_JOBS);
+	assert_string_equal(scope_name(SCOPE_ADMIN_JOBS), "admin:jobs");
 }
 
 static void test_list_parse_and_format(void **state)

@@ -1,8 +1,11 @@
-/* labd "Open in labd" page (web/open.html, GET /open?repo=&path=): starts the user's
- * runtime when it is not running, asks labd to clone or update the repository inside
- * it (POST /api/v1/me/runtime/open), waits for the outcome and goes to the notebook in
- * JupyterLab. When labd left an existing clone as it was (local changes, diverged
- * history), the page says why and lets the user open it anyway. */
+/* labd "Open in labd" page (web/open.html, GET /open?repo=&path=): shows the repository,
+ * the notebook and what opening them will do, and does nothing more until the user
+ * presses "Open": a link is written by someone else, and any page can send a browser
+ * here. After the press it starts the user's runtime when it is not running, asks labd
+ * to clone or update the repository inside it (POST /api/v1/me/runtime/open), waits
+ * for the outcome and goes to the notebook in JupyterLab. When labd left an existing
+ * clone as it was (local changes, diverged history), the page says why and lets the
+ * user open it anyway. */
 (function () {
   "use strict";
 
@@ -101,13 +104,42 @@
     L.showMessage("open-warning", text);
   }
 
+  /* What the press will do, from the runtime's state (a read: nothing starts). */
+  function describe() {
+    return L.api("GET", "/me/runtime").then(function (data) {
+      var s = data && data.runtime;
+      var running = s && s.state === "running";
+      $("open-runtime").textContent = running
+        ? "Your runtime is running: the repository is cloned into it."
+        : "Your runtime is not running: labd starts a CPU runtime for you first (it counts against your quota).";
+    });
+  }
+
+  function onConfirm() {
+    var button = $("open-confirm");
+    button.disabled = true;
+    $("open-plan").hidden = true;
+    L.showMessage("open-error", "");
+    openRepo()
+      .then(function (o) {
+        if (o) show(o);
+      })
+      .catch(function (err) {
+        fail(L.errorText(err));
+        button.disabled = false;
+        $("open-plan").hidden = false;
+      });
+  }
+
   function init() {
     $("open-repo").textContent = want.repo;
     $("open-path").textContent = want.path;
+    $("open-confirm").addEventListener("click", onConfirm);
     L.loadMe()
-      .then(openRepo)
-      .then(function (o) {
-        if (o) show(o);
+      .then(describe)
+      .then(function () {
+        step("");
+        $("open-confirm").disabled = false;
       })
       .catch(function (err) {
         fail(L.errorText(err));
