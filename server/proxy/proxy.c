@@ -139,9 +139,25 @@ bool proxy_is_hop_header(const char *name)
 	return false;
 }
 
+/* Whether the cookie pair p[0..len) is called name, read as leniently as a
+ * Python server reads it (the name stripped of blanks): what Jupyter would
+ * take for labd's cookie is labd's cookie. */
+static bool cookie_named(const char *p, size_t len, const char *name)
+{
+	const char *eq = memchr(p, '=', len), *end = eq;
+
+	if (!eq)
+		return false;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	return (size_t)(end - p) == strlen(name) && strncmp(p, name, (size_t)(end - p)) == 0;
+}
+
 void proxy_strip_cookie(const char *value, const char *name, char *out, size_t outlen)
 {
-	size_t used = 0, nlen = strlen(name);
+	size_t used = 0;
 
 	out[0] = '\0';
 	for (const char *p = value; *p;) {
@@ -149,7 +165,7 @@ void proxy_strip_cookie(const char *value, const char *name, char *out, size_t o
 			p++;
 		const char *end = strchr(p, ';');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
-		bool ours = len > nlen && p[nlen] == '=' && strncmp(p, name, nlen) == 0;
+		bool ours = cookie_named(p, len, name);
 		if (len && !ours && used + len + 3 < outlen) {
 			used += (size_t)snprintf(out + used, outlen - used, "%s%.*s", used ? "; " : "",
 						 (int)len, p);

@@ -81,6 +81,9 @@ static void test_strip_cookie(void **state)
 	assert_string_equal(out, "");
 	proxy_strip_cookie("labd_sessionx=1;labd_session=2", "labd_session", out, sizeof(out));
 	assert_string_equal(out, "labd_sessionx=1");
+	/* blanks around the name: a Python server strips them and reads labd's cookie */
+	proxy_strip_cookie("\tlabd_session=1; labd_session =2;a=b", "labd_session", out, sizeof(out));
+	assert_string_equal(out, "a=b");
 }
 
 static void test_runtime_paths(void **state)
@@ -91,6 +94,9 @@ static void test_runtime_paths(void **state)
 	assert_string_equal(user, "alice");
 	assert_int_equal(gate_user("/user/alice", user, sizeof(user)), 0);
 	assert_int_equal(gate_user("/user//x", user, sizeof(user)), -1);
+	/* shorter than the prefix: nothing past the string is read (fuzz_route found it) */
+	assert_int_equal(gate_user("", user, sizeof(user)), -1);
+	assert_int_equal(gate_user("/us", user, sizeof(user)), -1);
 	assert_int_equal(gate_user("/user/Alice/", user, sizeof(user)), -1);
 	assert_int_equal(gate_user("/user/../etc/", user, sizeof(user)), -1);
 	launch_endpoint("alice", sock, sizeof(sock));
