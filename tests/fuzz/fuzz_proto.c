@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "labd/parse.h"
 #include "proto/proto.h"
 
 static const struct proto_field *const lists[] = {
@@ -34,11 +35,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 static void read_fields(json_t *msg, const struct proto_field *fields)
 {
 	for (const struct proto_field *f = fields; f->name; f++) {
-		if (f->kind == PROTO_STRING || f->kind == PROTO_NAME || f->kind == PROTO_TOKEN) {
+		if (f->kind == PROTO_NAME) {
 			const char *s = proto_str(msg, f->name);
-			FUZZ_ASSERT(s);
-			FUZZ_ASSERT(f->optional || (long long)strlen(s) >= f->min);
-			FUZZ_ASSERT((long long)strlen(s) <= f->max);
+			FUZZ_ASSERT(s && ((f->optional && !s[0]) || parse_user_name_ok(s)));
+		} else if (f->kind == PROTO_STRING || f->kind == PROTO_TOKEN) {
+			const char *s = proto_str(msg, f->name);
+			/* strlen: a JSON "\u0000" ends the C string early */
+			FUZZ_ASSERT(s && (long long)strlen(s) <= f->max);
+			if (f->kind == PROTO_TOKEN && !f->optional)
+				FUZZ_ASSERT(parse_token_ok(s));
 			(void)proto_phase_ok(s);
 			(void)proto_exit_kind_ok(s);
 		} else if (f->kind == PROTO_INT) {

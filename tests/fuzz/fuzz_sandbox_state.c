@@ -17,7 +17,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int n = sandbox_state_format(&st, out, sizeof(out));
 		FUZZ_ASSERT(n > 0);
 		FUZZ_ASSERT(sandbox_state_parse(out, (size_t)n, &again) == 0);
-		FUZZ_ASSERT(memcmp(&st, &again, sizeof(st)) == 0);
+		/* field by field: a key given twice leaves bytes after the NUL */
+		FUZZ_ASSERT(!strcmp(st.id, again.id) && !strcmp(st.user, again.user));
+		FUZZ_ASSERT(st.pid == again.pid && st.start_time_ticks == again.start_time_ticks);
+		FUZZ_ASSERT(!strcmp(st.home_image, again.home_image) &&
+			    !strcmp(st.run_dir, again.run_dir) &&
+			    !strcmp(st.cgroup_parent, again.cgroup_parent));
 		FUZZ_ASSERT(!strchr(st.id, '/') && !strchr(st.user, '/') && st.id[0] != '.');
 		(void)sandbox_state_path_under("/var/lib/labd", st.home_image);
 		(void)sandbox_state_path_under("/var/lib/labd", st.run_dir);
