@@ -2,11 +2,15 @@
  * the Cookie header the proxy forwards with labd's own cookies cut out
  * (proxy/proxy.c), the Host header that picks the origin (auth/origin.c),
  * and the upstream response headers the proxy drops (hop-by-hop, labd's
- * cookies, scope wideners: proxy/proxy.c, proxy/scrub.c). Input: a header
- * name on the first line, its value after. */
+ * cookies, scope wideners: proxy/proxy.c, proxy/scrub.c); and beside them
+ * the form body a CSRF token may come in (http/http.c) and the login's
+ * next= target (auth/auth.c, the open-redirect guard). Input: a header name
+ * on the first line, its value after. */
+#include "auth/auth.h"
 #include "auth/handoff.h"
 #include "auth/origin.h"
 #include "fuzz.h"
+#include "http/http.h"
 #include "labd/parse.h"
 #include "proxy/proxy.h"
 #include "proxy/scrub.h"
@@ -45,6 +49,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (origin_classify(value, "lab.example.org", user) == ORIGIN_USER)
 		FUZZ_ASSERT(parse_user_name_ok(user));
 	(void)origin_classify(value, "", user);
+	if (http_form_field(value, "csrf_token", out, 66) == 0)
+		FUZZ_ASSERT(strlen(out) < 66);
+	if (auth_next_is_local(value)) /* a path on labd's origin, never another host */
+		FUZZ_ASSERT(value[0] == '/' && value[1] != '/' && !strchr(value, '\\') &&
+			    !strpbrk(value, " \t\r\n"));
 	(void)proxy_is_hop_header(name);
 	(void)scrub_header_dropped(name, value);
 	free(name);
