@@ -4,7 +4,8 @@
 # and runs each of them:
 #   replay <name>  every input of corpus/<name>/ and regressions/<name>/ once;
 #   fuzz <name>    libFuzzer from those inputs for FUZZ_SECONDS: 3 in short mode (the
-#                  fuzz suite of `make test`), 60 in long mode (`make fuzz`).
+#                  fuzz suite of `make test`), 60 in long mode (`make fuzz`); with dict/<name>.dict
+#                  when there is one.
 # A crash, leak, sanitizer report or broken promise fails the case; libFuzzer's input
 # is left in $FUZZ_BUILD/findings/<name>/ (README.md says what to do with it). Long
 # mode keeps what each harness learnt in $FUZZ_BUILD/corpus/<name>/ for the next run,
@@ -83,8 +84,10 @@ for n in "${names[@]}"; do
 	else
 		work=$(mktemp -d)
 	fi
+	dict=()
+	[ -f "tests/fuzz/dict/$n.dict" ] && dict=(-dict="tests/fuzz/dict/$n.dict")
 	if "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-		-artifact_prefix="$out/findings/$n/" "$work" "${seeds[@]}" >"$log" 2>&1; then
+		"${dict[@]}" -artifact_prefix="$out/findings/$n/" "$work" "${seeds[@]}" >"$log" 2>&1; then
 		pass "fuzz $n (${seconds}s)"
 	else
 		grep -E 'ERROR|broken promise|SUMMARY|Test unit written' "$log" | head -5
