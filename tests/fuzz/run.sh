@@ -3,7 +3,7 @@
 # in $FUZZ_BUILD (default build-fuzz, clang with -fsanitize=fuzzer,address,undefined)
 # and runs each of them:
 #   replay <name>  every input of corpus/<name>/ and regressions/<name>/ once;
-#   fuzz <name>    libFuzzer from those inputs for FUZZ_SECONDS: 3 in short mode (the
+#   fuzz <name>    libFuzzer from those inputs for FUZZ_SECONDS: 2 in short mode (the
 #                  fuzz suite of `make test`), 60 in long mode (`make fuzz`); with dict/<name>.dict
 #                  when there is one.
 # A crash, leak, sanitizer report or broken promise fails the case; libFuzzer's input
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/../.."
 mode=${1:-short}
 out=${FUZZ_BUILD:-build-fuzz}
 case $mode in
-short) seconds=${FUZZ_SECONDS:-3} ;;
+short) seconds=${FUZZ_SECONDS:-2} ;;
 long) seconds=${FUZZ_SECONDS:-60} ;;
 *) echo "usage: $0 [short|long]" >&2; exit 2 ;;
 esac
@@ -32,9 +32,10 @@ if ! command -v clang >/dev/null 2>&1; then
 	exit 1
 fi
 # -j2: the machine is shared (docs: build with at most two jobs)
-if ! make --no-print-directory -j2 BUILD="$out" CC=clang FUZZ=1 fuzz-bins >"$out.log" 2>&1; then
-	tail -20 "$out.log"
-	fail "build" "make BUILD=$out CC=clang FUZZ=1 fuzz-bins failed (log: $out.log)"
+mkdir -p "$out"
+if ! make --no-print-directory -j2 BUILD="$out" CC=clang FUZZ=1 fuzz-bins >"$out/build.log" 2>&1; then
+	tail -20 "$out/build.log"
+	fail "build" "make BUILD=$out CC=clang FUZZ=1 fuzz-bins failed (log: $out/build.log)"
 	suite_result fuzz "$passed" "$failed" "$skipped"
 	exit 1
 fi
