@@ -104,8 +104,9 @@ check-asan: deps
 
 # Each harness for FUZZ_SECONDS (default 60) from its corpus; findings land in
 # build-fuzz/findings/<name>/ (tests/fuzz/README.md says what to do with them).
+FUZZ_SECONDS ?= 60
 fuzz: deps
-	@FUZZ_SECONDS=$${FUZZ_SECONDS:-60} bash tests/fuzz/run.sh long
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh long
 
 bench: deps all
 	@bash bench/run.sh
