@@ -33,7 +33,8 @@ if ! command -v clang >/dev/null 2>&1; then
 fi
 # -j2: the machine is shared (docs: build with at most two jobs)
 mkdir -p "$out"
-if ! make --no-print-directory -j2 BUILD="$out" CC=clang FUZZ=1 fuzz-bins >"$out/build.log" 2>&1; then
+# a make of its own: none of the calling make's settings (CC, BUILD, SAN) apply here
+if ! env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -j2 BUILD="$out" CC=clang FUZZ=1 fuzz-bins >"$out/build.log" 2>&1; then
 	tail -20 "$out/build.log"
 	fail "build" "make BUILD=$out CC=clang FUZZ=1 fuzz-bins failed (log: $out/build.log)"
 	suite_result fuzz "$passed" "$failed" "$skipped"
