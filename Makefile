@@ -18,6 +18,13 @@ ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined
 endif
+# The fuzzing build (clang only; tests/fuzz/README.md): every object carries
+# libFuzzer's coverage hooks and ASan+UBSan; only the harnesses link libFuzzer.
+ifeq ($(FUZZ),1)
+CFLAGS  += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+           -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=fuzzer,address,undefined
+endif
 
 COMMON_SRCS := $(wildcard common/*.c)
 SERVER_SRCS := $(wildcard server/*/*.c)
@@ -26,8 +33,11 @@ UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 COMMON_OBJS := $(COMMON_SRCS:%.c=$(BUILD)/%.o)
 SERVER_OBJS := $(SERVER_SRCS:%.c=$(BUILD)/%.o)
 UNIT_BINS   := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 
-.PHONY: all deps run test check check-asan check-layers tests clean install fmt lint bench test-image
+.PHONY: all deps run test check check-asan check-layers tests clean install fmt lint bench test-image \
+	fuzz fuzz-bins
 .SECONDARY:
 
 all: $(BUILD)/labd
@@ -56,6 +66,14 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libserver.a $(SANDBOX_LIB) $(
 
 tests: all $(UNIT_BINS) $(SANDBOX_TEST_BINS)
 
+# One libFuzzer harness per parser of untrusted bytes (tests/fuzz/). Built in
+# build-fuzz by `make fuzz` and by the fuzz suite of `make test`.
+$(BUILD)/tests/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/libserver.a $(SANDBOX_LIB) $(BUILD)/libcommon.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+fuzz-bins: $(FUZZ_BINS)
+
 deps:
 	@bash deploy/install-deps.sh
 
@@ -83,6 +101,12 @@ test-image: deps
 check-asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 tests
 	@BUILD=build-asan LABD_ASAN=1 ASAN_OPTIONS=$${ASAN_OPTIONS:-quarantine_size_mb=4} bash tests/run.sh
+
+# Each harness for FUZZ_SECONDS (default 60) from its corpus; findings land in
+# build-fuzz/findings/<name>/ (tests/fuzz/README.md says what to do with them).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh long
 
 bench: deps all
 	@bash bench/run.sh
@@ -115,6 +139,6 @@ lint: $(BUILD)/libserver.a $(BUILD)/libcommon.a $(SANDBOX_LIB)
 	@bash tests/lint/check-words.sh . $(BUILD)
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

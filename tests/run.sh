@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite: unit (cmocka), sandbox escape/isolation suite,
+# The whole test suite: unit (cmocka), the fuzz harnesses (a few seconds each, their
+# own clang build in build-fuzz), sandbox escape/isolation suite,
 # integration (pytest against the real daemon) and e2e (Chromium). Each suite
 # ends with "N passed, N failed, N skipped"; this runner adds them up and ends
 # the same way (the line CI reads).
@@ -63,12 +64,13 @@ run_suite() {
   total_passed=$((total_passed + p)) total_failed=$((total_failed + f)) total_skipped=$((total_skipped + s))
 }
 
-suites=${LABD_SUITES:-"unit layers lint sandbox integration e2e"}
+suites=${LABD_SUITES:-"unit layers lint fuzz sandbox integration e2e"}
 for s in $suites; do
   case $s in
     unit) run_suite unit tests/unit/run.sh ;;
     layers) run_suite layers tests/layers/run.sh ;;
     lint) run_suite lint tests/lint/run.sh ;;
+    fuzz) run_suite fuzz tests/fuzz/run.sh ;;
     sandbox) run_suite sandbox tests/security/run.sh ;;
     integration) run_suite integration tests/integration/run.sh ;;
     e2e) run_suite e2e tests/e2e/run.sh ;;

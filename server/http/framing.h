@@ -14,9 +14,23 @@
 #define LABD_FRAMING_H
 
 #include <microhttpd.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* 0 when the request's framing is unambiguous; -1 with the reason in why. */
 int http_framing_check(struct MHD_Connection *conn, char *why, size_t whylen);
+
+/* The pure part, header by header (the fuzz harness drives it directly).
+ * Zeroed before the first header; values must outlive the verdict. */
+struct http_framing {
+	const char *length;  /* the first Content-Length seen */
+	bool lengths_differ; /* a later one is not the same */
+	bool length_bad;     /* not 1*DIGIT (a list, a sign, a folded line) */
+	unsigned encodings;  /* Transfer-Encoding headers */
+	bool plain_chunked;  /* the only one is exactly "chunked" */
+};
+void http_framing_header(struct http_framing *f, const char *key, const char *value);
+/* What http_framing_check answers for the headers seen. */
+int http_framing_verdict(const struct http_framing *f, char *why, size_t whylen);
 
 #endif

@@ -80,8 +80,11 @@ size_t joblog_cut(const char *data, size_t len, bool final, size_t max_cost)
 			if (used > 0)
 				break;
 			/* one line alone over the budget: cut it (each byte may
-			 * be a CR, costing a framed line of its own) */
-			take = max_cost / (LINE_FRAMING_BYTES + 1);
+			 * be a CR, costing a framed line of its own, and the
+			 * piece's last line is framed too) */
+			take = max_cost > LINE_FRAMING_BYTES
+				       ? (max_cost - LINE_FRAMING_BYTES) / (LINE_FRAMING_BYTES + 1)
+				       : 0;
 			if (take == 0)
 				break;
 		}

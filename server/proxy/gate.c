@@ -33,9 +33,13 @@ _Static_assert(USER_NAME_MAX <= TTLCACHE_KEY_LEN, "a user name is its own cache 
 int gate_user(const char *path, char *out, size_t outlen)
 {
 	const char *name = path + 6;
-	size_t len = strcspn(name, "/");
+	size_t len;
 
-	if (strncmp(path, "/user/", 6) != 0 || len == 0 || len >= outlen)
+	/* the prefix first: a shorter path ends before path + 6 */
+	if (strncmp(path, "/user/", 6) != 0)
+		return -1;
+	len = strcspn(name, "/");
+	if (len == 0 || len >= outlen)
 		return -1;
 	memcpy(out, name, len);
 	out[len] = '\0';

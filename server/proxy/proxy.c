@@ -25,6 +25,7 @@
 #include "metrics/labd.h"
 #include "metrics/metrics.h"
 #include "proxy/inflight.h"
+#include "proxy/resphead.h"
 #include "proxy/scrub.h"
 #include "auth/handoff.h"
 #include "store/sessions.h"
@@ -51,9 +52,8 @@ struct proxy_state {
 	http_parser parser;
 	char *in;       /* last read from upstream */
 	size_t in_len, in_off;
-	char *headers; /* "name\0value\0" pairs */
-	size_t headers_len;
-	bool last_was_value, headers_done, message_done, failed, scrubbing;
+	struct resphead head; /* its headers */
+	bool headers_done, message_done, failed, scrubbing;
 	char *body; /* parsed body bytes not yet given to MHD */
 	size_t body_len, body_off;
 	struct scrub scrub;
@@ -139,9 +139,25 @@ bool proxy_is_hop_header(const char *name)
 	return false;
 }
 
+/* Whether the cookie pair p[0..len) is called name, read as leniently as a
+ * Python server reads it (the name stripped of blanks): what Jupyter would
+ * take for labd's cookie is labd's cookie. */
+static bool cookie_named(const char *p, size_t len, const char *name)
+{
+	const char *eq = memchr(p, '=', len), *end = eq;
+
+	if (!eq)
+		return false;
+	while (p < end && (*p == ' ' || *p == '\t'))
+		p++;
+	while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	return (size_t)(end - p) == strlen(name) && strncmp(p, name, (size_t)(end - p)) == 0;
+}
+
 void proxy_strip_cookie(const char *value, const char *name, char *out, size_t outlen)
 {
-	size_t used = 0, nlen = strlen(name);
+	size_t used = 0;
 
 	out[0] = '\0';
 	for (const char *p = value; *p;) {
@@ -149,7 +165,7 @@ void proxy_strip_cookie(const char *value, const char *name, char *out, size_t o
 			p++;
 		const char *end = strchr(p, ';');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
-		bool ours = len > nlen && p[nlen] == '=' && strncmp(p, name, nlen) == 0;
+		bool ours = cookie_named(p, len, name);
 		if (len && !ours && used + len + 3 < outlen) {
 			used += (size_t)snprintf(out + used, outlen - used, "%s%.*s", used ? "; " : "",
 						 (int)len, p);
@@ -319,7 +335,8 @@ static void reply_bad_gateway(struct http_request *req, const char *why)
  * spares left 4% of its CPU in page faults under 32 connections). A worker
  * so keeps at most 8 MiB it once used; the spares live as long as their
  * thread (the worker threads, until the process ends). */
-#define STATE_BYTES (sizeof(struct proxy_state) + 2 * HEAD_MAX + 2 * IO_CHUNK + SCRUB_NEEDLE_MAX)
+#define STATE_BYTES \
+	(sizeof(struct proxy_state) + HEAD_MAX + RESPHEAD_MAX + 2 * IO_CHUNK + SCRUB_NEEDLE_MAX)
 static _Thread_local struct proxy_state *spare_states[SPARE_STATES];
 static _Thread_local unsigned spare_count;
 
@@ -383,8 +400,8 @@ int proxy_begin(struct http_request *req, const struct proxy_context *ctx,
 	}
 	memset(p, 0, sizeof(*p));
 	p->out = (char *)(p + 1);
-	p->headers = p->out + HEAD_MAX;
-	p->in = p->headers + HEAD_MAX;
+	resphead_init(&p->head, p->out + HEAD_MAX);
+	p->in = p->head.buf + RESPHEAD_MAX;
 	p->body = p->in + IO_CHUNK;
 	p->ctx = ctx;
 	p->target = *target;
@@ -518,40 +535,18 @@ static bool content_type_is_text(struct proxy_state *p);
 
 static int on_header_field(http_parser *hp, const char *at, size_t len)
 {
-	struct proxy_state *p = hp->data;
-	if (p->last_was_value || p->headers_len == 0) {
-		if (p->headers_len && p->headers_len + 1 > HEAD_MAX)
-			return -1;
-		if (p->headers_len)
-			p->headers[p->headers_len++] = '\0'; /* end the previous value */
-		p->last_was_value = false;
-	}
-	if (p->headers_len + len + 2 > HEAD_MAX)
-		return -1;
-	memcpy(p->headers + p->headers_len, at, len);
-	p->headers_len += len;
-	return 0;
+	return resphead_field(&((struct proxy_state *)hp->data)->head, at, len);
 }
 
 static int on_header_value(http_parser *hp, const char *at, size_t len)
 {
-	struct proxy_state *p = hp->data;
-	if (!p->last_was_value) {
-		p->headers[p->headers_len++] = '\0'; /* end the name */
-		p->last_was_value = true;
-	}
-	if (p->headers_len + len + 2 > HEAD_MAX)
-		return -1;
-	memcpy(p->headers + p->headers_len, at, len);
-	p->headers_len += len;
-	return 0;
+	return resphead_value(&((struct proxy_state *)hp->data)->head, at, len);
 }
 
 static int on_headers_complete(http_parser *hp)
 {
 	struct proxy_state *p = hp->data;
-	if (p->headers_len)
-		p->headers[p->headers_len++] = '\0';
+	resphead_end(&p->head);
 	p->headers_done = true;
 	p->scrubbing = content_type_is_text(p);
 	/* A HEAD response announces a body it does not send. */
@@ -664,38 +659,14 @@ static ssize_t read_body(void *cls, uint64_t pos, char *buf, size_t max)
 	return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
-/* Walks the collected "name\0value\0" pairs from *off: the next name (its
- * value in *value), or NULL at the end. */
-static const char *next_header(const struct proxy_state *p, size_t *off, const char **value)
-{
-	if (*off >= p->headers_len)
-		return NULL;
-	const char *name = p->headers + *off;
-	*value = name + strlen(name) + 1;
-	*off = (size_t)(*value - p->headers) + strlen(*value) + 1;
-	return name;
-}
-
-/* The first response header called name, or NULL. */
-static const char *response_header(const struct proxy_state *p, const char *name)
-{
-	const char *n, *v;
-	size_t off = 0;
-
-	while ((n = next_header(p, &off, &v)))
-		if (!strcasecmp(n, name))
-			return v;
-	return NULL;
-}
-
 /* Copies upstream's end-to-end headers into resp, scrubbing the token. */
 static void copy_response_headers(struct proxy_state *p, struct MHD_Response *resp)
 {
-	const char *connection = response_header(p, "Connection"), *name, *val;
+	const char *connection = resphead_get(&p->head, "Connection"), *name, *val;
 	char value[8192];
 	size_t off = 0;
 
-	while ((name = next_header(p, &off, &val))) {
+	while ((name = resphead_next(&p->head, &off, &val))) {
 		/* Hop-by-hop headers and those that libmicrohttpd sets itself; a
 		 * WebSocket's Upgrade is the one hop header passed on (MHD adds
 		 * "Connection: Upgrade" itself). */
@@ -716,7 +687,7 @@ static void copy_response_headers(struct proxy_state *p, struct MHD_Response *re
 
 static bool content_type_is_text(struct proxy_state *p)
 {
-	const char *ct = response_header(p, "Content-Type");
+	const char *ct = resphead_get(&p->head, "Content-Type");
 
 	return ct && (strncasecmp(ct, "text/", 5) == 0 || strstr(ct, "javascript") ||
 		      strstr(ct, "json") || strstr(ct, "xml"));

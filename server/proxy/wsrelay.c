@@ -21,6 +21,7 @@
 #include "labd/clock.h"
 #include "labd/log.h"
 #include "metrics/labd.h"
+#include "proxy/wsframe.h"
 
 struct pipe_dir {
 	char *buf;
@@ -29,23 +30,12 @@ struct pipe_dir {
 	unsigned long long read_bytes; /* all ever read from the source */
 };
 
-/* Where the bytes sent so far stand in the WebSocket frame stream, so labd
- * only ever inserts its own close frame between two of Jupyter's frames. */
-struct frame_pos {
-	unsigned char head[14];
-	size_t head_len;   /* header bytes seen of the current frame */
-	uint64_t left;     /* payload bytes still to come */
-	bool in_payload;
-	bool saw_close; /* a close frame went through: the closing is clean already */
-	unsigned data_frames; /* text, binary or continuation frames begun (not pings) */
-};
-
 struct relay {
 	int client, upstream;
 	struct MHD_UpgradeResponseHandle *urh;
 	struct pipe_dir up;   /* client -> upstream */
 	struct pipe_dir down; /* upstream -> client */
-	struct frame_pos down_pos, up_pos;
+	struct wsframe_pos down_pos, up_pos;
 	struct wsrelay_who who;
 	long long last_io_ms;   /* any byte either way, pings included */
 	long long last_data_ms; /* a data frame either way: a kernel message */
@@ -139,64 +129,15 @@ static bool fill(int src, struct pipe_dir *d)
 	return true;
 }
 
-/* The header length once its first bytes are known (RFC 6455 section 5.2). */
-static size_t frame_head_len(const struct frame_pos *f)
-{
-	size_t n = 2;
-	if (f->head_len < 2)
-		return 2;
-	if ((f->head[1] & 0x7f) == 126)
-		n += 2;
-	else if ((f->head[1] & 0x7f) == 127)
-		n += 8;
-	return n + ((f->head[1] & 0x80) ? 4 : 0);
-}
-
-static void frame_advance(struct frame_pos *f, const unsigned char *p, size_t n)
-{
-	while (n > 0) {
-		if (f->in_payload) {
-			uint64_t take = f->left < n ? f->left : n;
-			f->left -= take;
-			p += take;
-			n -= (size_t)take;
-			if (f->left == 0)
-				f->in_payload = false, f->head_len = 0;
-			continue;
-		}
-		f->head[f->head_len++] = *p++;
-		n--;
-		if (f->head_len < 2 || f->head_len < frame_head_len(f))
-			continue;
-		f->saw_close = f->saw_close || (f->head[0] & 0x0f) == 0x8;
-		f->data_frames += (f->head[0] & 0x0f) <= 0x2; /* not close, ping or pong */
-		unsigned len7 = f->head[1] & 0x7f;
-		f->left = len7;
-		if (len7 == 126)
-			f->left = (uint64_t)f->head[2] << 8 | f->head[3];
-		else if (len7 == 127)
-			for (int i = 0; i < 8; i++)
-				f->left = f->left << 8 | f->head[2 + i];
-		f->in_payload = f->left > 0;
-		if (!f->in_payload)
-			f->head_len = 0;
-	}
-}
-
-static bool at_frame_boundary(const struct frame_pos *f)
-{
-	return !f->in_payload && f->head_len == 0;
-}
-
 /* Writes d's buffer to dst; false on a hard error. When pos is given, it
  * follows the frames sent. */
-static bool drain_frames(int dst, struct pipe_dir *d, struct frame_pos *pos)
+static bool drain_frames(int dst, struct pipe_dir *d, struct wsframe_pos *pos)
 {
 	while (d->off < d->len) {
 		ssize_t n = send(dst, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL);
 		if (n > 0) {
 			if (pos)
-				frame_advance(pos, (unsigned char *)d->buf + d->off, (size_t)n);
+				wsframe_advance(pos, (unsigned char *)d->buf + d->off, (size_t)n);
 			d->off += (size_t)n;
 		} else if (n < 0 && errno == EINTR) {
 			continue;
@@ -214,7 +155,7 @@ static void send_going_away(struct relay *x)
 {
 	static const unsigned char frame[] = {0x88, 0x02, 0x03, 0xe9};
 
-	if (!x->down_pos.saw_close && at_frame_boundary(&x->down_pos) &&
+	if (!x->down_pos.saw_close && wsframe_at_boundary(&x->down_pos) &&
 	    send(x->client, frame, sizeof(frame), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 		log_debug("wsrelay: close frame to %s not sent", x->who.owner);
 }
