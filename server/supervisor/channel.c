@@ -9,8 +9,10 @@
 
 #include "labd/log.h"
 #include "proto/proto.h"
-#include "supervisor/pools.h"
-#include "supervisor/sandboxes.h"
+#include "supervisor/host.h"
+#include "supervisor/host_homes.h"
+#include "supervisor/host_pool.h"
+#include "supervisor/host_runtime.h"
 
 /* What the web process may send in each state of the channel. */
 enum channel_state {
@@ -21,8 +23,7 @@ enum channel_state {
 struct channel {
 	int fd;
 	enum channel_state state;
-	struct sandboxes *sb;
-	struct pools *ps;
+	struct host *host; /* NULL: every sandbox request is refused */
 };
 
 typedef json_t *(*handler_fn)(struct channel *ch, long long id, json_t *msg);
@@ -35,11 +36,11 @@ static json_t *on_hello(struct channel *ch, long long id, json_t *msg)
 		log_warn("web process speaks labd %s, supervisor is %s", proto_str(msg, "version"),
 			 LABD_VERSION);
 	ch->state = CH_READY;
-	if (ch->ps) /* pools' agents are read, their jobs' ends said, from now on */
-		pools_set_listening(ch->ps, true);
+	if (ch->host) /* pools' agents are read, their jobs' ends said, from now on */
+		host_set_listening(ch->host, true);
 	r = proto_ok(id);
 	json_object_set_new(r, "version", json_string(LABD_VERSION));
-	json_object_set_new(r, "warnings", sandboxes_warnings());
+	json_object_set_new(r, "warnings", host_runtime_warnings());
 	return r;
 }
 
@@ -50,64 +51,62 @@ static json_t *on_ping(struct channel *ch, long long id, json_t *msg)
 	return proto_ok(id);
 }
 
+static json_t *no_host(long long id)
+{
+	return proto_error(id, "no_jobs", "this supervisor runs no sandboxes");
+}
+
 static json_t *on_start(struct channel *ch, long long id, json_t *msg)
 {
-	return sandboxes_start(ch->sb, id, msg);
+	return ch->host ? host_runtime_start(ch->host, id, msg) : no_host(id);
 }
 
 static json_t *on_stop(struct channel *ch, long long id, json_t *msg)
 {
-	return sandboxes_stop(ch->sb, id, msg);
+	return ch->host ? host_runtime_stop(ch->host, id, msg) : no_host(id);
 }
 
 static json_t *on_user_deleted(struct channel *ch, long long id, json_t *msg)
 {
-	return sandboxes_user_deleted(ch->sb, id, msg);
+	return ch->host ? host_runtime_user_deleted(ch->host, id, msg) : no_host(id);
 }
 
 static json_t *on_home_usage(struct channel *ch, long long id, json_t *msg)
 {
-	return sandboxes_home_usage(ch->sb, id, msg);
+	return ch->host ? host_homes_usage(ch->host, id, msg) : no_host(id);
 }
 
 static json_t *on_home_resize(struct channel *ch, long long id, json_t *msg)
 {
-	return sandboxes_home_resize(ch->sb, id, msg);
+	return ch->host ? host_homes_resize(ch->host, id, msg) : no_host(id);
 }
 
 static json_t *on_list(struct channel *ch, long long id, json_t *msg)
 {
-	json_t *r = sandboxes_list(ch->sb, id);
-
 	(void)msg;
-	if (ch->ps) /* runtimes and job pools in one list (pool_id tells them apart) */
-		pools_list(ch->ps, json_object_get(r, "sandboxes"));
-	return r;
+	/* runtimes and job pools in one list (pool_id tells them apart) */
+	return ch->host ? host_list(ch->host, id) : no_host(id);
 }
 
-static json_t *no_pools(long long id)
-{
-	return proto_error(id, "no_jobs", "this supervisor runs no job pools");
-}
 
 static json_t *on_pool_start(struct channel *ch, long long id, json_t *msg)
 {
-	return ch->ps ? pools_start(ch->ps, id, msg) : no_pools(id);
+	return ch->host ? host_pool_start(ch->host, id, msg) : no_host(id);
 }
 
 static json_t *on_pool_stop(struct channel *ch, long long id, json_t *msg)
 {
-	return ch->ps ? pools_stop(ch->ps, id, msg) : no_pools(id);
+	return ch->host ? host_pool_stop(ch->host, id, msg) : no_host(id);
 }
 
 static json_t *on_job_run(struct channel *ch, long long id, json_t *msg)
 {
-	return ch->ps ? pools_job_run(ch->ps, id, msg) : no_pools(id);
+	return ch->host ? host_pool_job_run(ch->host, id, msg) : no_host(id);
 }
 
 static json_t *on_job_stop(struct channel *ch, long long id, json_t *msg)
 {
-	return ch->ps ? pools_job_stop(ch->ps, id, msg) : no_pools(id);
+	return ch->host ? host_pool_job_stop(ch->host, id, msg) : no_host(id);
 }
 
 /* The table: validation and dispatch in one place. */
@@ -131,7 +130,7 @@ static const struct {
 	{"job_stop", proto_job_stop, CH_READY, on_job_stop},
 };
 
-struct channel *channel_new(int fd, struct sandboxes *sb)
+struct channel *channel_new(int fd, struct host *host)
 {
 	struct channel *ch = calloc(1, sizeof(*ch));
 
@@ -141,22 +140,16 @@ struct channel *channel_new(int fd, struct sandboxes *sb)
 	}
 	ch->fd = fd;
 	ch->state = CH_NEW;
-	ch->sb = sb;
+	ch->host = host;
 	return ch;
-}
-
-void channel_set_pools(struct channel *ch, struct pools *ps)
-{
-	if (ch)
-		ch->ps = ps;
 }
 
 void channel_free(struct channel *ch)
 {
 	if (!ch)
 		return;
-	if (ch->ps)
-		pools_set_listening(ch->ps, false);
+	if (ch->host)
+		host_set_listening(ch->host, false);
 	close(ch->fd);
 	free(ch);
 }

@@ -19,8 +19,9 @@
 #include "labd/clock.h"
 #include "proto/proto.h"
 #include "supervisor/channel.h"
-#include "supervisor/pools.h"
-#include "supervisor/sandboxes.h"
+#include "supervisor/host.h"
+#include "supervisor/host_pool.h"
+#include "supervisor/host_runtime.h"
 #include "supervisor/statedir.h"
 
 #define USER "pooltest"
@@ -30,8 +31,7 @@
 static struct {
 	struct labd_config cfg;
 	char dir[64];
-	struct sandboxes *sb;
-	struct pools *ps;
+	struct host *host;
 	struct channel *ch;
 	int web;
 	long long next_id;
@@ -44,30 +44,20 @@ static void emit(void *ctx, json_t *e)
 	channel_emit(T.ch, e);
 }
 
-static bool gpu_held(void *ctx, unsigned gpu)
-{
-	(void)ctx;
-	return pools_gpu_held(T.ps, gpu);
-}
+static const struct host_purpose *const purposes[] = {&host_runtime, &host_pool};
 
 /* One turn of the supervisor's loop, then what reached the web end. */
 static void turn(int max_ms)
 {
 	struct pollfd fds[2048] = {{.fd = channel_fd(T.ch), .events = POLLIN}};
-	int t1 = sandboxes_tick(T.sb), t2 = pools_tick(T.ps), ms = max_ms;
-	int nb = sandboxes_pollfds(T.sb, fds + 1, 1000);
-	int np = pools_pollfds(T.ps, fds + 1 + nb, 1000);
+	int t = host_tick(T.host), ms = t >= 0 && t < max_ms ? t : max_ms;
+	int n = host_pollfds(T.host, fds + 1, 2000);
 	json_t *m;
 
-	if (t1 >= 0 && t1 < ms)
-		ms = t1;
-	if (t2 >= 0 && t2 < ms)
-		ms = t2;
-	poll(fds, (nfds_t)(1 + nb + np), ms);
+	poll(fds, (nfds_t)(1 + n), ms);
 	if (fds[0].revents & POLLIN)
 		assert_int_equal(channel_on_readable(T.ch), 0);
-	sandboxes_on_events(T.sb, fds + 1, nb);
-	pools_on_events(T.ps, fds + 1 + nb, np);
+	host_on_events(T.host, fds + 1, n);
 	while (proto_recv(T.web, &m) == 0)
 		json_array_append_new(T.seen, m);
 }
@@ -205,6 +195,27 @@ static int cmp_ll(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static void hello(void)
+{
+	json_decref(request(json_pack("{s:s,s:s}", "type", "hello", "version", LABD_VERSION)));
+}
+
+/* A supervisor restart: a new host takes the sandboxes over from their records,
+ * and a new channel listens once its web process says hello. */
+static void restart(void)
+{
+	int sv[2];
+
+	channel_free(T.ch);
+	close(T.web);
+	host_free(T.host);
+	T.host = host_new(&T.cfg, T.dir, purposes, 2, emit, NULL);
+	assert_non_null(T.host);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	T.ch = channel_new(sv[0], T.host);
+	T.web = sv[1];
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -218,16 +229,13 @@ static int setup(void **state)
 	T.cfg.home_size_bytes = 256ULL << 20;
 	T.cfg.jobs_sample_interval_ms = 200;
 	assert_int_equal(statedir_prepare(T.dir, 0), 0);
-	struct sandboxes_events ev = {emit, gpu_held, NULL};
-	T.sb = sandboxes_new(&T.cfg, T.dir, &ev);
-	T.ps = pools_new(&T.cfg, T.dir, T.sb, &ev);
-	assert_non_null(T.ps);
+	T.host = host_new(&T.cfg, T.dir, purposes, 2, emit, NULL);
+	assert_non_null(T.host);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-	T.ch = channel_new(sv[0], T.sb);
-	channel_set_pools(T.ch, T.ps);
+	T.ch = channel_new(sv[0], T.host);
 	T.web = sv[1];
 	T.seen = json_array();
-	json_decref(request(json_pack("{s:s,s:s}", "type", "hello", "version", LABD_VERSION)));
+	hello();
 	return 0;
 }
 
@@ -236,12 +244,11 @@ static int teardown(void **state)
 	(void)state;
 	if (geteuid() != 0)
 		return 0;
-	pools_stop_all(T.ps, "test over");
-	for (long long until = clock_ms() + 20000; pools_live(T.ps) && clock_ms() < until;)
+	host_stop_all(T.host, "test over");
+	for (long long until = clock_ms() + 20000; host_live(T.host) && clock_ms() < until;)
 		turn(50);
 	channel_free(T.ch);
-	pools_free(T.ps);
-	sandboxes_free(T.sb);
+	host_free(T.host);
 	close(T.web);
 	json_decref(T.seen);
 	unit_rmdir(T.dir);
@@ -403,14 +410,11 @@ static void test_pool_and_jobs(void **state)
 	json_decref(wait_pool("pool_ready", 3, 30000));
 	json_decref(job_run(3, 900, "echo before; sleep 2; echo after", 60));
 	json_decref(take("job_phase", "phase", "training", 10000));
-	struct sandboxes_events ev = {emit, gpu_held, NULL};
-	pools_free(T.ps);
-	T.ps = pools_new(&T.cfg, T.dir, T.sb, &ev);
-	channel_set_pools(T.ch, T.ps);
+	restart();
 	for (long long until = clock_ms() + 3000; clock_ms() < until;)
 		turn(50); /* the job ends meanwhile: nobody listens, it is not read yet */
 	assert_null(take_now("job_exited"));
-	pools_set_listening(T.ps, true);
+	hello();
 	m = take("job_exited", NULL, NULL, 20000);
 	assert_int_equal(proto_int(m, "job_id"), 900);
 	assert_string_equal(proto_str(m, "kind"), "exited");
@@ -423,14 +427,12 @@ static void test_pool_and_jobs(void **state)
 	 * record across another restart, and said once one listens */
 	json_decref(job_run(3, 901, "echo held", 60));
 	json_decref(take("job_phase", "phase", "uploading", 10000));
-	pools_set_listening(T.ps, false);
+	host_set_listening(T.host, false);
 	for (long long until = clock_ms() + 1500; clock_ms() < until;)
 		turn(50);
 	assert_null(take_now("job_exited"));
-	pools_free(T.ps);
-	T.ps = pools_new(&T.cfg, T.dir, T.sb, &ev);
-	channel_set_pools(T.ch, T.ps);
-	pools_set_listening(T.ps, true);
+	restart();
+	hello();
 	m = take("job_exited", NULL, NULL, 10000);
 	assert_int_equal(proto_int(m, "job_id"), 901);
 	assert_string_equal(proto_str(m, "kind"), "exited");
