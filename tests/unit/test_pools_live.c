@@ -1,5 +1,5 @@
 /* Live test of the supervisor's job pools over its own protocol: the real
- * channel table, pools, agent, sandboxes, mounts and cgroups (root only),
+ * channel table, the host with both purposes, pools, agent, sandboxes, mounts and cgroups (root only),
  * driven as labd-web drives them, without the web process. pool_start ->
  * pool_ready -> job_run of a shell command -> phases -> log file -> job_exited;
  * a second job in the same pool; job_stop with grace (and a job that ignores
@@ -460,9 +460,99 @@ static void test_pool_and_jobs(void **state)
 		      cold[runs / 2], cold[runs - 1], runs);
 }
 
+/* A start of either purpose as the web process sends it; the reply's code ("" when ok). */
+static const char *start_code(bool runtime, long long deadline, const char *kind, json_t *gpus,
+			      char *code, size_t len)
+{
+	json_t *m = runtime ? json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:I,s:o}", "type",
+					"sandbox_start", "user", "ghost", "user_id", 4343,
+					"runtime_id", 5, "kind", kind, "token",
+					"abcdefghijklmnopqrstuvwxyz0123456789-_ABCDE", "deadline",
+					(json_int_t)deadline, "gpus", gpus)
+			    : json_pack("{s:s,s:s,s:i,s:i,s:I,s:o}", "type", "pool_start", "user",
+					"ghost", "user_id", 4343, "pool_id", 5, "deadline",
+					(json_int_t)deadline, "gpus", gpus);
+	json_t *r = request(m);
+
+	snprintf(code, len, "%s", proto_bool(r, "ok") ? "" : proto_str(r, "code"));
+	json_decref(r);
+	return code;
+}
+
+/* An entry of sandbox_list for (runtime_id, pool_id) of user, or NULL. */
+static json_t *listed(const char *user, long long runtime_id, long long pool_id)
+{
+	json_t *r = request(json_pack("{s:s}", "type", "sandbox_list")), *e, *found = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(r, "sandboxes"), i, e) {
+		if (strcmp(proto_str(e, "user"), user) == 0 &&
+		    proto_int(e, "runtime_id") == runtime_id && proto_int(e, "pool_id") == pool_id)
+			found = json_incref(e);
+	}
+	json_decref(r);
+	return found;
+}
+
+/* The one host with both purposes: a refusal's code comes from the one start
+ * check whichever purpose asks; records of both purposes whose sandboxes are gone
+ * (a runtime's as the previous release wrote it, a pool's as today's does) are
+ * read back by a restarted host, the runtime's forgotten, the pool ended with its
+ * GPU freed; and one list shows them. */
+static void test_host_both_purposes(void **state)
+{
+	char code[32], path[100], written[128];
+	long long now = time(NULL);
+	struct stat st;
+	json_t *e;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	for (int runtime = 0; runtime <= 1; runtime++) {
+		assert_string_equal(start_code(runtime, now - 5, "cpu", json_array(), code,
+					       sizeof(code)),
+				    "past_deadline");
+		/* no GPU is configured here: every GPU named is refused as such */
+		assert_string_equal(start_code(runtime, now + 600, "gpu", json_pack("[i]", 0), code,
+					       sizeof(code)),
+				    "gpu_not_configured");
+	}
+
+	snprintf(path, sizeof(path), "%s/boxes", T.dir);
+	mkdir(path, 0700);
+	unit_write(path, "ghost.json",
+		   "{\"user\":\"ghost\",\"id\":\"ghost-000000000000\",\"kind\":\"gpu\","
+		   "\"runtime_id\":5,\"uid\":204343,\"deadline\":4102444800,\"gpus\":[0]}",
+		   written);
+	snprintf(path, sizeof(path), "%s/pools/77", T.dir);
+	mkdir(path, 0700);
+	unit_write(path, "record.json",
+		   "{\"user\":\"ghost\",\"user_id\":4343,\"pool_id\":77,"
+		   "\"id\":\"ghost-111111111111\",\"uid\":204343,\"job_id\":0,"
+		   "\"deadline\":4102444800,\"cpus_milli\":1000,\"ready\":true,\"gpus\":[1]}",
+		   written);
+	restart();
+	hello();
+	snprintf(path, sizeof(path), "%s/boxes/ghost.json", T.dir);
+	assert_int_equal(stat(path, &st), -1); /* the runtime is gone: its record too */
+	assert_null(listed("ghost", 5, 0));
+	assert_false(host_gpu_held(T.host, 0));
+	e = listed("ghost", 0, 77);
+	assert_non_null(e);
+	assert_string_equal(proto_str(e, "state"), "ended");
+	assert_string_equal(proto_str(e, "cause"), "gone");
+	assert_true(proto_bool(e, "failed"));
+	json_decref(e);
+	assert_false(host_gpu_held(T.host, 1));
+	snprintf(path, sizeof(path), "%s/pools/77", T.dir);
+	assert_int_equal(stat(path, &st), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_host_both_purposes),
 		cmocka_unit_test(test_pool_and_jobs),
 	};
 	return cmocka_run_group_tests_name("pools_live", tests, setup, teardown);
