@@ -1,7 +1,7 @@
 /* Live test of the supervisor's job pools over its own protocol: the real
- * channel table, the host with both purposes, pools, agent, sandboxes, mounts and cgroups (root only),
- * driven as labd-web drives them, without the web process. pool_start ->
- * pool_ready -> job_run of a shell command -> phases -> log file -> job_exited;
+ * channel table, the host with both purposes, pools, agent, sandboxes, mounts
+ * and cgroups (root only), driven as labd-web drives them, without the web
+ * process. pool_start -> pool_ready -> job_run of a shell command -> phases -> log file -> job_exited;
  * a second job in the same pool; job_stop with grace (and a job that ignores
  * SIGTERM: its pool is killed); max runtime; OOM; a bad spec. Prints the
  * measured pool_start->pool_ready and job_run->training times (median of
