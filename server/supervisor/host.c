@@ -472,7 +472,10 @@ static long long tick_box(struct host *h, struct host_box *b, long long now, int
 
 	if (b->state == H_RUNNING && !b->cause[0] && b->deadline_s <= wall)
 		host_stop(h, b, "time_limit", b->purpose->deadline_reason);
-	if (b->state == H_STOPPING || (b->state == H_RUNNING && b->cause[0])) {
+	/* a grace stop is H_STOPPING; a kill leaves the box running with its cause set */
+	bool killed = !b->purpose->grace && b->state == H_RUNNING && b->cause[0];
+
+	if (b->state == H_STOPPING || killed) {
 		if (now >= b->kill_at_ms) { /* killed: again until the pidfd says gone */
 			describe(b, name, sizeof(name));
 			if (b->state == H_STOPPING)
