@@ -20,7 +20,7 @@ static json_t *text_or_null(const char *s)
 static json_t *image_json(const struct config_image *im, bool admin)
 {
 	struct image_meta m;
-	/* what the supervisor checks at a start (sandboxes.c), so the list never promises more */
+	/* what the supervisor checks at a start (startcheck.c), so the list never promises more */
 	bool usable = images_read_meta(im->folder, &m) == 0 && !images_folder_unsafe(im->folder);
 	json_t *j;
 

@@ -9,8 +9,10 @@
 
 #include "labd/log.h"
 #include "proto/proto.h"
-#include "supervisor/pools.h"
-#include "supervisor/sandboxes.h"
+#include "supervisor/host.h"
+#include "supervisor/host_homes.h"
+#include "supervisor/host_pool.h"
+#include "supervisor/host_runtime.h"
 
 /* What the web process may send in each state of the channel. */
 enum channel_state {
@@ -21,11 +23,12 @@ enum channel_state {
 struct channel {
 	int fd;
 	enum channel_state state;
-	struct sandboxes *sb;
-	struct pools *ps;
+	struct host *host; /* NULL: every sandbox request is refused */
 };
 
 typedef json_t *(*handler_fn)(struct channel *ch, long long id, json_t *msg);
+/* A request to the sandbox host (host.h), most handled by a purpose. */
+typedef json_t *(*host_fn)(struct host *h, long long id, json_t *msg);
 
 static json_t *on_hello(struct channel *ch, long long id, json_t *msg)
 {
@@ -35,11 +38,11 @@ static json_t *on_hello(struct channel *ch, long long id, json_t *msg)
 		log_warn("web process speaks labd %s, supervisor is %s", proto_str(msg, "version"),
 			 LABD_VERSION);
 	ch->state = CH_READY;
-	if (ch->ps) /* pools' agents are read, their jobs' ends said, from now on */
-		pools_set_listening(ch->ps, true);
+	if (ch->host) /* pools' agents are read, their jobs' ends said, from now on */
+		host_set_listening(ch->host, true);
 	r = proto_ok(id);
 	json_object_set_new(r, "version", json_string(LABD_VERSION));
-	json_object_set_new(r, "warnings", sandboxes_warnings());
+	json_object_set_new(r, "warnings", host_runtime_warnings());
 	return r;
 }
 
@@ -50,64 +53,11 @@ static json_t *on_ping(struct channel *ch, long long id, json_t *msg)
 	return proto_ok(id);
 }
 
-static json_t *on_start(struct channel *ch, long long id, json_t *msg)
+/* runtimes and job pools in one list (pool_id tells them apart) */
+static json_t *on_list(struct host *h, long long id, json_t *msg)
 {
-	return sandboxes_start(ch->sb, id, msg);
-}
-
-static json_t *on_stop(struct channel *ch, long long id, json_t *msg)
-{
-	return sandboxes_stop(ch->sb, id, msg);
-}
-
-static json_t *on_user_deleted(struct channel *ch, long long id, json_t *msg)
-{
-	return sandboxes_user_deleted(ch->sb, id, msg);
-}
-
-static json_t *on_home_usage(struct channel *ch, long long id, json_t *msg)
-{
-	return sandboxes_home_usage(ch->sb, id, msg);
-}
-
-static json_t *on_home_resize(struct channel *ch, long long id, json_t *msg)
-{
-	return sandboxes_home_resize(ch->sb, id, msg);
-}
-
-static json_t *on_list(struct channel *ch, long long id, json_t *msg)
-{
-	json_t *r = sandboxes_list(ch->sb, id);
-
 	(void)msg;
-	if (ch->ps) /* runtimes and job pools in one list (pool_id tells them apart) */
-		pools_list(ch->ps, json_object_get(r, "sandboxes"));
-	return r;
-}
-
-static json_t *no_pools(long long id)
-{
-	return proto_error(id, "no_jobs", "this supervisor runs no job pools");
-}
-
-static json_t *on_pool_start(struct channel *ch, long long id, json_t *msg)
-{
-	return ch->ps ? pools_start(ch->ps, id, msg) : no_pools(id);
-}
-
-static json_t *on_pool_stop(struct channel *ch, long long id, json_t *msg)
-{
-	return ch->ps ? pools_stop(ch->ps, id, msg) : no_pools(id);
-}
-
-static json_t *on_job_run(struct channel *ch, long long id, json_t *msg)
-{
-	return ch->ps ? pools_job_run(ch->ps, id, msg) : no_pools(id);
-}
-
-static json_t *on_job_stop(struct channel *ch, long long id, json_t *msg)
-{
-	return ch->ps ? pools_job_stop(ch->ps, id, msg) : no_pools(id);
+	return host_list(h, id);
 }
 
 /* The table: validation and dispatch in one place. */
@@ -115,23 +65,37 @@ static const struct {
 	const char *type;
 	const struct proto_field *fields;
 	unsigned permit;
-	handler_fn handler;
+	handler_fn handler; /* the channel's own, or */
+	host_fn host;       /* the host's (refused while the channel has none) */
 } table[] = {
-	{"hello", proto_hello, CH_NEW, on_hello},
-	{"ping", proto_empty, CH_READY, on_ping},
-	{"sandbox_start", proto_sandbox_start, CH_READY, on_start},
-	{"sandbox_stop", proto_sandbox_stop, CH_READY, on_stop},
-	{"sandbox_list", proto_empty, CH_READY, on_list},
-	{"user_deleted", proto_user_deleted, CH_READY, on_user_deleted},
-	{"home_usage", proto_home_usage, CH_READY, on_home_usage},
-	{"home_resize", proto_home_resize, CH_READY, on_home_resize},
-	{"pool_start", proto_pool_start, CH_READY, on_pool_start},
-	{"pool_stop", proto_pool_stop, CH_READY, on_pool_stop},
-	{"job_run", proto_job_run, CH_READY, on_job_run},
-	{"job_stop", proto_job_stop, CH_READY, on_job_stop},
+	{"hello", proto_hello, CH_NEW, on_hello, NULL},
+	{"ping", proto_empty, CH_READY, on_ping, NULL},
+	{"sandbox_start", proto_sandbox_start, CH_READY, NULL, host_runtime_start},
+	{"sandbox_stop", proto_sandbox_stop, CH_READY, NULL, host_runtime_stop},
+	{"sandbox_list", proto_empty, CH_READY, NULL, on_list},
+	{"user_deleted", proto_user_deleted, CH_READY, NULL, host_runtime_user_deleted},
+	{"home_usage", proto_home_usage, CH_READY, NULL, host_homes_usage},
+	{"home_resize", proto_home_resize, CH_READY, NULL, host_homes_resize},
+	{"pool_start", proto_pool_start, CH_READY, NULL, host_pool_start},
+	{"pool_stop", proto_pool_stop, CH_READY, NULL, host_pool_stop},
+	{"job_run", proto_job_run, CH_READY, NULL, host_pool_job_run},
+	{"job_stop", proto_job_stop, CH_READY, NULL, host_pool_job_stop},
 };
 
-struct channel *channel_new(int fd, struct sandboxes *sb)
+/* A row's handler; a channel without a host (unit tests of the table) refuses
+ * what only the host answers. */
+static json_t *handle(struct channel *ch, size_t i, json_t *msg)
+{
+	long long id = proto_int(msg, "id");
+
+	if (table[i].handler)
+		return table[i].handler(ch, id, msg);
+	if (!ch->host)
+		return proto_error(id, "no_jobs", "this supervisor runs no sandboxes");
+	return table[i].host(ch->host, id, msg);
+}
+
+struct channel *channel_new(int fd, struct host *host)
 {
 	struct channel *ch = calloc(1, sizeof(*ch));
 
@@ -141,22 +105,16 @@ struct channel *channel_new(int fd, struct sandboxes *sb)
 	}
 	ch->fd = fd;
 	ch->state = CH_NEW;
-	ch->sb = sb;
+	ch->host = host;
 	return ch;
-}
-
-void channel_set_pools(struct channel *ch, struct pools *ps)
-{
-	if (ch)
-		ch->ps = ps;
 }
 
 void channel_free(struct channel *ch)
 {
 	if (!ch)
 		return;
-	if (ch->ps)
-		pools_set_listening(ch->ps, false);
+	if (ch->host)
+		host_set_listening(ch->host, false);
 	close(ch->fd);
 	free(ch);
 }
@@ -199,7 +157,7 @@ static int dispatch(struct channel *ch, json_t *msg)
 		if (proto_check(msg, table[i].fields, true, err, sizeof(err)) < 0)
 			return refuse(type, err);
 		log_debug("web process: %s", type);
-		reply = table[i].handler(ch, proto_int(msg, "id"), msg);
+		reply = handle(ch, i, msg);
 		if (!reply) /* answered later, when its worker reports (home_resize) */
 			return 0;
 		if (fault_drop_reply(type, msg)) {

@@ -9,14 +9,12 @@
 
 #include <jansson.h>
 
-struct sandboxes;
+struct host;
 struct channel;
 
-/* Takes fd (closed by channel_free). NULL on allocation failure. */
-struct channel *channel_new(int fd, struct sandboxes *sb);
-struct pools;
-/* The job pools the channel's pool and job requests go to (NULL: refused). */
-void channel_set_pools(struct channel *ch, struct pools *ps);
+/* Takes fd (closed by channel_free); the sandbox requests go to host (NULL:
+ * refused). NULL on allocation failure. */
+struct channel *channel_new(int fd, struct host *host);
 void channel_free(struct channel *ch);
 int channel_fd(const struct channel *ch);
 

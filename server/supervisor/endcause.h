@@ -1,5 +1,5 @@
 /* endcause.h - why a sandbox ended, as sandbox_ended and pool_ended tell it (cause,
- * failed, reason), kept by one rule for runtimes (sandboxes.c) and job pools (pools.c). */
+ * failed, reason), kept by one rule for every sandbox of the host (host.c). */
 #ifndef LABD_SUPERVISOR_ENDCAUSE_H
 #define LABD_SUPERVISOR_ENDCAUSE_H
 

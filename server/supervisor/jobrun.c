@@ -50,13 +50,30 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void emit_phase(struct pools *ps, struct pool_box *p, const char *phase)
+/* Writes a command to the agent; 0, or -errno (the pool is then killed). */
+static int tell_agent(struct host *ps, struct pool_box *p, const char *text, size_t len)
 {
-	json_t *e = pools_event("job_phase", p);
+	ssize_t n;
+
+	do
+		n = write(p->io.cmd_fd, text, len);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)len)
+		return 0;
+	/* a full pipe means the agent stopped reading: it cannot be driven */
+	log_warn("pool %lld: cannot write to its agent: %s", p->pool_id,
+		 n < 0 ? strerror(errno) : "short write");
+	host_stop(ps, &p->b, "gone", "the pool's agent stopped answering");
+	return -EIO;
+}
+
+static void emit_phase(struct host *ps, struct pool_box *p, const char *phase)
+{
+	json_t *e = host_event("job_phase", &p->b);
 	json_object_set_new(e, "job_id", json_integer(p->job.job_id));
 	json_object_set_new(e, "phase", json_string(phase));
 	json_object_set_new(e, "at_ms", json_integer(wall_ms()));
-	pools_emit(ps, e);
+	host_emit(ps, e);
 }
 
 /* Bytes the agent relayed (the job's failure file) as valid UTF-8 for JSON:
@@ -77,10 +94,10 @@ static void utf8_clean(char *s)
 	}
 }
 
-static void emit_exited(struct pools *ps, struct pool_box *p)
+static void emit_exited(struct host *ps, struct pool_box *p)
 {
 	struct pool_job *j = &p->job;
-	json_t *e = pools_event("job_exited", p);
+	json_t *e = host_event("job_exited", &p->b);
 
 	utf8_clean(j->failure);
 	json_object_set_new(e, "job_id", json_integer(j->job_id));
@@ -91,9 +108,9 @@ static void emit_exited(struct pools *ps, struct pool_box *p)
 	json_object_set_new(e, "reason", json_string(j->reason));
 	json_object_set_new(e, "failure", json_string(j->failure));
 	json_object_set_new(e, "home_full", json_boolean(j->home_full));
-	log_info("job %lld in pool %lld of %s: %s (%s)", j->job_id, p->pool_id, p->user, j->kind,
+	log_info("job %lld in pool %lld of %s: %s (%s)", j->job_id, p->pool_id, p->b.user, j->kind,
 		 j->reason);
-	pools_emit(ps, e);
+	host_emit(ps, e);
 }
 
 void jobrun_clear(struct pool_box *p)
@@ -129,12 +146,12 @@ static int mount_home_dir(const struct job_ctx *c, const char *rel, bool create,
 	struct sandbox_error err = {0};
 	int dfd = -1;
 
-	if (sandbox_home_open_beneath(c->state_dir, c->p->user, rel, create, c->p->host_uid, &dfd,
+	if (sandbox_home_open_beneath(c->state_dir, c->p->b.user, rel, create, c->p->b.host_uid, &dfd,
 				      &err) < 0) {
 		snprintf(why, len, "%.60s: %.130s", rel[0] ? rel : "(home)", err.message);
 		return -1;
 	}
-	int rc = sandbox_inject(&c->p->h, dfd, inside, ro, &err);
+	int rc = sandbox_inject(&c->p->b.h, dfd, inside, ro, &err);
 	close(dfd);
 	if (rc < 0)
 		snprintf(why, len, "%.60s at %.40s: %.90s", rel, inside, err.message);
@@ -199,7 +216,7 @@ static int stage_worker(void *arg, int fd)
 	if (c->redo) /* what the previous supervisor's worker mounted goes first */
 		eject_all(c);
 	/* a missing working dir fails the job before anything runs */
-	if (sandbox_home_open_beneath(c->state_dir, c->p->user, s->cwd, false, c->p->host_uid,
+	if (sandbox_home_open_beneath(c->state_dir, c->p->b.user, s->cwd, false, c->p->b.host_uid,
 				      &dfd, &err) < 0)
 		return stage_fail(fd, "stage_failed: working dir %.80s: %.100s",
 				  s->cwd[0] ? s->cwd : "(home)", err.message);
@@ -220,7 +237,7 @@ static int stage_worker(void *arg, int fd)
 	}
 	/* SM_OUTPUT_DATA_DIR exists for the script, as managed training makes it */
 	snprintf(rel, sizeof(rel), "%s/output/data", s->output_path);
-	if (sandbox_home_open_beneath(c->state_dir, c->p->user, rel, true, c->p->host_uid, &dfd,
+	if (sandbox_home_open_beneath(c->state_dir, c->p->b.user, rel, true, c->p->b.host_uid, &dfd,
 				      &err) == 0)
 		close(dfd);
 	if (mount_home_dir(c, s->checkpoint_path, true, ML_INSIDE "/checkpoints", false, why,
@@ -244,11 +261,11 @@ static void copy_log(const struct job_ctx *c)
 	int dfd = -1, in = open(j->log.path, O_RDONLY | O_CLOEXEC), out = -1;
 	ssize_t n;
 
-	if (in < 0 || sandbox_home_open_beneath(c->state_dir, c->p->user, j->spec.output_path,
-						true, c->p->host_uid, &dfd, &err) < 0)
+	if (in < 0 || sandbox_home_open_beneath(c->state_dir, c->p->b.user, j->spec.output_path,
+						true, c->p->b.host_uid, &dfd, &err) < 0)
 		goto done;
 	out = openat(dfd, "log.txt", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (out < 0 || fchown(out, c->p->host_uid, c->p->host_uid) < 0)
+	if (out < 0 || fchown(out, c->p->b.host_uid, c->p->b.host_uid) < 0)
 		goto done;
 	while ((n = read(in, buf, sizeof(buf))) > 0)
 		if (write(out, buf, (size_t)n) != n)
@@ -269,7 +286,7 @@ static bool home_full(const struct job_ctx *c)
 	char mnt[LAUNCH_PATH_MAX];
 	struct statvfs v;
 
-	snprintf(mnt, sizeof(mnt), "%s/homes/%s/mnt", c->state_dir, c->p->user);
+	snprintf(mnt, sizeof(mnt), "%s/homes/%s/mnt", c->state_dir, c->p->b.user);
 	return statvfs(mnt, &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize < HOME_FULL_BYTES;
 }
 
@@ -279,12 +296,12 @@ static void eject_all(const struct job_ctx *c)
 	char inside[128], path[LAUNCH_PATH_MAX + 96];
 
 	/* quietly: a mount a failed staging never made is not there */
-	sandbox_eject(&c->p->h, ML_INSIDE "/model");
-	sandbox_eject(&c->p->h, ML_INSIDE "/output");
-	sandbox_eject(&c->p->h, ML_INSIDE "/checkpoints");
+	sandbox_eject(&c->p->b.h, ML_INSIDE "/model");
+	sandbox_eject(&c->p->b.h, ML_INSIDE "/output");
+	sandbox_eject(&c->p->b.h, ML_INSIDE "/checkpoints");
 	for (size_t i = 0; i < s->n_channels; i++) {
 		snprintf(inside, sizeof(inside), ML_INSIDE "/input/data/%s", s->channels[i].name);
-		sandbox_eject(&c->p->h, inside);
+		sandbox_eject(&c->p->b.h, inside);
 		snprintf(path, sizeof(path), "%s/pools/%lld/ml/input/data/%s", c->state_dir,
 			 c->p->pool_id, s->channels[i].name);
 		rmdir(path);
@@ -297,7 +314,7 @@ static int upload_worker(void *arg, int fd)
 	struct upload_report r = {.ok = 1};
 	char mnt[LAUNCH_PATH_MAX];
 
-	snprintf(mnt, sizeof(mnt), "%s/homes/%s/mnt", c->state_dir, c->p->user);
+	snprintf(mnt, sizeof(mnt), "%s/homes/%s/mnt", c->state_dir, c->p->b.user);
 	int hfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (hfd >= 0) { /* what the job wrote is on the home's disk before it counts as done */
 		syncfs(hfd);
@@ -309,12 +326,12 @@ static int upload_worker(void *arg, int fd)
 	return worker_send(fd, &r, sizeof(r), -1) < 0 ? 2 : 0;
 }
 
-static void begin_upload(struct pools *ps, struct pool_box *p)
+static void begin_upload(struct host *ps, struct pool_box *p)
 {
-	struct job_ctx c = {pools_state_dir(ps), p, false};
+	struct job_ctx c = {host_state_dir(ps), p, false};
 
 	p->job.step = J_UPLOADING;
-	pools_save(ps, p); /* a restart now redoes the upload: its end is known */
+	host_save(ps, &p->b); /* a restart now redoes the upload: its end is known */
 	emit_phase(ps, p, "uploading");
 	if (worker_spawn(upload_worker, &c, &p->job.worker, &p->job.worker_fd) < 0) {
 		log_warn("job %lld: the upload worker could not start", p->job.job_id);
@@ -337,21 +354,21 @@ static void set_exit(struct pool_job *j, const char *kind, int code, int sig, co
 static int64_t oom_kills(struct pool_box *p)
 {
 	struct sandbox_usage u;
-	return sandbox_usage(&p->h, &u) == 0 && u.oom_kills > 0 ? u.oom_kills : 0;
+	return sandbox_usage(&p->b.h, &u) == 0 && u.oom_kills > 0 ? u.oom_kills : 0;
 }
 
-json_t *jobrun_run(struct pools *ps, struct pool_box *p, long long id, json_t *msg)
+json_t *jobrun_run(struct host *ps, struct pool_box *p, long long id, json_t *msg)
 {
-	const struct labd_config *cfg = pools_cfg(ps);
+	const struct labd_config *cfg = host_cfg(ps);
 	struct pool_job *j = &p->job;
-	struct job_ctx c = {pools_state_dir(ps), p, false};
+	struct job_ctx c = {host_state_dir(ps), p, false};
 	char err[200];
 	uint64_t cap;
 	int rc;
 
 	jobrun_clear(p);
 	if (jobspec_parse(proto_str(msg, "spec"), &j->spec, err, sizeof(err)) < 0) {
-		log_error("refused job_run in pool %lld of %s: %s", p->pool_id, p->user, err);
+		log_error("refused job_run in pool %lld of %s: %s", p->pool_id, p->b.user, err);
 		return proto_error(id, "bad_spec", err);
 	}
 	j->job_id = proto_int(msg, "job_id");
@@ -380,14 +397,14 @@ json_t *jobrun_run(struct pools *ps, struct pool_box *p, long long id, json_t *m
 		jobrun_clear(p);
 		return proto_error(id, "busy", "the staging worker could not start");
 	}
-	log_info("job %lld in pool %lld of %s: staging", j->job_id, p->pool_id, p->user);
-	pools_save(ps, p); /* a restart now loses this job: it says so */
+	log_info("job %lld in pool %lld of %s: staging", j->job_id, p->pool_id, p->b.user);
+	host_save(ps, &p->b); /* a restart now loses this job: it says so */
 	/* the reply goes first (the caller sends it); the phase at the next tick */
 	j->downloading_unsaid = true;
 	return proto_ok(id);
 }
 
-static void ask_stop(struct pools *ps, struct pool_box *p, const char *kind, int64_t grace_s)
+static void ask_stop(struct host *ps, struct pool_box *p, const char *kind, int64_t grace_s)
 {
 	struct pool_job *j = &p->job;
 
@@ -397,11 +414,11 @@ static void ask_stop(struct pools *ps, struct pool_box *p, const char *kind, int
 		return; /* staging: checked when it is done; uploading: over already */
 	j->step = J_STOPPING;
 	j->kill_at_ms = clock_ms() + grace_s * 1000;
-	pools_save(ps, p);
-	pools_tell_agent(ps, p, "term\n", 5);
+	host_save(ps, &p->b);
+	tell_agent(ps, p, "term\n", 5);
 }
 
-json_t *jobrun_stop(struct pools *ps, struct pool_box *p, long long id, json_t *msg)
+json_t *jobrun_stop(struct host *ps, struct pool_box *p, long long id, json_t *msg)
 {
 	struct pool_job *j = &p->job;
 	int64_t grace = proto_int(msg, "grace_s");
@@ -409,7 +426,7 @@ json_t *jobrun_stop(struct pools *ps, struct pool_box *p, long long id, json_t *
 	if (j->step == J_STOPPING) { /* a second stop may only shorten the grace */
 		long long at = clock_ms() + grace * 1000;
 		j->kill_at_ms = at < j->kill_at_ms ? at : j->kill_at_ms;
-		pools_save(ps, p);
+		host_save(ps, &p->b);
 	} else {
 		ask_stop(ps, p, "stopped", grace);
 	}
@@ -418,7 +435,7 @@ json_t *jobrun_stop(struct pools *ps, struct pool_box *p, long long id, json_t *
 
 /* ---- events ---- */
 
-static void start_command(struct pools *ps, struct pool_box *p)
+static void start_command(struct host *ps, struct pool_box *p)
 {
 	struct pool_job *j = &p->job;
 	struct jobenv env;
@@ -426,9 +443,9 @@ static void start_command(struct pools *ps, struct pool_box *p)
 	size_t len;
 	int64_t ncpus = p->cpus_milli ? (p->cpus_milli + 999) / 1000 : 1;
 
-	snprintf(cwd, sizeof(cwd), "/home/%s%s%s", p->user, j->spec.cwd[0] ? "/" : "",
+	snprintf(cwd, sizeof(cwd), "/home/%s%s%s", p->b.user, j->spec.cwd[0] ? "/" : "",
 		 j->spec.cwd);
-	if (jobenv_build(&j->spec, j->job_id, p->user, ncpus, &env) < 0 ||
+	if (jobenv_build(&j->spec, j->job_id, p->b.user, ncpus, &env) < 0 ||
 	    agentio_format_run((char *const *)j->spec.argv, env.entries, cwd, &text, &len) < 0) {
 		jobenv_free(&env);
 		set_exit(j, "stage_failed", 0, 0, "stage_failed: out of memory");
@@ -437,12 +454,12 @@ static void start_command(struct pools *ps, struct pool_box *p)
 	}
 	jobenv_free(&env);
 	j->step = J_STARTING;
-	pools_save(ps, p);
-	pools_tell_agent(ps, p, text, len);
+	host_save(ps, &p->b);
+	tell_agent(ps, p, text, len);
 	free(text);
 }
 
-static void on_staged(struct pools *ps, struct pool_box *p)
+static void on_staged(struct host *ps, struct pool_box *p)
 {
 	struct pool_job *j = &p->job;
 	struct stage_report r;
@@ -469,7 +486,7 @@ static void on_staged(struct pools *ps, struct pool_box *p)
 	start_command(ps, p);
 }
 
-static void on_uploaded(struct pools *ps, struct pool_box *p)
+static void on_uploaded(struct host *ps, struct pool_box *p)
 {
 	struct pool_job *j = &p->job;
 	struct upload_report r;
@@ -485,14 +502,14 @@ static void on_uploaded(struct pools *ps, struct pool_box *p)
 	if (n == (ssize_t)sizeof(r))
 		j->home_full = r.home_full;
 	j->step = J_ENDED;
-	if (!pools_listening(ps)) { /* said once a web process listens (jobrun_say_held) */
-		pools_save(ps, p);
+	if (!host_listening(ps)) { /* said once a web process listens (jobrun_say_held) */
+		host_save(ps, &p->b);
 		return;
 	}
 	jobrun_say_held(ps, p);
 }
 
-void jobrun_say_held(struct pools *ps, struct pool_box *p)
+void jobrun_say_held(struct host *ps, struct pool_box *p)
 {
 	int rc;
 
@@ -504,10 +521,10 @@ void jobrun_say_held(struct pools *ps, struct pool_box *p)
 	if ((rc = keeper_set_log(p->keeper_sock, -1, 0, 0)) < 0)
 		log_warn("pool %lld: its keeper did not let go of the job's log: %s", p->pool_id,
 			 strerror(-rc));
-	pools_save(ps, p); /* idle again */
+	host_save(ps, &p->b); /* idle again */
 }
 
-void jobrun_on_worker(struct pools *ps, struct pool_box *p)
+void jobrun_on_worker(struct host *ps, struct pool_box *p)
 {
 	if (p->job.step == J_STAGING)
 		on_staged(ps, p);
@@ -555,7 +572,7 @@ static void sync_log(struct pool_box *p)
 			 strerror(-rc));
 }
 
-void jobrun_on_agent(struct pools *ps, struct pool_box *p, const struct agent_status *st)
+void jobrun_on_agent(struct host *ps, struct pool_box *p, const struct agent_status *st)
 {
 	struct pool_job *j = &p->job;
 
@@ -563,7 +580,7 @@ void jobrun_on_agent(struct pools *ps, struct pool_box *p, const struct agent_st
 		j->step = J_TRAINING;
 		j->runtime_end_ms = clock_ms() + j->spec.max_runtime_s * 1000;
 		j->sample_at_ms = clock_ms();
-		pools_save(ps, p);
+		host_save(ps, &p->b);
 		emit_phase(ps, p, "training");
 		return;
 	}
@@ -588,23 +605,23 @@ void jobrun_on_agent(struct pools *ps, struct pool_box *p, const struct agent_st
 		begin_upload(ps, p);
 		return;
 	}
-	log_error("pool %lld of %s: its agent said %d out of turn", p->pool_id, p->user,
+	log_error("pool %lld of %s: its agent said %d out of turn", p->pool_id, p->b.user,
 		  (int)st->said);
-	pools_kill(ps, p, "gone", "the pool's agent broke its protocol");
+	host_stop(ps, &p->b, "gone", "the pool's agent broke its protocol");
 }
 
-static void sample(struct pools *ps, struct pool_box *p)
+static void sample(struct host *ps, struct pool_box *p)
 {
 	struct sandbox_usage u;
 	struct stat st;
 	json_t *e;
 
-	if (sandbox_usage(&p->h, &u) < 0)
+	if (sandbox_usage(&p->b.h, &u) < 0)
 		return;
 	/* the keeper appends to the log: its size is the file's */
 	if (p->job.log.fd >= 0 && fstat(p->job.log.fd, &st) == 0)
 		p->job.log.size_bytes = (uint64_t)st.st_size;
-	e = pools_event("job_sample", p);
+	e = host_event("job_sample", &p->b);
 	json_object_set_new(e, "job_id", json_integer(p->job.job_id));
 	json_object_set_new(e, "at_ms", json_integer(wall_ms()));
 	json_object_set_new(e, "cpu_usage_us", json_integer(u.cpu_usage_us > 0 ? u.cpu_usage_us : 0));
@@ -613,10 +630,10 @@ static void sample(struct pools *ps, struct pool_box *p)
 			    json_integer(u.memory_limit_bytes > 0 ? u.memory_limit_bytes : 0));
 	json_object_set_new(e, "io_wait_us", json_integer(u.io_wait_us >= 0 ? u.io_wait_us : -1));
 	json_object_set_new(e, "log_bytes", json_integer((json_int_t)p->job.log.size_bytes));
-	pools_emit(ps, e);
+	host_emit(ps, e);
 }
 
-long long jobrun_tick(struct pools *ps, struct pool_box *p, long long now)
+long long jobrun_tick(struct host *ps, struct pool_box *p, long long now)
 {
 	struct pool_job *j = &p->job;
 	long long next = -1;
@@ -629,13 +646,13 @@ long long jobrun_tick(struct pools *ps, struct pool_box *p, long long now)
 		ask_stop(ps, p, "max_runtime", j->grace_s);
 	if (j->step == J_STOPPING && now >= j->kill_at_ms) {
 		/* the agent (or the job) did not end it in time: the whole pool goes */
-		pools_kill(ps, p, "requested",
+		host_stop(ps, &p->b, "requested",
 			   "the job did not stop within its grace period: its pool was killed");
 		return -1;
 	}
 	if ((j->step == J_TRAINING || j->step == J_STOPPING) && now >= j->sample_at_ms) {
 		sample(ps, p);
-		j->sample_at_ms = now + pools_cfg(ps)->jobs_sample_interval_ms;
+		j->sample_at_ms = now + host_cfg(ps)->jobs_sample_interval_ms;
 	}
 	if (j->step == J_TRAINING)
 		next = j->runtime_end_ms;
@@ -646,7 +663,7 @@ long long jobrun_tick(struct pools *ps, struct pool_box *p, long long now)
 	return next;
 }
 
-void jobrun_pool_died(struct pools *ps, struct pool_box *p, const struct sandbox_result *res)
+void jobrun_pool_died(struct host *ps, struct pool_box *p, const struct sandbox_result *res)
 {
 	struct pool_job *j = &p->job;
 
@@ -655,15 +672,15 @@ void jobrun_pool_died(struct pools *ps, struct pool_box *p, const struct sandbox
 	if (j->step == J_UPLOADING || j->step == J_ENDED) {
 		/* its end is known; the home copy of the log may be missing */
 		emit_exited(ps, p);
-	} else if (j->stop_kind || p->cause[0]) {
+	} else if (j->stop_kind || p->b.cause[0]) {
 		set_exit(j, j->stop_kind ? j->stop_kind : "stopped", 0, SIGKILL,
-			 p->cause[0] ? p->reason : "killed with its pool");
+			 p->b.cause[0] ? p->b.reason : "killed with its pool");
 		emit_exited(ps, p);
 	} else if (res && (res->kind == SANDBOX_OOM || oom_kills(p) > j->oom_kills_before)) {
 		set_exit(j, "oom", 0, SIGKILL, "out of memory: the job used more than its memory limit");
 		emit_exited(ps, p);
 	} else {
-		log_warn("job %lld was lost with pool %lld of %s", j->job_id, p->pool_id, p->user);
+		log_warn("job %lld was lost with pool %lld of %s", j->job_id, p->pool_id, p->b.user);
 	}
 	jobrun_clear(p);
 }
@@ -717,10 +734,10 @@ static void restore_exit(struct pool_job *j, json_t *x)
 	j->home_full = json_is_true(json_object_get(x, "home_full"));
 }
 
-int jobrun_restore(struct pools *ps, struct pool_box *p, json_t *rec)
+int jobrun_restore(struct host *ps, struct pool_box *p, json_t *rec)
 {
 	struct pool_job *j = &p->job;
-	struct job_ctx c = {pools_state_dir(ps), p, true};
+	struct job_ctx c = {host_state_dir(ps), p, true};
 	const char *stop = str_of(rec, "stop_kind");
 	json_int_t step = json_integer_value(json_object_get(rec, "step"));
 	char err[200];
@@ -738,7 +755,7 @@ int jobrun_restore(struct pools *ps, struct pool_box *p, json_t *rec)
 	/* for the log's size only: the keeper kept writing it */
 	if (joblog_open(&j->log, c.state_dir, j->job_id,
 			(uint64_t)json_integer_value(json_object_get(rec, "log_max_bytes")),
-			launch_labd_gid(pools_cfg(ps))) < 0)
+			launch_labd_gid(host_cfg(ps))) < 0)
 		log_warn("job %lld: its log cannot be opened for its size", j->job_id);
 	j->runtime_end_ms = mono_of(json_integer_value(json_object_get(rec, "runtime_end_at_ms")));
 	j->kill_at_ms = mono_of(json_integer_value(json_object_get(rec, "kill_at_ms")));
@@ -759,6 +776,6 @@ int jobrun_restore(struct pools *ps, struct pool_box *p, json_t *rec)
 		begin_upload(ps, p); /* sync, copy, eject: each safe to do twice */
 	}
 	log_info("job %lld in pool %lld of %s taken over (step %d)", j->job_id, p->pool_id,
-		 p->user, (int)j->step);
+		 p->b.user, (int)j->step);
 	return 0;
 }

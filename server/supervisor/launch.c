@@ -192,7 +192,7 @@ void launch_fill_limits(const struct labd_config *cfg, const char *state_dir,
 	if (rq->from_image && rq->n_gpus && cfg->driver_lib_dir[0])
 		s->driver_lib_dir = cfg->driver_lib_dir;
 	/* A stand-in GPU ([gpu] stand_in, tests and demos) has no device node to
-	 * bind: the supervisor still holds it exclusively (sandboxes.c). */
+	 * bind: the supervisor still holds it exclusively (host.c). */
 	for (unsigned i = 0; i < rq->n_gpus && !cfg->gpu_stand_in; i++)
 		s->gpus[s->n_gpus++] = rq->gpus[i];
 	s->die_with_parent = false; /* sandboxes outlive a supervisor restart */

@@ -1,6 +1,6 @@
 /* pool.h - one job pool as the supervisor holds it (a "pool box", beside the
- * store's pool row), shared by pools.c (the sandbox's lifecycle) and jobrun.c
- * (the job in it). Internal to supervisor/. */
+ * store's pool row), shared by host_pool.c (the pool purpose of the host) and
+ * jobrun.c (the job in it). Internal to supervisor/. */
 #ifndef LABD_POOL_H
 #define LABD_POOL_H
 
@@ -13,14 +13,13 @@
 #include "proto/jobspec.h"
 #include "proto/proto.h"
 #include "supervisor/agentio.h"
+#include "supervisor/host.h"
 #include "supervisor/joblog.h"
 #include "supervisor/launch.h"
 #include "supervisor/poollaunch.h"
 
 struct labd_config;
-struct pools;
-
-enum pool_box_state { P_STARTING, P_RUNNING, P_ENDING, P_ENDED };
+struct host;
 
 /* Where the job in a pool is. */
 enum job_step {
@@ -58,69 +57,37 @@ struct pool_job {
 };
 
 struct pool_box {
-	bool used;
-	char user[LAUNCH_NAME_MAX + 1];
+	struct host_box b;
 	uint32_t user_id;
 	long long pool_id;
-	uid_t host_uid;
-	unsigned gpus[SANDBOX_MAX_GPUS];
-	unsigned n_gpus;
 	uint32_t cpus_milli; /* the pool's CPU limit (SM_NUM_CPUS when the spec names none) */
-	int64_t deadline_s, ended_at_s;
-	struct sandbox_handle h;
-	int pidfd;
-	pid_t worker; /* starting or tearing down */
-	int worker_fd;
 	struct pool_pipes io; /* out_fd is the keeper's once it runs */
 	char keeper_sock[LAUNCH_PATH_MAX];
 	char status_buf[AGENTIO_LINE_MAX + AGENTIO_FAILURE_MAX + 64];
 	size_t status_len;
-	enum pool_box_state state;
-	bool ready;        /* the agent said ready */
-	bool stop_pending; /* asked to stop while still starting */
-	bool failed;
-	char cause[16];
-	char reason[200];
-	long long kill_again_ms;
 	struct pool_job job;
 };
 
-/* pools.c, for jobrun.c */
-const struct labd_config *pools_cfg(const struct pools *ps);
-const char *pools_state_dir(const struct pools *ps);
-void pools_emit(struct pools *ps, json_t *event);
-/* A new event of type for p ({user, pool_id}); the caller adds the rest. */
-json_t *pools_event(const char *type, const struct pool_box *p);
-/* Kills the pool's sandbox at once (cause, reason) and tears it down. */
-void pools_kill(struct pools *ps, struct pool_box *p, const char *cause, const char *reason);
-/* Records the pool (and the job it runs) for a restarted supervisor. 0, or a
- * negative errno (logged by record_save). */
-int pools_save(const struct pools *ps, const struct pool_box *p);
-/* Whether a web process listens (said hello): a job's end is said only then. */
-bool pools_listening(const struct pools *ps);
-/* Writes a command to the agent; 0, or -errno (the pool is then killed). */
-int pools_tell_agent(struct pools *ps, struct pool_box *p, const char *text, size_t len);
-
-/* jobrun.c, for pools.c */
-json_t *jobrun_run(struct pools *ps, struct pool_box *p, long long id, json_t *msg);
-json_t *jobrun_stop(struct pools *ps, struct pool_box *p, long long id, json_t *msg);
+/* jobrun.c, for host_pool.c (jobrun.c calls only the host, host.h) */
+json_t *jobrun_run(struct host *ps, struct pool_box *p, long long id, json_t *msg);
+json_t *jobrun_stop(struct host *ps, struct pool_box *p, long long id, json_t *msg);
 /* The agent said started or exited. */
-void jobrun_on_agent(struct pools *ps, struct pool_box *p, const struct agent_status *st);
+void jobrun_on_agent(struct host *ps, struct pool_box *p, const struct agent_status *st);
 /* A job worker (staging or uploading) reported. */
-void jobrun_on_worker(struct pools *ps, struct pool_box *p);
+void jobrun_on_worker(struct host *ps, struct pool_box *p);
 /* The job in p for its record (a restarted supervisor takes it over), and
  * back: timers are kept as wall-clock epoch ms, since monotonic clocks do not
  * survive a restart. jobrun_restore redoes a staging or an upload whose worker
  * died with the previous supervisor; 0, or -EINVAL (the pool is then ended). */
 json_t *jobrun_record(struct pool_box *p);
-int jobrun_restore(struct pools *ps, struct pool_box *p, json_t *rec);
+int jobrun_restore(struct host *ps, struct pool_box *p, json_t *rec);
 /* Says a job's end held while no web process listened (J_ENDED). */
-void jobrun_say_held(struct pools *ps, struct pool_box *p);
+void jobrun_say_held(struct host *ps, struct pool_box *p);
 /* Timers: max runtime, grace, samples; returns when next due (-1 none). */
-long long jobrun_tick(struct pools *ps, struct pool_box *p, long long now_ms);
+long long jobrun_tick(struct host *ps, struct pool_box *p, long long now_ms);
 /* The pool died with the job in it: says job_exited when its end is known
  * (a stop, an OOM); else the job is lost with the pool. res may be NULL. */
-void jobrun_pool_died(struct pools *ps, struct pool_box *p, const struct sandbox_result *res);
+void jobrun_pool_died(struct host *ps, struct pool_box *p, const struct sandbox_result *res);
 /* Forgets the job (files closed, spec freed). */
 void jobrun_clear(struct pool_box *p);
 

@@ -1,5 +1,5 @@
-/* startcheck.h - the one check of a sandbox start, a runtime's (sandboxes.c,
- * sandbox_start) and a job pool's (pools.c, pool_start) alike: the start is read
+/* startcheck.h - the one check of a sandbox start, a runtime's (host_runtime_requests.c,
+ * sandbox_start) and a job pool's (host_pool_requests.c, pool_start) alike: the start is read
  * from its checked message into a struct box_shape (labd/boxshape.h), then held
  * against the refusal table below. Each refusal has its own code, decided by the
  * check that failed, never read back out of a message. What only one kind of start

@@ -19,8 +19,9 @@
 #include "config/config.h"
 #include "config/images.h"
 #include "supervisor/channel.h"
-#include "supervisor/pools.h"
-#include "supervisor/sandboxes.h"
+#include "supervisor/host.h"
+#include "supervisor/host_pool.h"
+#include "supervisor/host_runtime.h"
 #include "supervisor/statedir.h"
 #include "labd/clock.h"
 #include "labd/log.h"
@@ -42,13 +43,12 @@ struct supervisor {
 	int backoff_ms;
 	int stopping;
 	long long give_up_ms; /* stop waiting for runtimes to end after this */
-	struct sandboxes *sandboxes;
-	struct pools *pools; /* job sandboxes */
+	struct host *host; /* every sandbox: runtimes and job pools */
 };
 
 /* signalfd, channel, two fds per sandbox (worker or pidfd, log pipe), five per
  * pool (worker, pidfd, agent status and output, job worker) */
-#define MAX_POLL (520 + 5 * 256)
+#define MAX_POLL (2 + HOST_POLL_MAX) /* the signalfd, the channel, the host */
 
 static int bind_listener(const char *address)
 {
@@ -134,8 +134,7 @@ static void spawn_web(struct supervisor *s)
 	}
 	close(sv[1]);
 	s->child = pid;
-	s->channel = channel_new(sv[0], s->sandboxes);
-	channel_set_pools(s->channel, s->pools);
+	s->channel = channel_new(sv[0], s->host);
 	s->child_started_ms = clock_ms();
 	log_info("started web process %d", (int)pid);
 }
@@ -161,18 +160,14 @@ static void on_channel_readable(struct supervisor *s)
 	}
 }
 
+/* What the host runs, in the order their records are read. */
+static const struct host_purpose *const purposes[] = {&host_runtime, &host_pool};
+
 /* Events from the sandboxes go to whichever web process listens now. */
 static void emit_event(void *ctx, json_t *event)
 {
 	struct supervisor *s = ctx;
 	channel_emit(s->channel, event);
-}
-
-/* GPU exclusivity: a runtime start asks whether a pool holds the GPU. */
-static bool pool_gpu_held(void *ctx, unsigned gpu)
-{
-	struct supervisor *s = ctx;
-	return s->pools && pools_gpu_held(s->pools, gpu);
 }
 
 static void describe_exit(pid_t pid, int status)
@@ -219,13 +214,11 @@ static void begin_stop(struct supervisor *s, int sig)
 	/* kept pools run on with their keepers; what is under way (a start, a
 	 * staging, an upload, a teardown) is finished first, so the next supervisor
 	 * finds each pool at a step it can take over */
-	if (s->cfg->keep_on_shutdown)
-		pools_keep_all(s->pools);
-	else
-		pools_stop_all(s->pools, "labd is shutting down");
 	s->give_up_ms = clock_ms() + 2 * STOP_GRACE_MS;
-	if (!s->cfg->keep_on_shutdown) {
-		sandboxes_stop_all(s->sandboxes, "labd is shutting down");
+	if (s->cfg->keep_on_shutdown) {
+		host_keep_all(s->host);
+	} else {
+		host_stop_all(s->host, "labd is shutting down");
 		/* each box gets its grace period, then is killed; allow for that */
 		s->give_up_ms = clock_ms() + s->cfg->stop_grace_s * 1000 + STOP_GRACE_MS;
 	}
@@ -239,8 +232,8 @@ static bool stop_done(const struct supervisor *s)
 	if (clock_ms() > s->give_up_ms)
 		return true;
 	if (s->cfg->keep_on_shutdown)
-		return pools_busy(s->pools) == 0;
-	return pools_live(s->pools) == 0 && sandboxes_live(s->sandboxes) == 0;
+		return host_busy(s->host) == 0;
+	return host_live(s->host) == 0;
 }
 
 static void on_signal(struct supervisor *s)
@@ -255,7 +248,7 @@ static void on_signal(struct supervisor *s)
 	}
 }
 
-static int poll_timeout(const struct supervisor *s, int sandboxes_ms, int pools_ms)
+static int poll_timeout(const struct supervisor *s, int host_ms)
 {
 	long long deadline = s->stopping ? (s->child ? s->stop_deadline_ms : s->give_up_ms)
 			     : s->child ? -1
@@ -263,10 +256,8 @@ static int poll_timeout(const struct supervisor *s, int sandboxes_ms, int pools_
 	long long left = deadline < 0 ? -1 : deadline - clock_ms();
 	if (left < 0 && deadline >= 0)
 		left = 0;
-	if (sandboxes_ms >= 0 && (left < 0 || sandboxes_ms < left))
-		left = sandboxes_ms;
-	if (pools_ms >= 0 && (left < 0 || pools_ms < left))
-		left = pools_ms;
+	if (host_ms >= 0 && (left < 0 || host_ms < left))
+		left = host_ms;
 	return (int)left;
 }
 
@@ -277,12 +268,10 @@ static void run_loop(struct supervisor *s)
 			spawn_web(s);
 		struct pollfd fds[MAX_POLL] = {{.fd = s->signal_fd, .events = POLLIN},
 					       {.fd = channel_fd(s->channel), .events = POLLIN}};
-		int sandboxes_ms = sandboxes_tick(s->sandboxes);
-		int pools_ms = pools_tick(s->pools);
-		int nbox = sandboxes_pollfds(s->sandboxes, fds + 2, MAX_POLL - 2);
-		int npool = pools_pollfds(s->pools, fds + 2 + nbox, MAX_POLL - 2 - nbox);
+		int host_ms = host_tick(s->host);
+		int n = host_pollfds(s->host, fds + 2, MAX_POLL - 2);
 		/* fd -1 entries are ignored by poll, so the layout stays fixed */
-		if (poll(fds, (nfds_t)(2 + nbox + npool), poll_timeout(s, sandboxes_ms, pools_ms)) < 0 &&
+		if (poll(fds, (nfds_t)(2 + n), poll_timeout(s, host_ms)) < 0 &&
 		    errno != EINTR) {
 			log_errno("poll");
 			break;
@@ -291,8 +280,7 @@ static void run_loop(struct supervisor *s)
 			on_signal(s);
 		if (s->channel && (fds[1].revents & (POLLIN | POLLHUP)))
 			on_channel_readable(s);
-		sandboxes_on_events(s->sandboxes, fds + 2, nbox);
-		pools_on_events(s->pools, fds + 2 + nbox, npool);
+		host_on_events(s->host, fds + 2, n);
 		if (s->stopping && s->child > 0 && clock_ms() >= s->stop_deadline_ms) {
 			log_warn("web process %d did not stop in time: killing it", (int)s->child);
 			kill(s->child, SIGKILL);
@@ -334,14 +322,10 @@ int supervisor_run(const struct labd_config *cfg)
 	    statedir_prepare(cfg->state_dir, s.user.gid) < 0)
 		return 1;
 	images_log_missing(cfg); /* logged, not fatal: a start on one fails (image_missing) */
-	/* Runtimes keep running across a supervisor restart and are re-adopted. */
-	struct sandboxes_events ev = {emit_event, pool_gpu_held, &s};
-	s.sandboxes = sandboxes_new(cfg, cfg->state_dir, &ev);
-	if (!s.sandboxes)
-		goto out;
-	/* Job pools: a pool left by a previous supervisor is taken over (pools.h). */
-	s.pools = pools_new(cfg, cfg->state_dir, s.sandboxes, &ev);
-	if (!s.pools)
+	/* Runtimes and job pools keep running across a supervisor restart and are
+	 * taken over from their records (host_runtime.h, host_pool.h). */
+	s.host = host_new(cfg, cfg->state_dir, purposes, 2, emit_event, &s);
+	if (!s.host)
 		goto out;
 	s.web_root_fd = open(cfg->web_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (s.web_root_fd < 0) {
@@ -374,7 +358,6 @@ out:
 	if (s.web_root_fd >= 0)
 		close(s.web_root_fd);
 	close_channel(&s);
-	pools_free(s.pools);
-	sandboxes_free(s.sandboxes);
+	host_free(s.host);
 	return rc;
 }

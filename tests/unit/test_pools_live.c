@@ -1,7 +1,7 @@
 /* Live test of the supervisor's job pools over its own protocol: the real
- * channel table, pools, agent, sandboxes, mounts and cgroups (root only),
- * driven as labd-web drives them, without the web process. pool_start ->
- * pool_ready -> job_run of a shell command -> phases -> log file -> job_exited;
+ * channel table, the host with both purposes, pools, agent, sandboxes, mounts
+ * and cgroups (root only), driven as labd-web drives them, without the web
+ * process. pool_start -> pool_ready -> job_run of a shell command -> phases -> log file -> job_exited;
  * a second job in the same pool; job_stop with grace (and a job that ignores
  * SIGTERM: its pool is killed); max runtime; OOM; a bad spec. Prints the
  * measured pool_start->pool_ready and job_run->training times (median of
@@ -19,8 +19,9 @@
 #include "labd/clock.h"
 #include "proto/proto.h"
 #include "supervisor/channel.h"
-#include "supervisor/pools.h"
-#include "supervisor/sandboxes.h"
+#include "supervisor/host.h"
+#include "supervisor/host_pool.h"
+#include "supervisor/host_runtime.h"
 #include "supervisor/statedir.h"
 
 #define USER "pooltest"
@@ -30,8 +31,7 @@
 static struct {
 	struct labd_config cfg;
 	char dir[64];
-	struct sandboxes *sb;
-	struct pools *ps;
+	struct host *host;
 	struct channel *ch;
 	int web;
 	long long next_id;
@@ -44,30 +44,20 @@ static void emit(void *ctx, json_t *e)
 	channel_emit(T.ch, e);
 }
 
-static bool gpu_held(void *ctx, unsigned gpu)
-{
-	(void)ctx;
-	return pools_gpu_held(T.ps, gpu);
-}
+static const struct host_purpose *const purposes[] = {&host_runtime, &host_pool};
 
 /* One turn of the supervisor's loop, then what reached the web end. */
 static void turn(int max_ms)
 {
 	struct pollfd fds[2048] = {{.fd = channel_fd(T.ch), .events = POLLIN}};
-	int t1 = sandboxes_tick(T.sb), t2 = pools_tick(T.ps), ms = max_ms;
-	int nb = sandboxes_pollfds(T.sb, fds + 1, 1000);
-	int np = pools_pollfds(T.ps, fds + 1 + nb, 1000);
+	int t = host_tick(T.host), ms = t >= 0 && t < max_ms ? t : max_ms;
+	int n = host_pollfds(T.host, fds + 1, 2000);
 	json_t *m;
 
-	if (t1 >= 0 && t1 < ms)
-		ms = t1;
-	if (t2 >= 0 && t2 < ms)
-		ms = t2;
-	poll(fds, (nfds_t)(1 + nb + np), ms);
+	poll(fds, (nfds_t)(1 + n), ms);
 	if (fds[0].revents & POLLIN)
 		assert_int_equal(channel_on_readable(T.ch), 0);
-	sandboxes_on_events(T.sb, fds + 1, nb);
-	pools_on_events(T.ps, fds + 1 + nb, np);
+	host_on_events(T.host, fds + 1, n);
 	while (proto_recv(T.web, &m) == 0)
 		json_array_append_new(T.seen, m);
 }
@@ -205,6 +195,27 @@ static int cmp_ll(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static void hello(void)
+{
+	json_decref(request(json_pack("{s:s,s:s}", "type", "hello", "version", LABD_VERSION)));
+}
+
+/* A supervisor restart: a new host takes the sandboxes over from their records,
+ * and a new channel listens once its web process says hello. */
+static void restart(void)
+{
+	int sv[2];
+
+	channel_free(T.ch);
+	close(T.web);
+	host_free(T.host);
+	T.host = host_new(&T.cfg, T.dir, purposes, 2, emit, NULL);
+	assert_non_null(T.host);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	T.ch = channel_new(sv[0], T.host);
+	T.web = sv[1];
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -218,16 +229,13 @@ static int setup(void **state)
 	T.cfg.home_size_bytes = 256ULL << 20;
 	T.cfg.jobs_sample_interval_ms = 200;
 	assert_int_equal(statedir_prepare(T.dir, 0), 0);
-	struct sandboxes_events ev = {emit, gpu_held, NULL};
-	T.sb = sandboxes_new(&T.cfg, T.dir, &ev);
-	T.ps = pools_new(&T.cfg, T.dir, T.sb, &ev);
-	assert_non_null(T.ps);
+	T.host = host_new(&T.cfg, T.dir, purposes, 2, emit, NULL);
+	assert_non_null(T.host);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-	T.ch = channel_new(sv[0], T.sb);
-	channel_set_pools(T.ch, T.ps);
+	T.ch = channel_new(sv[0], T.host);
 	T.web = sv[1];
 	T.seen = json_array();
-	json_decref(request(json_pack("{s:s,s:s}", "type", "hello", "version", LABD_VERSION)));
+	hello();
 	return 0;
 }
 
@@ -236,12 +244,11 @@ static int teardown(void **state)
 	(void)state;
 	if (geteuid() != 0)
 		return 0;
-	pools_stop_all(T.ps, "test over");
-	for (long long until = clock_ms() + 20000; pools_live(T.ps) && clock_ms() < until;)
+	host_stop_all(T.host, "test over");
+	for (long long until = clock_ms() + 20000; host_live(T.host) && clock_ms() < until;)
 		turn(50);
 	channel_free(T.ch);
-	pools_free(T.ps);
-	sandboxes_free(T.sb);
+	host_free(T.host);
 	close(T.web);
 	json_decref(T.seen);
 	unit_rmdir(T.dir);
@@ -403,14 +410,11 @@ static void test_pool_and_jobs(void **state)
 	json_decref(wait_pool("pool_ready", 3, 30000));
 	json_decref(job_run(3, 900, "echo before; sleep 2; echo after", 60));
 	json_decref(take("job_phase", "phase", "training", 10000));
-	struct sandboxes_events ev = {emit, gpu_held, NULL};
-	pools_free(T.ps);
-	T.ps = pools_new(&T.cfg, T.dir, T.sb, &ev);
-	channel_set_pools(T.ch, T.ps);
+	restart();
 	for (long long until = clock_ms() + 3000; clock_ms() < until;)
 		turn(50); /* the job ends meanwhile: nobody listens, it is not read yet */
 	assert_null(take_now("job_exited"));
-	pools_set_listening(T.ps, true);
+	hello();
 	m = take("job_exited", NULL, NULL, 20000);
 	assert_int_equal(proto_int(m, "job_id"), 900);
 	assert_string_equal(proto_str(m, "kind"), "exited");
@@ -423,14 +427,12 @@ static void test_pool_and_jobs(void **state)
 	 * record across another restart, and said once one listens */
 	json_decref(job_run(3, 901, "echo held", 60));
 	json_decref(take("job_phase", "phase", "uploading", 10000));
-	pools_set_listening(T.ps, false);
+	host_set_listening(T.host, false);
 	for (long long until = clock_ms() + 1500; clock_ms() < until;)
 		turn(50);
 	assert_null(take_now("job_exited"));
-	pools_free(T.ps);
-	T.ps = pools_new(&T.cfg, T.dir, T.sb, &ev);
-	channel_set_pools(T.ch, T.ps);
-	pools_set_listening(T.ps, true);
+	restart();
+	hello();
 	m = take("job_exited", NULL, NULL, 10000);
 	assert_int_equal(proto_int(m, "job_id"), 901);
 	assert_string_equal(proto_str(m, "kind"), "exited");
@@ -458,9 +460,99 @@ static void test_pool_and_jobs(void **state)
 		      cold[runs / 2], cold[runs - 1], runs);
 }
 
+/* A start of either purpose as the web process sends it; the reply's code ("" when ok). */
+static const char *start_code(bool runtime, long long deadline, const char *kind, json_t *gpus,
+			      char *code, size_t len)
+{
+	json_t *m = runtime ? json_pack("{s:s,s:s,s:i,s:i,s:s,s:s,s:I,s:o}", "type",
+					"sandbox_start", "user", "ghost", "user_id", 4343,
+					"runtime_id", 5, "kind", kind, "token",
+					"abcdefghijklmnopqrstuvwxyz0123456789-_ABCDE", "deadline",
+					(json_int_t)deadline, "gpus", gpus)
+			    : json_pack("{s:s,s:s,s:i,s:i,s:I,s:o}", "type", "pool_start", "user",
+					"ghost", "user_id", 4343, "pool_id", 5, "deadline",
+					(json_int_t)deadline, "gpus", gpus);
+	json_t *r = request(m);
+
+	snprintf(code, len, "%s", proto_bool(r, "ok") ? "" : proto_str(r, "code"));
+	json_decref(r);
+	return code;
+}
+
+/* An entry of sandbox_list for (runtime_id, pool_id) of user, or NULL. */
+static json_t *listed(const char *user, long long runtime_id, long long pool_id)
+{
+	json_t *r = request(json_pack("{s:s}", "type", "sandbox_list")), *e, *found = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(r, "sandboxes"), i, e) {
+		if (strcmp(proto_str(e, "user"), user) == 0 &&
+		    proto_int(e, "runtime_id") == runtime_id && proto_int(e, "pool_id") == pool_id)
+			found = json_incref(e);
+	}
+	json_decref(r);
+	return found;
+}
+
+/* The one host with both purposes: a refusal's code comes from the one start
+ * check whichever purpose asks; records of both purposes whose sandboxes are gone
+ * (a runtime's as the previous release wrote it, a pool's as today's does) are
+ * read back by a restarted host, the runtime's forgotten, the pool ended with its
+ * GPU freed; and one list shows them. */
+static void test_host_both_purposes(void **state)
+{
+	char code[32], path[100], written[128];
+	long long now = time(NULL);
+	struct stat st;
+	json_t *e;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	for (int runtime = 0; runtime <= 1; runtime++) {
+		assert_string_equal(start_code(runtime, now - 5, "cpu", json_array(), code,
+					       sizeof(code)),
+				    "past_deadline");
+		/* no GPU is configured here: every GPU named is refused as such */
+		assert_string_equal(start_code(runtime, now + 600, "gpu", json_pack("[i]", 0), code,
+					       sizeof(code)),
+				    "gpu_not_configured");
+	}
+
+	snprintf(path, sizeof(path), "%s/boxes", T.dir);
+	mkdir(path, 0700);
+	unit_write(path, "ghost.json",
+		   "{\"user\":\"ghost\",\"id\":\"ghost-000000000000\",\"kind\":\"gpu\","
+		   "\"runtime_id\":5,\"uid\":204343,\"deadline\":4102444800,\"gpus\":[0]}",
+		   written);
+	snprintf(path, sizeof(path), "%s/pools/77", T.dir);
+	mkdir(path, 0700);
+	unit_write(path, "record.json",
+		   "{\"user\":\"ghost\",\"user_id\":4343,\"pool_id\":77,"
+		   "\"id\":\"ghost-111111111111\",\"uid\":204343,\"job_id\":0,"
+		   "\"deadline\":4102444800,\"cpus_milli\":1000,\"ready\":true,\"gpus\":[1]}",
+		   written);
+	restart();
+	hello();
+	snprintf(path, sizeof(path), "%s/boxes/ghost.json", T.dir);
+	assert_int_equal(stat(path, &st), -1); /* the runtime is gone: its record too */
+	assert_null(listed("ghost", 5, 0));
+	assert_false(host_gpu_held(T.host, 0));
+	e = listed("ghost", 0, 77);
+	assert_non_null(e);
+	assert_string_equal(proto_str(e, "state"), "ended");
+	assert_string_equal(proto_str(e, "cause"), "gone");
+	assert_true(proto_bool(e, "failed"));
+	json_decref(e);
+	assert_false(host_gpu_held(T.host, 1));
+	snprintf(path, sizeof(path), "%s/pools/77", T.dir);
+	assert_int_equal(stat(path, &st), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_host_both_purposes),
 		cmocka_unit_test(test_pool_and_jobs),
 	};
 	return cmocka_run_group_tests_name("pools_live", tests, setup, teardown);
