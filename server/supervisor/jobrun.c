@@ -43,13 +43,6 @@ struct job_ctx {
 	bool redo; /* a staging the previous supervisor left half done */
 };
 
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Writes a command to the agent; 0, or -errno (the pool is then killed). */
 static int tell_agent(struct host *ps, struct pool_box *p, const char *text, size_t len)
 {
@@ -72,7 +65,7 @@ static void emit_phase(struct host *ps, struct pool_box *p, const char *phase)
 	json_t *e = host_event("job_phase", &p->b);
 	json_object_set_new(e, "job_id", json_integer(p->job.job_id));
 	json_object_set_new(e, "phase", json_string(phase));
-	json_object_set_new(e, "at_ms", json_integer(wall_ms()));
+	json_object_set_new(e, "at_ms", json_integer(clock_wall_ms()));
 	host_emit(ps, e);
 }
 
@@ -345,7 +338,7 @@ static void set_exit(struct pool_job *j, const char *kind, int code, int sig, co
 	snprintf(j->kind, sizeof(j->kind), "%s", kind);
 	j->code = code;
 	j->signal = sig;
-	j->exit_at_ms = wall_ms();
+	j->exit_at_ms = clock_wall_ms();
 	snprintf(j->reason, sizeof(j->reason), "%s", reason);
 }
 
@@ -623,7 +616,7 @@ static void sample(struct host *ps, struct pool_box *p)
 		p->job.log.size_bytes = (uint64_t)st.st_size;
 	e = host_event("job_sample", &p->b);
 	json_object_set_new(e, "job_id", json_integer(p->job.job_id));
-	json_object_set_new(e, "at_ms", json_integer(wall_ms()));
+	json_object_set_new(e, "at_ms", json_integer(clock_wall_ms()));
 	json_object_set_new(e, "cpu_usage_us", json_integer(u.cpu_usage_us > 0 ? u.cpu_usage_us : 0));
 	json_object_set_new(e, "memory_bytes", json_integer(u.memory_bytes > 0 ? u.memory_bytes : 0));
 	json_object_set_new(e, "memory_limit_bytes",
@@ -689,12 +682,12 @@ void jobrun_pool_died(struct host *ps, struct pool_box *p, const struct sandbox_
 
 static int64_t epoch_of(long long mono_ms)
 {
-	return mono_ms ? wall_ms() + (mono_ms - clock_ms()) : 0;
+	return mono_ms ? clock_wall_ms() + (mono_ms - clock_ms()) : 0;
 }
 
 static long long mono_of(int64_t epoch_ms)
 {
-	return epoch_ms ? clock_ms() + (epoch_ms - wall_ms()) : 0;
+	return epoch_ms ? clock_ms_at(epoch_ms) : 0;
 }
 
 json_t *jobrun_record(struct pool_box *p)
