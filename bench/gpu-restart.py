@@ -6,7 +6,8 @@ first attempt with every line once; its pool's keeper must sit in the pool's
 cgroups; the next matching job must reuse the warm pool.  Prints one line per
 check and `gpu-restart: N passed, N failed`.  Root only.
 
-Env: GPU_JOB_PYTHON (a python whose torch has CUDA; it must be visible in a
+Env: GPU_RESTART_QUOTA (more [quota] lines, e.g. "network = none\n" on a host
+without pasta and nft), GPU_JOB_PYTHON (a python whose torch has CUDA; it must be visible in a
 sandbox: this script sets hidden_paths to /srv,/mnt,/media so /opt is seen)."""
 
 import os
@@ -85,7 +86,8 @@ def main():
                   runtime={"gpu_limit": "1h", "home_size": "4G", "memory": "16G",
                            "keep_on_shutdown": "true", "hidden_paths": "/srv,/mnt,/media"})
     with open(labd.config, "a") as fh:
-        fh.write("\n[gpu]\ndevices = auto\n\n[quota]\ngpu_per_24h = 24h\n")
+        fh.write("\n[gpu]\ndevices = auto\n\n[quota]\ngpu_per_24h = 24h\n"
+                 + os.environ.get("GPU_RESTART_QUOTA", ""))
     try:
         labd.start()
         labd.setup_user("bench")

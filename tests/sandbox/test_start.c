@@ -13,6 +13,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <errno.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -222,6 +224,8 @@ static void move_to(const char *dir, int v1)
 
 	snprintf(path, sizeof(path), "%s/%s", dir, v1 ? "tasks" : "cgroup.procs");
 	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		print_error("open %s: %s\n", path, strerror(errno));
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "0", 1), 1);
 	close(fd);
@@ -252,9 +256,14 @@ static void test_born_in_cgroups(void **st)
 	slurp_file("/proc/thread-self/cgroup", before, sizeof(before));
 	m = strstr(before, v1 ? ":memory:" : "0::");
 	assert_non_null(m);
+	m += v1 ? strlen(":memory:") : strlen("0::"); /* the path after the controllers */
 	snprintf(home, sizeof(home), "%s%.*s", v1 ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup",
-		 (int)strcspn(strchr(m + 1, ':') + 1, "\n"), strchr(m + 1, ':') + 1);
-	mkdir(caller, 0755);
+		 (int)strcspn(m, "\n"), m);
+	/* the sandboxes' parent may not exist yet (the first start makes it) */
+	char parent[256];
+	snprintf(parent, sizeof(parent), "%.*s", (int)(strrchr(caller, '/') - caller), caller);
+	assert_true(mkdir(parent, 0755) == 0 || errno == EEXIST);
+	assert_true(mkdir(caller, 0755) == 0 || errno == EEXIST);
 	move_to(caller, v1);
 	slurp_file("/proc/thread-self/cgroup", before, sizeof(before));
 	assert_non_null(strstr(before, "/caller\n"));
