@@ -308,56 +308,116 @@ static void print_listening(const struct labd_config *cfg)
 	fflush(stdout);
 }
 
-int supervisor_run(const struct labd_config *cfg)
+/* The supervisor's parts, started in order and stopped in reverse (as
+ * sandbox/start.c's steps and web_main's parts): a part that fails is named
+ * in the log, and those before it are stopped again. Each start returns 0 or
+ * a negative errno (its own error logged). */
+static int start_state(struct supervisor *s)
 {
-	struct supervisor s = {.cfg = cfg, .backoff_ms = RESTART_MIN_MS,
-			       .listen_fd = -1, .web_root_fd = -1, .signal_fd = -1};
-	sigset_t set;
-	int rc = 1;
+	if (privdrop_lookup(s->cfg->user, &s->user) < 0 ||
+	    privdrop_prepare_state_dir(s->cfg->state_dir, &s->user) < 0 ||
+	    statedir_prepare(s->cfg->state_dir, s->user.gid) < 0)
+		return -EIO;
+	images_log_missing(s->cfg); /* logged, not fatal: a start on one fails (image_missing) */
+	return 0;
+}
 
-	log_set_tag("labd");
-	prctl(PR_SET_NAME, "labd", 0, 0, 0);
-	if (privdrop_lookup(cfg->user, &s.user) < 0 ||
-	    privdrop_prepare_state_dir(cfg->state_dir, &s.user) < 0 ||
-	    statedir_prepare(cfg->state_dir, s.user.gid) < 0)
-		return 1;
-	images_log_missing(cfg); /* logged, not fatal: a start on one fails (image_missing) */
-	/* Runtimes and job pools keep running across a supervisor restart and are
-	 * taken over from their records (host_runtime.h, host_pool.h). */
-	s.host = host_new(cfg, cfg->state_dir, purposes, 2, emit_event, &s);
-	if (!s.host)
-		goto out;
-	s.web_root_fd = open(cfg->web_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (s.web_root_fd < 0) {
-		log_errno("open web root %s", cfg->web_root);
-		goto out;
-	}
-	s.listen_fd = bind_listener(cfg->listen);
-	if (s.listen_fd < 0)
-		goto out;
+/* Runtimes and job pools keep running across a supervisor restart and are
+ * taken over from their records (host_runtime.h, host_pool.h). */
+static int start_host(struct supervisor *s)
+{
+	s->host = host_new(s->cfg, s->cfg->state_dir, purposes, 2, emit_event, s);
+	return s->host ? 0 : -EIO;
+}
+
+static void stop_host(struct supervisor *s)
+{
+	close_channel(s);
+	host_free(s->host);
+	s->host = NULL;
+}
+
+static int start_web_root(struct supervisor *s)
+{
+	s->web_root_fd = open(s->cfg->web_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return s->web_root_fd < 0 ? log_errno("open web root %s", s->cfg->web_root), -errno : 0;
+}
+
+static void stop_web_root(struct supervisor *s)
+{
+	close(s->web_root_fd);
+	s->web_root_fd = -1;
+}
+
+static int start_listener(struct supervisor *s)
+{
+	s->listen_fd = bind_listener(s->cfg->listen);
+	return s->listen_fd < 0 ? -EADDRNOTAVAIL : 0;
+}
+
+static void stop_listener(struct supervisor *s)
+{
+	close(s->listen_fd);
+	s->listen_fd = -1;
+}
+
+static int start_signals(struct supervisor *s)
+{
+	sigset_t set;
+
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	s.signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (s.signal_fd < 0) {
-		log_errno("signalfd");
-		goto out;
-	}
+	s->signal_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	return s->signal_fd < 0 ? log_errno("signalfd"), -errno : 0;
+}
+
+static void stop_signals(struct supervisor *s)
+{
+	close(s->signal_fd);
+	s->signal_fd = -1;
+}
+
+static const struct part {
+	const char *name;
+	int (*start)(struct supervisor *s);
+	void (*stop)(struct supervisor *s); /* NULL: nothing to undo */
+} parts[] = {
+	{"state", start_state, NULL},
+	{"host", start_host, stop_host},
+	{"web root", start_web_root, stop_web_root},
+	{"listener", start_listener, stop_listener},
+	{"signals", start_signals, stop_signals},
+};
+#define N_PARTS (sizeof(parts) / sizeof(parts[0]))
+
+static void stop_parts(struct supervisor *s, size_t started)
+{
+	while (started-- > 0)
+		if (parts[started].stop)
+			parts[started].stop(s);
+}
+
+int supervisor_run(const struct labd_config *cfg)
+{
+	struct supervisor s = {.cfg = cfg, .backoff_ms = RESTART_MIN_MS,
+			       .listen_fd = -1, .web_root_fd = -1, .signal_fd = -1};
+	size_t i;
+
+	log_set_tag("labd");
+	prctl(PR_SET_NAME, "labd", 0, 0, 0);
+	for (i = 0; i < N_PARTS; i++)
+		if (parts[i].start(&s) < 0) {
+			log_error("could not start: part %s failed", parts[i].name);
+			stop_parts(&s, i);
+			return 1;
+		}
 	print_listening(cfg);
 	run_loop(&s);
-	rc = 0;
 	log_info("stopped");
-out:
-	if (s.signal_fd >= 0)
-		close(s.signal_fd);
-	if (s.listen_fd >= 0)
-		close(s.listen_fd);
-	if (s.web_root_fd >= 0)
-		close(s.web_root_fd);
-	close_channel(&s);
-	host_free(s.host);
-	return rc;
+	stop_parts(&s, N_PARTS);
+	return 0;
 }
