@@ -1,8 +1,10 @@
 /* boxshape.h - the size of one sandbox, as every layer speaks of it: what the web
  * process asks for (backend.h's starts), what the protocol carries (the same fields
  * in sandbox_start and pool_start, proto.c) and what the supervisor reads back
- * before it checks and caps it (supervisor/startcheck.h). A runtime and a job pool
- * are sized alike; only what runs inside differs.
+ * before it checks and caps it (supervisor/startcheck.h), and what the web side
+ * keeps: a runtime's plan sizes (runtime/moves.h runtime_resources) and the shape a
+ * warm pool is matched on (store/pools.h pool_shape). A runtime and a job pool are
+ * sized alike; only what runs inside differs.
  *
  * A contract between parts, so it lives at rank 0: no functions, no allocation. */
 #ifndef LABD_BOXSHAPE_H

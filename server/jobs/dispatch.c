@@ -53,12 +53,17 @@ static bool waiting(const struct job *j)
 	       (j->secondary == JOB_PENDING || (j->secondary == JOB_STARTING && j->pool_id == 0));
 }
 
+/* The job's sandbox size, without GPUs (the pool row's minors are added to it). */
+static struct box_shape job_size(const struct job *j)
+{
+	return (struct box_shape){.memory_bytes = j->memory_bytes, .cpus_milli = j->cpus_milli,
+				  .network = j->network, .image = j->image};
+}
+
 static struct pool_shape shape_of(const struct job *j)
 {
 	return (struct pool_shape){.user_id = j->user_id, .gpu = j->gpu,
-				   .gpu_count = j->gpu_count, .image = j->image,
-				   .memory_bytes = j->memory_bytes, .cpus_milli = j->cpus_milli,
-				   .network = j->network};
+				   .gpu_count = j->gpu_count, .size = job_size(j)};
 }
 
 #define WAITING_MASK ((1u << JOB_PENDING) | (1u << JOB_STARTING))
@@ -173,9 +178,7 @@ static void ask_backend(struct app *app, const struct job *j, struct pool *p)
 {
 	struct backend_pool_start s = {
 		.user = j->user_name, .user_id = j->user_id, .pool_id = p->id,
-		.deadline_s = p->deadline,
-		.shape = {.memory_bytes = j->memory_bytes, .cpus_milli = j->cpus_milli,
-			  .network = j->network, .image = j->image}};
+		.deadline_s = p->deadline, .shape = job_size(j)};
 	char err[200] = "", reason[JOB_REASON_MAX], copy[RUNTIME_GPUS_MAX], *save = NULL;
 	int rc;
 

@@ -82,16 +82,13 @@ void runtime_ask_backend(struct app *app, struct runtime *r, const struct runtim
 	struct backend_start s = {.user = r->user_name, .user_id = r->user_id,
 				  .runtime_id = r->id, .kind = runtimes_kind_name(r->kind),
 				  .token = r->token, .deadline_s = r->deadline,
-				  .shape = {.memory_bytes = res->memory_bytes,
-					    .cpus_milli = res->cpus_milli,
-					    .home_size_bytes = res->home_size_bytes,
-					    .network = res->network,
-					    .egress_bytes_per_s = res->egress_bytes_per_s,
-					    .image = res->image}};
+				  .shape = res->size};
 	char endpoint[BACKEND_ENDPOINT_MAX], err[160], reason[RUNTIME_REASON_MAX];
 	char hash[BACKEND_IMAGE_HASH_MAX];
 	int rc;
 
+	s.shape.image = res->image;
+	s.shape.n_gpus = 0; /* the row's GPU, not the plan's count */
 	if (r->gpus[0])
 		s.shape.gpus[s.shape.n_gpus++] = (unsigned)strtoul(r->gpus, NULL, 10);
 	s.image_hash = hash;
@@ -125,11 +122,11 @@ static void plan_resources(const struct quota_status *st, struct runtime_resourc
 {
 	const int64_t *v = st->eff.v;
 
-	res->memory_bytes = v[QL_MEMORY_BYTES] == QUOTA_UNLIMITED ? 0 : v[QL_MEMORY_BYTES];
-	res->cpus_milli = v[QL_CPUS_MILLI] == QUOTA_UNLIMITED ? 0 : v[QL_CPUS_MILLI];
-	res->home_size_bytes = v[QL_STORAGE_BYTES] == QUOTA_UNLIMITED ? 0 : v[QL_STORAGE_BYTES];
-	res->network = v[QL_NETWORK] == QUOTA_NETWORK_EGRESS;
-	res->egress_bytes_per_s =
+	res->size.memory_bytes = v[QL_MEMORY_BYTES] == QUOTA_UNLIMITED ? 0 : v[QL_MEMORY_BYTES];
+	res->size.cpus_milli = v[QL_CPUS_MILLI] == QUOTA_UNLIMITED ? 0 : v[QL_CPUS_MILLI];
+	res->size.home_size_bytes = v[QL_STORAGE_BYTES] == QUOTA_UNLIMITED ? 0 : v[QL_STORAGE_BYTES];
+	res->size.network = v[QL_NETWORK] == QUOTA_NETWORK_EGRESS;
+	res->size.egress_bytes_per_s =
 		v[QL_EGRESS_BYTES_PER_S] == QUOTA_UNLIMITED ? 0 : v[QL_EGRESS_BYTES_PER_S];
 	res->gpus = quota_gpus_per_runtime(st);
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "labd/boxshape.h"
 #include "sched/quota_check.h"
 #include "store/plans.h"
 #include "store/runtimes.h"
@@ -20,9 +21,9 @@ struct app;
 /* What the user's limits give one runtime (0 = the backend's default). */
 struct runtime_resources {
 	int64_t deadline_s; /* the plan's length or the quota left, the earlier */
-	int64_t memory_bytes, cpus_milli, home_size_bytes;
-	bool network;                /* egress, else loopback only */
-	int64_t egress_bytes_per_s;  /* each way, 0 = no limit */
+	/* the sandbox's sizes (boxshape.h); its image and GPU minors are set when the
+	 * backend is asked (runtime_ask_backend), from image below and the row */
+	struct box_shape size;
 	unsigned gpus; /* quota_gpus_per_runtime(): how many a GPU runtime gets */
 	char image[PLAN_IMAGE_MAX + 1]; /* the plan's image (plans_user_image); "" = host root */
 };

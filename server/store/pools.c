@@ -65,8 +65,9 @@ int pools_create(struct db *db, const struct pool_shape *shape, const char *gpus
 			 " cpus_milli, network, created_at, deadline, job_id)"
 			 " VALUES (?, 'starting', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
 			 "iititiiiiii", shape->user_id, (int64_t)shape->gpu, gpus,
-			 (int64_t)shape->gpu_count, shape->image ? shape->image : "",
-			 shape->memory_bytes, shape->cpus_milli, (int64_t)shape->network, now, deadline,
+			 (int64_t)shape->gpu_count, shape->size.image ? shape->size.image : "",
+			 shape->size.memory_bytes, shape->size.cpus_milli, (int64_t)shape->size.network,
+			 now, deadline,
 			 job_id);
 	id = db_last_id(db);
 	db_unlock(db);
@@ -90,8 +91,9 @@ int pools_find_available(struct db *db, const struct pool_shape *shape, int64_t 
 			" AND p.cpus_milli = ? AND p.network = ? AND p.deadline > ?"
 			" AND p.available_until > ? ORDER BY p.available_until, p.id LIMIT 1",
 			"iiitiiiii", pool_from_row, out, shape->user_id, (int64_t)shape->gpu,
-			(int64_t)shape->gpu_count, shape->image ? shape->image : "",
-			shape->memory_bytes, shape->cpus_milli, (int64_t)shape->network, not_before,
+			(int64_t)shape->gpu_count, shape->size.image ? shape->size.image : "",
+			shape->size.memory_bytes, shape->size.cpus_milli, (int64_t)shape->size.network,
+			not_before,
 			now);
 	return rc < 0 ? -1 : rc;
 }

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "labd/boxshape.h"
 #include "store/jobs.h"
 #include "store/runtimes.h"
 
@@ -41,9 +42,10 @@ struct pool_shape {
 	int64_t user_id;
 	bool gpu;
 	int gpu_count;
-	const char *image;
-	int64_t memory_bytes, cpus_milli;
-	bool network;
+	/* the sandbox's size, as the backend and the supervisor speak of it; a warm
+	 * pool matches on image, memory_bytes, cpus_milli and network (its GPU
+	 * minors are the row's, not part of the match) */
+	struct box_shape size;
 };
 
 const char *pools_state_name(enum pool_state s);

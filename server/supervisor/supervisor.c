@@ -381,7 +381,7 @@ static void stop_signals(struct supervisor *s)
 	s->signal_fd = -1;
 }
 
-static const struct part {
+static const struct supervisor_part {
 	const char *name;
 	int (*start)(struct supervisor *s);
 	void (*stop)(struct supervisor *s); /* NULL: nothing to undo */

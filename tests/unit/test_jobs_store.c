@@ -77,7 +77,7 @@ static void test_create_and_cap(void **state)
 static void test_moves_bill_and_warm(void **state)
 {
 	struct fixture *f = *state;
-	struct pool_shape shape = {.user_id = f->uid, .image = "", .memory_bytes = 1 << 30};
+	struct pool_shape shape = {.user_id = f->uid, .size = {.image = "", .memory_bytes = 1 << 30}};
 	struct job j;
 	struct pool p, q;
 	int n = 0;
@@ -119,7 +119,7 @@ static void test_moves_bill_and_warm(void **state)
 	assert_int_equal(q.id, p.id);
 	assert_int_equal(q.last_job_id, j.id);
 	assert_int_equal(pools_find_available(f->db, &shape, 2000, 1040, &q), 0); /* expired */
-	shape.memory_bytes = 2LL << 30;
+	shape.size.memory_bytes = 2LL << 30;
 	assert_int_equal(pools_find_available(f->db, &shape, 2000, 1020, &q), 0);
 	assert_int_equal(pools_take(f->db, p.id, 77, 1021), 1);
 	assert_int_equal(pools_take(f->db, p.id, 78, 1021), 0);
