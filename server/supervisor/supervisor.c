@@ -50,6 +50,9 @@ struct supervisor {
  * pool (worker, pidfd, agent status and output, job worker) */
 #define MAX_POLL (2 + HOST_POLL_MAX) /* the signalfd, the channel, the host */
 
+#define BIND_RETRY_EVERY_MS 100
+#define BIND_WAIT_MAX_MS 15000
+
 static int bind_listener(const char *address)
 {
 	char host[64];
@@ -77,7 +80,21 @@ static int bind_listener(const char *address)
 	if (fd < 0)
 		return log_errno("socket");
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 1024) < 0) {
+	/* After a crash of the previous supervisor its web process may still hold
+	 * the port while it notices and stops: wait for it rather than fail the
+	 * restart that would re-adopt everything. */
+	for (int waited_ms = 0; bind(fd, (struct sockaddr *)&ss, len) < 0; waited_ms += BIND_RETRY_EVERY_MS) {
+		if (errno != EADDRINUSE || waited_ms >= BIND_WAIT_MAX_MS) {
+			log_errno("listen on %s", address);
+			close(fd);
+			return -1;
+		}
+		if (waited_ms == 0)
+			log_warn("%s is in use (the previous labd still stopping?): waiting up to %d s",
+				 address, BIND_WAIT_MAX_MS / 1000);
+		usleep(BIND_RETRY_EVERY_MS * 1000);
+	}
+	if (listen(fd, 1024) < 0) {
 		log_errno("listen on %s", address);
 		close(fd);
 		return -1;
