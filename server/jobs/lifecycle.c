@@ -183,9 +183,15 @@ static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t 
 	 * run happen before the job shows as over, so an ended job's final
 	 * metrics and findings are final */
 	observe_job_ended(app, job_id);
-	if (jobs_move(app->db, job_id, &m) == 1) {
-		log_info("job %lld of %s: %s", (long long)job_id, user, reason);
+	/* the end and the warm pool's fate in one hold of the store's (recursive)
+	 * lock: nobody reads an ended job whose pool is neither warm nor released */
+	db_lock(app->db);
+	bool moved = jobs_move(app->db, job_id, &m) == 1;
+	if (moved)
 		keep_or_release(app, &j, &p, time(NULL));
+	db_unlock(app->db);
+	if (moved) {
+		log_info("job %lld of %s: %s", (long long)job_id, user, reason);
 		jobs_changed(app, job_id);
 	}
 	jobs_row_free(&j);
