@@ -207,6 +207,7 @@ static void restart(void)
 	int sv[2];
 
 	channel_free(T.ch);
+	T.ch = NULL; /* the new host's adoption emits before the new channel exists */
 	close(T.web);
 	host_free(T.host);
 	T.host = host_new(&T.cfg, T.dir, purposes, 2, emit, NULL);
