@@ -18,6 +18,7 @@
 #include "sandbox/cgbox.h"
 #include "labd/log.h"
 #include "supervisor/keeperwire.h"
+#include "supervisor/worker.h"
 
 void keeper_sock_path(const char *state_dir, const char *sandbox_id, char *out, size_t len)
 {
@@ -213,28 +214,12 @@ static int connect_to(const char *sock_path)
 	return rc < 0 ? rc : fd;
 }
 
+/* One request, with pass_fd (or none: -1) as SCM_RIGHTS: the workers' sender. */
 static int send_req(int fd, const struct keeper_req *rq, int pass_fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {.iov_base = (void *)rq, .iov_len = sizeof(*rq)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	int rc = worker_send(fd, rq, sizeof(*rq), pass_fd);
 
-	if (pass_fd >= 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
-	}
-	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != (ssize_t)sizeof(*rq))
-		return errno == EAGAIN ? -ETIMEDOUT : -errno;
-	return 0;
+	return rc == -EAGAIN ? -ETIMEDOUT : rc; /* the socket's send timeout ran out */
 }
 
 /* The reply, and the fds that came with it (at most max kept; the rest closed). */
