@@ -87,23 +87,33 @@ def run_in_kernel(ld, c, code):
 # ---------------------------------------------------------------- terminals
 
 
-def term_read_until(ws, pattern, timeout=30 * SLOW):
-    """Reads terminado's ["stdout", text] messages until pattern matches the
-    output seen so far; returns the match."""
-    seen = ""
-    deadline = time.monotonic() + timeout
-    while True:
-        m = re.search(pattern, seen)
-        if m:
-            return m
-        left = deadline - time.monotonic()
-        assert left > 0, f"terminal: {pattern!r} not seen within {timeout:.0f}s: {seen[-500:]!r}"
-        try:
-            msg = ws.recv_json(timeout=left)
-        except socket.timeout:
-            continue
-        if msg[0] == "stdout":
-            seen += msg[1]
+class TermReader:
+    """Reads terminado's ["stdout", text] messages. Output a match did not use
+    stays for the next call: one pty read can carry the answers to two
+    commands (it does under load), and a reader that dropped the rest would
+    wait for output that already came."""
+
+    def __init__(self, ws):
+        self.ws = ws
+        self.seen = ""
+
+    def until(self, pattern, timeout=30 * SLOW):
+        """Returns the first match of pattern in the output not yet used."""
+        deadline = time.monotonic() + timeout
+        while True:
+            m = re.search(pattern, self.seen)
+            if m:
+                self.seen = self.seen[m.end():]
+                return m
+            left = deadline - time.monotonic()
+            assert left > 0, \
+                f"terminal: {pattern!r} not seen within {timeout:.0f}s: {self.seen[-500:]!r}"
+            try:
+                msg = self.ws.recv_json(timeout=left)
+            except socket.timeout:
+                continue
+            if msg[0] == "stdout":
+                self.seen += msg[1]
 
 
 def test_terminal_runs_a_command_and_resizes(ld, owner):
@@ -114,22 +124,23 @@ def test_terminal_runs_a_command_and_resizes(ld, owner):
     assert_status(r, 200)
     assert name in [t["name"] for t in r.json], r.json
     ws = open_ws(ld, owner, f"terminals/websocket/{name}")
+    term = TermReader(ws)
     try:
         ws.send_json(["set_size", 24, 80])
         # the markers are split in the command line, so only the output matches
         ws.send_json(["stdin", "echo o''k-$((6*7)); echo \"user=$(id -un) home=$HOME\"\r"])
-        term_read_until(ws, r"ok-42")
-        m = term_read_until(ws, r"user=(\S+) home=(\S+)")
+        term.until(r"ok-42")
+        m = term.until(r"user=(\S+) home=(\S+)")
         assert m.group(2) == f"/home/{owner.user}", m.group(0)
         ws.send_json(["stdin", "echo si''ze-$(stty size | tr ' ' x)\r"])
-        term_read_until(ws, r"size-24x80")
+        term.until(r"size-24x80")
         # resize: the pty takes the new size; stty inside reports it
         ws.send_json(["set_size", 37, 123])
         ws.send_json(["stdin", "echo si''ze-$(stty size | tr ' ' x)\r"])
-        term_read_until(ws, r"size-37x123")
+        term.until(r"size-37x123")
         # labd's JupyterLab env is on PATH inside, after the user's ~/.local/bin
         ws.send_json(["stdin", "echo pa''th-$PATH-end\r"])
-        m = term_read_until(ws, r"path-(\S+)-end")
+        m = term.until(r"path-(\S+)-end")
         assert m.group(1).startswith(f"/home/{owner.user}/.local/bin:/opt/labd/jupyter/bin:"), \
             m.group(1)
     finally:
