@@ -70,50 +70,73 @@ static const char *tool(const char *name)
 	return buf;
 }
 
+/* An existing image is kept as it is: 1 if image is a regular file, 0 if
+ * there is none, -1 (failed) if something else has its name. */
+static int home_exists(const char *image)
+{
+	struct stat st;
+
+	if (lstat(image, &st) < 0)
+		return errno == ENOENT ? 0 : fail_errno("home %s", image);
+	return S_ISREG(st.st_mode) ? 1 : fail_error("home %s: not a regular file", image);
+}
+
+/* mkfs.ext4 on the sparse file at path, size_bytes long; 0 or -1 (failed). */
+static int home_make_fs(const char *path, uint64_t size_bytes, uid_t owner)
+{
+	char opts[128], mkfs_path[64];
+	int fd, rc;
+
+	unlink(path); /* a crashed maker's leftover under this pid */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return fail_errno("create %s", path);
+	/* sparse: blocks are only used as the user writes */
+	rc = ftruncate(fd, (off_t)size_bytes);
+	close(fd);
+	if (rc < 0)
+		return fail_errno("truncate %s", path);
+	/* -m 0: no root-reserved blocks (the mapped root could otherwise use them);
+	 * root_owner: the home's root dir belongs to the user's mapped host uid */
+	snprintf(opts, sizeof(opts), "root_owner=%u:%u,lazy_itable_init=1,nodiscard", (unsigned)owner,
+		 (unsigned)owner);
+	snprintf(mkfs_path, sizeof(mkfs_path), "%s", tool("mkfs.ext4"));
+	const char *argv[] = {mkfs_path, "-q", "-F", "-m", "0", "-E", opts, "-L", "labd-home", path, NULL};
+	rc = run_helper(argv);
+	return rc == 0 ? 0 : fail_error("mkfs.ext4 %s failed (%d)", path, rc);
+}
+
 int home_ensure(const char *image, uint64_t size_bytes, uid_t owner)
 {
-	char opts[128], dir[PATH_LEN];
+	char dir[PATH_LEN], tmp[PATH_LEN + 32];
 	const char *slash = strrchr(image, '/');
-	struct stat st;
-	int fd, rc;
+	int rc;
 
 	if (!slash || size_bytes < (16ull << 20))
 		return fail_error("home %s: bad path or size", image);
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - image), image);
 	if (dir[0] && mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return fail_errno("mkdir %s", dir);
-	fd = open(image, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		if (errno != EEXIST)
-			return fail_errno("create %s", image);
-		if (lstat(image, &st) < 0 || !S_ISREG(st.st_mode))
-			return fail_error("home %s: not a regular file", image);
-		return 0;
-	}
-	/* sparse: blocks are only used as the user writes */
-	if (ftruncate(fd, (off_t)size_bytes) < 0) {
-		fail_errno("truncate %s", image);
-		close(fd);
-		unlink(image);
+	rc = home_exists(image);
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	/* Made under a name of this process's own and renamed into place when
+	 * whole: a user's first sandboxes can start at once (several jobs), and
+	 * one must never mount the image another is still formatting. */
+	snprintf(tmp, sizeof(tmp), "%s.new-%ld", image, (long)getpid());
+	if (home_make_fs(tmp, size_bytes, owner) < 0) {
+		unlink(tmp);
 		return -1;
 	}
-	close(fd);
-	/* -m 0: no root-reserved blocks (the mapped root could otherwise use them);
-	 * root_owner: the home's root dir belongs to the user's mapped host uid */
-	snprintf(opts, sizeof(opts), "root_owner=%u:%u,lazy_itable_init=1,nodiscard", (unsigned)owner,
-		 (unsigned)owner);
-	{
-		const char *mkfs = tool("mkfs.ext4");
-		char mkfs_path[64];
-		snprintf(mkfs_path, sizeof(mkfs_path), "%s", mkfs);
-		const char *argv[] = {mkfs_path, "-q", "-F", "-m", "0", "-E", opts, "-L", "labd-home", image, NULL};
-		rc = run_helper(argv);
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, image, RENAME_NOREPLACE) == 0)
+		return 0;
+	rc = errno;
+	unlink(tmp);
+	if (rc != EEXIST) {
+		errno = rc;
+		return fail_errno("rename %s", tmp);
 	}
-	if (rc != 0) {
-		unlink(image);
-		return fail_error("mkfs.ext4 %s failed (%d)", image, rc);
-	}
-	return 0;
+	return home_exists(image) == 1 ? 0 : -1; /* another start made it first */
 }
 
 int home_mount_path(const char *state_dir, const char *user, char *buf, size_t size)

@@ -212,6 +212,19 @@ def test_gpu_jobs_hold_their_gpu_and_wait_in_turn(runtime_daemon_factory):
                                            gd.log_tail())
 
 
+def test_a_new_users_first_jobs_start_at_once(rd):
+    """A user's first sandboxes make their home image; four jobs submitted at once
+    start four pools together, and each must find the image whole (before the fix
+    the later ones mounted an image another start was still formatting: "step
+    home: ... not ext4")."""
+    c = make_user(rd, prefix="jfirst")
+    ids = [ok(c.post("/api/v1/jobs", json={"name": f"first-{i}", "command": ["/bin/true"]}),
+              201)["id"] for i in range(4)]
+    for i in ids:
+        done = wait_job(c, i, d=rd)
+        assert done["status"] == "Completed", (done["failure_reason"], done["transitions"])
+
+
 def test_disabling_an_account_stops_its_jobs(rd):
     c = make_user(rd, prefix="jdis")
     j = ok(c.post("/api/v1/jobs", json={"name": "runs-on", "command": ["/bin/sleep", "300"]}), 201)
