@@ -73,6 +73,13 @@ static int add_gpu_s(const struct ledger_entry *e, void *ctx)
 	struct ledger_span span;
 
 	ledger_entry_span(e, &span);
+	/* An open entry weighs what closing it now would bill: its heartbeat
+	 * moves only every LEDGER_HEARTBEAT_S, so a user whose short GPU jobs
+	 * run right now would weigh nothing and go ahead of everyone again. */
+	if (!e->end_at) {
+		int64_t close_at = e->last_heartbeat + LEDGER_CLOSE_SLACK_S;
+		span.end_s = close_at < u->to_s ? close_at : u->to_s;
+	}
 	if (span.kind == RUNTIME_GPU)
 		u->gpu_s += ledger_clip_s(&span, u->from_s, u->to_s);
 	return 0;

@@ -213,6 +213,33 @@ static void test_load_reads_use_of_the_last_24h(void **state)
 	assert_int_equal(queue_load(f->db, now, it, 1), 1);
 }
 
+/* A GPU entry still open weighs up to now (what closing it would bill), not
+ * up to its last heartbeat: a user whose GPU jobs are running does not go
+ * ahead of one who waits with none. One whose heartbeat stopped (a crash)
+ * weighs up to its heartbeat + the close slack, as billing closes it. */
+static void test_load_counts_open_entries_up_to_now(void **state)
+{
+	struct fixture *f = *state;
+	struct runtime r;
+	struct queue_item it[4];
+	int64_t now = 10 * 86400;
+
+	db_lock(f->db);
+	assert_int_equal(db_exec(f->db,
+				 "INSERT INTO ledger (user_id, user_name, kind, plan, start_at,"
+				 " last_heartbeat) VALUES (?, 'ann', 'gpu', 'default', ?, ?),"
+				 " (?, 'bob', 'gpu', 'default', ?, ?)",
+				 "iiiiii", f->ann, now - 4, now - 4, f->bob, now - H, now - H + 60),
+			 2);
+	db_unlock(f->db);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, now - 10, H, now + 100, &r), 0);
+	assert_int_equal(queue_load(f->db, now, it, 4), 2);
+	assert_int_equal(it[0].user_id, f->ann);
+	assert_int_equal(it[0].gpu_s_24h, 4); /* opened 4 s ago, no heartbeat yet */
+	assert_int_equal(it[1].gpu_s_24h, 60 + LEDGER_CLOSE_SLACK_S);
+}
+
 static void exec_raw(sqlite3 *raw, const char *sql)
 {
 	char *err = NULL;
@@ -264,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_jobs_take_their_turn),
 		cmocka_unit_test(test_estimates_follow_the_holders_and_lengths),
 		cmocka_unit_test_setup_teardown(test_rows_move_with_their_entry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_load_counts_open_entries_up_to_now, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_reads_use_of_the_last_24h, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migration_keeps_runtimes_and_their_sequence,
 						setup, teardown),
