@@ -169,15 +169,17 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = s
 
 
-def request(port, method, path, body=None, headers=None, unix=None, timeout=10):
-    """One request on a fresh connection: (status, headers, body bytes)."""
+def request(port, method, path, body=None, headers=None, unix=None, timeout=10, source=None):
+    """One request on a fresh connection: (status, headers, body bytes).
+    source: the loopback address to connect from (another client to labd)."""
     hdrs = dict(headers or {})
     data = None
     if body is not None:
         data = json.dumps(body).encode()
         hdrs.setdefault("Content-Type", "application/json")
     conn = UnixHTTPConnection(unix, timeout) if unix else \
-        http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        http.client.HTTPConnection("127.0.0.1", port, timeout=timeout,
+                                   source_address=(source, 0) if source else None)
     try:
         conn.request(method, path, body=data, headers=hdrs)
         r = conn.getresponse()
@@ -200,7 +202,9 @@ class Labd:
     """One labd daemon with its own temp config and state (see
     tests/integration/labd_harness.py), driven over its HTTP API."""
 
-    def __init__(self, procs, workdir, runtime=None):
+    def __init__(self, procs, workdir, runtime=None, sections=None):
+        """sections: {"server": {...}, "jobs": {...}} extra config keys; [server]
+        and [runtime] ones merge with the defaults here, others are new sections."""
         self.procs = procs
         self.dir = workdir
         os.makedirs(workdir, exist_ok=True)
@@ -213,9 +217,17 @@ class Labd:
         rt = {"home_size": "1G", "memory": "2G", "idle_timeout": "0", "keep_on_shutdown": "false",
               "jupyter": "lab"}
         rt.update(runtime or {})
-        lines = ["[server]", f"listen = 127.0.0.1:{self.port}", f"state_dir = {self.state_dir}",
-                 f"web_root = {os.path.join(REPO, 'web')}"] + ([f"threads = {os.environ['BENCH_LABD_THREADS']}"] if os.environ.get("BENCH_LABD_THREADS") else []) + ["", "[auth]", "scrypt_n = 1024", "",
-                 "[runtime]"] + [f"{k} = {v}" for k, v in rt.items()]
+        sections = dict(sections or {})
+        server = {"listen": f"127.0.0.1:{self.port}", "state_dir": self.state_dir,
+                  "web_root": os.path.join(REPO, "web")}
+        if os.environ.get("BENCH_LABD_THREADS"):
+            server["threads"] = os.environ["BENCH_LABD_THREADS"]
+        server.update(sections.pop("server", {}))
+        rt.update(sections.pop("runtime", {}))
+        sections = {"server": server, "auth": {"scrypt_n": "1024"}, "runtime": rt, **sections}
+        lines = []
+        for name, keys in sections.items():
+            lines += [f"[{name}]"] + [f"{k} = {v}" for k, v in keys.items()] + [""]
         self.config = os.path.join(workdir, "labd.ini")
         with open(self.config, "w") as fh:
             fh.write("\n".join(lines) + "\n")
