@@ -255,6 +255,21 @@ echo "== namespaces and filesystem"
 expect "only the sandbox's pids visible" "1 2" "$(probe pids)"
 expect "hostname is the user name" alice "$(probe hostname)"
 expect "/etc/shadow masked" "OK 0" "$(probe read /etc/shadow)"
+# Class 8: the host's accounts.  The sandbox has its own /etc/passwd and /etc/group
+# (sandbox/accounts.c): root, the lab user under their labd name with the HOME the
+# sandbox sets, nobody.  Control: the host's own lists more (and no alice).
+expect "accounts: whoami is the lab user" alice "$(box alice 7 -- whoami)"
+expect "accounts: passwd lists root, the user and nobody only" "root alice nobody" \
+	"$(box alice 7 -- getent passwd | cut -d: -f1 | squash)"
+expect "accounts: group lists root, the user's group and nogroup only" "root alice nogroup" \
+	"$(box alice 7 -- getent group | cut -d: -f1 | squash)"
+expect "accounts: the passwd home is HOME" "/home/alice /home/alice" \
+	"$(box alice 7 -- sh -c 'getent passwd alice | cut -d: -f6; echo "$HOME"' | squash)"
+expect "accounts: id names the user's group" "uid=1000(alice) gid=1000(alice) groups=1000(alice)" \
+	"$(box alice 7 -- id)"
+expect "accounts: /etc/passwd bound read-only" EROFS "$(probe write /etc/passwd)"
+host_accounts=$(getent passwd | cut -d: -f1 | squash)
+if [ "$host_accounts" != "root alice nobody" ]; then ok "control accounts: the host's passwd lists others (${host_accounts:0:40}...)"; else ko "control accounts: the host's passwd differs" "more accounts" "$host_accounts"; fi
 # /root, the state dir and the image dir are 0700 on the host: the inner uid gets
 # EACCES there with or without the mask.  So each mask is also seen for what it is (an
 # empty read-only tmpfs of mode 000, unlike the host's dir) and tried on a permissive
