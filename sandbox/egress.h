@@ -17,7 +17,9 @@
 #define EGRESS_RULESET_MAX 16384
 
 /* Always denied on every interface but lo: loopback, "this network", link-local,
- * multicast and broadcast, v4-mapped v6 (comma-separated CIDRs). */
+ * multicast and broadcast, and the v6 forms that carry a v4 address (v4-mapped,
+ * SIIT, v4-compatible, 6to4, Teredo, local-use NAT64) (comma-separated CIDRs).  Each
+ * denied v4 range is also denied in the well-known NAT64 prefix (64:ff9b::/96). */
 extern const char egress_always_denied[];
 
 /* Canonical "address/bits" for one item "ADDRESS" or "ADDRESS/BITS" (host bits

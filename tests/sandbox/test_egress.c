@@ -54,6 +54,20 @@ static void test_ruleset(void **st)
 	assert_non_null(strstr(out, "ip6 daddr fd00::2/128 goto deny"));
 	assert_non_null(strstr(out, "ip daddr 198.19.0.0/16 goto deny"));
 	assert_non_null(strstr(out, "ip daddr 10.0.0.0/8 goto deny"));
+	/* v6 forms of a v4 address: the translated prefixes, and each denied v4 range
+	 * (built in, configured, the host's) in the well-known NAT64 prefix */
+	assert_non_null(strstr(out, "ip6 daddr 2002::/16 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr 2001::/32 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr 64:ff9b:1::/48 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr ::ffff:0:0:0/96 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr ::/96 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr 64:ff9b::a00:0/104 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr 64:ff9b::c613:0/112 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr 64:ff9b::a9fe:0/112 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr 64:ff9b::7f00:0/104 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr 64:ff9b::c000:202/128 goto deny"));
+	/* but not the whole prefix: on a v6-only host it leads to every public v4 address */
+	assert_null(strstr(out, "ip6 daddr 64:ff9b::/96 "));
 	assert_non_null(strstr(out, "ct state new ct count over 12 goto deny"));
 	assert_non_null(strstr(out, "iifname \"lo\" accept"));
 	/* the rate both ways */
