@@ -492,7 +492,7 @@ static int step_network(struct start *c)
 
 	if (s->net != SANDBOX_NET_EGRESS)
 		return 0;
-	return egress_start(s, c->h->id, c->pid);
+	return egress_start(s, c->h->id, c->pid, c->st.start_time_ticks);
 }
 
 /* The state file learns init's pid and start time: adopt and gc can find it now. */

@@ -1,13 +1,20 @@
-/* test_egress.c - the egress ruleset text and its address parser (pure logic). */
+/* test_egress.c - the egress ruleset text and its address parser (pure logic), and
+ * how a pasta restart opens the sandbox's network namespace (a child of the test). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "sandbox/egress.h"
+#include "sandbox/state.h"
 
 static void test_cidr(void **st)
 {
@@ -90,11 +97,44 @@ static void test_ruleset(void **st)
 	assert_int_equal(egress_ruleset("10.0.0.0/8", "", 0, 0, out, 200, why, sizeof(why)), -1);
 }
 
+/* The namespace of exactly the process that started at the given time: a pid whose
+ * start time differs (reused by another process) or that is gone lends nothing. */
+static void test_open_netns(void **st)
+{
+	struct stat want, got;
+	uint64_t ticks;
+	int fd = -1;
+	pid_t c;
+	(void)st;
+
+	if ((c = fork()) == 0) {
+		pause();
+		_exit(0);
+	}
+	assert_true(c > 0);
+	ticks = sandbox_proc_start_ticks(c);
+	assert_true(ticks > 0);
+	assert_int_equal(egress_open_netns(c, ticks, &fd), 0);
+	assert_int_equal(fstat(fd, &got), 0);
+	assert_int_equal(stat("/proc/self/ns/net", &want), 0); /* the child shares ours */
+	assert_true(got.st_ino == want.st_ino && got.st_dev == want.st_dev);
+	close(fd);
+	fd = -1;
+	assert_int_equal(egress_open_netns(c, ticks + 1, &fd), -1);
+	assert_int_equal(errno, ESRCH);
+	assert_int_equal(egress_open_netns(c, 0, &fd), -1);
+	kill(c, SIGKILL);
+	assert_int_equal(waitpid(c, NULL, 0), c);
+	assert_int_equal(egress_open_netns(c, ticks, &fd), -1);
+	assert_int_equal(fd, -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cidr),
 		cmocka_unit_test(test_ruleset),
+		cmocka_unit_test(test_open_netns),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -458,9 +458,27 @@ kill "$LISTENER" 2>/dev/null
 LISTENER=
 expect "only loopback inside" lo "$(box alice 7 -- ls /sys/class/net | squash)"
 expect "--net egress: pasta's eth0 and lo" "eth0 lo" "$(box alice 7 --net egress -- ls /sys/class/net | squash)"
-# pasta lives in <id>.net next to the sandbox's cgroup; labbox's teardown kills it
-left=$(cat /sys/fs/cgroup/pids/"$CGP"/*.net/cgroup.procs /sys/fs/cgroup/"$CGP"/*.net/cgroup.procs 2>/dev/null | squash)
-expect "--net egress: no pasta left after the sandbox" "" "$left"
+# pasta starts in <id>.net, then runs in the sandbox's own cgroup, charged to the user's
+# limits (finding 13); labbox's teardown kills it with the sandbox
+sandbox_procs() { cat /sys/fs/cgroup/pids/"$CGP"/"$1"/cgroup.procs /sys/fs/cgroup/"$CGP"/"$1"/cgroup.procs 2>/dev/null; }
+gate pasta
+box alice 7 --net egress -- sh -c "echo ready; $(held pasta)" >"$WORK/pasta.out" &
+pastabox=$!
+if wait_until 15 "the egress sandbox to start" has_line "$WORK/pasta.out" ready; then
+	sid=$(cd "$STATE/sandboxes" && ls -- *.state | sed 's/\.state$//' | head -n 1)
+	pasta=$(cat "$STATE/sandboxes/$sid.pasta.pid" 2>/dev/null)
+	if [ -n "$pasta" ] && sandbox_procs "$sid" | grep -qx "$pasta"; then
+		ok "--net egress: pasta ($pasta) runs in the sandbox's cgroup $sid"
+	else
+		ko "--net egress: pasta runs in the sandbox's cgroup" "pid $pasta in $sid" "$(sandbox_procs "$sid" | squash)"
+	fi
+	expect "--net egress: pasta's start-up cgroup is gone once it runs" "" "$(ls -d /sys/fs/cgroup/*/"$CGP"/*.net /sys/fs/cgroup/"$CGP"/*.net 2>/dev/null)"
+else
+	ko "--net egress: pasta runs in the sandbox's cgroup" "a running sandbox" "none found"
+fi
+release pasta
+wait "$pastabox"
+expect "--net egress: no pasta left after the sandbox" "" "$( [ -n "${pasta:-}" ] && [ -d "/proc/$pasta" ] && echo "$pasta")"
 # An image whose /etc/resolv.conf links into /run (systemd-resolved's stub) gets pasta's
 # resolver there (/run is the sandbox's own tmpfs); a link elsewhere is refused: it would
 # be followed on the host's side of the mount namespace.
