@@ -103,11 +103,12 @@ static void put_nat64(struct text *t, const char *v4cidr)
 	unsigned char bin[16] = {0x00, 0x64, 0xff, 0x9b};
 	char addr[INET_ADDRSTRLEN], text[INET6_ADDRSTRLEN];
 	const char *slash = strchr(v4cidr, '/');
+	unsigned long bits = strtoul(slash + 1, NULL, 10);
 
 	snprintf(addr, sizeof(addr), "%.*s", (int)(slash - v4cidr), v4cidr);
 	if (inet_pton(AF_INET, addr, bin + 12) != 1 || !inet_ntop(AF_INET6, bin, text, sizeof(text)))
 		return; /* egress_cidr made it: cannot happen */
-	put(t, "\t\tip6 daddr %s/%d goto deny\n", text, 96 + atoi(slash + 1));
+	put(t, "\t\tip6 daddr %s/%lu goto deny\n", text, 96 + bits);
 }
 
 /* One "goto deny" rule per CIDR of list (commas or blanks between items), and for a

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -25,7 +26,7 @@ static void test_entries(void **st)
 static void test_refused(void **st)
 {
 	(void)st;
-	strcpy(pw, "unchanged");
+	snprintf(pw, sizeof(pw), "unchanged");
 	assert_int_equal(accounts_text("a:x:0:0::/:/bin/sh", 1000, "/home/a", pw, sizeof(pw), gr, sizeof(gr)), -1);
 	assert_int_equal(accounts_text("a\nroot2", 1000, "/home/a", pw, sizeof(pw), gr, sizeof(gr)), -1);
 	assert_int_equal(accounts_text("a\r", 1000, "/home/a", pw, sizeof(pw), gr, sizeof(gr)), -1);
