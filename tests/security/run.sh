@@ -467,7 +467,7 @@ pastabox=$!
 if wait_until 15 "the egress sandbox to start" has_line "$WORK/pasta.out" ready; then
 	sid=$(cd "$STATE/sandboxes" && ls -- *.state | sed 's/\.state$//' | head -n 1)
 	pasta=$(cat "$STATE/sandboxes/$sid.pasta.pid" 2>/dev/null)
-	if [ -n "$pasta" ] && sandbox_procs "$sid" | grep -qx "$pasta"; then
+	if [ -n "$pasta" ] && sandbox_procs "$sid" | grep -x "$pasta" >/dev/null; then
 		ok "--net egress: pasta ($pasta) runs in the sandbox's cgroup $sid"
 	else
 		ko "--net egress: pasta runs in the sandbox's cgroup" "pid $pasta in $sid" "$(sandbox_procs "$sid" | squash)"
@@ -478,7 +478,9 @@ else
 fi
 release pasta
 wait "$pastabox"
-expect "--net egress: no pasta left after the sandbox" "" "$( [ -n "${pasta:-}" ] && [ -d "/proc/$pasta" ] && echo "$pasta")"
+# gone, or a zombie until the host's init reaps it (labbox, its parent, has exited)
+pasta_gone() { [ -z "${pasta:-}" ] || ! grep -qv '^State:.*Z' <(grep '^State:' "/proc/$pasta/status" 2>/dev/null); }
+if wait_until 10 "pasta $pasta to end" pasta_gone; then ok "--net egress: no pasta left after the sandbox"; else ko "--net egress: no pasta left after the sandbox" "pasta $pasta gone" "$(grep '^State:' "/proc/$pasta/status" 2>/dev/null)"; fi
 # An image whose /etc/resolv.conf links into /run (systemd-resolved's stub) gets pasta's
 # resolver there (/run is the sandbox's own tmpfs); a link elsewhere is refused: it would
 # be followed on the host's side of the mount namespace.
