@@ -495,6 +495,16 @@ expect "--net egress: resolv.conf linked into /run gets pasta's resolver" "names
 ln -sfn /etc/hostname "$IMG/etc/resolv.conf"
 box alice 7 --image "$IMG" --net egress -- /bin/true
 expect "--net egress: resolv.conf linked outside /run refused" 125 "$?"
+# The image's /etc/passwd is shadowed only when it is a plain file: a link would be
+# followed on the host's side.  The child's step is named even when pasta, started for
+# the namespace meanwhile, found it gone (start.c, prefer_child_report).
+ln -sfn ../run/systemd/resolve/stub-resolv.conf "$IMG/etc/resolv.conf"
+ln -sfn /etc/hostname "$IMG/etc/passwd"
+box alice 7 --image "$IMG" --net egress -- /bin/true
+expect "accounts: an image's /etc/passwd that is a link refused" \
+	"125 step mounts: accounts: not a plain file in the image: /etc/passwd" \
+	"$? $(grep -o 'step [a-z-]*: accounts: .*passwd' "$LOG" | head -n 1 | sed 's/: Invalid argument$//')"
+rm -f "$IMG/etc/passwd"
 umount "$IMG/usr"
 
 echo "== resources"
