@@ -13,9 +13,9 @@
  * against the user's limits; the teardown kills it with the sandbox.  Its pid and
  * start time are kept (<id>.pasta) to tell a dead pasta from a live one, and a restart
  * joins the namespace through a pidfd of the init whose start time matches
- * (egress_open_netns), never through a bare pid.  Ports are never forwarded (-t/-u/-T/-U none: the default "auto" would
- * join the host's loopback services and the sandbox's), and --no-map-gw keeps the
- * gateway address from meaning the host. */
+ * (egress_open_netns), never through a bare pid.  Ports are never forwarded
+ * (-t/-u/-T/-U none: the default "auto" would join the host's loopback services and
+ * the sandbox's), and --no-map-gw keeps the gateway address from meaning the host. */
 #include "sandbox/egress.h"
 
 #include <errno.h>
