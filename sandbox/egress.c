@@ -6,11 +6,16 @@
  * pasta runs as root (--runas 0): dropping to nobody before it opens the namespace
  * fails, because the namespace belongs to a user namespace nobody has no rights in.
  * It confines itself (own mount, ipc and uts namespaces, seccomp, no_new_privs, every
- * capability but CAP_SYS_ADMIN and CAP_NET_BIND_SERVICE dropped); around that it gets
- * its own cgroup ("<id>.net", memory and pids bounded), which the teardown kills with
- * the sandbox.  Ports are never forwarded (-t/-u/-T/-U none: the default "auto" would
- * join the host's loopback services and the sandbox's), and --no-map-gw keeps the
- * gateway address from meaning the host. */
+ * capability but CAP_SYS_ADMIN and CAP_NET_BIND_SERVICE dropped).  It starts in a
+ * cgroup of its own ("<id>.net", memory and pids bounded: the sandbox's device filter
+ * would refuse it /dev/net/tun) and, once it has configured the namespace, moves into
+ * the sandbox's cgroup, so that its memory and CPU, which the user drives, count
+ * against the user's limits; the teardown kills it with the sandbox.  Its pid and
+ * start time are kept (<id>.pasta) to tell a dead pasta from a live one, and a restart
+ * joins the namespace through a pidfd of the init whose start time matches
+ * (egress_open_netns), never through a bare pid.  Ports are never forwarded
+ * (-t/-u/-T/-U none: the default "auto" would join the host's loopback services and
+ * the sandbox's), and --no-map-gw keeps the gateway address from meaning the host. */
 #include "sandbox/egress.h"
 
 #include <errno.h>
@@ -34,6 +39,7 @@
 #include "labd/log.h"
 #include "sandbox/cgbox.h"
 #include "sandbox/fail.h"
+#include "sandbox/state.h"
 
 #define PASTA_MEM_BYTES (512ull << 20)
 #define PASTA_PIDS 16
@@ -151,13 +157,52 @@ static void pasta_paths(const char *state_dir, const char *id, char *pidfile, ch
 	snprintf(logfile, len, "%s/sandboxes/%s.pasta.log", state_dir, id);
 }
 
+/* root's record of the running pasta: "<pid> <start ticks>" */
+static void record_path(const char *state_dir, const char *id, char *out, size_t len)
+{
+	snprintf(out, len, "%s/sandboxes/%s.pasta", state_dir, id);
+}
+
 void egress_files_remove(const char *state_dir, const char *id)
 {
-	char pidfile[SANDBOX_PATH_MAX], logfile[SANDBOX_PATH_MAX];
+	char pidfile[SANDBOX_PATH_MAX], logfile[SANDBOX_PATH_MAX], record[SANDBOX_PATH_MAX];
 
 	pasta_paths(state_dir, id, pidfile, logfile, sizeof(pidfile));
+	record_path(state_dir, id, record, sizeof(record));
 	unlink(pidfile);
 	unlink(logfile);
+	unlink(record);
+}
+
+int egress_open_netns(pid_t pid, uint64_t start_ticks, int *out)
+{
+	char ns[64];
+	int pidfd, fd = -1, e;
+
+	if (pid <= 0 || !start_ticks) {
+		errno = ESRCH;
+		return -1;
+	}
+	/* the pidfd names one process: if it is still alive after the open, the pid was
+	 * not reused in between, so the namespace opened is its own */
+	if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
+		return -1;
+	snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)pid);
+	if (sandbox_proc_start_ticks(pid) != start_ticks)
+		errno = ESRCH;
+	else if ((fd = open(ns, O_RDONLY | O_CLOEXEC)) >= 0 &&
+		 syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
+		close(fd);
+		fd = -1;
+		errno = ESRCH;
+	}
+	e = errno;
+	close(pidfd);
+	errno = e;
+	if (fd < 0)
+		return -1;
+	*out = fd;
+	return 0;
 }
 
 static int wait_child(pid_t c, int *status)
@@ -293,13 +338,10 @@ static void pasta_argv(const char *pidfile,
 /* pasta's stdout and stderr go to its log file too: what it says before it opens the
  * file (a bad option, a namespace it cannot join) is then there for the failure message. */
 static _Noreturn void exec_pasta(const struct sandbox_spec *s, const char *cgroup, char *argv[],
-				 const char *logfile, const char *upstream, pid_t pid)
+				 const char *logfile, const char *upstream, int nsfd)
 {
-	char ns[64];
-	int nsfd;
-
-	snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)pid);
-	if ((nsfd = open(ns, O_RDONLY)) < 0 || dup2(nsfd, 3) < 0)
+	/* fd 3 without O_CLOEXEC: pasta's --netns */
+	if (nsfd == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(nsfd, 3) < 0)
 		_exit(123);
 	const struct cgbox_layout *lo = cgbox_host();
 	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -377,12 +419,33 @@ static int wait_ready(pid_t c, const char *pidfile, const char *logfile)
 	return fail_error("pasta did not configure the namespace within %d ms", PASTA_READY_MS);
 }
 
-static int start_pasta(const struct sandbox_spec *s, const char *id, pid_t pid)
+/* A configured pasta moves from its start-up cgroup into the sandbox's (the user's
+ * limits hold it from now on), and root records it; the emptied cgroup goes. */
+static int charge_to_sandbox(const struct sandbox_spec *s, const char *id, const char *cgroup,
+			     pid_t c)
+{
+	const struct cgbox_layout *lo = cgbox_host();
+	char record[SANDBOX_PATH_MAX], text[64];
+
+	if (cgbox_attach(lo, s->cgroup_parent, id, c) < 0)
+		return fail_errno("move pasta into the sandbox's cgroup");
+	record_path(s->state_dir, id, record, sizeof(record));
+	snprintf(text, sizeof(text), "%d %llu\n", (int)c,
+		 (unsigned long long)sandbox_proc_start_ticks(c));
+	if (write_small_file(record, text) < 0)
+		return -1;
+	if (cgbox_remove(lo, s->cgroup_parent, cgroup) < 0)
+		log_warn("sandbox %s: pasta's start-up cgroup %s not removed", id, cgroup);
+	return 0;
+}
+
+static int start_pasta(const struct sandbox_spec *s, const char *id, pid_t pid, uint64_t ticks)
 {
 	const struct cgbox_layout *lo = cgbox_host();
 	struct cgbox_limits lim = {.mem_bytes = PASTA_MEM_BYTES, .pids_max = PASTA_PIDS};
 	char pidfile[SANDBOX_PATH_MAX], logfile[SANDBOX_PATH_MAX], cgroup[SANDBOX_ID_MAX + 8];
 	char bufs[3][SANDBOX_PATH_MAX + 16], *argv[32], upstream[SANDBOX_PATH_MAX];
+	int nsfd;
 	pid_t c;
 
 	if (!lo)
@@ -390,43 +453,69 @@ static int start_pasta(const struct sandbox_spec *s, const char *id, pid_t pid)
 	egress_cgroup_name(id, cgroup, sizeof(cgroup));
 	pasta_paths(s->state_dir, id, pidfile, logfile, sizeof(pidfile));
 	unlink(pidfile);
-	if (upstream_conf(s, upstream, sizeof(upstream)) < 0 ||
-	    cgbox_create(lo, s->cgroup_parent, cgroup, &lim) < 0)
+	if (upstream_conf(s, upstream, sizeof(upstream)) < 0)
 		return -1;
+	if (egress_open_netns(pid, ticks, &nsfd) < 0)
+		return fail_errno("the network namespace of init %d", (int)pid);
+	if (cgbox_create(lo, s->cgroup_parent, cgroup, &lim) < 0) {
+		close(nsfd);
+		return -1;
+	}
 	pasta_argv(pidfile, logfile, argv, bufs);
-	if ((c = fork()) < 0)
+	if ((c = fork()) < 0) {
+		close(nsfd);
 		return fail_errno("fork pasta");
+	}
 	if (c == 0)
-		exec_pasta(s, cgroup, argv, logfile, upstream, pid);
-	return wait_ready(c, pidfile, logfile);
+		exec_pasta(s, cgroup, argv, logfile, upstream, nsfd);
+	close(nsfd);
+	if (wait_ready(c, pidfile, logfile) < 0)
+		return -1;
+	return charge_to_sandbox(s, id, cgroup, c);
+}
+
+/* Whether the pasta root recorded for sandbox id still runs: 1, 0 when it is gone,
+ * -1 when there is no record (no egress). */
+static int pasta_alive(const char *state_dir, const char *id)
+{
+	char record[SANDBOX_PATH_MAX], text[64];
+	unsigned long long ticks;
+	ssize_t n;
+	int fd, pid;
+
+	record_path(state_dir, id, record, sizeof(record));
+	if ((fd = open(record, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return -1;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	text[n > 0 ? n : 0] = '\0';
+	if (sscanf(text, "%d %llu", &pid, &ticks) != 2 || pid <= 0 || !ticks)
+		return 0;
+	return sandbox_proc_start_ticks(pid) == ticks;
 }
 
 int sandbox_net_check(const struct sandbox_spec *s, const struct sandbox_handle *h)
 {
 	const struct cgbox_layout *lo = cgbox_host();
-	char cgroup[SANDBOX_ID_MAX + 8], dir[SANDBOX_PATH_MAX];
+	char cgroup[SANDBOX_ID_MAX + 8];
 
-	if (!lo || h->pid <= 0)
-		return 0;
-	enum cgbox_ctl ctl = lo->mode == CGBOX_V2 || lo->v1[CGBOX_PIDS][0] ? CGBOX_PIDS : CGBOX_MEMORY;
-
-	egress_cgroup_name(h->id, cgroup, sizeof(cgroup));
-	/* no such cgroup: the sandbox has no egress */
-	if (cgbox_path(lo, ctl, s->cgroup_parent, cgroup, dir, sizeof(dir)) < 0 ||
-	    access(dir, F_OK) < 0 || cgbox_nprocs(lo, s->cgroup_parent, cgroup) != 0)
+	/* no record: the sandbox has no egress */
+	if (!lo || h->pid <= 0 || pasta_alive(s->state_dir, h->id) != 0)
 		return 0;
 	log_warn("sandbox %s: pasta is gone: restarting it (connections through the old one are lost)",
 		 h->id);
-	/* the empty cgroup goes first: start_pasta makes it anew, with its limits */
-	if (cgbox_remove(lo, s->cgroup_parent, cgroup) < 0 || start_pasta(s, h->id, h->pid) < 0)
+	/* a start-up cgroup a failed restart left goes first: start_pasta makes it anew */
+	egress_cgroup_name(h->id, cgroup, sizeof(cgroup));
+	if (cgbox_remove(lo, s->cgroup_parent, cgroup) < 0 ||
+	    start_pasta(s, h->id, h->pid, h->start_time_ticks) < 0)
 		return log_error("sandbox %s: pasta could not be restarted: the runtime has no network",
 				 h->id);
 	return 1;
 }
 
-int egress_start(const struct sandbox_spec *s, const char *id, pid_t pid)
+int egress_start(const struct sandbox_spec *s, const char *id, pid_t pid, uint64_t start_ticks)
 {
-	if (install_rules(s, pid) < 0 || start_pasta(s, id, pid) < 0)
+	if (install_rules(s, pid) < 0 || start_pasta(s, id, pid, start_ticks) < 0)
 		return -1;
 	return 0;
 }

@@ -17,7 +17,9 @@
 #define EGRESS_RULESET_MAX 16384
 
 /* Always denied on every interface but lo: loopback, "this network", link-local,
- * multicast and broadcast, v4-mapped v6 (comma-separated CIDRs). */
+ * multicast and broadcast, and the v6 forms that carry a v4 address (v4-mapped,
+ * SIIT, v4-compatible, 6to4, Teredo, local-use NAT64) (comma-separated CIDRs).  Each
+ * denied v4 range is also denied in the well-known NAT64 prefix (64:ff9b::/96). */
 extern const char egress_always_denied[];
 
 /* Canonical "address/bits" for one item "ADDRESS" or "ADDRESS/BITS" (host bits
@@ -38,15 +40,21 @@ int egress_host_addrs(char *out, size_t len);
 /* <state_dir>/egress-resolv.conf naming EGRESS_DNS_ADDR, written when missing or
  * different; its path in out.  0 or -1 (fail.h). */
 int egress_resolv_conf(const char *state_dir, char *out, size_t len);
-/* The cgroup name of a sandbox's pasta: "<id>.net" (a user name has no dot, so no
- * sandbox id is ever one). */
+/* The cgroup pasta starts in: "<id>.net" (a user name has no dot, so no sandbox id is
+ * ever one); empty once pasta runs in the sandbox's own. */
 void egress_cgroup_name(const char *id, char *out, size_t len);
 /* Installs the ruleset in pid's network namespace (nft run as root in it), then
- * starts pasta for that namespace in its own cgroup and waits until it has configured
- * the namespace.  Call before any of the sandbox's code runs.  0 or -1 (fail.h);
- * on failure what was started is left for the teardown (the cgroup). */
-int egress_start(const struct sandbox_spec *s, const char *id, pid_t pid);
-/* Removes pasta's files of sandbox id (pid file, log). */
+ * starts pasta for that namespace (start_ticks: the init's, egress_open_netns) in a
+ * cgroup of its own, waits until it has configured the namespace and moves it into
+ * the sandbox's cgroup <id>.  Call before any of the sandbox's code runs.  0 or -1
+ * (fail.h); on failure what was started is left for the teardown (the cgroups). */
+int egress_start(const struct sandbox_spec *s, const char *id, pid_t pid, uint64_t start_ticks);
+/* Opens pid's network namespace (O_CLOEXEC fd in *out) only if pid is still the
+ * process that started at start_ticks (/proc/<pid>/stat field 22), through a pidfd,
+ * so that a pid reused meanwhile never lends its namespace.  0, or -1 with errno
+ * (ESRCH: not that process, or ticks 0). */
+int egress_open_netns(pid_t pid, uint64_t start_ticks, int *out);
+/* Removes pasta's files of sandbox id (pid file, log, root's record). */
 void egress_files_remove(const char *state_dir, const char *id);
 
 #endif

@@ -13,9 +13,16 @@
 
 /* 0/8 reaches the namespace itself, 127/8 and ::1 never leave lo, 169.254/16 and
  * fe80::/10 hold cloud metadata services, 224/4, 240/4 and ff00::/8 are multicast and
- * reserved, ::ffff:0:0/96 would carry a v4 address past the v4 rules. */
+ * reserved.  The rest are v6 forms a translator or tunnel turns into a v4 address,
+ * which would carry it past the v4 rules: v4-mapped ::ffff:0:0/96, SIIT's
+ * ::ffff:0:0:0/96, v4-compatible ::/96, 6to4 2002::/16, Teredo 2001::/32 and the
+ * local-use NAT64 prefix 64:ff9b:1::/48 (RFC 8215; its embedding depends on the
+ * translator's prefix length, so all of it).  The well-known NAT64 prefix
+ * 64:ff9b::/96 is denied per v4 range instead (put_nat64): on a v6-only host it is the
+ * way to every public v4 address. */
 const char egress_always_denied[] = "0.0.0.0/8,127.0.0.0/8,169.254.0.0/16,224.0.0.0/4,"
-				    "240.0.0.0/4,::/128,::1/128,::ffff:0:0/96,fe80::/10,ff00::/8";
+				    "240.0.0.0/4,::/128,::1/128,::ffff:0:0/96,fe80::/10,ff00::/8,"
+				    "::ffff:0:0:0/96,::/96,2002::/16,2001::/32,64:ff9b:1::/48";
 
 /* The bounded text being built; full once anything did not fit. */
 struct text {
@@ -89,9 +96,24 @@ int egress_cidr(const char *item, char *out, size_t len, bool *v6)
 	return 0;
 }
 
-/* One "goto deny" rule per CIDR of list (commas or blanks between items): one rule
- * each, not a set, because host addresses overlap the configured ranges and an
- * interval set refuses overlapping elements. */
+/* A denied v4 range as the well-known NAT64 prefix embeds it (RFC 6052:
+ * 64:ff9b::a.b.c.d/96+bits), so a NAT64 gateway cannot be the way to it. */
+static void put_nat64(struct text *t, const char *v4cidr)
+{
+	unsigned char bin[16] = {0x00, 0x64, 0xff, 0x9b};
+	char addr[INET_ADDRSTRLEN], text[INET6_ADDRSTRLEN];
+	const char *slash = strchr(v4cidr, '/');
+	unsigned long bits = strtoul(slash + 1, NULL, 10);
+
+	snprintf(addr, sizeof(addr), "%.*s", (int)(slash - v4cidr), v4cidr);
+	if (inet_pton(AF_INET, addr, bin + 12) != 1 || !inet_ntop(AF_INET6, bin, text, sizeof(text)))
+		return; /* egress_cidr made it: cannot happen */
+	put(t, "\t\tip6 daddr %s/%lu goto deny\n", text, 96 + bits);
+}
+
+/* One "goto deny" rule per CIDR of list (commas or blanks between items), and for a
+ * v4 one its NAT64 form: one rule each, not a set, because host addresses overlap the
+ * configured ranges and an interval set refuses overlapping elements. */
 static int put_denied(struct text *t, const char *list, char *why, size_t whylen)
 {
 	char item[128], cidr[INET6_ADDRSTRLEN + 8];
@@ -110,6 +132,8 @@ static int put_denied(struct text *t, const char *list, char *why, size_t whylen
 			return -1;
 		}
 		put(t, "\t\t%s daddr %s goto deny\n", v6 ? "ip6" : "ip", cidr);
+		if (!v6)
+			put_nat64(t, cidr);
 		p += n;
 	}
 	return 0;

@@ -10,6 +10,7 @@
  * the clone of "/" (a copy in a user namespace never propagates back to the host).
  */
 #include "child.h"
+#include "sandbox/accounts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -393,6 +394,58 @@ static int build_resolv(struct mount_fds *f, char *msg, size_t len)
 	return 0;
 }
 
+/* One generated file over the image's file at name (a plain file; an image without
+ * one has nothing to shadow): made in our /run tmpfs (read-only once sealed) and bound
+ * read-only.  It stays linked there: an unlinked file still in use would make the
+ * remount read-only fail (EBUSY). */
+static int shadow_file(const char *name, const char *text, char *msg, size_t len)
+{
+	char src[64], dst[64];
+	struct stat st;
+	size_t n = strlen(text);
+	int fd;
+
+	snprintf(dst, sizeof(dst), NEWROOT "/etc/%s", name);
+	snprintf(src, sizeof(src), NEWROOT ACCOUNTS_DIR "/%s", name);
+	if (lstat(dst, &st) < 0)
+		return errno == ENOENT ? 0 : failf(msg, len, "stat", dst);
+	if (!S_ISREG(st.st_mode)) {
+		errno = EINVAL;
+		return failf(msg, len, "accounts: not a plain file in the image:", dst + strlen(NEWROOT));
+	}
+	if ((fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644)) < 0)
+		return failf(msg, len, "create", src);
+	if (write(fd, text, n) != (ssize_t)n) {
+		close(fd);
+		return failf(msg, len, "write", src);
+	}
+	close(fd);
+	if ((fd = clone_tree(src, false)) < 0 ||
+	    set_attr(fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+		     false) < 0 ||
+	    attach(&fd, dst) < 0)
+		return failf(msg, len, "bind accounts on", dst);
+	return 0;
+}
+
+/* The sandbox's own /etc/passwd and /etc/group (accounts.h): whoami answers the lab
+ * user's name, and no host account shows. */
+static int build_accounts(const struct child_args *a, char *msg, size_t len)
+{
+	static char passwd[ACCOUNTS_TEXT_MAX], group[ACCOUNTS_TEXT_MAX];
+
+	if (accounts_text(a->user, a->inner_uid, a->home_dst, passwd, sizeof(passwd), group,
+			  sizeof(group)) < 0) {
+		errno = EINVAL;
+		return failf(msg, len, "accounts: bad user name or home", a->user ? a->user : "");
+	}
+	if (mkdir(NEWROOT ACCOUNTS_DIR, 0755) < 0)
+		return failf(msg, len, "mkdir", NEWROOT ACCOUNTS_DIR);
+	if (shadow_file("passwd", passwd, msg, len) < 0 || shadow_file("group", group, msg, len) < 0)
+		return -1;
+	return 0;
+}
+
 /* The scaffolding tmpfs become read-only once populated, then the new root replaces
  * the old: pivot_root(".", ".") stacks the old root on top; detaching it leaves ours. */
 static int seal_and_pivot(char *msg, size_t len)
@@ -496,7 +549,7 @@ int mounts_build(const struct child_args *a, struct mount_fds *f, char *msg, siz
 		return failf(msg, len, "attach root on", NEWROOT);
 	if (build_proc(msg, len) < 0 || build_sys(msg, len) < 0 || build_dev(a, f, msg, len) < 0 ||
 	    build_tmp(a, msg, len) < 0 || build_run(a, f, msg, len) < 0 || build_home(a, f, msg, len) < 0 ||
-	    build_resolv(f, msg, len) < 0)
+	    build_resolv(f, msg, len) < 0 || build_accounts(a, msg, len) < 0)
 		return -1;
 	if (build_ro_binds(a, f, msg, len) < 0)
 		return -1;

@@ -492,7 +492,7 @@ static int step_network(struct start *c)
 
 	if (s->net != SANDBOX_NET_EGRESS)
 		return 0;
-	return egress_start(s, c->h->id, c->pid);
+	return egress_start(s, c->h->id, c->pid, c->st.start_time_ticks);
 }
 
 /* The state file learns init's pid and start time: adopt and gc can find it now. */
@@ -586,6 +586,25 @@ static const struct start_step {
 #define N_START_STEPS (sizeof(start_steps) / sizeof(start_steps[0]))
 _Static_assert(N_START_STEPS <= TIMING_MAX_STEPS, "timing.h holds every start step");
 
+/* A parent step that failed because the child had already died (pasta finds no
+ * namespace to join): the child's own report says why, and names its step.  Only a
+ * child that has exited is asked, so the read never waits. */
+static void prefer_child_report(struct start *c, char *why, size_t len)
+{
+	char buf[SANDBOX_STEP_MAX + SANDBOX_MESSAGE_MAX];
+	siginfo_t si = {0};
+	ssize_t n;
+
+	if (c->pid <= 0 || c->err_p[0] < 0 || c->child_step[0] ||
+	    waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid != c->pid)
+		return;
+	do
+		n = read(c->err_p[0], buf, sizeof(buf));
+	while (n < 0 && errno == EINTR);
+	if (n > 0)
+		child_report_parse(buf, (size_t)n, c->child_step, sizeof(c->child_step), why, len);
+}
+
 static const char *start_step_name(size_t i)
 {
 	return i < N_START_STEPS ? start_steps[i].name : NULL;
@@ -610,6 +629,7 @@ static int run_steps(struct start *c, struct sandbox_error *err)
 	timing_end(&c->timing, c->h->id, start_step_name, child_step_name);
 	if (!failed)
 		return 0;
+	prefer_child_report(c, why, sizeof(why));
 	if (c->child_step[0])
 		failed = c->child_step;
 	snprintf(err->step, sizeof(err->step), "%s", failed);

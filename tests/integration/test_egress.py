@@ -261,30 +261,35 @@ def test_connection_bound_refuses_the_next_connection(net, rt):
     wait_until(again, 30 * SLOW, "a connection after closing the held ones", interval=1)
 
 
-def pasta_pids(sid):
-    """Live processes in the sandbox's pasta cgroup."""
-    pids = []
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            with open(f"/proc/{p}/cgroup") as fh:
-                if f"/{sid}.net\n" in fh.read():
-                    with open(f"/proc/{p}/stat") as st:
-                        if st.read().rsplit(")", 1)[1].split()[0] != "Z":
-                            pids.append(int(p))
-        except OSError:
-            pass
-    return pids
+def pasta_pids(d, sid):
+    """The sandbox's live pasta (from the pid file it writes), in a list: it runs in
+    the sandbox's own cgroup, among the user's processes (sandbox/egress.c)."""
+    try:
+        with open(os.path.join(d.state_dir, "sandboxes", f"{sid}.pasta.pid")) as fh:
+            pid = int(fh.read().strip())
+        with open(f"/proc/{pid}/stat") as st:
+            if st.read().rsplit(")", 1)[1].split()[0] == "Z":
+                return []
+    except (OSError, ValueError):
+        return []
+    return [pid]
+
+
+def cgroups_of(pid):
+    """The cgroup paths of pid, one per hierarchy (v1) or the one (v2)."""
+    with open(f"/proc/{pid}/cgroup") as fh:
+        return {line.rstrip("\n").split(":", 2)[2] for line in fh if line.split(":", 2)[1] != "name=systemd"}
 
 
 def test_pasta_that_dies_is_restarted_and_logged(net, rt):
-    sid = rt.sandbox_id()
-    old = pasta_pids(sid)
+    sid, d = rt.sandbox_id(), net["d"]
+    old = pasta_pids(d, sid)
     assert len(old) == 1, old
     os.kill(old[0], 9)
-    wait_until(lambda: pasta_pids(sid) and pasta_pids(sid) != old, 15 * SLOW,
-               "a new pasta in the runtime's cgroup")
+    wait_until(lambda: pasta_pids(d, sid) and pasta_pids(d, sid) != old, 15 * SLOW,
+               "a new pasta for the runtime")
+    assert all(cg.endswith(f"/{sid}") for cg in cgroups_of(pasta_pids(d, sid)[0]) if cg != "/"), \
+        "the restarted pasta runs outside the sandbox's cgroup"
     try:
         wait_until(lambda: "ended and was restarted" in net["d"].log(), 10 * SLOW,
                    "the supervisor's log line about the restart")
@@ -296,24 +301,21 @@ def test_pasta_that_dies_is_restarted_and_logged(net, rt):
     assert got[f"{net['denied'].addr}:80"][0] == "ConnectionRefusedError", got
 
 
-def test_pasta_runs_in_its_own_cgroup_and_ends_with_the_runtime(net):
+def test_pasta_runs_in_the_sandboxs_cgroup_and_ends_with_the_runtime(net):
+    """pasta works for the user, so the user's limits hold it (review finding 13): it
+    runs in the sandbox's own cgroup, its start-up cgroup <id>.net is gone."""
     r = Runtime(net["d"], "egp")
     sid = r.sandbox_id()
-    pids = []
-    for cg in os.listdir("/proc"):
-        if not cg.isdigit():
-            continue
-        try:
-            with open(f"/proc/{cg}/cgroup") as fh:
-                if f"/{sid}.net\n" in fh.read():
-                    pids.append(int(cg))
-        except OSError:
-            pass
-    assert pids, f"no process in the cgroup {sid}.net"
+    pids = pasta_pids(net["d"], sid)
+    assert pids, f"no pasta for {sid}"
+    cgroups = cgroups_of(pids[0]) - {"/"}
+    assert cgroups and all(cg.endswith(f"/{sid}") for cg in cgroups), cgroups
     for p in pids:
         with open(f"/proc/{p}/status") as fh:
             status = fh.read()
         assert "NoNewPrivs:\t1" in status and "Seccomp:\t2" in status, status
+    assert not any(os.path.exists(f"/sys/fs/cgroup/{h}/{cg.rsplit('/', 1)[0]}/{sid}.net")
+                   for cg in cgroups for h in ("", "pids", "memory", "unified")), "<id>.net left"
     r.close()
     stop_runtime(r.c)
 

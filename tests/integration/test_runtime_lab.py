@@ -26,7 +26,7 @@ from labd_harness import (
     start_runtime,
     ws_cookie_headers,
 )
-from runtime_shell import user_path
+from runtime_shell import sh, user_path
 
 
 # What labd handed the client during a test (HTTP answers, WebSocket frames): the
@@ -132,6 +132,7 @@ def test_terminal_runs_a_command_and_resizes(ld, owner):
         term.until(r"ok-42")
         m = term.until(r"user=(\S+) home=(\S+)")
         assert m.group(2) == f"/home/{owner.user}", m.group(0)
+        assert m.group(1) == owner.user, m.group(0)  # the sandbox's own /etc/passwd
         ws.send_json(["stdin", "echo si''ze-$(stty size | tr ' ' x)\r"])
         term.until(r"size-24x80")
         # resize: the pty takes the new size; stty inside reports it
@@ -147,6 +148,19 @@ def test_terminal_runs_a_command_and_resizes(ld, owner):
         ws.close()
     r = owner.delete(user_path(owner, f"api/terminals/{name}"))
     assert_status(r, 204)
+
+
+def test_accounts_are_the_sandboxs_own(ld, owner):
+    """The runtime's /etc/passwd and /etc/group are the sandbox's (sandbox/accounts.c):
+    the user under their labd name, with the home HOME names; no host account."""
+    out = sh(ld, owner, "whoami; id -gn; getent passwd | cut -d: -f1 | tr '\\n' ' '; echo;"
+                        " getent group | cut -d: -f1 | tr '\\n' ' '; echo;"
+                        ' getent passwd "$(whoami)" | cut -d: -f6; echo "$HOME"')
+    who, group, users, groups, pw_home, home = out.split("\n")[:6]
+    assert (who, group) == (owner.user, owner.user), out
+    assert users.split() == ["root", owner.user, "nobody"], out
+    assert groups.split() == ["root", owner.user, "nogroup"], out
+    assert pw_home == home == f"/home/{owner.user}", out
 
 
 # ---------------------------------------------------------------- events

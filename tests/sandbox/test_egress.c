@@ -1,13 +1,20 @@
-/* test_egress.c - the egress ruleset text and its address parser (pure logic). */
+/* test_egress.c - the egress ruleset text and its address parser (pure logic), and
+ * how a pasta restart opens the sandbox's network namespace (a child of the test). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "sandbox/egress.h"
+#include "sandbox/state.h"
 
 static void test_cidr(void **st)
 {
@@ -54,6 +61,20 @@ static void test_ruleset(void **st)
 	assert_non_null(strstr(out, "ip6 daddr fd00::2/128 goto deny"));
 	assert_non_null(strstr(out, "ip daddr 198.19.0.0/16 goto deny"));
 	assert_non_null(strstr(out, "ip daddr 10.0.0.0/8 goto deny"));
+	/* v6 forms of a v4 address: the translated prefixes, and each denied v4 range
+	 * (built in, configured, the host's) in the well-known NAT64 prefix */
+	assert_non_null(strstr(out, "ip6 daddr 2002::/16 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr 2001::/32 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr 64:ff9b:1::/48 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr ::ffff:0:0:0/96 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr ::/96 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr 64:ff9b::a00:0/104 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr 64:ff9b::c613:0/112 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr 64:ff9b::a9fe:0/112 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr 64:ff9b::7f00:0/104 goto deny"));
+	assert_non_null(strstr(out, "ip6 daddr 64:ff9b::c000:202/128 goto deny"));
+	/* but not the whole prefix: on a v6-only host it leads to every public v4 address */
+	assert_null(strstr(out, "ip6 daddr 64:ff9b::/96 "));
 	assert_non_null(strstr(out, "ct state new ct count over 12 goto deny"));
 	assert_non_null(strstr(out, "iifname \"lo\" accept"));
 	/* the rate both ways */
@@ -76,11 +97,44 @@ static void test_ruleset(void **st)
 	assert_int_equal(egress_ruleset("10.0.0.0/8", "", 0, 0, out, 200, why, sizeof(why)), -1);
 }
 
+/* The namespace of exactly the process that started at the given time: a pid whose
+ * start time differs (reused by another process) or that is gone lends nothing. */
+static void test_open_netns(void **st)
+{
+	struct stat want, got;
+	uint64_t ticks;
+	int fd = -1;
+	pid_t c;
+	(void)st;
+
+	if ((c = fork()) == 0) {
+		pause();
+		_exit(0);
+	}
+	assert_true(c > 0);
+	ticks = sandbox_proc_start_ticks(c);
+	assert_true(ticks > 0);
+	assert_int_equal(egress_open_netns(c, ticks, &fd), 0);
+	assert_int_equal(fstat(fd, &got), 0);
+	assert_int_equal(stat("/proc/self/ns/net", &want), 0); /* the child shares ours */
+	assert_true(got.st_ino == want.st_ino && got.st_dev == want.st_dev);
+	close(fd);
+	fd = -1;
+	assert_int_equal(egress_open_netns(c, ticks + 1, &fd), -1);
+	assert_int_equal(errno, ESRCH);
+	assert_int_equal(egress_open_netns(c, 0, &fd), -1);
+	kill(c, SIGKILL);
+	assert_int_equal(waitpid(c, NULL, 0), c);
+	assert_int_equal(egress_open_netns(c, ticks, &fd), -1);
+	assert_int_equal(fd, -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cidr),
 		cmocka_unit_test(test_ruleset),
+		cmocka_unit_test(test_open_netns),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -255,6 +255,21 @@ echo "== namespaces and filesystem"
 expect "only the sandbox's pids visible" "1 2" "$(probe pids)"
 expect "hostname is the user name" alice "$(probe hostname)"
 expect "/etc/shadow masked" "OK 0" "$(probe read /etc/shadow)"
+# Class 8: the host's accounts.  The sandbox has its own /etc/passwd and /etc/group
+# (sandbox/accounts.c): root, the lab user under their labd name with the HOME the
+# sandbox sets, nobody.  Control: the host's own lists more (and no alice).
+expect "accounts: whoami is the lab user" alice "$(box alice 7 -- whoami)"
+expect "accounts: passwd lists root, the user and nobody only" "root alice nobody" \
+	"$(box alice 7 -- getent passwd | cut -d: -f1 | squash)"
+expect "accounts: group lists root, the user's group and nogroup only" "root alice nogroup" \
+	"$(box alice 7 -- getent group | cut -d: -f1 | squash)"
+expect "accounts: the passwd home is HOME" "/home/alice /home/alice" \
+	"$(box alice 7 -- sh -c 'getent passwd alice | cut -d: -f6; echo "$HOME"' | squash)"
+expect "accounts: id names the user's group" "uid=1000(alice) gid=1000(alice) groups=1000(alice)" \
+	"$(box alice 7 -- id)"
+expect "accounts: /etc/passwd bound read-only" EROFS "$(probe write /etc/passwd)"
+host_accounts=$(getent passwd | cut -d: -f1 | squash)
+if [ "$host_accounts" != "root alice nobody" ]; then ok "control accounts: the host's passwd lists others (${host_accounts:0:40}...)"; else ko "control accounts: the host's passwd differs" "more accounts" "$host_accounts"; fi
 # /root, the state dir and the image dir are 0700 on the host: the inner uid gets
 # EACCES there with or without the mask.  So each mask is also seen for what it is (an
 # empty read-only tmpfs of mode 000, unlike the host's dir) and tried on a permissive
@@ -443,9 +458,30 @@ kill "$LISTENER" 2>/dev/null
 LISTENER=
 expect "only loopback inside" lo "$(box alice 7 -- ls /sys/class/net | squash)"
 expect "--net egress: pasta's eth0 and lo" "eth0 lo" "$(box alice 7 --net egress -- ls /sys/class/net | squash)"
-# pasta lives in <id>.net next to the sandbox's cgroup; labbox's teardown kills it
-left=$(cat /sys/fs/cgroup/pids/"$CGP"/*.net/cgroup.procs /sys/fs/cgroup/"$CGP"/*.net/cgroup.procs 2>/dev/null | squash)
-expect "--net egress: no pasta left after the sandbox" "" "$left"
+# pasta starts in <id>.net, then runs in the sandbox's own cgroup, charged to the user's
+# limits (finding 13); labbox's teardown kills it with the sandbox
+sandbox_procs() { cat /sys/fs/cgroup/pids/"$CGP"/"$1"/cgroup.procs /sys/fs/cgroup/"$CGP"/"$1"/cgroup.procs 2>/dev/null; }
+gate pasta
+box alice 7 --net egress -- sh -c "echo ready; $(held pasta)" >"$WORK/pasta.out" &
+pastabox=$!
+if wait_until 15 "the egress sandbox to start" has_line "$WORK/pasta.out" ready; then
+	sid=$(cd "$STATE/sandboxes" && ls -- *.state | sed 's/\.state$//' | head -n 1)
+	pasta=$(cat "$STATE/sandboxes/$sid.pasta.pid" 2>/dev/null)
+	procs=$(sandbox_procs "$sid") # cat fails on the hierarchy this host lacks
+	if [ -n "$pasta" ] && grep -qx -- "$pasta" <<<"$procs"; then
+		ok "--net egress: pasta ($pasta) runs in the sandbox's cgroup $sid"
+	else
+		ko "--net egress: pasta runs in the sandbox's cgroup" "pid $pasta in $sid" "$(squash <<<"$procs")"
+	fi
+	expect "--net egress: pasta's start-up cgroup is gone once it runs" "" "$(ls -d /sys/fs/cgroup/*/"$CGP"/*.net /sys/fs/cgroup/"$CGP"/*.net 2>/dev/null)"
+else
+	ko "--net egress: pasta runs in the sandbox's cgroup" "a running sandbox" "none found"
+fi
+release pasta
+wait "$pastabox"
+# gone, or a zombie until the host's init reaps it (labbox, its parent, has exited)
+pasta_gone() { [ -z "${pasta:-}" ] || ! grep -qv '^State:.*Z' <(grep '^State:' "/proc/$pasta/status" 2>/dev/null); }
+if wait_until 10 "pasta $pasta to end" pasta_gone; then ok "--net egress: no pasta left after the sandbox"; else ko "--net egress: no pasta left after the sandbox" "pasta $pasta gone" "$(grep '^State:' "/proc/$pasta/status" 2>/dev/null)"; fi
 # An image whose /etc/resolv.conf links into /run (systemd-resolved's stub) gets pasta's
 # resolver there (/run is the sandbox's own tmpfs); a link elsewhere is refused: it would
 # be followed on the host's side of the mount namespace.
@@ -459,6 +495,16 @@ expect "--net egress: resolv.conf linked into /run gets pasta's resolver" "names
 ln -sfn /etc/hostname "$IMG/etc/resolv.conf"
 box alice 7 --image "$IMG" --net egress -- /bin/true
 expect "--net egress: resolv.conf linked outside /run refused" 125 "$?"
+# The image's /etc/passwd is shadowed only when it is a plain file: a link would be
+# followed on the host's side.  The child's step is named even when pasta, started for
+# the namespace meanwhile, found it gone (start.c, prefer_child_report).
+ln -sfn ../run/systemd/resolve/stub-resolv.conf "$IMG/etc/resolv.conf"
+ln -sfn /etc/hostname "$IMG/etc/passwd"
+box alice 7 --image "$IMG" --net egress -- /bin/true
+expect "accounts: an image's /etc/passwd that is a link refused" \
+	"125 step mounts: accounts: not a plain file in the image: /etc/passwd" \
+	"$? $(grep -o 'step [a-z-]*: accounts: .*passwd' "$LOG" | head -n 1 | sed 's/: Invalid argument$//')"
+rm -f "$IMG/etc/passwd"
 umount "$IMG/usr"
 
 echo "== resources"
