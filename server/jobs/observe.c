@@ -184,24 +184,6 @@ bool observe_settle_job(struct app *app, const struct job *j, int64_t log_offset
 	return false;
 }
 
-void observe_settle(struct app *app, int64_t job_id)
-{
-	struct job_observe_row row;
-	char path[4096];
-	struct job j;
-	int64_t size;
-
-	/* cheap first: nothing of the log is left unread */
-	if (!app->observe || jobs_log_path(app->cfg, job_id, path, sizeof(path)) < 0 ||
-	    (size = joblog_size(path)) <= 0 || job_observe_get(app->db, job_id, &row) < 0 ||
-	    row.log_offset >= size)
-		return;
-	if (jobs_find(app->db, job_id, &j) != 1)
-		return;
-	observe_settle_job(app, &j, row.log_offset, size);
-	jobs_row_free(&j);
-}
-
 /* The job's command may be writing its log. */
 static bool running(enum job_secondary s)
 {
@@ -475,16 +457,23 @@ static enum work work(struct observe *o, struct tracked *t, const struct asked *
 	return more ? WORK_MORE : WORK_IDLE;
 }
 
-/* Unlinks and frees t (the extraction thread only: nobody else unlinks). */
-static void forget(struct observe *o, struct tracked *t)
+/* Unlinks and frees t (the extraction thread only: nobody else unlinks),
+ * unless its end or start was asked for since a (its turn's reading):
+ * then it stays for the next pass. */
+static void forget(struct observe *o, struct tracked *t, const struct asked *a)
 {
+	bool keep;
+
 	pthread_mutex_lock(&o->lock);
-	for (struct tracked **p = &o->head; *p; p = &(*p)->next)
+	keep = t->ended != a->ended || t->started_at_ms != a->started_at_ms;
+	for (struct tracked **p = &o->head; *p && !keep; p = &(*p)->next)
 		if (*p == t) {
 			*p = t->next;
 			break;
 		}
 	pthread_mutex_unlock(&o->lock);
+	if (keep)
+		return;
 	extract_free(t->set);
 	free(t);
 }
@@ -509,7 +498,8 @@ static long long extract_pass(void *arg)
 		pthread_mutex_unlock(&o->lock);
 		switch (work(o, t, &a)) {
 		case WORK_FORGET:
-			forget(o, t);
+			forget(o, t, &a);
+			any = true; /* kept when asked for meanwhile: see it again */
 			break;
 		case WORK_MORE:
 			more = true;

@@ -51,13 +51,11 @@ void observe_sample(struct app *app, const struct job *job, const struct backend
 void observe_job_ended(struct app *app, int64_t job_id);
 /* A job the store says is over may not have been finished here (ended
  * while labd-web was down, or a path that marks it over before calling
- * observe_job_ended): asks the extraction thread to finish it. Cheap (one
- * row and one stat) and never waits for the reading; any thread, the
- * store's lock held or not. */
-void observe_settle(struct app *app, int64_t job_id);
-/* The same for a job row at hand, whose job_observe log_offset and log
- * size are known: true when its metrics are complete (it is over, nothing
- * of its log is unread and nothing is left to do for it). */
+ * observe_job_ended): observe_extraction_json asks the extraction thread to
+ * finish it through this, given the job's job_observe log_offset and its
+ * log's size. Cheap, never waits for the reading; any thread, the store's
+ * lock held or not. True when the job's metrics are complete (it is over,
+ * nothing of its log is unread and nothing is left to do for it). */
 bool observe_settle_job(struct app *app, const struct job *j, int64_t log_offset, int64_t size);
 /* Notes which jobs of the pass's live set (live.h) are running, for the
  * extraction thread that reads their new lines for metrics and evaluates

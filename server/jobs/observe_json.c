@@ -36,10 +36,7 @@ static int add_point(void *ctx, const char *name, int64_t at_ms, double value)
 
 json_t *observe_metrics_json(struct app *app, int64_t job_id)
 {
-	json_t *m;
-
-	observe_settle(app, job_id);
-	m = json_object();
+	json_t *m = json_object();
 
 	if (m && job_metrics_each(app->db, job_id, add_point, m) < 0) {
 		json_decref(m);
@@ -69,7 +66,6 @@ static json_t *final_json(struct app *app, int64_t job_id)
 
 json_t *observe_final_json(struct app *app, int64_t job_id)
 {
-	observe_settle(app, job_id);
 	return final_json(app, job_id);
 }
 

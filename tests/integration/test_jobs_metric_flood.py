@@ -1,11 +1,12 @@
 """A hostile job's metric regexes do not freeze labd for anyone else (docs/jobs.md
 "Metrics", docs/security.md finding 1): one user's job has 40 definitions like
 `(a|aa)+$`, each of which hits PCRE2's match limit on every line, and floods its
-log with near-matching lines. Meanwhile another user's trivial job must reach
-Completed, and a third user's runtime must start and stop, within seconds; the
-hostile job's own responses name the definitions that were dropped, and once it
-is stopped its metrics are complete within seconds (its end does not read a
-flooded log line by line under every definition)."""
+log with near-matching lines. Meanwhile another user stops a running job (its end
+is a backend event, whose reader thread also delivers every reply) and runs a
+trivial job, and a third user's runtime starts and stops, all within seconds; the
+hostile job's own responses name the definitions that were dropped, and once it is
+stopped its metrics are complete within seconds (its end does not read a flooded
+log line by line under every definition)."""
 
 import time
 
@@ -39,6 +40,8 @@ def test_hostile_metric_regexes_leave_everyone_else_alone(fd):
     _, evil = new_user(fd, "fe")
     _, other = new_user(fd, "fo")
     _, rt = new_user(fd, "fr")
+    sleeper = submit(other, ["/bin/sh", "-c", "echo up; exec sleep 600"])
+    wait_job(other, sleeper["id"], statuses="InProgress", secondary="Training")
     hostile = submit(evil, ["/bin/sh", "-c", FLOOD], metric_definitions=DEFS, max_runtime_s=300)
 
     def flooded():
@@ -48,10 +51,16 @@ def test_hostile_metric_regexes_leave_everyone_else_alone(fd):
 
     wait_until(flooded, 60 * SLOW, "the hostile job's flood in its log")
 
-    # another user's trivial job, while the hostile one's log is read
+    # another user's running job is stopped: its end comes as a backend event
+    assert_status(other.post(f"/api/v1/jobs/{sleeper['id']}/stop", json={"grace_s": 1}), 202)
+    j, took = timed(lambda: wait_job(other, sleeper["id"], timeout=TRIVIAL_S))
+    print(f"\nrunning job of another user: Stopped {took:.1f} s after its stop")
+    assert j["status"] == "Stopped", j
+
+    # and a trivial job of theirs runs, while the hostile one's log is read
     trivial = submit(other, ["true"])
     j, took = timed(lambda: wait_job(other, trivial["id"], timeout=TRIVIAL_S))
-    print(f"\ntrivial job of another user: Completed after {took:.1f} s")
+    print(f"trivial job of another user: Completed after {took:.1f} s")
     assert j["status"] == "Completed", j
 
     # a third user's runtime starts and stops
