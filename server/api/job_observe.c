@@ -1,5 +1,6 @@
 /* job_observe.c - GET /api/v1/jobs/{id}/metrics (every kept point of each
- * metric, and the last value of each) and GET /api/v1/jobs/{id}/samples
+ * metric, the last value of each, whether they are final and which
+ * definitions were dropped) and GET /api/v1/jobs/{id}/samples
  * (the kept samples); docs/jobs.md "Metrics", "Profiling rules". */
 #include "api/api.h"
 #include "http/http.h"
@@ -10,21 +11,28 @@
 void api_job_metrics(struct http_request *req)
 {
 	struct app *app = http_app(req);
-	json_t *series, *final;
+	json_t *series, *final, *out;
 	struct job j;
 
 	if (api_path_job(req, &j) < 0)
 		return;
-	jobs_row_free(&j);
 	series = observe_metrics_json(app, j.id);
 	final = observe_final_json(app, j.id);
 	if (!series || !final) {
 		json_decref(series);
 		json_decref(final);
+		out = NULL;
+	} else {
+		out = json_pack("{s:o, s:o}", "metrics", series, "final", final);
+	}
+	if (!out || observe_extraction_json(app, &j, out) < 0) {
+		json_decref(out);
+		jobs_row_free(&j);
 		http_reply_internal(req);
 		return;
 	}
-	http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o, s:o}", "metrics", series, "final", final));
+	jobs_row_free(&j);
+	http_reply_json(req, MHD_HTTP_OK, out);
 }
 
 void api_job_samples(struct http_request *req)

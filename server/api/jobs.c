@@ -122,7 +122,7 @@ json_t *api_job_json(struct app *app, const struct job *j, bool full)
 	if (!full)
 		return out; /* a list item: the row's own columns and two indexed reads */
 	add_request(out, j);
-	observe_job_json(app, j->id, out);
+	observe_job_json(app, j, out);
 	json_t *transitions = json_array();
 	jobs_each_transition(app->db, j->id, add_transition, transitions);
 	json_object_set_new(out, "transitions", transitions);

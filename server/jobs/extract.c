@@ -14,7 +14,10 @@ struct extract_def {
 	char name[EXTRACT_NAME_MAX + 1];
 	pcre2_code *code;
 	bool grouped; /* the value is capture group 1 */
+	unsigned limited; /* lines on which it hit a limit */
 };
+
+_Static_assert(EXTRACT_MAX_DEFS <= 64, "the dropped mask has one bit per definition");
 
 struct extract_set {
 	struct extract_def defs[EXTRACT_MAX_DEFS];
@@ -22,6 +25,7 @@ struct extract_set {
 	pcre2_match_context *mctx;
 	pcre2_match_data *md; /* big enough for group 1 of any definition */
 	uint64_t limited;
+	uint64_t dropped; /* bit i: defs[i] is not matched any more */
 };
 
 /* Logs are mostly UTF-8 but not checked to be: invalid sequences are
@@ -127,6 +131,22 @@ uint64_t extract_limited(const struct extract_set *s)
 	return s->limited;
 }
 
+uint64_t extract_dropped(const struct extract_set *s)
+{
+	return s->dropped;
+}
+
+void extract_drop(struct extract_set *s, size_t i)
+{
+	if (i < s->n)
+		s->dropped |= 1ULL << i;
+}
+
+size_t extract_matching(const struct extract_set *s)
+{
+	return s->n - (size_t)__builtin_popcountll(s->dropped);
+}
+
 int extract_number(const char *text, size_t len, double *out)
 {
 	char tmp[64], *end;
@@ -177,9 +197,15 @@ int extract_line(struct extract_set *s, const char *line, size_t len, extract_fn
 
 	for (size_t i = 0; i < s->n; i++) {
 		double v;
-		int rc = match_one(s, &s->defs[i], line, len, &v);
-		if (rc < 0)
+		int rc;
+		if (s->dropped & (1ULL << i))
+			continue;
+		rc = match_one(s, &s->defs[i], line, len, &v);
+		if (rc < 0) {
 			limited = true;
+			if (++s->defs[i].limited >= EXTRACT_DROP_AFTER)
+				extract_drop(s, i);
+		}
 		if (rc == 1) {
 			fn(ctx, i, s->defs[i].name, v);
 			points++;

@@ -179,9 +179,9 @@ static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t 
 	}
 	jobs_outcome(&j, x, j.memory_bytes ? j.memory_bytes : p.memory_bytes, &m, reason,
 		     sizeof(reason));
-	/* its log is complete now: the rest read for metrics and the rules' last
-	 * run happen before the job shows as over, so an ended job's final
-	 * metrics and findings are final */
+	/* its log is complete now: the rest is read for metrics and the rules
+	 * run a last time on observe's own thread (this is the backend's reader
+	 * thread: it never waits for that); the job's metrics_complete says when */
 	observe_job_ended(app, job_id);
 	/* the end and the warm pool's fate in one hold of the store's (recursive)
 	 * lock: nobody reads an ended job whose pool is neither warm nor released */

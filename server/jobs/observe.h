@@ -9,11 +9,13 @@
  * its command (Downloading), observe_sample for each job_sample event,
  * observe_job_ended when the job is over (final status), and observe_tick
  * from the jobs pass (runner.h: every 250 ms while a job writes its log).
- * All may run on different threads. */
+ * All may run on different threads; none of them waits for regex work,
+ * which runs on observe's own thread ("metrics", observe.c). */
 #ifndef LABD_JOBS_OBSERVE_H
 #define LABD_JOBS_OBSERVE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "jobs/observe_rules.h"
@@ -39,28 +41,39 @@ void observe_job_started(struct app *app, int64_t job_id);
  * since the job's previous sample, and for a GPU job its GPUs' utilisation
  * and memory when NVML reads them. */
 void observe_sample(struct app *app, const struct job *job, const struct backend_job_sample *s);
-/* The job is over (its log complete): the rest of its log is read for
- * metrics (a last line without newline included), the rules run a last
- * time (if it trained), its followers get the rest and "end". Call it
- * before the job's final status is stored, so that an ended job's metrics
- * and findings are final; it may run again after (nothing left to do). */
+/* The job is over (its log complete): the extraction thread reads the rest
+ * of its log for metrics (a last line without newline included) on its
+ * budget, then runs the rules a last time (if it trained); its followers
+ * get the rest and "end". Returns at once: it never waits for the reading,
+ * so the backend's reader thread may call it. Until the reading is done the
+ * job's metrics_complete is false (observe_extraction_json). It may run
+ * again (nothing left to do). */
 void observe_job_ended(struct app *app, int64_t job_id);
 /* A job the store says is over may not have been finished here (ended
  * while labd-web was down, or a path that marks it over before calling
- * observe_job_ended): finishes it now. Cheap when there is nothing left
- * (one row and one stat). observe_metrics_json and observe_final_json call
- * it; never call it with the store's lock held (lock order: observe's lock,
- * then the store's). */
-void observe_settle(struct app *app, int64_t job_id);
-/* Reads the new lines of the running jobs of the pass's live set (live.h)
- * for metrics, and evaluates the profiling rules of each training job every
- * [jobs] rules_interval. */
+ * observe_job_ended): observe_extraction_json asks the extraction thread to
+ * finish it through this, given the job's job_observe log_offset and its
+ * log's size. Cheap, never waits for the reading; any thread, the store's
+ * lock held or not. True when the job's metrics are complete (it is over,
+ * nothing of its log is unread and nothing is left to do for it). */
+bool observe_settle_job(struct app *app, const struct job *j, int64_t log_offset, int64_t size);
+/* Notes which jobs of the pass's live set (live.h) are running, for the
+ * extraction thread that reads their new lines for metrics and evaluates
+ * the profiling rules of each training job every [jobs] rules_interval.
+ * Takes only observe's leaf lock: no regex work on the jobs thread. */
 void observe_tick(struct app *app, const struct jobs_live *live);
 
 /* Adds the observed fields to a job object: final_metrics (the last value
- * of each metric: final once the job is over), findings, log_bytes. When
- * the store fails they are absent (logged). */
-void observe_job_json(struct app *app, int64_t job_id, json_t *obj);
+ * of each metric: final once metrics_complete), findings, log_bytes,
+ * and observe_extraction_json's. When the store fails they are absent
+ * (logged). Any thread, inside a walk of the store too. */
+void observe_job_json(struct app *app, const struct job *j, json_t *obj);
+/* Adds metrics_complete (the job is over and its whole log was read for
+ * metrics, its rules' last run done: final_metrics and findings are final)
+ * and dropped_metrics ([{"index", "name", "reason"}]: the definitions
+ * dropped for hitting PCRE2's limits too often) to obj. -1 when the store
+ * fails (logged). */
+int observe_extraction_json(struct app *app, const struct job *j, json_t *obj);
 /* {"name": [{"at", "value"}...]...} of every kept point; NULL on failure. */
 json_t *observe_metrics_json(struct app *app, int64_t job_id);
 /* [{"name", "value", "at"}...]: the last value of each metric; NULL on failure. */

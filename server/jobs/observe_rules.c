@@ -96,7 +96,7 @@ static char *evidence_text(const struct rule_finding *f, const struct job_sample
 	return text;
 }
 
-void observe_rules_locked(struct observe *o, struct tracked *t, int64_t now_ms)
+void observe_rules_run(struct observe *o, struct tracked *t, int64_t now_ms)
 {
 	const char *step_name = o->app->cfg->jobs_rules_step_metric;
 	struct job_sample_row *rows = calloc(OBSERVE_SAMPLES_KEEP, sizeof(*rows));

@@ -34,7 +34,8 @@ void observe_limits(const struct labd_config *cfg, struct rule_limits *l);
  * ids ("0,2", a pool's) as info[0..n) reads them; -1 each when none is read. */
 void observe_gpu_reading(const struct gpu_info *info, size_t n, const char *ids, double *percent,
 			 int64_t *memory);
-/* With o->lock held: evaluates the rules for t and stores what fires. */
-void observe_rules_locked(struct observe *o, struct tracked *t, int64_t now_ms);
+/* On the extraction thread (t is its own): evaluates the rules for t and
+ * stores what fires. */
+void observe_rules_run(struct observe *o, struct tracked *t, int64_t now_ms);
 
 #endif

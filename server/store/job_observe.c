@@ -243,6 +243,7 @@ static int row_observe(sqlite3_stmt *st, void *ctx)
 	r->started_at_ms = sqlite3_column_int64(st, 1);
 	r->first_output_at_ms = sqlite3_column_int64(st, 2);
 	r->last_output_at_ms = sqlite3_column_int64(st, 3);
+	r->dropped_defs = (uint64_t)sqlite3_column_int64(st, 4);
 	return 0;
 }
 
@@ -250,8 +251,8 @@ int job_observe_get(struct db *db, int64_t job_id, struct job_observe_row *out)
 {
 	memset(out, 0, sizeof(*out));
 	int rc = db_one(db,
-			"SELECT log_offset, started_at_ms, first_output_at_ms, last_output_at_ms"
-			" FROM job_observe WHERE job_id = ?",
+			"SELECT log_offset, started_at_ms, first_output_at_ms, last_output_at_ms,"
+			" dropped_defs FROM job_observe WHERE job_id = ?",
 			"i", row_observe, out, job_id);
 
 	return rc < 0 ? -1 : rc;
@@ -264,9 +265,9 @@ int job_observe_put(struct db *db, int64_t job_id, const struct job_observe_row 
 	db_lock(db);
 	rc = db_exec(db,
 		     "INSERT OR REPLACE INTO job_observe (job_id, log_offset, started_at_ms,"
-		     " first_output_at_ms, last_output_at_ms) VALUES (?, ?, ?, ?, ?)",
-		     "iiiii", job_id, r->log_offset, r->started_at_ms, r->first_output_at_ms,
-		     r->last_output_at_ms);
+		     " first_output_at_ms, last_output_at_ms, dropped_defs) VALUES (?, ?, ?, ?, ?, ?)",
+		     "iiiiii", job_id, r->log_offset, r->started_at_ms, r->first_output_at_ms,
+		     r->last_output_at_ms, (int64_t)r->dropped_defs);
 	db_unlock(db);
 	return rc < 0 ? -1 : 0;
 }

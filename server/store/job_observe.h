@@ -1,4 +1,4 @@
-/* job_observe.h - what is observed of a training job (migration 13): its
+/* job_observe.h - what is observed of a training job (migrations 13, 14): its
  * metric points, its last samples, the profiling rules' findings, and how
  * far its log was read (docs/jobs.md "Logs", "Metrics", "Profiling rules").
  * Every function takes db_lock itself. */
@@ -64,6 +64,7 @@ struct job_observe_row {
 	int64_t log_offset;        /* bytes of the log read for metrics */
 	int64_t started_at_ms;     /* observation began (the job started) */
 	int64_t first_output_at_ms, last_output_at_ms; /* 0 = none yet */
+	uint64_t dropped_defs;     /* bit i: metric_definitions[i] dropped (migration 14) */
 };
 /* 1 with *out, 0 none yet (*out zeroed), -1. */
 int job_observe_get(struct db *db, int64_t job_id, struct job_observe_row *out);

@@ -344,6 +344,11 @@ static const char *const migrations[] = {
 	 "  started_at_ms INTEGER NOT NULL DEFAULT 0,"
 	 "  first_output_at_ms INTEGER NOT NULL DEFAULT 0,"
 	 "  last_output_at_ms INTEGER NOT NULL DEFAULT 0);"),
+	/* 14: the metric definitions a job's extraction dropped (bit i: its
+	 * metric_definitions[i] hit PCRE2's limits too often; docs/jobs.md
+	 * "Metrics"), kept so that a restarted labd-web neither matches them
+	 * again nor forgets to say so. */
+	("ALTER TABLE job_observe ADD COLUMN dropped_defs INTEGER NOT NULL DEFAULT 0;"),
 };
 
 int migrations_count(void)

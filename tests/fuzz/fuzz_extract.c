@@ -2,6 +2,7 @@
  * name against the user's log lines, under the match limits. Input: the regex
  * on the first line, the metric's name on the second, log lines after. */
 #include <math.h>
+#include <stdbool.h>
 
 #include "fuzz.h"
 #include "jobs/extract.h"
@@ -27,12 +28,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			int points = 0;
 			char *line = malloc(n ? n : 1);
 			memcpy(line, data, n);
+			bool dropped = extract_matching(s) == 0;
 			int rc = extract_line(s, line, n, on_point, &points);
-			FUZZ_ASSERT(rc == points && rc <= 1);
+			FUZZ_ASSERT(rc == points && rc <= 1 && !(dropped && rc));
 			free(line);
 			data += nl ? n + 1 : n;
 			size -= nl ? n + 1 : n;
 		}
+		/* a definition that keeps hitting the limits is dropped, not retried */
+		FUZZ_ASSERT(extract_limited(s) <= EXTRACT_DROP_AFTER);
 	}
 	(void)extract_check(regex, err, sizeof(err));
 	if (extract_number(name, strlen(name), &v) == 0)

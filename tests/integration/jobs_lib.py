@@ -87,14 +87,16 @@ def get_job(c, job_id):
 
 def wait_job(c, job_id, statuses=ENDED, timeout=JOB_TIMEOUT, secondary=None):
     """Polls the job until its status is in statuses (and its secondary status is
-    secondary, when given); returns the job."""
+    secondary, when given), and once it is over until its metrics are complete (its log
+    read to the end, so final_metrics and findings are final); returns the job."""
     if isinstance(statuses, str):
         statuses = (statuses,)
     last = {}
 
     def done():
         last["job"] = j = get_job(c, job_id)
-        if j["status"] in statuses and (secondary is None or j["secondary_status"] == secondary):
+        if j["status"] in statuses and (secondary is None or j["secondary_status"] == secondary) \
+                and (j["status"] not in ENDED or j["metrics_complete"]):
             return j
         return None
 

@@ -225,7 +225,7 @@ def test_metrics_and_samples_shapes(d, owner):
     job = add_job(d, owner.username)
     r = owner.get(f"/api/v1/jobs/{job}/metrics")
     assert_status(r, 200)
-    assert r.json == {"metrics": {}, "final": []}
+    assert r.json == {"metrics": {}, "final": [], "metrics_complete": False, "dropped_metrics": []}
     with db(d) as c:
         for i, v in enumerate((1.0, 0.5, 0.25)):
             c.execute("INSERT INTO job_metrics (job_id, name, at_ms, value) VALUES (?, 'loss', ?, ?)",

@@ -43,7 +43,8 @@ def wait_job(c, job_id, until=("Completed", "Failed", "Stopped")):
 
     def done():
         seen["j"] = c.get(f"/api/v1/jobs/{job_id}").json
-        return seen["j"]["status"] in until
+        # over, and its log read to the end: final metrics and findings are final
+        return seen["j"]["status"] in until and seen["j"]["metrics_complete"]
 
     wait_until(done, timeout=JOB_TIMEOUT, what=f"job {job_id} to end")
     return seen["j"]

@@ -99,6 +99,24 @@
     });
   }
 
+  /* The definitions labd stopped applying (their regex kept hitting PCRE2's match limit),
+   * and whether an ended job's metrics are final yet (docs/jobs.md "Metrics"). */
+  function renderExtraction(data) {
+    var dropped = (data && data.dropped_metrics) || [];
+    var over = page.job && !J.isLive(page.job);
+    L.showMessage(
+      "metrics-dropped",
+      dropped.length
+        ? "Metric definitions dropped: " +
+            dropped.map(function (d) { return d.name; }).join(", ") +
+            ". Their regex hit PCRE2's match limit on line after line, so labd no longer applies " +
+            "them to this job's log. Simplify the regex (no nested repetition such as (a|aa)+) " +
+            "and submit again."
+        : ""
+    );
+    $("metrics-reading").hidden = !(over && data && data.metrics_complete === false);
+  }
+
   function sampleTable(samples) {
     if (!samples || !samples.length) return L.el("p", { className: "muted small" }, ["No samples kept."]);
     if (typeof samples[0] !== "object" || samples[0] === null) {
@@ -162,6 +180,7 @@
     renderTimeline(job.transitions, J.isLive(job));
     renderOutputs(job);
     renderFinal(job.final_metrics);
+    renderExtraction(job);
     if (job.findings) renderFindings(job.findings);
   }
 
@@ -251,6 +270,14 @@
         page.plots[name] = L.lineChart(box, name, series[name]);
       });
       if (data && data.final) renderFinal(data.final);
+      renderExtraction(data);
+      /* an ended job whose log is still being read: read again until its metrics are final */
+      if (page.job && !J.isLive(page.job) && data && data.metrics_complete === false) {
+        clearTimeout(page.metricsTimer);
+        page.metricsTimer = setTimeout(function () {
+          loadJob().then(loadMetrics).catch(function () {});
+        }, METRICS_POLL_MS);
+      }
     });
   }
 
