@@ -235,7 +235,8 @@ static void start_cold(struct app *app, const struct job *j, int64_t now)
 /* A retry is a new start: it may train only what is left of max_runtime_s
  * (summed over attempts), and it passes the submit's quota check again (the
  * windows of its kind, where every attempt's ledger entry counts). A job
- * with neither left ends here, not on a new pool (docs/jobs.md "Retries").
+ * with neither left ends here, not on a new pool (docs/jobs.md "Restarts
+ * and retries").
  * False when the job may not start now. */
 static bool retry_allowed(struct app *app, const struct job *j, int64_t now)
 {

@@ -34,13 +34,12 @@ char *jobs_backend_spec(const struct app *app, const struct job *j)
 	json_error_t err;
 	json_t *req = json_loads(j->spec ? j->spec : "", 0, &err);
 	int64_t cpus_milli = j->cpus_milli ? j->cpus_milli : (int64_t)app->cfg->cpus_milli;
+	int64_t left_s = jobs_runtime_left_s(j);
 	json_t *spec;
 	char *text;
 
 	if (!req)
 		return NULL;
-	int64_t left_s = jobs_runtime_left_s(j);
-
 	spec = jobs_spec_json(j->name, req, left_s > 0 ? left_s : 1, j->grace_s,
 			      (int64_t)app->cfg->jobs_log_max_bytes, j->gpu_count,
 			      (cpus_milli + 999) / 1000);

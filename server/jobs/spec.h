@@ -2,13 +2,13 @@
 #ifndef LABD_JOBS_SPEC_H
 #define LABD_JOBS_SPEC_H
 
+#include <stdint.h>
+
 struct app;
 struct job;
 
-#include <stdint.h>
-
 /* What job j may still train: max_runtime_s bounds its training time summed
- * over attempts (docs/jobs.md "Retries"); <= 0 when used up. */
+ * over attempts (docs/jobs.md "Restarts and retries"); <= 0 when used up. */
 int64_t jobs_runtime_left_s(const struct job *j);
 /* The spec of contract §3 for job j into a malloc'd JSON text, or NULL; its
  * max_runtime_s is what the job may still train (at least 1 s). */

@@ -647,16 +647,17 @@ long long jobrun_tick(struct host *ps, struct pool_box *p, long long now)
 	return next;
 }
 
-/* Whether the job ended its own sandbox (docs/jobs.md "Retries"). The
- * sandbox's init reported the agent's end, so init outlived the agent: the
- * agent died alone, not with its sandbox. A signal did it, and nothing of labd
- * sends one to the agent alone (a stop goes through init and the cgroup, with
- * a cause set first; the OOM killer is counted before this). So it came from
- * inside the sandbox, where everything runs as the agent's uid: the job's own
- * code, while its command ran (kill -9 -1 reaches every process it may signal).
- * An agent that exits with a status ends because labd's side of its pipes is
- * gone: a loss, retried. A sandbox lost whole (init killed from outside, a
- * restart that finds it gone) reports no agent status: a loss too. */
+/* Whether the job ended its own sandbox (docs/jobs.md "Restarts and
+ * retries"). The sandbox's init reported the agent's end, so init outlived
+ * the agent: the agent died alone, not with its sandbox. A signal did it, and
+ * nothing of labd sends one to the agent alone (a stop goes through init and
+ * the cgroup, with a cause set first; the OOM killer is counted before this).
+ * So it came from inside the sandbox, where everything runs as the agent's
+ * uid: the job's own code, while its command ran (kill -9 -1 reaches every
+ * process it may signal). An agent that exits with a status ends because
+ * labd's side of its pipes is gone: a loss, retried. A sandbox lost whole
+ * (init killed from outside, a restart that finds it gone) reports no agent
+ * status: a loss too. */
 static bool killed_by_job(const struct pool_job *j, const struct sandbox_result *res)
 {
 	return (j->step == J_STARTING || j->step == J_TRAINING) && res->kind == SANDBOX_SIGNALED;
