@@ -111,8 +111,9 @@ def test_max_runtime_counts_across_attempts(hd):
     j = wait_job(c, j["id"], timeout=90 * SLOW)
     assert j["attempt"] == 2, j["transitions"]
     assert j["status"] == "Stopped" and j["secondary_status"] == "MaxRuntimeExceeded", j
-    # 6 s, then what was left (about 4 s), not a fresh 10 s; sleep ends at SIGTERM
-    assert 6 <= j["training_s"] <= 10 + 2, (j["training_s"], j["transitions"])
+    # 6 s, then what was left (about 4 s), not a fresh 10 s (16 s and more before);
+    # sleep ends at SIGTERM; the slack is the events' delays on a loaded machine
+    assert 6 <= j["training_s"] <= 10 + 4, (j["training_s"], j["transitions"])
 
 
 def test_a_job_that_killed_its_agent_after_a_restart_is_not_retried(hd):
