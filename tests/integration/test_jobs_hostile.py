@@ -77,27 +77,40 @@ def test_killing_just_the_agent_fails_the_job_once(hd):
     assert "signal 11" in j["failure_reason"], j
 
 
-def test_a_lost_sandbox_retry_is_refused_once_the_window_is_used_up(hd):
-    name, c = new_user(hd, "jhq", overrides={"cpu_s_per_24h": 3600})
-    j = submit(c, ["/bin/sh", "-c", "sleep 120"], max_retries=3)
+def refused_retry(d, kind):
+    """A job of kind whose sandbox labd loses once the user's 24 h window of that kind
+    is used up: the retry is refused, naming the window."""
+    limit = f"{kind}_s_per_24h"
+    name, c = new_user(d, "jhq", overrides={limit: 3600})
+    j = submit(c, ["/bin/sh", "-c", "sleep 120"], max_retries=3, type=kind)
     training(c, j["id"])
     # the rest of the window used by something else meanwhile (a closed entry)
     now = int(time.time())
-    db = sqlite3.connect(hd.db_file, timeout=10)
+    db = sqlite3.connect(d.db_file, timeout=10)
     try:
         db.execute(
             "INSERT INTO ledger (user_id, user_name, kind, plan, start_at, end_at, billable_s,"
-            " end_reason, last_heartbeat) VALUES (?, ?, 'cpu', 'default', ?, ?, 3600, 'seeded', ?)",
-            (user_id(hd, name), name, now - 7200, now - 3600, now - 3600))
+            " end_reason, last_heartbeat) VALUES (?, ?, ?, 'default', ?, ?, 3600, 'seeded', ?)",
+            (user_id(d, name), name, kind, now - 7200, now - 3600, now - 3600))
         db.commit()
     finally:
         db.close()
-    os.kill(sandbox_init_pid(hd, name), signal.SIGKILL)  # labd loses the sandbox
+    os.kill(sandbox_init_pid(d, name), signal.SIGKILL)  # labd loses the sandbox
     j = wait_job(c, j["id"], timeout=90 * SLOW)
     assert j["status"] == "Failed" and j["secondary_status"] == "Interrupted", j
     assert "retry is refused" in j["failure_reason"], j
-    assert "cpu_s_per_24h" in j["failure_reason"], j
+    assert limit in j["failure_reason"], j
     assert "Downloading" not in [t["status"] for t in j["transitions"][-3:]], j["transitions"]
+
+
+def test_a_lost_sandbox_retry_is_refused_once_the_window_is_used_up(hd):
+    refused_retry(hd, "cpu")
+
+
+def test_a_lost_gpu_jobs_retry_is_refused_once_the_gpu_window_is_used_up(runtime_daemon_factory):
+    gd = jobs_daemon(runtime_daemon_factory, "jobs-hostile-gpu", gpu={"stand_in": "1"},
+                     quota={"concurrent_jobs": "10"})
+    refused_retry(gd, "gpu")
 
 
 def test_max_runtime_counts_across_attempts(hd):
