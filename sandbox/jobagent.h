@@ -18,8 +18,9 @@
  *                          process left in the sandbox has been killed and its output
  *                          relayed; the netstring is the first KiB of
  *                          /opt/ml/output/failure when the job wrote it, else empty
- * The texts of error and exited have control characters replaced by spaces: every
- * status is exactly one line.  The job's stdout and stderr go to the agent's stderr.
+ * The texts of error and exited have control characters replaced by spaces (every
+ * status is exactly one line) and are valid UTF-8 (an invalid byte is '?').  The job's
+ * stdout and stderr go to the agent's stderr.
  * A malformed command ends the agent (exit 2) after an error line.
  */
 #ifndef LABD_SANDBOX_JOBAGENT_H
@@ -65,8 +66,14 @@ struct jobagent_status {
 
 /* Parses one status line (len bytes, the "\n" optional); 0 or -1 when malformed. */
 int jobagent_parse_status(const char *line, size_t len, struct jobagent_status *st);
-/* Writes "<len>:<text>," into buf with control characters as spaces (text cut at
- * JOBAGENT_TEXT_MAX); returns the length written (buf must hold 16 + that). */
+/* Writes "<len>:<text>," into buf with control characters as spaces and bytes that
+ * are not UTF-8 as '?' (text cut at JOBAGENT_TEXT_MAX); returns the length written
+ * (buf must hold 16 + that). */
 size_t jobagent_netstring_text(char *buf, size_t size, const char *text, size_t text_len);
+/* Makes the len bytes at text valid UTF-8 as JSON takes it, in place: each byte that
+ * starts no valid sequence (a cut character, an overlong form, a surrogate, a NUL)
+ * becomes '?'.  For every text that goes into the supervisor protocol's JSON, where
+ * one invalid byte would drop the whole field (jansson refuses the string). */
+void jobagent_utf8_clean(char *text, size_t len);
 
 #endif

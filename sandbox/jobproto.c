@@ -4,6 +4,7 @@
 #include "sandbox/jobagent.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,6 +183,42 @@ char *jobagent_format_run(const char *cwd, char *const argv[], char *const envp[
 	return buf;
 }
 
+/* The length of the UTF-8 sequence at s (len bytes left) as JSON parsers take it
+ * (RFC 3629: no overlong form, no surrogate, nothing past U+10FFFF); 0 when invalid. */
+static size_t utf8_seq(const unsigned char *s, size_t len)
+{
+	size_t n = s[0] < 0x80 ? 1 : s[0] < 0xC2 ? 0 : s[0] < 0xE0 ? 2 : s[0] < 0xF0 ? 3
+		 : s[0] < 0xF5 ? 4 : 0;
+	uint32_t cp;
+
+	if (n == 0 || n > len)
+		return 0;
+	cp = n == 1 ? s[0] : s[0] & (0x7F >> n);
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3F);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+	    (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return n;
+}
+
+void jobagent_utf8_clean(char *text, size_t len)
+{
+	unsigned char *s = (unsigned char *)text;
+
+	for (size_t i = 0; i < len;) {
+		size_t n = s[i] ? utf8_seq(s + i, len - i) : 0;
+		if (n == 0) {
+			s[i++] = '?';
+			continue;
+		}
+		i += n;
+	}
+}
+
 size_t jobagent_netstring_text(char *buf, size_t size, const char *text, size_t text_len)
 {
 	int w;
@@ -195,6 +232,8 @@ size_t jobagent_netstring_text(char *buf, size_t size, const char *text, size_t 
 		unsigned char c = (unsigned char)text[i];
 		buf[(size_t)w + i] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
 	}
+	/* a cut (ours, or the writer's) may split a character: JSON takes only UTF-8 */
+	jobagent_utf8_clean(buf + w, text_len);
 	buf[(size_t)w + text_len] = ',';
 	buf[(size_t)w + text_len + 1] = '\0';
 	return (size_t)w + text_len + 1;

@@ -12,11 +12,13 @@
 #include "jobs/dispatch.h"
 #include "jobs/live.h"
 #include "jobs/moves.h"
+#include "jobs/spec.h"
 #include "labd/app.h"
 #include "labd/clock.h"
 #include "labd/log.h"
 #include "sched/gpus.h"
 #include "sched/queue.h"
+#include "sched/quota_check.h"
 #include "store/db.h"
 
 /* The ids of the live set's rows that want says, in its order (oldest first). */
@@ -230,6 +232,57 @@ static void start_cold(struct app *app, const struct job *j, int64_t now)
 	ask_backend(app, j, &p);
 }
 
+/* A retry is a new start: it may train only what is left of max_runtime_s
+ * (summed over attempts), and it passes the submit's quota check again (the
+ * windows of its kind, where every attempt's ledger entry counts). A job
+ * with neither left ends here, not on a new pool (docs/jobs.md "Restarts
+ * and retries").
+ * False when the job may not start now. */
+static bool retry_allowed(struct app *app, const struct job *j, int64_t now)
+{
+	struct quota_status st;
+	struct quota_window w = {0};
+	int64_t deadline;
+	char reason[JOB_REASON_MAX];
+	const char *refused = "labd lost the job's sandbox and its retry is refused";
+	int rc;
+
+	if (jobs_runtime_left_s(j) <= 0) { /* training time counts across attempts */
+		snprintf(reason, sizeof(reason),
+			 "labd lost the job's sandbox after it trained its whole max_runtime_s "
+			 "of %lld s: no retry",
+			 (long long)j->max_runtime_s);
+		struct job_move m = {.status = JOB_STOPPED, .secondary = JOB_MAX_RUNTIME_EXCEEDED,
+				     .at_ms = clock_wall_ms(), .message = reason};
+		if (jobs_move(app->db, j->id, &m) == 1)
+			jobs_changed(app, j->id);
+		return false;
+	}
+	rc = quota_status_read(app->db, app->cfg, j->user_id, now, &st);
+	if (rc == -E2BIG)
+		snprintf(reason, sizeof(reason),
+			 "%s: the usage ledger holds more of your entries than a quota check reads",
+			 refused);
+	else if (rc < 0)
+		return false; /* the store: the next pass asks again */
+	else
+		switch (quota_check_start(&st, j->gpu ? RUNTIME_GPU : RUNTIME_CPU, &deadline, &w)) {
+		case QUOTA_START_ALLOWED:
+			return true;
+		case QUOTA_START_NO_GPUS:
+			snprintf(reason, sizeof(reason), "%s: your plan allows no GPUs now", refused);
+			break;
+		case QUOTA_START_EXCEEDED:
+			snprintf(reason, sizeof(reason),
+				 "%s: your %s quota window is used up (%lld of %lld s)", refused,
+				 quota_limit_name(w.limit), (long long)w.used_s,
+				 (long long)w.limit_s);
+			break;
+		}
+	fail_job(app, j->id, JOB_INTERRUPTED, reason);
+	return false;
+}
+
 static void dispatch_one(struct app *app, const struct job *j, int64_t now)
 {
 	struct pool_shape shape = shape_of(j);
@@ -237,6 +290,8 @@ static void dispatch_one(struct app *app, const struct job *j, int64_t now)
 	int64_t need_until = now + j->max_runtime_s + j->grace_s + JOBS_DEADLINE_SLACK_S;
 	int live;
 
+	if (j->attempt > 1 && !retry_allowed(app, j, now))
+		return;
 	if (pools_find_available(app->db, &shape, need_until, now, &p) == 1 &&
 	    take_warm(app, j, &p, now))
 		return;

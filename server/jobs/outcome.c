@@ -33,8 +33,13 @@ void jobs_outcome(const struct job *j, const struct backend_job_exit *x, int64_t
 		if (!x->home_full && !failure)
 			snprintf(reason, len, "exit code %d", x->code);
 	} else if (strcmp(x->kind, "signaled") == 0) {
-		snprintf(reason, len, "killed by signal %d%s", x->signal,
-			 x->home_full ? " (no space left in the home)" : "");
+		/* the supervisor's words when it knows more (the job killed its agent) */
+		if (x->reason && x->reason[0])
+			snprintf(reason, len, "%.400s%s", x->reason,
+				 x->home_full ? " (no space left in the home)" : "");
+		else
+			snprintf(reason, len, "killed by signal %d%s", x->signal,
+				 x->home_full ? " (no space left in the home)" : "");
 	} else if (strcmp(x->kind, "stage_failed") == 0) {
 		snprintf(reason, len, "%.400s", x->reason && x->reason[0] ? x->reason
 									 : "inputs could not be staged");

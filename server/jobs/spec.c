@@ -24,17 +24,23 @@ json_t *jobs_spec_json(const char *name, json_t *req, int64_t max_runtime_s, int
 			 (json_int_t)log_max_bytes, "gpus", gpus, "cpus", (json_int_t)cpus);
 }
 
+int64_t jobs_runtime_left_s(const struct job *j)
+{
+	return j->max_runtime_s - j->training_ms / 1000;
+}
+
 char *jobs_backend_spec(const struct app *app, const struct job *j)
 {
 	json_error_t err;
 	json_t *req = json_loads(j->spec ? j->spec : "", 0, &err);
 	int64_t cpus_milli = j->cpus_milli ? j->cpus_milli : (int64_t)app->cfg->cpus_milli;
+	int64_t left_s = jobs_runtime_left_s(j);
 	json_t *spec;
 	char *text;
 
 	if (!req)
 		return NULL;
-	spec = jobs_spec_json(j->name, req, j->max_runtime_s, j->grace_s,
+	spec = jobs_spec_json(j->name, req, left_s > 0 ? left_s : 1, j->grace_s,
 			      (int64_t)app->cfg->jobs_log_max_bytes, j->gpu_count,
 			      (cpus_milli + 999) / 1000);
 	json_decref(req);

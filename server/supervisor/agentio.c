@@ -49,6 +49,8 @@ int agentio_parse(const char *buf, size_t len, struct agent_status *st)
 		st->failure_len = strnlen(js.text, AGENTIO_FAILURE_MAX);
 		memcpy(st->failure, js.text, st->failure_len);
 		st->failure[st->failure_len] = '\0';
+		/* the agent runs as the user: its text is cleaned here, whatever it sent */
+		jobagent_utf8_clean(st->failure, st->failure_len);
 		break;
 	default:
 		return bad(st);

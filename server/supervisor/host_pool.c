@@ -25,15 +25,17 @@ static void say_ready(struct host *h, struct pool_box *p)
 
 /* The keeper drains the agent's stderr (the job's output) into the current
  * job's log and holds the agent's stdin and stdout, so the pool outlives this
- * process (docs/jobs.md "Restarts"). */
+ * process (docs/jobs.md "Restarts"), and the pipe where init says how the agent
+ * ended: a restarted supervisor still tells a job that killed its agent from a
+ * lost sandbox (jobrun.c, killed_by_job). */
 static int start_keeper(struct host *h, struct pool_box *p)
 {
 	struct keeper_spec ks = {.sock_path = p->keeper_sock,
 				 .cgroup_of = p->b.h.pid,
 				 .drain_fd = p->io.out_fd,
 				 .log_gid = launch_labd_gid(host_cfg(h)),
-				 .held_fds = {p->io.cmd_fd, p->io.status_fd},
-				 .n_held = 2};
+				 .held_fds = {p->io.cmd_fd, p->io.status_fd, p->b.h.status_fd},
+				 .n_held = p->b.h.status_fd >= 0 ? 3 : 2};
 	pid_t pid;
 	int rc = keeper_start(&ks, &pid);
 

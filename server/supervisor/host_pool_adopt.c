@@ -87,7 +87,8 @@ static int adopt_running(struct host *h, struct pool_box *p, json_t *j)
 	unsigned n = 0;
 	int rc = keeper_fetch(p->keeper_sock, fds, KEEPER_HELD_MAX, &n);
 
-	if (rc < 0 || n != 2) {
+	/* a keeper of an earlier release holds the agent's pipes only */
+	if (rc < 0 || n < 2 || n > 3) {
 		for (unsigned i = 0; rc == 0 && i < n; i++)
 			close(fds[i]);
 		log_warn("pool %lld of %s: its keeper is gone (%s)", p->pool_id, p->b.user,
@@ -96,6 +97,10 @@ static int adopt_running(struct host *h, struct pool_box *p, json_t *j)
 	}
 	p->io.cmd_fd = fds[0];
 	p->io.status_fd = fds[1];
+	if (n == 3 && p->b.h.status_fd < 0)
+		p->b.h.status_fd = fds[2];
+	else if (n == 3)
+		close(fds[2]);
 	if (fcntl(p->io.cmd_fd, F_SETFL, O_NONBLOCK) < 0 ||
 	    fcntl(p->io.status_fd, F_SETFL, O_NONBLOCK) < 0)
 		return -errno;

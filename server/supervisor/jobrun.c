@@ -18,6 +18,7 @@
 #include "config/config.h"
 #include "labd/clock.h"
 #include "labd/log.h"
+#include "sandbox/jobagent.h"
 #include "supervisor/jobenv.h"
 #include "supervisor/keeper.h"
 #include "supervisor/pool.h"
@@ -69,22 +70,11 @@ static void emit_phase(struct host *ps, struct pool_box *p, const char *phase)
 	host_emit(ps, e);
 }
 
-/* Bytes the agent relayed (the job's failure file) as valid UTF-8 for JSON:
- * anything else becomes '?', a NUL ends it. */
+/* Texts in job_exited and the record as JSON takes them: the failure is the
+ * job's own bytes, a reason may hold a path cut mid-character (%.80s). */
 static void utf8_clean(char *s)
 {
-	for (unsigned char *c = (unsigned char *)s; *c;) {
-		int n = *c < 0x80 ? 1 : (*c & 0xE0) == 0xC0 ? 2 : (*c & 0xF0) == 0xE0 ? 3
-			: (*c & 0xF8) == 0xF0 ? 4 : 0;
-		int ok = n > 0 && !(n == 2 && *c < 0xC2);
-		for (int i = 1; ok && i < n; i++)
-			ok = (c[i] & 0xC0) == 0x80;
-		if (!ok) {
-			*c++ = '?';
-			continue;
-		}
-		c += n;
-	}
+	jobagent_utf8_clean(s, strlen(s));
 }
 
 static void emit_exited(struct host *ps, struct pool_box *p)
@@ -93,6 +83,7 @@ static void emit_exited(struct host *ps, struct pool_box *p)
 	json_t *e = host_event("job_exited", &p->b);
 
 	utf8_clean(j->failure);
+	utf8_clean(j->reason);
 	json_object_set_new(e, "job_id", json_integer(j->job_id));
 	json_object_set_new(e, "kind", json_string(j->kind));
 	json_object_set_new(e, "code", json_integer(j->code));
@@ -340,6 +331,7 @@ static void set_exit(struct pool_job *j, const char *kind, int code, int sig, co
 	j->signal = sig;
 	j->exit_at_ms = clock_wall_ms();
 	snprintf(j->reason, sizeof(j->reason), "%s", reason);
+	utf8_clean(j->reason); /* the record carries it too (json_pack refuses bad UTF-8) */
 }
 
 /* ---- requests ---- */
@@ -583,7 +575,6 @@ void jobrun_on_agent(struct host *ps, struct pool_box *p, const struct agent_sta
 		char why[200];
 		/* as a shell says a command it cannot run: the user's failure, 127 */
 		snprintf(why, sizeof(why), "the command could not start: %.150s", st->failure);
-		utf8_clean(why);
 		set_exit(j, "exited", 127, 0, why);
 		sync_log(p);
 		begin_upload(ps, p);
@@ -656,6 +647,22 @@ long long jobrun_tick(struct host *ps, struct pool_box *p, long long now)
 	return next;
 }
 
+/* Whether the job ended its own sandbox (docs/jobs.md "Restarts and
+ * retries"). The sandbox's init reported the agent's end, so init outlived
+ * the agent: the agent died alone, not with its sandbox. A signal did it, and
+ * nothing of labd sends one to the agent alone (a stop goes through init and
+ * the cgroup, with a cause set first; the OOM killer is counted before this).
+ * So it came from inside the sandbox, where everything runs as the agent's
+ * uid: the job's own code, while its command ran (kill -9 -1 reaches every
+ * process it may signal). An agent that exits with a status ends because
+ * labd's side of its pipes is gone: a loss, retried. A sandbox lost whole
+ * (init killed from outside, a restart that finds it gone) reports no agent
+ * status: a loss too. */
+static bool killed_by_job(const struct pool_job *j, const struct sandbox_result *res)
+{
+	return (j->step == J_STARTING || j->step == J_TRAINING) && res->kind == SANDBOX_SIGNALED;
+}
+
 void jobrun_pool_died(struct host *ps, struct pool_box *p, const struct sandbox_result *res)
 {
 	struct pool_job *j = &p->job;
@@ -671,6 +678,14 @@ void jobrun_pool_died(struct host *ps, struct pool_box *p, const struct sandbox_
 		emit_exited(ps, p);
 	} else if (res && (res->kind == SANDBOX_OOM || oom_kills(p) > j->oom_kills_before)) {
 		set_exit(j, "oom", 0, SIGKILL, "out of memory: the job used more than its memory limit");
+		emit_exited(ps, p);
+	} else if (res && killed_by_job(j, res)) {
+		char why[200];
+		snprintf(why, sizeof(why),
+			 "the job killed its job agent (signal %d, as kill -9 -1 does), which ends "
+			 "its sandbox: the job's own failure, not retried",
+			 res->signal);
+		set_exit(j, "signaled", 0, res->signal, why);
 		emit_exited(ps, p);
 	} else {
 		log_warn("job %lld was lost with pool %lld of %s", j->job_id, p->pool_id, p->b.user);

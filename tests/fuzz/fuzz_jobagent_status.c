@@ -1,6 +1,8 @@
 /* fuzz_jobagent_status.c - the job agent's status lines (sandbox/jobproto.c),
  * which the user's code can forge: each line parsed alone, and every text the
- * agent formats read back the same. */
+ * agent formats read back the same, as valid UTF-8. */
+#include <jansson.h>
+
 #include "fuzz.h"
 #include "sandbox/jobagent.h"
 
@@ -34,6 +36,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(jobagent_parse_status(line, (size_t)len, &st) == 0);
 		FUZZ_ASSERT(st.kind == JOBAGENT_ERROR);
 		FUZZ_ASSERT(strlen(st.text) == (size < JOBAGENT_TEXT_MAX ? size : JOBAGENT_TEXT_MAX));
+		/* as UTF-8 that JSON takes (jansson is the judge, as for job_exited) */
+		json_t *js = json_stringn(st.text, strlen(st.text));
+		FUZZ_ASSERT(js != NULL);
+		json_decref(js);
 	}
 	return 0;
 }

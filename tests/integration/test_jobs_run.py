@@ -273,10 +273,16 @@ def job_agents(user):
     return agents
 
 
+def proc_parent(pid):
+    with open(f"/proc/{pid}/status") as fh:
+        return next(int(ln.split()[1]) for ln in fh if ln.startswith("PPid:"))
+
+
 def test_infrastructure_failure_retries_from_the_checkpoint(rd):
-    """The job's sandbox dies under it (its agent is killed, as a lost machine would be):
-    the job goes back to Starting on a new pool (attempt 2) and its script finds the
-    checkpoint the first attempt wrote."""
+    """The job's sandbox dies under it (its init is killed from outside, as a lost
+    machine would be): the job goes back to Starting on a new pool (attempt 2) and its
+    script finds the checkpoint the first attempt wrote. (An agent killed alone is the
+    job's own doing: test_jobs_hostile.py.)"""
     import os
     import signal
 
@@ -291,7 +297,7 @@ def test_infrastructure_failure_retries_from_the_checkpoint(rd):
     time.sleep(0.5)  # the checkpoint written
     agents = wait_until(lambda: job_agents(c.user), timeout=10, what="the job's agent")
     for a in agents:
-        os.kill(a, signal.SIGKILL)
+        os.kill(proc_parent(a), signal.SIGKILL)  # the agent's parent: the sandbox's init
     done = wait_job(c, j["id"], d=rd)
     assert done["status"] == "Completed", (done["failure_reason"], done["transitions"])
     assert done["attempt"] == 2

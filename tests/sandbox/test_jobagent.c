@@ -18,6 +18,9 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <jansson.h>
+#include <stdbool.h>
+
 #include "boxsh.h"
 #include "sandbox/jobagent.h"
 
@@ -96,6 +99,56 @@ static void test_status_lines(void **st)
 	/* control characters become spaces: one line, always */
 	assert_int_equal(jobagent_netstring_text(buf, sizeof(buf), "a\nb\r\x01", 5), 8);
 	assert_string_equal(buf, "5:a b  ,");
+}
+
+/* Whether s (len bytes) is UTF-8 as JSON takes it: jansson is the judge, as in
+ * the supervisor's job_exited. */
+static bool json_takes(const char *s, size_t len)
+{
+	json_t *j = json_stringn(s, len);
+	bool ok = j != NULL;
+
+	json_decref(j);
+	return ok;
+}
+
+/* A cut, an overlong form, a surrogate, past U+10FFFF: each bad byte is '?', every
+ * valid character kept (finding 12 of the December review: one bad byte dropped the
+ * whole reason, and with it the job's end). */
+static void test_utf8_clean(void **st)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"},
+		{"ab\xe2\x82", "ab??"},          /* a 3-byte character cut after 2 */
+		{"\xc0\xaf", "??"},              /* overlong '/' */
+		{"\xe0\x80\xaf", "???"},         /* overlong, 3 bytes */
+		{"\xf0\x80\x80\xaf", "????"},    /* overlong, 4 bytes */
+		{"\xed\xa0\x80", "???"},         /* a surrogate (U+D800) */
+		{"\xf4\x90\x80\x80", "????"},    /* past U+10FFFF */
+		{"\xf5\x80", "??"}, {"\x80x", "?x"}, {"\xff", "?"},
+	};
+	char buf[64], net[128];
+
+	(void)st;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t n = strlen(cases[i].in);
+		memcpy(buf, cases[i].in, n + 1);
+		jobagent_utf8_clean(buf, n);
+		assert_string_equal(buf, cases[i].out);
+		assert_true(json_takes(buf, n));
+	}
+	/* the netstring's own cut at JOBAGENT_TEXT_MAX splits no character into JSON */
+	char big[JOBAGENT_TEXT_MAX + 3], line[JOBAGENT_TEXT_MAX + 32];
+	for (size_t i = 0; i + 3 <= sizeof(big); i += 3)
+		memcpy(big + i, "\xe2\x82\xac", 3);
+	size_t w = jobagent_netstring_text(line, sizeof(line), big, sizeof(big));
+	char *text = strchr(line, ':') + 1;
+	assert_int_equal(line[w - 1], ',');
+	assert_true(json_takes(text, (size_t)(line + w - 1 - text)));
+	assert_int_equal(jobagent_netstring_text(net, sizeof(net), "\xe2\x82", 2), 5);
+	assert_string_equal(net, "2:??,");
 }
 
 /* ---- the agent in a sandbox ---- */
@@ -279,6 +332,17 @@ static void test_term_failure_and_errors(void **st)
 	next_status(&b, &js);
 	assert_int_equal(js.kind, JOBAGENT_ERROR);
 	assert_string_equal(js.text, "exec /no/such: No such file or directory");
+	/* a command of 400 three-byte characters: "exec <it>: ..." is cut mid-character
+	 * at JOBAGENT_TEXT_MAX, and still reaches the supervisor as UTF-8 */
+	char euros[1201], *mb[] = {euros, NULL};
+	for (size_t i = 0; i < 1200; i += 3)
+		memcpy(euros + i, "\xe2\x82\xac", 3);
+	euros[1200] = '\0';
+	send_run(&b, "", mb, NULL);
+	next_status(&b, &js);
+	assert_int_equal(js.kind, JOBAGENT_ERROR);
+	assert_int_equal(strncmp(js.text, "exec \xe2\x82\xac", 8), 0);
+	assert_true(json_takes(js.text, strlen(js.text)));
 	send_run(&b, "/no/dir", t, NULL);
 	next_status(&b, &js);
 	assert_int_equal(js.kind, JOBAGENT_ERROR);
@@ -352,6 +416,7 @@ int main(void)
 		cmocka_unit_test(test_format_parse_roundtrip),
 		cmocka_unit_test(test_parse_malformed),
 		cmocka_unit_test(test_status_lines),
+		cmocka_unit_test(test_utf8_clean),
 		cmocka_unit_test(test_two_jobs_nothing_survives),
 		cmocka_unit_test(test_term_failure_and_errors),
 		cmocka_unit_test(test_agent_in_bare_image),

@@ -4,6 +4,8 @@
  * hostile agent could send. */
 #include "unit.h"
 
+#include <jansson.h>
+
 #include "sandbox/jobagent.h"
 #include "supervisor/agentio.h"
 
@@ -48,6 +50,20 @@ static void test_parse(void **state)
 		assert_int_equal(agentio_parse(ex, n, &st), 0);
 }
 
+/* The agent runs as the user: a text that is not UTF-8 (here a character cut
+ * and a surrogate) is cleaned on arrival, so job_exited's JSON keeps it. */
+static void test_text_made_utf8(void **state)
+{
+	const char *ex = "exited 256 8:ok \xe2\x82\xed\xa0\x80,\n";
+	struct agent_status st;
+	json_t *j;
+	(void)state;
+	assert_int_equal(agentio_parse(ex, strlen(ex), &st), (int)strlen(ex));
+	assert_string_equal(st.failure, "ok ?????");
+	assert_non_null(j = json_string(st.failure));
+	json_decref(j);
+}
+
 static void test_hostile(void **state)
 {
 	static const char *const bad[] = {
@@ -70,6 +86,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format_run),
 		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_text_made_utf8),
 		cmocka_unit_test(test_hostile),
 	};
 	return cmocka_run_group_tests_name("agentio", tests, NULL, NULL);

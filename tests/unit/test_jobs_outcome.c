@@ -59,6 +59,15 @@ static void test_each_end_said_plainly(void **state)
 	assert_string_equal(s.reason, "killed by signal 9");
 	assert_int_equal(s.exit_code, -1);
 
+	/* the supervisor's words when it knows more: the job killed its own agent */
+	struct job j = {.status = JOB_IN_PROGRESS};
+	struct backend_job_exit x = {.kind = "signaled", .signal = 9, .failure = "",
+				     .reason = "the job killed its job agent (signal 9)"};
+	struct job_move m = {0};
+	jobs_outcome(&j, &x, 0, &m, s.reason, sizeof(s.reason));
+	assert_int_equal(m.status, JOB_FAILED);
+	assert_string_equal(s.reason, "the job killed its job agent (signal 9)");
+
 	s = outcome(JOB_IN_PROGRESS, "oom", 0, 9, "", false);
 	assert_string_equal(s.reason, "out of memory (the memory limit is 512 MiB)");
 
