@@ -106,20 +106,57 @@ static int row_id(sqlite3_stmt *st, void *arg)
 	return w->fn(sqlite3_column_int64(st, 0), w->ctx);
 }
 
+/* Users over the cap looked at in one call; the rest wait for the next. */
+#define OVER_CAP_USERS_MAX 64
+
+struct users_over {
+	int64_t ids[OVER_CAP_USERS_MAX];
+	int n;
+};
+
+static int row_user(sqlite3_stmt *st, void *arg)
+{
+	struct users_over *u = arg;
+
+	u->ids[u->n++] = sqlite3_column_int64(st, 0);
+	return u->n == OVER_CAP_USERS_MAX;
+}
+
 int job_storage_each_expired(struct db *db, int64_t ended_before, int64_t keep_per_user, int max,
 			     int (*fn)(int64_t job_id, void *ctx), void *ctx)
 {
 	struct id_walk w = {fn, ctx};
-	/* rank each user's ended jobs, newest end first (ties: the newer id) */
-	int n = db_each(db,
-			"SELECT job_id FROM (SELECT job_id, ended_at, row_number() OVER"
-			"  (PARTITION BY user_id ORDER BY ended_at DESC, job_id DESC) AS newer"
-			"  FROM job_storage WHERE ended_at > 0)"
-			" WHERE ended_at < ? OR (? >= 0 AND newer > ?)"
-			" ORDER BY ended_at, job_id LIMIT ?",
-			"iiii", row_id, &w, ended_before, keep_per_user, keep_per_user,
-			(int64_t)max);
-	return n < 0 ? -1 : n;
+	struct users_over over = {.n = 0};
+	int n = 0, got;
+
+	/* by age: a range of the index on ended_at */
+	if (ended_before > 0 &&
+	    (n = db_each(db,
+			 "SELECT job_id FROM job_storage WHERE ended_at > 0 AND ended_at < ?"
+			 " ORDER BY ended_at, job_id LIMIT ?",
+			 "ii", row_id, &w, ended_before, (int64_t)max)) < 0)
+		return -1;
+	if (keep_per_user < 0 || n >= max)
+		return n;
+	/* by count: the users over it (read from the index on user_id alone),
+	 * then each one's ended jobs past their newest keep_per_user; those
+	 * ended before ended_before were all passed above */
+	if (db_each(db,
+		    "SELECT user_id FROM job_storage WHERE ended_at > 0 GROUP BY user_id"
+		    " HAVING count(*) > ?",
+		    "i", row_user, &over, keep_per_user) < 0)
+		return -1;
+	for (int i = 0; i < over.n && n < max; i++) {
+		got = db_each(db,
+			      "SELECT job_id FROM job_storage WHERE user_id = ? AND ended_at > 0"
+			      " AND ended_at >= ? ORDER BY ended_at DESC, job_id DESC LIMIT ? OFFSET ?",
+			      "iiii", row_id, &w, over.ids[i], ended_before, (int64_t)(max - n),
+			      keep_per_user);
+		if (got < 0)
+			return -1;
+		n += got;
+	}
+	return n;
 }
 
 int job_storage_delete_job(struct db *db, int64_t job_id)

@@ -43,10 +43,11 @@ int64_t job_storage_metric_bytes(struct db *db, int64_t job_id);
 int job_storage_set(struct db *db, int64_t job_id, int64_t log_bytes, int64_t metric_bytes,
 		    bool final);
 
-/* Calls fn for the ended jobs retention deletes, oldest end first, at most
- * max: each ended before ended_before (0: none by age), and each beyond the
- * newest keep_per_user ended jobs of its user (-1: no such cap). The count
- * passed, or -1. */
+/* Calls fn for the ended jobs retention deletes, at most max: each ended
+ * before ended_before (0: none by age; oldest first), then each beyond the
+ * newest keep_per_user ended jobs of its user (-1: no such cap; users over
+ * it 64 at a time). Each read is a range of an index, never a sort of every
+ * user's jobs. The count passed, or -1. */
 int job_storage_each_expired(struct db *db, int64_t ended_before, int64_t keep_per_user, int max,
 			     int (*fn)(int64_t job_id, void *ctx), void *ctx);
 
