@@ -30,7 +30,15 @@
 #define DELETE_MAX 64
 #define AGAIN_SOON_MS 1000
 
+/* The cap per user is checked for users with a job ended since the last
+ * complete pass, less this slack (an end is stamped with its event's time,
+ * which may be written a little later), and for every user once a day. */
+#define CAP_SINCE_SLACK_S 3600
+#define CAP_FULL_EVERY_S 86400
+
 static long long next_due_ms; /* 0: due now */
+/* of the maintenance ticker's thread alone */
+static int64_t cap_since_s, cap_full_at_s;
 
 /* ---- measuring ---- */
 
@@ -116,12 +124,18 @@ static int expire(struct app *app, int64_t now)
 	const struct labd_config *cfg = app->cfg;
 	struct expired e = {.n = 0};
 	int64_t before = cfg->jobs_retention_s < 0 ? 0 : now - cfg->jobs_retention_s;
+	int64_t since = now >= cap_full_at_s ? 0 : cap_since_s;
 	size_t gone = 0;
-	int n = job_storage_each_expired(app->db, before, cfg->jobs_max_kept_per_user, DELETE_MAX,
-					 collect_expired, &e);
+	int n = job_storage_each_expired(app->db, before, cfg->jobs_max_kept_per_user, since,
+					 DELETE_MAX, collect_expired, &e);
 
 	if (n < 0)
 		return -1;
+	if (n < DELETE_MAX) { /* complete: the next looks at ends from here on */
+		cap_since_s = now - CAP_SINCE_SLACK_S;
+		if (since == 0)
+			cap_full_at_s = now + CAP_FULL_EVERY_S;
+	}
 	for (size_t i = 0; i < e.n; i++)
 		if (job_storage_delete_job(app->db, e.ids[i]) == 1) {
 			e.ids[gone++] = e.ids[i];

@@ -2,6 +2,7 @@
  * job_storage.h. */
 #include "store/job_storage.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/db.h"
@@ -106,28 +107,37 @@ static int row_id(sqlite3_stmt *st, void *arg)
 	return w->fn(sqlite3_column_int64(st, 0), w->ctx);
 }
 
-/* Users over the cap looked at in one call; the rest wait for the next. */
-#define OVER_CAP_USERS_MAX 64
+/* The users a call looks at for the cap: at most this many (a lab's users). */
+#define CAP_USERS_MAX 100000
 
-struct users_over {
-	int64_t ids[OVER_CAP_USERS_MAX];
-	int n;
+struct users {
+	int64_t *ids;
+	size_t n, size;
 };
 
 static int row_user(sqlite3_stmt *st, void *arg)
 {
-	struct users_over *u = arg;
+	struct users *u = arg;
 
+	if (u->n == u->size) {
+		size_t size = u->size ? u->size * 2 : 64;
+		int64_t *ids = size <= CAP_USERS_MAX ? realloc(u->ids, size * sizeof(*ids)) : NULL;
+		if (!ids)
+			return 1; /* the rest wait for a later call */
+		u->ids = ids;
+		u->size = size;
+	}
 	u->ids[u->n++] = sqlite3_column_int64(st, 0);
-	return u->n == OVER_CAP_USERS_MAX;
+	return 0;
 }
 
-int job_storage_each_expired(struct db *db, int64_t ended_before, int64_t keep_per_user, int max,
-			     int (*fn)(int64_t job_id, void *ctx), void *ctx)
+int job_storage_each_expired(struct db *db, int64_t ended_before, int64_t keep_per_user,
+			     int64_t ended_since, int max, int (*fn)(int64_t job_id, void *ctx),
+			     void *ctx)
 {
 	struct id_walk w = {fn, ctx};
-	struct users_over over = {.n = 0};
-	int n = 0, got;
+	struct users users = {NULL, 0, 0};
+	int n = 0, got = 0;
 
 	/* by age: a range of the index on ended_at */
 	if (ended_before > 0 &&
@@ -138,25 +148,26 @@ int job_storage_each_expired(struct db *db, int64_t ended_before, int64_t keep_p
 		return -1;
 	if (keep_per_user < 0 || n >= max)
 		return n;
-	/* by count: the users over it (read from the index on user_id alone),
-	 * then each one's ended jobs past their newest keep_per_user; those
-	 * ended before ended_before were all passed above */
+	/* by count: a user goes over it only when a job of theirs ends, so the
+	 * users with an end since ended_since; then each one's ended jobs past
+	 * their newest keep_per_user (a range of the index on user_id that
+	 * stops at keep_per_user + max entries); those ended before
+	 * ended_before were all passed above */
 	if (db_each(db,
-		    "SELECT user_id FROM job_storage WHERE ended_at > 0 GROUP BY user_id"
-		    " HAVING count(*) > ?",
-		    "i", row_user, &over, keep_per_user) < 0)
-		return -1;
-	for (int i = 0; i < over.n && n < max; i++) {
+		    "SELECT DISTINCT user_id FROM job_storage INDEXED BY job_storage_ended"
+		    " WHERE ended_at >= ?",
+		    "i", row_user, &users, ended_since > 0 ? ended_since : 1) < 0)
+		got = -1;
+	for (size_t i = 0; got >= 0 && i < users.n && n < max; i++) {
 		got = db_each(db,
 			      "SELECT job_id FROM job_storage WHERE user_id = ? AND ended_at > 0"
 			      " AND ended_at >= ? ORDER BY ended_at DESC, job_id DESC LIMIT ? OFFSET ?",
-			      "iiii", row_id, &w, over.ids[i], ended_before, (int64_t)(max - n),
+			      "iiii", row_id, &w, users.ids[i], ended_before, (int64_t)(max - n),
 			      keep_per_user);
-		if (got < 0)
-			return -1;
-		n += got;
+		n += got > 0 ? got : 0;
 	}
-	return n;
+	free(users.ids);
+	return got < 0 ? -1 : n;
 }
 
 int job_storage_delete_job(struct db *db, int64_t job_id)

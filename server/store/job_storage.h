@@ -45,11 +45,13 @@ int job_storage_set(struct db *db, int64_t job_id, int64_t log_bytes, int64_t me
 
 /* Calls fn for the ended jobs retention deletes, at most max: each ended
  * before ended_before (0: none by age; oldest first), then each beyond the
- * newest keep_per_user ended jobs of its user (-1: no such cap; users over
- * it 64 at a time). Each read is a range of an index, never a sort of every
- * user's jobs. The count passed, or -1. */
-int job_storage_each_expired(struct db *db, int64_t ended_before, int64_t keep_per_user, int max,
-			     int (*fn)(int64_t job_id, void *ctx), void *ctx);
+ * newest keep_per_user ended jobs of its user (-1: no such cap), looking
+ * only at users with a job ended at or after ended_since (0: every user).
+ * Each read is a range of an index, never a sort of every user's jobs. The
+ * count passed, or -1. */
+int job_storage_each_expired(struct db *db, int64_t ended_before, int64_t keep_per_user,
+			     int64_t ended_since, int max, int (*fn)(int64_t job_id, void *ctx),
+			     void *ctx);
 
 /* Deletes job_id when it has ended, with everything of it in the store
  * (transitions, metric points, samples, findings, its storage row: ON

@@ -360,7 +360,7 @@ static const char *const migrations[] = {
 	 "  ended_at INTEGER NOT NULL DEFAULT 0,"
 	 "  final INTEGER NOT NULL DEFAULT 0);"
 	 "CREATE INDEX job_storage_user ON job_storage(user_id, ended_at);"
-	 "CREATE INDEX job_storage_ended ON job_storage(ended_at) WHERE ended_at > 0;"
+	 "CREATE INDEX job_storage_ended ON job_storage(ended_at);"
 	 "CREATE INDEX job_storage_open ON job_storage(job_id) WHERE final = 0;"
 	 "INSERT INTO job_storage (job_id, user_id, spec_bytes, ended_at)"
 	 "  SELECT id, user_id, length(CAST(spec AS BLOB)), ended_at FROM jobs;"),

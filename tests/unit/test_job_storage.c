@@ -147,21 +147,25 @@ static void test_retention_picks_by_age_and_by_count_per_user(void **state)
 	}
 	end(f, b, 50); /* bob's, oldest of all */
 	/* by age: ended before 102 */
-	assert_int_equal(job_storage_each_expired(f->db, 102, -1, 10, collect, ids), 3);
+	assert_int_equal(job_storage_each_expired(f->db, 102, -1, 0, 10, collect, ids), 3);
 	assert_true(ids[1] == b && ids[2] == a[0] && ids[3] == a[1]);
 	/* by count: ann keeps her newest 2 ended; bob his one; the live job is not counted */
 	memset(ids, 0, sizeof(ids));
-	assert_int_equal(job_storage_each_expired(f->db, 0, 2, 10, collect, ids), 2);
+	assert_int_equal(job_storage_each_expired(f->db, 0, 2, 0, 10, collect, ids), 2);
 	assert_true((ids[1] == a[0] && ids[2] == a[1]) || (ids[1] == a[1] && ids[2] == a[0]));
 	/* both: by age first (bob's and a0), then ann's beyond her newest 2 of the rest */
 	memset(ids, 0, sizeof(ids));
-	assert_int_equal(job_storage_each_expired(f->db, 101, 2, 10, collect, ids), 3);
+	assert_int_equal(job_storage_each_expired(f->db, 101, 2, 0, 10, collect, ids), 3);
 	assert_true(ids[1] == b && ids[2] == a[0] && ids[3] == a[1]);
 	memset(ids, 0, sizeof(ids));
-	assert_int_equal(job_storage_each_expired(f->db, 0, 4, 10, collect, ids), 0);
+	assert_int_equal(job_storage_each_expired(f->db, 0, 4, 0, 10, collect, ids), 0);
+	/* the cap looks at users with an end since ended_since only */
+	memset(ids, 0, sizeof(ids));
+	assert_int_equal(job_storage_each_expired(f->db, 0, 2, 104, 10, collect, ids), 0);
+	assert_int_equal(job_storage_each_expired(f->db, 0, 2, 103, 10, collect, ids), 2);
 	/* bounded */
 	memset(ids, 0, sizeof(ids));
-	assert_int_equal(job_storage_each_expired(f->db, 1000, 2, 1, collect, ids), 1);
+	assert_int_equal(job_storage_each_expired(f->db, 1000, 2, 0, 1, collect, ids), 1);
 	assert_int_equal(ids[1], b);
 }
 
