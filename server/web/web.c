@@ -350,7 +350,6 @@ static long long maintenance_pass(void *arg)
 {
 	struct web *w = arg;
 	static long long next_purge_ms;
-
 	long long retention_ms, due_ms;
 
 	db_poll_external(w->app.db);
