@@ -169,6 +169,10 @@ void api_storage_apply_all(struct http_request *req, const struct api_storage_sn
  * [{"user","quota_bytes" (null = unlimited),"applied"}]. */
 json_t *api_storage_apply_report(struct http_request *req, const struct api_storage_snapshot *s);
 void api_storage_snapshot_release(struct api_storage_snapshot *s);
+/* quota_jobs.c: sets "job_storage": {"used_bytes", "quota_bytes" (limit; null
+ * when QUOTA_UNLIMITED), "jobs", "spec_bytes", "log_bytes", "metric_bytes"}
+ * on out, the user's live jobs measured first. 0, or -1 with a 500 reply. */
+int api_job_storage_json(struct http_request *req, int64_t user_id, int64_t limit, json_t *out);
 void api_user_quota_get(struct http_request *req);
 void api_user_quota_put(struct http_request *req);
 /* jobs.c: training jobs (docs/jobs.md) */
@@ -177,6 +181,8 @@ void api_jobs_submit(struct http_request *req);
 void api_jobs_list(struct http_request *req);
 void api_jobs_get(struct http_request *req);
 void api_jobs_stop(struct http_request *req);
+/* DELETE /api/v1/jobs/{id}: an ended job and all it keeps (204; 409 job_not_ended) */
+void api_jobs_delete(struct http_request *req);
 /* The job object of the API (full: with the request fields, transitions,
  * final metrics, findings and log size, as GET /api/v1/jobs/{id}; else a list
  * item: the row's columns, billable_s and warm_pool only, no spec parsed and

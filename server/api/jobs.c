@@ -1,7 +1,8 @@
 /* jobs.c - training jobs: POST /api/v1/jobs (submit), GET /api/v1/jobs
- * (list), GET /api/v1/jobs/{id}, POST /api/v1/jobs/{id}/stop
- * (docs/jobs.md, docs/api.md). A user sees and stops their own jobs; an
- * administrator holding admin:jobs any (the list: ?user=NAME). */
+ * (list), GET /api/v1/jobs/{id}, POST /api/v1/jobs/{id}/stop, DELETE
+ * /api/v1/jobs/{id} (docs/jobs.md, docs/api.md). A user sees, stops and
+ * deletes their own jobs; an administrator holding admin:jobs any (the
+ * list: ?user=NAME). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +14,12 @@
 #include "http/http.h"
 #include "jobs/jobs.h"
 #include "jobs/observe.h"
+#include "jobs/retention.h"
 #include "labd/app.h"
 #include "labd/log.h"
 #include "labd/parse.h"
 #include "sched/quota_check.h"
+#include "store/audit.h"
 #include "store/db.h"
 #include "store/users.h"
 
@@ -147,6 +150,23 @@ static void reply_concurrent(struct http_request *req, int64_t limit)
 	http_reply_json(req, MHD_HTTP_TOO_MANY_REQUESTS, body);
 }
 
+/* 403 quota_exceeded: the user's kept jobs hold job_storage_bytes. */
+static void reply_storage(struct http_request *req, int64_t limit)
+{
+	char message[300];
+
+	snprintf(message, sizeof(message),
+		 "your kept jobs hold your plan's job_storage_bytes (%lld bytes) of logs, specs and "
+		 "metric points; delete ended jobs (DELETE /api/v1/jobs/{id}) to make room",
+		 (long long)limit);
+	json_t *body = http_error_json("quota_exceeded", message);
+	json_t *err = json_object_get(body, "error");
+
+	json_object_set_new(err, "limit", json_string("job_storage_bytes"));
+	json_object_set_new(err, "limit_value", json_integer(limit));
+	http_reply_json(req, MHD_HTTP_FORBIDDEN, body);
+}
+
 void api_jobs_submit(struct http_request *req)
 {
 	const struct auth_identity *ident = http_identity(req);
@@ -176,6 +196,9 @@ void api_jobs_submit(struct http_request *req)
 		break;
 	case JOBS_SUBMIT_QUOTA:
 		api_reply_quota_exceeded_status(req, MHD_HTTP_TOO_MANY_REQUESTS, &why.window);
+		break;
+	case JOBS_SUBMIT_STORAGE:
+		reply_storage(req, why.storage_limit);
 		break;
 	case JOBS_SUBMIT_ERROR:
 		http_reply_internal(req);
@@ -322,4 +345,32 @@ void api_jobs_stop(struct http_request *req)
 		return;
 	http_reply_json(req, MHD_HTTP_ACCEPTED, api_job_json(app, &j, true));
 	jobs_row_free(&j);
+}
+
+void api_jobs_delete(struct http_request *req)
+{
+	const struct auth_identity *ident = http_identity(req);
+	struct app *app = http_app(req);
+	struct job j;
+	int rc;
+
+	if (path_job(req, &j) < 0)
+		return;
+	rc = jobs_live(&j) ? -EBUSY : jobs_delete(app, j.id);
+	if (rc == 0 && audit_add(app->db, time(NULL), ident->user.name, "job.delete", j.user_name,
+				 http_address(req), j.name) < 0)
+		log_error("audit: job.delete of %s not recorded", j.user_name);
+	jobs_row_free(&j);
+	if (rc == -EBUSY)
+		http_reply_error(req, MHD_HTTP_CONFLICT, "job_not_ended",
+				 "the job has not ended; stop it (POST /api/v1/jobs/%lld/stop) and "
+				 "delete it once it has ended",
+				 (long long)j.id);
+	else if (rc == -ENOENT)
+		http_reply_error(req, MHD_HTTP_NOT_FOUND, "not_found", "no job %lld",
+				 (long long)j.id);
+	else if (rc < 0)
+		http_reply_internal(req);
+	else
+		http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 }

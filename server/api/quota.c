@@ -136,7 +136,8 @@ void api_me_quota(struct http_request *req)
 	if (effective(req, u->id, &e) < 0)
 		return;
 	json_t *out = json_pack("{s:s,s:o}", "user", u->name, "limits", effective_json(&e));
-	if (api_quota_use_json(req, u->id, out) < 0) {
+	if (api_quota_use_json(req, u->id, out) < 0 ||
+	    api_job_storage_json(req, u->id, e.v[QL_JOB_STORAGE_BYTES], out) < 0) {
 		json_decref(out);
 		return;
 	}
@@ -170,7 +171,8 @@ static json_t *user_quota_json(struct http_request *req, const struct user *u)
 				plan[0] ? json_string(plan) : json_null(), "overrides",
 				api_limits_json(&overrides), "groups", groups, "limits",
 				effective_json(&e));
-	if (api_quota_use_json(req, u->id, out) < 0) {
+	if (api_quota_use_json(req, u->id, out) < 0 ||
+	    api_job_storage_json(req, u->id, e.v[QL_JOB_STORAGE_BYTES], out) < 0) {
 		json_decref(out);
 		return NULL;
 	}

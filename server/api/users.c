@@ -227,6 +227,7 @@ void api_users_delete(struct http_request *req)
 	/* after the rows are gone (so no start can race it): the supervisor
 	 * stops the runtime at once, retires the uid and archives the home */
 	runtime_forget_account(app, u.name, u.id);
+	jobs_forget_account(app); /* their job logs (the rows went with the account) */
 	api_close_connections(req, APP_CLOSE_USER, u.id);
 	if (audit_add(app->db, time(NULL), http_identity(req)->user.name, "user.delete", u.name,
 		      http_address(req), NULL) < 0)

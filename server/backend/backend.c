@@ -76,3 +76,12 @@ int backend_job_stop(struct backend *b, const char *user, int64_t pool_id, int64
 {
 	return b->ops->job_stop ? b->ops->job_stop(b, user, pool_id, job_id, grace_s) : -ENOSYS;
 }
+
+int backend_job_logs_remove(struct backend *b, const int64_t *job_ids, size_t n)
+{
+	if (n == 0)
+		return 0;
+	if (n > BACKEND_JOB_LOGS_MAX)
+		return -E2BIG;
+	return b->ops->job_logs_remove ? b->ops->job_logs_remove(b, job_ids, n) : -ENOSYS;
+}

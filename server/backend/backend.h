@@ -151,6 +151,7 @@ struct backend_ops {
 		       const char *spec_json, char *err, size_t errlen);
 	int (*job_stop)(struct backend *b, const char *user, int64_t pool_id, int64_t job_id,
 			int64_t grace_s);
+	int (*job_logs_remove)(struct backend *b, const int64_t *job_ids, size_t n);
 };
 
 struct backend {
@@ -202,6 +203,12 @@ int backend_job_run(struct backend *b, const char *user, int64_t pool_id, int64_
  * follows. 0, -ENOENT when that job does not run there, -ETIMEDOUT. */
 int backend_job_stop(struct backend *b, const char *user, int64_t pool_id, int64_t job_id,
 		     int64_t grace_s);
+/* Removes the log files of these jobs, whose rows are gone (retention,
+ * deletion): at most BACKEND_JOB_LOGS_MAX ids. A missing file counts as
+ * removed; a job that still runs in one of the backend's pools keeps its
+ * log (asked again later). 0, -ETIMEDOUT, -ENOSYS, another negative errno. */
+#define BACKEND_JOB_LOGS_MAX 256
+int backend_job_logs_remove(struct backend *b, const int64_t *job_ids, size_t n);
 
 #define BACKEND_WARNINGS_MAX 1024
 /* What the backend's host lacks for its limits (cgroup controllers), one sentence a

@@ -530,13 +530,26 @@ static int local_job_stop(struct backend *b, const char *user, int64_t pool_id, 
 	return rc;
 }
 
+static int local_job_logs_remove(struct backend *b, const int64_t *job_ids, size_t n)
+{
+	json_t *m = proto_msg("job_logs_remove", -1), *ids = json_array(), *reply = NULL;
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(ids, json_integer(job_ids[i]));
+	json_object_set_new(m, "job_ids", ids);
+	rc = simple_call((struct local *)b, m, &reply, NULL, 0);
+	json_decref(reply);
+	return rc;
+}
+
 static const struct backend_ops local_ops = {local_start,	 local_stop,
 					     local_list,	 local_ping,
 					     local_free,	 local_user_deleted,
 					     local_warnings,	 local_home_usage,
 					     local_home_resize,	 local_pool_start,
 					     local_pool_stop,	 local_job_run,
-					     local_job_stop};
+					     local_job_stop,	 local_job_logs_remove};
 
 /* At most BACKEND_WARNINGS_MAX bytes of the supervisor's strings, one a line. */
 static void keep_warnings(struct local *l, json_t *list)

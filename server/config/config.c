@@ -99,6 +99,7 @@ static const struct config_key keys[] = {
 	KEY("quota", "job_max_runtime", quota_job_max_runtime_s, K_DURATION, 60, 365 * 86400LL, "24h"),
 	KEY("quota", "network", quota_network, K_NETWORK, 0, 1, "egress"),
 	KEY("quota", "egress_rate", quota_egress_bytes_per_s, K_SIZE_NONE, 1024, 1ULL << 40, "none"),
+	KEY("quota", "job_storage", quota_job_storage_bytes, K_SIZE_NONE, 1ULL << 20, 1ULL << 44, "5G"),
 	KEY("network", "deny", net_deny, K_CIDRS, 0, 0, SANDBOX_NET_DENY_DEFAULT),
 	KEY("network", "max_connections", net_max_connections, K_UINT, 0, 1000000, "512"),
 	KEY("network", "pasta", net_pasta, K_STRING, 1, 0, "/usr/bin/pasta"),
@@ -118,6 +119,10 @@ static const struct config_key keys[] = {
 	KEY("jobs", "sample_interval", jobs_sample_interval_ms, K_DURATION_MS, 100, 60000, "1000ms"),
 	KEY("jobs", "max_pools_per_user", jobs_max_pools_per_user, K_UINT, 1, 64, "4"),
 	KEY("jobs", "max_wait_default", jobs_max_wait_default_s, K_DURATION, 1, 30 * 86400, "1h"),
+	/* what ended jobs keep (docs/jobs.md "Retention") */
+	KEY("jobs", "retention", jobs_retention_s, K_DURATION_NONE, 1, 3650 * 86400LL, "30d"),
+	KEY("jobs", "max_kept_per_user", jobs_max_kept_per_user, K_UINT, 1, 1000000, "1000"),
+	KEY("jobs", "retention_sweep", jobs_retention_sweep_s, K_DURATION, 1, 86400, "10m"),
 	/* the profiling rules (docs/jobs.md "Profiling rules") */
 	KEY("jobs", "rules_interval", jobs_rules_interval_s, K_DURATION, 1, 3600, "5s"),
 	KEY("jobs", "rules_min_samples", jobs_rules_min_samples, K_UINT, 2, 600, "10"),

@@ -110,6 +110,7 @@ struct labd_config {
 	int64_t quota_job_max_runtime_s;
 	unsigned quota_network;           /* 0 none, 1 egress */
 	int64_t quota_egress_bytes_per_s; /* each way; -1 = none */
+	int64_t quota_job_storage_bytes;  /* a user's kept job data; -1 = none */
 	/* [network]: what an egress runtime may not reach, and its tools */
 	char net_deny[1024];          /* CIDRs besides loopback, link-local, host addresses */
 	unsigned net_max_connections; /* concurrent per runtime, 0 = no bound */
@@ -137,6 +138,9 @@ struct labd_config {
 	int64_t jobs_sample_interval_ms;  /* job_sample while a job trains */
 	unsigned jobs_max_pools_per_user; /* job sandboxes one user may hold at once */
 	int64_t jobs_max_wait_default_s;  /* a job's max_wait_s when it names none */
+	int64_t jobs_retention_s;         /* ended jobs older than this go; -1 = kept */
+	unsigned jobs_max_kept_per_user;  /* a user's ended jobs beyond the newest this many go */
+	int64_t jobs_retention_sweep_s;   /* between retention sweeps */
 	/* [images]: runtime images a plan may name (config/images.h) */
 	struct config_image images[CONFIG_MAX_IMAGES];
 	unsigned n_images;

@@ -11,6 +11,7 @@
 #include "labd/app.h"
 #include "labd/clock.h"
 #include "labd/log.h"
+#include "jobs/retention.h"
 #include "store/audit.h"
 #include "store/db.h"
 #include "store/plans.h"
@@ -78,7 +79,7 @@ static enum jobs_submit_result check_windows(const struct quota_status *st, bool
 
 static enum jobs_submit_result insert(struct app *app, int64_t user_id,
 				      const struct jobs_submit *s, bool network, int64_t max_live,
-				      struct job *out)
+				      int64_t max_stored_bytes, struct job *out)
 {
 	char *spec = json_dumps(s->spec, JSON_COMPACT);
 	struct job_new n = {
@@ -87,7 +88,7 @@ static enum jobs_submit_result insert(struct app *app, int64_t user_id,
 		.cpus_milli = s->cpus_milli, .network = network, .max_retries = s->max_retries,
 		.max_runtime_s = s->max_runtime_s, .max_wait_s = s->max_wait_s,
 		.keep_alive_s = s->keep_alive_s, .grace_s = app->cfg->jobs_grace_s,
-		.now_ms = clock_wall_ms(), .max_live = max_live};
+		.now_ms = clock_wall_ms(), .max_live = max_live, .max_stored_bytes = max_stored_bytes};
 	int rc = spec ? jobs_create(app->db, &n, out) : -1;
 
 	free(spec);
@@ -95,6 +96,8 @@ static enum jobs_submit_result insert(struct app *app, int64_t user_id,
 		return JOBS_SUBMIT_EXISTS;
 	if (rc == JOBS_CREATE_QUOTA)
 		return JOBS_SUBMIT_CONCURRENT;
+	if (rc == JOBS_CREATE_STORAGE)
+		return JOBS_SUBMIT_STORAGE;
 	return rc == 0 ? JOBS_SUBMIT_OK : JOBS_SUBMIT_ERROR;
 }
 
@@ -122,10 +125,15 @@ enum jobs_submit_result jobs_submit(struct app *app, int64_t user_id, const char
 	}
 	res = check_windows(&st, s.gpu, why);
 	why->concurrent_limit = st.eff.v[QL_CONCURRENT_JOBS];
-	/* the job's sandbox has the network the plan gives a runtime */
-	if (res == JOBS_SUBMIT_OK)
+	why->storage_limit = st.eff.v[QL_JOB_STORAGE_BYTES];
+	/* the job's sandbox has the network the plan gives a runtime; what the
+	 * user's kept jobs hold is measured first, so the limit sees it now */
+	if (res == JOBS_SUBMIT_OK) {
+		jobs_storage_measure(app, user_id);
 		res = insert(app, user_id, &s, st.eff.v[QL_NETWORK] == QUOTA_NETWORK_EGRESS,
-			     limit_or(st.eff.v[QL_CONCURRENT_JOBS], -1), out);
+			     limit_or(st.eff.v[QL_CONCURRENT_JOBS], -1),
+			     limit_or(st.eff.v[QL_JOB_STORAGE_BYTES], 0), out);
+	}
 	if (res == JOBS_SUBMIT_OK) {
 		if (audit_add(app->db, now, user, "job.submit", user, address, s.name) < 0)
 			log_error("audit: job.submit of %s not recorded", user);

@@ -3,6 +3,7 @@
  * web/ and api/ (the runner, the release of a warm pool, the events).
  * Inside jobs/ no file but jobs.c includes it; top to bottom (no file
  * includes one above it): jobs.c; runner.c (the pass on a ticker);
+ * retention.c (stored bytes, deletion, the retention sweep: retention.h);
  * dispatch.c, lifecycle.c, reconcile.c; moves.c (the shared row moves and
  * the one "row moved" hook); poke.c (the runner's handle).
  *
@@ -28,6 +29,7 @@
 #include "jobs/moves.h"
 #include "jobs/outcome.h"
 #include "jobs/poke.h"
+#include "jobs/retention.h"
 #include "jobs/runner.h"
 #include "jobs/submit.h"
 #include "sched/quota_check.h"
@@ -44,6 +46,7 @@ enum jobs_submit_result {
 	JOBS_SUBMIT_EXISTS,     /* the user has a job of that name */
 	JOBS_SUBMIT_CONCURRENT, /* concurrent_jobs reached: *limit */
 	JOBS_SUBMIT_QUOTA,      /* a window of the kind is used up: *refusal */
+	JOBS_SUBMIT_STORAGE,    /* job_storage_bytes reached: storage_limit */
 	JOBS_SUBMIT_ERROR,
 };
 
@@ -52,6 +55,7 @@ struct jobs_refusal {
 	struct jobs_submit_error err;
 	struct quota_window window;
 	int64_t concurrent_limit;
+	int64_t storage_limit; /* job_storage_bytes */
 };
 
 /* Checks body against the user's limits and quota and inserts a Pending

@@ -145,6 +145,10 @@ const struct proto_field proto_job_stop[] = {
 	{"grace_s", PROTO_INT, 0, PROTO_GRACE_MAX_S, false},
 	{NULL, 0, 0, 0, false},
 };
+const struct proto_field proto_job_logs_remove[] = {
+	{"job_ids", PROTO_INT_ARRAY, 1, PROTO_JOB_LOGS_MAX, false},
+	{NULL, 0, 0, 0, false},
+};
 const struct proto_field proto_pool_ready[] = {
 	POOL_KEY_FIELDS,
 	{NULL, 0, 0, 0, false},

@@ -63,6 +63,9 @@ extern const struct proto_field proto_pool_start[];
 extern const struct proto_field proto_pool_stop[];
 extern const struct proto_field proto_job_run[];
 extern const struct proto_field proto_job_stop[];
+/* the log files of jobs whose rows are gone: job_ids, each >= 0 */
+extern const struct proto_field proto_job_logs_remove[];
+#define PROTO_JOB_LOGS_MAX 256
 /* job sandboxes: events */
 extern const struct proto_field proto_pool_ready[];
 extern const struct proto_field proto_pool_ended[];

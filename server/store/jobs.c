@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store/db.h"
+#include "store/job_storage.h"
 #include "store/ledger.h"
 
 static const char *const status_names[] = {"InProgress", "Completed", "Failed", "Stopping",
@@ -190,10 +191,23 @@ static int add_transition(struct db *db, int64_t id, enum job_secondary s, int64
 		       : -1;
 }
 
+/* Whether the user's kept job data leaves room for a spec of spec_bytes
+ * (inside the inserting transaction). 0, JOBS_CREATE_STORAGE, or -1. */
+static int storage_room(struct db *db, const struct job_new *n, int64_t spec_bytes)
+{
+	struct job_storage_use use;
+
+	if (n->max_stored_bytes <= 0)
+		return 0;
+	if (job_storage_of_user(db, n->user_id, &use) < 0)
+		return -1;
+	return use.total_bytes + spec_bytes > n->max_stored_bytes ? JOBS_CREATE_STORAGE : 0;
+}
+
 int jobs_create(struct db *db, const struct job_new *n, struct job *out)
 {
 	int rc = -1, live = 0;
-	int64_t id = 0;
+	int64_t id = 0, spec_bytes = (int64_t)strlen(n->spec);
 
 	db_lock(db);
 	if (db_begin(db) < 0)
@@ -207,6 +221,10 @@ int jobs_create(struct db *db, const struct job_new *n, struct job *out)
 		db_rollback(db);
 		goto unlock;
 	}
+	if ((rc = storage_room(db, n, spec_bytes)) < 0) {
+		db_rollback(db);
+		goto unlock;
+	}
 	rc = db_exec(db,
 		     "INSERT INTO jobs (user_id, name, status, secondary, spec, kind, gpu_count,"
 		     " image, memory_bytes, cpus_milli, network, max_retries, max_runtime_s,"
@@ -217,7 +235,9 @@ int jobs_create(struct db *db, const struct job_new *n, struct job *out)
 		     n->cpus_milli, (int64_t)n->network, (int64_t)n->max_retries, n->max_runtime_s,
 		     n->max_wait_s, n->keep_alive_s, n->grace_s, n->now_ms / 1000);
 	id = db_last_id(db);
-	if (rc != 1 || add_transition(db, id, JOB_PENDING, n->now_ms, "queued") < 0) {
+	if (rc != 1 || add_transition(db, id, JOB_PENDING, n->now_ms, "queued") < 0 ||
+	    db_exec(db, "INSERT INTO job_storage (job_id, user_id, spec_bytes) VALUES (?, ?, ?)",
+		    "iii", id, n->user_id, spec_bytes) != 1) {
 		db_rollback(db);
 		rc = rc == DB_CONFLICT ? DB_CONFLICT : -1;
 		goto unlock;
@@ -281,6 +301,10 @@ static int apply_move(struct db *db, const struct job *j, const struct job_move 
 	    add_transition(db, j->id, m->secondary, m->at_ms, m->message) < 0)
 		return -1;
 	if ((m->next_attempt || !billed(m->secondary)) && ledger_close_job(db, j->id, now, reason) < 0)
+		return -1;
+	/* the retention sweep orders ended jobs by this (job_storage.h) */
+	if (ending && db_exec(db, "UPDATE job_storage SET ended_at = ? WHERE job_id = ?", "ii",
+			      now, j->id) < 0)
 		return -1;
 	if (billed(m->secondary) && ledger_open_job(db, j->id, now) < 0)
 		return -1;

@@ -84,13 +84,19 @@ struct job_new {
 	int64_t now_ms;
 	/* refuse when the user has this many live jobs already; -1 = no limit */
 	int64_t max_live;
+	/* refuse when the user's jobs keep this many bytes or more
+	 * (job_storage.h), or would with this spec; 0 = no limit (a limit
+	 * is at least 1 MiB) */
+	int64_t max_stored_bytes;
 };
 
-#define JOBS_CREATE_QUOTA (-3) /* max_live reached */
+#define JOBS_CREATE_QUOTA (-3)   /* max_live reached */
+#define JOBS_CREATE_STORAGE (-4) /* max_stored_bytes reached */
 
-/* Inserts a Pending job and its first transition. 0 with *out (release with
- * jobs_row_free), DB_CONFLICT when the user has a job of that name,
- * JOBS_CREATE_QUOTA, or -1. */
+/* Inserts a Pending job, its first transition and its storage row
+ * (job_storage.h). 0 with *out (release with jobs_row_free), DB_CONFLICT
+ * when the user has a job of that name, JOBS_CREATE_QUOTA,
+ * JOBS_CREATE_STORAGE, or -1. */
 int jobs_create(struct db *db, const struct job_new *n, struct job *out);
 /* How many live jobs user_id has; -1 on error. */
 int jobs_count_live(struct db *db, int64_t user_id);

@@ -349,6 +349,26 @@ static const char *const migrations[] = {
 	 * "Metrics"), kept so that a restarted labd-web neither matches them
 	 * again nor forgets to say so. */
 	("ALTER TABLE job_observe ADD COLUMN dropped_defs INTEGER NOT NULL DEFAULT 0;"),
+	/* 15: what each job keeps on the state file system, charged to its
+	 * user (docs/jobs.md "Retention"): the bytes of its spec (fixed at
+	 * submit), of its log and an estimate of its metric points (measured
+	 * while it may grow; final once measured after its end), beside the
+	 * job in a row of its own so that summing a user's stays cheap (a
+	 * jobs row holds a spec of up to ~1 MiB before its later columns).
+	 * ended_at orders the retention sweep. */
+	("CREATE TABLE job_storage ("
+	 "  job_id INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,"
+	 "  user_id INTEGER NOT NULL,"
+	 "  spec_bytes INTEGER NOT NULL DEFAULT 0,"
+	 "  log_bytes INTEGER NOT NULL DEFAULT 0,"
+	 "  metric_bytes INTEGER NOT NULL DEFAULT 0,"
+	 "  ended_at INTEGER NOT NULL DEFAULT 0,"
+	 "  final INTEGER NOT NULL DEFAULT 0);"
+	 "CREATE INDEX job_storage_user ON job_storage(user_id, ended_at);"
+	 "CREATE INDEX job_storage_ended ON job_storage(ended_at);"
+	 "CREATE INDEX job_storage_open ON job_storage(job_id) WHERE final = 0;"
+	 "INSERT INTO job_storage (job_id, user_id, spec_bytes, ended_at)"
+	 "  SELECT id, user_id, length(CAST(spec AS BLOB)), ended_at FROM jobs;"),
 };
 
 int migrations_count(void)

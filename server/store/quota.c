@@ -24,6 +24,7 @@ static const struct {
 	[QL_JOB_MAX_RUNTIME_S] = {"job_max_runtime_s", 60, 365 * 86400LL},
 	[QL_NETWORK] = {"network", QUOTA_NETWORK_NONE, QUOTA_NETWORK_EGRESS},
 	[QL_EGRESS_BYTES_PER_S] = {"egress_bytes_per_s", 1024, 1LL << 40},
+	[QL_JOB_STORAGE_BYTES] = {"job_storage_bytes", 1LL << 20, 1LL << 44},
 };
 
 void quota_limits_clear(struct quota_limits *l)

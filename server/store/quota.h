@@ -26,6 +26,7 @@ enum quota_limit {
 	QL_JOB_MAX_RUNTIME_S,
 	QL_NETWORK,            /* QUOTA_NETWORK_NONE or _EGRESS; the API says "none"/"egress" */
 	QL_EGRESS_BYTES_PER_S, /* each way */
+	QL_JOB_STORAGE_BYTES,  /* what a user's kept jobs hold (store/job_storage.h) */
 	QL_COUNT
 };
 

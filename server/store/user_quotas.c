@@ -30,6 +30,7 @@ void user_quotas_defaults(const struct labd_config *cfg, struct quota_limits *ou
 	out->v[QL_JOB_MAX_RUNTIME_S] = cfg->quota_job_max_runtime_s;
 	out->v[QL_NETWORK] = cfg->quota_network ? QUOTA_NETWORK_EGRESS : QUOTA_NETWORK_NONE;
 	out->v[QL_EGRESS_BYTES_PER_S] = cfg->quota_egress_bytes_per_s; /* -1 = QUOTA_UNLIMITED */
+	out->v[QL_JOB_STORAGE_BYTES] = cfg->quota_job_storage_bytes;    /* -1 = QUOTA_UNLIMITED */
 }
 
 struct row {

@@ -80,6 +80,7 @@ static const struct {
 	{"pool_stop", proto_pool_stop, CH_READY, NULL, host_pool_stop},
 	{"job_run", proto_job_run, CH_READY, NULL, host_pool_job_run},
 	{"job_stop", proto_job_stop, CH_READY, NULL, host_pool_job_stop},
+	{"job_logs_remove", proto_job_logs_remove, CH_READY, NULL, host_pool_logs_remove},
 };
 
 /* A row's handler; a channel without a host (unit tests of the table) refuses

@@ -29,5 +29,8 @@ json_t *host_pool_start(struct host *h, long long id, json_t *msg);
 json_t *host_pool_stop(struct host *h, long long id, json_t *msg);
 json_t *host_pool_job_run(struct host *h, long long id, json_t *msg);
 json_t *host_pool_job_stop(struct host *h, long long id, json_t *msg);
+/* job_logs_remove: unlinks joblogs/<id>.log of each id but a job a pool
+ * holds now (its log is still written or copied). */
+json_t *host_pool_logs_remove(struct host *h, long long id, json_t *msg);
 
 #endif

@@ -1,8 +1,11 @@
-/* host_pool_requests.c - a pool's start and stop and a job's run and stop, as the
- * web process asks them; see host_pool.h. */
+/* host_pool_requests.c - a pool's start and stop, a job's run and stop, and
+ * the removal of gone jobs' logs, as the web process asks them; see
+ * host_pool.h. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "labd/log.h"
@@ -131,4 +134,35 @@ json_t *host_pool_job_stop(struct host *h, long long id, json_t *msg)
 	    p->job.job_id != proto_int(msg, "job_id"))
 		return proto_error(id, "not_found", "that job does not run in this pool");
 	return jobrun_stop(h, p, id, msg);
+}
+
+/* Whether a pool holds job_id now: its log may still be written or copied. */
+static bool job_held(struct host *h, long long job_id)
+{
+	struct host_box *b;
+
+	for (int i = 0; (b = host_next(h, &host_pool, &i));) {
+		struct pool_box *p = (struct pool_box *)b;
+		if (p->job.step != J_NONE && p->job.job_id == job_id)
+			return true;
+	}
+	return false;
+}
+
+json_t *host_pool_logs_remove(struct host *h, long long id, json_t *msg)
+{
+	json_t *ids = json_object_get(msg, "job_ids"), *v;
+	char path[JOBLOG_PATH_MAX];
+	size_t i;
+
+	json_array_foreach(ids, i, v) {
+		long long job_id = json_integer_value(v);
+		if (job_held(h, job_id))
+			continue; /* asked again once the job is off its pool */
+		joblog_path(host_state_dir(h), job_id, path, sizeof(path));
+		/* joblogs/ is root's: nothing in it is a link labd-web planted */
+		if (unlink(path) < 0 && errno != ENOENT)
+			log_warn("job log %s: cannot remove: %s", path, strerror(errno));
+	}
+	return proto_ok(id);
 }

@@ -38,6 +38,7 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/jobs", ROUTE_USER, ROUTE_API, api_jobs_list, SCOPE_JOBS},
 	{"GET", "/api/v1/jobs/{}", ROUTE_USER, ROUTE_API, api_jobs_get, SCOPE_JOBS},
 	{"POST", "/api/v1/jobs/{}/stop", ROUTE_USER, ROUTE_API, api_jobs_stop, SCOPE_JOBS},
+	{"DELETE", "/api/v1/jobs/{}", ROUTE_USER, ROUTE_API, api_jobs_delete, SCOPE_JOBS},
 	{"GET", "/api/v1/warm-pools", ROUTE_USER, ROUTE_API, api_warm_pools_list, SCOPE_JOBS},
 	{"DELETE", "/api/v1/warm-pools/{}", ROUTE_USER, ROUTE_API, api_warm_pools_delete,
 	 SCOPE_JOBS},

@@ -47,6 +47,7 @@
 #include "labd/watch.h"
 #include "metrics/labd.h"
 #include "store/users.h"
+#include "jobs/retention.h"
 
 /* How often expired sessions are swept from the store. */
 #define MAINTENANCE_S 60
@@ -341,21 +342,26 @@ static void stop_jobs(struct web *w)
  * still hold) are heard when they happen (dbwatch.h: a write in the store's
  * directory pokes the maintenance ticker), or looked for every second when
  * the directory cannot be watched; expired sessions are swept from the store
- * every MAINTENANCE_S. */
+ * every MAINTENANCE_S, and ended jobs by the retention sweep (jobs/retention.h)
+ * every [jobs] retention_sweep. */
 #define CLI_WRITES_EVERY_MS 1000
 
 static long long maintenance_pass(void *arg)
 {
 	struct web *w = arg;
 	static long long next_purge_ms;
+	long long retention_ms, due_ms;
 
 	db_poll_external(w->app.db);
 	if (clock_ms() >= next_purge_ms) {
 		sessions_purge_expired(w->app.db, w->app.session, time(NULL));
 		next_purge_ms = clock_ms() + MAINTENANCE_S * 1000LL;
 	}
-	return __atomic_load_n(&w->dbwatch, __ATOMIC_ACQUIRE) ? next_purge_ms
-							     : clock_ms() + CLI_WRITES_EVERY_MS;
+	/* what ended jobs keep: [jobs] retention_sweep */
+	retention_ms = jobs_retention_pass(&w->app);
+	due_ms = __atomic_load_n(&w->dbwatch, __ATOMIC_ACQUIRE) ? next_purge_ms
+							       : clock_ms() + CLI_WRITES_EVERY_MS;
+	return retention_ms < due_ms ? retention_ms : due_ms;
 }
 
 static void store_written(void *arg)

@@ -14,7 +14,7 @@ static const struct proto_field *const lists[] = {
 	proto_home_usage, proto_home_resize, proto_reply, proto_sandbox_ready,
 	proto_sandbox_ended, proto_sandbox_warning, proto_pool_start, proto_pool_stop,
 	proto_job_run, proto_job_stop, proto_pool_ready, proto_pool_ended, proto_job_phase,
-	proto_job_exited, proto_job_sample,
+	proto_job_exited, proto_job_sample, proto_job_logs_remove,
 };
 
 static int fds[2] = {-1, -1};

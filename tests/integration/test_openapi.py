@@ -149,6 +149,8 @@ def test_every_documented_operation_is_called(daemon, admin, new_user):
     for what in ("logs", "metrics", "samples"):
         assert_status(c.get(f"/api/v1/jobs/{job.json['id']}/{what}"), 200)
     assert_status(c.get("/api/v1/jobs/999999/events"), 404)
+    c.delete(f"/api/v1/jobs/{job.json['id']}")  # 204 once stopped, 409 while it stops
+    assert_status(c.delete("/api/v1/jobs/999999"), 404)
     a.delete("/api/v1/runtimes/999999")  # none: 404 (test_admin_runtimes stops real ones)
     assert_status(a.get("/api/v1/audit?limit=5"), 200)
     assert_status(a.get("/metrics"), 200)

@@ -19,7 +19,7 @@ from labd_harness import (
 LIMITS = {"cpu_runtime_max_s", "gpu_runtime_max_s", "cpu_s_per_24h", "cpu_s_per_7d",
           "gpu_s_per_24h", "gpu_s_per_7d", "storage_bytes", "memory_bytes", "cpus_milli",
           "gpus_per_runtime", "concurrent_jobs", "job_max_runtime_s", "network",
-          "egress_bytes_per_s"}
+          "egress_bytes_per_s", "job_storage_bytes"}
 
 
 def make_plan(admin, limits):
@@ -39,7 +39,10 @@ def test_me_quota_defaults(daemon, user):
     r = user.get("/api/v1/me/quota")
     assert_status(r, 200)
     j = r.json
-    assert set(j) == {"user", "limits", "used", "remaining", "next_free_at", "storage"}, j
+    assert set(j) == {"user", "limits", "used", "remaining", "next_free_at", "storage",
+                      "job_storage"}, j
+    assert j["job_storage"] == {"used_bytes": 0, "quota_bytes": 5 << 30, "jobs": 0,
+                                "spec_bytes": 0, "log_bytes": 0, "metric_bytes": 0}, j
     windows = {"cpu_s_per_24h", "cpu_s_per_7d", "gpu_s_per_24h", "gpu_s_per_7d"}
     # no home yet: nothing stored
     assert j["user"] == user.user and j["used"] == dict.fromkeys(windows, 0) | {

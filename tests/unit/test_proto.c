@@ -160,6 +160,19 @@ static void test_pool_job_requests(void **state)
 				      {"\"grace_s\":120", "\"grace_s\":-1"},
 				      {",\"grace_s\":120", ""}};
 	refuse_each(js, jss, 3, proto_job_stop, true);
+
+	/* the logs of gone jobs: 1 to PROTO_JOB_LOGS_MAX ids, each >= 0 */
+	const char *lr = "{\"v\":2,\"id\":1,\"type\":\"job_logs_remove\",\"job_ids\":[4,9]}";
+	const char *const lrs[][2] = {{"[4,9]", "[]"}, {"[4,9]", "[4,-9]"}, {"[4,9]", "[\"4\"]"},
+				      {"[4,9]", "4"}};
+	refuse_each(lr, lrs, 4, proto_job_logs_remove, true);
+	char many[4096];
+	size_t used = (size_t)snprintf(many, sizeof(many),
+				       "{\"v\":2,\"id\":1,\"type\":\"job_logs_remove\",\"job_ids\":[");
+	for (int i = 0; i <= PROTO_JOB_LOGS_MAX; i++)
+		used += (size_t)snprintf(many + used, sizeof(many) - used, "%s%d", i ? "," : "", i);
+	snprintf(many + used, sizeof(many) - used, "]}");
+	assert_int_not_equal(check(many, proto_job_logs_remove, true), 0);
 }
 
 /* The job-sandbox events: what labd-web accepts from the supervisor. */

@@ -23,6 +23,7 @@
     { name: "job_max_runtime_s", label: "Job length", unit: "s" },
     { name: "network", label: "Network (none or egress)", unit: "net" },
     { name: "egress_bytes_per_s", label: "Egress bytes per second", unit: "bytes" },
+    { name: "job_storage_bytes", label: "Kept job data", unit: "bytes" },
   ];
 
   var SECONDS = { s: 1, m: 60, min: 60, h: 3600, d: 86400 };

@@ -74,6 +74,28 @@
     }
   }
 
+  /* "job_storage" of /me/quota: what the user's kept training jobs hold on the
+   * state file system against job_storage_bytes (docs/jobs.md "Retention"). */
+  function renderJobStorage(q) {
+    var js = q.job_storage || {};
+    var bar = $("job-storage-used");
+    var used = js.used_bytes, quota = js.quota_bytes;
+    var jobs = typeof js.jobs === "number" ? js.jobs + (js.jobs === 1 ? " job" : " jobs") : "";
+    if (typeof used !== "number") {
+      bar.hidden = true;
+      $("job-storage-text").textContent = "Not known.";
+      return;
+    }
+    bar.hidden = !quota;
+    if (quota) {
+      bar.max = quota;
+      bar.value = Math.min(used, quota);
+    }
+    $("job-storage-text").textContent =
+      L.bytes(used) + (quota ? " used of " + L.bytes(quota) : " used (no limit)") + (jobs ? ", " + jobs : "") +
+      (quota && used >= quota ? "; delete ended jobs to submit new ones" : "");
+  }
+
   /* Hours per UTC day of the last HISTORY_DAYS days, an entry split at midnight. */
   function history(entries, now) {
     var today = now - (now % DAY_S);
@@ -103,6 +125,7 @@
           renderWindow(w, q, entries, now);
         });
         renderStorage(q);
+        renderJobStorage(q);
         L.hoursChart($("usage-history"), history(entries, now), {
           title: "Your CPU and GPU hours per day",
           keyTitle: "Day (UTC)",
