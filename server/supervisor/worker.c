@@ -4,17 +4,60 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-int worker_spawn(worker_fn fn, void *arg, pid_t *pid, int *fd)
+#include "labd/clock.h"
+#include "labd/log.h"
+
+/* The workers alive (not yet reaped): their limits, and which parent socket
+ * each answers on, so that a killed one's EOF reads as -ETIMEDOUT. */
+static struct worker_slot {
+	pid_t pid; /* 0: free */
+	int fd;    /* the parent's end; -1 once its number was reused */
+	long long kill_at_ms;
+	bool killed;    /* SIGKILLed by us: at its limit or by worker_end */
+	bool timed_out; /* at its limit */
+} slots[WORKER_MAX];
+
+static struct worker_slot *slot_of_pid(pid_t pid)
 {
+	for (int i = 0; pid > 0 && i < WORKER_MAX; i++)
+		if (slots[i].pid == pid)
+			return &slots[i];
+	return NULL;
+}
+
+static struct worker_slot *slot_of_fd(int fd)
+{
+	for (int i = 0; fd >= 0 && i < WORKER_MAX; i++)
+		if (slots[i].pid && slots[i].fd == fd)
+			return &slots[i];
+	return NULL;
+}
+
+int worker_spawn(worker_fn fn, void *arg, long long limit_ms, pid_t *pid, int *fd)
+{
+	struct worker_slot *s = NULL, *old;
 	int sv[2];
 	pid_t child;
 
+	for (int i = 0; !s && i < WORKER_MAX; i++) {
+		siginfo_t si = {0};
+		/* ended (a zombie the supervisor's reaper still gets: WNOWAIT), or
+		 * reaped by a waitpid of someone else's: its slot is free */
+		if (slots[i].pid && (waitid(P_PID, (id_t)slots[i].pid, &si,
+					    WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid))
+			slots[i] = (struct worker_slot){0};
+		s = slots[i].pid ? NULL : &slots[i];
+	}
+	if (!s)
+		return -EAGAIN;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	fflush(stdout);
@@ -42,6 +85,11 @@ int worker_spawn(worker_fn fn, void *arg, pid_t *pid, int *fd)
 		close(sv[0]);
 		return -errno;
 	}
+	/* the number was closed by an earlier worker's owner: that slot no
+	 * longer answers on it */
+	if ((old = slot_of_fd(sv[0])))
+		old->fd = -1;
+	*s = (struct worker_slot){child, sv[0], clock_ms() + limit_ms, false, false};
 	*pid = child;
 	*fd = sv[0];
 	return 0;
@@ -86,6 +134,8 @@ ssize_t worker_recv(int fd, void *buf, size_t len, int *passed_fd)
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
+	if (n == 0 && slot_of_fd(fd) && slot_of_fd(fd)->timed_out)
+		return -ETIMEDOUT;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
 			memcpy(passed_fd, CMSG_DATA(c), sizeof(int));
@@ -96,4 +146,44 @@ ssize_t worker_recv(int fd, void *buf, size_t len, int *passed_fd)
 		return -EMSGSIZE;
 	}
 	return n;
+}
+
+long long worker_tick(long long now_ms)
+{
+	long long next = -1;
+
+	for (int i = 0; i < WORKER_MAX; i++) {
+		struct worker_slot *s = &slots[i];
+		if (!s->pid || s->killed)
+			continue;
+		if (now_ms >= s->kill_at_ms) {
+			/* the child is not reaped yet (worker_reaped frees the slot):
+			 * the pid is still this worker's */
+			log_error("worker %d ran past its time limit: killed", (int)s->pid);
+			kill(s->pid, SIGKILL);
+			s->killed = s->timed_out = true;
+			continue;
+		}
+		if (next < 0 || s->kill_at_ms < next)
+			next = s->kill_at_ms;
+	}
+	return next < 0 ? -1 : next - now_ms;
+}
+
+void worker_reaped(pid_t pid)
+{
+	struct worker_slot *s = slot_of_pid(pid);
+
+	if (s)
+		*s = (struct worker_slot){0};
+}
+
+void worker_end(pid_t pid)
+{
+	struct worker_slot *s = slot_of_pid(pid);
+
+	if (s && !s->killed) {
+		kill(s->pid, SIGKILL);
+		s->killed = true;
+	}
 }
