@@ -504,6 +504,11 @@ int home_grow(const char *state_dir, const char *key, const char *image, uint64_
 			fail_error("resize2fs %s failed", dev);
 			goto out;
 		}
+	} else if (home_attached(image)) {
+		/* live under another mount point (a copy in a sandbox's namespace, or
+		 * a key that is not this one): an offline resize would corrupt it */
+		fail_error("home %s: attached but not mounted at %s: not resized", image, mnt);
+		goto out;
 	} else {
 		const char *fsck[] = {e2fsck, "-f", "-p", image, NULL};
 		const char *argv[] = {resize, image, NULL};

@@ -425,6 +425,9 @@ int main(int argc, char **argv)
 			return rc;
 		if (!parse_user_name_ok(c.spec.user) || !c.spec.home_image)
 			return bad("user/home-image", "(missing)");
+		bool mounted_use = strcmp(sub, "grow") == 0 || strcmp(sub, "usage") == 0;
+		if (mounted_use && !c.have_user_id) /* its mount point is keyed by it */
+			return bad("user-id", "(missing)");
 		char key[HOME_KEY_MAX]; /* where it is mounted: by user id (home.h) */
 		home_key_find(c.spec.state_dir, c.spec.user_id, c.spec.user, c.spec.home_image, key,
 			      sizeof(key));
