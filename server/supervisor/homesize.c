@@ -54,7 +54,8 @@ struct grow_job {
 static int grow_worker(void *arg, int fd)
 {
 	const struct grow_job *j = arg;
-	int ok = sandbox_home_grow(j->state_dir, (uint32_t)j->user_id, j->user, j->image, j->size_bytes) == 0;
+	int ok = sandbox_home_grow(j->state_dir, (uint32_t)j->user_id, j->user, j->image,
+				   j->size_bytes) == 0;
 
 	if (ok)
 		log_info("grew %s's home to %llu bytes online", j->user,

@@ -316,7 +316,8 @@ static void begin_upload(struct host *ps, struct pool_box *p)
 	p->job.step = J_UPLOADING;
 	host_save(ps, &p->b); /* a restart now redoes the upload: its end is known */
 	emit_phase(ps, p, "uploading");
-	if (worker_spawn(upload_worker, &c, WORKER_JOB_LIMIT_MS, &p->job.worker, &p->job.worker_fd) < 0) {
+	if (worker_spawn(upload_worker, &c, WORKER_JOB_LIMIT_MS, &p->job.worker,
+			 &p->job.worker_fd) < 0) {
 		log_warn("job %lld: the upload worker could not start", p->job.job_id);
 		emit_exited(ps, p);
 		jobrun_clear(p);
@@ -459,8 +460,8 @@ static void on_staged(struct host *ps, struct pool_box *p)
 	if (n != (ssize_t)sizeof(r) || !r.ok) {
 		set_exit(j, "stage_failed", 0, 0,
 			 n == (ssize_t)sizeof(r) ? r.reason
-			 : n == -ETIMEDOUT	 ? "stage_failed: staging ran past its time limit"
-						 : "stage_failed: the staging worker died");
+			 : n == -ETIMEDOUT ? "stage_failed: staging ran past its time limit"
+					   : "stage_failed: the staging worker died");
 		begin_upload(ps, p);
 		return;
 	}
@@ -760,7 +761,8 @@ int jobrun_restore(struct host *ps, struct pool_box *p, json_t *rec)
 	if (j->step == J_STAGING) {
 		/* its worker died with the previous supervisor: staged again from scratch */
 		j->downloading_unsaid = true;
-		if (worker_spawn(stage_worker, &c, WORKER_JOB_LIMIT_MS, &j->worker, &j->worker_fd) < 0)
+		if (worker_spawn(stage_worker, &c, WORKER_JOB_LIMIT_MS, &j->worker,
+				 &j->worker_fd) < 0)
 			return -EAGAIN;
 	} else if (j->step == J_UPLOADING) {
 		begin_upload(ps, p); /* sync, copy, eject: each safe to do twice */
