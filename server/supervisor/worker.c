@@ -16,10 +16,12 @@
 #include "labd/log.h"
 
 /* The workers alive (not yet reaped): their limits, and which parent socket
- * each answers on, so that a killed one's EOF reads as -ETIMEDOUT. */
+ * each answers on, so that a killed one's EOF reads as -ETIMEDOUT. A worker
+ * killed at its limit keeps its slot's fd and mark after it is reaped (the
+ * reaper may run before its owner reads the socket), until that read. */
 static struct worker_slot {
-	pid_t pid; /* 0: free */
-	int fd;    /* the parent's end; -1 once its number was reused */
+	pid_t pid; /* 0: reaped, or free */
+	int fd;    /* the parent's end; -1 once read to its end or its number reused */
 	long long kill_at_ms;
 	bool killed;    /* SIGKILLed by us: at its limit or by worker_end */
 	bool timed_out; /* at its limit */
@@ -36,26 +38,46 @@ static struct worker_slot *slot_of_pid(pid_t pid)
 static struct worker_slot *slot_of_fd(int fd)
 {
 	for (int i = 0; fd >= 0 && i < WORKER_MAX; i++)
-		if (slots[i].pid && slots[i].fd == fd)
+		if ((slots[i].pid || slots[i].timed_out) && slots[i].fd == fd)
 			return &slots[i];
 	return NULL;
 }
 
+/* Its process is gone: a timed-out one's mark stays until worker_recv says it. */
+static void forget_pid(struct worker_slot *s)
+{
+	if (s->timed_out && s->fd >= 0)
+		s->pid = 0;
+	else
+		*s = (struct worker_slot){.fd = -1};
+}
+
+/* A slot with no process: one whose worker ended unreaped (a zombie the
+ * supervisor's reaper still gets: WNOWAIT) or was reaped by someone else's
+ * waitpid (a test's) counts. Free ones first, then timed-out marks. */
+static struct worker_slot *free_slot(void)
+{
+	struct worker_slot *mark = NULL;
+
+	for (int i = 0; i < WORKER_MAX; i++) {
+		siginfo_t si = {0};
+		if (slots[i].pid && (waitid(P_PID, (id_t)slots[i].pid, &si,
+					    WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid))
+			forget_pid(&slots[i]);
+		if (!slots[i].pid && !slots[i].timed_out)
+			return &slots[i];
+		if (!slots[i].pid && !mark)
+			mark = &slots[i];
+	}
+	return mark;
+}
+
 int worker_spawn(worker_fn fn, void *arg, long long limit_ms, pid_t *pid, int *fd)
 {
-	struct worker_slot *s = NULL, *old;
+	struct worker_slot *s = free_slot(), *old;
 	int sv[2];
 	pid_t child;
 
-	for (int i = 0; !s && i < WORKER_MAX; i++) {
-		siginfo_t si = {0};
-		/* ended (a zombie the supervisor's reaper still gets: WNOWAIT), or
-		 * reaped by a waitpid of someone else's: its slot is free */
-		if (slots[i].pid && (waitid(P_PID, (id_t)slots[i].pid, &si,
-					    WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid))
-			slots[i] = (struct worker_slot){0};
-		s = slots[i].pid ? NULL : &slots[i];
-	}
 	if (!s)
 		return -EAGAIN;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -87,8 +109,11 @@ int worker_spawn(worker_fn fn, void *arg, long long limit_ms, pid_t *pid, int *f
 	}
 	/* the number was closed by an earlier worker's owner: that slot no
 	 * longer answers on it */
-	if ((old = slot_of_fd(sv[0])))
+	if ((old = slot_of_fd(sv[0]))) {
 		old->fd = -1;
+		if (!old->pid)
+			forget_pid(old);
+	}
 	*s = (struct worker_slot){child, sv[0], clock_ms() + limit_ms, false, false};
 	*pid = child;
 	*fd = sv[0];
@@ -134,8 +159,13 @@ ssize_t worker_recv(int fd, void *buf, size_t len, int *passed_fd)
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
-	if (n == 0 && slot_of_fd(fd) && slot_of_fd(fd)->timed_out)
+	struct worker_slot *s = n == 0 ? slot_of_fd(fd) : NULL;
+	if (s && s->timed_out) {
+		s->fd = -1; /* said once */
+		if (!s->pid)
+			forget_pid(s);
 		return -ETIMEDOUT;
+	}
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
 			memcpy(passed_fd, CMSG_DATA(c), sizeof(int));
@@ -175,7 +205,7 @@ void worker_reaped(pid_t pid)
 	struct worker_slot *s = slot_of_pid(pid);
 
 	if (s)
-		*s = (struct worker_slot){0};
+		forget_pid(s);
 }
 
 void worker_end(pid_t pid)
