@@ -172,11 +172,18 @@ static int link_hidden(int tmp, int dfd, const char *name, char *name_out, size_
 int joblog_copy_out(const char *log_path, int dfd, const char *name, uid_t owner)
 {
 	char hidden[96];
+	struct stat st;
 	int in = -1, tmp = -1, rc;
 
+	/* root's own log, but opened as anything else would be: never blocking,
+	 * never through a link, a regular file only */
 	in = open(log_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (in < 0)
 		return -errno;
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(in);
+		return -EINVAL;
+	}
 	/* an unnamed file in the user's folder: a FIFO, socket or device node
 	 * the user left at name is never opened (an open of a FIFO blocks for a
 	 * reader for ever), only replaced by the rename below */
