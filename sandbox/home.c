@@ -139,28 +139,33 @@ int home_ensure(const char *image, uint64_t size_bytes, uid_t owner)
 	return home_exists(image) == 1 ? 0 : -1; /* another start made it first */
 }
 
-int home_mount_path(const char *state_dir, const char *user, char *buf, size_t size)
+void home_key(uint32_t user_id, char *buf, size_t size)
 {
-	int n = snprintf(buf, size, "%s/homes/%s/mnt", state_dir, user);
+	snprintf(buf, size, "%" PRIu32, user_id);
+}
+
+int home_mount_path(const char *state_dir, const char *key, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s/homes/%s/mnt", state_dir, key);
 	return (n < 0 || (size_t)n >= size) ? -1 : 0;
 }
 
-/* Creates <state>/homes/<user>/{mnt,refs} and returns the locked lock fd, or -1. */
-static int home_lock(const char *state_dir, const char *user)
+/* Creates <state>/homes/<key>/{mnt,refs} and returns the locked lock fd, or -1. */
+static int home_lock(const char *state_dir, const char *key)
 {
 	char path[PATH_LEN];
 	const char *const sub[] = {"", "/homes", "/homes/", "/homes/", "/homes/"};
 	const char *const tail[] = {"", "", "", "/mnt", "/refs"};
 	int fd;
 
-	if (!user[0] || strchr(user, '/') || user[0] == '.')
-		return fail_error("bad user %s", user);
+	if (!key[0] || strchr(key, '/') || key[0] == '.')
+		return fail_error("bad home key %s", key);
 	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
-		snprintf(path, sizeof(path), "%s%s%s%s", state_dir, sub[i], i >= 2 ? user : "", tail[i]);
+		snprintf(path, sizeof(path), "%s%s%s%s", state_dir, sub[i], i >= 2 ? key : "", tail[i]);
 		if (mkdir(path, 0700) < 0 && errno != EEXIST)
 			return fail_errno("mkdir %s", path);
 	}
-	snprintf(path, sizeof(path), "%s/homes/%s/lock", state_dir, user);
+	snprintf(path, sizeof(path), "%s/homes/%s/lock", state_dir, key);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return fail_errno("open %s", path);
@@ -184,14 +189,14 @@ static bool is_mounted(const char *mnt, dev_t *dev)
 	return a.st_dev != b.st_dev;
 }
 
-static int count_refs(const char *state_dir, const char *user)
+static int count_refs(const char *state_dir, const char *key)
 {
 	char path[PATH_LEN];
 	struct dirent *e;
 	int n = 0;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "%s/homes/%s/refs", state_dir, user);
+	snprintf(path, sizeof(path), "%s/homes/%s/refs", state_dir, key);
 	if (!(d = opendir(path)))
 		return errno == ENOENT ? 0 : -1;
 	while ((e = readdir(d)))
@@ -317,33 +322,6 @@ out:
 	return rc;
 }
 
-int home_mount_ref(const char *state_dir, const char *user, const char *image, const char *holder)
-{
-	char mnt[PATH_LEN], ref[PATH_LEN];
-	int lock, fd, rc = -1;
-
-	if (!holder[0] || strchr(holder, '/') || holder[0] == '.')
-		return fail_error("bad home holder %s", holder);
-	if ((lock = home_lock(state_dir, user)) < 0)
-		return -1;
-	home_mount_path(state_dir, user, mnt, sizeof(mnt));
-	if (!is_mounted(mnt, NULL) && loop_mount(image, mnt) < 0)
-		goto out;
-	snprintf(ref, sizeof(ref), "%s/homes/%s/refs/%s", state_dir, user, holder);
-	fd = open(ref, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		fail_errno("create %s", ref);
-		if (count_refs(state_dir, user) == 0)
-			umount2(mnt, 0);
-		goto out;
-	}
-	close(fd);
-	rc = 0;
-out:
-	close(lock);
-	return rc;
-}
-
 static int unmount_home(const char *mnt)
 {
 	if (umount2(mnt, 0) == 0 || errno == EINVAL)
@@ -354,20 +332,91 @@ static int unmount_home(const char *mnt)
 	return fail_errno("umount %s", mnt);
 }
 
-int home_unref(const char *state_dir, const char *user, const char *holder)
+/* The loop device's backing file (its path now, as the kernel names it; a
+ * file deleted since ends in " (deleted)") into out; 0, or -1 when dev is not
+ * a loop device. */
+static int loop_backing(dev_t dev, char *out, size_t len)
+{
+	char path[96];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/loop/backing_file", major(dev),
+		 minor(dev));
+	if (!(f = fopen(path, "re")))
+		return -1;
+	if (!fgets(out, (int)len, f)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	out[strcspn(out, "\n")] = '\0';
+	return 0;
+}
+
+/* Whether what is mounted at mnt is image's loop device. */
+static bool mount_holds(const char *mnt, const char *image)
+{
+	char want[PATH_MAX], backing[PATH_MAX];
+	dev_t dev;
+
+	return is_mounted(mnt, &dev) && realpath(image, want) &&
+	       loop_backing(dev, backing, sizeof(backing)) == 0 && strcmp(backing, want) == 0;
+}
+
+int home_mount_ref(const char *state_dir, const char *key, const char *image, const char *holder)
+{
+	char mnt[PATH_LEN], ref[PATH_LEN];
+	int lock, fd, rc = -1;
+
+	if (!holder[0] || strchr(holder, '/') || holder[0] == '.')
+		return fail_error("bad home holder %s", holder);
+	if ((lock = home_lock(state_dir, key)) < 0)
+		return -1;
+	home_mount_path(state_dir, key, mnt, sizeof(mnt));
+	/* a mount point that holds another image (a deleted user's, archived
+	 * since) is never handed out: refused while a sandbox holds it, else
+	 * unmounted and the right image mounted */
+	if (is_mounted(mnt, NULL) && !mount_holds(mnt, image)) {
+		if (count_refs(state_dir, key) != 0) {
+			fail_error("home %s: %s holds another image, still in use: refused", image,
+				   mnt);
+			goto out;
+		}
+		log_warn("home %s: %s held another image, unused: unmounted", image, mnt);
+		if (unmount_home(mnt) < 0)
+			goto out;
+	}
+	if (!is_mounted(mnt, NULL) && loop_mount(image, mnt) < 0)
+		goto out;
+	snprintf(ref, sizeof(ref), "%s/homes/%s/refs/%s", state_dir, key, holder);
+	fd = open(ref, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		fail_errno("create %s", ref);
+		if (count_refs(state_dir, key) == 0)
+			umount2(mnt, 0);
+		goto out;
+	}
+	close(fd);
+	rc = 0;
+out:
+	close(lock);
+	return rc;
+}
+
+int home_unref(const char *state_dir, const char *key, const char *holder)
 {
 	char mnt[PATH_LEN], ref[PATH_LEN];
 	int lock, rc = 0;
 
 	if (!holder[0] || strchr(holder, '/') || holder[0] == '.')
 		return fail_error("bad home holder %s", holder);
-	if ((lock = home_lock(state_dir, user)) < 0)
+	if ((lock = home_lock(state_dir, key)) < 0)
 		return -1;
-	snprintf(ref, sizeof(ref), "%s/homes/%s/refs/%s", state_dir, user, holder);
+	snprintf(ref, sizeof(ref), "%s/homes/%s/refs/%s", state_dir, key, holder);
 	if (unlink(ref) < 0 && errno != ENOENT)
 		rc = fail_errno("unlink %s", ref);
-	home_mount_path(state_dir, user, mnt, sizeof(mnt));
-	if (count_refs(state_dir, user) == 0 && is_mounted(mnt, NULL))
+	home_mount_path(state_dir, key, mnt, sizeof(mnt));
+	if (count_refs(state_dir, key) == 0 && is_mounted(mnt, NULL))
 		rc = unmount_home(mnt);
 	close(lock);
 	return rc;
@@ -429,14 +478,14 @@ static bool fs_fills(const char *image, const struct stat *st)
 	return u.size_bytes + 4096 * 2 >= (uint64_t)st->st_size;
 }
 
-int home_grow(const char *state_dir, const char *user, const char *image, uint64_t new_size_bytes)
+int home_grow(const char *state_dir, const char *key, const char *image, uint64_t new_size_bytes)
 {
 	char mnt[PATH_LEN], dev[64], resize[64], e2fsck[64];
 	struct stat st;
 	dev_t mdev;
 	int fd, lock, rc = -1;
 
-	if ((lock = home_lock(state_dir, user)) < 0)
+	if ((lock = home_lock(state_dir, key)) < 0)
 		return -1;
 	fd = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -447,7 +496,7 @@ int home_grow(const char *state_dir, const char *user, const char *image, uint64
 		fail_error("home %s: shrinking is not supported", image);
 		goto out;
 	}
-	home_mount_path(state_dir, user, mnt, sizeof(mnt));
+	home_mount_path(state_dir, key, mnt, sizeof(mnt));
 	/* the same size: done, unless the file grew and its file system did not
 	 * (online growth refused): then the offline resize below catches up */
 	if (new_size_bytes == (uint64_t)st.st_size && (is_mounted(mnt, NULL) || fs_fills(image, &st))) {
@@ -478,6 +527,11 @@ int home_grow(const char *state_dir, const char *user, const char *image, uint64
 			fail_error("resize2fs %s failed", dev);
 			goto out;
 		}
+	} else if (home_attached(image)) {
+		/* live under another mount point (a copy in a sandbox's namespace, or
+		 * a key that is not this one): an offline resize would corrupt it */
+		fail_error("home %s: attached but not mounted at %s: not resized", image, mnt);
+		goto out;
 	} else {
 		const char *fsck[] = {e2fsck, "-f", "-p", image, NULL};
 		const char *argv[] = {resize, image, NULL};
@@ -502,7 +556,7 @@ out:
 /* ext4 superblock fields (at byte 1024 of the image), little-endian */
 static uint32_t le32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
-int home_usage(const char *state_dir, const char *user, const char *image, struct home_usage *u)
+int home_usage(const char *state_dir, const char *key, const char *image, struct home_usage *u)
 {
 	char mnt[PATH_LEN];
 	struct statfs sfs;
@@ -512,7 +566,7 @@ int home_usage(const char *state_dir, const char *user, const char *image, struc
 	if (lstat(image, &st) < 0 || !S_ISREG(st.st_mode))
 		return fail_errno("home %s", image);
 	u->image_bytes = (uint64_t)st.st_blocks * 512;
-	home_mount_path(state_dir, user, mnt, sizeof(mnt));
+	home_mount_path(state_dir, key, mnt, sizeof(mnt));
 	if (is_mounted(mnt, NULL) && statfs(mnt, &sfs) == 0) {
 		u->size_bytes = (uint64_t)sfs.f_blocks * (uint64_t)sfs.f_bsize;
 		u->avail_bytes = (uint64_t)sfs.f_bavail * (uint64_t)sfs.f_bsize;
@@ -559,32 +613,51 @@ int home_fsck(const char *image)
 	return run_helper(argv) == 0 ? 0 : -1;
 }
 
-int sandbox_home_usage(const char *state_dir, const char *user, const char *image,
-		       uint64_t *used_bytes, bool *mounted)
+void home_key_find(const char *state_dir, uint32_t user_id, const char *user,
+		   const char *image, char *key, size_t size)
 {
 	char mnt[PATH_LEN];
+
+	home_key(user_id, key, size);
+	if (home_mounted(state_dir, key) || !user || !user[0] || strchr(user, '/') ||
+	    user[0] == '.')
+		return;
+	/* a sandbox of the release before keeps the home mounted by name: that
+	 * mount only when it is this very image (never a deleted namesake's) */
+	if (home_mount_path(state_dir, user, mnt, sizeof(mnt)) == 0 && mount_holds(mnt, image))
+		snprintf(key, size, "%s", user);
+}
+
+int sandbox_home_usage(const char *state_dir, uint32_t user_id, const char *user,
+		       const char *image, uint64_t *used_bytes, bool *mounted)
+{
+	char mnt[PATH_LEN], key[HOME_KEY_MAX];
 	struct home_usage u;
 
-	if (home_usage(state_dir, user, image, &u) < 0)
+	home_key_find(state_dir, user_id, user, image, key, sizeof(key));
+	if (home_usage(state_dir, key, image, &u) < 0)
 		return -1;
-	home_mount_path(state_dir, user, mnt, sizeof(mnt));
+	home_mount_path(state_dir, key, mnt, sizeof(mnt));
 	*used_bytes = u.used_bytes;
 	*mounted = is_mounted(mnt, NULL);
 	/* ext4 writes its counters to the superblock at unmount */
 	return !*mounted && home_attached(image) ? -EBUSY : 0;
 }
 
-int sandbox_home_grow(const char *state_dir, const char *user, const char *image,
-		      uint64_t size_bytes)
+int sandbox_home_grow(const char *state_dir, uint32_t user_id, const char *user,
+		      const char *image, uint64_t size_bytes)
 {
-	return home_grow(state_dir, user, image, size_bytes);
+	char key[HOME_KEY_MAX];
+
+	home_key_find(state_dir, user_id, user, image, key, sizeof(key));
+	return home_grow(state_dir, key, image, size_bytes);
 }
 
-bool home_mounted(const char *state_dir, const char *user)
+bool home_mounted(const char *state_dir, const char *key)
 {
 	char mnt[PATH_LEN];
 
-	return home_mount_path(state_dir, user, mnt, sizeof(mnt)) == 0 && is_mounted(mnt, NULL);
+	return home_mount_path(state_dir, key, mnt, sizeof(mnt)) == 0 && is_mounted(mnt, NULL);
 }
 
 bool home_attached(const char *image)

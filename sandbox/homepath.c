@@ -1,5 +1,7 @@
-/* homepath.c - sandbox_home_open_beneath: a folder of a user's home, opened by root on
- * the host for injection into a job's sandbox (docs/sandbox.md, "Injection").
+/* homepath.c - sandbox_home_open_beneath: a folder of a sandbox's home, opened by root on
+ * the host for injection into a job's sandbox (docs/sandbox.md, "Injection").  The home
+ * is found where the sandbox's state file says it was mounted (home.h: by user id),
+ * never by user name, so a deleted user's mount never serves a namesake.
  *
  * The home is the user's own file system: any component may be a symlink the user
  * made, to /etc or to another user's files.  Every lookup is openat2 from the home's
@@ -21,6 +23,7 @@
 #include "labd/log.h"
 #include "sandbox/home.h"
 #include "sandbox/resolve.h"
+#include "sandbox/state.h"
 
 #define HOME_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 #define REL_MAX 1024
@@ -58,23 +61,51 @@ static bool rel_ok(const char *rel)
 	return true;
 }
 
+/* The sandbox's state file, which says where it mounted its home: by the
+ * user's id, or by name when the release before started it (home.h). */
+static int home_state(const struct sandbox_handle *h, struct sandbox_state *st)
+{
+	if (sandbox_state_load(h->state_path, st) < 0)
+		return -1;
+	if (!st->home_image[0]) {
+		errno = ENOENT;
+		return -1;
+	}
+	return 0;
+}
+
+int sandbox_home_mount_path(const char *state_dir, const struct sandbox_handle *h, char *buf,
+			    size_t len)
+{
+	struct sandbox_state st;
+
+	if (home_state(h, &st) < 0)
+		return -1;
+	if (home_mount_path(state_dir, st.home_key, buf, len) < 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
 /* The mounted home's root; a mount point with nothing on it is refused (we would
  * be writing into the state dir). */
-static int open_home_root(const char *state_dir, const char *user, struct sandbox_error *err)
+static int open_home_root(const char *state_dir, const struct sandbox_state *sst,
+			  struct sandbox_error *err)
 {
 	char mnt[SANDBOX_PATH_MAX];
 	struct stat st, up;
 	int fd;
 
-	if (home_mount_path(state_dir, user, mnt, sizeof(mnt)) < 0)
-		return errf(err, "home of %s: path too long", user);
+	if (home_mount_path(state_dir, sst->home_key, mnt, sizeof(mnt)) < 0)
+		return errf(err, "home of %s: path too long", sst->user);
 	fd = open(mnt, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return errf(err, "home of %s: open %s: %s", user, mnt, strerror(errno));
+		return errf(err, "home of %s: open %s: %s", sst->user, mnt, strerror(errno));
 	if (fstat(fd, &st) < 0 || fstatat(fd, "..", &up, 0) < 0 || st.st_dev == up.st_dev) {
 		close(fd);
 		errno = ENOENT;
-		return errf(err, "home of %s: not mounted at %s", user, mnt);
+		return errf(err, "home of %s: not mounted at %s", sst->user, mnt);
 	}
 	return fd;
 }
@@ -136,17 +167,23 @@ static int make_path(int root, const char *rel, uid_t owner)
 	return rc;
 }
 
-int sandbox_home_open_beneath(const char *state_dir, const char *user, const char *rel,
-			      bool create, uid_t owner, int *out_fd, struct sandbox_error *err)
+int sandbox_home_open_beneath(const char *state_dir, const struct sandbox_handle *h,
+			      const char *rel, bool create, uid_t owner, int *out_fd,
+			      struct sandbox_error *err)
 {
+	struct sandbox_state st;
+	const char *user = st.user;
 	int root, fd;
 
 	*out_fd = -1;
+	if (home_state(h, &st) < 0)
+		return errf(err, "home of sandbox %s: %s", h->id,
+			    errno == ENOENT ? "it has none" : "its state file is unreadable");
 	if (!rel || !rel_ok(rel)) {
 		errno = EINVAL;
 		return errf(err, "home of %s: bad home-relative path %.64s", user, rel ? rel : "(none)");
 	}
-	if ((root = open_home_root(state_dir, user, err)) < 0)
+	if ((root = open_home_root(state_dir, &st, err)) < 0)
 		return -1;
 	if (create && make_path(root, rel, owner) < 0) {
 		int e = errno;

@@ -425,16 +425,22 @@ int main(int argc, char **argv)
 			return rc;
 		if (!parse_user_name_ok(c.spec.user) || !c.spec.home_image)
 			return bad("user/home-image", "(missing)");
+		bool mounted_use = strcmp(sub, "grow") == 0 || strcmp(sub, "usage") == 0;
+		if (mounted_use && !c.have_user_id) /* its mount point is keyed by it */
+			return bad("user-id", "(missing)");
+		char key[HOME_KEY_MAX]; /* where it is mounted: by user id (home.h) */
+		home_key_find(c.spec.state_dir, c.spec.user_id, c.spec.user, c.spec.home_image, key,
+			      sizeof(key));
 		if (strcmp(sub, "create") == 0)
 			return home_ensure(c.spec.home_image, c.size_bytes ? c.size_bytes : c.spec.home_size_bytes,
 					   c.spec.uid_base + c.spec.user_id) < 0;
 		if (strcmp(sub, "grow") == 0) {
 			if (!c.size_bytes)
 				return bad("size", "(missing)");
-			return home_grow(c.spec.state_dir, c.spec.user, c.spec.home_image, c.size_bytes) < 0;
+			return home_grow(c.spec.state_dir, key, c.spec.home_image, c.size_bytes) < 0;
 		}
 		if (strcmp(sub, "usage") == 0) {
-			if (home_usage(c.spec.state_dir, c.spec.user, c.spec.home_image, &u) < 0)
+			if (home_usage(c.spec.state_dir, key, c.spec.home_image, &u) < 0)
 				return 1;
 			printf("size=%" PRIu64 " used=%" PRIu64 " avail=%" PRIu64 " inodes=%" PRIu64
 			       " inodes_free=%" PRIu64 " image=%" PRIu64 "\n",

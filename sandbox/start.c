@@ -123,8 +123,10 @@ static int step_state(struct start *c)
 	snprintf(st->id, sizeof(st->id), "%s", c->h->id);
 	snprintf(st->user, sizeof(st->user), "%s", s->user);
 	snprintf(st->cgroup_parent, sizeof(st->cgroup_parent), "%s", s->cgroup_parent);
-	if (s->home_image)
+	if (s->home_image) {
 		snprintf(st->home_image, sizeof(st->home_image), "%s", s->home_image);
+		home_key(s->user_id, st->home_key, sizeof(st->home_key));
+	}
 	if (s->run_dir)
 		snprintf(st->run_dir, sizeof(st->run_dir), "%s", s->run_dir);
 	if (sandbox_state_path(s->state_dir, c->h->id, c->h->state_path, sizeof(c->h->state_path)) < 0)
@@ -155,7 +157,7 @@ static int step_run_dir(struct start *c)
  * of the last mount may live on in another sandbox's namespace, and resizing a
  * live ext4 from outside corrupts it. Then it grows online once mounted (late =
  * true), or at a later start. */
-static int grow_to_spec(const struct sandbox_spec *s, bool late, bool attached)
+static int grow_to_spec(const struct sandbox_spec *s, const char *key, bool late, bool attached)
 {
 	struct stat st;
 	uint64_t size;
@@ -164,30 +166,32 @@ static int grow_to_spec(const struct sandbox_spec *s, bool late, bool attached)
 		return 0;
 	size = (uint64_t)st.st_size > s->home_size_bytes ? (uint64_t)st.st_size : s->home_size_bytes;
 	if (!late)
-		return home_grow(s->state_dir, s->user, s->home_image, size);
+		return home_grow(s->state_dir, key, s->home_image, size);
 	if (size > (uint64_t)st.st_size &&
-	    home_grow(s->state_dir, s->user, s->home_image, size) < 0)
+	    home_grow(s->state_dir, key, s->home_image, size) < 0)
 		log_warn("home %s: not grown now (online growth failed): at a later start",
 			 s->home_image);
 	return 0;
 }
 
 /* Whether the image is attached is asked once: a mounted home is (two stat()
- * calls), else every loop device's backing file is read; after the mount it is. */
+ * calls), else every loop device's backing file is read; after the mount it is.
+ * The mount point is keyed by the user's id (home.h), as step_state recorded. */
 static int step_home(struct start *c)
 {
 	const struct sandbox_spec *s = c->spec;
+	const char *key = c->st.home_key;
 
 	if (!s->home_image)
 		return 0;
-	bool attached = home_mounted(s->state_dir, s->user) || home_attached(s->home_image);
+	bool attached = home_mounted(s->state_dir, key) || home_attached(s->home_image);
 
 	if (home_ensure(s->home_image, s->home_size_bytes, c->host_uid) < 0 ||
-	    grow_to_spec(s, false, attached) < 0 ||
-	    home_mount_ref(s->state_dir, s->user, s->home_image, c->h->id) < 0 ||
-	    (attached && grow_to_spec(s, true, true) < 0))
+	    grow_to_spec(s, key, false, attached) < 0 ||
+	    home_mount_ref(s->state_dir, key, s->home_image, c->h->id) < 0 ||
+	    (attached && grow_to_spec(s, key, true, true) < 0))
 		return -1;
-	return home_mount_path(s->state_dir, s->user, c->child.home_src, sizeof(c->child.home_src));
+	return home_mount_path(s->state_dir, key, c->child.home_src, sizeof(c->child.home_src));
 }
 
 /* Secrets and other users' data: hidden even though the root is the host's. */

@@ -19,9 +19,9 @@ int sandbox_state_format(const struct sandbox_state *st, char *buf, size_t size)
 {
 	int n = snprintf(buf, size,
 			 "version=1\nid=%s\nuser=%s\npid=%d\nstart_time=%" PRIu64
-			 "\nhome_image=%s\nrun_dir=%s\ncgroup_parent=%s\n",
+			 "\nhome_image=%s\nhome_key=%s\nrun_dir=%s\ncgroup_parent=%s\n",
 			 st->id, st->user, (int)st->pid, st->start_time_ticks, st->home_image,
-			 st->run_dir, st->cgroup_parent);
+			 st->home_key, st->run_dir, st->cgroup_parent);
 	if (n < 0 || (size_t)n >= size)
 		return -1;
 	return n;
@@ -93,6 +93,8 @@ int sandbox_state_parse(const char *text, size_t len, struct sandbox_state *st)
 			rc = set_u64(&st->start_time_ticks, v, vlen, UINT64_MAX);
 		} else if (KEY("home_image")) {
 			rc = set_str(st->home_image, sizeof(st->home_image), v, vlen);
+		} else if (KEY("home_key")) {
+			rc = set_str(st->home_key, sizeof(st->home_key), v, vlen);
 		} else if (KEY("run_dir")) {
 			rc = set_str(st->run_dir, sizeof(st->run_dir), v, vlen);
 		} else if (KEY("cgroup_parent")) {
@@ -105,9 +107,12 @@ int sandbox_state_parse(const char *text, size_t len, struct sandbox_state *st)
 	}
 	if (!seen_version || !st->id[0] || !st->user[0] || !st->cgroup_parent[0])
 		return -1;
+	if (!st->home_key[0]) /* the release before mounted homes by user name */
+		snprintf(st->home_key, sizeof(st->home_key), "%s", st->user);
 	/* ids, user names and cgroup names become path components */
 	if (strchr(st->id, '/') || strchr(st->cgroup_parent, '/') || strchr(st->user, '/') ||
-	    st->id[0] == '.' || st->cgroup_parent[0] == '.' || st->user[0] == '.')
+	    strchr(st->home_key, '/') || st->id[0] == '.' || st->cgroup_parent[0] == '.' ||
+	    st->user[0] == '.' || st->home_key[0] == '.')
 		return -1;
 	return 0;
 }

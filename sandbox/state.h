@@ -20,6 +20,9 @@ struct sandbox_state {
 	pid_t pid;           /* 0 until the init runs */
 	uint64_t start_time_ticks; /* of pid, /proc/<pid>/stat field 22; file key "start_time" */
 	char home_image[SANDBOX_PATH_MAX]; /* "" when no home */
+	/* the folder under <state_dir>/homes/ of its home's mount (home.h): the user's id;
+	 * a state file without it (the release before) mounted it by user name */
+	char home_key[64];
 	char run_dir[SANDBOX_PATH_MAX];    /* "" when none */
 	char cgroup_parent[256];
 };

@@ -83,7 +83,7 @@ int teardown_sandbox(const char *state_dir, const struct sandbox_state *st)
 			rc = -1;
 	}
 	egress_files_remove(state_dir, st->id);
-	if (st->home_image[0] && home_unref(state_dir, st->user, st->id) < 0)
+	if (st->home_image[0] && home_unref(state_dir, st->home_key, st->id) < 0)
 		rc = -1;
 	if (st->run_dir[0] && rundir_unmount(st->run_dir) < 0)
 		rc = log_errno("unmount run dir %s", st->run_dir);

@@ -193,16 +193,17 @@ int sandbox_gc(const char *state_dir, bool all);
 int sandbox_net_check(const struct sandbox_spec *s, const struct sandbox_handle *h);
 
 /* A user's home (the image as sandbox_spec names it, mounted under state_dir by
- * user name) for the storage quota: *used_bytes (statfs when mounted, else the
- * image's superblock) and whether a sandbox holds it mounted now. 0, -EBUSY
- * when it is not mounted here but a loop device still holds it (a mount copy
- * is being torn down: the superblock on disk may be stale), or -1. */
-int sandbox_home_usage(const char *state_dir, const char *user, const char *image,
-		       uint64_t *used_bytes, bool *mounted);
+ * user id, or by name by a sandbox of the release before) for the storage quota:
+ * *used_bytes (statfs when mounted, else the image's superblock) and whether a
+ * sandbox holds it mounted now. 0, -EBUSY when it is not mounted here but a loop
+ * device still holds it (a mount copy is being torn down: the superblock on disk
+ * may be stale), or -1. */
+int sandbox_home_usage(const char *state_dir, uint32_t user_id, const char *user,
+		       const char *image, uint64_t *used_bytes, bool *mounted);
 /* Grows the home image to size_bytes: online when mounted (LOOP_SET_CAPACITY +
  * resize2fs), offline otherwise; never shrinks. 0 or -1. */
-int sandbox_home_grow(const char *state_dir, const char *user, const char *image,
-		      uint64_t size_bytes);
+int sandbox_home_grow(const char *state_dir, uint32_t user_id, const char *user,
+		      const char *image, uint64_t size_bytes);
 
 /* What a running sandbox has used, from its cgroups (docs/sandbox.md, "Usage").
  * Each field is -1 when this host cannot say (io_wait_us on a pure cgroup v1 host). */
@@ -228,14 +229,20 @@ int sandbox_inject(const struct sandbox_handle *h, int src_fd, const char *dst, 
 /* Detaches the top mount on dst inside the sandbox (umount MNT_DETACH): what an
  * injection put there.  0 or -1 (logged; EINVAL when nothing is mounted there). */
 int sandbox_eject(const struct sandbox_handle *h, const char *dst);
-/* Opens <state_dir>/homes/<user>/mnt/<rel> (the user's mounted home) as an
+/* Opens <rel> in the home of the running sandbox h (mounted under
+ * <state_dir>/homes/ where its state file says: by user id) as an
  * O_PATH|O_DIRECTORY fd into *out_fd, every lookup with openat2 RESOLVE_BENEATH |
  * RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV: a symlink in the user's tree never leads
  * out of the home (EXDEV).  rel is home-relative (no leading "/", no "..", <= 1024
  * bytes; "" is the home itself).  With create, missing folders are made (0755, owned
- * by owner:owner, the sandbox user's host uid).  The home must be mounted (a sandbox
- * of the user holds it).  0, or -1 with errno and *err (step "home", may be NULL). */
-int sandbox_home_open_beneath(const char *state_dir, const char *user, const char *rel,
-			      bool create, uid_t owner, int *out_fd, struct sandbox_error *err);
+ * by owner:owner, the sandbox user's host uid).  The home must be mounted (h holds
+ * it).  0, or -1 with errno and *err (step "home", may be NULL). */
+int sandbox_home_open_beneath(const char *state_dir, const struct sandbox_handle *h,
+			      const char *rel, bool create, uid_t owner, int *out_fd,
+			      struct sandbox_error *err);
+/* The host mount point of the home of sandbox h (into buf): for what needs the
+ * file system itself (syncfs, statvfs). 0, or -1 with errno (ENOENT: no home). */
+int sandbox_home_mount_path(const char *state_dir, const struct sandbox_handle *h, char *buf,
+			    size_t len);
 
 #endif

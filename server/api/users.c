@@ -225,7 +225,8 @@ void api_users_delete(struct http_request *req)
 		return;
 	}
 	/* after the rows are gone (so no start can race it): the supervisor
-	 * stops the runtime at once, retires the uid and archives the home */
+	 * stops every sandbox of theirs at once, warm pools too, retires the uid
+	 * and archives the home after the last teardown */
 	runtime_forget_account(app, u.name, u.id);
 	jobs_forget_account(app); /* their job logs (the rows went with the account) */
 	api_close_connections(req, APP_CLOSE_USER, u.id);

@@ -73,7 +73,7 @@ static const struct {
 	{"sandbox_start", proto_sandbox_start, CH_READY, NULL, host_runtime_start},
 	{"sandbox_stop", proto_sandbox_stop, CH_READY, NULL, host_runtime_stop},
 	{"sandbox_list", proto_empty, CH_READY, NULL, on_list},
-	{"user_deleted", proto_user_deleted, CH_READY, NULL, host_runtime_user_deleted},
+	{"user_deleted", proto_user_deleted, CH_READY, NULL, host_homes_user_deleted},
 	{"home_usage", proto_home_usage, CH_READY, NULL, host_homes_usage},
 	{"home_resize", proto_home_resize, CH_READY, NULL, host_homes_resize},
 	{"pool_start", proto_pool_start, CH_READY, NULL, host_pool_start},

@@ -31,7 +31,7 @@ json_t *homesize_usage(const char *state_dir, long long id, const char *user, lo
 		json_object_set_new(r, "exists", json_false());
 		return r;
 	}
-	int rc = sandbox_home_usage(state_dir, user, image, &used, &mounted);
+	int rc = sandbox_home_usage(state_dir, (uint32_t)user_id, user, image, &used, &mounted);
 	if (rc < 0) {
 		json_decref(r);
 		return rc == -EBUSY ? proto_error(id, "home_busy", "the home is being unmounted")
@@ -47,13 +47,15 @@ json_t *homesize_usage(const char *state_dir, long long id, const char *user, lo
 
 struct grow_job {
 	const char *state_dir, *user, *image;
+	long long user_id;
 	uint64_t size_bytes;
 };
 
 static int grow_worker(void *arg, int fd)
 {
 	const struct grow_job *j = arg;
-	int ok = sandbox_home_grow(j->state_dir, j->user, j->image, j->size_bytes) == 0;
+	int ok = sandbox_home_grow(j->state_dir, (uint32_t)j->user_id, j->user, j->image,
+				   j->size_bytes) == 0;
 
 	if (ok)
 		log_info("grew %s's home to %llu bytes online", j->user,
@@ -102,13 +104,14 @@ json_t *homesize_resize(const struct labd_config *cfg, const char *state_dir, lo
 		return r;
 	}
 	if (lstat(image, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    sandbox_home_usage(state_dir, user, image, &used, &mounted) < 0 || !mounted) {
+	    sandbox_home_usage(state_dir, (uint32_t)user_id, user, image, &used, &mounted) < 0 ||
+	    !mounted) {
 		json_object_set_new(r, "applied", json_string("next_start"));
 		return r;
 	}
-	j = (struct grow_job){state_dir, user, image, (uint64_t)size_bytes};
+	j = (struct grow_job){state_dir, user, image, user_id, (uint64_t)size_bytes};
 	/* fork copies j: it only needs to live until then */
-	if ((rc = worker_spawn(grow_worker, &j, &pid, &fd)) < 0) {
+	if ((rc = worker_spawn(grow_worker, &j, WORKER_HOME_LIMIT_MS, &pid, &fd)) < 0) {
 		json_decref(r);
 		return proto_error(id, "grow_failed", strerror(-rc));
 	}

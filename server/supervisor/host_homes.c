@@ -1,6 +1,7 @@
 /* host_homes.c - home usage, growth and sweep beside the runtimes; see host_homes.h. */
 #include "supervisor/host_homes.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -16,6 +17,10 @@
 /* Online home growths in flight: answered when their worker reports. */
 #define MAX_GROWS 8
 #define SWEEP_EVERY_MS (3600 * 1000LL) /* archived homes past their retention */
+/* Deleted users whose sandboxes are still being torn down, and how often
+ * their teardown is looked at. */
+#define MAX_RETIRING 64
+#define RETIRE_CHECK_MS 100
 
 struct host_homes {
 	struct {
@@ -23,6 +28,10 @@ struct host_homes {
 		long long reply_id;
 	} grow[MAX_GROWS];
 	long long sweep_at_ms; /* next sweep of archived homes */
+	struct {
+		long long user_id; /* 0: free */
+		char user[64];
+	} retiring[MAX_RETIRING];
 };
 
 struct host_homes *host_homes_new(void)
@@ -112,11 +121,82 @@ bool host_homes_on_fd(struct host *h, struct host_homes *hh, int fd)
 	return false;
 }
 
+/* Sandboxes of the deleted user user_id not torn down yet (every purpose):
+ * told apart from a new user of the same name by the host uid, which is the
+ * id's and never reused. */
+static int live_boxes(struct host *h, long long user_id)
+{
+	uid_t uid = (uid_t)(host_cfg(h)->uid_base + (uint64_t)user_id);
+	struct host_box *b;
+	int n = 0;
+
+	for (int i = 0; (b = host_next(h, NULL, &i));)
+		n += b->host_uid == uid && b->state != H_ENDED;
+	return n;
+}
+
+json_t *host_homes_user_deleted(struct host *h, long long id, json_t *msg)
+{
+	struct host_homes *hh = host_own(h, &host_runtime);
+	const char *user = proto_str(msg, "user");
+	long long user_id = proto_int(msg, "user_id");
+	uid_t uid = (uid_t)(host_cfg(h)->uid_base + (uint64_t)user_id);
+	struct host_box *b;
+	char why[200];
+	int k = 0;
+
+	if (uidmap_retire(host_uids(h), user, user_id, why, sizeof(why)) < 0) {
+		log_error("refused user_deleted for %s: %s", user, why);
+		return proto_error(id, "bad_uid", why);
+	}
+	/* every sandbox of theirs ends now, pools too (warm ones hold the home
+	 * mounted, and a running job writes into it) */
+	for (int i = 0; (b = host_next(h, NULL, &i));)
+		if (b->host_uid == uid && b->state != H_ENDED)
+			host_stop(h, b, "requested", "account deleted");
+	while (k < MAX_RETIRING && hh->retiring[k].user_id)
+		k++;
+	if (live_boxes(h, user_id) == 0 || k == MAX_RETIRING) {
+		/* none holds the home (or too many deletions at once: an image
+		 * renamed under its mount is still safe, its key is the old id) */
+		homes_retire(host_cfg(h), host_state_dir(h), user, user_id);
+		return proto_ok(id);
+	}
+	/* the home is still mounted: it goes when their teardowns are done */
+	hh->retiring[k].user_id = user_id;
+	snprintf(hh->retiring[k].user, sizeof(hh->retiring[k].user), "%s", user);
+	log_info("deleted user %s (id %lld): their sandboxes end, then the home is retired",
+		 user, user_id);
+	return proto_ok(id);
+}
+
+/* Retires the homes of deleted users whose last sandbox is torn down; next
+ * due, or -1 when nobody waits. */
+static long long retire_ended(struct host *h, struct host_homes *hh, long long now)
+{
+	long long next = -1;
+
+	for (int k = 0; k < MAX_RETIRING; k++) {
+		if (!hh->retiring[k].user_id)
+			continue;
+		if (live_boxes(h, hh->retiring[k].user_id) > 0) {
+			next = now + RETIRE_CHECK_MS;
+			continue;
+		}
+		homes_retire(host_cfg(h), host_state_dir(h), hh->retiring[k].user,
+			     hh->retiring[k].user_id);
+		hh->retiring[k].user_id = 0;
+	}
+	return next;
+}
+
 long long host_homes_tick(struct host *h, struct host_homes *hh, long long now, int64_t wall)
 {
+	long long retire_at = retire_ended(h, hh, now);
+
 	if (now >= hh->sweep_at_ms) {
 		homes_sweep(host_state_dir(h), host_cfg(h)->archive_retention_s, wall);
 		hh->sweep_at_ms = now + SWEEP_EVERY_MS;
 	}
-	return hh->sweep_at_ms;
+	return retire_at >= 0 && retire_at < hh->sweep_at_ms ? retire_at : hh->sweep_at_ms;
 }

@@ -81,15 +81,6 @@ static void ending(struct host *h, struct host_box *b)
 	close_output((struct runtime_box *)b);
 }
 
-static void ended(struct host *h, struct host_box *b)
-{
-	struct runtime_box *x = (struct runtime_box *)b;
-
-	if (x->retire_user_id) {
-		homes_retire(host_cfg(h), host_state_dir(h), b->user, x->retire_user_id);
-		x->retire_user_id = 0;
-	}
-}
 
 static void send_warnings(struct host *h, struct runtime_box *x, int64_t wall)
 {
@@ -214,7 +205,6 @@ const struct host_purpose host_runtime = {
 	.started = started,
 	.died = died,
 	.ending = ending,
-	.ended = ended,
 	.tick = tick,
 	.tick_all = tick_all,
 	.pollfds_all = pollfds_all,

@@ -18,9 +18,6 @@ extern const struct host_purpose host_runtime;
  * sandbox_ready or sandbox_ended follows. */
 json_t *host_runtime_start(struct host *h, long long id, json_t *msg);
 json_t *host_runtime_stop(struct host *h, long long id, json_t *msg);
-/* The user is gone: their uid is retired, their sandbox (if any) stopped,
- * and their home archived or removed once that sandbox's teardown is done. */
-json_t *host_runtime_user_deleted(struct host *h, long long id, json_t *msg);
 #define HOST_RUNTIME_MAX_WARNINGS 4
 /* What the host's cgroups lack (sandbox_host_warnings), as a new JSON array of
  * strings, for the hello reply: labd-web shows it to admins in /api/v1/health. */

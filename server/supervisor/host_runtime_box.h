@@ -14,7 +14,6 @@ struct runtime_box {
 	struct host_box b;
 	char kind[8];
 	long long runtime_id;
-	long long retire_user_id; /* the user was deleted: retire this home once ended */
 	long long probe_at_ms, net_check_at_ms;
 	unsigned warned; /* bit i: warn_before[i] was sent */
 	int out_fd;      /* Jupyter's output pipe, held until its keeper has it */

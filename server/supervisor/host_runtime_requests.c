@@ -1,5 +1,5 @@
-/* host_runtime_requests.c - a runtime's start, stop and a deleted user's end, as
- * the web process asks them; see host_runtime.h. */
+/* host_runtime_requests.c - a runtime's start and stop, as the web process asks
+ * them; see host_runtime.h (a deleted user's end: host_homes.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,7 +7,6 @@
 #include "config/images.h"
 #include "labd/log.h"
 #include "proto/proto.h"
-#include "supervisor/homes.h"
 #include "supervisor/host_runtime.h"
 #include "supervisor/host_runtime_box.h"
 #include "supervisor/startcheck.h"
@@ -132,26 +131,5 @@ json_t *host_runtime_stop(struct host *h, long long id, json_t *msg)
 	if (!x || x->b.state == H_ENDED || (rid && x->runtime_id && rid != x->runtime_id))
 		return proto_error(id, "not_found", "no sandbox is running for this runtime");
 	host_stop(h, &x->b, "requested", reason[0] ? reason : "stopped");
-	return proto_ok(id);
-}
-
-json_t *host_runtime_user_deleted(struct host *h, long long id, json_t *msg)
-{
-	const char *user = proto_str(msg, "user");
-	long long user_id = proto_int(msg, "user_id");
-	struct runtime_box *x = find(h, user);
-	char why[200];
-
-	if (uidmap_retire(host_uids(h), user, user_id, why, sizeof(why)) < 0) {
-		log_error("refused user_deleted for %s: %s", user, why);
-		return proto_error(id, "bad_uid", why);
-	}
-	if (x && x->b.state != H_ENDED) {
-		/* the home is still mounted: it goes when the teardown is done */
-		x->retire_user_id = user_id;
-		host_stop(h, &x->b, "requested", "account deleted");
-	} else {
-		homes_retire(host_cfg(h), host_state_dir(h), user, user_id);
-	}
 	return proto_ok(id);
 }

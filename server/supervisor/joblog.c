@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -123,4 +124,90 @@ void joblog_close(struct joblog *l)
 	if (l->fd >= 0)
 		close(l->fd);
 	l->fd = -1;
+}
+
+/* Writes all of in into out; 0 or -errno. */
+static int copy_fd(int in, int out)
+{
+	char buf[65536];
+	ssize_t n;
+
+	for (;;) {
+		do
+			n = read(in, buf, sizeof(buf));
+		while (n < 0 && errno == EINTR);
+		if (n <= 0)
+			return n < 0 ? -errno : 0;
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(out, buf + off, (size_t)(n - off));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				return w < 0 ? -errno : -EIO;
+			off += w;
+		}
+	}
+}
+
+/* Gives the unnamed file tmp a fresh hidden name in dfd (into name_out): a
+ * random one, so nothing the user made is ever opened or replaced by it. */
+static int link_hidden(int tmp, int dfd, const char *name, char *name_out, size_t len)
+{
+	unsigned char r[6];
+
+	for (int tries = 0; tries < 4; tries++) {
+		if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			return -EIO;
+		snprintf(name_out, len, ".%.64s.labd-%02x%02x%02x%02x%02x%02x", name, r[0], r[1],
+			 r[2], r[3], r[4], r[5]);
+		/* AT_EMPTY_PATH on a file of our own: root's CAP_DAC_READ_SEARCH */
+		if (linkat(tmp, "", dfd, name_out, AT_EMPTY_PATH) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+int joblog_copy_out(const char *log_path, int dfd, const char *name, uid_t owner)
+{
+	char hidden[96];
+	struct stat st;
+	int in = -1, tmp = -1, rc;
+
+	/* root's own log, but opened as anything else would be: never blocking,
+	 * never through a link, a regular file only */
+	in = open(log_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(in);
+		return -EINVAL;
+	}
+	/* an unnamed file in the user's folder: a FIFO, socket or device node
+	 * the user left at name is never opened (an open of a FIFO blocks for a
+	 * reader for ever), only replaced by the rename below */
+	tmp = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+	if (tmp < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (fchown(tmp, owner, owner) < 0 || fchmod(tmp, 0644) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if ((rc = copy_fd(in, tmp)) < 0 ||
+	    (rc = link_hidden(tmp, dfd, name, hidden, sizeof(hidden))) < 0)
+		goto out;
+	/* replaces a file, link, FIFO, socket or node of that name; a folder
+	 * there stays (EISDIR), and the copy goes */
+	if (renameat(dfd, hidden, dfd, name) < 0) {
+		rc = -errno;
+		unlinkat(dfd, hidden, 0);
+	}
+out:
+	if (tmp >= 0)
+		close(tmp);
+	close(in);
+	return rc;
 }

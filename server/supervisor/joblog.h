@@ -42,6 +42,13 @@ void joblog_adopt(struct joblog *l, int fd, uint64_t max_bytes, uint64_t written
 void joblog_append(struct joblog *l, const char *buf, size_t n);
 /* Closes the file; safe to call twice or on a log never opened. */
 void joblog_close(struct joblog *l);
+/* Copies the log at log_path into the folder dfd (an fd of the user's home,
+ * O_PATH will do) as name, a new regular file of owner's, 0644: written
+ * unnamed (O_TMPFILE), then renamed over name. Whatever the user left at name
+ * (a FIFO, a socket, a device node, a symlink) is replaced, never opened, so
+ * the copy cannot block and never writes through a link. 0 or -errno
+ * (-EISDIR: name is a folder, left as it is). */
+int joblog_copy_out(const char *log_path, int dfd, const char *name, uid_t owner);
 /* The marker line for max_bytes (with its newline) into out; its length. */
 size_t joblog_marker(uint64_t max_bytes, char *out, size_t len);
 

@@ -101,6 +101,7 @@ void jobrun_clear(struct pool_box *p)
 {
 	struct pool_job *j = &p->job;
 
+	worker_end(j->worker); /* still running: its result is nobody's now */
 	if (j->worker_fd >= 0)
 		close(j->worker_fd);
 	joblog_close(&j->log);
@@ -130,7 +131,7 @@ static int mount_home_dir(const struct job_ctx *c, const char *rel, bool create,
 	struct sandbox_error err = {0};
 	int dfd = -1;
 
-	if (sandbox_home_open_beneath(c->state_dir, c->p->b.user, rel, create, c->p->b.host_uid, &dfd,
+	if (sandbox_home_open_beneath(c->state_dir, &c->p->b.h, rel, create, c->p->b.host_uid, &dfd,
 				      &err) < 0) {
 		snprintf(why, len, "%.60s: %.130s", rel[0] ? rel : "(home)", err.message);
 		return -1;
@@ -200,7 +201,7 @@ static int stage_worker(void *arg, int fd)
 	if (c->redo) /* what the previous supervisor's worker mounted goes first */
 		eject_all(c);
 	/* a missing working dir fails the job before anything runs */
-	if (sandbox_home_open_beneath(c->state_dir, c->p->b.user, s->cwd, false, c->p->b.host_uid,
+	if (sandbox_home_open_beneath(c->state_dir, &c->p->b.h, s->cwd, false, c->p->b.host_uid,
 				      &dfd, &err) < 0)
 		return stage_fail(fd, "stage_failed: working dir %.80s: %.100s",
 				  s->cwd[0] ? s->cwd : "(home)", err.message);
@@ -221,7 +222,7 @@ static int stage_worker(void *arg, int fd)
 	}
 	/* SM_OUTPUT_DATA_DIR exists for the script, as managed training makes it */
 	snprintf(rel, sizeof(rel), "%s/output/data", s->output_path);
-	if (sandbox_home_open_beneath(c->state_dir, c->p->b.user, rel, true, c->p->b.host_uid, &dfd,
+	if (sandbox_home_open_beneath(c->state_dir, &c->p->b.h, rel, true, c->p->b.host_uid, &dfd,
 				      &err) == 0)
 		close(dfd);
 	if (mount_home_dir(c, s->checkpoint_path, true, ML_INSIDE "/checkpoints", false, why,
@@ -236,33 +237,21 @@ static int stage_worker(void *arg, int fd)
 /* ---- uploading, in a worker ---- */
 
 /* Copies the state copy of the log to <output_path>/log.txt in the home, owned
- * by the user, never following a link the user planted. */
+ * by the user, never opening what the user left there (joblog_copy_out). */
 static void copy_log(const struct job_ctx *c)
 {
 	const struct pool_job *j = &c->p->job;
 	struct sandbox_error err;
-	char buf[65536];
-	int dfd = -1, in = open(j->log.path, O_RDONLY | O_CLOEXEC), out = -1;
-	ssize_t n;
+	int dfd = -1, rc = -1;
 
-	if (in < 0 || sandbox_home_open_beneath(c->state_dir, c->p->b.user, j->spec.output_path,
-						true, c->p->b.host_uid, &dfd, &err) < 0)
-		goto done;
-	out = openat(dfd, "log.txt", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (out < 0 || fchown(out, c->p->b.host_uid, c->p->b.host_uid) < 0)
-		goto done;
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, (size_t)n) != n)
-			break;
-done:
-	if (out < 0 && in >= 0)
-		log_warn("job %lld: could not copy its log into the home", j->job_id);
-	if (out >= 0)
-		close(out);
+	if (sandbox_home_open_beneath(c->state_dir, &c->p->b.h, j->spec.output_path, true,
+				      c->p->b.host_uid, &dfd, &err) == 0)
+		rc = joblog_copy_out(j->log.path, dfd, "log.txt", c->p->b.host_uid);
+	if (rc < 0)
+		log_warn("job %lld: could not copy its log into the home: %s", j->job_id,
+			 dfd < 0 ? err.message : strerror(-rc));
 	if (dfd >= 0)
 		close(dfd);
-	if (in >= 0)
-		close(in);
 }
 
 static bool home_full(const struct job_ctx *c)
@@ -270,8 +259,8 @@ static bool home_full(const struct job_ctx *c)
 	char mnt[LAUNCH_PATH_MAX];
 	struct statvfs v;
 
-	snprintf(mnt, sizeof(mnt), "%s/homes/%s/mnt", c->state_dir, c->p->b.user);
-	return statvfs(mnt, &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize < HOME_FULL_BYTES;
+	return sandbox_home_mount_path(c->state_dir, &c->p->b.h, mnt, sizeof(mnt)) == 0 &&
+	       statvfs(mnt, &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize < HOME_FULL_BYTES;
 }
 
 static void eject_all(const struct job_ctx *c)
@@ -298,8 +287,9 @@ static int upload_worker(void *arg, int fd)
 	struct upload_report r = {.ok = 1};
 	char mnt[LAUNCH_PATH_MAX];
 
-	snprintf(mnt, sizeof(mnt), "%s/homes/%s/mnt", c->state_dir, c->p->b.user);
-	int hfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int hfd = sandbox_home_mount_path(c->state_dir, &c->p->b.h, mnt, sizeof(mnt)) < 0
+			  ? -1
+			  : open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (hfd >= 0) { /* what the job wrote is on the home's disk before it counts as done */
 		syncfs(hfd);
 		close(hfd);
@@ -317,7 +307,8 @@ static void begin_upload(struct host *ps, struct pool_box *p)
 	p->job.step = J_UPLOADING;
 	host_save(ps, &p->b); /* a restart now redoes the upload: its end is known */
 	emit_phase(ps, p, "uploading");
-	if (worker_spawn(upload_worker, &c, &p->job.worker, &p->job.worker_fd) < 0) {
+	if (worker_spawn(upload_worker, &c, WORKER_JOB_LIMIT_MS, &p->job.worker,
+			 &p->job.worker_fd) < 0) {
 		log_warn("job %lld: the upload worker could not start", p->job.job_id);
 		emit_exited(ps, p);
 		jobrun_clear(p);
@@ -378,7 +369,7 @@ json_t *jobrun_run(struct host *ps, struct pool_box *p, long long id, json_t *ms
 	}
 	j->oom_kills_before = oom_kills(p);
 	j->step = J_STAGING;
-	if (worker_spawn(stage_worker, &c, &j->worker, &j->worker_fd) < 0) {
+	if (worker_spawn(stage_worker, &c, WORKER_JOB_LIMIT_MS, &j->worker, &j->worker_fd) < 0) {
 		jobrun_clear(p);
 		return proto_error(id, "busy", "the staging worker could not start");
 	}
@@ -457,9 +448,12 @@ static void on_staged(struct host *ps, struct pool_box *p)
 		close(passed);
 	close(j->worker_fd);
 	j->worker_fd = -1;
+	j->worker = 0; /* it answered: its pid is no longer ours to end */
 	if (n != (ssize_t)sizeof(r) || !r.ok) {
 		set_exit(j, "stage_failed", 0, 0,
-			 n == (ssize_t)sizeof(r) ? r.reason : "stage_failed: the staging worker died");
+			 n == (ssize_t)sizeof(r) ? r.reason
+			 : n == -ETIMEDOUT ? "stage_failed: staging ran past its time limit"
+					   : "stage_failed: the staging worker died");
 		begin_upload(ps, p);
 		return;
 	}
@@ -484,8 +478,12 @@ static void on_uploaded(struct host *ps, struct pool_box *p)
 		close(passed);
 	close(j->worker_fd);
 	j->worker_fd = -1;
+	j->worker = 0; /* it answered: its pid is no longer ours to end */
 	if (n == (ssize_t)sizeof(r))
 		j->home_full = r.home_full;
+	else
+		log_warn("job %lld: its upload %s: the home's copy of its log may be missing",
+			 j->job_id, n == -ETIMEDOUT ? "ran past its time limit" : "worker died");
 	j->step = J_ENDED;
 	if (!host_listening(ps)) { /* said once a web process listens (jobrun_say_held) */
 		host_save(ps, &p->b);
@@ -778,7 +776,8 @@ int jobrun_restore(struct host *ps, struct pool_box *p, json_t *rec)
 	if (j->step == J_STAGING) {
 		/* its worker died with the previous supervisor: staged again from scratch */
 		j->downloading_unsaid = true;
-		if (worker_spawn(stage_worker, &c, &j->worker, &j->worker_fd) < 0)
+		if (worker_spawn(stage_worker, &c, WORKER_JOB_LIMIT_MS, &j->worker,
+				 &j->worker_fd) < 0)
 			return -EAGAIN;
 	} else if (j->step == J_UPLOADING) {
 		begin_upload(ps, p); /* sync, copy, eject: each safe to do twice */

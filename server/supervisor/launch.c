@@ -295,7 +295,7 @@ int launch_spawn(const struct labd_config *cfg, const char *state_dir,
 	j.log_rd = p[0];
 	j.log_wr = p[1];
 	/* fork copies j and rq into the child: they only need to live until then */
-	rc = worker_spawn(start_worker, &j, pid, fd);
+	rc = worker_spawn(start_worker, &j, WORKER_HOME_LIMIT_MS, pid, fd);
 	close(p[1]); /* the worker and the sandbox hold the write end: EOF when they end */
 	if (rc < 0) {
 		close(p[0]);
@@ -334,7 +334,7 @@ static int teardown_worker(void *arg, int fd)
 
 int launch_teardown(struct sandbox_handle *h, pid_t *pid, int *fd)
 {
-	int rc = worker_spawn(teardown_worker, h, pid, fd);
+	int rc = worker_spawn(teardown_worker, h, WORKER_HOME_LIMIT_MS, pid, fd);
 	sandbox_handle_clear(h);
 	return rc;
 }

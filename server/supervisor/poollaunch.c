@@ -202,7 +202,7 @@ int poollaunch_spawn(const struct labd_config *cfg, const char *state_dir,
 				 strerror(errno));
 	}
 	if (rc == 0)
-		rc = worker_spawn(start_worker, &j, pid, fd);
+		rc = worker_spawn(start_worker, &j, WORKER_HOME_LIMIT_MS, pid, fd);
 	close_all(j.child_fds, 3); /* the worker and the sandbox hold them now */
 	if (rc < 0) {
 		close_all(j.parent_fds, 3);

@@ -23,6 +23,7 @@
 #include "supervisor/host_pool.h"
 #include "supervisor/host_runtime.h"
 #include "supervisor/statedir.h"
+#include "supervisor/worker.h"
 #include "labd/clock.h"
 #include "labd/log.h"
 #include "labd/privdrop.h"
@@ -203,6 +204,7 @@ static void reap_children(struct supervisor *s)
 	/* The web process and the sandbox workers (their results come over their
 	 * sockets); sandbox inits are never our children. */
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		worker_reaped(pid);
 		if (pid != s->child)
 			continue;
 		describe_exit(pid, status);
@@ -286,6 +288,9 @@ static void run_loop(struct supervisor *s)
 		struct pollfd fds[MAX_POLL] = {{.fd = s->signal_fd, .events = POLLIN},
 					       {.fd = channel_fd(s->channel), .events = POLLIN}};
 		int host_ms = host_tick(s->host);
+		long long worker_ms = worker_tick(clock_ms()); /* kills those past their limit */
+		if (worker_ms >= 0 && (host_ms < 0 || worker_ms < host_ms))
+			host_ms = (int)worker_ms;
 		int n = host_pollfds(s->host, fds + 2, MAX_POLL - 2);
 		/* fd -1 entries are ignored by poll, so the layout stays fixed */
 		if (poll(fds, (nfds_t)(2 + n), poll_timeout(s, host_ms)) < 0 &&

@@ -4,17 +4,82 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-int worker_spawn(worker_fn fn, void *arg, pid_t *pid, int *fd)
+#include "labd/clock.h"
+#include "labd/log.h"
+
+/* The workers alive (not yet reaped): their limits, and which parent socket
+ * each answers on, so that a killed one's EOF reads as -ETIMEDOUT. A worker
+ * killed at its limit keeps its slot's fd and mark after it is reaped (the
+ * reaper may run before its owner reads the socket), until that read. */
+static struct worker_slot {
+	pid_t pid; /* 0: reaped, or free */
+	int fd;    /* the parent's end; -1 once read to its end or its number reused */
+	long long kill_at_ms;
+	bool killed;    /* SIGKILLed by us: at its limit or by worker_end */
+	bool timed_out; /* at its limit */
+} slots[WORKER_MAX];
+
+static struct worker_slot *slot_of_pid(pid_t pid)
 {
+	for (int i = 0; pid > 0 && i < WORKER_MAX; i++)
+		if (slots[i].pid == pid)
+			return &slots[i];
+	return NULL;
+}
+
+static struct worker_slot *slot_of_fd(int fd)
+{
+	for (int i = 0; fd >= 0 && i < WORKER_MAX; i++)
+		if ((slots[i].pid || slots[i].timed_out) && slots[i].fd == fd)
+			return &slots[i];
+	return NULL;
+}
+
+/* Its process is gone: a timed-out one's mark stays until worker_recv says it. */
+static void forget_pid(struct worker_slot *s)
+{
+	if (s->timed_out && s->fd >= 0)
+		s->pid = 0;
+	else
+		*s = (struct worker_slot){.fd = -1};
+}
+
+/* A slot with no process: one whose worker ended unreaped (a zombie the
+ * supervisor's reaper still gets: WNOWAIT) or was reaped by someone else's
+ * waitpid (a test's) counts. Free ones first, then timed-out marks. */
+static struct worker_slot *free_slot(void)
+{
+	struct worker_slot *mark = NULL;
+
+	for (int i = 0; i < WORKER_MAX; i++) {
+		siginfo_t si = {0};
+		if (slots[i].pid && (waitid(P_PID, (id_t)slots[i].pid, &si,
+					    WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid))
+			forget_pid(&slots[i]);
+		if (!slots[i].pid && !slots[i].timed_out)
+			return &slots[i];
+		if (!slots[i].pid && !mark)
+			mark = &slots[i];
+	}
+	return mark;
+}
+
+int worker_spawn(worker_fn fn, void *arg, long long limit_ms, pid_t *pid, int *fd)
+{
+	struct worker_slot *s = free_slot(), *old;
 	int sv[2];
 	pid_t child;
 
+	if (!s)
+		return -EAGAIN;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	fflush(stdout);
@@ -42,6 +107,14 @@ int worker_spawn(worker_fn fn, void *arg, pid_t *pid, int *fd)
 		close(sv[0]);
 		return -errno;
 	}
+	/* the number was closed by an earlier worker's owner: that slot no
+	 * longer answers on it */
+	if ((old = slot_of_fd(sv[0]))) {
+		old->fd = -1;
+		if (!old->pid)
+			forget_pid(old);
+	}
+	*s = (struct worker_slot){child, sv[0], clock_ms() + limit_ms, false, false};
 	*pid = child;
 	*fd = sv[0];
 	return 0;
@@ -86,6 +159,13 @@ ssize_t worker_recv(int fd, void *buf, size_t len, int *passed_fd)
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
+	struct worker_slot *s = n == 0 ? slot_of_fd(fd) : NULL;
+	if (s && s->timed_out) {
+		s->fd = -1; /* said once */
+		if (!s->pid)
+			forget_pid(s);
+		return -ETIMEDOUT;
+	}
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
 			memcpy(passed_fd, CMSG_DATA(c), sizeof(int));
@@ -96,4 +176,44 @@ ssize_t worker_recv(int fd, void *buf, size_t len, int *passed_fd)
 		return -EMSGSIZE;
 	}
 	return n;
+}
+
+long long worker_tick(long long now_ms)
+{
+	long long next = -1;
+
+	for (int i = 0; i < WORKER_MAX; i++) {
+		struct worker_slot *s = &slots[i];
+		if (!s->pid || s->killed)
+			continue;
+		if (now_ms >= s->kill_at_ms) {
+			/* the child is not reaped yet (worker_reaped frees the slot):
+			 * the pid is still this worker's */
+			log_error("worker %d ran past its time limit: killed", (int)s->pid);
+			kill(s->pid, SIGKILL);
+			s->killed = s->timed_out = true;
+			continue;
+		}
+		if (next < 0 || s->kill_at_ms < next)
+			next = s->kill_at_ms;
+	}
+	return next < 0 ? -1 : next - now_ms;
+}
+
+void worker_reaped(pid_t pid)
+{
+	struct worker_slot *s = slot_of_pid(pid);
+
+	if (s)
+		forget_pid(s);
+}
+
+void worker_end(pid_t pid)
+{
+	struct worker_slot *s = slot_of_pid(pid);
+
+	if (s && !s->killed) {
+		kill(s->pid, SIGKILL);
+		s->killed = true;
+	}
 }

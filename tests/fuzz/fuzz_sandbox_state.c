@@ -9,7 +9,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sandbox_state st, again;
 	char *text = malloc(size ? size : 1), *cstr;
-	char out[8192];
+	char out[16384];
 	uint64_t v;
 
 	memcpy(text, data, size);
@@ -22,8 +22,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(st.pid == again.pid && st.start_time_ticks == again.start_time_ticks);
 		FUZZ_ASSERT(!strcmp(st.home_image, again.home_image) &&
 			    !strcmp(st.run_dir, again.run_dir) &&
+			    !strcmp(st.home_key, again.home_key) &&
 			    !strcmp(st.cgroup_parent, again.cgroup_parent));
 		FUZZ_ASSERT(!strchr(st.id, '/') && !strchr(st.user, '/') && st.id[0] != '.');
+		FUZZ_ASSERT(st.home_key[0] && !strchr(st.home_key, '/') && st.home_key[0] != '.');
 		(void)sandbox_state_path_under("/var/lib/labd", st.home_image);
 		(void)sandbox_state_path_under("/var/lib/labd", st.run_dir);
 	}

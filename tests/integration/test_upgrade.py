@@ -24,6 +24,7 @@ from labd_harness import (
     STRONG,
     WebSocket,
     jupyter_execute,
+    mounts_under,
     open_kernel_channel,
     remember_sandboxes,
     runtime_daemon,
@@ -31,6 +32,7 @@ from labd_harness import (
     start_runtime,
     teardown_runtime_daemon,
     unique_name,
+    user_id,
     wait_runtime,
     wait_until,
     ws_cookie_headers,
@@ -112,6 +114,9 @@ def upgrade(d, old_labd):
     c.login(name, pw)
     _, before = start_runtime(c)
     remember_sandboxes(d)
+    r = c.put(f"/user/{name}/api/contents/saved.txt",
+              json={"type": "file", "format": "text", "content": "saved before the upgrade"})
+    assert r.status in (200, 201), r
     kid, ws = open_kernel_channel(d, c)
     try:
         assert jupyter_execute(ws, "kept = 'from the old release'; kept")[0] == \
@@ -160,3 +165,18 @@ def upgrade(d, old_labd):
     assert r.status == 202, r
     s = wait_runtime(c, ("stopped", "failed"), timeout=20 * SLOW)
     assert s["state"] == "stopped", s
+
+    # the old release mounted the home by user name: its teardown found that
+    # mount (the state file has no home_key), and the next start mounts the same
+    # image by user id, with everything saved before
+    homes = os.path.join(d.state_dir, "homes")
+    wait_until(lambda: not mounts_under(os.path.join(homes, name)), 10 * SLOW,
+               "the name-keyed mount of the old release to go")
+    start_runtime(c)
+    r = c.get(f"/user/{name}/api/contents/saved.txt")
+    assert r.status == 200 and r.json["content"] == "saved before the upgrade", r
+    assert mounts_under(os.path.join(homes, str(user_id(d, name)), "mnt")), \
+        mounts_under(homes)
+    r = c.delete("/api/v1/me/runtime")
+    assert r.status == 202, r
+    assert wait_runtime(c, ("stopped", "failed"), timeout=20 * SLOW)["state"] == "stopped"

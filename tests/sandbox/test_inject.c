@@ -101,7 +101,7 @@ static void test_binds(void **st)
 
 static int open_home(const char *rel, bool create, int *fd)
 {
-	return sandbox_home_open_beneath(state, "injector", rel, create, HOST_UID, fd, NULL);
+	return sandbox_home_open_beneath(state, &box.h, rel, create, HOST_UID, fd, NULL);
 }
 
 static void test_inject_ro(void **st)
@@ -113,7 +113,7 @@ static void test_inject_ro(void **st)
 	if (!boxsh_can_start())
 		skip();
 	assert_int_equal(open_home("data/train", true, &fd), 0);
-	snprintf(path, sizeof(path), "%s/homes/injector/mnt/data/train/x.csv", state);
+	snprintf(path, sizeof(path), "%s/homes/11/mnt/data/train/x.csv", state);
 	f = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
 	assert_true(f >= 0);
 	assert_int_equal(write(f, "1,2\n", 4), 4);
@@ -142,12 +142,12 @@ static void test_inject_rw_and_eject(void **st)
 		skip();
 	assert_int_equal(open_home("jobs/j1/model", true, &fd), 0);
 	/* made for the user, whatever the supervisor's umask */
-	snprintf(path, sizeof(path), "%s/homes/injector/mnt/jobs/j1", state);
+	snprintf(path, sizeof(path), "%s/homes/11/mnt/jobs/j1", state);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(sb.st_uid, HOST_UID);
 	assert_int_equal(sb.st_mode & 07777, 0755);
 	/* a shared home mount on the host (as under systemd): the copy inside is private */
-	snprintf(path, sizeof(path), "%s/homes/injector/mnt", state);
+	snprintf(path, sizeof(path), "%s/homes/11/mnt", state);
 	assert_int_equal(mount(NULL, path, NULL, MS_SHARED, NULL), 0);
 	assert_int_equal(sandbox_inject(&box.h, fd, "/opt/ml/model", false, NULL), 0);
 	close(fd);
@@ -155,7 +155,7 @@ static void test_inject_rw_and_eject(void **st)
 	assert_null(strstr(out, "shared:"));
 	assert_null(strstr(out, "master:"));
 	assert_int_equal(boxsh_run(&box, "echo weights > /opt/ml/model/m.pt", out, sizeof(out)), 0);
-	snprintf(path, sizeof(path), "%s/homes/injector/mnt/jobs/j1/model/m.pt", state);
+	snprintf(path, sizeof(path), "%s/homes/11/mnt/jobs/j1/model/m.pt", state);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(sb.st_uid, HOST_UID);
 	assert_int_equal(sandbox_eject(&box.h, "/opt/ml/model"), 0);
@@ -179,7 +179,7 @@ static void test_home_symlinks(void **st)
 	assert_int_equal(boxsh_run(&box, "ln -s /etc ~/etc && ln -s ../../../.. ~/up && "
 					 "mkdir -p ~/ok && ln -s ok ~/fine",
 				   out, sizeof(out)), 0);
-	assert_int_equal(sandbox_home_open_beneath(state, "injector", "etc", false, HOST_UID, &fd, &err), -1);
+	assert_int_equal(sandbox_home_open_beneath(state, &box.h, "etc", false, HOST_UID, &fd, &err), -1);
 	assert_int_equal(errno, EXDEV);
 	assert_int_equal(fd, -1);
 	assert_string_equal(err.step, "home");

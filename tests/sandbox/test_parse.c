@@ -115,13 +115,15 @@ static void test_state_roundtrip(void **st)
 	snprintf(a.user, sizeof(a.user), "alice");
 	a.pid = 4242;
 	a.start_time_ticks = 123456789;
-	snprintf(a.home_image, sizeof(a.home_image), "/var/lib/labd/homes/alice.img");
+	snprintf(a.home_image, sizeof(a.home_image), "/var/lib/labd/homes/7.img");
+	snprintf(a.home_key, sizeof(a.home_key), "7");
 	snprintf(a.cgroup_parent, sizeof(a.cgroup_parent), "labd");
 	n = sandbox_state_format(&a, buf, sizeof(buf));
 	assert_true(n > 0);
 	assert_int_equal(sandbox_state_parse(buf, (size_t)n, &b), 0);
 	assert_string_equal(b.id, a.id);
 	assert_string_equal(b.user, "alice");
+	assert_string_equal(b.home_key, "7"); /* its home is mounted by id */
 	assert_int_equal(b.pid, 4242);
 	assert_int_equal(b.start_time_ticks, 123456789);
 	assert_string_equal(b.home_image, a.home_image);
@@ -129,6 +131,18 @@ static void test_state_roundtrip(void **st)
 	/* torn write: the last line lacks its newline */
 	assert_int_equal(sandbox_state_parse(buf, (size_t)n - 1, &b), -1);
 	assert_int_equal(sandbox_state_format(&a, buf, 20), -1);
+}
+
+/* A state file of the release before has no home_key: it mounted the home by
+ * user name, and its teardown must unmount it there. */
+static void test_state_without_home_key_means_the_name(void **st)
+{
+	const char *old = "version=1\nid=alice-0123456789ab\nuser=alice\npid=1\nstart_time=1\n"
+			  "home_image=/var/lib/labd/homes/7.img\nrun_dir=\ncgroup_parent=labd\n";
+	struct sandbox_state b;
+	(void)st;
+	assert_int_equal(sandbox_state_parse(old, strlen(old), &b), 0);
+	assert_string_equal(b.home_key, "alice");
 }
 
 static void test_state_rejects(void **st)
@@ -147,6 +161,8 @@ static void test_state_rejects(void **st)
 		"version=1\nnoequals\n",
 		"version=1\nid=a\nuser=../x\ncgroup_parent=labd\n",           /* user as a path */
 		"version=1\nid=a\nuser=.x\ncgroup_parent=labd\n",
+		"version=1\nid=a\nuser=u\nhome_key=../7\ncgroup_parent=labd\n", /* key as a path */
+		"version=1\nid=a\nuser=u\nhome_key=..\ncgroup_parent=labd\n",
 	};
 	(void)st;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -204,6 +220,7 @@ int main(void)
 		cmocka_unit_test(test_binds_checked),
 		cmocka_unit_test(test_stat_field),
 		cmocka_unit_test(test_state_roundtrip),
+		cmocka_unit_test(test_state_without_home_key_means_the_name),
 		cmocka_unit_test(test_state_rejects),
 		cmocka_unit_test(test_path_under),
 	};

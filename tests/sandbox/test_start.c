@@ -21,6 +21,7 @@
 
 #include "labd/sandbox.h"
 #include "sandbox/child.h"
+#include "sandbox/home.h"
 #include "sandbox/title.h"
 
 static char *sh_argv[] = {"/bin/sh", "-c", "cat; echo out; echo err >&2", NULL};
@@ -128,6 +129,52 @@ static void test_step_home(void **st)
 	assert_string_equal(err.step, "home");
 	assert_non_null(strstr(err.message, "step home: mkdir "));
 	assert_non_null(strstr(err.message, "No such file or directory"));
+}
+
+/* A home's mount point is keyed by user id and serves one image only: one that
+ * holds another image is refused while referenced, replaced when not; a mount by
+ * user name (the release before) is found only for its own image. */
+static void test_home_mount_point_serves_one_image(void **st)
+{
+	const char *state = getenv("SANDBOX_TEST_STATE_DIR");
+	char a[256], b[256], key[HOME_KEY_MAX], mnt[512];
+	int fd;
+
+	(void)st;
+	if (!can_start())
+		skip();
+	snprintf(a, sizeof(a), "%s/keyed-a.img", state);
+	snprintf(b, sizeof(b), "%s/keyed-b.img", state);
+	assert_int_equal(home_ensure(a, 32ull << 20, 0), 0);
+	assert_int_equal(home_ensure(b, 32ull << 20, 0), 0);
+	home_key(990001, key, sizeof(key));
+	assert_string_equal(key, "990001");
+	assert_int_equal(home_mount_ref(state, key, a, "holder-a"), 0);
+	home_mount_path(state, key, mnt, sizeof(mnt));
+	snprintf(mnt + strlen(mnt), sizeof(mnt) - strlen(mnt), "/a-was-here");
+	assert_true((fd = open(mnt, O_WRONLY | O_CREAT, 0600)) >= 0);
+	close(fd);
+	/* in use: never handed out for another image */
+	assert_int_equal(home_mount_ref(state, key, b, "holder-b"), -1);
+	assert_int_equal(access(mnt, F_OK), 0);
+	/* a left-over mount nobody references: replaced by the image asked for */
+	char ref[512];
+	snprintf(ref, sizeof(ref), "%s/homes/%s/refs/holder-a", state, key);
+	assert_int_equal(unlink(ref), 0);
+	assert_int_equal(home_mount_ref(state, key, b, "holder-b"), 0);
+	assert_int_equal(access(mnt, F_OK), -1);
+	assert_int_equal(home_unref(state, key, "holder-b"), 0);
+	assert_false(home_mounted(state, key));
+
+	/* the release before mounted by name: found for its own image only */
+	assert_int_equal(home_mount_ref(state, "legacyname", a, "holder-old"), 0);
+	home_key_find(state, 990002, "legacyname", a, key, sizeof(key));
+	assert_string_equal(key, "legacyname");
+	home_key_find(state, 990002, "legacyname", b, key, sizeof(key));
+	assert_string_equal(key, "990002");
+	assert_int_equal(home_unref(state, "legacyname", "holder-old"), 0);
+	unlink(a);
+	unlink(b);
 }
 
 static void test_step_exec(void **st)
@@ -305,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_title_area),
 		cmocka_unit_test(test_step_spec),
 		cmocka_unit_test(test_step_home),
+		cmocka_unit_test(test_home_mount_point_serves_one_image),
 		cmocka_unit_test(test_step_exec),
 		cmocka_unit_test(test_stdio_in_spec),
 		cmocka_unit_test(test_born_in_cgroups),

@@ -599,7 +599,7 @@ else
 fi
 expect "another user's home unaffected" OK "$(home_b -- "$PROBE" write /home/bob/x)"
 home_a -- rm -f /home/alice/big
-usage=$("$LABBOX" home usage --user alice --home-image "$A" --state-dir "$STATE")
+usage=$("$LABBOX" home usage --user alice --user-id 7 --home-image "$A" --state-dir "$STATE")
 case "$usage" in size=[1-9]*) ok "usage readable from the host ($usage)" ;; *) ko "usage readable from the host" "size=..." "$usage" ;; esac
 # online growth needs CAP_SYS_RESOURCE (EXT4_IOC_RESIZE_FS); some VMs withhold it
 if [ $((0x$(sed -n 's/^CapEff:\t//p' /proc/self/status) >> 24 & 1)) -eq 1 ]; then
@@ -607,7 +607,7 @@ if [ $((0x$(sed -n 's/^CapEff:\t//p' /proc/self/status) >> 24 & 1)) -eq 1 ]; the
 	home_a -- sh -c "echo ready; $(held grow); df -B1 --output=size /home/alice | tail -1" >"$WORK/grow" &
 	growbox=$!
 	wait_until 15 "alice's home to be mounted" has_line "$WORK/grow" ready
-	"$LABBOX" home grow --user alice --home-image "$A" --state-dir "$STATE" --size 48M 2>"$LOG"
+	"$LABBOX" home grow --user alice --user-id 7 --home-image "$A" --state-dir "$STATE" --size 48M 2>"$LOG"
 	release grow
 	wait "$growbox"
 	size_after=$(grep -vx ready "$WORK/grow" | tr -d ' ')
@@ -618,7 +618,7 @@ if [ $((0x$(sed -n 's/^CapEff:\t//p' /proc/self/status) >> 24 & 1)) -eq 1 ]; the
 	fi
 else
 	skip "home grown online while mounted" "this host withholds CAP_SYS_RESOURCE from root"
-	"$LABBOX" home grow --user alice --home-image "$A" --state-dir "$STATE" --size 48M 2>"$LOG"
+	"$LABBOX" home grow --user alice --user-id 7 --home-image "$A" --state-dir "$STATE" --size 48M 2>"$LOG"
 	size_after=$(home_a -- df -B1 --output=size /home/alice | tail -1 | tr -d ' ')
 	if [ -n "$size_after" ] && [ "$size_after" -gt $((36 << 20)) ]; then
 		ok "home grown offline ($size_after bytes)"

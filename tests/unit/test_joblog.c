@@ -1,10 +1,17 @@
 /* Unit tests: a job's capped log (server/supervisor/joblog.c): owner and
- * modes, appending across opens, the cap with its one marker line. */
+ * modes, appending across opens, the cap with its one marker line; its copy
+ * into the home replaces whatever the user left at the name, never opening
+ * it (a FIFO there blocked the upload for ever). */
 #include "unit.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 
 #include "supervisor/joblog.h"
 
@@ -103,12 +110,93 @@ static void test_refuses_symlink(void **state)
 	unit_rmdir(dir);
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* One planted thing at log.txt: the copy returns at once (an alarm would cut
+ * a blocked open: EINTR), and a regular file of the owner's holds the log. */
+static void copy_over(const char *dir, const char *log, const char *what)
+{
+	char path[256], buf[64];
+	struct stat st;
+	int dfd = open(dir, O_PATH | O_DIRECTORY);
+
+	assert_true(dfd >= 0);
+	alarm(2);
+	int rc = joblog_copy_out(log, dfd, "log.txt", 4242);
+	alarm(0);
+	if (rc != 0)
+		fail_msg("copy over a %s: %s", what, strerror(-rc));
+	close(dfd);
+	snprintf(path, sizeof(path), "%s/log.txt", dir);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_uid, 4242);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	slurp(path, buf, sizeof(buf));
+	assert_string_equal(buf, "epoch 1\n");
+}
+
+static void test_copy_out_replaces_what_the_user_left(void **state)
+{
+	char dir[64], log[128], path[256], target[256];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sigaction act = {.sa_handler = on_alarm}; /* no SA_RESTART */
+	int fd, s;
+	(void)state;
+	sigaction(SIGALRM, &act, NULL);
+	unit_tempdir(dir);
+	snprintf(log, sizeof(log), "%s/job.log", dir);
+	fd = open(log, O_WRONLY | O_CREAT, 0640);
+	assert_int_equal(write(fd, "epoch 1\n", 8), 8);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/log.txt", dir);
+
+	assert_int_equal(mkfifo(path, 0644), 0);
+	copy_over(dir, log, "FIFO");
+	unlink(path);
+	s = socket(AF_UNIX, SOCK_STREAM, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.100s", path);
+	assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	copy_over(dir, log, "socket");
+	close(s);
+	unlink(path);
+	assert_int_equal(mknod(path, S_IFCHR | 0666, makedev(1, 3)), 0); /* /dev/null's */
+	copy_over(dir, log, "device node");
+	unlink(path);
+	/* a link is replaced, its target untouched */
+	snprintf(target, sizeof(target), "%s/target", dir);
+	fd = open(target, O_WRONLY | O_CREAT, 0600);
+	close(fd);
+	assert_int_equal(symlink(target, path), 0);
+	copy_over(dir, log, "symlink");
+	assert_int_equal(stat(target, &(struct stat){0}), 0);
+	char buf[8];
+	assert_int_equal(slurp(target, buf, sizeof(buf)), 0);
+	/* a folder stays, the copy is refused and leaves nothing behind */
+	unlink(path);
+	assert_int_equal(mkdir(path, 0755), 0);
+	fd = open(dir, O_PATH | O_DIRECTORY);
+	assert_int_equal(joblog_copy_out(log, fd, "log.txt", 4242), -EISDIR);
+	close(fd);
+	int n = 0;
+	DIR *d = opendir(dir);
+	for (struct dirent *e; (e = readdir(d));)
+		n += e->d_name[0] != '.' || (e->d_name[1] && strcmp(e->d_name, "..") != 0);
+	closedir(d);
+	assert_int_equal(n, 3); /* job.log, log.txt (the folder), target */
+	unit_rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_modes_and_append),
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_refuses_symlink),
+		cmocka_unit_test(test_copy_out_replaces_what_the_user_left),
 	};
 	return cmocka_run_group_tests_name("joblog", tests, NULL, NULL);
 }

@@ -259,7 +259,7 @@ static int teardown(void **state)
 static void home_dir(const char *rel)
 {
 	char path[256];
-	snprintf(path, sizeof(path), "%s/homes/%s/mnt/%s", T.dir, USER, rel);
+	snprintf(path, sizeof(path), "%s/homes/%d/mnt/%s", T.dir, USER_ID, rel);
 	assert_int_equal(mkdir(path, 0755), 0);
 	assert_int_equal(chown(path, HOST_UID, HOST_UID), 0);
 }
@@ -280,7 +280,7 @@ static void test_pool_and_jobs(void **state)
 	/* the home is mounted while the pool holds it: the channel's folder */
 	home_dir("data");
 	home_dir("data/train");
-	snprintf(path, sizeof(path), "%s/homes/%s/mnt/data/train/x.csv", T.dir, USER);
+	snprintf(path, sizeof(path), "%s/homes/%d/mnt/data/train/x.csv", T.dir, USER_ID);
 	FILE *f = fopen(path, "w");
 	fputs("1,2\n", f);
 	fclose(f);
@@ -302,9 +302,9 @@ static void test_pool_and_jobs(void **state)
 	assert_non_null(strstr(text, "\"lr\": 0.5") ?: strstr(text, "\"lr\":0.5"));
 	assert_non_null(strstr(text, "hp=adam var=mine ch=[\"train\"]"));
 	assert_non_null(strstr(text, "ro-ok"));
-	snprintf(path, sizeof(path), "%s/homes/%s/mnt/out/model/m.txt", T.dir, USER);
+	snprintf(path, sizeof(path), "%s/homes/%d/mnt/out/model/m.txt", T.dir, USER_ID);
 	assert_string_equal(slurp(path), "model\n");
-	snprintf(path, sizeof(path), "%s/homes/%s/mnt/out/log.txt", T.dir, USER);
+	snprintf(path, sizeof(path), "%s/homes/%d/mnt/out/log.txt", T.dir, USER_ID);
 	assert_non_null(strstr(slurp(path), "out-line"));
 	/* the phases came in order */
 	m = take("job_phase", "phase", "downloading", 1000);
@@ -368,7 +368,7 @@ static void test_pool_and_jobs(void **state)
 	assert_string_equal(proto_str(m, "kind"), "stopped");
 	assert_int_equal(proto_int(m, "code"), 3);
 	json_decref(m);
-	snprintf(path, sizeof(path), "%s/homes/%s/mnt/out/ckpt/c", T.dir, USER);
+	snprintf(path, sizeof(path), "%s/homes/%d/mnt/out/ckpt/c", T.dir, USER_ID);
 	assert_string_equal(slurp(path), "saved\n");
 
 	/* max runtime: SIGTERM at 1 s; grace 2 s */
