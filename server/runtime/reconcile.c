@@ -20,6 +20,7 @@
 #include "runtime/moves.h"
 #include "runtime/poke.h"
 #include "runtime/runtime.h"
+#include "store/audit.h"
 #include "store/ledger.h"
 #include "store/runtimes.h"
 
@@ -155,6 +156,7 @@ static void heartbeat(struct reconcile_state *run)
 
 	if (!run->confirmed || now - run->last_beat < LEDGER_HEARTBEAT_S)
 		return;
+	audit_flush(run->app->db); /* entries a full disk held back, once it has room */
 	if (ledger_heartbeat(run->app->db, now) < 0)
 		log_error("ledger: heartbeat not recorded; retrying");
 	else
