@@ -31,6 +31,7 @@ struct db {
 	_Atomic uint64_t generation[DB_TOPICS];
 	int64_t data_version; /* PRAGMA data_version at the last db_poll_external */
 	_Atomic bool full;    /* a write failed for want of space; none succeeded since */
+	_Atomic uint64_t full_spells; /* times full became true */
 	char dir[4096];       /* the database's directory, for db_room's statvfs */
 };
 
@@ -50,11 +51,21 @@ void db_changed(struct db *db, enum db_topic topic)
 }
 
 bool db_full(struct db *db) { return atomic_load(&db->full); }
+uint64_t db_full_spells(struct db *db) { return atomic_load(&db->full_spells); }
+
+/* Marks the store full; true when it was not (a new spell: worth a log line). */
+static bool mark_full(struct db *db)
+{
+	if (atomic_exchange(&db->full, true))
+		return false;
+	atomic_fetch_add(&db->full_spells, 1);
+	return true;
+}
 
 /* A failed step or exec: SQLITE_FULL, or an I/O error whose errno is ENOSPC
  * or EDQUOT (a write of the WAL, its index or a checkpoint), marks the store
- * full. Logged once per episode: a full disk fails every writer, and the
- * heartbeats alone would fill the daemon's log with the same line. */
+ * full. The spell's first failure is an error; each later one a warning
+ * naming its statement, so a write that is lost is never lost unsaid. */
 static void note_failure(struct db *db, const char *what, const char *sql)
 {
 	int code = sqlite3_extended_errcode(db->conn);
@@ -62,14 +73,15 @@ static void note_failure(struct db *db, const char *what, const char *sql)
 	bool full = (code & 0xff) == SQLITE_FULL ||
 		    ((code & 0xff) == SQLITE_IOERR && (sys == ENOSPC || sys == EDQUOT));
 
-	if (!full) {
+	if (!full)
 		log_error("sqlite %s: %s: %s", what, sql, sqlite3_errmsg(db->conn));
-		return;
-	}
-	if (!atomic_exchange(&db->full, true))
-		log_error("state disk full: sqlite %s: %s: %s; writes are refused until space "
-			  "returns (further failures not logged)",
+	else if (mark_full(db))
+		log_error("state disk full: sqlite %s: %s: %s; changes are refused until space "
+			  "returns",
 			  what, sql, sqlite3_errmsg(db->conn));
+	else
+		log_warn("state disk full: sqlite %s: %.80s: %s", what, sql,
+			 sqlite3_errmsg(db->conn));
 }
 
 /* A write went through: the disk has room again. */
@@ -90,7 +102,7 @@ int db_room(struct db *db)
 		note_written(db);
 		return 0;
 	}
-	if (!atomic_exchange(&db->full, true))
+	if (mark_full(db))
 		log_error("state disk full: %llu bytes left in %s, below %llu; writes are refused "
 			  "until space returns",
 			  (unsigned long long)vfs.f_bavail * vfs.f_frsize, db->dir,

@@ -94,6 +94,9 @@ void db_rollback(struct db *db);
  * or ENOSPC/EDQUOT under an I/O error) or db_room found too little, and no
  * write or db_room has succeeded since. Lock-free. */
 bool db_full(struct db *db);
+/* How many times db_full has become true since db_open: a caller that must
+ * catch up on what a full spell kept out compares it with the count it saw. */
+uint64_t db_full_spells(struct db *db);
 /* 0 when the database's file system has at least DB_ROOM_BYTES free for an
  * unprivileged writer (or cannot be asked: the write decides), -ENOSPC
  * otherwise; updates db_full either way. One statvfs, no lock. */

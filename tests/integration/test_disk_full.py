@@ -7,6 +7,7 @@ filler is gone the same labd takes changes again, its ledger included."""
 
 import errno
 import os
+import signal
 import sqlite3
 import subprocess
 import tempfile
@@ -20,6 +21,7 @@ from labd_harness import (
     jupyter_execute,
     open_kernel_channel,
     runtime_daemon,
+    sandbox_records,
     start_runtime,
     teardown_runtime_daemon,
     unique_name,
@@ -131,16 +133,30 @@ def usage_entry(c):
     return es[0]
 
 
-def test_full_state_disk_refuses_changes_keeps_runtimes_and_resumes(full):
-    d = full
-    pid = d.pid
-    admin = d.admin()
-    name = unique_name("dfu")
+def new_user(d, admin, prefix):
+    name = unique_name(prefix)
     pw = f"{STRONG}-{name}"
     assert admin.post("/api/v1/users", json={"name": name, "password": pw}).status == 201
     c = d.client()
     c.login(name, pw)
+    return name, pw, c
+
+
+def sandbox_pid(d, name):
+    recs = [kv for _, kv in sandbox_records(d.state_dir) if kv.get("user") == name]
+    assert recs, f"no sandbox record of {name}"
+    return int(recs[-1]["pid"])
+
+
+def test_full_state_disk_refuses_changes_keeps_runtimes_and_resumes(full):
+    d = full
+    pid = d.pid
+    admin = d.admin()
+    name, pw, c = new_user(d, admin, "dfu")
     _, running = start_runtime(c)
+    # a second runtime, to end on its own while the disk is full
+    gone, _, gc = new_user(d, admin, "dfg")
+    start_runtime(gc)
     kid, ws = open_kernel_channel(d, c)
     try:
         assert jupyter_execute(ws, "before = 6*7; before")[0] == "42"
@@ -164,6 +180,9 @@ def test_full_state_disk_refuses_changes_keeps_runtimes_and_resumes(full):
         assert r.status == 200, r
         assert refused not in [u["name"] for u in r.json["users"]]
         assert refused not in audit_targets(admin, "user.create")
+
+        # a runtime that ends meanwhile (its sandbox killed): its end may not be written
+        os.kill(sandbox_pid(d, gone), signal.SIGKILL)
 
         # the runtime, its Jupyter and its kernel go on; heartbeats meet the full disk
         time.sleep((HEARTBEAT_S + 1) * SLOW)
@@ -193,6 +212,15 @@ def test_full_state_disk_refuses_changes_keeps_runtimes_and_resumes(full):
                    (HEARTBEAT_S + 10) * SLOW, lambda: f"a heartbeat after {t_back}: "
                    f"{usage_entry(c)}")
         assert jupyter_execute(ws, "before + 2")[0] == "44"
+        # the runtime that ended during the full spell is ended and audited soon after
+        # (a total reconciliation once there is room, not the 5-minute safety net)
+        wait_until(lambda: gc.get("/api/v1/me/runtime").json["runtime"]["state"]
+                   in ("stopped", "failed"), 20 * SLOW,
+                   lambda: f"{gone}'s runtime to end: {gc.get('/api/v1/me/runtime')!r}")
+        ends = [e for e in admin.get("/api/v1/audit?action=runtime.*&limit=500")
+                .json["entries"] if e["target"] == gone]
+        assert [e["action"] for e in ends if e["action"] in ("runtime.end", "runtime.failed")], \
+            ends
     finally:
         ws.close()
         remove_filler(d)
