@@ -174,11 +174,53 @@ static void test_full_disk_fails_cleanly_and_resumes(void **state)
 	assert_whole(f->path);
 }
 
+/* A checkpoint that must grow the database file on a full disk: it fails (or
+ * stops short), the WAL keeps every frame, and the file stays whole. */
+static void test_checkpoint_on_full_disk_keeps_the_file_whole(void **state)
+{
+	struct fixture *f = *state;
+	sqlite3 *raw;
+	char sql[64];
+	int rc, log_frames = -1, done_frames = -1;
+
+	if (!f)
+		skip();
+	/* pages for the WAL only: fewer than the 1,000 of an automatic checkpoint */
+	for (int i = 0; i < ENTRIES; i++)
+		assert_int_equal(audit_add(f->db, 2000 + i, "t", "test.wal", "w", NULL, big_detail()),
+				 0);
+	assert_int_equal(count_audit(f->db), ENTRIES);
+	fill(f->filler);
+
+	assert_int_equal(sqlite3_open_v2(f->path, &raw, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	/* a first read opens the WAL on this connection */
+	assert_int_equal(sqlite3_exec(raw, "SELECT count(*) FROM audit", NULL, NULL, NULL),
+			 SQLITE_OK);
+	rc = sqlite3_wal_checkpoint_v2(raw, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log_frames,
+				       &done_frames);
+	print_message("checkpoint on the full disk: %s (%d of %d frames)\n", sqlite3_errstr(rc),
+		      done_frames, log_frames);
+	assert_true(rc != SQLITE_OK || done_frames < log_frames || log_frames <= 0);
+	sqlite3_close(raw);
+	assert_whole(f->path);
+	assert_int_equal(count_audit(f->db), ENTRIES); /* nothing lost */
+
+	assert_int_equal(unlink(f->filler), 0);
+	assert_int_equal(sqlite3_open_v2(f->path, &raw, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	snprintf(sql, sizeof(sql), "PRAGMA wal_checkpoint(TRUNCATE)");
+	assert_int_equal(sqlite3_exec(raw, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(raw);
+	assert_whole(f->path);
+	assert_int_equal(count_audit(f->db), ENTRIES);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_full_disk_fails_cleanly_and_resumes, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_checkpoint_on_full_disk_keeps_the_file_whole,
+						setup, teardown),
 	};
 	/* a private mount namespace: the tmpfs goes with this process */
 	mounted = unshare(CLONE_NEWNS) == 0 &&
