@@ -24,7 +24,7 @@
 #include "supervisor/worker.h"
 
 #define HOME_FULL_BYTES (1 << 20) /* less free than this at the end: home_full */
-#define STATE_FULL_BYTES (64 << 10) /* root's free room on the state disk: full */
+#define STATE_FULL_BYTES (1 << 20) /* less free than this for labd-web: the state disk is full */
 #define ML_INSIDE POOL_ML_INSIDE
 
 struct stage_report {
@@ -89,16 +89,17 @@ static void utf8_clean(char *s)
 }
 
 /* The pool's keeper drops output it cannot write to the job's log (it never
- * blocks the job on it); a job that ends on a full state disk says so. */
+ * blocks the job on it); a job that ends on a full state disk says so. Root's
+ * keeper may still have had ext4's reserved blocks, hence "may". */
 static void note_state_disk_full(struct host *ps, struct pool_job *j)
 {
 	size_t len = strlen(j->reason);
 	struct statvfs v;
 
 	if (statvfs(host_state_dir(ps), &v) == 0 &&
-	    (uint64_t)v.f_bfree * v.f_frsize < STATE_FULL_BYTES)
+	    (uint64_t)v.f_bavail * v.f_frsize < STATE_FULL_BYTES)
 		snprintf(j->reason + len, sizeof(j->reason) - len,
-			 "; its log is incomplete: the state disk is full");
+			 "; the state disk is full: its log may be incomplete");
 }
 
 static void emit_exited(struct host *ps, struct pool_box *p)

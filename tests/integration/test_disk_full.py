@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from jobs_lib import JOBS_DEFAULTS, log_text, submit, wait_job
 from labd_harness import (
     SLOW,
     STRONG,
@@ -42,7 +43,8 @@ def full(request):
     STATE_DISK_MB; unmounted and removed after the module."""
     img_dir = tempfile.mkdtemp(prefix="labd-it-diskfull-img-")
     img = os.path.join(img_dir, "state.img")
-    d = runtime_daemon("diskfull", runtime={"home_size": "64M", "cpu_limit": "1h"})
+    d = runtime_daemon("diskfull", runtime={"home_size": "64M", "cpu_limit": "1h"},
+                       sections={"jobs": JOBS_DEFAULTS})
     d.keep_dir = True  # never rmtree through the mount; removed below once unmounted
     with open(img, "wb") as fh:
         fh.truncate(STATE_DISK_MB << 20)
@@ -226,4 +228,36 @@ def test_full_state_disk_refuses_changes_keeps_runtimes_and_resumes(full):
         remove_filler(d)
     r = c.delete("/api/v1/me/runtime")
     assert r.status == 202, r
+    assert integrity(d) == [("ok",)]
+
+
+def test_job_that_ends_on_a_full_state_disk_says_its_log_is_incomplete(full):
+    """The pool's keeper drops what it cannot write to the job's log, the job runs
+    to its end, the supervisor says why the log is short and does not stop; once
+    there is room the job's end is recorded without a restart."""
+    d = full
+    pid, web = d.pid, d.web_children()
+    name, _, c = new_user(d, d.admin(), "dfj")
+    # lines of 1 KiB: the log needs new blocks all along, not the room left in its last one
+    j = submit(c, ["/bin/sh", "-c", "i=0; while [ $i -lt 100 ]; do printf 'line=%d %01000d\\n' "
+                                    "$i 0; i=$((i+1)); sleep 0.1; done"])
+    wait_until(lambda: "line=" in log_text(c, j["id"]), 60 * SLOW, "the job's first lines")
+    try:
+        fill(d)
+        note = "the state disk is full: its log may be incomplete"
+        wait_until(lambda: f"job {j['id']} in pool" in d.log() and note in d.log(), 60 * SLOW,
+                   lambda: "the job's end, with the note, in labd's log:\n" + "\n".join(
+                       ln for ln in d.log().splitlines() if ln.startswith("labd:")))
+        assert d.pid == pid and d.proc.poll() is None and d.web_children() == web
+        assert integrity(d) == [("ok",)]
+    finally:
+        remove_filler(d)
+    ended = wait_job(c, j["id"], timeout=60 * SLOW)
+    log = log_text(c, j["id"])
+    assert "line=0 " in log
+    assert "line=99 " not in log, f"no output was dropped: the disk was not full ({ended})"
+    # its own end, held while the disk was full, not "labd lost the job's end"
+    assert ended["status"] == "Completed", ended
+    last = ended["transitions"][-1]["message"] or ""
+    assert "the state disk was full when it ended: its log may be incomplete" in last, ended
     assert integrity(d) == [("ok",)]
