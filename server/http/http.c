@@ -20,6 +20,7 @@
 #include "http/guard.h"
 #include "http/workers.h"
 #include "http/forwarded.h"
+#include "store/db.h"
 
 #define HTTP_CONNECTION_POOL_BYTES (32 * 1024) /* see http_start */
 
@@ -222,8 +223,21 @@ json_t *http_error_json(const char *code, const char *message)
 	return json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", message);
 }
 
+void http_reply_disk_full(struct http_request *req)
+{
+	http_add_header(req, "Retry-After", "30");
+	http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "state_disk_full",
+			 "the state disk is full: labd cannot record changes until space is "
+			 "freed there; nothing was changed");
+}
+
 void http_reply_internal(struct http_request *req)
 {
+	/* a store write that failed for want of space is the disk's doing */
+	if (req->app && req->app->db && db_full(req->app->db)) {
+		http_reply_disk_full(req);
+		return;
+	}
 	http_reply_error(req, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal",
 			 "internal error; nothing was changed");
 }

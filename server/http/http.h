@@ -98,6 +98,9 @@ void http_reply_error(struct http_request *req, unsigned status, const char *cod
 void http_reply_empty(struct http_request *req, unsigned status);
 /* 500 internal, for a store failure: nothing was changed. */
 void http_reply_internal(struct http_request *req);
+/* 503 state_disk_full with Retry-After: the store cannot write (db_full, db_room).
+ * http_reply_internal answers this instead of 500 while the store is full. */
+void http_reply_disk_full(struct http_request *req);
 void http_reply_redirect(struct http_request *req, const char *location);
 /* Serves an open file (the reply owns fd from here on, even on failure). */
 void http_reply_fd(struct http_request *req, unsigned status, const char *content_type, int fd,

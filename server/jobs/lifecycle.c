@@ -2,6 +2,7 @@
  * ready pools, warm keep-alive expiry, and the infrastructure-failure path
  * (retry or Interrupted). See lifecycle.h. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "labd/app.h"
 #include "labd/clock.h"
 #include "labd/log.h"
+#include "labd/parse.h"
 #include "store/db.h"
 
 
@@ -156,17 +158,68 @@ static void keep_or_release(struct app *app, const struct job *j, const struct p
 		jobs_set_warm(app->db, j->id, "Available", now, 0, until, "", 0);
 }
 
-static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
-			  const struct backend_job_exit *x)
+/* Job ends that a full state disk kept out of the store, with the time they
+ * came: applied again by the runner's pass (jobs_retry_exits) before its
+ * reconciliation could take such a job for one whose end was missed. The
+ * backend's reader thread holds, the runner's thread retries. */
+#define HELD_EXITS_MAX 64
+
+struct held_exit {
+	char user[PARSE_USER_NAME_MAX + 1];
+	int64_t pool_id, job_id, at_ms, exit_at_ms;
+	char kind[16], reason[JOB_REASON_MAX], failure[1100];
+	int code, signal;
+	bool home_full;
+};
+
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct held_exit held[HELD_EXITS_MAX];
+static int held_n;
+
+static void hold_exit(const char *user, int64_t pool_id, int64_t job_id,
+		      const struct backend_job_exit *x, int64_t at_ms)
 {
-	struct app *app = ctx;
+	struct held_exit *h;
+
+	pthread_mutex_lock(&held_lock);
+	if (held_n == HELD_EXITS_MAX) {
+		pthread_mutex_unlock(&held_lock);
+		log_error("job %lld of %s: its end (%s: %s) lost: the state disk is full and %d "
+			  "ends wait already",
+			  (long long)job_id, user, x->kind, x->reason, HELD_EXITS_MAX);
+		return;
+	}
+	h = &held[held_n++];
+	snprintf(h->user, sizeof(h->user), "%s", user);
+	h->pool_id = pool_id;
+	h->job_id = job_id;
+	h->at_ms = at_ms;
+	h->exit_at_ms = x->at_ms;
+	snprintf(h->kind, sizeof(h->kind), "%s", x->kind);
+	snprintf(h->reason, sizeof(h->reason), "%s", x->reason ? x->reason : "");
+	snprintf(h->failure, sizeof(h->failure), "%s", x->failure ? x->failure : "");
+	h->code = x->code;
+	h->signal = x->signal;
+	h->home_full = x->home_full;
+	pthread_mutex_unlock(&held_lock);
+	log_warn("job %lld of %s: its end (%s) is held until the state disk has room",
+		 (long long)job_id, user, x->kind);
+}
+
+/* at_ms: when the event came, not x->at_ms (when the command ended): the
+ * event comes once the outputs are uploaded, and Uploading is billed to its end */
+static void job_exited(struct app *app, const char *user, int64_t pool_id, int64_t job_id,
+		       const struct backend_job_exit *x, int64_t at_ms, bool held_back)
+{
 	struct job j;
 	struct pool p;
 	char reason[JOB_REASON_MAX];
-	/* now, not x->at_ms (when the command ended): the event comes once the
-	 * outputs are uploaded, and Uploading is billed to its end */
-	struct job_move m = {.at_ms = clock_wall_ms()};
+	struct job_move m = {.at_ms = at_ms};
 
+	if (db_room(app->db) < 0) {
+		hold_exit(user, pool_id, job_id, x, at_ms);
+		return;
+	}
 	if (!event_pool(app, user, pool_id, &p) || !event_job(app, pool_id, job_id, &j))
 		return;
 	/* stopped, but nobody asked: labd stopped it (its shutdown), not the user */
@@ -179,6 +232,10 @@ static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t 
 	}
 	jobs_outcome(&j, x, j.memory_bytes ? j.memory_bytes : p.memory_bytes, &m, reason,
 		     sizeof(reason));
+	/* it came while the state disk was full: its log, on that disk, lost lines */
+	if (held_back)
+		snprintf(reason + strlen(reason), sizeof(reason) - strlen(reason),
+			 "; the state disk was full when it ended: its log may be incomplete");
 	/* its log is complete now: the rest is read for metrics and the rules
 	 * run a last time on observe's own thread (this is the backend's reader
 	 * thread: it never waits for that); the job's metrics_complete says when */
@@ -193,9 +250,39 @@ static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t 
 	if (moved) {
 		log_info("job %lld of %s: %s", (long long)job_id, user, reason);
 		jobs_changed(app, job_id);
+	} else if (db_full(app->db)) {
+		hold_exit(user, pool_id, job_id, x, at_ms);
 	}
 	jobs_row_free(&j);
 	jobs_poke(app);
+}
+
+static void on_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
+			  const struct backend_job_exit *x)
+{
+	job_exited(ctx, user, pool_id, job_id, x, clock_wall_ms(), false);
+}
+
+void jobs_retry_exits(struct app *app)
+{
+	struct held_exit h;
+	int n;
+
+	pthread_mutex_lock(&held_lock);
+	n = held_n;
+	pthread_mutex_unlock(&held_lock);
+	/* each once: one that meets the full disk again is held again, at the end */
+	for (int i = 0; i < n && db_room(app->db) == 0; i++) {
+		pthread_mutex_lock(&held_lock);
+		h = held[0];
+		memmove(held, held + 1, (size_t)--held_n * sizeof(held[0]));
+		pthread_mutex_unlock(&held_lock);
+		struct backend_job_exit x = {.kind = h.kind, .code = h.code, .signal = h.signal,
+					     .at_ms = h.exit_at_ms, .reason = h.reason,
+					     .failure = h.failure, .home_full = h.home_full};
+		log_info("job %lld of %s: its held end is recorded now", (long long)h.job_id, h.user);
+		job_exited(app, h.user, h.pool_id, h.job_id, &x, h.at_ms, true);
+	}
 }
 
 static void on_job_sample(void *ctx, const char *user, int64_t pool_id, int64_t job_id,

@@ -23,5 +23,9 @@ int64_t jobs_expire_pools(struct app *app);
 /* A pool's sandbox is gone while it held job_id: infrastructure failure,
  * retried while attempts are left. */
 void jobs_pool_lost(struct app *app, const struct pool *p, const char *reason);
+/* Records the job ends a full state disk kept out (held by the job_exited
+ * event, in the order they came) once it has room; the runner's pass calls
+ * it before its reconciliation. */
+void jobs_retry_exits(struct app *app);
 
 #endif

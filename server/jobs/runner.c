@@ -110,6 +110,7 @@ static long long pass(void *arg)
 	struct jobs_live *l = &run->live;
 	int64_t keep_end;
 
+	jobs_retry_exits(app); /* ends a full state disk held back, first */
 	if ((jobs_take_wanted(&run->handle) || time(NULL) - run->last_full >= SAFETY_NET_S) &&
 	    jobs_reconcile(app) == 0) {
 		run->last_full = time(NULL);

@@ -20,6 +20,8 @@
 #include "runtime/moves.h"
 #include "runtime/poke.h"
 #include "runtime/runtime.h"
+#include "store/audit.h"
+#include "store/db.h"
 #include "store/ledger.h"
 #include "store/runtimes.h"
 
@@ -33,6 +35,7 @@ struct reconcile_state {
 	struct app *app;
 	time_t last_full, last_beat;
 	bool confirmed; /* a total reconciliation matched the rows since this process started */
+	uint64_t full_spells; /* db_full_spells caught up on by a total reconciliation */
 };
 
 /* The clock_ms() time when the wall clock reads epoch second at (a row's
@@ -155,10 +158,32 @@ static void heartbeat(struct reconcile_state *run)
 
 	if (!run->confirmed || now - run->last_beat < LEDGER_HEARTBEAT_S)
 		return;
-	if (ledger_heartbeat(run->app->db, now) < 0)
+	audit_flush(run->app->db); /* entries a full disk held back, once it has room */
+	if (ledger_heartbeat(run->app->db, now) < 0) {
 		log_error("ledger: heartbeat not recorded; retrying");
-	else
+		/* on a full disk, at the usual pace: the next one that is written
+		 * bills the whole time, and a retry each second only fills the log */
+		if (db_full(run->app->db))
+			run->last_beat = now;
+	} else {
 		run->last_beat = now;
+	}
+}
+
+/* A full state disk refuses the writes of events that happen anyway (a
+ * sandbox's end): once it has room again, the rows are matched to the
+ * sandboxes at once, not at the safety net. */
+static bool room_again(struct reconcile_state *run)
+{
+	uint64_t spells = db_full_spells(run->app->db);
+
+	if (spells == run->full_spells)
+		return false;
+	/* db_room: one statvfs, which also ends db_full once the room is back */
+	if (db_full(run->app->db) && db_room(run->app->db) < 0)
+		return false;
+	run->full_spells = spells;
+	return true;
 }
 
 /* One pass: a total reconciliation when asked for (or the safety net is
@@ -171,7 +196,8 @@ static long long pass(void *arg)
 	int64_t next = 0;
 	bool live;
 
-	if ((reconcile_take_wanted(&run->handle) || time(NULL) - run->last_full >= SAFETY_NET_S) &&
+	if ((reconcile_take_wanted(&run->handle) || room_again(run) ||
+	     time(NULL) - run->last_full >= SAFETY_NET_S) &&
 	    reconcile_all(app) == 0) {
 		run->last_full = time(NULL);
 		run->confirmed = true;

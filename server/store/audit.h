@@ -15,9 +15,16 @@ struct audit_entry {
 };
 
 /* Appends an entry: 0, or -EIO when it was not recorded. A lost entry is not
- * fatal to the change it describes, but the caller logs it as an error. */
+ * fatal to the change it describes, but the caller logs it as an error.
+ * On a full state disk (db_full) the entry is held in memory, logged in full,
+ * and written in order before any newer one once there is room (the next
+ * audit_add or audit_flush): 0 then too. -EIO only past AUDIT_HELD_MAX held
+ * entries (1,024), each such entry logged in full. */
 int audit_add(struct db *db, int64_t now, const char *actor, const char *action,
 	      const char *target, const char *address, const char *detail);
+/* Writes held entries (a periodic caller: the reconciler's pass). The number
+ * still held; cheap (one atomic load) when none are. */
+int audit_flush(struct db *db);
 /* Which entries audit_each walks; a NULL string or 0 bound does not filter. */
 struct audit_filter {
 	int64_t before;            /* id < before */

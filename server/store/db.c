@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
 
 #include "labd/log.h"
 #include "store/migrations.h"
@@ -28,6 +30,9 @@ struct db {
 	struct cached_stmt cache[STMT_CACHE];
 	_Atomic uint64_t generation[DB_TOPICS];
 	int64_t data_version; /* PRAGMA data_version at the last db_poll_external */
+	_Atomic bool full;    /* a write failed for want of space; none succeeded since */
+	_Atomic uint64_t full_spells; /* times full became true */
+	char dir[4096];       /* the database's directory, for db_room's statvfs */
 };
 
 void db_lock(struct db *db) { pthread_mutex_lock(&db->lock); }
@@ -43,6 +48,66 @@ uint64_t db_generation(struct db *db, enum db_topic topic)
 void db_changed(struct db *db, enum db_topic topic)
 {
 	atomic_fetch_add(&db->generation[topic], 1);
+}
+
+bool db_full(struct db *db) { return atomic_load(&db->full); }
+uint64_t db_full_spells(struct db *db) { return atomic_load(&db->full_spells); }
+
+/* Marks the store full; true when it was not (a new spell: worth a log line). */
+static bool mark_full(struct db *db)
+{
+	if (atomic_exchange(&db->full, true))
+		return false;
+	atomic_fetch_add(&db->full_spells, 1);
+	return true;
+}
+
+/* A failed step or exec: SQLITE_FULL, or an I/O error whose errno is ENOSPC
+ * or EDQUOT (a write of the WAL, its index or a checkpoint), marks the store
+ * full. The spell's first failure is an error; each later one a warning
+ * naming its statement, so a write that is lost is never lost unsaid. */
+static void note_failure(struct db *db, const char *what, const char *sql)
+{
+	int code = sqlite3_extended_errcode(db->conn);
+	int sys = sqlite3_system_errno(db->conn);
+	bool full = (code & 0xff) == SQLITE_FULL ||
+		    ((code & 0xff) == SQLITE_IOERR && (sys == ENOSPC || sys == EDQUOT));
+
+	if (!full)
+		log_error("sqlite %s: %s: %s", what, sql, sqlite3_errmsg(db->conn));
+	else if (mark_full(db))
+		log_error("state disk full: sqlite %s: %s: %s; changes are refused until space "
+			  "returns",
+			  what, sql, sqlite3_errmsg(db->conn));
+	else
+		log_warn("state disk full: sqlite %s: %.80s: %s", what, sql,
+			 sqlite3_errmsg(db->conn));
+}
+
+/* A write went through: the disk has room again. */
+static void note_written(struct db *db)
+{
+	if (atomic_load(&db->full) && atomic_exchange(&db->full, false))
+		log_info("state disk: writes succeed again");
+}
+
+int db_room(struct db *db)
+{
+	struct statvfs vfs;
+
+	/* f_bavail: what an unprivileged writer (labd-web) may still take */
+	if (statvfs(db->dir, &vfs) < 0)
+		return 0; /* cannot tell: let the write itself decide */
+	if ((uint64_t)vfs.f_bavail * vfs.f_frsize >= DB_ROOM_BYTES) {
+		note_written(db);
+		return 0;
+	}
+	if (mark_full(db))
+		log_error("state disk full: %llu bytes left in %s, below %llu; writes are refused "
+			  "until space returns",
+			  (unsigned long long)vfs.f_bavail * vfs.f_frsize, db->dir,
+			  (unsigned long long)DB_ROOM_BYTES);
+	return -ENOSPC;
 }
 
 /* PRAGMA data_version changes when another connection commits, never for
@@ -80,17 +145,27 @@ int db_poll_external(struct db *db)
 
 static int db_simple(struct db *db, const char *sql)
 {
-	char *msg = NULL;
-	if (sqlite3_exec(db->conn, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		log_error("sqlite: %s: %s", sql, msg ? msg : "unknown error");
-		sqlite3_free(msg);
+	if (sqlite3_exec(db->conn, sql, NULL, NULL, NULL) != SQLITE_OK) {
+		note_failure(db, "exec", sql);
 		return -1;
 	}
 	return 0;
 }
 
 int db_begin(struct db *db) { return db_simple(db, "BEGIN IMMEDIATE"); }
-int db_commit(struct db *db) { return db_simple(db, "COMMIT"); }
+
+int db_commit(struct db *db)
+{
+	if (db_simple(db, "COMMIT") < 0) {
+		/* A COMMIT that failed (SQLITE_FULL) may leave the transaction
+		 * open: end it, so the next BEGIN on this shared connection does
+		 * not fail, and nothing of it is half-kept. */
+		db_rollback(db);
+		return -1;
+	}
+	note_written(db);
+	return 0;
+}
 
 void db_rollback(struct db *db)
 {
@@ -203,11 +278,13 @@ int db_exec(struct db *db, const char *sql, const char *types, ...)
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE || rc == SQLITE_ROW) {
 		rc = sqlite3_changes(db->conn);
+		if (!sqlite3_stmt_readonly(st) && sqlite3_get_autocommit(db->conn))
+			note_written(db); /* committed on its own */
 	} else if (sqlite3_extended_errcode(db->conn) == SQLITE_CONSTRAINT_UNIQUE ||
 		   sqlite3_extended_errcode(db->conn) == SQLITE_CONSTRAINT_PRIMARYKEY) {
 		rc = DB_CONFLICT;
 	} else {
-		log_error("sqlite step: %s: %s", sql, sqlite3_errmsg(db->conn));
+		note_failure(db, "step", sql);
 		rc = -1;
 	}
 	db_done(db, st);
@@ -238,7 +315,7 @@ static int each_va(struct db *db, const char *sql, const char *types, db_row_fn 
 			break;
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		log_error("sqlite step: %s: %s", sql, sqlite3_errmsg(db->conn));
+		note_failure(db, "step", sql);
 		rows = -EIO;
 	}
 	db_done(db, st);
@@ -299,6 +376,19 @@ static int db_migrate(struct db *db)
 	return 0;
 }
 
+/* path's directory ("." for a bare name) into out. */
+static void dir_of(const char *path, char *out, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		snprintf(out, len, ".");
+	else if (slash == path)
+		snprintf(out, len, "/");
+	else
+		snprintf(out, len, "%.*s", (int)(slash - path), path);
+}
+
 int db_open(const char *path, struct db **out)
 {
 	struct db *db = calloc(1, sizeof(*db));
@@ -312,6 +402,7 @@ int db_open(const char *path, struct db **out)
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&db->lock, &attr);
 	pthread_mutexattr_destroy(&attr);
+	dir_of(path, db->dir, sizeof(db->dir));
 	if (sqlite3_open_v2(path, &db->conn, flags, NULL) != SQLITE_OK) {
 		log_error("open database %s: %s", path,
 			  db->conn ? sqlite3_errmsg(db->conn) : "out of memory");

@@ -9,6 +9,7 @@
 #define LABD_DB_H
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct db;
@@ -74,9 +75,31 @@ void db_changed(struct db *db, enum db_topic topic);
  * 0 when not, -1 on error. Takes db_lock itself. */
 int db_poll_external(struct db *db);
 
-/* BEGIN IMMEDIATE / COMMIT / ROLLBACK; caller holds db_lock. */
+/* BEGIN IMMEDIATE / COMMIT / ROLLBACK; caller holds db_lock. A COMMIT that
+ * fails (a full disk) rolls the transaction back before it returns -1, so the
+ * shared connection never keeps a half-done transaction open. */
 int db_begin(struct db *db);
 int db_commit(struct db *db);
 void db_rollback(struct db *db);
+
+/* A full state disk (docs/operations.md, "A full state disk"). SQLite itself
+ * fails cleanly there (SQLITE_FULL: the statement or transaction is undone,
+ * the file stays whole); these let the layers above say so and refuse a
+ * change before it starts instead of half-way through it. */
+/* What a change needs free on the state disk before it starts: a request's
+ * rows, its audit entry and their WAL frames take a few pages; the rest is
+ * for the writers that cannot wait (heartbeats, ends of runtimes and jobs). */
+#define DB_ROOM_BYTES (1ULL << 20)
+/* Whether the store is full: a write failed for want of space (SQLITE_FULL,
+ * or ENOSPC/EDQUOT under an I/O error) or db_room found too little, and no
+ * write or db_room has succeeded since. Lock-free. */
+bool db_full(struct db *db);
+/* How many times db_full has become true since db_open: a caller that must
+ * catch up on what a full spell kept out compares it with the count it saw. */
+uint64_t db_full_spells(struct db *db);
+/* 0 when the database's file system has at least DB_ROOM_BYTES free for an
+ * unprivileged writer (or cannot be asked: the write decides), -ENOSPC
+ * otherwise; updates db_full either way. One statvfs, no lock. */
+int db_room(struct db *db);
 
 #endif

@@ -25,6 +25,7 @@
 #include "supervisor/worker.h"
 
 #define HOME_FULL_BYTES (1 << 20) /* less free than this at the end: home_full */
+#define STATE_FULL_BYTES (1 << 20) /* less free than this for labd-web: the state disk is full */
 #define ML_INSIDE POOL_ML_INSIDE
 
 struct stage_report {
@@ -77,10 +78,26 @@ static void utf8_clean(char *s)
 	jobagent_utf8_clean(s, strlen(s));
 }
 
+/* The pool's keeper drops output it cannot write to the job's log (it never
+ * blocks the job on it); a job that ends on a full state disk says so. Root's
+ * keeper may still have had ext4's reserved blocks, hence "may". */
+static void note_state_disk_full(struct host *ps, struct pool_job *j)
+{
+	size_t len = strlen(j->reason);
+	struct statvfs v;
+
+	if (statvfs(host_state_dir(ps), &v) == 0 &&
+	    (uint64_t)v.f_bavail * v.f_frsize < STATE_FULL_BYTES)
+		snprintf(j->reason + len, sizeof(j->reason) - len,
+			 "; the state disk is full: its log may be incomplete");
+}
+
 static void emit_exited(struct host *ps, struct pool_box *p)
 {
 	struct pool_job *j = &p->job;
 	json_t *e = host_event("job_exited", &p->b);
+
+	note_state_disk_full(ps, j);
 
 	utf8_clean(j->failure);
 	utf8_clean(j->reason);

@@ -62,26 +62,63 @@ static int rotate(struct runlog *l)
 	return open_out(l);
 }
 
+/* Writes what fits; the count written (0 on an error: *err says which). A
+ * short write is a full file system (or a file-size limit): ENOSPC. */
+static size_t put(struct runlog *l, const char *buf, size_t n, int *err)
+{
+	ssize_t w;
+
+	do
+		w = write(l->out_fd, buf, n);
+	while (w < 0 && errno == EINTR);
+	*err = w < 0 ? errno : (size_t)w < n ? ENOSPC : 0;
+	w = w < 0 ? 0 : w;
+	l->size_bytes += (uint64_t)w;
+	return (size_t)w;
+}
+
+/* After output was dropped, the first write that has room says so in the log
+ * itself (and in labd's), so a reader sees the gap and why. */
+static int say_dropped(struct runlog *l)
+{
+	char line[160];
+	int err, len = snprintf(line, sizeof(line), "[labd: %llu bytes of output dropped: %s]\n",
+				(unsigned long long)l->dropped_bytes, strerror(l->drop_errno));
+
+	if (put(l, line, (size_t)len, &err) < (size_t)len)
+		return -err;
+	log_info("runtime log %s: writing again after %llu bytes dropped", l->path,
+		 (unsigned long long)l->dropped_bytes);
+	l->dropped_bytes = 0;
+	l->warned = false;
+	return 0;
+}
+
 void runlog_write(struct runlog *l, const char *buf, size_t n)
 {
-	int rc = 0;
+	size_t done = 0;
+	int rc = 0, err;
 
 	if (l->out_fd < 0)
 		rc = open_out(l);
 	if (rc == 0 && l->size_bytes > 0 && l->size_bytes + n > l->max_bytes)
 		rc = rotate(l);
+	if (rc == 0 && l->dropped_bytes > 0)
+		rc = say_dropped(l);
 	if (rc == 0) {
-		ssize_t w = write(l->out_fd, buf, n);
-		rc = w == (ssize_t)n ? 0 : w < 0 ? -errno : -ENOSPC;
+		done = put(l, buf, n, &err);
+		rc = -err;
 	}
-	if (rc == 0) {
-		l->size_bytes += n;
+	if (rc == 0)
 		return;
-	}
-	/* the output is dropped, never buffered: the pipe keeps draining */
+	/* the rest is dropped, never buffered: the pipe keeps draining, so the
+	 * runtime runs on whatever the state disk does */
 	if (!l->warned)
-		log_warn("runtime log %s: %s (output dropped)", l->path, strerror(-rc));
+		log_warn("runtime log %s: %s (output dropped until it can be written)", l->path,
+			 strerror(-rc));
 	l->warned = true;
+	l->dropped_bytes += n - done;
+	l->drop_errno = -rc;
 }
 
 int runlog_pump(struct runlog *l)

@@ -24,7 +24,9 @@ struct runlog {
 	int out_fd; /* the log file, opened at the first output, -1 until then */
 	uint64_t size_bytes, max_bytes;
 	gid_t gid; /* the log's group (labd's): labd-web may read it */
-	bool warned; /* a failed write was logged once */
+	bool warned; /* a failed write was logged once (again after a recovery) */
+	uint64_t dropped_bytes; /* output lost since the last write that went in */
+	int drop_errno;         /* why (ENOSPC: the state disk is full) */
 	char path[RUNLOG_PATH_MAX];
 };
 
@@ -38,7 +40,9 @@ void runlog_init_empty(struct runlog *l);
  * released). */
 int runlog_pump(struct runlog *l);
 /* Appends n bytes (a whole read) to the log, rotating first when they would take
- * it past the cap; on a failed write the bytes are dropped (warned once). */
+ * it past the cap; on a failed write (a full state disk) the bytes are dropped
+ * and labd's log warned once; the next write that has room first adds a line
+ * "[labd: N bytes of output dropped: <why>]". */
 void runlog_write(struct runlog *l, const char *buf, size_t n);
 /* Closes both fds; safe to call twice. */
 void runlog_release(struct runlog *l);

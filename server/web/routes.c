@@ -11,8 +11,10 @@
 #include "auth/scope.h"
 #include "http/http.h"
 #include "http/static.h"
+#include "labd/app.h"
 #include "labd/log.h"
 #include "api/pages.h"
+#include "store/db.h"
 #include "web/scrape.h"
 
 static const struct route routes[] = {
@@ -159,6 +161,17 @@ static bool scope_ok(struct http_request *req, const struct route *r)
 	return false;
 }
 
+/* A change starts only with room to finish, its audit entry included: on a
+ * full state disk it is refused whole here, not failed half-way
+ * (docs/operations.md, "A full state disk"). Reads go on. */
+static bool room_ok(struct http_request *req)
+{
+	if (!http_is_state_changing(req) || db_room(http_app(req)->db) == 0)
+		return true;
+	http_reply_disk_full(req);
+	return false;
+}
+
 /* Authentication, role, Origin and CSRF checks; true when the handler may run. */
 static bool gate(struct http_request *req, const struct route *r)
 {
@@ -182,7 +195,7 @@ static bool gate(struct http_request *req, const struct route *r)
 		return false;
 	}
 	if (r->access == ROUTE_PUBLIC)
-		return true;
+		return room_ok(req);
 	if (ident->kind == AUTH_NONE) {
 		reply_unauthenticated(req, r->kind);
 		return false;
@@ -198,7 +211,7 @@ static bool gate(struct http_request *req, const struct route *r)
 				"missing or wrong CSRF token (send X-CSRF-Token)");
 		return false;
 	}
-	return true;
+	return room_ok(req);
 }
 
 /* What a user origin serves besides its runtime paths (gate.c): the handoff
