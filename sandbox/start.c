@@ -47,6 +47,7 @@
 #include "sandbox/state.h"
 #include "sandbox/teardown.h"
 #include "sandbox/timing.h"
+#include "labd/fault.h"
 
 /* The environment handed to the child: strings packed here, pointed at by envp. */
 struct env_store {
@@ -603,6 +604,7 @@ static int run_steps(struct start *c, struct sandbox_error *err)
 	for (size_t i = 0; i < N_START_STEPS && !failed; i++) {
 		if (start_steps[i].run(c) < 0)
 			failed = start_steps[i].name;
+		FAULT_POINT_STEP("sandbox.start", start_steps[i].name);
 		if (c->timing.on)
 			c->timing.parent_end_ns[i] = timing_now_ns();
 	}

@@ -14,6 +14,7 @@
 #include "sandbox/egress.h"
 #include "sandbox/home.h"
 #include "sandbox/rundir.h"
+#include "labd/fault.h"
 
 /* Removes a directory tree without following any symlink: the run dir was writable
  * from inside, so it may hold links planted to make the host delete its own files. */
@@ -82,6 +83,7 @@ int teardown_sandbox(const char *state_dir, const struct sandbox_state *st)
 		    cgbox_remove(lo, st->cgroup_parent, net) < 0)
 			rc = -1;
 	}
+	FAULT_POINT("sandbox.teardown.cgroups"); /* the home is still mounted */
 	egress_files_remove(state_dir, st->id);
 	if (st->home_image[0] && home_unref(state_dir, st->user, st->id) < 0)
 		rc = -1;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "labd/log.h"
+#include "labd/fault.h"
 #include "store/migrations.h"
 
 /* Prepared statements kept for reuse: parsing SQL was the largest cost of a
@@ -292,6 +293,7 @@ static int db_migrate(struct db *db)
 			db_rollback(db);
 			return log_error("database migration %d failed", v);
 		}
+		FAULT_POINT_NTH("migration.commit", v); /* its statements ran, uncommitted */
 		if (db_commit(db) < 0)
 			return -1;
 		log_info("database migrated to schema version %d", v);

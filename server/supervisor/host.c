@@ -17,6 +17,7 @@
 #include "proto/proto.h"
 #include "supervisor/record.h"
 #include "supervisor/uidmap.h"
+#include "labd/fault.h"
 
 #define HOST_PURPOSES_MAX 4
 #define HOST_SLOTS 512 /* the purposes' max_boxes together; HOST_POLL_MAX counts on it */
@@ -196,6 +197,7 @@ void host_mark_ended(struct host *h, struct host_box *b)
 	json_t *e;
 
 	close_worker(b);
+	FAULT_POINT_STEP("host.teardown.after", p->name);
 	if (p->ending)
 		p->ending(h, b);
 	b->state = H_ENDED;
@@ -260,6 +262,7 @@ static void begin_teardown(struct host *h, struct host_box *b)
 	b->purpose->died(h, b, &res);
 	close_fd(&b->pidfd);
 	b->state = H_ENDING;
+	FAULT_POINT_STEP("host.teardown.before", b->purpose->name);
 	rc = launch_teardown(&b->h, &b->worker, &b->worker_fd);
 	if (rc < 0) {
 		describe(b, name, sizeof(name));
@@ -284,6 +287,7 @@ static void on_started(struct host *h, struct host_box *b)
 	}
 	b->state = H_RUNNING;
 	b->pidfd = (int)syscall(SYS_pidfd_open, b->h.pid, 0);
+	FAULT_POINT_STEP("host.started", b->purpose->name);
 	b->purpose->started(h, b);
 	if (b->stop_pending && b->state == H_RUNNING) {
 		/* copies: host_stop writes b->cause and b->reason, and a stop while

@@ -10,6 +10,7 @@
 #include "supervisor/host_pool_box.h"
 #include "supervisor/startcheck.h"
 #include "supervisor/uidmap.h"
+#include "labd/fault.h"
 
 static struct pool_box *find(struct host *h, const char *user, long long pool_id)
 {
@@ -93,6 +94,7 @@ json_t *host_pool_start(struct host *h, long long id, json_t *msg)
 	p->cpus_milli = rq.sizes.cpus_milli;
 	memcpy(p->b.gpus, rq.gpus, sizeof(p->b.gpus));
 	log_info("building pool %lld of %s (worker %d)", p->pool_id, user, (int)p->b.worker);
+	FAULT_POINT("job.pool.start");
 	json_t *r = proto_ok(id);
 	if (hash[0])
 		json_object_set_new(r, "image_hash", json_string(hash));

@@ -22,6 +22,7 @@
 #include "supervisor/keeper.h"
 #include "supervisor/pool.h"
 #include "supervisor/worker.h"
+#include "labd/fault.h"
 
 #define HOME_FULL_BYTES (1 << 20) /* less free than this at the end: home_full */
 #define ML_INSIDE POOL_ML_INSIDE
@@ -67,6 +68,7 @@ static void emit_phase(struct host *ps, struct pool_box *p, const char *phase)
 	json_object_set_new(e, "phase", json_string(phase));
 	json_object_set_new(e, "at_ms", json_integer(clock_wall_ms()));
 	host_emit(ps, e);
+	FAULT_POINT_STEP("job.phase", phase);
 }
 
 /* Bytes the agent relayed (the job's failure file) as valid UTF-8 for JSON:
@@ -104,6 +106,7 @@ static void emit_exited(struct host *ps, struct pool_box *p)
 	log_info("job %lld in pool %lld of %s: %s (%s)", j->job_id, p->pool_id, p->b.user, j->kind,
 		 j->reason);
 	host_emit(ps, e);
+	FAULT_POINT("job.end");
 }
 
 void jobrun_clear(struct pool_box *p)
