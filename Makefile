@@ -79,8 +79,14 @@ $(BUILD)/tests/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/libserver.a $(SANDBOX_LI
 
 fuzz-bins: $(FUZZ_BINS)
 
-# labd with its fault points armed by LABD_FAULT (tests/integration/test_faults.py).
-faults:
+# labd with its fault points armed by LABD_FAULT (tests/integration/test_faults.py), in
+# build-faults: a copy of $(BUILD) in which only the objects of the files that hold a
+# fault point (and have none compiled in yet) are built again, with -DLABD_FAULTS.
+FAULT_OBJS = $(patsubst %.c,build-faults/%.o,$(shell grep -rl --include='*.c' 'labd/fault\.h' common sandbox server))
+faults: all
+	@mkdir -p build-faults && cp -au $(BUILD)/. build-faults/
+	@for o in $(FAULT_OBJS); do nm "$$o" 2>/dev/null | grep -q fault_point || rm -f "$$o"; done
+	@rm -f build-faults/*.a build-faults/labd build-faults/labbox
 	@$(MAKE) --no-print-directory BUILD=build-faults FAULTS=1 all
 
 deps:
