@@ -84,7 +84,7 @@ fuzz-bins: $(FUZZ_BINS)
 # fault point (and have none compiled in yet) are built again, with -DLABD_FAULTS.
 FAULT_OBJS = $(patsubst %.c,build-faults/%.o,$(shell grep -rl --include='*.c' 'labd/fault\.h' common sandbox server))
 faults: all
-	@mkdir -p build-faults && cp -au $(BUILD)/. build-faults/
+	@mkdir -p build-faults && cp -au --remove-destination $(BUILD)/. build-faults/
 	@for o in $(FAULT_OBJS); do nm "$$o" 2>/dev/null | grep -q fault_point || rm -f "$$o"; done
 	@rm -f build-faults/*.a build-faults/labd build-faults/labbox
 	@$(MAKE) --no-print-directory BUILD=build-faults FAULTS=1 all

@@ -224,6 +224,41 @@ static void detach_loop(struct scan *s, const char *dev, const char *backing)
 	left(s, "loop device %s on %s, mounted nowhere here", dev, backing);
 }
 
+/* A loop device mounted in another mount namespace: a sandbox (of any labd on this
+ * host) made while the home was mounted holds a copy of that mount until it ends,
+ * and the loop device is freed then (it is autoclear). Said, not counted. */
+static bool held_elsewhere(const struct scan *s, const char *dev, const char *backing)
+{
+	char path[64], line[LEFT_PATH_MAX * 2], comm[32], needle[320];
+	struct dirent *e;
+	DIR *d = opendir("/proc");
+	long holder = 0;
+
+	snprintf(needle, sizeof(needle), " %s ", dev);
+	while (d && !holder && (e = readdir(d))) {
+		long pid = strtol(e->d_name, NULL, 10);
+		FILE *f;
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/mountinfo", pid);
+		if (!(f = fopen(path, "r")))
+			continue;
+		while (!holder && fgets(line, sizeof(line), f))
+			if (strstr(line, needle))
+				holder = pid;
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	if (!holder || s->fix)
+		return holder != 0;
+	comm_of(holder, comm, sizeof(comm));
+	doctor_say(DOCTOR_WARN, "it is freed when that process ends",
+		   "loop device %s on %s: still mounted in the mount namespace of %ld (%s)", dev,
+		   backing, holder, comm);
+	return true;
+}
+
 static void check_loops(struct scan *s)
 {
 	char path[LEFT_PATH_MAX], backing[LEFT_PATH_MAX], dev[300];
@@ -247,7 +282,7 @@ static void check_loops(struct scan *s)
 		snprintf(dev, sizeof(dev), "/dev/%s", e->d_name);
 		struct loop_ctx l = {dev, false};
 		each_mount("", is_source, &l);
-		if (l.mounted)
+		if (l.mounted || held_elsewhere(s, dev, backing))
 			continue;
 		if (s->fix)
 			detach_loop(s, dev, backing);
