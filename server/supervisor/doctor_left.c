@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "labd/log.h"
@@ -143,6 +144,14 @@ static const struct box *live_box(const struct scan *s, const char *id)
 		if (s->boxes[i].live && strcmp(s->boxes[i].id, id) == 0)
 			return &s->boxes[i];
 	return NULL;
+}
+
+static bool known_box(const struct scan *s, const char *id)
+{
+	for (int i = 0; i < s->n_boxes; i++)
+		if (strcmp(s->boxes[i].id, id) == 0)
+			return true;
+	return false;
 }
 
 /* A mount a live sandbox uses: its user's home or its run dir. */
@@ -296,7 +305,23 @@ static void check_loops(struct scan *s)
 struct cg_ctx {
 	struct scan *s;
 	const char *name;
+	struct stat seen[16]; /* a hierarchy mounted twice is looked at once */
+	int n_seen;
 };
+
+static bool seen_before(struct cg_ctx *c, const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) < 0)
+		return true;
+	for (int i = 0; i < c->n_seen; i++)
+		if (c->seen[i].st_dev == st.st_dev && c->seen[i].st_ino == st.st_ino)
+			return true;
+	if (c->n_seen < 16)
+		c->seen[c->n_seen++] = st;
+	return false;
+}
 
 /* <hierarchy>/labd/<name> in one cgroup hierarchy: its processes, then itself. */
 static void check_cgroup(void *ctx, const char *mp, const char *src)
@@ -309,7 +334,7 @@ static void check_cgroup(void *ctx, const char *mp, const char *src)
 	if (strncmp(mp, "/sys/fs/cgroup", 14) != 0)
 		return;
 	snprintf(dir, sizeof(dir), "%s/labd/%s", mp, c->name);
-	if (access(dir, F_OK) != 0)
+	if (seen_before(c, dir))
 		return;
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
 	if ((f = fopen(procs, "r"))) {
@@ -338,9 +363,11 @@ static void check_gone(struct scan *s, const char *id)
 	char net[160], path[LEFT_PATH_MAX + 256], line[32], comm[32];
 	FILE *f;
 
-	each_mount("/sys/fs/cgroup", check_cgroup, &(struct cg_ctx){s, id});
+	struct cg_ctx box = {.s = s, .name = id}, pasta = {.s = s, .name = net};
+
 	snprintf(net, sizeof(net), "%s.net", id);
-	each_mount("/sys/fs/cgroup", check_cgroup, &(struct cg_ctx){s, net});
+	each_mount("/sys/fs/cgroup", check_cgroup, &box);
+	each_mount("/sys/fs/cgroup", check_cgroup, &pasta);
 	snprintf(path, sizeof(path), "%s/sandboxes/%s.pasta.pid", s->state_dir, id);
 	if (!(f = fopen(path, "r")))
 		return;
@@ -370,7 +397,8 @@ static void check_record(struct scan *s, const char *path)
 	const char *id = json_string_value(json_object_get(j, "id"));
 
 	if (id && !live_box(s, id)) {
-		check_gone(s, id);
+		if (!known_box(s, id)) /* else looked at with its state file */
+			check_gone(s, id);
 		remove_left(s, path, "the record", id);
 	}
 	json_decref(j);
