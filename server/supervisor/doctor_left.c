@@ -33,7 +33,8 @@
 
 struct box {
 	char id[128], user[64], run_dir[LEFT_PATH_MAX];
-	bool live;
+	long pid;
+	bool live, recorded; /* recorded: a record (boxes/, pools/) names it */
 };
 
 struct scan {
@@ -110,6 +111,7 @@ static void read_state(struct scan *s, const char *path)
 			pid = strtol(line + 4, NULL, 10);
 	}
 	fclose(f);
+	b->pid = pid;
 	/* a start still before its clone has pid 0: live while labd runs */
 	b->live = pid_runs(pid) || (pid == 0 && s->labd_runs);
 	if (!b->id[0])
@@ -396,6 +398,9 @@ static void check_record(struct scan *s, const char *path)
 	json_t *j = json_load_file(path, 0, NULL);
 	const char *id = json_string_value(json_object_get(j, "id"));
 
+	for (int i = 0; id && i < s->n_boxes; i++)
+		if (strcmp(s->boxes[i].id, id) == 0)
+			s->boxes[i].recorded = true;
 	if (id && !live_box(s, id)) {
 		if (!known_box(s, id)) /* else looked at with its state file */
 			check_gone(s, id);
@@ -451,6 +456,26 @@ static void check_keepers(struct scan *s)
 	closedir(d);
 }
 
+/* A sandbox that runs while labd is stopped but that no record names: labd died
+ * between its start and its record, and the next labd would not adopt it. */
+static void check_unrecorded(struct scan *s)
+{
+	for (int i = 0; i < s->n_boxes && !s->labd_runs; i++) {
+		struct box *b = &s->boxes[i];
+		if (!b->live || b->recorded)
+			continue;
+		if (s->fix && kill((pid_t)b->pid, SIGKILL) == 0) {
+			for (int t = 0; t < 100 && pid_runs(b->pid); t++)
+				usleep(10 * 1000); /* until its parent reaped it */
+			b->live = false;
+			doctor_say(DOCTOR_FIXED, NULL, "killed sandbox %s, which no record named", b->id);
+			continue;
+		}
+		left(s, "sandbox %s of %s runs, but no record names it (labd would not adopt it)",
+		     b->id, b->user);
+	}
+}
+
 static int scan_once(const char *state_dir, bool labd_runs, bool fix)
 {
 	struct scan *s = calloc(1, sizeof(*s));
@@ -469,6 +494,9 @@ static int scan_once(const char *state_dir, bool labd_runs, bool fix)
 			check_gone(s, s->boxes[i].id);
 	check_records(s, "boxes", NULL);
 	check_records(s, "pools", "record.json");
+	check_unrecorded(s);
+	if (fix && (n = sandbox_gc_unstarted(state_dir)) > 0) /* those just killed */
+		doctor_say(DOCTOR_FIXED, NULL, "tore down %d sandbox(es) killed above", n);
 	check_keepers(s);
 	each_mount(state_dir, check_mount, s);
 	check_loops(s);
