@@ -23,12 +23,18 @@ import pytest
 from labd_harness import (
     REPO,
     SLOW,
+    _pid_start_time,
     STRONG,
     assert_status,
     build_dir,
+    loops_under,
+    mount_holders,
+    mounts_under,
+    pid_alive,
+    processes_in_cgroups,
     remember_sandboxes,
     runtime_daemon,
-    runtime_leftovers,
+    sandbox_records,
     teardown_runtime_daemon,
     unique_name,
     wait_runtime,
@@ -81,6 +87,25 @@ def test_production_build_has_no_fault_code(fault_build):
     assert "fault_point" not in symbols(prod)
     assert not has_text(prod, "fault point %s armed")
     assert not has_text(prod, "runtime.start.send.before")
+
+
+def leftovers(d):
+    """What is left of d's sandboxes: state files, processes (theirs, in their
+    cgroups, pasta in "<id>.net"), mounts and loop devices under the state dir (a loop
+    device that a mount namespace of another process still holds is that process's:
+    a sandbox of any labd cloned while the home was mounted keeps a copy)."""
+    remember_sandboxes(d)
+    ids = list(d.sandbox_ids)
+    left = [f"state file {f}" for f, _ in sandbox_records(d.state_dir)]
+    left += [f"sandbox process {pid}" for pid, start in d.sandbox_pids
+             if pid_alive(pid) and _pid_start_time(pid) == start]
+    left += [f"process {pid} in the cgroup {i}"
+             for pid, i in processes_in_cgroups(ids + [f"{i}.net" for i in ids])]
+    left += [f"mount {m}" for m in mounts_under(d.state_dir)]
+    loops = loops_under(d.state_dir)
+    if loops and not mount_holders(d.state_dir):
+        left += [f"loop device {lp}" for lp in loops]
+    return left
 
 
 def doctor(d, *args):
@@ -207,9 +232,8 @@ def test_crash_at_point_leaves_nothing(fd, point, step):
     s = settle_and_stop(fd, c)
     print(f"\n{point}: after the restart the runtime was {s['state']} "
           f"({s.get('reason')}) within {time.monotonic() - t0:.1f} s")
-    remember_sandboxes(fd)
-    wait_until(lambda: not runtime_leftovers(fd.state_dir, fd.sandbox_pids, fd.sandbox_ids),
-               30 * SLOW, lambda: f"no leftovers: {runtime_leftovers(fd.state_dir, fd.sandbox_pids, fd.sandbox_ids)}")
+    wait_until(lambda: not leftovers(fd), 20 * SLOW, lambda: f"no leftovers: {leftovers(fd)}",
+               interval=0.2)
     r = doctor(fd)
     assert "LEFT" not in r.stdout, r.stdout
     check_ledger(fd, c.user)

@@ -11,15 +11,8 @@ import time
 import pytest
 
 from jobs_lib import JOBS_DEFAULTS, new_user, submit, wait_job
-from labd_harness import (
-    SLOW,
-    remember_sandboxes,
-    runtime_daemon,
-    runtime_leftovers,
-    teardown_runtime_daemon,
-    wait_until,
-)
-from test_faults import crashed, doctor, fault_build  # noqa: F401 (fixture)
+from labd_harness import SLOW, remember_sandboxes, runtime_daemon, teardown_runtime_daemon, wait_until
+from test_faults import crashed, doctor, fault_build, leftovers  # noqa: F401 (fixture)
 
 POINTS = [
     "job.dispatch",          # web: about to ask for the job's pool
@@ -90,10 +83,8 @@ def test_crash_in_a_job_phase_leaves_nothing(jd, point):
     print(f"\n{point}: job {j['status']} after {j.get('attempt')} attempt(s): "
           f"{j.get('secondary_status')}")
     assert j["status"] in ("Completed", "Failed"), j
-    remember_sandboxes(jd)
-    wait_until(lambda: not runtime_leftovers(jd.state_dir, jd.sandbox_pids, jd.sandbox_ids),
-               60 * SLOW, lambda: "no leftovers: " + repr(runtime_leftovers(
-                   jd.state_dir, jd.sandbox_pids, jd.sandbox_ids)))
+    wait_until(lambda: not leftovers(jd), 30 * SLOW, lambda: f"no leftovers: {leftovers(jd)}",
+               interval=0.2)
     r = doctor(jd)
     assert "LEFT" not in r.stdout, r.stdout
     check_ledger(jd, c.user)
