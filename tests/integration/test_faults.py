@@ -1,7 +1,7 @@
 """Crashes at named fault points (include/labd/fault.h), then labd's normal restart.
 
 labd is built once more with its fault points compiled in (`make faults`,
-build-faults/: only the dozen objects that hold a point are compiled again). For
+$(BUILD)-faults/: only the dozen objects that hold a point are compiled again). For
 each point, labd is started with LABD_FAULT=<point>:group, the step is driven
 through the API until the point kills labd's whole process group (supervisor, web
 process, workers; keepers and sandboxes have their own sessions and live on, as
@@ -21,6 +21,7 @@ import time
 import pytest
 
 from labd_harness import (
+    ASAN,
     REPO,
     SLOW,
     _pid_start_time,
@@ -41,8 +42,7 @@ from labd_harness import (
     wait_until,
 )
 
-FAULT_BUILD = os.path.join(REPO, "build-faults")
-FAULT_LABD = os.path.join(FAULT_BUILD, "labd")
+FAULT_LABD = build_dir() + "-faults/labd"  # make faults: $(BUILD)-faults
 KEEP = "written before the crash"
 
 # (point, how it is reached): "start" a runtime, "stop" a running one.
@@ -66,8 +66,10 @@ POINTS = [
 
 @pytest.fixture(scope="module")
 def fault_build():
-    """build-faults/labd, made from $(BUILD)'s objects (a few seconds)."""
-    r = subprocess.run(["make", "--no-print-directory", "-s", f"BUILD={build_dir()}", "faults"],
+    """$(BUILD)-faults/labd, made from $(BUILD)'s objects (a few seconds)."""
+    san = ["SAN=1"] if ASAN else []
+    r = subprocess.run(["make", "--no-print-directory", "-s", f"BUILD={build_dir()}", *san,
+                        "faults"],
                        cwd=REPO, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return FAULT_LABD
