@@ -13,6 +13,7 @@ under the state dir (labd doctor agrees), no ledger entry is open or counted twi
 the file written to the home before the crash is still there, and the user can
 start again. One daemon and one user serve every point, one after another."""
 
+import fcntl
 import os
 import sqlite3
 import subprocess
@@ -68,9 +69,11 @@ POINTS = [
 def fault_build():
     """$(BUILD)-faults/labd, made from $(BUILD)'s objects (a few seconds)."""
     san = ["SAN=1"] if ASAN else []
-    r = subprocess.run(["make", "--no-print-directory", "-s", f"BUILD={build_dir()}", *san,
-                        "faults"],
-                       cwd=REPO, capture_output=True, text=True, timeout=900)
+    # one build at a time: test_faults_jobs.py asks for it too, side by side
+    with open(os.path.join(build_dir(), ".faults.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        r = subprocess.run(["make", "--no-print-directory", "-s", f"BUILD={build_dir()}", *san,
+                            "faults"], cwd=REPO, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return FAULT_LABD
 
