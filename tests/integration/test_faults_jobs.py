@@ -54,10 +54,14 @@ def check_ledger(d, user):
     finally:
         db.close()
     assert all(r[4] is not None for r in rows), f"an entry is left open: {rows}"
-    jobs = [r[1] for r in rows if r[0] == "job"]
-    assert len(jobs) == len(set(jobs)), f"a job is counted twice: {rows}"
     for r in rows:
         assert r[5] == r[4] - r[3] >= 0, rows
+    # one entry per attempt (docs/jobs.md, "Billing and quotas"), one after another
+    for job_id in {r[1] for r in rows if r[0] == "job"}:
+        spans = sorted((r[3], r[4]) for r in rows if r[0] == "job" and r[1] == job_id)
+        assert len(spans) <= 2, f"job {job_id}: more entries than attempts: {rows}"
+        for (s1, e1), (s2, _) in zip(spans, spans[1:]):
+            assert s2 >= e1, f"job {job_id} is counted twice (its entries overlap): {rows}"
 
 
 @pytest.mark.parametrize("point", POINTS)
