@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "sandbox/cgbox.h"
 #include "sandbox/child.h"
@@ -47,7 +48,6 @@
 #include "sandbox/state.h"
 #include "sandbox/teardown.h"
 #include "sandbox/timing.h"
-#include "labd/fault.h"
 
 /* The environment handed to the child: strings packed here, pointed at by envp. */
 struct env_store {

@@ -9,12 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "sandbox/cgbox.h"
 #include "sandbox/egress.h"
 #include "sandbox/home.h"
 #include "sandbox/rundir.h"
-#include "labd/fault.h"
 
 /* Removes a directory tree without following any symlink: the run dir was writable
  * from inside, so it may hold links planted to make the host delete its own files. */

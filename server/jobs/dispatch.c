@@ -14,11 +14,11 @@
 #include "jobs/moves.h"
 #include "labd/app.h"
 #include "labd/clock.h"
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "sched/gpus.h"
 #include "sched/queue.h"
 #include "store/db.h"
-#include "labd/fault.h"
 
 /* The ids of the live set's rows that want says, in its order (oldest first). */
 struct ids {

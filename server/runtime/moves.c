@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "config/config.h"
 #include "labd/app.h"
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "metrics/labd.h"
 #include "runtime/poke.h"
@@ -18,7 +19,6 @@
 #include "sched/queue.h"
 #include "store/audit.h"
 #include "store/gpu_queue.h"
-#include "labd/fault.h"
 
 /* Entries looked at per replan; more wait for a later pass (in arrival order). */
 #define QUEUE_PASS_MAX 256

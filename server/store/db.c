@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "labd/log.h"
 #include "labd/fault.h"
+#include "labd/log.h"
 #include "store/migrations.h"
 
 /* Prepared statements kept for reuse: parsing SQL was the largest cost of a

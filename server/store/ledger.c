@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "labd/fault.h"
 #include "store/db.h"
 #include "store/ledger_window.h"
-#include "labd/fault.h"
 
 /* Where an entry closes: now, but never more than the slack past the last
  * heartbeat, and never before it started. Binds (now). */

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "labd/fault.h"
 #include "store/db.h"
 #include "store/ledger.h"
-#include "labd/fault.h"
 
 static const char *const kind_names[] = {"cpu", "gpu"};
 static const char *const state_names[RUNTIME_STATES] = {"starting", "running", "stopping",

@@ -13,13 +13,13 @@
 
 #include "config/config.h"
 #include "labd/clock.h"
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "labd/str.h"
 #include "proto/proto.h"
 #include "supervisor/record.h"
 #include "supervisor/runkeeper.h"
 #include "supervisor/uidmap.h"
-#include "labd/fault.h"
 
 #define HOST_PURPOSES_MAX 4
 #define HOST_SLOTS 512 /* the purposes' max_boxes together; HOST_POLL_MAX counts on it */

@@ -5,12 +5,12 @@
 #include <time.h>
 
 #include "config/config.h"
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "supervisor/host_pool.h"
 #include "supervisor/host_pool_box.h"
 #include "supervisor/startcheck.h"
 #include "supervisor/uidmap.h"
-#include "labd/fault.h"
 
 static struct pool_box *find(struct host *h, const char *user, long long pool_id)
 {

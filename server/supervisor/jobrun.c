@@ -17,12 +17,12 @@
 
 #include "config/config.h"
 #include "labd/clock.h"
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "supervisor/jobenv.h"
 #include "supervisor/keeper.h"
 #include "supervisor/pool.h"
 #include "supervisor/worker.h"
-#include "labd/fault.h"
 
 #define HOME_FULL_BYTES (1 << 20) /* less free than this at the end: home_full */
 #define ML_INSIDE POOL_ML_INSIDE

@@ -12,10 +12,10 @@
 
 #include "config/config.h"
 #include "labd/clock.h"
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "supervisor/keeper.h"
 #include "supervisor/launch.h"
-#include "labd/fault.h"
 
 int runkeeper_start(const struct labd_config *cfg, const char *state_dir, const char *user,
 		    const struct sandbox_handle *h, int out_fd, pid_t *pid)
