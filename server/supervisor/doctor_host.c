@@ -184,12 +184,21 @@ static void check_space(const char *state_dir)
 	char detail[CONFIG_PATH_MAX + 64];
 	unsigned long long avail;
 
-	if (statvfs(state_dir, &v) < 0) {
-		say(DOCTOR_FAIL, "create it, or fix [server] state_dir", "state dir", state_dir);
-		return;
+	char parent[CONFIG_PATH_MAX];
+	const char *at = state_dir;
+
+	/* before labd's first start the state dir is not there yet: its parent's space */
+	snprintf(parent, sizeof(parent), "%s", state_dir);
+	if (statvfs(at, &v) < 0 && strrchr(parent, '/')) {
+		*strrchr(parent, '/') = '\0';
+		at = parent[0] ? parent : "/";
+		if (statvfs(at, &v) < 0) {
+			say(DOCTOR_FAIL, "create it, or fix [server] state_dir", "state dir", state_dir);
+			return;
+		}
 	}
 	avail = (unsigned long long)v.f_bavail * v.f_frsize;
-	snprintf(detail, sizeof(detail), "%llu MiB free on %s", avail / MIB, state_dir);
+	snprintf(detail, sizeof(detail), "%llu MiB free on %s", avail / MIB, at);
 	if (avail < 256 * MIB)
 		say(DOCTOR_FAIL, "free space there (homes, logs, the database)", "state dir space",
 		    detail);
