@@ -20,6 +20,11 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 # The fuzzing build (clang only; tests/fuzz/README.md): every object carries
 # libFuzzer's coverage hooks and ASan+UBSan; only the harnesses link libFuzzer.
+# The fault build (make faults, in $(BUILD)-faults/): FAULT_POINT()s kill labd where a
+# test arms them (include/labd/fault.h); every other build compiles them out.
+ifeq ($(FAULTS),1)
+CFLAGS  += -DLABD_FAULTS
+endif
 ifeq ($(FUZZ),1)
 CFLAGS  += -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
            -fno-sanitize-recover=all
@@ -37,7 +42,7 @@ FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 
 .PHONY: all deps run test check check-asan check-layers tests clean install fmt lint bench test-image \
-	fuzz fuzz-bins
+	fuzz fuzz-bins faults
 .SECONDARY:
 
 all: $(BUILD)/labd
@@ -73,6 +78,17 @@ $(BUILD)/tests/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/libserver.a $(SANDBOX_LI
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 fuzz-bins: $(FUZZ_BINS)
+
+# labd with its fault points armed by LABD_FAULT (tests/integration/test_faults.py), in
+# $(BUILD)-faults: a copy of $(BUILD) in which only the objects of the files that hold a
+# fault point (and have none compiled in yet) are built again, with -DLABD_FAULTS.
+FAULT_BUILD := $(BUILD)-faults
+FAULT_OBJS = $(patsubst %.c,$(FAULT_BUILD)/%.o,$(shell grep -rl --include='*.c' 'labd/fault\.h' common sandbox server))
+faults: all
+	@mkdir -p $(FAULT_BUILD) && cp -au --remove-destination $(BUILD)/. $(FAULT_BUILD)/
+	@for o in $(FAULT_OBJS); do nm "$$o" 2>/dev/null | grep -q fault_point || rm -f "$$o"; done
+	@rm -f $(FAULT_BUILD)/*.a $(FAULT_BUILD)/labd $(FAULT_BUILD)/labbox
+	@$(MAKE) --no-print-directory BUILD=$(FAULT_BUILD) FAULTS=1 all
 
 deps:
 	@bash deploy/install-deps.sh
@@ -139,6 +155,6 @@ lint: $(BUILD)/libserver.a $(BUILD)/libcommon.a $(SANDBOX_LIB)
 	@bash tests/lint/check-words.sh . $(BUILD)
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-fuzz build-faults build-asan-faults
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

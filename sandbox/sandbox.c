@@ -176,7 +176,7 @@ int sandbox_host_warnings(const char **out, int max)
 	return cgbox_gaps(&lo, out, max);
 }
 
-int sandbox_gc(const char *state_dir, bool all)
+static int gc(const char *state_dir, bool all, bool no_starter)
 {
 	char dir[SANDBOX_PATH_MAX], path[SANDBOX_PATH_MAX * 2];
 	struct gc_ctx g = {state_dir};
@@ -201,7 +201,7 @@ int sandbox_gc(const char *state_dir, bool all)
 		}
 		if (!all && sandbox_state_alive(&st))
 			continue;
-		if (!all && st.pid == 0) {
+		if (!all && !no_starter && st.pid == 0) {
 			/* starting, or its starter died before clone: gone if the file is old */
 			struct stat sst;
 			if (stat(path, &sst) == 0 && sst.st_mtime + 60 > time(NULL))
@@ -216,4 +216,14 @@ int sandbox_gc(const char *state_dir, bool all)
 	if (home_gc(state_dir, holder_live, &g) < 0)
 		return -1;
 	return cleaned;
+}
+
+int sandbox_gc(const char *state_dir, bool all)
+{
+	return gc(state_dir, all, false);
+}
+
+int sandbox_gc_unstarted(const char *state_dir)
+{
+	return gc(state_dir, false, true);
 }

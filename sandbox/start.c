@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "sandbox/cgbox.h"
 #include "sandbox/child.h"
@@ -626,6 +627,7 @@ static int run_steps(struct start *c, struct sandbox_error *err)
 	for (size_t i = 0; i < N_START_STEPS && !failed; i++) {
 		if (start_steps[i].run(c) < 0)
 			failed = start_steps[i].name;
+		FAULT_POINT_STEP("sandbox.start", start_steps[i].name);
 		if (c->timing.on)
 			c->timing.parent_end_ns[i] = timing_now_ns();
 	}

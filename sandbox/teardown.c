@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "sandbox/cgbox.h"
 #include "sandbox/egress.h"
@@ -82,6 +83,7 @@ int teardown_sandbox(const char *state_dir, const struct sandbox_state *st)
 		    cgbox_remove(lo, st->cgroup_parent, net) < 0)
 			rc = -1;
 	}
+	FAULT_POINT("sandbox.teardown.cgroups"); /* the home is still mounted */
 	egress_files_remove(state_dir, st->id);
 	if (st->home_image[0] && home_unref(state_dir, st->home_key, st->id) < 0)
 		rc = -1;

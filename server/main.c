@@ -1,10 +1,12 @@
-/* main.c - labd's command line: the daemon, --demo, and `user` administration. */
+/* main.c - labd's command line: the daemon, --demo, `user` administration and
+ * `doctor`. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "web/cli.h"
 #include "config/config.h"
+#include "supervisor/doctor.h"
 #include "labd/log.h"
 #include "supervisor/supervisor.h"
 #include "web/routes.h"
@@ -35,6 +37,10 @@ static int usage(FILE *to)
 	fprintf(to, "usage: labd [--config FILE] [--demo]        run the daemon\n"
 		    "       labd [--config FILE] [--demo] user add|passwd|list ...\n"
 		    "       labd [--config FILE] [--demo] routes   print the route table\n"
+		    "       labd [--config FILE] [--demo] doctor [--fix]\n"
+		    "                 check the host's prerequisites and list what a crash left\n"
+		    "                 (mounts, loop devices, cgroups, pasta, records); --fix\n"
+		    "                 removes it while labd is stopped; exit 1 on FAIL or LEFT\n"
 		    "       labd --version\n"
 		    "--demo keeps state in ./var, serves ./web and listens on 127.0.0.1:8080;\n"
 		    "without --demo or --config, " DEFAULT_CONFIG " is read.\n");
@@ -80,6 +86,8 @@ int main(int argc, char **argv)
 	}
 	if (i < argc && strcmp(argv[i], "user") == 0)
 		return cli_user(&cfg, argc - i, argv + i);
+	if (i < argc && strcmp(argv[i], "doctor") == 0)
+		return doctor_main(&cfg, argc - i, argv + i);
 	if (i + 1 == argc && strcmp(argv[i], "routes") == 0)
 		return routes_print(stdout);
 	if (i < argc)

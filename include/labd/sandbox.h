@@ -183,6 +183,10 @@ int sandbox_adopt(const char *state_dir, const char *id, struct sandbox_handle *
 /* Tears down every sandbox in state_dir whose init is gone (or all with all=true), and
  * drops home references no live sandbox holds.  Returns how many were cleaned, or -1. */
 int sandbox_gc(const char *state_dir, bool all);
+/* sandbox_gc(state_dir, false) for when no starter can be at work (no labd runs on
+ * state_dir): a sandbox whose start stopped before its clone goes at once, not
+ * after a minute. */
+int sandbox_gc_unstarted(const char *state_dir);
 
 /* For a running sandbox with egress: when its pasta is gone (its "<id>.net" cgroup
  * holds no process), starts a new one for the namespace, which keeps root's rules.

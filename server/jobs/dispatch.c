@@ -15,6 +15,7 @@
 #include "jobs/spec.h"
 #include "labd/app.h"
 #include "labd/clock.h"
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "sched/gpus.h"
 #include "sched/queue.h"
@@ -188,6 +189,7 @@ static void ask_backend(struct app *app, const struct job *j, struct pool *p)
 	for (char *t = strtok_r(copy, ",", &save); t && s.shape.n_gpus < BOX_GPUS_MAX;
 	     t = strtok_r(NULL, ",", &save))
 		s.shape.gpus[s.shape.n_gpus++] = (unsigned)strtoul(t, NULL, 10);
+	FAULT_POINT("job.dispatch");
 	rc = backend_pool_start(app->backend, &s, err, sizeof(err));
 	if (rc == 0 || rc == -ETIMEDOUT) /* a timeout: the list will tell (reconcile.c) */
 		return;

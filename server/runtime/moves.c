@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "config/config.h"
 #include "labd/app.h"
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "metrics/labd.h"
 #include "runtime/poke.h"
@@ -92,7 +93,9 @@ void runtime_ask_backend(struct app *app, struct runtime *r, const struct runtim
 	if (r->gpus[0])
 		s.shape.gpus[s.shape.n_gpus++] = (unsigned)strtoul(r->gpus, NULL, 10);
 	s.image_hash = hash;
+	FAULT_POINT("runtime.start.send.before");
 	rc = backend_start(app->backend, &s, endpoint, err, sizeof(err));
+	FAULT_POINT("runtime.start.send.after");
 	/* the row names its image even when the start failed on it */
 	if (res->image[0] &&
 	    runtimes_set_image(app->db, r->id, res->image, rc == 0 ? hash : "") < 0)

@@ -51,6 +51,11 @@ static long long mono_at(int64_t at)
 
 static int reconcile_all(struct app *app);
 
+/* When this web process began reconciling: a start from before then was asked by a
+ * web process that died, and its request died with that process's channel, so a
+ * sandbox the list lacks will never come (no grace to wait out). */
+static int64_t reconcile_since_s;
+
 static long long earlier(long long a, long long b)
 {
 	if (a == TICKER_IDLE)
@@ -230,6 +235,7 @@ int reconcile_start(struct app *app, struct reconciler **out)
 		log_warn("ledger: closed %d entries at their last heartbeat", closed);
 	run->app = app;
 	run->last_full = time(NULL);
+	reconcile_since_s = run->last_full;
 	run->handle.wanted = true; /* the channel may have come up before the ticker */
 	if (ticker_start("reconcile", pass, run, &t) < 0) {
 		free(run);
@@ -304,7 +310,8 @@ static void reconcile_row(struct app *app, const struct runtime *r, const struct
 	if (r->state == RUNTIME_QUEUED)
 		return; /* no sandbox until it leaves the queue (gpuqueue_tick) */
 	if (!s || !same_runtime(s, r)) {
-		if (r->state != RUNTIME_STARTING || now - r->created_at > START_GRACE_S)
+		if (r->state != RUNTIME_STARTING || now - r->created_at > START_GRACE_S ||
+		    r->created_at < reconcile_since_s)
 			runtime_end(app, r, true, "the runtime's sandbox is gone");
 		return;
 	}

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "store/migrations.h"
 
@@ -369,6 +370,7 @@ static int db_migrate(struct db *db)
 			db_rollback(db);
 			return log_error("database migration %d failed", v);
 		}
+		FAULT_POINT_NTH("migration.commit", v); /* its statements ran, uncommitted */
 		if (db_commit(db) < 0)
 			return -1;
 		log_info("database migrated to schema version %d", v);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "labd/fault.h"
 #include "store/db.h"
 #include "store/ledger_window.h"
 
@@ -48,6 +49,7 @@ static int row_user_id(sqlite3_stmt *st, void *ctx)
 
 int ledger_open_runtime(struct db *db, int64_t runtime_id, int64_t now)
 {
+	FAULT_POINT("ledger.open.runtime");
 	char plan[LEDGER_PLAN_MAX];
 	int64_t user_id = 0;
 
@@ -67,6 +69,7 @@ int ledger_open_runtime(struct db *db, int64_t runtime_id, int64_t now)
 
 int ledger_close_runtime(struct db *db, int64_t runtime_id, int64_t now)
 {
+	FAULT_POINT("ledger.close.runtime");
 	int rc = db_exec(db,
 			 "UPDATE ledger SET end_at = " CLOSE_AT ", billable_s = " CLOSE_AT
 			 " - start_at, end_reason = coalesce((SELECT nullif(reason, '')"

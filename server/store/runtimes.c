@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "labd/fault.h"
 #include "store/db.h"
 #include "store/ledger.h"
 
@@ -168,6 +169,7 @@ int runtimes_set_state(struct db *db, int64_t id, enum runtime_state state, cons
 	} else if (db_commit(db) < 0) {
 		rc = -1;
 	}
+	FAULT_POINT_STEP("runtime.state.committed", state_names[state]);
 	db_changed(db, DB_RUNTIMES);
 	db_unlock(db);
 	return rc < 0 ? -1 : rc > 0;

@@ -1,6 +1,7 @@
 /* host.c - the supervisor's sandbox host, one lifecycle for every purpose; see host.h. */
 #include "supervisor/host.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,10 +13,12 @@
 
 #include "config/config.h"
 #include "labd/clock.h"
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "labd/str.h"
 #include "proto/proto.h"
 #include "supervisor/record.h"
+#include "supervisor/runkeeper.h"
 #include "supervisor/uidmap.h"
 
 #define HOST_PURPOSES_MAX 4
@@ -196,6 +199,7 @@ void host_mark_ended(struct host *h, struct host_box *b)
 	json_t *e;
 
 	close_worker(b);
+	FAULT_POINT_STEP("host.teardown.after", p->name);
 	if (p->ending)
 		p->ending(h, b);
 	b->state = H_ENDED;
@@ -260,6 +264,7 @@ static void begin_teardown(struct host *h, struct host_box *b)
 	b->purpose->died(h, b, &res);
 	close_fd(&b->pidfd);
 	b->state = H_ENDING;
+	FAULT_POINT_STEP("host.teardown.before", b->purpose->name);
 	rc = launch_teardown(&b->h, &b->worker, &b->worker_fd);
 	if (rc < 0) {
 		describe(b, name, sizeof(name));
@@ -284,6 +289,7 @@ static void on_started(struct host *h, struct host_box *b)
 	}
 	b->state = H_RUNNING;
 	b->pidfd = (int)syscall(SYS_pidfd_open, b->h.pid, 0);
+	FAULT_POINT_STEP("host.started", b->purpose->name);
 	b->purpose->started(h, b);
 	if (b->stop_pending && b->state == H_RUNNING) {
 		/* copies: host_stop writes b->cause and b->reason, and a stop while
@@ -517,6 +523,44 @@ int host_tick(struct host *h)
 	return (int)(next - now < 0 ? 0 : next - now > TIMER_MAX_MS ? TIMER_MAX_MS : next - now);
 }
 
+static bool held(const struct host *h, const char *id)
+{
+	for (int i = 0; i < HOST_SLOTS; i++)
+		if (h->slot[i] && h->slot[i]->used && strcmp(h->slot[i]->h.id, id) == 0)
+			return true;
+	return false;
+}
+
+/* A sandbox that runs but that no record names: the labd before this one died
+ * between its start and the record (a start's last steps, its keeper), so nothing
+ * would ever stop it. Torn down here, once every purpose has adopted its own. */
+static void end_unrecorded(struct host *h)
+{
+	char dir[CONFIG_PATH_MAX + 16], id[SANDBOX_ID_MAX];
+	struct sandbox_handle sh;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/sandboxes", h->state_dir);
+	if (!(d = opendir(dir)))
+		return;
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (n <= 6 || n - 6 >= sizeof(id) || strcmp(e->d_name + n - 6, ".state") != 0)
+			continue;
+		snprintf(id, sizeof(id), "%.*s", (int)(n - 6), e->d_name);
+		if (held(h, id) || sandbox_adopt(h->state_dir, id, &sh) < 0)
+			continue;
+		log_warn("sandbox %s runs but no record names it (labd died while starting it): "
+			 "tearing it down", id);
+		sandbox_kill(&sh, SIGKILL);
+		if (sandbox_destroy(&sh) < 0)
+			log_warn("teardown of sandbox %s incomplete; gc will retry", id);
+		runkeeper_end(h->state_dir, id);
+	}
+	closedir(d);
+}
+
 struct host *host_new(const struct labd_config *cfg, const char *state_dir,
 		      const struct host_purpose *const *purposes, int n, host_emit_fn emit,
 		      void *ctx)
@@ -543,6 +587,7 @@ struct host *host_new(const struct labd_config *cfg, const char *state_dir,
 	/* each adopts only once all are known: a GPU check sees every purpose */
 	for (int k = 0; k < n; k++)
 		purposes[k]->adopt_all(h);
+	end_unrecorded(h);
 	return h;
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "supervisor/host_pool.h"
 #include "supervisor/host_pool_box.h"
@@ -96,6 +97,7 @@ json_t *host_pool_start(struct host *h, long long id, json_t *msg)
 	p->cpus_milli = rq.sizes.cpus_milli;
 	memcpy(p->b.gpus, rq.gpus, sizeof(p->b.gpus));
 	log_info("building pool %lld of %s (worker %d)", p->pool_id, user, (int)p->b.worker);
+	FAULT_POINT("job.pool.start");
 	json_t *r = proto_ok(id);
 	if (hash[0])
 		json_object_set_new(r, "image_hash", json_string(hash));

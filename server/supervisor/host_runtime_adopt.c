@@ -103,7 +103,9 @@ void host_runtime_adopt_all(struct host *h)
 	}
 	if (d)
 		closedir(d);
-	if (sandbox_gc(state_dir, false) > 0)
+	/* this supervisor holds the state dir's lock and the workers of the one before
+	 * died with it (PDEATHSIG): no start is at work, however recent its state file */
+	if (sandbox_gc_unstarted(state_dir) > 0)
 		log_info("cleaned up sandboxes a crash left behind");
 }
 

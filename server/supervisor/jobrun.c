@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "labd/clock.h"
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "sandbox/jobagent.h"
 #include "supervisor/jobenv.h"
@@ -69,6 +70,7 @@ static void emit_phase(struct host *ps, struct pool_box *p, const char *phase)
 	json_object_set_new(e, "phase", json_string(phase));
 	json_object_set_new(e, "at_ms", json_integer(clock_wall_ms()));
 	host_emit(ps, e);
+	FAULT_POINT_STEP("job.phase", phase);
 }
 
 /* Texts in job_exited and the record as JSON takes them: the failure is the
@@ -112,6 +114,7 @@ static void emit_exited(struct host *ps, struct pool_box *p)
 	log_info("job %lld in pool %lld of %s: %s (%s)", j->job_id, p->pool_id, p->b.user, j->kind,
 		 j->reason);
 	host_emit(ps, e);
+	FAULT_POINT("job.end");
 }
 
 void jobrun_clear(struct pool_box *p)

@@ -12,6 +12,7 @@
 
 #include "config/config.h"
 #include "labd/clock.h"
+#include "labd/fault.h"
 #include "labd/log.h"
 #include "supervisor/keeper.h"
 #include "supervisor/launch.h"
@@ -38,6 +39,7 @@ int runkeeper_start(const struct labd_config *cfg, const char *state_dir, const 
 	else
 		log_info("runtime of %s: output keeper %d started in %.2f ms", user, (int)*pid,
 			 (double)(clock_ns() - t0) / 1e6);
+	FAULT_POINT("runtime.start.keeper");
 	return rc;
 }
 

@@ -66,3 +66,50 @@ int statedir_prepare(const char *state_dir, gid_t labd_gid)
 	close(dfd);
 	return rc;
 }
+
+/* A POSIX record lock, not flock: forked workers do not inherit it, so an orphaned
+ * worker of a killed labd does not keep the next one (or doctor --fix) out, and the
+ * kernel drops it when the supervisor dies, however it dies. */
+static int lock_open(const char *state_dir)
+{
+	char path[4096];
+
+	if (snprintf(path, sizeof(path), "%s/" STATEDIR_LOCK, state_dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	return fd < 0 ? -errno : fd;
+}
+
+int statedir_lock(const char *state_dir)
+{
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	int fd = lock_open(state_dir);
+	pid_t holder;
+
+	if (fd < 0) {
+		log_error("open %s/" STATEDIR_LOCK ": %s", state_dir, strerror(-fd));
+		return fd;
+	}
+	if (fcntl(fd, F_SETLK, &fl) == 0)
+		return fd; /* kept open for the process's life */
+	close(fd);
+	holder = statedir_lock_holder(state_dir);
+	log_error("another labd (pid %d) runs on the state dir %s", (int)holder, state_dir);
+	return -EBUSY;
+}
+
+pid_t statedir_lock_holder(const char *state_dir)
+{
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	int fd = lock_open(state_dir);
+
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	if (fcntl(fd, F_GETLK, &fl) < 0) {
+		int rc = -errno;
+		close(fd);
+		return rc;
+	}
+	close(fd);
+	return fl.l_type == F_UNLCK ? 0 : fl.l_pid;
+}

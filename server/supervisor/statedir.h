@@ -15,4 +15,13 @@
  * gets group labd_gid. 0, or -1 (logged, naming the directory). */
 int statedir_prepare(const char *state_dir, gid_t labd_gid);
 
+/* The supervisor's claim on the state dir, <state>/labd.lock: one labd per state dir,
+ * and `labd doctor --fix` repairs only while none runs. statedir_lock returns the
+ * lock's fd (held for the process's life), -EBUSY when another labd holds it (logged
+ * with its pid) or a negative errno. statedir_lock_holder: the holder's pid, 0 when
+ * none, or a negative errno. */
+#define STATEDIR_LOCK "labd.lock"
+int statedir_lock(const char *state_dir);
+pid_t statedir_lock_holder(const char *state_dir);
+
 #endif

@@ -1,0 +1,140 @@
+"""`labd doctor`: the host's prerequisites, one line each with a remedy; what a
+crash left under the state dir, and `--fix`, refused while labd runs.
+
+The leftovers here are made by hand, one of each kind a crash can leave (a state
+file whose init is gone, its run dir still mounted, its cgroup with nothing in
+it, its record and its keeper socket); test_faults.py shows doctor on what real
+crashes leave."""
+
+import glob
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from labd_harness import Daemon, mounts_under, teardown_daemon
+
+LINE = re.compile(r"^(OK|WARN|FAIL|LEFT|FIXED) +\S")
+PREREQUISITES = ("kernel", "user namespaces", "cgroups", "loop devices", "mkfs.ext4",
+                 "resize2fs", "(egress)", "GPUs", "state dir space")
+SANDBOX_ID = "ghost-0123456789ab"
+
+
+@pytest.fixture
+def stopped():
+    """A daemon started once (its state dir made) and stopped again."""
+    d = Daemon("doctor")
+    d.start()
+    assert d.stop() == 0
+    yield d
+    for mp in reversed(mounts_under(d.state_dir)):
+        subprocess.run(["umount", "-l", mp], check=False)
+    for cg in glob.glob(f"/sys/fs/cgroup/*/labd/{SANDBOX_ID}") + \
+            glob.glob(f"/sys/fs/cgroup/labd/{SANDBOX_ID}"):
+        os.rmdir(cg)
+    d.cleanup()
+
+
+def doctor(d, *args):
+    r = d.run_cli("doctor", *args)
+    print(f"$ labd doctor {' '.join(args)} (exit {r.returncode})\n{r.stdout}{r.stderr}")
+    return r
+
+
+def report(r):
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("labd doctor: state dir "), lines[0]
+    for ln in lines[1:]:
+        assert LINE.match(ln), f"not a report line: {ln!r}"
+        if not ln.startswith(("OK", "FIXED")):
+            assert " -- " in ln, f"no remedy: {ln!r}"
+    return lines[1:]
+
+
+def test_prerequisites_each_say_ok_warn_or_fail(stopped):
+    r = doctor(stopped)
+    lines = report(r)
+    for what in PREREQUISITES:
+        assert any(what in ln for ln in lines), f"no line about {what}:\n{r.stdout}"
+    assert "OK    leftovers: none" in lines
+    assert r.returncode == (1 if any(ln.startswith("FAIL") for ln in lines) else 0)
+
+
+def test_a_missing_prerequisite_fails_with_its_remedy(stopped):
+    stopped.sections["gpu"] = {"devices": "3", "dev_prefix": stopped.dir,
+                               "nvml_library": "/nonexistent/libnvidia-ml.so.1"}
+    stopped.sections["network"] = {"pasta": "/nonexistent/pasta"}
+    stopped.write_config()
+    r = doctor(stopped)
+    lines = report(r)
+    assert r.returncode == 1, r.stdout
+    assert f"FAIL  GPU device missing: {stopped.dir}/nvidia3 -- load the NVIDIA driver" \
+        in "\n".join(lines), r.stdout
+    assert any(ln.startswith("WARN  NVML") for ln in lines), r.stdout
+    assert any(ln.startswith("WARN  /nonexistent/pasta (egress): not found -- apt-get install")
+               for ln in lines), r.stdout
+
+
+def plant_leftovers(d):
+    """What a supervisor killed mid-start leaves: the state file of a sandbox whose
+    init is gone, its run dir mounted, its cgroup, its record and keeper socket."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    run_dir = os.path.join(d.state_dir, "runtimes", "ghost", "run")
+    os.makedirs(run_dir)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "ghost", run_dir], check=True)
+    with open(os.path.join(d.state_dir, "sandboxes", f"{SANDBOX_ID}.state"), "w") as fh:
+        fh.write(f"version=1\nid={SANDBOX_ID}\nuser=ghost\npid={dead.pid}\nstart_time=1\n"
+                 f"home_image=\nrun_dir={run_dir}\ncgroup_parent=labd\n")
+    with open(os.path.join(d.state_dir, "boxes", "ghost.json"), "w") as fh:
+        json.dump({"user": "ghost", "id": SANDBOX_ID, "purpose": "runtime"}, fh)
+    open(os.path.join(d.state_dir, "keepers", f"{SANDBOX_ID}.sock"), "w").close()
+    cgroups = []
+    for base in ["/sys/fs/cgroup/pids", "/sys/fs/cgroup"]:
+        if os.path.isdir(os.path.join(base, "labd")):
+            cgroups.append(os.path.join(base, "labd", SANDBOX_ID))
+            os.mkdir(cgroups[-1])
+            break
+    return run_dir, cgroups
+
+
+def test_leftovers_are_listed_and_fixed_only_while_labd_is_stopped(stopped):
+    d = stopped
+    run_dir, cgroups = plant_leftovers(d)
+    r = doctor(d)
+    left = [ln for ln in report(r) if ln.startswith("LEFT")]
+    assert r.returncode == 1
+    text = "\n".join(left)
+    assert f"sandbox {SANDBOX_ID} of ghost: its init is gone" in text, r.stdout
+    assert f"mount {run_dir}" in text, r.stdout
+    assert f"boxes/ghost.json names sandbox {SANDBOX_ID}" in text, r.stdout
+    assert f"keepers/{SANDBOX_ID}.sock names sandbox {SANDBOX_ID}" in text, r.stdout
+    for cg in cgroups:
+        assert f"cgroup {cg}" in text, r.stdout
+
+    # labd running: --fix is refused; labd's own start cleaned up what was left
+    d.start(expect_admin_password=False)
+    r = doctor(d, "--fix")
+    assert r.returncode == 2, r.stdout
+    assert re.search(r"labd \(pid \d+\) runs on .*; --fix repairs only while it is stopped",
+                     r.stderr), r.stderr
+    r = doctor(d)
+    assert "labd running" in r.stdout
+    assert "OK    leftovers: none" in r.stdout, r.stdout
+    assert d.stop() == 0
+
+    # labd stopped: --fix removes them
+    run_dir, cgroups = plant_leftovers(d)
+    r = doctor(d, "--fix")
+    fixed = "\n".join(ln for ln in report(r) if ln.startswith("FIXED"))
+    assert r.returncode == 0, r.stdout
+    assert "tore down 1 sandbox(es) whose init was gone" in fixed, r.stdout
+    assert "OK    leftovers: none" in r.stdout
+    assert not mounts_under(d.state_dir), mounts_under(d.state_dir)
+    assert not os.path.exists(os.path.join(d.state_dir, "boxes", "ghost.json"))
+    assert not os.path.exists(os.path.join(d.state_dir, "keepers", f"{SANDBOX_ID}.sock"))
+    assert not any(os.path.exists(cg) for cg in cgroups)
+    r = doctor(d)
+    assert r.returncode == 0 and "OK    leftovers: none" in r.stdout, r.stdout
