@@ -26,6 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			size_t n = nl ? (size_t)(nl - data) : size;
 			int points = 0;
 			char *line = malloc(n ? n : 1);
+			FUZZ_ASSERT(line);
 			memcpy(line, data, n);
 			int rc = extract_line(s, line, n, on_point, &points);
 			FUZZ_ASSERT(rc == points && rc <= 1);
