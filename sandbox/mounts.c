@@ -523,7 +523,9 @@ static int make_chain(const char *target, char *msg, size_t len)
 /* The binds at their inside paths, then the scaffolds under them sealed. */
 static int build_ro_binds(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
 {
-	const char *scaffolds[SANDBOX_MAX_MASKS + SANDBOX_MAX_HIDDEN + 8];
+	/* zeroed for the static analyzer, which cannot tie n_scaffolds to the
+	 * entries apply_masks wrote */
+	const char *scaffolds[SANDBOX_MAX_MASKS + SANDBOX_MAX_HIDDEN + 8] = {0};
 	unsigned n_scaffolds = 0;
 	char t[SANDBOX_PATH_MAX + 8];
 

@@ -86,7 +86,7 @@ int sandbox_state_parse(const char *text, size_t len, struct sandbox_state *st)
 		} else if (KEY("user")) {
 			rc = set_str(st->user, sizeof(st->user), v, vlen);
 		} else if (KEY("pid")) {
-			uint64_t x;
+			uint64_t x = 0; /* set_u64 leaves it unset when it refuses */
 			rc = set_u64(&x, v, vlen, 4194304);
 			st->pid = (pid_t)x;
 		} else if (KEY("start_time")) {

@@ -149,21 +149,27 @@ static const struct {
 	{"job_sample", proto_job_sample, on_job_sample},
 };
 
-static void deliver_reply(struct local *l, json_t *msg)
+/* Hands msg over to its waiter (NULL returned) or gives it back. Handed over,
+ * not shared: jansson's json_decref reads the count without an atomic load, so
+ * the reader's decref must not race the waiter's. */
+static json_t *deliver_reply(struct local *l, json_t *msg)
 {
 	long long id = proto_int(msg, "id");
 
 	pthread_mutex_lock(&l->lock);
 	for (struct pending *p = l->pending; p; p = p->next)
 		if (p->id == id && !p->reply) {
-			p->reply = json_incref(msg);
+			p->reply = msg;
+			msg = NULL;
 			pthread_cond_broadcast(&l->answered);
 			break;
 		}
 	/* no waiter: the call timed out meanwhile; the reconciler catches up */
 	pthread_mutex_unlock(&l->lock);
+	return msg;
 }
 
+/* msg (consumed): a reply goes to its waiter, an event to its handler. */
 static void dispatch(struct local *l, json_t *msg)
 {
 	const char *type = json_string_value(json_object_get(msg, "type")) ?: "";
@@ -171,9 +177,10 @@ static void dispatch(struct local *l, json_t *msg)
 
 	if (strcmp(type, "reply") == 0) {
 		if (proto_check(msg, proto_reply, true, err, sizeof(err)) == 0)
-			deliver_reply(l, msg);
+			msg = deliver_reply(l, msg);
 		else
 			log_error("supervisor sent a bad reply: %s", err);
+		json_decref(msg);
 		return;
 	}
 	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
@@ -183,9 +190,11 @@ static void dispatch(struct local *l, json_t *msg)
 			events[i].handler(l, msg);
 		else
 			log_error("supervisor sent a bad %s: %s", type, err);
+		json_decref(msg);
 		return;
 	}
 	log_error("supervisor sent an unknown message type %.40s", type);
+	json_decref(msg);
 }
 
 static void *reader_loop(void *arg)
@@ -203,7 +212,6 @@ static void *reader_loop(void *arg)
 		if (rc != 0)
 			break; /* EOF: the supervisor is gone or the web process stops */
 		dispatch(l, msg);
-		json_decref(msg);
 	}
 	metrics_supervisor_channel(false);
 	return NULL;

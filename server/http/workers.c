@@ -420,6 +420,12 @@ static int worker_init(struct workers *pool, struct worker *w, struct MHD_Daemon
 	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, pool->stopfd, &ev_stop) < 0 ||
 	    epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->kickfd, &ev_kick) < 0)
 		return log_errno("workers: epoll set");
+	return 0;
+}
+
+/* After every worker_init: a running worker reads the others' kickfd. */
+static int worker_run(struct worker *w)
+{
 	if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
 		return log_error("workers: cannot start a thread");
 	w->started = true;
@@ -454,6 +460,8 @@ struct workers *workers_start(struct MHD_Daemon **daemons, unsigned n, int liste
 	}
 	for (unsigned i = 0; rc == 0 && i < n; i++)
 		rc = worker_init(pool, &pool->w[i], daemons[i]);
+	for (unsigned i = 0; rc == 0 && i < n; i++)
+		rc = worker_run(&pool->w[i]);
 	if (rc < 0) {
 		workers_stop(pool);
 		return NULL;

@@ -36,15 +36,17 @@ int inflight_acquire(const char *owner, unsigned max)
 	int rc = 0;
 
 	pthread_mutex_lock(&lock);
-	struct count **pc = slot_of(owner);
-	if (!*pc && (*pc = calloc(1, sizeof(**pc))))
-		snprintf((*pc)->owner, sizeof((*pc)->owner), "%s", owner);
-	if (!*pc)
+	struct count **pc = slot_of(owner), *c = *pc;
+	if (!c && (c = calloc(1, sizeof(*c)))) {
+		snprintf(c->owner, sizeof(c->owner), "%s", owner);
+		*pc = c;
+	}
+	if (!c)
 		rc = -ENOMEM;
-	else if ((*pc)->n >= max)
+	else if (c->n >= max)
 		rc = -EBUSY;
 	else
-		(*pc)->n++;
+		c->n++;
 	pthread_mutex_unlock(&lock);
 	return rc;
 }

@@ -123,15 +123,17 @@ void ttlcache_put(struct ttlcache *c, const unsigned char key[TTLCACHE_KEY_LEN],
 	pthread_mutex_lock(&c->lock);
 	struct entry *e = find_locked(c, key);
 	if (!e) {
-		/* A free slot, else the best one to evict. */
+		/* A free slot, else the best one to evict (the bucket's first way
+		 * unless a later one is better). */
 		size_t first = bucket_of(c, key) * WAYS;
+		e = entry_at(c, first);
 		for (size_t i = first; i < first + WAYS; i++) {
 			struct entry *x = entry_at(c, i);
 			if (!x->used) {
 				e = x;
 				break;
 			}
-			if (!e || evict_before(x, e, gen))
+			if (evict_before(x, e, gen))
 				e = x;
 		}
 	}

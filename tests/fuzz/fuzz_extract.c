@@ -27,6 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			size_t n = nl ? (size_t)(nl - data) : size;
 			int points = 0;
 			char *line = malloc(n ? n : 1);
+			FUZZ_ASSERT(line);
 			memcpy(line, data, n);
 			bool dropped = extract_matching(s) == 0;
 			int rc = extract_line(s, line, n, on_point, &points);

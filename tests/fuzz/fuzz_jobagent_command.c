@@ -31,6 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *buf = malloc(size ? size : 1);
 	size_t off = 0;
 
+	FUZZ_ASSERT(buf);
 	memcpy(buf, data, size);
 	while (off < size) {
 		struct jobagent_cmd cmd;

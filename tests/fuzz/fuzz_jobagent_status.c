@@ -17,6 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const uint8_t *nl = memchr(p, '\n', left);
 		size_t n = nl ? (size_t)(nl - p) + 1 : left;
 		char *copy = malloc(n ? n : 1);
+		FUZZ_ASSERT(copy);
 		memcpy(copy, p, n);
 		if (jobagent_parse_status(copy, n, &st) == 0) {
 			FUZZ_ASSERT(st.kind <= JOBAGENT_EXITED);

@@ -32,6 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t max_cost = (size_t)data[1] << 8 | data[2], len = size - 3, line_len;
 	char *log = malloc(len ? len : 1);
 
+	FUZZ_ASSERT(log);
 	memcpy(log, data + 3, len);
 	size_t cut = joblog_cut(log, len, final, max_cost);
 	FUZZ_ASSERT(cut <= len);

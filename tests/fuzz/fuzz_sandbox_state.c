@@ -12,6 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char out[16384];
 	uint64_t v;
 
+	FUZZ_ASSERT(text);
 	memcpy(text, data, size);
 	if (sandbox_state_parse(text, size, &st) == 0) {
 		int n = sandbox_state_format(&st, out, sizeof(out));

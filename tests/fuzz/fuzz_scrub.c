@@ -11,6 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t in_total = size, out_total = 0, off = 0;
 	char *all = malloc(size + 1);
 
+	FUZZ_ASSERT(all);
 	if (scrub_init(&s, needle) < 0) {
 		FUZZ_ASSERT(strlen(needle) == 0 || strlen(needle) > SCRUB_NEEDLE_MAX);
 		goto out;
@@ -18,10 +19,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (off < size || out_total == 0) {
 		size_t n = size - off;
 		if (n > 1 && data[off] < 64) /* a piece as long as its first byte says */
-			n = data[off] + 1 < n ? data[off] + 1u : n;
+			n = data[off] + 1u < n ? data[off] + 1u : n;
 		bool final = off + n == size;
 		/* exactly what the caller must provide, so ASan sees any overrun */
 		char *out = malloc(n + SCRUB_NEEDLE_MAX);
+		FUZZ_ASSERT(out);
 		size_t w = scrub_feed(&s, (const char *)data + off, n, out, final);
 		FUZZ_ASSERT(w <= n + SCRUB_NEEDLE_MAX && s.ncarry < s.nlen);
 		FUZZ_ASSERT(out_total + w <= size);

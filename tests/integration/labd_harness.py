@@ -27,8 +27,9 @@ import openapi_check
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ASAN = bool(os.environ.get("LABD_ASAN"))
+TSAN = bool(os.environ.get("LABD_TSAN"))  # make check-tsan (tests/tsan/run.sh)
 # Sanitizer builds are several times slower; stretch every wait accordingly.
-SLOW = 3.0 if ASAN else 1.0
+SLOW = 3.0 if ASAN or TSAN else 1.0
 HTTP_TIMEOUT = 15 * SLOW
 
 
@@ -49,7 +50,7 @@ def wait_until(predicate, timeout, what, interval=0.05):
 
 
 ADMIN_PW_RE = re.compile(r"admin password[^:]*: (\S+)")
-SANITIZER_RE = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:")
+SANITIZER_RE = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|WARNING: ThreadSanitizer")
 
 EXPECTED_CSP = {
     "default-src": "'self'",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/lint/run.sh - tests/lint/check-words.sh must pass on the tree and fail on each
 # kind of planted violation, naming it; and fail when a known violation is gone. Works on
-# a copy (sources, the built objects, the known list); ends "N passed, N failed".
+# a copy (sources, the built objects, the known list). Then make analyze on planted
+# bugs. Ends "N passed, N failed".
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-build}
@@ -114,6 +115,31 @@ expect "a known violation that is gone fails, naming its line" fail \
 fresh
 echo 'tag nosuch server/nowhere.c -- planted' >>"$WORK/t/tests/lint/known-words.txt"
 expect "a known line naming nothing fails" fail '"tag nosuch server/nowhere.c" is gone'
+
+# make analyze (gcc -fanalyzer): a planted bug of each kind fails it, naming the check;
+# a clean file passes. Each runs alone (ANALYZE_SRCS) into its own build folder.
+analyze() { # analyze NAME WANT(ok|fail) PATTERN C-TEXT
+	local out rc
+	rm -rf "$WORK/an"
+	mkdir -p "$WORK/an"
+	printf '#include <stdlib.h>\n%s\n' "$4" >"$WORK/an/planted.c"
+	out=$(make -s -C "$ROOT" BUILD="$WORK/an/b" ANALYZE_SRCS="$WORK/an/planted.c" analyze 2>&1)
+	rc=$?
+	if [ "$2" = ok ] && [ $rc -eq 0 ] && grep -q "analyze: 1 files, no finding" <<<"$out"; then
+		pass=$((pass + 1)); echo "PASS $1"
+	elif [ "$2" = fail ] && [ $rc -ne 0 ] && grep -qE "$3" <<<"$out"; then
+		pass=$((pass + 1)); echo "PASS $1"
+	else
+		fail=$((fail + 1)); echo "FAIL $1 (rc $rc): $out"
+	fi
+}
+analyze "analyze: a clean file passes" ok "" 'int planted(int x) { return x + 1; }'
+analyze "analyze: a use after free fails" fail 'analyzer-use-after-free' \
+	'int planted(void) { int *p = malloc(4); if (!p) return 0; *p = 1; free(p); return *p; }'
+analyze "analyze: a leak fails" fail 'analyzer-malloc-leak' \
+	'int planted(void) { char *p = malloc(8); if (!p) return 0; p[0] = 1; return p[0]; }'
+analyze "analyze: an unchecked malloc fails" fail 'analyzer-possible-null-dereference' \
+	'int planted(void) { int *p = malloc(4); *p = 1; int v = *p; free(p); return v; }'
 
 echo "$pass passed, $fail failed, 0 skipped"
 [ "$fail" -eq 0 ]

@@ -106,6 +106,7 @@ static void test_v2_fake_tree(void **st)
 		char path[600];
 		snprintf(path, sizeof(path), "%s/memory.events", dir);
 		f = fopen(path, "w");
+		assert_non_null(f);
 		fputs("low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n", f);
 		fclose(f);
 	}
@@ -200,6 +201,7 @@ static void test_v1_fake_tree(void **st)
 		char path[600];
 		snprintf(path, sizeof(path), "%s/memory.oom_control", dir);
 		f = fopen(path, "w");
+		assert_non_null(f);
 		fputs("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n", f);
 		fclose(f);
 	}

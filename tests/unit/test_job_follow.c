@@ -82,6 +82,7 @@ static int setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 	char path[160];
 
+	assert_non_null(f);
 	unit_tempdir(f->dir);
 	config_defaults(&f->cfg, false);
 	snprintf(f->cfg.state_dir, sizeof(f->cfg.state_dir), "%s", f->dir);

@@ -38,6 +38,7 @@ static void test_long_line_is_cut(void **state)
 	size_t len = JOBLOG_LINE_MAX_BYTES + 100, n;
 	char *big = malloc(len);
 	(void)state;
+	assert_non_null(big);
 	memset(big, 'x', len);
 	/* no newline in sight: cut at the line maximum, not waited for */
 	assert_int_equal(joblog_next_line(big, len, false, &n), JOBLOG_LINE_MAX_BYTES);

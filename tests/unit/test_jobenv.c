@@ -12,7 +12,7 @@ static const char *get(const struct jobenv *e, const char *key)
 	for (size_t i = 0; i < e->n; i++)
 		if (strncmp(e->entries[i], key, n) == 0 && e->entries[i][n] == '=')
 			return e->entries[i] + n + 1;
-	return NULL;
+	return ""; /* not NULL: strstr and the asserts take it and fail */
 }
 
 static void test_names(void **state)

@@ -185,6 +185,7 @@ static char *sized_body(int n, int len, int env_n, int env_len)
 	char *word = malloc((size_t)(len > env_len ? len : env_len) + 1), name[16];
 	char *text;
 
+	assert_non_null(word);
 	json_array_append_new(argv, json_string("true"));
 	memset(word, 'x', (size_t)len);
 	word[len] = '\0';

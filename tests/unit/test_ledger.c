@@ -24,6 +24,7 @@ static int setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 	struct user u;
 
+	assert_non_null(f);
 	unit_tempdir(f->dir);
 	snprintf(f->path, sizeof(f->path), "%s/labd.db", f->dir);
 	assert_int_equal(db_open(f->path, &f->db), 0);

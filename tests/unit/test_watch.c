@@ -39,6 +39,7 @@ static int setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 	char path[128];
 
+	assert_non_null(f);
 	unit_tempdir(f->dir);
 	snprintf(path, sizeof(path), "%s/labd.db", f->dir);
 	assert_int_equal(db_open(path, &f->db), 0);
