@@ -28,6 +28,7 @@ static int setup(void **state)
 	struct fixture *f = calloc(1, sizeof(*f));
 	struct user u;
 
+	assert_non_null(f);
 	unit_tempdir(f->dir);
 	snprintf(f->path, sizeof(f->path), "%s/labd.db", f->dir);
 	assert_int_equal(db_open(f->path, &f->db), 0);
@@ -135,7 +136,7 @@ static int collect(int64_t job_id, void *ctx)
 static void test_retention_picks_by_age_and_by_count_per_user(void **state)
 {
 	struct fixture *f = *state;
-	int64_t a[4], b = create(f, f->bob, "b", 0), live = create(f, f->ann, "live", 0);
+	int64_t a[4] = {0}, b = create(f, f->bob, "b", 0), live = create(f, f->ann, "live", 0);
 	int64_t ids[8] = {0};
 
 	(void)live;

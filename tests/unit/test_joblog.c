@@ -183,6 +183,7 @@ static void test_copy_out_replaces_what_the_user_left(void **state)
 	close(fd);
 	int n = 0;
 	DIR *d = opendir(dir);
+	assert_non_null(d);
 	for (struct dirent *e; (e = readdir(d));)
 		n += e->d_name[0] != '.' || (e->d_name[1] && strcmp(e->d_name, "..") != 0);
 	closedir(d);

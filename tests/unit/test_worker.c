@@ -37,6 +37,8 @@ static int open_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
 	int n = 0;
+
+	assert_non_null(d);
 	for (struct dirent *e; (e = readdir(d));)
 		n += e->d_name[0] != '.';
 	closedir(d);
