@@ -323,6 +323,10 @@ expect "read-only bind: the rest of the masked place stays hidden" ENOENT "$(rb 
 expect "read-only bind: the scaffold over the masked place is read-only" EROFS "$(rb mkdir "$RBH/x")"
 expect "read-only bind: refused inside the state dir (labbox exit 125)" 125 \
 	"$(box alice 7 --ro-bind "$STATE/x" -- true >/dev/null 2>&1; echo $?)"
+# The driver's libraries on the host's root too (a host that reaches them only through
+# LD_LIBRARY_PATH): bound read-only at /run/nvidia/lib and on the loader's path.
+expect "--driver-lib-dir on the host's root: bound and on LD_LIBRARY_PATH" "/run/nvidia/lib abc EROFS" \
+	"$(box alice 7 --driver-lib-dir "$RBH/env" -- sh -c 'echo "$LD_LIBRARY_PATH"; cat /run/nvidia/lib/bin/f; "$0" write /run/nvidia/lib/bin/g' "$PROBE" | squash)"
 # A sandbox makes its own mount points whatever the host has: with /opt shown (not
 # hidden) and a bind at a path the host's read-only /opt lacks (a job's
 # /opt/labd/libexec on a host without /opt/labd), a small read-only layer goes over /opt
