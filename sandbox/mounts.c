@@ -557,7 +557,8 @@ static int make_layer(const char *dir, struct scaffolds *sc, char *msg, size_t l
 		rc = failf(msg, len, "layer: open", dir);
 		goto out;
 	}
-	snprintf(opts, sizeof(opts), "size=64k,nr_inodes=4096,mode=%o", (unsigned)(st.st_mode & 0777));
+	/* room for long links (a page each) and a few thousand entries; held only when used */
+	snprintf(opts, sizeof(opts), "size=1m,nr_inodes=4096,mode=%o", (unsigned)(st.st_mode & 07777));
 	if (mount_tmpfs(dir, MS_NOSUID | MS_NODEV | MS_NOEXEC, opts, msg, len) < 0) {
 		rc = -1;
 		goto out;
