@@ -44,7 +44,7 @@ static void usage(FILE *f)
 	      "  --max-connections N  egress: concurrent connections (no bound)\n"
 	      "  --gpu LIST         GPU minors, e.g. 0 or 1,3\n"
 	      "  --dev-prefix DIR   where nvidia device nodes are (/dev)\n"
-	      "  --driver-lib-dir DIR  host driver libraries (for --image)\n"
+	      "  --driver-lib-dir DIR  host driver libraries, read-only at /run/nvidia/lib, on LD_LIBRARY_PATH\n"
 	      "  --image DIR        root file system (/), bound read-only\n"
 	      "  --run-dir DIR      host dir bound at /run/labd\n"
 	      "  --state-dir DIR    labd state (/var/lib/labd)\n"

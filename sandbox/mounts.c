@@ -13,6 +13,7 @@
 #include "sandbox/accounts.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -309,7 +310,7 @@ static int build_tmp(const struct child_args *a, char *msg, size_t len)
 	return mount_tmpfs(NEWROOT "/tmp", MS_NOSUID | MS_NODEV, opts, msg, len);
 }
 
-/* /run: only /run/labd (the Jupyter socket) and the driver libraries. */
+/* /run: only /run/labd (the Jupyter socket) and the driver libraries (a GPU sandbox's). */
 static int build_run(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
 {
 	if (mount_tmpfs(NEWROOT "/run", MS_NOSUID | MS_NODEV, "size=1m,nr_inodes=64,mode=0755", msg, len) < 0)
@@ -319,9 +320,9 @@ static int build_run(const struct child_args *a, struct mount_fds *f, char *msg,
 	if (f->run >= 0 && attach(&f->run, NEWROOT "/run/labd") < 0)
 		return failf(msg, len, "bind run dir on", NEWROOT "/run/labd");
 	if (f->driver >= 0) {
-		if (mkdir(NEWROOT "/run/nvidia", 0755) < 0 || mkdir(NEWROOT "/run/nvidia/lib", 0755) < 0 ||
-		    attach(&f->driver, NEWROOT "/run/nvidia/lib") < 0)
-			return failf(msg, len, "bind driver libs on", NEWROOT "/run/nvidia/lib");
+		if (mkdir(NEWROOT "/run/nvidia", 0755) < 0 || mkdir(NEWROOT SANDBOX_DRIVER_LIB_INSIDE, 0755) < 0 ||
+		    attach(&f->driver, NEWROOT SANDBOX_DRIVER_LIB_INSIDE) < 0)
+			return failf(msg, len, "bind driver libs on", NEWROOT SANDBOX_DRIVER_LIB_INSIDE);
 	}
 	if (a->gpu && fake_nvidia_proc(msg, len) < 0)
 		return -1;
@@ -476,11 +477,17 @@ static bool has_bind_below(const struct child_args *a, const char *dir)
 	return false;
 }
 
+/* Writable scaffolds made while the binds are placed (a masked place's, apply_masks; a
+ * layer, make_layer), sealed read-only once every bind is in: at most one per bind. */
+struct scaffolds {
+	char path[CHILD_MAX_BINDS + SANDBOX_MAX_MASKS + SANDBOX_MAX_HIDDEN + 8][SANDBOX_PATH_MAX + 8];
+	unsigned n;
+};
+
 /* The masks of the spec.  A masked directory with a bind below it gets a
  * writable scaffold tmpfs instead (only the bind's chain of directories will be in
- * it), listed in scaffolds[] so it is made read-only once the binds are in place. */
-static int apply_masks(const struct child_args *a, const char **scaffolds, unsigned *n_scaffolds,
-		       char *msg, size_t len)
+ * it), listed in sc so it is made read-only once the binds are in place. */
+static int apply_masks(const struct child_args *a, struct scaffolds *sc, char *msg, size_t len)
 {
 	char t[SANDBOX_PATH_MAX + 8];
 	struct stat st;
@@ -495,25 +502,121 @@ static int apply_masks(const struct child_args *a, const char **scaffolds, unsig
 		if (mount_tmpfs(t, MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=64k,nr_inodes=64,mode=0755", msg,
 				len) < 0)
 			return -1;
-		scaffolds[(*n_scaffolds)++] = a->masks[i];
+		snprintf(sc->path[sc->n++], sizeof(sc->path[0]), "%s", t);
 	}
 	return 0;
 }
 
-/* mkdir -p of target's parents and target itself inside the new root: existing
- * directories of the read-only image answer EEXIST, new ones land in a scaffold. */
-static int make_chain(const char *target, char *msg, size_t len)
+/* One entry of a layered directory (under is the image's directory beneath the layer):
+ * a link is made again with its own text; anything else gets an empty placeholder with
+ * the entry's own mount tree (AT_RECURSIVE: a mask or bind below it stays) bound on it.
+ * The clone keeps the image's read-only, nosuid, nodev flags. */
+static int layer_entry(int under, const char *dir, const char *name, char *msg, size_t len)
+{
+	char t[SANDBOX_PATH_MAX + 8 + 258], link[SANDBOX_PATH_MAX]; /* dir, "/", a d_name */
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	snprintf(t, sizeof(t), "%s/%s", dir, name);
+	if (fstatat(under, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return failf(msg, len, "layer: stat", t);
+	if (S_ISLNK(st.st_mode)) {
+		if ((n = readlinkat(under, name, link, sizeof(link) - 1)) < 0)
+			return failf(msg, len, "layer: readlink", t);
+		link[n] = '\0';
+		return symlink(link, t) < 0 ? failf(msg, len, "layer: symlink", t) : 0;
+	}
+	if (S_ISDIR(st.st_mode) ? mkdir(t, 0755) < 0 : touch(t, msg, len) < 0)
+		return failf(msg, len, "layer: placeholder", t);
+	fd = open_tree(under, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW);
+	if (fd < 0 || attach(&fd, t) < 0)
+		return failf(msg, len, "layer: bind", t);
+	return 0;
+}
+
+/* dir, a directory of the read-only image, lacks a bind's mount point: a small tmpfs
+ * (the directory's mode) goes over it and every entry the image has there comes back
+ * as itself (layer_entry), so the sandbox makes its own mount points whatever the host
+ * has (the host's /opt shown, labd's /opt/labd/libexec and /opt/ml not in it).  The
+ * scaffold is sealed read-only with the others. */
+static int make_layer(const char *dir, struct scaffolds *sc, char *msg, size_t len)
+{
+	char opts[96];
+	struct dirent *e;
+	struct stat st;
+	int under, rc = 0;
+	DIR *d;
+
+	if (sc->n >= sizeof(sc->path) / sizeof(sc->path[0])) {
+		errno = ENOSPC;
+		return failf(msg, len, "layer: too many scaffolds at", dir);
+	}
+	under = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (under < 0 || fstat(under, &st) < 0) {
+		rc = failf(msg, len, "layer: open", dir);
+		goto out;
+	}
+	/* room for long links (a page each) and a few thousand entries; held only when used */
+	snprintf(opts, sizeof(opts), "size=1m,nr_inodes=4096,mode=%o", (unsigned)(st.st_mode & 07777));
+	if (mount_tmpfs(dir, MS_NOSUID | MS_NODEV | MS_NOEXEC, opts, msg, len) < 0) {
+		rc = -1;
+		goto out;
+	}
+	snprintf(sc->path[sc->n++], sizeof(sc->path[0]), "%s", dir);
+	/* the fd still names the image's directory, now beneath the tmpfs */
+	if (!(d = fdopendir(under))) {
+		rc = failf(msg, len, "layer: list", dir);
+		goto out;
+	}
+	under = -1;
+	while (rc == 0 && (errno = 0, e = readdir(d)))
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			rc = layer_entry(dirfd(d), dir, e->d_name, msg, len);
+	if (rc == 0 && errno)
+		rc = failf(msg, len, "layer: list", dir);
+	closedir(d);
+out:
+	if (under >= 0)
+		close(under);
+	return rc;
+}
+
+/* mkdir -p of target's parents and target itself inside the new root: directories the
+ * image has answer EEXIST (a link on the way is refused: it would be followed on the
+ * host's side), new ones land in a scaffold, or in a layer made over the image's
+ * read-only directory where they are missing (make_layer). */
+static int make_chain(const char *target, struct scaffolds *sc, char *msg, size_t len)
 {
 	char t[SANDBOX_PATH_MAX + 8];
+	struct stat st;
 
 	snprintf(t, sizeof(t), "%s", target);
 	for (char *p = t + strlen(NEWROOT) + 1;; p++) {
 		if (*p != '/' && *p != '\0')
 			continue;
-		char c = *p;
+		char c = *p, *slash;
 		*p = '\0';
-		if (mkdir(t, 0755) < 0 && errno != EEXIST)
+		int rc = mkdir(t, 0755);
+		if (rc < 0 && errno == EROFS) {
+			/* the parent is the image's (NEWROOT itself at the top): layer it, and
+			 * the mkdir lands in the layer */
+			slash = strrchr(t, '/');
+			*slash = '\0';
+			rc = make_layer(t, sc, msg, len);
+			*slash = '/';
+			if (rc < 0)
+				return -1;
+			if (mkdir(t, 0755) < 0)
+				return failf(msg, len, "mkdir", t);
+		} else if (rc < 0 && errno == EEXIST) {
+			if (lstat(t, &st) < 0 || !S_ISDIR(st.st_mode)) {
+				errno = ENOTDIR;
+				return failf(msg, len, "bind: not a directory in the image on the way:", t);
+			}
+		} else if (rc < 0) {
 			return failf(msg, len, "mkdir", t);
+		}
 		*p = c;
 		if (c == '\0')
 			return 0;
@@ -523,24 +626,23 @@ static int make_chain(const char *target, char *msg, size_t len)
 /* The binds at their inside paths, then the scaffolds under them sealed. */
 static int build_ro_binds(const struct child_args *a, struct mount_fds *f, char *msg, size_t len)
 {
-	/* zeroed for the static analyzer, which cannot tie n_scaffolds to the
-	 * entries apply_masks wrote */
-	const char *scaffolds[SANDBOX_MAX_MASKS + SANDBOX_MAX_HIDDEN + 8] = {0};
-	unsigned n_scaffolds = 0;
+	static struct scaffolds sc;
 	char t[SANDBOX_PATH_MAX + 8];
 
-	if (apply_masks(a, scaffolds, &n_scaffolds, msg, len) < 0)
+	sc.n = 0;
+	if (apply_masks(a, &sc, msg, len) < 0)
 		return -1;
 	for (unsigned i = 0; i < a->n_binds; i++) {
 		snprintf(t, sizeof(t), NEWROOT "%s", a->binds[i].dst);
-		if (make_chain(t, msg, len) < 0 || attach(&f->binds[i], t) < 0)
+		if (make_chain(t, &sc, msg, len) < 0)
+			return -1;
+		if (attach(&f->binds[i], t) < 0)
 			return failf(msg, len, "bind on", t);
 	}
-	for (unsigned i = 0; i < n_scaffolds; i++) {
-		snprintf(t, sizeof(t), NEWROOT "%s", scaffolds[i]);
-		if (mount(NULL, t, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
-			return failf(msg, len, "remount read-only", t);
-	}
+	for (unsigned i = 0; i < sc.n; i++)
+		if (mount(NULL, sc.path[i], NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  NULL) < 0)
+			return failf(msg, len, "remount read-only", sc.path[i]);
 	return 0;
 }
 

@@ -263,8 +263,6 @@ static int add_gpus(struct start *c)
 	    add_dev(c, s->dev_prefix, "nvidia-uvm", true) < 0 ||
 	    add_dev(c, s->dev_prefix, "nvidia-uvm-tools", true) < 0)
 		return -1;
-	if (s->driver_lib_dir && strcmp(s->image, "/") != 0)
-		c->child.driver_lib_dir = s->driver_lib_dir;
 	return 0;
 }
 
@@ -279,6 +277,9 @@ static int step_devices(struct start *c)
 			return -1;
 	c->lim.devs[c->lim.n_devs++] = (struct cgbox_dev){'c', 5, 2};     /* /dev/pts/ptmx */
 	c->lim.devs[c->lim.n_devs++] = (struct cgbox_dev){'c', 136, ~0u}; /* /dev/pts/N */
+	/* the caller names the driver's libraries for GPU sandboxes, on an image or the
+	 * host's root alike (a stand-in GPU has no node but the same libraries) */
+	c->child.driver_lib_dir = c->spec->driver_lib_dir;
 	return c->spec->n_gpus ? add_gpus(c) : 0;
 }
 
@@ -316,8 +317,6 @@ static int env_add_gpus(struct start *c, unsigned *n)
 	snprintf(kv, sizeof(kv), "NVIDIA_VISIBLE_DEVICES=%s", list);
 	if (env_add(c, n, kv) < 0)
 		return -1;
-	if (s->driver_lib_dir && env_add(c, n, "LD_LIBRARY_PATH=/run/nvidia/lib") < 0)
-		return -1;
 	return 0;
 }
 
@@ -348,6 +347,8 @@ static int step_env(struct start *c)
 	    env_add(c, &n, "LANG=C.UTF-8") < 0 || env_add(c, &n, "SHELL=/bin/sh") < 0)
 		return -1;
 	if (s->n_gpus && env_add_gpus(c, &n) < 0)
+		return -1;
+	if (s->driver_lib_dir && env_add(c, &n, "LD_LIBRARY_PATH=" SANDBOX_DRIVER_LIB_INSIDE) < 0)
 		return -1;
 	for (char *const *e = s->envp; e && *e; e++) {
 		if (!strchr(*e, '=') || **e == '=')

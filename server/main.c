@@ -9,6 +9,7 @@
 #include "supervisor/doctor.h"
 #include "labd/log.h"
 #include "supervisor/supervisor.h"
+#include "supervisor/uidmap.h"
 #include "web/routes.h"
 #include "web/scrape.h"
 
@@ -96,5 +97,10 @@ int main(int argc, char **argv)
 	 * and a bad file stops labd here rather than in a web restart loop. */
 	if (scrape_load_token(&cfg) < 0)
 		return 1;
+	/* before the supervisor and the web process read it: both use the same base */
+	if (uidmap_settle_base(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "labd: %s\n", err);
+		return 1;
+	}
 	return supervisor_run(&cfg);
 }

@@ -23,6 +23,8 @@
 #define SANDBOX_MAX_BINDS 8
 #define SANDBOX_ID_MAX 64
 #define SANDBOX_PATH_MAX 4096
+/* where spec.driver_lib_dir is seen inside */
+#define SANDBOX_DRIVER_LIB_INSIDE "/run/nvidia/lib"
 #define SANDBOX_STEP_MAX 32
 #define SANDBOX_MESSAGE_MAX 768
 #define SANDBOX_FD_NULL (-1) /* a stdio slot that gets /dev/null */
@@ -78,7 +80,8 @@ struct sandbox_spec {
 	unsigned gpus[SANDBOX_MAX_GPUS]; /* GPU minors to pass through (/dev/nvidiaN) */
 	unsigned n_gpus;
 	const char *dev_prefix;     /* where the nvidia nodes live (default "/dev") */
-	const char *driver_lib_dir; /* host dir of libcuda/libnvidia-* (image != "/") */
+	const char *driver_lib_dir; /* host dir of libcuda/libnvidia-*, bound read-only at
+				     * SANDBOX_DRIVER_LIB_INSIDE and on LD_LIBRARY_PATH */
 
 	const char *image;    /* root filesystem, bound read-only (default "/") */
 	const char *run_dir;  /* host dir bound at /run/labd; created, removed at destroy */

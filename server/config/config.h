@@ -86,9 +86,10 @@ struct labd_config {
 	 * preferred for the Jupyter command; "" = none (the image's own jupyter) */
 	char jupyter_env[CONFIG_ENV_PATH_MAX];
 	char image[CONFIG_PATH_MAX];
-	unsigned uid_base;
+	unsigned uid_base;               /* 0 = auto until uidmap_settle_base fixes it */
 	unsigned uid_count;              /* host uids uid_base .. uid_base + uid_count - 1 */
 	char subuid_file[CONFIG_PATH_MAX]; /* ranges given to other accounts, refused */
+	char subgid_file[CONFIG_PATH_MAX]; /* the same for gids: auto stays above them */
 	char deleted_home[8];            /* archive or remove */
 	int64_t archive_retention_s;     /* archived homes older than this are removed */
 	uint64_t home_size_bytes, memory_bytes, tmp_bytes;

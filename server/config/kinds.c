@@ -89,6 +89,16 @@ KIND_FN(parse_unsigned)
 	return parse_uint(value, 0, UINT64_MAX, &v) < 0 ? -EINVAL : store_number(k, field, v);
 }
 
+/* "auto" leaves the choice to the start (0, below every key's min); a number as K_UINT */
+KIND_FN(parse_unsigned_auto)
+{
+	if (strcmp(value, "auto") == 0) {
+		*(unsigned *)field = 0;
+		return k->size == sizeof(unsigned) ? 0 : -EINVAL;
+	}
+	return parse_unsigned(cfg, k, field, value);
+}
+
 KIND_FN(parse_pow2)
 {
 	uint64_t v;
@@ -438,6 +448,7 @@ static const struct kind {
 	[K_STRING] = {parse_string, "must be a non-empty string of bounded length"},
 	[K_BOOL] = {parse_bool, "must be true or false"},
 	[K_UINT] = {parse_unsigned, "must be a whole number in range"},
+	[K_UINT_AUTO] = {parse_unsigned_auto, "must be auto or a whole number in range"},
 	[K_POW2] = {parse_pow2, "must be a power of two in range"},
 	[K_DURATION] = {parse_duration, "must be a duration such as 30s, 15m, 8h or 7d, in range"},
 	[K_DURATION_MS] = {parse_duration_ms, "must be a duration such as 250ms or 2s, in range"},

@@ -12,6 +12,7 @@ enum config_kind {
 	K_STRING,        /* text of min..sizeof(field)-1 bytes */
 	K_BOOL,          /* true/yes/1 or false/no/0 */
 	K_UINT,          /* a whole number in min..max */
+	K_UINT_AUTO,     /* auto (stored as 0: decided at start) or a whole number in min..max */
 	K_POW2,          /* a power of two in min..max */
 	K_DURATION,      /* seconds (30s, 15m, 8h, 7d) */
 	K_DURATION_MS,   /* "250ms" or a duration such as 2s, stored in ms */

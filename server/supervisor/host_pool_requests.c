@@ -58,6 +58,17 @@ static json_t *refuse(long long id, const char *user, const char *code, const ch
 	return proto_error(id, code, why);
 }
 
+/* A refusal of startcheck's table: an expected one (a GPU still held by a sandbox
+ * ending now) is news, not an error; the web process asks again next pass. */
+static json_t *refuse_check(long long id, const char *user, enum startcheck_code c,
+			    const char *why)
+{
+	if (!startcheck_expected(c))
+		return refuse(id, user, startcheck_code_name(c), why);
+	log_info("pool_start for %s waits: %s", user, why);
+	return proto_error(id, startcheck_code_name(c), why);
+}
+
 json_t *host_pool_start(struct host *h, long long id, json_t *msg)
 {
 	const struct labd_config *cfg = host_cfg(h);
@@ -75,7 +86,7 @@ json_t *host_pool_start(struct host *h, long long id, json_t *msg)
 	startcheck_read(cfg, msg, &st);
 	c = startcheck_check(cfg, &st, gpu_held, h, &rq, hash, reason, sizeof(reason));
 	if (c != STARTCHECK_OK)
-		return refuse(id, user, startcheck_code_name(c), reason);
+		return refuse_check(id, user, c, reason);
 	if (uidmap_claim(host_uids(h), user, proto_int(msg, "user_id"), &uid, reason,
 			 sizeof(reason)) < 0)
 		return refuse(id, user, "bad_uid", reason);

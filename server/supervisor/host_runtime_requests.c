@@ -84,7 +84,11 @@ json_t *host_runtime_start(struct host *h, long long id, json_t *msg)
 	startcheck_read(cfg, msg, &st);
 	code = startcheck_check(cfg, &st, gpu_held, h, &rq, hash, reason, sizeof(reason));
 	if (code != STARTCHECK_OK) {
-		log_error("refused sandbox_start for %s: %s", user, reason);
+		/* a GPU freed and claimed at once is expected: the web side queues again */
+		if (startcheck_expected(code))
+			log_info("sandbox_start for %s waits: %s", user, reason);
+		else
+			log_error("refused sandbox_start for %s: %s", user, reason);
 		return proto_error(id, startcheck_code_name(code), reason);
 	}
 	x = find(h, user);

@@ -188,8 +188,10 @@ void launch_fill_limits(const struct labd_config *cfg, const char *state_dir,
 	 * holds the env */
 	if (rq->from_image)
 		s->n_hidden = 0;
-	/* an image has its own CUDA runtime but never the host driver's libraries */
-	if (rq->from_image && rq->n_gpus && cfg->driver_lib_dir[0])
+	/* an image has its own CUDA runtime but never the host driver's libraries; on the
+	 * host's root they may be reachable only through LD_LIBRARY_PATH (not in
+	 * ld.so.cache), or lie under a hidden place: GPU runtimes and pools get them either way */
+	if (rq->n_gpus && cfg->driver_lib_dir[0])
 		s->driver_lib_dir = cfg->driver_lib_dir;
 	/* A stand-in GPU ([gpu] stand_in, tests and demos) has no device node to
 	 * bind: the supervisor still holds it exclusively (host.c). */

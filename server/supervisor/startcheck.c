@@ -32,6 +32,11 @@ const char *startcheck_code_name(enum startcheck_code c)
 	return code_names[c];
 }
 
+bool startcheck_expected(enum startcheck_code c)
+{
+	return c == STARTCHECK_GPU_BUSY;
+}
+
 /* An optional integer field of a checked message, 0 when absent (proto.c bounded it). */
 static int64_t opt_int(json_t *msg, const char *name)
 {

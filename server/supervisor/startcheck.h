@@ -51,6 +51,12 @@ const char *startcheck_code_name(enum startcheck_code c);
  * the check); an absent network is [quota] network and egress_rate together. */
 void startcheck_read(const struct labd_config *cfg, json_t *msg, struct startcheck_start *out);
 
+/* Whether a refusal with code c is an expected outcome rather than a fault: a GPU
+ * freed and claimed in the same instant (the web side saw its holder end before the
+ * teardown did, and asks again), logged as info; every other refusal means the two
+ * sides disagree on a rule and stays an error. */
+bool startcheck_expected(enum startcheck_code c);
+
 /* Checks st in the order of enum startcheck_code, with held telling which GPUs are
  * taken. STARTCHECK_OK with rq->sizes (defaults applied), rq->root and
  * rq->from_image set from the shape, and hash the image's labd-image.json hash

@@ -1,27 +1,38 @@
 /* uidmap.c - see uidmap.h. */
 #include "supervisor/uidmap.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <pwd.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/param.h>
 #include <unistd.h>
 
 #include "config/config.h"
 #include "labd/log.h"
 
 #define UIDS_FILE "uids.json"
+#define BLOCK 65536u               /* a base is a multiple of it, as subordinate ranges are */
+#define LEGACY_BASE 200000u        /* the default before auto: installs that used it keep it */
+#define USERADD_SUB_MAX 600100000u /* shadow's SUB_UID_MAX and SUB_GID_MAX when unsaid */
+#define TOP_UID 0xfffffffeull      /* (uid_t)-1 is "no uid" */
 
 struct uidmap {
 	const struct labd_config *cfg;
 	char path[CONFIG_PATH_MAX + 16];
+	unsigned base;   /* the uid_base recorded (the one first used) */
 	json_t *names;   /* {"alice": 200001, ...} */
 	json_t *retired; /* [200005, ...] */
 };
+
+static int save(const struct uidmap *m);
 
 struct uidmap *uidmap_new(const struct labd_config *cfg, const char *state_dir)
 {
@@ -40,11 +51,22 @@ struct uidmap *uidmap_new(const struct labd_config *cfg, const char *state_dir)
 	}
 	m->names = json_incref(json_object_get(j, "names"));
 	m->retired = json_incref(json_object_get(j, "retired"));
+	bool recorded = json_is_integer(json_object_get(j, "uid_base"));
+	m->base = recorded ? (unsigned)json_integer_value(json_object_get(j, "uid_base")) : cfg->uid_base;
 	json_decref(j);
 	if (!json_is_object(m->names))
 		json_decref(m->names), m->names = json_object();
 	if (!json_is_array(m->retired))
 		json_decref(m->retired), m->retired = json_array();
+	/* the base is recorded on the first start, so that auto never moves it later */
+	if (!recorded && save(m) < 0) {
+		uidmap_free(m);
+		return NULL;
+	}
+	if (m->base != cfg->uid_base)
+		log_warn("[runtime] uid_base %u differs from %u recorded in %s: users recorded there "
+			 "keep their uids and are refused until it is set back",
+			 cfg->uid_base, m->base, m->path);
 	return m;
 }
 
@@ -61,7 +83,8 @@ void uidmap_free(struct uidmap *m)
 static int save(const struct uidmap *m)
 {
 	char tmp[sizeof(m->path) + 8];
-	json_t *j = json_pack("{s:O,s:O}", "names", m->names, "retired", m->retired);
+	json_t *j = json_pack("{s:O,s:O,s:I}", "names", m->names, "retired", m->retired, "uid_base",
+			      (json_int_t)m->base);
 	char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
 	int fd = -1, rc = -1;
 
@@ -77,6 +100,195 @@ static int save(const struct uidmap *m)
 		close(fd);
 	free(text);
 	return rc;
+}
+
+/* The highest uid + 1 that a "name:start:count" line of path covers (0: none or no file). */
+static uint64_t ranges_top(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char line[512];
+	uint64_t top = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		uint64_t end = strtoull(c1 + 1, NULL, 10) + strtoull(c2 + 1, NULL, 10);
+		top = end > top ? end : top;
+	}
+	fclose(f);
+	return top;
+}
+
+/* The value of "KEY <number>" in login.defs, or dflt. */
+static uint64_t defs_value(const char *path, const char *key, uint64_t dflt)
+{
+	FILE *f = path ? fopen(path, "re") : NULL;
+	char line[512], name[64];
+	unsigned long long v;
+
+	if (!f)
+		return dflt;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " %63s %llu", name, &v) == 2 && strcmp(name, key) == 0)
+			dflt = v;
+	fclose(f);
+	return dflt;
+}
+
+int uidmap_auto_base(const struct uidmap_host_files *hf, unsigned count, unsigned *base)
+{
+	FILE *f = fopen(hf->passwd, "re");
+	struct passwd *pw;
+	uint64_t top, b;
+
+	if (!f)
+		return -EIO;
+	/* the maxima are the last uid useradd may hand out: the range starts above */
+	top = defs_value(hf->login_defs, "SUB_UID_MAX", USERADD_SUB_MAX) + 1;
+	top = MAX(top, defs_value(hf->login_defs, "SUB_GID_MAX", USERADD_SUB_MAX) + 1);
+	while ((pw = fgetpwent(f)))
+		if ((uint64_t)pw->pw_uid < TOP_UID + 1 - BLOCK) /* not nfsnobody's top block */
+			top = MAX(top, (uint64_t)pw->pw_uid + 1);
+	fclose(f);
+	top = MAX(top, ranges_top(hf->subuid));
+	top = MAX(top, ranges_top(hf->subgid));
+	b = (top + BLOCK - 1) / BLOCK * BLOCK;
+	if (b + count > TOP_UID)
+		return -ERANGE;
+	*base = (unsigned)b;
+	return 0;
+}
+
+/* The first account of passwd with a uid in base..base+count-1, as words in out. */
+static bool account_inside(const char *passwd, uint64_t base, uint64_t count, char *out, size_t len)
+{
+	FILE *f = fopen(passwd, "re");
+	struct passwd *pw;
+	bool found = false;
+
+	while (f && !found && (pw = fgetpwent(f)))
+		if ((found = pw->pw_uid >= base && pw->pw_uid - base < count))
+			snprintf(out, len, "account %s (uid %u)", pw->pw_name, (unsigned)pw->pw_uid);
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* The first "name:start:count" range of path meeting base..base+count-1, in out. */
+static bool range_inside(const char *path, uint64_t base, uint64_t count, char *out, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	char line[512];
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		uint64_t start = strtoull(c1 + 1, NULL, 10), n = strtoull(c2 + 1, NULL, 10);
+		if ((found = n && start < base + count && base < start + n))
+			snprintf(out, len, "the range %" PRIu64 "-%" PRIu64 " of %.*s in %s", start,
+				 start + n - 1, (int)(c1 - line), line, path);
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* Says so at start when the range in use meets an account or a subordinate range:
+ * every lab user whose uid lands there is refused (uidmap_claim). */
+static void warn_overlaps(const struct labd_config *cfg)
+{
+	char what[400];
+
+	if (account_inside("/etc/passwd", cfg->uid_base, cfg->uid_count, what, sizeof(what)) ||
+	    range_inside(cfg->subuid_file, cfg->uid_base, cfg->uid_count, what, sizeof(what)) ||
+	    range_inside(cfg->subgid_file, cfg->uid_base, cfg->uid_count, what, sizeof(what)))
+		log_warn("[runtime] uid_base %u: the sandbox uids %u-%u meet %s: a lab user whose "
+			 "uid lands there cannot start a sandbox; set uid_base = auto (a new install) "
+			 "or a base above it",
+			 cfg->uid_base, cfg->uid_base, cfg->uid_base + cfg->uid_count - 1, what);
+}
+
+/* The base recorded in path: 1 with *base set, 0 when the record has none or there is
+ * no record, -1 when it cannot be read. */
+static int recorded_base(const char *path, unsigned *base)
+{
+	json_error_t err;
+	json_t *j, *v;
+	int rc = 0;
+
+	if (access(path, F_OK) < 0)
+		return 0;
+	if (!(j = json_load_file(path, JSON_REJECT_DUPLICATES, &err)))
+		return -1;
+	v = json_object_get(j, "uid_base");
+	if (json_is_integer(v) && json_integer_value(v) >= 1000 && json_integer_value(v) < (json_int_t)TOP_UID) {
+		*base = (unsigned)json_integer_value(v);
+		rc = 1;
+	}
+	json_decref(j);
+	return rc;
+}
+
+/* Whether the state dir holds a home image (an install from before auto). */
+static bool has_homes(const char *state_dir)
+{
+	char path[CONFIG_PATH_MAX + 16];
+	struct dirent *e;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/homes", state_dir);
+	if (!(d = opendir(path)))
+		return false;
+	while (!found && (e = readdir(d)))
+		found = e->d_name[0] != '.';
+	closedir(d);
+	return found;
+}
+
+int uidmap_settle_base(struct labd_config *cfg, char *err, size_t errlen)
+{
+	const struct uidmap_host_files hf = {"/etc/passwd", cfg->subuid_file, cfg->subgid_file,
+					     "/etc/login.defs"};
+	char path[CONFIG_PATH_MAX + 16];
+	unsigned base;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s", cfg->state_dir, UIDS_FILE);
+	if (cfg->uid_base == 0) {
+		const char *how = "recorded in " UIDS_FILE;
+		if ((rc = recorded_base(path, &base)) < 0) {
+			snprintf(err, errlen, "%s cannot be read: its uid_base is not known", path);
+			return -1;
+		}
+		if (rc == 0 && (access(path, F_OK) == 0 || has_homes(cfg->state_dir))) {
+			base = LEGACY_BASE;
+			how = "the former default: this state dir's homes predate auto";
+		} else if (rc == 0 && (rc = uidmap_auto_base(&hf, cfg->uid_count, &base)) < 0) {
+			snprintf(err, errlen, "[runtime] uid_base = auto: %s",
+				 rc == -ERANGE ? "no free range of uid_count uids is left above the "
+						 "host's accounts and subordinate ranges"
+					       : "/etc/passwd cannot be read");
+			return -1;
+		} else if (rc == 0) {
+			how = "chosen now, above the host's accounts and subordinate ranges";
+		}
+		cfg->uid_base = base;
+		log_info("sandbox uids %u-%u ([runtime] uid_base = auto: %s)", base,
+			 base + cfg->uid_count - 1, how);
+	}
+	if ((uint64_t)cfg->uid_base + cfg->uid_count > TOP_UID) {
+		snprintf(err, errlen, "[runtime] uid_base %u + uid_count %u passes the last uid",
+			 cfg->uid_base, cfg->uid_count);
+		return -1;
+	}
+	warn_overlaps(cfg);
+	return 0;
 }
 
 static bool in_passwd(uid_t uid)

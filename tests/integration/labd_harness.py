@@ -734,6 +734,13 @@ RUNTIME_START_TIMEOUT = 60 * SLOW
 LIVE_STATES = ("starting", "running", "stopping")
 
 
+def uid_base(d):
+    """The base of d's sandbox uids: [runtime] uid_base = auto is chosen at the first
+    start and recorded in <state>/uids.json (docs/config.md)."""
+    with open(os.path.join(d.state_dir, "uids.json")) as fh:
+        return jsonlib.load(fh)["uid_base"]
+
+
 def labbox_binary():
     return os.path.join(build_dir(), "labbox")
 

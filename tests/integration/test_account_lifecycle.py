@@ -16,12 +16,11 @@ from labd_harness import (
     start_runtime,
     stop_runtime,
     teardown_daemon,
+    uid_base,
     unique_name,
     user_id,
     wait_until,
 )
-
-UID_BASE = 200000  # the default [runtime] uid_base
 
 
 def create(d, admin, name):
@@ -49,7 +48,8 @@ def test_deleted_users_home_is_archived_and_a_new_same_name_user_starts_clean(
     c = create(d, admin, name)
     start_runtime(c)
     old_id = user_id(d, name)
-    assert socket_uid(d, name) == UID_BASE + old_id
+    base = uid_base(d)  # [runtime] uid_base = auto, chosen at the first start
+    assert socket_uid(d, name) == base + old_id
     r = c.put(f"/user/{name}/api/contents/secret.txt",
               json={"type": "file", "format": "text", "content": "only mine"})
     assert r.status in (200, 201), r
@@ -71,7 +71,7 @@ def test_deleted_users_home_is_archived_and_a_new_same_name_user_starts_clean(
     new_id = user_id(d, name)
     assert new_id != old_id
     start_runtime(again)
-    assert socket_uid(d, name) == UID_BASE + new_id != UID_BASE + old_id
+    assert socket_uid(d, name) == base + new_id != base + old_id
     r = again.get(f"/user/{name}/api/contents/secret.txt")
     assert r.status == 404, r
     stop_runtime(again)

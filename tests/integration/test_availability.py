@@ -27,6 +27,7 @@ from labd_harness import (
     raw_request,
     start_runtime,
     stop_runtime,
+    uid_base,
     unique_name,
     wait_runtime,
     wait_until,
@@ -94,7 +95,7 @@ def note_runtime_socket(d, c):
         db.close()
     assert endpoint.startswith("unix:"), endpoint
     c.socket_path = os.path.join(d.state_dir, endpoint[5:])  # relative to the state dir
-    c.sandbox_uid = 200000 + uid  # uid_base (default) + user id
+    c.sandbox_uid = uid_base(d) + uid  # [runtime] uid_base (auto: recorded) + user id
 
 
 @pytest.fixture(scope="module")

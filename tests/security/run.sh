@@ -323,6 +323,29 @@ expect "read-only bind: the rest of the masked place stays hidden" ENOENT "$(rb 
 expect "read-only bind: the scaffold over the masked place is read-only" EROFS "$(rb mkdir "$RBH/x")"
 expect "read-only bind: refused inside the state dir (labbox exit 125)" 125 \
 	"$(box alice 7 --ro-bind "$STATE/x" -- true >/dev/null 2>&1; echo $?)"
+# The driver's libraries on the host's root too (a host that reaches them only through
+# LD_LIBRARY_PATH): bound read-only at /run/nvidia/lib and on the loader's path.
+expect "--driver-lib-dir on the host's root: bound and on LD_LIBRARY_PATH" "/run/nvidia/lib abc EROFS" \
+	"$(box alice 7 --driver-lib-dir "$RBH/env" -- sh -c 'echo "$LD_LIBRARY_PATH"; cat /run/nvidia/lib/bin/f; "$0" write /run/nvidia/lib/bin/g' "$PROBE" | squash)"
+# A sandbox makes its own mount points whatever the host has: with /opt shown (not
+# hidden) and a bind at a path the host's read-only /opt lacks (a job's
+# /opt/labd/libexec on a host without /opt/labd), a small read-only layer goes over /opt
+# holding every host entry as itself and the new mount point.
+if [ -d /opt ]; then
+	LAY=/opt/labd-absent-$$/libexec
+	lay() { box alice 7 --show /opt --bind "$RBH/env:$LAY:ro" -- "$PROBE" "$@"; }
+	expect "layer: a bind at a mount point the host's /opt lacks is there" "OK 4" "$(lay read "$LAY/bin/f")"
+	expect "layer: the host's /opt entries are all still shown" \
+		"$( (ls -A /opt; echo "labd-absent-$$") | sort | squash)" \
+		"$(box alice 7 --show /opt --bind "$RBH/env:$LAY:ro" -- ls -A /opt | sort | squash)"
+	first=$(find /opt -mindepth 1 -maxdepth 1 -type d -perm -o+rx | sort | head -n 1)
+	[ -n "$first" ] && expect "layer: a host entry is the host's own tree, read-only" \
+		"$("$PROBE" fs "$first" | sed 's/ rw$/ ro/')" "$(lay fs "$first")"
+	expect "layer: the layer itself is read-only" EROFS "$(lay mkdir /opt/x)"
+	[ -e "/opt/labd-absent-$$" ] && ko "layer: nothing made on the host" absent present
+else
+	skip "layer over the host's /opt" "the host has no /opt"
+fi
 # /proc/asound lists the host's sound cards (and its controls); masked where it exists
 if [ -d /proc/asound ]; then
 	expect "/proc/asound masked" "tmpfs 000 ro" "$(probe fs /proc/asound)"
@@ -505,6 +528,10 @@ expect "accounts: an image's /etc/passwd that is a link refused" \
 	"125 step mounts: accounts: not a plain file in the image: /etc/passwd" \
 	"$? $(grep -o 'step [a-z-]*: accounts: .*passwd' "$LOG" | head -n 1 | sed 's/: Invalid argument$//')"
 rm -f "$IMG/etc/passwd"
+# An image without /opt at all: the layer goes over its root, every entry kept.
+expect "layer: a bind below a place the image lacks (/opt/ml), over its root" \
+	"abc bin dev etc home lib lib64 opt proc run sbin sys tmp usr" \
+	"$(box alice 7 --image "$IMG" --bind "$RBH/env:/opt/ml:ro" -- /bin/sh -c 'cat /opt/ml/bin/f; ls /' | squash)"
 umount "$IMG/usr"
 
 echo "== resources"
