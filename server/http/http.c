@@ -533,13 +533,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)toe;
 	request_free(req);
 	*con_cls = NULL;
-	if (!upgraded)
-		guard_release_client(conn);
+	if (upgraded)
+		return; /* its forwarded client stays counted while it is open */
+	guard_release_client(conn);
 	/* A kept-alive connection may idle (libmicrohttpd's connection timeout)
 	 * and then must send its next head in time. */
-	if (!upgraded)
-		guard_set_deadline(conn, deadline_in((long long)srv->app->cfg->connection_timeout_s +
-						     srv->app->cfg->request_header_timeout_s));
+	guard_set_deadline(conn, deadline_in((long long)srv->app->cfg->connection_timeout_s +
+					     srv->app->cfg->request_header_timeout_s));
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
