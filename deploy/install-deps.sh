@@ -22,6 +22,9 @@ packages=(
   passt nftables
   # real-browser tests
   chromium
+  # the HTTPS front the tests put before labd (deploy/nginx/, test_https_front.py), and
+  # certutil, with which https_front.test.mjs has Chromium trust the tests' own CA
+  nginx-light libnss3-tools
   # runtime images (deploy/image/build; test_images.py builds a small one)
   debootstrap
   # promtool, which checks GET /metrics in the tests (the server is not started by labd)

@@ -2,6 +2,7 @@
 #include "http/guard.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "http/forwarded.h"
 #include "labd/log.h"
 #include "labd/str.h"
 
@@ -20,6 +22,10 @@ struct guard {
 	unsigned char addr[16]; /* IPv6, or IPv4-mapped */
 	char peer[INET6_ADDRSTRLEN]; /* the same as text, made once per connection */
 	bool counted;
+	/* Behind a trusted front proxy: the forwarded client of the request in
+	 * flight (or of the WebSocket it became), counted instead of the peer. */
+	unsigned char client[16];
+	bool client_counted;
 	struct guard *prev, *next;
 };
 
@@ -112,18 +118,20 @@ static void peer_text(const unsigned char *addr, int family, char *out, size_t o
 		str_copy(out, outlen, "unknown");
 }
 
-const char *guard_peer(struct MHD_Connection *conn)
+
+/* conn's guard record, or NULL. */
+static struct guard *guard_of(struct MHD_Connection *conn)
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	const struct guard *g = ci ? ci->socket_context : NULL;
 
-	return g ? g->peer : "unknown";
+	return ci ? ci->socket_context : NULL;
 }
 
-void guard_open(struct MHD_Connection *conn, void **socket_context, unsigned max_per_address,
+void guard_open(struct MHD_Connection *conn, void **socket_context, const struct labd_config *cfg,
 		long long deadline_ms)
 {
+	unsigned max_per_address = cfg->max_connections_per_address;
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	struct guard *g = calloc(1, sizeof(*g));
@@ -136,7 +144,9 @@ void guard_open(struct MHD_Connection *conn, void **socket_context, unsigned max
 	g->fd = ci->connect_fd;
 	int family = client_addr(conn, g->addr);
 	peer_text(g->addr, family, g->peer, sizeof(g->peer));
-	if (max_per_address && family) {
+	/* A trusted front proxy's connections carry many clients: those are
+	 * counted per request instead (guard_hold_client). */
+	if (max_per_address && family && !forwarded_trusted(cfg, g->peer)) {
 		unsigned n = addr_acquire(g->addr);
 		g->counted = n > 0;
 		if (n > max_per_address) {
@@ -151,6 +161,13 @@ void guard_open(struct MHD_Connection *conn, void **socket_context, unsigned max
 	guard_set_deadline(conn, deadline_ms);
 }
 
+const char *guard_peer(struct MHD_Connection *conn)
+{
+	const struct guard *g = guard_of(conn);
+
+	return g ? g->peer : "unknown";
+}
+
 void guard_close(void **socket_context)
 {
 	struct guard *g = *socket_context;
@@ -159,6 +176,8 @@ void guard_close(void **socket_context)
 		return;
 	if (g->counted)
 		addr_release(g->addr);
+	if (g->client_counted)
+		addr_release(g->client);
 	if (g->deadline_ms)
 		with_deadline--;
 	if (g->prev)
@@ -171,11 +190,51 @@ void guard_close(void **socket_context)
 	*socket_context = NULL;
 }
 
+/* client as 16 bytes (IPv4 as ::ffff:a.b.c.d); -EINVAL when not an address. */
+static int client_bytes(const char *client, unsigned char *out)
+{
+	memset(out, 0, 16);
+	if (inet_pton(AF_INET6, client, out) == 1)
+		return 0;
+	out[10] = out[11] = 0xff;
+	return inet_pton(AF_INET, client, out + 12) == 1 ? 0 : -EINVAL;
+}
+
+int guard_hold_client(struct MHD_Connection *conn, const char *client, unsigned max_per_address)
+{
+	struct guard *g = guard_of(conn);
+	unsigned char addr[16];
+	unsigned n;
+
+	guard_release_client(conn);
+	if (!g || !max_per_address || client_bytes(client, addr) < 0)
+		return 0;
+	if (!(n = addr_acquire(addr)))
+		return 0; /* out of memory: let through uncounted, as at accept */
+	if (n > max_per_address) {
+		addr_release(addr);
+		log_warn("guard: refusing a request from %s: %u in flight through the front proxy",
+			 client, n - 1);
+		return -EBUSY;
+	}
+	memcpy(g->client, addr, 16);
+	g->client_counted = true;
+	return 0;
+}
+
+void guard_release_client(struct MHD_Connection *conn)
+{
+	struct guard *g = guard_of(conn);
+
+	if (g && g->client_counted) {
+		addr_release(g->client);
+		g->client_counted = false;
+	}
+}
+
 void guard_set_deadline(struct MHD_Connection *conn, long long deadline_ms)
 {
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-	struct guard *g = ci ? ci->socket_context : NULL;
+	struct guard *g = guard_of(conn);
 
 	if (!g)
 		return;

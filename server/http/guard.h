@@ -14,12 +14,25 @@
 #include <microhttpd.h>
 #include <stdbool.h>
 
+#include "config/config.h"
+
 /* Starts guarding a new connection (MHD_CONNECTION_NOTIFY_STARTED) with a
  * deadline of deadline_ms (clock_ms()); stores its record in *socket_context.
- * A connection over max_per_address (0 = no cap) from the same address is shut
- * down at once. */
-void guard_open(struct MHD_Connection *conn, void **socket_context, unsigned max_per_address,
+ * A connection over cfg's max_connections_per_address (0 = no cap) from the
+ * same address is shut down at once, unless the address is one of cfg's
+ * trusted_proxies (whose connections carry many clients: those are counted
+ * per request by guard_hold_client). cfg is borrowed for the call. */
+void guard_open(struct MHD_Connection *conn, void **socket_context, const struct labd_config *cfg,
 		long long deadline_ms);
+/* For a connection from a trusted front proxy, once a request head names its
+ * client (text, from X-Forwarded-For): counts the request against the client's
+ * max_per_address (0 = no cap) until guard_release_client or the connection's
+ * close (a WebSocket stays counted while it is open). Releases the request
+ * before it first. 0, or -EBUSY when the client already has max_per_address
+ * (then nothing is counted). */
+int guard_hold_client(struct MHD_Connection *conn, const char *client, unsigned max_per_address);
+/* The request is over (kept-alive connections carry other clients next). */
+void guard_release_client(struct MHD_Connection *conn);
 /* The connection's peer address as text, formatted once when it opened
  * ("unknown" when it has none). */
 const char *guard_peer(struct MHD_Connection *conn);

@@ -3,6 +3,7 @@
 #include "http/http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -338,6 +339,24 @@ static void client_address(const struct labd_config *cfg, struct MHD_Connection 
 		log_warn("x-forwarded-for from %s ignored: not in [server] trusted_proxies", peer);
 }
 
+/* Behind a trusted front proxy every client shares the proxy's address, so
+ * its connections are exempt from the per-address cap at accept; the cap
+ * counts each request's forwarded client instead, once its head names it.
+ * 0, or -EBUSY with a 429 set when that client is over the cap. */
+static int hold_client(struct http_request *req)
+{
+	const struct labd_config *cfg = req->app->cfg;
+	unsigned cap = cfg->max_connections_per_address;
+
+	if (!cap || !forwarded_trusted(cfg, guard_peer(req->conn)) ||
+	    guard_hold_client(req->conn, req->address, cap) == 0)
+		return 0;
+	http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_connections",
+			 "more than %u requests at once from %s", cap, req->address);
+	http_add_header(req, "Retry-After", "1");
+	return -EBUSY;
+}
+
 static void request_free(struct http_request *req)
 {
 	if (!req)
@@ -479,6 +498,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		req->body_max = req->app->cfg->max_body_bytes;
 		buf_init(&req->body, req->body_max);
 		client_address(req->app->cfg, conn, req->address, sizeof(req->address));
+		if (hold_client(req) < 0)
+			return queue_reply(req);
 		return on_head(srv, req);
 	}
 	if (req->stream) {
@@ -526,11 +547,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)toe;
 	request_free(req);
 	*con_cls = NULL;
+	if (upgraded)
+		return; /* its forwarded client stays counted while it is open */
+	guard_release_client(conn);
 	/* A kept-alive connection may idle (libmicrohttpd's connection timeout)
 	 * and then must send its next head in time. */
-	if (!upgraded)
-		guard_set_deadline(conn, deadline_in((long long)srv->app->cfg->connection_timeout_s +
-						     srv->app->cfg->request_header_timeout_s));
+	guard_set_deadline(conn, deadline_in((long long)srv->app->cfg->connection_timeout_s +
+					     srv->app->cfg->request_header_timeout_s));
 }
 
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -540,8 +563,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 	const struct labd_config *cfg = srv->app->cfg;
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED)
-		guard_open(conn, socket_context, cfg->max_connections_per_address,
-			   deadline_in(cfg->request_header_timeout_s));
+		guard_open(conn, socket_context, cfg, deadline_in(cfg->request_header_timeout_s));
 	else
 		guard_close(socket_context);
 }

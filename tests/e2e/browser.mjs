@@ -4,11 +4,14 @@ import { chromium } from 'playwright-core';
 
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
-export function launchChromium() {
+/* args: more command-line flags; env: Chromium's environment (default: node's). */
+export function launchChromium({ args = [], env } = {}) {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
+    env,
     args: [
+      ...args,
       '--no-sandbox',
       '--disable-gpu',
       '--disable-quic',
