@@ -334,3 +334,43 @@ def test_sandboxes_live_outside_the_unit_and_survive_its_restart(dest):
         wait_until(lambda: not procs(unit_cg), 10, "the test unit's cgroup to empty")
         os.rmdir(unit_cg)
         shutil.rmtree(os.path.dirname(wrapper), ignore_errors=True)
+
+
+# ------------------------------------------------------------ deploy/install-deps.sh
+
+
+def deps(*args, os_id=None):
+    env = dict(os.environ)
+    if os_id:
+        fd, path = tempfile.mkstemp(prefix="labd-it-os-release-")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(f'ID={os_id}\nVERSION_ID="test"\n')
+        env["LABD_OS_RELEASE"] = path
+    try:
+        return subprocess.run(["bash", os.path.join(REPO, "deploy", "install-deps.sh"), *args],
+                              capture_output=True, text=True, timeout=60, env=env)
+    finally:
+        if os_id:
+            os.unlink(path)
+
+
+def test_install_deps_names_the_packages_of_each_os():
+    debian = deps("--print", os_id="debian")
+    ubuntu = deps("--print", os_id="ubuntu")
+    assert debian.returncode == 0 and ubuntu.returncode == 0, debian.stderr + ubuntu.stderr
+    d, u = debian.stdout.split(), ubuntu.stdout.split()
+    assert "libclang-rt-14-dev" in d and "chromium" in d
+    assert "libclang-rt-18-dev" in u and "chromium-browser" in u
+    assert "libclang-rt-14-dev" not in u and "chromium" not in u
+    assert len(d) == len(u) and set(d) - {"libclang-rt-14-dev", "chromium"} == \
+        set(u) - {"libclang-rt-18-dev", "chromium-browser"}
+    # the libraries labd links on either
+    for lib in ("libmicrohttpd-dev", "libcgroup-dev", "libinih-dev", "libhttp-parser-dev"):
+        assert lib in d and lib in u, lib
+    # a server gets what labd builds and runs with, no test tools
+    server = deps("--print", "--server", os_id="ubuntu").stdout.split()
+    assert "passt" in server and "nftables" in server and "python3-venv" in server
+    assert not {"chromium-browser", "python3-pytest", "prometheus", "python3-torch"} & set(server)
+    other = deps("--print", os_id="fedora")
+    assert other.returncode == 1 and "fedora is not Debian or Ubuntu" in other.stderr, other
+    assert deps("--bogus").returncode == 2
