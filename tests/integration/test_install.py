@@ -10,6 +10,7 @@ KillMode=mixed) leaves a runtime running for the next labd to re-adopt."""
 import configparser
 import os
 import re
+import resource
 import shutil
 import signal
 import stat
@@ -193,10 +194,17 @@ def test_the_unit_verifies_and_keeps_its_rules(dest):
             p.stdout + p.stderr
 
 
-def installed_daemon(dest, name, wrapper=None):
+def unit_service_keys(dest):
+    with open(os.path.join(dest, UNIT)) as fh:
+        return {k: v for s, k, v in unit_keys(fh.read()) if s == "Service"}
+
+
+def installed_daemon(dest, name, unit_cg=None):
     """A Daemon (not started) running the installed labd on the installed config, with
     only the listening port, the state dir and the web root's DESTDIR changed, and
-    the runtime's small test limits."""
+    the runtime's small test limits. It starts through a wrapper that gives labd what
+    the unit gives it: no_new_privs, the unit's LimitNOFILE, and (unit_cg) the unit's
+    cgroup, which the main process starts in."""
     d = Daemon(name)
     with open(os.path.join(dest, CONFIG)) as fh:
         text = fh.read()
@@ -213,14 +221,31 @@ def installed_daemon(dest, name, wrapper=None):
     text = text.replace("[auth]\n", "[auth]\nscrypt_n = 1024\n", 1)
     with open(d.config_path, "w") as fh:
         fh.write(text)
-    d.binary = wrapper or os.path.join(dest, "usr/local/sbin/labd")
+    unit = unit_service_keys(dest)
+    assert unit["NoNewPrivileges"] == "yes"
+    # as far as this machine lets root raise it (a container may not grant
+    # CAP_SYS_RESOURCE)
+    nofile = min(int(unit["LimitNOFILE"]), resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+    d.binary = os.path.join(d.dir, "as-the-unit")
+    with open(d.binary, "w") as fh:
+        fh.write("#!/bin/sh\n"
+                 + (f"echo $$ > {unit_cg}/cgroup.procs || exit 99\n" if unit_cg else "")
+                 + f"ulimit -n {nofile} || exit 98\n"
+                 + f"exec setpriv --no-new-privs {os.path.join(dest, 'usr/local/sbin/labd')} \"$@\"\n")
+    os.chmod(d.binary, 0o755)
     return d
+
+
+def no_new_privs(pid):
+    with open(f"/proc/{pid}/status") as fh:
+        return re.search(r"^NoNewPrivs:\s*1$", fh.read(), re.M) is not None
 
 
 def test_installed_labd_serves_its_ui_and_runs_a_job(dest):
     d = installed_daemon(dest, "installed")
     try:
         d.start(binary=d.binary)
+        assert no_new_privs(d.proc.pid)
         r = d.client().get("/login")
         assert_status(r, 200)
         assert b"<form" in r.body, r.body[:300]
@@ -292,16 +317,12 @@ def test_sandboxes_live_outside_the_unit_and_survive_its_restart(dest):
     assert root, "no cgroup v2 tree: neither pure v2 nor hybrid"
     unit_cg = os.path.join(root, f"labd-it-{os.getpid()}.service")
     os.mkdir(unit_cg)
-    wrapper = os.path.join(tempfile.mkdtemp(prefix="labd-it-unit-"), "in-unit")
-    with open(wrapper, "w") as fh:
-        # the service's main process starts inside the unit's cgroup, as under systemd
-        fh.write(f"#!/bin/sh\necho $$ > {unit_cg}/cgroup.procs || exit 99\n"
-                 f"exec {os.path.join(dest, 'usr/local/sbin/labd')} \"$@\"\n")
-    os.chmod(wrapper, 0o755)
-    d = installed_daemon(dest, "unit", wrapper)
+    d = installed_daemon(dest, "unit", unit_cg)
     try:
-        d.start(binary=wrapper)
+        d.start(binary=d.binary)
         assert d.proc.pid in procs(unit_cg)
+        # as the unit runs it: no_new_privs, and a runtime with egress (pasta, nft) starts
+        assert no_new_privs(d.proc.pid)
         _, c = new_user(d, "unit")
         _, before = start_runtime(c)
         remember_sandboxes(d)
@@ -320,7 +341,7 @@ def test_sandboxes_live_outside_the_unit_and_survive_its_restart(dest):
         killed = systemd_stop(d, unit_cg)
         assert all(comm(p) in ("labd", "labd-web", "?") for p in killed), killed
         assert os.path.exists(f"/proc/{init}"), "the runtime died with the unit"
-        d.start(binary=wrapper, expect_admin_password=False)
+        d.start(binary=d.binary, expect_admin_password=False)
         after = wait_runtime(c, ("running", "stopping", "stopped", "failed"), timeout=10 * SLOW)
         assert after["state"] == "running" and after["id"] == before["id"], after
         assert_status(c.get(f"/user/{c.name}/api/status"), 200)
@@ -333,7 +354,6 @@ def test_sandboxes_live_outside_the_unit_and_survive_its_restart(dest):
             os.kill(pid, signal.SIGKILL)
         wait_until(lambda: not procs(unit_cg), 10, "the test unit's cgroup to empty")
         os.rmdir(unit_cg)
-        shutil.rmtree(os.path.dirname(wrapper), ignore_errors=True)
 
 
 # ------------------------------------------------------------ deploy/install-deps.sh
