@@ -59,8 +59,8 @@ if $server_only; then
 fi
 
 # Debian 12 names above; Ubuntu 24.04 (noble, with universe enabled) has all of them
-# but these (the runtime libraries the -dev packages pull in differ too: libmicrohttpd12t64,
-# libcgroup2, libinih1, libhttp-parser2.9, which a host running a copied labd needs):
+# but these (a labd copied there without these packages lacks libmicrohttpd.so.12,
+# libcgroup.so.2, libinih.so.1 and libhttp_parser.so.2.9: docs/install.md):
 #   Debian 12             Ubuntu 24.04
 #   libclang-rt-14-dev    libclang-rt-18-dev   (clang 18 is noble's clang)
 #   chromium              chromium-browser     (a snap there: the browser tests want a deb)
