@@ -40,8 +40,10 @@ CONFIG = "etc/labd/labd.ini"
 
 
 def make_install(destdir, *extra):
+    # the same flags as the build under test, so that make finds it up to date
+    san = ["SAN=1"] if os.environ.get("LABD_ASAN") else []
     p = subprocess.run(["make", "--no-print-directory", "-C", REPO, "install",
-                        f"DESTDIR={destdir}", f"BUILD={build_dir()}", *extra],
+                        f"DESTDIR={destdir}", f"BUILD={build_dir()}", *san, *extra],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
 
