@@ -142,16 +142,29 @@ fuzz: deps
 bench: deps all
 	@bash bench/run.sh
 
+# `make install [PREFIX=/usr/local] [DESTDIR=]` (docs/install.md): labd and labbox in
+# sbin (root's tools), the job agent in libexec/ (labd finds it in libexec/ beside or one
+# folder above its own binary, and binds that folder into job sandboxes), the web UI and
+# the docs in share/, the unit in SYSTEMD_UNIT_DIR with PREFIX's paths, and
+# /etc/labd/labd.ini only when absent: an upgrade never overwrites the admin's config.
+SYSTEMD_UNIT_DIR ?= /etc/systemd/system
 install: all
-	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/labd/web
-	install -m 0755 $(BUILD)/labd $(DESTDIR)$(PREFIX)/sbin/labd
-	$(if $(SANDBOX_CLI),install -D -m 0755 $(SANDBOX_CLI) $(DESTDIR)$(PREFIX)/bin/labbox)
-	# the job agent, found by labd one folder up from sbin (supervisor/poollaunch.c)
-	install -D -m 0755 $(BUILD)/libexec/labd-jobagent $(DESTDIR)$(PREFIX)/libexec/labd-jobagent
-	cp -R web/. $(DESTDIR)$(PREFIX)/share/labd/web/
-	install -d $(DESTDIR)/etc/labd
-	test -e $(DESTDIR)/etc/labd/labd.ini || install -m 0640 deploy/labd.ini $(DESTDIR)/etc/labd/labd.ini
-	install -D -m 0644 deploy/labd.service $(DESTDIR)/lib/systemd/system/labd.service
+	@test -f web/static/vendor/uplot/VERSION || \
+	  { echo "install: web/static/vendor is empty: run make deps first" >&2; exit 1; }
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/libexec \
+	  $(DESTDIR)$(PREFIX)/share/labd/web $(DESTDIR)$(PREFIX)/share/doc/labd
+	install -m 0755 $(BUILD)/labd $(SANDBOX_CLI) $(DESTDIR)$(PREFIX)/sbin/
+	install -m 0755 $(JOBAGENT) $(DESTDIR)$(PREFIX)/libexec/labd-jobagent
+	cp -R web/*.html web/static $(DESTDIR)$(PREFIX)/share/labd/web/
+	install -m 0644 docs/*.md $(DESTDIR)$(PREFIX)/share/doc/labd/
+	install -d -m 0755 $(DESTDIR)/etc/labd
+	test -e $(DESTDIR)/etc/labd/labd.ini || { sed 's|/usr/local/|$(PREFIX)/|g' deploy/labd.ini \
+	  >$(DESTDIR)/etc/labd/labd.ini.new && chmod 0640 $(DESTDIR)/etc/labd/labd.ini.new && \
+	  mv $(DESTDIR)/etc/labd/labd.ini.new $(DESTDIR)/etc/labd/labd.ini; }
+	install -d $(DESTDIR)$(SYSTEMD_UNIT_DIR)
+	sed 's|/usr/local/|$(PREFIX)/|g' deploy/systemd/labd.service \
+	  >$(DESTDIR)$(SYSTEMD_UNIT_DIR)/labd.service
+	chmod 0644 $(DESTDIR)$(SYSTEMD_UNIT_DIR)/labd.service
 
 fmt:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -1,8 +1,24 @@
 #!/usr/bin/env bash
-# Installs everything labd's build, demo and tests need on Debian 12, as root.
-# Idempotent: packages already present are not touched, and apt is only run
-# when something is missing, so `make run` and `make test` can call it every time.
+# Installs everything labd's build, demo and tests need on Debian 12, as root; the same
+# names, mapped below, on Ubuntu 24.04. Idempotent: packages already present are not
+# touched, and apt is only run when something is missing, so `make run` and `make test`
+# can call it every time.
+#
+# usage: install-deps.sh [--server] [--print]
+#   --server: only what building and running labd needs (a production host,
+#   docs/install.md): no test tools, browsers, test frameworks or PyTorch.
+#   --print: print the package names for this OS and change nothing (LABD_OS_RELEASE
+#   names another os-release file: what Ubuntu would get, asked on Debian).
 set -euo pipefail
+server_only=false
+print_only=false
+for a in "$@"; do
+  case "$a" in
+    --server) server_only=true ;;
+    --print) print_only=true ;;
+    *) echo "usage: install-deps.sh [--server] [--print]" >&2; exit 2 ;;
+  esac
+done
 
 packages=(
   # build; libclang-rt-14-dev holds clang 14's sanitizer and libFuzzer runtimes (make fuzz)
@@ -33,6 +49,42 @@ packages=(
   # Debian's build, into Debian's python3, which job sandboxes see read-only
   python3-torch
 )
+
+# What only the tests, fuzzing and benchmarks use (left out by --server).
+test_only=(clang libclang-rt-14-dev libcmocka-dev python3-pytest python3-pytest-xdist
+  python3-jsonschema python3-yaml chromium debootstrap prometheus python3-torch bubblewrap)
+if $server_only; then
+  keep=()
+  for p in "${packages[@]}"; do
+    [[ " ${test_only[*]} " == *" $p "* ]] || keep+=("$p")
+  done
+  packages=("${keep[@]}")
+fi
+
+# Debian 12 names above; Ubuntu 24.04 (noble, with universe enabled) has all of them
+# but these (a labd copied there without these packages lacks libmicrohttpd.so.12,
+# libcgroup.so.2, libinih.so.1 and libhttp_parser.so.2.9: docs/install.md):
+#   Debian 12             Ubuntu 24.04
+#   libclang-rt-14-dev    libclang-rt-18-dev   (clang 18 is noble's clang)
+#   chromium              chromium-browser     (a snap there: the browser tests want a deb)
+os_id=$(. "${LABD_OS_RELEASE:-/etc/os-release}" && echo "${ID:-}")
+rename() { # rename FROM TO: one package's name on this OS
+  for i in "${!packages[@]}"; do [ "${packages[$i]}" != "$1" ] || packages[$i]=$2; done
+}
+case "$os_id" in
+  debian) ;;
+  ubuntu)
+    rename libclang-rt-14-dev libclang-rt-18-dev
+    rename chromium chromium-browser ;;
+  *) echo "install-deps: $os_id is not Debian or Ubuntu: install the packages of" \
+          "deploy/install-deps.sh by their names there" >&2
+     exit 1 ;;
+esac
+
+if $print_only; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps: must run as root (it uses apt-get and useradd)" >&2
@@ -80,7 +132,7 @@ bash "$(dirname "$0")/jupyter/install.sh" /opt/labd/jupyter
 
 # playwright-core drives Debian's chromium in the browser tests.
 top=$(cd "$(dirname "$0")/.." && pwd)
-if [ ! -d "$top/tests/e2e/node_modules/playwright-core" ] && [ -f "$top/tests/e2e/package.json" ]; then
+if ! $server_only && [ ! -d "$top/tests/e2e/node_modules/playwright-core" ] && [ -f "$top/tests/e2e/package.json" ]; then
   (cd "$top/tests/e2e" && npm ci --no-audit --no-fund --silent 2>/dev/null ||
                           npm install --no-audit --no-fund --silent)
 fi
