@@ -73,7 +73,7 @@ def next_source_address():
 
 
 def unique_name(prefix="u"):
-    """A fresh valid user name (^[a-z][a-z0-9_-]{0,31}$)."""
+    """A fresh valid user name (^[a-z0-9][a-z0-9._-]{0,31}$)."""
     return f"{prefix}{os.getpid() % 1000}x{next(_names)}"[:32]
 
 
