@@ -163,9 +163,21 @@ USER_DOMAIN = "localhost"  # the daemons' [server] user_domain (the default)
 RUNTIME_PATH = re.compile(r"^/user/([^/?]+)")
 
 
+def origin_label(name):
+    """The DNS label of name's origin, as server/auth/origin.c derives it: the
+    name itself when it is a label ([a-z0-9-], no "--", no '-' last), else
+    its symbols as '-', "--", and the symbols coded three to a character."""
+    if re.fullmatch(r"[a-z0-9-]+", name) and "--" not in name and not name.endswith("-"):
+        return name
+    code, syms = "abcdefghijklmnopqrstuvwxyz0", [("-_.").index(c) for c in name if c in "-_."]
+    groups = [syms[i:i + 3] for i in range(0, len(syms), 3)]
+    tail = "".join(code[sum(d * 3 ** j for j, d in enumerate(g))] for g in groups)
+    return re.sub(r"[._-]", "-", name) + "--" + tail
+
+
 def user_origin_host(name, port):
-    """The Host of name's own origin (per_user mode): <name>.localhost:<port>."""
-    return f"{name}.{USER_DOMAIN}:{port}"
+    """The Host of name's own origin (per_user mode): <label>.localhost:<port>."""
+    return f"{origin_label(name)}.{USER_DOMAIN}:{port}"
 
 
 def has_runtime_cookie(jar):
