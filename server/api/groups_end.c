@@ -9,6 +9,7 @@
 
 #include "api/api.h"
 #include "config/config.h"
+#include "http/http.h"
 #include "jobs/jobs.h"
 #include "jobs/retention.h"
 #include "labd/app.h"
@@ -121,7 +122,25 @@ long long api_groups_end_pass(struct app *app)
 
 	end_due(app, now);
 	retire_due(app, now);
-	if (groups_next_expiry(app->db, &next) == 0 && next > 0 && next - now < wait_s)
+	if (groups_next_due(app->db, app->cfg->course_retention_s, &next) == 0 && next > 0 &&
+	    next - now < wait_s)
 		wait_s = next > now ? next - now : 1;
 	return clock_ms() + wait_s * 1000LL;
+}
+
+json_t *api_course_ends_json(struct http_request *req, int64_t user_id)
+{
+	const struct app *app = http_app(req);
+	struct group_end ends[8];
+	json_t *list = json_array();
+	int n = groups_ends_of_user(app->db, user_id, time(NULL) + app->cfg->course_notice_s, ends,
+				    sizeof(ends) / sizeof(ends[0]));
+	char at[21];
+
+	for (int i = 0; i < n; i++) {
+		api_time(ends[i].expires_at, at);
+		json_array_append_new(list, json_pack("{s:s,s:s}", "group", ends[i].group,
+						      "expires_at", at));
+	}
+	return list;
 }

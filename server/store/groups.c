@@ -243,13 +243,18 @@ static int row_int64(sqlite3_stmt *st, void *out)
 	return 0;
 }
 
-int groups_next_expiry(struct db *db, int64_t *at)
+int groups_next_due(struct db *db, int64_t keep, int64_t *at)
 {
-	int64_t v = 0;
+	int64_t end = 0, retire = 0;
 	int rc = db_one(db, "SELECT min(expires_at) FROM groups WHERE ended_at IS NULL", "",
-			row_int64, &v);
+			row_int64, &end);
 
-	*at = v;
+	if (rc >= 0 && keep >= 0)
+		rc = db_one(db,
+			    "SELECT min(expires_at) + ? FROM groups"
+			    " WHERE ended_at IS NOT NULL AND retired_at IS NULL",
+			    "i", row_int64, &retire, keep);
+	*at = !end ? retire : !retire || end < retire ? end : retire;
 	return rc < 0 ? -1 : 0;
 }
 

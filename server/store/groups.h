@@ -60,9 +60,11 @@ enum quota_change_result groups_update(struct db *db, const char *name,
 /* QUOTA_OK or QUOTA_NOT_FOUND (members go with it). */
 enum quota_change_result groups_delete(struct db *db, const char *name);
 
-/* Course ends (docs/operations.md "Courses"). The earliest expires_at of a
- * group not ended yet into *at (0 = none); 0 or -1. */
-int groups_next_expiry(struct db *db, int64_t *at);
+/* Course ends (docs/operations.md "Courses"). When the next end or
+ * retirement is due into *at (0 = none): the earliest expires_at of a group
+ * not ended yet, or expires_at + keep of one ended and not retired (keep < 0:
+ * never retired); 0 or -1. */
+int groups_next_due(struct db *db, int64_t keep, int64_t *at);
 /* One group to end now (expires_at <= now, not ended), or one ended whose
  * expires_at <= before and whose accounts are not retired yet: 1 found (id
  * and name written), 0 none, -1 error. */

@@ -190,7 +190,7 @@ class Client:
     """Tiny HTTP client: one connection per request, a cookie jar, no redirects.
 
     Like a browser, it keeps one cookie jar per origin: `cookies` is labd's own
-    origin's; `runtime_jars[user]` holds what <user>'s origin set (labd_rt).
+    origin's; `runtime_jars[label]` holds what the origin of that label (origin_label) set (labd_rt).
     With `user_origins` on (the default, as the daemon's origin_mode =
     per_user), a request for /user/<name>/... goes to <name>.localhost (Host
     header; the socket still goes to 127.0.0.1), after the handoff from labd's
@@ -237,7 +237,8 @@ class Client:
         r = self.request("GET", f"{loc.path}?{loc.query}", host=loc.netloc)
         if r.status not in (302, 303):
             return r
-        assert has_runtime_cookie(self.runtime_jars.get(name, {})), r.header_all("Set-Cookie")
+        assert has_runtime_cookie(self.runtime_jars.get(origin_label(name), {})), \
+            r.header_all("Set-Cookie")
         return None
 
     def origin_headers(self, path):
@@ -259,8 +260,8 @@ class Client:
             host = user_origin_host(m.group(1), self.port)
         if host is None:
             return None, self.cookies
-        name = host.split(".", 1)[0]
-        return host, self.runtime_jars.setdefault(name, {})
+        label = host.split(".", 1)[0]  # jars are kept per origin label
+        return host, self.runtime_jars.setdefault(label, {})
 
     def _conn(self):
         src = (self.source, 0) if self.source else None
@@ -277,7 +278,7 @@ class Client:
         tok = self.bearer if bearer is AUTO else bearer
         if (host and cookies and not tok and self.session and not has_runtime_cookie(jar)
                 and RUNTIME_PATH.match(path)):
-            if self.handoff(host.split(".", 1)[0]) is not None and method in ("GET", "HEAD"):
+            if self.handoff(RUNTIME_PATH.match(path).group(1)) is not None and method in ("GET", "HEAD"):
                 # refused (another user's runtime, say): a browser navigating
                 # there sees what labd's origin answers; anything else goes
                 # to the user origin without a cookie
@@ -1299,9 +1300,9 @@ def ws_cookie_headers(c, name=None):
     jar = c.cookies
     if c.user_origins:
         name = name or c.user
-        if not c.bearer and c.session and not has_runtime_cookie(c.runtime_jars.get(name, {})):
+        if not c.bearer and c.session and not has_runtime_cookie(c.runtime_jars.get(origin_label(name), {})):
             c.handoff(name)
-        jar = c.runtime_jars.get(name, {})
+        jar = c.runtime_jars.get(origin_label(name), {})
     if jar:
         h["Cookie"] = "; ".join(f"{k}={v}" for k, v in jar.items())
     if c.bearer:
