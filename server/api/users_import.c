@@ -23,7 +23,7 @@
 #define EMAIL_MAX 254
 
 /* One row as checked and, when good, as stored. */
-struct work {
+struct import_work {
 	const struct users_csv_row *csv;
 	struct users_import_row in;
 	char groups[USERS_CSV_FIELD_MAX + 1]; /* the groups field, cut at ';' */
@@ -32,7 +32,7 @@ struct work {
 	char error[160];
 };
 
-static void row_bad(struct work *w, enum users_csv_column c, const char *fmt, const char *arg)
+static void row_bad(struct import_work *w, enum users_csv_column c, const char *fmt, const char *arg)
 {
 	if (w->column)
 		return; /* the first fault of a row is the one named */
@@ -55,7 +55,7 @@ static bool email_ok(const char *e)
 }
 
 /* Splits the groups field at ';' (spaces around each dropped). */
-static void read_groups(struct work *w)
+static void read_groups(struct import_work *w)
 {
 	char *save = NULL, *g;
 
@@ -78,7 +78,7 @@ static void read_groups(struct work *w)
 }
 
 /* The checks that need no store. */
-static void check_row(struct http_request *req, struct work *w)
+static void check_row(struct http_request *req, struct import_work *w)
 {
 	const char *const *f = w->csv->field, *why;
 
@@ -102,15 +102,15 @@ static void check_row(struct http_request *req, struct work *w)
 
 static int by_name(const void *a, const void *b)
 {
-	const struct work *x = *(struct work *const *)a, *y = *(struct work *const *)b;
+	const struct import_work *x = *(struct import_work *const *)a, *y = *(struct import_work *const *)b;
 	int c = strcmp(x->in.name, y->in.name);
 	return c ? c : (x->csv->row > y->csv->row) - (x->csv->row < y->csv->row);
 }
 
 /* A name on two rows: the later one is bad. */
-static int check_twice(struct work *w, size_t n)
+static int check_twice(struct import_work *w, size_t n)
 {
-	struct work **order = malloc((n ? n : 1) * sizeof(*order));
+	struct import_work **order = malloc((n ? n : 1) * sizeof(*order));
 	char row[24];
 
 	if (!order)
@@ -130,7 +130,7 @@ static int check_twice(struct work *w, size_t n)
 /* The store's view (names taken, groups and plans missing) of the rows good
  * so far; with commit and every row good, they are created. Returns the
  * store's answer (bad rows, or -1). */
-static int check_store(struct http_request *req, struct work *w, size_t n, bool commit)
+static int check_store(struct http_request *req, struct import_work *w, size_t n, bool commit)
 {
 	struct users_import_row *rows = malloc((n ? n : 1) * sizeof(*rows));
 	struct users_import_result *res = malloc((n ? n : 1) * sizeof(*res));
@@ -146,7 +146,7 @@ static int check_store(struct http_request *req, struct work *w, size_t n, bool 
 		}
 	rc = users_import(http_app(req)->db, rows, k, commit, time(NULL), res);
 	for (size_t j = 0; rc > 0 && j < k; j++) {
-		struct work *one = &w[at[j]];
+		struct import_work *one = &w[at[j]];
 		if (res[j].check == USERS_IMPORT_NAME_TAKEN)
 			row_bad(one, CSV_NAME, "user \"%s\" already exists", one->in.name);
 		else if (res[j].check == USERS_IMPORT_NO_GROUP)
@@ -162,7 +162,7 @@ out:
 }
 
 /* Hashes the passwords given: 0, or -1. */
-static int hash_passwords(struct http_request *req, struct work *w, size_t n)
+static int hash_passwords(struct http_request *req, struct import_work *w, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (!w[i].csv->field[CSV_PASSWORD][0])
@@ -175,7 +175,7 @@ static int hash_passwords(struct http_request *req, struct work *w, size_t n)
 	return 0;
 }
 
-static json_t *rows_json(const struct work *w, size_t n, size_t *bad)
+static json_t *rows_json(const struct import_work *w, size_t n, size_t *bad)
 {
 	json_t *rows = json_array();
 
@@ -228,7 +228,7 @@ static int read_request(struct http_request *req, const char **text, size_t *len
 	return 0;
 }
 
-static void reply(struct http_request *req, struct work *w, size_t n, bool dry_run, bool created)
+static void reply(struct http_request *req, struct import_work *w, size_t n, bool dry_run, bool created)
 {
 	size_t bad;
 	json_t *rows = rows_json(w, n, &bad), *out;
@@ -245,7 +245,7 @@ static void reply(struct http_request *req, struct work *w, size_t n, bool dry_r
 void api_users_import(struct http_request *req)
 {
 	struct users_csv csv = {0};
-	struct work *w = NULL;
+	struct import_work *w = NULL;
 	const char *text = NULL;
 	char err[256], detail[64];
 	size_t len = 0, n, bad;

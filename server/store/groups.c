@@ -361,7 +361,11 @@ int groups_ends_of_user(struct db *db, int64_t user_id, int64_t until, struct gr
 	int rc = db_each(db,
 			 "SELECT g.name, g.expires_at FROM group_members m"
 			 " JOIN groups g ON g.id = m.group_id"
-			 " WHERE m.user_id = ? AND g.expires_at IS NOT NULL AND g.expires_at <= ?"
+			 " WHERE m.user_id = ?1 AND g.expires_at IS NOT NULL AND g.expires_at <= ?2"
+			 /* the end disables them only when no group of theirs goes on */
+			 " AND NOT EXISTS (SELECT 1 FROM group_members o JOIN groups og"
+			 "   ON og.id = o.group_id WHERE o.user_id = ?1"
+			 "   AND (og.expires_at IS NULL OR og.expires_at > g.expires_at))"
 			 " ORDER BY g.expires_at, g.name",
 			 "ii", end_row, &f, user_id, until);
 	return rc < 0 ? -1 : (int)f.n;

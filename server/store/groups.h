@@ -90,8 +90,9 @@ struct group_end {
 	char group[QUOTA_NAME_MAX + 1];
 	int64_t expires_at;
 };
-/* The user's groups with expires_at <= until (ended ones too), earliest first;
- * how many (up to max), or -1. */
+/* The user's groups with expires_at <= until (ended ones too) whose end
+ * disables them (no group of theirs lasts longer), earliest first; how many
+ * (up to max), or -1. */
 int groups_ends_of_user(struct db *db, int64_t user_id, int64_t until, struct group_end *out,
 			size_t max);
 

@@ -71,6 +71,9 @@ def test_course_end_disables_then_retires_its_accounts(d):
     me = sc.get("/api/v1/me").json
     assert me["course_ends"] == [{"group": course, "expires_at": utc(end)}], me
     assert admin.get("/api/v1/me").json["course_ends"] == []
+    # not to one whose other course goes on, nor to an admin: the end spares them
+    assert bc.get("/api/v1/me").json["course_ends"] == []
+    assert tc.get("/api/v1/me").json["course_ends"] == []
     # at the end: the student is disabled and signed out; the one still in a
     # live course and the admin keep working
     wait_until("the student disabled", lambda: state(admin, student) is True)

@@ -73,14 +73,14 @@ static void test_bounds(void **state)
 	size_t cap = 16 + (USERS_CSV_MAX_ROWS + 1) * 8;
 	char *text = malloc(cap), err[256];
 	struct users_csv c;
-	size_t len = (size_t)sprintf(text, "name\n");
+	size_t len = (size_t)snprintf(text, cap, "name\n");
 	(void)state;
 	for (int i = 0; i < USERS_CSV_MAX_ROWS; i++)
-		len += (size_t)sprintf(text + len, "u%d\n", i);
+		len += (size_t)snprintf(text + len, cap - len, "u%d\n", i);
 	assert_int_equal(users_csv_parse(text, len, &c, err, sizeof(err)), 0);
 	assert_int_equal(c.n, USERS_CSV_MAX_ROWS);
 	users_csv_free(&c);
-	len += (size_t)sprintf(text + len, "one-more\n");
+	len += (size_t)snprintf(text + len, cap - len, "one-more\n");
 	assert_int_equal(users_csv_parse(text, len, &c, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "more than 5000 users"));
 	assert_int_equal(users_csv_parse(text, USERS_CSV_MAX_BYTES + 1, &c, err, sizeof(err)), -1);
