@@ -104,3 +104,11 @@ def test_bad_csv_and_who_may_import(daemon, admin, user):
     # admins only, and a cookie session needs its CSRF token as everywhere
     assert_error(user.post(PATH, json={"csv": "name\nx\n"}), 403)
     assert_error(admin.post(PATH, json={"csv": "name\nx\n"}, csrf=None), 403, "csrf_failed")
+
+
+def test_at_most_100_passwords_in_one_import(daemon, admin):
+    rows = [f"{unique_name('h')},long-enough-password" for _ in range(101)]
+    r = admin.post(PATH, json={"csv": "name,password\n" + "\n".join(rows), "dry_run": True})
+    assert_status(r, 200)
+    bad = [x for x in r.json["rows"] if not x["ok"]]
+    assert [(x["row"], x["column"]) for x in bad] == [(102, "password")], bad
