@@ -13,7 +13,7 @@ PKG_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c17 -Wall -Wextra -Werror -Wshadow -Wvla -D_GNU_SOURCE \
            -DLABD_VERSION='"$(VERSION)"' -I. -Iinclude -Iserver $(PKG_CFLAGS) -MMD -MP
-LDLIBS  += $(PKG_LIBS) -lhttp_parser -lpthread -lm
+LDLIBS  += $(PKG_LIBS) -lhttp_parser -lcsv -lpthread -lm
 ifeq ($(SAN),1)
 CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined

@@ -18,12 +18,12 @@ bool parse_user_name_ok(const char *s)
 {
 	size_t n;
 
-	if (!s || !is_lower(s[0]))
+	if (!s || !(is_lower(s[0]) || is_digit(s[0])))
 		return false;
 	for (n = 1; s[n]; n++) {
 		if (n >= PARSE_USER_NAME_MAX)
 			return false;
-		if (!(is_lower(s[n]) || is_digit(s[n]) || s[n] == '_' || s[n] == '-'))
+		if (!(is_lower(s[n]) || is_digit(s[n]) || s[n] == '_' || s[n] == '-' || s[n] == '.'))
 			return false;
 	}
 	return true;

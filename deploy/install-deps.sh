@@ -24,7 +24,7 @@ packages=(
   # build; libclang-rt-14-dev holds clang 14's sanitizer and libFuzzer runtimes (make fuzz)
   build-essential pkg-config clang libclang-rt-14-dev
   libmicrohttpd-dev libsqlite3-dev libseccomp-dev libcgroup-dev libssl-dev
-  libjansson-dev libinih-dev libcmocka-dev libhttp-parser-dev
+  libjansson-dev libinih-dev libcmocka-dev libhttp-parser-dev libcsv-dev
   # training jobs: metric regexes checked at submit (and applied to logs) with PCRE2
   libpcre2-dev
   # runtime helpers (sandbox homes, tests)

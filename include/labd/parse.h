@@ -15,15 +15,20 @@
 #include <stdint.h>
 
 #define PARSE_USER_NAME_MAX 32
+/* The rule parse_user_name_ok applies, as error messages and docs state it. */
+#define PARSE_USER_NAME_RULE "^[a-z0-9][a-z0-9._-]{0,31}$"
 /* labd's secrets are the unpadded base64url of 32 random bytes (crypto_random_token). */
 #define PARSE_TOKEN_LEN 43
 /* CPU counts are kept in thousandths of a CPU ("milli-CPUs": 2000 = 2 CPUs). */
 #define PARSE_CPUS_MAX_MILLI (1024u * 1000u)
 
-/* A lab user name: ^[a-z][a-z0-9_-]{0,31}$. It becomes a Unix-style host name,
- * a cgroup, a file name and a URL segment, so it starts with a lowercase letter
- * (no '_', '-' or digit first) and holds nothing else that needs quoting.
- * NULL is not a name. */
+/* A lab user name: ^[a-z0-9][a-z0-9._-]{0,31}$, as universities issue them
+ * (student numbers "20231234", "john.doe", "jd_smith"). It becomes a Unix-style
+ * host name, a cgroup, a file name and a URL segment, so it is lowercase ASCII,
+ * starts with a letter or digit (never '.', '_' or '-': no "..", no option-like
+ * or hidden name) and holds nothing else that needs quoting. Its per-user
+ * origin label is derived from it (auth/origin.h), not the name itself.
+ * Plan and group names follow the same rule. NULL is not a name. */
 bool parse_user_name_ok(const char *s);
 /* A secret as labd generates it: exactly PARSE_TOKEN_LEN characters of the
  * base64url alphabet [A-Za-z0-9_-]. NULL is not a token. */

@@ -199,12 +199,22 @@ void api_plans_create(struct http_request *req);
 void api_plans_get(struct http_request *req);
 void api_plans_put(struct http_request *req);
 void api_plans_delete(struct http_request *req);
+/* users_import.c: POST /api/v1/users/import (a CSV of users, dry run first) */
+void api_users_import(struct http_request *req);
+
 /* groups.c */
 void api_groups_list(struct http_request *req);
 void api_groups_create(struct http_request *req);
 void api_groups_get(struct http_request *req);
 void api_groups_put(struct http_request *req);
 void api_groups_delete(struct http_request *req);
+/* groups_end.c: ends the courses due (their members disabled) and retires
+ * their accounts after [runtime] course_retention; returns the clock_ms()
+ * time of the next pass. Runs on the web process's maintenance ticker. */
+long long api_groups_end_pass(struct app *app);
+/* The user's groups that end within [runtime] course_notice (or have ended),
+ * earliest first: [{"group", "expires_at"}], for GET /api/v1/me. */
+json_t *api_course_ends_json(struct http_request *req, int64_t user_id);
 /* audit.c */
 void api_audit_list(struct http_request *req);
 /* gpus.c: the GPU pool and its queue (admins see holders) */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "labd/parse.h"
 #include "labd/app.h"
 #include "store/audit.h"
 #include "http/http.h"
@@ -71,20 +72,6 @@ static bool action_valid(const char *a, size_t *prefix_len)
 	return true;
 }
 
-/* Actors are user names (^[a-z][a-z0-9_-]{0,31}$). */
-static bool actor_valid(const char *a)
-{
-	size_t n = strlen(a);
-
-	if (n == 0 || n > 32 || a[0] < 'a' || a[0] > 'z')
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (!((a[i] >= 'a' && a[i] <= 'z') || (a[i] >= '0' && a[i] <= '9') ||
-		      a[i] == '_' || a[i] == '-'))
-			return false;
-	return true;
-}
-
 /* Fills f (and *prefix, the storage for its action prefix) from the query:
  * 0, or -1 with the 400 reply set naming the parameter. */
 static int read_filter(struct http_request *req, struct audit_filter *f, char prefix[65])
@@ -109,10 +96,10 @@ static int read_filter(struct http_request *req, struct audit_filter *f, char pr
 				 "or a prefix such as runtime.*");
 		return -1;
 	}
-	if (actor && !actor_valid(actor)) {
+	if (actor && !parse_user_name_ok(actor)) {
 		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
 				 "query parameter \"actor\" must be a user name "
-				 "(^[a-z][a-z0-9_-]{0,31}$)");
+				 "(" PARSE_USER_NAME_RULE ")");
 		return -1;
 	}
 	*f = (struct audit_filter){.before = before, .actor = actor, .from_s = from_s, .to_s = to_s};

@@ -125,6 +125,8 @@ void api_me(struct http_request *req)
 	const struct auth_identity *ident = http_identity(req);
 	json_t *me = api_user_json(&ident->user);
 
+	/* the user's courses that end soon, for the dashboard's notice */
+	json_object_set_new(me, "course_ends", api_course_ends_json(req, ident->user.id));
 	json_object_set_new(me, "auth",
 			    json_string(ident->kind == AUTH_COOKIE ? "cookie" : "token"));
 	if (ident->kind == AUTH_COOKIE)

@@ -1,6 +1,7 @@
 /* groups.c - admin management of groups: list, create, show, change plan and
  * members, delete. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -21,7 +22,7 @@ static int append_name(const char *name, void *ctx)
 /* NULL on a store error. */
 static json_t *group_json(struct http_request *req, const struct group *g)
 {
-	char created[21];
+	char created[21], expires[21];
 	json_t *members = json_array();
 
 	if (groups_members_each(http_app(req)->db, g->id, append_name, members) < 0) {
@@ -29,9 +30,12 @@ static json_t *group_json(struct http_request *req, const struct group *g)
 		return NULL;
 	}
 	api_time(g->created_at, created);
-	return json_pack("{s:s,s:o,s:o,s:s}", "name", g->name, "plan",
+	api_time(g->expires_at, expires);
+	return json_pack("{s:s,s:o,s:o,s:s,s:o,s:b}", "name", g->name, "plan",
 			 g->plan[0] ? json_string(g->plan) : json_null(), "members", members,
-			 "created_at", created);
+			 "created_at", created, "expires_at",
+			 g->expires_at ? json_string(expires) : json_null(), "ended",
+			 g->ended_at != 0);
 }
 
 struct list_ctx {
@@ -89,6 +93,39 @@ static int read_names(struct http_request *req, json_t *body, const char *field,
 	return 0;
 }
 
+/* "2026-07-31T23:59:59Z" (as the API writes times) or "2026-07-31" (its
+ * start, UTC) into *t: 0, or -1. */
+static int parse_utc(const char *text, int64_t *t)
+{
+	struct tm tm = {0};
+	const char *end = strptime(text, "%Y-%m-%d", &tm);
+
+	if (end && *end == 'T')
+		end = strptime(end, "T%H:%M:%SZ", &tm);
+	if (!end || *end || strlen(text) > 20)
+		return -1;
+	*t = (int64_t)timegm(&tm);
+	return *t > 0 ? 0 : -1;
+}
+
+/* Reads the optional "expires_at" (a time, or null for never): 0, or -1
+ * with the reply set. */
+static int read_expires(struct http_request *req, json_t *body, struct group_change *c)
+{
+	json_t *v = json_object_get(body, "expires_at");
+
+	c->set_expires = v != NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v) || parse_utc(json_string_value(v), &c->expires_at) < 0) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "field \"expires_at\" must be a UTC time (\"2026-07-31T23:59:59Z\"),"
+				 " a date (\"2026-07-31\") or null");
+		return -1;
+	}
+	return 0;
+}
+
 /* Reads plan and member changes: 0, or -1 with the reply set. */
 static int read_change(struct http_request *req, json_t *body, const char *add_field,
 		       const char *add[GROUPS_MAX_NAMES], const char *remove[GROUPS_MAX_NAMES],
@@ -96,7 +133,8 @@ static int read_change(struct http_request *req, json_t *body, const char *add_f
 {
 	int has_plan = api_plan_field(req, body, &c->plan);
 
-	if (has_plan < 0 || read_names(req, body, add_field, add, &c->n_add) < 0 ||
+	if (has_plan < 0 || read_expires(req, body, c) < 0 ||
+	    read_names(req, body, add_field, add, &c->n_add) < 0 ||
 	    read_names(req, body, "remove_members", remove, &c->n_remove) < 0)
 		return -1;
 	c->set_plan = has_plan == 1;
@@ -180,7 +218,12 @@ static void undo_update(struct http_request *req, const struct group *g, json_t 
 {
 	const char *back[GROUPS_MAX_NAMES], *drop[GROUPS_MAX_NAMES];
 	char missing[QUOTA_NAME_MAX + 1] = "";
-	struct group_change u = {c->set_plan, g->plan[0] ? g->plan : NULL, back, 0, drop, 0};
+	struct group_change u = {.set_plan = c->set_plan,
+				 .plan = g->plan[0] ? g->plan : NULL,
+				 .set_expires = c->set_expires,
+				 .expires_at = g->expires_at,
+				 .add = back,
+				 .remove = drop};
 
 	for (size_t i = 0; i < c->n_remove; i++)
 		if (has_name(old_members, c->remove[i]))
@@ -207,7 +250,7 @@ static json_t *members_now(struct http_request *req, const struct group *g)
 
 void api_groups_create(struct http_request *req)
 {
-	static const char *const fields[] = {"name", "plan", "members", NULL};
+	static const char *const fields[] = {"name", "plan", "members", "expires_at", NULL};
 	const char *name = NULL, *add[GROUPS_MAX_NAMES], *remove[GROUPS_MAX_NAMES];
 	char missing[QUOTA_NAME_MAX + 1] = "";
 	struct group_change c = {0};
@@ -220,7 +263,7 @@ void api_groups_create(struct http_request *req)
 	if (api_string(req, body, "name", &name) != 1 || !parse_user_name_ok(name)) {
 		if (!http_has_reply(req))
 			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
-					 "field \"name\" must match ^[a-z][a-z0-9_-]{0,31}$");
+					 "field \"name\" must match " PARSE_USER_NAME_RULE);
 		goto out;
 	}
 	if (read_change(req, body, "members", add, remove, &c) < 0)
@@ -260,7 +303,8 @@ void api_groups_get(struct http_request *req)
 
 void api_groups_put(struct http_request *req)
 {
-	static const char *const fields[] = {"plan", "add_members", "remove_members", NULL};
+	static const char *const fields[] = {"plan", "add_members", "remove_members", "expires_at",
+					     NULL};
 	const char *add[GROUPS_MAX_NAMES], *remove[GROUPS_MAX_NAMES];
 	char missing[QUOTA_NAME_MAX + 1] = "";
 	struct group_change c = {0};

@@ -89,7 +89,7 @@ void api_plans_create(struct http_request *req)
 	if (api_string(req, body, "name", &name) != 1 || !parse_user_name_ok(name)) {
 		if (!http_has_reply(req))
 			http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
-					 "field \"name\" must match ^[a-z][a-z0-9_-]{0,31}$");
+					 "field \"name\" must match " PARSE_USER_NAME_RULE);
 		goto out;
 	}
 	if (api_limits_read(req, body, "limits", &limits) < 0 || read_image(req, body, &image) < 0)

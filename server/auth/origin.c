@@ -33,6 +33,97 @@ static int split_host(const char *host, char name[HOST_MAX + 1], const char **po
 	return 0;
 }
 
+/* A name's symbols ('-', '_', '.') as base-3 digits, three to a code
+ * character (27 values). */
+static const char SYMBOLS[] = "-_.";
+static const char CODE[] = "abcdefghijklmnopqrstuvwxyz0";
+
+static bool is_symbol(char c)
+{
+	return c == '-' || c == '_' || c == '.';
+}
+
+/* A name that is a DNS label as it stands: [a-z0-9-], no "--", no '-' last
+ * (every name made under the old rule that a browser would take). */
+static bool name_is_plain(const char *name)
+{
+	size_t n = strlen(name);
+
+	return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") == n && !strstr(name, "--") &&
+	       name[n - 1] != '-';
+}
+
+int origin_label(const char *name, char out[ORIGIN_LABEL_MAX + 1])
+{
+	size_t n, len, k = 0;
+	unsigned v = 0, place = 1;
+
+	if (!parse_user_name_ok(name))
+		return -1;
+	n = strlen(name);
+	if (name_is_plain(name)) {
+		memcpy(out, name, n + 1);
+		return 0;
+	}
+	for (len = 0; len < n; len++)
+		out[len] = is_symbol(name[len]) ? '-' : name[len];
+	out[len++] = '-';
+	out[len++] = '-';
+	for (size_t i = 0; i < n; i++) {
+		if (!is_symbol(name[i]))
+			continue;
+		v += (unsigned)(strchr(SYMBOLS, name[i]) - SYMBOLS) * place;
+		place *= 3;
+		if (++k % 3 == 0) {
+			out[len++] = CODE[v];
+			v = 0;
+			place = 1;
+		}
+	}
+	if (k % 3)
+		out[len++] = CODE[v];
+	out[len] = '\0';
+	/* "xn--" opens an internationalized label, which browsers decode */
+	return strncmp(out, "xn--", 4) == 0 ? -1 : 0;
+}
+
+int origin_label_user(const char *label, char user[USER_NAME_MAX + 1])
+{
+	const char *sep = NULL, *code;
+	char name[USER_NAME_MAX + 1], again[ORIGIN_LABEL_MAX + 1];
+	size_t n, k = 0, codelen;
+
+	for (const char *p = strstr(label, "--"); p; p = strstr(p + 1, "--"))
+		sep = p;
+	n = sep ? (size_t)(sep - label) : strlen(label);
+	if (n == 0 || n > USER_NAME_MAX)
+		return -1;
+	memcpy(name, label, n);
+	name[n] = '\0';
+	code = sep ? sep + 2 : "";
+	codelen = strlen(code);
+	for (size_t i = 0; i < n; i++) {
+		const char *c;
+		unsigned v;
+
+		if (name[i] != '-' || !sep)
+			continue;
+		c = k / 3 < codelen ? strchr(CODE, code[k / 3]) : NULL;
+		if (!c)
+			return -1;
+		v = (unsigned)(c - CODE);
+		for (size_t t = k % 3; t > 0; t--)
+			v /= 3;
+		name[i] = SYMBOLS[v % 3];
+		k++;
+	}
+	/* only the one label origin_label makes for the name is its origin */
+	if (origin_label(name, again) < 0 || strcmp(again, label) != 0)
+		return -1;
+	memcpy(user, name, n + 1);
+	return 0;
+}
+
 enum origin_kind origin_classify(const char *host, const char *user_domain,
 				 char user[USER_NAME_MAX + 1])
 {
@@ -47,9 +138,8 @@ enum origin_kind origin_classify(const char *host, const char *user_domain,
 	    strcmp(name + nlen - dlen, user_domain) != 0)
 		return ORIGIN_UI;
 	name[nlen - dlen - 1] = '\0'; /* the label(s) before ".<user_domain>" */
-	if (strlen(name) > USER_NAME_MAX || !parse_user_name_ok(name))
+	if (strlen(name) > ORIGIN_LABEL_MAX || origin_label_user(name, user) < 0)
 		return ORIGIN_UNKNOWN;
-	memcpy(user, name, strlen(name) + 1);
 	return ORIGIN_USER;
 }
 
@@ -92,8 +182,11 @@ static const char *scheme(struct http_request *req)
 
 int origin_user_url(struct http_request *req, const char *user, char *out, size_t outlen)
 {
-	int n = snprintf(out, outlen, "%s://%s.%s%s", scheme(req), user,
-			 http_app(req)->cfg->user_domain, request_port(req));
+	char label[ORIGIN_LABEL_MAX + 1];
+	int n = origin_label(user, label) < 0
+			? -1
+			: snprintf(out, outlen, "%s://%s.%s%s", scheme(req), label,
+				   http_app(req)->cfg->user_domain, request_port(req));
 	return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
 

@@ -1,6 +1,6 @@
 /* origin.h - which origin a request was sent to. With [server] origin_mode =
  * per_user, each user's runtime is served on its own origin
- * "<user>.<user_domain>[:port]" (as JupyterHub's subdomain_host), and labd's
+ * "<label>.<user_domain>[:port]" (as JupyterHub's subdomain_host), and labd's
  * UI and API on every other host name; the Host header decides. A page one
  * user's code serves then shares no origin, and so no cookie, storage or
  * service worker scope, with labd's pages or another user's runtime. */
@@ -13,6 +13,23 @@
 #include "store/users.h"
 
 struct http_request;
+
+/* A DNS label is at most 63 characters; a user's is at most 45. */
+#define ORIGIN_LABEL_MAX 63
+
+/* The DNS label of a user's origin (origin_label) and back (origin_label_user).
+ * A name that is a label as it stands ([a-z0-9-], no "--", no '-' last) is its
+ * own label, so names of the old rule keep their origin. Any other name is
+ * written with each '.', '_' and '-' as '-', then "--", then those symbols
+ * coded three to a character ("john.doe" -> "john-doe--c", "a_b" -> "a-b--b"):
+ * a plain name never holds "--", the code holds no '-', and
+ * origin_label_user takes only the one label origin_label makes, so two names
+ * never share a label and a label names at most one user. Both return 0, or
+ * -1 for a name that is not one (parse_user_name_ok), a label that is no
+ * user's, or a name whose label would begin "xn--" (an internationalized
+ * label's prefix; such names have no origin). */
+int origin_label(const char *name, char out[ORIGIN_LABEL_MAX + 1]);
+int origin_label_user(const char *label, char user[USER_NAME_MAX + 1]);
 
 enum origin_kind {
 	ORIGIN_UI,       /* labd's own pages and API (always, in path mode) */

@@ -78,6 +78,10 @@ static const struct config_key keys[] = {
 	KEY("runtime", "subgid_file", subgid_file, K_STRING, 1, 0, "/etc/subgid"),
 	KEY("runtime", "deleted_home", deleted_home, K_DELETED_HOME, 0, 0, "archive"),
 	KEY("runtime", "archive_retention", archive_retention_s, K_DURATION, 0, 3650 * 86400LL, "30d"),
+	/* a course's end (docs/operations.md "Courses") */
+	KEY("runtime", "course_notice", course_notice_s, K_DURATION, 0, 366 * 86400LL, "14d"),
+	KEY("runtime", "course_retention", course_retention_s, K_DURATION_NONE, 0, 3650 * 86400LL,
+	    "30d"),
 	KEY("runtime", "home_size", home_size_bytes, K_SIZE, 64ULL << 20, 16ULL << 40, "15G"),
 	KEY("runtime", "memory", memory_bytes, K_SIZE, 64ULL << 20, 16ULL << 40, "4G"),
 	KEY("runtime", "memory_max", memory_max_bytes, K_SIZE, 64ULL << 20, 16ULL << 40, NULL),

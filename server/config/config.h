@@ -92,6 +92,8 @@ struct labd_config {
 	char subgid_file[CONFIG_PATH_MAX]; /* the same for gids: auto stays above them */
 	char deleted_home[8];            /* archive or remove */
 	int64_t archive_retention_s;     /* archived homes older than this are removed */
+	int64_t course_notice_s;         /* the dashboard announces a course's end this early */
+	int64_t course_retention_s;      /* a course's disabled accounts go this long after; -1 = kept */
 	uint64_t home_size_bytes, memory_bytes, tmp_bytes;
 	unsigned cpus_milli, pids;
 	/* machine caps on what a plan may give one runtime, checked by root;

@@ -31,7 +31,7 @@
 
 enum proto_kind {
 	PROTO_STRING,    /* min..max = length in bytes */
-	PROTO_NAME,      /* a user name: ^[a-z][a-z0-9_-]{0,31}$ */
+	PROTO_NAME,      /* a user name: ^[a-z0-9][a-z0-9._-]{0,31}$ */
 	PROTO_TOKEN,     /* [A-Za-z0-9_-], min..max characters */
 	PROTO_INT,       /* min..max = value */
 	PROTO_BOOL,

@@ -8,7 +8,8 @@
 #include "store/db.h"
 
 #define GROUP_SELECT                                                                          \
-	"SELECT g.id, g.name, coalesce(p.name, ''), g.created_at FROM groups g"                \
+	"SELECT g.id, g.name, coalesce(p.name, ''), g.created_at, coalesce(g.expires_at, 0),"  \
+	" coalesce(g.ended_at, 0) FROM groups g"                                               \
 	" LEFT JOIN plans p ON p.id = g.plan_id"
 
 static int group_from_row(sqlite3_stmt *st, void *out)
@@ -20,6 +21,8 @@ static int group_from_row(sqlite3_stmt *st, void *out)
 	snprintf(g->name, sizeof(g->name), "%s", (const char *)sqlite3_column_text(st, 1));
 	snprintf(g->plan, sizeof(g->plan), "%s", (const char *)sqlite3_column_text(st, 2));
 	g->created_at = sqlite3_column_int64(st, 3);
+	g->expires_at = sqlite3_column_int64(st, 4);
+	g->ended_at = sqlite3_column_int64(st, 5);
 	return 0;
 }
 
@@ -146,6 +149,13 @@ static enum quota_change_result apply(struct db *db, int64_t gid, const struct g
 				   "ti",
 				   c->plan ? c->plan : NULL, gid) < 0)
 		return QUOTA_ERROR;
+	/* a new end starts the course again: its members are disabled anew then */
+	if (c->set_expires &&
+	    db_exec(db,
+		    "UPDATE groups SET expires_at = nullif(?, 0), ended_at = NULL, retired_at = NULL"
+		    " WHERE id = ?",
+		    "ii", c->expires_at, gid) < 0)
+		return QUOTA_ERROR;
 	for (size_t i = 0; i < c->n_add; i++) {
 		rc = db_exec(db,
 			     "INSERT OR IGNORE INTO group_members (group_id, user_id)"
@@ -225,4 +235,138 @@ enum quota_change_result groups_delete(struct db *db, const char *name)
 	rc = db_exec(db, "DELETE FROM groups WHERE name = ?", "t", name);
 	db_unlock(db);
 	return rc < 0 ? QUOTA_ERROR : rc == 0 ? QUOTA_NOT_FOUND : QUOTA_OK;
+}
+
+static int row_int64(sqlite3_stmt *st, void *out)
+{
+	*(int64_t *)out = sqlite3_column_int64(st, 0); /* NULL reads 0 */
+	return 0;
+}
+
+int groups_next_due(struct db *db, int64_t keep, int64_t *at)
+{
+	int64_t end = 0, retire = 0;
+	int rc = db_one(db, "SELECT min(expires_at) FROM groups WHERE ended_at IS NULL", "",
+			row_int64, &end);
+
+	if (rc >= 0 && keep >= 0)
+		rc = db_one(db,
+			    "SELECT min(expires_at) + ? FROM groups"
+			    " WHERE ended_at IS NOT NULL AND retired_at IS NULL",
+			    "i", row_int64, &retire, keep);
+	*at = !end ? retire : !retire || end < retire ? end : retire;
+	return rc < 0 ? -1 : 0;
+}
+
+int groups_due_to_end(struct db *db, int64_t now, int64_t *id, char name[QUOTA_NAME_MAX + 1])
+{
+	struct group g;
+	int rc = db_one(db,
+			GROUP_SELECT " WHERE g.ended_at IS NULL AND g.expires_at <= ? ORDER BY g.id",
+			"i", group_from_row, &g, now);
+
+	if (rc == 1) {
+		*id = g.id;
+		snprintf(name, QUOTA_NAME_MAX + 1, "%s", g.name);
+	}
+	return rc < 0 ? -1 : rc;
+}
+
+int groups_due_to_retire(struct db *db, int64_t before, int64_t *id,
+			 char name[QUOTA_NAME_MAX + 1])
+{
+	struct group g;
+	int rc = db_one(db,
+			GROUP_SELECT " WHERE g.ended_at IS NOT NULL AND g.retired_at IS NULL"
+				     " AND g.expires_at <= ? ORDER BY g.id",
+			"i", group_from_row, &g, before);
+
+	if (rc == 1) {
+		*id = g.id;
+		snprintf(name, QUOTA_NAME_MAX + 1, "%s", g.name);
+	}
+	return rc < 0 ? -1 : rc;
+}
+
+int groups_mark(struct db *db, int64_t group_id, bool retired, int64_t now)
+{
+	int rc;
+
+	db_lock(db);
+	rc = retired ? db_exec(db, "UPDATE groups SET retired_at = ? WHERE id = ?", "ii", now,
+			       group_id)
+		     : db_exec(db, "UPDATE groups SET ended_at = ? WHERE id = ?", "ii", now,
+			       group_id);
+	db_unlock(db);
+	return rc < 0 ? -1 : 0;
+}
+
+struct member_fill {
+	struct group_member *out;
+	size_t max, n;
+};
+
+static int member_row(sqlite3_stmt *st, void *arg)
+{
+	struct member_fill *f = arg;
+	struct group_member *m;
+
+	if (f->n == f->max)
+		return 1;
+	m = &f->out[f->n++];
+	m->user_id = sqlite3_column_int64(st, 0);
+	snprintf(m->name, sizeof(m->name), "%s", (const char *)sqlite3_column_text(st, 1));
+	m->admin = sqlite3_column_int(st, 2) != 0;
+	m->disabled = sqlite3_column_int(st, 3) != 0;
+	m->live_elsewhere = sqlite3_column_int(st, 4) != 0;
+	return 0;
+}
+
+int groups_members_state(struct db *db, int64_t group_id, int64_t now, int64_t after_id,
+			 struct group_member *out, size_t max)
+{
+	struct member_fill f = {out, max, 0};
+	int rc = db_each(db,
+			 "SELECT u.id, u.name, u.role = 'admin', u.disabled,"
+			 " EXISTS (SELECT 1 FROM group_members o JOIN groups og ON og.id = o.group_id"
+			 "   WHERE o.user_id = u.id AND og.id <> m.group_id"
+			 "   AND (og.expires_at IS NULL OR og.expires_at > ?1))"
+			 " FROM group_members m JOIN users u ON u.id = m.user_id"
+			 " WHERE m.group_id = ?2 AND u.id > ?3 ORDER BY u.id",
+			 "iii", member_row, &f, now, group_id, after_id);
+	return rc < 0 ? -1 : (int)f.n;
+}
+
+struct end_fill {
+	struct group_end *out;
+	size_t max, n;
+};
+
+static int end_row(sqlite3_stmt *st, void *arg)
+{
+	struct end_fill *f = arg;
+
+	if (f->n == f->max)
+		return 1;
+	snprintf(f->out[f->n].group, sizeof(f->out[f->n].group), "%s",
+		 (const char *)sqlite3_column_text(st, 0));
+	f->out[f->n++].expires_at = sqlite3_column_int64(st, 1);
+	return 0;
+}
+
+int groups_ends_of_user(struct db *db, int64_t user_id, int64_t until, struct group_end *out,
+			size_t max)
+{
+	struct end_fill f = {out, max, 0};
+	int rc = db_each(db,
+			 "SELECT g.name, g.expires_at FROM group_members m"
+			 " JOIN groups g ON g.id = m.group_id"
+			 " WHERE m.user_id = ?1 AND g.expires_at IS NOT NULL AND g.expires_at <= ?2"
+			 /* the end disables them only when no group of theirs goes on */
+			 " AND NOT EXISTS (SELECT 1 FROM group_members o JOIN groups og"
+			 "   ON og.id = o.group_id WHERE o.user_id = ?1"
+			 "   AND (og.expires_at IS NULL OR og.expires_at > g.expires_at))"
+			 " ORDER BY g.expires_at, g.name",
+			 "ii", end_row, &f, user_id, until);
+	return rc < 0 ? -1 : (int)f.n;
 }

@@ -369,6 +369,14 @@ static const char *const migrations[] = {
 	 "CREATE INDEX job_storage_open ON job_storage(job_id) WHERE final = 0;"
 	 "INSERT INTO job_storage (job_id, user_id, spec_bytes, ended_at)"
 	 "  SELECT id, user_id, length(CAST(spec AS BLOB)), ended_at FROM jobs;"),
+	/* 16: courses. A user's e-mail (CSV import; "" = none). A group's end:
+	 * expires_at (NULL = never), ended_at when its members were disabled,
+	 * retired_at when the expired accounts were deleted after the retention
+	 * (docs/operations.md "Courses"). */
+	("ALTER TABLE users ADD COLUMN email TEXT NOT NULL DEFAULT '';"
+	 "ALTER TABLE groups ADD COLUMN expires_at INTEGER;"
+	 "ALTER TABLE groups ADD COLUMN ended_at INTEGER;"
+	 "ALTER TABLE groups ADD COLUMN retired_at INTEGER;"),
 };
 
 int migrations_count(void)

@@ -63,7 +63,7 @@ static int cmd_add(const struct labd_config *cfg, struct db *db, const char *nam
 	bool generated;
 
 	if (!parse_user_name_ok(name))
-		return log_error("user name %s must match ^[a-z][a-z0-9_-]{0,31}$", name);
+		return log_error("user name %s must match " PARSE_USER_NAME_RULE, name);
 	if (read_password(cfg, from_stdin, password, sizeof(password), &generated) < 0 ||
 	    password_hash(password, &pp, hash) < 0)
 		return -1;

@@ -57,6 +57,7 @@ static const struct route routes[] = {
 	{"DELETE", "/api/v1/me/session", ROUTE_PUBLIC, ROUTE_API, api_runtime_moved, 0},
 	{"GET", "/api/v1/users", ROUTE_ADMIN, ROUTE_API, api_users_list, SCOPE_ADMIN_USERS},
 	{"POST", "/api/v1/users", ROUTE_ADMIN, ROUTE_API, api_users_create, SCOPE_ADMIN_USERS},
+	{"POST", "/api/v1/users/import", ROUTE_ADMIN, ROUTE_API, api_users_import, SCOPE_ADMIN_USERS},
 	{"GET", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_get, SCOPE_ADMIN_USERS},
 	{"PATCH", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_patch, SCOPE_ADMIN_USERS},
 	{"DELETE", "/api/v1/users/{}", ROUTE_ADMIN, ROUTE_API, api_users_delete, SCOPE_ADMIN_USERS},

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "labd/app.h"
+#include "api/api.h"
 #include "auth/auth.h"
 #include "labd/clock.h"
 #include "config/config.h"
@@ -342,15 +343,16 @@ static void stop_jobs(struct web *w)
  * still hold) are heard when they happen (dbwatch.h: a write in the store's
  * directory pokes the maintenance ticker), or looked for every second when
  * the directory cannot be watched; expired sessions are swept from the store
- * every MAINTENANCE_S, and ended jobs by the retention sweep (jobs/retention.h)
- * every [jobs] retention_sweep. */
+ * every MAINTENANCE_S, ended jobs by the retention sweep (jobs/retention.h)
+ * every [jobs] retention_sweep, and courses end at their groups' expires_at
+ * (api/groups_end.c; a change to a group is a store write, which pokes). */
 #define CLI_WRITES_EVERY_MS 1000
 
 static long long maintenance_pass(void *arg)
 {
 	struct web *w = arg;
 	static long long next_purge_ms;
-	long long retention_ms, due_ms;
+	long long retention_ms, courses_ms, due_ms;
 
 	db_poll_external(w->app.db);
 	if (clock_ms() >= next_purge_ms) {
@@ -359,6 +361,10 @@ static long long maintenance_pass(void *arg)
 	}
 	/* what ended jobs keep: [jobs] retention_sweep */
 	retention_ms = jobs_retention_pass(&w->app);
+	/* courses that end: api/groups_end.c */
+	courses_ms = api_groups_end_pass(&w->app);
+	if (courses_ms < retention_ms)
+		retention_ms = courses_ms;
 	due_ms = __atomic_load_n(&w->dbwatch, __ATOMIC_ACQUIRE) ? next_purge_ms
 							       : clock_ms() + CLI_WRITES_EVERY_MS;
 	return retention_ms < due_ms ? retention_ms : due_ms;

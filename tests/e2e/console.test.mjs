@@ -261,6 +261,46 @@ test('the user\'s dashboard shows the time left, storage and the usage chart', T
   await assertFits(page, ['#quota-left', '#usage-history .uplot', '#start-cpu']);
 });
 
+test('admin imports users from a CSV: a dry run row by row, then Import', T, async () => {
+  const page = adminPage;
+  const a = `2024${uniqueName('')}`.slice(0, 32);
+  const c = `j.doe_${uniqueName('')}`.slice(0, 32);
+  const bad = `name,groups\n${a},${GROUP}\n${c},nosuchgroup\n`;
+  await page.locator('#import-text').fill(bad);
+  await page.locator('#import-check').click();
+  await page.locator('#import-rows tbody tr', { hasText: 'groups: no group named "nosuchgroup"' }).waitFor();
+  assert.match(await page.locator('#import-rows tbody tr').first().textContent(), /^2.*ok$/);
+  assert.equal(await page.locator('#import-run').isDisabled(), true);
+  assert.equal((await api(admin, 'GET', `/users/${a}`)).status, 404, 'a dry run creates nobody');
+  await page.locator('#import-text').fill(bad.replace('nosuchgroup', GROUP));
+  await page.locator('#import-check').click();
+  await page.locator('#import-message', { hasText: 'All 2 rows are good' }).waitFor();
+  await page.locator('#import-run').click();
+  await page.locator('#import-message', { hasText: '2 users created' }).waitFor();
+  await rowOf(page, '#users', c).waitFor();
+  const g = await api(admin, 'GET', `/groups/${GROUP}`);
+  assert.ok(g.body.group.members.includes(a) && g.body.group.members.includes(c));
+  await assertLabelled(page);
+});
+
+test('a course end set in the console is announced on its members\' dashboards', T, async () => {
+  const page = adminPage;
+  const end = new Date(Date.now() + 7 * 86400_000).toISOString().slice(0, 10);
+  await rowOf(page, '#groups', GROUP).locator('button', { hasText: 'Edit' }).click();
+  await page.locator('#group-expires').fill(end);
+  await page.locator('#group-save').click();
+  await rowOf(page, '#groups', GROUP).filter({ hasText: end }).waitFor();
+  const g = await api(admin, 'GET', `/groups/${GROUP}`);
+  assert.equal(g.body.group.expires_at, `${end}T00:00:00Z`);
+  assert.deepEqual(g.body.group.members.includes(USER), true, 'members kept');
+  const user = await b.page(WIDE);
+  await formLogin(user, USER, USER_PW);
+  const notice = user.locator('#course-notice');
+  await notice.filter({ hasText: `Your course ${GROUP} ends on` }).waitFor();
+  assert.match(await notice.textContent(), /your account will be disabled/);
+  await user.close();
+});
+
 test('phone width: console and dashboard fit 390 px, no horizontal scrolling', T, async () => {
   const page = await b.page(PHONE);
   await formLogin(page, 'admin', ADMIN_PW, '/admin');

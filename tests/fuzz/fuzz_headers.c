@@ -48,6 +48,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(!carries(out, RUNTIME_COOKIE_NAME));
 	if (origin_classify(value, "lab.example.org", user) == ORIGIN_USER)
 		FUZZ_ASSERT(parse_user_name_ok(user));
+	/* a user's label leads back to the user and to no one else */
+	char label[ORIGIN_LABEL_MAX + 1];
+	if (origin_label_user(value, user) == 0)
+		FUZZ_ASSERT(origin_label(user, label) == 0 && strcmp(label, value) == 0);
+	if (origin_label(value, label) == 0)
+		FUZZ_ASSERT(strlen(label) <= 45 && origin_label_user(label, user) == 0 &&
+			    strcmp(user, value) == 0 && label[strspn(label, "abcdefghijklmnopqrstuvwxyz0123456789-")] == '\0');
 	(void)origin_classify(value, "", user);
 	if (http_form_field(value, "csrf_token", out, 66) == 0)
 		FUZZ_ASSERT(strlen(out) < 66);

@@ -74,7 +74,7 @@ def next_source_address():
 
 
 def unique_name(prefix="u"):
-    """A fresh valid user name (^[a-z][a-z0-9_-]{0,31}$)."""
+    """A fresh valid user name (^[a-z0-9][a-z0-9._-]{0,31}$)."""
     return f"{prefix}{os.getpid() % 1000}x{next(_names)}"[:32]
 
 
@@ -164,9 +164,21 @@ USER_DOMAIN = "localhost"  # the daemons' [server] user_domain (the default)
 RUNTIME_PATH = re.compile(r"^/user/([^/?]+)")
 
 
+def origin_label(name):
+    """The DNS label of name's origin, as server/auth/origin.c derives it: the
+    name itself when it is a label ([a-z0-9-], no "--", no '-' last), else
+    its symbols as '-', "--", and the symbols coded three to a character."""
+    if re.fullmatch(r"[a-z0-9-]+", name) and "--" not in name and not name.endswith("-"):
+        return name
+    code, syms = "abcdefghijklmnopqrstuvwxyz0", [("-_.").index(c) for c in name if c in "-_."]
+    groups = [syms[i:i + 3] for i in range(0, len(syms), 3)]
+    tail = "".join(code[sum(d * 3 ** j for j, d in enumerate(g))] for g in groups)
+    return re.sub(r"[._-]", "-", name) + "--" + tail
+
+
 def user_origin_host(name, port):
-    """The Host of name's own origin (per_user mode): <name>.localhost:<port>."""
-    return f"{name}.{USER_DOMAIN}:{port}"
+    """The Host of name's own origin (per_user mode): <label>.localhost:<port>."""
+    return f"{origin_label(name)}.{USER_DOMAIN}:{port}"
 
 
 def has_runtime_cookie(jar):
@@ -179,7 +191,7 @@ class Client:
     """Tiny HTTP client: one connection per request, a cookie jar, no redirects.
 
     Like a browser, it keeps one cookie jar per origin: `cookies` is labd's own
-    origin's; `runtime_jars[user]` holds what <user>'s origin set (labd_rt).
+    origin's; `runtime_jars[label]` holds what the origin of that label (origin_label) set (labd_rt).
     With `user_origins` on (the default, as the daemon's origin_mode =
     per_user), a request for /user/<name>/... goes to <name>.localhost (Host
     header; the socket still goes to 127.0.0.1), after the handoff from labd's
@@ -226,7 +238,8 @@ class Client:
         r = self.request("GET", f"{loc.path}?{loc.query}", host=loc.netloc)
         if r.status not in (302, 303):
             return r
-        assert has_runtime_cookie(self.runtime_jars.get(name, {})), r.header_all("Set-Cookie")
+        assert has_runtime_cookie(self.runtime_jars.get(origin_label(name), {})), \
+            r.header_all("Set-Cookie")
         return None
 
     def origin_headers(self, path):
@@ -248,8 +261,8 @@ class Client:
             host = user_origin_host(m.group(1), self.port)
         if host is None:
             return None, self.cookies
-        name = host.split(".", 1)[0]
-        return host, self.runtime_jars.setdefault(name, {})
+        label = host.split(".", 1)[0]  # jars are kept per origin label
+        return host, self.runtime_jars.setdefault(label, {})
 
     def _conn(self):
         src = (self.source, 0) if self.source else None
@@ -266,7 +279,7 @@ class Client:
         tok = self.bearer if bearer is AUTO else bearer
         if (host and cookies and not tok and self.session and not has_runtime_cookie(jar)
                 and RUNTIME_PATH.match(path)):
-            if self.handoff(host.split(".", 1)[0]) is not None and method in ("GET", "HEAD"):
+            if self.handoff(RUNTIME_PATH.match(path).group(1)) is not None and method in ("GET", "HEAD"):
                 # refused (another user's runtime, say): a browser navigating
                 # there sees what labd's origin answers; anything else goes
                 # to the user origin without a cookie
@@ -1295,9 +1308,9 @@ def ws_cookie_headers(c, name=None):
     jar = c.cookies
     if c.user_origins:
         name = name or c.user
-        if not c.bearer and c.session and not has_runtime_cookie(c.runtime_jars.get(name, {})):
+        if not c.bearer and c.session and not has_runtime_cookie(c.runtime_jars.get(origin_label(name), {})):
             c.handoff(name)
-        jar = c.runtime_jars.get(name, {})
+        jar = c.runtime_jars.get(origin_label(name), {})
     if jar:
         h["Cookie"] = "; ".join(f"{k}={v}" for k, v in jar.items())
     if c.bearer:

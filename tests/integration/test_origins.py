@@ -7,12 +7,14 @@ The client connects to 127.0.0.1 and names the origin in the Host header, as a
 browser resolving *.localhost to loopback would."""
 
 import os
+import re
 import sqlite3
 import urllib.parse
 
 import pytest
 
-from labd_harness import assert_error, assert_status, make_user, user_origin_host
+from labd_harness import (assert_error, assert_status, make_user, unique_name,
+                          user_origin_host)
 
 
 def db_exec(daemon, sql, args=()):
@@ -91,6 +93,25 @@ def test_handoff_sets_a_host_only_runtime_cookie_once(daemon, u):
     again = u.get(target, host=host, cookies=False)
     assert_error(again, 403, "handoff_invalid")
     assert "labd_rt" not in again.set_cookies()
+
+
+def test_university_names_get_a_dns_label_origin(daemon, admin):
+    """A student number and a name with '.' and '_' are user names; each is
+    served on its derived label (a DNS label), never on the raw name."""
+    suffix = unique_name("")
+    for name in (f"2023{suffix}"[:32], f"j.doe_{suffix}"[:32]):
+        pw = "p" * 16
+        assert_status(admin.post("/api/v1/users", json={"name": name, "password": pw}), 201)
+        c = daemon.client()
+        c.login(name, pw)
+        host, target, _ = issue_code(c)
+        label = host.split(".")[0]
+        assert re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", label), host
+        assert redeem(c, host, target).status in (302, 303)
+        assert_error(c.get(status_path(c)), 503, "runtime_not_running")
+        if label != name:
+            raw = f"{name}.localhost:{c.port}"
+            assert_error(c.get(status_path(c), host=raw, cookies=False), 404, "not_found")
 
 
 def test_handoff_code_expires(daemon, u):

@@ -126,7 +126,7 @@ def test_group_lifecycle_members_and_audit(admin, new_user, plan):
     r = admin.post("/api/v1/groups", json={"name": name, "plan": plan, "members": [b, a]})
     assert_status(r, 201)
     g = r.json["group"]
-    assert set(g) == {"name", "plan", "members", "created_at"}, g
+    assert set(g) == {"name", "plan", "members", "created_at", "expires_at", "ended"}, g
     assert g["plan"] == plan and g["members"] == sorted([a, b]), g
     assert g in admin.get("/api/v1/groups").json["groups"]
 

@@ -24,11 +24,16 @@ static void test_user_names(void **state)
 		{"abcdefghijklmnopqrstuvwxyz012345", true},   /* 32 */
 		{"abcdefghijklmnopqrstuvwxyz0123456", false}, /* 33 */
 		{"", false},
-		{"_svc", false}, /* the server's rule: a letter first, so no leading '_' */
+		{"_svc", false}, /* a letter or digit first: no leading '_', '-' or '.' */
 		{"-a", false},
-		{"1abc", false},
+		{".a", false},
+		{"..", false},
+		{"1abc", true}, /* student numbers */
+		{"20231234", true},
+		{"john.doe", true},
+		{"a_", true},
 		{"Alice", false},
-		{"a.b", false},
+		{"a.b", true},
 		{"a/b", false},
 		{"../x", false},
 		{"a b", false},

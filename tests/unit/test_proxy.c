@@ -224,9 +224,68 @@ static void test_origin_classify(void **state)
 	assert_int_equal(origin_classify(NULL, "localhost", user), ORIGIN_UI);
 	/* under the domain but no user: nothing is served */
 	assert_int_equal(origin_classify("a.b.localhost", "localhost", user), ORIGIN_UNKNOWN);
-	assert_int_equal(origin_classify("1x.localhost", "localhost", user), ORIGIN_UNKNOWN);
+	assert_int_equal(origin_classify("_x.localhost", "localhost", user), ORIGIN_UNKNOWN);
+	assert_int_equal(origin_classify("john.doe.localhost", "localhost", user), ORIGIN_UNKNOWN);
+	/* a student number is a name, and its own label */
+	assert_int_equal(origin_classify("20231234.localhost", "localhost", user), ORIGIN_USER);
+	assert_string_equal(user, "20231234");
+	assert_int_equal(origin_classify("john-doe--c.localhost", "localhost", user), ORIGIN_USER);
+	assert_string_equal(user, "john.doe");
 	assert_int_equal(origin_classify(".localhost", "localhost", user), ORIGIN_UI);
 	assert_int_equal(origin_classify("alice.localhost:80x", "localhost", user), ORIGIN_UI);
+}
+
+/* Origin labels: names of the old rule keep theirs; '.', '_' and "--" are
+ * coded so that every label is a DNS label and no two names share one. */
+static void test_origin_labels(void **state)
+{
+	static const struct {
+		const char *name, *label;
+	} cases[] = {
+		{"alice", "alice"},	      {"alice-2", "alice-2"},	    {"20231234", "20231234"},
+		{"john.doe", "john-doe--c"}, {"john_doe", "john-doe--b"}, {"a-", "a---a"},
+		{"a--b", "a--b--a"},	      {"a_.-b", "a---b--h"},	    {"a.b.c.d", "a-b-c-d--0"},
+	};
+	static const char *const not_labels[] = {
+		"john-doe--d", /* "john.doe" is john-doe--c, no other code is a name */
+		"john-doe--",  "a-b--cc", "a--b--j" /* 2 symbols code 0..8 */, "Alice", "a_b", "-a", "a-b--c-", "",
+	};
+	static const char chars[] = "ab0._-";
+	char label[ORIGIN_LABEL_MAX + 1], user[USER_NAME_MAX + 1], name[6];
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(origin_label(cases[i].name, label), 0);
+		assert_string_equal(label, cases[i].label);
+		assert_int_equal(origin_label_user(label, user), 0);
+		assert_string_equal(user, cases[i].name);
+	}
+	for (size_t i = 0; i < sizeof(not_labels) / sizeof(not_labels[0]); i++)
+		if (origin_label_user(not_labels[i], user) == 0)
+			fail_msg("\"%s\" taken as the label of %s", not_labels[i], user);
+	assert_int_equal(origin_label("xn__a", label), -1); /* an IDN prefix */
+	assert_int_equal(origin_label("Alice", label), -1);
+	/* every name of up to 5 characters of chars: a DNS label that leads back to it */
+	for (unsigned long m = 0; m < 6ul * 6 * 6 * 6 * 6; m++) {
+		for (unsigned long r = m, j = 0; j < 5; j++, r /= 6)
+			name[j] = chars[r % 6];
+		name[5] = '\0';
+		for (size_t len = 1; len <= 5; len++) {
+			char cut[6];
+			memcpy(cut, name, len);
+			cut[len] = '\0';
+			if (origin_label(cut, label) < 0)
+				continue;
+			assert_true(strspn(label, "abcdefghijklmnopqrstuvwxyz0123456789-") ==
+				    strlen(label));
+			assert_true(label[0] != '-' && label[strlen(label) - 1] != '-');
+			assert_true(strlen(label) <= ORIGIN_LABEL_MAX);
+			assert_int_equal(origin_label_user(label, user), 0);
+			assert_string_equal(user, cut);
+		}
+	}
+	/* the longest label: 32 characters, 31 symbols */
+	assert_int_equal(origin_label("a_______________________________", label), 0);
+	assert_true(strlen(label) <= 45);
 }
 
 int main(void)
@@ -239,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_runtime_path_env),
 		cmocka_unit_test(test_scrub_headers_dropped),
 		cmocka_unit_test(test_origin_classify),
+		cmocka_unit_test(test_origin_labels),
 	};
 	return cmocka_run_group_tests_name("proxy", tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
-/* labd admin console, groups panel: create, edit (plan, members) and delete groups
- * (GET/POST /groups, PUT/DELETE /groups/{name}). */
+/* labd admin console, groups panel: create, edit (plan, members, the course's end)
+ * and delete groups (GET/POST /groups, PUT/DELETE /groups/{name}). */
 (function () {
   "use strict";
 
@@ -35,6 +35,16 @@
       : "";
   }
 
+  /* "2026-07-31" of an expires_at ("2026-07-31T00:00:00Z"), or "". */
+  function day(expiresAt) {
+    return expiresAt ? String(expiresAt).slice(0, 10) : "";
+  }
+
+  function ends(g) {
+    if (!g.expires_at) return "—";
+    return day(g.expires_at) + (g.ended ? " (ended)" : "");
+  }
+
   function button(action, label, g, cls) {
     return A.rowButton(action, label, "group", g.name, cls);
   }
@@ -43,7 +53,7 @@
     var tbody = $("groups").tBodies[0];
     tbody.textContent = "";
     if (!groups.length) {
-      tbody.appendChild(L.el("tr", null, [L.el("td", { colSpan: 4, className: "empty" }, ["No groups yet."])]));
+      tbody.appendChild(L.el("tr", null, [L.el("td", { colSpan: 5, className: "empty" }, ["No groups yet."])]));
       return;
     }
     groups.forEach(function (g) {
@@ -52,6 +62,7 @@
           L.el("td", null, [g.name]),
           L.el("td", null, [g.plan || "—"]),
           L.el("td", { className: "members" }, [(g.members || []).join(", ") || "—"]),
+          L.el("td", null, [ends(g)]),
           L.el("td", null, [
             L.el("div", { className: "actions" }, [button("edit", "Edit", g), button("delete", "Delete", g, "danger")]),
           ]),
@@ -74,6 +85,7 @@
     $("group-name").readOnly = !!g;
     $("group-plan").value = g && g.plan ? g.plan : "";
     $("group-members").value = g ? (g.members || []).join(", ") : "";
+    $("group-expires").value = g ? day(g.expires_at) : "";
     $("group-save").textContent = g ? "Save group" : "Create group";
     $("group-cancel").hidden = !g;
     if (g) $("group-plan").focus();
@@ -85,7 +97,8 @@
     var name = $("group-name").value.trim();
     var plan = $("group-plan").value || null;
     var list = members($("group-members").value);
-    var work;
+    var expires = $("group-expires").value || null;
+    var work, change;
     note.clear();
     if (!name) {
       note.fail(new Error("Enter a group name."));
@@ -94,7 +107,7 @@
     }
     if (editing) {
       var before = editing.members || [];
-      work = L.api("PUT", "/groups/" + encodeURIComponent(name), {
+      change = {
         plan: plan,
         add_members: list.filter(function (m) {
           return before.indexOf(m) < 0;
@@ -102,9 +115,12 @@
         remove_members: before.filter(function (m) {
           return list.indexOf(m) < 0;
         }),
-      });
+      };
+      /* sent only when changed: a new end starts the course again */
+      if ((expires || "") !== day(editing.expires_at)) change.expires_at = expires;
+      work = L.api("PUT", "/groups/" + encodeURIComponent(name), change);
     } else {
-      work = L.api("POST", "/groups", { name: name, plan: plan, members: list });
+      work = L.api("POST", "/groups", { name: name, plan: plan, members: list, expires_at: expires });
     }
     A.save({ form: form, work: work, editing: editing, what: "Group", name: name, note: note,
              stopEditing: function () { setEditing(null); }, reload: load });

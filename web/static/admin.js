@@ -72,6 +72,11 @@
     });
   }
 
+  /* the import panel created users: list them */
+  A.onChanged(function (what) {
+    if (what.imported) loadUsers().catch(fail);
+  });
+
   function showSecret(box, nameEl, valueEl, name, password) {
     $(nameEl).textContent = name;
     $(valueEl).textContent = password;

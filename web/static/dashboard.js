@@ -427,6 +427,24 @@
     renderRuntime();
   }
 
+  /* The courses that end soon (GET /me course_ends): what happens then, and
+   * what to do before. */
+  function showCourseEnds(ends) {
+    var box = $("course-notice");
+    box.textContent = "";
+    (ends || []).forEach(function (e) {
+      var when = L.formatTime(e.expires_at);
+      box.appendChild(
+        L.el("p", null, [
+          "Your course " + e.group + " ends on " + when +
+            ": your runtime will stop and your account will be disabled. " +
+            "Download the files you want to keep before then.",
+        ])
+      );
+    });
+    box.hidden = !box.childNodes.length;
+  }
+
   function init() {
     $("token-form").addEventListener("submit", onCreateToken);
     $("tokens").addEventListener("click", onTokensClick);
@@ -435,7 +453,8 @@
     initRuntime();
 
     L.loadMe()
-      .then(function () {
+      .then(function (me) {
+        showCourseEnds(me.course_ends);
         rt.follow = L.follow(EVENTS_URL, { runtime: onRuntimeEvent }, {
           poll: loadRuntime,
           slowMs: SLOW_POLL_MS,
