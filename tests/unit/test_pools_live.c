@@ -226,6 +226,7 @@ static int setup(void **state)
 	unit_tempdir(T.dir);
 	chmod(T.dir, 0755);
 	config_defaults(&T.cfg, false);
+	T.cfg.uid_base = 200000; /* what labd's start settles "auto" to (uidmap_settle_base) */
 	snprintf(T.cfg.state_dir, sizeof(T.cfg.state_dir), "%s", T.dir);
 	T.cfg.home_size_bytes = 256ULL << 20;
 	T.cfg.jobs_sample_interval_ms = 200;
