@@ -82,6 +82,7 @@ json_t *host_runtime_start(struct host *h, long long id, json_t *msg)
 	int rc;
 
 	startcheck_read(cfg, msg, &st);
+	st.live = host_live(h);
 	code = startcheck_check(cfg, &st, gpu_held, h, &rq, hash, reason, sizeof(reason));
 	if (code != STARTCHECK_OK) {
 		log_error("refused sandbox_start for %s: %s", user, reason);
