@@ -64,6 +64,7 @@ def test_a_job_walks_every_phase(rd):
     done = wait_job(c, j["id"])
     assert done["status"] == "Completed", done
     assert done["secondary_status"] == "Completed" and done["exit_code"] == 0
+    assert done["failure_tail"] is None
     phases = [t["status"] for t in done["transitions"]]
     assert phases == ["Pending", "Starting", "Downloading", "Training", "Uploading",
                       "Completed"], phases
@@ -77,12 +78,17 @@ def test_a_job_walks_every_phase(rd):
 
 def test_a_failing_job_says_why_and_does_not_retry(rd):
     c = make_user(rd, prefix="jf")
-    j = ok(c.post("/api/v1/jobs", json={"name": "fails", "max_retries": 3,
-                                        "command": ["/bin/sh", "-c", "exit 3"]}), 201)
+    j = ok(c.post("/api/v1/jobs", json={"name": "fails", "max_retries": 3, "command": [
+        "/bin/sh", "-c", "for i in $(seq 1 40); do echo step $i; done; "
+        "printf 'ValueError: bad \\377 shape\\n' >&2; exit 3"]}), 201)
     done = wait_job(c, j["id"])
     assert done["status"] == "Failed" and done["secondary_status"] == "Failed", done
     assert done["exit_code"] == 3 and done["failure_reason"] == "exit code 3"
     assert done["attempt"] == 1
+    # the summary's last lines: stderr's reason, bounded to the last 20, invalid UTF-8 made '?'
+    tail = done["failure_tail"]
+    assert tail and "ValueError: bad ? shape" in tail, tail
+    assert "step 40" in tail and "step 5\n" not in tail and len(tail.splitlines()) <= 20, tail
 
 
 def test_warm_pool_reuse_and_release(rd):

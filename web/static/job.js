@@ -175,6 +175,9 @@
     setText("job-attempt", (job.attempt || 1) + " of " + ((job.max_retries || 0) + 1));
     setText("job-exit", job.exit_code);
     L.showMessage("job-failure", job.failure_reason ? "Why it failed: " + job.failure_reason : "");
+    /* the reason is usually in the last lines the command wrote (text, never markup) */
+    $("job-failure-tail").hidden = !job.failure_tail;
+    $("job-failure-tail-text").textContent = job.failure_tail || "";
     $("job-stop").hidden = job.status !== "InProgress";
     renderWarm(job);
     renderTimeline(job.transitions, J.isLive(job));
