@@ -91,7 +91,8 @@ static void add_request(json_t *out, const struct job *j)
 {
 	static const char *const fields[] = {
 		"command",	   "working_dir",     "environment", "hyperparameters",
-		"input_channels", "output_path", "checkpoint_path", "metric_definitions", NULL};
+		"input_channels", "output_path", "checkpoint_path", "metric_definitions", "script",
+		NULL};
 	json_t *spec = json_loads(j->spec ? j->spec : "{}", 0, NULL);
 
 	for (const char *const *f = fields; *f; f++) {

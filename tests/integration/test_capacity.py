@@ -16,8 +16,8 @@ JOB_TIMEOUT = 90
 
 @pytest.fixture(scope="module")
 def cd(runtime_daemon_factory):
-    return runtime_daemon_factory("capacity", gpu={"stand_in": "2"}, sections={
-        "runtime": {"max_sandboxes": "2"},
+    return runtime_daemon_factory("capacity", gpu={"stand_in": "2"},
+                                  runtime={"max_sandboxes": "2"}, sections={
         "jobs": {"keep_alive_max": "600"},
         "quota": {"concurrent_jobs": "10"}})
 

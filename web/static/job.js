@@ -166,6 +166,10 @@
     badge.className = J.statusClass(job.status);
     badge.dataset.status = job.status;
     $("job-command").textContent = JSON.stringify(job.command || []);
+    /* a script job's command is labd's launcher: the script is what the user wrote */
+    $("job-command-row").hidden = !!job.script;
+    $("job-script-row").hidden = !job.script;
+    $("job-script").textContent = job.script || "";
     setText("job-type", job.type === "gpu" ? "GPU × " + job.gpu_count : "CPU");
     setText("job-created", J.timeOf(job.created_at));
     setText("job-started", J.timeOf(job.started_at));
