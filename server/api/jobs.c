@@ -13,6 +13,7 @@
 #include "auth/scope.h"
 #include "http/http.h"
 #include "jobs/jobs.h"
+#include "jobs/jobtail.h"
 #include "jobs/observe.h"
 #include "jobs/retention.h"
 #include "labd/app.h"
@@ -90,7 +91,8 @@ static void add_request(json_t *out, const struct job *j)
 {
 	static const char *const fields[] = {
 		"command",	   "working_dir",     "environment", "hyperparameters",
-		"input_channels", "output_path", "checkpoint_path", "metric_definitions", NULL};
+		"input_channels", "output_path", "checkpoint_path", "metric_definitions", "script",
+		NULL};
 	json_t *spec = json_loads(j->spec ? j->spec : "{}", 0, NULL);
 
 	for (const char *const *f = fields; *f; f++) {
@@ -98,6 +100,18 @@ static void add_request(json_t *out, const struct job *j)
 		json_object_set(out, *f, v ? v : json_null());
 	}
 	json_decref(spec);
+}
+
+/* A failed job's last log lines (jobs/jobtail.h): why it failed, beside failure_reason. */
+static void add_failure_tail(struct app *app, const struct job *j, json_t *out)
+{
+	char tail[JOBTAIL_MAX_BYTES + 1];
+
+	json_object_set_new(out, "failure_tail",
+			    j->status == JOB_FAILED && jobtail_read(app->cfg, j->id, tail,
+								   sizeof(tail)) > 0
+				    ? json_string(tail)
+				    : json_null());
 }
 
 json_t *api_job_json(struct app *app, const struct job *j, bool full)
@@ -126,6 +140,7 @@ json_t *api_job_json(struct app *app, const struct job *j, bool full)
 		return out; /* a list item: the row's own columns and two indexed reads */
 	add_request(out, j);
 	observe_job_json(app, j, out);
+	add_failure_tail(app, j, out);
 	json_t *transitions = json_array();
 	jobs_each_transition(app->db, j->id, add_transition, transitions);
 	json_object_set_new(out, "transitions", transitions);

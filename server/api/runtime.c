@@ -6,6 +6,7 @@
 
 #include "api/api.h"
 #include "labd/app.h"
+#include "config/capacity.h"
 #include "config/config.h"
 #include "store/audit.h"
 #include "store/db.h"
@@ -120,6 +121,19 @@ void api_runtime_start(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_FORBIDDEN, "quota_exceeded",
 				 "your plan allows no GPUs per runtime (gpus_per_runtime is 0); "
 				 "start a CPU runtime or ask an admin");
+		break;
+	case RUNTIME_START_HOST_FULL:
+		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "host_full",
+				 "this host runs its cap of %u sandboxes ([runtime] max_sandboxes); "
+				 "try again when one ends",
+				 capacity_max_sandboxes(app->cfg));
+		break;
+	case RUNTIME_START_GPUS_HELD:
+		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "gpus_held",
+				 "your jobs or warm pools hold GPUs and you may hold %u at once "
+				 "([quota] gpus_held); stop the job or release the warm pool "
+				 "(DELETE /api/v1/warm-pools/ID), or start a CPU runtime",
+				 app->cfg->quota_gpus_held);
 		break;
 	case RUNTIME_START_ERROR:
 		http_reply_internal(req);

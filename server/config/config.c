@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/capacity.h"
 #include "config/images.h"
 #include "config/kinds.h"
 #include "labd/parse.h"
@@ -93,6 +94,7 @@ static const struct config_key keys[] = {
 	KEY("runtime", "admin_access", admin_access, K_BOOL, 0, 0, "false"),
 	KEY("runtime", "keep_on_shutdown", keep_on_shutdown, K_BOOL, 0, 0, "true"),
 	KEY("runtime", "log_size", log_bytes, K_SIZE, 64ULL << 10, 1ULL << 30, "4M"),
+	KEY("runtime", "max_sandboxes", max_sandboxes, K_UINT, 0, CAPACITY_SANDBOXES_MAX, "0"),
 	KEY("runtime", "hidden_paths", hidden_paths, K_PATHS, 0, CONFIG_MAX_HIDDEN,
 	    "/var/tmp,/srv,/opt,/mnt,/media"),
 	KEY("quota", "cpu_per_24h", quota_cpu_s_per_24h, K_DURATION_NONE, 0, 64 * 86400LL, "none"),
@@ -104,6 +106,7 @@ static const struct config_key keys[] = {
 	KEY("quota", "job_max_runtime", quota_job_max_runtime_s, K_DURATION, 60, 365 * 86400LL, "24h"),
 	KEY("quota", "network", quota_network, K_NETWORK, 0, 1, "egress"),
 	KEY("quota", "egress_rate", quota_egress_bytes_per_s, K_SIZE_NONE, 1024, 1ULL << 40, "none"),
+	KEY("quota", "gpus_held", quota_gpus_held, K_UINT, 1, 64, "1"),
 	KEY("quota", "job_storage", quota_job_storage_bytes, K_SIZE_NONE, 1ULL << 20, 1ULL << 44, "5G"),
 	KEY("network", "deny", net_deny, K_CIDRS, 0, 0, SANDBOX_NET_DENY_DEFAULT),
 	KEY("network", "max_connections", net_max_connections, K_UINT, 0, 1000000, "512"),

@@ -100,6 +100,9 @@ struct labd_config {
 	 * 0 = the host's memory / online CPUs */
 	uint64_t memory_max_bytes, home_size_max_bytes;
 	unsigned cpus_max_milli;
+	/* live sandboxes (runtimes and job pools, warm included) on the host at once;
+	 * 0 = derived from its memory (capacity.h) */
+	unsigned max_sandboxes;
 	bool admin_access;
 	bool keep_on_shutdown; /* runtimes outlive labd's stop and are re-adopted */
 	uint64_t log_bytes;    /* Jupyter's log file cap; one rotated copy is kept */
@@ -113,6 +116,7 @@ struct labd_config {
 	int64_t quota_job_max_runtime_s;
 	unsigned quota_network;           /* 0 none, 1 egress */
 	int64_t quota_egress_bytes_per_s; /* each way; -1 = none */
+	unsigned quota_gpus_held;         /* GPUs one user holds at once across holders */
 	int64_t quota_job_storage_bytes;  /* a user's kept job data; -1 = none */
 	/* [network]: what an egress runtime may not reach, and its tools */
 	char net_deny[1024];          /* CIDRs besides loopback, link-local, host addresses */

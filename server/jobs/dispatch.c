@@ -17,6 +17,7 @@
 #include "labd/clock.h"
 #include "labd/fault.h"
 #include "labd/log.h"
+#include "sched/caps.h"
 #include "sched/gpus.h"
 #include "sched/queue.h"
 #include "sched/quota_check.h"
@@ -285,6 +286,38 @@ static bool retry_allowed(struct app *app, const struct job *j, int64_t now)
 	return false;
 }
 
+/* The capacity caps (docs/operations.md "Capacity"): the host's cap on live
+ * sandboxes, and for a GPU job the GPUs its user holds elsewhere (runtime, pools,
+ * warm pools; its unmatched warm pools were released just before) against [quota]
+ * gpus_held. A job beyond either waits in Pending, its message saying which. */
+static bool caps_allow(struct app *app, const struct job *j)
+{
+	char message[JOB_REASON_MAX] = "";
+	struct caps_held h;
+	unsigned cap;
+	int live, held;
+
+	if (!caps_host_has_room(app->db, app->cfg, &live, &cap)) {
+		if (live >= 0)
+			snprintf(message, sizeof(message),
+				 "waits: the host runs its cap of %u sandboxes ([runtime] "
+				 "max_sandboxes)", cap);
+	} else if (j->gpu && caps_gpus_held(app->db, j->user_id, &h) == 0) {
+		held = h.runtime_gpus + h.pool_gpus + h.warm_gpus;
+		if (caps_gpus_fit(held, j->gpu_count, app->cfg->quota_gpus_held))
+			return true;
+		snprintf(message, sizeof(message),
+			 "waits: you hold %d GPU%s (runtime %d, jobs %d, warm pools %d) and may "
+			 "hold %u at once ([quota] gpus_held)",
+			 held, held == 1 ? "" : "s", h.runtime_gpus, h.pool_gpus, h.warm_gpus,
+			 app->cfg->quota_gpus_held);
+	} else if (!j->gpu)
+		return true;
+	if (message[0] && jobs_set_wait_message(app->db, j->id, message) == 1)
+		jobs_changed(app, j->id);
+	return false;
+}
+
 static void dispatch_one(struct app *app, const struct job *j, int64_t now)
 {
 	struct pool_shape shape = shape_of(j);
@@ -301,6 +334,8 @@ static void dispatch_one(struct app *app, const struct job *j, int64_t now)
 	live = pools_count_live(app->db, j->user_id);
 	if (live < 0 || (unsigned)live >= app->cfg->jobs_max_pools_per_user)
 		return; /* waits for one of the user's pools to end */
+	if (!caps_allow(app, j))
+		return;
 	start_cold(app, j, now);
 }
 

@@ -4,16 +4,27 @@
 #include <stdlib.h>
 
 #include "config/config.h"
+#include "jobs/script.h"
 #include "jobs/spec.h"
 #include "jobs/submit.h"
 #include "store/jobs.h"
 #include "labd/app.h"
 
+/* The argv to run: the command, and for a script job its pieces after the launcher. */
+static json_t *argv_of(json_t *req)
+{
+	json_t *script = json_object_get(req, "script");
+
+	if (!json_is_string(script))
+		return json_incref(json_object_get(req, "command"));
+	return jobs_script_argv(json_object_get(req, "command"), json_string_value(script));
+}
+
 json_t *jobs_spec_json(const char *name, json_t *req, int64_t max_runtime_s, int64_t grace_s,
 		       int64_t log_max_bytes, int gpus, int64_t cpus)
 {
-	return json_pack("{s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:I,s:I,s:I,s:i,s:I}", "name", name,
-			 "argv", json_object_get(req, "command"),
+	return json_pack("{s:s,s:o,s:O,s:O,s:O,s:O,s:O,s:O,s:I,s:I,s:I,s:i,s:I}", "name", name,
+			 "argv", argv_of(req),
 			 "env", json_object_get(req, "environment"), "cwd",
 			 json_object_get(req, "working_dir"), "hyperparameters",
 			 json_object_get(req, "hyperparameters"), "channels",

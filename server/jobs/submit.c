@@ -11,6 +11,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "jobs/script.h"
 #include "proto/jobspec.h"
 #include "proto/proto.h"
 
@@ -18,7 +19,7 @@ const char *const jobs_submit_fields[] = {
 	"name",		"command",	 "working_dir",	  "environment",  "hyperparameters",
 	"input_channels", "output_path", "checkpoint_path", "type",	  "gpu_count",
 	"image",	"max_runtime_s", "max_wait_s",	  "keep_alive_s", "max_retries",
-	"metric_definitions", "memory_bytes", "cpus_milli", NULL,
+	"metric_definitions", "memory_bytes", "cpus_milli", "script", NULL,
 };
 
 /* Sets *err and returns -1. */
@@ -155,13 +156,34 @@ static int get_int(json_t *body, const char *field, int64_t min, int64_t max, in
 	return 0;
 }
 
+/* A script instead of a command (script.h): text, saved and run by the launcher. */
+static int check_script(json_t *v, json_t *spec, struct jobs_submit_error *err)
+{
+	if (!json_is_string(v) || json_string_length(v) == 0 ||
+	    json_string_length(v) > JOBS_SCRIPT_MAX_BYTES ||
+	    strlen(json_string_value(v)) != json_string_length(v))
+		return fail(err, "script",
+			    "field \"script\" must be a non-empty text of at most %d bytes without "
+			    "NUL characters",
+			    JOBS_SCRIPT_MAX_BYTES);
+	json_object_set(spec, "script", v);
+	json_object_set_new(spec, "command", jobs_script_command());
+	return 0;
+}
+
 static int check_command(json_t *body, json_t *spec, struct jobs_submit_error *err)
 {
 	json_t *v = json_object_get(body, "command"), *arg;
 	size_t i;
 
+	if (v && json_object_get(body, "script"))
+		return fail(err, "script", "give \"command\" or \"script\", not both");
+	if (!v && json_object_get(body, "script"))
+		return check_script(json_object_get(body, "script"), spec, err);
 	if (!v)
-		return fail(err, "command", "field \"command\" is required: the argv to run");
+		return fail(err, "command",
+			    "field \"command\" is required: the argv to run (or \"script\": a "
+			    "script's text)");
 	if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > JOBS_ARGV_MAX)
 		return fail(err, "command", "field \"command\" must be an array of 1 to %d strings",
 			    JOBS_ARGV_MAX);
@@ -461,7 +483,7 @@ static void api_field(const char *spec_field, char *out, size_t len)
 static const char *largest_field(json_t *spec)
 {
 	static const char *const fields[] = {"command", "environment", "hyperparameters",
-					     "input_channels"};
+					     "input_channels", "script"};
 	const char *pick = fields[0];
 	size_t most = 0;
 

@@ -19,6 +19,7 @@
 #include "runtime/gpuqueue.h"
 #include "runtime/moves.h"
 #include "runtime/poke.h"
+#include "sched/caps.h"
 #include "store/audit.h"
 #include "store/db.h"
 #include "store/gpu_queue.h"
@@ -48,6 +49,27 @@ static enum runtime_start_result gpu_start(struct app *app, int64_t user_id, con
 	}
 }
 
+/* The capacity caps (docs/operations.md "Capacity"): a start beyond the host's cap
+ * is refused, not queued; a GPU start beside GPUs the user's jobs or warm pools
+ * hold is refused beyond [quota] gpus_held (the user releases one, or waits). */
+static enum runtime_start_result check_caps(struct app *app, int64_t user_id,
+					    enum runtime_kind kind, unsigned gpus)
+{
+	struct caps_held held;
+	unsigned cap;
+	int live;
+
+	if (!caps_host_has_room(app->db, app->cfg, &live, &cap))
+		return live < 0 ? RUNTIME_START_ERROR : RUNTIME_START_HOST_FULL;
+	if (kind != RUNTIME_GPU)
+		return RUNTIME_START_OK;
+	if (caps_gpus_held(app->db, user_id, &held) < 0)
+		return RUNTIME_START_ERROR;
+	return caps_gpus_fit(held.pool_gpus + held.warm_gpus, (int)gpus, app->cfg->quota_gpus_held)
+		       ? RUNTIME_START_OK
+		       : RUNTIME_START_GPUS_HELD;
+}
+
 enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const char *user,
 					const char *address, enum runtime_kind kind,
 					struct runtime *out, struct quota_window *refusal)
@@ -62,6 +84,9 @@ enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const 
 		return rc == -EDQUOT  ? RUNTIME_START_QUOTA
 		       : rc == -EPERM ? RUNTIME_START_NO_GPUS_ALLOWED
 				      : RUNTIME_START_ERROR;
+	enum runtime_start_result cap = check_caps(app, user_id, kind, res.gpus);
+	if (cap != RUNTIME_START_OK)
+		return cap;
 	if (crypto_random_token(token, sizeof(token), 32) < 0)
 		return RUNTIME_START_ERROR;
 	if (kind == RUNTIME_GPU)

@@ -37,6 +37,9 @@ enum runtime_start_result {
 	RUNTIME_START_ERROR,   /* store or token failure */
 	RUNTIME_START_QUOTA,   /* a rolling window of the kind is used up: *refusal */
 	RUNTIME_START_NO_GPUS_ALLOWED, /* the user's gpus_per_runtime is 0 */
+	RUNTIME_START_HOST_FULL,       /* the host runs its cap of sandboxes (sched/caps.h) */
+	RUNTIME_START_GPUS_HELD,       /* a GPU start while the user's jobs or warm pools hold
+					* GPUs and [quota] gpus_held leaves no room */
 };
 
 /* Starts a runtime of kind for the user (address: the client's, for the

@@ -366,6 +366,17 @@ unlock:
 	return rc;
 }
 
+int jobs_set_wait_message(struct db *db, int64_t id, const char *message)
+{
+	db_lock(db);
+	int rc = db_exec(db,
+			 "UPDATE job_transitions SET message = ? WHERE job_id = ? AND end_at_ms IS NULL"
+			 " AND message <> ? AND (SELECT secondary FROM jobs WHERE id = ?) = 'Pending'",
+			 "titi", message, id, message, id);
+	db_unlock(db);
+	return rc < 0 ? -1 : rc > 0;
+}
+
 int jobs_set_run_sent(struct db *db, int64_t id, bool sent)
 {
 	db_lock(db);

@@ -139,6 +139,9 @@ struct job_waiting_gpu {
 /* Calls fn for each waiting GPU job, oldest first. 0 or -1. */
 int jobs_each_waiting_gpu(struct db *db, int (*fn)(const struct job_waiting_gpu *w, void *ctx),
 			  void *ctx);
+/* Sets the message of a waiting job's open transition (why it still waits). 1 when
+ * it changed, 0 when it said so already or the job is not in Pending, -1. */
+int jobs_set_wait_message(struct db *db, int64_t id, const char *message);
 /* Records that job_run was taken for the current attempt. 0 or -1. */
 int jobs_set_run_sent(struct db *db, int64_t id, bool sent);
 /* A stop asked for: the grace to use. 0 or -1. */

@@ -84,6 +84,7 @@ json_t *host_pool_start(struct host *h, long long id, json_t *msg)
 	if (why)
 		return refuse(id, user, code, why);
 	startcheck_read(cfg, msg, &st);
+	st.live = host_live(h);
 	c = startcheck_check(cfg, &st, gpu_held, h, &rq, hash, reason, sizeof(reason));
 	if (c != STARTCHECK_OK)
 		return refuse_check(id, user, c, reason);

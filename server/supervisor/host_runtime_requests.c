@@ -82,6 +82,7 @@ json_t *host_runtime_start(struct host *h, long long id, json_t *msg)
 	int rc;
 
 	startcheck_read(cfg, msg, &st);
+	st.live = host_live(h);
 	code = startcheck_check(cfg, &st, gpu_held, h, &rq, hash, reason, sizeof(reason));
 	if (code != STARTCHECK_OK) {
 		/* a GPU freed and claimed at once is expected: the web side queues again */

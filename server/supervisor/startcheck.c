@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "config/capacity.h"
 #include "config/images.h"
 #include "labd/sandbox.h"
 #include "proto/proto.h"
@@ -23,6 +24,7 @@ static const char *const code_names[] = {
 	[STARTCHECK_ABOVE_MACHINE_CAP] = "above_machine_cap",
 	[STARTCHECK_IMAGE_MISSING] = "image_missing",
 	[STARTCHECK_IMAGE_UNSAFE] = "image_unsafe",
+	[STARTCHECK_HOST_FULL] = "host_full",
 };
 
 const char *startcheck_code_name(enum startcheck_code c)
@@ -169,7 +171,16 @@ enum startcheck_code startcheck_check(const struct labd_config *cfg,
 	if (sizecap_apply(cfg, sh->memory_bytes, sh->cpus_milli, sh->home_size_bytes, &rq->sizes,
 			  why, len) < 0)
 		return STARTCHECK_ABOVE_MACHINE_CAP;
-	return check_image(cfg, sh->image ? sh->image : "", rq, hash, why, len);
+	if ((c = check_image(cfg, sh->image ? sh->image : "", rq, hash, why, len)) != STARTCHECK_OK)
+		return c;
+	/* the web process refuses first (runtime.c, dispatch.c); this holds when its
+	 * count and the host's differ */
+	if (st->live >= 0 && (unsigned)st->live >= capacity_max_sandboxes(cfg)) {
+		snprintf(why, len, "host_full: the host runs %d sandboxes, its cap ([runtime] "
+			 "max_sandboxes)", st->live);
+		return STARTCHECK_HOST_FULL;
+	}
+	return STARTCHECK_OK;
 }
 
 void startcheck_fill(const struct box_shape *shape, struct launch_request *rq)

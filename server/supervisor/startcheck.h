@@ -31,6 +31,7 @@ enum startcheck_code {
 	STARTCHECK_ABOVE_MACHINE_CAP,  /* a size is above [runtime] *_max (sizecap.h) */
 	STARTCHECK_IMAGE_MISSING,      /* no such [images] NAME, or no labd-image.json */
 	STARTCHECK_IMAGE_UNSAFE,       /* the image's folder is not root's alone */
+	STARTCHECK_HOST_FULL,          /* the host runs capacity_max_sandboxes() already */
 };
 
 /* A start as its message says it (strings borrowed from the message). */
@@ -38,6 +39,7 @@ struct startcheck_start {
 	const char *kind; /* sandbox_start's "cpu" or "gpu"; NULL for a pool */
 	int64_t deadline_s;
 	struct box_shape shape;
+	int live; /* the host's live sandboxes (host_live), set by the caller after the read */
 };
 
 /* Whether gpu is held now (by any sandbox or pool); ctx is the caller's. */

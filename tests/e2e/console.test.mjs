@@ -55,12 +55,15 @@ test('admin creates a plan, a user and a group with the plan, by keyboard', T, a
   await page.locator('#plan-limit-storage_bytes').fill('2G');
   await page.locator('#plan-limit-network').fill('egress');
   await page.locator('#plan-limit-egress_bytes_per_s').fill('50M');
+  await page.locator('#plan-limit-cpus_milli').fill('0.5'); // CPUs as [runtime] cpus takes them
   await page.locator('#plan-save').click();
   await rowOf(page, '#plans', PLAN).filter({ hasText: 'GPU time per 24 h: 2 h' }).waitFor();
   const plan = await api(admin, 'GET', `/plans/${PLAN}`);
   assert.equal(plan.body.plan.limits.gpu_s_per_24h, 7200);
   assert.equal(plan.body.plan.limits.storage_bytes, 2 * 1024 ** 3);
   assert.equal(plan.body.plan.limits.network, 'egress');
+  assert.equal(plan.body.plan.limits.cpus_milli, 500);
+  await rowOf(page, '#plans', PLAN).filter({ hasText: 'CPUs: 0.5' }).waitFor();
   assert.equal(plan.body.plan.limits.egress_bytes_per_s, 50 * 1024 ** 2);
 
   await page.locator('#new-name').fill(USER);

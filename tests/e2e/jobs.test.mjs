@@ -73,7 +73,7 @@ async function jobFindings(id) {
 /* Fills the dashboard's submit form and sends it. */
 async function submitForm(page, { name, command, metrics = '' }) {
   await page.getByLabel('Job name').fill(name);
-  await page.getByLabel('Command').fill(command);
+  await page.getByLabel('Command', { exact: true }).fill(command);
   await page.getByLabel('Metrics (name=regex, one a line)').fill(metrics);
   await page.getByRole('button', { name: 'Submit job' }).click();
 }
@@ -204,7 +204,7 @@ test('a running job stopped from its page ends Stopped', T, async () => {
 
 test('a failed job says why on its page, with its exit code', T, async () => {
   const name = uniqueName('fail-');
-  const r = await api(session, 'POST', '/jobs', { name, command: ['/bin/sh', '-c', 'echo about to fail; exit 3'] });
+  const r = await api(session, 'POST', '/jobs', { name, command: ['/bin/sh', '-c', "echo 'about to fail <b>x</b>'; exit 3"] });
   assert.equal(r.status, 201, JSON.stringify(r.body));
   const page = await dashboard.context().newPage();
   page.on('pageerror', (e) => b.pageErrors.push(`${page.url()}: ${e.message}`));
@@ -216,8 +216,45 @@ test('a failed job says why on its page, with its exit code', T, async () => {
   await page.getByRole('alert').filter({ hasText: job.failure_reason }).waitFor();
   assert.equal((await page.locator('#job-exit').textContent()).trim(), '3');
   await page.getByRole('log').filter({ hasText: 'about to fail' }).waitFor();
+  // the summary shows the log's last lines, where the reason is, as text
+  assert.ok((job.failure_tail || '').includes('about to fail <b>x</b>'), `failure_tail: ${job.failure_tail}`);
+  await page.locator('#job-failure-tail-text', { hasText: 'about to fail <b>x</b>' }).waitFor();
+  assert.equal(await page.locator('#job-failure-tail-text b').count(), 0, 'the tail is text, not markup');
   await dashboard.locator(`#toasts .toast[data-job="${job.id}"]`, { hasText: 'ended: Failed' }).waitFor({ timeout: 15_000 });
   await page.close();
+});
+
+const SNIPPET = '#!/usr/bin/env python3\nfor i in range(3):\n    print(f"step={i} loss={1 / (i + 1)}")\n';
+
+test('a multi-line snippet pasted in the command field runs as a script', T, async () => {
+  const name = uniqueName('script-');
+  await dashboard.getByLabel('Job name').fill(name);
+  // a paste of several lines: an <input> would make it one line; the form takes it as a script
+  await dashboard.getByLabel('Command', { exact: true }).evaluate((el, text) => {
+    const data = new DataTransfer();
+    data.setData('text/plain', text);
+    el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  }, SNIPPET.replace(/\n/g, '\r\n'));
+  assert.ok(await dashboard.getByLabel('A script').isChecked(), 'the form switched to Script');
+  assert.equal(await dashboard.getByLabel('Command', { exact: true }).isVisible(), false);
+  assert.equal(await dashboard.getByLabel('Script', { exact: true }).inputValue(), SNIPPET);
+  await assertLabelled(dashboard);
+  await dashboard.getByRole('button', { name: 'Submit job' }).click();
+  const row = dashboard.locator(`#jobs tbody tr[data-name="${name}"]`);
+  await row.waitFor();
+  const [item] = await jobsNamed(name);
+  assert.equal((await api(session, 'GET', `/jobs/${item.id}`)).body.script, SNIPPET);
+  const page = await dashboard.context().newPage();
+  page.on('pageerror', (e) => b.pageErrors.push(`${page.url()}: ${e.message}`));
+  await page.goto(`/jobs/${item.id}`);
+  await page.locator('#job-status[data-status="Completed"]').waitFor({ timeout: JOB_TIMEOUT });
+  await page.getByRole('log').filter({ hasText: 'step=2 loss=0.333' }).waitFor();
+  assert.equal(await page.locator('#job-script').textContent(), SNIPPET, 'the page shows the script');
+  assert.equal(await page.locator('#job-command-row').isVisible(), false);
+  await page.close();
+  // back to a command for the tests after this one
+  await dashboard.getByLabel('A command').check();
+  await dashboard.getByLabel('Command', { exact: true }).waitFor();
 });
 
 test('a job kept warm leaves a pool that the dashboard releases', T, async () => {

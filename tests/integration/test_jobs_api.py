@@ -101,6 +101,7 @@ BAD = [
      "metric_definitions[0].regex"),
     ({"memory_bytes": 1024}, "memory_bytes"),
     ({"cpus_milli": 1}, "cpus_milli"),
+    ({"script": "echo both"}, "script"),  # command and script: one of them
     # each word within bounds, the whole over the 48 KiB the job runner takes
     ({"command": ["true"] + ["x" * 4000] * 13}, "command"),
 ]

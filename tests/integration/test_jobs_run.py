@@ -64,6 +64,7 @@ def test_a_job_walks_every_phase(rd):
     done = wait_job(c, j["id"])
     assert done["status"] == "Completed", done
     assert done["secondary_status"] == "Completed" and done["exit_code"] == 0
+    assert done["failure_tail"] is None
     phases = [t["status"] for t in done["transitions"]]
     assert phases == ["Pending", "Starting", "Downloading", "Training", "Uploading",
                       "Completed"], phases
@@ -77,12 +78,48 @@ def test_a_job_walks_every_phase(rd):
 
 def test_a_failing_job_says_why_and_does_not_retry(rd):
     c = make_user(rd, prefix="jf")
-    j = ok(c.post("/api/v1/jobs", json={"name": "fails", "max_retries": 3,
-                                        "command": ["/bin/sh", "-c", "exit 3"]}), 201)
+    j = ok(c.post("/api/v1/jobs", json={"name": "fails", "max_retries": 3, "command": [
+        "/bin/sh", "-c", "for i in $(seq 1 40); do echo step $i; done; "
+        "printf 'ValueError: bad \\377 shape\\n' >&2; exit 3"]}), 201)
     done = wait_job(c, j["id"])
     assert done["status"] == "Failed" and done["secondary_status"] == "Failed", done
     assert done["exit_code"] == 3 and done["failure_reason"] == "exit code 3"
     assert done["attempt"] == 1
+    # the summary's last lines: stderr's reason, bounded to the last 20, invalid UTF-8 made '?'
+    tail = done["failure_tail"]
+    assert tail and "ValueError: bad ? shape" in tail, tail
+    assert "step 40" in tail and "step 5\n" not in tail and len(tail.splitlines()) <= 20, tail
+
+
+SCRIPT = """#!/usr/bin/env python3
+# pasted as is: several lines, an indented block, quotes of both kinds
+import os
+for i in range(3):
+    print(f"loss={1 / (i + 1)} \u00e9")
+print('saved at', os.path.abspath(__file__))
+"""
+
+
+def test_a_script_job_runs_its_script(rd):
+    """script instead of command: saved as /opt/ml/output/script in the home and run by its
+    #! line's interpreter, else by /bin/sh; a script past 32 KiB or empty is refused."""
+    c = make_user(rd, prefix="js")
+    j = ok(c.post("/api/v1/jobs", json={"name": "py", "script": SCRIPT}), 201)
+    assert j["script"] == SCRIPT and j["command"][0] == "/bin/sh", j
+    done = wait_job(c, j["id"], d=rd)
+    log = c.get(f"/api/v1/jobs/{j['id']}/logs").text
+    assert done["status"] == "Completed", (done, log)
+    assert "loss=0.5 \u00e9" in log and "saved at /opt/ml/output/script" in log, log
+    # the same folder in the home holds it
+    ls = ok(c.post("/api/v1/jobs", json={"name": "sh", "script": (
+        "set -e\nhead -c 2 jobs/py/output/script\n"
+        "# no #! line: /bin/sh runs it\nexit 4\n")}), 201)
+    failed = wait_job(c, ls["id"], d=rd)
+    assert failed["exit_code"] == 4 and "#!" in (failed["failure_tail"] or ""), failed
+    r = c.post("/api/v1/jobs", json={"name": "big", "script": "x" * (32 * 1024 + 1)})
+    assert r.status == 400 and r.json["error"]["field"] == "script", r
+    r = c.post("/api/v1/jobs", json={"name": "empty", "script": ""})
+    assert r.status == 400 and r.json["error"]["field"] == "script", r
 
 
 def test_warm_pool_reuse_and_release(rd):

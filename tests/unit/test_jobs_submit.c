@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "jobs/jobtail.h"
+#include "jobs/script.h"
 #include "jobs/submit.h"
 #include "proto/jobspec.h"
 
@@ -251,6 +253,48 @@ static void test_accepted_specs_run(void **state)
 	}
 }
 
+/* A script travels as pieces of at most JOBS_ARG_MAX_BYTES after the launcher, never cut
+ * inside a UTF-8 sequence, and joined they are the script again. */
+static void test_script_pieces(void **state)
+{
+	char script[JOBS_ARG_MAX_BYTES + 200];
+	json_t *command = jobs_script_command(), *argv, *piece;
+	size_t i, at = 0;
+	(void)state;
+
+	memset(script, 'x', sizeof(script) - 1);
+	script[sizeof(script) - 1] = '\0';
+	memcpy(script + JOBS_ARG_MAX_BYTES - 1, "\xc3\xa9", 2); /* é across the first bound */
+	argv = jobs_script_argv(command, script);
+	assert_non_null(argv);
+	assert_int_equal(json_array_size(argv), json_array_size(command) + 2);
+	json_array_foreach(argv, i, piece) {
+		if (i < json_array_size(command))
+			continue;
+		assert_true(json_string_length(piece) <= JOBS_ARG_MAX_BYTES);
+		assert_memory_equal(json_string_value(piece), script + at, json_string_length(piece));
+		at += json_string_length(piece);
+	}
+	assert_int_equal(at, strlen(script));
+	json_decref(argv);
+	json_decref(command);
+}
+
+/* The failure tail: the last lines, a piece of a line at a cut start skipped, bad UTF-8 '?'. */
+static void test_failure_tail(void **state)
+{
+	char bad[] = "a\xff b \xc3\xa9 \xed\xa0\x80";
+	(void)state;
+
+	assert_int_equal(jobtail_start("a\nb\nc\n", 6, 2, 0), 2);
+	assert_int_equal(jobtail_start("a\nb\nc", 5, 2, 0), 2);
+	assert_int_equal(jobtail_start("a\nb\nc\n", 6, 20, 0), 0);
+	assert_int_equal(jobtail_start("ece\nb\nc\n", 8, 20, 1), 4);
+	assert_int_equal(jobtail_start("no newline", 10, 20, 1), 10);
+	jobtail_make_utf8(bad, strlen(bad));
+	assert_string_equal(bad, "a? b \xc3\xa9 ???");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -259,6 +303,8 @@ int main(void)
 		cmocka_unit_test(test_each_bad_field_named),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_accepted_specs_run),
+		cmocka_unit_test(test_script_pieces),
+		cmocka_unit_test(test_failure_tail),
 	};
 	return cmocka_run_group_tests_name("jobs_submit", tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "config/capacity.h"
 #include "config/config.h"
 #include "config/images.h"
 #include "proto/proto.h"
@@ -23,6 +24,7 @@ static struct {
 	struct labd_config cfg;
 	char dir[64];
 	unsigned held_asked; /* how many GPUs the check asked about */
+	int live;            /* the host's live sandboxes the caller says */
 } T;
 
 static bool held(const void *ctx, unsigned gpu)
@@ -108,6 +110,7 @@ static enum startcheck_code run(enum purpose p, long long deadline, const char *
 	enum startcheck_code c;
 
 	startcheck_read(&T.cfg, m, &st);
+	st.live = T.live;
 	memset(rq, 0, sizeof(*rq));
 	c = startcheck_check(&T.cfg, &st, held, &T, rq, hash, why, len);
 	json_decref(m);
@@ -199,6 +202,35 @@ static void test_accepted_start_fills_the_request(void **state)
 }
 
 /* Only a runtime has a kind, and its GPUs must match it. */
+/* The host-wide cap: a start while the host runs [runtime] max_sandboxes is refused,
+ * one below it passes; 0 derives the cap from memory. */
+static void test_host_full(void **state)
+{
+	struct launch_request rq;
+	char why[200], hash[IMAGE_HASH_MAX];
+	(void)state;
+
+	T.cfg.max_sandboxes = 3;
+	for (enum purpose p = RUNTIME; p <= POOL; p++) {
+		T.live = 3;
+		assert_int_equal(run(p, time(NULL) + 60, "cpu", "{\"gpus\":[]}", why, sizeof(why),
+				     &rq, hash),
+				 STARTCHECK_HOST_FULL);
+		assert_string_equal(startcheck_code_name(STARTCHECK_HOST_FULL), "host_full");
+		assert_non_null(strstr(why, "max_sandboxes"));
+		T.live = 2;
+		assert_int_equal(run(p, time(NULL) + 60, "cpu", "{\"gpus\":[]}", why, sizeof(why),
+				     &rq, hash),
+				 STARTCHECK_OK);
+	}
+	T.live = 0;
+	T.cfg.max_sandboxes = 0;
+	assert_int_equal(capacity_max_sandboxes(&T.cfg) >= CAPACITY_SANDBOXES_MIN, 1);
+	assert_int_equal(capacity_derive(0), CAPACITY_SANDBOXES_MIN);
+	assert_int_equal(capacity_derive(8ULL << 30), 32);
+	assert_int_equal(capacity_derive(1ULL << 40), CAPACITY_SANDBOXES_MAX);
+}
+
 static void test_runtime_kind(void **state)
 {
 	struct launch_request rq;
@@ -280,6 +312,7 @@ int main(void)
 		cmocka_unit_test(test_refusal_table_both_purposes),
 		cmocka_unit_test(test_accepted_start_fills_the_request),
 		cmocka_unit_test(test_runtime_kind),
+		cmocka_unit_test(test_host_full),
 		cmocka_unit_test(test_shape_and_network_fallback),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

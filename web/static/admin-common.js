@@ -7,7 +7,8 @@
   var L = window.labd;
 
   /* The limits of a plan or override, in the order the API documents them; unit says how
-   * a value is read and shown: "s" seconds, "bytes", or "n" a plain count. */
+   * a value is read and shown: "s" seconds, "bytes", "cpus" thousandths of a CPU shown and
+   * typed as CPUs ("2", "0.5"), or "n" a plain count. The API stays in base units. */
   var LIMITS = [
     { name: "cpu_runtime_max_s", label: "CPU runtime length", unit: "s" },
     { name: "gpu_runtime_max_s", label: "GPU runtime length", unit: "s" },
@@ -17,7 +18,7 @@
     { name: "gpu_s_per_7d", label: "GPU time per 7 days", unit: "s" },
     { name: "storage_bytes", label: "Storage", unit: "bytes" },
     { name: "memory_bytes", label: "Memory", unit: "bytes" },
-    { name: "cpus_milli", label: "CPUs (thousandths)", unit: "n" },
+    { name: "cpus_milli", label: "CPUs", unit: "cpus" },
     { name: "gpus_per_runtime", label: "GPUs per runtime", unit: "n" },
     { name: "concurrent_jobs", label: "Concurrent jobs", unit: "n" },
     { name: "job_max_runtime_s", label: "Job length", unit: "s" },
@@ -36,6 +37,7 @@
     if (value === null || value === undefined) return "";
     if (value === "unlimited") return "unlimited";
     if (unit === "s") return L.duration(value);
+    if (unit === "cpus") return String(value / 1000);
     if (unit === "bytes") {
       var text = L.bytes(value);
       return parseLimit(text, "bytes") === value ? text : String(value);
@@ -54,6 +56,12 @@
       throw new Error("must be none or egress");
     }
     if (/^unlimited$/i.test(text)) return "unlimited";
+    if (unit === "cpus") {
+      /* CPUs as [runtime] cpus takes them: "2", "0.5", at most three decimals */
+      var c = /^(\d+(?:\.\d{1,3})?)$/.exec(text);
+      if (c) return Math.round(Number(c[1]) * 1000);
+      throw new Error("a number of CPUs such as 2 or 0.5, or unlimited");
+    }
     if (/^\d+$/.test(text)) return Number(text);
     if (unit === "s") {
       var total = 0;

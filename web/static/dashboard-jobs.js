@@ -16,6 +16,7 @@
   var FIELD_INPUT = {
     name: "job-name",
     command: "job-command",
+    script: "job-script",
     working_dir: "job-workdir",
     type: "job-type",
     gpu_count: "job-gpus",
@@ -86,7 +87,13 @@
 
   /* The request body from the form; throws J.InputError naming the field it cannot read. */
   function readForm() {
-    var body = { name: $("job-name").value.trim(), command: J.splitCommand($("job-command").value) };
+    var body = { name: $("job-name").value.trim() };
+    if (scriptMode()) {
+      body.script = $("job-script").value;
+      if (!body.script.trim()) throw new J.InputError("script", "Write or paste the script.");
+    } else {
+      body.command = J.splitCommand($("job-command").value);
+    }
     var dir = $("job-workdir").value.trim();
     if (dir) body.working_dir = dir;
     body.type = $("job-type").value;
@@ -105,6 +112,30 @@
       return { name: m.name, regex: m.value };
     });
     return body;
+  }
+
+  /* Command or Script: one of the two fields shows, and only it is sent. */
+  function scriptMode() {
+    return $("job-run-script").checked;
+  }
+
+  function showRunAs() {
+    var script = scriptMode();
+    $("job-command-field").hidden = script;
+    $("job-command").required = !script;
+    $("job-script-field").hidden = !script;
+  }
+
+  /* A pasted snippet of several lines would become one line in the command field (an
+   * <input> drops its line breaks) and fail: it goes to the script box instead. */
+  function onCommandPaste(ev) {
+    var text = ev.clipboardData && ev.clipboardData.getData("text/plain");
+    if (!text || !/[\r\n]/.test(text.replace(/[\r\n]+$/, ""))) return;
+    ev.preventDefault();
+    $("job-run-script").checked = true;
+    showRunAs();
+    $("job-script").value = text.replace(/\r\n?/g, "\n");
+    $("job-script").focus();
   }
 
   function onSubmit(ev) {
@@ -311,6 +342,10 @@
 
   function init() {
     $("job-form").addEventListener("submit", onSubmit);
+    $("job-run-command").addEventListener("change", showRunAs);
+    $("job-run-script").addEventListener("change", showRunAs);
+    $("job-command").addEventListener("paste", onCommandPaste);
+    showRunAs();
     $("job-type").addEventListener("change", function () {
       $("job-gpus").disabled = $("job-type").value !== "gpu";
     });

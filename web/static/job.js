@@ -166,6 +166,10 @@
     badge.className = J.statusClass(job.status);
     badge.dataset.status = job.status;
     $("job-command").textContent = JSON.stringify(job.command || []);
+    /* a script job's command is labd's launcher: the script is what the user wrote */
+    $("job-command-row").hidden = !!job.script;
+    $("job-script-row").hidden = !job.script;
+    $("job-script").textContent = job.script || "";
     setText("job-type", job.type === "gpu" ? "GPU × " + job.gpu_count : "CPU");
     setText("job-created", J.timeOf(job.created_at));
     setText("job-started", J.timeOf(job.started_at));
@@ -175,6 +179,9 @@
     setText("job-attempt", (job.attempt || 1) + " of " + ((job.max_retries || 0) + 1));
     setText("job-exit", job.exit_code);
     L.showMessage("job-failure", job.failure_reason ? "Why it failed: " + job.failure_reason : "");
+    /* the reason is usually in the last lines the command wrote (text, never markup) */
+    $("job-failure-tail").hidden = !job.failure_tail;
+    $("job-failure-tail-text").textContent = job.failure_tail || "";
     $("job-stop").hidden = job.status !== "InProgress";
     renderWarm(job);
     renderTimeline(job.transitions, J.isLive(job));
