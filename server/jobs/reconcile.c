@@ -71,11 +71,19 @@ static void missed_exit(struct app *app, const struct pool *p)
 	jobs_row_free(&j);
 }
 
+/* When this web process first asked for the backend's list: a start asked
+ * before it that the list lacks was asked by a web process that died before
+ * the supervisor heard it (a start the supervisor took is listed), so it is
+ * lost at once rather than after the grace and the next full pass (~60 s
+ * billed for nothing). */
+static int64_t reconcile_since_s;
+
 static void reconcile_pool(struct app *app, const struct pool *p, const struct backend_sandbox *s,
 			   int64_t now)
 {
 	if (!s || strcmp(s->state, "ended") == 0) {
-		if (p->state == POOL_STARTING && now - p->created_at <= JOBS_START_GRACE_S)
+		if (p->state == POOL_STARTING && now - p->created_at <= JOBS_START_GRACE_S &&
+		    p->created_at >= reconcile_since_s)
 			return; /* its start may not be listed yet */
 		jobs_pool_lost(app, p, s && s->reason[0] ? s->reason : "the job's sandbox is gone");
 		return;
@@ -116,6 +124,8 @@ int jobs_reconcile(struct app *app)
 
 	if (!rows)
 		return -1;
+	if (!reconcile_since_s)
+		reconcile_since_s = now;
 	if (backend_list(app->backend, &list, &n) < 0)
 		goto out;
 	/* past ROWS_MAX live pools nothing is decided, rather than on part of them */

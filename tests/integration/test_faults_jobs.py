@@ -64,6 +64,17 @@ def check_ledger(d, user):
             assert s2 >= e1, f"job {job_id} is counted twice (its entries overlap): {rows}"
 
 
+def ledger_first_billed(d, user, job_id):
+    """billable_s of the job's first ledger entry, None when it has none."""
+    db = sqlite3.connect(f"file:{d.db_file}?mode=ro", uri=True, timeout=10)
+    try:
+        row = db.execute("SELECT billable_s FROM ledger WHERE user_name = ? AND job_id = ?"
+                         " ORDER BY id LIMIT 1", (user, job_id)).fetchone()
+    finally:
+        db.close()
+    return row[0] if row else None
+
+
 @pytest.mark.parametrize("point", POINTS)
 def test_crash_in_a_job_phase_leaves_nothing(jd, point):
     c = jd.job_client
@@ -87,6 +98,11 @@ def test_crash_in_a_job_phase_leaves_nothing(jd, point):
     print(f"\n{point}: job {j['status']} after {j.get('attempt')} attempt(s): "
           f"{j.get('secondary_status')}")
     assert j["status"] in ("Completed", "Failed"), j
+    if point in ("job.dispatch", "job.pool.start"):
+        # a start lost with the web process or the supervisor is ended at the
+        # first reconciliation, not billed until the next full pass (~60 s)
+        billed = ledger_first_billed(jd, c.user, job["id"])
+        assert billed is None or billed <= 15, (point, billed, j.get("transitions"))
     wait_until(lambda: not leftovers(jd), 30 * SLOW, lambda: f"no leftovers: {leftovers(jd)}",
                interval=0.2)
     r = doctor(jd)
