@@ -59,7 +59,7 @@ def user_exists(admin, name):
 
 
 def at_callback(url):
-    return "/oidc/callback" in url
+    return urllib.parse.urlsplit(url).path == "/oidc/callback"
 
 
 def test_login_page_learns_of_sso(env):

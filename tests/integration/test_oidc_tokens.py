@@ -1,0 +1,143 @@
+"""Single sign-on's token checks, each refused with its reason and nothing
+created: a fake provider on loopback signs the ID token a test asks for (a bad
+signature, another audience, expired, a key id it does not publish, another
+nonce or issuer, alg "none"), and refuses a code used twice. Then the account
+rules: a group not allowed, an account with a local password, and
+provisioning off for an unknown user. A valid token signs in first and last,
+so each refusal is the one fault's."""
+
+import time
+import urllib.parse
+
+import pytest
+
+from labd_harness import Daemon, STRONG, assert_status, teardown_daemon
+from oidc_lib import SECRET, Browser, FakeProvider
+
+
+@pytest.fixture(scope="module")
+def env():
+    fake = FakeProvider()
+    d = Daemon("oidc-fake")
+    d.sections["oidc"] = {"issuer": fake.issuer, "client_id": "labd", "client_secret": SECRET,
+                          "allowed_groups": "staff, teachers", "keys_refetch": "1h"}
+    d.write_config()
+    try:
+        d.start()
+        yield d, fake, d.admin()
+    finally:
+        teardown_daemon(d)
+        fake.stop()
+
+
+def sign_in(d, fake, name, tamper=None, groups=("staff",)):
+    """One sign-in through the fake provider as name; the reason of a refusal, or
+    "signed_in"."""
+    fake.claims = {"preferred_username": name, "email": f"{name}@example.org",
+                   "groups": list(groups)}
+    fake.tamper = tamper or (lambda claims, header: (claims, header, fake.key))
+    b = Browser()
+    r = b.go(f"http://localhost:{d.port}/oidc/login",
+             stop=lambda u: "/login?" in u or "/dashboard" in u)
+    assert r.status == 303, (r.status, r.text[:300])
+    if r.target.endswith("/dashboard"):
+        assert b.request("GET", f"http://localhost:{d.port}/api/v1/me").status == 200
+        return "signed_in"
+    q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(r.target).query))
+    assert q["error"] == "sso", r.target
+    # the sign-in left no session behind
+    assert b.request("GET", f"http://localhost:{d.port}/api/v1/me").status == 401
+    return q["reason"]
+
+
+def exists(admin, name):
+    return admin.get(f"/api/v1/users/{name}").status == 200
+
+
+def with_claims(fake, **change):
+    def tamper(claims, header):
+        claims.update(change)
+        return claims, header, fake.key
+    return tamper
+
+
+def test_valid_token_signs_in(env):
+    d, fake, admin = env
+    assert sign_in(d, fake, "tok-ok") == "signed_in"
+    assert exists(admin, "tok-ok")
+
+
+@pytest.mark.parametrize("case,reason", [
+    ("bad_signature", "bad_signature"),
+    ("wrong_audience", "wrong_audience"),
+    ("several_audiences_no_azp", "wrong_audience"),
+    ("expired", "expired"),
+    ("issued_in_future", "bad_issue_time"),
+    ("unknown_kid", "unknown_key"),
+    ("nonce_mismatch", "nonce_mismatch"),
+    ("wrong_issuer", "wrong_issuer"),
+    ("alg_none", "bad_algorithm"),
+])
+def test_bad_token_is_refused(env, case, reason):
+    d, fake, admin = env
+    now = int(time.time())
+    tampers = {
+        # signed by a key the provider does not publish, under a published kid
+        "bad_signature": lambda c, h: (c, h, fake.other),
+        "wrong_audience": with_claims(fake, aud="someone-else"),
+        "several_audiences_no_azp": with_claims(fake, aud=["labd", "someone-else"]),
+        # past the 60 s skew
+        "expired": with_claims(fake, exp=now - 120, iat=now - 600),
+        "issued_in_future": with_claims(fake, iat=now + 600),
+        "unknown_kid": lambda c, h: (c, dict(h, kid=fake.other.kid), fake.other),
+        "nonce_mismatch": with_claims(fake, nonce="not-this-sign-in"),
+        "wrong_issuer": with_claims(fake, iss="http://127.0.0.1:1"),
+        "alg_none": lambda c, h: (c, dict(h, alg="none"), fake.key),
+    }
+    name = f"tok-{case.replace('_', '-')}"[:32]
+    assert sign_in(d, fake, name, tampers[case]) == reason
+    assert not exists(admin, name)
+
+
+def test_code_is_good_once(env):
+    d, fake, admin = env
+    b = Browser()
+    fake.claims = {"preferred_username": "tok-replay", "groups": ["staff"]}
+    fake.tamper = lambda c, h: (c, h, fake.key)
+    first = b.go(f"http://localhost:{d.port}/oidc/login", stop=lambda u: urllib.parse.urlsplit(u).path == "/oidc/callback")
+    callback = first.target
+    ok = b.go(callback, stop=lambda u: "/dashboard" in u or "/login?" in u)
+    assert ok.target.endswith("/dashboard"), ok.target
+    # a fresh sign-in of this browser carrying the first one's code
+    start = b.request("GET", f"http://localhost:{d.port}/oidc/login")
+    state = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(
+        start.headers["Location"]).query))["state"]
+    code = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(callback).query))["code"]
+    r = b.go(f"http://localhost:{d.port}/oidc/callback?code={code}&state={state}",
+             stop=lambda u: "/login?" in u or "/dashboard" in u)
+    assert "reason=code_refused" in r.target, r.target
+
+
+def test_account_rules(env):
+    d, fake, admin = env
+    assert sign_in(d, fake, "tok-student", groups=["students"]) == "group_not_allowed"
+    assert not exists(admin, "tok-student")
+    assert sign_in(d, fake, "tok-teacher", groups=["teachers"]) == "signed_in"
+    # a local account (break-glass admins are) is never taken over by a claim
+    assert_status(admin.post("/api/v1/users", json={"name": "tok-local", "role": "admin",
+                                                    "password": STRONG}), 201)
+    assert sign_in(d, fake, "tok-local") == "local_account"
+    assert sign_in(d, fake, "admin") == "local_account"
+
+
+def test_provisioning_off(env):
+    d, fake, admin = env
+    d.stop()
+    d.sections["oidc"]["provision"] = "false"
+    d.write_config()
+    d.start(expect_admin_password=False)
+    assert sign_in(d, fake, "tok-newcomer") == "not_provisioned"
+    admin = d.admin()
+    assert not exists(admin, "tok-newcomer")
+    # an account made by an earlier sign-in still signs in
+    assert sign_in(d, fake, "tok-ok") == "signed_in"
