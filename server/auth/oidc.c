@@ -28,7 +28,7 @@
 #define CODE_MAX 2048 /* an authorization code taken from the callback */
 
 /* A sign-in begun: what the callback must match and what the token request sends. */
-struct pending {
+struct signin {
 	char state[OIDC_STATE_LEN + 1]; /* "" = free */
 	char nonce[OIDC_STATE_LEN + 1];
 	char verifier[OIDC_STATE_LEN + 1]; /* PKCE code_verifier (RFC 7636) */
@@ -40,7 +40,7 @@ struct pending {
 struct oidc {
 	struct oidc_provider *provider;
 	pthread_mutex_t lock;
-	struct pending pending[OIDC_PENDING_MAX];
+	struct signin pending[OIDC_PENDING_MAX];
 };
 
 /* ---- configuration, as root ---- */
@@ -158,13 +158,13 @@ void oidc_cookie_clear(const struct app *app, char *out, size_t outlen)
 
 /* Keeps p, replacing an entry that ran out or, when every one is live, the
  * oldest: a flood of begun sign-ins pushes out others' but holds no more memory. */
-static void pending_put(struct oidc *o, const struct pending *p)
+static void signin_put(struct oidc *o, const struct signin *p)
 {
 	size_t victim = 0;
 
 	pthread_mutex_lock(&o->lock);
 	for (size_t i = 0; i < OIDC_PENDING_MAX; i++) {
-		struct pending *e = &o->pending[i];
+		struct signin *e = &o->pending[i];
 		if (!e->state[0] || e->created_at + OIDC_PENDING_TTL_S < p->created_at) {
 			victim = i;
 			break;
@@ -177,7 +177,7 @@ static void pending_put(struct oidc *o, const struct pending *p)
 }
 
 /* Takes (and so uses up) the entry of state: 1 found and live, 0 not. */
-static int pending_take(struct oidc *o, const char *state, int64_t now, struct pending *out)
+static int signin_take(struct oidc *o, const char *state, int64_t now, struct signin *out)
 {
 	int found = 0;
 
@@ -185,7 +185,7 @@ static int pending_take(struct oidc *o, const char *state, int64_t now, struct p
 		return 0;
 	pthread_mutex_lock(&o->lock);
 	for (size_t i = 0; i < OIDC_PENDING_MAX; i++) {
-		struct pending *e = &o->pending[i];
+		struct signin *e = &o->pending[i];
 		if (e->state[0] && crypto_equal(e->state, state, OIDC_STATE_LEN)) {
 			found = e->created_at + OIDC_PENDING_TTL_S >= now;
 			*out = *e;
@@ -208,7 +208,7 @@ static int add_param(struct buf *b, const char *name, const char *value, bool fi
 }
 
 static int authorization_url(const struct labd_config *cfg, const char *endpoint,
-			     const struct pending *p, char *out, size_t outlen)
+			     const struct signin *p, char *out, size_t outlen)
 {
 	unsigned char digest[32];
 	char challenge[48];
@@ -236,7 +236,7 @@ static int authorization_url(const struct labd_config *cfg, const char *endpoint
 int oidc_begin(struct app *app, struct http_request *req, const char *next, char *location,
 	       size_t location_len, char *cookie, size_t cookie_len, char *err, size_t errlen)
 {
-	struct pending p = {.created_at = time(NULL)};
+	struct signin p = {.created_at = time(NULL)};
 	struct oidc_endpoints ends;
 	char origin[OIDC_URL_MAX - sizeof(CALLBACK_PATH)];
 	int rc;
@@ -256,7 +256,7 @@ int oidc_begin(struct app *app, struct http_request *req, const char *next, char
 		snprintf(err, errlen, "the authorization URL is too long");
 		return -EIO;
 	}
-	pending_put(app->oidc, &p);
+	signin_put(app->oidc, &p);
 	snprintf(cookie, cookie_len, "%s=%s; Path=/; HttpOnly; SameSite=Lax; Max-Age=%d%s",
 		 cookie_name(app), p.state, OIDC_PENDING_TTL_S,
 		 app->cfg->secure_cookies ? "; Secure" : "");
@@ -275,7 +275,7 @@ static enum oidc_finish_result refused(struct oidc_outcome *out, enum oidc_finis
 }
 
 /* RFC 6749 4.1.3: the code for tokens, with the PKCE verifier. */
-static enum oidc_finish_result exchange(struct app *app, const struct pending *p,
+static enum oidc_finish_result exchange(struct app *app, const struct signin *p,
 					const char *code, char **id_token,
 					struct oidc_outcome *out)
 {
@@ -320,7 +320,7 @@ static enum oidc_finish_result exchange(struct app *app, const struct pending *p
 	return *id_token ? OIDC_SIGNED_IN : OIDC_ERROR;
 }
 
-static enum oidc_finish_result verify(struct app *app, const struct pending *p,
+static enum oidc_finish_result verify(struct app *app, const struct signin *p,
 				      const char *id_token, json_t **claims,
 				      struct oidc_outcome *out)
 {
@@ -343,7 +343,7 @@ static enum oidc_finish_result verify(struct app *app, const struct pending *p,
 
 /* state from the query must be this browser's (the cookie) and a live entry. */
 static enum oidc_finish_result check_state(struct app *app, struct http_request *req,
-					   struct pending *p, struct oidc_outcome *out)
+					   struct signin *p, struct oidc_outcome *out)
 {
 	const char *state = http_query(req, "state");
 	const char *cookie = http_cookie(req, cookie_name(app));
@@ -353,14 +353,14 @@ static enum oidc_finish_result check_state(struct app *app, struct http_request 
 		return refused(out, OIDC_REFUSED, "state_mismatch",
 			       "this sign-in was not started by this browser (state mismatch); "
 			       "start again%s", NULL);
-	if (!pending_take(app->oidc, state, time(NULL), p))
+	if (!signin_take(app->oidc, state, time(NULL), p))
 		return refused(out, OIDC_REFUSED, "state_mismatch",
 			       "this sign-in is unknown, finished or too old; start again%s", NULL);
 	return OIDC_SIGNED_IN;
 }
 
 static enum oidc_finish_result sign_in(struct app *app, struct http_request *req,
-				       const struct pending *p, struct oidc_outcome *out)
+				       const struct signin *p, struct oidc_outcome *out)
 {
 	const char *code = http_query(req, "code");
 	const char *error = http_query(req, "error");
@@ -402,7 +402,7 @@ static enum oidc_finish_result sign_in(struct app *app, struct http_request *req
 enum oidc_finish_result oidc_finish(struct app *app, struct http_request *req,
 				    struct oidc_outcome *out)
 {
-	struct pending p;
+	struct signin p;
 	enum oidc_finish_result res;
 	int64_t now = time(NULL);
 	char detail[320];
