@@ -1,5 +1,6 @@
 /* oidc.c - single sign-on's routes: the login page's question whether it is
- * on, the start of a sign-in and the provider's callback (auth/oidc.h). A
+ * on, the start of a sign-in, the provider's callback and the logout at the
+ * provider (auth/oidc.h). A
  * refused sign-in lands on the login page, which names the reason. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,4 +86,17 @@ void pages_oidc_callback(struct http_request *req)
 	}
 	explicit_bzero(out, sizeof(*out));
 	free(out);
+}
+
+/* RP-initiated logout, after labd's own (the login page comes here): to the
+ * provider's end_session_endpoint, which asks the user and comes back to the
+ * login page. Public: it ends nothing of labd's. */
+void pages_oidc_logout(struct http_request *req)
+{
+	char location[OIDC_LOCATION_MAX];
+
+	if (oidc_end_session_url(http_app(req), req, location, sizeof(location)) == 1)
+		http_reply_redirect(req, location);
+	else
+		http_reply_redirect(req, "/login");
 }

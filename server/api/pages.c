@@ -111,7 +111,7 @@ void pages_logout_post(struct http_request *req)
 	auth_cookie_header(app, NULL, cookie, sizeof(cookie));
 	http_add_header(req, "Set-Cookie", cookie);
 	/* a single sign-on user is signed out at the provider too, when it can be */
-	if (oidc_logout_location(app, req, &ident->user, location, sizeof(location)) == 1)
+	if (oidc_logout_location(app, &ident->user, location, sizeof(location)) == 1)
 		http_reply_redirect(req, location);
 	else
 		http_reply_redirect(req, "/login");

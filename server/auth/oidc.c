@@ -432,17 +432,33 @@ enum oidc_finish_result oidc_finish(struct app *app, struct http_request *req,
 
 /* ---- logout ---- */
 
-int oidc_logout_location(struct app *app, struct http_request *req, const struct user *user,
-			 char *location, size_t location_len)
+/* The cached endpoints only: a logout never waits for the provider. */
+static bool has_end_session(struct app *app, struct oidc_endpoints *ends)
+{
+	char err[256];
+
+	return app->oidc && oidc_provider_endpoints(app->oidc->provider, ends, err, sizeof(err)) == 0 &&
+	       ends->end_session[0];
+}
+
+int oidc_logout_location(struct app *app, const struct user *user, char *location,
+			 size_t location_len)
 {
 	struct oidc_endpoints ends;
-	char err[256], origin[OIDC_URL_MAX], back[OIDC_URL_MAX + 16];
+
+	if (user->password_hash[0] || !has_end_session(app, &ends))
+		return 0;
+	return str_copy(location, location_len, "/login?logout=sso") < 0 ? 0 : 1;
+}
+
+int oidc_end_session_url(struct app *app, struct http_request *req, char *location,
+			 size_t location_len)
+{
+	struct oidc_endpoints ends;
+	char origin[OIDC_URL_MAX], back[OIDC_URL_MAX + 16];
 	char enc_back[sizeof(back) * 3], enc_id[sizeof(app->cfg->oidc_client_id) * 3];
 
-	if (!app->oidc || user->password_hash[0])
-		return 0;
-	if (oidc_provider_endpoints(app->oidc->provider, &ends, err, sizeof(err)) < 0 ||
-	    !ends.end_session[0] || origin_ui_url(req, origin, sizeof(origin)) < 0)
+	if (!has_end_session(app, &ends) || origin_ui_url(req, origin, sizeof(origin)) < 0)
 		return 0;
 	snprintf(back, sizeof(back), "%s/login", origin);
 	http_url_encode(back, enc_back, sizeof(enc_back));

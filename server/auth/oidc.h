@@ -63,12 +63,18 @@ enum oidc_finish_result oidc_finish(struct app *app, struct http_request *req,
 /* The Set-Cookie value that clears the state cookie. */
 void oidc_cookie_clear(const struct app *app, char *out, size_t outlen);
 
-/* Where a signed-out user of the provider goes next: the provider's
- * end_session_endpoint (RP-initiated logout) coming back to labd's login
- * page, when the provider advertises one and user signs in only through it
- * (no local password). 1 with location set, 0 when there is none. */
-int oidc_logout_location(struct app *app, struct http_request *req, const struct user *user,
-			 char *location, size_t location_len);
+/* Where a signed-out user goes after labd's logout: "/login?logout=sso" when
+ * user signs in only through the provider (no local password) and the provider
+ * advertises an end_session_endpoint; the login page then goes on to
+ * /oidc/logout (a form's answer may not redirect to another origin: CSP
+ * form-action). 1 with location set, 0 when it is plain /login. */
+int oidc_logout_location(struct app *app, const struct user *user, char *location,
+			 size_t location_len);
+/* The provider's end_session_endpoint (RP-initiated logout) with labd's
+ * client id, coming back to labd's login page; 1 with location set, 0 when the
+ * provider advertises none (or single sign-on is off). */
+int oidc_end_session_url(struct app *app, struct http_request *req, char *location,
+			 size_t location_len);
 /* The name the login page shows ("Sign in with <name>"), or NULL when off. */
 const char *oidc_display_name(const struct app *app);
 

@@ -85,6 +85,7 @@ static const struct route routes[] = {
 	{"POST", "/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_login_post, 0},
 	{"GET", "/oidc/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_oidc_login, 0},
 	{"GET", "/oidc/callback", ROUTE_PUBLIC, ROUTE_PAGE, pages_oidc_callback, 0},
+	{"GET", "/oidc/logout", ROUTE_PUBLIC, ROUTE_PAGE, pages_oidc_logout, 0},
 	{"POST", "/logout", ROUTE_USER, ROUTE_PAGE, pages_logout_post, SCOPE_IDENTIFY},
 	{"GET", "/dashboard", ROUTE_USER, ROUTE_PAGE, pages_dashboard, SCOPE_IDENTIFY},
 	{"GET", "/open", ROUTE_USER, ROUTE_PAGE, pages_open, SCOPE_IDENTIFY},

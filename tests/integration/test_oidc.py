@@ -6,6 +6,8 @@ not the browser's, a replayed callback or code, a disallowed domain and a bad
 name are refused with the reason named and nothing created. ES256 through a
 second client of the same provider."""
 
+import json
+import re
 import urllib.parse
 
 import pytest
@@ -83,7 +85,6 @@ def test_first_sign_in_provisions_mirrors_groups_and_logs_out(env):
     assert page.status == 200 and b.trail[-1] == f"{labd_url(rs)}/dashboard?from=sso", b.trail[-3:]
     me = b.request("GET", f"{labd_url(rs)}/api/v1/me")
     assert me.status == 200, me.text
-    import json
     me = json.loads(me.text)
     assert me["name"] == "alice" and me["role"] == "user", me
 
@@ -101,26 +102,35 @@ def test_first_sign_in_provisions_mirrors_groups_and_logs_out(env):
     assert admin.get("/api/v1/groups/staff").json["group"]["members"] == [], "alice still in staff"
     assert admin.get("/api/v1/groups/students").json["group"]["members"] == ["alice"]
 
-    # logout: labd's session ends, then the provider's end_session_endpoint
+    # logout: labd's session ends, then the login page goes on to the provider's
+    # end_session_endpoint (a form's answer may not leave labd's origin: CSP)
     r = b.request("GET", f"{labd_url(rs)}/dashboard")
     assert r.status == 200, r.status
-    csrf = me["csrf_token"]
-    r = b.go(f"{labd_url(rs)}/logout", "POST", {"csrf_token": csrf},
-             stop=lambda url: url.startswith(provider.issuer))
+    r = b.go(f"{labd_url(rs)}/logout", "POST", {"csrf_token": me["csrf_token"]},
+             stop=lambda url: True)
+    assert r.status == 303 and r.target == f"{labd_url(rs)}/login?logout=sso", r.target
+    assert b.request("GET", f"{labd_url(rs)}/api/v1/me").status == 401
+    r = b.go(f"{labd_url(rs)}/oidc/logout", stop=lambda url: url.startswith(provider.issuer))
     assert r.status == 303 and r.target.startswith(f"{provider.issuer}/session/end?"), \
         (r.status, r.headers.get("Location"))
     q = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(r.target).query))
-    assert q["post_logout_redirect_uri"] == f"{labd_url(rs)}/login", q
-    assert b.request("GET", f"{labd_url(rs)}/api/v1/me").status == 401
+    assert q == {"client_id": "labd", "post_logout_redirect_uri": f"{labd_url(rs)}/login"}, q
     # the provider's logout page, confirmed, comes back to labd's login page
     page = b.go(r.target)
     assert page.status == 200, page.text[:300]
     page = b.go(form_action(page, page.url), "POST", {"xsrf": _xsrf(page), "logout": "yes"})
     assert b.trail[-1] == f"{labd_url(rs)}/login", b.trail[-3:]
+    # a local account's logout stays with labd
+    admin_browser = Browser()
+    admin_browser.go(f"{labd_url(rs)}/login", "POST",
+                     {"username": "admin", "password": rs.admin_password}, stop=lambda u: True)
+    csrf = json.loads(admin_browser.request("GET", f"{labd_url(rs)}/api/v1/me").text)["csrf_token"]
+    r = admin_browser.go(f"{labd_url(rs)}/logout", "POST", {"csrf_token": csrf},
+                         stop=lambda url: True)
+    assert r.target == f"{labd_url(rs)}/login", r.target
 
 
 def _xsrf(page):
-    import re
     m = re.search(r'name="xsrf" value="([^"]+)"', page.text)
     assert m, page.text[:500]
     return m.group(1)

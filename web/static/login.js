@@ -66,6 +66,12 @@
 
   function init() {
     var params = new URLSearchParams(window.location.search);
+    /* labd's session ended; the identity provider's ends next (the server's
+     * form answer may not send the browser to another origin itself) */
+    if (params.get("logout") === "sso") {
+      window.location.replace("/oidc/logout");
+      return;
+    }
     var next = document.getElementById("next");
     if (next) next.value = safeNext(params.get("next"));
 
