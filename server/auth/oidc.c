@@ -378,6 +378,11 @@ static enum oidc_finish_result sign_in(struct app *app, struct http_request *req
 		return refused(out, OIDC_REFUSED, "provider_error",
 			       "the identity provider did not sign you in (%s)", e);
 	}
+	/* RFC 9207: a provider that names itself in the answer must be ours (mix-up) */
+	const char *iss = http_query(req, "iss");
+	if (iss && strcmp(iss, app->cfg->oidc_issuer) != 0)
+		return refused(out, OIDC_REFUSED, "wrong_issuer",
+			       "the answer comes from another identity provider%s", NULL);
 	if (!code || !*code || strlen(code) > CODE_MAX)
 		return refused(out, OIDC_REFUSED, "malformed_callback",
 			       "the identity provider's answer carries no code%s", NULL);

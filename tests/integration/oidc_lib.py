@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.parse
 
-from labd_harness import REPO, free_port, wait_until
+from labd_harness import REPO, SLOW, free_port, wait_until
 
 OIDC_DIR = os.path.join(REPO, "tests", "oidc")
 SECRET = "test-client-secret-0123456789"
@@ -49,7 +49,8 @@ class Provider:
         self.proc = subprocess.Popen(["node", os.path.join(OIDC_DIR, "provider.mjs")], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
-        wait_until(lambda: self._ready(), 20, "the test OpenID Provider to listen")
+        wait_until(lambda: self._ready(), 30 * SLOW,
+                   lambda: "the test OpenID Provider to listen; its output:\n" + self.log_text())
 
     def _ready(self):
         assert self.proc.poll() is None, "provider.mjs exited:\n" + self.log_text()

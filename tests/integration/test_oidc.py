@@ -150,6 +150,17 @@ def test_state_of_another_browser_is_refused(env):
     assert not user_exists(admin, "bob")
 
 
+def test_answer_naming_another_issuer_is_refused(env):
+    rs, _, provider = env
+    admin = rs.admin()
+    a = Browser()
+    callback = sign_in_real(a, labd_url(rs), "bob", "bob-password", stop=at_callback).target
+    assert f"iss={urllib.parse.quote(provider.issuer, safe='')}" in callback, callback
+    mixed = callback.replace("iss=", "iss=https%3A%2F%2Fevil.example%2F&x=")
+    assert refusal(a.go(mixed, stop=lambda u: "/login" in u)) == "wrong_issuer"
+    assert not user_exists(admin, "bob")
+
+
 def test_replayed_callback_and_code_are_refused(env):
     rs, _, provider = env
     a = Browser()
