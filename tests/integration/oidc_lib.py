@@ -181,6 +181,8 @@ class FakeProvider:
         self.client_id = client_id
         self.key = Signer("fake-1")
         self.other = Signer("fake-2")  # never published
+        self.published = [self.key.jwk]  # the key set /jwks serves
+        self.jwks_calls = []  # time.monotonic() of each fetch of /jwks
         self.codes = {}
         self.claims = {}
         self.tamper = lambda claims, header: (claims, header, self.key)
@@ -222,7 +224,8 @@ class FakeProvider:
                         "token_endpoint": f"{fake.issuer}/token",
                         "jwks_uri": f"{fake.issuer}/jwks"})
                 if u.path == "/jwks":
-                    return self.reply(200, {"keys": [fake.key.jwk]})
+                    fake.jwks_calls.append(time.monotonic())
+                    return self.reply(200, {"keys": list(fake.published)})
                 if u.path == "/authorize":
                     assert q.get("code_challenge_method") == "S256", q
                     code = secrets.token_urlsafe(16)

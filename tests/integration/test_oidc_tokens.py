@@ -12,7 +12,7 @@ import urllib.parse
 import pytest
 
 from labd_harness import Daemon, STRONG, assert_status, teardown_daemon
-from oidc_lib import SECRET, Browser, FakeProvider
+from oidc_lib import SECRET, Browser, FakeProvider, Signer
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +20,7 @@ def env():
     fake = FakeProvider()
     d = Daemon("oidc-fake")
     d.sections["oidc"] = {"issuer": fake.issuer, "client_id": "labd", "client_secret": SECRET,
-                          "allowed_groups": "staff, teachers", "keys_refetch": "1h"}
+                          "allowed_groups": "staff, teachers", "keys_refetch": "2s"}
     d.write_config()
     try:
         d.start()
@@ -128,6 +128,27 @@ def test_account_rules(env):
                                                     "password": STRONG}), 201)
     assert sign_in(d, fake, "tok-local") == "local_account"
     assert sign_in(d, fake, "admin") == "local_account"
+
+
+def test_key_rotation_is_fetched_at_most_once_per_interval(env):
+    d, fake, admin = env
+    new = Signer("fake-3")
+    try:
+        fake.published = [fake.key.jwk, new.jwk]  # the provider rotates
+        rotated = lambda c, h: (c, dict(h, kid=new.kid), new)  # noqa: E731
+        # the last fetch of the keys is [oidc] keys_refetch (2 s) old: one refetch
+        time.sleep(max(0.0, 2.2 - (time.monotonic() - fake.jwks_calls[-1])))
+        calls = len(fake.jwks_calls)
+        assert sign_in(d, fake, "tok-rotated", rotated) == "signed_in"
+        assert len(fake.jwks_calls) == calls + 1
+        # more unknown key ids at once: no further fetch within the interval
+        for _ in range(3):
+            assert sign_in(d, fake, "tok-unknown-kid",
+                           lambda c, h: (c, dict(h, kid="fake-9"), fake.other)) == "unknown_key"
+        assert len(fake.jwks_calls) == calls + 1, fake.jwks_calls
+        assert not exists(admin, "tok-unknown-kid")
+    finally:
+        new.cleanup()
 
 
 def test_provisioning_off(env):
