@@ -8,7 +8,7 @@
 // build/) rather than using run.sh's daemon.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -38,6 +38,10 @@ async function waitFor(what, fn, ms = 20_000) {
 let browser, provider, labd, dir, labdUrl, issuer;
 
 before(async () => {
+  // what deploy/install-deps.sh does, for a checkout that skipped it
+  if (!fs.existsSync(path.join(REPO, 'tests/oidc/node_modules/oidc-provider'))) {
+    execFileSync('npm', ['ci', '--no-audit', '--no-fund', '--silent'], { cwd: path.join(REPO, 'tests/oidc'), stdio: 'inherit' });
+  }
   const [idpPort, labdPort] = [await freePort(), await freePort()];
   issuer = `http://127.0.0.1:${idpPort}`;
   labdUrl = `http://localhost:${labdPort}`; // labd's origin: [server] user_domain
