@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "http/workers.h"
 #include "labd/buf.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -58,7 +59,11 @@ static CURLcode perform(CURL *c, const struct oidc_request *rq, struct buf *body
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, rq->form);
 	if (rq->user && set_client_auth(c, rq) < 0)
 		return CURLE_OUT_OF_MEMORY;
-	return curl_easy_perform(c);
+	/* up to the timeout: meanwhile other workers take this one's new connections */
+	workers_blocking(true);
+	CURLcode cc = curl_easy_perform(c);
+	workers_blocking(false);
+	return cc;
 }
 
 int oidc_fetch(const struct oidc_request *rq, long *status, json_t **out, char *err,

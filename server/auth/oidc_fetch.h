@@ -2,7 +2,8 @@
  * bounded request (time, body size, http/https only, no redirects) that
  * answers JSON. Called from labd-web's worker threads and its key-fetching
  * thread; at most OIDC_FETCH_MAX_CALLS run at once, so a slow provider holds
- * only that many workers, each for at most the timeout. */
+ * only that many workers, each for at most the timeout, and a worker waiting
+ * on the provider takes no new connections meanwhile (workers_blocking). */
 #ifndef LABD_OIDC_FETCH_H
 #define LABD_OIDC_FETCH_H
 

@@ -187,6 +187,7 @@ class FakeProvider:
         self.claims = {}
         self.tamper = lambda claims, header: (claims, header, self.key)
         self.token_calls = 0
+        self.token_delay = 0.0  # seconds the token endpoint waits before answering
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), self._handler())
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -240,6 +241,7 @@ class FakeProvider:
                 n = int(self.headers.get("Content-Length") or 0)
                 form = dict(urllib.parse.parse_qsl(self.rfile.read(n).decode()))
                 fake.token_calls += 1
+                time.sleep(fake.token_delay)
                 q = fake.codes.pop(form.get("code"), None)
                 if q is None:
                     return self.reply(400, {"error": "invalid_grant"})

@@ -6,6 +6,7 @@ rules: a group not allowed, an account with a local password, and
 provisioning off for an unknown user. A valid token signs in first and last,
 so each refusal is the one fault's."""
 
+import threading
 import time
 import urllib.parse
 
@@ -20,7 +21,8 @@ def env():
     fake = FakeProvider()
     d = Daemon("oidc-fake")
     d.sections["oidc"] = {"issuer": fake.issuer, "client_id": "labd", "client_secret": SECRET,
-                          "allowed_groups": "staff, teachers", "keys_refetch": "2s"}
+                          "allowed_groups": "staff, teachers", "keys_refetch": "2s",
+                          "timeout": "1s"}
     d.write_config()
     try:
         d.start()
@@ -149,6 +151,32 @@ def test_key_rotation_is_fetched_at_most_once_per_interval(env):
         assert not exists(admin, "tok-unknown-kid")
     finally:
         new.cleanup()
+
+
+def test_slow_provider_is_cut_off_and_stalls_nobody(env):
+    d, fake, admin = env
+    fake.token_delay = 3.0  # past [oidc] timeout (1 s)
+    result = {}
+
+    def slow():
+        t0 = time.monotonic()
+        result["reason"] = sign_in(d, fake, "tok-slow")
+        result["seconds"] = time.monotonic() - t0
+
+    try:
+        t = threading.Thread(target=slow)
+        t.start()
+        time.sleep(0.3)  # the sign-in is now waiting on the token endpoint
+        for _ in range(5):  # everyone else is served meanwhile
+            t0 = time.monotonic()
+            assert_status(d.client().get("/api/v1/health"), 200)
+            assert time.monotonic() - t0 < 0.5
+        t.join(10)
+    finally:
+        fake.token_delay = 0.0
+    assert result["reason"] == "unavailable", result
+    assert result["seconds"] < 2.5, result
+    assert not exists(admin, "tok-slow")
 
 
 def test_provisioning_off(env):
