@@ -7,6 +7,7 @@ name are refused with the reason named and nothing created. ES256 through a
 second client of the same provider."""
 
 import json
+import os
 import re
 import urllib.parse
 
@@ -34,7 +35,12 @@ def env():
                         [f"{labd_url(d)}/login" for d in (rs, es)])
     try:
         rs.sections["oidc"] = oidc_section(provider, "labd")
-        es.sections["oidc"] = oidc_section(provider, "labd-es")
+        # the other daemon reads its secret from a root-only file, as production does
+        secret_file = os.path.join(es.dir, "oidc-secret")
+        with open(os.open(secret_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as fh:
+            fh.write(SECRET + "\n")
+        es.sections["oidc"] = dict(oidc_section(provider, "labd-es"), client_secret="",
+                                   client_secret_file=secret_file)
         for d in (rs, es):
             d.write_config()
             d.start()

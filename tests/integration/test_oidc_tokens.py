@@ -190,3 +190,22 @@ def test_provisioning_off(env):
     assert not exists(admin, "tok-newcomer")
     # an account made by an earlier sign-in still signs in
     assert sign_in(d, fake, "tok-ok") == "signed_in"
+
+
+@pytest.mark.parametrize("change,says", [
+    ({"issuer": "http://idp.example.org"}, "[oidc] issuer"),
+    ({"client_secret": ""}, "[oidc] client_secret or client_secret_file"),
+    ({"client_secret_file": "/nonexistent/secret"}, "[oidc] client_secret"),
+    ({"scopes": "profile email"}, "[oidc] scopes"),
+])
+def test_bad_section_stops_labd_at_start(change, says):
+    d = Daemon("oidc-bad")
+    d.sections["oidc"] = dict({"issuer": "http://127.0.0.1:9", "client_id": "labd",
+                               "client_secret": SECRET}, **change)
+    d.write_config()
+    try:
+        with pytest.raises(AssertionError, match="exited with 1 at start"):
+            d.start()
+        assert says in d.log(), d.log()
+    finally:
+        teardown_daemon(d)
