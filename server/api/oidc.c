@@ -57,6 +57,21 @@ void pages_oidc_login(struct http_request *req)
 	http_reply_redirect(req, location);
 }
 
+/* The provider's groups become the user's labd groups, and with them the
+ * plans: a storage quota that changed is applied to the home as an admin's
+ * change of the group would (grown online, or at the next start). */
+static void mirror_groups(struct http_request *req, struct oidc_outcome *out)
+{
+	int64_t before = api_storage_quota(req, out->user.id), after;
+
+	if (oidc_account_mirror_groups(http_app(req), &out->user, out->claims) < 0)
+		log_error("oidc: the groups of %s could not be mirrored", out->user.name);
+	else if ((after = api_storage_quota(req, out->user.id)) != before)
+		api_storage_apply(req, out->user.name, out->user.id, before, after);
+	json_decref(out->claims);
+	out->claims = NULL;
+}
+
 void pages_oidc_callback(struct http_request *req)
 {
 	struct app *app = http_app(req);
@@ -78,6 +93,7 @@ void pages_oidc_callback(struct http_request *req)
 	oidc_cookie_clear(app, cookie, sizeof(cookie));
 	http_add_header(req, "Set-Cookie", cookie);
 	if (res == OIDC_SIGNED_IN) {
+		mirror_groups(req, out);
 		auth_cookie_header(app, out->secret, cookie, sizeof(cookie));
 		http_add_header(req, "Set-Cookie", cookie);
 		http_reply_redirect(req, out->next[0] ? out->next : "/dashboard");

@@ -393,14 +393,14 @@ static enum oidc_finish_result sign_in(struct app *app, struct http_request *req
 	if (res != OIDC_SIGNED_IN)
 		return res;
 	rc = oidc_account_resolve(app, claims, &out->user, &out->why);
-	json_decref(claims);
-	if (rc < 0)
-		return OIDC_ERROR;
-	if (rc == 0)
-		return OIDC_REFUSED;
-	if (sessions_create(app->db, out->user.id, http_address(req), app->session, time(NULL),
-			    out->secret, &out->session) < 0)
-		return OIDC_ERROR;
+	if (rc > 0 && sessions_create(app->db, out->user.id, http_address(req), app->session,
+				      time(NULL), out->secret, &out->session) < 0)
+		rc = -1;
+	if (rc <= 0) {
+		json_decref(claims);
+		return rc < 0 ? OIDC_ERROR : OIDC_REFUSED;
+	}
+	out->claims = claims;
 	return OIDC_SIGNED_IN;
 }
 

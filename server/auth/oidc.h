@@ -9,6 +9,7 @@
 #define LABD_OIDC_H
 
 #include <stdbool.h>
+#include <jansson.h>
 #include <stddef.h>
 
 #include "auth/oidc_account.h"
@@ -50,6 +51,7 @@ enum oidc_finish_result { OIDC_SIGNED_IN, OIDC_REFUSED, OIDC_UNAVAILABLE, OIDC_E
 struct oidc_outcome {
 	struct oidc_refusal why; /* REFUSED and UNAVAILABLE */
 	struct user user;        /* SIGNED_IN */
+	json_t *claims;          /* SIGNED_IN: the ID token's, the caller drops them */
 	struct session session;
 	char secret[SESSION_SECRET_LEN + 1];
 	char next[OIDC_NEXT_MAX];

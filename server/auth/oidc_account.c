@@ -229,9 +229,12 @@ int oidc_account_resolve(struct app *app, const json_t *claims, struct user *use
 			      cfg->oidc_username_claim, name);
 	if ((rc = check_domain(cfg, claims, why)) <= 0 || (rc = check_groups(cfg, groups, why)) <= 0)
 		return rc;
-	if ((rc = find_or_provision(app, name, user, why)) <= 0)
-		return rc;
-	if (groups && mirror_groups(app, user, groups) < 0)
-		log_error("oidc: the groups of %s could not be read", name);
-	return 1;
+	return find_or_provision(app, name, user, why);
+}
+
+int oidc_account_mirror_groups(struct app *app, const struct user *user, const json_t *claims)
+{
+	const json_t *groups = groups_of(app->cfg, claims);
+
+	return groups ? mirror_groups(app, user, groups) : 0;
 }

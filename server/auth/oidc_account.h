@@ -18,11 +18,16 @@ struct oidc_refusal {
 };
 
 /* Applies the policy to claims. 1 with *user filled (created when provisioning
- * is on and the name is new; its groups mirrored); 0 with *why filled when
+ * is on and the name is new); 0 with *why filled when
  * refused (nothing in the store changed); -1 on a store error. An account that
  * has a local password never signs in through the provider: a claim must not
  * take over a break-glass administrator's account. */
 int oidc_account_resolve(struct app *app, const json_t *claims, struct user *user,
 			 struct oidc_refusal *why);
+/* Mirrors the groups claim onto labd's groups of the same names: user joins
+ * those it names and leaves those it does not (a token without the claim
+ * changes nothing). Called once the sign-in succeeded, by whoever applies
+ * what a changed plan means (the home's storage). 0, or -1 on a store error. */
+int oidc_account_mirror_groups(struct app *app, const struct user *user, const json_t *claims);
 
 #endif

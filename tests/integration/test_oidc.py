@@ -80,7 +80,10 @@ def test_login_page_learns_of_sso(env):
 def test_first_sign_in_provisions_mirrors_groups_and_logs_out(env):
     rs, _, provider = env
     admin = rs.admin()
-    assert_status(admin.post("/api/v1/groups", json={"name": "students"}), 201)
+    assert_status(admin.post("/api/v1/plans", json={"name": "course",
+                                                    "limits": {"gpu_s_per_24h": 7200}}), 201)
+    assert_status(admin.post("/api/v1/groups", json={"name": "students", "plan": "course"}),
+                  201)
     # bob is labd-local in "staff"... alice's claim does not name it: she leaves it
     assert_status(admin.post("/api/v1/groups", json={"name": "staff"}), 201)
     assert not user_exists(admin, "alice")
@@ -97,6 +100,11 @@ def test_first_sign_in_provisions_mirrors_groups_and_logs_out(env):
     assert user_exists(admin, "alice")
     students = admin.get("/api/v1/groups/students").json["group"]
     assert students["members"] == ["alice"], students
+    # the group's plan now limits alice: plans follow the provider
+    quota = admin.get("/api/v1/users/alice/quota").json
+    assert quota["groups"] == ["students"], quota
+    gpu = quota["limits"]["gpu_s_per_24h"]
+    assert gpu["value"] == 7200 and gpu.get("plan") == "course", quota
     audit = admin.get("/api/v1/audit?action=login.success").json
     assert any(e.get("detail") == "single sign-on" and e.get("target") == "alice"
                for e in audit["entries"]), audit
