@@ -49,8 +49,13 @@ class Provider:
         self.proc = subprocess.Popen(["node", os.path.join(OIDC_DIR, "provider.mjs")], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
-        wait_until(lambda: self._ready(), 30 * SLOW,
-                   lambda: "the test OpenID Provider to listen; its output:\n" + self.log_text())
+        try:
+            wait_until(lambda: self._ready(), 30 * SLOW,
+                       lambda: "the test OpenID Provider to listen; its output:\n" +
+                       self.log_text())
+        except BaseException:
+            self.stop()
+            raise
 
     def _ready(self):
         assert self.proc.poll() is None, "provider.mjs exited:\n" + self.log_text()
