@@ -6,7 +6,7 @@ BUILD   ?= build
 PREFIX  ?= /usr/local
 VERSION := 0.1.0
 
-PKGS        := libmicrohttpd sqlite3 libseccomp libcgroup openssl jansson inih libpcre2-8
+PKGS        := libmicrohttpd sqlite3 libseccomp libcgroup openssl jansson inih libpcre2-8 libcurl
 PKG_CFLAGS  := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS    := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

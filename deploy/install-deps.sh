@@ -25,6 +25,8 @@ packages=(
   build-essential pkg-config clang libclang-rt-14-dev
   libmicrohttpd-dev libsqlite3-dev libseccomp-dev libcgroup-dev libssl-dev
   libjansson-dev libinih-dev libcmocka-dev libhttp-parser-dev libcsv-dev
+  # single sign-on: the back channel to the OpenID Provider (discovery, tokens, keys)
+  libcurl4-openssl-dev
   # training jobs: metric regexes checked at submit (and applied to logs) with PCRE2
   libpcre2-dev
   # runtime helpers (sandbox homes, tests)
@@ -137,6 +139,11 @@ if ! $server_only && [ ! -d "$top/tests/e2e/node_modules/playwright-core" ] && [
                           npm install --no-audit --no-fund --silent)
 fi
 
+# The single sign-on tests' OpenID Provider (npm oidc-provider, pinned in
+# tests/oidc/package-lock.json), started on loopback by the tests.
+if [ ! -d "$top/tests/oidc/node_modules/oidc-provider" ] && [ -f "$top/tests/oidc/package.json" ]; then
+  (cd "$top/tests/oidc" && npm ci --no-audit --no-fund --silent)
+fi
 
 # The charting library of the admin console and dashboard (uPlot, from npm).
 bash "$top/deploy/vendor-web.sh"

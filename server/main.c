@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth/oidc.h"
 #include "web/cli.h"
 #include "config/config.h"
 #include "supervisor/doctor.h"
@@ -95,7 +96,7 @@ int main(int argc, char **argv)
 		return usage(stderr);
 	/* Read as root, once: every web process the supervisor forks inherits it,
 	 * and a bad file stops labd here rather than in a web restart loop. */
-	if (scrape_load_token(&cfg) < 0)
+	if (scrape_load_token(&cfg) < 0 || oidc_load(&cfg) < 0)
 		return 1;
 	/* before the supervisor and the web process read it: both use the same base */
 	if (uidmap_settle_base(&cfg, err, sizeof(err)) < 0) {

@@ -22,6 +22,7 @@ struct watch;
 struct http_streams;
 struct ttlcache;
 struct observe;
+struct oidc;
 
 /* What app->close_connections closes, on an account event: everything of a
  * user (disabled or deleted), a user's cookie-opened ones (password changed),
@@ -64,6 +65,7 @@ struct app {
 	/* training jobs observed (jobs/observe.h: log followers, metrics, samples,
 	 * findings); NULL: none */
 	struct observe *observe;
+	struct oidc *oidc; /* single sign-on (auth/oidc.h); NULL: off */
 };
 
 #endif

@@ -67,6 +67,8 @@ void api_health(struct http_request *req);
 void api_login(struct http_request *req);
 void api_logout(struct http_request *req);
 void api_me(struct http_request *req);
+/* single sign-on (oidc.c): whether it is on, for the login page */
+void api_sso(struct http_request *req);
 void api_me_password(struct http_request *req);
 /* tokens.c */
 void api_tokens_list(struct http_request *req);

@@ -14,6 +14,7 @@
 #include "auth/password.h"
 #include "store/audit.h"
 #include "auth/auth.h"
+#include "auth/oidc.h"
 #include "http/http.h"
 #include "http/static.h"
 #include "labd/log.h"
@@ -98,7 +99,7 @@ void pages_logout_post(struct http_request *req)
 {
 	const struct auth_identity *ident = http_identity(req);
 	struct app *app = http_app(req);
-	char cookie[256];
+	char cookie[256], location[OIDC_LOCATION_MAX];
 
 	if (ident->kind == AUTH_COOKIE) {
 		sessions_delete(app->db, ident->session_id);
@@ -109,5 +110,9 @@ void pages_logout_post(struct http_request *req)
 		log_error("audit: logout of %s not recorded", ident->user.name);
 	auth_cookie_header(app, NULL, cookie, sizeof(cookie));
 	http_add_header(req, "Set-Cookie", cookie);
-	http_reply_redirect(req, "/login");
+	/* a single sign-on user is signed out at the provider too, when it can be */
+	if (oidc_logout_location(app, &ident->user, location, sizeof(location)) == 1)
+		http_reply_redirect(req, location);
+	else
+		http_reply_redirect(req, "/login");
 }

@@ -11,6 +11,10 @@ void pages_root(struct http_request *req);
 void pages_login_form(struct http_request *req);
 void pages_login_post(struct http_request *req);
 void pages_logout_post(struct http_request *req);
+/* single sign-on's start, the provider's callback, the provider's logout (api/oidc.c) */
+void pages_oidc_login(struct http_request *req);
+void pages_oidc_callback(struct http_request *req);
+void pages_oidc_logout(struct http_request *req);
 void pages_dashboard(struct http_request *req);
 void pages_admin(struct http_request *req);
 /* GET /jobs/{id}: one training job's page (job.html; the API answers 404 for others' jobs). */

@@ -151,6 +151,22 @@ struct labd_config {
 	/* [images]: runtime images a plan may name (config/images.h) */
 	struct config_image images[CONFIG_MAX_IMAGES];
 	unsigned n_images;
+	/* [oidc]: single sign-on (docs/auth.md "Single sign-on"); issuer "" = off */
+	char oidc_issuer[256];
+	char oidc_name[64];                         /* "Sign in with <name>" */
+	char oidc_client_id[256];
+	char oidc_client_secret[256];
+	char oidc_client_secret_file[CONFIG_PATH_MAX]; /* read as root at start */
+	char oidc_scopes[256];                      /* space-separated, "openid" first */
+	char oidc_username_claim[64];
+	char oidc_groups_claim[64];                 /* "" = groups not read */
+	bool oidc_provision;                        /* create the user on first sign-in */
+	char oidc_allowed_domains[512];             /* comma-separated e-mail domains; "" = any */
+	char oidc_allowed_groups[1024];             /* comma-separated groups; "" = any */
+	int64_t oidc_timeout_s;                     /* each back-channel call, all in */
+	int64_t oidc_clock_skew_s;                  /* tolerated on exp and iat */
+	int64_t oidc_keys_refetch_s;                /* an unknown key id refetches at most this often */
+	int64_t oidc_cache_s;                       /* discovery and keys are fetched again after */
 	/* [metrics] */
 	char scrape_token_file[CONFIG_PATH_MAX]; /* bearer token for GET /metrics; "" = none */
 	/* [jobs] rules_*: the profiling rules' thresholds (docs/jobs.md "Profiling rules") */

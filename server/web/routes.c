@@ -20,6 +20,7 @@
 static const struct route routes[] = {
 	{"GET", "/api/v1/health", ROUTE_PUBLIC, ROUTE_API, api_health, 0},
 	{"POST", "/api/v1/login", ROUTE_PUBLIC, ROUTE_API, api_login, 0},
+	{"GET", "/api/v1/sso", ROUTE_PUBLIC, ROUTE_API, api_sso, 0},
 	{"POST", "/api/v1/logout", ROUTE_USER, ROUTE_API, api_logout, SCOPE_IDENTIFY},
 	{"GET", "/api/v1/me", ROUTE_USER, ROUTE_API, api_me, SCOPE_IDENTIFY},
 	{"POST", "/api/v1/me/password", ROUTE_USER, ROUTE_API, api_me_password, SCOPE_ACCOUNT},
@@ -85,6 +86,9 @@ static const struct route routes[] = {
 	{"GET", "/", ROUTE_PUBLIC, ROUTE_PAGE, pages_root, 0},
 	{"GET", "/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_login_form, 0},
 	{"POST", "/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_login_post, 0},
+	{"GET", "/oidc/login", ROUTE_PUBLIC, ROUTE_PAGE, pages_oidc_login, 0},
+	{"GET", "/oidc/callback", ROUTE_PUBLIC, ROUTE_PAGE, pages_oidc_callback, 0},
+	{"GET", "/oidc/logout", ROUTE_PUBLIC, ROUTE_PAGE, pages_oidc_logout, 0},
 	{"POST", "/logout", ROUTE_USER, ROUTE_PAGE, pages_logout_post, SCOPE_IDENTIFY},
 	{"GET", "/dashboard", ROUTE_USER, ROUTE_PAGE, pages_dashboard, SCOPE_IDENTIFY},
 	{"GET", "/open", ROUTE_USER, ROUTE_PAGE, pages_open, SCOPE_IDENTIFY},

@@ -41,6 +41,7 @@
 #include "http/workers.h"
 #include "store/runtimes.h"
 #include "store/ttlcache.h"
+#include "auth/oidc.h"
 #include "proxy/wsrelay.h"
 #include "auth/password.h"
 #include "labd/privdrop.h"
@@ -254,6 +255,21 @@ static void stop_caches(struct web *w)
 	ttlcache_free(w->app.home_usage);
 }
 
+/* Single sign-on: its first discovery runs in a thread of its own. */
+static int start_oidc(struct web *w)
+{
+	bool failed;
+
+	w->app.oidc = oidc_new(w->app.cfg, &failed);
+	return failed ? -1 : 0;
+}
+
+static void stop_oidc(struct web *w)
+{
+	oidc_free(w->app.oidc);
+	w->app.oidc = NULL;
+}
+
 /* The registries of runtime and job changes and the event streams that carry
  * them. LABD_EVENT_KEEPALIVE_MS (tests only) shortens the 15 s keepalive. The
  * registries outlive the backend (its events notify until backend_free). */
@@ -436,6 +452,7 @@ static const struct part {
 } parts[] = {
 	{"store", start_store, stop_store},
 	{"caches", start_caches, stop_caches},
+	{"oidc", start_oidc, stop_oidc},
 	{"events", start_events, stop_events},
 	{"gpus", start_gpus, stop_gpus},
 	{"observe", start_observe, stop_observe},

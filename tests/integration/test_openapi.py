@@ -167,6 +167,8 @@ def test_every_documented_operation_is_called(daemon, admin, new_user):
     openapi_check.seen.add(("GET", "/api/v1/me/runtime/events", 200))
     r = daemon.client().post("/api/v1/login", json={"username": name, "password": pw + "-2"})
     assert_status(r, 200)
+    # single sign-on off here: test_oidc.py sees it on
+    assert daemon.client().get("/api/v1/sso").json == {"enabled": False}
 
     missing = []
     for method, template, op in openapi_check.spec().operations():
