@@ -51,10 +51,15 @@ def main():
     w = tempfile.mkdtemp(prefix="labd-bench-gpu.", dir="/var/tmp")
     os.chmod(w, 0o755)  # the web process (user labd) reaches the state dir below it
     procs = L.Procs(os.path.join(w, "pids"))
+    # /opt stays visible in the sandboxes (where GPU hosts keep CUDA, conda and torch):
+    # labd makes its own mount points there whatever the host has (docs/sandbox.md)
     labd = L.Labd(procs, os.path.join(w, "labd"), runtime={"gpu_limit": "1h", "home_size": "4G",
-                                                           "memory": "16G"})
+                                                           "memory": "16G",
+                                                           "hidden_paths": "/srv,/mnt,/media"})
     with open(labd.config, "a") as fh:
-        fh.write("\n[gpu]\ndevices = auto\n\n[quota]\ngpu_per_24h = 24h\n")
+        # GPU_JOB_QUOTA: more [quota] lines ("network = none\n" on a host without pasta or nft)
+        fh.write("\n[gpu]\ndevices = auto\n" + L.driver_lib_line() + "\n[quota]\ngpu_per_24h = 24h\n"
+                 + os.environ.get("GPU_JOB_QUOTA", ""))
     rc = 1
     try:
         labd.start()

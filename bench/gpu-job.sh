@@ -9,8 +9,9 @@
 #
 # Without an NVIDIA GPU it prints "no NVIDIA GPU: nothing measured" and exits 0.
 # Env: BUILD (build), GPU_JOB_PYTHON (a python whose torch has CUDA, default
-# /usr/bin/python3; it must be visible inside a sandbox, i.e. not below a
-# [runtime] hidden_paths place such as /opt), GPU_JOB_SECONDS (60), GPU_JOB_WARMUP (15).
+# /usr/bin/python3; the job's labd leaves /opt visible in its sandboxes, so a venv
+# under /opt works), GPU_JOB_SECONDS (60), GPU_JOB_WARMUP (15), GPU_JOB_QUOTA (more
+# [quota] lines, e.g. "network = none" on a host without pasta or nft).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1

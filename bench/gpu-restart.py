@@ -76,8 +76,6 @@ def keepers_in_cgroup_of(pid, any_comm=False):
 
 def main():
     py = os.environ.get("GPU_JOB_PYTHON", "/usr/bin/python3")
-    os.makedirs("/opt/ml", exist_ok=True)  # issue 21: mount points the host's root lacks
-    os.makedirs("/opt/labd/libexec", exist_ok=True)
     L.install_signal_exit()
     w = tempfile.mkdtemp(prefix="labd-gpu-restart.", dir="/var/tmp")
     os.chmod(w, 0o755)
@@ -86,7 +84,7 @@ def main():
                   runtime={"gpu_limit": "1h", "home_size": "4G", "memory": "16G",
                            "keep_on_shutdown": "true", "hidden_paths": "/srv,/mnt,/media"})
     with open(labd.config, "a") as fh:
-        fh.write("\n[gpu]\ndevices = auto\n\n[quota]\ngpu_per_24h = 24h\n"
+        fh.write("\n[gpu]\ndevices = auto\n" + L.driver_lib_line() + "\n[quota]\ngpu_per_24h = 24h\n"
                  + os.environ.get("GPU_RESTART_QUOTA", ""))
     try:
         labd.start()

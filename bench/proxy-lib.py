@@ -37,6 +37,13 @@ def log(msg):
     print(f"  [{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def driver_lib_line():
+    """A [gpu] driver_lib_dir line from GPU_DRIVER_LIB_DIR (bench/gpu-check.sh sets it
+    on a host whose driver libraries only LD_LIBRARY_PATH finds), else nothing."""
+    d = os.environ.get("GPU_DRIVER_LIB_DIR")
+    return f"driver_lib_dir = {d}\n" if d else ""
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
