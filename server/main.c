@@ -3,6 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "web/backup.h"
 #include "web/cli.h"
 #include "config/config.h"
 #include "labd/log.h"
@@ -35,6 +36,15 @@ static int usage(FILE *to)
 	fprintf(to, "usage: labd [--config FILE] [--demo]        run the daemon\n"
 		    "       labd [--config FILE] [--demo] user add|passwd|list ...\n"
 		    "       labd [--config FILE] [--demo] routes   print the route table\n"
+		    "       labd [--config FILE] backup [--freeze-max SECONDS] DIR\n"
+		    "            copy the store, every home (a running one frozen for its\n"
+		    "            copy) and job logs into the new folder DIR, with a manifest\n"
+		    "       labd [--config FILE] backup --verify DIR   check every checksum\n"
+		    "       labd [--config FILE] restore DIR --state-dir NEW\n"
+		    "            a verified backup into a new, empty state dir\n"
+		    "       labd [--config FILE] restore-home USER --from IMAGE\n"
+		    "            swap one user's home (their sandboxes stopped; the old image\n"
+		    "            is kept in the archive)\n"
 		    "       labd --version\n"
 		    "--demo keeps state in ./var, serves ./web and listens on 127.0.0.1:8080;\n"
 		    "without --demo or --config, " DEFAULT_CONFIG " is read.\n");
@@ -80,6 +90,8 @@ int main(int argc, char **argv)
 	}
 	if (i < argc && strcmp(argv[i], "user") == 0)
 		return cli_user(&cfg, argc - i, argv + i);
+	if (i < argc && backup_is_command(argv[i]))
+		return backup_cli(&cfg, argc - i, argv + i);
 	if (i + 1 == argc && strcmp(argv[i], "routes") == 0)
 		return routes_print(stdout);
 	if (i < argc)
