@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -99,9 +100,15 @@ static int sync_file(const char *path)
 /* The copy itself, inside the freeze. */
 static int copy_in_freeze(const char *image, const char *dst, int64_t deadline_ns)
 {
+	/* Failure injection for tests: LABD_FAULT_BACKUP_FROZEN_MS=<ms> holds the
+	 * freeze that long before the copy, so a test can outlast --freeze-max or
+	 * kill the backup while the home is frozen. */
+	const char *fault = getenv("LABD_FAULT_BACKUP_FROZEN_MS");
 	struct stat st;
 	int in = open(image, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), out = -1, rc;
 
+	if (fault)
+		usleep((useconds_t)strtoul(fault, NULL, 10) * 1000);
 	if (in < 0 || fstat(in, &st) < 0) {
 		rc = -errno;
 		goto out;
@@ -130,6 +137,7 @@ int backup_copy_frozen(const char *mnt, const char *image, const char *dst, unsi
 		close(fsfd);
 		return -EIO;
 	}
+	log_info("backup: freezing %s for its copy (at most %us)", mnt, max_s);
 	if (ioctl(fsfd, FIFREEZE, 0) < 0) {
 		rc = -errno;
 		log_errno("freeze %s", mnt);

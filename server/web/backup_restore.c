@@ -62,31 +62,56 @@ static int new_state_dir(const char *dir)
 		     : 0;
 }
 
+/* What a restore made, so that a failure removes exactly that. */
+struct restored {
+	size_t copied;	  /* files of the manifest, in its order */
+	char made[4][16]; /* the folders it made (db, homes, joblogs) */
+	size_t n_made;
+	bool made_dir;	  /* NEW itself */
+};
+
 /* Undoes a restore that failed part-way: the files copied, then the folders. */
-static void remove_restored(const char *dir, json_t *files, size_t copied, bool made)
+static void remove_restored(const char *dir, json_t *files, const struct restored *r)
 {
-	static const char *const subs[] = {"db", "homes", "joblogs"};
 	char path[BACKUP_PATH_MAX];
 	json_t *f;
 	size_t i;
 
 	json_array_foreach(files, i, f) {
-		if (i >= copied)
+		if (i >= r->copied)
 			break;
 		snprintf(path, sizeof(path), "%s/%s", dir,
 			 json_string_value(json_object_get(f, "path")));
 		unlink(path);
 	}
-	for (i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, subs[i]);
+	for (i = 0; i < r->n_made; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, r->made[i]);
 		rmdir(path);
 	}
-	if (made)
+	if (r->made_dir)
 		rmdir(dir);
 }
 
+/* The folder of rel (its first component), made if missing and noted. */
+static int make_folder(const char *to, const char *rel, struct restored *r)
+{
+	const char *slash = strchr(rel, '/');
+	char dst[BACKUP_PATH_MAX];
+	int n;
+
+	if (!slash)
+		return 0;
+	n = (int)(slash - rel);
+	snprintf(dst, sizeof(dst), "%s/%.*s", to, n, rel);
+	if (mkdir(dst, 0700) < 0)
+		return errno == EEXIST ? 0 : log_errno("mkdir %s", dst);
+	if (r->n_made < sizeof(r->made) / sizeof(r->made[0]))
+		snprintf(r->made[r->n_made++], sizeof(r->made[0]), "%.*s", n, rel);
+	return 0;
+}
+
 static int copy_all(const char *from, const char *to, json_t *files, const struct privdrop_user *u,
-		    size_t *copied)
+		    struct restored *r)
 {
 	char src[BACKUP_PATH_MAX], dst[BACKUP_PATH_MAX];
 	json_t *f;
@@ -94,17 +119,13 @@ static int copy_all(const char *from, const char *to, json_t *files, const struc
 
 	json_array_foreach(files, i, f) {
 		const char *rel = json_string_value(json_object_get(f, "path"));
-		const char *slash = strchr(rel, '/');
-		if (slash) {
-			snprintf(dst, sizeof(dst), "%s/%.*s", to, (int)(slash - rel), rel);
-			if (mkdir(dst, 0700) < 0 && errno != EEXIST)
-				return log_errno("mkdir %s", dst);
-		}
+		if (make_folder(to, rel, r) < 0)
+			return -1;
 		snprintf(src, sizeof(src), "%s/%s", from, rel);
 		snprintf(dst, sizeof(dst), "%s/%s", to, rel);
 		if (backup_copy_file(src, dst) < 0)
 			return -1;
-		*copied = i + 1;
+		r->copied = i + 1;
 		set_owner(rel, dst, u);
 		printf("restored %s\n", rel);
 	}
@@ -114,9 +135,9 @@ static int copy_all(const char *from, const char *to, json_t *files, const struc
 static int cmd_restore(const struct labd_config *cfg, const char *from, const char *to)
 {
 	struct privdrop_user u;
+	struct restored r = {0};
 	json_t *m = NULL, *files;
-	size_t copied = 0;
-	int made = -1, rc = -1, schema;
+	int made, rc = -1, schema;
 
 	umask(077);
 	if (privdrop_lookup(cfg->user, &u) < 0)
@@ -135,8 +156,9 @@ static int cmd_restore(const struct labd_config *cfg, const char *from, const ch
 	}
 	if ((made = new_state_dir(to)) < 0)
 		goto out;
-	if (copy_all(from, to, files, &u, &copied) < 0) {
-		remove_restored(to, files, copied, made == 1);
+	r.made_dir = made == 1;
+	if (copy_all(from, to, files, &u, &r) < 0) {
+		remove_restored(to, files, &r);
 		log_error("restore failed: what it had written to %s is removed again", to);
 		goto out;
 	}

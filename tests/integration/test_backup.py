@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from labd_harness import (SLOW, loops_under, make_user, runtime_daemon, start_runtime, stop_runtime,
-                          teardown_runtime_daemon, user_id, wait_until)
+from labd_harness import (SLOW, labd_binary, loops_under, make_user, runtime_daemon,
+                          start_runtime, stop_runtime, teardown_runtime_daemon, user_id,
+                          wait_until)
 from runtime_shell import sh
 
 BEFORE = "written before the backup\n" * 1000
@@ -31,11 +32,45 @@ def image_ls(image):
     return r.stdout
 
 
+def held(homes):
+    """What still holds a home: its loop device and the mounts of the state dir."""
+    mounts = [ln for ln in open("/proc/self/mountinfo") if os.path.dirname(homes) in ln]
+    return f"the loop device of the home: {loops_under(homes)}; mounts: {mounts}"
+
+
 def usage(c):
     now = int(time.time())
     r = c.get(f"/api/v1/me/usage?from={now - 86400}&to={now + 3600}")
     assert r.status == 200, r
     return [e["runtime_id"] for e in r.json["entries"]]
+
+
+def backup_cli(d, *args, frozen_ms):
+    """labd backup with the freeze held frozen_ms before the copy (failure injection)."""
+    env = dict(os.environ, LABD_FAULT_BACKUP_FROZEN_MS=str(frozen_ms))
+    return subprocess.Popen([labd_binary(), "--config", d.config_path, "backup", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def freeze_bounds(d, c):
+    """A freeze past --freeze-max is thawed and the backup fails; a backup killed
+    while the home is frozen leaves it thawed (its watchdog)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        p = backup_cli(d, "--freeze-max", "1", f"{tmp}/a", frozen_ms=2500)
+        _, err = p.communicate(timeout=60 * SLOW)
+        assert p.returncode != 0 and "thawed before its copy ended" in err, err
+        sh(d, c, "echo one > thawed.txt; sync", timeout=20)
+        p = backup_cli(d, f"{tmp}/b", frozen_ms=60000)
+        try:
+            line = p.stderr.readline()
+            while line and "freezing" not in line:
+                line = p.stderr.readline()
+            assert "freezing" in line, line
+            time.sleep(0.2)  # FIFREEZE done
+        finally:
+            p.kill()
+            p.wait()
+        sh(d, c, "echo two >> thawed.txt; sync", timeout=20)  # would hang while frozen
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +91,7 @@ def bk(runtime_daemon_factory):
     r = d.run_cli("backup", out, timeout=120)
     assert r.returncode == 0, f"backup: {r.stdout}\n{r.stderr}"
     assert "was frozen for" in r.stderr, r.stderr  # the running home was frozen
+    freeze_bounds(d, c)
     # refused while the user's runtime holds the home
     r = d.run_cli("restore-home", c.user, "--from", f"{out}/homes/{user_id(d, c.user)}.img")
     assert r.returncode != 0 and "in use" in r.stderr, r.stderr
@@ -64,7 +100,7 @@ def bk(runtime_daemon_factory):
     stop_runtime(c)
     # the teardown unmounts the home a moment after the runtime reads stopped
     homes = os.path.join(d.state_dir, "homes")
-    wait_until(lambda: not loops_under(homes), 10 * SLOW, lambda: loops_under(homes))
+    wait_until(lambda: not loops_under(homes), 30 * SLOW, lambda: held(homes))
     yield d, c, out, ids
     shutil.rmtree(out, ignore_errors=True)
 
