@@ -280,6 +280,8 @@ static int swap_image(const char *state, const char *name, long long id, const c
 			unlink(tmp);
 			return log_errno("keep %s as %s", image, aside);
 		}
+		/* archive_retention counts from now, not from the image's last write */
+		utimensat(AT_FDCWD, aside, NULL, AT_SYMLINK_NOFOLLOW);
 		printf("the image it replaces is kept as %s\n", aside);
 	}
 	if (rename(tmp, image) < 0) {

@@ -172,12 +172,15 @@ def test_restore_home_of_one_user(bk):
     assert "after.txt" in image_ls(image)
     archive = os.path.join(d.state_dir, "archive")
     before = set(os.listdir(archive))
+    os.utime(image, (1, 1))  # a home last written long ago
     r = d.run_cli("restore-home", c.user, "--from", f"{out}/homes/{uid}.img", timeout=60)
     assert r.returncode == 0, f"restore-home: {r.stdout}\n{r.stderr}"
     listing = image_ls(image)
     assert "before.txt" in listing and "after.txt" not in listing, listing
     kept = set(os.listdir(archive)) - before
-    assert len(kept) == 1 and kept.pop().startswith(f"{uid}-{c.user}-"), kept
+    assert len(kept) == 1 and list(kept)[0].startswith(f"{uid}-{c.user}-"), kept
+    # kept for archive_retention from now: the sweep goes by the file's time
+    assert os.stat(os.path.join(archive, kept.pop())).st_mtime > time.time() - 60
     # another user's image is refused: its files belong to another host uid
     other = make_user(d, prefix="bko")
     r = d.run_cli("restore-home", other.user, "--from", f"{out}/homes/{uid}.img")
