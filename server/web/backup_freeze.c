@@ -137,7 +137,6 @@ int backup_copy_frozen(const char *mnt, const char *image, const char *dst, unsi
 		close(fsfd);
 		return -EIO;
 	}
-	log_info("backup: freezing %s for its copy (at most %us)", mnt, max_s);
 	if (ioctl(fsfd, FIFREEZE, 0) < 0) {
 		rc = -errno;
 		log_errno("freeze %s", mnt);
@@ -146,6 +145,7 @@ int backup_copy_frozen(const char *mnt, const char *image, const char *dst, unsi
 		return rc;
 	}
 	t0 = clock_ns();
+	log_info("backup: %s frozen for its copy (at most %us)", mnt, max_s);
 	rc = copy_in_freeze(image, dst, t0 + (int64_t)max_s * 1000000000);
 	frozen_ms = (clock_ns() - t0) / 1000000;
 	if (ioctl(fsfd, FITHAW, 0) < 0) {
