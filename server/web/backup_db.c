@@ -3,39 +3,19 @@
  *
  * SQLite's online backup API copies every page inside one read transaction: in
  * WAL mode that never blocks the web process's writers, and the copy is the
- * store as of one commit. Root opens the store read-only; where that made SQLite
- * create the -wal or -shm file (labd stopped), root would own it and the web
- * process could no longer open its store, so they are given back to the store's
- * owner after. */
+ * store as of one commit. Root opens the store read-only; where that makes SQLite
+ * create the -wal or -shm file (labd stopped), SQLite gives it the database file's
+ * owner (its unix VFS does so when it runs as root), so the web process can still
+ * open its store: test_backup.py checks it. */
 #include "web/backup_int.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "labd/log.h"
 
 #define BUSY_WAIT_MS 10000
-
-static void give_back_wal(const char *db)
-{
-	static const char *const ext[] = {"-wal", "-shm"};
-	char path[BACKUP_PATH_MAX];
-	struct stat owner, st;
-
-	if (stat(db, &owner) < 0)
-		return;
-	for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
-		snprintf(path, sizeof(path), "%s%s", db, ext[i]);
-		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
-		    (st.st_uid != owner.st_uid || st.st_gid != owner.st_gid) &&
-		    lchown(path, owner.st_uid, owner.st_gid) < 0)
-			log_errno("chown %s", path);
-	}
-}
 
 static sqlite3 *open_db(const char *path, int flags)
 {
@@ -111,7 +91,6 @@ int backup_db_copy(const char *src_path, const char *dst_path, int *schema)
 out:
 	sqlite3_close(dst);
 	sqlite3_close(src);
-	give_back_wal(src_path);
 	if (rc < 0)
 		unlink(dst_path);
 	return rc;
@@ -125,7 +104,6 @@ int backup_db_schema(const char *path)
 	if (db && read_int(db, "PRAGMA user_version", NULL, &v) != 1)
 		v = -1;
 	sqlite3_close(db);
-	give_back_wal(path);
 	return (int)v;
 }
 
@@ -135,6 +113,5 @@ int backup_db_user_id(const char *path, const char *name, long long *id)
 	int rc = db ? read_int(db, "SELECT id FROM users WHERE name = ?1", name, id) : -1;
 
 	sqlite3_close(db);
-	give_back_wal(path);
 	return rc;
 }

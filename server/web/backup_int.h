@@ -32,8 +32,7 @@ int backup_copy_file(const char *src, const char *dst);
  * the watchdog cut short is an error. 0 or a negative errno (logged). */
 int backup_copy_frozen(const char *mnt, const char *image, const char *dst, unsigned max_s);
 
-/* The store at src (db/labd.db, opened read-only, its WAL given back to the
- * owner of src) copied consistently through SQLite's backup API into the new
+/* The store at src (db/labd.db, opened read-only) copied consistently through SQLite's backup API into the new
  * self-contained file dst; its schema version into *schema. 0 or -1 (logged). */
 int backup_db_copy(const char *src, const char *dst, int *schema);
 /* The schema version of the store file path, or -1 (logged). */

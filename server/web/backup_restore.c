@@ -207,6 +207,7 @@ static long long image_owner(const char *image)
 		dup2(null, STDIN_FILENO);
 		dup2(null, STDERR_FILENO);
 		execle("/sbin/debugfs", "debugfs", "-R", "stat <2>", image, (char *)NULL, env);
+		execle("/usr/sbin/debugfs", "debugfs", "-R", "stat <2>", image, (char *)NULL, env);
 		_exit(127);
 	}
 	close(p[1]);

@@ -145,6 +145,17 @@ def test_restore_into_fresh_state_dir(bk):
         assert lines[:-1] == [str(i) for i in range(len(lines) - 1)], lines[-3:]
         assert "after" not in sh(d2, c2, "ls")
         stop_runtime(c2)
+        # a backup with labd stopped: the -wal/-shm its read makes are given back to
+        # labd, which starts and writes its store again (a login)
+        d2.stop()
+        with tempfile.TemporaryDirectory() as tmp:
+            r = d2.run_cli("backup", f"{tmp}/stopped")
+            assert r.returncode == 0, r.stderr
+        db = os.path.join(d2.state_dir, "db")
+        owners = {f: os.stat(os.path.join(db, f)).st_uid for f in os.listdir(db)}
+        assert len(set(owners.values())) == 1 and 0 not in owners.values(), owners
+        d2.start(expect_admin_password=False)
+        d2.client().login(c.user, c.password)
     finally:
         teardown_runtime_daemon(d2)
         d2.cleanup()
