@@ -88,9 +88,10 @@ int backup_verify(const char *dir, json_t **out)
 			bad++;
 	}
 	if (bad) {
+		log_error("backup %s: %d of %zu files do not match the manifest", dir, bad,
+			  json_array_size(files));
 		json_decref(m);
-		return log_error("backup %s: %d of %zu files do not match the manifest", dir, bad,
-				 json_array_size(files));
+		return -1;
 	}
 	*out = m;
 	return 0;

@@ -145,8 +145,8 @@ def test_restore_into_fresh_state_dir(bk):
         assert lines[:-1] == [str(i) for i in range(len(lines) - 1)], lines[-3:]
         assert "after" not in sh(d2, c2, "ls")
         stop_runtime(c2)
-        # a backup with labd stopped: the -wal/-shm its read makes are given back to
-        # labd, which starts and writes its store again (a login)
+        # a backup with labd stopped: the -wal/-shm its read makes stay
+        # labd's, and labd starts and writes its store again (a login)
         d2.stop()
         with tempfile.TemporaryDirectory() as tmp:
             r = d2.run_cli("backup", f"{tmp}/stopped")
