@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "labd/log.h"
+#include "labd/parse.h"
 #include "sandbox/home.h"
 #include "web/backup_int.h"
 
@@ -108,18 +109,20 @@ static int copy_home(struct backup *b, const char *key, const char *image, const
 	return log_error("%s kept changing during %d copies", image, COPY_TRIES);
 }
 
-/* Whether name is "<digits><suffix>"; the digits into key. */
-static bool id_name(const char *name, const char *suffix, char *key, size_t len)
+/* Whether name is "<key><suffix>", the key a user id (or, for homes, a user name:
+ * a home of the old layout, moved to its id at the user's next start); the key
+ * into key. */
+static bool key_name(const char *name, const char *suffix, bool names_too, char *key, size_t len)
 {
-	size_t n = strspn(name, "0123456789");
+	size_t n = strlen(name), s = strlen(suffix);
 
-	if (n == 0 || n >= len || strcmp(name + n, suffix) != 0)
+	if (n <= s || n - s >= len || strcmp(name + n - s, suffix) != 0)
 		return false;
-	snprintf(key, len, "%.*s", (int)n, name);
-	return true;
+	snprintf(key, len, "%.*s", (int)(n - s), name);
+	return strspn(key, "0123456789") == n - s || (names_too && parse_user_name_ok(key));
 }
 
-/* Every <id><suffix> regular file of the state dir's folder sub. */
+/* Every <key><suffix> regular file of the state dir's folder sub. */
 static int copy_folder(struct backup *b, const char *sub, const char *suffix, bool homes)
 {
 	char src[BACKUP_PATH_MAX], dst[BACKUP_PATH_MAX], rel[256], key[HOME_KEY_MAX];
@@ -135,13 +138,13 @@ static int copy_folder(struct backup *b, const char *sub, const char *suffix, bo
 	if (!(d = opendir(src)))
 		return errno == ENOENT ? 0 : log_errno("open %s", src);
 	while (rc == 0 && (e = readdir(d))) {
-		if (!id_name(e->d_name, suffix, key, sizeof(key)))
+		if (!key_name(e->d_name, suffix, homes, key, sizeof(key)))
 			continue;
 		snprintf(src, sizeof(src), "%s/%s/%s", b->cfg->state_dir, sub, e->d_name);
 		if (lstat(src, &st) < 0 || !S_ISREG(st.st_mode))
 			continue;
 		if (snprintf(rel, sizeof(rel), "%s/%s", sub, e->d_name) >= (int)sizeof(rel))
-			continue; /* not a name of the layout's (id_name) */
+			continue; /* not a name of the layout's (key_name) */
 		snprintf(dst, sizeof(dst), "%s/%s", b->dir, rel);
 		rc = homes ? copy_home(b, key, src, dst) : backup_copy_file(src, dst);
 		if (rc == 0)

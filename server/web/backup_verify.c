@@ -12,22 +12,28 @@
 #include <unistd.h>
 
 #include "labd/log.h"
+#include "labd/parse.h"
 
-/* "db/labd.db", "uids.json", or "homes/<digits>.img", "joblogs/<digits>.log". */
+/* "db/labd.db", "uids.json", "homes/<id>.img", "homes/<user name>.img" (the old
+ * layout's) or "joblogs/<id>.log". */
 static bool layout_path(const char *p)
 {
 	static const struct {
 		const char *dir, *suffix;
-	} ids[] = {{"homes/", ".img"}, {"joblogs/", ".log"}};
+		bool names_too;
+	} keyed[] = {{"homes/", ".img", true}, {"joblogs/", ".log", false}};
+	char key[64];
 
 	if (strcmp(p, BACKUP_DB) == 0 || strcmp(p, "uids.json") == 0)
 		return true;
-	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
-		size_t d = strlen(ids[i].dir), n;
-		if (strncmp(p, ids[i].dir, d) != 0)
+	for (size_t i = 0; i < sizeof(keyed) / sizeof(keyed[0]); i++) {
+		size_t d = strlen(keyed[i].dir), s = strlen(keyed[i].suffix), n = strlen(p);
+		if (strncmp(p, keyed[i].dir, d) != 0 || n <= d + s || n - d - s >= sizeof(key) ||
+		    strcmp(p + n - s, keyed[i].suffix) != 0)
 			continue;
-		n = strspn(p + d, "0123456789");
-		return n > 0 && n < 20 && strcmp(p + d + n, ids[i].suffix) == 0;
+		snprintf(key, sizeof(key), "%.*s", (int)(n - d - s), p + d);
+		return (strspn(key, "0123456789") == strlen(key) && strlen(key) < 20) ||
+		       (keyed[i].names_too && parse_user_name_ok(key));
 	}
 	return false;
 }

@@ -86,6 +86,9 @@ def bk(runtime_daemon_factory, request):
              ">/dev/null 2>&1 &")
     wait_until(lambda: "stream" in sh(d, c, "ls"), 10 * SLOW, "the writer starts")
     ids = usage(c)
+    # a home of the old layout (by user name, moved to its id at the next start)
+    subprocess.run(["truncate", "-s", "1M", os.path.join(d.state_dir, "homes", "oldname.img")],
+                   check=True)
     out = tempfile.mkdtemp(prefix="labd-backup-")
     request.addfinalizer(lambda: shutil.rmtree(out, ignore_errors=True))
     os.rmdir(out)
@@ -115,6 +118,7 @@ def test_backup_verifies(bk):
     with open(os.path.join(out, "manifest.json")) as fh:
         m = json.load(fh)
     assert m["format"] == 1 and m["schema_version"] > 0 and m["labd_version"], m
+    assert "homes/oldname.img" in [f["path"] for f in m["files"]], m
     with open(os.path.join(out, "SHA256SUMS")) as fh:
         sums = fh.read()
     assert sums == "".join(f"{f['sha256']}  {f['path']}\n" for f in m["files"]), sums

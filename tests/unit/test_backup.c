@@ -104,10 +104,11 @@ static void make_backup(const char *dir, const char *path, long long size, const
 
 static void test_verify(void **state)
 {
-	/* each names an existing file: only the layout's rule refuses it */
+	/* most name an existing file: only the layout's rule refuses them */
 	static const char *const bad_paths[] = {"homes/../homes/1.img", "./homes/1.img",
 						"homes//1.img", "homes/01.img/../1.img",
-						"manifest.json"};
+						"manifest.json", "homes/1.img.new-77",
+						"homes/Bad.img"};
 	char dir[64], p[128], hex[65];
 	uint64_t size;
 	json_t *m = NULL;
