@@ -42,9 +42,9 @@ static int usage(FILE *to)
 		    "       labd [--config FILE] backup --verify DIR   check every checksum\n"
 		    "       labd [--config FILE] restore DIR --state-dir NEW\n"
 		    "            a verified backup into a new, empty state dir\n"
-		    "       labd [--config FILE] restore-home USER --from IMAGE\n"
+		    "       labd [--config FILE] restore-home USER --from IMAGE [--reown]\n"
 		    "            swap one user's home (their sandboxes stopped; the old image\n"
-		    "            is kept in the archive)\n"
+		    "            is kept in the archive); --reown: another user id's home\n"
 		    "       labd --version\n"
 		    "--demo keeps state in ./var, serves ./web and listens on 127.0.0.1:8080;\n"
 		    "without --demo or --config, " DEFAULT_CONFIG " is read.\n");

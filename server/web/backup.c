@@ -275,7 +275,7 @@ static int usage(void)
 	fprintf(stderr, "usage: labd [--config FILE] backup [--freeze-max SECONDS] DIR\n"
 			"       labd [--config FILE] backup --verify DIR\n"
 			"       labd [--config FILE] restore DIR --state-dir NEW\n"
-			"       labd [--config FILE] restore-home USER --from IMAGE\n");
+			"       labd [--config FILE] restore-home USER --from IMAGE [--reown]\n");
 	return 2;
 }
 

@@ -45,6 +45,10 @@ int backup_db_user_id(const char *path, const char *name, long long *id);
  * each mismatch; 0 when all match, -1 otherwise. */
 int backup_verify(const char *dir, json_t **out);
 
+/* Gives every file of the unmounted image owned by host uid (or gid) from to
+ * host uid to (backup_reown.c). 0 or -1 (logged). */
+int backup_reown(const char *state_dir, const char *image, uid_t from, uid_t to);
+
 /* `labd restore DIR --state-dir NEW` and `labd restore-home USER --from IMAGE`
  * (backup_restore.c): argv[0] is the subcommand; the exit status, 2 for a usage
  * error. */

@@ -222,11 +222,13 @@ static long long image_owner(const char *image)
 	return strtoll(user + 5, NULL, 10);
 }
 
-/* IMAGE is a clean home of this user's: a regular file not attached to a loop
- * device, e2fsck-clean, its root owned by the user's host uid. */
-static int check_image(const struct labd_config *cfg, const char *image, long long id)
+/* IMAGE is a clean home: a regular file not attached to a loop device,
+ * e2fsck-clean, its root owned by the user's host uid (or, with reown, by
+ * another one: its owner into *owner). */
+static int check_image(const struct labd_config *cfg, const char *image, long long id, bool reown,
+		       long long *owner)
 {
-	long long owner, want = (long long)cfg->uid_base + id;
+	long long want = (long long)cfg->uid_base + id;
 	struct stat st;
 
 	if (stat(image, &st) < 0 || !S_ISREG(st.st_mode))
@@ -235,11 +237,12 @@ static int check_image(const struct labd_config *cfg, const char *image, long lo
 		return log_error("%s is mounted: refused", image);
 	if (home_fsck(image) < 0)
 		return log_error("%s is not a clean ext4 file system (e2fsck -fn): refused", image);
-	if ((owner = image_owner(image)) < 0)
+	if ((*owner = image_owner(image)) < 0)
 		return -1;
-	if (owner != want)
+	if (*owner != want && !reown)
 		return log_error("%s belongs to host uid %lld, not to this user's %lld (the home of "
-				 "another user id): refused", image, owner, want);
+				 "another user id): refused; --reown gives its files to this user",
+				 image, *owner, want);
 	return 0;
 }
 
@@ -265,7 +268,8 @@ static int lock_home(const char *state, const char *key)
 
 /* The copy made beside the image, then the image moved to the archive and the
  * copy renamed into its place. */
-static int swap_image(const char *state, const char *name, long long id, const char *from)
+static int swap_image(const char *state, const char *name, long long id, const char *from,
+		      uid_t owner, uid_t want)
 {
 	char image[BACKUP_PATH_MAX], tmp[BACKUP_PATH_MAX + 16], aside[BACKUP_PATH_MAX];
 
@@ -276,6 +280,10 @@ static int swap_image(const char *state, const char *name, long long id, const c
 	unlink(tmp); /* a failed restore's leftover */
 	if (backup_copy_file(from, tmp) < 0)
 		return -1;
+	if (owner != want && (backup_reown(state, tmp, owner, want) < 0 || home_fsck(tmp) < 0)) {
+		unlink(tmp);
+		return log_error("%s: its files could not be given to uid %u", from, (unsigned)want);
+	}
 	if (access(image, F_OK) == 0) {
 		if (link(image, aside) < 0) {
 			unlink(tmp);
@@ -292,11 +300,12 @@ static int swap_image(const char *state, const char *name, long long id, const c
 	return 0;
 }
 
-static int cmd_restore_home(const struct labd_config *cfg, const char *name, const char *from)
+static int cmd_restore_home(const struct labd_config *cfg, const char *name, const char *from,
+			    bool reown)
 {
 	const char *state = cfg->state_dir;
 	char store[BACKUP_PATH_MAX], key[HOME_KEY_MAX], image[BACKUP_PATH_MAX];
-	long long id;
+	long long id, owner = -1;
 	int lock, rc = -1;
 
 	umask(077);
@@ -311,7 +320,8 @@ static int cmd_restore_home(const struct labd_config *cfg, const char *name, con
 	if (home_mounted(state, key) || home_attached(image))
 		log_error("the home of %s is in use (a runtime, job or warm pool of theirs "
 			  "runs): stop them first", name);
-	else if (check_image(cfg, from, id) == 0 && swap_image(state, name, id, from) == 0)
+	else if (check_image(cfg, from, id, reown, &owner) == 0 &&
+		 swap_image(state, name, id, from, (uid_t)owner, (uid_t)(cfg->uid_base + id)) == 0)
 		rc = 0;
 	close(lock);
 	if (rc == 0)
@@ -322,10 +332,13 @@ static int cmd_restore_home(const struct labd_config *cfg, const char *name, con
 int backup_restore_home(const struct labd_config *cfg, int argc, char **argv)
 {
 	const char *name = NULL, *from = NULL;
+	bool reown = false;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--from") == 0 && i + 1 < argc)
 			from = argv[++i];
+		else if (strcmp(argv[i], "--reown") == 0)
+			reown = true;
 		else if (argv[i][0] != '-' && !name)
 			name = argv[i];
 		else
@@ -333,5 +346,5 @@ int backup_restore_home(const struct labd_config *cfg, int argc, char **argv)
 	}
 	if (!name || !from)
 		return 2;
-	return cmd_restore_home(cfg, name, from) < 0 ? 1 : 0;
+	return cmd_restore_home(cfg, name, from, reown) < 0 ? 1 : 0;
 }

@@ -32,6 +32,12 @@ def image_ls(image):
     return r.stdout
 
 
+def owner(image, path):
+    """The host uid owning path in the unmounted image."""
+    r = subprocess.run(["debugfs", "-R", f"stat {path}", image], capture_output=True, text=True)
+    return int(r.stdout.split("User:")[1].split()[0])
+
+
 def held(homes):
     """What still holds a home: its loop device and the mounts of the state dir."""
     mounts = [ln for ln in open("/proc/self/mountinfo") if os.path.dirname(homes) in ln]
@@ -194,12 +200,20 @@ def test_restore_home_of_one_user(bk):
     assert "before.txt" in listing and "after.txt" not in listing, listing
     kept = set(os.listdir(archive)) - before
     assert len(kept) == 1 and list(kept)[0].startswith(f"{uid}-{c.user}-"), kept
+    aside = os.path.join(archive, kept.pop())
     # kept for archive_retention from now: the sweep goes by the file's time
-    assert os.stat(os.path.join(archive, kept.pop())).st_mtime > time.time() - 60
-    # another user's image is refused: its files belong to another host uid
+    assert os.stat(aside).st_mtime > time.time() - 60
+    # another user id's image (here the archived one) is refused: its files belong
+    # to another host uid; --reown gives them to the new owner
     other = make_user(d, prefix="bko")
-    r = d.run_cli("restore-home", other.user, "--from", f"{out}/homes/{uid}.img")
+    r = d.run_cli("restore-home", other.user, "--from", aside)
     assert r.returncode != 0 and "another user" in r.stderr, r.stderr
+    r = d.run_cli("restore-home", other.user, "--from", aside, "--reown", timeout=60)
+    assert r.returncode == 0, f"restore-home --reown: {r.stdout}\n{r.stderr}"
+    mine = os.path.join(d.state_dir, "homes", f"{user_id(d, other.user)}.img")
+    old, new = owner(aside, "/after.txt"), owner(mine, "/after.txt")
+    assert new - old == user_id(d, other.user) - uid and owner(mine, "/") == new, (old, new)
+    assert e2fsck_clean(mine)
 
 
 def test_a_changed_byte_is_detected(bk):
