@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,6 +81,29 @@ static bool same_file_state(const struct stat *a, const struct stat *b)
 	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
+/* Whether the file system mounted at mnt is image's loop device: only then is
+ * freezing it freezing image (a mount point can hold an image archived since). */
+static bool mount_is_image(const char *mnt, const char *image)
+{
+	char path[96], backing[BACKUP_PATH_MAX], want[PATH_MAX];
+	struct stat st;
+	FILE *f;
+	bool same = false;
+
+	if (stat(mnt, &st) < 0 || !realpath(image, want))
+		return false;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/loop/backing_file", major(st.st_dev),
+		 minor(st.st_dev));
+	if (!(f = fopen(path, "re")))
+		return false;
+	if (fgets(backing, sizeof(backing), f)) {
+		backing[strcspn(backing, "\n")] = '\0';
+		same = strcmp(backing, want) == 0;
+	}
+	fclose(f);
+	return same;
+}
+
 /* One home image. Mounted: copied frozen. Not mounted: copied as it is, and
  * copied again if a start mounted it (or a growth changed it) meanwhile. */
 static int copy_home(struct backup *b, const char *key, const char *image, const char *dst)
@@ -87,11 +112,10 @@ static int copy_home(struct backup *b, const char *key, const char *image, const
 	struct stat before, after;
 
 	for (int i = 0; i < COPY_TRIES; i++) {
-		if (home_mounted(state, key)) {
-			char mnt[BACKUP_PATH_MAX];
-			home_mount_path(state, key, mnt, sizeof(mnt));
+		char mnt[BACKUP_PATH_MAX];
+		home_mount_path(state, key, mnt, sizeof(mnt));
+		if (home_mounted(state, key) && mount_is_image(mnt, image))
 			return backup_copy_frozen(mnt, image, dst, b->freeze_max_s) < 0 ? -1 : 0;
-		}
 		if (home_attached(image))
 			return log_error("%s is in use but not mounted at homes/%s/mnt (a sandbox of "
 					 "an earlier release?): restart it and back up again",
