@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "auth/oidc.h"
+#include "web/backup.h"
 #include "web/cli.h"
 #include "config/config.h"
 #include "supervisor/doctor.h"
@@ -43,6 +44,15 @@ static int usage(FILE *to)
 		    "                 check the host's prerequisites and list what a crash left\n"
 		    "                 (mounts, loop devices, cgroups, pasta, records); --fix\n"
 		    "                 removes it while labd is stopped; exit 1 on FAIL or LEFT\n"
+		    "       labd [--config FILE] backup [--freeze-max SECONDS] DIR\n"
+		    "            copy the store, every home (a running one frozen for its\n"
+		    "            copy) and job logs into the new folder DIR, with a manifest\n"
+		    "       labd [--config FILE] backup --verify DIR   check every checksum\n"
+		    "       labd [--config FILE] restore DIR --state-dir NEW\n"
+		    "            a verified backup into a new, empty state dir\n"
+		    "       labd [--config FILE] restore-home USER --from IMAGE [--reown]\n"
+		    "            swap one user's home (their sandboxes stopped; the old image\n"
+		    "            is kept in the archive); --reown: another user id's home\n"
 		    "       labd --version\n"
 		    "--demo keeps state in ./var, serves ./web and listens on 127.0.0.1:8080;\n"
 		    "without --demo or --config, " DEFAULT_CONFIG " is read.\n");
@@ -88,8 +98,16 @@ int main(int argc, char **argv)
 	}
 	if (i < argc && strcmp(argv[i], "user") == 0)
 		return cli_user(&cfg, argc - i, argv + i);
-	if (i < argc && strcmp(argv[i], "doctor") == 0)
-		return doctor_main(&cfg, argc - i, argv + i);
+	if (i < argc && (strcmp(argv[i], "doctor") == 0 || backup_is_command(argv[i]))) {
+		/* both read sandbox uids (leftovers, a home's owner): "auto" settled as the
+		 * daemon settles it, read-only */
+		if (uidmap_settle_base(&cfg, err, sizeof(err)) < 0) {
+			fprintf(stderr, "labd: %s\n", err);
+			return 1;
+		}
+		return strcmp(argv[i], "doctor") == 0 ? doctor_main(&cfg, argc - i, argv + i)
+						       : backup_cli(&cfg, argc - i, argv + i);
+	}
 	if (i + 1 == argc && strcmp(argv[i], "routes") == 0)
 		return routes_print(stdout);
 	if (i < argc)
