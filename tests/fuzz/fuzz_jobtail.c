@@ -13,6 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len = size - 1;
 	char *log = malloc(len ? len : 1);
 
+	if (!log)
+		return 0;
 	memcpy(log, data + 1, len);
 	size_t start = jobtail_start(log, len, JOBTAIL_MAX_LINES, data[0] & 1);
 	FUZZ_ASSERT(start <= len);
