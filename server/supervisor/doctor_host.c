@@ -144,6 +144,54 @@ static void check_loop(void)
 	say(DOCTOR_OK, NULL, "loop devices", "/dev/loop-control");
 }
 
+/* Whether the loader's cache names libcuda.so.1: the cache file holds each
+ * library's name as a string, so finding it there is what the loader finds. */
+static bool in_loader_cache(const char *name)
+{
+	FILE *f = fopen("/etc/ld.so.cache", "rbe");
+	char buf[65536];
+	size_t n, keep = 0, len = strlen(name);
+	bool found = false;
+
+	if (!f)
+		return false;
+	/* read in blocks; the last len-1 bytes go before the next block */
+	while (!found && (n = fread(buf + keep, 1, sizeof(buf) - keep, f)) > 0) {
+		n += keep;
+		found = memmem(buf, n, name, len) != NULL;
+		keep = n < len ? n : len - 1;
+		memmove(buf, buf + n - keep, keep);
+	}
+	fclose(f);
+	return found;
+}
+
+/* With no [gpu] driver_lib_dir, a GPU sandbox on the host's root finds the
+ * driver's libraries only where the loader's cache does: which case this host
+ * is, and the remedy when its libraries are reached through LD_LIBRARY_PATH. */
+static void check_driver_libs_found(void)
+{
+	const char *path = getenv("LD_LIBRARY_PATH");
+	char copy[4096], lib[4096 + 32], *save = NULL;
+
+	if (in_loader_cache("libcuda.so.1")) {
+		say(DOCTOR_OK, NULL, "GPU driver libraries", "in the loader's cache (ld.so.cache)");
+		return;
+	}
+	snprintf(copy, sizeof(copy), "%s", path ? path : "");
+	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		snprintf(lib, sizeof(lib), "%s/libcuda.so.1", d);
+		if (access(lib, R_OK) == 0) {
+			snprintf(lib, sizeof(lib), "set [gpu] driver_lib_dir = %s", d);
+			say(DOCTOR_FAIL, lib, "GPU driver libraries only through LD_LIBRARY_PATH",
+			    "sandboxes do not inherit it");
+			return;
+		}
+	}
+	say(DOCTOR_WARN, "install the NVIDIA driver's libraries, or set [gpu] driver_lib_dir",
+	    "GPU driver libraries", "libcuda.so.1 found neither in ld.so.cache nor on LD_LIBRARY_PATH");
+}
+
 static void check_gpus(const struct labd_config *cfg)
 {
 	char node[CONFIG_PATH_MAX + 32], lib[CONFIG_PATH_MAX + 32];
@@ -168,8 +216,10 @@ static void check_gpus(const struct labd_config *cfg)
 		say(DOCTOR_WARN, "install the driver's libnvidia-ml, or set [gpu] nvml_library",
 		    "NVML (GPU use and health) cannot be loaded", cfg->nvml_library);
 	}
-	if (!cfg->driver_lib_dir[0])
+	if (!cfg->driver_lib_dir[0]) {
+		check_driver_libs_found();
 		return;
+	}
 	snprintf(lib, sizeof(lib), "%s/libcuda.so.1", cfg->driver_lib_dir);
 	if (access(lib, R_OK) == 0)
 		say(DOCTOR_OK, NULL, "GPU driver libraries", cfg->driver_lib_dir);

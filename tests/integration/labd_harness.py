@@ -704,11 +704,12 @@ class Daemon:
         image and pool builders, come and go with other tests' jobs)."""
         return [k for k in proc_children(self.pid) if proc_comm(k) == "labd-web"]
 
-    def run_cli(self, *args, input=None, timeout=30):
+    def run_cli(self, *args, input=None, timeout=30, env=None):
+        """env: more environment variables for this one command."""
         return subprocess.run(
             [labd_binary(), "--config", self.config_path, *args],
             input=input, capture_output=True, text=True, timeout=timeout * SLOW,
-            cwd=self.dir,
+            cwd=self.dir, env=dict(os.environ, **env) if env else None,
         )
 
 

@@ -37,8 +37,8 @@ def stopped():
     d.cleanup()
 
 
-def doctor(d, *args):
-    r = d.run_cli("doctor", *args)
+def doctor(d, *args, env=None):
+    r = d.run_cli("doctor", *args, env=env)
     print(f"$ labd doctor {' '.join(args)} (exit {r.returncode})\n{r.stdout}{r.stderr}")
     return r
 
@@ -75,6 +75,31 @@ def test_a_missing_prerequisite_fails_with_its_remedy(stopped):
     assert any(ln.startswith("WARN  NVML") for ln in lines), r.stdout
     assert any(ln.startswith("WARN  /nonexistent/pasta (egress): not found -- apt-get install")
                for ln in lines), r.stdout
+
+
+def test_driver_libraries_only_on_ld_library_path_name_the_remedy(stopped):
+    """A host whose libcuda.so.1 only LD_LIBRARY_PATH reaches (as on the GPU server
+    measured, /usr/local/nvidia/lib64): sandboxes do not inherit that variable, so
+    doctor names the folder for [gpu] driver_lib_dir; once set, it is OK."""
+    libs = os.path.join(stopped.dir, "nvidia-lib64")
+    os.makedirs(libs)
+    open(os.path.join(libs, "libcuda.so.1"), "w").close()
+    open(os.path.join(stopped.dir, "nvidia0"), "w").close()
+    stopped.sections["gpu"] = {"devices": "0", "dev_prefix": stopped.dir}
+    stopped.write_config()
+    r = doctor(stopped, env={"LD_LIBRARY_PATH": f"/nonexistent:{libs}"})
+    lines = report(r)
+    with open("/etc/ld.so.cache", "rb") as fh:
+        cached = b"libcuda.so.1" in fh.read()
+    if cached:  # a host with the driver installed: the loader finds it for everyone
+        assert "OK    GPU driver libraries: in the loader's cache (ld.so.cache)" in lines
+    else:
+        assert (f"FAIL  GPU driver libraries only through LD_LIBRARY_PATH: sandboxes do not "
+                f"inherit it -- set [gpu] driver_lib_dir = {libs}") in lines, r.stdout
+    stopped.sections["gpu"]["driver_lib_dir"] = libs
+    stopped.write_config()
+    lines = report(doctor(stopped, env={"LD_LIBRARY_PATH": libs}))
+    assert f"OK    GPU driver libraries: {libs}" in lines
 
 
 def plant_leftovers(d):
