@@ -39,7 +39,8 @@ if ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml\.so\.1'; then
 	echo "driver libraries: in the loader's cache ($(ldconfig -p | sed -n 's/.*libnvidia-ml\.so\.1 .*=> //p' | head -n 1))"
 else
 	echo "driver libraries: not in the loader's cache; LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} (set [gpu] driver_lib_dir)"
-	for d in ${GPU_HOST_LD_PATH:-${LD_LIBRARY_PATH:-}//:/ }; do
+	path=${GPU_HOST_LD_PATH:-${LD_LIBRARY_PATH:-}}
+	for d in ${path//:/ }; do
 		if [ -e "$d/libcuda.so.1" ]; then
 			export GPU_DRIVER_LIB_DIR=$d
 			echo "the labd daemons here get [gpu] driver_lib_dir = $d"
