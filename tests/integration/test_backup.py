@@ -158,6 +158,9 @@ def test_restore_into_fresh_state_dir(bk):
         # a backup with labd stopped: the -wal/-shm its read makes stay
         # labd's, and labd starts and writes its store again (a login)
         d2.stop()
+        # the teardown unmounts the home a moment after the runtime reads stopped
+        homes2 = os.path.join(d2.state_dir, "homes")
+        wait_until(lambda: not loops_under(homes2), 30 * SLOW, lambda: held(homes2))
         with tempfile.TemporaryDirectory() as tmp:
             r = d2.run_cli("backup", f"{tmp}/stopped")
             assert r.returncode == 0, r.stderr

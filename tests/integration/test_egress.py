@@ -288,8 +288,10 @@ def test_pasta_that_dies_is_restarted_and_logged(net, rt):
     os.kill(old[0], 9)
     wait_until(lambda: pasta_pids(d, sid) and pasta_pids(d, sid) != old, 15 * SLOW,
                "a new pasta for the runtime")
-    assert all(cg.endswith(f"/{sid}") for cg in cgroups_of(pasta_pids(d, sid)[0]) if cg != "/"), \
-        "the restarted pasta runs outside the sandbox's cgroup"
+    # it starts in <id>.net and moves into the sandbox's cgroup once the namespace is set
+    wait_until(lambda: pasta_pids(d, sid) and all(
+        cg.endswith(f"/{sid}") for cg in cgroups_of(pasta_pids(d, sid)[0]) if cg != "/"),
+        10 * SLOW, "the restarted pasta in the sandbox's cgroup")
     try:
         wait_until(lambda: "ended and was restarted" in net["d"].log(), 10 * SLOW,
                    "the supervisor's log line about the restart")
