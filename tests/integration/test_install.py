@@ -267,6 +267,7 @@ def test_installed_labd_serves_its_ui_and_runs_a_job(dest):
         assert_status(r, 200)
         assert b"installed-agent-ran" in r.body, r.body[-500:]
         assert b"bound=labd-jobagent\n" in r.body, r.body[-500:]
+        os.remove(other)
         for rel in ("db", "homes"):
             assert os.path.isdir(os.path.join(d.state_dir, rel)), rel
     finally:
