@@ -143,18 +143,18 @@ bench: deps all
 	@bash bench/run.sh
 
 # `make install [PREFIX=/usr/local] [DESTDIR=]` (docs/install.md): labd and labbox in
-# sbin (root's tools), the job agent in libexec/ (labd finds it in libexec/ beside or one
-# folder above its own binary, and binds that folder into job sandboxes), the web UI and
+# sbin (root's tools), the job agent in libexec/labd/ (labd finds it in libexec/labd/ beside
+# or one folder above its own binary, and binds that folder alone into job sandboxes), the web UI and
 # the docs in share/, the unit in SYSTEMD_UNIT_DIR with PREFIX's paths, and
 # /etc/labd/labd.ini only when absent: an upgrade never overwrites the admin's config.
 SYSTEMD_UNIT_DIR ?= /etc/systemd/system
 install: all
 	@test -f web/static/vendor/uplot/VERSION || \
 	  { echo "install: web/static/vendor is empty: run make deps first" >&2; exit 1; }
-	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/libexec \
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/libexec/labd \
 	  $(DESTDIR)$(PREFIX)/share/labd/web $(DESTDIR)$(PREFIX)/share/doc/labd
 	install -m 0755 $(BUILD)/labd $(SANDBOX_CLI) $(DESTDIR)$(PREFIX)/sbin/
-	install -m 0755 $(JOBAGENT) $(DESTDIR)$(PREFIX)/libexec/labd-jobagent
+	install -m 0755 $(JOBAGENT) $(DESTDIR)$(PREFIX)/libexec/labd/labd-jobagent
 	cp -R web/*.html web/static $(DESTDIR)$(PREFIX)/share/labd/web/
 	install -m 0644 docs/*.md $(DESTDIR)$(PREFIX)/share/doc/labd/
 	install -d -m 0755 $(DESTDIR)/etc/labd

@@ -12,11 +12,11 @@ SANDBOX_UNIT_BINS := $(SANDBOX_UNIT_SRCS:tests/sandbox/%.c=$(BUILD)/tests/sandbo
 SANDBOX_PROBE     := $(BUILD)/tests/security/probe
 SANDBOX_SECCOMP_ONLY := $(BUILD)/tests/security/seccomp_only
 
-SANDBOX_TEST_BINS := $(SANDBOX_CLI) $(SANDBOX_UNIT_BINS) $(SANDBOX_PROBE) $(SANDBOX_SECCOMP_ONLY) $(BUILD)/libexec/labd-jobagent
+SANDBOX_TEST_BINS := $(SANDBOX_CLI) $(SANDBOX_UNIT_BINS) $(SANDBOX_PROBE) $(SANDBOX_SECCOMP_ONLY) $(JOBAGENT)
 
 # The job agent runs inside job sandboxes on any image: static, libc only, and built
 # without sanitizers (their runtimes cannot be linked static).
-JOBAGENT     := $(BUILD)/libexec/labd-jobagent
+JOBAGENT     := $(BUILD)/libexec/labd/labd-jobagent
 JOBAGENT_CFLAGS := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS))
 
 all: $(SANDBOX_CLI) $(JOBAGENT)
@@ -29,7 +29,7 @@ $(JOBAGENT): $(BUILD)/agent/jobagent.o $(BUILD)/agent/jobproto.o
 	@mkdir -p $(dir $@)
 	$(CC) -static -o $@ $^
 
-# its test binds $(BUILD)/libexec into sandboxes
+# its test binds $(BUILD)/libexec/labd into sandboxes
 $(BUILD)/tests/sandbox/test_jobagent: | $(JOBAGENT)
 
 $(SANDBOX_LIB): $(SANDBOX_OBJS)

@@ -74,10 +74,13 @@ int poollaunch_libexec_dir(char *out, size_t len)
 		return -errno;
 	exe[n] = '\0';
 	const char *dir = dirname(exe); /* once: dirname may change exe */
-	/* beside labd ($(BUILD)/libexec), or one up for the test programs in $(BUILD)/tests */
+	/* beside labd ($(BUILD)/libexec/labd), or one up: the test programs in $(BUILD)/tests,
+	 * and $(PREFIX)/sbin/../libexec/labd installed. labd's own folder only: the
+	 * whole $(PREFIX)/libexec may hold other software, none of it a job's to see. */
 	for (int up = 0; up < 2; up++) {
 		char real[PATH_MAX];
-		snprintf(agent, sizeof(agent), "%s%s/libexec/labd-jobagent", dir, up ? "/.." : "");
+		snprintf(agent, sizeof(agent), "%s%s/libexec/labd/labd-jobagent", dir,
+			 up ? "/.." : "");
 		/* the sandbox binds canonical paths only */
 		if (access(agent, X_OK) == 0 && realpath(agent, real)) {
 			snprintf(out, len, "%s", dirname(real));

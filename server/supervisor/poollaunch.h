@@ -2,7 +2,7 @@
  * same limits as a runtime's (launch_fill_limits), the job agent as its
  * command, and its layout dir /opt/ml (docs/jobs.md).
  *
- * The agent (labd-jobagent, bound read-only from the libexec dir beside the
+ * The agent (labd-jobagent, bound read-only from labd's own libexec/labd beside the
  * labd binary at /opt/labd/libexec) talks over three pipes: its stdin
  * (commands) and its stdout (status lines), which the supervisor uses and the
  * pool's keeper holds across a supervisor restart, and its stderr (the job's
@@ -31,7 +31,8 @@ void poollaunch_dir(const char *state_dir, long long pool_id, char *out, size_t 
 void poollaunch_ml_dir(const char *state_dir, long long pool_id, char *out, size_t len);
 /* <state>/pools/<pool_id>/record.json: what a restarted supervisor takes over. */
 void poollaunch_record_path(const char *state_dir, long long pool_id, char *out, size_t len);
-/* The host dir holding labd-jobagent: libexec/ beside the running labd binary. */
+/* The host dir holding labd-jobagent: libexec/labd/ beside or one folder above the
+ * running labd binary (labd's own folder, never all of libexec/). */
 int poollaunch_libexec_dir(char *out, size_t len);
 /* Makes the root-owned skeleton of the ml dir (0755 dirs input/config,
  * input/data, model, output, checkpoints: the last four are mount points of the

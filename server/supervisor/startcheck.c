@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "config/capacity.h"
 #include "config/images.h"
@@ -24,6 +25,7 @@ static const char *const code_names[] = {
 	[STARTCHECK_ABOVE_MACHINE_CAP] = "above_machine_cap",
 	[STARTCHECK_IMAGE_MISSING] = "image_missing",
 	[STARTCHECK_IMAGE_UNSAFE] = "image_unsafe",
+	[STARTCHECK_EGRESS_TOOLS_MISSING] = "egress_tools_missing",
 	[STARTCHECK_HOST_FULL] = "host_full",
 };
 
@@ -155,6 +157,31 @@ static enum startcheck_code check_image(const struct labd_config *cfg, const cha
 	return STARTCHECK_OK;
 }
 
+const char *startcheck_egress_missing(const struct labd_config *cfg)
+{
+	if (access(cfg->net_nft, X_OK) < 0)
+		return cfg->net_nft;
+	if (access(cfg->net_pasta, X_OK) < 0)
+		return cfg->net_pasta;
+	return NULL;
+}
+
+/* Refused here, in words, rather than failing deep in the start with the network
+ * step's exit status 127 (a host without nftables or passt). */
+static enum startcheck_code check_egress(const struct labd_config *cfg, const struct box_shape *sh,
+					 char *why, size_t len)
+{
+	const char *tool = sh->network ? startcheck_egress_missing(cfg) : NULL;
+
+	if (!tool)
+		return STARTCHECK_OK;
+	snprintf(why, len, "egress_tools_missing: %.60s is not on this host: install %s (or "
+		 "set [network] %s), or set [quota] network = none", tool,
+		 tool == cfg->net_nft ? "nftables" : "passt",
+		 tool == cfg->net_nft ? "nft" : "pasta");
+	return STARTCHECK_EGRESS_TOOLS_MISSING;
+}
+
 enum startcheck_code startcheck_check(const struct labd_config *cfg,
 				      const struct startcheck_start *st, startcheck_held_fn held,
 				      const void *ctx, struct launch_request *rq,
@@ -172,6 +199,8 @@ enum startcheck_code startcheck_check(const struct labd_config *cfg,
 			  why, len) < 0)
 		return STARTCHECK_ABOVE_MACHINE_CAP;
 	if ((c = check_image(cfg, sh->image ? sh->image : "", rq, hash, why, len)) != STARTCHECK_OK)
+		return c;
+	if ((c = check_egress(cfg, sh, why, len)) != STARTCHECK_OK)
 		return c;
 	/* the web process refuses first (runtime.c, dispatch.c); this holds when its
 	 * count and the host's differ */

@@ -31,6 +31,8 @@ enum startcheck_code {
 	STARTCHECK_ABOVE_MACHINE_CAP,  /* a size is above [runtime] *_max (sizecap.h) */
 	STARTCHECK_IMAGE_MISSING,      /* no such [images] NAME, or no labd-image.json */
 	STARTCHECK_IMAGE_UNSAFE,       /* the image's folder is not root's alone */
+	STARTCHECK_EGRESS_TOOLS_MISSING, /* an egress start, and [network] nft or pasta is
+					  * not an executable file on this host */
 	STARTCHECK_HOST_FULL,          /* the host runs capacity_max_sandboxes() already */
 };
 
@@ -68,6 +70,10 @@ enum startcheck_code startcheck_check(const struct labd_config *cfg,
 				      const struct startcheck_start *st, startcheck_held_fn held,
 				      const void *ctx, struct launch_request *rq,
 				      char hash[IMAGE_HASH_MAX], char *why, size_t len);
+
+/* The first of [network] nft and pasta that is not an executable file (the path as
+ * configured), or NULL when both are there: an egress start needs both. */
+const char *startcheck_egress_missing(const struct labd_config *cfg);
 
 /* Copies the shape's GPUs, network and egress rate into rq (fill_request, both
  * kinds of start). */

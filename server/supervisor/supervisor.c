@@ -22,6 +22,7 @@
 #include "supervisor/host.h"
 #include "supervisor/host_pool.h"
 #include "supervisor/host_runtime.h"
+#include "supervisor/startcheck.h"
 #include "supervisor/statedir.h"
 #include "supervisor/worker.h"
 #include "labd/clock.h"
@@ -330,6 +331,23 @@ static void print_listening(const struct labd_config *cfg)
 	fflush(stdout);
 }
 
+/* Said once at start, not fatal: an egress start fails (egress_tools_missing). Root
+ * does not see the plans, so with [quota] network = none it is only information. */
+static void log_egress_missing(const struct labd_config *cfg)
+{
+	const char *tool = startcheck_egress_missing(cfg);
+
+	if (!tool)
+		return;
+	if (cfg->quota_network == 1)
+		log_warn("[network] %s is missing: every runtime and job with the default network "
+			 "(egress) will be refused; install nftables and passt, or set [quota] "
+			 "network = none", tool);
+	else
+		log_info("[network] %s is missing: a plan with network egress will be refused",
+			 tool);
+}
+
 /* The supervisor's parts, started in order and stopped in reverse (as
  * sandbox/start.c's steps and web_main's parts): a part that fails is named
  * in the log, and those before it are stopped again. Each start returns 0 or
@@ -342,6 +360,7 @@ static int start_state(struct supervisor *s)
 	    statedir_lock(s->cfg->state_dir) < 0)
 		return -EIO;
 	images_log_missing(s->cfg); /* logged, not fatal: a start on one fails (image_missing) */
+	log_egress_missing(s->cfg);
 	return 0;
 }
 

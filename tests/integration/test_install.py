@@ -80,7 +80,7 @@ def repo_files(sub, pattern=None):
 def test_installs_the_usual_places(dest):
     got = files_under(dest)
     want = {"usr/local/sbin/labd": 0o755, "usr/local/sbin/labbox": 0o755,
-            "usr/local/libexec/labd-jobagent": 0o755, CONFIG: 0o640, UNIT: 0o644}
+            "usr/local/libexec/labd/labd-jobagent": 0o755, CONFIG: 0o640, UNIT: 0o644}
     web = repo_files("web", r"[^/]+\.html|static/.*")
     assert "static/vendor/uplot/uPlot.iife.min.js" in web, "run make deps (vendor-web)"
     for rel in web:
@@ -91,7 +91,7 @@ def test_installs_the_usual_places(dest):
     bad = {p: oct(m) for p, m in got.items() if m != want[p]}
     assert not bad, bad
     for built, f in (("labd", "usr/local/sbin/labd"), ("labbox", "usr/local/sbin/labbox"),
-                     ("libexec/labd-jobagent", "usr/local/libexec/labd-jobagent")):
+                     ("libexec/labd/labd-jobagent", "usr/local/libexec/labd/labd-jobagent")):
         with open(os.path.join(REPO, build_dir(), built), "rb") as a, \
                 open(os.path.join(dest, f), "rb") as b:
             assert a.read() == b.read(), f"{f} is not the build's"
@@ -118,7 +118,7 @@ def test_prefix_reaches_the_unit_and_the_config():
     try:
         make_install(d, "PREFIX=/opt/labd", "SYSTEMD_UNIT_DIR=/usr/lib/systemd/system")
         assert os.access(os.path.join(d, "opt/labd/sbin/labd"), os.X_OK)
-        assert os.access(os.path.join(d, "opt/labd/libexec/labd-jobagent"), os.X_OK)
+        assert os.access(os.path.join(d, "opt/labd/libexec/labd/labd-jobagent"), os.X_OK)
         with open(os.path.join(d, "usr/lib/systemd/system/labd.service")) as fh:
             unit = fh.read()
         with open(os.path.join(d, CONFIG)) as fh:
@@ -253,15 +253,21 @@ def test_installed_labd_serves_its_ui_and_runs_a_job(dest):
         assert b"<form" in r.body, r.body[:300]
         r = d.client().get("/static/vendor/uplot/uPlot.iife.min.js")
         assert_status(r, 200)
-        # the job agent is found where make install put it (libexec/ one folder above
-        # sbin/): a job runs in a pool sandbox it drives
+        # the job agent is found where make install put it (libexec/labd/ one folder
+        # above sbin/): a job runs in a pool sandbox it drives, and sees labd's own
+        # folder only, never other software in $(PREFIX)/libexec
+        other = os.path.join(dest, "usr/local/libexec/other-software")
+        with open(other, "w") as fh:
+            fh.write("not a job's\n")
         _, c = new_user(d, "inst")
-        j = submit(c, ["sh", "-c", "echo installed-agent-ran"])
+        j = submit(c, ["sh", "-c", "echo installed-agent-ran; echo bound=$(ls /opt/labd/libexec)"])
         j = wait_job(c, j["id"])
         assert j["status"] == "Completed", j
         r = c.get(f"/api/v1/jobs/{j['id']}/logs")
         assert_status(r, 200)
         assert b"installed-agent-ran" in r.body, r.body[-500:]
+        assert b"bound=labd-jobagent\n" in r.body, r.body[-500:]
+        os.remove(other)
         for rel in ("db", "homes"):
             assert os.path.isdir(os.path.join(d.state_dir, rel)), rel
     finally:

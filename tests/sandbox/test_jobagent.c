@@ -1,7 +1,7 @@
 /* test_jobagent.c - labd-jobagent and its protocol (sandbox/jobagent.h).
  *
  * The protocol cases (parse, format, partial and malformed input) run anywhere.  The
- * live cases start the real static agent ($(BUILD)/libexec, bound read-only at
+ * live cases start the real static agent ($(BUILD)/libexec/labd, bound read-only at
  * /opt/labd/libexec as job pools do) in real sandboxes, as root under
  * tests/security/run.sh: two jobs in a row where the second sees nothing of the first,
  * term, the failure file, start errors, EOF; and the agent in an image root that has
@@ -169,8 +169,8 @@ static void find_libexec(void)
 
 	assert_true(n > 0);
 	exe[n] = '\0';
-	/* <build>/tests/sandbox/test_jobagent -> <build>/libexec */
-	snprintf(libexec, sizeof(libexec), "%s/libexec", dirname(dirname(dirname(exe))));
+	/* <build>/tests/sandbox/test_jobagent -> <build>/libexec/labd */
+	snprintf(libexec, sizeof(libexec), "%s/libexec/labd", dirname(dirname(dirname(exe))));
 }
 
 static int agent_start(struct agent_box *b, struct sandbox_spec *s)

@@ -60,6 +60,9 @@ static int setup(void **state)
 	T.cfg.home_size_max_bytes = 100ULL << 30;
 	T.cfg.quota_network = 1;
 	T.cfg.quota_egress_bytes_per_s = 1000000;
+	/* egress tools that every host has: the start check only asks that they run */
+	snprintf(T.cfg.net_nft, sizeof(T.cfg.net_nft), "/bin/sh");
+	snprintf(T.cfg.net_pasta, sizeof(T.cfg.net_pasta), "/bin/sh");
 	unit_tempdir(T.dir);
 	make_image("good", true, 0755);
 	make_image("nometa", false, 0755);
@@ -125,27 +128,34 @@ static const struct {
 	enum startcheck_code want;
 	const char *code;
 	const char *says; /* a word of the sentence */
+	const char *nft;  /* [network] nft for this row; NULL: one that is there */
 } table[] = {
 	{"past deadline", true, "cpu", "{\"gpus\":[]}", STARTCHECK_PAST_DEADLINE,
-	 "past_deadline", "deadline"},
+	 "past_deadline", "deadline", NULL},
 	{"GPU not configured", false, "gpu", "{\"gpus\":[7]}", STARTCHECK_GPU_NOT_CONFIGURED,
-	 "gpu_not_configured", "gpu 7"},
+	 "gpu_not_configured", "gpu 7", NULL},
 	{"GPU named twice", false, "gpu", "{\"gpus\":[1,1]}", STARTCHECK_GPU_NAMED_TWICE,
-	 "gpu_named_twice", "twice"},
-	{"GPU held", false, "gpu", "{\"gpus\":[0,2]}", STARTCHECK_GPU_BUSY, "gpu_busy", "gpu 2"},
+	 "gpu_named_twice", "twice", NULL},
+	{"GPU held", false, "gpu", "{\"gpus\":[0,2]}", STARTCHECK_GPU_BUSY, "gpu_busy", "gpu 2", NULL},
 	{"above the machine cap", false, "cpu", "{\"gpus\":[],\"memory_bytes\":9663676416}",
-	 STARTCHECK_ABOVE_MACHINE_CAP, "above_machine_cap", "memory_max"},
+	 STARTCHECK_ABOVE_MACHINE_CAP, "above_machine_cap", "memory_max", NULL},
 	{"cpus above the machine cap", false, "cpu", "{\"gpus\":[],\"cpus_milli\":4001}",
-	 STARTCHECK_ABOVE_MACHINE_CAP, "above_machine_cap", "cpus_max"},
+	 STARTCHECK_ABOVE_MACHINE_CAP, "above_machine_cap", "cpus_max", NULL},
 	{"image not configured", false, "cpu", "{\"gpus\":[],\"image\":\"nosuch\"}",
-	 STARTCHECK_IMAGE_MISSING, "image_missing", "image_missing:"},
+	 STARTCHECK_IMAGE_MISSING, "image_missing", "image_missing:", NULL},
 	{"image without labd-image.json", false, "cpu", "{\"gpus\":[],\"image\":\"nometa\"}",
-	 STARTCHECK_IMAGE_MISSING, "image_missing", "labd-image.json"},
+	 STARTCHECK_IMAGE_MISSING, "image_missing", "labd-image.json", NULL},
 	{"image writable by others", false, "cpu", "{\"gpus\":[],\"image\":\"open\"}",
-	 STARTCHECK_IMAGE_UNSAFE, "image_unsafe", "image_unsafe:"},
+	 STARTCHECK_IMAGE_UNSAFE, "image_unsafe", "image_unsafe:", NULL},
+	/* egress (the [quota] default here) on a host without nft: the tool and the remedy */
+	{"egress without nft", false, "cpu", "{\"gpus\":[]}", STARTCHECK_EGRESS_TOOLS_MISSING,
+	 "egress_tools_missing", "/nonexistent/nft is not on this host: install nftables", "/nonexistent/nft"},
+	{"egress without nft, plan's egress", false, "cpu", "{\"gpus\":[],\"network\":1}",
+	 STARTCHECK_EGRESS_TOOLS_MISSING, "egress_tools_missing", "[quota] network = none",
+	 "/nonexistent/nft"},
 	/* the first refusal in the table's order wins: held before the cap */
 	{"GPU held and above the cap", false, "gpu",
-	 "{\"gpus\":[2],\"memory_bytes\":9663676416}", STARTCHECK_GPU_BUSY, "gpu_busy", "held"},
+	 "{\"gpus\":[2],\"memory_bytes\":9663676416}", STARTCHECK_GPU_BUSY, "gpu_busy", "held", NULL},
 };
 
 static void test_refusal_table_both_purposes(void **state)
@@ -157,7 +167,11 @@ static void test_refusal_table_both_purposes(void **state)
 	for (enum purpose p = RUNTIME; p <= POOL; p++)
 		for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
 			long long deadline = table[i].past ? time(NULL) - 1 : time(NULL) + 3600;
-			enum startcheck_code c = run(p, deadline, table[i].kind, table[i].shape,
+			enum startcheck_code c;
+
+			snprintf(T.cfg.net_nft, sizeof(T.cfg.net_nft), "%s",
+				 table[i].nft ? table[i].nft : "/bin/sh");
+			c = run(p, deadline, table[i].kind, table[i].shape,
 						     why, sizeof(why), &rq, hash);
 			if (c != table[i].want)
 				fail_msg("%s, %s: code %s (%s), want %s",
@@ -204,6 +218,27 @@ static void test_accepted_start_fills_the_request(void **state)
 /* Only a runtime has a kind, and its GPUs must match it. */
 /* The host-wide cap: a start while the host runs [runtime] max_sandboxes is refused,
  * one below it passes; 0 derives the cap from memory. */
+/* A start without a network runs on a host without the egress tools. */
+static void test_no_network_needs_no_egress_tools(void **state)
+{
+	struct launch_request rq;
+	char why[200], hash[IMAGE_HASH_MAX];
+	(void)state;
+
+	snprintf(T.cfg.net_nft, sizeof(T.cfg.net_nft), "/nonexistent/nft");
+	snprintf(T.cfg.net_pasta, sizeof(T.cfg.net_pasta), "/nonexistent/pasta");
+	for (enum purpose p = RUNTIME; p <= POOL; p++)
+		assert_int_equal(run(p, time(NULL) + 3600, "cpu", "{\"gpus\":[],\"network\":0}",
+				     why, sizeof(why), &rq, hash),
+				 STARTCHECK_OK);
+	snprintf(T.cfg.net_nft, sizeof(T.cfg.net_nft), "/bin/sh");
+	assert_int_equal(run(RUNTIME, time(NULL) + 3600, "cpu", "{\"gpus\":[],\"network\":1}", why,
+			     sizeof(why), &rq, hash),
+			 STARTCHECK_EGRESS_TOOLS_MISSING);
+	assert_non_null(strstr(why, "/nonexistent/pasta is not on this host: install passt"));
+	snprintf(T.cfg.net_pasta, sizeof(T.cfg.net_pasta), "/bin/sh");
+}
+
 static void test_host_full(void **state)
 {
 	struct launch_request rq;
@@ -313,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_accepted_start_fills_the_request),
 		cmocka_unit_test(test_runtime_kind),
 		cmocka_unit_test(test_host_full),
+		cmocka_unit_test(test_no_network_needs_no_egress_tools),
 		cmocka_unit_test(test_shape_and_network_fallback),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
