@@ -27,7 +27,8 @@ static void say(enum doctor_level level, const char *remedy, const char *what, c
 	doctor_say(level, remedy, "%s: %s", what, detail);
 }
 
-/* pidfd_open (5.3) is what the supervisor watches sandboxes with. */
+/* The sandbox builds its filesystem with open_tree and mount_setattr (5.12,
+ * no fallback); the supervisor watches sandboxes with pidfd_open (5.3). */
 static void check_kernel(void)
 {
 	struct utsname u;
@@ -35,10 +36,11 @@ static void check_kernel(void)
 
 	uname(&u);
 	sscanf(u.release, "%u.%u", &major, &minor);
-	if (major > 5 || (major == 5 && minor >= 3))
+	if (major > 5 || (major == 5 && minor >= 12))
 		say(DOCTOR_OK, NULL, "kernel", u.release);
 	else
-		say(DOCTOR_FAIL, "a kernel of 5.3 or later (pidfd_open)", "kernel", u.release);
+		say(DOCTOR_FAIL, "a kernel of 5.12 or later (mount_setattr, open_tree, pidfd_open)",
+		    "kernel", u.release);
 }
 
 static long read_long(const char *path)
