@@ -40,6 +40,7 @@ struct relay {
 	long long last_io_ms;   /* any byte either way, pings included */
 	long long last_data_ms; /* a data frame either way: a kernel message */
 	bool doomed;            /* an account event closes it (set under the lock) */
+	bool fresh;             /* added, not yet armed by the thread (under the lock) */
 	struct relay *prev, *next;
 };
 
@@ -78,6 +79,22 @@ static void watch(struct wsrelay *r, struct relay *x)
 	ev.events = up_ev | EPOLLRDHUP;
 	ev.data.u64 = (uint64_t)(uintptr_t)x | SIDE_UPSTREAM;
 	epoll_ctl(r->epfd, EPOLL_CTL_MOD, x->upstream, &ev);
+}
+
+/* Arms the relays wsrelay_add handed over. Only this thread sets a relay's
+ * epoll interest: a worker that armed it could read its buffers while this
+ * thread, woken by the first armed side, changed them, and then set the
+ * other side's interest from that stale view (a side left unwatched). */
+static void arm_fresh(struct wsrelay *r)
+{
+	pthread_mutex_lock(&r->lock);
+	for (struct relay *x = r->list; x; x = x->next) {
+		if (x->fresh) {
+			x->fresh = false;
+			watch(r, x);
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
 }
 
 static void relay_free(struct wsrelay *r, struct relay *x)
@@ -247,6 +264,8 @@ static void *relay_loop(void *arg)
 				pthread_mutex_lock(&r->lock);
 				bool stop = r->stopping;
 				pthread_mutex_unlock(&r->lock);
+				if (!stop)
+					arm_fresh(r);
 				close_due(r, stop);
 				if (stop)
 					return NULL;
@@ -419,8 +438,8 @@ int wsrelay_add(struct wsrelay *r, int client_fd, struct MHD_UpgradeResponseHand
 	int one = 1;
 	setsockopt(client_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	fcntl(upstream_fd, F_SETFL, fcntl(upstream_fd, F_GETFL) | O_NONBLOCK);
+	x->fresh = true; /* watched with no event until the thread arms it */
 	pthread_mutex_lock(&r->lock);
-	bool first = r->list == NULL;
 	x->next = r->list;
 	if (r->list)
 		r->list->prev = x;
@@ -431,8 +450,6 @@ int wsrelay_add(struct wsrelay *r, int client_fd, struct MHD_UpgradeResponseHand
 	epoll_ctl(r->epfd, EPOLL_CTL_ADD, client_fd, &ev);
 	ev.data.u64 = (uint64_t)(uintptr_t)x | SIDE_UPSTREAM;
 	epoll_ctl(r->epfd, EPOLL_CTL_ADD, upstream_fd, &ev);
-	watch(r, x); /* arms both, and flushes seeded bytes on the first event */
-	if (first)
-		poke(r); /* the thread sleeps untimed while it has no relay: its sweeps begin */
+	poke(r); /* the thread arms both sides (arm_fresh); seeded bytes go on its first event */
 	return 0;
 }
