@@ -416,10 +416,15 @@ int jobs_each_waiting_gpu(struct db *db, int (*fn)(const struct job_waiting_gpu 
 			  void *ctx)
 {
 	struct waiting_walk w = {fn, ctx};
+	/* Each user's first waiting job, then each user's second, ...: a caller
+	 * that reads only the first N (a pass's bound) still sees every user's
+	 * head, so the fair order is taken among users, not among the N oldest
+	 * jobs (which could all be one user's). */
 	return db_each(db,
-		       "SELECT id, user_id, created_at, max_wait_s, max_runtime_s, gpu_count"
+		       "SELECT id, user_id, created_at, max_wait_s, max_runtime_s, gpu_count FROM"
+		       " (SELECT *, row_number() OVER (PARTITION BY user_id ORDER BY id) AS turn"
 		       " FROM jobs WHERE kind = 'gpu' AND status = 'InProgress' AND (secondary ="
-		       " 'Pending' OR (secondary = 'Starting' AND pool_id = 0)) ORDER BY id",
+		       " 'Pending' OR (secondary = 'Starting' AND pool_id = 0))) ORDER BY turn, id",
 		       "", waiting_row, &w) < 0
 		       ? -1
 		       : 0;

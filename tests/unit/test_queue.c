@@ -241,6 +241,39 @@ static void test_load_counts_open_entries_up_to_now(void **state)
 	assert_int_equal(it[1].gpu_s_24h, 60 + LEDGER_CLOSE_SLACK_S);
 }
 
+/* A pass reads a bounded number of waiting entries: ann's 70 GPU jobs, all
+ * submitted before bob's one, must not hide bob's from a pass of 64 (the
+ * fair order is taken among users' heads, not among the 64 oldest jobs). */
+static void test_load_sees_every_users_head_job(void **state)
+{
+	struct fixture *f = *state;
+	struct queue_item it[64];
+	int64_t now = 10 * 86400;
+
+	db_lock(f->db);
+	for (int i = 0; i < 71; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "j%d", i);
+		assert_int_equal(db_exec(f->db,
+					 "INSERT INTO jobs (user_id, name, status, secondary, spec, kind,"
+					 " gpu_count, max_runtime_s, max_wait_s, grace_s, created_at)"
+					 " VALUES (?, ?, 'InProgress', 'Pending', '{}', 'gpu', 1, 60,"
+					 " 3600, 1, ?)",
+					 "iti", i < 70 ? f->ann : f->bob, name, now - 100 + i),
+				 1);
+	}
+	db_unlock(f->db);
+	int n = queue_load(f->db, now, it, 64);
+	assert_int_equal(n, 64);
+	bool bob = false;
+	for (int i = 0; i < n; i++)
+		bob |= it[i].user_id == f->bob;
+	assert_true(bob);
+	queue_order(it, (size_t)n);
+	assert_int_equal(it[0].user_id, f->ann); /* same use (none): the earlier request */
+	assert_int_equal(it[1].user_id, f->ann);
+}
+
 static void exec_raw(sqlite3 *raw, const char *sql)
 {
 	char *err = NULL;
@@ -293,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_estimates_follow_the_holders_and_lengths),
 		cmocka_unit_test_setup_teardown(test_rows_move_with_their_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_counts_open_entries_up_to_now, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_load_sees_every_users_head_job, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_reads_use_of_the_last_24h, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migration_keeps_runtimes_and_their_sequence,
 						setup, teardown),
