@@ -7,6 +7,9 @@ GPUs and [runtime] max_sandboxes = 2:
 - the host cap: with two sandboxes live a third runtime start is refused (503
   host_full) and a job waits in Pending saying so, and runs once one ends."""
 
+import glob
+import os
+
 import pytest
 
 from labd_harness import make_user, start_runtime, stop_runtime, wait_until
@@ -78,6 +81,10 @@ def test_a_gpu_runtime_is_refused_beside_the_users_warm_gpu_pool(cd):
 
 
 def test_the_host_cap_refuses_a_runtime_and_holds_a_job(cd):
+    # the earlier tests' sandboxes count until their teardown ends, a moment after
+    # their runtime reads stopped and their pool is released
+    wait_until(lambda: not glob.glob(os.path.join(cd.state_dir, "sandboxes", "*.state")),
+               30, what="the earlier tests' sandboxes to be torn down")
     a, b, late = (make_user(cd, prefix=p) for p in ("capa", "capb", "capl"))
     start_runtime(a)
     start_runtime(b)
