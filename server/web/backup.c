@@ -36,21 +36,12 @@ struct backup {
 /* dir must be new, or an empty folder: a backup never mixes with another. */
 static int make_empty_dir(const char *dir)
 {
-	DIR *d;
-	struct dirent *e;
-	int found = 0;
+	int rc = backup_new_dir(dir, 0700);
 
-	if (mkdir(dir, 0700) == 0)
-		return 0;
-	if (errno != EEXIST)
-		return log_errno("mkdir %s", dir);
-	if (!(d = opendir(dir)))
-		return log_errno("open %s", dir);
-	while (!found && (e = readdir(d)))
-		found = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-	closedir(d);
-	if (found)
+	if (rc == -ENOTEMPTY)
 		return log_error("%s is not empty: refused (give a new or empty folder)", dir);
+	if (rc < 0)
+		return -1;
 	return chmod(dir, 0700) < 0 ? log_errno("chmod %s", dir) : 0;
 }
 

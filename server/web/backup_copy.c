@@ -6,6 +6,7 @@
  * kernel, a reflink where the file system can), so a copy costs what is written. */
 #include "web/backup_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -195,4 +196,22 @@ out:
 		close(out);
 	close(in);
 	return rc;
+}
+
+int backup_new_dir(const char *dir, mode_t mode)
+{
+	struct dirent *e;
+	bool found = false;
+	DIR *d;
+
+	if (mkdir(dir, mode) == 0)
+		return 1;
+	if (errno != EEXIST)
+		return log_errno("mkdir %s", dir);
+	if (!(d = opendir(dir)))
+		return log_errno("open %s", dir);
+	while (!found && (e = readdir(d)))
+		found = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(d);
+	return found ? -ENOTEMPTY : 0;
 }

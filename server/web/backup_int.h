@@ -25,6 +25,9 @@ int backup_sha256_fd(int fd, char hex[65], uint64_t *size);
 /* backup_copy_sparse of the file at src into a new file dst (O_EXCL, 0600),
  * synced. 0 or a negative errno (logged); dst is removed on failure. */
 int backup_copy_file(const char *src, const char *dst);
+/* dir made with mode, or found empty: 1 made, 0 found empty, -1 (logged) when
+ * it cannot be made or read; -ENOTEMPTY (not logged) when it holds anything. */
+int backup_new_dir(const char *dir, mode_t mode);
 
 /* Copies the image of a mounted home (mnt its mount point) into the new file
  * dst with the file system frozen (FIFREEZE) for at most max_s seconds: a

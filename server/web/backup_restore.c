@@ -44,22 +44,12 @@ static void set_owner(const char *rel, const char *path, const struct privdrop_u
 /* NEW must not exist, or be an empty folder. 1 made, 0 was there, -1 refused. */
 static int new_state_dir(const char *dir)
 {
-	struct dirent *e;
-	bool found = false;
-	DIR *d;
+	int rc = backup_new_dir(dir, 0710);
 
-	if (mkdir(dir, 0710) == 0)
-		return 1;
-	if (errno != EEXIST)
-		return log_errno("mkdir %s", dir);
-	if (!(d = opendir(dir)))
-		return log_errno("open %s", dir);
-	while (!found && (e = readdir(d)))
-		found = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-	closedir(d);
-	return found ? log_error("%s is not empty: refused (restore only into a new or empty "
-				 "state dir)", dir)
-		     : 0;
+	if (rc == -ENOTEMPTY)
+		return log_error("%s is not empty: refused (restore only into a new or empty "
+				 "state dir)", dir);
+	return rc;
 }
 
 /* What a restore made, so that a failure removes exactly that. */
