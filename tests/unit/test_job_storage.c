@@ -16,38 +16,7 @@
 #define SPEC "{\"command\":[\"sh\"]}"
 #define SPEC_BYTES ((int64_t)sizeof(SPEC) - 1)
 
-struct fixture {
-	char dir[64];
-	char path[128];
-	struct db *db;
-	int64_t ann, bob;
-};
-
-static int setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-	struct user u;
-
-	assert_non_null(f);
-	unit_tempdir(f->dir);
-	snprintf(f->path, sizeof(f->path), "%s/labd.db", f->dir);
-	assert_int_equal(db_open(f->path, &f->db), 0);
-	assert_int_equal(users_create(f->db, "ann", USER_ROLE_USER, "$scrypt$x", 1, &u), 0);
-	f->ann = u.id;
-	assert_int_equal(users_create(f->db, "bob", USER_ROLE_USER, "$scrypt$x", 1, &u), 0);
-	f->bob = u.id;
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	db_close(f->db);
-	unit_rmdir(f->dir);
-	free(f);
-	return 0;
-}
+#include "store_fixture.h"
 
 /* A new job of user_id; its id, or the create's refusal (< 0). */
 static int64_t create(struct fixture *f, int64_t user_id, const char *name, int64_t max_stored)

@@ -80,38 +80,7 @@ static void test_estimates_follow_the_holders_and_lengths(void **state)
 	assert_int_equal(it[1].estimate_at, 0);
 }
 
-struct fixture {
-	char dir[64];
-	char path[128];
-	struct db *db;
-	int64_t ann, bob;
-};
-
-static int setup(void **state)
-{
-	struct fixture *f = calloc(1, sizeof(*f));
-	struct user u;
-
-	assert_non_null(f);
-	unit_tempdir(f->dir);
-	snprintf(f->path, sizeof(f->path), "%s/labd.db", f->dir);
-	assert_int_equal(db_open(f->path, &f->db), 0);
-	assert_int_equal(users_create(f->db, "ann", USER_ROLE_USER, "$scrypt$x", 1, &u), 0);
-	f->ann = u.id;
-	assert_int_equal(users_create(f->db, "bob", USER_ROLE_USER, "$scrypt$x", 1, &u), 0);
-	f->bob = u.id;
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *f = *state;
-	db_close(f->db);
-	unit_rmdir(f->dir);
-	free(f);
-	return 0;
-}
+#include "store_fixture.h"
 
 static const char TOKEN[] = "ttttttttttttttttttttttttttttttttttttttttttt";
 
