@@ -12,7 +12,7 @@ import pytest
 
 from jobs_lib import JOBS_DEFAULTS, new_user, submit, wait_job
 from labd_harness import SLOW, remember_sandboxes, runtime_daemon, teardown_runtime_daemon, wait_until
-from test_faults import crashed, doctor, fault_build, leftovers  # noqa: F401 (fixture)
+from test_faults import crashed, doctor, fault_build, leftovers, restart  # noqa: F401 (fixture)
 
 POINTS = [
     "job.dispatch",          # web: about to ask for the job's pool
@@ -29,21 +29,11 @@ def jd(fault_build):  # noqa: F811
     d = runtime_daemon("faults-jobs", runtime={"cpu_limit": "1h", "stop_grace": "1s"},
                        sections={"jobs": dict(JOBS_DEFAULTS, keep_alive_max="0s")})
     d.start(binary=fault_build)
-    d.fault_build = fault_build
     _, c = new_user(d, prefix="fj")
     c.user = c.name
     d.job_client = c
     yield d
     teardown_runtime_daemon(d, stop_timeout=60)
-
-
-def restart(d, fault=None):
-    if d.proc and d.proc.poll() is None:
-        d.stop(30)
-    d.env.pop("LABD_FAULT", None)
-    if fault:
-        d.env["LABD_FAULT"] = f"{fault}:group"
-    d.start(expect_admin_password=False, binary=d.fault_build)
 
 
 def check_ledger(d, user):
