@@ -147,6 +147,17 @@ json_t *api_job_json(struct app *app, const struct job *j, bool full)
 	return out;
 }
 
+/* A quota_exceeded error naming the limit and its value. */
+static json_t *quota_error(const char *message, const char *limit, int64_t value)
+{
+	json_t *body = http_error_json("quota_exceeded", message);
+	json_t *err = json_object_get(body, "error");
+
+	json_object_set_new(err, "limit", json_string(limit));
+	json_object_set_new(err, "limit_value", json_integer(value));
+	return body;
+}
+
 /* 429 quota_exceeded: concurrent_jobs reached. */
 static void reply_concurrent(struct http_request *req, int64_t limit)
 {
@@ -156,13 +167,9 @@ static void reply_concurrent(struct http_request *req, int64_t limit)
 		 "you have %lld jobs in progress, your plan's concurrent_jobs; wait for one to end "
 		 "or stop one",
 		 (long long)limit);
-	json_t *body = http_error_json("quota_exceeded", message);
-	json_t *err = json_object_get(body, "error");
-
-	json_object_set_new(err, "limit", json_string("concurrent_jobs"));
-	json_object_set_new(err, "limit_value", json_integer(limit));
 	http_add_header(req, "Retry-After", "60");
-	http_reply_json(req, MHD_HTTP_TOO_MANY_REQUESTS, body);
+	http_reply_json(req, MHD_HTTP_TOO_MANY_REQUESTS,
+			quota_error(message, "concurrent_jobs", limit));
 }
 
 /* 403 quota_exceeded: the user's kept jobs hold job_storage_bytes. */
@@ -174,12 +181,7 @@ static void reply_storage(struct http_request *req, int64_t limit)
 		 "your kept jobs hold your plan's job_storage_bytes (%lld bytes) of logs, specs and "
 		 "metric points; delete ended jobs (DELETE /api/v1/jobs/{id}) to make room",
 		 (long long)limit);
-	json_t *body = http_error_json("quota_exceeded", message);
-	json_t *err = json_object_get(body, "error");
-
-	json_object_set_new(err, "limit", json_string("job_storage_bytes"));
-	json_object_set_new(err, "limit_value", json_integer(limit));
-	http_reply_json(req, MHD_HTTP_FORBIDDEN, body);
+	http_reply_json(req, MHD_HTTP_FORBIDDEN, quota_error(message, "job_storage_bytes", limit));
 }
 
 void api_jobs_submit(struct http_request *req)
