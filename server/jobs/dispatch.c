@@ -38,16 +38,11 @@ static void select_rows(const struct jobs_live *live, bool (*want)(const struct 
 			ids->id[ids->n++] = live->row[i].id;
 }
 
-/* As waiting() and pending() below, on the pass's read of the row. */
+/* As waiting() below, on the pass's read of the row. */
 static bool waiting_row(const struct jobs_live_row *r)
 {
 	return r->status == JOB_IN_PROGRESS &&
 	       (r->secondary == JOB_PENDING || (r->secondary == JOB_STARTING && r->pool_id == 0));
-}
-
-static bool pending_row(const struct jobs_live_row *r)
-{
-	return r->status == JOB_IN_PROGRESS && r->secondary == JOB_PENDING;
 }
 
 /* Pending, or Starting again without a pool (a retry). */
@@ -135,11 +130,14 @@ static void release_unmatched(struct app *app, const struct job *j)
  * and jobs (sched/queue.h), and enough free. Caller holds the GPU lock. */
 static bool gpu_turn(struct app *app, const struct job *j, int64_t now, char *gpus, size_t len)
 {
-	struct queue_item items[64];
-	int n = queue_load(app->db, now, items, 64);
-	int free_n = gpus_pick_free_n(app->db, app->cfg, 64, gpus, len);
+	static struct queue_item items[QUEUE_TURN_MAX]; /* the jobs ticker's thread only */
+	int free_n = gpus_pick_free_n(app->db, app->cfg, QUEUE_TURN_MAX, gpus, len), n;
 
-	if (n < 0 || free_n < j->gpu_count)
+	if (free_n < j->gpu_count)
+		return false; /* not enough free whatever the order: the order is not read */
+	/* read again at each start: the jobs started before weigh in it (reweighed) */
+	n = queue_load(app->db, now, items, QUEUE_TURN_MAX);
+	if (n < 0)
 		return false;
 	queue_order(items, (size_t)n);
 	if (!queue_job_turn(items, (size_t)n, j->id, (unsigned)free_n))
@@ -204,8 +202,9 @@ static void ask_backend(struct app *app, const struct job *j, struct pool *p)
 	fail_job(app, j->id, JOB_S_FAILED, reason);
 }
 
-/* A new pool for the job: Starting, then the backend builds it. */
-static void start_cold(struct app *app, const struct job *j, int64_t now)
+/* A new pool for the job: Starting, then the backend builds it. True when
+ * the pool was made (the job left the wait). */
+static bool start_cold(struct app *app, const struct job *j, int64_t now)
 {
 	struct pool_shape shape = shape_of(j);
 	struct pool p;
@@ -218,21 +217,22 @@ static void start_cold(struct app *app, const struct job *j, int64_t now)
 	gpus_alloc_lock(app->gpus);
 	if (j->gpu && !gpu_turn(app, j, now, gpus, sizeof(gpus))) {
 		gpus_alloc_unlock(app->gpus);
-		return; /* waits in the fair order */
+		return false; /* waits in the fair order */
 	}
 	rc = pools_create(app->db, &shape, gpus, j->id, now, pool_deadline(app, j, now), &p);
 	gpus_alloc_unlock(app->gpus);
 	if (rc < 0)
-		return;
+		return false;
 	m.pool_id = p.id;
 	/* a retry is in Starting already: its transition says why; only the pool is new */
 	if ((j->secondary == JOB_STARTING ? jobs_set_pool(app->db, j->id, p.id)
 					  : jobs_move(app->db, j->id, &m)) != 1) {
 		pools_end(app->db, p.id, "its job ended before it was built", now);
-		return;
+		return true;
 	}
 	jobs_changed(app, j->id);
 	ask_backend(app, j, &p);
+	return true;
 }
 
 /* A retry is a new start: it may train only what is left of max_runtime_s
@@ -318,7 +318,10 @@ static bool caps_allow(struct app *app, const struct job *j)
 	return false;
 }
 
-static void dispatch_one(struct app *app, const struct job *j, int64_t now)
+/* False when the job still waits for what its user's later jobs of its kind
+ * wait for too (a pool cap, the capacity caps, the fair order: a user's jobs
+ * of one kind go in their order). */
+static bool dispatch_one(struct app *app, const struct job *j, int64_t now)
 {
 	struct pool_shape shape = shape_of(j);
 	struct pool p;
@@ -326,31 +329,52 @@ static void dispatch_one(struct app *app, const struct job *j, int64_t now)
 	int live;
 
 	if (j->attempt > 1 && !retry_allowed(app, j, now))
-		return;
+		return true; /* ended, or waits on the store: nothing said of the others */
 	if (pools_find_available(app->db, &shape, need_until, now, &p) == 1 &&
 	    take_warm(app, j, &p, now))
-		return;
+		return true;
 	release_unmatched(app, j);
 	live = pools_count_live(app->db, j->user_id);
 	if (live < 0 || (unsigned)live >= app->cfg->jobs_max_pools_per_user)
-		return; /* waits for one of the user's pools to end */
+		return false; /* waits for one of the user's pools to end */
 	if (!caps_allow(app, j))
-		return;
-	start_cold(app, j, now);
+		return false;
+	return start_cold(app, j, now);
+}
+
+/* The users (and kind) whose job waited in this pass: their later jobs wait
+ * too, unread. With a thousand jobs queued a pass then costs a few queries
+ * per user, not per job. */
+struct held_back {
+	int64_t user_id[JOBS_LIVE_MAX];
+	bool gpu[JOBS_LIVE_MAX];
+	int n;
+};
+
+static bool is_held_back(const struct held_back *h, const struct job *j)
+{
+	for (int i = 0; i < h->n; i++)
+		if (h->user_id[i] == j->user_id && h->gpu[i] == j->gpu)
+			return true;
+	return false;
 }
 
 void jobs_dispatch(struct app *app, const struct jobs_live *live)
 {
-	static struct ids ids; /* the jobs ticker's thread only */
+	static struct ids ids;       /* the jobs ticker's thread only */
+	static struct held_back held; /* the same */
 	int64_t now = time(NULL);
 	struct job j;
 
 	select_rows(live, waiting_row, &ids);
+	held.n = 0;
 	for (int i = 0; i < ids.n; i++) {
 		if (jobs_find(app->db, ids.id[i], &j) != 1)
 			continue;
-		if (waiting(&j))
-			dispatch_one(app, &j, now);
+		if (waiting(&j) && !is_held_back(&held, &j) && !dispatch_one(app, &j, now)) {
+			held.user_id[held.n] = j.user_id;
+			held.gpu[held.n++] = j.gpu;
+		}
 		jobs_row_free(&j);
 	}
 }
@@ -360,14 +384,16 @@ static bool pending(const struct job *j)
 	return j->status == JOB_IN_PROGRESS && j->secondary == JOB_PENDING;
 }
 
-void jobs_expire_waits(struct app *app, const struct jobs_live *live)
+void jobs_expire_waits(struct app *app)
 {
 	static struct ids ids; /* the jobs ticker's thread only */
 	int64_t now = time(NULL);
 	char reason[200];
 	struct job j;
 
-	select_rows(live, pending_row, &ids);
+	/* read from the store, not the pass's live set: a job far down a long
+	 * queue is past its max_wait_s as surely as one at its head */
+	ids.n = jobs_overdue_pending(app->db, now, ids.id, JOBS_LIVE_MAX);
 	for (int i = 0; i < ids.n; i++) {
 		if (jobs_find(app->db, ids.id[i], &j) != 1)
 			continue;

@@ -80,8 +80,12 @@ static int add_gpu_s(const struct ledger_entry *e, void *ctx)
 		int64_t close_at = e->last_heartbeat + LEDGER_CLOSE_SLACK_S;
 		span.end_s = close_at < u->to_s ? close_at : u->to_s;
 	}
-	if (span.kind == RUNTIME_GPU)
-		u->gpu_s += ledger_clip_s(&span, u->from_s, u->to_s);
+	if (span.kind != RUNTIME_GPU)
+		return 0;
+	int64_t s = ledger_clip_s(&span, u->from_s, u->to_s);
+	/* at least a second: a start of this very second has begun to use its
+	 * GPU, and its user's next job goes behind those who use none */
+	u->gpu_s += !e->end_at && s == 0 ? 1 : s;
 	return 0;
 }
 
@@ -127,6 +131,15 @@ int queue_job_turn(const struct queue_item *items, size_t n, int64_t job_id, uns
 	return 0;
 }
 
+/* The first of items[0..i) with items[i]'s user, or i. */
+static size_t user_seen(const struct queue_item *items, size_t i)
+{
+	for (size_t k = 0; k < i; k++)
+		if (items[k].user_id == items[i].user_id)
+			return k;
+	return i;
+}
+
 int queue_load(struct db *db, int64_t now, struct queue_item *items, size_t max)
 {
 	struct load l = {items, 0, max};
@@ -135,7 +148,13 @@ int queue_load(struct db *db, int64_t now, struct queue_item *items, size_t max)
 		return -EIO;
 	for (size_t i = 0; i < l.n; i++) {
 		struct usage_sum u = {now - DAY_S, now, 0};
-		if (ledger_each(db, items[i].user_id, u.from_s, u.to_s, add_gpu_s, &u) < 0)
+		size_t same = user_seen(items, i);
+		if (same < i) { /* a user's later turns weigh what the first did */
+			items[i].gpu_s_24h = items[same].gpu_s_24h;
+			continue;
+		}
+		/* to the end of this second: an entry begun at now is read too */
+		if (ledger_each(db, items[i].user_id, u.from_s, u.to_s + 1, add_gpu_s, &u) < 0)
 			return -EIO;
 		items[i].gpu_s_24h = u.gpu_s;
 	}

@@ -42,6 +42,9 @@ void queue_estimate(struct queue_item *items, size_t n, const int64_t *free_at, 
  * training jobs waiting for their pool (store/jobs.h), so both wait in one
  * fair order (docs/jobs.md "GPUs"). The count, or -EIO. */
 int queue_load(struct db *db, int64_t now, struct queue_item *items, size_t max);
+/* Entries a job's turn reads at most: every user's first turns come first
+ * (store/jobs.h), so up to this many users wait in one fair order. */
+#define QUEUE_TURN_MAX 256
 
 /* Whether the job job_id may take its GPUs now with n_free free: every entry
  * ahead of it in the fair order (items already ordered) could start too. */

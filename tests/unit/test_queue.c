@@ -9,6 +9,7 @@
 #include "sched/queue.h"
 #include "store/db.h"
 #include "store/gpu_queue.h"
+#include "store/jobs.h"
 #include "store/migrations.h"
 #include "store/ledger.h"
 #include "store/runtimes.h"
@@ -243,6 +244,92 @@ static void test_load_sees_every_users_head_job(void **state)
 	assert_int_equal(it[1].user_id, f->ann);
 }
 
+/* An entry opened this very second weighs a second, not nothing: the user
+ * whose job just started goes behind one who waits with no use, so a pass
+ * that starts several jobs does not give one user several in a row. */
+static void test_load_weighs_a_start_of_this_second(void **state)
+{
+	struct fixture *f = *state;
+	struct runtime r;
+	struct queue_item it[4];
+	int64_t now = 10 * 86400;
+
+	db_lock(f->db);
+	assert_int_equal(db_exec(f->db,
+				 "INSERT INTO ledger (user_id, user_name, kind, plan, start_at,"
+				 " last_heartbeat) VALUES (?, 'ann', 'gpu', 'default', ?, ?)",
+				 "iii", f->ann, now, now),
+			 1);
+	db_unlock(f->db);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, now - 10, H, now + 100, &r), 0);
+	assert_int_equal(queue_load(f->db, now, it, 4), 2);
+	queue_order(it, 2);
+	assert_int_equal(it[0].user_id, f->bob);
+	assert_int_equal(it[1].gpu_s_24h, 1);
+}
+
+static void add_waiting_jobs(struct fixture *f, int64_t user, int n, int64_t created_at)
+{
+	char name[16];
+
+	db_lock(f->db);
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "j%d", i);
+		assert_int_equal(db_exec(f->db,
+					 "INSERT INTO jobs (user_id, name, status, secondary, spec, kind,"
+					 " gpu_count, max_runtime_s, max_wait_s, grace_s, created_at)"
+					 " VALUES (?, ?, 'InProgress', 'Pending', '{}', 'gpu', 1, 60,"
+					 " 100, 1, ?)",
+					 "iti", user, name, created_at + i),
+				 1);
+	}
+	db_unlock(f->db);
+}
+
+struct live_read {
+	int64_t user[8];
+	int n;
+};
+
+static int read_live(const struct job *j, void *ctx)
+{
+	struct live_read *l = ctx;
+
+	l->user[l->n++] = j->user_id;
+	return l->n == 8;
+}
+
+/* The jobs pass reads a bounded live set: ann's 600 waiting jobs, all
+ * submitted before bob's, must not hide bob's head (it is read second, after
+ * the job that holds a pool); and every overdue Pending job is found, however
+ * deep in the queue. */
+static void test_live_set_reads_users_in_turns(void **state)
+{
+	struct fixture *f = *state;
+	struct live_read l = {.n = 0};
+	int64_t ids[1000], now = 10 * 86400;
+
+	add_waiting_jobs(f, f->ann, 600, now - 50);
+	add_waiting_jobs(f, f->bob, 2, now - 40);
+	db_lock(f->db);
+	assert_int_equal(db_exec(f->db, "UPDATE jobs SET secondary = 'Training'"
+					" WHERE id = 602", "", NULL), 1);
+	db_unlock(f->db);
+	assert_int_equal(jobs_each_live(f->db, read_live, &l), 0);
+	assert_int_equal(l.n, 8);
+	assert_int_equal(l.user[0], f->bob); /* the one holding a pool */
+	assert_int_equal(l.user[1], f->ann); /* then the heads, in id order */
+	assert_int_equal(l.user[2], f->bob);
+	assert_int_equal(l.user[3], f->ann); /* then the second turns */
+	assert_int_equal(l.user[4], f->ann);
+	/* overdue at now + 1000: all 600 of ann's (created from now - 50, max_wait
+	 * 100) and bob's one Pending */
+	assert_int_equal(jobs_overdue_pending(f->db, now + 1000, ids, 1000), 601);
+	assert_int_equal(jobs_overdue_pending(f->db, now + 1000, ids, 10), 10);
+	assert_int_equal(jobs_overdue_pending(f->db, now, ids, 1000), 0);
+}
+
 static void exec_raw(sqlite3 *raw, const char *sql)
 {
 	char *err = NULL;
@@ -297,6 +384,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_load_counts_open_entries_up_to_now, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_sees_every_users_head_job, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_reads_use_of_the_last_24h, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_load_weighs_a_start_of_this_second, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_live_set_reads_users_in_turns, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migration_keeps_runtimes_and_their_sequence,
 						setup, teardown),
 	};
