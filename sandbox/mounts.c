@@ -1,13 +1,14 @@
 /* mounts.c - the sandbox filesystem, built in the child's private mount namespace.
  *
  * Two phases (docs/sandbox.md, "Filesystem"): mounts_prepare() clones the host trees
- * (root image, home, run dir, device nodes) with open_tree(OPEN_TREE_CLONE) while the
- * child still has the host root's file access; after the switch to the inner uid,
+ * (home, run dir, device nodes) with open_tree(OPEN_TREE_CLONE) while the child still
+ * has the host root's file access (the root's tree, root_fd, the starter cloned in the
+ * host's namespace: start.c, clone_root); after the switch to the inner uid,
  * mounts_build() attaches them under /tmp (the new root's mount point in this
  * namespace), adds fresh proc/sysfs/tmpfs/devpts, masks secrets and pivots.  Files
  * created in our tmpfs must belong to a uid mapped in the user namespace, which is why
- * nothing is created before the uid switch.  The mount namespace was made private by
- * the clone of "/" (a copy in a user namespace never propagates back to the host).
+ * nothing is created before the uid switch.  The root's clone is private all the way
+ * down (clone_root), so nothing mounted here propagates back to the host.
  */
 #include "child.h"
 #include "sandbox/accounts.h"
@@ -80,7 +81,7 @@ int mounts_prepare(const struct child_args *a, struct mount_fds *f, char *msg, s
 		f->devs[i] = -1;
 	for (unsigned i = 0; i < CHILD_MAX_BINDS; i++)
 		f->binds[i] = -1;
-	f->root = clone_tree(a->image, true);
+	f->root = a->root_fd;
 	if (f->root < 0)
 		return failf(msg, len, "clone root", a->image);
 	/* read-only, nosuid, nodev all the way down: setuid binaries give nothing */

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -390,6 +391,28 @@ static int step_limits(struct start *c)
 	return cgbox_limit(cgbox_host(), s->cgroup_parent, c->h->id, lim);
 }
 
+/* The root's tree, cloned here in the host's namespace: that recursive clone skips
+ * unbindable mounts with all below them, so each other user's home (under its
+ * directory's unbindable bind, home.c) stays out of this sandbox, and its loop device
+ * detaches at its own last unmount. In the child's namespace, a copy, the mark is
+ * gone and the copied mounts are locked. Private all the way down: a shared host root
+ * must not make the sandbox's mounts propagate back. */
+static int clone_root(struct start *c)
+{
+	struct mount_attr attr = {.propagation = MS_PRIVATE};
+	int fd = open_tree(AT_FDCWD, c->child.image,
+			   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+
+	if (fd < 0)
+		return fail_errno("clone root %s", c->child.image);
+	if (mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
+		close(fd);
+		return fail_errno("make the root %s private", c->child.image);
+	}
+	c->child.root_fd = fd;
+	return 0;
+}
+
 /* clone3 into the sandbox's v2 (or hybrid unified) cgroup; where the kernel or a
  * seccomp filter around labd refuses that, the plain clone of old, and the cgroup is
  * attached in cgroup-attach. */
@@ -430,12 +453,17 @@ static int step_clone(struct start *c)
 	c->child.err_fd = c->err_p[1];
 	c->child.status_fd = c->status_p[1];
 	c->child.filter_fd = c->filter_fd;
-	if (cgbox_birth_enter(lo, c->spec->cgroup_parent, c->h->id, &c->birth) < 0)
+	if (clone_root(c) < 0)
 		return -1;
+	if (cgbox_birth_enter(lo, c->spec->cgroup_parent, c->h->id, &c->birth) < 0) {
+		close(c->child.root_fd);
+		return -1;
+	}
 	c->pid = clone_child(c);
 	e = errno;
 	if (c->pid == 0)
 		child_main(&c->child);
+	close(c->child.root_fd);
 	if (cgbox_birth_leave(lo, &c->birth) < 0)
 		return -1; /* abandon() kills the child */
 	if (c->pid < 0) {
