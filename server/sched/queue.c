@@ -2,6 +2,7 @@
 #include "sched/queue.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "store/gpu_queue.h"
@@ -119,14 +120,24 @@ static int add_job(const struct job_waiting_gpu *w, void *ctx)
 	return 0;
 }
 
-int queue_job_turn(const struct queue_item *items, size_t n, int64_t job_id, unsigned n_free)
+static bool listed(const int64_t *ids, size_t n, int64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+int queue_job_turn(const struct queue_item *items, size_t n, int64_t job_id, unsigned n_free,
+		   const int64_t *excused, size_t n_excused)
 {
 	unsigned ahead = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		if (items[i].job_id == job_id)
 			return ahead + items[i].gpus <= n_free;
-		ahead += items[i].gpus;
+		if (!items[i].job_id || !listed(excused, n_excused, items[i].user_id))
+			ahead += items[i].gpus;
 	}
 	return 0;
 }

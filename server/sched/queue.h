@@ -47,7 +47,10 @@ int queue_load(struct db *db, int64_t now, struct queue_item *items, size_t max)
 #define QUEUE_TURN_MAX 256
 
 /* Whether the job job_id may take its GPUs now with n_free free: every entry
- * ahead of it in the fair order (items already ordered) could start too. */
-int queue_job_turn(const struct queue_item *items, size_t n, int64_t job_id, unsigned n_free);
+ * ahead of it in the fair order (items already ordered) could start too.
+ * Jobs of the excused users (held back by caps of their own) take no GPU now
+ * and count for nothing ahead. */
+int queue_job_turn(const struct queue_item *items, size_t n, int64_t job_id, unsigned n_free,
+		   const int64_t *excused, size_t n_excused);
 
 #endif

@@ -48,11 +48,16 @@ static void test_jobs_take_their_turn(void **state)
 	assert_int_equal(it[0].runtime_id, 3); /* no GPU time: first */
 	assert_int_equal(it[1].job_id, 8);     /* equal use: the earlier request */
 	assert_int_equal(it[2].job_id, 7);
-	assert_false(queue_job_turn(it, 3, 8, 1)); /* the runtime ahead takes the one free */
-	assert_true(queue_job_turn(it, 3, 8, 2));
-	assert_false(queue_job_turn(it, 3, 7, 3)); /* 1 + 1 ahead, it needs 2 */
-	assert_true(queue_job_turn(it, 3, 7, 4));
-	assert_false(queue_job_turn(it, 3, 99, 8)); /* not waiting */
+	assert_false(queue_job_turn(it, 3, 8, 1, NULL, 0)); /* the runtime ahead takes the one free */
+	assert_true(queue_job_turn(it, 3, 8, 2, NULL, 0));
+	assert_false(queue_job_turn(it, 3, 7, 3, NULL, 0)); /* 1 + 1 ahead, it needs 2 */
+	assert_true(queue_job_turn(it, 3, 7, 4, NULL, 0));
+	assert_false(queue_job_turn(it, 3, 99, 8, NULL, 0)); /* not waiting */
+	/* user 3's job is held back by caps of its own: it takes no GPU ahead of 7 */
+	int64_t excused[] = {3};
+	assert_true(queue_job_turn(it, 3, 7, 3, excused, 1));
+	excused[0] = 2; /* a runtime is never excused: it starts on its own */
+	assert_false(queue_job_turn(it, 3, 7, 3, excused, 1));
 }
 
 static void test_estimates_follow_the_holders_and_lengths(void **state)
