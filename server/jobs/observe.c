@@ -289,6 +289,7 @@ static int begin(struct observe *o, struct tracked *t)
 		return -1;
 	}
 	t->gpu = j.gpu;
+	observe_spec_read(j.spec, &t->rules_spec);
 	t->set = compile_defs(&j, t->spec_index);
 	jobs_row_free(&j);
 	for (size_t i = 0; t->set && i < extract_count(t->set); i++) {
