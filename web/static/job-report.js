@@ -81,7 +81,7 @@
         L.el("strong", null, [r.rule]),
         L.el("p", null, [f.message]),
         L.el("p", { className: "muted small" }, ["From " + J.timeOf(f.first_at) + " to " + J.timeOf(f.last_at) +
-          ", " + (f.samples || []).length + " readings cited"]),
+          ", " + (f.samples || []).length + ((f.samples || []).length === 1 ? " reading" : " readings") + " cited"]),
         L.el("p", { className: "finding-advice" }, [L.el("strong", null, ["What to do: "]), r.recommendation]),
       ]));
     });
@@ -138,7 +138,8 @@
     tbody.textContent = "";
     st.histogram.forEach(function (b) {
       var bar = L.el("span", { className: "bar" });
-      bar.style.width = (most ? (100 * b.count) / most : 0) + "%";
+      /* a bar of one step among thousands still shows; an empty bar none */
+      bar.style.width = (b.count ? Math.max(1, (100 * b.count) / most) : 0) + "%";
       tbody.appendChild(L.el("tr", null, [
         L.el("th", { scope: "row" }, [Number(b.from.toPrecision(4)) + " – " + Number(b.to.toPrecision(4))]),
         L.el("td", { className: "num" }, [String(b.count)]),
