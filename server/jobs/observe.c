@@ -62,7 +62,6 @@ int observe_init(struct app *app)
 	}
 	pthread_mutex_init(&o->lock, NULL);
 	o->app = app;
-	observe_limits(app->cfg, &o->limits);
 	o->follow = follow_new(app->cfg, app->db, FOLLOWERS_MAX, FOLLOWERS_PER_USER);
 	if (!o->follow || ticker_start("metrics", extract_pass, o, &o->extractor) < 0) {
 		follow_free(o->follow);

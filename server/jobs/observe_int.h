@@ -56,7 +56,6 @@ struct observe {
 	 * is taken, and no regex, file or store work is done, while it is held */
 	pthread_mutex_t lock;
 	struct app *app;
-	struct rule_limits limits;
 	struct tracked *head;
 	uint64_t gen; /* live sets seen (observe_tick) */
 	struct follow_hub *follow;
