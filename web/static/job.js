@@ -337,6 +337,7 @@
       showPageError({ message: "This is not a job's address." });
       return;
     }
+    $("job-report-link").href = "/jobs/" + JOB_ID + "/report";
     L.loadMe()
       .then(loadJob)
       .then(function () {
