@@ -214,7 +214,8 @@ static void ask_backend(struct app *app, const struct job *j, struct pool *p)
 
 /* What a dispatch of one waiting job came to. */
 enum dispatched {
-	DISPATCH_DONE,      /* started, ended, or left to the GPU fill (fill_gpus) */
+	DISPATCH_DONE,      /* started, or ended */
+	DISPATCH_TO_FILL,   /* a GPU job no warm pool took: fill_gpus starts it */
 	DISPATCH_HELD_USER, /* waits for its user's own pools or GPUs to end */
 	DISPATCH_HELD_HOST, /* waits for free GPUs, its turn, or the host's sandbox cap */
 };
@@ -356,7 +357,7 @@ static enum dispatched dispatch_one(struct app *app, const struct job *j, int64_
 		return DISPATCH_DONE;
 	release_unmatched(app, j);
 	if (j->gpu && !cold)
-		return DISPATCH_DONE; /* fill_gpus starts it in its turn */
+		return DISPATCH_TO_FILL;
 	live = pools_count_live(app->db, j->user_id);
 	if (live < 0 || (unsigned)live >= app->cfg->jobs_max_pools_per_user)
 		return DISPATCH_HELD_USER; /* waits for one of the user's pools to end */
@@ -366,9 +367,11 @@ static enum dispatched dispatch_one(struct app *app, const struct job *j, int64_
 	return start_cold(app, j, now, ex);
 }
 
-/* The users (and kind) whose job waited for its user's own pools in this
- * pass: their later jobs of that kind wait too, unread. With a thousand jobs
- * queued a pass then costs a few queries per user, not per job. */
+/* The users (and kind) whose job still waits after this pass looked at it
+ * (no warm pool took it, its user's own caps hold it): their later jobs of
+ * that kind wait too, unread (a user's first job released the warm pools it
+ * did not match). With a thousand jobs queued a pass then costs a few
+ * queries per user, not per job. */
 struct held_back {
 	int64_t user_id[JOBS_LIVE_MAX];
 	bool gpu[JOBS_LIVE_MAX];
@@ -405,18 +408,22 @@ static int64_t head_job(const struct queue_item *items, size_t n, const struct e
  * its own user's caps hold back is passed over (its user excused for this
  * pass); a head that waits for GPUs or its turn (a runtime ahead) holds
  * everyone behind it: the order is strict. */
-static void fill_gpus(struct app *app, int64_t now)
+static void fill_gpus(struct app *app)
 {
 	static struct queue_item items[QUEUE_TURN_MAX]; /* the jobs ticker's thread only */
 	static struct excused ex;			/* the same */
 	char gpus[RUNTIME_GPUS_MAX];
 	enum dispatched d = DISPATCH_DONE;
 	struct job j;
+	int64_t now;
 	int n;
 
 	ex.n = 0;
 	while (d != DISPATCH_HELD_HOST && ex.n < QUEUE_TURN_MAX &&
 	       gpus_pick_free_n(app->db, app->cfg, 1, gpus, sizeof(gpus)) > 0) {
+		/* the clock now, not the pass's start: the starts of this second
+		 * (ledger entries begun at now) must weigh in the order */
+		now = time(NULL);
 		n = queue_load(app->db, now, items, QUEUE_TURN_MAX);
 		if (n <= 0)
 			return;
@@ -451,7 +458,7 @@ void jobs_dispatch(struct app *app, const struct jobs_live *live)
 		}
 		jobs_row_free(&j);
 	}
-	fill_gpus(app, now);
+	fill_gpus(app);
 }
 
 static bool pending(const struct job *j)
