@@ -77,6 +77,23 @@ static json_t *warm_json(struct app *app, const struct job *j, int64_t now)
 			 reason[0] ? json_string(reason) : json_null());
 }
 
+/* The host GPUs the job's pool holds or held ([1, 2]); [] before a pool or for CPU. */
+static json_t *gpus_json(struct app *app, const struct job *j)
+{
+	json_t *out = json_array();
+	struct pool p;
+	char *end;
+
+	if (!j->gpu || j->pool_id <= 0 || pools_find(app->db, j->pool_id, &p) != 1)
+		return out;
+	for (const char *c = p.gpus; *c; c = *end ? end + 1 : end) {
+		json_array_append_new(out, json_integer(strtol(c, &end, 10)));
+		if (end == c)
+			break;
+	}
+	return out;
+}
+
 static int add_transition(const struct job_transition *t, void *ctx)
 {
 	json_array_append_new(ctx, json_pack("{s:s,s:o,s:o,s:s}", "status",
@@ -136,6 +153,7 @@ json_t *api_job_json(struct app *app, const struct job *j, bool full)
 	if (!out)
 		return NULL;
 	json_object_set_new(out, "warm_pool", warm_json(app, j, now));
+	json_object_set_new(out, "gpus", gpus_json(app, j));
 	if (!full)
 		return out; /* a list item: the row's own columns and two indexed reads */
 	add_request(out, j);

@@ -797,7 +797,9 @@ if [ -n "$cgmode" ]; then
 	gpu() { box alice 7 --gpu 1 --dev-prefix "$G" "$@"; }
 	expect "only the allotted GPU nodes inside" "nvidia-uvm nvidia1 nvidiactl" "$(gpu -- sh -c 'ls /dev | grep nvidia' | squash)"
 	expect "allotted GPU passes the device cgroup" ENXIO "$(gpu -- "$PROBE" open /dev/nvidia1)"
-	expect "CUDA_VISIBLE_DEVICES set" 1 "$(gpu -- sh -c 'echo $CUDA_VISIBLE_DEVICES')"
+	# the driver numbers the GPUs a sandbox can open from 0; NVIDIA_VISIBLE_DEVICES names the host's
+	expect "CUDA_VISIBLE_DEVICES counts from 0, NVIDIA_VISIBLE_DEVICES the host's" "0 1" \
+		"$(gpu -- sh -c 'echo $CUDA_VISIBLE_DEVICES $NVIDIA_VISIBLE_DEVICES')"
 	expect "control GPU: host root outside the sandbox's cgroup opens nvidia0 (no driver: ENXIO)" ENXIO \
 		"$("$PROBE" open "$G/nvidia0")"
 	gate gpu
