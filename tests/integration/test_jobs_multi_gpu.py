@@ -16,6 +16,7 @@ the nodes it would on a real host):
 - more GPUs than the lab has is 400 naming gpu_count, and nothing is queued."""
 
 import os
+import re
 import stat
 import time
 
@@ -32,9 +33,11 @@ t = torch.tensor([float(rank + 1)])
 dist.all_reduce(t)
 # the device this rank would use: CUDA's index local, the host's node behind it
 host = os.environ["NVIDIA_VISIBLE_DEVICES"].split(",")[local]
-print(f"rank={rank} local_rank={local} world={dist.get_world_size()} sum={t.item():g} "
-      f"cuda_index={os.environ['CUDA_VISIBLE_DEVICES'].split(',')[local]} "
-      f"node={os.path.exists('/dev/nvidia' + host)}", flush=True)
+line = (f"rank={rank} local_rank={local} world={dist.get_world_size()} sum={t.item():g} "
+        f"cuda_index={os.environ['CUDA_VISIBLE_DEVICES'].split(',')[local]} "
+        f"node={os.path.exists('/dev/nvidia' + host)}\n")
+os.write(1, line.encode())  # one write: the two ranks share the log's pipe
+
 dist.destroy_process_group()
 """
 
@@ -101,7 +104,7 @@ def test_two_gpu_job_waits_binds_two_and_torchrun_runs_one_process_each(md):
     assert lines[0].split() == ["nvidia-uvm", "nvidia1", "nvidia2", "nvidiactl"], log
     assert "cvd=0,1 nvd=1,2 sm=2 hosts=[\"algo-1\"] host=algo-1" in lines, log
     assert '{"current_host":"algo-1","hosts":["algo-1"]}' in lines, log
-    ranks = sorted(ln for ln in lines if ln.startswith("rank="))
+    ranks = sorted(re.findall(r"rank=\d .*?node=(?:True|False)", log))
     assert ranks == ["rank=0 local_rank=0 world=2 sum=3 cuda_index=0 node=True",
                      "rank=1 local_rank=1 world=2 sum=3 cuda_index=1 node=True"], log
     assert_status(a.post(f"/api/v1/jobs/{first['id']}/stop", json={"grace_s": 1}), 202)
