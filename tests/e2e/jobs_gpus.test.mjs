@@ -39,7 +39,6 @@ test('the job page shows the GPUs a 2-GPU job binds', T, async () => {
   await page.locator('#job-type', { hasText: 'GPU × 2 (GPUs 0, 1)' }).waitFor();
   const job = await api(session, 'GET', `/jobs/${r.body.id}`);
   assert.deepEqual(job.body.gpus, [0, 1], JSON.stringify(job.body));
-  page.on('dialog', (d) => d.accept());
   await page.getByRole('button', { name: 'Stop job' }).click();
   await page.locator('#job-status[data-status="Stopped"]').waitFor({ timeout: 60_000 });
   // an ended job still names the GPUs it held
