@@ -268,6 +268,10 @@ expect "accounts: the passwd home is HOME" "/home/alice /home/alice" \
 expect "accounts: id names the user's group" "uid=1000(alice) gid=1000(alice) groups=1000(alice)" \
 	"$(box alice 7 -- id)"
 expect "accounts: /etc/passwd bound read-only" EROFS "$(probe write /etc/passwd)"
+# its own /etc/hosts names its hostname (torchrun, gloo and MPI look their host up), read-only
+expect "hosts: the hostname resolves to 127.0.1.1" "127.0.1.1 alice" \
+	"$(box alice 7 -- getent hosts alice | squash)"
+expect "hosts: /etc/hosts bound read-only" EROFS "$(probe write /etc/hosts)"
 host_accounts=$(getent passwd | cut -d: -f1 | squash)
 if [ "$host_accounts" != "root alice nobody" ]; then ok "control accounts: the host's passwd lists others (${host_accounts:0:40}...)"; else ko "control accounts: the host's passwd differs" "more accounts" "$host_accounts"; fi
 # /root, the state dir and the image dir are 0700 on the host: the inner uid gets
