@@ -11,7 +11,8 @@ the ledger counts its seconds twice. Prints one line per check and
 
 A machine with fewer than two GPUs prints `gpu-multi: skipped: ...` and exits 0.
 GPU_MULTI_CPU=1 runs the same flow on two stand-in GPUs with the gloo backend on the
-CPU (no nvidia-smi check), to try the script without GPUs.
+CPU (no nvidia-smi check), to try the script without GPUs. GPU_MULTI_GPUS=N asks for N
+GPUs instead of two (1: torchrun and NCCL in a job sandbox on a one-GPU machine).
 
 Env: GPU_JOB_PYTHON (a python whose torch has CUDA and NCCL, visible in a sandbox: this
 script sets hidden_paths to /srv,/mnt,/media so /opt is seen), GPU_MULTI_QUOTA (more
@@ -54,7 +55,7 @@ for _ in range(reps):
 if not cpu:
     torch.cuda.synchronize()
 secs = (time.perf_counter() - t0) / reps
-# the sum after 1 + reps all_reduces of (1 + 2) * world**k
+# after 1 + reps all_reduces every element is (1 + ... + world) * world**reps
 busbw = 2 * (world - 1) / world * n * 4 / secs / 1e9
 name = "cpu" if cpu else torch.cuda.get_device_name(local)
 bus = "cpu" if cpu else str(getattr(torch.cuda.get_device_properties(local), "uuid", local))
@@ -103,10 +104,11 @@ def torchrun_flags(py):
 
 def main():
     cpu = os.environ.get("GPU_MULTI_CPU") == "1"
+    want = int(os.environ.get("GPU_MULTI_GPUS", "2"))
     n = gpus_here()
-    if not cpu and n < 2:
-        print(f"gpu-multi: skipped: this machine has {n} GPU{'' if n == 1 else 's'}; the 2-GPU "
-              "case (torchrun with NCCL, one process per GPU) needs two", flush=True)
+    if not cpu and n < want:
+        print(f"gpu-multi: skipped: this machine has {n} GPU{'' if n == 1 else 's'}; the {want}-GPU "
+              f"case (torchrun with NCCL, one process per GPU) needs {want}", flush=True)
         return 0
     py = os.environ.get("GPU_JOB_PYTHON", "/usr/bin/python3")
     L.install_signal_exit()
@@ -117,8 +119,8 @@ def main():
                   runtime={"gpu_limit": "1h", "home_size": "4G", "memory": "16G",
                            "hidden_paths": "/srv,/mnt,/media"})
     with open(labd.config, "a") as fh:
-        fh.write("\n[gpu]\n" + ("stand_in = 2\n" if cpu else "devices = auto\n" + L.driver_lib_line())
-                 + "\n[quota]\ngpu_per_24h = 24h\ngpus_per_runtime = 2\n"
+        fh.write("\n[gpu]\n" + (f"stand_in = {want}\n" if cpu else "devices = auto\n" + L.driver_lib_line())
+                 + f"\n[quota]\ngpu_per_24h = 24h\ngpus_per_runtime = {want}\n"
                  + os.environ.get("GPU_MULTI_QUOTA", ""))
     try:
         labd.start()
@@ -128,12 +130,12 @@ def main():
                  + 'printf %s "$RANK_PY" > /tmp/rank.py && '
                  + f'"{py}" -m torch.distributed.run {torchrun_flags(py)}--standalone --nnodes=1 '
                  + "--nproc_per_node=$SM_NUM_GPUS /tmp/rank.py")
-        body = {"name": "gpu-multi", "type": "gpu", "gpu_count": 2,
+        body = {"name": "gpu-multi", "type": "gpu", "gpu_count": want,
                 "command": ["/bin/sh", "-c", shell],
                 "environment": {"RANK_PY": RANK, "GPU_MULTI_CPU": "1" if cpu else "0",
                                 "NCCL_DEBUG": "WARN"}}
         st, j = call(labd, "POST", "/api/v1/jobs", body)
-        check("2-GPU job submitted", st == 201, f"{st} {j}")
+        check(f"{want}-GPU job submitted", st == 201, f"{st} {j}")
         jid = j["id"]
         L.wait_until(lambda: (job(labd, jid) or {}).get("status") in ("Completed", "Failed", "Stopped"),
                      300, 0.5)
@@ -142,27 +144,29 @@ def main():
         text = log.decode("utf-8", "replace") if isinstance(log, bytes) else str(log)
         print(text[-4000:], flush=True)
         check("job Completed", j["status"] == "Completed", f"{j.get('status')} {j.get('failure_reason')}")
-        check("the job binds two host GPUs", len(j.get("gpus") or []) == 2, str(j.get("gpus")))
+        check(f"the job binds {want} host GPUs", len(j.get("gpus") or []) == want, str(j.get("gpus")))
         # stand-in GPUs have no device node, so no CUDA_VISIBLE_DEVICES either
-        cvd = "" if cpu else "0,1"
-        check(f"CUDA_VISIBLE_DEVICES '{cvd}' and SM_NUM_GPUS 2", f"cvd={cvd} sm=2" in text, text[:300])
+        cvd = "" if cpu else ",".join(str(i) for i in range(want))
+        check(f"CUDA_VISIBLE_DEVICES '{cvd}' and SM_NUM_GPUS {want}", f"cvd={cvd} sm={want}" in text,
+              text[:300])
         if not cpu:
             smi = [ln for ln in text.splitlines() if ln.startswith("smi: GPU ")]
-            check("nvidia-smi inside lists exactly two GPUs", len(smi) == 2, str(smi))
+            check(f"nvidia-smi inside lists exactly {want} GPUs", len(smi) == want, str(smi))
         ranks = re.findall(r"rank=(\d) local_rank=(\d) world=(\d) device=(.*?) first=(\S+) "
                            r"busbw_gbs=(\S+) uuid=(.*)", text)
-        # 1 + 5 all_reduces of 1 and 2 over two ranks: (1 + 2) * 2**5
-        check("two ranks, each on its LOCAL_RANK, the right sum",
+        # 1 + 5 all_reduces of 1 .. want over want ranks
+        total = f"{want * (want + 1) // 2 * want ** 5:g}"
+        check(f"{want} ranks, each on its LOCAL_RANK, the right sum",
               sorted((r[0], r[1], r[2], r[4]) for r in ranks) ==
-              [("0", "0", "2", "96"), ("1", "1", "2", "96")], str(ranks))
+              [(str(i), str(i), str(want), total) for i in range(want)], str(ranks))
         if not cpu:
-            check("the ranks' GPUs differ", len({r[6] for r in ranks}) == 2, str(ranks))
+            check("the ranks' GPUs differ", len({r[6] for r in ranks}) == want, str(ranks))
         for r in ranks:
             print(f"rank {r[0]}: {r[3]}, all_reduce bus bandwidth {r[5]} GB/s", flush=True)
         st, usage = call(labd, "GET", "/api/v1/me/usage")
         entry = [e for e in usage.get("entries", []) if e.get("job_id") == jid and e["source"] == "job"]
-        check("the ledger counts its seconds twice",
-              len(entry) == 1 and entry[0]["seconds_in_window"] == 2 * entry[0]["billable_s"],
+        check(f"the ledger counts its seconds {want} times",
+              len(entry) == 1 and entry[0]["seconds_in_window"] == want * entry[0]["billable_s"],
               str(entry))
         for c, line in labd.log_problems()[:15]:
             print(f"log x{c}: {line}", flush=True)
