@@ -448,6 +448,23 @@ static int build_accounts(const struct child_args *a, char *msg, size_t len)
 	return 0;
 }
 
+/* The sandbox's own /etc/hosts, as container runtimes write it: loopback and its
+ * hostname (the user's name, step hostname) on 127.0.1.1. Code that looks its own host
+ * up (torchrun's rendezvous and gloo, MPI) finds it; the host's file would not name it.
+ * An image whose /etc/hosts is no plain file keeps its own (names resolve as before). */
+static int build_hosts(const struct child_args *a, char *msg, size_t len)
+{
+	char text[256];
+	struct stat st;
+
+	if (lstat(NEWROOT "/etc/hosts", &st) < 0 || !S_ISREG(st.st_mode) || !a->user)
+		return 0;
+	snprintf(text, sizeof(text),
+		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+		 "127.0.1.1\t%s\n", a->user);
+	return shadow_file("hosts", text, msg, len);
+}
+
 /* The scaffolding tmpfs become read-only once populated, then the new root replaces
  * the old: pivot_root(".", ".") stacks the old root on top; detaching it leaves ours. */
 static int seal_and_pivot(char *msg, size_t len)
@@ -654,7 +671,8 @@ int mounts_build(const struct child_args *a, struct mount_fds *f, char *msg, siz
 		return failf(msg, len, "attach root on", NEWROOT);
 	if (build_proc(msg, len) < 0 || build_sys(msg, len) < 0 || build_dev(a, f, msg, len) < 0 ||
 	    build_tmp(a, msg, len) < 0 || build_run(a, f, msg, len) < 0 || build_home(a, f, msg, len) < 0 ||
-	    build_resolv(f, msg, len) < 0 || build_accounts(a, msg, len) < 0)
+	    build_resolv(f, msg, len) < 0 || build_accounts(a, msg, len) < 0 ||
+	    build_hosts(a, msg, len) < 0)
 		return -1;
 	if (build_ro_binds(a, f, msg, len) < 0)
 		return -1;

@@ -298,25 +298,32 @@ static int env_add(struct start *c, unsigned *n, const char *kv)
 	return 0;
 }
 
-static int env_add_gpus(struct start *c, unsigned *n)
+/* "name=" and the n_gpus numbers, comma-separated: the host's minors, or 0..n-1. */
+static int env_add_gpu_list(struct start *c, unsigned *n, const char *name, bool host)
 {
 	const struct sandbox_spec *s = c->spec;
-	char list[256], kv[320];
-	size_t off = 0;
+	char kv[320];
+	size_t off = (size_t)snprintf(kv, sizeof(kv), "%s=", name);
 
-	list[0] = '\0';
 	for (unsigned i = 0; i < s->n_gpus; i++) {
-		int w = snprintf(list + off, sizeof(list) - off, "%s%u", i ? "," : "", s->gpus[i]);
-		if (w < 0 || (size_t)w >= sizeof(list) - off)
+		int w = snprintf(kv + off, sizeof(kv) - off, "%s%u", i ? "," : "",
+				 host ? s->gpus[i] : i);
+		if (w < 0 || (size_t)w >= sizeof(kv) - off)
 			return fail_error("gpu list too long");
 		off += (size_t)w;
 	}
-	/* the devices inside keep their host minors, so the host's numbering applies */
-	snprintf(kv, sizeof(kv), "CUDA_VISIBLE_DEVICES=%s", list);
-	if (env_add(c, n, kv) < 0)
-		return -1;
-	snprintf(kv, sizeof(kv), "NVIDIA_VISIBLE_DEVICES=%s", list);
-	if (env_add(c, n, kv) < 0)
+	return env_add(c, n, kv);
+}
+
+/* The nodes inside keep their host names (/dev/nvidia2), but the driver
+ * enumerates only the GPUs whose node a process can open: CUDA and NVML number
+ * them 0..n-1 inside, so CUDA_VISIBLE_DEVICES counts from 0 (a host minor
+ * there would name no device, or another one). NVIDIA_VISIBLE_DEVICES says
+ * which host GPUs they are, as container runtimes set it. */
+static int env_add_gpus(struct start *c, unsigned *n)
+{
+	if (env_add_gpu_list(c, n, "CUDA_VISIBLE_DEVICES", false) < 0 ||
+	    env_add_gpu_list(c, n, "NVIDIA_VISIBLE_DEVICES", true) < 0)
 		return -1;
 	return 0;
 }

@@ -31,18 +31,32 @@ void queue_order(struct queue_item *items, size_t n)
 		qsort(items, n, sizeof(*items), fair_cmp);
 }
 
-/* The index of the earliest time in t[0..n). */
-static size_t earliest(const int64_t *t, size_t n)
-{
-	size_t best = 0;
-
-	for (size_t i = 1; i < n; i++)
-		if (t[i] < t[best])
-			best = i;
-	return best;
-}
-
 #define ESTIMATE_GPUS_MAX 64
+
+/* An entry of g GPUs (0 counts as 1) starts once its g earliest are free and holds
+ * them all for length_s: its start, or 0 when the pool has fewer than g. */
+static int64_t take_earliest(int64_t *t, size_t n, unsigned g, int64_t length_s)
+{
+	bool picked[ESTIMATE_GPUS_MAX] = {false};
+	int64_t start = 0;
+
+	if (g == 0)
+		g = 1;
+	if (g > n)
+		return 0;
+	for (unsigned k = 0; k < g; k++) {
+		size_t best = n;
+		for (size_t i = 0; i < n; i++)
+			if (!picked[i] && (best == n || t[i] < t[best]))
+				best = i;
+		picked[best] = true;
+		start = t[best] > start ? t[best] : start;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (picked[i])
+			t[i] = start + length_s;
+	return start;
+}
 
 void queue_estimate(struct queue_item *items, size_t n, const int64_t *free_at, size_t n_gpus,
 		    int64_t now)
@@ -56,11 +70,9 @@ void queue_estimate(struct queue_item *items, size_t n, const int64_t *free_at, 
 	for (size_t i = 0; i < n; i++) {
 		items[i].position = (int)i + 1;
 		items[i].estimate_at = 0;
-		if (n_gpus == 0)
-			continue;
-		size_t g = earliest(t, n_gpus);
-		items[i].estimate_at = t[g];
-		t[g] += items[i].length_s; /* it holds the GPU for its length */
+		if (n_gpus > 0)
+			items[i].estimate_at = take_earliest(t, n_gpus, items[i].gpus,
+							     items[i].length_s);
 	}
 }
 

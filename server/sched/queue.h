@@ -8,7 +8,8 @@
  *
  * The estimate of each entry simulates the pool: every GPU frees at its
  * holder's deadline (now if free), the entries take GPUs in order as they
- * free, and each then holds its GPU for its own planned length. It is an
+ * free (a job of N GPUs once its N earliest are free), and each then holds
+ * its GPUs for its own planned length. It is an
  * upper bound when holders stop early, which they usually do. */
 #ifndef LABD_SCHED_QUEUE_H
 #define LABD_SCHED_QUEUE_H
@@ -27,7 +28,7 @@ struct queue_item {
 	int64_t gpu_s_24h; /* its user's GPU seconds in [now - 24 h, now) */
 	/* set by queue_estimate */
 	int position;        /* 1 = next */
-	int64_t estimate_at; /* 0 when the pool has no GPU */
+	int64_t estimate_at; /* 0 when the pool has fewer GPUs than it takes */
 };
 
 /* Sorts items into the fair order. Pure. */

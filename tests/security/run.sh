@@ -268,6 +268,10 @@ expect "accounts: the passwd home is HOME" "/home/alice /home/alice" \
 expect "accounts: id names the user's group" "uid=1000(alice) gid=1000(alice) groups=1000(alice)" \
 	"$(box alice 7 -- id)"
 expect "accounts: /etc/passwd bound read-only" EROFS "$(probe write /etc/passwd)"
+# its own /etc/hosts names its hostname (torchrun, gloo and MPI look their host up), read-only
+expect "hosts: the hostname resolves to 127.0.1.1" "127.0.1.1 alice" \
+	"$(box alice 7 -- getent hosts alice | squash)"
+expect "hosts: /etc/hosts bound read-only" EROFS "$(probe write /etc/hosts)"
 host_accounts=$(getent passwd | cut -d: -f1 | squash)
 if [ "$host_accounts" != "root alice nobody" ]; then ok "control accounts: the host's passwd lists others (${host_accounts:0:40}...)"; else ko "control accounts: the host's passwd differs" "more accounts" "$host_accounts"; fi
 # /root, the state dir and the image dir are 0700 on the host: the inner uid gets
@@ -810,7 +814,9 @@ if [ -n "$cgmode" ]; then
 	gpu() { box alice 7 --gpu 1 --dev-prefix "$G" "$@"; }
 	expect "only the allotted GPU nodes inside" "nvidia-uvm nvidia1 nvidiactl" "$(gpu -- sh -c 'ls /dev | grep nvidia' | squash)"
 	expect "allotted GPU passes the device cgroup" ENXIO "$(gpu -- "$PROBE" open /dev/nvidia1)"
-	expect "CUDA_VISIBLE_DEVICES set" 1 "$(gpu -- sh -c 'echo $CUDA_VISIBLE_DEVICES')"
+	# the driver numbers the GPUs a sandbox can open from 0; NVIDIA_VISIBLE_DEVICES names the host's
+	expect "CUDA_VISIBLE_DEVICES counts from 0, NVIDIA_VISIBLE_DEVICES the host's" "0 1" \
+		"$(gpu -- sh -c 'echo $CUDA_VISIBLE_DEVICES $NVIDIA_VISIBLE_DEVICES')"
 	expect "control GPU: host root outside the sandbox's cgroup opens nvidia0 (no driver: ENXIO)" ENXIO \
 		"$("$PROBE" open "$G/nvidia0")"
 	gate gpu

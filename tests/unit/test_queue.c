@@ -79,6 +79,12 @@ static void test_estimates_follow_the_holders_and_lengths(void **state)
 	queue_estimate(it, 2, past, 1, 500);
 	assert_int_equal(it[0].estimate_at, 500);
 	assert_int_equal(it[1].estimate_at, 600);
+	/* a 2-GPU job waits for both and holds both: who follows waits for its end */
+	struct queue_item two[3] = {{.length_s = 100, .gpus = 2}, {.length_s = 10}, {.length_s = 10, .gpus = 3}};
+	queue_estimate(two, 3, free_at, 2, 500);
+	assert_int_equal(two[0].estimate_at, 1200); /* the later of the two */
+	assert_int_equal(two[1].estimate_at, 1300);
+	assert_int_equal(two[2].estimate_at, 0); /* more GPUs than the pool has */
 	/* no GPU at all: positions, no estimate */
 	queue_estimate(it, 2, NULL, 0, 500);
 	assert_int_equal(it[1].position, 2);
@@ -187,6 +193,34 @@ static void test_load_reads_use_of_the_last_24h(void **state)
 	assert_int_equal(it[0].user_id, f->bob);
 	/* a bound: at most max entries */
 	assert_int_equal(queue_load(f->db, now, it, 1), 1);
+}
+
+/* A second on N GPUs weighs N: bob's 1.5 h on two GPUs is more than ann's 2 h on
+ * one, so ann goes first though bob queued first and ran for less wall time. */
+static void test_load_weighs_each_gpu(void **state)
+{
+	struct fixture *f = *state;
+	struct runtime r;
+	struct queue_item it[2];
+	int64_t now = 10 * 86400;
+
+	db_lock(f->db);
+	assert_int_equal(db_exec(f->db,
+				 "INSERT INTO ledger (user_id, user_name, kind, gpus, plan, start_at,"
+				 " end_at, billable_s, last_heartbeat) VALUES"
+				 " (?, 'ann', 'gpu', '0', 'default', ?, ?, 7200, ?),"
+				 " (?, 'bob', 'gpu', '0,1', 'default', ?, ?, 5400, ?)",
+				 "iiiiiiii", f->ann, now - 3 * H, now - H, now - H, f->bob,
+				 now - 3 * H, now - 3 * H / 2, now - 3 * H / 2),
+			 2);
+	db_unlock(f->db);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, now - 10, H, now + 100, &r), 0);
+	assert_int_equal(queue_load(f->db, now, it, 2), 2);
+	assert_int_equal(it[0].gpu_s_24h, 2 * 5400);
+	assert_int_equal(it[1].gpu_s_24h, 7200);
+	queue_order(it, 2);
+	assert_int_equal(it[0].user_id, f->ann);
 }
 
 /* A GPU entry still open weighs up to now (what closing it would bill), not
@@ -392,6 +426,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_load_weighs_a_start_of_this_second, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_live_set_reads_users_in_turns, setup, teardown),
+
+		cmocka_unit_test_setup_teardown(test_load_weighs_each_gpu, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migration_keeps_runtimes_and_their_sequence,
 						setup, teardown),
 	};
