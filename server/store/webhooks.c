@@ -60,14 +60,14 @@ int webhooks_create(struct db *db, struct webhook *w, unsigned max)
 	return rc < 0 ? -1 : rc;
 }
 
-struct walk {
+struct webhook_walk {
 	int (*fn)(const struct webhook *w, void *ctx);
 	void *ctx;
 };
 
 static int walk_row(sqlite3_stmt *st, void *ctx)
 {
-	struct walk *wk = ctx;
+	struct webhook_walk *wk = ctx;
 	struct webhook w;
 
 	webhook_from_row(st, &w);
@@ -78,7 +78,7 @@ static int walk_row(sqlite3_stmt *st, void *ctx)
 int webhooks_each(struct db *db, int64_t user_id,
 		  int (*fn)(const struct webhook *w, void *ctx), void *ctx)
 {
-	struct walk wk = {fn, ctx};
+	struct webhook_walk wk = {fn, ctx};
 
 	return db_each(db,
 		       "SELECT id, user_id, url, events, '', created_at FROM webhooks"
@@ -160,7 +160,7 @@ static void delivery_fill(sqlite3_stmt *st, struct delivery *d)
 	snprintf(d->last_error, sizeof(d->last_error), "%s", text_col(st, 9));
 }
 
-struct due {
+struct due_deliveries {
 	struct delivery *out;
 	int max, n;
 	int64_t now_ms, next_ms;
@@ -168,7 +168,7 @@ struct due {
 
 static int due_row(sqlite3_stmt *st, void *ctx)
 {
-	struct due *du = ctx;
+	struct due_deliveries *du = ctx;
 	struct delivery d;
 
 	delivery_fill(st, &d);
@@ -185,7 +185,7 @@ static int due_row(sqlite3_stmt *st, void *ctx)
 
 int webhooks_due(struct db *db, int64_t now_ms, struct delivery *out, int max, int64_t *next_ms)
 {
-	struct due du = {out, max, 0, now_ms, 0};
+	struct due_deliveries du = {out, max, 0, now_ms, 0};
 	int rc = db_each(db,
 			 "SELECT " DELIVERY_COLUMNS ", d.body FROM webhook_deliveries d"
 			 " JOIN webhooks w ON w.id = d.webhook_id"
