@@ -110,3 +110,15 @@ void notify_quota_check(struct app *app, int64_t user_id)
 				     "next_free_at", time_or_null(w->next_free_at)));
 	}
 }
+
+/* users looked at per heartbeat; more wait for the next one */
+#define QUOTA_PASS_USERS 64
+
+void notify_quota_pass(struct app *app)
+{
+	int64_t ids[QUOTA_PASS_USERS];
+	int n = webhooks_billed_users(app->db, 1u << NOTIFY_QUOTA_LOW, ids, QUOTA_PASS_USERS);
+
+	for (int i = 0; i < n; i++)
+		notify_quota_check(app, ids[i]);
+}

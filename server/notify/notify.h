@@ -68,6 +68,10 @@ void notify_runtime_ended(struct app *app, int64_t user_id, int64_t runtime_id,
 /* A warm pool's keep-alive ends at until (Unix seconds) for job_id's pool. */
 void notify_warm_pool_expiring(struct app *app, int64_t user_id, int64_t pool_id,
 			       int64_t job_id, int64_t until);
+/* notify_quota_check for every user billed now (a runtime or job live) who
+ * holds a webhook for quota.low: the ledger's heartbeats call it, so the mark
+ * is heard within a heartbeat of being passed, not only at the end. */
+void notify_quota_pass(struct app *app);
 /* quota.low for each of user_id's windows used past [webhooks] quota_low,
  * once per window length. */
 void notify_quota_check(struct app *app, int64_t user_id);

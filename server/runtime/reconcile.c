@@ -15,6 +15,7 @@
 #include "labd/clock.h"
 #include "labd/log.h"
 #include "labd/ticker.h"
+#include "notify/notify.h"
 #include "runtime/gpuqueue.h"
 #include "runtime/jupyter.h"
 #include "runtime/moves.h"
@@ -172,6 +173,7 @@ static void heartbeat(struct reconcile_state *run)
 			run->last_beat = now;
 	} else {
 		run->last_beat = now;
+		notify_quota_pass(run->app); /* quota.low for whoever passed the mark */
 	}
 }
 

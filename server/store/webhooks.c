@@ -332,3 +332,31 @@ int webhooks_job_end(struct db *db, int64_t job_id, struct webhook_job_end *out)
 			"i", job_end_row, out, job_id);
 	return rc < 0 ? -1 : rc;
 }
+
+struct id_list {
+	int64_t *ids;
+	int max, n;
+};
+
+static int add_id(sqlite3_stmt *st, void *ctx)
+{
+	struct id_list *l = ctx;
+
+	if (l->n == l->max)
+		return 1;
+	l->ids[l->n++] = sqlite3_column_int64(st, 0);
+	return 0;
+}
+
+int webhooks_billed_users(struct db *db, unsigned event_bit, int64_t *ids, int max)
+{
+	struct id_list l = {ids, max, 0};
+
+	return db_each(db,
+		       "SELECT DISTINCT w.user_id FROM webhooks w WHERE (w.events & ?) <> 0"
+		       " AND EXISTS (SELECT 1 FROM ledger l WHERE l.user_id = w.user_id"
+		       "  AND l.end_at IS NULL) ORDER BY w.user_id",
+		       "i", add_id, &l, (int64_t)event_bit) < 0
+		       ? -1
+		       : l.n;
+}

@@ -92,6 +92,10 @@ int webhooks_deliveries_each(struct db *db, int64_t webhook_id, int limit,
 int webhooks_attempts_each(struct db *db, int64_t delivery_id,
 			   int (*fn)(const struct delivery_attempt *a, void *ctx), void *ctx);
 
+/* Up to max users holding a webhook that takes event_bit and an open ledger
+ * entry (a runtime or job billed now) into ids[]: how many, or -1. */
+int webhooks_billed_users(struct db *db, unsigned event_bit, int64_t *ids, int max);
+
 /* An ended job as its events tell it (the row's API names). */
 struct webhook_job_end {
 	int64_t id, user_id;

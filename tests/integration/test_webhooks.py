@@ -8,13 +8,15 @@ import hashlib
 import hmac
 import json
 import os
+import sqlite3
 import tempfile
 import time
 
 import pytest
 
 from jobs_lib import get_job, jobs_daemon, new_user, submit, wait_job
-from labd_harness import NETWORK_DENY_DEFAULT, SLOW, assert_error, assert_status, wait_until
+from labd_harness import (NETWORK_DENY_DEFAULT, SLOW, assert_error, assert_status, user_id,
+                          wait_until)
 from testnet import TestHost
 
 PORT = 8080
@@ -223,6 +225,42 @@ def test_limits_and_other_users_cannot_see_hooks(wd, receiver):
     _, cut = new_user(wd, "wn", overrides={"network": "none"})
     assert_error(cut.post("/api/v1/webhooks", json={"url": f"{receiver}/x", "events": ["job.ended"]}),
                  403, "no_egress")
+
+
+def test_quota_low_and_warm_pool_expiring(wd, receiver, received):
+    """A job's end finds 91 % of the 24 h CPU window used (a closed ledger entry seeded
+    as test_jobs_control does): quota.low; its warm pool, kept 61 s, is a minute from
+    its end at once: warm_pool.expiring, long before it expires."""
+    name, c = new_user(wd, "wq", overrides={"cpu_s_per_24h": 10000})
+    hook = make_hook(c, f"{receiver}/ok/{name}", events=["quota.low", "warm_pool.expiring"])
+    now = int(time.time())
+    db = sqlite3.connect(wd.db_file, timeout=10)
+    try:
+        db.execute(
+            "INSERT INTO ledger (user_id, user_name, kind, plan, start_at, end_at, billable_s,"
+            " end_reason, last_heartbeat) VALUES (?, ?, 'cpu', 'default', ?, ?, 9100, 'seeded', ?)",
+            (user_id(wd, name), name, now - 9300, now - 200, now - 200))
+        db.commit()
+    finally:
+        db.close()
+    job = wait_job(c, submit(c, ["/bin/true"], keep_alive_s=61)["id"])
+    assert job["warm_pool"]["status"] == "Available", job
+    got = wait_until(lambda: len(requests(received, f"/ok/{name}")) == 2 and
+                     requests(received, f"/ok/{name}"), 20 * SLOW, "quota.low and warm_pool.expiring")
+    by_event = {json.loads(r["body"])["event"]: json.loads(r["body"])["data"] for r in got}
+    for r in got:
+        verify(r, hook["secret"])
+    low = by_event["quota.low"]
+    assert low["limit"] == "cpu_s_per_24h" and low["limit_s"] == 10000, low
+    assert 91 <= low["percent_used"] < 100 and low["used_s"] >= 9100, low
+    warm = by_event["warm_pool.expiring"]
+    assert warm["job_id"] == job["id"] and warm["pool_id"] == job["warm_pool"]["id"], warm
+    assert warm["available_until"] == job["warm_pool"]["available_until"], (warm, job)
+    assert_status(c.delete(f"/api/v1/warm-pools/{job['warm_pool']['id']}"), 204)
+    # once each: another job's end in the same day sends no second quota.low
+    wait_job(c, submit(c, ["/bin/true"])["id"])
+    time.sleep(1)
+    assert [json.loads(r["body"])["event"] for r in requests(received, f"/ok/{name}")].count("quota.low") == 1
 
 
 def test_receiver_down_across_a_restart_is_delivered_after(wd, net, received):
