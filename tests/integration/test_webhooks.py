@@ -9,17 +9,19 @@ import hmac
 import json
 import os
 import sqlite3
+import subprocess
 import tempfile
 import time
 
 import pytest
 
 from jobs_lib import get_job, jobs_daemon, new_user, submit, wait_job
-from labd_harness import (NETWORK_DENY_DEFAULT, SLOW, assert_error, assert_status, user_id,
-                          wait_until)
+from labd_harness import (NETWORK_DENY_DEFAULT, SLOW, assert_error, assert_status, audit_entries,
+                          user_id, wait_until)
 from testnet import TestHost
 
 PORT = 8080
+TLS_PORT = 8443  # a receiver with a self-signed certificate
 LATE_PORT = 8081  # nothing listens there until the restart test starts a receiver
 RETRY_BASE_MS = 400
 MAX_PER_USER = 4
@@ -83,6 +85,16 @@ def receiver(net, received):
     net.spawn(["python3", "-c", RECEIVER, received, str(PORT)])
     net.wait_port(PORT)
     return f"http://{net.addr}:{PORT}"
+
+
+# The same over TLS, with a certificate nobody signed.
+TLS_RECEIVER = RECEIVER.replace(
+    'http.server.ThreadingHTTPServer(("0.0.0.0", port), H).serve_forever()',
+    'import ssl\n'
+    's = http.server.ThreadingHTTPServer(("0.0.0.0", port), H)\n'
+    'ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[3], sys.argv[4])\n'
+    's.socket = ctx.wrap_socket(s.socket, server_side=True)\n'
+    's.serve_forever()')
 
 
 def requests(path, prefix):
@@ -209,6 +221,26 @@ def test_private_loopback_and_host_addresses_are_refused(wd, net, receiver):
     assert "redirects are not followed" in d["last_error"], d
 
 
+def test_https_checks_the_receivers_certificate(wd, net, received, tmp_path):
+    """https is verified against the host's CAs: a self-signed receiver is never sent
+    the body (the handshake fails, the attempt is logged and retried)."""
+    key, crt = str(tmp_path / "r.key"), str(tmp_path / "r.crt")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-keyout", key, "-out", crt, "-days", "1", "-subj", f"/CN={net.addr}",
+                    "-addext", f"subjectAltName=IP:{net.addr}"], check=True, capture_output=True)
+    net.spawn(["python3", "-c", TLS_RECEIVER, received, str(TLS_PORT), crt, key])
+    net.wait_port(TLS_PORT)
+    _, c = new_user(wd, "wt")
+    hook = make_hook(c, f"https://{net.addr}:{TLS_PORT}/tls/{c.name}", events=["job.ended"])
+    wait_job(c, submit(c, ["/bin/true"])["id"])
+    d = wait_until(lambda: (deliveries(c, hook["id"]) or [{}])[0].get("attempts", 0) >= 1 and
+                   deliveries(c, hook["id"])[0], 20 * SLOW, "a first attempt")
+    assert d["state"] == "pending" and d["last_status"] is None, d
+    assert "certificate" in d["last_error"].lower() or "ssl" in d["last_error"].lower(), d
+    assert requests(received, f"/tls/{c.name}") == []
+    assert_status(c.delete(f"/api/v1/webhooks/{hook['id']}"), 204)
+
+
 def test_limits_and_other_users_cannot_see_hooks(wd, receiver):
     _, ann = new_user(wd, "wa")
     _, bob = new_user(wd, "wb")
@@ -221,6 +253,9 @@ def test_limits_and_other_users_cannot_see_hooks(wd, receiver):
     assert len(ann.get("/api/v1/webhooks").json["webhooks"]) == MAX_PER_USER
     assert_status(ann.delete(f"/api/v1/webhooks/{hooks[0]['id']}"), 204)
     assert len(ann.get("/api/v1/webhooks").json["webhooks"]) == MAX_PER_USER - 1
+    audited = audit_entries(wd.admin(), target=ann.name)
+    assert [e["detail"] for e in audited if e["action"] == "webhook.delete"] == [hooks[0]["url"]], audited
+    assert sum(e["action"] == "webhook.create" for e in audited) == MAX_PER_USER, audited
     # a plan without egress could never deliver: refused at once
     _, cut = new_user(wd, "wn", overrides={"network": "none"})
     assert_error(cut.post("/api/v1/webhooks", json={"url": f"{receiver}/x", "events": ["job.ended"]}),
