@@ -1,6 +1,7 @@
 /* notify.c - queueing events and the notify ticker that delivers them; see notify.h. */
 #include "notify/notify.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -222,6 +223,12 @@ int notify_start(struct app *app)
 
 	if (!n)
 		return -ENOMEM;
+	/* libcurl's global set-up before any thread of this process uses it (the
+	 * notify part starts before single sign-on's discovery thread) */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		free(n);
+		return -EIO;
+	}
 	n->app = app;
 	if ((rc = ticker_start("notify", pass, n, &n->ticker)) < 0) {
 		free(n);
