@@ -112,6 +112,8 @@ static void fail_start(struct app *app, const struct runtime *r)
 	if (runtime_stop(app, r, reason) == 0) {
 		runtimes_set_state(app->db, r->id, RUNTIME_FAILED, reason, time(NULL));
 		runtime_moved(app, r->user_id);
+		notify_runtime_ended(app, r->user_id, r->id, runtimes_kind_name(r->kind), true,
+				     reason);
 	}
 }
 
