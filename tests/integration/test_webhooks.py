@@ -17,7 +17,7 @@ import pytest
 
 from jobs_lib import get_job, jobs_daemon, new_user, submit, wait_job
 from labd_harness import (NETWORK_DENY_DEFAULT, SLOW, assert_error, assert_status, audit_entries,
-                          user_id, wait_until)
+                          start_runtime, stop_runtime, user_id, wait_until)
 from testnet import TestHost
 
 PORT = 8080
@@ -159,6 +159,19 @@ def test_signed_job_ended_and_failed(wd, receiver, received):
     # the body a tampered secret would sign differently: the check can fail
     with pytest.raises(AssertionError):
         verify(got[0], hook["secret"] + "x")
+
+
+def test_runtime_ended(wd, receiver, received):
+    _, c = new_user(wd, "wu")
+    hook = make_hook(c, f"{receiver}/ok/{c.name}", events=["runtime.ended"])
+    _, running = start_runtime(c)
+    stop_runtime(c)
+    got = wait_until(lambda: requests(received, f"/ok/{c.name}"), 20 * SLOW, "runtime.ended")
+    body = json.loads(got[0]["body"])
+    verify(got[0], hook["secret"])
+    assert body["event"] == "runtime.ended" and body["data"]["runtime_id"] == running["id"], body
+    assert body["data"]["status"] == "stopped" and body["data"]["failed"] is False, body
+    assert body["data"]["kind"] == "cpu", body
 
 
 def test_500_then_200_is_retried_with_backoff_and_logged(wd, receiver, received):
