@@ -23,6 +23,7 @@ struct http_streams;
 struct ttlcache;
 struct observe;
 struct oidc;
+struct notify;
 
 /* What app->close_connections closes, on an account event: everything of a
  * user (disabled or deleted), a user's cookie-opened ones (password changed),
@@ -66,6 +67,7 @@ struct app {
 	 * findings); NULL: none */
 	struct observe *observe;
 	struct oidc *oidc; /* single sign-on (auth/oidc.h); NULL: off */
+	struct notify *notify; /* webhook deliveries (notify/notify.h); NULL: none (atomic) */
 };
 
 #endif

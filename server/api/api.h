@@ -92,6 +92,12 @@ void api_job_metrics(struct http_request *req);
 void api_job_samples(struct http_request *req);
 void api_job_report(struct http_request *req);
 void api_job_events(struct http_request *req);
+/* webhooks.c: the caller's webhooks and their delivery log (docs/jobs.md
+ * "Notifications") */
+void api_webhooks_create(struct http_request *req);
+void api_webhooks_list(struct http_request *req);
+void api_webhooks_delete(struct http_request *req);
+void api_webhooks_deliveries(struct http_request *req);
 /* runtime.c */
 struct runtime;
 struct labd_config;

@@ -163,6 +163,12 @@ static const struct config_key keys[] = {
 	KEY("jobs", "rules_memory_near", jobs_rules_memory_near_percent, K_UINT, 1, 100, "90"),
 	KEY("jobs", "rules_init", jobs_rules_init_s, K_DURATION, 1, 30 * 86400, "2m"),
 	KEY("jobs", "rules_quiet", jobs_rules_quiet_s, K_DURATION, 1, 30 * 86400, "10m"),
+	/* notifications (docs/jobs.md "Notifications") */
+	KEY("webhooks", "max_per_user", webhooks_max_per_user, K_UINT, 0, 100, "10"),
+	KEY("webhooks", "attempts", webhooks_attempts, K_UINT, 1, 20, "6"),
+	KEY("webhooks", "retry_base", webhooks_retry_base_ms, K_DURATION_MS, 100, 3600000, "10s"),
+	KEY("webhooks", "timeout", webhooks_timeout_s, K_DURATION, 1, 60, "10s"),
+	KEY("webhooks", "quota_low", webhooks_quota_low_percent, K_UINT, 1, 100, "90"),
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 

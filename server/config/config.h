@@ -181,6 +181,12 @@ struct labd_config {
 	unsigned jobs_rules_step_stddev;
 	unsigned jobs_rules_memory_near_percent;
 	int64_t jobs_rules_init_s, jobs_rules_quiet_s;
+	/* [webhooks]: a user's notifications (docs/jobs.md "Notifications") */
+	unsigned webhooks_max_per_user;
+	unsigned webhooks_attempts;         /* a delivery's tries before it fails */
+	int64_t webhooks_retry_base_ms;     /* the first retry's wait; doubled each time */
+	int64_t webhooks_timeout_s;         /* one attempt, connect to answer */
+	unsigned webhooks_quota_low_percent; /* quota.low past this share of a window */
 };
 
 /* Fills *cfg with the defaults; demo = the `labd --demo` defaults (./var, ./web). */

@@ -20,6 +20,7 @@
 #include "labd/clock.h"
 #include "labd/log.h"
 #include "labd/parse.h"
+#include "notify/notify.h"
 #include "store/db.h"
 
 
@@ -371,6 +372,8 @@ void jobs_run_ready(struct app *app, const struct jobs_live *live)
 struct due_pools {
 	struct pool p[64];
 	int n;
+	struct pool soon[16]; /* warm pools within NOTIFY_WARM_LEAD_S of their end */
+	int n_soon;
 	int64_t now, next; /* next: the earliest keep-alive end still to come (0: none) */
 	bool live;         /* any live pool */
 };
@@ -387,8 +390,17 @@ static int collect_expired(const struct pool *p, void *ctx)
 			d->p[d->n++] = *p;
 		else
 			d->next = d->now + 1; /* the rest on the next pass */
-	} else if (!d->next || p->available_until < d->next) {
-		d->next = p->available_until;
+	} else {
+		/* warm_pool.expiring is due NOTIFY_WARM_LEAD_S before the end */
+		int64_t warn_at = p->available_until - NOTIFY_WARM_LEAD_S, due = p->available_until;
+		if (warn_at > d->now)
+			due = warn_at;
+		else if (d->n_soon < 16)
+			d->soon[d->n_soon++] = *p;
+		else
+			due = d->now + 1; /* the rest on the next pass */
+		if (!d->next || due < d->next)
+			d->next = due;
 	}
 	return 0;
 }
@@ -400,6 +412,9 @@ int64_t jobs_expire_pools(struct app *app)
 
 	if (pools_each_live(app->db, collect_expired, &d) < 0)
 		return d.now + 1;
+	for (int i = 0; i < d.n_soon; i++)
+		notify_warm_pool_expiring(app, d.soon[i].user_id, d.soon[i].id,
+					  d.soon[i].last_job_id, d.soon[i].available_until);
 	for (int i = 0; i < d.n; i++) {
 		const struct pool *p = &d.p[i];
 		bool warm = false;

@@ -11,10 +11,13 @@
 #include "jobs/watch.h"
 #include "labd/app.h"
 #include "labd/log.h"
+#include "notify/notify.h"
 
 void jobs_changed(struct app *app, int64_t job_id)
 {
 	jobs_watch_notify(app, job_id);
+	/* job.ended or job.failed once it has ended (once: keyed by the job) */
+	notify_job_changed(app, job_id);
 	/* what is due changed (a wait, a keep-alive, a log to read) */
 	jobs_poke(app);
 }

@@ -16,6 +16,7 @@
 #include "labd/clock.h"
 #include "labd/log.h"
 #include "labd/ticker.h"
+#include "notify/notify.h"
 #include "store/ledger.h"
 
 /* While anything is live, pools are reconciled with the backend's list at
@@ -59,10 +60,12 @@ static void heartbeat(struct runner_state *run)
 
 	if (!run->confirmed || now - run->last_beat < LEDGER_HEARTBEAT_S)
 		return;
-	if (ledger_heartbeat_jobs(run->app->db, now) < 0)
+	if (ledger_heartbeat_jobs(run->app->db, now) < 0) {
 		log_error("ledger: jobs heartbeat not recorded; retrying");
-	else
+	} else {
 		run->last_beat = now;
+		notify_quota_pass(run->app); /* quota.low for whoever passed the mark */
+	}
 }
 
 static long long earlier(long long a, long long b)

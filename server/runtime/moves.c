@@ -13,6 +13,7 @@
 #include "labd/fault.h"
 #include "labd/log.h"
 #include "metrics/labd.h"
+#include "notify/notify.h"
 #include "runtime/poke.h"
 #include "runtime/watch.h"
 #include "sched/gpus.h"
@@ -56,6 +57,7 @@ void runtime_end(struct app *app, const struct runtime *r, bool failed, const ch
 	runtime_audit(app, now, NULL, failed ? "runtime.failed" : "runtime.end", r->user_name, NULL,
 		      reason);
 	log_info("runtime of %s %s: %s", r->user_name, failed ? "failed" : "ended", reason);
+	notify_runtime_ended(app, r->user_id, r->id, runtimes_kind_name(r->kind), failed, reason);
 	if (r->kind == RUNTIME_GPU)
 		reconcile_poke(app);
 }

@@ -15,6 +15,7 @@
 #include "labd/clock.h"
 #include "labd/log.h"
 #include "labd/ticker.h"
+#include "notify/notify.h"
 #include "runtime/gpuqueue.h"
 #include "runtime/jupyter.h"
 #include "runtime/moves.h"
@@ -111,6 +112,8 @@ static void fail_start(struct app *app, const struct runtime *r)
 	if (runtime_stop(app, r, reason) == 0) {
 		runtimes_set_state(app->db, r->id, RUNTIME_FAILED, reason, time(NULL));
 		runtime_moved(app, r->user_id);
+		notify_runtime_ended(app, r->user_id, r->id, runtimes_kind_name(r->kind), true,
+				     reason);
 	}
 }
 
@@ -172,6 +175,7 @@ static void heartbeat(struct reconcile_state *run)
 			run->last_beat = now;
 	} else {
 		run->last_beat = now;
+		notify_quota_pass(run->app); /* quota.low for whoever passed the mark */
 	}
 }
 

@@ -45,6 +45,12 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/warm-pools", ROUTE_USER, ROUTE_API, api_warm_pools_list, SCOPE_JOBS},
 	{"DELETE", "/api/v1/warm-pools/{}", ROUTE_USER, ROUTE_API, api_warm_pools_delete,
 	 SCOPE_JOBS},
+	/* notifications: the caller's webhooks (docs/jobs.md "Notifications") */
+	{"POST", "/api/v1/webhooks", ROUTE_USER, ROUTE_API, api_webhooks_create, SCOPE_JOBS},
+	{"GET", "/api/v1/webhooks", ROUTE_USER, ROUTE_API, api_webhooks_list, SCOPE_JOBS},
+	{"DELETE", "/api/v1/webhooks/{}", ROUTE_USER, ROUTE_API, api_webhooks_delete, SCOPE_JOBS},
+	{"GET", "/api/v1/webhooks/{}/deliveries", ROUTE_USER, ROUTE_API, api_webhooks_deliveries,
+	 SCOPE_JOBS},
 	/* a training job's log, metrics, samples and status events (docs/jobs.md) */
 	{"GET", "/api/v1/jobs/{}/logs", ROUTE_USER, ROUTE_API, api_job_logs, SCOPE_JOBS},
 	{"GET", "/api/v1/jobs/{}/metrics", ROUTE_USER, ROUTE_API, api_job_metrics, SCOPE_JOBS},

@@ -50,6 +50,7 @@
 #include "metrics/labd.h"
 #include "store/users.h"
 #include "jobs/retention.h"
+#include "notify/notify.h"
 
 /* How often expired sessions are swept from the store. */
 #define MAINTENANCE_S 60
@@ -445,6 +446,16 @@ static void stop_http(struct web *w)
 	upstream_clear();
 }
 
+static int start_notify(struct web *w)
+{
+	return notify_start(&w->app);
+}
+
+static void stop_notify(struct web *w)
+{
+	notify_stop(&w->app);
+}
+
 static const struct part {
 	const char *name;
 	int (*start)(struct web *w);
@@ -452,6 +463,8 @@ static const struct part {
 } parts[] = {
 	{"store", start_store, stop_store},
 	{"caches", start_caches, stop_caches},
+	/* webhook deliveries: stopped after everything that queues events */
+	{"notify", start_notify, stop_notify},
 	{"oidc", start_oidc, stop_oidc},
 	{"events", start_events, stop_events},
 	{"gpus", start_gpus, stop_gpus},

@@ -145,6 +145,11 @@ def test_every_documented_operation_is_called(daemon, admin, new_user):
     c.post(f"/api/v1/jobs/{job.json['id']}/stop")  # 202, or 409 once it is over
     assert_status(c.get("/api/v1/warm-pools"), 200)
     c.delete("/api/v1/warm-pools/999999")  # none: 404
+    # webhooks (test_webhooks.py delivers them): no egress here, so a create is 403
+    c.post("/api/v1/webhooks", json={"url": "https://hooks.example.org/x", "events": ["job.ended"]})
+    assert_status(c.get("/api/v1/webhooks"), 200)
+    assert_status(c.get("/api/v1/webhooks/999999/deliveries"), 404)
+    assert_status(c.delete("/api/v1/webhooks/999999"), 404)
     # the job's log, metrics, samples, report (test_job_logs.py drives them further); its events
     # stream, so only a missing job's answer here
     for what in ("logs", "metrics", "samples", "report"):

@@ -10,7 +10,7 @@
 #   3 http
 #   4 auth
 #   5 sched
-#   6 backend
+#   6 backend notify
 #   7 runtime jobs
 #   8 proxy api
 #   9 web
@@ -36,7 +36,7 @@ rank() {
 	http) echo 3 ;;
 	auth) echo 4 ;;
 	sched) echo 5 ;;
-	backend) echo 6 ;;
+	backend | notify) echo 6 ;;
 	runtime | jobs) echo 7 ;;
 	proxy | api) echo 8 ;;
 	web) echo 9 ;;
