@@ -443,7 +443,6 @@ void jobs_dispatch(struct app *app, const struct jobs_live *live)
 	static struct ids ids;        /* the jobs ticker's thread only */
 	static struct held_back held; /* the same */
 	static const struct excused none;
-	int64_t now = time(NULL);
 	struct job j;
 
 	select_rows(live, waiting_row, &ids);
@@ -451,8 +450,10 @@ void jobs_dispatch(struct app *app, const struct jobs_live *live)
 	for (int i = 0; i < ids.n; i++) {
 		if (jobs_find(app->db, ids.id[i], &j) != 1)
 			continue;
+		/* the clock now, not the pass's start: a pool released without a
+		 * keep-alive (available until its end's second) is no warm pool */
 		if (waiting(&j) && !is_held_back(&held, &j) &&
-		    dispatch_one(app, &j, now, false, &none) != DISPATCH_DONE) {
+		    dispatch_one(app, &j, time(NULL), false, &none) != DISPATCH_DONE) {
 			held.user_id[held.n] = j.user_id;
 			held.gpu[held.n++] = j.gpu;
 		}
