@@ -8,7 +8,19 @@ libsandbox start, nft ruleset and pasta), without Jupyter around the client.  Ea
 direction moves BYTES over one TCP connection: "upload" from the client to a sink on the
 test host, "download" from a source there.  Best of RUNS per side and direction.
 
+Arms (--arms, comma-separated; each a sandbox path measured against the same host):
+  pasta       labd's network path as it is (the default arm)
+  pasta-mNNN  the same pasta with its MTU set to NNN (`-m NNN`, e.g. pasta-m9000)
+  veth        a candidate, measured here only: instead of pasta, root puts one end of
+              a veth pair into the sandbox's namespace (labbox --pasta names a program
+              that does this and then stays, as pasta would), forwards it on the host
+              (per-interface forwarding, no global ip_forward) and masquerades it with
+              nft in the host's namespace; labd's own ruleset inside is unchanged, and
+              the host's input from the veth is dropped (the gateway is the host)
+The arms take turns run by run; an arm's failed runs are counted, not fatal.
+
 Usage: egress-bench.py --workdir DIR [--summary FILE] [--mbytes 200] [--runs 3]
+                       [--arms pasta,pasta-m9000,veth]
 """
 
 import argparse
@@ -85,30 +97,81 @@ print(n / (time.monotonic() - t) / 1e6)
 """
 
 
+# The veth arm's stand-in for pasta, started by libsandbox exactly as pasta is (as
+# root, fd 3 the sandbox's network namespace, --pid FILE written once configured,
+# then kept running in the sandbox's cgroup): one veth pair per sandbox, 10.201.N.0/30.
+VETH = r"""#!/bin/bash
+set -e
+while [ $# -gt 0 ]; do
+  case "$1" in --pid) pidfile=$2; shift ;; --netns) ns=$2; shift ;; esac
+  shift
+done
+n=$(( $$ % 250 + 1 )); h=lbv$$h; c=lbv$$n
+ip link add "$h" type veth peer name "$c"
+ip link set "$c" netns "$ns"
+ip addr add 10.201.$n.1/30 dev "$h"
+ip link set "$h" up
+echo 1 > /proc/sys/net/ipv4/conf/$h/forwarding
+nsenter --net="$ns" ip addr add 10.201.$n.2/30 dev "$c"
+nsenter --net="$ns" ip link set "$c" up
+nsenter --net="$ns" ip route add default via 10.201.$n.1
+echo $$ > "$pidfile"
+exec sleep infinity
+"""
+
+# Root's rules in the host's namespace for the veth arm (a table of the benchmark's own,
+# deleted at the end): nothing from a sandbox's veth reaches the host itself, what
+# leaves for elsewhere is masqueraded.
+VETH_NFT = """table ip labd_bench_veth {
+	chain input { type filter hook input priority 0; policy accept; iifname "lbv*" drop; }
+	chain postrouting { type nat hook postrouting priority 100; policy accept;
+		ip saddr 10.201.0.0/16 oifname != "lbv*" masquerade; }
+}
+"""
+
+
+def pasta_program(arm, workdir):
+    """The program labbox starts as pasta for an arm."""
+    if arm == "pasta":
+        return "/usr/bin/pasta"
+    path = os.path.join(workdir, f"{arm}.sh")
+    if arm == "veth":
+        text = VETH
+    elif arm.startswith("pasta-m") and arm[7:].isdigit():
+        text = f'#!/bin/sh\nexec /usr/bin/pasta "$@" -m {arm[7:]}\n'
+    else:
+        sys.exit(f"egress-bench: no arm {arm}")
+    with open(path, "w") as fh:
+        fh.write(text)
+    os.chmod(path, 0o755)
+    return path
+
+
 def client_argv(where, workdir, host, port, mode, n):
     py = ["/usr/bin/python3", "-c", CLIENT, host, str(port), mode, str(n)]
     if where == "host":
         return py
     labbox = os.path.join(ROOT, os.environ.get("BUILD", "build"), "labbox")
     return [labbox, "run", "--user", "egressbench", "--user-id", "9", "--state-dir",
-            os.path.join(workdir, "state"), "--net", "egress", "--mem", "2G", "--", *py]
+            os.path.join(workdir, "state"), "--net", "egress", "--mem", "2G",
+            "--pasta", pasta_program(where, workdir), "--", *py]
 
 
-def measure(where, workdir, host, mode, n, runs):
-    """Best MB/s of runs, and how many runs failed (a connection reset by pasta counts
-    here instead of ending the benchmark)."""
-    best, failed = 0.0, 0
-    for _ in range(runs):
-        port = SINK if mode == "upload" else SOURCE
-        r = subprocess.run(client_argv(where, workdir, host, port, mode, n),
-                           capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            failed += 1
-            last = (r.stderr.strip().splitlines() or ["?"])[-1]
-            print(f"egress-bench: {where} {mode} failed: {last}", file=sys.stderr)
-            continue
-        best = max(best, float(r.stdout.strip()))
-    return best, failed
+def measure_once(where, workdir, host, mode, n):
+    """MB/s of one run, or None when it failed (a connection reset by pasta counts
+    instead of ending the benchmark)."""
+    port = SINK if mode == "upload" else SOURCE
+    r = subprocess.run(client_argv(where, workdir, host, port, mode, n),
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["?"])[-1]
+        print(f"egress-bench: {where} {mode} failed: {last}", file=sys.stderr)
+        return None
+    return float(r.stdout.strip())
+
+
+def nft(script):
+    subprocess.run(["nft", "-f", "-"], input=script, text=True, check=True)
 
 
 def main():
@@ -117,29 +180,55 @@ def main():
     ap.add_argument("--summary")
     ap.add_argument("--mbytes", type=int, default=200)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--arms", default="pasta")
     a = ap.parse_args()
     os.makedirs(os.path.join(a.workdir, "state"), exist_ok=True)
     n = a.mbytes * 1000 * 1000
-    rows = []
-    with TestHost() as h:
-        h.spawn(["python3", "-c", SERVER, str(SINK), str(SOURCE)])
-        h.wait_port(SINK)
-        h.wait_port(SOURCE)
-        for mode in ("upload", "download"):
-            host_mbs, _ = measure("host", a.workdir, h.addr, mode, n, a.runs)
-            box_mbs, box_failed = measure("sandbox", a.workdir, h.addr, mode, n, a.runs)
-            rows.append((mode, box_mbs, host_mbs, box_failed))
-    subprocess.run([os.path.join(ROOT, os.environ.get("BUILD", "build"), "labbox"), "gc", "--all",
-                    "--state-dir", os.path.join(a.workdir, "state")], capture_output=True)
+    arms = a.arms.split(",")
+    for arm in arms:
+        pasta_program(arm, a.workdir)  # an unknown arm fails before anything runs
+    got = {(w, m): [] for w in ["host", *arms] for m in ("upload", "download")}
+    if "veth" in arms:
+        nft(VETH_NFT)
+    try:
+        with TestHost() as h:
+            if "veth" in arms:  # the test host's side forwards too (this interface only)
+                with open(f"/proc/sys/net/ipv4/conf/{h.host_if}/forwarding", "w") as fh:
+                    fh.write("1\n")
+            h.spawn(["python3", "-c", SERVER, str(SINK), str(SOURCE)])
+            h.wait_port(SINK)
+            h.wait_port(SOURCE)
+            for mode in ("upload", "download"):
+                for run in range(a.runs):
+                    order = ["host", *arms]
+                    k = run % len(order)
+                    for where in order[k:] + order[:k]:
+                        got[(where, mode)].append(measure_once(where, a.workdir, h.addr, mode, n))
+    finally:
+        if "veth" in arms:
+            subprocess.run(["nft", "delete", "table", "ip", "labd_bench_veth"], check=False)
+        subprocess.run([os.path.join(ROOT, os.environ.get("BUILD", "build"), "labbox"), "gc",
+                        "--all", "--state-dir", os.path.join(a.workdir, "state")],
+                       capture_output=True)
     print(f"{a.mbytes} MB over one TCP connection to a test host (veth), best of {a.runs}:")
-    print(f"{'direction':<10} {'sandbox MB/s':>13} {'host MB/s':>10} {'ratio':>7}  sandbox runs failed")
-    for mode, box, host, failed in rows:
-        print(f"{mode:<10} {box:>13.0f} {host:>10.0f} {box / host:>6.2f}x  {failed} of {a.runs}")
+    print(f"{'arm':<12} {'direction':<10} {'sandbox MB/s':>13} {'host MB/s':>10} {'ratio':>7}"
+          "  runs failed")
+    rows = []
+    for arm in arms:
+        for mode in ("upload", "download"):
+            host = max([x for x in got[("host", mode)] if x] or [0.0])
+            runs = got[(arm, mode)]
+            box = max([x for x in runs if x] or [0.0])
+            failed = sum(x is None for x in runs)
+            ratio = box / host if host else 0.0
+            rows.append((arm, mode, box, host, ratio))
+            print(f"{arm:<12} {mode:<10} {box:>13.0f} {host:>10.0f} {ratio:>6.2f}x  "
+                  f"{failed} of {a.runs}")
     if a.summary:
         with open(a.summary, "a") as fh:
-            for mode, box, host, _ in rows:
-                ratio = box / host
-                fh.write(f"egress {mode}\tMB/s\t{box:.0f}\thost\t{host:.0f}\t{ratio:.2f}x\t>=0.5x\t"
+            for arm, mode, box, host, ratio in rows:
+                name = f"egress {mode}" + ("" if arm == "pasta" else f" ({arm})")
+                fh.write(f"{name}\tMB/s\t{box:.0f}\thost\t{host:.0f}\t{ratio:.2f}x\t>=0.5x\t"
                          f"{'yes' if ratio >= 0.5 else 'no'}\n")
 
 
