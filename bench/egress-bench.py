@@ -44,7 +44,10 @@ import socket, sys, threading
 def line(c):
     b = b""
     while not b.endswith(b"\n"):
-        b += c.recv(1)
+        k = c.recv(1)
+        if not k:  # a probe that only connects
+            return 0
+        b += k
     return int(b)
 def sink(c):
     want, n, buf = line(c), 0, bytearray(1 << 20)
@@ -170,6 +173,57 @@ def measure_once(where, workdir, host, mode, n):
     return float(r.stdout.strip())
 
 
+# Tries one TCP connection: prints "connected", "refused" or "timeout". The address
+# "gateway" is the namespace's default gateway (/proc/net/route).
+PROBE = r"""
+import socket, struct, sys
+addr = sys.argv[1]
+if addr == "gateway":
+    for line in open("/proc/net/route").read().splitlines()[1:]:
+        f = line.split()
+        if f[1] == "00000000":
+            addr = socket.inet_ntoa(struct.pack("<I", int(f[2], 16)))
+try:
+    socket.create_connection((addr, int(sys.argv[2])), timeout=3).close()
+    print("connected")
+except ConnectionRefusedError:
+    print("refused")
+except OSError as e:
+    print("timeout" if isinstance(e, TimeoutError) else f"error {e.errno}")
+"""
+
+
+def probe(arm, workdir, addr, port):
+    argv = client_argv(arm, workdir, addr, port, "upload", 0)
+    argv[argv.index("-c") + 1:] = [PROBE, addr, str(port)]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    return r.stdout.strip() or f"failed: {r.stderr.strip()[-200:]}"
+
+
+def rules_hold(arm, workdir, h):
+    """What an arm's sandbox reaches: the test host (a transfer's peer) must answer; the
+    host, through its address on the test host's link and through the arm's gateway
+    (pasta's or the veth's host end), must refuse, though a listener on 0.0.0.0 of the
+    host waits there. One line per probe; False when any differs."""
+    import socket
+    lst = socket.socket()
+    lst.bind(("0.0.0.0", 0))
+    lst.listen(8)
+    port = lst.getsockname()[1]
+    want = [(h.addr, SINK, "connected"), (h.host_addr, port, "refused")]
+    if arm == "veth":  # its gateway is the host (pasta's, with --no-map-gw, is not)
+        want.append(("gateway", port, "refused"))
+    ok = True
+    try:
+        for addr, p, expect in want:
+            got = probe(arm, workdir, addr, p)
+            ok &= got == expect
+            print(f"{arm}: {addr}:{p} {got} (want {expect})")
+    finally:
+        lst.close()
+    return ok
+
+
 def nft(script):
     subprocess.run(["nft", "-f", "-"], input=script, text=True, check=True)
 
@@ -204,6 +258,7 @@ def main():
                     k = run % len(order)
                     for where in order[k:] + order[:k]:
                         got[(where, mode)].append(measure_once(where, a.workdir, h.addr, mode, n))
+            held = all([rules_hold(arm, a.workdir, h) for arm in arms])
     finally:
         if "veth" in arms:
             subprocess.run(["nft", "delete", "table", "ip", "labd_bench_veth"], check=False)
@@ -224,6 +279,8 @@ def main():
             rows.append((arm, mode, box, host, ratio))
             print(f"{arm:<12} {mode:<10} {box:>13.0f} {host:>10.0f} {ratio:>6.2f}x  "
                   f"{failed} of {a.runs}")
+    print("rules: " + ("every arm reached the test host and none the host" if held else
+                       "NOT HELD on some arm (lines above)"))
     if a.summary:
         with open(a.summary, "a") as fh:
             for arm, mode, box, host, ratio in rows:
