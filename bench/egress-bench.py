@@ -25,6 +25,7 @@ Usage: egress-bench.py --workdir DIR [--summary FILE] [--mbytes 200] [--runs 3]
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -265,20 +266,23 @@ def main():
         subprocess.run([os.path.join(ROOT, os.environ.get("BUILD", "build"), "labbox"), "gc",
                         "--all", "--state-dir", os.path.join(a.workdir, "state")],
                        capture_output=True)
-    print(f"{a.mbytes} MB over one TCP connection to a test host (veth), best of {a.runs}:")
+    print(f"{a.mbytes} MB over one TCP connection to a test host (veth), best of {a.runs}; "
+          "paired = median over the rounds of (arm / host in the same round), a failed run 0:")
     print(f"{'arm':<12} {'direction':<10} {'sandbox MB/s':>13} {'host MB/s':>10} {'ratio':>7}"
-          "  runs failed")
+          f" {'paired':>7}  runs failed")
     rows = []
     for arm in arms:
         for mode in ("upload", "download"):
-            host = max([x for x in got[("host", mode)] if x] or [0.0])
-            runs = got[(arm, mode)]
+            hosts, runs = got[("host", mode)], got[(arm, mode)]
+            host = max([x for x in hosts if x] or [0.0])
             box = max([x for x in runs if x] or [0.0])
             failed = sum(x is None for x in runs)
             ratio = box / host if host else 0.0
+            pairs = [(b or 0.0) / h for b, h in zip(runs, hosts) if h]
+            paired = statistics.median(pairs) if pairs else 0.0
             rows.append((arm, mode, box, host, ratio))
-            print(f"{arm:<12} {mode:<10} {box:>13.0f} {host:>10.0f} {ratio:>6.2f}x  "
-                  f"{failed} of {a.runs}")
+            print(f"{arm:<12} {mode:<10} {box:>13.0f} {host:>10.0f} {ratio:>6.2f}x {paired:>6.2f}x"
+                  f"  {failed} of {a.runs}")
     print("rules: " + ("every arm reached the test host and none the host" if held else
                        "NOT HELD on some arm (lines above)"))
     if a.summary:
