@@ -288,7 +288,8 @@ def main():
     if a.summary:
         with open(a.summary, "a") as fh:
             for arm, mode, box, host, ratio in rows:
-                name = f"egress {mode}" + ("" if arm == "pasta" else f" ({arm})")
+                # labd's path as before; a candidate by its arm's name (fits the column)
+                name = f"egress {mode}" if arm == "pasta" else f"{arm} {mode}"
                 fh.write(f"{name}\tMB/s\t{box:.0f}\thost\t{host:.0f}\t{ratio:.2f}x\t>=0.5x\t"
                          f"{'yes' if ratio >= 0.5 else 'no'}\n")
 
