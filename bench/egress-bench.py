@@ -16,7 +16,11 @@ Arms (--arms, comma-separated; each a sandbox path measured against the same hos
               that does this and then stays, as pasta would), forwards it on the host
               (per-interface forwarding, no global ip_forward) and masquerades it with
               nft in the host's namespace; labd's own ruleset inside is unchanged, and
-              the host's input from the veth is dropped (the gateway is the host)
+              the host's input from the veth is dropped (the gateway is the host);
+              DNS by a DNAT of 169.254.1.53:53 to the resolver labd gives pasta.
+              LABD_BENCH_FORWARD_IFS (a glob of host interfaces) has it turn on
+              forwarding for those too: the test hosts' ("ltn*h") when the stand-in
+              is tried under labd itself ([network] pasta = the generated veth.sh)
 The arms take turns run by run; an arm's failed runs are counted, not fatal.
 
 Usage: egress-bench.py --workdir DIR [--summary FILE] [--mbytes 200] [--runs 3]
@@ -104,29 +108,45 @@ print(n / (time.monotonic() - t) / 1e6)
 # The veth arm's stand-in for pasta, started by libsandbox exactly as pasta is (as
 # root, fd 3 the sandbox's network namespace, --pid FILE written once configured,
 # then kept running in the sandbox's cgroup): one veth pair per sandbox, 10.201.N.0/30.
+# DNS: 169.254.1.53 port 53 is DNATed to the first nameserver of the resolv.conf it
+# sees (labd binds [network] dns there for pasta), unless that is on the host's
+# loopback. A restart (the watchdog's, after this process died) finds the namespace
+# configured and only takes over.
 VETH = r"""#!/bin/bash
 set -e
 while [ $# -gt 0 ]; do
   case "$1" in --pid) pidfile=$2; shift ;; --netns) ns=$2; shift ;; esac
   shift
 done
-n=$(( $$ % 250 + 1 )); h=lbv$$h; c=lbv$$n
-ip link add "$h" type veth peer name "$c"
-ip link set "$c" netns "$ns"
-ip addr add 10.201.$n.1/30 dev "$h"
-ip link set "$h" up
-echo 1 > /proc/sys/net/ipv4/conf/$h/forwarding
-nsenter --net="$ns" ip addr add 10.201.$n.2/30 dev "$c"
-nsenter --net="$ns" ip link set "$c" up
-nsenter --net="$ns" ip route add default via 10.201.$n.1
+if ! nsenter --net="$ns" ip -o route show default | grep -q .; then
+  n=$(( $$ % 250 + 1 )); h=lbv$$h; c=lbv$$n
+  ip link add "$h" type veth peer name "$c"
+  ip link set "$c" netns "$ns"
+  ip addr add 10.201.$n.1/30 dev "$h"
+  ip link set "$h" up
+  echo 1 > /proc/sys/net/ipv4/conf/$h/forwarding
+  nsenter --net="$ns" ip addr add 10.201.$n.2/30 dev "$c"
+  nsenter --net="$ns" ip link set "$c" up
+  nsenter --net="$ns" ip route add default via 10.201.$n.1
+  dns=$(awk '$1 == "nameserver" { print $2; exit }' /etc/resolv.conf)
+  case "$dns" in
+  127.*|::1|*:*|"") ;;
+  *) nft add rule ip labd_bench_veth prerouting iifname "$h" ip daddr 169.254.1.53 \
+       udp dport 53 dnat to "$dns" ;;
+  esac
+fi
+for f in /proc/sys/net/ipv4/conf/${LABD_BENCH_FORWARD_IFS:-none}/forwarding; do
+  [ -e "$f" ] && echo 1 > "$f"
+done
 echo $$ > "$pidfile"
 exec sleep infinity
 """
 
 # Root's rules in the host's namespace for the veth arm (a table of the benchmark's own,
 # deleted at the end): nothing from a sandbox's veth reaches the host itself, what
-# leaves for elsewhere is masqueraded.
+# leaves for elsewhere is masqueraded; the stand-ins add their DNS rules to prerouting.
 VETH_NFT = """table ip labd_bench_veth {
+	chain prerouting { type nat hook prerouting priority -100; policy accept; }
 	chain input { type filter hook input priority 0; policy accept; iifname "lbv*" drop; }
 	chain postrouting { type nat hook postrouting priority 100; policy accept;
 		ip saddr 10.201.0.0/16 oifname != "lbv*" masquerade; }
