@@ -8,11 +8,28 @@ libsandbox start, nft ruleset and pasta), without Jupyter around the client.  Ea
 direction moves BYTES over one TCP connection: "upload" from the client to a sink on the
 test host, "download" from a source there.  Best of RUNS per side and direction.
 
+Arms (--arms, comma-separated; each a sandbox path measured against the same host):
+  pasta       labd's network path as it is (the default arm)
+  pasta-mNNN  the same pasta with its MTU set to NNN (`-m NNN`, e.g. pasta-m9000)
+  veth        a candidate, measured here only: instead of pasta, root puts one end of
+              a veth pair into the sandbox's namespace (labbox --pasta names a program
+              that does this and then stays, as pasta would), forwards it on the host
+              (per-interface forwarding, no global ip_forward) and masquerades it with
+              nft in the host's namespace; labd's own ruleset inside is unchanged, and
+              the host's input from the veth is dropped (the gateway is the host);
+              DNS by a DNAT of 169.254.1.53:53 to the resolver labd gives pasta.
+              LABD_BENCH_FORWARD_IFS (a glob of host interfaces) has it turn on
+              forwarding for those too: the test hosts' ("ltn*h") when the stand-in
+              is tried under labd itself ([network] pasta = the generated veth.sh)
+The arms take turns run by run; an arm's failed runs are counted, not fatal.
+
 Usage: egress-bench.py --workdir DIR [--summary FILE] [--mbytes 200] [--runs 3]
+                       [--arms pasta,pasta-m9000,veth]
 """
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -32,7 +49,10 @@ import socket, sys, threading
 def line(c):
     b = b""
     while not b.endswith(b"\n"):
-        b += c.recv(1)
+        k = c.recv(1)
+        if not k:  # a probe that only connects
+            return 0
+        b += k
     return int(b)
 def sink(c):
     want, n, buf = line(c), 0, bytearray(1 << 20)
@@ -85,30 +105,148 @@ print(n / (time.monotonic() - t) / 1e6)
 """
 
 
+# The veth arm's stand-in for pasta, started by libsandbox exactly as pasta is (as
+# root, fd 3 the sandbox's network namespace, --pid FILE written once configured,
+# then kept running in the sandbox's cgroup): one veth pair per sandbox, 10.201.N.0/30.
+# DNS: 169.254.1.53 port 53 is DNATed to the first nameserver of the resolv.conf it
+# sees (labd binds [network] dns there for pasta), unless that is on the host's
+# loopback. A restart (the watchdog's, after this process died) finds the namespace
+# configured and only takes over.
+VETH = r"""#!/bin/bash
+set -e
+while [ $# -gt 0 ]; do
+  case "$1" in --pid) pidfile=$2; shift ;; --netns) ns=$2; shift ;; esac
+  shift
+done
+if ! nsenter --net="$ns" ip -o route show default | grep -q .; then
+  n=$(( $$ % 250 + 1 )); h=lbv$$h; c=lbv$$n
+  ip link add "$h" type veth peer name "$c"
+  ip link set "$c" netns "$ns"
+  ip addr add 10.201.$n.1/30 dev "$h"
+  ip link set "$h" up
+  echo 1 > /proc/sys/net/ipv4/conf/$h/forwarding
+  nsenter --net="$ns" ip addr add 10.201.$n.2/30 dev "$c"
+  nsenter --net="$ns" ip link set "$c" up
+  nsenter --net="$ns" ip route add default via 10.201.$n.1
+  dns=$(awk '$1 == "nameserver" { print $2; exit }' /etc/resolv.conf)
+  case "$dns" in
+  127.*|::1|*:*|"") ;;
+  *) nft add rule ip labd_bench_veth prerouting iifname "$h" ip daddr 169.254.1.53 \
+       udp dport 53 dnat to "$dns" ;;
+  esac
+fi
+for f in /proc/sys/net/ipv4/conf/${LABD_BENCH_FORWARD_IFS:-none}/forwarding; do
+  [ -e "$f" ] && echo 1 > "$f"
+done
+echo $$ > "$pidfile"
+exec sleep infinity
+"""
+
+# Root's rules in the host's namespace for the veth arm (a table of the benchmark's own,
+# deleted at the end): nothing from a sandbox's veth reaches the host itself, what
+# leaves for elsewhere is masqueraded; the stand-ins add their DNS rules to prerouting.
+VETH_NFT = """table ip labd_bench_veth {
+	chain prerouting { type nat hook prerouting priority -100; policy accept; }
+	chain input { type filter hook input priority 0; policy accept; iifname "lbv*" drop; }
+	chain postrouting { type nat hook postrouting priority 100; policy accept;
+		ip saddr 10.201.0.0/16 oifname != "lbv*" masquerade; }
+}
+"""
+
+
+def pasta_program(arm, workdir):
+    """The program labbox starts as pasta for an arm."""
+    if arm == "pasta":
+        return "/usr/bin/pasta"
+    path = os.path.join(workdir, f"{arm}.sh")
+    if arm == "veth":
+        text = VETH
+    elif arm.startswith("pasta-m") and arm[7:].isdigit():
+        text = f'#!/bin/sh\nexec /usr/bin/pasta "$@" -m {arm[7:]}\n'
+    else:
+        sys.exit(f"egress-bench: no arm {arm}")
+    with open(path, "w") as fh:
+        fh.write(text)
+    os.chmod(path, 0o755)
+    return path
+
+
 def client_argv(where, workdir, host, port, mode, n):
     py = ["/usr/bin/python3", "-c", CLIENT, host, str(port), mode, str(n)]
     if where == "host":
         return py
     labbox = os.path.join(ROOT, os.environ.get("BUILD", "build"), "labbox")
     return [labbox, "run", "--user", "egressbench", "--user-id", "9", "--state-dir",
-            os.path.join(workdir, "state"), "--net", "egress", "--mem", "2G", "--", *py]
+            os.path.join(workdir, "state"), "--net", "egress", "--mem", "2G",
+            "--pasta", pasta_program(where, workdir), "--", *py]
 
 
-def measure(where, workdir, host, mode, n, runs):
-    """Best MB/s of runs, and how many runs failed (a connection reset by pasta counts
-    here instead of ending the benchmark)."""
-    best, failed = 0.0, 0
-    for _ in range(runs):
-        port = SINK if mode == "upload" else SOURCE
-        r = subprocess.run(client_argv(where, workdir, host, port, mode, n),
-                           capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            failed += 1
-            last = (r.stderr.strip().splitlines() or ["?"])[-1]
-            print(f"egress-bench: {where} {mode} failed: {last}", file=sys.stderr)
-            continue
-        best = max(best, float(r.stdout.strip()))
-    return best, failed
+def measure_once(where, workdir, host, mode, n):
+    """MB/s of one run, or None when it failed (a connection reset by pasta counts
+    instead of ending the benchmark)."""
+    port = SINK if mode == "upload" else SOURCE
+    r = subprocess.run(client_argv(where, workdir, host, port, mode, n),
+                       capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["?"])[-1]
+        print(f"egress-bench: {where} {mode} failed: {last}", file=sys.stderr)
+        return None
+    return float(r.stdout.strip())
+
+
+# Tries one TCP connection: prints "connected", "refused" or "timeout". The address
+# "gateway" is the namespace's default gateway (/proc/net/route).
+PROBE = r"""
+import socket, struct, sys
+addr = sys.argv[1]
+if addr == "gateway":
+    for line in open("/proc/net/route").read().splitlines()[1:]:
+        f = line.split()
+        if f[1] == "00000000":
+            addr = socket.inet_ntoa(struct.pack("<I", int(f[2], 16)))
+try:
+    socket.create_connection((addr, int(sys.argv[2])), timeout=3).close()
+    print("connected")
+except ConnectionRefusedError:
+    print("refused")
+except OSError as e:
+    print("timeout" if isinstance(e, TimeoutError) else f"error {e.errno}")
+"""
+
+
+def probe(arm, workdir, addr, port):
+    argv = client_argv(arm, workdir, addr, port, "upload", 0)
+    argv[argv.index("-c") + 1:] = [PROBE, addr, str(port)]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    return r.stdout.strip() or f"failed: {r.stderr.strip()[-200:]}"
+
+
+def rules_hold(arm, workdir, h):
+    """What an arm's sandbox reaches: the test host (a transfer's peer) must answer; the
+    host, through its address on the test host's link and through the arm's gateway
+    (pasta's or the veth's host end), must refuse, though a listener on 0.0.0.0 of the
+    host waits there. One line per probe; False when any differs."""
+    import socket
+    lst = socket.socket()
+    lst.bind(("0.0.0.0", 0))
+    lst.listen(8)
+    port = lst.getsockname()[1]
+    want = [(h.addr, SINK, "connected"), (h.host_addr, port, "refused")]
+    if arm == "veth":  # its gateway is the host (pasta's, with --no-map-gw, is not)
+        want.append(("gateway", port, "refused"))
+    ok = True
+    try:
+        for addr, p, expect in want:
+            got = probe(arm, workdir, addr, p)
+            ok &= got == expect
+            print(f"{arm}: {addr}:{p} {got} (want {expect})")
+    finally:
+        lst.close()
+    return ok
+
+
+def nft(script):
+    subprocess.run(["nft", "-f", "-"], input=script, text=True, check=True)
 
 
 def main():
@@ -117,29 +255,62 @@ def main():
     ap.add_argument("--summary")
     ap.add_argument("--mbytes", type=int, default=200)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--arms", default="pasta")
     a = ap.parse_args()
     os.makedirs(os.path.join(a.workdir, "state"), exist_ok=True)
     n = a.mbytes * 1000 * 1000
+    arms = a.arms.split(",")
+    for arm in arms:
+        pasta_program(arm, a.workdir)  # an unknown arm fails before anything runs
+    got = {(w, m): [] for w in ["host", *arms] for m in ("upload", "download")}
+    if "veth" in arms:
+        nft(VETH_NFT)
+    try:
+        with TestHost() as h:
+            if "veth" in arms:  # the test host's side forwards too (this interface only)
+                with open(f"/proc/sys/net/ipv4/conf/{h.host_if}/forwarding", "w") as fh:
+                    fh.write("1\n")
+            h.spawn(["python3", "-c", SERVER, str(SINK), str(SOURCE)])
+            h.wait_port(SINK)
+            h.wait_port(SOURCE)
+            for mode in ("upload", "download"):
+                for run in range(a.runs):
+                    order = ["host", *arms]
+                    k = run % len(order)
+                    for where in order[k:] + order[:k]:
+                        got[(where, mode)].append(measure_once(where, a.workdir, h.addr, mode, n))
+            held = all([rules_hold(arm, a.workdir, h) for arm in arms])
+    finally:
+        if "veth" in arms:
+            subprocess.run(["nft", "delete", "table", "ip", "labd_bench_veth"], check=False)
+        subprocess.run([os.path.join(ROOT, os.environ.get("BUILD", "build"), "labbox"), "gc",
+                        "--all", "--state-dir", os.path.join(a.workdir, "state")],
+                       capture_output=True)
+    print(f"{a.mbytes} MB over one TCP connection to a test host (veth), best of {a.runs}; "
+          "paired = median over the rounds of (arm / host in the same round), a failed run 0:")
+    print(f"{'arm':<12} {'direction':<10} {'sandbox MB/s':>13} {'host MB/s':>10} {'ratio':>7}"
+          f" {'paired':>7}  runs failed")
     rows = []
-    with TestHost() as h:
-        h.spawn(["python3", "-c", SERVER, str(SINK), str(SOURCE)])
-        h.wait_port(SINK)
-        h.wait_port(SOURCE)
+    for arm in arms:
         for mode in ("upload", "download"):
-            host_mbs, _ = measure("host", a.workdir, h.addr, mode, n, a.runs)
-            box_mbs, box_failed = measure("sandbox", a.workdir, h.addr, mode, n, a.runs)
-            rows.append((mode, box_mbs, host_mbs, box_failed))
-    subprocess.run([os.path.join(ROOT, os.environ.get("BUILD", "build"), "labbox"), "gc", "--all",
-                    "--state-dir", os.path.join(a.workdir, "state")], capture_output=True)
-    print(f"{a.mbytes} MB over one TCP connection to a test host (veth), best of {a.runs}:")
-    print(f"{'direction':<10} {'sandbox MB/s':>13} {'host MB/s':>10} {'ratio':>7}  sandbox runs failed")
-    for mode, box, host, failed in rows:
-        print(f"{mode:<10} {box:>13.0f} {host:>10.0f} {box / host:>6.2f}x  {failed} of {a.runs}")
+            hosts, runs = got[("host", mode)], got[(arm, mode)]
+            host = max([x for x in hosts if x] or [0.0])
+            box = max([x for x in runs if x] or [0.0])
+            failed = sum(x is None for x in runs)
+            ratio = box / host if host else 0.0
+            pairs = [(b or 0.0) / h for b, h in zip(runs, hosts) if h]
+            paired = statistics.median(pairs) if pairs else 0.0
+            rows.append((arm, mode, box, host, ratio))
+            print(f"{arm:<12} {mode:<10} {box:>13.0f} {host:>10.0f} {ratio:>6.2f}x {paired:>6.2f}x"
+                  f"  {failed} of {a.runs}")
+    print("rules: " + ("every arm reached the test host and none the host" if held else
+                       "NOT HELD on some arm (lines above)"))
     if a.summary:
         with open(a.summary, "a") as fh:
-            for mode, box, host, _ in rows:
-                ratio = box / host
-                fh.write(f"egress {mode}\tMB/s\t{box:.0f}\thost\t{host:.0f}\t{ratio:.2f}x\t>=0.5x\t"
+            for arm, mode, box, host, ratio in rows:
+                # labd's path as before; a candidate by its arm's name (fits the column)
+                name = f"egress {mode}" if arm == "pasta" else f"{arm} {mode}"
+                fh.write(f"{name}\tMB/s\t{box:.0f}\thost\t{host:.0f}\t{ratio:.2f}x\t>=0.5x\t"
                          f"{'yes' if ratio >= 0.5 else 'no'}\n")
 
 

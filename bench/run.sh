@@ -5,9 +5,12 @@
 #   2. start-ready.py  start-to-ready, labd (full sandbox) vs JupyterHub, JupyterLab 4 both
 #   3. sandbox-start   sandbox start latency vs bwrap and unshare
 #   4. egress-bench.py throughput out of an egress sandbox (pasta + nft) vs the host,
-#                      to a test host in a network namespace (198.18.0.0/15)
+#                      to a test host in a network namespace (198.18.0.0/15); also the
+#                      candidate paths of BENCH_EGRESS_ARMS
 #   5. job-start       training job submit-to-command-start, cold and warm, p50/p90,
 #                      beside the published managed-training figures
+#   6. disk-bench.py   sequential and random read/write (fio) in a runtime's home vs the
+#                      host's disk (the file system the homes' images live on)
 # then a summary table of ratios measured in this run.  The peers (JupyterHub from
 # PyPI, configurable-http-proxy from npm) come from bench/setup.sh, run first; the
 # runtime's JupyterLab environment from deploy/install-deps.sh.  Root only (sandboxes,
@@ -40,6 +43,7 @@ declare -A PKG=(
 	[pasta]=passt
 	[nft]=nftables
 	[useradd]=passwd
+	[fio]=fio
 )
 missing=()
 for cmd in "${!PKG[@]}"; do
@@ -99,9 +103,11 @@ cleanup() {
 		done
 		[ "$sig" = TERM ] && sleep 1
 	done
-	for st in "$W"/*/labd/state; do
+	for st in "$W"/*/labd/state "$W"/*/state; do
 		[ -d "$st" ] && "$BUILD/labbox" gc --all --state-dir "$st" >/dev/null 2>&1
 	done
+	# egress-bench's veth arm: its host table (its veth pairs end with their sandboxes)
+	nft delete table ip labd_bench_veth 2>/dev/null
 	if [ -f "$W/start/hub-user-created" ]; then
 		userdel "$(cat "$W/start/hub-user-created")" 2>/dev/null
 	fi
@@ -154,12 +160,18 @@ awk -v f="$SUMMARY" '
 echo
 echo "## 4. Egress throughput (bench/egress-bench.py)"
 run 600 "$PY" bench/egress-bench.py --workdir "$W/egress" --summary "$SUMMARY" \
-	--mbytes "${BENCH_EGRESS_MBYTES:-200}" --runs "${BENCH_EGRESS_RUNS:-3}" || rc=1
+	--mbytes "${BENCH_EGRESS_MBYTES:-200}" --runs "${BENCH_EGRESS_RUNS:-3}" \
+	--arms "${BENCH_EGRESS_ARMS:-pasta,pasta-m9000,veth}" || rc=1
 
 echo
 echo "## 5. Training job start (bench/job-start)"
 run 600 "$PY" bench/job-start --workdir "$W/jobs" --summary "$SUMMARY" \
 	--runs "${BENCH_JOB_RUNS:-50}" || rc=1
+
+echo
+echo "## 6. Disk: a runtime's home vs the host (bench/disk-bench.py)"
+run 600 "$PY" bench/disk-bench.py --workdir "$W/disk" --summary "$SUMMARY" \
+	--runs "${BENCH_DISK_RUNS:-3}" --size-mb "${BENCH_DISK_MB:-1024}" || rc=1
 
 echo
 echo "## Summary: labd against its peers, all measured in this run ($(($(date +%s) - t0)) s)"
@@ -172,5 +184,6 @@ echo "http synthetic: backend F, nginx serving Jupyter's two responses as static
 echo "http jupyter: labd, nginx-uds and chp-uds reach the runtime's JupyterLab (A) over its Unix socket,"
 echo "  chp the same JupyterLab outside labd on TCP (B); nginx-uds/chp-uds = nginx/CHP on labd's socket."
 echo "targets: req/s >=3x chp and within 1.25x of nginx (>=0.8x) (issue 4); start to ready <=0.8x JupyterHub (issue 10);"
-echo "  job start p90 <300 ms cold, <50 ms warm (issue 11; the managed-training peer figures are published, not measured)"
+echo "  job start p90 <300 ms cold, <50 ms warm (issue 11; the managed-training peer figures are published, not measured);"
+echo "  egress >=0.5x the host both ways, a home >=0.9x the host's disk"
 exit "$rc"

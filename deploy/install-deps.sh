@@ -50,11 +50,13 @@ packages=(
   # PyTorch (CPU) for the training-job tests (tests/integration/jobs_scripts/cnn.py):
   # Debian's build, into Debian's python3, which job sandboxes see read-only
   python3-torch
+  # the disk benchmark: a runtime's home against the host's disk (bench/disk-bench.py)
+  fio
 )
 
 # What only the tests, fuzzing and benchmarks use (left out by --server).
 test_only=(clang libclang-rt-14-dev libcmocka-dev python3-pytest python3-pytest-xdist
-  python3-jsonschema python3-yaml chromium debootstrap prometheus python3-torch bubblewrap)
+  python3-jsonschema python3-yaml chromium debootstrap prometheus python3-torch bubblewrap fio)
 if $server_only; then
   keep=()
   for p in "${packages[@]}"; do

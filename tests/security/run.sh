@@ -485,6 +485,15 @@ kill "$LISTENER" 2>/dev/null
 LISTENER=
 expect "only loopback inside" lo "$(box alice 7 -- ls /sys/class/net | squash)"
 expect "--net egress: pasta's eth0 and lo" "eth0 lo" "$(box alice 7 --net egress -- ls /sys/class/net | squash)"
+# --pasta PATH: the program started as pasta (bench/egress-bench.py's candidates), with
+# pasta's arguments; one that is not there fails the start
+printf '#!/bin/sh\necho "$@" >"%s"\nexec /usr/bin/pasta "$@"\n' "$WORK/pasta.args" >"$WORK/pasta.wrap"
+chmod 0755 "$WORK/pasta.wrap"
+expect "--pasta: the named program configures the namespace" "eth0 lo" \
+	"$(box alice 7 --net egress --pasta "$WORK/pasta.wrap" -- ls /sys/class/net | squash)"
+expect "--pasta: it gets pasta's arguments" "--no-map-gw" "$(grep -o -- '--no-map-gw' "$WORK/pasta.args" 2>/dev/null)"
+box alice 7 --net egress --pasta "$WORK/no-such-pasta" -- /bin/true
+expect "--pasta: a program that is not there fails the start" 125 "$?"
 # pasta starts in <id>.net, then runs in the sandbox's own cgroup, charged to the user's
 # limits (finding 13); labbox's teardown kills it with the sandbox
 sandbox_procs() { cat /sys/fs/cgroup/pids/"$CGP"/"$1"/cgroup.procs /sys/fs/cgroup/"$CGP"/"$1"/cgroup.procs 2>/dev/null; }
