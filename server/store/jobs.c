@@ -181,14 +181,14 @@ int jobs_each_live(struct db *db, int (*fn)(const struct job *j, void *ctx), voi
 		       : 0;
 }
 
-struct id_list {
+struct overdue_ids {
 	int64_t *ids;
 	size_t n, max;
 };
 
 static int id_row(sqlite3_stmt *st, void *arg)
 {
-	struct id_list *w = arg;
+	struct overdue_ids *w = arg;
 
 	w->ids[w->n++] = sqlite3_column_int64(st, 0);
 	return w->n == w->max;
@@ -196,7 +196,7 @@ static int id_row(sqlite3_stmt *st, void *arg)
 
 int jobs_overdue_pending(struct db *db, int64_t now, int64_t *ids, size_t max)
 {
-	struct id_list w = {ids, 0, max};
+	struct overdue_ids w = {ids, 0, max};
 
 	if (max == 0)
 		return 0;
