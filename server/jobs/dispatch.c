@@ -12,6 +12,7 @@
 #include "jobs/dispatch.h"
 #include "jobs/live.h"
 #include "jobs/moves.h"
+#include "jobs/preempt.h"
 #include "jobs/spec.h"
 #include "labd/app.h"
 #include "labd/clock.h"
@@ -142,7 +143,8 @@ static bool gpu_turn(struct app *app, const struct job *j, int64_t now, char *gp
 	if (n < 0 || free_n < j->gpu_count)
 		return false;
 	queue_order(items, (size_t)n);
-	if (!queue_job_turn(items, (size_t)n, j->id, (unsigned)free_n))
+	/* a preemptible job is not in the queue: it takes GPUs nobody waits for */
+	if (j->preemptible ? n > 0 : !queue_job_turn(items, (size_t)n, j->id, (unsigned)free_n))
 		return false;
 	return gpus_pick_free_n(app->db, app->cfg, (unsigned)j->gpu_count, gpus, len) ==
 	       j->gpu_count;
@@ -326,6 +328,8 @@ static void dispatch_one(struct app *app, const struct job *j, int64_t now)
 	int live;
 
 	if (j->attempt > 1 && !retry_allowed(app, j, now))
+		return;
+	if (!jobs_preempt_may_start(app, j))
 		return;
 	if (pools_find_available(app->db, &shape, need_until, now, &p) == 1 &&
 	    take_warm(app, j, &p, now))
