@@ -123,8 +123,10 @@ def test_a_gpu_runtime_preempts_within_the_grace_and_the_job_resumes(pd, plan):
     assert r.status == 202 and r.json["runtime"]["state"] == "queued", r
     wait_until(lambda: runtime(b)["state"] != "queued", (GRACE_S + 4) * SLOW,
                lambda: f"runtime still queued: {runtime(b)} {get_job(a, j['id'])}")
+    # the grace, then the sandbox's teardown and the GPU queue's next look (1 s):
+    # measured 4.0 s with a 3 s grace
     waited = time.time() - asked
-    assert waited <= GRACE_S + 4, waited
+    assert waited <= GRACE_S + 2 * SLOW, waited
     q = preempted(a, j["id"])
     assert q["secondary_status"] == "Pending" and q["attempt"] == 1, q
     x = q["interruptions"]
