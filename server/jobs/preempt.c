@@ -222,6 +222,29 @@ static void cap_demand(struct app *app, const struct jobs_live *live, struct vic
 	}
 }
 
+/* A GPU runtime its user started beside their preemptible GPU job (a runtime
+ * start does not count preemptible GPUs against [quota] gpus_held): the job
+ * gives way when the two exceed the cap. */
+static void user_gpu_cap(struct app *app, struct victims *vs)
+{
+	char waiting[JOB_WAITING_MAX];
+	struct caps_held h;
+
+	for (int i = 0; i < vs->n; i++) {
+		struct job_on_pool *v = &vs->v[i];
+		if (v->preempting || v->gpu_count <= 0 || caps_gpus_held(app->db, v->user_id, &h) < 0)
+			continue;
+		if (h.runtime_gpus <= 0 ||
+		    caps_gpus_fit(h.runtime_gpus + h.pool_gpus + h.warm_gpus - v->gpu_count,
+				  v->gpu_count, app->cfg->quota_gpus_held))
+			continue;
+		snprintf(waiting, sizeof(waiting),
+			 "a GPU runtime of %s, beyond their cap of %u GPUs ([quota] gpus_held)",
+			 v->user_name, app->cfg->quota_gpus_held);
+		preempt(app, v, waiting);
+	}
+}
+
 void jobs_preempt(struct app *app, const struct jobs_live *live)
 {
 	struct victims vs = {.n = 0};
@@ -231,6 +254,7 @@ void jobs_preempt(struct app *app, const struct jobs_live *live)
 		return;
 	kill_overdue(app, &vs);
 	gpu_demand(app, &vs, time(NULL));
+	user_gpu_cap(app, &vs);
 	cap_demand(app, live, &vs);
 }
 

@@ -617,6 +617,18 @@ int jobs_each_preemptible(struct db *db, int (*fn)(const struct job_on_pool *v, 
 	return rc < 0 ? -1 : rc;
 }
 
+int jobs_preemptible_gpus_of(struct db *db, int64_t user_id)
+{
+	int n = 0;
+
+	if (db_one(db,
+		   "SELECT coalesce(sum(gpu_count), 0) FROM jobs WHERE user_id = ? AND kind = 'gpu'"
+		   " AND capacity = 'preemptible' AND status = 'InProgress' AND pool_id > 0",
+		   "i", db_row_int, &n, user_id) != 1)
+		return -1;
+	return n;
+}
+
 int jobs_count_waiting_on_demand(struct db *db)
 {
 	int n = 0;

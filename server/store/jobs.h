@@ -204,6 +204,8 @@ struct job_on_pool {
  * first (the one that lost least work first). The count or -1. */
 int jobs_each_preemptible(struct db *db, int (*fn)(const struct job_on_pool *v, void *ctx),
 			  void *ctx);
+/* The GPUs user_id's preemptible jobs hold on their pools; -1. */
+int jobs_preemptible_gpus_of(struct db *db, int64_t user_id);
 /* How many on-demand jobs wait (Pending, or Starting without a pool); -1. */
 int jobs_count_waiting_on_demand(struct db *db);
 /* Calls fn for each interruption of job id in order. The count or -1. */

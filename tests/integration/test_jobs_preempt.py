@@ -203,3 +203,20 @@ def test_a_restart_mid_preemption_requeues_and_resumes(pd):
     saved = int(log_text(a, j["id"]).split("count=")[-1].split()[0])
     stop_runtime(b)
     resumed_and_done(a, j["id"], 40, saved)
+
+
+def test_its_own_users_gpu_runtime_preempts_it_past_the_gpu_cap(pd):
+    """[quota] gpus_held is 1: a user's GPU runtime start is not refused for their own
+    preemptible GPU job, which gives way to it."""
+    _, a = new_user(pd, "pu")
+    j = submit_counting(a, 200, False, type="gpu", capacity="preemptible")
+    counted(a, j["id"], 2)
+    r = a.post("/api/v1/me/runtime", json={"type": "gpu"})
+    assert r.status == 202, r  # queued, not 429 gpus_held
+    q = preempted(a, j["id"])
+    assert a.name in q["interruptions"][0]["waiting"], q
+    wait_until(lambda: runtime(a)["state"] in ("starting", "running"), 20 * SLOW,
+               lambda: f"runtime: {runtime(a)}")
+    stop_runtime(a)
+    assert_status(a.post(f"/api/v1/jobs/{j['id']}/stop", json={"grace_s": 1}), 202)
+    assert wait_job(a, j["id"])["status"] == "Stopped"

@@ -81,7 +81,7 @@ def test_plan_lifecycle_and_audit(admin):
     assert_error(admin.delete(f"/api/v1/plans/{name}"), 404, "not_found")
 
     actions = [e["action"] for e in audit_entries(admin, target=name)]
-    assert actions[:3] == ["plan.delete", "plan.update", "plan.create"], actions
+    assert actions[:4] == ["plan.delete", "plan.update", "plan.update", "plan.create"], actions
     create = audit_entries(admin, "plan.create", name)[0]
     assert create["actor"] == "admin", create
     assert "cpu_runtime_max_s=3600" in create["detail"], create
