@@ -460,6 +460,17 @@ static int check_capacity(json_t *body, json_t *spec, struct jobs_submit *out,
 	if (out->preemptible && out->keep_alive_s > 0)
 		return fail(err, "keep_alive_s",
 			    "a preemptible job keeps no warm pool: keep_alive_s must be 0");
+	/* its max_wait_s bounds its waits from the submit, across preemptions, and so
+	 * its runs too (managed spot's wait plus run): at least max_runtime_s */
+	if (out->preemptible && out->max_wait_s < out->max_runtime_s) {
+		if (json_object_get(body, "max_wait_s"))
+			return fail(err, "max_wait_s",
+				    "a preemptible job's max_wait_s bounds its waits and runs "
+				    "together: at least its max_runtime_s (%lld)",
+				    (long long)out->max_runtime_s);
+		out->max_wait_s = out->max_runtime_s;
+		json_object_set_new(spec, "max_wait_s", json_integer(out->max_wait_s));
+	}
 	json_object_set_new(spec, "capacity", json_string(capacity));
 	return 0;
 }
