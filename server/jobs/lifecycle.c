@@ -328,7 +328,7 @@ static void run_one(struct app *app, const struct job *j)
 	int rc;
 
 	if (pools_find(app->db, j->pool_id, &p) != 1 || p.state != POOL_IN_USE || !p.ready ||
-	    p.job_id != j->id)
+	    p.job_id != j->id || j->preempting[0]) /* preempted before it ran: its pool goes */
 		return;
 	spec = jobs_backend_spec(app, j);
 	if (!spec)

@@ -58,7 +58,7 @@ test('the job page shows a preemptible job, its interruption and its resumption'
   assert.match(await page.locator('#job-capacity').textContent(), /^Preemptible/);
   await page.locator('#job-interruptions tbody td.empty', { hasText: 'Not interrupted.' }).waitFor();
 
-  const od = await submit(sb, { command: ['/bin/sh', '-c', 'echo on-demand; sleep 3'] });
+  const od = await submit(sb, { command: ['/bin/sh', '-c', 'echo on-demand; sleep 6'] });
   const preempted = await waitFor(async () => {
     const j = await job(sa, spot.id);
     return j.status_reason === 'Preempted' && j;
@@ -75,6 +75,7 @@ test('the job page shows a preemptible job, its interruption and its resumption'
   assert.ok(cells[0] && cells[0] !== '—', `the interruption's time: ${cells}`);
   assert.ok(cells[3] && cells[3] !== 'stopping…', `back in the queue: ${cells}`);
   assert.match(await page.locator('#job-capacity').textContent(), /Preempted: back in the queue/);
+  await page.locator('#job-status', { hasText: 'In progress · Pending (Preempted)' }).waitFor();
   // the timeline says it too
   await page.locator('#job-timeline li[data-status="Pending"]', { hasText: 'Preempted:' }).waitFor();
 
