@@ -9,18 +9,21 @@
 #      labd job, /opt visible inside, samples/s and the ratio);
 #   4. whether a GPU runtime can start: labd's JupyterLab environment ([runtime]
 #      jupyter_env, made by deploy/install-deps.sh) is there, or why not;
-#   5. a GPU job through a restart of labd (bench/gpu-restart.py).
+#   5. a GPU job through a restart of labd (bench/gpu-restart.py);
+#   6. a job with two GPUs: torchrun with NCCL, one process per GPU (bench/gpu-multi.py),
+#      where the machine has two or more GPUs (otherwise one line says it was skipped).
 # Root only.  Exits 1 when a step that could run failed.
 # Env: BUILD (build), GPU_JOB_PYTHON (a python whose torch has CUDA), GPU_CHECK_QUOTA
 # (more [quota] lines for every labd here, e.g. "network = none" on a host without
 # pasta or nft), GPU_JOB_SECONDS (20), GPU_JOB_WARMUP (5), GPU_CHECK_ONLY=host (steps
-# 1 and 2 only).
+# 1 and 2 only), GPU_CHECK_ONLY=multi (step 6 only).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
 export BUILD=${BUILD:-build}
 export GPU_JOB_SECONDS=${GPU_JOB_SECONDS:-20} GPU_JOB_WARMUP=${GPU_JOB_WARMUP:-5}
 export GPU_JOB_QUOTA=${GPU_CHECK_QUOTA:-} GPU_RESTART_QUOTA=${GPU_CHECK_QUOTA:-}
+export GPU_MULTI_QUOTA=${GPU_CHECK_QUOTA:-}
 JUPYTER_ENV=${GPU_CHECK_JUPYTER_ENV:-/opt/labd/jupyter}
 failed=0
 
@@ -31,6 +34,16 @@ fi
 [ "$(id -u)" -eq 0 ] || { echo "gpu-check: run as root" >&2; exit 1; }
 [ -x "$BUILD/labd" ] || { echo "gpu-check: build labd first (make)" >&2; exit 1; }
 id labd >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin labd
+
+# step 6: two GPUs in one job (bench/gpu-multi.py says when the machine has fewer)
+multi() {
+	echo "## 6. a job with two GPUs"
+	/usr/bin/python3 bench/gpu-multi.py || failed=1
+}
+if [ "${GPU_CHECK_ONLY:-}" = multi ]; then
+	multi
+	exit $failed
+fi
 
 echo "## 1. host"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>&1
@@ -78,6 +91,8 @@ fi
 
 echo "## 5. a GPU job through a restart of labd"
 /usr/bin/python3 bench/gpu-restart.py || failed=1
+
+multi
 
 echo "gpu-check: $([ $failed -eq 0 ] && echo 'every step that could run passed' || echo 'a step FAILED')"
 exit $failed

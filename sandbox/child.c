@@ -183,9 +183,9 @@ static int step_session(struct child *c)
  * host directory or socket (CVE-2024-21626 class). */
 static int step_stdio(struct child *c)
 {
-	enum { N = 7 };
+	enum { N = 8 };
 	int want[N] = {c->a.stdio[0], c->a.stdio[1], c->a.stdio[2], c->a.sync_fd,
-		       c->a.err_fd,   c->a.status_fd, c->a.filter_fd};
+		       c->a.err_fd,   c->a.status_fd, c->a.filter_fd, c->a.root_fd};
 	int moved[N];
 
 	for (int i = 0; i < 3; i++)
@@ -203,6 +203,7 @@ static int step_stdio(struct child *c)
 	c->a.err_fd = 4;
 	c->a.status_fd = 5;
 	c->a.filter_fd = 6;
+	c->a.root_fd = 7;
 	if (syscall(SYS_close_range, N, ~0U, 0) < 0) {
 		for (int fd = N; fd < 65536; fd++)
 			close(fd);

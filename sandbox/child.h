@@ -30,6 +30,8 @@ struct child_args {
 	char home_src[SANDBOX_PATH_MAX]; /* host mount of the home, "" for none */
 	char home_dst[SANDBOX_PATH_MAX]; /* "/home/<user>" */
 	const char *image;
+	/* image's tree, cloned recursively by the starter in the host's namespace */
+	int root_fd;
 	const char *run_dir;
 	const char *driver_lib_dir;
 	char resolv_conf[SANDBOX_PATH_MAX]; /* host file bound at /etc/resolv.conf, "" = none */

@@ -247,9 +247,10 @@ static int loop_mount(const char *image, const char *mnt)
 	char dev[64];
 	int ctl, loopfd = -1, imgfd, rc = -1;
 
-	/* Still attached: another sandbox, started while this home was mounted,
-	 * holds a copy of the mount in its namespace (the recursive clone of the
-	 * host's root takes it along, covered by the state-dir mask). Mount that
+	/* Still attached: a sandbox started while this home was mounted holds a
+	 * copy of the mount in its namespace (one of the release before, whose
+	 * homes were not under an unbindable bind, or one whose detach of the
+	 * old root has not finished yet: seal_home_dir). Mount that
 	 * same device, which shares its superblock; a second loop device on the
 	 * same image would be a second ext4 instance on one file: corruption. */
 	for (int wait = 0; attached_loop(image, dev, sizeof(dev)) == 0; wait++) {
@@ -324,12 +325,70 @@ out:
 
 static int unmount_home(const char *mnt)
 {
-	if (umount2(mnt, 0) == 0 || errno == EINVAL)
+	if (umount2(mnt, UMOUNT_NOFOLLOW) == 0 || errno == EINVAL)
 		return 0;
 	/* EBUSY: a dying sandbox still pins it; detach now, the kernel finishes later */
-	if (umount2(mnt, MNT_DETACH) == 0)
+	if (umount2(mnt, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
 		return 0;
 	return fail_errno("umount %s", mnt);
+}
+
+/* <state>/homes/<key>: the directory that holds the mount point. */
+static void home_dir_path(const char *state_dir, const char *key, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/homes/%s", state_dir, key);
+}
+
+/* 1 when dir is the root of a mount, 0 when not, -1 on error. */
+static int mount_root(const char *dir)
+{
+	struct statx sx;
+
+	if (statx(AT_FDCWD, dir, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &sx) < 0)
+		return -1;
+	if (!(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+		return errno = EOPNOTSUPP, -1;
+	return (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+}
+
+/* The home's directory becomes a bind mount of itself, unbindable, before the
+ * home is mounted inside it. Every sandbox's root is a recursive clone of the
+ * host's "/", and a recursive clone skips an unbindable mount with all below
+ * it: no other user's sandbox takes a copy of this home along, and the loop
+ * device detaches at the home's own last unmount. The home's mount itself
+ * stays bindable, for its user's sandboxes (a clone of that one mount). The
+ * lock and refs files are the same inodes through the bind. A bind already
+ * there (a crash, a sandbox adopted) is reused. */
+static int seal_home_dir(const char *dir)
+{
+	int root = mount_root(dir);
+
+	if (root < 0)
+		return fail_errno("statx %s", dir);
+	if (!root && mount(dir, dir, NULL, MS_BIND, NULL) < 0)
+		return fail_errno("bind %s on itself", dir);
+	if (mount(NULL, dir, NULL, MS_UNBINDABLE, NULL) == 0)
+		return 0;
+	fail_errno("make %s unbindable", dir);
+	if (!root)
+		umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
+	return -1;
+}
+
+/* The home's mount, then its directory's bind (when there is one: a home
+ * mounted by the release before has none). */
+static int release_home(const char *state_dir, const char *key)
+{
+	char dir[PATH_LEN], mnt[PATH_LEN];
+	int rc = 0;
+
+	home_dir_path(state_dir, key, dir, sizeof(dir));
+	home_mount_path(state_dir, key, mnt, sizeof(mnt));
+	if (is_mounted(mnt, NULL))
+		rc = unmount_home(mnt);
+	if (rc == 0 && mount_root(dir) == 1)
+		rc = unmount_home(dir);
+	return rc;
 }
 
 /* The loop device's backing file (its path now, as the kernel names it; a
@@ -365,7 +424,7 @@ static bool mount_holds(const char *mnt, const char *image)
 
 int home_mount_ref(const char *state_dir, const char *key, const char *image, const char *holder)
 {
-	char mnt[PATH_LEN], ref[PATH_LEN];
+	char mnt[PATH_LEN], ref[PATH_LEN], dir[PATH_LEN];
 	int lock, fd, rc = -1;
 
 	if (!holder[0] || strchr(holder, '/') || holder[0] == '.')
@@ -386,14 +445,22 @@ int home_mount_ref(const char *state_dir, const char *key, const char *image, co
 		if (unmount_home(mnt) < 0)
 			goto out;
 	}
-	if (!is_mounted(mnt, NULL) && loop_mount(image, mnt) < 0)
-		goto out;
+	if (!is_mounted(mnt, NULL)) {
+		home_dir_path(state_dir, key, dir, sizeof(dir));
+		if (seal_home_dir(dir) < 0)
+			goto out;
+		if (loop_mount(image, mnt) < 0) {
+			if (count_refs(state_dir, key) == 0)
+				release_home(state_dir, key);
+			goto out;
+		}
+	}
 	snprintf(ref, sizeof(ref), "%s/homes/%s/refs/%s", state_dir, key, holder);
 	fd = open(ref, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		fail_errno("create %s", ref);
 		if (count_refs(state_dir, key) == 0)
-			umount2(mnt, 0);
+			release_home(state_dir, key);
 		goto out;
 	}
 	close(fd);
@@ -405,7 +472,7 @@ out:
 
 int home_unref(const char *state_dir, const char *key, const char *holder)
 {
-	char mnt[PATH_LEN], ref[PATH_LEN];
+	char ref[PATH_LEN];
 	int lock, rc = 0;
 
 	if (!holder[0] || strchr(holder, '/') || holder[0] == '.')
@@ -415,16 +482,15 @@ int home_unref(const char *state_dir, const char *key, const char *holder)
 	snprintf(ref, sizeof(ref), "%s/homes/%s/refs/%s", state_dir, key, holder);
 	if (unlink(ref) < 0 && errno != ENOENT)
 		rc = fail_errno("unlink %s", ref);
-	home_mount_path(state_dir, key, mnt, sizeof(mnt));
-	if (count_refs(state_dir, key) == 0 && is_mounted(mnt, NULL))
-		rc = unmount_home(mnt);
+	if (count_refs(state_dir, key) == 0 && release_home(state_dir, key) < 0)
+		rc = -1;
 	close(lock);
 	return rc;
 }
 
 int home_gc(const char *state_dir, bool (*is_live)(const char *holder, void *arg), void *arg)
 {
-	char path[PATH_LEN], mnt[PATH_LEN];
+	char path[PATH_LEN];
 	struct dirent *u, *r;
 	int dropped = 0;
 	DIR *homes, *refs;
@@ -448,9 +514,8 @@ int home_gc(const char *state_dir, bool (*is_live)(const char *holder, void *arg
 			}
 			closedir(refs);
 		}
-		home_mount_path(state_dir, u->d_name, mnt, sizeof(mnt));
-		if (count_refs(state_dir, u->d_name) == 0 && is_mounted(mnt, NULL))
-			unmount_home(mnt);
+		if (count_refs(state_dir, u->d_name) == 0)
+			release_home(state_dir, u->d_name);
 		close(lock);
 	}
 	closedir(homes);

@@ -1,6 +1,7 @@
 /* home.h - per-user persistent homes: one sparse ext4 image per user, loop-mounted
  * once on the host under <state_dir>/homes/<key>/mnt and bound into each of that
- * user's sandboxes.  References are files <state_dir>/homes/<key>/refs/<holder>, so
+ * user's sandboxes.  <state_dir>/homes/<key> is an unbindable bind of itself while the
+ * home is mounted, so no other sandbox's recursive clone of the root takes a copy.  References are files <state_dir>/homes/<key>/refs/<holder>, so
  * they survive a supervisor restart and gc can drop those of dead sandboxes.
  *
  * The key is the user's id (home_key), never the name: a user deleted while a sandbox

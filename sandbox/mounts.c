@@ -1,13 +1,14 @@
 /* mounts.c - the sandbox filesystem, built in the child's private mount namespace.
  *
  * Two phases (docs/sandbox.md, "Filesystem"): mounts_prepare() clones the host trees
- * (root image, home, run dir, device nodes) with open_tree(OPEN_TREE_CLONE) while the
- * child still has the host root's file access; after the switch to the inner uid,
+ * (home, run dir, device nodes) with open_tree(OPEN_TREE_CLONE) while the child still
+ * has the host root's file access (the root's tree, root_fd, the starter cloned in the
+ * host's namespace: start.c, clone_root); after the switch to the inner uid,
  * mounts_build() attaches them under /tmp (the new root's mount point in this
  * namespace), adds fresh proc/sysfs/tmpfs/devpts, masks secrets and pivots.  Files
  * created in our tmpfs must belong to a uid mapped in the user namespace, which is why
- * nothing is created before the uid switch.  The mount namespace was made private by
- * the clone of "/" (a copy in a user namespace never propagates back to the host).
+ * nothing is created before the uid switch.  The root's clone is private all the way
+ * down (clone_root), so nothing mounted here propagates back to the host.
  */
 #include "child.h"
 #include "sandbox/accounts.h"
@@ -80,7 +81,7 @@ int mounts_prepare(const struct child_args *a, struct mount_fds *f, char *msg, s
 		f->devs[i] = -1;
 	for (unsigned i = 0; i < CHILD_MAX_BINDS; i++)
 		f->binds[i] = -1;
-	f->root = clone_tree(a->image, true);
+	f->root = a->root_fd;
 	if (f->root < 0)
 		return failf(msg, len, "clone root", a->image);
 	/* read-only, nosuid, nodev all the way down: setuid binaries give nothing */
@@ -447,6 +448,23 @@ static int build_accounts(const struct child_args *a, char *msg, size_t len)
 	return 0;
 }
 
+/* The sandbox's own /etc/hosts, as container runtimes write it: loopback and its
+ * hostname (the user's name, step hostname) on 127.0.1.1. Code that looks its own host
+ * up (torchrun's rendezvous and gloo, MPI) finds it; the host's file would not name it.
+ * An image whose /etc/hosts is no plain file keeps its own (names resolve as before). */
+static int build_hosts(const struct child_args *a, char *msg, size_t len)
+{
+	char text[256];
+	struct stat st;
+
+	if (lstat(NEWROOT "/etc/hosts", &st) < 0 || !S_ISREG(st.st_mode) || !a->user)
+		return 0;
+	snprintf(text, sizeof(text),
+		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+		 "127.0.1.1\t%s\n", a->user);
+	return shadow_file("hosts", text, msg, len);
+}
+
 /* The scaffolding tmpfs become read-only once populated, then the new root replaces
  * the old: pivot_root(".", ".") stacks the old root on top; detaching it leaves ours. */
 static int seal_and_pivot(char *msg, size_t len)
@@ -653,7 +671,8 @@ int mounts_build(const struct child_args *a, struct mount_fds *f, char *msg, siz
 		return failf(msg, len, "attach root on", NEWROOT);
 	if (build_proc(msg, len) < 0 || build_sys(msg, len) < 0 || build_dev(a, f, msg, len) < 0 ||
 	    build_tmp(a, msg, len) < 0 || build_run(a, f, msg, len) < 0 || build_home(a, f, msg, len) < 0 ||
-	    build_resolv(f, msg, len) < 0 || build_accounts(a, msg, len) < 0)
+	    build_resolv(f, msg, len) < 0 || build_accounts(a, msg, len) < 0 ||
+	    build_hosts(a, msg, len) < 0)
 		return -1;
 	if (build_ro_binds(a, f, msg, len) < 0)
 		return -1;

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -297,25 +298,32 @@ static int env_add(struct start *c, unsigned *n, const char *kv)
 	return 0;
 }
 
-static int env_add_gpus(struct start *c, unsigned *n)
+/* "name=" and the n_gpus numbers, comma-separated: the host's minors, or 0..n-1. */
+static int env_add_gpu_list(struct start *c, unsigned *n, const char *name, bool host)
 {
 	const struct sandbox_spec *s = c->spec;
-	char list[256], kv[320];
-	size_t off = 0;
+	char kv[320];
+	size_t off = (size_t)snprintf(kv, sizeof(kv), "%s=", name);
 
-	list[0] = '\0';
 	for (unsigned i = 0; i < s->n_gpus; i++) {
-		int w = snprintf(list + off, sizeof(list) - off, "%s%u", i ? "," : "", s->gpus[i]);
-		if (w < 0 || (size_t)w >= sizeof(list) - off)
+		int w = snprintf(kv + off, sizeof(kv) - off, "%s%u", i ? "," : "",
+				 host ? s->gpus[i] : i);
+		if (w < 0 || (size_t)w >= sizeof(kv) - off)
 			return fail_error("gpu list too long");
 		off += (size_t)w;
 	}
-	/* the devices inside keep their host minors, so the host's numbering applies */
-	snprintf(kv, sizeof(kv), "CUDA_VISIBLE_DEVICES=%s", list);
-	if (env_add(c, n, kv) < 0)
-		return -1;
-	snprintf(kv, sizeof(kv), "NVIDIA_VISIBLE_DEVICES=%s", list);
-	if (env_add(c, n, kv) < 0)
+	return env_add(c, n, kv);
+}
+
+/* The nodes inside keep their host names (/dev/nvidia2), but the driver
+ * enumerates only the GPUs whose node a process can open: CUDA and NVML number
+ * them 0..n-1 inside, so CUDA_VISIBLE_DEVICES counts from 0 (a host minor
+ * there would name no device, or another one). NVIDIA_VISIBLE_DEVICES says
+ * which host GPUs they are, as container runtimes set it. */
+static int env_add_gpus(struct start *c, unsigned *n)
+{
+	if (env_add_gpu_list(c, n, "CUDA_VISIBLE_DEVICES", false) < 0 ||
+	    env_add_gpu_list(c, n, "NVIDIA_VISIBLE_DEVICES", true) < 0)
 		return -1;
 	return 0;
 }
@@ -390,6 +398,28 @@ static int step_limits(struct start *c)
 	return cgbox_limit(cgbox_host(), s->cgroup_parent, c->h->id, lim);
 }
 
+/* The root's tree, cloned here in the host's namespace: that recursive clone skips
+ * unbindable mounts with all below them, so each other user's home (under its
+ * directory's unbindable bind, home.c) stays out of this sandbox, and its loop device
+ * detaches at its own last unmount. In the child's namespace, a copy, the mark is
+ * gone and the copied mounts are locked. Private all the way down: a shared host root
+ * must not make the sandbox's mounts propagate back. */
+static int clone_root(struct start *c)
+{
+	struct mount_attr attr = {.propagation = MS_PRIVATE};
+	int fd = open_tree(AT_FDCWD, c->child.image,
+			   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+
+	if (fd < 0)
+		return fail_errno("clone root %s", c->child.image);
+	if (mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
+		close(fd);
+		return fail_errno("make the root %s private", c->child.image);
+	}
+	c->child.root_fd = fd;
+	return 0;
+}
+
 /* clone3 into the sandbox's v2 (or hybrid unified) cgroup; where the kernel or a
  * seccomp filter around labd refuses that, the plain clone of old, and the cgroup is
  * attached in cgroup-attach. */
@@ -430,12 +460,17 @@ static int step_clone(struct start *c)
 	c->child.err_fd = c->err_p[1];
 	c->child.status_fd = c->status_p[1];
 	c->child.filter_fd = c->filter_fd;
-	if (cgbox_birth_enter(lo, c->spec->cgroup_parent, c->h->id, &c->birth) < 0)
+	if (clone_root(c) < 0)
 		return -1;
+	if (cgbox_birth_enter(lo, c->spec->cgroup_parent, c->h->id, &c->birth) < 0) {
+		close(c->child.root_fd);
+		return -1;
+	}
 	c->pid = clone_child(c);
 	e = errno;
 	if (c->pid == 0)
 		child_main(&c->child);
+	close(c->child.root_fd);
 	if (cgbox_birth_leave(lo, &c->birth) < 0)
 		return -1; /* abandon() kills the child */
 	if (c->pid < 0) {

@@ -86,10 +86,11 @@ void api_users_delete(struct http_request *req);
 struct job;
 int api_path_job(struct http_request *req, struct job *out);
 /* job_logs.c, job_observe.c, job_events.c: a job's log (range or follow),
- * metrics, samples, and status events (docs/jobs.md). */
+ * metrics, samples, profiler report and status events (docs/jobs.md). */
 void api_job_logs(struct http_request *req);
 void api_job_metrics(struct http_request *req);
 void api_job_samples(struct http_request *req);
+void api_job_report(struct http_request *req);
 void api_job_events(struct http_request *req);
 /* runtime.c */
 struct runtime;

@@ -140,8 +140,9 @@ json_t *api_user_json(const struct user *u)
 	char created[21];
 
 	api_time(u->created_at, created);
-	return json_pack("{s:s,s:s,s:b,s:s}", "name", u->name, "role", users_role_name(u->role),
-			 "disabled", u->disabled, "created_at", created);
+	return json_pack("{s:s,s:s,s:b,s:s,s:s}", "name", u->name, "role",
+			 users_role_name(u->role), "disabled", u->disabled, "created_at", created,
+			 "email", u->email);
 }
 
 

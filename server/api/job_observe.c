@@ -1,10 +1,12 @@
 /* job_observe.c - GET /api/v1/jobs/{id}/metrics (every kept point of each
  * metric, the last value of each, whether they are final and which
- * definitions were dropped) and GET /api/v1/jobs/{id}/samples
- * (the kept samples); docs/jobs.md "Metrics", "Profiling rules". */
+ * definitions were dropped), GET /api/v1/jobs/{id}/samples (the kept
+ * samples) and GET /api/v1/jobs/{id}/report (the profiler report);
+ * docs/jobs.md "Metrics", "Profiling rules", "The profiler report". */
 #include "api/api.h"
 #include "http/http.h"
 #include "jobs/observe.h"
+#include "jobs/observe_report.h"
 #include "labd/app.h"
 #include "store/jobs.h"
 
@@ -51,4 +53,21 @@ void api_job_samples(struct http_request *req)
 	http_reply_json(req, MHD_HTTP_OK,
 			json_pack("{s:I, s:b, s:o}", "job_id", (json_int_t)j.id, "gpu", j.gpu,
 				  "samples", samples));
+}
+
+void api_job_report(struct http_request *req)
+{
+	struct app *app = http_app(req);
+	json_t *report;
+	struct job j;
+
+	if (api_path_job(req, &j) < 0)
+		return;
+	report = observe_report_json(app, &j);
+	jobs_row_free(&j);
+	if (!report) {
+		http_reply_internal(req);
+		return;
+	}
+	http_reply_json(req, MHD_HTTP_OK, report);
 }

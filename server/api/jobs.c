@@ -50,13 +50,12 @@ static json_t *time_json(int64_t at)
 	return json_string(text);
 }
 
-/* The warm pool the job ran in and what became of it; null without a pool. */
-static json_t *warm_json(struct app *app, const struct job *j, int64_t now)
+/* The warm pool the job ran in (p: its row, NULL when unread) and what became of
+ * it; null without a pool. */
+static json_t *warm_json(const struct job *j, const struct pool *p, int64_t now)
 {
 	const char *status = j->warm_status;
 	const char *reason = j->warm_reason;
-	struct pool p;
-	bool have = pools_find(app->db, j->pool_id, &p) == 1;
 
 	if (j->pool_id <= 0)
 		return json_null();
@@ -66,8 +65,8 @@ static json_t *warm_json(struct app *app, const struct job *j, int64_t now)
 		status = "Terminated";
 		reason = "not kept warm (keep_alive_s is 0)";
 	}
-	if (!reason[0] && have && p.state == POOL_ENDED)
-		reason = p.end_reason;
+	if (!reason[0] && p && p->state == POOL_ENDED)
+		reason = p->end_reason;
 	int64_t warm_s = j->warm_from ? (j->warm_to ? j->warm_to : now) - j->warm_from : 0;
 	return json_pack("{s:I,s:s,s:b,s:o,s:o,s:I,s:o}", "id", (json_int_t)j->pool_id, "status",
 			 status, "reused", j->reused_pool, "reused_by",
@@ -75,6 +74,23 @@ static json_t *warm_json(struct app *app, const struct job *j, int64_t now)
 			 strcmp(status, "Available") == 0 ? time_json(j->warm_until) : json_null(),
 			 "warm_s", (json_int_t)(warm_s > 0 ? warm_s : 0), "reason",
 			 reason[0] ? json_string(reason) : json_null());
+}
+
+/* The host GPUs the job's pool (p, NULL when unread) holds or held ([1, 2]); [] before
+ * a pool or for CPU. */
+static json_t *gpus_json(const struct job *j, const struct pool *p)
+{
+	json_t *out = json_array();
+	char *end;
+
+	if (!j->gpu || !p)
+		return out;
+	for (const char *c = p->gpus; *c; c = *end ? end + 1 : end) {
+		json_array_append_new(out, json_integer(strtol(c, &end, 10)));
+		if (end == c)
+			break;
+	}
+	return out;
 }
 
 static int add_transition(const struct job_transition *t, void *ctx)
@@ -165,7 +181,10 @@ json_t *api_job_json(struct app *app, const struct job *j, bool full)
 
 	if (!out)
 		return NULL;
-	json_object_set_new(out, "warm_pool", warm_json(app, j, now));
+	struct pool p;
+	bool have = j->pool_id > 0 && pools_find(app->db, j->pool_id, &p) == 1;
+	json_object_set_new(out, "warm_pool", warm_json(j, have ? &p : NULL, now));
+	json_object_set_new(out, "gpus", gpus_json(j, have ? &p : NULL));
 	add_capacity(app, j, out, full, now);
 	if (!full)
 		return out; /* a list item: the row's own columns and two indexed reads */

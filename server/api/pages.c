@@ -40,6 +40,11 @@ void pages_job(struct http_request *req)
 	static_serve_html(req, MHD_HTTP_OK, "job.html");
 }
 
+void pages_job_report(struct http_request *req)
+{
+	static_serve_html(req, MHD_HTTP_OK, "job-report.html");
+}
+
 void pages_admin(struct http_request *req)
 {
 	static_serve_html(req, MHD_HTTP_OK, "admin.html");

@@ -19,6 +19,8 @@ void pages_dashboard(struct http_request *req);
 void pages_admin(struct http_request *req);
 /* GET /jobs/{id}: one training job's page (job.html; the API answers 404 for others' jobs). */
 void pages_job(struct http_request *req);
+/* GET /jobs/{id}/report: its profiler report (job-report.html, printable). */
+void pages_job_report(struct http_request *req);
 /* GET /open?repo=&path= ("Open in labd", open.c): the page, 400 when either is bad. */
 void pages_open(struct http_request *req);
 

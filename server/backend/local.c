@@ -276,7 +276,9 @@ static int simple_call(struct local *l, json_t *msg, json_t **reply, char *err, 
 	return strcmp(code, "not_found") == 0	 ? -ENOENT
 	       : strcmp(code, "runtime_exists") == 0 ? -EEXIST
 	       : strcmp(code, "gpu_busy") == 0 || strcmp(code, "home_busy") == 0 ||
-			 strcmp(code, "pool_busy") == 0 || strcmp(code, "host_full") == 0
+			 strcmp(code, "pool_busy") == 0 || strcmp(code, "host_full") == 0 ||
+			 /* the supervisor still tears down a pool the store has ended */
+			 strcmp(code, "too_many_pools") == 0
 		 ? -EBUSY
 										  : -EIO;
 }

@@ -150,6 +150,7 @@ static const struct config_key keys[] = {
 	/* the profiling rules (docs/jobs.md "Profiling rules") */
 	KEY("jobs", "rules_interval", jobs_rules_interval_s, K_DURATION, 1, 3600, "5s"),
 	KEY("jobs", "rules_min_samples", jobs_rules_min_samples, K_UINT, 2, 600, "10"),
+	KEY("jobs", "rules_warmup", jobs_rules_warmup_s, K_DURATION, 0, 86400, "20s"),
 	KEY("jobs", "rules_gpu_low_p95", jobs_rules_gpu_low_p95_percent, K_UINT, 0, 100, "70"),
 	KEY("jobs", "rules_gpu_low_p5", jobs_rules_gpu_low_p5_percent, K_UINT, 0, 100, "10"),
 	KEY("jobs", "rules_cpu_high", jobs_rules_cpu_high_percent, K_UINT, 0, 100, "90"),

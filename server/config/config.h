@@ -172,6 +172,7 @@ struct labd_config {
 	/* [jobs] rules_*: the profiling rules' thresholds (docs/jobs.md "Profiling rules") */
 	int64_t jobs_rules_interval_s;    /* between evaluations of a running job */
 	unsigned jobs_rules_min_samples;  /* the sample rules wait for this many */
+	int64_t jobs_rules_warmup_s;      /* each run's start the steady-state rules skip */
 	unsigned jobs_rules_gpu_low_p95_percent, jobs_rules_gpu_low_p5_percent;
 	unsigned jobs_rules_cpu_high_percent, jobs_rules_gpu_idle_percent;
 	unsigned jobs_rules_io_wait_percent;

@@ -39,16 +39,11 @@ static void select_rows(const struct jobs_live *live, bool (*want)(const struct 
 			ids->id[ids->n++] = live->row[i].id;
 }
 
-/* As waiting() and pending() below, on the pass's read of the row. */
+/* As waiting() below, on the pass's read of the row. */
 static bool waiting_row(const struct jobs_live_row *r)
 {
 	return r->status == JOB_IN_PROGRESS &&
 	       (r->secondary == JOB_PENDING || (r->secondary == JOB_STARTING && r->pool_id == 0));
-}
-
-static bool pending_row(const struct jobs_live_row *r)
-{
-	return r->status == JOB_IN_PROGRESS && r->secondary == JOB_PENDING;
 }
 
 /* Pending, or Starting again without a pool (a retry). */
@@ -132,19 +127,33 @@ static void release_unmatched(struct app *app, const struct job *j)
 		jobs_release_pool(app, &w.p[i], reason);
 }
 
+/* The users whose waiting GPU jobs cannot start in this pass for a reason of
+ * their own (their pool cap, [quota] gpus_held): they take no GPU now, so
+ * they hold nobody behind them in the fair order. */
+struct excused {
+	int64_t user_id[QUEUE_TURN_MAX];
+	size_t n;
+};
+
 /* Whether a GPU job may take its GPUs now: the fair order of GPU runtimes
  * and jobs (sched/queue.h), and enough free. Caller holds the GPU lock. */
-static bool gpu_turn(struct app *app, const struct job *j, int64_t now, char *gpus, size_t len)
+static bool gpu_turn(struct app *app, const struct job *j, int64_t now,
+		     const struct excused *ex, char *gpus, size_t len)
 {
-	struct queue_item items[64];
-	int n = queue_load(app->db, now, items, 64);
-	int free_n = gpus_pick_free_n(app->db, app->cfg, 64, gpus, len);
+	static struct queue_item items[QUEUE_TURN_MAX]; /* the jobs ticker's thread only */
+	int free_n = gpus_pick_free_n(app->db, app->cfg, QUEUE_TURN_MAX, gpus, len), n;
 
-	if (n < 0 || free_n < j->gpu_count)
+	if (free_n < j->gpu_count)
+		return false; /* not enough free whatever the order: the order is not read */
+	/* read again at each start: the jobs started before weigh in it (reweighed) */
+	n = queue_load(app->db, now, items, QUEUE_TURN_MAX);
+	if (n < 0)
 		return false;
 	queue_order(items, (size_t)n);
 	/* a preemptible job is not in the queue: it takes GPUs nobody waits for */
-	if (j->preemptible ? n > 0 : !queue_job_turn(items, (size_t)n, j->id, (unsigned)free_n))
+	if (j->preemptible ? n > 0
+			   : !queue_job_turn(items, (size_t)n, j->id, (unsigned)free_n, ex->user_id,
+					     ex->n))
 		return false;
 	return gpus_pick_free_n(app->db, app->cfg, (unsigned)j->gpu_count, gpus, len) ==
 	       j->gpu_count;
@@ -196,8 +205,9 @@ static void ask_backend(struct app *app, const struct job *j, struct pool *p)
 	rc = backend_pool_start(app->backend, &s, err, sizeof(err));
 	if (rc == 0 || rc == -ETIMEDOUT) /* a timeout: the list will tell (reconcile.c) */
 		return;
-	if (rc == -EBUSY) { /* a GPU's teardown has not finished: try again next pass */
-		pools_end(app->db, p->id, "a GPU was still held", time(NULL));
+	if (rc == -EBUSY) { /* a teardown (a GPU, a pool of the user's) has not finished:
+			     * try again next pass */
+		pools_end(app->db, p->id, "the host still tore down an earlier sandbox", time(NULL));
 		jobs_set_pool(app->db, j->id, 0);
 		return;
 	}
@@ -206,8 +216,17 @@ static void ask_backend(struct app *app, const struct job *j, struct pool *p)
 	fail_job(app, j->id, JOB_S_FAILED, reason);
 }
 
+/* What a dispatch of one waiting job came to. */
+enum dispatched {
+	DISPATCH_DONE,      /* started, or ended */
+	DISPATCH_TO_FILL,   /* a GPU job no warm pool took: fill_gpus starts it */
+	DISPATCH_HELD_USER, /* waits for its user's own pools or GPUs to end */
+	DISPATCH_HELD_HOST, /* waits for free GPUs, its turn, or the host's sandbox cap */
+};
+
 /* A new pool for the job: Starting, then the backend builds it. */
-static void start_cold(struct app *app, const struct job *j, int64_t now)
+static enum dispatched start_cold(struct app *app, const struct job *j, int64_t now,
+				  const struct excused *ex)
 {
 	struct pool_shape shape = shape_of(j);
 	struct pool p;
@@ -218,23 +237,24 @@ static void start_cold(struct app *app, const struct job *j, int64_t now)
 	int rc;
 
 	gpus_alloc_lock(app->gpus);
-	if (j->gpu && !gpu_turn(app, j, now, gpus, sizeof(gpus))) {
+	if (j->gpu && !gpu_turn(app, j, now, ex, gpus, sizeof(gpus))) {
 		gpus_alloc_unlock(app->gpus);
-		return; /* waits in the fair order */
+		return DISPATCH_HELD_HOST; /* waits in the fair order */
 	}
 	rc = pools_create(app->db, &shape, gpus, j->id, now, pool_deadline(app, j, now), &p);
 	gpus_alloc_unlock(app->gpus);
 	if (rc < 0)
-		return;
+		return DISPATCH_HELD_HOST; /* the store: the next pass tries again */
 	m.pool_id = p.id;
 	/* a retry is in Starting already: its transition says why; only the pool is new */
 	if ((j->secondary == JOB_STARTING ? jobs_set_pool(app->db, j->id, p.id)
 					  : jobs_move(app->db, j->id, &m)) != 1) {
 		pools_end(app->db, p.id, "its job ended before it was built", now);
-		return;
+		return DISPATCH_DONE;
 	}
 	jobs_changed(app, j->id);
 	ask_backend(app, j, &p);
+	return DISPATCH_DONE;
 }
 
 /* A retry is a new start: it may train only what is left of max_runtime_s
@@ -291,10 +311,12 @@ static bool retry_allowed(struct app *app, const struct job *j, int64_t now)
 /* The capacity caps (docs/operations.md "Capacity"): the host's cap on live
  * sandboxes, and for a GPU job the GPUs its user holds elsewhere (runtime, pools,
  * warm pools; its unmatched warm pools were released just before) against [quota]
- * gpus_held. A job beyond either waits in Pending, its message saying which. */
-static bool caps_allow(struct app *app, const struct job *j)
+ * gpus_held. A job beyond either waits in Pending, its message saying which.
+ * DISPATCH_DONE when neither binds (nothing started yet). */
+static enum dispatched caps_allow(struct app *app, const struct job *j)
 {
 	char message[JOB_REASON_MAX] = "";
+	enum dispatched held_by = DISPATCH_HELD_HOST;
 	struct caps_held h;
 	unsigned cap;
 	int live, held;
@@ -307,56 +329,143 @@ static bool caps_allow(struct app *app, const struct job *j)
 	} else if (j->gpu && caps_gpus_held(app->db, j->user_id, &h) == 0) {
 		held = h.runtime_gpus + h.pool_gpus + h.warm_gpus;
 		if (caps_gpus_fit(held, j->gpu_count, app->cfg->quota_gpus_held))
-			return true;
+			return DISPATCH_DONE;
+		held_by = DISPATCH_HELD_USER;
 		snprintf(message, sizeof(message),
 			 "waits: you hold %d GPU%s (runtime %d, jobs %d, warm pools %d) and may "
 			 "hold %u at once ([quota] gpus_held)",
 			 held, held == 1 ? "" : "s", h.runtime_gpus, h.pool_gpus, h.warm_gpus,
 			 app->cfg->quota_gpus_held);
 	} else if (!j->gpu)
-		return true;
+		return DISPATCH_DONE;
 	if (message[0] && jobs_set_wait_message(app->db, j->id, message) == 1)
 		jobs_changed(app, j->id);
-	return false;
+	return held_by;
 }
 
-static void dispatch_one(struct app *app, const struct job *j, int64_t now)
+/* One waiting job: a matching warm pool, else (for a GPU job only when cold
+ * is set: fill_gpus, in the fair order) a new pool within the caps. */
+static enum dispatched dispatch_one(struct app *app, const struct job *j, int64_t now,
+				    bool cold, const struct excused *ex)
 {
 	struct pool_shape shape = shape_of(j);
 	struct pool p;
 	int64_t need_until = now + j->max_runtime_s + j->grace_s + JOBS_DEADLINE_SLACK_S;
+	enum dispatched caps;
 	int live;
 
 	if (j->attempt > 1 && !retry_allowed(app, j, now))
-		return;
+		return DISPATCH_DONE; /* ended, or waits on the store */
 	if (!jobs_preempt_may_start(app, j))
-		return;
+		return DISPATCH_DONE; /* a preemptible job holds back nobody */
 	if (pools_find_available(app->db, &shape, need_until, now, &p) == 1 &&
 	    take_warm(app, j, &p, now))
-		return;
+		return DISPATCH_DONE;
 	release_unmatched(app, j);
+	if (j->gpu && !cold && !j->preemptible) /* a preemptible one is not in the order */
+		return DISPATCH_TO_FILL;
 	live = pools_count_live(app->db, j->user_id);
 	if (live < 0 || (unsigned)live >= app->cfg->jobs_max_pools_per_user)
-		return; /* waits for one of the user's pools to end */
-	if (!caps_allow(app, j))
-		return;
-	start_cold(app, j, now);
+		return DISPATCH_HELD_USER; /* waits for one of the user's pools to end */
+	caps = caps_allow(app, j);
+	if (caps != DISPATCH_DONE)
+		return caps;
+	return start_cold(app, j, now, ex);
+}
+
+/* The users (and kind) whose job still waits after this pass looked at it
+ * (no warm pool took it, its user's own caps hold it): their later jobs of
+ * that kind wait too, unread (a user's first job released the warm pools it
+ * did not match). With a thousand jobs queued a pass then costs a few
+ * queries per user, not per job. */
+struct held_back {
+	int64_t user_id[JOBS_LIVE_MAX];
+	bool gpu[JOBS_LIVE_MAX];
+	int n;
+};
+
+static bool is_held_back(const struct held_back *h, const struct job *j)
+{
+	for (int i = 0; i < h->n; i++)
+		if (h->user_id[i] == j->user_id && h->gpu[i] == j->gpu)
+			return true;
+	return false;
+}
+
+static bool is_excused(const struct excused *ex, int64_t user_id)
+{
+	for (size_t i = 0; i < ex->n; i++)
+		if (ex->user_id[i] == user_id)
+			return true;
+	return false;
+}
+
+/* The first waiting job of the fair order whose user is not excused, or 0. */
+static int64_t head_job(const struct queue_item *items, size_t n, const struct excused *ex)
+{
+	for (size_t i = 0; i < n; i++)
+		if (items[i].job_id && !is_excused(ex, items[i].user_id))
+			return items[i].job_id;
+	return 0;
+}
+
+/* New pools for GPU jobs, always the head of the fair order first (read
+ * again after each start, which weighs in it), while GPUs are free. A head
+ * its own user's caps hold back is passed over (its user excused for this
+ * pass); a head that waits for GPUs or its turn (a runtime ahead) holds
+ * everyone behind it: the order is strict. */
+static void fill_gpus(struct app *app)
+{
+	static struct queue_item items[QUEUE_TURN_MAX]; /* the jobs ticker's thread only */
+	static struct excused ex;			/* the same */
+	char gpus[RUNTIME_GPUS_MAX];
+	enum dispatched d = DISPATCH_DONE;
+	struct job j;
+	int64_t now;
+	int n;
+
+	ex.n = 0;
+	while (d != DISPATCH_HELD_HOST && ex.n < QUEUE_TURN_MAX &&
+	       gpus_pick_free_n(app->db, app->cfg, 1, gpus, sizeof(gpus)) > 0) {
+		/* the clock now, not the pass's start: the starts of this second
+		 * (ledger entries begun at now) must weigh in the order */
+		now = time(NULL);
+		n = queue_load(app->db, now, items, QUEUE_TURN_MAX);
+		if (n <= 0)
+			return;
+		queue_order(items, (size_t)n);
+		int64_t id = head_job(items, (size_t)n, &ex);
+		if (!id || jobs_find(app->db, id, &j) != 1)
+			return;
+		d = waiting(&j) ? dispatch_one(app, &j, now, true, &ex) : DISPATCH_HELD_HOST;
+		if (d == DISPATCH_HELD_USER)
+			ex.user_id[ex.n++] = j.user_id;
+		jobs_row_free(&j);
+	}
 }
 
 void jobs_dispatch(struct app *app, const struct jobs_live *live)
 {
-	static struct ids ids; /* the jobs ticker's thread only */
+	static struct ids ids;        /* the jobs ticker's thread only */
+	static struct held_back held; /* the same */
+	static const struct excused none;
 	int64_t now = time(NULL);
 	struct job j;
 
 	select_rows(live, waiting_row, &ids);
+	held.n = 0;
 	for (int i = 0; i < ids.n; i++) {
 		if (jobs_find(app->db, ids.id[i], &j) != 1)
 			continue;
-		if (waiting(&j))
-			dispatch_one(app, &j, now);
+		/* a preemptible job that waits holds back none of its user's jobs */
+		if (waiting(&j) && !is_held_back(&held, &j) &&
+		    dispatch_one(app, &j, now, false, &none) != DISPATCH_DONE && !j.preemptible) {
+			held.user_id[held.n] = j.user_id;
+			held.gpu[held.n++] = j.gpu;
+		}
 		jobs_row_free(&j);
 	}
+	fill_gpus(app);
 }
 
 static bool pending(const struct job *j)
@@ -364,14 +473,16 @@ static bool pending(const struct job *j)
 	return j->status == JOB_IN_PROGRESS && j->secondary == JOB_PENDING;
 }
 
-void jobs_expire_waits(struct app *app, const struct jobs_live *live)
+void jobs_expire_waits(struct app *app)
 {
 	static struct ids ids; /* the jobs ticker's thread only */
 	int64_t now = time(NULL);
 	char reason[200];
 	struct job j;
 
-	select_rows(live, pending_row, &ids);
+	/* read from the store, not the pass's live set: a job far down a long
+	 * queue is past its max_wait_s as surely as one at its head */
+	ids.n = jobs_overdue_pending(app->db, now, ids.id, JOBS_LIVE_MAX);
 	for (int i = 0; i < ids.n; i++) {
 		if (jobs_find(app->db, ids.id[i], &j) != 1)
 			continue;

@@ -121,8 +121,12 @@ enum jobs_submit_result jobs_submit(struct app *app, int64_t user_id, const char
 	if (jobs_submit_check(body, &lim, &s, &why->err) < 0)
 		return JOBS_SUBMIT_INVALID;
 	if (s.gpu && app->cfg->n_gpu_devices < (unsigned)s.gpu_count) {
+		char message[120]; /* it could never start: refused, not queued */
+		snprintf(message, sizeof(message), "this lab has %u GPU%s; the job asks for %d",
+			 app->cfg->n_gpu_devices, app->cfg->n_gpu_devices == 1 ? "" : "s",
+			 s.gpu_count);
 		jobs_submit_release(&s);
-		return invalid(why, "gpu_count", "this lab has fewer GPUs than the job asks for");
+		return invalid(why, "gpu_count", message);
 	}
 	res = check_windows(&st, s.gpu, why);
 	why->concurrent_limit = st.eff.v[QL_CONCURRENT_JOBS];

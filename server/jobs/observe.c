@@ -62,7 +62,6 @@ int observe_init(struct app *app)
 	}
 	pthread_mutex_init(&o->lock, NULL);
 	o->app = app;
-	observe_limits(app->cfg, &o->limits);
 	o->follow = follow_new(app->cfg, app->db, FOLLOWERS_MAX, FOLLOWERS_PER_USER);
 	if (!o->follow || ticker_start("metrics", extract_pass, o, &o->extractor) < 0) {
 		follow_free(o->follow);
@@ -289,6 +288,7 @@ static int begin(struct observe *o, struct tracked *t)
 		return -1;
 	}
 	t->gpu = j.gpu;
+	observe_spec_read(j.spec, &t->rules_spec);
 	t->set = compile_defs(&j, t->spec_index);
 	jobs_row_free(&j);
 	for (size_t i = 0; t->set && i < extract_count(t->set); i++) {

@@ -78,6 +78,9 @@ int observe_extraction_json(struct app *app, const struct job *j, json_t *obj);
 json_t *observe_metrics_json(struct app *app, int64_t job_id);
 /* [{"name", "value", "at"}...]: the last value of each metric; NULL on failure. */
 json_t *observe_final_json(struct app *app, int64_t job_id);
+/* [{rule, status, first_at, last_at, message, samples}...]: the job's
+ * findings in the order first found; NULL on failure. */
+json_t *observe_findings_json(struct app *app, int64_t job_id);
 /* [{at, cpu_percent, ...}...]: the kept samples, oldest first; NULL on failure. */
 json_t *observe_samples_json(struct app *app, int64_t job_id);
 

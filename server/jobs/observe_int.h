@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "jobs/extract.h"
+#include "jobs/observe_spec.h"
 #include "jobs/rules.h"
 
 struct app;
@@ -34,6 +35,7 @@ struct tracked {
 	/* the extraction thread's own */
 	bool ready;              /* its row read and definitions compiled */
 	bool gpu;
+	struct observe_spec rules_spec; /* the job's own "rules" (warm-up, step metric) */
 	struct extract_set *set; /* NULL: no definitions could be compiled */
 	/* the definition's index in the spec's metric_definitions (the
 	 * dropped mask of the store counts in those) */
@@ -54,7 +56,6 @@ struct observe {
 	 * is taken, and no regex, file or store work is done, while it is held */
 	pthread_mutex_t lock;
 	struct app *app;
-	struct rule_limits limits;
 	struct tracked *head;
 	uint64_t gen; /* live sets seen (observe_tick) */
 	struct follow_hub *follow;

@@ -99,6 +99,17 @@ static int add_finding(void *ctx, const char *rule, int64_t first_at_ms, int64_t
 	return 0;
 }
 
+json_t *observe_findings_json(struct app *app, int64_t job_id)
+{
+	json_t *a = json_array();
+
+	if (a && job_findings_each(app->db, job_id, add_finding, a) < 0) {
+		json_decref(a);
+		return NULL;
+	}
+	return a;
+}
+
 /* [{"index", "name", "reason"}] of the definitions in mask (bits of the
  * spec's metric_definitions). */
 static json_t *dropped_json(const struct job *j, uint64_t mask)
@@ -148,10 +159,10 @@ int observe_extraction_json(struct app *app, const struct job *j, json_t *obj)
 void observe_job_json(struct app *app, const struct job *j, json_t *obj)
 {
 	char path[4096];
-	json_t *final = final_json(app, j->id), *findings = json_array();
+	json_t *final = final_json(app, j->id), *findings = observe_findings_json(app, j->id);
 	int64_t size = 0;
 
-	if (!final || !findings || job_findings_each(app->db, j->id, add_finding, findings) < 0) {
+	if (!final || !findings) {
 		log_error("job %lld: cannot read its metrics or findings", (long long)j->id);
 		json_decref(final);
 		json_decref(findings);

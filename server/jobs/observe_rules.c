@@ -15,9 +15,7 @@
 #include "labd/log.h"
 #include "sched/gpus.h"
 #include "store/job_observe.h"
-
-/* Step-time points the StepOutlier rule looks at: the newest. */
-#define STEPS_MAX 2000
+#include "store/jobs.h"
 
 void observe_time(int64_t at_ms, char out[OBSERVE_TIME_LEN])
 {
@@ -52,6 +50,7 @@ void observe_limits(const struct labd_config *cfg, struct rule_limits *l)
 		.init_s = cfg->jobs_rules_init_s,
 		.quiet_s = cfg->jobs_rules_quiet_s,
 		.min_samples = cfg->jobs_rules_min_samples,
+		.warmup_s = cfg->jobs_rules_warmup_s,
 	};
 }
 
@@ -96,57 +95,96 @@ static char *evidence_text(const struct rule_finding *f, const struct job_sample
 	return text;
 }
 
-void observe_rules_run(struct observe *o, struct tracked *t, int64_t now_ms)
+static int add_run(const struct job_transition *tr, void *ctx)
 {
-	const char *step_name = o->app->cfg->jobs_rules_step_metric;
-	struct job_sample_row *rows = calloc(OBSERVE_SAMPLES_KEEP, sizeof(*rows));
-	struct rule_sample *samples = calloc(OBSERVE_SAMPLES_KEEP, sizeof(*samples));
-	struct rule_point *steps = calloc(STEPS_MAX, sizeof(*steps));
-	int64_t *step_at = calloc(STEPS_MAX, sizeof(*step_at));
-	double *step_v = calloc(STEPS_MAX, sizeof(*step_v));
-	struct rule_finding found[16];
-	int n_rows, n_steps;
-	size_t n;
+	struct observe_input *x = ctx;
 
-	if (!rows || !samples || !steps || !step_at || !step_v)
-		goto out;
-	n_rows = job_samples_list(o->app->db, t->job_id, rows, OBSERVE_SAMPLES_KEEP);
-	n_steps = job_metrics_series(o->app->db, t->job_id, step_name, step_at, step_v, STEPS_MAX);
-	if (n_rows < 0 || n_steps < 0)
-		goto out;
+	if (tr->secondary == JOB_TRAINING && x->in.n_run_starts < OBSERVE_RUNS_MAX)
+		x->runs[x->in.n_run_starts++] = tr->start_at_ms;
+	return 0;
+}
+
+void observe_input_release(struct observe_input *x)
+{
+	free(x->rows);
+	free(x->samples);
+	free(x->steps);
+	free(x->step_at);
+	free(x->step_v);
+	memset(x, 0, sizeof(*x));
+}
+
+int observe_input_load(struct app *app, int64_t job_id, bool gpu, const struct observe_spec *spec,
+		       int64_t started_ms, struct observe_input *x)
+{
+	int n_rows, n_steps;
+
+	memset(x, 0, sizeof(*x));
+	observe_limits(app->cfg, &x->limits);
+	if (spec->warmup_s >= 0)
+		x->limits.warmup_s = spec->warmup_s;
+	snprintf(x->step_metric, sizeof(x->step_metric), "%s",
+		 spec->step_metric[0] ? spec->step_metric : app->cfg->jobs_rules_step_metric);
+	x->rows = calloc(OBSERVE_SAMPLES_KEEP, sizeof(*x->rows));
+	x->samples = calloc(OBSERVE_SAMPLES_KEEP, sizeof(*x->samples));
+	x->steps = calloc(OBSERVE_STEPS_MAX, sizeof(*x->steps));
+	x->step_at = calloc(OBSERVE_STEPS_MAX, sizeof(*x->step_at));
+	x->step_v = calloc(OBSERVE_STEPS_MAX, sizeof(*x->step_v));
+	if (!x->rows || !x->samples || !x->steps || !x->step_at || !x->step_v)
+		goto fail;
+	n_rows = job_samples_list(app->db, job_id, x->rows, OBSERVE_SAMPLES_KEEP);
+	n_steps = job_metrics_series(app->db, job_id, x->step_metric, x->step_at, x->step_v,
+				     OBSERVE_STEPS_MAX);
+	if (n_rows < 0 || n_steps < 0 || jobs_each_transition(app->db, job_id, add_run, x) < 0)
+		goto fail;
 	for (int i = 0; i < n_rows; i++)
-		samples[i] = (struct rule_sample){
-			.at_ms = rows[i].at_ms,
-			.cpu_percent = rows[i].cpu_percent,
-			.io_wait_percent = rows[i].io_wait_percent,
-			.memory_bytes = rows[i].memory_bytes,
-			.memory_limit_bytes = rows[i].memory_limit_bytes,
-			.gpu_percent = rows[i].gpu_percent,
-			.gpu_memory_bytes = rows[i].gpu_memory_bytes,
+		x->samples[i] = (struct rule_sample){
+			.at_ms = x->rows[i].at_ms,
+			.cpu_percent = x->rows[i].cpu_percent,
+			.io_wait_percent = x->rows[i].io_wait_percent,
+			.memory_bytes = x->rows[i].memory_bytes,
+			.memory_limit_bytes = x->rows[i].memory_limit_bytes,
+			.gpu_percent = x->rows[i].gpu_percent,
+			.gpu_memory_bytes = x->rows[i].gpu_memory_bytes,
 		};
 	for (int i = 0; i < n_steps; i++)
-		steps[i] = (struct rule_point){step_at[i], step_v[i]};
-	struct rule_input in = {
-		.samples = samples, .n_samples = (size_t)n_rows, .gpu = t->gpu,
-		.steps = steps, .n_steps = (size_t)n_steps, .started_ms = t->started_ms,
-		.now_ms = now_ms, .first_output_ms = t->first_output_ms,
-		.last_output_ms = t->last_output_ms,
-	};
-	n = rules_evaluate(&in, &o->limits, found, 16);
+		x->steps[i] = (struct rule_point){x->step_at[i], x->step_v[i]};
+	x->in.samples = x->samples;
+	x->in.n_samples = (size_t)n_rows;
+	x->in.gpu = gpu;
+	x->in.steps = x->steps;
+	x->in.n_steps = (size_t)n_steps;
+	x->in.started_ms = started_ms;
+	x->in.run_starts_ms = x->runs;
+	return 0;
+fail:
+	observe_input_release(x);
+	return -1;
+}
+
+void observe_rules_run(struct observe *o, struct tracked *t, int64_t now_ms)
+{
+	struct observe_input x;
+	struct rule_finding found[16];
+	size_t n;
+
+	if (observe_input_load(o->app, t->job_id, t->gpu, &t->rules_spec, t->started_ms, &x) < 0) {
+		log_error("job %lld: cannot read its samples for the rules", (long long)t->job_id);
+		return;
+	}
+	x.in.now_ms = now_ms;
+	x.in.first_output_ms = t->first_output_ms;
+	x.in.last_output_ms = t->last_output_ms;
+	n = rules_evaluate(&x.in, &x.limits, found, 16);
 	for (size_t i = 0; i < n; i++) {
-		char *ev = evidence_text(&found[i], rows, step_at, step_v, step_name);
+		char *ev = evidence_text(&found[i], x.rows, x.step_at, x.step_v, x.step_metric);
 		if (job_findings_put(o->app->db, t->job_id, found[i].rule, now_ms, found[i].message,
 				     ev ? ev : "[]") < 0)
 			log_error("job %lld: cannot store finding %s", (long long)t->job_id,
 				  found[i].rule);
 		free(ev);
 	}
-out:
-	free(rows);
-	free(samples);
-	free(steps);
-	free(step_at);
-	free(step_v);
+	observe_input_release(&x);
 }
 
 void observe_gpu_reading(const struct gpu_info *info, size_t n, const char *ids, double *percent,

@@ -6,18 +6,26 @@
 #define LABD_JOBS_OBSERVE_RULES_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "jobs/observe_spec.h"
+#include "jobs/rules.h"
+
+struct app;
 struct gpu_info;
 struct job_sample_row;
 struct labd_config;
 struct observe;
-struct rule_limits;
 struct tracked;
 
 /* Samples kept per job (the newest). */
 #define OBSERVE_SAMPLES_KEEP 600
+/* Step-time points the rules and the report look at: the newest. */
+#define OBSERVE_STEPS_MAX 2000
+/* Runs of a job's command (attempts) whose warm-ups are known. */
+#define OBSERVE_RUNS_MAX 64
 
 /* Formats epoch milliseconds as RFC 3339 UTC with milliseconds
  * ("2026-12-03T14:50:47.123Z") into out. */
@@ -34,6 +42,27 @@ void observe_limits(const struct labd_config *cfg, struct rule_limits *l);
  * ids ("0,2", a pool's) as info[0..n) reads them; -1 each when none is read. */
 void observe_gpu_reading(const struct gpu_info *info, size_t n, const char *ids, double *percent,
 			 int64_t *memory);
+/* A job's readings as the rules read them: its kept samples, its step
+ * metric's points, the start of each run (Training), and the thresholds
+ * with its own warm-up and step metric. */
+struct observe_input {
+	struct rule_input in; /* points into the arrays below */
+	struct rule_limits limits;
+	char step_metric[OBSERVE_STEP_METRIC_MAX];
+	struct job_sample_row *rows; /* the samples as stored, in.samples' order */
+	struct rule_sample *samples;
+	struct rule_point *steps;
+	int64_t *step_at;
+	double *step_v;
+	int64_t runs[OBSERVE_RUNS_MAX];
+};
+/* Reads job_id's readings into x (in.now_ms and the output times left 0).
+ * 0, or -1 (the store failed or out of memory; x holds nothing). Release
+ * with observe_input_release. */
+int observe_input_load(struct app *app, int64_t job_id, bool gpu, const struct observe_spec *spec,
+		       int64_t started_ms, struct observe_input *x);
+void observe_input_release(struct observe_input *x);
+
 /* On the extraction thread (t is its own): evaluates the rules for t and
  * stores what fires. */
 void observe_rules_run(struct observe *o, struct tracked *t, int64_t now_ms);

@@ -27,6 +27,7 @@ void rules_defaults(struct rule_limits *l)
 		.init_s = 120,
 		.quiet_s = 600,
 		.min_samples = 10,
+		.warmup_s = 20,
 	};
 }
 
@@ -289,18 +290,56 @@ static bool no_log_output(const struct rule_input *in, const struct rule_limits 
 	return true;
 }
 
+/* The rules in order: after_warmup ones judge a run's steady state and
+ * leave each run's warm-up out; the others judge every reading (memory
+ * near the limit kills in the start-up too) or time itself. */
 static const struct {
 	const char *name;
 	rule_fn fn;
+	bool needs_gpu, after_warmup;
+	const char *description, *advice;
 } rules[] = {
-	{"LowGPUUtilization", low_gpu},
-	{"CPUBottleneck", cpu_bottleneck},
-	{"IOBottleneck", io_bottleneck},
-	{"GPUMemoryIncrease", gpu_memory_increase},
-	{"StepOutlier", step_outlier},
-	{"SlowInitialization", slow_init},
-	{"MemoryNearLimit", memory_near_limit},
-	{"NoLogOutput", no_log_output},
+	{"LowGPUUtilization", low_gpu, true, true,
+	 "GPU utilisation low (p95) or swinging (p5) after the warm-up",
+	 "Give the GPU more work per step or feed it faster: raise the batch size, use more "
+	 "DataLoader workers with pin_memory, prefetch the next batches. When utilisation "
+	 "swings, look for synchronisation in the loop (.item() or printing every step, copies "
+	 "between host and device, checkpoints saved inside the loop)."},
+	{"CPUBottleneck", cpu_bottleneck, true, true,
+	 "the CPUs busy while the GPU waits, after the warm-up",
+	 "The CPUs are the limit while the GPU waits: decode and augment ahead of time or on "
+	 "the GPU, give DataLoader workers the cores they need (a larger cpus_milli), and keep "
+	 "per-sample Python work out of the loop."},
+	{"IOBottleneck", io_bottleneck, false, true,
+	 "tasks waiting on I/O for over half the samples, after the warm-up",
+	 "The job waits on storage: read the data in larger sequential pieces (sharded "
+	 "archives or record files rather than many small files), keep the dataset in memory "
+	 "when it fits, prefetch in background workers, and save checkpoints less often."},
+	{"GPUMemoryIncrease", gpu_memory_increase, true, true,
+	 "GPU memory growing during training (the warm-up's allocation left out)",
+	 "GPU memory keeps growing: look for tensors kept across steps (a running loss summed "
+	 "without .item() or .detach(), lists of outputs, retained graphs) and for changing "
+	 "input shapes that make the allocator keep new blocks; torch.cuda.memory_summary() "
+	 "shows where it goes."},
+	{"StepOutlier", step_outlier, false, true,
+	 "steps far slower than the others, after the warm-up",
+	 "Some steps take far longer than the rest: find what runs at those steps (a "
+	 "checkpoint, an evaluation, garbage collection, a data loader refilling, a new input "
+	 "shape that recompiles or autotunes) and move it out of the step or make it rare."},
+	{"SlowInitialization", slow_init, false, false,
+	 "no log line and no metric long after the job began training",
+	 "Nothing was printed or measured for a long time after the start: check the data "
+	 "staging and the imports, and print a line when the training loop begins."},
+	{"MemoryNearLimit", memory_near_limit, false, false,
+	 "memory close to the job's limit (the start-up counts: it can be killed there too)",
+	 "The job is close to its memory limit and may be killed: lower the batch size or the "
+	 "loaders' prefetch, stream the dataset instead of loading it whole, or submit with a "
+	 "larger memory_bytes when the plan allows."},
+	{"NoLogOutput", no_log_output, false, false,
+	 "no log output for a long time",
+	 "The job printed nothing for a long time and may hang (a deadlock, a stuck read). "
+	 "Print progress regularly, unbuffered (python -u or PYTHONUNBUFFERED=1), so a hang "
+	 "can be told from slow work."},
 };
 
 size_t rules_count(void)
@@ -313,15 +352,107 @@ const char *rules_name(size_t i)
 	return i < rules_count() ? rules[i].name : NULL;
 }
 
+const char *rules_description(size_t i)
+{
+	return i < rules_count() ? rules[i].description : NULL;
+}
+
+const char *rules_advice(size_t i)
+{
+	return i < rules_count() ? rules[i].advice : NULL;
+}
+
+bool rules_needs_gpu(size_t i)
+{
+	return i < rules_count() && rules[i].needs_gpu;
+}
+
+bool rules_after_warmup(size_t i)
+{
+	return i < rules_count() && rules[i].after_warmup;
+}
+
+bool rules_in_warmup(const struct rule_input *in, const struct rule_limits *l, int64_t at_ms)
+{
+	int64_t start = in->started_ms;
+
+	if (in->n_run_starts == 0 && start <= 0 && in->n_samples > 0)
+		start = in->samples[0].at_ms;
+	/* the latest run begun at or before at_ms opens the warm-up it is in */
+	for (size_t i = 0; i < in->n_run_starts && in->run_starts_ms[i] <= at_ms; i++)
+		start = in->run_starts_ms[i];
+	if (l->warmup_s <= 0)
+		return false;
+	/* a reading before any run began is no run's steady state either */
+	return at_ms < start + l->warmup_s * 1000;
+}
+
+/* The readings a warm-up leaves, as an input of their own, and where each
+ * is in the whole input (a finding cites the whole input's indices). */
+struct judged {
+	struct rule_input in;
+	struct rule_sample *samples;
+	struct rule_point *steps;
+	size_t *sample_at, *step_at;
+};
+
+static void judged_release(struct judged *j)
+{
+	free(j->samples);
+	free(j->steps);
+	free(j->sample_at);
+	free(j->step_at);
+}
+
+static int judged_init(struct judged *j, const struct rule_input *in, const struct rule_limits *l)
+{
+	size_t ns = 0, np = 0;
+
+	*j = (struct judged){.in = *in};
+	j->samples = malloc((in->n_samples + 1) * sizeof(*j->samples));
+	j->sample_at = malloc((in->n_samples + 1) * sizeof(*j->sample_at));
+	j->steps = malloc((in->n_steps + 1) * sizeof(*j->steps));
+	j->step_at = malloc((in->n_steps + 1) * sizeof(*j->step_at));
+	if (!j->samples || !j->sample_at || !j->steps || !j->step_at) {
+		judged_release(j);
+		return -1;
+	}
+	for (size_t i = 0; i < in->n_samples; i++)
+		if (!rules_in_warmup(in, l, in->samples[i].at_ms)) {
+			j->samples[ns] = in->samples[i];
+			j->sample_at[ns++] = i;
+		}
+	for (size_t i = 0; i < in->n_steps; i++)
+		if (!rules_in_warmup(in, l, in->steps[i].at_ms)) {
+			j->steps[np] = in->steps[i];
+			j->step_at[np++] = i;
+		}
+	j->in.samples = j->samples;
+	j->in.n_samples = ns;
+	j->in.steps = j->steps;
+	j->in.n_steps = np;
+	return 0;
+}
+
 size_t rules_evaluate(const struct rule_input *in, const struct rule_limits *l,
 		      struct rule_finding *out, size_t max)
 {
+	struct judged j;
 	size_t n = 0;
 
+	if (judged_init(&j, in, l) < 0)
+		return 0;
 	for (size_t i = 0; i < rules_count() && n < max; i++) {
-		out[n] = (struct rule_finding){.rule = rules[i].name};
-		if (rules[i].fn(in, l, &out[n]))
-			n++;
+		struct rule_finding *f = &out[n];
+		*f = (struct rule_finding){.rule = rules[i].name};
+		if (!rules[i].fn(rules[i].after_warmup ? &j.in : in, l, f))
+			continue;
+		/* cite the readings by their place in the whole input */
+		for (size_t k = 0; rules[i].after_warmup && k < f->n_evidence; k++)
+			f->evidence[k] = f->evidence_steps ? j.step_at[f->evidence[k]]
+							   : j.sample_at[f->evidence[k]];
+		n++;
 	}
+	judged_release(&j);
 	return n;
 }

@@ -1,7 +1,13 @@
 /* rules.h - the profiling rules (docs/jobs.md "Profiling rules"): pure
  * functions over a running job's samples and step-time metric that say
  * what looks wrong, with the samples that show it. Thresholds come from
- * [jobs] rules_* (defaults after the managed-training built-in rules). */
+ * [jobs] rules_* (defaults after the managed-training built-in rules).
+ *
+ * The warm-up: the first warmup_s of each run of the job's command
+ * (interpreter start, CUDA context, cuDNN autotuning, the first batches
+ * loaded) is not judged by the rules that compare a run's steady state
+ * (utilisation, I/O wait, GPU memory growth, step times): on a real H200
+ * job the GPU read 0 % for the first 13 s of a healthy run. */
 #ifndef LABD_JOBS_RULES_H
 #define LABD_JOBS_RULES_H
 
@@ -31,6 +37,10 @@ struct rule_input {
 	const struct rule_point *steps;    /* the step-time metric, oldest first */
 	size_t n_steps;
 	int64_t started_ms;     /* the job began training */
+	/* when each run of the command began (an attempt's Training), oldest
+	 * first; none: started_ms. Each opens a warm-up. */
+	const int64_t *run_starts_ms;
+	size_t n_run_starts;
 	int64_t now_ms;
 	int64_t first_output_ms; /* first log line or metric point; 0 none yet */
 	int64_t last_output_ms;  /* latest log output; 0 none yet */
@@ -47,6 +57,7 @@ struct rule_limits {
 	unsigned memory_near_percent;   /* MemoryNearLimit */
 	int64_t init_s, quiet_s;        /* SlowInitialization, NoLogOutput */
 	unsigned min_samples;           /* the sample rules wait for this many */
+	int64_t warmup_s;               /* not judged after each run's start */
 };
 
 /* The managed-training defaults (docs/config.md). */
@@ -72,6 +83,15 @@ size_t rules_evaluate(const struct rule_input *in, const struct rule_limits *l,
 /* The rules, in order. */
 size_t rules_count(void);
 const char *rules_name(size_t i);
+/* What rule i looks at, and what to do when it fires (static text; NULL
+ * past the list). */
+const char *rules_description(size_t i);
+const char *rules_advice(size_t i);
+/* Whether rule i needs a GPU job, and whether it skips the warm-up. */
+bool rules_needs_gpu(size_t i);
+bool rules_after_warmup(size_t i);
+/* Whether a reading taken at at_ms falls in a warm-up of in's runs. */
+bool rules_in_warmup(const struct rule_input *in, const struct rule_limits *l, int64_t at_ms);
 
 /* Pure helper: the p-th percentile (0..100, nearest rank) of the n values;
  * sorts v in place. 0 when n is 0. */

@@ -120,7 +120,7 @@ static long long pass(void *arg)
 	l->n = 0;
 	if (jobs_each_live(app->db, collect_live, l) < 0)
 		return clock_ms() + WAIT_RECHECK_MS; /* the store answers again: no reason to sleep */
-	jobs_expire_waits(app, l);
+	jobs_expire_waits(app);
 	keep_end = jobs_expire_pools(app);
 	jobs_dispatch(app, l);
 	jobs_preempt(app, l);

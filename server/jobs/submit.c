@@ -11,6 +11,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include "jobs/observe_spec.h"
 #include "jobs/script.h"
 #include "proto/jobspec.h"
 #include "proto/proto.h"
@@ -19,7 +20,7 @@ const char *const jobs_submit_fields[] = {
 	"name",		"command",	 "working_dir",	  "environment",  "hyperparameters",
 	"input_channels", "output_path", "checkpoint_path", "type",	  "gpu_count",
 	"image",	"max_runtime_s", "max_wait_s",	  "keep_alive_s", "max_retries",
-	"metric_definitions", "memory_bytes", "cpus_milli", "script", "capacity", NULL,
+	"metric_definitions", "memory_bytes", "cpus_milli", "script", "rules", "capacity", NULL,
 };
 
 /* Sets *err and returns -1. */
@@ -582,7 +583,7 @@ int jobs_submit_check(json_t *body, const struct jobs_limits *lim, struct jobs_s
 	    check_environment(body, spec, err) < 0 || check_hyperparameters(body, spec, err) < 0 ||
 	    check_channels(body, spec, err) < 0 || check_resources(body, lim, spec, out, err) < 0 ||
 	    check_times(body, lim, spec, out, err) < 0 || check_capacity(body, spec, out, err) < 0 ||
-	    check_metrics(body, spec, err) < 0 ||
+	    check_metrics(body, spec, err) < 0 || observe_spec_check(body, spec, err) < 0 ||
 	    check_runs(spec, out, err) < 0) {
 		json_decref(spec);
 		return -1;

@@ -2,6 +2,7 @@
 #include "sched/queue.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "store/gpu_queue.h"
@@ -30,18 +31,32 @@ void queue_order(struct queue_item *items, size_t n)
 		qsort(items, n, sizeof(*items), fair_cmp);
 }
 
-/* The index of the earliest time in t[0..n). */
-static size_t earliest(const int64_t *t, size_t n)
-{
-	size_t best = 0;
-
-	for (size_t i = 1; i < n; i++)
-		if (t[i] < t[best])
-			best = i;
-	return best;
-}
-
 #define ESTIMATE_GPUS_MAX 64
+
+/* An entry of g GPUs (0 counts as 1) starts once its g earliest are free and holds
+ * them all for length_s: its start, or 0 when the pool has fewer than g. */
+static int64_t take_earliest(int64_t *t, size_t n, unsigned g, int64_t length_s)
+{
+	bool picked[ESTIMATE_GPUS_MAX] = {false};
+	int64_t start = 0;
+
+	if (g == 0)
+		g = 1;
+	if (g > n)
+		return 0;
+	for (unsigned k = 0; k < g; k++) {
+		size_t best = n;
+		for (size_t i = 0; i < n; i++)
+			if (!picked[i] && (best == n || t[i] < t[best]))
+				best = i;
+		picked[best] = true;
+		start = t[best] > start ? t[best] : start;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (picked[i])
+			t[i] = start + length_s;
+	return start;
+}
 
 void queue_estimate(struct queue_item *items, size_t n, const int64_t *free_at, size_t n_gpus,
 		    int64_t now)
@@ -55,11 +70,9 @@ void queue_estimate(struct queue_item *items, size_t n, const int64_t *free_at, 
 	for (size_t i = 0; i < n; i++) {
 		items[i].position = (int)i + 1;
 		items[i].estimate_at = 0;
-		if (n_gpus == 0)
-			continue;
-		size_t g = earliest(t, n_gpus);
-		items[i].estimate_at = t[g];
-		t[g] += items[i].length_s; /* it holds the GPU for its length */
+		if (n_gpus > 0)
+			items[i].estimate_at = take_earliest(t, n_gpus, items[i].gpus,
+							     items[i].length_s);
 	}
 }
 
@@ -80,8 +93,12 @@ static int add_gpu_s(const struct ledger_entry *e, void *ctx)
 		int64_t close_at = e->last_heartbeat + LEDGER_CLOSE_SLACK_S;
 		span.end_s = close_at < u->to_s ? close_at : u->to_s;
 	}
-	if (span.kind == RUNTIME_GPU)
-		u->gpu_s += ledger_clip_s(&span, u->from_s, u->to_s);
+	if (span.kind != RUNTIME_GPU)
+		return 0;
+	int64_t s = ledger_clip_s(&span, u->from_s, u->to_s);
+	/* at least a second: a start of this very second has begun to use its
+	 * GPU, and its user's next job goes behind those who use none */
+	u->gpu_s += !e->end_at && s == 0 ? 1 : s;
 	return 0;
 }
 
@@ -115,16 +132,35 @@ static int add_job(const struct job_waiting_gpu *w, void *ctx)
 	return 0;
 }
 
-int queue_job_turn(const struct queue_item *items, size_t n, int64_t job_id, unsigned n_free)
+static bool listed(const int64_t *ids, size_t n, int64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+int queue_job_turn(const struct queue_item *items, size_t n, int64_t job_id, unsigned n_free,
+		   const int64_t *excused, size_t n_excused)
 {
 	unsigned ahead = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		if (items[i].job_id == job_id)
 			return ahead + items[i].gpus <= n_free;
-		ahead += items[i].gpus;
+		if (!items[i].job_id || !listed(excused, n_excused, items[i].user_id))
+			ahead += items[i].gpus;
 	}
 	return 0;
+}
+
+/* The first of items[0..i) with items[i]'s user, or i. */
+static size_t user_seen(const struct queue_item *items, size_t i)
+{
+	for (size_t k = 0; k < i; k++)
+		if (items[k].user_id == items[i].user_id)
+			return k;
+	return i;
 }
 
 int queue_load(struct db *db, int64_t now, struct queue_item *items, size_t max)
@@ -135,7 +171,13 @@ int queue_load(struct db *db, int64_t now, struct queue_item *items, size_t max)
 		return -EIO;
 	for (size_t i = 0; i < l.n; i++) {
 		struct usage_sum u = {now - DAY_S, now, 0};
-		if (ledger_each(db, items[i].user_id, u.from_s, u.to_s, add_gpu_s, &u) < 0)
+		size_t same = user_seen(items, i);
+		if (same < i) { /* a user's later turns weigh what the first did */
+			items[i].gpu_s_24h = items[same].gpu_s_24h;
+			continue;
+		}
+		/* to the end of this second: an entry begun at now is read too */
+		if (ledger_each(db, items[i].user_id, u.from_s, u.to_s + 1, add_gpu_s, &u) < 0)
 			return -EIO;
 		items[i].gpu_s_24h = u.gpu_s;
 	}

@@ -8,7 +8,8 @@
  *
  * The estimate of each entry simulates the pool: every GPU frees at its
  * holder's deadline (now if free), the entries take GPUs in order as they
- * free, and each then holds its GPU for its own planned length. It is an
+ * free (a job of N GPUs once its N earliest are free), and each then holds
+ * its GPUs for its own planned length. It is an
  * upper bound when holders stop early, which they usually do. */
 #ifndef LABD_SCHED_QUEUE_H
 #define LABD_SCHED_QUEUE_H
@@ -27,7 +28,7 @@ struct queue_item {
 	int64_t gpu_s_24h; /* its user's GPU seconds in [now - 24 h, now) */
 	/* set by queue_estimate */
 	int position;        /* 1 = next */
-	int64_t estimate_at; /* 0 when the pool has no GPU */
+	int64_t estimate_at; /* 0 when the pool has fewer GPUs than it takes */
 };
 
 /* Sorts items into the fair order. Pure. */
@@ -42,9 +43,15 @@ void queue_estimate(struct queue_item *items, size_t n, const int64_t *free_at, 
  * training jobs waiting for their pool (store/jobs.h), so both wait in one
  * fair order (docs/jobs.md "GPUs"). The count, or -EIO. */
 int queue_load(struct db *db, int64_t now, struct queue_item *items, size_t max);
+/* Entries a job's turn reads at most: every user's first turns come first
+ * (store/jobs.h), so up to this many users wait in one fair order. */
+#define QUEUE_TURN_MAX 256
 
 /* Whether the job job_id may take its GPUs now with n_free free: every entry
- * ahead of it in the fair order (items already ordered) could start too. */
-int queue_job_turn(const struct queue_item *items, size_t n, int64_t job_id, unsigned n_free);
+ * ahead of it in the fair order (items already ordered) could start too.
+ * Jobs of the excused users (held back by caps of their own) take no GPU now
+ * and count for nothing ahead. */
+int queue_job_turn(const struct queue_item *items, size_t n, int64_t job_id, unsigned n_free,
+		   const int64_t *excused, size_t n_excused);
 
 #endif

@@ -166,13 +166,51 @@ static int job_row(sqlite3_stmt *st, void *arg)
 	return w->fn(&j, w->ctx);
 }
 
+/* Waiting for a pool: Pending, or Starting again without one (a retry). */
+#define WAITING "(j.status = 'InProgress' AND (j.secondary = 'Pending' OR" \
+		" (j.secondary = 'Starting' AND j.pool_id = 0)))"
+
 int jobs_each_live(struct db *db, int (*fn)(const struct job *j, void *ctx), void *ctx)
 {
 	struct job_walk w = {fn, ctx};
-	return db_each(db, "SELECT " JOB_COLUMNS " WHERE " LIVE " ORDER BY j.id", "", job_row, &w) <
-			       0
+	/* The jobs that hold or build a pool first (few: pools are capped), then
+	 * the waiting ones in turns: each user's first, then each user's second,
+	 * ... A caller that reads only the first N (a pass's bound) sees every
+	 * running job and every user's head, whoever submitted a thousand jobs. */
+	return db_each(db,
+		       "SELECT " JOB_COLUMNS " WHERE " LIVE " ORDER BY " WAITING ","
+		       " row_number() OVER (PARTITION BY j.user_id, " WAITING " ORDER BY j.id),"
+		       " j.id",
+		       "", job_row, &w) < 0
 		       ? -1
 		       : 0;
+}
+
+struct id_list {
+	int64_t *ids;
+	size_t n, max;
+};
+
+static int id_row(sqlite3_stmt *st, void *arg)
+{
+	struct id_list *w = arg;
+
+	w->ids[w->n++] = sqlite3_column_int64(st, 0);
+	return w->n == w->max;
+}
+
+int jobs_overdue_pending(struct db *db, int64_t now, int64_t *ids, size_t max)
+{
+	struct id_list w = {ids, 0, max};
+
+	if (max == 0)
+		return 0;
+	return db_each(db,
+		       "SELECT id FROM jobs WHERE status = 'InProgress' AND secondary = 'Pending'"
+		       " AND created_at + max_wait_s < ? ORDER BY id",
+		       "i", id_row, &w, now) < 0
+		       ? -1
+		       : (int)w.n;
 }
 
 int jobs_count_live(struct db *db, int64_t user_id)

@@ -10,6 +10,7 @@
 #define LABD_STORE_JOBS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct db;
@@ -239,8 +240,13 @@ bool jobs_live(const struct job *j);
  * with jobs_row_free. */
 int jobs_find(struct db *db, int64_t id, struct job *out);
 void jobs_row_free(struct job *j);
-/* Calls fn for each live job (InProgress or Stopping), oldest first. The row
- * (spec included) is borrowed for the call; fn may use the store. */
+/* Calls fn for each live job (InProgress or Stopping): those not waiting for
+ * a pool oldest first, then the waiting ones in per-user turns (each user's
+ * oldest, then each user's second oldest, ...). The row (spec included) is
+ * borrowed for the call; fn may use the store; fn returning > 0 stops. */
 int jobs_each_live(struct db *db, int (*fn)(const struct job *j, void *ctx), void *ctx);
+/* The ids of Pending jobs past their max_wait_s at now, oldest first, at most
+ * max: the count, or -1. */
+int jobs_overdue_pending(struct db *db, int64_t now, int64_t *ids, size_t max);
 
 #endif

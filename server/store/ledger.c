@@ -264,4 +264,7 @@ void ledger_entry_span(const struct ledger_entry *e, struct ledger_span *out)
 	out->start_s = e->start_at;
 	out->end_s = e->end_at ? e->end_at : e->last_heartbeat;
 	out->kind = e->kind;
+	out->gpus = e->kind == RUNTIME_GPU && e->gpus[0]; /* "1,2": one, and one per comma */
+	for (const char *c = e->gpus; out->gpus && *c; c++)
+		out->gpus += *c == ',';
 }

@@ -91,7 +91,8 @@ int ledger_recover(struct db *db);
  * entries passed, or -EIO. */
 int ledger_each(struct db *db, int64_t user_id, int64_t from_s, int64_t to_s,
 		int (*fn)(const struct ledger_entry *e, void *ctx), void *ctx);
-/* The interval an entry has billed so far (an open one up to its heartbeat). */
+/* The interval an entry has billed so far (an open one up to its heartbeat),
+ * with the GPUs it held (ledger_window.h). */
 struct ledger_span;
 void ledger_entry_span(const struct ledger_entry *e, struct ledger_span *out);
 

@@ -8,7 +8,7 @@ int64_t ledger_clip_s(const struct ledger_span *s, int64_t from_s, int64_t to_s)
 	int64_t a = s->start_s > from_s ? s->start_s : from_s;
 	int64_t b = s->end_s < to_s ? s->end_s : to_s;
 
-	return b > a ? b - a : 0;
+	return b > a ? (b - a) * (s->gpus > 1 ? s->gpus : 1) : 0;
 }
 
 int64_t ledger_window_sum_s(const struct ledger_span *spans, size_t n, enum runtime_kind kind,

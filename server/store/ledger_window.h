@@ -10,13 +10,17 @@
 #include "store/runtimes.h"
 
 /* One entry's billed interval [start_s, end_s); an open entry ends at its
- * last heartbeat. */
+ * last heartbeat. gpus: the GPUs it held, each second of the span counting
+ * that many times (a job with gpu_count 2 uses two GPU-seconds a second);
+ * 0 counts as 1, as for a CPU entry. */
 struct ledger_span {
 	int64_t start_s, end_s;
 	enum runtime_kind kind;
+	unsigned gpus;
 };
 
-/* Seconds of span inside [from_s, to_s): 0 when they do not overlap. */
+/* Seconds of span inside [from_s, to_s), times its GPUs: 0 when they do not
+ * overlap. */
 int64_t ledger_clip_s(const struct ledger_span *s, int64_t from_s, int64_t to_s);
 /* Seconds of kind inside [from_s, to_s), each span clipped to the window. */
 int64_t ledger_window_sum_s(const struct ledger_span *spans, size_t n, enum runtime_kind kind,

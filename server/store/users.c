@@ -24,7 +24,7 @@ int users_role_parse(const char *text, enum user_role *out)
 	return 0;
 }
 
-#define USER_COLUMNS "id, name, role, disabled, created_at, password_hash"
+#define USER_COLUMNS "id, name, role, disabled, created_at, password_hash, email"
 
 /* A db_row_fn filling the struct user at out. */
 static int user_from_row(sqlite3_stmt *st, void *out)
@@ -40,6 +40,7 @@ static int user_from_row(sqlite3_stmt *st, void *out)
 	u->created_at = sqlite3_column_int64(st, 4);
 	snprintf(u->password_hash, sizeof(u->password_hash), "%s",
 		 (const char *)sqlite3_column_text(st, 5));
+	snprintf(u->email, sizeof(u->email), "%s", (const char *)sqlite3_column_text(st, 6));
 	return 0;
 }
 

@@ -16,6 +16,9 @@ struct db;
 
 enum user_role { USER_ROLE_USER, USER_ROLE_ADMIN };
 
+/* An e-mail address as kept, at most (a CSV field: 255 bytes). */
+#define USERS_EMAIL_MAX 256
+
 struct user {
 	int64_t id;
 	char name[USER_NAME_MAX + 1];
@@ -23,6 +26,7 @@ struct user {
 	bool disabled;
 	int64_t created_at;
 	char password_hash[USERS_HASH_MAX];
+	char email[USERS_EMAIL_MAX]; /* "" = none (a CSV import sets it) */
 };
 
 const char *users_role_name(enum user_role role);

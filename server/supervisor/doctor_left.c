@@ -32,7 +32,7 @@
 #define LEFT_REMEDY "labd doctor --fix (with labd stopped)"
 
 struct box {
-	char id[128], user[64], run_dir[LEFT_PATH_MAX];
+	char id[128], user[64], home_key[64], run_dir[LEFT_PATH_MAX];
 	long pid;
 	bool live, recorded; /* recorded: a record (boxes/, pools/) names it */
 };
@@ -105,12 +105,16 @@ static void read_state(struct scan *s, const char *path)
 			str_copy(b->id, sizeof(b->id), line + 3);
 		else if (strncmp(line, "user=", 5) == 0)
 			str_copy(b->user, sizeof(b->user), line + 5);
+		else if (strncmp(line, "home_key=", 9) == 0)
+			str_copy(b->home_key, sizeof(b->home_key), line + 9);
 		else if (strncmp(line, "run_dir=", 8) == 0)
 			str_copy(b->run_dir, sizeof(b->run_dir), line + 8);
 		else if (strncmp(line, "pid=", 4) == 0)
 			pid = strtol(line + 4, NULL, 10);
 	}
 	fclose(f);
+	if (!b->home_key[0]) /* the release before mounted homes by user name */
+		str_copy(b->home_key, sizeof(b->home_key), b->user);
 	b->pid = pid;
 	/* a start still before its clone has pid 0: live while labd runs */
 	b->live = pid_runs(pid) || (pid == 0 && s->labd_runs);
@@ -156,17 +160,20 @@ static bool known_box(const struct scan *s, const char *id)
 	return false;
 }
 
-/* A mount a live sandbox uses: its user's home or its run dir. */
+/* A mount a live sandbox uses: its user's home, the unbindable bind of the
+ * home's directory that holds it (sandbox/home.c), or its run dir. */
 static bool mount_in_use(const struct scan *s, const char *mp)
 {
-	char home[LEFT_PATH_MAX + 128];
+	char dir[LEFT_PATH_MAX + 128], home[LEFT_PATH_MAX + 160];
 
 	for (int i = 0; i < s->n_boxes; i++) {
 		const struct box *b = &s->boxes[i];
 		if (!b->live)
 			continue;
-		snprintf(home, sizeof(home), "%s/homes/%s/mnt", s->state_dir, b->user);
-		if (strcmp(mp, home) == 0 || (b->run_dir[0] && strcmp(mp, b->run_dir) == 0))
+		snprintf(dir, sizeof(dir), "%s/homes/%s", s->state_dir, b->home_key);
+		snprintf(home, sizeof(home), "%s/mnt", dir);
+		if (strcmp(mp, dir) == 0 || strcmp(mp, home) == 0 ||
+		    (b->run_dir[0] && strcmp(mp, b->run_dir) == 0))
 			return true;
 	}
 	return false;
@@ -204,6 +211,9 @@ static void check_mount(void *ctx, const char *mp, const char *src)
 		doctor_say(DOCTOR_FIXED, NULL, "unmounted %s", mp);
 		return;
 	}
+	/* a home's directory bind, detached just above, took its home along */
+	if (s->fix && errno == EINVAL)
+		return;
 	left(s, "mount %s%s", mp, "");
 }
 

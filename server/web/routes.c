@@ -49,6 +49,7 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/jobs/{}/logs", ROUTE_USER, ROUTE_API, api_job_logs, SCOPE_JOBS},
 	{"GET", "/api/v1/jobs/{}/metrics", ROUTE_USER, ROUTE_API, api_job_metrics, SCOPE_JOBS},
 	{"GET", "/api/v1/jobs/{}/samples", ROUTE_USER, ROUTE_API, api_job_samples, SCOPE_JOBS},
+	{"GET", "/api/v1/jobs/{}/report", ROUTE_USER, ROUTE_API, api_job_report, SCOPE_JOBS},
 	{"GET", "/api/v1/jobs/{}/events", ROUTE_USER, ROUTE_API, api_job_events, SCOPE_JOBS},
 	/* Deprecated, gone in the next release. Public: the redirect changes and reveals
 	 * nothing, and the new path runs the whole gate, so a client that follows it gets
@@ -94,6 +95,7 @@ static const struct route routes[] = {
 	{"GET", "/open", ROUTE_USER, ROUTE_PAGE, pages_open, SCOPE_IDENTIFY},
 	/* a training job's page; its script reads the id from the path (docs/jobs.md) */
 	{"GET", "/jobs/{}", ROUTE_USER, ROUTE_PAGE, pages_job, SCOPE_IDENTIFY},
+	{"GET", "/jobs/{}/report", ROUTE_USER, ROUTE_PAGE, pages_job_report, SCOPE_IDENTIFY},
 	{"GET", "/admin", ROUTE_ADMIN, ROUTE_PAGE, pages_admin, SCOPE_ADMIN_USERS},
 	/* Public here: a scraper's token is not an API token; the handler checks
 	 * the role and the scope. */

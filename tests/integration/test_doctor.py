@@ -110,6 +110,14 @@ def plant_leftovers(d):
     run_dir = os.path.join(d.state_dir, "runtimes", "ghost", "run")
     os.makedirs(run_dir)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "ghost", run_dir], check=True)
+    # a home's directory bind (unbindable, sandbox/home.c) with a mount inside (a
+    # tmpfs stands in for the home's ext4), no reference left
+    home_dir = os.path.join(d.state_dir, "homes", "99")
+    os.makedirs(os.path.join(home_dir, "mnt"), exist_ok=True)
+    subprocess.run(["mount", "--bind", home_dir, home_dir], check=True)
+    subprocess.run(["mount", "--make-unbindable", home_dir], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "ghost-home",
+                    os.path.join(home_dir, "mnt")], check=True)
     with open(os.path.join(d.state_dir, "sandboxes", f"{SANDBOX_ID}.state"), "w") as fh:
         fh.write(f"version=1\nid={SANDBOX_ID}\nuser=ghost\npid={dead.pid}\nstart_time=1\n"
                  f"home_image=\nrun_dir={run_dir}\ncgroup_parent=labd\n")
@@ -134,6 +142,9 @@ def test_leftovers_are_listed_and_fixed_only_while_labd_is_stopped(stopped):
     text = "\n".join(left)
     assert f"sandbox {SANDBOX_ID} of ghost: its init is gone" in text, r.stdout
     assert f"mount {run_dir}" in text, r.stdout
+    home_dir = os.path.join(d.state_dir, "homes", "99")
+    assert f"mount {home_dir} --" in text, r.stdout
+    assert f"mount {home_dir}/mnt" in text, r.stdout
     assert f"boxes/ghost.json names sandbox {SANDBOX_ID}" in text, r.stdout
     assert f"keepers/{SANDBOX_ID}.sock names sandbox {SANDBOX_ID}" in text, r.stdout
     for cg in cgroups:

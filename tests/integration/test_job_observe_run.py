@@ -26,7 +26,7 @@ SCRIPT = ("for i in 1 2 3 4 5 6; do echo \"step $i loss=0.$((10 - i)) acc=0.$i\"
 def rd(runtime_daemon_factory):
     return runtime_daemon_factory("jobs-observe", sections={
         "jobs": {"sample_interval": "200ms", "rules_interval": "1s", "rules_init": "2s",
-                 "rules_quiet": "3s", "rules_min_samples": "2"},
+                 "rules_quiet": "3s", "rules_min_samples": "2", "rules_warmup": "0"},
         "quota": {"concurrent_jobs": "10"}})
 
 

@@ -47,6 +47,8 @@ def rd(runtime_daemon_factory):
     return jobs_daemon(runtime_daemon_factory, "jobs-rules", jobs={
         "rules_init": "3s", "rules_quiet": "3s", "sample_interval": "200ms",
         "rules_interval": "1s", "rules_min_samples": "5", "max_pools_per_user": "8",
+        # jobs of seconds: judged from their start (the warm-up has test_job_report.py)
+        "rules_warmup": "0",
         # an fsync loop on this VM's disk waits 25-60 % of the time (a busy shared
         # disk or a faster one moves that): the I/O threshold is lowered to 20 %
         # so that the rule's logic, not the disk, is what is tested; the healthy

@@ -145,9 +145,9 @@ def test_every_documented_operation_is_called(daemon, admin, new_user):
     c.post(f"/api/v1/jobs/{job.json['id']}/stop")  # 202, or 409 once it is over
     assert_status(c.get("/api/v1/warm-pools"), 200)
     c.delete("/api/v1/warm-pools/999999")  # none: 404
-    # the job's log, metrics, samples (test_job_logs.py drives them further); its events
+    # the job's log, metrics, samples, report (test_job_logs.py drives them further); its events
     # stream, so only a missing job's answer here
-    for what in ("logs", "metrics", "samples"):
+    for what in ("logs", "metrics", "samples", "report"):
         assert_status(c.get(f"/api/v1/jobs/{job.json['id']}/{what}"), 200)
     assert_status(c.get("/api/v1/jobs/999999/events"), 404)
     c.delete(f"/api/v1/jobs/{job.json['id']}")  # 204 once stopped, 409 while it stops

@@ -86,6 +86,10 @@ def test_import_creates_every_user_in_one_go(daemon, admin, course):
     finally:
         db.close()
     assert emails == {a: f"{a}@uni.example", b: ""}, emails
+    # and the API shows it
+    assert admin.get(f"/api/v1/users/{a}").json["user"]["email"] == f"{a}@uni.example"
+    listed = {u["name"]: u["email"] for u in admin.get("/api/v1/users").json["users"]}
+    assert listed[a] == f"{a}@uni.example" and listed[b] == "", listed
     # imported again: every row is now taken
     r = admin.post(PATH, body=csv, content_type="text/csv")
     assert_status(r, 422)

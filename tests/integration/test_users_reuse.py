@@ -80,5 +80,7 @@ def test_recreated_name_never_sees_the_deleted_users_home(rd):
     r = again.get(f"/user/{name}/api/contents/secret.txt")
     assert r.status == 404, r
     stop_runtime(again)
-    assert old_mounts == [os.path.join(os.path.realpath(homes), str(old_id), "mnt")], old_mounts
+    # keyed by id: the home's directory (an unbindable bind of itself) and its mount
+    key_dir = os.path.join(os.path.realpath(homes), str(old_id))
+    assert old_mounts == [key_dir, os.path.join(key_dir, "mnt")], old_mounts
     assert not os.path.exists(os.path.join(homes, name)), "no mount point is keyed by a user name"

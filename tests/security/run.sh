@@ -268,6 +268,10 @@ expect "accounts: the passwd home is HOME" "/home/alice /home/alice" \
 expect "accounts: id names the user's group" "uid=1000(alice) gid=1000(alice) groups=1000(alice)" \
 	"$(box alice 7 -- id)"
 expect "accounts: /etc/passwd bound read-only" EROFS "$(probe write /etc/passwd)"
+# its own /etc/hosts names its hostname (torchrun, gloo and MPI look their host up), read-only
+expect "hosts: the hostname resolves to 127.0.1.1" "127.0.1.1 alice" \
+	"$(box alice 7 -- getent hosts alice | squash)"
+expect "hosts: /etc/hosts bound read-only" EROFS "$(probe write /etc/hosts)"
 host_accounts=$(getent passwd | cut -d: -f1 | squash)
 if [ "$host_accounts" != "root alice nobody" ]; then ok "control accounts: the host's passwd lists others (${host_accounts:0:40}...)"; else ko "control accounts: the host's passwd differs" "more accounts" "$host_accounts"; fi
 # /root, the state dir and the image dir are 0700 on the host: the inner uid gets
@@ -654,12 +658,12 @@ else
 	fi
 fi
 
-# A sandbox started while another user's home is mounted carries a (masked) copy
-# of that mount, which keeps the loop device attached after the home unmounts.
-# Mounting the home again must reuse that device: a second loop device on the
-# same image would be a second ext4 instance on one file, which corrupts it.
-# Each step waits on the previous one's "ready" (gates, no sleeps); the loop device
-# still attached once alice's first sandbox is gone shows the copy held it.
+# A sandbox started while another user's home is mounted must not carry a copy
+# of that mount (the home's directory is an unbindable bind, which the recursive
+# clone of the host's root skips): alice's loop device detaches once her sandbox
+# ends although bob's, started while her home was mounted, still runs (before:
+# it stayed attached until bob's ended). Mounting the home again attaches one
+# device. Each step waits on the previous one's "ready" (gates, no sleeps).
 gate first && gate bob && gate again
 home_a -- sh -c "echo copy-check > \$HOME/c; echo ready; $(held first)" >"$WORK/first" &
 homepid=$!
@@ -667,9 +671,18 @@ wait_until 15 "alice's first sandbox" has_line "$WORK/first" ready
 box bob 8 -- sh -c "echo ready; $(held bob)" >"$WORK/bob" &
 bobpid=$!
 wait_until 15 "bob's sandbox" has_line "$WORK/bob" ready
+bob_init=$(box_init "$bobpid")
+in_bob=$(grep -c " $STATE/homes/" "/proc/$bob_init/mountinfo" 2>/dev/null)
 release first
 wait "$homepid"
-held_by_copy=$(losetup -j "$A" | wc -l)
+detached() { ! losetup -j "$A" | grep -q .; }
+if wait_until 2 "alice's loop device to detach" detached; then
+	ok "home's loop device detached ${WAITED_MS} ms after its sandbox ended, a neighbour's sandbox running"
+else
+	ko "home's loop device detached within 2 s, a neighbour's sandbox running" "detached" \
+		"$(losetup -j "$A" | squash) (bob's namespace holds $in_bob mounts under homes/)"
+fi
+expect "a neighbour's sandbox holds no mount of the homes" 0 "$in_bob"
 home_a -- sh -c "cat \$HOME/c; echo again >> \$HOME/c; echo ready; $(held again)" >"$WORK/again" &
 againpid=$!
 wait_until 15 "alice's second sandbox" has_line "$WORK/again" ready
@@ -677,9 +690,10 @@ devices=$(losetup -j "$A" | wc -l)
 release again
 release bob
 wait "$againpid" "$bobpid"
-expect "a home is never attached to two loop devices" "copy-check 1 (held by the copy: 1)" \
-	"$(grep -vx ready "$WORK/again" | squash) $devices (held by the copy: $held_by_copy)"
+expect "a home is never attached to two loop devices" "copy-check 1" \
+	"$(grep -vx ready "$WORK/again" | squash) $devices"
 expect "home intact after a neighbour's sandbox" "copy-check again" "$(home_a -- cat /home/alice/c | squash)"
+expect "no mount left under homes/ once the sandboxes ended" 0 "$(grep -c " $STATE/homes/" /proc/self/mountinfo)"
 
 # symlinks planted in the user-writable run dir must not steer host-side teardown
 # (the sandbox must have planted them: its exit status and its own listing say so)
@@ -700,7 +714,10 @@ rc=$?
 expect "failing step named: home" "125 step home: mkdir $WORK/no-such-dir/sub: No such file or directory" \
 	"$rc $(sed -n 's/.*sandbox [a-z0-9-]*: //p' "$LOG")"
 box alice 7 --image "$WORK/no-such-root" -- true
-expect "failing step named: mount-sources (in the child)" "step mount-sources: clone root $WORK/no-such-root: No such file or directory" \
+expect "failing step named: clone (the root is cloned before the child)" "step clone: clone root $WORK/no-such-root: No such file or directory" \
+	"$(sed -n 's/.*sandbox [a-z0-9-]*: //p' "$LOG")"
+box alice 7 --driver-lib-dir "$WORK/no-such-libs" -- true
+expect "failing step named: mount-sources (in the child)" "step mount-sources: clone driver libs $WORK/no-such-libs: No such file or directory" \
 	"$(sed -n 's/.*sandbox [a-z0-9-]*: //p' "$LOG")"
 box alice 7 -- /no/such/command
 expect "failing step named: exec" "step exec: exec /no/such/command: No such file or directory" \
@@ -797,7 +814,9 @@ if [ -n "$cgmode" ]; then
 	gpu() { box alice 7 --gpu 1 --dev-prefix "$G" "$@"; }
 	expect "only the allotted GPU nodes inside" "nvidia-uvm nvidia1 nvidiactl" "$(gpu -- sh -c 'ls /dev | grep nvidia' | squash)"
 	expect "allotted GPU passes the device cgroup" ENXIO "$(gpu -- "$PROBE" open /dev/nvidia1)"
-	expect "CUDA_VISIBLE_DEVICES set" 1 "$(gpu -- sh -c 'echo $CUDA_VISIBLE_DEVICES')"
+	# the driver numbers the GPUs a sandbox can open from 0; NVIDIA_VISIBLE_DEVICES names the host's
+	expect "CUDA_VISIBLE_DEVICES counts from 0, NVIDIA_VISIBLE_DEVICES the host's" "0 1" \
+		"$(gpu -- sh -c 'echo $CUDA_VISIBLE_DEVICES $NVIDIA_VISIBLE_DEVICES')"
 	expect "control GPU: host root outside the sandbox's cgroup opens nvidia0 (no driver: ENXIO)" ENXIO \
 		"$("$PROBE" open "$G/nvidia0")"
 	gate gpu

@@ -196,6 +196,12 @@ static void test_each_overlaps_window(void **state)
 	ledger_entry_span(&s.e[1], &span);
 	assert_int_equal(span.start_s, 2000);
 	assert_int_equal(span.end_s, 2010);
+	assert_int_equal(span.gpus, 1); /* "0" */
+	snprintf(s.e[1].gpus, sizeof(s.e[1].gpus), "1,2,5");
+	ledger_entry_span(&s.e[1], &span);
+	assert_int_equal(span.gpus, 3);
+	ledger_entry_span(&s.e[0], &span);
+	assert_int_equal(span.gpus, 0); /* a cpu entry */
 	assert_int_equal(entries(f->db, f->uid + 1, 0, 3000).n, 0);
 }
 

@@ -7,16 +7,16 @@
 #include "store/ledger_window.h"
 
 static const struct ledger_span spans[] = {
-	{100, 200, RUNTIME_CPU}, /* 100 s */
-	{150, 160, RUNTIME_GPU}, /* 10 s, another kind */
-	{300, 350, RUNTIME_CPU}, /* 50 s */
+	{100, 200, RUNTIME_CPU, 0}, /* 100 s */
+	{150, 160, RUNTIME_GPU, 0}, /* 10 s, another kind */
+	{300, 350, RUNTIME_CPU, 0}, /* 50 s */
 };
 #define N (sizeof(spans) / sizeof(spans[0]))
 
 static void test_clip_edges(void **state)
 {
 	(void)state;
-	const struct ledger_span s = {100, 200, RUNTIME_CPU};
+	const struct ledger_span s = {100, 200, RUNTIME_CPU, 0};
 	assert_int_equal(ledger_clip_s(&s, 0, 1000), 100);  /* inside */
 	assert_int_equal(ledger_clip_s(&s, 100, 200), 100); /* exactly the window */
 	assert_int_equal(ledger_clip_s(&s, 150, 1000), 50); /* straddles from */
@@ -26,7 +26,7 @@ static void test_clip_edges(void **state)
 	assert_int_equal(ledger_clip_s(&s, 0, 100), 0);     /* ends at its start */
 	assert_int_equal(ledger_clip_s(&s, 199, 200), 1);   /* its last second */
 	assert_int_equal(ledger_clip_s(&s, 100, 101), 1);   /* its first second */
-	const struct ledger_span empty = {100, 100, RUNTIME_CPU};
+	const struct ledger_span empty = {100, 100, RUNTIME_CPU, 0};
 	assert_int_equal(ledger_clip_s(&empty, 0, 1000), 0);
 }
 
@@ -67,10 +67,26 @@ static void test_free_at(void **state)
 	assert_int_equal(ledger_window_free_at(spans, N, RUNTIME_CPU, 1000, 160, 0, 400), -EINVAL);
 }
 
+/* A span of several GPUs counts each second once per GPU: quotas, the usage
+ * views and the GPU queue's order weigh a 2-GPU job twice. */
+static void test_gpus_weigh(void **state)
+{
+	(void)state;
+	const struct ledger_span two = {100, 200, RUNTIME_GPU, 2}, one = {100, 200, RUNTIME_GPU, 1};
+	const struct ledger_span both[] = {two, one};
+	assert_int_equal(ledger_clip_s(&two, 0, 1000), 200);
+	assert_int_equal(ledger_clip_s(&two, 150, 160), 20);
+	assert_int_equal(ledger_clip_s(&one, 0, 1000), 100);
+	assert_int_equal(ledger_window_sum_s(both, 2, RUNTIME_GPU, 0, 1000), 300);
+	/* 300 used of a 300 s limit: 10 free once 4 s of both spans (3 each) left the window */
+	assert_int_equal(ledger_window_free_at(both, 2, RUNTIME_GPU, 1000, 300, 10, 400), 1104);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clip_edges),
+		cmocka_unit_test(test_gpus_weigh),
 		cmocka_unit_test(test_sum_by_kind_and_window),
 		cmocka_unit_test(test_free_at),
 	};

@@ -9,6 +9,7 @@
 #include "sched/queue.h"
 #include "store/db.h"
 #include "store/gpu_queue.h"
+#include "store/jobs.h"
 #include "store/migrations.h"
 #include "store/ledger.h"
 #include "store/runtimes.h"
@@ -47,11 +48,16 @@ static void test_jobs_take_their_turn(void **state)
 	assert_int_equal(it[0].runtime_id, 3); /* no GPU time: first */
 	assert_int_equal(it[1].job_id, 8);     /* equal use: the earlier request */
 	assert_int_equal(it[2].job_id, 7);
-	assert_false(queue_job_turn(it, 3, 8, 1)); /* the runtime ahead takes the one free */
-	assert_true(queue_job_turn(it, 3, 8, 2));
-	assert_false(queue_job_turn(it, 3, 7, 3)); /* 1 + 1 ahead, it needs 2 */
-	assert_true(queue_job_turn(it, 3, 7, 4));
-	assert_false(queue_job_turn(it, 3, 99, 8)); /* not waiting */
+	assert_false(queue_job_turn(it, 3, 8, 1, NULL, 0)); /* the runtime ahead takes the one free */
+	assert_true(queue_job_turn(it, 3, 8, 2, NULL, 0));
+	assert_false(queue_job_turn(it, 3, 7, 3, NULL, 0)); /* 1 + 1 ahead, it needs 2 */
+	assert_true(queue_job_turn(it, 3, 7, 4, NULL, 0));
+	assert_false(queue_job_turn(it, 3, 99, 8, NULL, 0)); /* not waiting */
+	/* user 3's job is held back by caps of its own: it takes no GPU ahead of 7 */
+	int64_t excused[] = {3};
+	assert_true(queue_job_turn(it, 3, 7, 3, excused, 1));
+	excused[0] = 2; /* a runtime is never excused: it starts on its own */
+	assert_false(queue_job_turn(it, 3, 7, 3, excused, 1));
 }
 
 static void test_estimates_follow_the_holders_and_lengths(void **state)
@@ -73,6 +79,12 @@ static void test_estimates_follow_the_holders_and_lengths(void **state)
 	queue_estimate(it, 2, past, 1, 500);
 	assert_int_equal(it[0].estimate_at, 500);
 	assert_int_equal(it[1].estimate_at, 600);
+	/* a 2-GPU job waits for both and holds both: who follows waits for its end */
+	struct queue_item two[3] = {{.length_s = 100, .gpus = 2}, {.length_s = 10}, {.length_s = 10, .gpus = 3}};
+	queue_estimate(two, 3, free_at, 2, 500);
+	assert_int_equal(two[0].estimate_at, 1200); /* the later of the two */
+	assert_int_equal(two[1].estimate_at, 1300);
+	assert_int_equal(two[2].estimate_at, 0); /* more GPUs than the pool has */
 	/* no GPU at all: positions, no estimate */
 	queue_estimate(it, 2, NULL, 0, 500);
 	assert_int_equal(it[1].position, 2);
@@ -183,6 +195,34 @@ static void test_load_reads_use_of_the_last_24h(void **state)
 	assert_int_equal(queue_load(f->db, now, it, 1), 1);
 }
 
+/* A second on N GPUs weighs N: bob's 1.5 h on two GPUs is more than ann's 2 h on
+ * one, so ann goes first though bob queued first and ran for less wall time. */
+static void test_load_weighs_each_gpu(void **state)
+{
+	struct fixture *f = *state;
+	struct runtime r;
+	struct queue_item it[2];
+	int64_t now = 10 * 86400;
+
+	db_lock(f->db);
+	assert_int_equal(db_exec(f->db,
+				 "INSERT INTO ledger (user_id, user_name, kind, gpus, plan, start_at,"
+				 " end_at, billable_s, last_heartbeat) VALUES"
+				 " (?, 'ann', 'gpu', '0', 'default', ?, ?, 7200, ?),"
+				 " (?, 'bob', 'gpu', '0,1', 'default', ?, ?, 5400, ?)",
+				 "iiiiiiii", f->ann, now - 3 * H, now - H, now - H, f->bob,
+				 now - 3 * H, now - 3 * H / 2, now - 3 * H / 2),
+			 2);
+	db_unlock(f->db);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, now - 10, H, now + 100, &r), 0);
+	assert_int_equal(queue_load(f->db, now, it, 2), 2);
+	assert_int_equal(it[0].gpu_s_24h, 2 * 5400);
+	assert_int_equal(it[1].gpu_s_24h, 7200);
+	queue_order(it, 2);
+	assert_int_equal(it[0].user_id, f->ann);
+}
+
 /* A GPU entry still open weighs up to now (what closing it would bill), not
  * up to its last heartbeat: a user whose GPU jobs are running does not go
  * ahead of one who waits with none. One whose heartbeat stopped (a crash)
@@ -243,6 +283,92 @@ static void test_load_sees_every_users_head_job(void **state)
 	assert_int_equal(it[1].user_id, f->ann);
 }
 
+/* An entry opened this very second weighs a second, not nothing: the user
+ * whose job just started goes behind one who waits with no use, so a pass
+ * that starts several jobs does not give one user several in a row. */
+static void test_load_weighs_a_start_of_this_second(void **state)
+{
+	struct fixture *f = *state;
+	struct runtime r;
+	struct queue_item it[4];
+	int64_t now = 10 * 86400;
+
+	db_lock(f->db);
+	assert_int_equal(db_exec(f->db,
+				 "INSERT INTO ledger (user_id, user_name, kind, plan, start_at,"
+				 " last_heartbeat) VALUES (?, 'ann', 'gpu', 'default', ?, ?)",
+				 "iii", f->ann, now, now),
+			 1);
+	db_unlock(f->db);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, now - 10, H, now + 100, &r), 0);
+	assert_int_equal(queue_load(f->db, now, it, 4), 2);
+	queue_order(it, 2);
+	assert_int_equal(it[0].user_id, f->bob);
+	assert_int_equal(it[1].gpu_s_24h, 1);
+}
+
+static void add_waiting_jobs(struct fixture *f, int64_t user, int n, int64_t created_at)
+{
+	char name[16];
+
+	db_lock(f->db);
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "j%d", i);
+		assert_int_equal(db_exec(f->db,
+					 "INSERT INTO jobs (user_id, name, status, secondary, spec, kind,"
+					 " gpu_count, max_runtime_s, max_wait_s, grace_s, created_at)"
+					 " VALUES (?, ?, 'InProgress', 'Pending', '{}', 'gpu', 1, 60,"
+					 " 100, 1, ?)",
+					 "iti", user, name, created_at + i),
+				 1);
+	}
+	db_unlock(f->db);
+}
+
+struct live_read {
+	int64_t user[8];
+	int n;
+};
+
+static int read_live(const struct job *j, void *ctx)
+{
+	struct live_read *l = ctx;
+
+	l->user[l->n++] = j->user_id;
+	return l->n == 8;
+}
+
+/* The jobs pass reads a bounded live set: ann's 600 waiting jobs, all
+ * submitted before bob's, must not hide bob's head (it is read second, after
+ * the job that holds a pool); and every overdue Pending job is found, however
+ * deep in the queue. */
+static void test_live_set_reads_users_in_turns(void **state)
+{
+	struct fixture *f = *state;
+	struct live_read l = {.n = 0};
+	int64_t ids[1000], now = 10 * 86400;
+
+	add_waiting_jobs(f, f->ann, 600, now - 50);
+	add_waiting_jobs(f, f->bob, 2, now - 40);
+	db_lock(f->db);
+	assert_int_equal(db_exec(f->db, "UPDATE jobs SET secondary = 'Training'"
+					" WHERE id = 602", "", NULL), 1);
+	db_unlock(f->db);
+	assert_int_equal(jobs_each_live(f->db, read_live, &l), 0);
+	assert_int_equal(l.n, 8);
+	assert_int_equal(l.user[0], f->bob); /* the one holding a pool */
+	assert_int_equal(l.user[1], f->ann); /* then the heads, in id order */
+	assert_int_equal(l.user[2], f->bob);
+	assert_int_equal(l.user[3], f->ann); /* then the second turns */
+	assert_int_equal(l.user[4], f->ann);
+	/* overdue at now + 1000: all 600 of ann's (created from now - 50, max_wait
+	 * 100) and bob's one Pending */
+	assert_int_equal(jobs_overdue_pending(f->db, now + 1000, ids, 1000), 601);
+	assert_int_equal(jobs_overdue_pending(f->db, now + 1000, ids, 10), 10);
+	assert_int_equal(jobs_overdue_pending(f->db, now, ids, 1000), 0);
+}
+
 static void exec_raw(sqlite3 *raw, const char *sql)
 {
 	char *err = NULL;
@@ -297,6 +423,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_load_counts_open_entries_up_to_now, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_sees_every_users_head_job, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_reads_use_of_the_last_24h, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_load_weighs_a_start_of_this_second, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_live_set_reads_users_in_turns, setup, teardown),
+
+		cmocka_unit_test_setup_teardown(test_load_weighs_each_gpu, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_migration_keeps_runtimes_and_their_sequence,
 						setup, teardown),
 	};

@@ -170,7 +170,9 @@
     $("job-command-row").hidden = !!job.script;
     $("job-script-row").hidden = !job.script;
     $("job-script").textContent = job.script || "";
-    setText("job-type", job.type === "gpu" ? "GPU × " + job.gpu_count : "CPU");
+    /* which of the host's GPUs it binds, once its pool holds them */
+    var bound = Array.isArray(job.gpus) && job.gpus.length ? " (GPUs " + job.gpus.join(", ") + ")" : "";
+    setText("job-type", job.type === "gpu" ? "GPU × " + job.gpu_count + bound : "CPU");
     setText("job-created", J.timeOf(job.created_at));
     setText("job-started", J.timeOf(job.started_at));
     setText("job-ended", J.timeOf(job.ended_at));
@@ -338,6 +340,7 @@
       showPageError({ message: "This is not a job's address." });
       return;
     }
+    $("job-report-link").href = "/jobs/" + JOB_ID + "/report";
     L.loadMe()
       .then(loadJob)
       .then(function () {
