@@ -67,6 +67,8 @@ test('the job page shows a preemptible job, its interruption and its resumption'
   // the page follows the job's status stream: the interruption appears without a reload
   const rowSel = '#job-interruptions tbody tr[data-reason="Preempted"]';
   await page.locator(rowSel).waitFor({ timeout: JOB_TIMEOUT });
+  // the row comes with the stop begun ("stopping…"), then the job is back in the queue
+  await page.locator(`${rowSel} td:nth-child(4)`).filter({ hasNotText: 'stopping…' }).waitFor({ timeout: JOB_TIMEOUT });
   const cells = await page.locator(`${rowSel} td`).allTextContents();
   const x = preempted.interruptions[0];
   assert.equal(cells[1], 'Preempted');
