@@ -102,6 +102,36 @@ static int add_transition(const struct job_transition *t, void *ctx)
 	return 0;
 }
 
+static int add_interruption(const struct job_interruption *x, void *ctx)
+{
+	json_array_append_new(ctx, json_pack("{s:s,s:s,s:o,s:o,s:o}", "reason", x->reason,
+					     "waiting", x->waiting, "at", time_ms_json(x->at_ms),
+					     "requeued_at", time_ms_json(x->requeued_at_ms),
+					     "resumed_at", time_ms_json(x->resumed_at_ms)));
+	return 0;
+}
+
+/* Preemptible capacity (docs/jobs.md "Preemptible capacity"): the job's
+ * capacity, its interruptions, and what its seconds were charged. */
+static void add_capacity(struct app *app, const struct job *j, json_t *out, bool full, int64_t now)
+{
+	bool requeued = j->status == JOB_IN_PROGRESS && j->secondary == JOB_PENDING &&
+			j->preemptions > 0;
+
+	json_object_set_new(out, "capacity", json_string(j->preemptible ? "preemptible"
+									 : "on-demand"));
+	json_object_set_new(out, "preemptions", json_integer(j->preemptions));
+	json_object_set_new(out, "status_reason", requeued ? json_string("Preempted") : json_null());
+	json_object_set_new(out, "preempting",
+			    j->preempting[0] ? json_string(j->preempting) : json_null());
+	json_object_set_new(out, "charged_s", json_integer(jobs_charged_s(app->db, j->id, now)));
+	if (!full)
+		return;
+	json_t *list = json_array();
+	jobs_each_interruption(app->db, j->id, add_interruption, list);
+	json_object_set_new(out, "interruptions", list);
+}
+
 /* The request fields as the spec holds them (normalised at submit). */
 static void add_request(json_t *out, const struct job *j)
 {
@@ -155,6 +185,7 @@ json_t *api_job_json(struct app *app, const struct job *j, bool full)
 	bool have = j->pool_id > 0 && pools_find(app->db, j->pool_id, &p) == 1;
 	json_object_set_new(out, "warm_pool", warm_json(j, have ? &p : NULL, now));
 	json_object_set_new(out, "gpus", gpus_json(j, have ? &p : NULL));
+	add_capacity(app, j, out, full, now);
 	if (!full)
 		return out; /* a list item: the row's own columns and two indexed reads */
 	add_request(out, j);

@@ -19,9 +19,9 @@ static json_t *plan_json(const struct plan *p)
 
 	api_time(p->created_at, created);
 	api_time(p->updated_at, updated);
-	return json_pack("{s:s,s:o,s:s,s:s,s:s}", "name", p->name, "limits",
-			 api_limits_json(&p->limits), "image", p->image, "created_at", created,
-			 "updated_at", updated);
+	return json_pack("{s:s,s:o,s:s,s:f,s:s,s:s}", "name", p->name, "limits",
+			 api_limits_json(&p->limits), "image", p->image, "preemptible_rate",
+			 p->preemptible_rate, "created_at", created, "updated_at", updated);
 }
 
 static int append_plan(const struct plan *p, void *ctx)
@@ -75,9 +75,42 @@ static int read_image(struct http_request *req, json_t *body, const char **out)
 	return 0;
 }
 
+/* The body's "preemptible_rate": 1 with *out set, 0 when absent, or -1 with
+ * the reply set. The fraction of a preemptible job's second the plan bills. */
+static int read_rate(struct http_request *req, json_t *body, double *out)
+{
+	json_t *v = json_object_get(body, "preemptible_rate");
+
+	if (!v)
+		return 0;
+	if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "field \"preemptible_rate\" must be a number from 0 to 1 (the "
+				 "fraction of a preemptible job's second the plan bills)");
+		return -1;
+	}
+	*out = json_number_value(v);
+	return 1;
+}
+
+/* Stores the rate read (has: read_rate's answer) and re-reads the plan. 0 or -1. */
+static int apply_rate(struct http_request *req, int has, double rate, struct plan *p)
+{
+	if (has != 1)
+		return 0;
+	if (plans_set_preemptible_rate(http_app(req)->db, p->name, rate) != QUOTA_OK ||
+	    plans_find(http_app(req)->db, p->name, p) != 1) {
+		http_reply_internal(req);
+		return -1;
+	}
+	return 0;
+}
+
 void api_plans_create(struct http_request *req)
 {
-	static const char *const fields[] = {"name", "limits", "image", NULL};
+	static const char *const fields[] = {"name", "limits", "image", "preemptible_rate", NULL};
+	double rate = 0;
+	int has_rate = 0;
 	const char *name = NULL, *image = "";
 	struct quota_limits limits;
 	struct plan p;
@@ -92,7 +125,8 @@ void api_plans_create(struct http_request *req)
 					 "field \"name\" must match " PARSE_USER_NAME_RULE);
 		goto out;
 	}
-	if (api_limits_read(req, body, "limits", &limits) < 0 || read_image(req, body, &image) < 0)
+	if (api_limits_read(req, body, "limits", &limits) < 0 || read_image(req, body, &image) < 0 ||
+	    (has_rate = read_rate(req, body, &rate)) < 0)
 		goto out;
 	rc = plans_create(http_app(req)->db, name, &limits, image, time(NULL), &p);
 	if (rc == QUOTA_CONFLICT)
@@ -100,7 +134,7 @@ void api_plans_create(struct http_request *req)
 				 name);
 	else if (rc != QUOTA_OK)
 		http_reply_internal(req);
-	if (rc != QUOTA_OK)
+	if (rc != QUOTA_OK || apply_rate(req, has_rate, rate, &p) < 0)
 		goto out;
 	audit_plan(req, "plan.create", name, &limits, image);
 	http_reply_json(req, MHD_HTTP_CREATED, json_pack("{s:o}", "plan", plan_json(&p)));
@@ -125,8 +159,10 @@ void api_plans_get(struct http_request *req)
 
 void api_plans_put(struct http_request *req)
 {
-	static const char *const fields[] = {"limits", "image", NULL};
+	static const char *const fields[] = {"limits", "image", "preemptible_rate", NULL};
 	const char *image = NULL;
+	double rate = 0;
+	int has_rate = 0;
 	struct quota_limits limits;
 	struct api_storage_snapshot snap = {0};
 	struct plan p;
@@ -143,7 +179,7 @@ void api_plans_put(struct http_request *req)
 		goto out;
 	}
 	if (api_limits_read(req, body, "limits", &limits) < 0 || read_image(req, body, &image) < 0 ||
-	    api_storage_snapshot(req, &snap) < 0)
+	    (has_rate = read_rate(req, body, &rate)) < 0 || api_storage_snapshot(req, &snap) < 0)
 		goto out;
 	rc = plans_update(http_app(req)->db, p.name, &limits, image ? image : p.image, time(NULL));
 	if (rc != QUOTA_OK) {
@@ -160,6 +196,8 @@ void api_plans_put(struct http_request *req)
 		http_reply_internal(req);
 		goto out;
 	}
+	if (apply_rate(req, has_rate, rate, &p) < 0)
+		goto out;
 	audit_plan(req, "plan.update", p.name, &limits, p.image);
 	api_storage_apply_all(req, &snap);
 	http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "plan", plan_json(&p)));

@@ -133,8 +133,10 @@ static int add_me_row(const struct ledger_entry *e, void *ctx)
 			  e->end_at ? json_string(e->end_reason) : json_null()));
 	/* a training job's attempt or warm period (docs/jobs.md "Billing and quotas") */
 	json_object_update_new(json_array_get(m->rows, json_array_size(m->rows) - 1),
-			       json_pack("{s:s,s:o,s:o}", "source", e->source, "job_id",
-					 or_null(e->job_id), "pool_id", or_null(e->pool_id)));
+			       json_pack("{s:s,s:o,s:o,s:s,s:f,s:I}", "source", e->source, "job_id",
+					 or_null(e->job_id), "pool_id", or_null(e->pool_id),
+					 "capacity", e->capacity, "rate", e->rate, "charged_s",
+					 (json_int_t)(e->billable_s * e->rate + 0.5)));
 	return 0;
 }
 

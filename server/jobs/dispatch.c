@@ -12,6 +12,7 @@
 #include "jobs/dispatch.h"
 #include "jobs/live.h"
 #include "jobs/moves.h"
+#include "jobs/preempt.h"
 #include "jobs/spec.h"
 #include "labd/app.h"
 #include "labd/clock.h"
@@ -149,7 +150,10 @@ static bool gpu_turn(struct app *app, const struct job *j, int64_t now,
 	if (n < 0)
 		return false;
 	queue_order(items, (size_t)n);
-	if (!queue_job_turn(items, (size_t)n, j->id, (unsigned)free_n, ex->user_id, ex->n))
+	/* a preemptible job is not in the queue: it takes GPUs nobody waits for */
+	if (j->preemptible ? n > 0
+			   : !queue_job_turn(items, (size_t)n, j->id, (unsigned)free_n, ex->user_id,
+					     ex->n))
 		return false;
 	return gpus_pick_free_n(app->db, app->cfg, (unsigned)j->gpu_count, gpus, len) ==
 	       j->gpu_count;
@@ -352,11 +356,13 @@ static enum dispatched dispatch_one(struct app *app, const struct job *j, int64_
 
 	if (j->attempt > 1 && !retry_allowed(app, j, now))
 		return DISPATCH_DONE; /* ended, or waits on the store */
+	if (!jobs_preempt_may_start(app, j))
+		return DISPATCH_DONE; /* a preemptible job holds back nobody */
 	if (pools_find_available(app->db, &shape, need_until, now, &p) == 1 &&
 	    take_warm(app, j, &p, now))
 		return DISPATCH_DONE;
 	release_unmatched(app, j);
-	if (j->gpu && !cold)
+	if (j->gpu && !cold && !j->preemptible) /* a preemptible one is not in the order */
 		return DISPATCH_TO_FILL;
 	live = pools_count_live(app->db, j->user_id);
 	if (live < 0 || (unsigned)live >= app->cfg->jobs_max_pools_per_user)
@@ -451,9 +457,11 @@ void jobs_dispatch(struct app *app, const struct jobs_live *live)
 		if (jobs_find(app->db, ids.id[i], &j) != 1)
 			continue;
 		/* the clock now, not the pass's start: a pool released without a
-		 * keep-alive (available until its end's second) is no warm pool */
+		 * keep-alive (available until its end's second) is no warm pool;
+		 * a preemptible job that waits holds back none of its user's jobs */
 		if (waiting(&j) && !is_held_back(&held, &j) &&
-		    dispatch_one(app, &j, time(NULL), false, &none) != DISPATCH_DONE) {
+		    dispatch_one(app, &j, time(NULL), false, &none) != DISPATCH_DONE &&
+		    !j.preemptible) {
 			held.user_id[held.n] = j.user_id;
 			held.gpu[held.n++] = j.gpu;
 		}

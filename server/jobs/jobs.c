@@ -86,6 +86,7 @@ static enum jobs_submit_result insert(struct app *app, int64_t user_id,
 		.user_id = user_id, .name = s->name, .spec = spec, .gpu = s->gpu,
 		.gpu_count = s->gpu_count, .image = s->image, .memory_bytes = s->memory_bytes,
 		.cpus_milli = s->cpus_milli, .network = network, .max_retries = s->max_retries,
+		.preemptible = s->preemptible,
 		.max_runtime_s = s->max_runtime_s, .max_wait_s = s->max_wait_s,
 		.keep_alive_s = s->keep_alive_s, .grace_s = app->cfg->jobs_grace_s,
 		.now_ms = clock_wall_ms(), .max_live = max_live, .max_stored_bytes = max_stored_bytes};

@@ -14,6 +14,7 @@
 #include "jobs/moves.h"
 #include "jobs/outcome.h"
 #include "jobs/poke.h"
+#include "jobs/preempt.h"
 #include "jobs/spec.h"
 #include "jobs/observe.h"
 #include "labd/app.h"
@@ -61,6 +62,8 @@ static void job_lost(struct app *app, const struct job *j, const char *reason)
 	char message[JOB_REASON_MAX];
 	struct job_move m = {.at_ms = clock_wall_ms(), .message = message};
 
+	if (jobs_preempt_requeue(app, j)) /* its preemption's end: no retry used */
+		return;
 	if (j->status == JOB_STOPPING) {
 		m.status = JOB_STOPPED, m.secondary = JOB_S_STOPPED;
 		snprintf(message, sizeof(message), "stopped");
@@ -223,8 +226,10 @@ static void job_exited(struct app *app, const char *user, int64_t pool_id, int64
 	}
 	if (!event_pool(app, user, pool_id, &p) || !event_job(app, pool_id, job_id, &j))
 		return;
-	/* stopped, but nobody asked: labd stopped it (its shutdown), not the user */
-	if (strcmp(x->kind, "stopped") == 0 && j.status != JOB_STOPPING) {
+	/* stopped, but nobody asked: labd stopped it (its shutdown or a
+	 * preemption; any end of a preempted run puts it back in the queue) */
+	if ((strcmp(x->kind, "stopped") == 0 && j.status != JOB_STOPPING) ||
+	    (j.preempting[0] && j.status == JOB_IN_PROGRESS)) {
 		job_lost(app, &j, x->reason && x->reason[0] ? x->reason : "labd stopped the job");
 		pools_release(app->db, p.id, time(NULL), time(NULL), false);
 		jobs_row_free(&j);
@@ -324,7 +329,7 @@ static void run_one(struct app *app, const struct job *j)
 	int rc;
 
 	if (pools_find(app->db, j->pool_id, &p) != 1 || p.state != POOL_IN_USE || !p.ready ||
-	    p.job_id != j->id)
+	    p.job_id != j->id || j->preempting[0]) /* preempted before it ran: its pool goes */
 		return;
 	spec = jobs_backend_spec(app, j);
 	if (!spec)

@@ -12,6 +12,7 @@
 #include "jobs/moves.h"
 #include "jobs/reconcile.h"
 #include "jobs/observe.h"
+#include "jobs/preempt.h"
 #include "labd/app.h"
 #include "labd/clock.h"
 #include "labd/log.h"
@@ -54,7 +55,9 @@ static void missed_exit(struct app *app, const struct pool *p)
 
 	if (jobs_find(app->db, p->job_id, &j) != 1)
 		return;
-	if (jobs_live(&j) && j.run_sent && j.pool_id == p->id) {
+	if (jobs_live(&j) && j.pool_id == p->id && jobs_preempt_requeue(app, &j)) {
+		pools_release(app->db, p->id, time(NULL), time(NULL), false);
+	} else if (jobs_live(&j) && j.run_sent && j.pool_id == p->id) {
 		struct job_move m = {.status = j.status == JOB_STOPPING ? JOB_STOPPED : JOB_FAILED,
 				     .secondary = j.status == JOB_STOPPING ? JOB_S_STOPPED
 									   : JOB_S_FAILED,

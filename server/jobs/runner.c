@@ -11,6 +11,7 @@
 #include "jobs/live.h"
 #include "jobs/observe.h"
 #include "jobs/poke.h"
+#include "jobs/preempt.h"
 #include "jobs/reconcile.h"
 #include "labd/app.h"
 #include "labd/clock.h"
@@ -125,6 +126,7 @@ static long long pass(void *arg)
 	jobs_expire_waits(app);
 	keep_end = jobs_expire_pools(app);
 	jobs_dispatch(app, l);
+	jobs_preempt(app, l);
 	jobs_run_ready(app, l);
 	observe_tick(app, l);
 	if (l->n == 0 && keep_end == 0)

@@ -20,7 +20,7 @@ const char *const jobs_submit_fields[] = {
 	"name",		"command",	 "working_dir",	  "environment",  "hyperparameters",
 	"input_channels", "output_path", "checkpoint_path", "type",	  "gpu_count",
 	"image",	"max_runtime_s", "max_wait_s",	  "keep_alive_s", "max_retries",
-	"metric_definitions", "memory_bytes", "cpus_milli", "script", "rules", NULL,
+	"metric_definitions", "memory_bytes", "cpus_milli", "script", "rules", "capacity", NULL,
 };
 
 /* Sets *err and returns -1. */
@@ -445,6 +445,37 @@ static int check_times(json_t *body, const struct jobs_limits *lim, json_t *spec
 	return 0;
 }
 
+/* capacity: "on-demand" (the default) or "preemptible", which keeps no warm
+ * pool (its sandbox goes to whoever asks next; docs/jobs.md "Preemptible
+ * capacity"). After check_times. */
+static int check_capacity(json_t *body, json_t *spec, struct jobs_submit *out,
+			  struct jobs_submit_error *err)
+{
+	const char *capacity = "on-demand";
+
+	if (get_string(body, "capacity", &capacity, err) < 0)
+		return -1;
+	if (strcmp(capacity, "on-demand") != 0 && strcmp(capacity, "preemptible") != 0)
+		return fail(err, "capacity", "capacity is \"on-demand\" or \"preemptible\"");
+	out->preemptible = capacity[0] == 'p';
+	if (out->preemptible && out->keep_alive_s > 0)
+		return fail(err, "keep_alive_s",
+			    "a preemptible job keeps no warm pool: keep_alive_s must be 0");
+	/* its max_wait_s bounds its waits from the submit, across preemptions, and so
+	 * its runs too (managed spot's wait plus run): at least max_runtime_s */
+	if (out->preemptible && out->max_wait_s < out->max_runtime_s) {
+		if (json_object_get(body, "max_wait_s"))
+			return fail(err, "max_wait_s",
+				    "a preemptible job's max_wait_s bounds its waits and runs "
+				    "together: at least its max_runtime_s (%lld)",
+				    (long long)out->max_runtime_s);
+		out->max_wait_s = out->max_runtime_s;
+		json_object_set_new(spec, "max_wait_s", json_integer(out->max_wait_s));
+	}
+	json_object_set_new(spec, "capacity", json_string(capacity));
+	return 0;
+}
+
 static int check_name(json_t *body, json_t *spec, struct jobs_submit_error *err)
 {
 	const char *name = NULL;
@@ -551,8 +582,9 @@ int jobs_submit_check(json_t *body, const struct jobs_limits *lim, struct jobs_s
 	    check_paths(body, json_string_value(json_object_get(spec, "name")), spec, err) < 0 ||
 	    check_environment(body, spec, err) < 0 || check_hyperparameters(body, spec, err) < 0 ||
 	    check_channels(body, spec, err) < 0 || check_resources(body, lim, spec, out, err) < 0 ||
-	    check_times(body, lim, spec, out, err) < 0 || check_metrics(body, spec, err) < 0 ||
-	    observe_spec_check(body, spec, err) < 0 || check_runs(spec, out, err) < 0) {
+	    check_times(body, lim, spec, out, err) < 0 || check_capacity(body, spec, out, err) < 0 ||
+	    check_metrics(body, spec, err) < 0 || observe_spec_check(body, spec, err) < 0 ||
+	    check_runs(spec, out, err) < 0) {
 		json_decref(spec);
 		return -1;
 	}

@@ -53,6 +53,7 @@ struct jobs_submit {
 	int gpu_count, max_retries;
 	int64_t memory_bytes, cpus_milli;
 	int64_t max_runtime_s, max_wait_s, keep_alive_s;
+	bool preemptible; /* capacity "preemptible" */
 };
 
 struct jobs_submit_error {

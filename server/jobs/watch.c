@@ -19,7 +19,8 @@ static void release_job(void *row)
 }
 
 /* What a reader sees move: status, secondary status, attempt, exit code,
- * pool, warm pool status, reused_by (or the job gone). */
+ * pool, warm pool status, reused_by, a preemption begun and each one's end
+ * (or the job gone). */
 static void digest(const void *row, struct watch_digest *d)
 {
 	const struct job *j = row;
@@ -35,6 +36,7 @@ static void digest(const void *row, struct watch_digest *d)
 	d->word[5] = (uint64_t)j->pool_id;
 	d->word[6] = (uint64_t)j->reused_by;
 	memcpy(&d->word[7], j->warm_status, sizeof(j->warm_status));
+	d->word[9] = (uint64_t)j->preemptions << 1 | (j->preempting[0] != '\0');
 }
 
 static const struct watch_source job_source = {

@@ -65,7 +65,9 @@ static enum runtime_start_result check_caps(struct app *app, int64_t user_id,
 		return RUNTIME_START_OK;
 	if (caps_gpus_held(app->db, user_id, &held) < 0)
 		return RUNTIME_START_ERROR;
-	return caps_gpus_fit(held.pool_gpus + held.warm_gpus, (int)gpus, app->cfg->quota_gpus_held)
+	/* a preemptible job's GPUs do not count: it is preempted for this start */
+	return caps_gpus_fit(held.pool_gpus - held.preemptible_gpus + held.warm_gpus, (int)gpus,
+			     app->cfg->quota_gpus_held)
 		       ? RUNTIME_START_OK
 		       : RUNTIME_START_GPUS_HELD;
 }

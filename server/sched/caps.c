@@ -6,6 +6,7 @@
 
 #include "config/capacity.h"
 #include "config/config.h"
+#include "store/jobs.h"
 #include "store/pools.h"
 #include "store/runtimes.h"
 
@@ -83,7 +84,8 @@ int caps_gpus_held(struct db *db, int64_t user_id, struct caps_held *out)
 	struct held_walk w = {user_id, out};
 
 	memset(out, 0, sizeof(*out));
-	if (runtimes_each_live(db, held_runtime, &w) < 0 || pools_each_live(db, held_pool, &w) < 0)
+	if (runtimes_each_live(db, held_runtime, &w) < 0 || pools_each_live(db, held_pool, &w) < 0 ||
+	    (out->preemptible_gpus = jobs_preemptible_gpus_of(db, user_id)) < 0)
 		return -EIO;
 	return 0;
 }

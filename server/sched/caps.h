@@ -19,6 +19,9 @@ struct caps_held {
 	int runtime_gpus; /* of their live runtime (1 while it is queued for one) */
 	int pool_gpus;    /* of their pools that run a job or start one */
 	int warm_gpus;    /* of their warm pools (kept for a next job) */
+	/* of pool_gpus, those of their preemptible jobs: labd frees them for whoever
+	 * asks (docs/jobs.md "Preemptible capacity") */
+	int preemptible_gpus;
 };
 
 /* Live sandboxes on the host: >= 0, or -EIO. */

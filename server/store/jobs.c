@@ -62,7 +62,8 @@ static bool billed(enum job_secondary s)
 	" j.max_wait_s, j.keep_alive_s, j.created_at, j.started_at, j.ended_at,"                   \
 	" coalesce(j.exit_code, -1), j.failure_reason, j.memory_bytes, j.cpus_milli, j.network,"   \
 	" j.run_sent, j.grace_s, j.training_ms, j.warm_status, j.warm_from, j.warm_to,"            \
-	" j.warm_until, j.warm_reason, j.reused_by"                                                \
+	" j.warm_until, j.warm_reason, j.reused_by,"                                               \
+	" j.capacity, j.preempting, j.preempt_at_ms, j.preemptions"                                \
 	" FROM jobs j JOIN users u ON u.id = j.user_id"
 #define JOB_COLUMNS JOB_COLUMNS_WITH("j.spec")
 #define LIVE "j.status IN ('InProgress', 'Stopping')"
@@ -114,6 +115,10 @@ static void job_from_row(sqlite3_stmt *st, struct job *j)
 	j->warm_until = sqlite3_column_int64(st, c++);
 	copy_text(j->warm_reason, sizeof(j->warm_reason), st, c++);
 	j->reused_by = sqlite3_column_int64(st, c++);
+	j->preemptible = strcmp((const char *)sqlite3_column_text(st, c++), "preemptible") == 0;
+	copy_text(j->preempting, sizeof(j->preempting), st, c++);
+	j->preempt_at_ms = sqlite3_column_int64(st, c++);
+	j->preemptions = sqlite3_column_int(st, c++);
 }
 
 /* A db_row_fn copying the row into out with its own spec. */
@@ -266,12 +271,13 @@ int jobs_create(struct db *db, const struct job_new *n, struct job *out)
 	rc = db_exec(db,
 		     "INSERT INTO jobs (user_id, name, status, secondary, spec, kind, gpu_count,"
 		     " image, memory_bytes, cpus_milli, network, max_retries, max_runtime_s,"
-		     " max_wait_s, keep_alive_s, grace_s, created_at)"
-		     " VALUES (?, ?, 'InProgress', 'Pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		     "itttitiiiiiiiii", n->user_id, n->name, n->spec, n->gpu ? "gpu" : "cpu",
+		     " max_wait_s, keep_alive_s, grace_s, created_at, capacity)"
+		     " VALUES (?, ?, 'InProgress', 'Pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		     "itttitiiiiiiiiit", n->user_id, n->name, n->spec, n->gpu ? "gpu" : "cpu",
 		     (int64_t)n->gpu_count, n->image ? n->image : "", n->memory_bytes,
 		     n->cpus_milli, (int64_t)n->network, (int64_t)n->max_retries, n->max_runtime_s,
-		     n->max_wait_s, n->keep_alive_s, n->grace_s, n->now_ms / 1000);
+		     n->max_wait_s, n->keep_alive_s, n->grace_s, n->now_ms / 1000,
+		     n->preemptible ? "preemptible" : "on-demand");
 	id = db_last_id(db);
 	if (rc != 1 || add_transition(db, id, JOB_PENDING, n->now_ms, "queued") < 0 ||
 	    db_exec(db, "INSERT INTO job_storage (job_id, user_id, spec_bytes) VALUES (?, ?, ?)",
@@ -309,13 +315,15 @@ static int ledger_open_job(struct db *db, int64_t id, int64_t now)
 	if (db_one(db, "SELECT user_id FROM jobs WHERE id = ?", "i", row_int64, &user_id, id) != 1)
 		return -1;
 	ledger_plan_of(db, user_id, plan);
+	/* a preemptible entry bills its plan's fraction of each second */
 	return db_exec(db,
 		       "INSERT INTO ledger (job_id, pool_id, source, user_id, user_name, kind, gpus,"
-		       " plan, start_at, last_heartbeat)"
+		       " plan, start_at, last_heartbeat, capacity, rate)"
 		       " SELECT j.id, j.pool_id, 'job', j.user_id, u.name, j.kind,"
-		       " coalesce((SELECT gpus FROM pools WHERE id = j.pool_id), ''), ?, ?, ?"
+		       " coalesce((SELECT gpus FROM pools WHERE id = j.pool_id), ''), ?, ?, ?,"
+		       " j.capacity, CASE j.capacity WHEN 'preemptible' THEN ? ELSE 1 END"
 		       " FROM jobs j JOIN users u ON u.id = j.user_id WHERE j.id = ?",
-		       "tiii", plan, now, now, id) == 1
+		       "tiidi", plan, now, now, ledger_preemptible_rate_of(db, user_id), id) == 1
 		       ? 0
 		       : -1;
 }
@@ -325,12 +333,42 @@ static int ledger_close_job(struct db *db, int64_t id, int64_t now, const char *
 	return ledger_close_source(db, "job", id, now, reason) < 0 ? -1 : 0;
 }
 
+/* Whether the move's phase opens a ledger entry. After a preemption the
+ * job's Starting and Downloading again are not billed: you pay for one
+ * download (docs/jobs.md "Preemptible capacity"); its entry opens with
+ * Training. */
+static bool bills(const struct job *j, const struct job_move *m)
+{
+	bool resumed = j->preemptions > 0 || m->preempted;
+
+	return billed(m->secondary) &&
+	       !(resumed && (m->secondary == JOB_STARTING || m->secondary == JOB_DOWNLOADING));
+}
+
+/* The interruption rows a move closes: requeued (a preemption's end), resumed
+ * (on a pool again). */
+static int mark_interruption(struct db *db, const struct job *j, const struct job_move *m)
+{
+	if (m->preempted)
+		return db_exec(db,
+			       "UPDATE job_interruptions SET requeued_at_ms = ?"
+			       " WHERE job_id = ? AND requeued_at_ms IS NULL",
+			       "ii", m->at_ms, j->id) < 0 ? -1 : 0;
+	if (j->preemptions > 0 && j->secondary == JOB_PENDING && m->secondary != JOB_PENDING)
+		return db_exec(db,
+			       "UPDATE job_interruptions SET resumed_at_ms = ?"
+			       " WHERE job_id = ? AND resumed_at_ms IS NULL AND requeued_at_ms IS NOT NULL",
+			       "ii", m->at_ms, j->id) < 0 ? -1 : 0;
+	return 0;
+}
+
 /* The bookkeeping of one move inside its transaction. */
 static int apply_move(struct db *db, const struct job *j, const struct job_move *m)
 {
 	int64_t now = m->at_ms / 1000;
 	bool ending = m->status != JOB_IN_PROGRESS && m->status != JOB_STOPPING;
-	const char *reason = ending ? secondary_names[m->secondary] : "retried";
+	const char *reason = ending ? secondary_names[m->secondary]
+			     : m->preempted ? "preempted" : "retried";
 
 	if (db_exec(db,
 		    "UPDATE job_transitions SET end_at_ms = max(start_at_ms, ?)"
@@ -338,13 +376,15 @@ static int apply_move(struct db *db, const struct job *j, const struct job_move 
 		    "ii", m->at_ms, j->id) < 0 ||
 	    add_transition(db, j->id, m->secondary, m->at_ms, m->message) < 0)
 		return -1;
-	if ((m->next_attempt || !billed(m->secondary)) && ledger_close_job(db, j->id, now, reason) < 0)
+	if ((m->next_attempt || !bills(j, m)) && ledger_close_job(db, j->id, now, reason) < 0)
+		return -1;
+	if (mark_interruption(db, j, m) < 0)
 		return -1;
 	/* the retention sweep orders ended jobs by this (job_storage.h) */
 	if (ending && db_exec(db, "UPDATE job_storage SET ended_at = ? WHERE job_id = ?", "ii",
 			      now, j->id) < 0)
 		return -1;
-	if (billed(m->secondary) && ledger_open_job(db, j->id, now) < 0)
+	if (bills(j, m) && ledger_open_job(db, j->id, now) < 0)
 		return -1;
 	return 0;
 }
@@ -377,7 +417,9 @@ int jobs_move(struct db *db, int64_t id, const struct job_move *m)
 		     "UPDATE jobs SET status = ?, secondary = ?,"
 		     " pool_id = CASE WHEN ? > 0 THEN ? WHEN ? THEN 0 ELSE pool_id END,"
 		     " reused_pool = CASE WHEN ? > 0 THEN ? ELSE reused_pool END,"
-		     " attempt = attempt + ?, run_sent = CASE WHEN ? THEN 0 ELSE run_sent END,"
+		     " attempt = attempt + ?, run_sent = CASE WHEN ? OR ? THEN 0 ELSE run_sent END,"
+		     " preemptions = preemptions + ?,"
+		     " preempting = CASE WHEN ? THEN '' ELSE preempting END,"
 		     " exit_code = CASE WHEN ? THEN nullif(?, -1) ELSE exit_code END,"
 		     " failure_reason = coalesce(?, failure_reason),"
 		     " started_at = CASE WHEN started_at = 0 AND ? IN ('Starting', 'Downloading')"
@@ -385,11 +427,12 @@ int jobs_move(struct db *db, int64_t id, const struct job_move *m)
 		     " ended_at = CASE WHEN ? THEN ? ELSE ended_at END,"
 		     " training_ms = training_ms + CASE WHEN ? > 0 THEN max(0, ? - ?) ELSE 0 END"
 		     " WHERE id = ?",
-		     "ttiiiiiiiiitt" "iiiiii" "i",
+		     "ttiiiiiiiiiiiitt" "iiiiii" "i",
 		     status_names[m->status], secondary_names[m->secondary], m->pool_id, m->pool_id,
 		     (int64_t)m->clear_pool,
 		     m->pool_id, (int64_t)m->reused_pool, (int64_t)m->next_attempt,
-		     (int64_t)m->next_attempt, (int64_t)m->set_exit, (int64_t)m->exit_code,
+		     (int64_t)m->next_attempt, (int64_t)m->preempted, (int64_t)m->preempted,
+		     (int64_t)(m->preempted || ending), (int64_t)m->set_exit, (int64_t)m->exit_code,
 		     m->failure, secondary_names[m->secondary], m->at_ms / 1000, (int64_t)ending,
 		     m->at_ms / 1000, training_since_ms, m->at_ms, training_since_ms, id);
 	jobs_row_free(&j);
@@ -461,7 +504,8 @@ int jobs_each_waiting_gpu(struct db *db, int (*fn)(const struct job_waiting_gpu 
 	return db_each(db,
 		       "SELECT id, user_id, created_at, max_wait_s, max_runtime_s, gpu_count FROM"
 		       " (SELECT *, row_number() OVER (PARTITION BY user_id ORDER BY id) AS turn"
-		       " FROM jobs WHERE kind = 'gpu' AND status = 'InProgress' AND (secondary ="
+		       " FROM jobs WHERE kind = 'gpu' AND capacity = 'on-demand'"
+		       " AND status = 'InProgress' AND (secondary ="
 		       " 'Pending' OR (secondary = 'Starting' AND pool_id = 0))) ORDER BY turn, id",
 		       "", waiting_row, &w) < 0
 		       ? -1
@@ -532,6 +576,138 @@ int64_t jobs_billable_s(struct db *db, int64_t id, int64_t now)
 	       " ELSE billable_s END), 0) FROM ledger WHERE job_id = ? AND source = 'job'",
 	       "ii", row_int64, &total, now, id);
 	return total;
+}
+
+static int row_int64_round(sqlite3_stmt *st, void *ctx)
+{
+	*(int64_t *)ctx = (int64_t)(sqlite3_column_double(st, 0) + 0.5);
+	return 0;
+}
+
+int64_t jobs_charged_s(struct db *db, int64_t id, int64_t now)
+{
+	int64_t total = 0;
+
+	db_one(db,
+	       "SELECT coalesce(total(rate * CASE WHEN end_at IS NULL THEN max(0, ? - start_at)"
+	       " ELSE billable_s END), 0) FROM ledger WHERE job_id = ? AND source = 'job'",
+	       "ii", row_int64_round, &total, now, id);
+	return total;
+}
+
+int jobs_preempt_begin(struct db *db, int64_t id, const char *waiting, int64_t at_ms)
+{
+	int rc;
+
+	db_lock(db);
+	if (db_begin(db) < 0) {
+		db_unlock(db);
+		return -1;
+	}
+	rc = db_exec(db,
+		     "UPDATE jobs SET preempting = ?, preempt_at_ms = ? WHERE id = ?"
+		     " AND capacity = 'preemptible' AND status = 'InProgress' AND preempting = ''",
+		     "tii", waiting, at_ms, id);
+	if (rc == 1 && db_exec(db,
+			       "INSERT INTO job_interruptions (job_id, reason, waiting, at_ms)"
+			       " VALUES (?, 'Preempted', ?, ?)",
+			       "iti", id, waiting, at_ms) != 1)
+		rc = -1;
+	if (rc != 1)
+		db_rollback(db);
+	else if (db_commit(db) < 0)
+		rc = -1;
+	db_unlock(db);
+	return rc < 0 ? -1 : rc;
+}
+
+struct preemptible_walk {
+	int (*fn)(const struct job_on_pool *v, void *ctx);
+	void *ctx;
+};
+
+static int preemptible_row(sqlite3_stmt *st, void *arg)
+{
+	struct preemptible_walk *w = arg;
+	struct job_on_pool v = {
+		.id = sqlite3_column_int64(st, 0), .user_id = sqlite3_column_int64(st, 1),
+		.pool_id = sqlite3_column_int64(st, 2), .grace_s = sqlite3_column_int64(st, 3),
+		.preempt_at_ms = sqlite3_column_int64(st, 4),
+		.gpu_count = sqlite3_column_int(st, 6), .run_sent = sqlite3_column_int(st, 7) != 0,
+		.preempting = sqlite3_column_int(st, 8) != 0};
+
+	copy_text(v.user_name, sizeof(v.user_name), st, 5);
+	return w->fn(&v, w->ctx);
+}
+
+int jobs_each_preemptible(struct db *db, int (*fn)(const struct job_on_pool *v, void *ctx),
+			  void *ctx)
+{
+	struct preemptible_walk w = {fn, ctx};
+	int rc = db_each(db,
+			 "SELECT j.id, j.user_id, j.pool_id, j.grace_s, j.preempt_at_ms, u.name,"
+			 " CASE j.kind WHEN 'gpu' THEN j.gpu_count ELSE 0 END, j.run_sent,"
+			 " j.preempting <> '' FROM jobs j JOIN users u ON u.id = j.user_id"
+			 " WHERE j.capacity = 'preemptible' AND j.status = 'InProgress'"
+			 " AND j.secondary IN ('Starting', 'Downloading', 'Training')"
+			 " AND j.pool_id > 0 ORDER BY j.id DESC",
+			 "", preemptible_row, &w);
+	return rc < 0 ? -1 : rc;
+}
+
+int jobs_preemptible_gpus_of(struct db *db, int64_t user_id)
+{
+	int n = 0;
+
+	if (db_one(db,
+		   "SELECT coalesce(sum(gpu_count), 0) FROM jobs WHERE user_id = ? AND kind = 'gpu'"
+		   " AND capacity = 'preemptible' AND status = 'InProgress' AND pool_id > 0",
+		   "i", db_row_int, &n, user_id) != 1)
+		return -1;
+	return n;
+}
+
+int jobs_count_waiting_on_demand(struct db *db)
+{
+	int n = 0;
+
+	if (db_one(db,
+		   "SELECT count(*) FROM jobs WHERE status = 'InProgress' AND capacity = 'on-demand'"
+		   " AND (secondary = 'Pending' OR (secondary = 'Starting' AND pool_id = 0))",
+		   "", db_row_int, &n) != 1)
+		return -1;
+	return n;
+}
+
+struct interruption_walk {
+	int (*fn)(const struct job_interruption *x, void *ctx);
+	void *ctx;
+};
+
+static int interruption_row(sqlite3_stmt *st, void *arg)
+{
+	struct interruption_walk *w = arg;
+	struct job_interruption x;
+
+	memset(&x, 0, sizeof(x));
+	copy_text(x.reason, sizeof(x.reason), st, 0);
+	copy_text(x.waiting, sizeof(x.waiting), st, 1);
+	x.at_ms = sqlite3_column_int64(st, 2);
+	x.requeued_at_ms = sqlite3_column_int64(st, 3);
+	x.resumed_at_ms = sqlite3_column_int64(st, 4);
+	return w->fn(&x, w->ctx);
+}
+
+int jobs_each_interruption(struct db *db, int64_t id,
+			   int (*fn)(const struct job_interruption *x, void *ctx), void *ctx)
+{
+	struct interruption_walk w = {fn, ctx};
+	int rc = db_each(db,
+			 "SELECT reason, waiting, at_ms, coalesce(requeued_at_ms, 0),"
+			 " coalesce(resumed_at_ms, 0) FROM job_interruptions WHERE job_id = ?"
+			 " ORDER BY id",
+			 "i", interruption_row, &w, id);
+	return rc < 0 ? -1 : rc;
 }
 
 /* The WHERE of a listing; binds (user, user, status, status, status, name, name). */

@@ -34,6 +34,7 @@ enum job_secondary {
 #define JOB_NAME_MAX 63
 #define JOB_REASON_MAX 512
 #define JOB_IMAGE_MAX 80
+#define JOB_WAITING_MAX 200 /* what a preemption was for, in words */
 
 struct job {
 	int64_t id, user_id;
@@ -68,6 +69,14 @@ struct job {
 	int64_t warm_from, warm_to, warm_until;
 	char warm_reason[JOB_REASON_MAX];
 	int64_t reused_by; /* the job that reused its warm pool, 0 = none */
+	/* preemptible capacity (docs/jobs.md "Preemptible capacity"): while
+	 * labd stops the job for someone who waits, preempting says who ("" =
+	 * not being preempted) and preempt_at_ms since when; preemptions counts
+	 * the times it was put back in the queue */
+	bool preemptible;
+	char preempting[JOB_WAITING_MAX];
+	int64_t preempt_at_ms;
+	int preemptions;
 };
 
 /* What a new job is made of (jobs_create). */
@@ -80,6 +89,7 @@ struct job_new {
 	const char *image;
 	int64_t memory_bytes, cpus_milli;
 	bool network;
+	bool preemptible; /* capacity "preemptible" */
 	int max_retries;
 	int64_t max_runtime_s, max_wait_s, keep_alive_s, grace_s;
 	int64_t now_ms;
@@ -116,6 +126,10 @@ struct job_move {
 	bool set_exit;           /* exit_code := exit_code (-1: none) */
 	int exit_code;
 	const char *failure;     /* non-NULL: failure_reason := failure */
+	/* back in the queue after a preemption: run_sent cleared, preempting
+	 * cleared, preemptions + 1, the interruption's requeued_at set (with
+	 * secondary Pending and clear_pool; no attempt is used) */
+	bool preempted;
 	/* only move when the job's secondary is one of these (bit 1 << secondary);
 	 * 0 = whenever the job is live */
 	unsigned from_mask;
@@ -163,6 +177,41 @@ int jobs_each_transition(struct db *db, int64_t id,
 			 int (*fn)(const struct job_transition *t, void *ctx), void *ctx);
 /* Billable seconds of the job's ledger entries (open ones up to now). */
 int64_t jobs_billable_s(struct db *db, int64_t id, int64_t now);
+/* The same seconds each multiplied by its entry's rate (a preemptible
+ * entry bills its plan's preemptible_rate), rounded to the second. */
+int64_t jobs_charged_s(struct db *db, int64_t id, int64_t now);
+
+/* A preemption begins: a live preemptible job that is not being preempted
+ * gets preempting := waiting and preempt_at_ms := at_ms, and an
+ * interruption row (reason "Preempted"), in one transaction. 1 begun, 0
+ * not such a job (any more), -1. */
+int jobs_preempt_begin(struct db *db, int64_t id, const char *waiting, int64_t at_ms);
+/* One interruption of a job (job_interruptions). */
+struct job_interruption {
+	char reason[16];                 /* "Preempted" */
+	char waiting[JOB_WAITING_MAX];   /* what waited for its capacity */
+	int64_t at_ms;                   /* its stop began */
+	int64_t requeued_at_ms;          /* back in the queue; 0 while stopping */
+	int64_t resumed_at_ms;           /* on a pool again; 0 while waiting */
+};
+/* A live preemptible job on a pool (a victim labd may preempt). */
+struct job_on_pool {
+	int64_t id, user_id, pool_id, grace_s, preempt_at_ms;
+	char user_name[33];
+	int gpu_count;           /* 0 for a cpu job */
+	bool run_sent, preempting;
+};
+/* Calls fn for each InProgress preemptible job that has a pool, newest
+ * first (the one that lost least work first). The count or -1. */
+int jobs_each_preemptible(struct db *db, int (*fn)(const struct job_on_pool *v, void *ctx),
+			  void *ctx);
+/* The GPUs user_id's preemptible jobs hold on their pools; -1. */
+int jobs_preemptible_gpus_of(struct db *db, int64_t user_id);
+/* How many on-demand jobs wait (Pending, or Starting without a pool); -1. */
+int jobs_count_waiting_on_demand(struct db *db);
+/* Calls fn for each interruption of job id in order. The count or -1. */
+int jobs_each_interruption(struct db *db, int64_t id,
+			   int (*fn)(const struct job_interruption *x, void *ctx), void *ctx);
 
 /* A listing's filter: user_id 0 = everyone; status and name NULL = any. */
 struct job_filter {

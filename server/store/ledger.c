@@ -41,6 +41,30 @@ void ledger_plan_of(struct db *db, int64_t user_id, char out[LEDGER_PLAN_MAX])
 		snprintf(out, LEDGER_PLAN_MAX, "default");
 }
 
+static int row_rate(sqlite3_stmt *st, void *ctx)
+{
+	*(double *)ctx = sqlite3_column_double(st, 0);
+	return 0;
+}
+
+double ledger_preemptible_rate_of(struct db *db, int64_t user_id)
+{
+	double rate = LEDGER_PREEMPTIBLE_RATE_DEFAULT;
+
+	/* the plan ledger_plan_of names, in the same order */
+	if (db_one(db,
+		   "SELECT COALESCE("
+		   " (SELECT p.preemptible_rate FROM user_quotas q JOIN plans p ON p.id = q.plan_id"
+		   "  WHERE q.user_id = ?),"
+		   " (SELECT p.preemptible_rate FROM group_members m JOIN groups g"
+		   "  ON g.id = m.group_id JOIN plans p ON p.id = g.plan_id WHERE m.user_id = ?"
+		   "  ORDER BY g.name LIMIT 1),"
+		   " ?)",
+		   "iid", row_rate, &rate, user_id, user_id, LEDGER_PREEMPTIBLE_RATE_DEFAULT) < 0)
+		rate = LEDGER_PREEMPTIBLE_RATE_DEFAULT;
+	return rate;
+}
+
 static int row_user_id(sqlite3_stmt *st, void *ctx)
 {
 	*(int64_t *)ctx = sqlite3_column_int64(st, 0);
@@ -215,6 +239,8 @@ static int ledger_row(sqlite3_stmt *st, void *arg)
 	copy_text(e.source, sizeof(e.source), st, 12);
 	e.job_id = sqlite3_column_int64(st, 13);
 	e.pool_id = sqlite3_column_int64(st, 14);
+	copy_text(e.capacity, sizeof(e.capacity), st, 15);
+	e.rate = sqlite3_column_double(st, 16);
 	return w->fn(&e, w->ctx);
 }
 
@@ -226,7 +252,7 @@ int ledger_each(struct db *db, int64_t user_id, int64_t from_s, int64_t to_s,
 	int rc = db_each(db,
 			 "SELECT id, coalesce(runtime_id, 0), user_id, user_name, kind, gpus, plan,"
 			 " start_at, coalesce(end_at, 0), billable_s, end_reason, last_heartbeat,"
-			 " source, coalesce(job_id, 0), coalesce(pool_id, 0)"
+			 " source, coalesce(job_id, 0), coalesce(pool_id, 0), capacity, rate"
 			 " FROM ledger WHERE (? = 0 OR user_id = ?) AND start_at < ?"
 			 " AND coalesce(end_at, last_heartbeat) > ? ORDER BY start_at, id",
 			 "iiii", ledger_row, &w, user_id, user_id, to_s, from_s);

@@ -36,11 +36,21 @@ struct ledger_entry {
 	 * "warm" (a job sandbox kept warm); its job and pool, 0 when none */
 	char source[8];
 	int64_t job_id, pool_id;
+	/* schema 18: "on-demand" or "preemptible", and the fraction of each
+	 * billable second it charges (1 unless preemptible) */
+	char capacity[12];
+	double rate;
 };
 
 /* The plan name stored on a new entry for user_id: their own plan, else their
  * first group's (by name), else "default". */
 void ledger_plan_of(struct db *db, int64_t user_id, char out[LEDGER_PLAN_MAX]);
+
+/* The fraction of a second a preemptible job's entry bills for user_id
+ * (docs/jobs.md "Preemptible capacity"): the preemptible_rate of the plan
+ * ledger_plan_of names, else LEDGER_PREEMPTIBLE_RATE_DEFAULT. */
+#define LEDGER_PREEMPTIBLE_RATE_DEFAULT 0.3
+double ledger_preemptible_rate_of(struct db *db, int64_t user_id);
 
 /* Opens the entry of runtime_id (now running) at now. Caller holds db_lock,
  * inside the transaction that moves the runtime. 0, or -EIO. */

@@ -377,10 +377,34 @@ static const char *const migrations[] = {
 	 "ALTER TABLE groups ADD COLUMN expires_at INTEGER;"
 	 "ALTER TABLE groups ADD COLUMN ended_at INTEGER;"
 	 "ALTER TABLE groups ADD COLUMN retired_at INTEGER;"),
-	/* 17, 18: taken by other parts of this release; empty in this branch
-	 * until they are merged in their places. */
+	/* 17: another change's; this empty step holds its number until it lands. */
 	("SELECT 1;"),
-	("SELECT 1;"),
+	/* 18: preemptible jobs (docs/jobs.md "Preemptible capacity"). A job's
+	 * capacity; while labd stops it for someone who waits, preempting says
+	 * who (and preempt_at_ms since when), so a restarted labd-web puts it
+	 * back in the queue when its end comes, or stops it again; preemptions
+	 * counts its interruptions, each one a row of job_interruptions (when,
+	 * what waited, when it was queued again and when it resumed). A plan's
+	 * preemptible_rate is the fraction of a preemptible second it bills;
+	 * each ledger entry keeps its capacity and the rate it bills at. */
+	("ALTER TABLE jobs ADD COLUMN capacity TEXT NOT NULL DEFAULT 'on-demand';"
+	 "ALTER TABLE jobs ADD COLUMN preempting TEXT NOT NULL DEFAULT '';"
+	 "ALTER TABLE jobs ADD COLUMN preempt_at_ms INTEGER NOT NULL DEFAULT 0;"
+	 "ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;"
+	 "CREATE TABLE job_interruptions ("
+	 "  id INTEGER PRIMARY KEY,"
+	 "  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,"
+	 "  reason TEXT NOT NULL,"
+	 "  waiting TEXT NOT NULL,"
+	 "  at_ms INTEGER NOT NULL,"
+	 "  requeued_at_ms INTEGER,"
+	 "  resumed_at_ms INTEGER);"
+	 "CREATE INDEX job_interruptions_job ON job_interruptions(job_id);"
+	 "CREATE INDEX jobs_preemptible ON jobs(id) WHERE capacity = 'preemptible'"
+	 "  AND status = 'InProgress';"
+	 "ALTER TABLE plans ADD COLUMN preemptible_rate REAL NOT NULL DEFAULT 0.3;"
+	 "ALTER TABLE ledger ADD COLUMN capacity TEXT NOT NULL DEFAULT 'on-demand';"
+	 "ALTER TABLE ledger ADD COLUMN rate REAL NOT NULL DEFAULT 1;"),
 	/* 19: notifications (docs/jobs.md "Notifications"). A user's webhooks
 	 * (events: a bit set over notify/notify.h's names; the secret signs each
 	 * body and is shown once). A delivery is one event for one webhook,

@@ -7,7 +7,7 @@
 #include "labd/log.h"
 #include "store/db.h"
 
-#define PLAN_COLUMNS "id, name, limits, created_at, updated_at, image"
+#define PLAN_COLUMNS "id, name, limits, created_at, updated_at, image, preemptible_rate"
 
 static int plan_from_row(sqlite3_stmt *st, void *out)
 {
@@ -22,6 +22,7 @@ static int plan_from_row(sqlite3_stmt *st, void *out)
 	p->created_at = sqlite3_column_int64(st, 3);
 	p->updated_at = sqlite3_column_int64(st, 4);
 	snprintf(p->image, sizeof(p->image), "%s", (const char *)sqlite3_column_text(st, 5));
+	p->preemptible_rate = sqlite3_column_double(st, 6);
 	return 0;
 }
 
@@ -93,6 +94,16 @@ enum quota_change_result plans_update(struct db *db, const char *name,
 	db_lock(db);
 	rc = db_exec(db, "UPDATE plans SET limits = ?, image = ?, updated_at = ? WHERE name = ?",
 		     "ttit", text, image, now, name);
+	db_unlock(db);
+	return rc < 0 ? QUOTA_ERROR : rc == 0 ? QUOTA_NOT_FOUND : QUOTA_OK;
+}
+
+enum quota_change_result plans_set_preemptible_rate(struct db *db, const char *name,
+						    double rate)
+{
+	db_lock(db);
+	int rc = db_exec(db, "UPDATE plans SET preemptible_rate = ? WHERE name = ?", "dt", rate,
+			 name);
 	db_unlock(db);
 	return rc < 0 ? QUOTA_ERROR : rc == 0 ? QUOTA_NOT_FOUND : QUOTA_OK;
 }

@@ -16,6 +16,8 @@ struct plan {
 	struct quota_limits limits;
 	char image[PLAN_IMAGE_MAX + 1]; /* an [images] name; "" = the host's root */
 	int64_t created_at, updated_at;
+	/* the fraction of a preemptible job's second billed (0 to 1; schema 18) */
+	double preemptible_rate;
 };
 
 /* Lookups: 1 found, 0 not, -1 error. */
@@ -31,6 +33,10 @@ enum quota_change_result plans_create(struct db *db, const char *name,
 enum quota_change_result plans_update(struct db *db, const char *name,
 				      const struct quota_limits *limits, const char *image,
 				      int64_t now);
+/* Sets a plan's preemptible_rate (0 to 1, checked by the caller):
+ * QUOTA_OK, QUOTA_NOT_FOUND or QUOTA_ERROR. */
+enum quota_change_result plans_set_preemptible_rate(struct db *db, const char *name,
+						    double rate);
 /* The image a user's runtime runs on: their own plan's, else that of the first of
  * their groups (by name) whose plan has one, else "" (the host's root). The same
  * precedence as a limit (quota.h). 0 or -1. */

@@ -55,8 +55,9 @@ def test_plan_lifecycle_and_audit(admin):
     assert_status(r, 201)
     p = r.json["plan"]
     assert p["name"] == name and p["limits"] == limits, p
-    assert set(p) == {"name", "limits", "image", "created_at", "updated_at"}, p
+    assert set(p) == {"name", "limits", "image", "preemptible_rate", "created_at", "updated_at"}, p
     assert p["image"] == "", p  # the host's root (test_images.py sets one)
+    assert p["preemptible_rate"] == 0.3, p  # the default (docs/jobs.md "Preemptible capacity")
     assert admin.get(f"/api/v1/plans/{name}").json == {"plan": p}
     assert p in admin.get("/api/v1/plans").json["plans"]
 
@@ -65,6 +66,14 @@ def test_plan_lifecycle_and_audit(admin):
                                                            "memory_bytes": None}})
     assert_status(r, 200)
     assert r.json["plan"]["limits"] == {"gpu_s_per_24h": 0}, r.json
+    assert r.json["plan"]["preemptible_rate"] == 0.3, r.json  # kept when absent
+    r = admin.put(f"/api/v1/plans/{name}", json={"limits": {"gpu_s_per_24h": 0},
+                                                 "preemptible_rate": 0.7})
+    assert_status(r, 200)
+    assert r.json["plan"]["preemptible_rate"] == 0.7, r.json
+    assert_error(admin.put(f"/api/v1/plans/{name}", json={"limits": {}, "preemptible_rate": -1}),
+                 400, "bad_field")
+    assert admin.get(f"/api/v1/plans/{name}").json["plan"]["preemptible_rate"] == 0.7
     assert admin.get(f"/api/v1/plans/{name}").json["plan"]["limits"] == {"gpu_s_per_24h": 0}
 
     assert_status(admin.delete(f"/api/v1/plans/{name}"), 204)
@@ -72,7 +81,7 @@ def test_plan_lifecycle_and_audit(admin):
     assert_error(admin.delete(f"/api/v1/plans/{name}"), 404, "not_found")
 
     actions = [e["action"] for e in audit_entries(admin, target=name)]
-    assert actions[:3] == ["plan.delete", "plan.update", "plan.create"], actions
+    assert actions[:4] == ["plan.delete", "plan.update", "plan.update", "plan.create"], actions
     create = audit_entries(admin, "plan.create", name)[0]
     assert create["actor"] == "admin", create
     assert "cpu_runtime_max_s=3600" in create["detail"], create

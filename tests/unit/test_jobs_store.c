@@ -154,12 +154,90 @@ static void test_retry_opens_a_new_entry(void **state)
 	jobs_row_free(&j);
 }
 
+static int count_interruption(const struct job_interruption *x, void *ctx)
+{
+	struct job_interruption *out = ctx;
+
+	*out = *x;
+	return 0;
+}
+
+static int entry_rate(const struct ledger_entry *e, void *ctx)
+{
+	assert_string_equal(e->capacity, "preemptible");
+	*(double *)ctx = e->rate;
+	return 0;
+}
+
+static void move(struct fixture *f, int64_t id, enum job_secondary s, int64_t at_s)
+{
+	struct job_move m = {.status = s == JOB_S_COMPLETED ? JOB_COMPLETED : JOB_IN_PROGRESS,
+			     .secondary = s, .at_ms = at_s * 1000, .pool_id = s == JOB_STARTING ? 7 : 0};
+	assert_int_equal(jobs_move(f->db, id, &m), 1);
+}
+
+/* A preemption: begun once (only for a preemptible job), the job back in
+ * Pending without a retry used; its interruption's times; the resumed
+ * attempt's Starting and Downloading are not billed; entries bill the
+ * preemptible rate (docs/jobs.md "Preemptible capacity"). */
+static void test_preemption_requeues_and_bills_one_download(void **state)
+{
+	struct fixture *f = *state;
+	struct job_new n = {.user_id = f->uid, .name = "spot", .spec = "{}", .image = "",
+			    .max_runtime_s = 60, .max_wait_s = 60, .grace_s = 5, .now_ms = 999000,
+			    .max_live = -1, .preemptible = true};
+	struct job_interruption x;
+	struct job j, od;
+	double rate = 0;
+
+	assert_int_equal(jobs_create(f->db, &n, &j), 0);
+	assert_true(j.preemptible);
+	assert_int_equal(create(f, "od", -1, 999000, &od), 0);
+	assert_false(od.preemptible);
+	assert_int_equal(jobs_preempt_begin(f->db, od.id, "someone", 1005000), 0);
+	move(f, j.id, JOB_STARTING, 1000);
+	move(f, j.id, JOB_TRAINING, 1004);
+	assert_int_equal(jobs_set_run_sent(f->db, j.id, true), 0);
+	assert_int_equal(jobs_preempt_begin(f->db, j.id, "a GPU runtime of bob", 1007000), 1);
+	assert_int_equal(jobs_preempt_begin(f->db, j.id, "again", 1008000), 0); /* once */
+	struct job_move m = {.status = JOB_IN_PROGRESS, .secondary = JOB_PENDING,
+			     .at_ms = 1010000, .clear_pool = true, .preempted = true};
+	assert_int_equal(jobs_move(f->db, j.id, &m), 1);
+	jobs_row_free(&j);
+	assert_int_equal(jobs_find(f->db, j.id, &j), 1);
+	assert_int_equal(j.secondary, JOB_PENDING);
+	assert_int_equal(j.attempt, 1);
+	assert_int_equal(j.preemptions, 1);
+	assert_string_equal(j.preempting, "");
+	assert_false(j.run_sent);
+	assert_int_equal(j.pool_id, 0);
+	jobs_row_free(&j);
+	move(f, j.id, JOB_STARTING, 1020);
+	move(f, j.id, JOB_DOWNLOADING, 1025);
+	move(f, j.id, JOB_TRAINING, 1030);
+	move(f, j.id, JOB_S_COMPLETED, 1040);
+	assert_int_equal(jobs_each_interruption(f->db, j.id, count_interruption, &x), 1);
+	assert_string_equal(x.reason, "Preempted");
+	assert_string_equal(x.waiting, "a GPU runtime of bob");
+	assert_int_equal(x.at_ms, 1007000);
+	assert_int_equal(x.requeued_at_ms, 1010000);
+	assert_int_equal(x.resumed_at_ms, 1020000);
+	/* 1000..1010 and 1030..1040: the second download is not billed */
+	assert_int_equal(jobs_billable_s(f->db, j.id, 2000), 20);
+	assert_int_equal(jobs_charged_s(f->db, j.id, 2000), 6); /* at the default 0.3 */
+	assert_int_equal(ledger_each(f->db, f->uid, 0, 5000, entry_rate, &rate), 2);
+	assert_true(rate > 0.29 && rate < 0.31);
+	jobs_row_free(&od);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_create_and_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_moves_bill_and_warm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_opens_a_new_entry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_preemption_requeues_and_bills_one_download,
+						setup, teardown),
 	};
 	return cmocka_run_group_tests_name("jobs_store", tests, NULL, NULL);
 }

@@ -66,6 +66,35 @@ static void test_defaults(void **state)
 	jobs_submit_release(&s);
 }
 
+/* capacity (docs/jobs.md "Preemptible capacity"): on-demand by default; a
+ * preemptible job keeps no warm pool and waits (and runs) within a max_wait_s
+ * of at least its max_runtime_s. */
+static void test_capacity(void **state)
+{
+	struct jobs_submit s;
+	(void)state;
+
+	assert_string_equal(check("{\"name\":\"a\",\"command\":[\"sh\"]}", &s), "");
+	assert_false(s.preemptible);
+	assert_string_equal(json_string_value(json_object_get(s.spec, "capacity")), "on-demand");
+	jobs_submit_release(&s);
+	assert_string_equal(
+		check("{\"name\":\"a\",\"command\":[\"sh\"],\"capacity\":\"preemptible\"}", &s), "");
+	assert_true(s.preemptible);
+	assert_int_equal(s.max_wait_s, 7200); /* raised to max_runtime_s */
+	jobs_submit_release(&s);
+	assert_string_equal(check("{\"name\":\"a\",\"command\":[\"sh\"],\"capacity\":\"spot\"}", &s),
+			    "capacity");
+	assert_string_equal(check("{\"name\":\"a\",\"command\":[\"sh\"],\"capacity\":1}", &s),
+			    "capacity");
+	assert_string_equal(check("{\"name\":\"a\",\"command\":[\"sh\"],\"capacity\":"
+				  "\"preemptible\",\"keep_alive_s\":10}", &s),
+			    "keep_alive_s");
+	assert_string_equal(check("{\"name\":\"a\",\"command\":[\"sh\"],\"capacity\":"
+				  "\"preemptible\",\"max_wait_s\":60}", &s),
+			    "max_wait_s");
+}
+
 static void test_full_request(void **state)
 {
 	struct jobs_submit s;
@@ -299,6 +328,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_capacity),
 		cmocka_unit_test(test_full_request),
 		cmocka_unit_test(test_each_bad_field_named),
 		cmocka_unit_test(test_bounds),

@@ -54,7 +54,8 @@
       tbody.appendChild(
         L.el("tr", { dataset: { name: p.name } }, [
           L.el("td", null, [p.name]),
-          L.el("td", { className: "small" }, [summary(p.limits || {}) + (p.image ? "; image: " + p.image : "")]),
+          L.el("td", { className: "small" }, [summary(p.limits || {}) + (p.image ? "; image: " + p.image : "") +
+            "; preemptible rate: " + p.preemptible_rate]),
           L.el("td", null, [
             L.el("div", { className: "actions" }, [button("edit", "Edit", p), button("delete", "Delete", p, "danger")]),
           ]),
@@ -86,6 +87,7 @@
     editing = p;
     $("plan-name").value = p ? p.name : "";
     $("plan-image").value = p && p.image ? p.image : "";
+    $("plan-preemptible-rate").value = p ? String(p.preemptible_rate) : "0.3";
     $("plan-name").readOnly = !!p;
     renderFields(p ? p.limits || {} : {});
     $("plan-save").textContent = p ? "Save plan" : "Create plan";
@@ -111,9 +113,12 @@
       return;
     }
     var image = $("plan-image").value;
+    var rate = Number($("plan-preemptible-rate").value);
+    var body = { limits: limits, image: image, preemptible_rate: rate };
+    if (!editing) body.name = name;
     var work = editing
-      ? L.api("PUT", "/plans/" + encodeURIComponent(name), { limits: limits, image: image })
-      : L.api("POST", "/plans", { name: name, limits: limits, image: image });
+      ? L.api("PUT", "/plans/" + encodeURIComponent(name), body)
+      : L.api("POST", "/plans", body);
     A.save({ form: form, work: work, editing: editing, what: "Plan", name: name, note: note,
              stopEditing: function () { setEditing(null); }, reload: load });
   }

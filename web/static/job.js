@@ -186,6 +186,7 @@
     $("job-failure-tail-text").textContent = job.failure_tail || "";
     $("job-stop").hidden = job.status !== "InProgress";
     renderWarm(job);
+    L.jobInterruptions.render(job);
     renderTimeline(job.transitions, J.isLive(job));
     renderOutputs(job);
     renderFinal(job.final_metrics);

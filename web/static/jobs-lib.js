@@ -100,7 +100,8 @@
     var main = job.status === "InProgress" ? "In progress" : job.status;
     var second = job.secondary_status;
     if (!second || second === job.status) return main;
-    return main + " · " + second;
+    /* back in the queue after a preemption: "In progress · Pending (Preempted)" */
+    return main + " · " + second + (job.status_reason ? " (" + job.status_reason + ")" : "");
   }
 
   /* A badge class for the status: running / stopping / failed / stopped (labd.css). */

@@ -1,0 +1,295 @@
+/* preempt.c - preemptible jobs stopped for whoever waits, and put back in
+ * the queue when their run ends; see preempt.h. */
+#include "jobs/preempt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "backend/backend.h"
+#include "config/config.h"
+#include "jobs/moves.h"
+#include "jobs/poke.h"
+#include "labd/app.h"
+#include "labd/clock.h"
+#include "labd/log.h"
+#include "sched/caps.h"
+#include "sched/gpus.h"
+#include "sched/queue.h"
+#include "store/pools.h"
+#include "store/users.h"
+
+#define VICTIMS_MAX 64
+/* GPU queue entries looked at per pass (as dispatch's fair turn). */
+#define QUEUE_LOOK_MAX 64
+/* On-demand jobs whose caps are looked at per pass. */
+#define WAITERS_MAX 16
+/* An overdue preemption's kill is asked again at most this often. */
+#define OVERDUE_EVERY_MS 5000
+
+struct victims {
+	struct job_on_pool v[VICTIMS_MAX];
+	int n;
+};
+
+static int collect(const struct job_on_pool *v, void *ctx)
+{
+	struct victims *vs = ctx;
+
+	if (vs->n == VICTIMS_MAX)
+		return 1;
+	vs->v[vs->n++] = *v;
+	return 0;
+}
+
+/* Begins v's preemption for waiting: the stop path of a user's stop, with
+ * the job's grace (its command not run yet: its pool goes, nothing to save).
+ * True when begun. */
+static bool preempt(struct app *app, struct job_on_pool *v, const char *waiting)
+{
+	int64_t at_ms = clock_wall_ms();
+	int rc;
+
+	if (jobs_preempt_begin(app->db, v->id, waiting, at_ms) != 1)
+		return false;
+	v->preempting = true;
+	v->preempt_at_ms = at_ms;
+	log_info("job %lld of %s preempted for %s (grace %lld s)", (long long)v->id, v->user_name,
+		 waiting, (long long)v->grace_s);
+	jobs_changed(app, v->id);
+	rc = v->run_sent ? backend_job_stop(app->backend, v->user_name, v->pool_id, v->id,
+					    v->grace_s)
+			 : backend_pool_stop(app->backend, v->user_name, v->pool_id, "preempted");
+	if (rc == -ENOENT)
+		jobs_wake(app); /* its sandbox is gone already: the reconciliation ends it */
+	else if (rc < 0)
+		log_warn("job %lld: the preemption's stop was not taken (%d); it is killed once "
+			 "overdue", (long long)v->id, rc);
+	return true;
+}
+
+/* A stop lost (labd-web died between the row and the message) or ignored:
+ * past the grace and the slack the pool is killed. */
+static void kill_overdue(struct app *app, const struct victims *vs)
+{
+	static int64_t last_ms; /* the jobs ticker's thread only */
+	int64_t now_ms = clock_wall_ms();
+
+	if (now_ms - last_ms < OVERDUE_EVERY_MS)
+		return;
+	for (int i = 0; i < vs->n; i++) {
+		const struct job_on_pool *v = &vs->v[i];
+		if (!v->preempting || now_ms - v->preempt_at_ms <= (v->grace_s + PREEMPT_SLACK_S) * 1000)
+			continue;
+		last_ms = now_ms;
+		log_warn("job %lld of %s: its preemption is overdue; its pool is killed",
+			 (long long)v->id, v->user_name);
+		if (backend_pool_stop(app->backend, v->user_name, v->pool_id,
+				      "preempted: its stop took longer than its grace") == -ENOENT)
+			jobs_wake(app);
+	}
+}
+
+static void user_name(struct app *app, int64_t id, char *out, size_t len)
+{
+	struct user u;
+
+	if (users_find_by_id(app->db, id, &u) == 1)
+		snprintf(out, len, "%s", u.name);
+	else
+		snprintf(out, len, "user %lld", (long long)id);
+}
+
+/* What waits, in words: the head of the GPU queue (and how many more). */
+static void say_gpu_waiting(struct app *app, const struct queue_item *items, int n, char *out,
+			    size_t len)
+{
+	char name[40], more[40] = "";
+
+	user_name(app, items[0].user_id, name, sizeof(name));
+	if (n > 1)
+		snprintf(more, sizeof(more), " (and %d more waiting for GPUs)", n - 1);
+	if (items[0].job_id)
+		snprintf(out, len, "on-demand job %lld of %s, waiting for %u GPU%s%s",
+			 (long long)items[0].job_id, name, items[0].gpus,
+			 items[0].gpus == 1 ? "" : "s", more);
+	else
+		snprintf(out, len, "a GPU runtime of %s%s", name, more);
+}
+
+/* GPU runtimes and on-demand GPU jobs wait (the fair queue, which holds no
+ * preemptible job): as many preemptible GPU jobs are preempted as the GPUs
+ * free and those already being freed fall short of what waits. */
+static void gpu_demand(struct app *app, struct victims *vs, int64_t now)
+{
+	struct queue_item items[QUEUE_LOOK_MAX];
+	char ids[RUNTIME_GPUS_MAX], waiting[JOB_WAITING_MAX];
+	int n = queue_load(app->db, now, items, QUEUE_LOOK_MAX);
+	int free_n, want = 0, coming = 0;
+
+	if (n <= 0)
+		return;
+	free_n = gpus_pick_free_n(app->db, app->cfg, QUEUE_LOOK_MAX, ids, sizeof(ids));
+	if (free_n < 0)
+		return;
+	queue_order(items, (size_t)n);
+	for (int i = 0; i < n; i++)
+		want += (int)items[i].gpus;
+	for (int i = 0; i < vs->n; i++)
+		coming += vs->v[i].preempting ? vs->v[i].gpu_count : 0;
+	say_gpu_waiting(app, items, n, waiting, sizeof(waiting));
+	for (int i = 0; i < vs->n && free_n + coming < want; i++)
+		if (!vs->v[i].preempting && vs->v[i].gpu_count > 0 &&
+		    preempt(app, &vs->v[i], waiting))
+			coming += vs->v[i].gpu_count;
+}
+
+/* Which victims may free what j waits for: same_user (its user's pool or
+ * GPU cap) or anyone's (the host's cap); gpu: only GPU jobs. */
+struct need {
+	bool same_user, gpu;
+	const char *cap;
+};
+
+/* Whether the on-demand job j waits for a cap a preemptible job fills. */
+static bool capped(struct app *app, const struct job *j, struct need *need)
+{
+	struct caps_held h;
+	unsigned cap;
+	int live = pools_count_live(app->db, j->user_id);
+
+	if (live >= 0 && (unsigned)live >= app->cfg->jobs_max_pools_per_user) {
+		*need = (struct need){true, false, "its user's pool cap, [jobs] max_pools_per_user"};
+		return true;
+	}
+	if (!caps_host_has_room(app->db, app->cfg, &live, &cap)) {
+		if (live < 0)
+			return false; /* the store: not a cap */
+		*need = (struct need){false, false, "the host's cap, [runtime] max_sandboxes"};
+		return true;
+	}
+	if (j->gpu && caps_gpus_held(app->db, j->user_id, &h) == 0 &&
+	    !caps_gpus_fit(h.runtime_gpus + h.pool_gpus + h.warm_gpus, j->gpu_count,
+			   app->cfg->quota_gpus_held)) {
+		*need = (struct need){true, true, "its user's GPU cap, [quota] gpus_held"};
+		return true;
+	}
+	return false;
+}
+
+static bool fits(const struct job_on_pool *v, const struct job *j, const struct need *need)
+{
+	return (!need->same_user || v->user_id == j->user_id) && (!need->gpu || v->gpu_count > 0);
+}
+
+/* One preemption for the on-demand job j when a cap it waits for is filled
+ * by preemptible jobs and none of those is being preempted already. */
+static void cap_demand_one(struct app *app, const struct job *j, struct victims *vs)
+{
+	char waiting[JOB_WAITING_MAX];
+	struct need need;
+
+	if (!capped(app, j, &need))
+		return;
+	for (int i = 0; i < vs->n; i++)
+		if (vs->v[i].preempting && fits(&vs->v[i], j, &need))
+			return; /* its capacity is being freed */
+	snprintf(waiting, sizeof(waiting), "on-demand job %lld of %s, waiting for %s",
+		 (long long)j->id, j->user_name, need.cap);
+	for (int i = 0; i < vs->n; i++)
+		if (!vs->v[i].preempting && fits(&vs->v[i], j, &need) &&
+		    preempt(app, &vs->v[i], waiting))
+			return;
+}
+
+static void cap_demand(struct app *app, const struct jobs_live *live, struct victims *vs)
+{
+	int looked = 0;
+	struct job j;
+
+	for (size_t i = 0; i < live->n && looked < WAITERS_MAX; i++) {
+		const struct jobs_live_row *r = &live->row[i];
+		if (r->status != JOB_IN_PROGRESS ||
+		    !(r->secondary == JOB_PENDING || (r->secondary == JOB_STARTING && !r->pool_id)))
+			continue;
+		if (jobs_find(app->db, r->id, &j) != 1)
+			continue;
+		if (!j.preemptible) {
+			looked++;
+			cap_demand_one(app, &j, vs);
+		}
+		jobs_row_free(&j);
+	}
+}
+
+/* A GPU runtime its user started beside their preemptible GPU job (a runtime
+ * start does not count preemptible GPUs against [quota] gpus_held): the job
+ * gives way when the two exceed the cap. */
+static void user_gpu_cap(struct app *app, struct victims *vs)
+{
+	char waiting[JOB_WAITING_MAX];
+	struct caps_held h;
+
+	for (int i = 0; i < vs->n; i++) {
+		struct job_on_pool *v = &vs->v[i];
+		if (v->preempting || v->gpu_count <= 0 || caps_gpus_held(app->db, v->user_id, &h) < 0)
+			continue;
+		if (h.runtime_gpus <= 0 ||
+		    caps_gpus_fit(h.runtime_gpus + h.pool_gpus + h.warm_gpus - v->gpu_count,
+				  v->gpu_count, app->cfg->quota_gpus_held))
+			continue;
+		snprintf(waiting, sizeof(waiting),
+			 "a GPU runtime of %s, beyond their cap of %u GPUs ([quota] gpus_held)",
+			 v->user_name, app->cfg->quota_gpus_held);
+		preempt(app, v, waiting);
+	}
+}
+
+void jobs_preempt(struct app *app, const struct jobs_live *live)
+{
+	struct victims vs = {.n = 0};
+
+	/* nothing preemptible runs: nothing to do (one indexed read) */
+	if (jobs_each_preemptible(app->db, collect, &vs) <= 0)
+		return;
+	kill_overdue(app, &vs);
+	gpu_demand(app, &vs, time(NULL));
+	user_gpu_cap(app, &vs);
+	cap_demand(app, live, &vs);
+}
+
+bool jobs_preempt_requeue(struct app *app, const struct job *j)
+{
+	char message[JOB_REASON_MAX];
+	struct job_move m = {.status = JOB_IN_PROGRESS, .secondary = JOB_PENDING,
+			     .at_ms = clock_wall_ms(), .message = message, .clear_pool = true,
+			     .preempted = true};
+
+	if (!j->preempting[0] || j->status != JOB_IN_PROGRESS)
+		return false;
+	snprintf(message, sizeof(message),
+		 "Preempted: %s needed its capacity; back in the queue, it resumes from its "
+		 "checkpoint folder when capacity frees",
+		 j->preempting);
+	if (jobs_move(app->db, j->id, &m) == 1) {
+		log_info("job %lld of %s: %s", (long long)j->id, j->user_name, message);
+		jobs_changed(app, j->id);
+	}
+	return true;
+}
+
+bool jobs_preempt_may_start(struct app *app, const struct job *j)
+{
+	int waiting;
+
+	if (!j->preemptible)
+		return true;
+	waiting = jobs_count_waiting_on_demand(app->db);
+	if (waiting == 0)
+		return true;
+	if (waiting > 0 &&
+	    jobs_set_wait_message(app->db, j->id,
+				  "waits: a preemptible job starts when no on-demand job waits") == 1)
+		jobs_changed(app, j->id);
+	return false;
+}
