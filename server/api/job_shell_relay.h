@@ -1,0 +1,45 @@
+/* job_shell_relay.h - the bytes between a shell's WebSocket and its terminal
+ * (docs/jobs.md, "A shell into a running job"). One thread per open shell (a few
+ * per job, JOB_SHELLS_MAX in all): binary frames from the browser are keystrokes
+ * into the pty, text frames are control messages ({"type":"resize","cols":C,
+ * "rows":R}), and what the shell writes goes back as binary frames, at most
+ * JOB_SHELL_RATE_BYTES_PER_S. Every buffer is bounded; a full one stops reading
+ * from its source (the shell then blocks on its terminal), never grows. */
+#ifndef LABD_JOB_SHELL_RELAY_H
+#define LABD_JOB_SHELL_RELAY_H
+
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define JOB_SHELLS_PER_JOB 4
+#define JOB_SHELLS_MAX 64
+#define JOB_SHELL_RATE_BYTES_PER_S (1024 * 1024)
+/* an answered open whose client never took the upgrade is given up after this */
+#define JOB_SHELL_PENDING_MS 30000
+
+struct app;
+struct job_shell;
+
+/* Who opened it, for the close's audit entry. */
+struct job_shell_who {
+	char actor[33];  /* the user's name */
+	char address[64];
+	int64_t job_id;
+};
+
+/* Reserves a place for a shell into job_id: NULL when the job or the server has
+ * no room left (pending opens count). The caller gives it its terminal with
+ * job_shell_set_pty, then job_shell_attach starts it or job_shell_cancel frees it. */
+struct job_shell *job_shell_reserve(struct app *app, const struct job_shell_who *who);
+/* Takes over pty (the master). */
+void job_shell_set_pty(struct job_shell *s, int pty);
+/* Frees a reservation never attached (its pty closed: the shell hangs up). */
+void job_shell_cancel(struct job_shell *s);
+/* The upgrade happened: starts relaying between sock (closed only through
+ * MHD_upgrade_action on urh) and the pty. extra bytes the client already sent are
+ * copied. On failure everything is closed. */
+void job_shell_attach(struct job_shell *s, int sock, struct MHD_UpgradeResponseHandle *urh,
+		      const char *extra, size_t n_extra);
+
+#endif
