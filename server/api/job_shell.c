@@ -132,7 +132,7 @@ static bool open_shell(struct http_request *req, const struct job *j, struct job
 		       const char *accept, int cols, int rows)
 {
 	struct MHD_Response *resp;
-	char err[256] = "";
+	char err[256] = "", detail[160];
 	int fd, rc = jobs_shell_open(http_app(req), j, cols, rows, &fd, err, sizeof(err));
 
 	if (rc < 0) {
@@ -140,8 +140,9 @@ static bool open_shell(struct http_request *req, const struct job *j, struct job
 		return false;
 	}
 	job_shell_set_pty(s, fd);
+	snprintf(detail, sizeof(detail), "job %lld (%s)", (long long)j->id, j->name);
 	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name,
-		      "job.shell.open", j->user_name, http_address(req), j->name) < 0) {
+		      "job.shell.open", j->user_name, http_address(req), detail) < 0) {
 		http_reply_internal(req); /* not opened without its audit entry */
 		return false;
 	}
@@ -176,6 +177,7 @@ void api_job_shell(struct http_request *req)
 	snprintf(who.actor, sizeof(who.actor), "%s", ident->user.name);
 	snprintf(who.address, sizeof(who.address), "%s", http_address(req));
 	who.job_id = j.id;
+	snprintf(who.job_name, sizeof(who.job_name), "%s", j.name);
 	if (!(s = job_shell_reserve(http_app(req), &who))) {
 		http_add_header(req, "Retry-After", "30");
 		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_shells",

@@ -390,7 +390,7 @@ static const char *end_name(enum shell_end e)
 static void *relay_main(void *arg)
 {
 	struct job_shell *s = arg;
-	char detail[96];
+	char detail[256];
 
 	s->refill_ms = clock_ms();
 	s->tokens = RATE_BURST;
@@ -400,8 +400,8 @@ static void *relay_main(void *arg)
 	close(s->pty);
 	s->pty = -1;
 	MHD_upgrade_action(s->urh, MHD_UPGRADE_ACTION_CLOSE);
-	snprintf(detail, sizeof(detail), "job %lld: %s", (long long)s->who.job_id,
-		 end_name(s->end));
+	snprintf(detail, sizeof(detail), "job %lld (%s): %s", (long long)s->who.job_id,
+		 s->who.job_name, end_name(s->end));
 	if (audit_add(s->app->db, time(NULL), s->who.actor, "job.shell.close", s->who.actor,
 		      s->who.address, detail) < 0)
 		log_error("audit: job.shell.close of %s not recorded", s->who.actor);

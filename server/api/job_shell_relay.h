@@ -26,6 +26,7 @@ struct job_shell_who {
 	char actor[33];  /* the user's name */
 	char address[64];
 	int64_t job_id;
+	char job_name[128];
 };
 
 /* Reserves a place for a shell into job_id: NULL when the job or the server has
