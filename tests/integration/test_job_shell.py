@@ -57,6 +57,15 @@ def run(ws, command, timeout=15 * SLOW):
     return out.decode("utf-8", "replace").replace("\r", "")
 
 
+def pools_settled(d):
+    """Every pool labd began killing in this run has ended (a stop of the daemon,
+    which keeps pools, must not catch one half torn down)."""
+    log = d.log()
+    killing = set(re.findall(r"killing pool (\d+) of (\S+):", log))
+    ended = set(re.findall(r"pool (\d+) of (\S+) ended", log))
+    return killing <= ended
+
+
 def audit_actions(d, job_name):
     rows = d.admin().get("/api/v1/audit?limit=200").json["entries"]
     return [r["action"] for r in rows
@@ -132,6 +141,7 @@ def test_resize_and_refusals(sd, owner):
             w.close()
     assert_status(owner.post(f"/api/v1/jobs/{j['id']}/stop", json={}), 202)
     wait_job(owner, j["id"])
+    wait_until(lambda: pools_settled(sd), 30 * SLOW, "its pool to end")
     assert shell(sd, j["id"], owner.tok).status == 409
 
 
@@ -150,6 +160,7 @@ def test_shell_closes_when_the_job_ends(sd, owner):
 
 def test_shell_after_a_restart(sd, owner):
     j = training(owner)
+    wait_until(lambda: pools_settled(sd), 30 * SLOW, "the earlier tests' pools to end")
     assert sd.stop(15) == 0, sd.log_tail()
     sd.start(expect_admin_password=False)
     owner.login(owner.name, owner.password)
@@ -162,3 +173,4 @@ def test_shell_after_a_restart(sd, owner):
         ws.close()
     assert_status(owner.post(f"/api/v1/jobs/{j['id']}/stop", json={}), 202)
     wait_job(owner, j["id"])
+    wait_until(lambda: pools_settled(sd), 30 * SLOW, "its pool to end")
