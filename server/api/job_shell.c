@@ -32,7 +32,7 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
 {
 	(void)conn;
 	(void)con_cls;
-	job_shell_attach(cls, sock, urh, extra_in, extra_in_size);
+	job_shell_relay_attach(cls, sock, urh, extra_in, extra_in_size);
 }
 
 /* Sec-WebSocket-Accept for key (RFC 6455 section 4.2.2): base64 of SHA-1 of key + GUID. */
@@ -139,7 +139,7 @@ static bool open_shell(struct http_request *req, const struct job *j, struct job
 		reply_open_failed(req, j, rc, err);
 		return false;
 	}
-	job_shell_set_pty(s, fd);
+	job_shell_relay_set_pty(s, fd);
 	snprintf(detail, sizeof(detail), "job %lld (%s)", (long long)j->id, j->name);
 	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name,
 		      "job.shell.open", j->user_name, http_address(req), detail) < 0) {
@@ -178,13 +178,13 @@ void api_job_shell(struct http_request *req)
 	snprintf(who.address, sizeof(who.address), "%s", http_address(req));
 	who.job_id = j.id;
 	snprintf(who.job_name, sizeof(who.job_name), "%s", j.name);
-	if (!(s = job_shell_reserve(http_app(req), &who))) {
+	if (!(s = job_shell_relay_reserve(http_app(req), &who))) {
 		http_add_header(req, "Retry-After", "30");
 		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_shells",
 				 "at most %d shells per job (%d on this server) are open at once",
 				 JOB_SHELLS_PER_JOB, JOB_SHELLS_MAX);
 	} else if (!open_shell(req, &j, s, accept, cols, rows)) {
-		job_shell_cancel(s);
+		job_shell_relay_cancel(s);
 	} else {
 		log_info("job %lld: shell opened by %s", (long long)j.id, ident->user.name);
 	}

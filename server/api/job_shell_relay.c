@@ -77,7 +77,7 @@ static void sweep_pending_locked(long long now)
 	}
 }
 
-struct job_shell *job_shell_reserve(struct app *app, const struct job_shell_who *who)
+struct job_shell *job_shell_relay_reserve(struct app *app, const struct job_shell_who *who)
 {
 	struct job_shell *s;
 	int all = 0, ours = 0;
@@ -101,7 +101,7 @@ struct job_shell *job_shell_reserve(struct app *app, const struct job_shell_who 
 	return s;
 }
 
-void job_shell_set_pty(struct job_shell *s, int pty)
+void job_shell_relay_set_pty(struct job_shell *s, int pty)
 {
 	s->pty = pty;
 }
@@ -117,7 +117,7 @@ static void unlist(struct job_shell *s)
 	pthread_mutex_unlock(&lock);
 }
 
-void job_shell_cancel(struct job_shell *s)
+void job_shell_relay_cancel(struct job_shell *s)
 {
 	if (!s)
 		return;
@@ -412,7 +412,7 @@ static void *relay_main(void *arg)
 	return NULL;
 }
 
-void job_shell_attach(struct job_shell *s, int sock, struct MHD_UpgradeResponseHandle *urh,
+void job_shell_relay_attach(struct job_shell *s, int sock, struct MHD_UpgradeResponseHandle *urh,
 		      const char *extra, size_t n_extra)
 {
 	pthread_attr_t attr;
@@ -439,6 +439,6 @@ void job_shell_attach(struct job_shell *s, int sock, struct MHD_UpgradeResponseH
 		log_error("job %lld: no thread for its shell: %s", (long long)s->who.job_id,
 			  strerror(rc));
 		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
-		job_shell_cancel(s);
+		job_shell_relay_cancel(s);
 	}
 }

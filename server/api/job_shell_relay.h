@@ -31,16 +31,16 @@ struct job_shell_who {
 
 /* Reserves a place for a shell into job_id: NULL when the job or the server has
  * no room left (pending opens count). The caller gives it its terminal with
- * job_shell_set_pty, then job_shell_attach starts it or job_shell_cancel frees it. */
-struct job_shell *job_shell_reserve(struct app *app, const struct job_shell_who *who);
+ * job_shell_relay_set_pty, then job_shell_relay_attach starts it or job_shell_relay_cancel frees it. */
+struct job_shell *job_shell_relay_reserve(struct app *app, const struct job_shell_who *who);
 /* Takes over pty (the master). */
-void job_shell_set_pty(struct job_shell *s, int pty);
+void job_shell_relay_set_pty(struct job_shell *s, int pty);
 /* Frees a reservation never attached (its pty closed: the shell hangs up). */
-void job_shell_cancel(struct job_shell *s);
+void job_shell_relay_cancel(struct job_shell *s);
 /* The upgrade happened: starts relaying between sock (closed only through
  * MHD_upgrade_action on urh) and the pty. extra bytes the client already sent are
  * copied. On failure everything is closed. */
-void job_shell_attach(struct job_shell *s, int sock, struct MHD_UpgradeResponseHandle *urh,
+void job_shell_relay_attach(struct job_shell *s, int sock, struct MHD_UpgradeResponseHandle *urh,
 		      const char *extra, size_t n_extra);
 
 #endif
