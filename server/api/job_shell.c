@@ -177,6 +177,9 @@ void api_job_shell(struct http_request *req)
 	snprintf(who.actor, sizeof(who.actor), "%s", ident->user.name);
 	snprintf(who.address, sizeof(who.address), "%s", http_address(req));
 	who.job_id = j.id;
+	who.user_id = ident->user.id;
+	who.session_id = ident->kind == AUTH_COOKIE ? ident->session_id : 0;
+	who.token_id = ident->kind == AUTH_TOKEN ? ident->token_id : 0;
 	snprintf(who.job_name, sizeof(who.job_name), "%s", j.name);
 	if (!(s = job_shell_relay_reserve(http_app(req), &who))) {
 		http_add_header(req, "Retry-After", "30");

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,7 +36,7 @@
 #define RATE_BURST (256 * 1024)
 #define CLOSE_FLUSH_MS 2000             /* a closing frame's last chance to go out */
 
-enum shell_end { RUNNING, CLIENT_GONE, CLIENT_CLOSED, SHELL_ENDED, PROTOCOL_BROKEN };
+enum shell_end { RUNNING, CLIENT_GONE, CLIENT_CLOSED, SHELL_ENDED, PROTOCOL_BROKEN, REVOKED };
 
 struct job_shell {
 	struct app *app;
@@ -43,6 +44,7 @@ struct job_shell {
 	int pty, sock;
 	struct MHD_UpgradeResponseHandle *urh;
 	bool attached;
+	_Atomic bool revoked; /* an account event took it away (job_shell_relay_close) */
 	long long reserved_ms;
 	unsigned char in[IN_MAX];
 	size_t in_len;
@@ -281,6 +283,10 @@ static void read_client(struct job_shell *s)
 {
 	ssize_t n = read(s->sock, s->in + s->in_len, IN_MAX - s->in_len);
 
+	if (n == 0 && s->revoked) { /* its reading half was shut down to wake us */
+		close_with(s, REVOKED, 1008, "your access to this shell ended");
+		return;
+	}
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		s->end = CLIENT_GONE;
 		return;
@@ -357,6 +363,8 @@ static bool turn(struct job_shell *s)
 	};
 	bool broken = false;
 
+	if (s->revoked) /* its reading half was shut down to wake us */
+		close_with(s, REVOKED, 1008, "your access to this shell ended");
 	if (s->end != RUNNING && (s->out_len == s->out_off || now >= s->closing_until_ms))
 		return false;
 	if (s->end == CLIENT_GONE)
@@ -384,6 +392,7 @@ static const char *end_name(enum shell_end e)
 	return e == CLIENT_CLOSED ? "closed by the client"
 	       : e == CLIENT_GONE ? "the client went away"
 	       : e == SHELL_ENDED ? "the shell ended"
+	       : e == REVOKED	  ? "an account event ended its access"
 				  : "the client broke the WebSocket protocol";
 }
 
@@ -396,6 +405,7 @@ static void *relay_main(void *arg)
 	s->tokens = RATE_BURST;
 	while (turn(s))
 		;
+	unlist(s); /* first: job_shell_relay_close must not touch its socket from here on */
 	/* the master closed: the shell's session gets SIGHUP */
 	close(s->pty);
 	s->pty = -1;
@@ -407,9 +417,39 @@ static void *relay_main(void *arg)
 		log_error("audit: job.shell.close of %s not recorded", s->who.actor);
 	log_info("job %lld: shell of %s closed: %s", (long long)s->who.job_id, s->who.actor,
 		 end_name(s->end));
-	unlist(s);
 	free(s);
 	return NULL;
+}
+
+static bool in_scope(const struct job_shell_who *w, int what, int64_t id)
+{
+	switch (what) {
+	case APP_CLOSE_USER:
+		return w->user_id == id;
+	case APP_CLOSE_USER_SESSIONS:
+		return w->user_id == id && w->session_id != 0;
+	case APP_CLOSE_SESSION:
+		return w->session_id == id;
+	case APP_CLOSE_TOKEN:
+		return w->token_id == id;
+	}
+	return false;
+}
+
+int job_shell_relay_close(int what, int64_t id)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&lock);
+	for (struct job_shell *s = shells; s; s = s->next) {
+		if (!s->attached || !in_scope(&s->who, what, id))
+			continue;
+		s->revoked = true;
+		shutdown(s->sock, SHUT_RD); /* wakes its thread: the socket reads as ended */
+		n++;
+	}
+	pthread_mutex_unlock(&lock);
+	return n;
 }
 
 void job_shell_relay_attach(struct job_shell *s, int sock, struct MHD_UpgradeResponseHandle *urh,

@@ -27,6 +27,9 @@ struct job_shell_who {
 	char address[64];
 	int64_t job_id;
 	char job_name[128];
+	int64_t user_id;    /* the owner, who opened it */
+	int64_t session_id; /* the session whose cookie opened it, or 0 */
+	int64_t token_id;   /* the API token that opened it, or 0 */
 };
 
 /* Reserves a place for a shell into job_id: NULL when the job or the server has
@@ -42,5 +45,11 @@ void job_shell_relay_cancel(struct job_shell *s);
  * copied. On failure everything is closed. */
 void job_shell_relay_attach(struct job_shell *s, int sock, struct MHD_UpgradeResponseHandle *urh,
 		      const char *extra, size_t n_extra);
+
+/* Closes the shells an account event takes away (what: an enum app_close, as
+ * app->close_connections: the user's, the user's opened with a session, one
+ * session's, one token's) with close code 1008, within their thread's next turn;
+ * returns how many. */
+int job_shell_relay_close(int what, int64_t id);
 
 #endif

@@ -26,11 +26,11 @@ def sd(runtime_daemon_factory):
                        runtime={"keep_on_shutdown": "true"})
 
 
-def token(c, scopes):
+def token(c, scopes, whole=False):
     r = c.post("/api/v1/me/tokens", json={"name": f"t{time.monotonic_ns()}",
                                           "password": c.password, "scopes": scopes})
     assert_status(r, 201)
-    return r.json["token"]
+    return r.json if whole else r.json["token"]
 
 
 def training(c, command=SLEEPER):
@@ -139,6 +139,15 @@ def test_resize_and_refusals(sd, owner):
     finally:
         for w in open_:
             w.close()
+    # revoking the token that opened a shell closes it (1008)
+    t = token(owner, ["jobs"], whole=True)
+    ws = shell(sd, j["id"], t["token"]).expect_open()
+    run(ws, "true")
+    assert_status(owner.delete(f"/api/v1/me/tokens/{t['id']}"), 204)
+    with pytest.raises(WebSocketClosed) as closed:
+        while True:
+            ws.recv(timeout=10 * SLOW)
+    assert closed.value.code == 1008, closed.value
     assert_status(owner.post(f"/api/v1/jobs/{j['id']}/stop", json={}), 202)
     wait_job(owner, j["id"])
     wait_until(lambda: pools_settled(sd), 30 * SLOW, "its pool to end")
