@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -60,8 +61,11 @@ struct job_shell {
 	struct job_shell *next;
 };
 
+#define STOP_WAIT_MS 3000 /* labd-web's stop waits this long for its shells to close */
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct job_shell *shells; /* reserved and attached, under lock */
+static _Atomic bool stopping;    /* labd-web stops, no shell opens (set under lock) */
 
 /* Pending opens whose client never took the upgrade: their terminals close. */
 static void sweep_pending_locked(long long now)
@@ -91,7 +95,7 @@ struct job_shell *job_shell_relay_reserve(struct app *app, const struct job_shel
 		ours += s->who.job_id == who->job_id;
 	}
 	s = NULL;
-	if (all < JOB_SHELLS_MAX && ours < JOB_SHELLS_PER_JOB && (s = calloc(1, sizeof(*s)))) {
+	if (!stopping && all < JOB_SHELLS_MAX && ours < JOB_SHELLS_PER_JOB && (s = calloc(1, sizeof(*s)))) {
 		s->app = app;
 		s->who = *who;
 		s->pty = s->sock = -1;
@@ -269,6 +273,15 @@ static bool take_frame(struct job_shell *s)
 	return true;
 }
 
+/* Its access ended: an account event (1008), or labd-web stops (1001). */
+static void end_access(struct job_shell *s)
+{
+	if (stopping)
+		close_with(s, REVOKED, 1001, "labd is stopping");
+	else
+		close_with(s, REVOKED, 1008, "your access to this shell ended");
+}
+
 /* ---- the loop ---- */
 
 static void refill(struct job_shell *s, long long now)
@@ -284,7 +297,7 @@ static void read_client(struct job_shell *s)
 	ssize_t n = read(s->sock, s->in + s->in_len, IN_MAX - s->in_len);
 
 	if (n == 0 && s->revoked) { /* its reading half was shut down to wake us */
-		close_with(s, REVOKED, 1008, "your access to this shell ended");
+		end_access(s);
 		return;
 	}
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -364,7 +377,7 @@ static bool turn(struct job_shell *s)
 	bool broken = false;
 
 	if (s->revoked) /* its reading half was shut down to wake us */
-		close_with(s, REVOKED, 1008, "your access to this shell ended");
+		end_access(s);
 	if (s->end != RUNNING && (s->out_len == s->out_off || now >= s->closing_until_ms))
 		return false;
 	if (s->end == CLIENT_GONE)
@@ -392,7 +405,7 @@ static const char *end_name(enum shell_end e)
 	return e == CLIENT_CLOSED ? "closed by the client"
 	       : e == CLIENT_GONE ? "the client went away"
 	       : e == SHELL_ENDED ? "the shell ended"
-	       : e == REVOKED	  ? "an account event ended its access"
+	       : e == REVOKED	  ? "its access ended (an account event, or labd stops)"
 				  : "the client broke the WebSocket protocol";
 }
 
@@ -405,7 +418,10 @@ static void *relay_main(void *arg)
 	s->tokens = RATE_BURST;
 	while (turn(s))
 		;
-	unlist(s); /* first: job_shell_relay_close must not touch its socket from here on */
+	/* job_shell_relay_close must not touch its socket from here on */
+	pthread_mutex_lock(&lock);
+	s->sock = -1;
+	pthread_mutex_unlock(&lock);
 	/* the master closed: the shell's session gets SIGHUP */
 	close(s->pty);
 	s->pty = -1;
@@ -417,6 +433,7 @@ static void *relay_main(void *arg)
 		log_error("audit: job.shell.close of %s not recorded", s->who.actor);
 	log_info("job %lld: shell of %s closed: %s", (long long)s->who.job_id, s->who.actor,
 		 end_name(s->end));
+	unlist(s);
 	free(s);
 	return NULL;
 }
@@ -442,7 +459,7 @@ int job_shell_relay_close(int what, int64_t id)
 
 	pthread_mutex_lock(&lock);
 	for (struct job_shell *s = shells; s; s = s->next) {
-		if (!s->attached || !in_scope(&s->who, what, id))
+		if (!s->attached || s->sock < 0 || !in_scope(&s->who, what, id))
 			continue;
 		s->revoked = true;
 		shutdown(s->sock, SHUT_RD); /* wakes its thread: the socket reads as ended */
@@ -450,6 +467,32 @@ int job_shell_relay_close(int what, int64_t id)
 	}
 	pthread_mutex_unlock(&lock);
 	return n;
+}
+
+void job_shell_relay_stop_all(void)
+{
+	long long until = clock_ms() + STOP_WAIT_MS;
+	bool left;
+
+	pthread_mutex_lock(&lock);
+	stopping = true;
+	sweep_pending_locked(LLONG_MAX / 2); /* every open not yet upgraded goes now */
+	for (struct job_shell *s = shells; s; s = s->next) {
+		s->revoked = true;
+		shutdown(s->sock, SHUT_RD);
+	}
+	pthread_mutex_unlock(&lock);
+	/* their threads write their audit entries: the store must still be open */
+	do {
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		pthread_mutex_lock(&lock);
+		left = shells != NULL;
+		pthread_mutex_unlock(&lock);
+		if (left)
+			nanosleep(&ts, NULL);
+	} while (left && clock_ms() < until);
+	if (left)
+		log_warn("job shells: some did not close within %d ms of the stop", STOP_WAIT_MS);
 }
 
 void job_shell_relay_attach(struct job_shell *s, int sock, struct MHD_UpgradeResponseHandle *urh,

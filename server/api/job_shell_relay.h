@@ -51,5 +51,8 @@ void job_shell_relay_attach(struct job_shell *s, int sock, struct MHD_UpgradeRes
  * session's, one token's) with close code 1008, within their thread's next turn;
  * returns how many. */
 int job_shell_relay_close(int what, int64_t id);
+/* labd-web stops: no shell opens any more, every open one is closed (1008) and its
+ * close audited; returns once all are gone or after 3 s. Call before the store closes. */
+void job_shell_relay_stop_all(void);
 
 #endif

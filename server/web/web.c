@@ -443,6 +443,7 @@ static void stop_http(struct web *w)
 	__atomic_store_n(&w->app.on_runtime_ended, NULL, __ATOMIC_SEQ_CST);
 	http_streams_close_all(w->app.streams);
 	wsrelay_stop(w->app.proxy->relay);
+	job_shell_relay_stop_all();
 	workers_stop(w->httpd);
 	upstream_clear();
 }

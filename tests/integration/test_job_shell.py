@@ -170,8 +170,17 @@ def test_shell_closes_when_the_job_ends(sd, owner):
 def test_shell_after_a_restart(sd, owner):
     j = training(owner)
     wait_until(lambda: pools_settled(sd), 30 * SLOW, "the earlier tests' pools to end")
+    before = shell(sd, j["id"], owner.tok).expect_open()
+    run(before, "true")
     assert sd.stop(15) == 0, sd.log_tail()
+    # the stop closed the shell open then (going away), its close audited first
+    with pytest.raises(WebSocketClosed) as closed:
+        while True:
+            before.recv(timeout=5 * SLOW)
+    assert closed.value.code == 1001, closed.value
     sd.start(expect_admin_password=False)
+    assert any(e["action"] == "job.shell.close" and "labd stops" in (e["detail"] or "")
+               for e in sd.admin().get("/api/v1/audit?limit=50").json["entries"])
     owner.login(owner.name, owner.password)
     j = wait_job(owner, j["id"], statuses=("InProgress",), secondary="Training")
     ws = shell(sd, j["id"], owner.tok).expect_open()
