@@ -382,20 +382,25 @@ static bool turn(struct job_shell *s)
 		return false;
 	if (s->end == CLIENT_GONE)
 		return false;
+	/* a side asked for nothing is left out: a hung-up terminal whose output has no
+	 * room yet must not wake us over and over, nor be read into nowhere */
+	for (int i = 0; i < 2; i++)
+		if (!p[i].events)
+			p[i].fd = -1;
 	if (poll(p, 2, poll_timeout(s, now)) < 0 && errno != EINTR)
 		return false;
 	refill(s, clock_ms());
-	if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
+	if ((p[0].events & POLLIN) && (p[0].revents & (POLLIN | POLLHUP | POLLERR)))
 		read_client(s);
 	if (s->end == CLIENT_GONE)
 		return false;
-	if (p[0].revents & POLLOUT)
+	if (p[0].revents & (POLLOUT | POLLHUP | POLLERR) && (p[0].events & POLLOUT))
 		write_side(s->sock, s->out, &s->out_off, &s->out_len, &broken);
 	if (broken)
 		return false;
-	if (p[1].revents & POLLOUT)
+	if ((p[1].events & POLLOUT) && (p[1].revents & (POLLOUT | POLLHUP | POLLERR)))
 		write_pty(s);
-	if (p[1].revents & (POLLIN | POLLHUP | POLLERR))
+	if ((p[1].events & POLLIN) && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
 		read_pty(s);
 	return true;
 }

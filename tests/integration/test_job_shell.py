@@ -118,6 +118,14 @@ def test_resize_and_refusals(sd, owner):
     try:
         ws.send_text(json.dumps({"type": "resize", "cols": 91, "rows": 33}))
         assert "33 91" in run(ws, "stty size")
+        # a flood of output comes through whole, at the relay's rate (1 MiB/s after a
+        # 256 KiB burst): 3 MB take about 2.6 s
+        t0 = time.monotonic()
+        out = run(ws, "head -c 3000000 /dev/zero | tr '\\0' x; echo", timeout=30 * SLOW)
+        took = time.monotonic() - t0
+        assert out.count("x") >= 3000000, len(out)
+        assert took >= 2.2, f"3 MB in {took:.2f} s: faster than the rate"
+        print(f"3 MB of shell output relayed in {took:.2f} s")
     finally:
         ws.close()
     # wrong scope, another user, no WebSocket, no job
