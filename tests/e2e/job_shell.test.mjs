@@ -4,7 +4,9 @@
 // shows in the terminal. Stopping the job closes the shell. A real job in a real sandbox.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { ADMIN_PW, WIDE, Browser, uniqueName, formLogin, apiLogin, api, createUser, waitFor } from './console-lib.mjs';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ADMIN_PW, STATE_DIR, WIDE, Browser, uniqueName, formLogin, apiLogin, api, createUser, waitFor } from './console-lib.mjs';
 
 const JOB_TIMEOUT = 120_000; // a cold job sandbox on a busy 2-core machine
 const T = { timeout: 300_000 };
@@ -55,4 +57,12 @@ test('the Shell button opens a terminal in the job that runs a typed command', T
   await waitFor(async () => /closed/.test(await page.locator('#job-shell-state').textContent()),
     'the shell closed as the job ended', 30_000);
   assert.deepEqual(b.pageErrors, []);
+  // the pool's teardown is over (root removes its folder last) before the daemon stops
+  const job = await waitFor(async () => {
+    const j = (await api(session, 'GET', `/jobs/${id}`)).body;
+    return j.status !== 'InProgress' && j;
+  }, 'the job ended', JOB_TIMEOUT);
+  assert.ok(STATE_DIR && job.warm_pool, JSON.stringify(job.warm_pool));
+  await waitFor(async () => !existsSync(join(STATE_DIR, 'pools', String(job.warm_pool.id))),
+    'its pool torn down', 30_000);
 });
