@@ -262,12 +262,12 @@ static int recv_master(int sock, const char *id, struct sandbox_error *err)
 }
 
 int sandbox_shell_start(const struct sandbox_handle *h, const struct sandbox_shell *s,
-			int *master_fd, struct sandbox_error *err)
+			int *master_fd, int *pidfd, struct sandbox_error *err)
 {
-	int init, sv[2], fd;
+	int init, sv[2], fd, pfd;
 	pid_t pid;
 
-	*master_fd = -1;
+	*master_fd = *pidfd = -1;
 	if ((init = open_init(h)) < 0)
 		return errf(err, "sandbox %s: shell: its init is gone", h->id);
 	if (join_cgroups(h) < 0) {
@@ -292,12 +292,18 @@ int sandbox_shell_start(const struct sandbox_handle *h, const struct sandbox_she
 		close(sv[0]);
 		return errf(err, "sandbox %s: shell: fork: %s", h->id, strerror(errno));
 	}
-	fd = recv_master(sv[0], h->id, err);
+	/* our child, not reaped (we never wait): the pid is the shell's until we exit */
+	pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	fd = pfd < 0 ? errf(err, "sandbox %s: shell: pidfd: %s", h->id, strerror(errno))
+		     : recv_master(sv[0], h->id, err);
 	close(sv[0]);
 	if (fd < 0) {
 		kill(pid, SIGKILL); /* set up half: the sandbox's init reaps it */
+		if (pfd >= 0)
+			close(pfd);
 		return -1;
 	}
 	*master_fd = fd;
+	*pidfd = pfd;
 	return 0;
 }

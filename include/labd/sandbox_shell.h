@@ -25,12 +25,13 @@ struct sandbox_shell {
 };
 
 /* Starts the shell in the running sandbox h and puts the pty's master (O_CLOEXEC,
- * blocking) in *master_fd.  Changes the calling process's namespaces and cgroups for
+ * blocking) in *master_fd and a pidfd of the shell (its caller kills it with
+ * pidfd_send_signal when what it was opened for ends) in *pidfd.  Changes the calling process's namespaces and cgroups for
  * good: call it only in a forked, single-threaded child of root that exits after
  * (a supervisor worker).  The shell is not the caller's child once that exits: the
  * sandbox's init reaps it, and it ends with the sandbox (or when the master is closed:
  * the terminal hangs up).  0, or -1 with *err (step "shell", may be NULL) saying why. */
 int sandbox_shell_start(const struct sandbox_handle *h, const struct sandbox_shell *s,
-			int *master_fd, struct sandbox_error *err);
+			int *master_fd, int *pidfd, struct sandbox_error *err);
 
 #endif

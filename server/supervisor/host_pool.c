@@ -172,16 +172,16 @@ static long long tick_all(struct host *h, void *own, long long now, int64_t wall
 {
 	struct pool_own *po = own;
 	struct host_box *b;
+	long long shells = host_shells_tick(h, po->shells, now);
 
-	(void)now;
 	(void)wall;
 	if (!po->say_held)
-		return -1;
+		return shells;
 	po->say_held = false; /* after hello's reply: ends held meanwhile go out now */
 	for (int i = 0; (b = host_next(h, &host_pool, &i));)
 		if (b->state == H_RUNNING)
 			jobrun_say_held(h, (struct pool_box *)b);
-	return -1;
+	return shells;
 }
 
 static bool busy(const struct host_box *b)

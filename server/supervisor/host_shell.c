@@ -2,9 +2,12 @@
 #include "supervisor/host_shell.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "labd/log.h"
@@ -17,18 +20,29 @@
 
 /* sandbox_shell waits at most 5 s for the terminal; the worker's limit is above */
 #define SHELL_WORKER_LIMIT_MS 10000LL
+/* how often live shells are matched against their jobs */
+#define SHELL_CHECK_MS 200
 
 struct host_shells {
 	struct {
 		int fd; /* the worker's result socket; -1: free */
 		pid_t worker;
 		long long reply_id;
-		long long job_id;
+		long long pool_id, job_id;
+		int pidfd; /* the shell's, once the worker sent it; -1 */
 	} start[HOST_SHELL_STARTS_MAX];
+	struct {
+		int pidfd; /* -1: free */
+		long long pool_id, job_id;
+		char user[LAUNCH_NAME_MAX + 1];
+	} live[HOST_SHELLS_LIVE_MAX];
 };
 
-/* What the worker says; the master travels beside it. */
+/* What the worker says: first the shell's pidfd (SHELL_PID), then how it went with
+ * the master beside it (SHELL_DONE). */
+enum shell_said { SHELL_PID = 1, SHELL_DONE };
 struct shell_result {
+	int said;
 	int ok;
 	char message[SANDBOX_MESSAGE_MAX];
 };
@@ -37,6 +51,7 @@ struct shell_result {
 struct shell_work {
 	struct sandbox_handle h;
 	struct sandbox_shell s;
+	char user[LAUNCH_NAME_MAX + 1];
 };
 
 struct host_shells *host_shells_new(void)
@@ -44,7 +59,9 @@ struct host_shells *host_shells_new(void)
 	struct host_shells *hs = calloc(1, sizeof(*hs));
 
 	for (int k = 0; hs && k < HOST_SHELL_STARTS_MAX; k++)
-		hs->start[k].fd = -1;
+		hs->start[k].fd = hs->start[k].pidfd = -1;
+	for (int k = 0; hs && k < HOST_SHELLS_LIVE_MAX; k++)
+		hs->live[k].pidfd = -1;
 	return hs;
 }
 
@@ -52,11 +69,18 @@ void host_shells_free(struct host_shells *hs)
 {
 	if (!hs)
 		return;
-	for (int k = 0; k < HOST_SHELL_STARTS_MAX; k++)
+	for (int k = 0; k < HOST_SHELL_STARTS_MAX; k++) {
 		if (hs->start[k].fd >= 0) {
 			worker_end(hs->start[k].worker);
 			close(hs->start[k].fd);
 		}
+		if (hs->start[k].pidfd >= 0)
+			close(hs->start[k].pidfd);
+	}
+	/* live shells run on: the agent still ends them with their job */
+	for (int k = 0; k < HOST_SHELLS_LIVE_MAX; k++)
+		if (hs->live[k].pidfd >= 0)
+			close(hs->live[k].pidfd);
 	free(hs);
 }
 
@@ -72,18 +96,36 @@ static struct pool_box *find(struct host *h, const char *user, long long pool_id
 	return NULL;
 }
 
+/* Failure injection for tests: LABD_FAULT_SLOW_SHELL=<user>:<ms> delays the start
+ * of that user's shells, so that their job can end meanwhile. */
+static void fault_slow_shell(const char *user)
+{
+	const char *f = getenv("LABD_FAULT_SLOW_SHELL");
+	const char *colon = f ? strchr(f, ':') : NULL;
+
+	if (colon && (size_t)(colon - f) == strlen(user) && strncmp(f, user, strlen(user)) == 0) {
+		long ms = strtol(colon + 1, NULL, 10);
+		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+}
+
 static int shell_worker(void *arg, int fd)
 {
 	struct shell_work *w = arg;
-	struct shell_result r = {0};
+	struct shell_result r = {.said = SHELL_DONE};
+	struct shell_result p = {.said = SHELL_PID, .ok = 1};
 	struct sandbox_error err = {0};
-	int master;
+	int master, pidfd;
 
-	if (sandbox_shell_start(&w->h, &w->s, &master, &err) < 0) {
+	fault_slow_shell(w->user);
+	if (sandbox_shell_start(&w->h, &w->s, &master, &pidfd, &err) < 0) {
 		snprintf(r.message, sizeof(r.message), "%s", err.message);
 		return worker_send(fd, &r, sizeof(r), -1) < 0 ? 2 : 1;
 	}
 	r.ok = 1;
+	if (worker_send(fd, &p, sizeof(p), pidfd) < 0)
+		return 2;
 	return worker_send(fd, &r, sizeof(r), master) < 0 ? 2 : 0;
 }
 
@@ -98,6 +140,7 @@ static int spawn(struct pool_box *p, long long cols, long long rows, pid_t *pid,
 	int64_t ncpus = p->cpus_milli ? (p->cpus_milli + 999) / 1000 : 1;
 	int rc;
 
+	snprintf(w.user, sizeof(w.user), "%s", p->b.user);
 	if (jobenv_build(&p->job.spec, p->job.job_id, p->b.user, ncpus, &env) < 0)
 		return -ENOMEM;
 	if (env.n + 2 < JOBENV_MAX && !(env.entries[env.n++] = strdup("TERM=xterm-256color"))) {
@@ -142,6 +185,7 @@ json_t *host_shell_open(struct host *h, long long id, json_t *msg)
 	if (rc < 0)
 		return proto_error(id, "busy", "the shell's worker could not start");
 	hs->start[k].reply_id = id;
+	hs->start[k].pool_id = p->pool_id;
 	hs->start[k].job_id = job_id;
 	log_info("job %lld of %s: starting a shell (worker %d)", job_id, p->b.user,
 		 (int)hs->start[k].worker);
@@ -158,32 +202,124 @@ int host_shells_pollfds(struct host_shells *hs, struct pollfd *fds, int max)
 	return n;
 }
 
+/* Whether the job a shell was opened into still trains in its pool. */
+static bool still_training(struct host *h, const char *user, long long pool_id, long long job_id)
+{
+	struct pool_box *p = find(h, user, pool_id);
+
+	return p && p->b.state == H_RUNNING && p->job.step == J_TRAINING &&
+	       p->job.job_id == job_id;
+}
+
+/* Keeps a started shell's pidfd (consumed) to end it with its job; one the table
+ * has no room for is ended now. */
+static bool keep_live(struct host_shells *hs, int pidfd, long long pool_id, long long job_id,
+		      const char *user)
+{
+	for (int k = 0; k < HOST_SHELLS_LIVE_MAX; k++) {
+		if (hs->live[k].pidfd >= 0)
+			continue;
+		hs->live[k].pidfd = pidfd;
+		hs->live[k].pool_id = pool_id;
+		hs->live[k].job_id = job_id;
+		snprintf(hs->live[k].user, sizeof(hs->live[k].user), "%s", user);
+		return true;
+	}
+	syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	close(pidfd);
+	return false;
+}
+
+/* The worker's last word in r (and the master): answer the web process. The job
+ * must still train: one that ended while the shell started (the agent's kill of
+ * everything the user runs came before the shell was the user's) takes it along. */
+static void answer(struct host *h, struct host_shells *hs, int k, ssize_t n,
+		   struct shell_result *r, int master)
+{
+	long long job_id = hs->start[k].job_id;
+	const char *user = NULL;
+	struct host_box *b;
+	bool training, ok;
+
+	for (int i = 0; (b = host_next(h, &host_pool, &i));)
+		if (((struct pool_box *)b)->pool_id == hs->start[k].pool_id)
+			user = b->user;
+	training = user && still_training(h, user, hs->start[k].pool_id, job_id);
+	ok = training && n == (ssize_t)sizeof(*r) && r->ok && master >= 0 && hs->start[k].pidfd >= 0;
+	if (!training)
+		snprintf(r->message, sizeof(r->message), "the job ended while its shell started");
+	if (ok && keep_live(hs, hs->start[k].pidfd, hs->start[k].pool_id, job_id, user)) {
+		hs->start[k].pidfd = -1;
+		log_info("job %lld: shell started", job_id);
+		host_emit_fd(h, proto_ok(hs->start[k].reply_id), master);
+	} else {
+		r->message[sizeof(r->message) - 1] = '\0';
+		log_warn("job %lld: no shell: %s", job_id,
+			 n == -ETIMEDOUT ? "its worker ran past its time limit"
+			 : r->message[0] ? r->message : "its worker died");
+		host_emit(h, proto_error(hs->start[k].reply_id,
+					 training ? "shell_failed" : "job_not_running",
+					 r->message[0] ? r->message : "the shell did not start"));
+	}
+	if (hs->start[k].pidfd >= 0) { /* not kept: it ends now */
+		syscall(SYS_pidfd_send_signal, hs->start[k].pidfd, SIGKILL, NULL, 0);
+		close(hs->start[k].pidfd);
+		hs->start[k].pidfd = -1;
+	}
+	if (master >= 0)
+		close(master); /* the web process holds its own copy now (or nobody) */
+	close(hs->start[k].fd);
+	hs->start[k].fd = -1;
+}
+
 bool host_shells_on_fd(struct host *h, struct host_shells *hs, int fd)
 {
 	for (int k = 0; hs && k < HOST_SHELL_STARTS_MAX; k++) {
-		struct shell_result r = {0};
-		int master = -1;
 		if (hs->start[k].fd < 0 || hs->start[k].fd != fd)
 			continue;
-		ssize_t n = worker_recv(fd, &r, sizeof(r), &master);
-		if (n == -EAGAIN)
+		for (;;) {
+			struct shell_result r = {0};
+			int passed = -1;
+			ssize_t n = worker_recv(fd, &r, sizeof(r), &passed);
+			if (n == -EAGAIN)
+				return true;
+			if (n == (ssize_t)sizeof(r) && r.said == SHELL_PID && passed >= 0 &&
+			    hs->start[k].pidfd < 0) {
+				hs->start[k].pidfd = passed;
+				continue;
+			}
+			if (n == (ssize_t)sizeof(r) && r.said != SHELL_DONE) {
+				if (passed >= 0)
+					close(passed);
+				n = 0; /* out of turn: the worker broke */
+			}
+			answer(h, hs, k, n, &r, passed);
 			return true;
-		close(hs->start[k].fd);
-		hs->start[k].fd = -1;
-		if (n == (ssize_t)sizeof(r) && r.ok && master >= 0) {
-			log_info("job %lld: shell started", hs->start[k].job_id);
-			host_emit_fd(h, proto_ok(hs->start[k].reply_id), master);
-		} else {
-			r.message[sizeof(r.message) - 1] = '\0';
-			log_warn("job %lld: no shell: %s", hs->start[k].job_id,
-				 n == -ETIMEDOUT ? "its worker ran past its time limit"
-				 : r.message[0] ? r.message : "its worker died");
-			host_emit(h, proto_error(hs->start[k].reply_id, "shell_failed",
-						 r.message[0] ? r.message : "the shell did not start"));
 		}
-		if (master >= 0)
-			close(master); /* the web process holds its own copy now (or nobody) */
-		return true;
 	}
 	return false;
+}
+
+long long host_shells_tick(struct host *h, struct host_shells *hs, long long now)
+{
+	bool any = false;
+
+	for (int k = 0; hs && k < HOST_SHELLS_LIVE_MAX; k++) {
+		struct pollfd pf = {hs->live[k].pidfd, POLLIN, 0};
+		if (pf.fd < 0)
+			continue;
+		/* a pidfd reads as ready once its process is gone */
+		if (poll(&pf, 1, 0) == 0 && still_training(h, hs->live[k].user, hs->live[k].pool_id,
+							   hs->live[k].job_id)) {
+			any = true;
+			continue;
+		}
+		if (!pf.revents) {
+			log_info("job %lld: its shell ends with it", hs->live[k].job_id);
+			syscall(SYS_pidfd_send_signal, pf.fd, SIGKILL, NULL, 0);
+		}
+		close(pf.fd);
+		hs->live[k].pidfd = -1;
+	}
+	return any ? now + SHELL_CHECK_MS : -1;
 }

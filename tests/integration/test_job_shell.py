@@ -14,16 +14,19 @@ import time
 import pytest
 
 from jobs_lib import get_job, jobs_daemon, new_user, submit, wait_job
-from labd_harness import SLOW, WebSocket, WebSocketClosed, assert_error, assert_status, \
-    wait_until
+from labd_harness import SLOW, STRONG, WebSocket, WebSocketClosed, assert_error, \
+    assert_status, unique_name, wait_until
 
 SLEEPER = ["/bin/sh", "-c", "echo shell-test-job; exec sleep 300"]
+# this user's shells start 4 s late (LABD_FAULT_SLOW_SHELL): their job ends meanwhile
+SLOW_USER = unique_name("slsh")
 
 
 @pytest.fixture(scope="module")
 def sd(runtime_daemon_factory):
     return jobs_daemon(runtime_daemon_factory, "job-shell",
-                       runtime={"keep_on_shutdown": "true"})
+                       runtime={"keep_on_shutdown": "true"},
+                       env={"LABD_FAULT_SLOW_SHELL": f"{SLOW_USER}:4000"})
 
 
 def token(c, scopes, whole=False):
@@ -173,6 +176,25 @@ def test_shell_closes_when_the_job_ends(sd, owner):
             ws.recv(timeout=20 * SLOW)
     assert time.monotonic() - t0 < 15 * SLOW
     wait_job(owner, j["id"])
+
+
+def test_a_job_that_ends_while_its_shell_starts_takes_it_along(sd):
+    """The agent kills what the user runs when the command ends; a shell still being
+    set up then (not yet the user's) is refused by root, which checks the job again."""
+    pw = f"{STRONG}-{SLOW_USER}"
+    assert_status(sd.admin().post("/api/v1/users", json={"name": SLOW_USER, "password": pw}), 201)
+    c = sd.client()
+    c.login(SLOW_USER, pw)
+    c.password = pw
+    # kept warm: the late shell starts in the idle pool, and root ends it there
+    j = wait_job(c, submit(c, ["/bin/sh", "-c", "exec sleep 2"], keep_alive_s=60)["id"],
+                 statuses=("InProgress",), secondary="Training")
+    ws = shell(sd, j["id"], token(c, ["jobs"]))
+    assert ws.status == 409, ws.raw_head
+    assert "the job ended while its shell started" in sd.log()
+    j = wait_job(c, j["id"])
+    assert j["warm_pool"]["status"] == "Available", j["warm_pool"]
+    assert_status(c.delete(f"/api/v1/warm-pools/{j['warm_pool']['id']}"), 204)
 
 
 def test_shell_after_a_restart(sd, owner):
