@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "labd/log.h"
 #include "labd/sandbox_shell.h"
 #include "proto/proto.h"
@@ -129,8 +130,54 @@ static int shell_worker(void *arg, int fd)
 	return worker_send(fd, &r, sizeof(r), master) < 0 ? 2 : 0;
 }
 
-/* The job's own environment (jobenv.h) and a terminal's TERM; cwd its home. */
-static int spawn(struct pool_box *p, long long cols, long long rows, pid_t *pid, int *fd)
+/* Adds kv unless its name is there already (the job's own entries come first). */
+static int env_put(struct jobenv *env, const char *kv)
+{
+	size_t name = strcspn(kv, "=");
+
+	for (size_t i = 0; i < env->n; i++)
+		if (env->entries[i] && strncmp(env->entries[i], kv, name + 1) == 0)
+			return 0;
+	if (env->n + 1 >= JOBENV_MAX)
+		return 0; /* full: the job's own entries matter more */
+	if (!(env->entries[env->n] = strdup(kv)))
+		return -ENOMEM;
+	env->entries[++env->n] = NULL;
+	return 0;
+}
+
+/* What the sandbox gives its command besides the job's environment (sandbox/start.c,
+ * step env; launch.c): the GPUs it binds, the driver's libraries, and a terminal. */
+static int sandbox_env(const struct labd_config *cfg, const struct pool_box *p,
+		       struct jobenv *env)
+{
+	static const char *const fixed[] = {"LANG=C.UTF-8", "LOGNAME=labd", "SHELL=/bin/sh",
+					    "TERM=xterm-256color"};
+	/* at most SANDBOX_MAX_GPUS minors of 10 digits and their commas */
+	char list[SANDBOX_MAX_GPUS * 11 + 1] = "", kv[sizeof(list) + 32];
+	size_t off = 0;
+	int rc = 0;
+
+	/* stand-in GPUs bind no device, and the sandbox names none (launch.c) */
+	for (unsigned i = 0; i < p->b.n_gpus && i < SANDBOX_MAX_GPUS && !cfg->gpu_stand_in; i++)
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%u", i ? "," : "",
+					p->b.gpus[i]);
+	if (off) {
+		snprintf(kv, sizeof(kv), "CUDA_VISIBLE_DEVICES=%s", list);
+		rc = env_put(env, kv);
+		snprintf(kv, sizeof(kv), "NVIDIA_VISIBLE_DEVICES=%s", list);
+		rc = rc ? rc : env_put(env, kv);
+	}
+	if (!rc && p->b.n_gpus && cfg->driver_lib_dir[0])
+		rc = env_put(env, "LD_LIBRARY_PATH=" SANDBOX_DRIVER_LIB_INSIDE);
+	for (size_t i = 0; !rc && i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		rc = env_put(env, fixed[i]);
+	return rc;
+}
+
+/* The job's own environment (jobenv.h) and the sandbox's; cwd its home. */
+static int spawn(struct host *h, struct pool_box *p, long long cols, long long rows, pid_t *pid,
+		 int *fd)
 {
 	static char *const bash[] = {"bash", "-i", NULL}, *const sh[] = {"sh", "-i", NULL};
 	struct shell_work w = {.h = p->b.h};
@@ -143,11 +190,10 @@ static int spawn(struct pool_box *p, long long cols, long long rows, pid_t *pid,
 	snprintf(w.user, sizeof(w.user), "%s", p->b.user);
 	if (jobenv_build(&p->job.spec, p->job.job_id, p->b.user, ncpus, &env) < 0)
 		return -ENOMEM;
-	if (env.n + 2 < JOBENV_MAX && !(env.entries[env.n++] = strdup("TERM=xterm-256color"))) {
+	if (sandbox_env(host_cfg(h), p, &env) < 0) {
 		jobenv_free(&env);
 		return -ENOMEM;
 	}
-	env.entries[env.n] = NULL;
 	sandbox_spec_init(&defaults); /* pools run with the library's inner uid and nofile */
 	snprintf(home, sizeof(home), "/home/%s", p->b.user);
 	w.s = (struct sandbox_shell){.inner_uid = defaults.inner_uid,
@@ -180,7 +226,7 @@ json_t *host_shell_open(struct host *h, long long id, json_t *msg)
 		k++;
 	if (!hs || k == HOST_SHELL_STARTS_MAX)
 		return proto_error(id, "busy", "too many shells starting at once");
-	rc = spawn(p, proto_int(msg, "cols"), proto_int(msg, "rows"), &hs->start[k].worker,
+	rc = spawn(h, p, proto_int(msg, "cols"), proto_int(msg, "rows"), &hs->start[k].worker,
 		   &hs->start[k].fd);
 	if (rc < 0)
 		return proto_error(id, "busy", "the shell's worker could not start");

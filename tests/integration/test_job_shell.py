@@ -17,7 +17,10 @@ from jobs_lib import get_job, jobs_daemon, new_user, submit, wait_job
 from labd_harness import SLOW, STRONG, WebSocket, WebSocketClosed, assert_error, \
     assert_status, unique_name, wait_until
 
-SLEEPER = ["/bin/sh", "-c", "echo shell-test-job; exec sleep 300"]
+# the job keeps its environment where its shell can compare it with its own
+SLEEPER = ["/bin/sh", "-c", "env | sort > /tmp/job.env; echo shell-test-job; exec sleep 300"]
+# what a shell sets for itself, or what only one of them has on purpose
+SHELL_OWN = {"PWD", "OLDPWD", "SHLVL", "_", "TERM", "LINES", "COLUMNS"}
 # this user's shells start 4 s late (LABD_FAULT_SLOW_SHELL): their job ends meanwhile
 SLOW_USER = unique_name("slsh")
 
@@ -57,7 +60,8 @@ def run(ws, command, timeout=15 * SLOW):
         op, data = ws.recv(timeout=left)
         assert op == 0x2, (op, data)
         out += data
-    return out.decode("utf-8", "replace").replace("\r", "")
+    # without the terminal's control sequences (bash's bracketed paste mode)
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace").replace("\r", ""))
 
 
 def pools_settled(d):
@@ -108,6 +112,21 @@ def test_shell_is_in_the_job_sandbox_as_the_user(sd, owner):
     assert re.search(r"NoNewPrivs:\s+1", out) and re.search(r"Seccomp:\s+2", out), out
     assert f"job={j['id']} term=xterm-256color" in out, out
     assert "50 200" in out, out  # the size asked for
+    # the job's environment, entry for entry (but what a shell sets for itself)
+    ws = shell(sd, j["id"], owner.tok).expect_open()
+    try:
+        out = run(ws, "cat /tmp/job.env; echo =====; env | sort")
+    finally:
+        ws.close()
+    body = out[out.index("\n") + 1:].rsplit("\n", 2)[0]  # no echoed command, no marker
+    job_env, _, shell_env = body.partition("=====\n")
+
+    def entries(text):
+        return {ln for ln in text.splitlines()
+                if "=" in ln and ln.split("=", 1)[0] not in SHELL_OWN}
+    assert entries(job_env) == entries(shell_env), \
+        (entries(job_env) ^ entries(shell_env), out)
+    assert any(ln.startswith("SM_") for ln in entries(job_env)), job_env
     wait_until(lambda: audit_actions(sd, j["name"]).count("job.shell.close") >= 1,
                10 * SLOW, "the close's audit entry")
     assert "job.shell.open" in audit_actions(sd, j["name"])
