@@ -150,6 +150,18 @@ def test_resize_and_refusals(sd, owner):
         print(f"3 MB of shell output relayed in {took:.2f} s")
     finally:
         ws.close()
+    # a client that upgrades a POST gets the same terminal
+    s = socket.create_connection(("127.0.0.1", sd.port), timeout=10 * SLOW)
+    try:
+        s.sendall((f"POST /api/v1/jobs/{j['id']}/shell HTTP/1.1\r\nHost: 127.0.0.1:{sd.port}\r\n"
+                   "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                   f"Authorization: Bearer {owner.tok}\r\nContent-Length: 0\r\n\r\n").encode())
+        head = s.recv(4096)
+        assert head.startswith(b"HTTP/1.1 101"), head
+        assert b"s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" in head, head  # RFC 6455's own example
+    finally:
+        s.close()
     # wrong scope, another user, no WebSocket, no job
     assert shell(sd, j["id"], token(owner, ["runtimes"])).status == 403
     _, stranger = new_user(sd, "sx")
