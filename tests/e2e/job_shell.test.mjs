@@ -13,6 +13,7 @@ const T = { timeout: 300_000 };
 const b = new Browser();
 const USER = uniqueName('jshell');
 let session, page;
+let jobId = null; // stopped by after() whatever happened, so no pool outlives the daemon
 
 before(async () => {
   await b.start();
@@ -25,6 +26,16 @@ before(async () => {
 
 after(async () => {
   await b.stop();
+  if (jobId === null) return;
+  await api(session, 'POST', `/jobs/${jobId}/stop`, {});
+  const job = await waitFor(async () => {
+    const j = (await api(session, 'GET', `/jobs/${jobId}`)).body;
+    return j.status !== 'InProgress' && j;
+  }, 'the job ended', JOB_TIMEOUT);
+  // root removes the pool's folder last in its teardown
+  if (STATE_DIR && job.warm_pool)
+    await waitFor(async () => !existsSync(join(STATE_DIR, 'pools', String(job.warm_pool.id))),
+      'its pool torn down', 30_000);
 });
 
 test('the Shell button opens a terminal in the job that runs a typed command', T, async () => {
@@ -34,6 +45,7 @@ test('the Shell button opens a terminal in the job that runs a typed command', T
   });
   assert.equal(r.status, 201, JSON.stringify(r.body));
   const id = r.body.id;
+  jobId = id;
   await waitFor(async () => {
     const j = (await api(session, 'GET', `/jobs/${id}`)).body;
     return j.secondary_status === 'Training' && j;
@@ -50,6 +62,14 @@ test('the Shell button opens a terminal in the job that runs a typed command', T
   await page.keyboard.type('echo "uid=$(id -u) $((6*7))"; ps -e -o args= | grep -c "sleep 60[0]"\n');
   await waitFor(async () => /uid=1000 42/.test(await rows.textContent()),
     'the command\'s output in the terminal', 20_000);
+  // legible under labd's Content-Security-Policy, which refuses xterm.js's own <style>
+  // elements (job-shell.css): light monospace text on a dark terminal
+  const look = await rows.evaluate((e) => {
+    const cs = getComputedStyle(e);
+    return [cs.color, cs.fontFamily];
+  });
+  assert.equal(look[0], 'rgb(230, 230, 230)');
+  assert.match(look[1], /mono/i);
   // the rows' text has no line breaks: the echo's line, then grep's count of the job's sleep
   assert.match(await rows.textContent(), /uid=1000 42\s*1(?!\d)/);
 
@@ -57,12 +77,4 @@ test('the Shell button opens a terminal in the job that runs a typed command', T
   await waitFor(async () => /closed/.test(await page.locator('#job-shell-state').textContent()),
     'the shell closed as the job ended', 30_000);
   assert.deepEqual(b.pageErrors, []);
-  // the pool's teardown is over (root removes its folder last) before the daemon stops
-  const job = await waitFor(async () => {
-    const j = (await api(session, 'GET', `/jobs/${id}`)).body;
-    return j.status !== 'InProgress' && j;
-  }, 'the job ended', JOB_TIMEOUT);
-  assert.ok(STATE_DIR && job.warm_pool, JSON.stringify(job.warm_pool));
-  await waitFor(async () => !existsSync(join(STATE_DIR, 'pools', String(job.warm_pool.id))),
-    'its pool torn down', 30_000);
 });

@@ -41,8 +41,8 @@
     var enc = new TextEncoder();
 
     if (!term) {
-      term = new window.Terminal({cols: COLS, rows: ROWS, cursorBlink: true,
-                                  scrollback: 2000});
+      term = new window.Terminal({cols: COLS, rows: ROWS, cursorBlink: true, scrollback: 2000,
+                                  fontFamily: "ui-monospace, 'DejaVu Sans Mono', monospace"});
       term.open($("job-shell-term"));
       term.onData(function (d) {
         if (ws && ws.readyState === WebSocket.OPEN) ws.send(enc.encode(d));
