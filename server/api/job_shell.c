@@ -7,6 +7,7 @@
  * must be labd's own (cross-site WebSocket hijacking). */
 #include <errno.h>
 #include <openssl/evp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -32,7 +33,7 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls,
 {
 	(void)conn;
 	(void)con_cls;
-	job_shell_relay_attach(cls, sock, urh, extra_in, extra_in_size);
+	job_shell_relay_attach((uint64_t)(uintptr_t)cls, sock, urh, extra_in, extra_in_size);
 }
 
 /* Sec-WebSocket-Accept for key (RFC 6455 section 4.2.2): base64 of SHA-1 of key + GUID. */
@@ -128,7 +129,7 @@ static void reply_open_failed(struct http_request *req, const struct job *j, int
 
 /* Starts the shell into s's reservation and sets the 101 reply; false with an
  * error reply set (the reservation is the caller's to cancel). */
-static bool open_shell(struct http_request *req, const struct job *j, struct job_shell *s,
+static bool open_shell(struct http_request *req, const struct job *j, uint64_t shell,
 		       const char *accept, int cols, int rows)
 {
 	struct MHD_Response *resp;
@@ -139,14 +140,19 @@ static bool open_shell(struct http_request *req, const struct job *j, struct job
 		reply_open_failed(req, j, rc, err);
 		return false;
 	}
-	job_shell_relay_set_pty(s, fd);
+	if (job_shell_relay_set_pty(shell, fd) < 0) { /* given up: labd-web stops */
+		http_add_header(req, "Retry-After", "5");
+		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "busy", "labd is stopping");
+		return false;
+	}
 	snprintf(detail, sizeof(detail), "job %lld (%s)", (long long)j->id, j->name);
 	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name,
 		      "job.shell.open", j->user_name, http_address(req), detail) < 0) {
 		http_reply_internal(req); /* not opened without its audit entry */
 		return false;
 	}
-	if (!(resp = MHD_create_response_for_upgrade(on_upgraded, s))) {
+	/* the reservation's id, not a pointer: it may be given up before the upgrade */
+	if (!(resp = MHD_create_response_for_upgrade(on_upgraded, (void *)(uintptr_t)shell))) {
 		http_reply_internal(req);
 		return false;
 	}
@@ -161,7 +167,7 @@ void api_job_shell(struct http_request *req)
 {
 	const struct auth_identity *ident = http_identity(req);
 	struct job_shell_who who = {0};
-	struct job_shell *s;
+	uint64_t shell;
 	char accept[64];
 	struct job j;
 	int cols, rows;
@@ -181,13 +187,13 @@ void api_job_shell(struct http_request *req)
 	who.session_id = ident->kind == AUTH_COOKIE ? ident->session_id : 0;
 	who.token_id = ident->kind == AUTH_TOKEN ? ident->token_id : 0;
 	snprintf(who.job_name, sizeof(who.job_name), "%s", j.name);
-	if (!(s = job_shell_relay_reserve(http_app(req), &who))) {
+	if (!(shell = job_shell_relay_reserve(http_app(req), &who))) {
 		http_add_header(req, "Retry-After", "30");
 		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_shells",
 				 "at most %d shells per job (%d on this server) are open at once",
 				 JOB_SHELLS_PER_JOB, JOB_SHELLS_MAX);
-	} else if (!open_shell(req, &j, s, accept, cols, rows)) {
-		job_shell_relay_cancel(s);
+	} else if (!open_shell(req, &j, shell, accept, cols, rows)) {
+		job_shell_relay_cancel(shell);
 	} else {
 		log_info("job %lld: shell opened by %s", (long long)j.id, ident->user.name);
 	}

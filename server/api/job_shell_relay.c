@@ -44,6 +44,7 @@ struct job_shell {
 	struct job_shell_who who;
 	int pty, sock;
 	struct MHD_UpgradeResponseHandle *urh;
+	uint64_t id; /* its reservation's name */
 	bool attached;
 	_Atomic bool revoked; /* an account event took it away (job_shell_relay_close) */
 	long long reserved_ms;
@@ -66,6 +67,16 @@ struct job_shell {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct job_shell *shells; /* reserved and attached, under lock */
 static _Atomic bool stopping;    /* labd-web stops, no shell opens (set under lock) */
+static uint64_t last_id;         /* under lock */
+
+/* The unattached reservation id (attached too when any), or NULL; under lock. */
+static struct job_shell *find_locked(uint64_t id, bool any)
+{
+	for (struct job_shell *s = shells; s; s = s->next)
+		if (s->id == id && (any || !s->attached))
+			return s;
+	return NULL;
+}
 
 /* Pending opens whose client never took the upgrade: their terminals close. */
 static void sweep_pending_locked(long long now)
@@ -83,9 +94,10 @@ static void sweep_pending_locked(long long now)
 	}
 }
 
-struct job_shell *job_shell_relay_reserve(struct app *app, const struct job_shell_who *who)
+uint64_t job_shell_relay_reserve(struct app *app, const struct job_shell_who *who)
 {
 	struct job_shell *s;
+	uint64_t id = 0;
 	int all = 0, ours = 0;
 
 	pthread_mutex_lock(&lock);
@@ -100,16 +112,25 @@ struct job_shell *job_shell_relay_reserve(struct app *app, const struct job_shel
 		s->who = *who;
 		s->pty = s->sock = -1;
 		s->reserved_ms = clock_ms();
+		s->id = id = ++last_id;
 		s->next = shells;
 		shells = s;
 	}
 	pthread_mutex_unlock(&lock);
-	return s;
+	return id;
 }
 
-void job_shell_relay_set_pty(struct job_shell *s, int pty)
+int job_shell_relay_set_pty(uint64_t id, int pty)
 {
-	s->pty = pty;
+	struct job_shell *s;
+
+	pthread_mutex_lock(&lock);
+	if ((s = find_locked(id, false)))
+		s->pty = pty;
+	pthread_mutex_unlock(&lock);
+	if (!s)
+		close(pty);
+	return s ? 0 : -ENOENT;
 }
 
 static void unlist(struct job_shell *s)
@@ -123,14 +144,35 @@ static void unlist(struct job_shell *s)
 	pthread_mutex_unlock(&lock);
 }
 
-void job_shell_relay_cancel(struct job_shell *s)
+/* Takes the unattached reservation id off the list; NULL when it is gone. */
+static struct job_shell *take(uint64_t id)
 {
-	if (!s)
-		return;
-	unlist(s);
+	struct job_shell *s;
+
+	pthread_mutex_lock(&lock);
+	if ((s = find_locked(id, false)))
+		for (struct job_shell **pp = &shells; *pp; pp = &(*pp)->next)
+			if (*pp == s) {
+				*pp = s->next;
+				break;
+			}
+	pthread_mutex_unlock(&lock);
+	return s;
+}
+
+static void release(struct job_shell *s)
+{
 	if (s->pty >= 0)
 		close(s->pty);
 	free(s);
+}
+
+void job_shell_relay_cancel(uint64_t id)
+{
+	struct job_shell *s = take(id);
+
+	if (s)
+		release(s);
 }
 
 /* ---- frames ---- */
@@ -500,13 +542,24 @@ void job_shell_relay_stop_all(void)
 		log_warn("job shells: some did not close within %d ms of the stop", STOP_WAIT_MS);
 }
 
-void job_shell_relay_attach(struct job_shell *s, int sock, struct MHD_UpgradeResponseHandle *urh,
-		      const char *extra, size_t n_extra)
+void job_shell_relay_attach(uint64_t id, int sock, struct MHD_UpgradeResponseHandle *urh,
+			    const char *extra, size_t n_extra)
 {
 	pthread_attr_t attr;
+	struct job_shell *s;
 	pthread_t t;
 	int rc;
 
+	pthread_mutex_lock(&lock);
+	s = stopping ? NULL : find_locked(id, false);
+	if (s) /* from here on its thread owns it; nothing else frees it */
+		s->attached = true;
+	pthread_mutex_unlock(&lock);
+	if (!s) { /* given up meanwhile (too late, or labd-web stops) */
+		job_shell_relay_cancel(id);
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+		return;
+	}
 	s->sock = sock;
 	s->urh = urh;
 	fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK);
@@ -515,9 +568,6 @@ void job_shell_relay_attach(struct job_shell *s, int sock, struct MHD_UpgradeRes
 		n_extra = 0; /* never: a client that sent more before the 101 is cut short */
 	memcpy(s->in, extra, n_extra);
 	s->in_len = n_extra;
-	pthread_mutex_lock(&lock);
-	s->attached = true;
-	pthread_mutex_unlock(&lock);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -527,6 +577,7 @@ void job_shell_relay_attach(struct job_shell *s, int sock, struct MHD_UpgradeRes
 		log_error("job %lld: no thread for its shell: %s", (long long)s->who.job_id,
 			  strerror(rc));
 		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
-		job_shell_relay_cancel(s);
+		unlist(s);
+		release(s);
 	}
 }

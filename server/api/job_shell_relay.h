@@ -32,19 +32,22 @@ struct job_shell_who {
 	int64_t token_id;   /* the API token that opened it, or 0 */
 };
 
-/* Reserves a place for a shell into job_id: NULL when the job or the server has
- * no room left (pending opens count). The caller gives it its terminal with
- * job_shell_relay_set_pty, then job_shell_relay_attach starts it or job_shell_relay_cancel frees it. */
-struct job_shell *job_shell_relay_reserve(struct app *app, const struct job_shell_who *who);
-/* Takes over pty (the master). */
-void job_shell_relay_set_pty(struct job_shell *s, int pty);
+/* Reserves a place for a shell into who's job: its id (never 0, never reused), or
+ * 0 when the job or the server has no room left (pending opens count). Reservations
+ * are named by id, never by pointer: one may be given up (JOB_SHELL_PENDING_MS, a
+ * stop) while libmicrohttpd still holds the upgrade that names it. The caller gives
+ * it its terminal with job_shell_relay_set_pty, then job_shell_relay_attach starts it
+ * or job_shell_relay_cancel frees it. */
+uint64_t job_shell_relay_reserve(struct app *app, const struct job_shell_who *who);
+/* Takes over pty (the master): 0, or -ENOENT (pty closed) when id is gone. */
+int job_shell_relay_set_pty(uint64_t id, int pty);
 /* Frees a reservation never attached (its pty closed: the shell hangs up). */
-void job_shell_relay_cancel(struct job_shell *s);
+void job_shell_relay_cancel(uint64_t id);
 /* The upgrade happened: starts relaying between sock (closed only through
  * MHD_upgrade_action on urh) and the pty. extra bytes the client already sent are
- * copied. On failure everything is closed. */
-void job_shell_relay_attach(struct job_shell *s, int sock, struct MHD_UpgradeResponseHandle *urh,
-		      const char *extra, size_t n_extra);
+ * copied. When id is gone, or on failure, everything is closed. */
+void job_shell_relay_attach(uint64_t id, int sock, struct MHD_UpgradeResponseHandle *urh,
+			    const char *extra, size_t n_extra);
 
 /* Closes the shells an account event takes away (what: an enum app_close, as
  * app->close_connections: the user's, the user's opened with a session, one
