@@ -147,5 +147,6 @@ if [ ! -d "$top/tests/oidc/node_modules/oidc-provider" ] && [ -f "$top/tests/oid
   (cd "$top/tests/oidc" && npm ci --no-audit --no-fund --silent)
 fi
 
-# The charting library of the admin console and dashboard (uPlot, from npm).
+# The browser libraries labd serves, pinned in web/vendor (npm): uPlot (charts of the
+# admin console and dashboard) and xterm.js (the shell of a job page).
 bash "$top/deploy/vendor-web.sh"

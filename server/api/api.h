@@ -88,6 +88,8 @@ int api_path_job(struct http_request *req, struct job *out);
 /* job_logs.c, job_observe.c, job_events.c: a job's log (range or follow),
  * metrics, samples, profiler report and status events (docs/jobs.md). */
 void api_job_logs(struct http_request *req);
+/* GET or POST /api/v1/jobs/{id}/shell as a WebSocket (job_shell.c) */
+void api_job_shell(struct http_request *req);
 void api_job_metrics(struct http_request *req);
 void api_job_samples(struct http_request *req);
 void api_job_report(struct http_request *req);

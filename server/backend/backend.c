@@ -85,3 +85,12 @@ int backend_job_logs_remove(struct backend *b, const int64_t *job_ids, size_t n)
 		return -E2BIG;
 	return b->ops->job_logs_remove ? b->ops->job_logs_remove(b, job_ids, n) : -ENOSYS;
 }
+
+int backend_job_shell(struct backend *b, const struct backend_shell *s, int *fd, char *err,
+		      size_t errlen)
+{
+	*fd = -1;
+	if (err && errlen)
+		err[0] = '\0';
+	return b->ops->job_shell ? b->ops->job_shell(b, s, fd, err, errlen) : -ENOSYS;
+}

@@ -130,6 +130,8 @@ enum backend_home_applied {
 	BACKEND_HOME_UNCHANGED,  /* at or below the image's size: images never shrink */
 };
 
+struct backend_shell;
+
 struct backend_ops {
 	int (*start)(struct backend *b, const struct backend_start *s, char *endpoint,
 		     char *err, size_t errlen);
@@ -152,6 +154,8 @@ struct backend_ops {
 	int (*job_stop)(struct backend *b, const char *user, int64_t pool_id, int64_t job_id,
 			int64_t grace_s);
 	int (*job_logs_remove)(struct backend *b, const int64_t *job_ids, size_t n);
+	int (*job_shell)(struct backend *b, const struct backend_shell *s, int *fd, char *err,
+			 size_t errlen);
 };
 
 struct backend {
@@ -209,6 +213,20 @@ int backend_job_stop(struct backend *b, const char *user, int64_t pool_id, int64
  * log (asked again later). 0, -ETIMEDOUT, -ENOSYS, another negative errno. */
 #define BACKEND_JOB_LOGS_MAX 256
 int backend_job_logs_remove(struct backend *b, const int64_t *job_ids, size_t n);
+
+/* A shell into the job that trains in a pool (docs/jobs.md, "A shell into a
+ * running job"): its terminal's first size. */
+struct backend_shell {
+	const char *user;
+	int64_t pool_id, job_id;
+	int cols, rows; /* 1..1000 */
+};
+/* Starts a shell beside the job's command, as the user, in its sandbox; *fd is
+ * the pty's master (the caller's). 0, -ENOENT when that job does not train
+ * there (any more), -EBUSY (too many starting), -ETIMEDOUT, -ENOSYS, another
+ * negative errno with a message in err. */
+int backend_job_shell(struct backend *b, const struct backend_shell *s, int *fd, char *err,
+		      size_t errlen);
 
 #define BACKEND_WARNINGS_MAX 1024
 /* What the backend's host lacks for its limits (cgroup controllers), one sentence a

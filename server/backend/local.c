@@ -33,6 +33,7 @@
 struct pending {
 	long long id;
 	json_t *reply;
+	int fd; /* a descriptor the reply carried (job_shell), or -1 */
 	struct pending *next;
 };
 
@@ -152,7 +153,7 @@ static const struct {
 /* Hands msg over to its waiter (NULL returned) or gives it back. Handed over,
  * not shared: jansson's json_decref reads the count without an atomic load, so
  * the reader's decref must not race the waiter's. */
-static json_t *deliver_reply(struct local *l, json_t *msg)
+static json_t *deliver_reply(struct local *l, json_t *msg, int *fd)
 {
 	long long id = proto_int(msg, "id");
 
@@ -160,6 +161,8 @@ static json_t *deliver_reply(struct local *l, json_t *msg)
 	for (struct pending *p = l->pending; p; p = p->next)
 		if (p->id == id && !p->reply) {
 			p->reply = msg;
+			p->fd = *fd;
+			*fd = -1;
 			msg = NULL;
 			pthread_cond_broadcast(&l->answered);
 			break;
@@ -169,20 +172,25 @@ static json_t *deliver_reply(struct local *l, json_t *msg)
 	return msg;
 }
 
-/* msg (consumed): a reply goes to its waiter, an event to its handler. */
-static void dispatch(struct local *l, json_t *msg)
+/* msg (consumed): a reply goes to its waiter, an event to its handler. A
+ * descriptor beside it (fd, consumed) goes only with a reply that has a waiter. */
+static void dispatch(struct local *l, json_t *msg, int fd)
 {
 	const char *type = json_string_value(json_object_get(msg, "type")) ?: "";
 	char err[128];
 
 	if (strcmp(type, "reply") == 0) {
 		if (proto_check(msg, proto_reply, true, err, sizeof(err)) == 0)
-			msg = deliver_reply(l, msg);
+			msg = deliver_reply(l, msg, &fd);
 		else
 			log_error("supervisor sent a bad reply: %s", err);
+		if (fd >= 0)
+			close(fd); /* its caller gave up waiting: a shell's terminal hangs up */
 		json_decref(msg);
 		return;
 	}
+	if (fd >= 0)
+		close(fd); /* events carry none */
 	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
 		if (strcmp(events[i].type, type) != 0)
 			continue;
@@ -204,14 +212,15 @@ static void *reader_loop(void *arg)
 
 	for (;;) {
 		json_t *msg;
+		int fd;
 		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
 			break;
-		int rc = proto_recv(l->fd, &msg);
+		int rc = proto_recv_fd(l->fd, &msg, &fd);
 		if (rc == -EAGAIN || rc == -EPROTO)
 			continue;
 		if (rc != 0)
 			break; /* EOF: the supervisor is gone or the web process stops */
-		dispatch(l, msg);
+		dispatch(l, msg, fd);
 	}
 	metrics_supervisor_channel(false);
 	return NULL;
@@ -230,10 +239,11 @@ static void init_answered(pthread_cond_t *c)
 }
 
 /* Sends msg (consumed) and waits for its reply. 0 with *reply owned by the
- * caller, -ETIMEDOUT, or another negative errno. */
-static int call(struct local *l, json_t *msg, json_t **reply)
+ * caller (and *fd, when not NULL, the descriptor it carried or -1), -ETIMEDOUT,
+ * or another negative errno. */
+static int call_fd(struct local *l, json_t *msg, json_t **reply, int *fd)
 {
-	struct pending self = {0}, **pp;
+	struct pending self = {.fd = -1}, **pp;
 	struct timespec until;
 	int rc = 0;
 
@@ -257,7 +267,16 @@ static int call(struct local *l, json_t *msg, json_t **reply)
 		*reply = self.reply;
 	else
 		json_decref(self.reply);
+	if (fd && self.reply && rc == 0)
+		*fd = self.fd;
+	else if (self.fd >= 0)
+		close(self.fd);
 	return self.reply ? 0 : rc;
+}
+
+static int call(struct local *l, json_t *msg, json_t **reply)
+{
+	return call_fd(l, msg, reply, NULL);
 }
 
 /* A call whose reply only says ok or not: 0, or -ENOENT/-EEXIST/-EBUSY/-EIO by code. */
@@ -553,13 +572,44 @@ static int local_job_logs_remove(struct backend *b, const int64_t *job_ids, size
 	return rc;
 }
 
+static int local_job_shell(struct backend *b, const struct backend_shell *s, int *fd,
+			   char *err, size_t errlen)
+{
+	json_t *reply = NULL, *m = proto_msg("job_shell", -1);
+	int rc;
+
+	*fd = -1;
+	json_object_update_new(m, json_pack("{s:s,s:I,s:I,s:I,s:I}", "user", s->user, "pool_id",
+					    (json_int_t)s->pool_id, "job_id", (json_int_t)s->job_id,
+					    "cols", (json_int_t)s->cols, "rows", (json_int_t)s->rows));
+	if ((rc = call_fd((struct local *)b, m, &reply, fd)) < 0)
+		return rc;
+	if (proto_bool(reply, "ok") && *fd >= 0) {
+		json_decref(reply);
+		return 0;
+	}
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+	snprintf(err, errlen, "%s", proto_bool(reply, "ok") ? "no terminal came back"
+							  : proto_str(reply, "message"));
+	rc = strcmp(proto_str(reply, "code"), "job_not_running") == 0 ||
+			     strcmp(proto_str(reply, "code"), "not_found") == 0
+		     ? -ENOENT
+	     : strcmp(proto_str(reply, "code"), "busy") == 0 ? -EBUSY
+							     : -EIO;
+	json_decref(reply);
+	return rc;
+}
+
 static const struct backend_ops local_ops = {local_start,	 local_stop,
 					     local_list,	 local_ping,
 					     local_free,	 local_user_deleted,
 					     local_warnings,	 local_home_usage,
 					     local_home_resize,	 local_pool_start,
 					     local_pool_stop,	 local_job_run,
-					     local_job_stop,	 local_job_logs_remove};
+					     local_job_stop,	 local_job_logs_remove,
+					     local_job_shell};
 
 /* At most BACKEND_WARNINGS_MAX bytes of the supervisor's strings, one a line. */
 static void keep_warnings(struct local *l, json_t *list)

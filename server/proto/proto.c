@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "labd/boxshape.h"
 #include "labd/log.h"
@@ -145,6 +146,13 @@ const struct proto_field proto_job_stop[] = {
 	{"grace_s", PROTO_INT, 0, PROTO_GRACE_MAX_S, false},
 	{NULL, 0, 0, 0, false},
 };
+/* a terminal in a running job's sandbox: answered with the pty's master (SCM_RIGHTS) */
+const struct proto_field proto_job_shell[] = {
+	JOB_KEY_FIELDS,
+	{"cols", PROTO_INT, 1, PROTO_SHELL_SIZE_MAX, false},
+	{"rows", PROTO_INT, 1, PROTO_SHELL_SIZE_MAX, false},
+	{NULL, 0, 0, 0, false},
+};
 const struct proto_field proto_job_logs_remove[] = {
 	{"job_ids", PROTO_INT_ARRAY, 1, PROTO_JOB_LOGS_MAX, false},
 	{NULL, 0, 0, 0, false},
@@ -227,6 +235,111 @@ int proto_send(int fd, json_t *msg)
 	if (n == (ssize_t)len)
 		return 0;
 	return n < 0 ? -errno : -EIO;
+}
+
+/* sendmsg of text with pass_fd as SCM_RIGHTS */
+static ssize_t send_with_fd(int fd, const char *text, size_t len, int pass_fd)
+{
+	char ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {(void *)text, len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			    .msg_controllen = sizeof(ctl)};
+	struct cmsghdr *c;
+
+	memset(ctl, 0, sizeof(ctl));
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+	return sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+int proto_send_fd(int fd, json_t *msg, int pass_fd)
+{
+	char *text;
+	ssize_t n;
+	size_t len;
+
+	if (pass_fd < 0)
+		return proto_send(fd, msg);
+	if (!(text = json_dumps(msg, JSON_COMPACT)))
+		return -ENOMEM;
+	len = strlen(text);
+	if (len > PROTO_MAX_MESSAGE) {
+		free(text);
+		return -EMSGSIZE;
+	}
+	do
+		n = send_with_fd(fd, text, len, pass_fd);
+	while (n < 0 && errno == EINTR);
+	free(text);
+	if (n == (ssize_t)len)
+		return 0;
+	return n < 0 ? -errno : -EIO;
+}
+
+/* The one descriptor a message carried (MSG_CMSG_CLOEXEC), or -1; more than one, or
+ * a cut control part, is closed and counts as none. */
+static int take_fd(struct msghdr *mh)
+{
+	int fd = -1;
+
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int got;
+			memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (fd < 0 && i == 0 && n == 1)
+				fd = got;
+			else
+				close(got);
+		}
+	}
+	if (fd >= 0 && (mh->msg_flags & MSG_CTRUNC)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+int proto_recv_fd(int fd, json_t **out, int *got_fd)
+{
+	char *buf = malloc(PROTO_MAX_MESSAGE + 1), ctl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {buf, PROTO_MAX_MESSAGE + 1};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			    .msg_controllen = sizeof(ctl)};
+	json_error_t err;
+	ssize_t n;
+
+	*out = NULL;
+	*got_fd = -1;
+	if (!buf)
+		return -ENOMEM;
+	do
+		n = recvmsg(fd, &mh, MSG_TRUNC | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n > 0)
+		*got_fd = take_fd(&mh);
+	if (n <= 0 || n > PROTO_MAX_MESSAGE ||
+	    !(*out = json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, &err)) ||
+	    !json_is_object(*out)) {
+		int rc = n == 0 ? 1 : n < 0 ? -errno : -EPROTO;
+		free(buf);
+		json_decref(*out);
+		*out = NULL;
+		if (*got_fd >= 0)
+			close(*got_fd);
+		*got_fd = -1;
+		if (rc == -EPROTO)
+			log_error("proto: dropped a %zd-byte message that is no JSON object within the "
+				  "limit", n);
+		return rc;
+	}
+	free(buf);
+	return 0;
 }
 
 int proto_recv(int fd, json_t **out)

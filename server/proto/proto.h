@@ -63,6 +63,10 @@ extern const struct proto_field proto_pool_start[];
 extern const struct proto_field proto_pool_stop[];
 extern const struct proto_field proto_job_run[];
 extern const struct proto_field proto_job_stop[];
+/* a shell in a running job: job key fields, cols, rows; the ok reply carries the
+ * pty's master as SCM_RIGHTS (proto_send_fd) */
+extern const struct proto_field proto_job_shell[];
+#define PROTO_SHELL_SIZE_MAX 1000 /* columns and rows of a terminal */
 /* the log files of jobs whose rows are gone: job_ids, each >= 0 */
 extern const struct proto_field proto_job_logs_remove[];
 #define PROTO_JOB_LOGS_MAX 256
@@ -94,6 +98,13 @@ int proto_send(int fd, json_t *msg);
  * orderly EOF, -EAGAIN when nothing is there, -EPROTO for a message that is
  * oversized or not a JSON object, another negative errno on error. */
 int proto_recv(int fd, json_t **out);
+
+/* proto_send with pass_fd (borrowed; -1: none) as SCM_RIGHTS beside the message. */
+int proto_send_fd(int fd, json_t *msg, int pass_fd);
+/* proto_recv that also takes a descriptor sent beside the message: *got_fd is it
+ * (close-on-exec, the caller's) or -1. More than one, or one beside a message that
+ * is refused, is closed here. */
+int proto_recv_fd(int fd, json_t **out, int *got_fd);
 
 /* Checks the envelope (version; id when want_id) and that msg's other fields
  * are exactly those of fields, each of its kind and in bounds. 0, or -EPROTO

@@ -13,6 +13,7 @@
 #include "supervisor/host_homes.h"
 #include "supervisor/host_pool.h"
 #include "supervisor/host_runtime.h"
+#include "supervisor/host_shell.h"
 
 /* What the web process may send in each state of the channel. */
 enum channel_state {
@@ -81,6 +82,7 @@ static const struct {
 	{"job_run", proto_job_run, CH_READY, NULL, host_pool_job_run},
 	{"job_stop", proto_job_stop, CH_READY, NULL, host_pool_job_stop},
 	{"job_logs_remove", proto_job_logs_remove, CH_READY, NULL, host_pool_logs_remove},
+	{"job_shell", proto_job_shell, CH_READY, NULL, host_shell_open},
 };
 
 /* A row's handler; a channel without a host (unit tests of the table) refuses
@@ -196,11 +198,16 @@ int channel_on_readable(struct channel *ch)
 
 void channel_emit(struct channel *ch, json_t *event)
 {
+	channel_emit_fd(ch, event, -1);
+}
+
+void channel_emit_fd(struct channel *ch, json_t *event, int fd)
+{
 	int rc;
 
 	if (!ch || ch->state != CH_READY)
 		return;
-	if ((rc = proto_send(ch->fd, event)) < 0)
+	if ((rc = proto_send_fd(ch->fd, event, fd)) < 0)
 		log_warn("cannot push %s to the web process: %s",
 			 json_string_value(json_object_get(event, "type")), strerror(-rc));
 }

@@ -23,5 +23,7 @@ int channel_fd(const struct channel *ch);
 int channel_on_readable(struct channel *ch);
 /* Pushes an event (borrowed) to the web process once it said hello. */
 void channel_emit(struct channel *ch, json_t *event);
+/* channel_emit with fd (borrowed, -1: none) passed beside the message. */
+void channel_emit_fd(struct channel *ch, json_t *event, int fd);
 
 #endif

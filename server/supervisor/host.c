@@ -37,6 +37,7 @@ struct host {
 	const struct labd_config *cfg;
 	char state_dir[CONFIG_PATH_MAX];
 	host_emit_fn emit;
+	host_emit_fd_fn emit_fd; /* a reply that carries a descriptor (job_shell) */
 	void *ctx;
 	struct uidmap *uids;
 	const struct host_purpose *purposes[HOST_PURPOSES_MAX];
@@ -73,6 +74,18 @@ void host_emit(struct host *h, json_t *e)
 {
 	if (h->emit)
 		h->emit(h->ctx, e);
+	json_decref(e);
+}
+
+void host_set_emit_fd(struct host *h, host_emit_fd_fn fn)
+{
+	h->emit_fd = fn;
+}
+
+void host_emit_fd(struct host *h, json_t *e, int fd)
+{
+	if (h->emit_fd)
+		h->emit_fd(h->ctx, e, fd);
 	json_decref(e);
 }
 

@@ -107,6 +107,8 @@ struct host_purpose {
 /* Where events go: emit borrows the message (channel.c sends it, or drops it
  * while no web process listens; the list reconciles later). */
 typedef void (*host_emit_fn)(void *ctx, json_t *event);
+/* The same for a reply sent with a descriptor (borrowed) beside it. */
+typedef void (*host_emit_fd_fn)(void *ctx, json_t *event, int fd);
 
 /* The purposes in order (their init and adoption run in it); state_dir must be
  * absolute. NULL on failure (logged). */
@@ -146,6 +148,10 @@ const char *host_state_dir(const struct host *h);
 struct uidmap *host_uids(struct host *h);
 void *host_own(struct host *h, const struct host_purpose *p);
 void host_emit(struct host *h, json_t *event); /* consumes event */
+/* host_emit with fd (borrowed) passed beside it; dropped (fd untouched) when no
+ * sender is set. */
+void host_set_emit_fd(struct host *h, host_emit_fd_fn fn);
+void host_emit_fd(struct host *h, json_t *event, int fd);
 /* A new event of type for b, identified by its purpose; the caller adds the rest. */
 json_t *host_event(const char *type, const struct host_box *b);
 /* The next box of purpose p in use from *i on (start with 0), or NULL. */

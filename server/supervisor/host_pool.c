@@ -10,12 +10,20 @@
 #include "config/config.h"
 #include "labd/log.h"
 #include "supervisor/host_pool_box.h"
+#include "supervisor/host_shell.h"
 #include "supervisor/keeper.h"
 
 /* The pools' share of the host. */
 struct pool_own {
 	bool say_held; /* after hello's reply: ends held meanwhile go out at the next tick */
+	struct host_shells *shells; /* shells into running jobs, while they start */
 };
+
+struct host_shells *host_pool_shells(struct host *h)
+{
+	struct pool_own *po = host_own(h, &host_pool);
+	return po ? po->shells : NULL;
+}
 
 static void say_ready(struct host *h, struct pool_box *p)
 {
@@ -164,16 +172,16 @@ static long long tick_all(struct host *h, void *own, long long now, int64_t wall
 {
 	struct pool_own *po = own;
 	struct host_box *b;
+	long long shells = host_shells_tick(h, po->shells, now);
 
-	(void)now;
 	(void)wall;
 	if (!po->say_held)
-		return -1;
+		return shells;
 	po->say_held = false; /* after hello's reply: ends held meanwhile go out now */
 	for (int i = 0; (b = host_next(h, &host_pool, &i));)
 		if (b->state == H_RUNNING)
 			jobrun_say_held(h, (struct pool_box *)b);
-	return -1;
+	return shells;
 }
 
 static bool busy(const struct host_box *b)
@@ -199,11 +207,37 @@ static void forget(struct host_box *b)
 	jobrun_clear((struct pool_box *)b);
 }
 
+static int pollfds_all(struct host *h, void *own, struct pollfd *fds, int max)
+{
+	(void)h;
+	return host_shells_pollfds(((struct pool_own *)own)->shells, fds, max);
+}
+
+static bool on_fd_all(struct host *h, void *own, int fd)
+{
+	return host_shells_on_fd(h, ((struct pool_own *)own)->shells, fd);
+}
+
 static void *init(struct host *h)
 {
+	struct pool_own *po;
+
 	if (joblog_prepare_dir(host_state_dir(h), launch_labd_gid(host_cfg(h))) < 0)
 		log_warn("cannot prepare %s/joblogs", host_state_dir(h));
-	return calloc(1, sizeof(struct pool_own));
+	if (!(po = calloc(1, sizeof(*po))) || !(po->shells = host_shells_new())) {
+		free(po);
+		return NULL;
+	}
+	return po;
+}
+
+static void release(void *own)
+{
+	struct pool_own *po = own;
+
+	if (po)
+		host_shells_free(po->shells);
+	free(po);
 }
 
 const struct host_purpose host_pool = {
@@ -214,7 +248,7 @@ const struct host_purpose host_pool = {
 	.grace = false,
 	.deadline_reason = "the pool reached its deadline",
 	.init = init,
-	.release = free,
+	.release = release,
 	.describe = host_pool_describe,
 	.identify = host_pool_identify,
 	.record_path = host_pool_record_path,
@@ -226,7 +260,9 @@ const struct host_purpose host_pool = {
 	.tick = tick,
 	.tick_all = tick_all,
 	.pollfds = pollfds,
+	.pollfds_all = pollfds_all,
 	.on_fd = on_fd,
+	.on_fd_all = on_fd_all,
 	.list_entry = host_pool_list_entry,
 	.busy = busy,
 	.keep_all = keep_all,

@@ -32,5 +32,7 @@ json_t *host_pool_job_stop(struct host *h, long long id, json_t *msg);
 /* job_logs_remove: unlinks joblogs/<id>.log of each id but a job a pool
  * holds now (its log is still written or copied). */
 json_t *host_pool_logs_remove(struct host *h, long long id, json_t *msg);
+/* The shells starting into the pools' jobs (host_shell.h); NULL without pools. */
+struct host_shells *host_pool_shells(struct host *h);
 
 #endif

@@ -189,6 +189,12 @@ static void emit_event(void *ctx, json_t *event)
 	channel_emit(s->channel, event);
 }
 
+static void emit_event_fd(void *ctx, json_t *event, int fd)
+{
+	struct supervisor *s = ctx;
+	channel_emit_fd(s->channel, event, fd);
+}
+
 static void describe_exit(pid_t pid, int status)
 {
 	if (WIFEXITED(status))
@@ -369,6 +375,8 @@ static int start_state(struct supervisor *s)
 static int start_host(struct supervisor *s)
 {
 	s->host = host_new(s->cfg, s->cfg->state_dir, purposes, 2, emit_event, s);
+	if (s->host)
+		host_set_emit_fd(s->host, emit_event_fd);
 	return s->host ? 0 : -EIO;
 }
 

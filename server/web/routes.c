@@ -57,6 +57,9 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/jobs/{}/samples", ROUTE_USER, ROUTE_API, api_job_samples, SCOPE_JOBS},
 	{"GET", "/api/v1/jobs/{}/report", ROUTE_USER, ROUTE_API, api_job_report, SCOPE_JOBS},
 	{"GET", "/api/v1/jobs/{}/events", ROUTE_USER, ROUTE_API, api_job_events, SCOPE_JOBS},
+	/* a shell into a running job, as a WebSocket: browsers open it with GET */
+	{"GET", "/api/v1/jobs/{}/shell", ROUTE_USER, ROUTE_API, api_job_shell, SCOPE_JOBS},
+	{"POST", "/api/v1/jobs/{}/shell", ROUTE_USER, ROUTE_API, api_job_shell, SCOPE_JOBS},
 	/* Deprecated, gone in the next release. Public: the redirect changes and reveals
 	 * nothing, and the new path runs the whole gate, so a client that follows it gets
 	 * today's answer (401 and 403 included) from one place. */

@@ -13,6 +13,7 @@
 
 #include "labd/app.h"
 #include "api/api.h"
+#include "api/job_shell_relay.h"
 #include "auth/auth.h"
 #include "labd/clock.h"
 #include "config/config.h"
@@ -193,10 +194,11 @@ static void close_connections(struct app *app, enum app_close what, int64_t id)
 	};
 	int n = wsrelay_close(app->proxy->relay, scope[what], id);
 	int m = proxy_cancel(scope[what], id);
+	int k = job_shell_relay_close(what, id); /* shells into jobs (api/job_shell.c) */
 
-	if (n > 0 || m > 0)
-		log_info("closing %d websocket(s) and %d proxied request(s) after an account event",
-			 n, m);
+	if (n > 0 || m > 0 || k > 0)
+		log_info("closing %d websocket(s), %d proxied request(s) and %d job shell(s) after "
+			 "an account event", n, m, k);
 }
 
 /* The channel to the supervisor is (re)established: runtimes and job
@@ -442,6 +444,7 @@ static void stop_http(struct web *w)
 	__atomic_store_n(&w->app.on_runtime_ended, NULL, __ATOMIC_SEQ_CST);
 	http_streams_close_all(w->app.streams);
 	wsrelay_stop(w->app.proxy->relay);
+	job_shell_relay_stop_all();
 	workers_stop(w->httpd);
 	upstream_clear();
 }

@@ -155,6 +155,9 @@ def test_every_documented_operation_is_called(daemon, admin, new_user):
     for what in ("logs", "metrics", "samples", "report"):
         assert_status(c.get(f"/api/v1/jobs/{job.json['id']}/{what}"), 200)
     assert_status(c.get("/api/v1/jobs/999999/events"), 404)
+    # the shell is a WebSocket (test_job_shell.py): a plain request is told so
+    assert_status(c.get("/api/v1/jobs/999999/shell"), 426)
+    assert_status(c.post("/api/v1/jobs/999999/shell"), 426)
     c.delete(f"/api/v1/jobs/{job.json['id']}")  # 204 once stopped, 409 while it stops
     assert_status(c.delete("/api/v1/jobs/999999"), 404)
     a.delete("/api/v1/runtimes/999999")  # none: 404 (test_admin_runtimes stops real ones)

@@ -4,6 +4,7 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -25,6 +26,69 @@ static void test_roundtrip(void **state)
 	close(sv[0]);
 	assert_int_equal(proto_recv(sv[1], &got), 1); /* EOF */
 	close(sv[1]);
+}
+
+/* A descriptor beside a message (job_shell's reply: a pty's master) arrives with it,
+ * close-on-exec; a message without one says -1; one beside a message that is no
+ * JSON object is closed, never handed on. */
+static void test_descriptor_beside_a_message(void **state)
+{
+	int sv[2], p[2], fd = -2;
+	json_t *msg = proto_ok(9), *got;
+	char c = 0;
+	(void)state;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(proto_send_fd(sv[0], msg, p[1]), 0);
+	assert_int_equal(proto_recv_fd(sv[1], &got, &fd), 0);
+	assert_true(json_equal(msg, got));
+	assert_true(fd >= 0 && fd != p[1]);
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	assert_int_equal(write(fd, "x", 1), 1); /* the same pipe */
+	assert_int_equal(read(p[0], &c, 1), 1);
+	assert_int_equal(c, 'x');
+	close(fd);
+	json_decref(got);
+	/* none beside it */
+	assert_int_equal(proto_send(sv[0], msg), 0);
+	assert_int_equal(proto_recv_fd(sv[1], &got, &fd), 0);
+	assert_int_equal(fd, -1);
+	json_decref(got);
+	/* beside garbage: refused, and the copy closed (the pipe's last writer goes) */
+	assert_int_equal(send(sv[0], "[1]", 3, 0), 3);
+	assert_int_equal(proto_recv_fd(sv[1], &got, &fd), -EPROTO);
+	assert_int_equal(fd, -1);
+	json_decref(msg);
+	msg = json_pack("{s:i}", "v", 2);
+	assert_int_equal(proto_send_fd(sv[0], msg, p[1]), 0);
+	close(p[1]);
+	assert_int_equal(proto_recv(sv[1], &got), 0); /* proto_recv drops what came beside */
+	json_decref(got);
+	assert_int_equal(read(p[0], &c, 1), 0); /* no writer is left anywhere */
+	json_decref(msg);
+	close(p[0]);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* job_shell's fields: the job's key and a terminal size of 1..1000 */
+static void test_job_shell_fields(void **state)
+{
+	char err[128];
+	json_t *m = json_pack("{s:i,s:s,s:i,s:s,s:i,s:i,s:i,s:i}", "v", 2, "type", "job_shell", "id", 3,
+			      "user", "alice", "pool_id", 4, "job_id", 5, "cols", 80, "rows", 24);
+	(void)state;
+
+	assert_int_equal(proto_check(m, proto_job_shell, true, err, sizeof(err)), 0);
+	json_object_set_new(m, "cols", json_integer(PROTO_SHELL_SIZE_MAX + 1));
+	assert_int_equal(proto_check(m, proto_job_shell, true, err, sizeof(err)), -EPROTO);
+	json_object_set_new(m, "cols", json_integer(0));
+	assert_int_equal(proto_check(m, proto_job_shell, true, err, sizeof(err)), -EPROTO);
+	json_object_set_new(m, "cols", json_integer(80));
+	json_object_set_new(m, "argv", json_string("sh"));
+	assert_int_equal(proto_check(m, proto_job_shell, true, err, sizeof(err)), -EPROTO);
+	json_decref(m);
 }
 
 static void test_rejects_garbage_and_oversize(void **state)
@@ -279,6 +343,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_descriptor_beside_a_message),
+		cmocka_unit_test(test_job_shell_fields),
 		cmocka_unit_test(test_rejects_garbage_and_oversize),
 		cmocka_unit_test(test_field_checks),
 		cmocka_unit_test(test_pool_job_requests),

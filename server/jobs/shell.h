@@ -1,0 +1,23 @@
+/* shell.h - a shell into a running job (docs/jobs.md, "A shell into a running
+ * job"): the backend starts it beside the job's command, in its sandbox, as
+ * the user; what reaches the caller is the terminal's master. */
+#ifndef LABD_JOBS_SHELL_H
+#define LABD_JOBS_SHELL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "store/jobs.h"
+
+struct app;
+
+/* Whether j's command runs now (InProgress, Training, on a pool). */
+bool jobs_shell_possible(const struct job *j);
+/* Starts a shell into j (its owner's) with a terminal of cols x rows (1..1000):
+ * 0 with *fd the pty's master (the caller's), -ENOENT when the job is not
+ * training (any more), -EBUSY, -ETIMEDOUT, or another negative errno with a
+ * message in err. */
+int jobs_shell_open(struct app *app, const struct job *j, int cols, int rows, int *fd,
+		    char *err, size_t errlen);
+
+#endif
