@@ -118,7 +118,11 @@ def test_shell_is_in_the_job_sandbox_as_the_user(sd, owner):
         out = run(ws, "cat /tmp/job.env; echo =====; env | sort")
     finally:
         ws.close()
-    body = out[out.index("\n") + 1:].rsplit("\n", 2)[0]  # no echoed command, no marker
+    # no echoed command (the terminal may echo it twice: once as typed ahead, once
+    # after the prompt), no marker
+    lines = out.split("\n")
+    last_echo = max(i for i, ln in enumerate(lines) if "env | sort; echo END-" in ln)
+    body = "\n".join(ln for ln in lines[last_echo + 1:] if "END-42" not in ln)
     job_env, _, shell_env = body.partition("=====\n")
 
     def entries(text):
