@@ -231,7 +231,7 @@ int tuning_trial_put(struct db *db, const struct tuning_trial *t)
 			     "UPDATE tuning_trials SET job_id = ?, status = ?, objective = NULL,"
 			     " reason = ?, rung = ?, started_at = ?, ended_at = ?"
 			     " WHERE tuning_id = ? AND idx = ?",
-			     "ittiiiiii", t->job_id, trial_names[t->status], t->reason,
+			     "ittiiiii", t->job_id, trial_names[t->status], t->reason,
 			     (int64_t)t->rung, t->started_at, t->ended_at, t->tuning_id,
 			     (int64_t)t->index);
 	db_unlock(db);

@@ -111,8 +111,11 @@ static void submit_trial(struct advance *a, struct tuning_trial *tr)
 		tuning_trial_put(a->app->db, tr);
 		return;
 	}
-	if (found < 0 || !(body = trial_body(a, tr)))
+	if (found < 0 || !(body = trial_body(a, tr))) {
+		log_warn("tuning job %lld: trial %d not submitted: %s", (long long)a->t.id,
+			 tr->index, found < 0 ? "the store failed" : "out of memory");
 		return; /* the next pass tries again */
+	}
 	res = jobs_submit(a->app, a->t.user_id, a->t.user_name, NULL, body, &j, &why);
 	json_decref(body);
 	switch (res) {
@@ -145,6 +148,8 @@ static void submit_trial(struct advance *a, struct tuning_trial *tr)
 		trial_end(tr, TRIAL_FAILED, reason);
 		break;
 	case JOBS_SUBMIT_ERROR:
+		log_warn("tuning job %lld: trial %d not submitted (store), tried again",
+			 (long long)a->t.id, tr->index);
 		return;
 	}
 	tuning_trial_put(a->app->db, tr);
