@@ -150,14 +150,18 @@ void api_tuning_get(struct http_request *req)
 
 void api_tuning_stop(struct http_request *req)
 {
+	static const char *const no_fields[] = {NULL};
 	struct tuning_job t;
 	size_t len = 0;
+	json_t *body;
 	int rc;
 
+	/* no body, or an empty object (what the browser's helper sends) */
 	http_body(req, &len);
 	if (len > 0) {
-		api_reply_field(req, "body", "a stop takes no body");
-		return;
+		if (!(body = api_body(req, no_fields)))
+			return;
+		json_decref(body);
 	}
 	if (path_tuning(req, &t) < 0)
 		return;

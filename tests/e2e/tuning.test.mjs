@@ -26,7 +26,7 @@ function request(name, fields = {}) {
     job: {
       script: SCRIPT,
       metric_definitions: [{ name: 'val_loss', regex: 'val_loss=([0-9.e+-]+)' }],
-      keep_alive_s: 30,
+      keep_alive_s: 0, // no warm pool outlives the file (the daemon keeps sandboxes on shutdown)
       hyperparameters: fields.hyperparameters ?? {},
     },
     parameter_ranges: [
@@ -51,11 +51,16 @@ before(async () => {
 });
 
 after(async () => {
+  // nothing of this file may outlive it: stop what is live and wait for its trials to end
   if (session) {
     const r = await api(session, 'GET', '/tuning-jobs').catch(() => null);
     for (const t of r?.body?.tuning_jobs ?? []) {
       if (t.status === 'InProgress') await api(session, 'POST', `/tuning-jobs/${t.id}/stop`).catch(() => {});
     }
+    await waitFor(async () => {
+      const l = await api(session, 'GET', '/tuning-jobs').catch(() => null);
+      return (l?.body?.tuning_jobs ?? []).every((t) => !['InProgress', 'Stopping'].includes(t.status));
+    }, 'the tuning jobs to end', 60_000).catch(() => {});
   }
   await b.stop();
 });
@@ -133,6 +138,7 @@ test('a running tuning job is stopped from its page', T, async () => {
   await dashboard.goto(`/tuning/${id}`);
   await dashboard.getByRole('button', { name: 'Stop tuning job' }).click();
   await dashboard.locator('#tuning-status', { hasText: 'Stopped' }).waitFor({ timeout: TIMEOUT });
+  assert.equal(await dashboard.locator('#page-error').isVisible(), false, 'no error on the page');
   const t = await tuning(id);
   assert.equal(t.status, 'Stopped');
   assert.ok(t.trials.every((tr) => tr.status === 'Stopped'), JSON.stringify(t.trials.map((tr) => tr.status)));
