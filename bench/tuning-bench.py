@@ -129,7 +129,7 @@ def main():
         print(f"overhead per trial (one trial's end to the next one's start): p50 {p50:.1f} ms, "
               f"p90 {p90:.1f} ms, max {max(gaps):.1f} ms; target p90 < {TARGET_MS} ms: {met}")
         print(f"whole search: {wall:.2f} s wall (create to Completed seen), trials' own work "
-              f"{own * 1000:.1f} ms in all; ({wall - own) * 1000 / len(runs):.1f} ms per trial "
+              f"{own * 1000:.1f} ms in all: {(wall - own) * 1000 / len(runs):.1f} ms per trial "
               f"beyond it, the first trial's cold start included")
         if cold:
             print(f"  {cold} trial(s) after the first did not reuse a warm pool")
