@@ -145,6 +145,15 @@ def test_every_documented_operation_is_called(daemon, admin, new_user):
     c.post(f"/api/v1/jobs/{job.json['id']}/stop")  # 202, or 409 once it is over
     assert_status(c.get("/api/v1/warm-pools"), 200)
     c.delete("/api/v1/warm-pools/999999")  # none: 404
+    tune = c.post("/api/v1/tuning-jobs", json={
+        "name": "oatune", "job": {"command": ["true"], "metric_definitions": [
+            {"name": "m", "regex": "m=([0-9]+)"}]},
+        "parameter_ranges": [{"name": "x", "type": "integer", "min": 1, "max": 2}],
+        "objective": {"metric": "m", "type": "maximize"}, "max_trials": 1})
+    assert_status(tune, 201)
+    assert_status(c.get("/api/v1/tuning-jobs"), 200)
+    assert_status(c.get(f"/api/v1/tuning-jobs/{tune.json['id']}"), 200)
+    c.post(f"/api/v1/tuning-jobs/{tune.json['id']}/stop")  # 202, or 409 once it is over
     # the job's log, metrics, samples (test_job_logs.py drives them further); its events
     # stream, so only a missing job's answer here
     for what in ("logs", "metrics", "samples"):
