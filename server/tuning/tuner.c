@@ -12,6 +12,7 @@
 #include "labd/clock.h"
 #include "labd/log.h"
 #include "labd/ticker.h"
+#include "store/users.h"
 #include "tuning/search.h"
 
 struct tuner {
@@ -248,13 +249,21 @@ static void follow_trial(struct advance *a, struct tuning_trial *tr)
 	struct job j;
 	int rc;
 
-	if (tr->status == TRIAL_PENDING) {
-		if (a->t.status == TUNING_STOPPING) {
+	if (tr->status == TRIAL_PENDING && a->t.status == TUNING_STOPPING) {
+		/* its job may have been submitted by a pass that raced the stop */
+		int64_t found = trial_job_by_name(a, tr);
+		if (found > 0) {
+			tr->job_id = found;
+			tr->status = TRIAL_IN_PROGRESS; /* stopped by the next pass */
+		} else if (found == 0) {
 			trial_end(tr, TRIAL_STOPPED, "the tuning job stopped before this trial started");
-			tuning_trial_put(a->app->db, tr);
-		} else {
-			submit_trial(a, tr);
 		}
+		if (found >= 0)
+			tuning_trial_put(a->app->db, tr);
+		return;
+	}
+	if (tr->status == TRIAL_PENDING) {
+		submit_trial(a, tr);
 		return;
 	}
 	if ((rc = jobs_find(a->app->db, tr->job_id, &j)) == 0) {
@@ -361,6 +370,15 @@ static void maybe_end(struct advance *a)
 			 a->t.name, a->t.user_name, tuning_status_name(end), a->n_trials);
 }
 
+/* Whether the tuning job's user may still run jobs (an account disabled or at
+ * its course's end has its jobs stopped: its search must not start new ones). */
+static bool account_enabled(struct advance *a)
+{
+	struct user u;
+
+	return users_find_by_id(a->app->db, a->t.user_id, &u) != 1 || !u.disabled;
+}
+
 static void advance(struct app *app, int64_t id)
 {
 	struct jobs_submit_error err;
@@ -377,6 +395,8 @@ static void advance(struct app *app, int64_t id)
 		fail_search(&a, "its stored request no longer reads");
 		goto out;
 	}
+	if (a.t.status == TUNING_IN_PROGRESS && !account_enabled(&a))
+		fail_search(&a, "the account was disabled: no more trials");
 	if (tuning_trials_each(app->db, id, collect_trial, &a) < 0)
 		goto out;
 	for (int i = 0; i < a.n_live; i++)

@@ -11,6 +11,8 @@ a dense grid of the same code).
 - hyperband stops the trials that trail at a rung (EarlyStopped, their jobs Stopped
   before their last point), never the best;
 - stopping the tuning job stops its running trials and makes no more;
+- trials wait in the user's concurrent_jobs like any job; a disabled account's search
+  ends (Failed) without making more trials;
 - a restart of labd mid-search goes on with the same search to its end, each trial's
   job made once;
 - every bad request is a 400 naming the field, and nothing is made."""
@@ -197,6 +199,39 @@ def test_restart_of_labd_mid_search_goes_on(td):
     for i in range(1, 5):  # each trial's job made once
         r = c.get(f"/api/v1/jobs?name=rst-{i:03d}")
         assert r.json["total"] == 1, r.json
+
+
+def test_trials_count_in_the_users_concurrent_jobs(td):
+    _, c = new_user(td, "tq", overrides={"concurrent_jobs": 1})
+    t = create(c, name="cq", job=base(pause=0.1), parameter_ranges=[LR, REG],
+               objective=OBJECTIVE, max_trials=3, max_parallel=3, seed=2)
+    seen = {"running": 0, "waiting": False}
+
+    def done():
+        cur = get_tuning(c, t["id"])
+        running = [tr for tr in cur["trials"] if tr["status"] == "InProgress"]
+        seen["running"] = max(seen["running"], len(running))
+        seen["waiting"] |= any(tr["status"] == "Pending" and "concurrent_jobs" in (tr["reason"] or "")
+                               for tr in cur["trials"])
+        return cur if cur["status"] in ENDED else None
+
+    t = wait_until(done, TIMEOUT, "the tuning job to end", interval=0.05)
+    assert t["status"] == "Completed" and t["trial_counts"]["Completed"] == 3, t
+    assert seen == {"running": 1, "waiting": True}, seen
+
+
+def test_a_disabled_account_ends_its_search(td):
+    name, c = new_user(td, "td")
+    t = create(c, name="dis", job=base(pause=0.5), parameter_ranges=[LR, REG],
+               objective=OBJECTIVE, max_trials=6, max_parallel=2, seed=4)
+    wait_until(lambda: any(tr["status"] == "InProgress" for tr in get_tuning(c, t["id"])["trials"]),
+               60 * SLOW, "a trial running")
+    assert_status(td.admin().patch(f"/api/v1/users/{name}", json={"disabled": True}), 200)
+    a = td.admin()
+    t = wait_until(lambda: (lambda x: x if x["status"] in ENDED else None)(
+        a.get(f"/api/v1/tuning-jobs/{t['id']}").json), 60 * SLOW, "the search to end")
+    assert t["status"] == "Failed" and "disabled" in t["reason"], t
+    assert len(t["trials"]) <= 2 and all(tr["status"] != "InProgress" for tr in t["trials"]), t
 
 
 BAD = [
