@@ -182,21 +182,28 @@ def test_stop_stops_its_trials(td):
 
 def test_restart_of_labd_mid_search_goes_on(td):
     name, c = new_user(td, "tz")
-    # the pools end with labd (keep_on_shutdown = false): a trial running across the
-    # restart is retried, as any job with a retry left
+    # the pools end with labd (keep_on_shutdown = false): the trial training across the
+    # restart is retried, as any job with a retry left. Restarted while it trains: a job
+    # whose sandbox was still being built waits for the jobs' minute reconcile instead.
     t = create(c, name="rst", job=base(max_retries=1, pause=0.3), parameter_ranges=[LR, REG],
-               objective=OBJECTIVE, max_trials=4, max_parallel=2, seed=9)
-    wait_until(lambda: any(tr["job_id"] for tr in get_tuning(c, t["id"])["trials"]),
-               60 * SLOW, "a trial submitted")
+               objective=OBJECTIVE, max_trials=3, max_parallel=1, seed=9)
+
+    def training():
+        trials = get_tuning(c, t["id"])["trials"]
+        return trials and trials[0]["job_id"] and \
+            get_job(c, trials[0]["job_id"])["secondary_status"] == "Training"
+
+    wait_until(training, 60 * SLOW, "the first trial training")
     assert td.stop(15) == 0, td.log_tail()
     td.start(expect_admin_password=False)
     c.login(name, c.password)
-    t = wait_tuning(c, t["id"])
-    assert t["status"] == "Completed" and len(t["trials"]) == 4, t
+    t = wait_tuning(c, t["id"], d=td)
+    assert t["status"] == "Completed" and len(t["trials"]) == 3, t
     assert all(tr["status"] == "Completed" for tr in t["trials"]), t["trials"]
+    assert get_job(c, t["trials"][0]["job_id"])["attempt"] == 2, "the first trial ran across it"
     ids = [tr["job_id"] for tr in t["trials"]]
-    assert len(set(ids)) == 4, ids
-    for i in range(1, 5):  # each trial's job made once
+    assert len(set(ids)) == 3, ids
+    for i in range(1, 4):  # each trial's job made once
         r = c.get(f"/api/v1/jobs?name=rst-{i:03d}")
         assert r.json["total"] == 1, r.json
 
