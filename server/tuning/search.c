@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *const search_fields[] = {
@@ -221,6 +222,33 @@ static int check_range(json_t *r, size_t i, enum search_strategy strategy, json_
 	return 0;
 }
 
+/* The most bytes a trial's parameters take as compact JSON: each name and its
+ * longest value (a number at most 24 characters, %.17g), quoted and escaped. */
+static size_t point_bound(const struct search *s)
+{
+	size_t n = 2;
+
+	for (int i = 0; i < s->n_ranges; i++) {
+		const struct search_range *r = &s->ranges[i];
+		json_t *name = json_string(r->name), *v;
+		size_t longest = 26, k;
+		char *text = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+
+		n += (text ? strlen(text) : 1000) + 2;
+		free(text);
+		json_decref(name);
+		json_array_foreach(r->values, k, v) {
+			char *t = json_dumps(v, JSON_ENCODE_ANY);
+			size_t len = t ? strlen(t) : 1000;
+			free(t);
+			if (len > longest)
+				longest = len;
+		}
+		n += longest;
+	}
+	return n;
+}
+
 static int check_ranges(json_t *req, struct search *s, json_t *norm,
 			struct jobs_submit_error *err)
 {
@@ -239,6 +267,11 @@ static int check_ranges(json_t *req, struct search *s, json_t *norm,
 			return -1;
 		s->n_ranges = (int)i + 1;
 	}
+	if (point_bound(s) > SEARCH_POINT_MAX_BYTES)
+		return fail(err, "parameter_ranges",
+			    "one trial's parameters must fit in %d bytes as JSON: fewer ranges, or "
+			    "shorter names and values",
+			    SEARCH_POINT_MAX_BYTES);
 	/* borrow from norm (it outlives a request that is not kept) */
 	for (i = 0; i < (size_t)s->n_ranges; i++) {
 		json_t *n = json_array_get(out, i);

@@ -24,6 +24,7 @@
 #define SEARCH_GRID_POINTS_MAX 100
 #define SEARCH_NAME_MAX_CHARS 64
 #define SEARCH_RUNGS_MAX 16
+#define SEARCH_POINT_MAX_BYTES 4000 /* one trial's parameters as compact JSON */
 
 enum search_kind { SEARCH_CONTINUOUS, SEARCH_INTEGER, SEARCH_CATEGORICAL };
 enum search_strategy { SEARCH_RANDOM, SEARCH_GRID, SEARCH_HYPERBAND };

@@ -15,13 +15,16 @@
 #include "store/users.h"
 #include "tuning/search.h"
 
-struct tuner {
-	struct ticker *ticker;
-};
+/* Trials a pass follows at once per tuning job (at most max_parallel run,
+ * and one waits Pending): more wait for a later pass. */
+#define TRIALS_FOLLOWED_MAX 64
+#define TRIALS_HELD_MAX (TRIALS_FOLLOWED_MAX + SEARCH_PARALLEL_MAX)
 
-/* Trials a pass follows at once per tuning job (max_parallel and the
- * Pending ones it makes): more wait for a later pass. */
-#define TRIALS_FOLLOWED_MAX 128
+struct tuner {
+	struct app *app;
+	struct ticker *ticker;
+	struct tuning_trial live[TRIALS_HELD_MAX]; /* a pass's trials, kept between passes */
+};
 /* Live tuning jobs one pass advances; more wait for the next. */
 #define PASS_TUNING_MAX 256
 
@@ -379,17 +382,17 @@ static bool account_enabled(struct advance *a)
 	return users_find_by_id(a->app->db, a->t.user_id, &u) != 1 || !u.disabled;
 }
 
-static void advance(struct app *app, int64_t id)
+static void advance(struct tuner *tu, int64_t id)
 {
 	struct jobs_submit_error err;
-	struct advance a = {.app = app};
+	struct app *app = tu->app;
+	struct advance a = {.app = app, .live = tu->live};
 
 	if (tuning_find_for(app->db, 0, id, &a.t) != 1)
 		return;
 	a.spec = json_loads(a.t.spec, 0, NULL);
 	a.norm = json_object();
-	a.live = calloc(TRIALS_FOLLOWED_MAX + SEARCH_PARALLEL_MAX, sizeof(*a.live));
-	if (!a.spec || !a.norm || !a.live)
+	if (!a.spec || !a.norm)
 		goto out;
 	if (search_check(a.spec, 0, a.norm, &a.s, &err) < 0) { /* never: it was checked */
 		fail_search(&a, "its stored request no longer reads");
@@ -404,13 +407,12 @@ static void advance(struct app *app, int64_t id)
 	/* a trial waiting for concurrent_jobs holds its place: no new one meanwhile */
 	while (a.t.status == TUNING_IN_PROGRESS && !any_pending(&a) &&
 	       a.n_trials < a.s.max_trials && count_running(&a) < a.s.max_parallel &&
-	       a.n_live < TRIALS_FOLLOWED_MAX + SEARCH_PARALLEL_MAX)
+	       a.n_live < TRIALS_HELD_MAX)
 		new_trial(&a, a.n_trials);
 	maybe_end(&a);
 out:
 	json_decref(a.spec);
 	json_decref(a.norm);
-	free(a.live);
 	tuning_row_free(&a.t);
 }
 
@@ -431,14 +433,14 @@ static int collect_tuning(const struct tuning_job *t, void *ctx)
 
 static long long tuner_pass(void *arg)
 {
-	struct app *app = arg;
+	struct tuner *tu = arg;
 	struct live_ids l = {.n = 0};
 
 	/* the ids first: a trial's submit must not run inside the walk */
-	if (tuning_each_live(app->db, collect_tuning, &l) < 0)
+	if (tuning_each_live(tu->app->db, collect_tuning, &l) < 0)
 		return clock_ms() + 1000;
 	for (int i = 0; i < l.n; i++)
-		advance(app, l.ids[i]);
+		advance(tu, l.ids[i]);
 	return l.n ? clock_ms() + TUNER_POLL_MS : TICKER_IDLE;
 }
 
@@ -448,7 +450,8 @@ int tuner_start(struct app *app)
 
 	if (!tu)
 		return log_error("tuner: out of memory");
-	if (ticker_start("tuning", tuner_pass, app, &tu->ticker) < 0) {
+	tu->app = app;
+	if (ticker_start("tuning", tuner_pass, tu, &tu->ticker) < 0) {
 		free(tu);
 		return -1;
 	}

@@ -55,6 +55,36 @@ static void test_bad_fields_are_named(void **state)
 			    "parameter_ranges[0].grid_points");
 }
 
+static void test_a_trials_parameters_must_fit(void **state)
+{
+	struct jobs_submit_error err = {0};
+	struct search s;
+	json_t *req = request(""), *norm = json_object();
+	json_t *ranges = json_object_get(req, "parameter_ranges");
+	char name[16], value[300];
+	(void)state;
+
+	/* 20 categorical ranges whose longest values add up past 4000 bytes */
+	memset(value, 'v', 250);
+	value[250] = '\0';
+	json_array_clear(ranges);
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		json_array_append_new(ranges, json_pack("{s:s,s:s,s:[s,s]}", "name", name, "type",
+							 "categorical", "values", "a", value));
+	}
+	assert_int_equal(search_check(req, 1, norm, &s, &err), -1);
+	assert_string_equal(err.field, "parameter_ranges");
+	/* 10 of them fit */
+	while (json_array_size(ranges) > 10)
+		json_array_remove(ranges, json_array_size(ranges) - 1);
+	json_decref(norm);
+	norm = json_object();
+	assert_int_equal(search_check(req, 1, norm, &s, &err), 0);
+	json_decref(req);
+	json_decref(norm);
+}
+
 static void check_point(const struct search *s, json_t *p)
 {
 	double lr = json_real_value(json_object_get(p, "lr"));
@@ -166,6 +196,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_fields_are_named),
+		cmocka_unit_test(test_a_trials_parameters_must_fit),
 		cmocka_unit_test(test_random_stays_in_range_on_its_scale_and_repeats),
 		cmocka_unit_test(test_grid_is_every_point_once),
 		cmocka_unit_test(test_hyperband_keeps_the_best_third),
