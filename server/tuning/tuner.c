@@ -130,9 +130,12 @@ static void submit_trial(struct advance *a, struct tuning_trial *tr)
 		jobs_row_free(&j);
 		break;
 	case JOBS_SUBMIT_CONCURRENT: /* it waits for one of the user's jobs to end */
-		snprintf(tr->reason, sizeof(tr->reason),
+		snprintf(reason, sizeof(reason),
 			 "waiting: you have %lld jobs in progress, your plan's concurrent_jobs",
 			 (long long)why.concurrent_limit);
+		if (strcmp(reason, tr->reason) == 0)
+			return; /* said so already: no write each pass while it waits */
+		memcpy(tr->reason, reason, sizeof(tr->reason));
 		break;
 	case JOBS_SUBMIT_QUOTA:
 	case JOBS_SUBMIT_STORAGE:

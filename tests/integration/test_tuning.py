@@ -23,7 +23,7 @@ import sys
 
 import pytest
 
-from jobs_lib import SCRIPTS, get_job, jobs_daemon, metric_values, new_user, script, usage_entries
+from jobs_lib import SCRIPTS, at, get_job, jobs_daemon, metric_values, new_user, script, usage_entries
 from labd_harness import SLOW, assert_status, wait_until
 
 sys.path.insert(0, SCRIPTS)
@@ -212,19 +212,22 @@ def test_trials_count_in_the_users_concurrent_jobs(td):
     _, c = new_user(td, "tq", overrides={"concurrent_jobs": 1})
     t = create(c, name="cq", job=base(pause=0.1), parameter_ranges=[LR, REG],
                objective=OBJECTIVE, max_trials=3, max_parallel=3, seed=2)
-    seen = {"running": 0, "waiting": False}
+    waited = []
 
     def done():
         cur = get_tuning(c, t["id"])
-        running = [tr for tr in cur["trials"] if tr["status"] == "InProgress"]
-        seen["running"] = max(seen["running"], len(running))
-        seen["waiting"] |= any(tr["status"] == "Pending" and "concurrent_jobs" in (tr["reason"] or "")
-                               for tr in cur["trials"])
+        waited.extend(tr["index"] for tr in cur["trials"] if tr["status"] == "Pending"
+                      and "concurrent_jobs" in (tr["reason"] or ""))
         return cur if cur["status"] in ENDED else None
 
     t = wait_until(done, TIMEOUT, "the tuning job to end", interval=0.05)
     assert t["status"] == "Completed" and t["trial_counts"]["Completed"] == 3, t
-    assert seen == {"running": 1, "waiting": True}, seen
+    assert waited, "no trial was seen waiting for concurrent_jobs"
+    # one job at a time: each trial's job was made (Pending) after the one before ended
+    spans = sorted((at(j["transitions"][0]["start_at"]), at(j["transitions"][-1]["start_at"]))
+                   for j in (get_job(c, tr["job_id"]) for tr in t["trials"]))
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        assert start >= end, spans
 
 
 def test_a_disabled_account_ends_its_search(td):
