@@ -24,6 +24,7 @@ struct tuner {
 	struct app *app;
 	struct ticker *ticker;
 	struct tuning_trial live[TRIALS_HELD_MAX]; /* a pass's trials, kept between passes */
+	double rung_values[SEARCH_TRIALS_MAX + 1];  /* every trial's value at one rung */
 };
 /* Live tuning jobs one pass advances; more wait for the next. */
 #define PASS_TUNING_MAX 256
@@ -35,6 +36,7 @@ struct advance {
 	json_t *spec, *norm;
 	struct search s;
 	struct tuning_trial *live; /* trials not over yet (Pending or running) */
+	double *rung_values;       /* the tuner's, SEARCH_TRIALS_MAX + 1 of them */
 	int n_live, n_trials;
 };
 
@@ -170,7 +172,7 @@ static void submit_trial(struct advance *a, struct tuning_trial *tr)
 static void judge_rungs(struct advance *a, struct tuning_trial *tr, const struct job *j,
 			bool judge)
 {
-	static double values[SEARCH_TRIALS_MAX + 1];
+	double *values = a->rung_values;
 	struct db *db = a->app->db;
 	int64_t points = tuning_metric_count(db, j->id, a->s.metric), at;
 	double v;
@@ -389,7 +391,7 @@ static void advance(struct tuner *tu, int64_t id)
 {
 	struct jobs_submit_error err;
 	struct app *app = tu->app;
-	struct advance a = {.app = app, .live = tu->live};
+	struct advance a = {.app = app, .live = tu->live, .rung_values = tu->rung_values};
 
 	if (tuning_find_for(app->db, 0, id, &a.t) != 1)
 		return;
