@@ -17,6 +17,7 @@ struct session_limits;
 struct throttle_policy;
 struct reconciler;
 struct jobs_runner;
+struct tuner;
 struct runtime;
 struct watch;
 struct http_streams;
@@ -37,6 +38,7 @@ struct app {
 	struct reconciler *reconciler; /* runtime timers and reconciliation */
 	struct jobs_runner *jobs;      /* the training jobs' thread (jobs/jobs.h); NULL: none */
 	struct gpus *gpus;             /* the GPU inventory (sched/gpus.h); NULL: none */
+	struct tuner *tuner;           /* the tuning jobs' thread (tuning/tuner.h); NULL: none */
 	int web_root_fd; /* O_PATH directory fd of cfg->web_root */
 	/* policies derived from cfg by web/, borrowed for the process lifetime */
 	const struct password_params *password;

@@ -150,6 +150,31 @@ enum jobs_submit_result jobs_submit(struct app *app, int64_t user_id, const char
 	return res;
 }
 
+/* What jobs_submit checks before it inserts, for a caller that makes jobs
+ * later (a tuning job's trials): the same limits and quota windows. */
+enum jobs_submit_result jobs_submit_validate(struct app *app, int64_t user_id, json_t *body,
+					     struct jobs_refusal *why)
+{
+	struct quota_status st;
+	struct jobs_limits lim;
+	struct jobs_submit s;
+	char image[PLAN_IMAGE_MAX + 1];
+	enum jobs_submit_result res;
+
+	memset(why, 0, sizeof(*why));
+	if (quota_status_read(app->db, app->cfg, user_id, time(NULL), &st) < 0 ||
+	    plans_user_image(app->db, user_id, image, sizeof(image)) < 0)
+		return JOBS_SUBMIT_ERROR;
+	job_limits(app, &st, image, &lim);
+	if (jobs_submit_check(body, &lim, &s, &why->err) < 0)
+		return JOBS_SUBMIT_INVALID;
+	res = s.gpu && app->cfg->n_gpu_devices < (unsigned)s.gpu_count
+		      ? invalid(why, "gpu_count", "this lab has fewer GPUs than the job asks for")
+		      : check_windows(&st, s.gpu, why);
+	jobs_submit_release(&s);
+	return res;
+}
+
 /* ---- stop and release ---- */
 
 int jobs_stop(struct app *app, const struct job *j, int64_t grace_s, const char *actor)

@@ -64,6 +64,10 @@ struct jobs_refusal {
 enum jobs_submit_result jobs_submit(struct app *app, int64_t user_id, const char *user,
 				    const char *address, json_t *body, struct job *out,
 				    struct jobs_refusal *why);
+/* Checks body as jobs_submit does (fields, limits, quota windows) and makes
+ * nothing: JOBS_SUBMIT_OK, _INVALID, _QUOTA or _ERROR with *why. */
+enum jobs_submit_result jobs_submit_validate(struct app *app, int64_t user_id, json_t *body,
+					     struct jobs_refusal *why);
 /* Stops a live job: Pending ends Stopped at once; otherwise Stopping, and the
  * backend sends SIGTERM, then SIGKILL after grace_s (<= 0: [jobs] grace).
  * 0, -EALREADY when it is not live, or a negative errno. */

@@ -377,8 +377,46 @@ static const char *const migrations[] = {
 	 "ALTER TABLE groups ADD COLUMN expires_at INTEGER;"
 	 "ALTER TABLE groups ADD COLUMN ended_at INTEGER;"
 	 "ALTER TABLE groups ADD COLUMN retired_at INTEGER;"),
-	/* 17: another change's; this empty step holds its number until it lands. */
-	("SELECT 1;"),
+	/* 17: tuning jobs (docs/jobs.md "Tuning jobs"): the normalised request,
+	 * each trial (a training job of its own, made in index order; its
+	 * parameters, its objective value and why it ended, copied so that a
+	 * trial outlives its job's retention) and the value each trial reached
+	 * at each early-stopping rung (hyperband), so that a restarted labd-web
+	 * goes on with the same search and the same comparisons. */
+	("CREATE TABLE tuning_jobs ("
+	 "  id INTEGER PRIMARY KEY,"
+	 "  user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+	 "  name TEXT NOT NULL,"
+	 "  spec TEXT NOT NULL,"
+	 "  status TEXT NOT NULL CHECK (status IN ('InProgress', 'Completed', 'Failed',"
+	 "    'Stopping', 'Stopped')),"
+	 "  reason TEXT NOT NULL DEFAULT '',"
+	 "  created_at INTEGER NOT NULL,"
+	 "  ended_at INTEGER NOT NULL DEFAULT 0,"
+	 "  UNIQUE (user_id, name));"
+	 "CREATE INDEX tuning_jobs_live ON tuning_jobs(status)"
+	 "  WHERE status IN ('InProgress', 'Stopping');"
+	 "CREATE TABLE tuning_trials ("
+	 "  tuning_id INTEGER NOT NULL REFERENCES tuning_jobs(id) ON DELETE CASCADE,"
+	 "  idx INTEGER NOT NULL,"
+	 "  job_id INTEGER NOT NULL DEFAULT 0,"
+	 "  job_name TEXT NOT NULL,"
+	 "  parameters TEXT NOT NULL,"
+	 "  status TEXT NOT NULL CHECK (status IN ('Pending', 'InProgress', 'Completed',"
+	 "    'Failed', 'Stopped', 'EarlyStopped')),"
+	 "  objective REAL,"
+	 "  reason TEXT NOT NULL DEFAULT '',"
+	 "  rung INTEGER NOT NULL DEFAULT 0,"
+	 "  created_at_ms INTEGER NOT NULL,"
+	 "  started_at INTEGER NOT NULL DEFAULT 0,"
+	 "  ended_at INTEGER NOT NULL DEFAULT 0,"
+	 "  PRIMARY KEY (tuning_id, idx));"
+	 "CREATE TABLE tuning_rungs ("
+	 "  tuning_id INTEGER NOT NULL REFERENCES tuning_jobs(id) ON DELETE CASCADE,"
+	 "  rung INTEGER NOT NULL,"
+	 "  idx INTEGER NOT NULL,"
+	 "  value REAL NOT NULL,"
+	 "  PRIMARY KEY (tuning_id, rung, idx));"),
 	/* 18: preemptible jobs (docs/jobs.md "Preemptible capacity"). A job's
 	 * capacity; while labd stops it for someone who waits, preempting says
 	 * who (and preempt_at_ms since when), so a restarted labd-web puts it

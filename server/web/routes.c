@@ -14,6 +14,7 @@
 #include "labd/app.h"
 #include "labd/log.h"
 #include "api/pages.h"
+#include "api/tuning.h"
 #include "store/db.h"
 #include "web/scrape.h"
 
@@ -51,6 +52,11 @@ static const struct route routes[] = {
 	{"DELETE", "/api/v1/webhooks/{}", ROUTE_USER, ROUTE_API, api_webhooks_delete, SCOPE_JOBS},
 	{"GET", "/api/v1/webhooks/{}/deliveries", ROUTE_USER, ROUTE_API, api_webhooks_deliveries,
 	 SCOPE_JOBS},
+	/* tuning jobs: searches whose trials are jobs (docs/jobs.md "Tuning jobs") */
+	{"POST", "/api/v1/tuning-jobs", ROUTE_USER, ROUTE_API, api_tuning_create, SCOPE_JOBS},
+	{"GET", "/api/v1/tuning-jobs", ROUTE_USER, ROUTE_API, api_tuning_list, SCOPE_JOBS},
+	{"GET", "/api/v1/tuning-jobs/{}", ROUTE_USER, ROUTE_API, api_tuning_get, SCOPE_JOBS},
+	{"POST", "/api/v1/tuning-jobs/{}/stop", ROUTE_USER, ROUTE_API, api_tuning_stop, SCOPE_JOBS},
 	/* a training job's log, metrics, samples and status events (docs/jobs.md) */
 	{"GET", "/api/v1/jobs/{}/logs", ROUTE_USER, ROUTE_API, api_job_logs, SCOPE_JOBS},
 	{"GET", "/api/v1/jobs/{}/metrics", ROUTE_USER, ROUTE_API, api_job_metrics, SCOPE_JOBS},
@@ -105,6 +111,7 @@ static const struct route routes[] = {
 	/* a training job's page; its script reads the id from the path (docs/jobs.md) */
 	{"GET", "/jobs/{}", ROUTE_USER, ROUTE_PAGE, pages_job, SCOPE_IDENTIFY},
 	{"GET", "/jobs/{}/report", ROUTE_USER, ROUTE_PAGE, pages_job_report, SCOPE_IDENTIFY},
+	{"GET", "/tuning/{}", ROUTE_USER, ROUTE_PAGE, api_tuning_page, SCOPE_IDENTIFY},
 	{"GET", "/admin", ROUTE_ADMIN, ROUTE_PAGE, pages_admin, SCOPE_ADMIN_USERS},
 	/* Public here: a scraper's token is not an API token; the handler checks
 	 * the role and the scope. */

@@ -52,6 +52,7 @@
 #include "store/users.h"
 #include "jobs/retention.h"
 #include "notify/notify.h"
+#include "tuning/tuner.h"
 
 /* How often expired sessions are swept from the store. */
 #define MAINTENANCE_S 60
@@ -358,6 +359,18 @@ static void stop_jobs(struct web *w)
 	jobs_runner_stop(__atomic_exchange_n(&w->app.jobs, NULL, __ATOMIC_SEQ_CST));
 }
 
+/* Tuning jobs' searches (tuning/tuner.h): they submit and stop jobs, so
+ * they start after the jobs pass and stop before it. */
+static int start_tuner(struct web *w)
+{
+	return tuner_start(&w->app);
+}
+
+static void stop_tuner(struct web *w)
+{
+	tuner_stop(&w->app);
+}
+
 /* The host CLI's writes (a password reset must end sessions that the caches
  * still hold) are heard when they happen (dbwatch.h: a write in the store's
  * directory pokes the maintenance ticker), or looked for every second when
@@ -478,7 +491,8 @@ static const struct part {
 	 * while the supervisor ends sandboxes on a shutdown */
 	{"maintenance", start_maintenance, stop_maintenance},
 	{"reconciler", start_reconciler, stop_reconciler},
-	{"jobs", start_jobs, stop_jobs}, /* first to stop: the supervisor's shutdown events follow */
+	{"jobs", start_jobs, stop_jobs}, /* stops before the supervisor's shutdown events follow */
+	{"tuning", start_tuner, stop_tuner},
 };
 #define N_PARTS (sizeof(parts) / sizeof(parts[0]))
 

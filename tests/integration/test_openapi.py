@@ -145,6 +145,15 @@ def test_every_documented_operation_is_called(daemon, admin, new_user):
     c.post(f"/api/v1/jobs/{job.json['id']}/stop")  # 202, or 409 once it is over
     assert_status(c.get("/api/v1/warm-pools"), 200)
     c.delete("/api/v1/warm-pools/999999")  # none: 404
+    tune = c.post("/api/v1/tuning-jobs", json={
+        "name": "oatune", "job": {"command": ["true"], "metric_definitions": [
+            {"name": "m", "regex": "m=([0-9]+)"}]},
+        "parameter_ranges": [{"name": "x", "type": "integer", "min": 1, "max": 2}],
+        "objective": {"metric": "m", "type": "maximize"}, "max_trials": 1})
+    assert_status(tune, 201)
+    assert_status(c.get("/api/v1/tuning-jobs"), 200)
+    assert_status(c.get(f"/api/v1/tuning-jobs/{tune.json['id']}"), 200)
+    c.post(f"/api/v1/tuning-jobs/{tune.json['id']}/stop")  # 202, or 409 once it is over
     # webhooks (test_webhooks.py delivers them): no egress here, so a create is 403
     c.post("/api/v1/webhooks", json={"url": "https://hooks.example.org/x", "events": ["job.ended"]})
     assert_status(c.get("/api/v1/webhooks"), 200)

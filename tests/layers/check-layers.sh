@@ -12,10 +12,11 @@
 #   5 sched
 #   6 backend notify
 #   7 runtime jobs
-#   8 proxy api
-#   9 web
-#  10 supervisor
-#  11 main (server/main.c)
+#   8 tuning
+#   9 proxy api
+#  10 web
+#  11 supervisor
+#  12 main (server/main.c)
 #
 # Root-side code (supervisor, proto, sandbox, common) never references the
 # store or HTTP: it includes only root-side folders (common, config, proto,
@@ -38,10 +39,11 @@ rank() {
 	sched) echo 5 ;;
 	backend | notify) echo 6 ;;
 	runtime | jobs) echo 7 ;;
-	proxy | api) echo 8 ;;
-	web) echo 9 ;;
-	supervisor) echo 10 ;;
-	main) echo 11 ;;
+	tuning) echo 8 ;;
+	proxy | api) echo 9 ;;
+	web) echo 10 ;;
+	supervisor) echo 11 ;;
+	main) echo 12 ;;
 	*) echo -1 ;;
 	esac
 }

@@ -48,7 +48,7 @@ expect "a folder including one above it fails" fail 'store/users.c:[0-9]+: store
 
 fresh
 plant server/proxy/proxy.c '#include "api/api.h"'
-expect "siblings of one layer including each other fails" fail 'proxy/proxy.c:[0-9]+: proxy \(layer 8\) includes "api/api.h" from api \(layer 8\)'
+expect "siblings of one layer including each other fails" fail 'proxy/proxy.c:[0-9]+: proxy \(layer 9\) includes "api/api.h" from api \(layer 9\)'
 
 fresh
 plant include/labd/log.h '#include "http/http.h"'

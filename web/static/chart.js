@@ -1,8 +1,9 @@
 /* labd web UI: bar charts of CPU and GPU hours, drawn by uPlot (npm "uplot", served from
  * /static/vendor/uplot/). Each chart comes with a table of the same numbers, for screen
  * readers and for anyone who wants the figures rather than the bars.
- * Loaded after common.js and uPlot.iife.min.js; adds labd.hoursChart, and labd.lineChart for a
- * training job's metric over time. */
+ * Loaded after common.js and uPlot.iife.min.js; adds labd.hoursChart, labd.lineChart for a
+ * training job's metric over time, and labd.scatterChart for a tuning job's objective against
+ * one parameter. */
 (function () {
   "use strict";
 
@@ -207,7 +208,69 @@
     return { update: update };
   }
 
+  /* Points [{x, y, label}] as dots (no line) against a numeric x, in box: a tuning job's
+   * objective against one parameter. opts: {title, xName, yName, logX}. The figures are in
+   * a table under a <details>; box.dataset.points says how many are drawn. */
+  function scatterChart(box, points, opts) {
+    box.textContent = "";
+    box.dataset.points = String(points.length);
+    var sorted = points.slice().sort(function (a, b) {
+      return a.x - b.x;
+    });
+    var plot = L.el("div", {
+      className: "chart-plot",
+      attrs: { role: "img", "aria-label": opts.title + ": " + points.length + (points.length === 1 ? " point" : " points") + ", figures in the table below" },
+    });
+    var details = L.el("details", { className: "chart-details" }, [
+      L.el("summary", null, ["Show the figures"]),
+      L.el("table", { className: "chart-table" }, [
+        L.el("caption", null, [opts.title]),
+        L.el("thead", null, [
+          L.el("tr", null, [
+            L.el("th", { scope: "col" }, [opts.xName]),
+            L.el("th", { scope: "col", className: "num" }, [opts.yName]),
+            L.el("th", { scope: "col" }, ["Trial"]),
+          ]),
+        ]),
+        L.el("tbody", null, sorted.map(function (p) {
+          return L.el("tr", null, [
+            L.el("td", null, [String(p.x)]),
+            L.el("td", { className: "num" }, [String(p.y)]),
+            L.el("td", null, [p.label || ""]),
+          ]);
+        })),
+      ]),
+    ]);
+    box.appendChild(L.el("h3", null, [opts.title]));
+    box.appendChild(plot);
+    box.appendChild(details);
+    if (!window.uPlot) {
+      plot.appendChild(L.el("p", { className: "muted small" }, ["The chart library did not load; the figures are below."]));
+      details.open = true;
+      return null;
+    }
+    var u = new window.uPlot(
+      {
+        width: widthOf(box),
+        height: 200,
+        scales: { x: { time: false, distr: opts.logX ? 3 : 1 } },
+        axes: [{ label: opts.xName }, { size: 60 }],
+        series: [
+          { label: opts.xName },
+          { label: opts.yName, stroke: COLORS.gpu, width: 0, paths: function () { return null; },
+            points: { show: true, size: 7, fill: COLORS.gpu } },
+        ],
+        legend: { show: true, live: true },
+        cursor: { drag: { x: false, y: false } },
+      },
+      [sorted.map(function (p) { return p.x; }), sorted.map(function (p) { return p.y; })],
+      plot
+    );
+    return u;
+  }
+
   L.hoursChart = hoursChart;
   L.lineChart = lineChart;
+  L.scatterChart = scatterChart;
   L.hours = hours;
 })();

@@ -340,6 +340,21 @@
     });
   }
 
+  /* The caller's tuning jobs (searches whose trials are the jobs above), each a link to its
+   * page, under the jobs table; nothing when there is none. */
+  function showTuningJobs() {
+    L.api("GET", "/tuning-jobs?limit=20").then(function (data) {
+      var list = (data && data.tuning_jobs) || [];
+      if (!list.length) return;
+      var links = [];
+      list.forEach(function (t, i) {
+        if (i) links.push(", ");
+        links.push(L.el("a", { href: "/tuning/" + encodeURIComponent(t.id) }, [t.name]), " (" + t.status + ")");
+      });
+      $("jobs").parentNode.after(L.el("p", { id: "tuning-jobs", className: "small" }, ["Tuning jobs: "].concat(links)));
+    }).catch(function () {});
+  }
+
   function init() {
     $("job-form").addEventListener("submit", onSubmit);
     $("job-run-command").addEventListener("change", showRunAs);
@@ -351,6 +366,7 @@
     });
     $("warm-pools").addEventListener("click", onPoolsClick);
     initNotify();
+    showTuningJobs();
     /* Wait for the CSRF token (common.js's loadMe, started by dashboard.js): the
      * first list needs none, but a quick submit does. */
     L.api("GET", "/jobs?limit=" + LIST_LIMIT)
