@@ -25,6 +25,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -627,17 +628,23 @@ static const struct start_step {
 #define N_START_STEPS (sizeof(start_steps) / sizeof(start_steps[0]))
 _Static_assert(N_START_STEPS <= TIMING_MAX_STEPS, "timing.h holds every start step");
 
+/* How long a failed parent step waits for the child's own report. */
+#define CHILD_REPORT_WAIT_MS 250
+
 /* A parent step that failed because the child had already died (pasta finds no
- * namespace to join): the child's own report says why, and names its step.  Only a
- * child that has exited is asked, so the read never waits. */
+ * namespace to join): the child's own report says why, and names its step.  The
+ * child's namespaces go before it can be waited for, so a dying child is not yet
+ * waitable when the parent's step fails: the report is waited for, briefly.  A
+ * child that did not fail writes nothing before its exec, so the wait ends at its
+ * bound, on a failure path only. */
 static void prefer_child_report(struct start *c, char *why, size_t len)
 {
 	char buf[SANDBOX_STEP_MAX + SANDBOX_MESSAGE_MAX];
-	siginfo_t si = {0};
+	struct pollfd p = {.fd = c->err_p[0], .events = POLLIN};
 	ssize_t n;
 
 	if (c->pid <= 0 || c->err_p[0] < 0 || c->child_step[0] ||
-	    waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid != c->pid)
+	    poll(&p, 1, CHILD_REPORT_WAIT_MS) != 1 || !(p.revents & POLLIN))
 		return;
 	do
 		n = read(c->err_p[0], buf, sizeof(buf));
