@@ -60,6 +60,33 @@ static void test_jobs_take_their_turn(void **state)
 	assert_false(queue_job_turn(it, 3, 7, 3, excused, 1));
 }
 
+/* A GPU runtime waits behind a GPU job ahead of it in the order: one GPU
+ * free while the 2-GPU job ahead waits for two is not the runtime's. */
+static void test_a_runtime_never_overtakes_a_job_ahead(void **state)
+{
+	struct queue_item it[] = {
+		{.runtime_id = 3, .user_id = 2, .queued_at = 200, .gpu_s_24h = 0, .gpus = 1},
+		{.job_id = 7, .user_id = 1, .queued_at = 100, .gpu_s_24h = 0, .gpus = 2},
+	};
+	int64_t excused[] = {1};
+	(void)state;
+
+	queue_order(it, 2);
+	assert_int_equal(it[0].job_id, 7); /* equal use: the earlier request */
+	assert_false(queue_runtime_turn(it, 2, 3, 1, NULL, 0));
+	assert_false(queue_runtime_turn(it, 2, 3, 2, NULL, 0));
+	assert_true(queue_runtime_turn(it, 2, 3, 3, NULL, 0)); /* enough for both */
+	assert_false(queue_runtime_turn(it, 2, 7, 3, NULL, 0)); /* 7 is a job, not a runtime */
+	assert_false(queue_runtime_turn(it, 2, 4, 3, NULL, 0)); /* not queued */
+	/* user 1's caps hold its job back: it takes no GPU, the runtime goes */
+	assert_true(queue_runtime_turn(it, 2, 3, 1, excused, 1));
+	/* the runtime's own entry ahead of a job: the job waits for both */
+	it[0].gpu_s_24h = 9; /* the job's user used more */
+	queue_order(it, 2);
+	assert_true(queue_runtime_turn(it, 2, 3, 1, NULL, 0));
+	assert_false(queue_job_turn(it, 2, 7, 2, NULL, 0));
+}
+
 static void test_estimates_follow_the_holders_and_lengths(void **state)
 {
 	(void)state;
@@ -418,6 +445,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order_less_use_first_then_arrival),
 		cmocka_unit_test(test_jobs_take_their_turn),
+		cmocka_unit_test(test_a_runtime_never_overtakes_a_job_ahead),
 		cmocka_unit_test(test_estimates_follow_the_holders_and_lengths),
 		cmocka_unit_test_setup_teardown(test_rows_move_with_their_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_counts_open_entries_up_to_now, setup, teardown),
