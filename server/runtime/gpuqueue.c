@@ -1,6 +1,6 @@
 /* gpuqueue.c - GPU starts and the queue's moves: enqueue, expire, start the
- * head of the fair order (sched/queue.h) on a free GPU, keep every place
- * current. The order and the estimates are sched/'s; this file acts.
+ * first runtime of the fair order (sched/queue.h) on a free GPU when it is
+ * its turn, keep every place current. The order and the estimates are sched/'s; this file acts.
  *
  * Locking: the pool's allocation lock (gpus_alloc_lock) is held while a GPU
  * is chosen and a row moved onto it, and while places are written, never
@@ -47,10 +47,10 @@ static const struct queue_item *find_runtime(const struct pass *p, int64_t runti
 }
 
 /* Under the allocation lock: whether the queued runtime runtime_id (0: the
- * first in the order; p->runtime its entry) may take a GPU now (1, its id in *id): its turn in the fair order of runtimes and
- * GPU jobs (a GPU job ahead of it waits for GPUs it must not take, docs/api.md
- * "GPUs and the queue"), a free GPU, and room under the host's cap. 0 when
- * not, or -EIO. */
+ * first in the order; p->runtime its entry) may take a GPU now (1, its id in
+ * *id): its turn in the fair order of runtimes and GPU jobs (a GPU job ahead
+ * of it waits for GPUs it must not take, docs/api.md "GPUs and the queue"),
+ * a free GPU, and room under the host's cap. 0 when not, or -EIO. */
 static int runtime_turn(struct app *app, int64_t now, int64_t runtime_id, struct pass *p,
 			unsigned *id)
 {
@@ -71,8 +71,8 @@ static int runtime_turn(struct app *app, int64_t now, int64_t runtime_id, struct
 				     QUEUE_PASS_MAX);
 	if (p->n_excused < 0)
 		return -EIO;
-	if (!queue_runtime_turn(p->items, (size_t)p->n, p->runtime->runtime_id, (unsigned)free_n, p->excused,
-				(size_t)p->n_excused))
+	if (!queue_runtime_turn(p->items, (size_t)p->n, p->runtime->runtime_id, (unsigned)free_n,
+				p->excused, (size_t)p->n_excused))
 		return 0;
 	/* a start the host cap holds (preemptible pools fill it: jobs/preempt.c
 	 * frees one) waits here, not in the supervisor's refusal */

@@ -33,7 +33,7 @@ int runtime_socket_path(const struct runtime *r, char *out, size_t len)
 	return str_copy(out, len, r->endpoint + 5) < 0 ? -1 : 0;
 }
 
-/* A GPU start: on a free GPU at once when nobody waits, else queued. */
+/* A GPU start: on a free GPU at once when it is its turn, else queued. */
 static enum runtime_start_result gpu_start(struct app *app, int64_t user_id, const char *user,
 					   const char *address, const char *token,
 					   const struct runtime_resources *res, struct runtime *out)
@@ -58,8 +58,9 @@ static int any_pool(const struct job_on_pool *v, void *ctx)
 }
 
 /* The capacity caps (docs/operations.md "Capacity"): a start beyond the host's cap
- * is refused, not queued (but a GPU start while preemptible jobs fill it); a GPU start beside GPUs the user's jobs or warm pools
- * hold is refused beyond [quota] gpus_held (the user releases one, or waits). */
+ * is refused, not queued (but a GPU start while preemptible jobs run is queued: one
+ * is preempted for it); a GPU start beside GPUs the user's jobs or warm pools hold
+ * is refused beyond [quota] gpus_held (the user releases one, or waits). */
 static enum runtime_start_result check_caps(struct app *app, int64_t user_id,
 					    enum runtime_kind kind)
 {
