@@ -10,8 +10,10 @@
 #include "store/db.h"
 #include "store/gpu_queue.h"
 #include "store/jobs.h"
+#include "config/config.h"
 #include "store/migrations.h"
 #include "store/ledger.h"
+#include "store/pools.h"
 #include "store/runtimes.h"
 #include "store/users.h"
 
@@ -396,6 +398,35 @@ static void test_live_set_reads_users_in_turns(void **state)
 	assert_int_equal(jobs_overdue_pending(f->db, now, ids, 1000), 0);
 }
 
+/* A runtime's turn excuses the jobs whose users their own caps hold back,
+ * as the jobs pass does: their pools at [jobs] max_pools_per_user, or the
+ * GPUs they hold beside the job's beyond [quota] gpus_held. */
+static void test_excused_are_the_users_their_caps_hold(void **state)
+{
+	struct fixture *f = *state;
+	struct labd_config cfg = {.jobs_max_pools_per_user = 1, .quota_gpus_held = 2};
+	struct pool_shape shape = {.user_id = f->ann, .gpu = true, .gpu_count = 1};
+	struct queue_item it[] = {
+		{.job_id = 1, .user_id = f->ann, .gpus = 1},
+		{.runtime_id = 5, .user_id = f->bob, .gpus = 1},
+		{.job_id = 2, .user_id = f->bob, .gpus = 1},
+	};
+	struct pool p;
+	int64_t ex[4];
+
+	assert_int_equal(queue_excused(f->db, &cfg, it, 3, ex, 4), 0);
+	assert_int_equal(pools_create(f->db, &shape, "0", 0, 10, 1000, &p), 0);
+	assert_int_equal(queue_excused(f->db, &cfg, it, 3, ex, 4), 1); /* its pool cap */
+	assert_int_equal(ex[0], f->ann);
+	cfg.jobs_max_pools_per_user = 4;
+	assert_int_equal(queue_excused(f->db, &cfg, it, 3, ex, 4), 0); /* room for both */
+	cfg.quota_gpus_held = 1;
+	assert_int_equal(queue_excused(f->db, &cfg, it, 3, ex, 4), 1); /* its GPU cap */
+	cfg.quota_gpus_held = 2;
+	assert_int_equal(queue_excused(f->db, &cfg, it, 3, ex, 4), 0); /* room for both */
+	assert_true(queue_excused(f->db, &cfg, it, 3, ex, 0) == 0);
+}
+
 static void exec_raw(sqlite3 *raw, const char *sql)
 {
 	char *err = NULL;
@@ -456,6 +487,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_live_set_reads_users_in_turns, setup, teardown),
 
 		cmocka_unit_test_setup_teardown(test_load_weighs_each_gpu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_excused_are_the_users_their_caps_hold, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_migration_keeps_runtimes_and_their_sequence,
 						setup, teardown),
 	};
