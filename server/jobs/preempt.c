@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "config/capacity.h"
 #include "config/config.h"
 #include "jobs/moves.h"
 #include "jobs/poke.h"
@@ -16,6 +17,7 @@
 #include "sched/caps.h"
 #include "sched/gpus.h"
 #include "sched/queue.h"
+#include "store/gpu_queue.h"
 #include "store/pools.h"
 #include "store/users.h"
 
@@ -144,6 +146,61 @@ static void gpu_demand(struct app *app, struct victims *vs, int64_t now)
 			coming += vs->v[i].gpu_count;
 }
 
+/* Whether the pool id still holds its sandbox in the store: a preempted
+ * job's pool outlives its stop by the upload and the release, and only its
+ * end makes room under the host's cap. */
+static bool pool_live(struct app *app, int64_t id)
+{
+	struct pool p;
+
+	return id && pools_find(app->db, id, &p) == 1 && p.state != POOL_ENDED;
+}
+
+/* A GPU runtime whose turn in the fair order has come waits only for a
+ * sandbox under the host's cap ([runtime] max_sandboxes) that pools fill
+ * (runtime/gpuqueue.c starts it once there is room): one preemptible job,
+ * anyone's, gives way, unless one is being preempted already or the last
+ * one's pool has not ended yet (its end frees a sandbox). */
+static void host_demand(struct app *app, struct victims *vs, int64_t now)
+{
+	static struct queue_item items[QUEUE_TURN_MAX]; /* the jobs ticker's thread only */
+	static int64_t excused[QUEUE_TURN_MAX];		/* the same */
+	static int64_t last_pool;			/* the same: the last victim's */
+	char ids[RUNTIME_GPUS_MAX], waiting[JOB_WAITING_MAX], name[40];
+	const struct queue_item *head = NULL;
+	int n, free_n, n_excused, live;
+	unsigned cap;
+
+	if (caps_host_has_room(app->db, app->cfg, &live, &cap) || live < 0)
+		return;
+	for (int i = 0; i < vs->n; i++)
+		if (vs->v[i].preempting)
+			return;
+	if (pool_live(app, last_pool))
+		return; /* its end makes the room */
+	n = queue_load(app->db, now, items, QUEUE_TURN_MAX);
+	if (n <= 0)
+		return;
+	queue_order(items, (size_t)n);
+	for (int i = 0; i < n && !head; i++)
+		head = items[i].runtime_id ? &items[i] : NULL;
+	free_n = gpus_pick_free_n(app->db, app->cfg, QUEUE_TURN_MAX, ids, sizeof(ids));
+	n_excused = queue_excused(app->db, app->cfg, items, (size_t)n, excused, QUEUE_TURN_MAX);
+	if (!head || free_n <= 0 || n_excused < 0 ||
+	    !queue_runtime_turn(items, (size_t)n, head->runtime_id, (unsigned)free_n, excused,
+				(size_t)n_excused))
+		return; /* it waits for GPUs or its turn: gpu_demand's, or nobody's */
+	user_name(app, head->user_id, name, sizeof(name));
+	snprintf(waiting, sizeof(waiting),
+		 "a GPU runtime of %s, waiting for the host's cap of %u sandboxes ([runtime] "
+		 "max_sandboxes)", name, cap);
+	for (int i = 0; i < vs->n; i++)
+		if (preempt(app, &vs->v[i], waiting)) {
+			last_pool = vs->v[i].pool_id;
+			return;
+		}
+}
+
 /* Which victims may free what j waits for: same_user (its user's pool or
  * GPU cap) or anyone's (the host's cap); gpu: only GPU jobs. */
 struct need {
@@ -254,6 +311,7 @@ void jobs_preempt(struct app *app, const struct jobs_live *live)
 		return;
 	kill_overdue(app, &vs);
 	gpu_demand(app, &vs, time(NULL));
+	host_demand(app, &vs, time(NULL));
 	user_gpu_cap(app, &vs);
 	cap_demand(app, live, &vs);
 }
@@ -278,18 +336,42 @@ bool jobs_preempt_requeue(struct app *app, const struct job *j)
 	return true;
 }
 
+static int count_entry(const struct gpu_queue_entry *e, void *ctx)
+{
+	(void)e;
+	(void)ctx;
+	return 0;
+}
+
+/* Why the preemptible job j may not start now, or NULL: an on-demand job
+ * waits, or GPU runtimes queued would find no room under the host's cap
+ * beside it (host_demand would preempt it again at once). */
+static const char *held_for(struct app *app)
+{
+	int waiting = jobs_count_waiting_on_demand(app->db), queued, live;
+
+	if (waiting != 0)
+		return waiting > 0 ? "waits: a preemptible job starts when no on-demand job waits"
+				   : "";
+	queued = gpu_queue_each(app->db, count_entry, NULL);
+	if (queued <= 0)
+		return queued < 0 ? "" : NULL;
+	live = caps_live_sandboxes(app->db);
+	if (live < 0)
+		return "";
+	if ((int64_t)live + queued < (int64_t)capacity_max_sandboxes(app->cfg))
+		return NULL;
+	return "waits: a preemptible job starts when the host's cap ([runtime] max_sandboxes) "
+	       "has room beside the GPU runtimes queued";
+}
+
 bool jobs_preempt_may_start(struct app *app, const struct job *j)
 {
-	int waiting;
+	const char *why;
 
-	if (!j->preemptible)
+	if (!j->preemptible || !(why = held_for(app)))
 		return true;
-	waiting = jobs_count_waiting_on_demand(app->db);
-	if (waiting == 0)
-		return true;
-	if (waiting > 0 &&
-	    jobs_set_wait_message(app->db, j->id,
-				  "waits: a preemptible job starts when no on-demand job waits") == 1)
+	if (why[0] && jobs_set_wait_message(app->db, j->id, why) == 1)
 		jobs_changed(app, j->id);
 	return false;
 }

@@ -1,6 +1,6 @@
 /* gpuqueue.c - GPU starts and the queue's moves: enqueue, expire, start the
- * head of the fair order (sched/queue.h) on a free GPU, keep every place
- * current. The order and the estimates are sched/'s; this file acts.
+ * first runtime of the fair order (sched/queue.h) on a free GPU when it is
+ * its turn, keep every place current. The order and the estimates are sched/'s; this file acts.
  *
  * Locking: the pool's allocation lock (gpus_alloc_lock) is held while a GPU
  * is chosen and a row moved onto it, and while places are written, never
@@ -19,6 +19,7 @@
 #include "runtime/gpuqueue.h"
 #include "runtime/moves.h"
 #include "runtime/poke.h"
+#include "sched/caps.h"
 #include "sched/gpus.h"
 #include "sched/queue.h"
 #include "store/db.h"
@@ -27,36 +28,81 @@
 /* Entries looked at per pass; more wait for a later pass (in arrival order). */
 #define QUEUE_PASS_MAX 256
 
-static int count_entry(const struct gpu_queue_entry *e, void *ctx)
+/* The queue of one pass and whom it excuses, read under the allocation lock. */
+struct pass {
+	struct queue_item items[QUEUE_PASS_MAX];
+	int64_t excused[QUEUE_PASS_MAX];
+	int n, n_excused;
+	const struct queue_item *runtime; /* the one whose turn was read */
+};
+
+/* The entry of the runtime runtime_id (0: the first runtime in the order). */
+static const struct queue_item *find_runtime(const struct pass *p, int64_t runtime_id)
 {
-	(void)e;
-	(void)ctx;
-	return 0;
+	for (int i = 0; i < p->n; i++)
+		if (p->items[i].runtime_id &&
+		    (!runtime_id || p->items[i].runtime_id == runtime_id))
+			return &p->items[i];
+	return NULL;
 }
 
-/* Under the allocation lock: a starting row on a free GPU when nobody waits
- * (1, *out), else a queued row (0, *out); DB_CONFLICT or -EIO. */
+/* Under the allocation lock: whether the queued runtime runtime_id (0: the
+ * first in the order; p->runtime its entry) may take a GPU now (1, its id in
+ * *id): its turn in the fair order of runtimes and GPU jobs (a GPU job ahead
+ * of it waits for GPUs it must not take, docs/api.md "GPUs and the queue"),
+ * a free GPU, and room under the host's cap. 0 when not, or -EIO. */
+static int runtime_turn(struct app *app, int64_t now, int64_t runtime_id, struct pass *p,
+			unsigned *id)
+{
+	char free_ids[RUNTIME_GPUS_MAX];
+	int free_n, live;
+	unsigned cap;
+
+	p->n = queue_load(app->db, now, p->items, QUEUE_PASS_MAX);
+	if (p->n < 0)
+		return -EIO;
+	queue_order(p->items, (size_t)p->n);
+	if (!(p->runtime = find_runtime(p, runtime_id)))
+		return 0;
+	free_n = gpus_pick_free_n(app->db, app->cfg, QUEUE_PASS_MAX, free_ids, sizeof(free_ids));
+	if (free_n <= 0)
+		return free_n < 0 ? -EIO : 0;
+	p->n_excused = queue_excused(app->db, app->cfg, p->items, (size_t)p->n, p->excused,
+				     QUEUE_PASS_MAX);
+	if (p->n_excused < 0)
+		return -EIO;
+	if (!queue_runtime_turn(p->items, (size_t)p->n, p->runtime->runtime_id, (unsigned)free_n,
+				p->excused, (size_t)p->n_excused))
+		return 0;
+	/* a start the host cap holds (preemptible pools fill it: jobs/preempt.c
+	 * frees one) waits here, not in the supervisor's refusal */
+	if (!caps_host_has_room(app->db, app->cfg, &live, &cap))
+		return live < 0 ? -EIO : 0;
+	return gpus_pick_free(app->db, app->cfg, id);
+}
+
+/* Under the allocation lock: a queued row for the start, moved onto a free
+ * GPU at once when it is its turn (1, *out), else left queued (0, *out);
+ * DB_CONFLICT or -EIO. */
 static int start_or_queue(struct app *app, int64_t user_id, const char *token, int64_t now,
 			  int64_t length_s, struct runtime *out)
 {
-	int waiting = gpu_queue_each(app->db, count_entry, NULL);
+	static struct pass p; /* under the allocation lock */
 	unsigned id;
 	char gpus[16];
-	int rc;
+	int rc = gpu_queue_add(app->db, user_id, token, now, length_s,
+			       now + app->cfg->gpu_queue_max_wait_s, out);
 
-	if (waiting < 0)
-		return -EIO;
-	rc = waiting == 0 ? gpus_pick_free(app->db, app->cfg, &id) : 0;
-	if (rc < 0)
+	if (rc != 0)
+		return rc == DB_CONFLICT ? DB_CONFLICT : -EIO;
+	rc = runtime_turn(app, now, out->id, &p, &id);
+	if (rc <= 0)
 		return rc;
-	if (rc == 1) {
-		snprintf(gpus, sizeof(gpus), "%u", id);
-		rc = runtimes_create(app->db, user_id, RUNTIME_GPU, token, gpus, now, now + length_s,
-				     out);
-		return rc == 0 ? 1 : rc == DB_CONFLICT ? DB_CONFLICT : -EIO;
-	}
-	return gpu_queue_add(app->db, user_id, token, now, length_s,
-			     now + app->cfg->gpu_queue_max_wait_s, out);
+	snprintf(gpus, sizeof(gpus), "%u", id);
+	rc = gpu_queue_take(app->db, out->id, gpus, now, now + length_s);
+	if (rc < 0)
+		return -EIO;
+	return runtimes_latest(app->db, user_id, out) == 1 ? rc : -EIO;
 }
 
 int gpuqueue_start(struct app *app, int64_t user_id, const char *user, const char *address,
@@ -112,35 +158,33 @@ static void expire(struct app *app, const struct queue_item *it)
 	runtime_end(app, &r, true, reason);
 }
 
-/* Under the allocation lock: moves the head of the fair order onto a free
- * GPU, with the deadline *res gives. 1 with *r (the starting row, with its
- * queue times) and *res (*limits_ok false when the user's limits could not
- * be read: the row then gets the shortest length and is failed), 0 when
- * nobody waits or no GPU is free, or -EIO. */
+/* Under the allocation lock: moves the first runtime of the fair order onto
+ * a free GPU when it is its turn (the GPU jobs ahead of it are jobs/'s to
+ * start), with the deadline *res gives. 1 with *r (the starting row, with
+ * its queue times) and *res (*limits_ok false when the user's limits could
+ * not be read: the row then gets the shortest length and is failed), 0 when
+ * no runtime may start, or -EIO. */
 static int take_head(struct app *app, int64_t now, struct runtime *r,
 		     struct runtime_resources *res, bool *limits_ok)
 {
-	struct queue_item items[QUEUE_PASS_MAX];
+	static struct pass p; /* under the allocation lock */
+	const struct queue_item *head;
 	char gpus[16];
 	unsigned id;
-	int n = queue_load(app->db, now, items, QUEUE_PASS_MAX), rc;
+	int rc = runtime_turn(app, now, 0, &p, &id);
 
-	if (n <= 0)
-		return n;
-	if ((rc = gpus_pick_free(app->db, app->cfg, &id)) <= 0)
+	if (rc <= 0)
 		return rc;
-	queue_order(items, (size_t)n);
-	if (items[0].job_id)
-		return 0; /* a training job is next: jobs/ starts it (docs/jobs.md "GPUs") */
+	head = p.runtime;
 	snprintf(gpus, sizeof(gpus), "%u", id);
-	*limits_ok = runtime_resources_read(app, items[0].user_id, RUNTIME_GPU, now, res) == 0;
+	*limits_ok = runtime_resources_read(app, head->user_id, RUNTIME_GPU, now, res) == 0;
 	if (!*limits_ok)
 		res->deadline_s = now + QUOTA_MIN_START_S;
-	rc = gpu_queue_take(app->db, items[0].runtime_id, gpus, now, res->deadline_s);
-	if (rc <= 0 || runtimes_latest(app->db, items[0].user_id, r) != 1)
+	rc = gpu_queue_take(app->db, head->runtime_id, gpus, now, res->deadline_s);
+	if (rc <= 0 || runtimes_latest(app->db, head->user_id, r) != 1)
 		return rc < 0 ? rc : 0;
-	r->queued_at = items[0].queued_at;
-	r->queue_expires_at = items[0].expires_at;
+	r->queued_at = head->queued_at;
+	r->queue_expires_at = head->expires_at;
 	return 1;
 }
 

@@ -9,15 +9,16 @@ struct app;
 struct runtime;
 struct runtime_resources;
 
-/* A GPU start of the user's: a free GPU at once when nobody waits, else a
- * queued row (its place computed before this returns). 0 with *out (the row
+/* A GPU start of the user's: a free GPU at once when it is its turn in the
+ * fair order (everything ahead of it could start too) and the host's cap has
+ * room, else a queued row (its place computed before this returns). 0 with *out (the row
  * after the backend's answer); -ENODEV when the lab has no GPU, -EEXIST when
  * the user has a live runtime, -EIO. */
 int gpuqueue_start(struct app *app, int64_t user_id, const char *user, const char *address,
 		   const char *token, const struct runtime_resources *res, struct runtime *out);
 /* One pass of the queue, from the reconciler (it calls the backend): fails
- * entries past [gpu] queue_max_wait, starts the head of the fair order on
- * each free GPU, and recomputes every place. Its next due time (clock_ms)
+ * entries past [gpu] queue_max_wait, starts the first runtime of the fair
+ * order on a free GPU while it is its turn, and recomputes every place. Its next due time (clock_ms)
  * while anyone waits (a GPU a job frees is seen here: jobs/ cannot poke
  * runtime/), else TICKER_IDLE. */
 long long gpuqueue_tick(struct app *app);

@@ -23,6 +23,7 @@
 #include "store/audit.h"
 #include "store/db.h"
 #include "store/gpu_queue.h"
+#include "store/jobs.h"
 #include "store/ttlcache.h"
 
 int runtime_socket_path(const struct runtime *r, char *out, size_t len)
@@ -32,7 +33,7 @@ int runtime_socket_path(const struct runtime *r, char *out, size_t len)
 	return str_copy(out, len, r->endpoint + 5) < 0 ? -1 : 0;
 }
 
-/* A GPU start: on a free GPU at once when nobody waits, else queued. */
+/* A GPU start: on a free GPU at once when it is its turn, else queued. */
 static enum runtime_start_result gpu_start(struct app *app, int64_t user_id, const char *user,
 					   const char *address, const char *token,
 					   const struct runtime_resources *res, struct runtime *out)
@@ -49,24 +50,39 @@ static enum runtime_start_result gpu_start(struct app *app, int64_t user_id, con
 	}
 }
 
+static int any_pool(const struct job_on_pool *v, void *ctx)
+{
+	(void)v;
+	(void)ctx;
+	return 1; /* one is enough */
+}
+
 /* The capacity caps (docs/operations.md "Capacity"): a start beyond the host's cap
- * is refused, not queued; a GPU start beside GPUs the user's jobs or warm pools
- * hold is refused beyond [quota] gpus_held (the user releases one, or waits). */
+ * is refused, not queued (but a GPU start while preemptible jobs run is queued: one
+ * is preempted for it); a GPU start beside GPUs the user's jobs or warm pools hold
+ * is refused beyond [quota] gpus_held (the user releases one, or waits). */
 static enum runtime_start_result check_caps(struct app *app, int64_t user_id,
-					    enum runtime_kind kind, unsigned gpus)
+					    enum runtime_kind kind)
 {
 	struct caps_held held;
 	unsigned cap;
 	int live;
 
-	if (!caps_host_has_room(app->db, app->cfg, &live, &cap))
-		return live < 0 ? RUNTIME_START_ERROR : RUNTIME_START_HOST_FULL;
+	if (!caps_host_has_room(app->db, app->cfg, &live, &cap)) {
+		if (live < 0)
+			return RUNTIME_START_ERROR;
+		/* a GPU start waits in the queue while a preemptible job gives way
+		 * to it (jobs/preempt.c); a CPU start has no queue to wait in */
+		if (kind != RUNTIME_GPU || jobs_each_preemptible(app->db, any_pool, NULL) <= 0)
+			return RUNTIME_START_HOST_FULL;
+	}
 	if (kind != RUNTIME_GPU)
 		return RUNTIME_START_OK;
 	if (caps_gpus_held(app->db, user_id, &held) < 0)
 		return RUNTIME_START_ERROR;
 	/* a preemptible job's GPUs do not count: it is preempted for this start */
-	return caps_gpus_fit(held.pool_gpus - held.preemptible_gpus + held.warm_gpus, (int)gpus,
+	/* a GPU runtime takes one GPU, whatever the plan's gpus_per_runtime */
+	return caps_gpus_fit(held.pool_gpus - held.preemptible_gpus + held.warm_gpus, 1,
 			     app->cfg->quota_gpus_held)
 		       ? RUNTIME_START_OK
 		       : RUNTIME_START_GPUS_HELD;
@@ -86,7 +102,7 @@ enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const 
 		return rc == -EDQUOT  ? RUNTIME_START_QUOTA
 		       : rc == -EPERM ? RUNTIME_START_NO_GPUS_ALLOWED
 				      : RUNTIME_START_ERROR;
-	enum runtime_start_result cap = check_caps(app, user_id, kind, res.gpus);
+	enum runtime_start_result cap = check_caps(app, user_id, kind);
 	if (cap != RUNTIME_START_OK)
 		return cap;
 	if (crypto_random_token(token, sizeof(token), 32) < 0)

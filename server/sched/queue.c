@@ -5,10 +5,13 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "config/config.h"
+#include "sched/caps.h"
 #include "store/gpu_queue.h"
 #include "store/jobs.h"
 #include "store/ledger.h"
 #include "store/ledger_window.h"
+#include "store/pools.h"
 
 #define DAY_S 86400
 
@@ -140,18 +143,75 @@ static bool listed(const int64_t *ids, size_t n, int64_t id)
 	return false;
 }
 
-int queue_job_turn(const struct queue_item *items, size_t n, int64_t job_id, unsigned n_free,
-		   const int64_t *excused, size_t n_excused)
+/* Whether the entry that is(items[i], id) names may take its GPUs with
+ * n_free free: everything ahead of it (but the excused users' jobs) could
+ * start too. */
+static int turn_of(const struct queue_item *items, size_t n, bool (*is)(const struct queue_item *,
+									int64_t),
+		   int64_t id, unsigned n_free, const int64_t *excused, size_t n_excused)
 {
 	unsigned ahead = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		if (items[i].job_id == job_id)
-			return ahead + items[i].gpus <= n_free;
+		if (is(&items[i], id))
+			return ahead + (items[i].gpus ? items[i].gpus : 1) <= n_free;
 		if (!items[i].job_id || !listed(excused, n_excused, items[i].user_id))
-			ahead += items[i].gpus;
+			ahead += items[i].gpus ? items[i].gpus : 1;
 	}
 	return 0;
+}
+
+static bool is_job(const struct queue_item *it, int64_t id)
+{
+	return it->job_id && it->job_id == id;
+}
+
+static bool is_runtime(const struct queue_item *it, int64_t id)
+{
+	return it->runtime_id && it->runtime_id == id;
+}
+
+int queue_job_turn(const struct queue_item *items, size_t n, int64_t job_id, unsigned n_free,
+		   const int64_t *excused, size_t n_excused)
+{
+	return turn_of(items, n, is_job, job_id, n_free, excused, n_excused);
+}
+
+int queue_runtime_turn(const struct queue_item *items, size_t n, int64_t runtime_id,
+		       unsigned n_free, const int64_t *excused, size_t n_excused)
+{
+	return turn_of(items, n, is_runtime, runtime_id, n_free, excused, n_excused);
+}
+
+/* Whether a job of user_id for gpus GPUs waits for caps of its user's own. */
+static int held_back(struct db *db, const struct labd_config *cfg, int64_t user_id,
+		     unsigned gpus)
+{
+	struct caps_held h;
+	int live = pools_count_live(db, user_id);
+
+	if (live < 0 || caps_gpus_held(db, user_id, &h) < 0)
+		return -EIO;
+	if ((unsigned)live >= cfg->jobs_max_pools_per_user)
+		return 1;
+	return !caps_gpus_fit(h.runtime_gpus + h.pool_gpus, (int)gpus, cfg->quota_gpus_held);
+}
+
+int queue_excused(struct db *db, const struct labd_config *cfg, const struct queue_item *items,
+		  size_t n, int64_t *excused, size_t max)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n && k < max; i++) {
+		if (!items[i].job_id || listed(excused, k, items[i].user_id))
+			continue;
+		int rc = held_back(db, cfg, items[i].user_id, items[i].gpus);
+		if (rc < 0)
+			return -EIO;
+		if (rc)
+			excused[k++] = items[i].user_id;
+	}
+	return (int)k;
 }
 
 /* The first of items[0..i) with items[i]'s user, or i. */

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 struct db;
+struct labd_config;
 
 struct queue_item {
 	int64_t runtime_id, user_id;
@@ -53,5 +54,17 @@ int queue_load(struct db *db, int64_t now, struct queue_item *items, size_t max)
  * and count for nothing ahead. */
 int queue_job_turn(const struct queue_item *items, size_t n, int64_t job_id, unsigned n_free,
 		   const int64_t *excused, size_t n_excused);
+/* The same rule for the queued runtime runtime_id (one GPU): a runtime
+ * start never overtakes a GPU job ahead of it in the fair order. */
+int queue_runtime_turn(const struct queue_item *items, size_t n, int64_t runtime_id,
+		       unsigned n_free, const int64_t *excused, size_t n_excused);
+/* The users of the job entries among items[0..n) that caps of their own
+ * hold back now, as the jobs pass excuses them (jobs/dispatch.c): their
+ * pools at [jobs] max_pools_per_user, or the GPUs of their runtime and
+ * running pools beside the job's beyond [quota] gpus_held (a warm pool is
+ * reused or released by the job's own dispatch). Into excused (at most
+ * max): the count, or -EIO. */
+int queue_excused(struct db *db, const struct labd_config *cfg, const struct queue_item *items,
+		  size_t n, int64_t *excused, size_t max);
 
 #endif

@@ -5,7 +5,10 @@ GPUs and [runtime] max_sandboxes = 2:
   Pending saying why, and runs once the runtime ends; a GPU runtime beside the user's
   warm GPU pool is refused (429 gpus_held) until the pool is released;
 - the host cap: with two sandboxes live a third runtime start is refused (503
-  host_full) and a job waits in Pending saying so, and runs once one ends."""
+  host_full) and a job waits in Pending saying so, and runs once one ends;
+- preemptible jobs filling the host cap: a GPU runtime start is queued, not refused,
+  one of them is preempted for it (the other runs on), and the runtime starts; a CPU
+  runtime start (it has no queue) is still refused."""
 
 import glob
 import os
@@ -96,3 +99,32 @@ def test_the_host_cap_refuses_a_runtime_and_holds_a_job(cd):
     stop_runtime(a)
     assert ends(late, j, cd)["status"] == "Completed"
     stop_runtime(b)
+
+
+def test_a_gpu_runtime_preempts_a_preemptible_job_that_fills_the_host_cap(cd):
+    wait_until(lambda: not glob.glob(os.path.join(cd.state_dir, "sandboxes", "*.state")),
+               30, what="the earlier tests' sandboxes to be torn down")
+    a, b, r = (make_user(cd, prefix=p) for p in ("cappa", "cappb", "cappr"))
+    hold = ["/bin/sh", "-c", "exec sleep 120"]  # sleep ends at SIGTERM: no grace waited
+    ids = {c: submit(c, command=hold, capacity="preemptible") for c in (a, b)}
+    for c, j in ids.items():
+        wait_until(lambda c=c, j=j: job(c, j)["secondary_status"] == "Training",
+                   JOB_TIMEOUT, what=lambda c=c, j=j: f"training: {job(c, j)}")
+    cpu = r.post("/api/v1/me/runtime", json={"type": "cpu"})
+    assert cpu.status == 503 and cpu.json["error"]["code"] == "host_full", cpu
+    q = r.post("/api/v1/me/runtime", json={"type": "gpu"})
+    assert q.status == 202 and q.json["runtime"]["state"] == "queued", q
+    wait_until(lambda: r.get("/api/v1/me/runtime").json["runtime"]["state"] != "queued",
+               JOB_TIMEOUT, what=lambda: f"{r.get('/api/v1/me/runtime').json} {cd.log_tail()}")
+    def requeued():
+        jobs = [job(c, j) for c, j in ids.items()]
+        return [x["status_reason"] for x in jobs].count("Preempted") == 1 and jobs
+    jobs = wait_until(requeued, JOB_TIMEOUT, what=lambda: [job(c, j) for c, j in ids.items()])
+    [hit] = [x for x in jobs if x["preemptions"]]
+    assert "max_sandboxes" in hit["interruptions"][0]["waiting"], hit
+    assert hit["secondary_status"] == "Pending", hit  # the host's room is the runtime's
+    assert [x["secondary_status"] for x in jobs if not x["preemptions"]] == ["Training"]
+    stop_runtime(r)
+    for c, j in ids.items():
+        assert c.post(f"/api/v1/jobs/{j}/stop", json={"grace_s": 1}).status == 202
+        ends(c, j, cd)

@@ -13,6 +13,8 @@ the nodes it would on a real host):
 - the ledger counts its GPU seconds twice: the usage view and the GPU quota window;
 - its warm pool is kept for 2-GPU jobs only: a 1-GPU job of the same user does not
   reuse it (it is released);
+- a GPU runtime asked for while a 2-GPU job waits (one GPU free) does not take the
+  free GPU: it waits behind the job in the fair order, and starts once the job is gone;
 - more GPUs than the lab has is 400 naming gpu_count, and nothing is queued."""
 
 import os
@@ -123,6 +125,33 @@ def test_two_gpu_job_waits_binds_two_and_torchrun_runs_one_process_each(md):
     assert entry["seconds_in_window"] == 2 * entry["billable_s"] > 0, entry
     gpu_s = sum(e["billable_s"] * len(e["gpus"].split(",")) for e in entries)
     assert u.get("/api/v1/me/quota").json["used"]["gpu_s_per_24h"] == gpu_s, entries
+
+
+def test_a_gpu_runtime_waits_behind_a_waiting_two_gpu_job(md):
+    (_, a), (_, b), (_, u), (_, r) = (new_user(md, p) for p in ("mwa", "mwb", "mwu", "mwr"))
+    hold = ["/bin/sh", "-c", "exec sleep 120"]
+    held = [(c, submit(c, hold, type="gpu", gpu_count=1)["id"]) for c in (a, b)]
+    for c, j in held:
+        training(c, j)
+    two = submit(u, hold, type="gpu", gpu_count=2)
+    # one GPU free; the job (no GPU time, the earlier request) is ahead of the runtime,
+    # which must not take the GPU the job waits for beside the next one to free
+    q = r.post("/api/v1/me/runtime", json={"type": "gpu"})
+    assert q.status == 202 and q.json["runtime"]["state"] == "queued", q.json
+    end = time.monotonic() + 2  # two passes of the GPU queue
+    while time.monotonic() < end:
+        rt = r.get("/api/v1/me/runtime").json["runtime"]
+        assert rt["state"] == "queued" and rt["queue"]["position"] in (0, 2), rt
+        assert u.get(f"/api/v1/jobs/{two['id']}").json["secondary_status"] == "Pending"
+        time.sleep(0.2)
+    # the job ahead goes: the runtime takes the free GPU
+    assert_status(u.post(f"/api/v1/jobs/{two['id']}/stop", json={"grace_s": 1}), 202)
+    wait_until(lambda: r.get("/api/v1/me/runtime").json["runtime"]["state"] != "queued",
+               10 * SLOW, lambda: f"runtime: {r.get('/api/v1/me/runtime').json}")
+    assert r.delete("/api/v1/me/runtime").status in (202, 404)
+    for c, j in held:
+        assert_status(c.post(f"/api/v1/jobs/{j}/stop", json={"grace_s": 1}), 202)
+        wait_job(c, j)
 
 
 def test_more_gpus_than_the_lab_has_is_refused(md):

@@ -10,8 +10,10 @@
 #include "store/db.h"
 #include "store/gpu_queue.h"
 #include "store/jobs.h"
+#include "config/config.h"
 #include "store/migrations.h"
 #include "store/ledger.h"
+#include "store/pools.h"
 #include "store/runtimes.h"
 #include "store/users.h"
 
@@ -58,6 +60,33 @@ static void test_jobs_take_their_turn(void **state)
 	assert_true(queue_job_turn(it, 3, 7, 3, excused, 1));
 	excused[0] = 2; /* a runtime is never excused: it starts on its own */
 	assert_false(queue_job_turn(it, 3, 7, 3, excused, 1));
+}
+
+/* A GPU runtime waits behind a GPU job ahead of it in the order: one GPU
+ * free while the 2-GPU job ahead waits for two is not the runtime's. */
+static void test_a_runtime_never_overtakes_a_job_ahead(void **state)
+{
+	struct queue_item it[] = {
+		{.runtime_id = 3, .user_id = 2, .queued_at = 200, .gpu_s_24h = 0, .gpus = 1},
+		{.job_id = 7, .user_id = 1, .queued_at = 100, .gpu_s_24h = 0, .gpus = 2},
+	};
+	int64_t excused[] = {1};
+	(void)state;
+
+	queue_order(it, 2);
+	assert_int_equal(it[0].job_id, 7); /* equal use: the earlier request */
+	assert_false(queue_runtime_turn(it, 2, 3, 1, NULL, 0));
+	assert_false(queue_runtime_turn(it, 2, 3, 2, NULL, 0));
+	assert_true(queue_runtime_turn(it, 2, 3, 3, NULL, 0)); /* enough for both */
+	assert_false(queue_runtime_turn(it, 2, 7, 3, NULL, 0)); /* 7 is a job, not a runtime */
+	assert_false(queue_runtime_turn(it, 2, 4, 3, NULL, 0)); /* not queued */
+	/* user 1's caps hold its job back: it takes no GPU, the runtime goes */
+	assert_true(queue_runtime_turn(it, 2, 3, 1, excused, 1));
+	/* the runtime's own entry ahead of a job: the job waits for both */
+	it[0].gpu_s_24h = 9; /* the job's user used more */
+	queue_order(it, 2);
+	assert_true(queue_runtime_turn(it, 2, 3, 1, NULL, 0));
+	assert_false(queue_job_turn(it, 2, 7, 2, NULL, 0));
 }
 
 static void test_estimates_follow_the_holders_and_lengths(void **state)
@@ -369,6 +398,35 @@ static void test_live_set_reads_users_in_turns(void **state)
 	assert_int_equal(jobs_overdue_pending(f->db, now, ids, 1000), 0);
 }
 
+/* A runtime's turn excuses the jobs whose users their own caps hold back,
+ * as the jobs pass does: their pools at [jobs] max_pools_per_user, or the
+ * GPUs they hold beside the job's beyond [quota] gpus_held. */
+static void test_excused_are_the_users_their_caps_hold(void **state)
+{
+	struct fixture *f = *state;
+	struct labd_config cfg = {.jobs_max_pools_per_user = 1, .quota_gpus_held = 2};
+	struct pool_shape shape = {.user_id = f->ann, .gpu = true, .gpu_count = 1};
+	struct queue_item it[] = {
+		{.job_id = 1, .user_id = f->ann, .gpus = 1},
+		{.runtime_id = 5, .user_id = f->bob, .gpus = 1},
+		{.job_id = 2, .user_id = f->bob, .gpus = 1},
+	};
+	struct pool p;
+	int64_t ex[4];
+
+	assert_int_equal(queue_excused(f->db, &cfg, it, 3, ex, 4), 0);
+	assert_int_equal(pools_create(f->db, &shape, "0", 0, 10, 1000, &p), 0);
+	assert_int_equal(queue_excused(f->db, &cfg, it, 3, ex, 4), 1); /* its pool cap */
+	assert_int_equal(ex[0], f->ann);
+	cfg.jobs_max_pools_per_user = 4;
+	assert_int_equal(queue_excused(f->db, &cfg, it, 3, ex, 4), 0); /* room for both */
+	cfg.quota_gpus_held = 1;
+	assert_int_equal(queue_excused(f->db, &cfg, it, 3, ex, 4), 1); /* its GPU cap */
+	cfg.quota_gpus_held = 2;
+	assert_int_equal(queue_excused(f->db, &cfg, it, 3, ex, 4), 0); /* room for both */
+	assert_true(queue_excused(f->db, &cfg, it, 3, ex, 0) == 0);
+}
+
 static void exec_raw(sqlite3 *raw, const char *sql)
 {
 	char *err = NULL;
@@ -418,6 +476,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order_less_use_first_then_arrival),
 		cmocka_unit_test(test_jobs_take_their_turn),
+		cmocka_unit_test(test_a_runtime_never_overtakes_a_job_ahead),
 		cmocka_unit_test(test_estimates_follow_the_holders_and_lengths),
 		cmocka_unit_test_setup_teardown(test_rows_move_with_their_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_counts_open_entries_up_to_now, setup, teardown),
@@ -428,6 +487,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_live_set_reads_users_in_turns, setup, teardown),
 
 		cmocka_unit_test_setup_teardown(test_load_weighs_each_gpu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_excused_are_the_users_their_caps_hold, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_migration_keeps_runtimes_and_their_sequence,
 						setup, teardown),
 	};
