@@ -19,7 +19,7 @@
     { name: "storage_bytes", label: "Storage", unit: "bytes" },
     { name: "memory_bytes", label: "Memory", unit: "bytes" },
     { name: "cpus_milli", label: "CPUs", unit: "cpus" },
-    { name: "gpus_per_runtime", label: "GPUs per runtime", unit: "n" },
+    { name: "gpus_per_runtime", label: "GPUs (per job at most; 0: none)", unit: "n" },
     { name: "concurrent_jobs", label: "Concurrent jobs", unit: "n" },
     { name: "job_max_runtime_s", label: "Job length", unit: "s" },
     { name: "network", label: "Network (none or egress)", unit: "net" },
