@@ -826,7 +826,7 @@ def stop_runtime(c, timeout=30 * SLOW):
     """DELETE /api/v1/me/runtime (if live) and wait for stopped; returns the runtime."""
     r = c.get("/api/v1/me/runtime")
     s = r.json["runtime"]
-    if s and s["state"] in ("starting", "running"):
+    if s and s["state"] in ("queued", "starting", "running"):
         r = c.delete("/api/v1/me/runtime")
         assert r.status in (202, 404), f"stopping the runtime: {r!r}"
     return wait_runtime(c, ("stopped", "failed"), timeout=timeout)
