@@ -42,6 +42,15 @@ enum sandbox_net {
 	SANDBOX_NET_EGRESS, /* outbound through pasta, filtered by root's nftables rules */
 };
 
+/* How an egress sandbox's packets leave (docs/sandbox.md, "Network"): through pasta, a
+ * user-space process, or through a veth pair to the host, forwarded and masqueraded by
+ * root's nftables rules in the host's namespace. */
+#define SANDBOX_VETH_RANGE_DEFAULT "10.254.0.0/16"
+enum sandbox_net_path {
+	SANDBOX_NET_PASTA,
+	SANDBOX_NET_VETH,
+};
+
 /* Denied to SANDBOX_NET_EGRESS besides what always is (loopback, link-local, every
  * host address): the private ranges. */
 #define SANDBOX_NET_DENY_DEFAULT "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7"
@@ -77,6 +86,9 @@ struct sandbox_spec {
 	uint32_t max_connections;    /* concurrent connections, 0 = no bound */
 	const char *pasta_path;      /* default "/usr/bin/pasta" */
 	const char *nft_path;        /* default "/usr/sbin/nft" */
+	enum sandbox_net_path net_path; /* default SANDBOX_NET_PASTA */
+	const char *veth_range;      /* SANDBOX_NET_VETH: IPv4 network of the sandboxes' /30s
+				      * (default SANDBOX_VETH_RANGE_DEFAULT) */
 	unsigned gpus[SANDBOX_MAX_GPUS]; /* GPU minors to pass through (/dev/nvidiaN) */
 	unsigned n_gpus;
 	const char *dev_prefix;     /* where the nvidia nodes live (default "/dev") */
