@@ -676,9 +676,10 @@ int netveth_sweep(const char *state_dir, bool (*live)(const char *id, void *arg)
 				continue;
 			who[0] = '\0';
 			if (read_claim((unsigned)n, who, sizeof(who), &sl, owner) == 0
-				    ? strcmp(owner, state_dir) != 0 || live(who, arg)
+				    ? (strcmp(owner, state_dir) != 0 && access(owner, F_OK) == 0) ||
+					      (strcmp(owner, state_dir) == 0 && live(who, arg))
 				    : just_claimed((unsigned)n)) {
-				left++; /* another labd's, running, or being written */
+				left++; /* running, another labd's, or being written */
 				continue;
 			}
 			log_info("veth: removing slot %lu of sandbox %s (not running)", n,

@@ -33,7 +33,8 @@ int netveth_start(const struct sandbox_spec *s, const char *id, pid_t pid, uint6
 int netveth_check(const struct sandbox_spec *s, const struct sandbox_handle *h);
 /* Removes sandbox id's veth, host table and claim (nothing when it has none). */
 void netveth_remove(const char *state_dir, const char *id);
-/* Removes every claim of state_dir whose sandbox live() says is not running, and every labd veth or
+/* Removes every claim of state_dir whose sandbox live() says is not running, every
+ * claim of a state directory that is no more, and every labd veth or
  * host table without a claim; with no claim left, the forwarding labd turned on goes
  * off again.  The number removed. */
 int netveth_sweep(const char *state_dir, bool (*live)(const char *id, void *arg), void *arg);
