@@ -10,6 +10,7 @@ test host of testnet.py (198.18.0.0/15) or to this machine."""
 import json
 import os
 import subprocess
+import tempfile
 
 import pytest
 
@@ -26,6 +27,21 @@ from test_egress import DNS_RESPONDER, HostListener, Runtime
 from testnet import TestHost
 
 CLAIMS = "/run/labd-veth"
+UDP_PORT = 9999
+# On the test host: writes each datagram's source address to a file, a line each.
+UDP_RECORDER = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", int(sys.argv[1])))
+while True:
+    _, peer = s.recvfrom(64)
+    with open(sys.argv[2], "a") as fh:
+        fh.write(peer[0] + "\n")
+"""
+
+
+def udp_seen(net):
+    with open(net["seen"]) as fh:
+        return fh.read().split()
 
 
 @pytest.fixture(scope="module")
@@ -35,14 +51,17 @@ def net():
         host.serve_http(files)
         denied.serve_http(files)
         host.spawn(["python3", "-c", DNS_RESPONDER, host.addr])
+        seen = tempfile.NamedTemporaryFile(prefix="labd-veth-udp-", delete=False).name
+        host.spawn(["python3", "-c", UDP_RECORDER, str(UDP_PORT), seen])
         listener = HostListener()
         d = egress_daemon("egressveth", network={"dns": host.addr, "path": "veth"},
                           runtime={"keep_on_shutdown": "true"})
         try:
             d.start()
-            yield {"d": d, "host": host, "denied": denied, "listener": listener}
+            yield {"d": d, "host": host, "denied": denied, "listener": listener, "seen": seen}
         finally:
             listener.close()
+            os.unlink(seen)
             teardown_runtime_daemon(d)
 
 
@@ -141,11 +160,18 @@ def test_host_side_holds_without_the_namespaces_rules_and_against_spoofing(net):
         assert got[f"{net['host'].addr}:80"][0] == "connected", got
         assert got[f"{net['denied'].addr}:80"][0] == "ConnectionRefusedError", got
         assert got[f"{net['host'].host_addr}:{net['listener'].port}"][0] == "ConnectionRefusedError", got
-        # a source that is not the sandbox's own address is dropped on the host
+        # a source that is not the sandbox's own address is dropped on the host: a
+        # datagram from it never reaches the test host, one from the real address does
         spoof = "198.18.0.77"  # on no host: the tests' range
         in_netns(r, ["ip", "addr", "add", f"{spoof}/32", "dev", "eth0"])
-        got = probe(r, [(net["host"].addr, 80)], source=spoof)
-        assert got[f"{net['host'].addr}:80"][0] != "connected", got
+        r.run("import socket\n"
+              f"for src in ('{spoof}', '{addr}'):\n"
+              "    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((src, 0))\n"
+              f"    s.sendto(src.encode(), ('{net['host'].addr}', {UDP_PORT})); s.close()\n")
+        # (the real one masqueraded: from the host's address on the test host's link)
+        wait_until(lambda: net["host"].host_addr in udp_seen(net), 10 * SLOW,
+                   "the datagram from the real address")
+        assert spoof not in udp_seen(net)
         assert net["listener"].accepted == 0
     finally:
         r.close()
