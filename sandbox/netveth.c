@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -392,7 +393,25 @@ static int open_uplink(const char *nft, const char *ifname)
 	return 0;
 }
 
-static int open_uplinks(const char *nft)
+/* Every labd on the host opens and closes the uplinks under one lock, so a sweep never
+ * removes the guard of an interface a start is turning on.  The fd, or -1. */
+static int uplinks_lock(void)
+{
+	int fd;
+
+	if (mkdir(VETH_DIR, 0700) < 0 && errno != EEXIST)
+		return fail_errno("mkdir " VETH_DIR);
+	if ((fd = open(VETH_DIR "/lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
+		return fail_errno("open " VETH_DIR "/lock");
+	while (flock(fd, LOCK_EX) < 0)
+		if (errno != EINTR) {
+			close(fd);
+			return fail_errno("lock " VETH_DIR "/lock");
+		}
+	return fd;
+}
+
+static int open_uplinks_locked(const char *nft)
 {
 	DIR *d;
 	struct dirent *e;
@@ -411,11 +430,34 @@ static int open_uplinks(const char *nft)
 	return rc;
 }
 
-/* The uplinks labd turned on go off again, and their guard with them. */
+static int open_uplinks(const char *nft)
+{
+	int lock = uplinks_lock(), rc;
+
+	if (lock < 0)
+		return -1;
+	rc = open_uplinks_locked(nft);
+	close(lock);
+	return rc;
+}
+
+/* The uplinks labd turned on go off again, and their guard with them, unless a claim
+ * appeared meanwhile (a start of another labd): called under the lock. */
 static void close_uplinks(const char *nft)
 {
 	char line[64];
 	FILE *f;
+	DIR *d;
+	struct dirent *e;
+
+	if ((d = opendir(VETH_DIR))) {
+		bool any = false;
+		while (!any && (e = readdir(d)))
+			any = e->d_name[0] >= '0' && e->d_name[0] <= '9';
+		closedir(d);
+		if (any)
+			return;
+	}
 
 	if ((f = fopen(VETH_DIR "/uplinks", "re"))) {
 		while (fgets(line, sizeof(line), f)) {
@@ -691,7 +733,12 @@ int netveth_sweep(const char *state_dir, bool (*live)(const char *id, void *arg)
 	}
 	if (access(nft, X_OK) == 0)
 		removed += sweep_unclaimed(nft);
-	if (!left && d)
-		close_uplinks(nft);
+	if (!left && d) {
+		int lock = uplinks_lock();
+		if (lock >= 0) {
+			close_uplinks(nft);
+			close(lock);
+		}
+	}
 	return removed;
 }
