@@ -41,7 +41,7 @@ struct egress_veth {
 	const char *sandbox_addr; /* the sandbox end's IPv4 address */
 	const char *range;        /* every sandbox's network ([network] veth_range) */
 	const char *resolver;     /* IPv4 address DNS is DNATed to; "" = none */
-	bool resolver_local;      /* on the host's loopback (127/8) */
+	bool resolver_local;      /* the host itself (loopback or one of its addresses) */
 };
 /* The nft script of the host's side of a veth sandbox (egress_rules.c says what it
  * holds): deny, max_connections and rate as for egress_ruleset.  0, or -1 with the bad

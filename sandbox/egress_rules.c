@@ -196,7 +196,7 @@ int egress_ruleset(const char *deny, const char *host_addrs, uint32_t max_connec
  * by its host interface.  What arrives on it with another source is dropped before
  * conntrack sees it (no spoofing), as is anything but IPv4; nothing on it reaches the
  * host itself (input: every address of every interface, 127/8 included) but DNS
- * DNATed to a resolver on the host's loopback; what it sends on is refused towards the
+ * DNATed to a resolver the host itself runs; what it sends on is refused towards the
  * same ranges as inside (the denied lists and the other sandboxes' range), bounded in
  * connections and rate; nothing new goes into it (no other sandbox, nothing outside
  * opens a connection to it); what leaves elsewhere is masqueraded. */

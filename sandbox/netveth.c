@@ -310,15 +310,34 @@ static int range_clear_of_host(const char *range)
 	return rc;
 }
 
+/* Whether the host holds IPv4 address a (network order). */
+static bool host_has(in_addr_t a)
+{
+	struct ifaddrs *all, *i;
+	bool found = false;
+
+	if (getifaddrs(&all) < 0)
+		return false;
+	for (i = all; i && !found; i = i->ifa_next)
+		found = i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+			((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr == a;
+	freeifaddrs(all);
+	return found;
+}
+
 /* The resolver DNS is DNATed to: [network] dns, else the host's first nameserver;
- * IPv4 only ("" when there is none: the sandbox then has no DNS). */
-static void pick_resolver(const struct sandbox_spec *s, char *out, size_t len, bool *local)
+ * IPv4 only ("" when there is none: the sandbox then has no DNS).  *local: the host
+ * itself answers (the input hook lets that DNS in); *loopback: on 127/8 (the host
+ * end needs route_localnet). */
+static void pick_resolver(const struct sandbox_spec *s, char *out, size_t len, bool *local,
+			  bool *loopback)
 {
 	char line[256], word[16], addr[64] = "";
 	struct in_addr bin;
 	FILE *f;
 
 	out[0] = '\0';
+	*local = *loopback = false;
 	if (s->net_dns && s->net_dns[0]) {
 		snprintf(addr, sizeof(addr), "%s", s->net_dns);
 	} else if ((f = fopen("/etc/resolv.conf", "re"))) {
@@ -329,7 +348,8 @@ static void pick_resolver(const struct sandbox_spec *s, char *out, size_t len, b
 	}
 	if (addr[0] && inet_pton(AF_INET, addr, &bin) == 1) {
 		snprintf(out, len, "%s", addr);
-		*local = (ntohl(bin.s_addr) >> 24) == 127;
+		*loopback = (ntohl(bin.s_addr) >> 24) == 127;
+		*local = *loopback || host_has(bin.s_addr);
 	} else {
 		log_warn("veth: no IPv4 resolver (%s): sandboxes get no DNS", addr[0] ? addr : "none");
 	}
@@ -366,7 +386,7 @@ static bool plain_ifname(const char *n)
 /* Turns forwarding on for one host interface where it is off, its guard rule first. */
 static int open_uplink(const char *nft, const char *ifname)
 {
-	char path[SANDBOX_PATH_MAX], have[8] = "", script[256];
+	char path[SANDBOX_PATH_MAX], have[8] = "", script[512];
 	ssize_t n;
 	int fd;
 
@@ -378,7 +398,11 @@ static int open_uplink(const char *nft, const char *ifname)
 	if (n <= 0 || have[0] != '0')
 		return 0;
 	if (!uplink_listed(ifname)) {
+		/* the guard's table and chain made when first needed ("add" keeps them) */
 		snprintf(script, sizeof(script),
+			 "add table inet " GUARD_TABLE "\n"
+			 "add chain inet " GUARD_TABLE " forward { type filter hook forward "
+			 "priority filter - 1; policy accept; }\n"
 			 "add rule inet " GUARD_TABLE " forward iifname \"%s\" oifname != \"" VETH_PREFIX
 			 "*\" drop\n", ifname);
 		if (nft_script(nft, script, false) < 0)
@@ -417,10 +441,6 @@ static int open_uplinks_locked(const char *nft)
 	struct dirent *e;
 	int rc = 0;
 
-	if (nft_script(nft, "add table inet " GUARD_TABLE "\n"
-			    "add chain inet " GUARD_TABLE " forward { type filter hook forward "
-			    "priority filter - 1; policy accept; }\n", false) < 0)
-		return -1;
 	if (!(d = opendir("/proc/sys/net/ipv4/conf")))
 		return fail_errno("opendir /proc/sys/net/ipv4/conf");
 	while (rc == 0 && (e = readdir(d)))
@@ -473,7 +493,7 @@ static void close_uplinks(const char *nft)
 
 /* The pair, its host end's switches, the host's table (from <slot>.nft), forwarding,
  * both ends' addresses and the sandbox's default route. */
-static int make_link(const struct sandbox_spec *s, const struct slot *sl, bool resolver_local,
+static int make_link(const struct sandbox_spec *s, const struct slot *sl, bool resolver_loopback,
 		     int nsfd)
 {
 	char script[256], path[SANDBOX_PATH_MAX];
@@ -497,7 +517,7 @@ static int make_link(const struct sandbox_spec *s, const struct slot *sl, bool r
 	     sysctl_if("ipv6", sl->ifname, "disable_ipv6", "1") < 0) ||
 	    sysctl_if("ipv4", sl->ifname, "rp_filter", "1") < 0 ||
 	    sysctl_if("ipv4", sl->ifname, "send_redirects", "0") < 0 ||
-	    sysctl_if("ipv4", sl->ifname, "route_localnet", resolver_local ? "1" : "0") < 0)
+	    sysctl_if("ipv4", sl->ifname, "route_localnet", resolver_loopback ? "1" : "0") < 0)
 		return fail_errno("set the switches of %s", sl->ifname);
 	if (nft_script(s->nft_path, rules, false) < 0 || open_uplinks(s->nft_path) < 0)
 		return -1;
@@ -513,15 +533,14 @@ static int make_link(const struct sandbox_spec *s, const struct slot *sl, bool r
 	return ip_batch(script, nsfd, -1, false);
 }
 
-static int write_rules(const struct sandbox_spec *s, const struct slot *sl, bool *local)
+static int write_rules(const struct sandbox_spec *s, const struct slot *sl, bool *loopback)
 {
 	char resolver[INET_ADDRSTRLEN], why[160], path[SANDBOX_PATH_MAX];
 	static char rules[SCRIPT_MAX];
 	struct egress_veth v = {sl->table, sl->ifname, sl->sandbox, s->veth_range, resolver, false};
 	int fd;
 
-	pick_resolver(s, resolver, sizeof(resolver), &v.resolver_local);
-	*local = v.resolver_local;
+	pick_resolver(s, resolver, sizeof(resolver), &v.resolver_local, loopback);
 	if (egress_veth_ruleset(&v, s->net_deny, s->max_connections, s->egress_bytes_per_s, rules,
 				sizeof(rules), why, sizeof(why)) < 0)
 		return fail_error("network deny list: %s", why);
@@ -541,7 +560,7 @@ static int write_rules(const struct sandbox_spec *s, const struct slot *sl, bool
 int netveth_start(const struct sandbox_spec *s, const char *id, pid_t pid, uint64_t start_ticks)
 {
 	struct slot sl;
-	bool local = false;
+	bool loopback = false;
 	int nsfd;
 
 	if (range_clear_of_host(s->veth_range) < 0 || claim_slot(s, id, &sl) < 0)
@@ -552,13 +571,13 @@ int netveth_start(const struct sandbox_spec *s, const char *id, pid_t pid, uint6
 		if (ip_batch(script, -1, -1, false) < 0)
 			goto fail;
 	}
-	if (write_rules(s, &sl, &local) < 0)
+	if (write_rules(s, &sl, &loopback) < 0)
 		goto fail;
 	if (egress_open_netns(pid, start_ticks, &nsfd) < 0) {
 		fail_errno("the network namespace of init %d", (int)pid);
 		goto fail;
 	}
-	int rc = make_link(s, &sl, local, nsfd);
+	int rc = make_link(s, &sl, loopback, nsfd);
 	close(nsfd);
 	if (rc == 0)
 		return 0;
@@ -601,7 +620,7 @@ int netveth_check(const struct sandbox_spec *s, const struct sandbox_handle *h)
 {
 	struct slot sl;
 	char resolver[INET_ADDRSTRLEN], script[96];
-	bool local = false;
+	bool loopback = false, host = false;
 	int nsfd, rc;
 
 	if (find_slot(s->state_dir, h->id, &sl) < 0)
@@ -614,13 +633,13 @@ int netveth_check(const struct sandbox_spec *s, const struct sandbox_handle *h)
 		 sl.ifname, sl.table);
 	if (!sl.sandbox[0])
 		return -2;
-	pick_resolver(s, resolver, sizeof(resolver), &local);
+	pick_resolver(s, resolver, sizeof(resolver), &host, &loopback);
 	snprintf(script, sizeof(script), "link del %s\n", sl.ifname);
 	if (link_exists(sl.ifname))
 		ip_batch(script, -1, -1, true);
 	if (egress_open_netns(h->pid, h->start_time_ticks, &nsfd) < 0)
 		return -2;
-	rc = make_link(s, &sl, local, nsfd);
+	rc = make_link(s, &sl, loopback, nsfd);
 	close(nsfd);
 	return rc == 0 ? 1 : -2;
 }
