@@ -676,7 +676,7 @@ static bool claimed(long n)
 
 /* labd's veths and host tables that no claim holds (a crash between their making and
  * the claim's removal). */
-static int sweep_unclaimed(const char *nft)
+static int sweep_unclaimed(const char *nft, bool remove)
 {
 	char path[64], line[128];
 	struct dirent *e;
@@ -688,7 +688,8 @@ static int sweep_unclaimed(const char *nft)
 		while ((e = readdir(d))) {
 			long n = numbered(e->d_name, VETH_PREFIX);
 			if (n >= 0 && !claimed(n)) {
-				remove_slot(nft, (unsigned)n);
+				if (remove)
+					remove_slot(nft, (unsigned)n);
 				removed++;
 			}
 		}
@@ -702,7 +703,8 @@ static int sweep_unclaimed(const char *nft)
 		long n;
 		if (sscanf(line, "table inet %63s", name) == 1 &&
 		    (n = numbered(name, TABLE_PREFIX)) >= 0 && !claimed(n)) {
-			remove_slot(nft, (unsigned)n);
+			if (remove)
+				remove_slot(nft, (unsigned)n);
 			removed++;
 		}
 	}
@@ -720,7 +722,8 @@ static bool just_claimed(unsigned n)
 	return stat(path, &st) == 0 && st.st_mtime + 60 > time(NULL);
 }
 
-int netveth_sweep(const char *state_dir, bool (*live)(const char *id, void *arg), void *arg)
+static int sweep(const char *state_dir, bool (*live)(const char *id, void *arg), void *arg,
+		 bool remove)
 {
 	const char *nft = "/usr/sbin/nft";
 	char who[SANDBOX_ID_MAX + 1], owner[SANDBOX_PATH_MAX];
@@ -743,16 +746,18 @@ int netveth_sweep(const char *state_dir, bool (*live)(const char *id, void *arg)
 				left++; /* running, another labd's, or being written */
 				continue;
 			}
+			removed++;
+			if (!remove)
+				continue;
 			log_info("veth: removing slot %lu of sandbox %s (not running)", n,
 				 who[0] ? who : "?");
 			remove_slot(nft, (unsigned)n);
-			removed++;
 		}
 		closedir(d);
 	}
 	if (access(nft, X_OK) == 0)
-		removed += sweep_unclaimed(nft);
-	if (!left && d) {
+		removed += sweep_unclaimed(nft, remove);
+	if (remove && !left && d) {
 		int lock = uplinks_lock();
 		if (lock >= 0) {
 			close_uplinks(nft);
@@ -760,4 +765,14 @@ int netveth_sweep(const char *state_dir, bool (*live)(const char *id, void *arg)
 		}
 	}
 	return removed;
+}
+
+int netveth_sweep(const char *state_dir, bool (*live)(const char *id, void *arg), void *arg)
+{
+	return sweep(state_dir, live, arg, true);
+}
+
+int netveth_leftovers(const char *state_dir, bool (*live)(const char *id, void *arg), void *arg)
+{
+	return sweep(state_dir, live, arg, false);
 }

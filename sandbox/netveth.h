@@ -38,5 +38,7 @@ void netveth_remove(const char *state_dir, const char *id);
  * host table without a claim; with no claim left, the forwarding labd turned on goes
  * off again.  The number removed. */
 int netveth_sweep(const char *state_dir, bool (*live)(const char *id, void *arg), void *arg);
+/* What netveth_sweep would remove, counted, nothing removed. */
+int netveth_leftovers(const char *state_dir, bool (*live)(const char *id, void *arg), void *arg);
 
 #endif

@@ -226,6 +226,13 @@ int sandbox_gc(const char *state_dir, bool all)
 	return gc(state_dir, all, false);
 }
 
+int sandbox_veth_leftovers(const char *state_dir)
+{
+	struct gc_ctx g = {state_dir};
+
+	return netveth_leftovers(state_dir, holder_live, &g);
+}
+
 int sandbox_gc_unstarted(const char *state_dir)
 {
 	return gc(state_dir, false, true);

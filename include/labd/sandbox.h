@@ -203,10 +203,16 @@ int sandbox_gc(const char *state_dir, bool all);
  * after a minute. */
 int sandbox_gc_unstarted(const char *state_dir);
 
+/* Veths, host tables and claims of the veth path ([network] path = veth) that gc would
+ * remove (their sandbox not running, their state dir gone, or no claim): counted only,
+ * for `labd doctor`. */
+int sandbox_veth_leftovers(const char *state_dir);
+
 /* For a running sandbox with egress: when its pasta is gone (its "<id>.net" cgroup
- * holds no process), starts a new one for the namespace, which keeps root's rules.
- * Of the spec only state_dir, cgroup_parent, net_dns, pasta_path and die_with_parent
- * are read.  0 when pasta runs (or the sandbox has no egress), 1 after a restart (a
+ * holds no process), starts a new one for the namespace, which keeps root's rules; on
+ * the veth path, when its veth or host table is gone, makes both again (and opens host
+ * interfaces that appeared since).  Of the spec only state_dir, cgroup_parent,
+ * net_dns, pasta_path, nft_path and die_with_parent are read.  0 when pasta runs (or the sandbox has no egress), 1 after a restart (a
  * warning is logged), -1 when the restart failed (logged).  Call only while the
  * sandbox runs: its teardown kills pasta on purpose. */
 int sandbox_net_check(const struct sandbox_spec *s, const struct sandbox_handle *h);

@@ -200,6 +200,8 @@ def test_restart_keeps_adopted_veth_sweeps_orphans_and_stop_removes(net, rt):
         fh.write(f"gone-000000000000 10.254.255.254 10.254.255.253 {d.state_dir}\n")
     subprocess.run(["nft", "add", "table", "inet", f"labd_veth_{orphan}"], check=True)
     assert d.stop() == 0, d.log_tail()
+    r = d.run_cli("doctor")
+    assert "1 veth(s), host table(s) or claim(s) of sandboxes not running" in r.stdout, r.stdout
     d.start(expect_admin_password=False)
     remember_sandboxes(d)
     assert not os.path.exists(f"{CLAIMS}/{orphan}")
