@@ -355,6 +355,12 @@ static void pick_resolver(const struct sandbox_spec *s, char *out, size_t len, b
 	}
 }
 
+static bool table_exists(const char *nft, const char *table)
+{
+	char *argv[] = {(char *)nft, "list", "table", "inet", (char *)table, NULL};
+	return run_tool(argv, NULL, -1, -1, true) == 0;
+}
+
 /* Whether the uplinks file lists ifname. */
 static bool uplink_listed(const char *ifname)
 {
@@ -450,13 +456,48 @@ static int open_uplinks_locked(const char *nft)
 	return rc;
 }
 
+/* The guard again for every listed interface, when its table is gone (a host
+ * firewall's reload that flushes the whole ruleset takes labd's tables with it):
+ * forwarding stays on for them, so the guard must come back first.  Under the lock. */
+static int restore_guard(const char *nft)
+{
+	char line[64], script[512];
+	int rc = 0;
+	FILE *f;
+
+	if (!(f = fopen(VETH_DIR "/uplinks", "re")))
+		return 0;
+	if (table_exists(nft, GUARD_TABLE)) {
+		fclose(f);
+		return 0;
+	}
+	while (rc == 0 && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!plain_ifname(line))
+			continue;
+		snprintf(script, sizeof(script),
+			 "add table inet " GUARD_TABLE "\n"
+			 "add chain inet " GUARD_TABLE " forward { type filter hook forward "
+			 "priority filter - 1; policy accept; }\n"
+			 "add rule inet " GUARD_TABLE " forward iifname \"%s\" oifname != \"" VETH_PREFIX
+			 "*\" drop\n", line);
+		rc = nft_script(nft, script, false);
+	}
+	fclose(f);
+	if (rc == 0)
+		log_warn("veth: the guard of the host's interfaces was gone: made again");
+	return rc;
+}
+
 static int open_uplinks(const char *nft)
 {
 	int lock = uplinks_lock(), rc;
 
 	if (lock < 0)
 		return -1;
-	rc = open_uplinks_locked(nft);
+	rc = restore_guard(nft);
+	if (rc == 0)
+		rc = open_uplinks_locked(nft);
 	close(lock);
 	return rc;
 }
@@ -608,12 +649,6 @@ static int find_slot(const char *state_dir, const char *id, struct slot *sl)
 	}
 	closedir(d);
 	return found;
-}
-
-static bool table_exists(const char *nft, const char *table)
-{
-	char *argv[] = {(char *)nft, "list", "table", "inet", (char *)table, NULL};
-	return run_tool(argv, NULL, -1, -1, true) == 0;
 }
 
 int netveth_check(const struct sandbox_spec *s, const struct sandbox_handle *h)

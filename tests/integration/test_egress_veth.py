@@ -113,6 +113,10 @@ def rt(net):
     r = Runtime(net["d"], "ev")
     yield r
     r.close()
+    # stopped here too when the restart test did not run (keep_on_shutdown keeps it)
+    c = net["d"].client()
+    c.login(r.name, f"{STRONG}-{r.name}")
+    stop_runtime(c)
 
 
 def test_reaches_test_host_and_dns_and_nothing_of_the_host(net, rt):
@@ -180,10 +184,21 @@ def test_host_side_holds_without_the_namespaces_rules_and_against_spoofing(net):
                20 * SLOW, "the veth, host table and claim gone with the runtime")
 
 
+def guard():
+    return subprocess.run(["nft", "list", "table", "inet", "labd_veth"],
+                          capture_output=True, text=True).stdout
+
+
 def test_watchdog_makes_a_deleted_veth_again(net, rt):
     slot, _ = claim_of(net["d"], rt.sandbox_id())
+    assert f'iifname "{net["host"].host_if}" oifname != "lbv*" drop' in guard()
     subprocess.run(["ip", "link", "del", f"lbv{slot}"], check=True)
     wait_until(lambda: host_side(slot) == (True, True), 15 * SLOW, "the veth made again")
+    # a firewall reload that flushes the ruleset takes labd's tables: both come back
+    subprocess.run(["nft", "delete", "table", "inet", "labd_veth"], check=True)
+    subprocess.run(["nft", "delete", "table", "inet", f"labd_veth_{slot}"], check=True)
+    wait_until(lambda: host_side(slot) == (True, True) and net["host"].host_if in guard(),
+               15 * SLOW, "the host table and the uplinks' guard made again")
     wait_until(lambda: "ended and was restarted" in net["d"].log(), 10 * SLOW, "the log line")
     got = probe(rt, [(net["host"].addr, 80), (net["denied"].addr, 80)])
     assert got[f"{net['host'].addr}:80"][0] == "connected", got
