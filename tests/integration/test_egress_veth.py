@@ -192,14 +192,18 @@ def guard():
 def test_watchdog_makes_a_deleted_veth_again(net, rt):
     slot, _ = claim_of(net["d"], rt.sandbox_id())
     assert f'iifname "{net["host"].host_if}" oifname != "lbv*" drop' in guard()
+    made = net["d"].log().count("ended and was restarted")
     subprocess.run(["ip", "link", "del", f"lbv{slot}"], check=True)
-    wait_until(lambda: host_side(slot) == (True, True), 15 * SLOW, "the veth made again")
+    # the log line comes once the sandbox's end is configured too
+    wait_until(lambda: host_side(slot) == (True, True)
+               and net["d"].log().count("ended and was restarted") > made,
+               15 * SLOW, "the veth made again, and the log line")
     # a firewall reload that flushes the ruleset takes labd's tables: both come back
     subprocess.run(["nft", "delete", "table", "inet", "labd_veth"], check=True)
     subprocess.run(["nft", "delete", "table", "inet", f"labd_veth_{slot}"], check=True)
-    wait_until(lambda: host_side(slot) == (True, True) and net["host"].host_if in guard(),
+    wait_until(lambda: host_side(slot) == (True, True) and net["host"].host_if in guard()
+               and net["d"].log().count("ended and was restarted") > made + 1,
                15 * SLOW, "the host table and the uplinks' guard made again")
-    wait_until(lambda: "ended and was restarted" in net["d"].log(), 10 * SLOW, "the log line")
     got = probe(rt, [(net["host"].addr, 80), (net["denied"].addr, 80)])
     assert got[f"{net['host'].addr}:80"][0] == "connected", got
     assert got[f"{net['denied'].addr}:80"][0] == "ConnectionRefusedError", got
