@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""egress-bench.py - throughput out of a runtime's sandbox (pasta + labd's nft rules)
+"""egress-bench.py - throughput out of a runtime's sandbox (labd's nft rules, and pasta or veth)
 against the same transfer from the host, to a test host (tests/integration/testnet.py:
 a network namespace on a veth pair, 198.18.0.0/15; nothing else is addressed).
 
@@ -11,16 +11,9 @@ test host, "download" from a source there.  Best of RUNS per side and direction.
 Arms (--arms, comma-separated; each a sandbox path measured against the same host):
   pasta       labd's network path as it is (the default arm)
   pasta-mNNN  the same pasta with its MTU set to NNN (`-m NNN`, e.g. pasta-m9000)
-  veth        a candidate, measured here only: instead of pasta, root puts one end of
-              a veth pair into the sandbox's namespace (labbox --pasta names a program
-              that does this and then stays, as pasta would), forwards it on the host
-              (per-interface forwarding, no global ip_forward) and masquerades it with
-              nft in the host's namespace; labd's own ruleset inside is unchanged, and
-              the host's input from the veth is dropped (the gateway is the host);
-              DNS by a DNAT of 169.254.1.53:53 to the resolver labd gives pasta.
-              LABD_BENCH_FORWARD_IFS (a glob of host interfaces) has it turn on
-              forwarding for those too: the test hosts' ("ltn*h") when the stand-in
-              is tried under labd itself ([network] pasta = the generated veth.sh)
+  veth        labd's other path ([network] path = veth, `labbox --net-path veth`): a
+              veth pair to the host, forwarded and masqueraded by root's nft rules in
+              the host's namespace (sandbox/netveth.c), labd's ruleset inside unchanged
 The arms take turns run by run; an arm's failed runs are counted, not fatal.
 
 Usage: egress-bench.py --workdir DIR [--summary FILE] [--mbytes 200] [--runs 3]
@@ -105,63 +98,12 @@ print(n / (time.monotonic() - t) / 1e6)
 """
 
 
-# The veth arm's stand-in for pasta, started by libsandbox exactly as pasta is (as
-# root, fd 3 the sandbox's network namespace, --pid FILE written once configured,
-# then kept running in the sandbox's cgroup): one veth pair per sandbox, 10.201.N.0/30.
-# DNS: 169.254.1.53 port 53 is DNATed to the first nameserver of the resolv.conf it
-# sees (labd binds [network] dns there for pasta), unless that is on the host's
-# loopback. A restart (the watchdog's, after this process died) finds the namespace
-# configured and only takes over.
-VETH = r"""#!/bin/bash
-set -e
-while [ $# -gt 0 ]; do
-  case "$1" in --pid) pidfile=$2; shift ;; --netns) ns=$2; shift ;; esac
-  shift
-done
-if ! nsenter --net="$ns" ip -o route show default | grep -q .; then
-  n=$(( $$ % 250 + 1 )); h=lbv$$h; c=lbv$$n
-  ip link add "$h" type veth peer name "$c"
-  ip link set "$c" netns "$ns"
-  ip addr add 10.201.$n.1/30 dev "$h"
-  ip link set "$h" up
-  echo 1 > /proc/sys/net/ipv4/conf/$h/forwarding
-  nsenter --net="$ns" ip addr add 10.201.$n.2/30 dev "$c"
-  nsenter --net="$ns" ip link set "$c" up
-  nsenter --net="$ns" ip route add default via 10.201.$n.1
-  dns=$(awk '$1 == "nameserver" { print $2; exit }' /etc/resolv.conf)
-  case "$dns" in
-  127.*|::1|*:*|"") ;;
-  *) nft add rule ip labd_bench_veth prerouting iifname "$h" ip daddr 169.254.1.53 \
-       udp dport 53 dnat to "$dns" ;;
-  esac
-fi
-for f in /proc/sys/net/ipv4/conf/${LABD_BENCH_FORWARD_IFS:-none}/forwarding; do
-  [ -e "$f" ] && echo 1 > "$f"
-done
-echo $$ > "$pidfile"
-exec sleep infinity
-"""
-
-# Root's rules in the host's namespace for the veth arm (a table of the benchmark's own,
-# deleted at the end): nothing from a sandbox's veth reaches the host itself, what
-# leaves for elsewhere is masqueraded; the stand-ins add their DNS rules to prerouting.
-VETH_NFT = """table ip labd_bench_veth {
-	chain prerouting { type nat hook prerouting priority -100; policy accept; }
-	chain input { type filter hook input priority 0; policy accept; iifname "lbv*" drop; }
-	chain postrouting { type nat hook postrouting priority 100; policy accept;
-		ip saddr 10.201.0.0/16 oifname != "lbv*" masquerade; }
-}
-"""
-
-
 def pasta_program(arm, workdir):
     """The program labbox starts as pasta for an arm."""
-    if arm == "pasta":
+    if arm in ("pasta", "veth"):
         return "/usr/bin/pasta"
     path = os.path.join(workdir, f"{arm}.sh")
-    if arm == "veth":
-        text = VETH
-    elif arm.startswith("pasta-m") and arm[7:].isdigit():
+    if arm.startswith("pasta-m") and arm[7:].isdigit():
         text = f'#!/bin/sh\nexec /usr/bin/pasta "$@" -m {arm[7:]}\n'
     else:
         sys.exit(f"egress-bench: no arm {arm}")
@@ -178,7 +120,8 @@ def client_argv(where, workdir, host, port, mode, n):
     labbox = os.path.join(ROOT, os.environ.get("BUILD", "build"), "labbox")
     return [labbox, "run", "--user", "egressbench", "--user-id", "9", "--state-dir",
             os.path.join(workdir, "state"), "--net", "egress", "--mem", "2G",
-            "--pasta", pasta_program(where, workdir), "--", *py]
+            "--pasta", pasta_program(where, workdir),
+            "--net-path", "veth" if where == "veth" else "pasta", "--", *py]
 
 
 def measure_once(where, workdir, host, mode, n):
@@ -245,10 +188,6 @@ def rules_hold(arm, workdir, h):
     return ok
 
 
-def nft(script):
-    subprocess.run(["nft", "-f", "-"], input=script, text=True, check=True)
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--workdir", required=True)
@@ -263,13 +202,8 @@ def main():
     for arm in arms:
         pasta_program(arm, a.workdir)  # an unknown arm fails before anything runs
     got = {(w, m): [] for w in ["host", *arms] for m in ("upload", "download")}
-    if "veth" in arms:
-        nft(VETH_NFT)
     try:
         with TestHost() as h:
-            if "veth" in arms:  # the test host's side forwards too (this interface only)
-                with open(f"/proc/sys/net/ipv4/conf/{h.host_if}/forwarding", "w") as fh:
-                    fh.write("1\n")
             h.spawn(["python3", "-c", SERVER, str(SINK), str(SOURCE)])
             h.wait_port(SINK)
             h.wait_port(SOURCE)
@@ -281,8 +215,6 @@ def main():
                         got[(where, mode)].append(measure_once(where, a.workdir, h.addr, mode, n))
             held = all([rules_hold(arm, a.workdir, h) for arm in arms])
     finally:
-        if "veth" in arms:
-            subprocess.run(["nft", "delete", "table", "ip", "labd_bench_veth"], check=False)
         subprocess.run([os.path.join(ROOT, os.environ.get("BUILD", "build"), "labbox"), "gc",
                         "--all", "--state-dir", os.path.join(a.workdir, "state")],
                        capture_output=True)

@@ -39,6 +39,7 @@
 #include "labd/log.h"
 #include "sandbox/cgbox.h"
 #include "sandbox/fail.h"
+#include "sandbox/netveth.h"
 #include "sandbox/state.h"
 
 #define PASTA_MEM_BYTES (512ull << 20)
@@ -295,12 +296,16 @@ static int run_nft(const char *nft, pid_t pid, const char *rules, uint64_t windo
 
 static int install_rules(const struct sandbox_spec *s, pid_t pid)
 {
-	char host[4096], why[160];
+	char host[4096], why[160], deny[1200];
 	static char rules[EGRESS_RULESET_MAX]; /* not reentrant, like the rest of libsandbox */
 
 	if (egress_host_addrs(host, sizeof(host)) < 0)
 		return -1;
-	if (egress_ruleset(s->net_deny, host, s->max_connections, s->egress_bytes_per_s, rules,
+	/* on veth the other sandboxes are one hop away: their range is denied inside too */
+	snprintf(deny, sizeof(deny), "%s%s%s",
+		 s->net_path == SANDBOX_NET_VETH ? s->veth_range : "",
+		 s->net_path == SANDBOX_NET_VETH ? "," : "", s->net_deny ? s->net_deny : "");
+	if (egress_ruleset(deny, host, s->max_connections, s->egress_bytes_per_s, rules,
 			   sizeof(rules), why, sizeof(why)) < 0)
 		return fail_error("network deny list: %s", why);
 	return run_nft(s->nft_path, pid, rules,
@@ -499,6 +504,12 @@ int sandbox_net_check(const struct sandbox_spec *s, const struct sandbox_handle 
 	const struct cgbox_layout *lo = cgbox_host();
 	char cgroup[SANDBOX_ID_MAX + 8];
 
+	int veth = h->pid > 0 ? netveth_check(s, h) : -1;
+
+	if (veth != -1) /* a veth sandbox: its link and host table (netveth.c) */
+		return veth == -2 ? log_error("sandbox %s: its veth could not be made again: the "
+					      "runtime has no network", h->id)
+				  : veth;
 	/* no record: the sandbox has no egress */
 	if (!lo || h->pid <= 0 || pasta_alive(s->state_dir, h->id) != 0)
 		return 0;
@@ -515,7 +526,9 @@ int sandbox_net_check(const struct sandbox_spec *s, const struct sandbox_handle 
 
 int egress_start(const struct sandbox_spec *s, const char *id, pid_t pid, uint64_t start_ticks)
 {
-	if (install_rules(s, pid) < 0 || start_pasta(s, id, pid, start_ticks) < 0)
+	if (install_rules(s, pid) < 0)
 		return -1;
-	return 0;
+	if (s->net_path == SANDBOX_NET_VETH)
+		return netveth_start(s, id, pid, start_ticks);
+	return start_pasta(s, id, pid, start_ticks) < 0 ? -1 : 0;
 }

@@ -34,6 +34,20 @@ int egress_cidr(const char *item, char *out, size_t len, bool *v6);
 uint64_t egress_burst_bytes(uint64_t rate_bytes_per_s);
 int egress_ruleset(const char *deny, const char *host_addrs, uint32_t max_connections,
 		   uint64_t rate_bytes_per_s, char *out, size_t len, char *why, size_t whylen);
+/* The host's side of one veth sandbox (netveth.c). */
+struct egress_veth {
+	const char *table;        /* nft table, inet family: "labd_veth_<slot>" */
+	const char *ifname;       /* the host end: "lbv<slot>" */
+	const char *sandbox_addr; /* the sandbox end's IPv4 address */
+	const char *range;        /* every sandbox's network ([network] veth_range) */
+	const char *resolver;     /* IPv4 address DNS is DNATed to; "" = none */
+	bool resolver_local;      /* the host itself (loopback or one of its addresses) */
+};
+/* The nft script of the host's side of a veth sandbox (egress_rules.c says what it
+ * holds): deny, max_connections and rate as for egress_ruleset.  0, or -1 with the bad
+ * item in why.  Pure. */
+int egress_veth_ruleset(const struct egress_veth *v, const char *deny, uint32_t max_connections,
+			uint64_t rate_bytes_per_s, char *out, size_t len, char *why, size_t whylen);
 /* Every address of the host (getifaddrs, this network namespace), comma-separated as
  * "a/32" or "a/128".  0 or -1. */
 int egress_host_addrs(char *out, size_t len);

@@ -191,3 +191,66 @@ int egress_ruleset(const char *deny, const char *host_addrs, uint32_t max_connec
 	}
 	return 0;
 }
+
+/* The host's side of a veth sandbox (netveth.c): one table of its own, every rule keyed
+ * by its host interface.  What arrives on it with another source is dropped before
+ * conntrack sees it (no spoofing), as is anything but IPv4; nothing on it reaches the
+ * host itself (input: every address of every interface, 127/8 included) but DNS
+ * DNATed to a resolver the host itself runs; what it sends on is refused towards the
+ * same ranges as inside (the denied lists and the other sandboxes' range), bounded in
+ * connections and rate; nothing new goes into it (no other sandbox, nothing outside
+ * opens a connection to it); what leaves elsewhere is masqueraded. */
+int egress_veth_ruleset(const struct egress_veth *v, const char *deny, uint32_t max_connections,
+			uint64_t rate_bytes_per_s, char *out, size_t len, char *why, size_t whylen)
+{
+	struct text t = {out, len, 0, false};
+	const char *i = v->ifname;
+
+	why[0] = '\0';
+	put(&t, "table inet %s {\n"
+		"\tchain deny {\n"
+		"\t\tmeta l4proto tcp reject with tcp reset\n"
+		"\t\treject with icmpx type admin-prohibited\n"
+		"\t}\n"
+		"\tchain spoof {\n"
+		"\t\ttype filter hook prerouting priority raw; policy accept;\n"
+		"\t\tiifname \"%s\" meta nfproto != ipv4 drop\n"
+		"\t\tiifname \"%s\" ip saddr != %s drop\n"
+		"\t}\n",
+	    v->table, i, i, v->sandbox_addr);
+	put(&t, "\tchain dns {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n");
+	if (v->resolver[0])
+		put(&t, "\t\tiifname \"%s\" ip daddr " EGRESS_DNS_ADDR " udp dport 53 dnat ip to %s:53\n",
+		    i, v->resolver);
+	put(&t, "\t}\n\tchain input {\n\t\ttype filter hook input priority filter; policy accept;\n");
+	if (v->resolver[0] && v->resolver_local)
+		put(&t, "\t\tiifname \"%s\" ct original ip daddr " EGRESS_DNS_ADDR
+			" ip daddr %s udp dport 53 accept\n", i, v->resolver);
+	put(&t, "\t\tiifname \"%s\" goto deny\n\t}\n"
+		"\tchain forward {\n\t\ttype filter hook forward priority filter; policy accept;\n"
+		"\t\tiifname \"%s\" jump sent\n"
+		"\t\toifname \"%s\" ct state established,related jump received\n"
+		"\t\toifname \"%s\" drop\n\t}\n"
+		"\tchain sent {\n", i, i, i, i);
+	if (v->resolver[0] && !v->resolver_local)
+		put(&t, "\t\tct original ip daddr " EGRESS_DNS_ADDR " ip daddr %s udp dport 53 accept\n",
+		    v->resolver);
+	if (put_denied(&t, egress_always_denied, why, whylen) < 0 ||
+	    put_denied(&t, v->range, why, whylen) < 0 || put_denied(&t, deny, why, whylen) < 0)
+		return -1;
+	if (max_connections)
+		put(&t, "\t\tct state new ct count over %u goto deny\n", max_connections);
+	if (rate_bytes_per_s)
+		put_rate(&t, rate_bytes_per_s);
+	put(&t, "\t}\n\tchain received {\n");
+	if (rate_bytes_per_s)
+		put_rate(&t, rate_bytes_per_s);
+	/* accepted here: back in forward, the next rule drops all else towards the sandbox */
+	put(&t, "\t\taccept\n\t}\n\tchain masq {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n"
+		"\t\tip saddr %s oifname != \"%s\" masquerade\n\t}\n}\n", v->sandbox_addr, i);
+	if (t.full) {
+		snprintf(why, whylen, "ruleset longer than %zu bytes", len);
+		return -1;
+	}
+	return 0;
+}

@@ -41,6 +41,8 @@ static void usage(FILE *f)
 	      "  --net-deny CIDRS   egress: also deny these (default: the private ranges)\n"
 	      "  --dns ADDR         egress: resolver pasta forwards DNS to (the host's)\n"
 	      "  --pasta PATH       egress: the pasta program (/usr/bin/pasta; [network] pasta)\n"
+	      "  --net-path pasta|veth  egress: pasta, or a veth pair NATed by the host (pasta)\n"
+	      "  --veth-range CIDR  egress on veth: the sandboxes' addresses (10.254.0.0/16)\n"
 	      "  --egress-rate SIZE egress: bytes per second each way (no limit)\n"
 	      "  --max-connections N  egress: concurrent connections (no bound)\n"
 	      "  --gpu LIST         GPU minors, e.g. 0 or 1,3\n"
@@ -84,7 +86,7 @@ enum {
 	O_USER = 256, O_USER_ID, O_UID_BASE, O_INNER_UID, O_HOME_IMAGE, O_HOME_SIZE, O_MEM, O_CPUS,
 	O_PIDS, O_TMP, O_SHM, O_NOFILE, O_IO_WEIGHT, O_IO_WBPS, O_NET, O_GPU, O_DEV_PREFIX, O_DRIVER,
 	O_IMAGE, O_RUN_DIR, O_STATE_DIR, O_CGROUP_PARENT, O_MASK, O_SHOW, O_ENV, O_CWD, O_KEEP, O_ALL, O_SIZE,
-	O_STDIN, O_STDOUT, O_STDERR, O_RO_BIND, O_BIND, O_NET_DENY, O_DNS, O_PASTA, O_EGRESS_RATE, O_MAX_CONN,
+	O_STDIN, O_STDOUT, O_STDERR, O_RO_BIND, O_BIND, O_NET_DENY, O_DNS, O_PASTA, O_NET_PATH, O_VETH_RANGE, O_EGRESS_RATE, O_MAX_CONN,
 	O_TIMINGS,
 };
 
@@ -107,6 +109,8 @@ static const struct option opts[] = {
 	{"net-deny", required_argument, NULL, O_NET_DENY},
 	{"dns", required_argument, NULL, O_DNS},
 	{"pasta", required_argument, NULL, O_PASTA},
+	{"net-path", required_argument, NULL, O_NET_PATH},
+	{"veth-range", required_argument, NULL, O_VETH_RANGE},
 	{"egress-rate", required_argument, NULL, O_EGRESS_RATE},
 	{"max-connections", required_argument, NULL, O_MAX_CONN},
 	{"gpu", required_argument, NULL, O_GPU},
@@ -261,6 +265,12 @@ static int parse(struct cli *c, int argc, char **argv)
 		case O_NET_DENY: s->net_deny = optarg; break;
 		case O_DNS: s->net_dns = optarg; break;
 		case O_PASTA: s->pasta_path = optarg; break;
+		case O_NET_PATH:
+			if (strcmp(optarg, "pasta") != 0 && strcmp(optarg, "veth") != 0)
+				return bad("net-path", optarg);
+			s->net_path = optarg[0] == 'v' ? SANDBOX_NET_VETH : SANDBOX_NET_PASTA;
+			break;
+		case O_VETH_RANGE: s->veth_range = optarg; break;
 		case O_EGRESS_RATE:
 			if (parse_size_bytes(optarg, &s->egress_bytes_per_s) < 0)
 				return bad("egress-rate", optarg);

@@ -18,6 +18,7 @@
 #include "sandbox/cgbox.h"
 #include "sandbox/fail.h"
 #include "sandbox/home.h"
+#include "sandbox/netveth.h"
 #include "sandbox/state.h"
 #include "sandbox/teardown.h"
 
@@ -215,12 +216,21 @@ static int gc(const char *state_dir, bool all, bool no_starter)
 		closedir(d);
 	if (home_gc(state_dir, holder_live, &g) < 0)
 		return -1;
+	if (netveth_sweep(state_dir, holder_live, &g) > 0)
+		log_info("gc: removed veths and host tables of sandboxes no longer running");
 	return cleaned;
 }
 
 int sandbox_gc(const char *state_dir, bool all)
 {
 	return gc(state_dir, all, false);
+}
+
+int sandbox_veth_leftovers(const char *state_dir)
+{
+	struct gc_ctx g = {state_dir};
+
+	return netveth_leftovers(state_dir, holder_live, &g);
 }
 
 int sandbox_gc_unstarted(const char *state_dir)

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "sandbox/fail.h"
+#include "sandbox/netveth.h"
 #include "labd/parse.h"
 #include "sandbox/parse.h"
 
@@ -29,6 +30,8 @@ void sandbox_spec_init(struct sandbox_spec *s)
 	s->net_deny = SANDBOX_NET_DENY_DEFAULT;
 	s->pasta_path = "/usr/bin/pasta";
 	s->nft_path = "/usr/sbin/nft";
+	s->net_path = SANDBOX_NET_PASTA;
+	s->veth_range = SANDBOX_VETH_RANGE_DEFAULT;
 	s->dev_prefix = "/dev";
 	s->image = "/";
 	s->state_dir = DEFAULT_STATE_DIR;
@@ -178,6 +181,11 @@ int sandbox_spec_check(const struct sandbox_spec *s)
 		return fail_error("bad network mode");
 	if (s->net == SANDBOX_NET_EGRESS && (!abs_path_ok(s->pasta_path) || !abs_path_ok(s->nft_path)))
 		return fail_error("pasta and nft must be absolute paths");
+	if (s->net_path != SANDBOX_NET_PASTA && s->net_path != SANDBOX_NET_VETH)
+		return fail_error("bad network path");
+	if (s->net == SANDBOX_NET_EGRESS && s->net_path == SANDBOX_NET_VETH &&
+	    netveth_range_parse(s->veth_range, NULL, NULL) < 0)
+		return fail_error("bad veth range: %.64s", s->veth_range ? s->veth_range : "");
 	if (s->net_dns && s->net_dns[0] && !dns_ok(s->net_dns))
 		return fail_error("bad dns address: %.64s", s->net_dns);
 	if (check_paths(s) < 0 || check_limits(s) < 0 || check_stdio(s) < 0)

@@ -13,6 +13,7 @@
 #include "labd/log.h"
 #include "sandbox/cgbox.h"
 #include "sandbox/egress.h"
+#include "sandbox/netveth.h"
 #include "sandbox/home.h"
 #include "sandbox/rundir.h"
 
@@ -85,6 +86,7 @@ int teardown_sandbox(const char *state_dir, const struct sandbox_state *st)
 	}
 	FAULT_POINT("sandbox.teardown.cgroups"); /* the home is still mounted */
 	egress_files_remove(state_dir, st->id);
+	netveth_remove(state_dir, st->id); /* its veth went with the namespace; the host's table not */
 	if (st->home_image[0] && home_unref(state_dir, st->home_key, st->id) < 0)
 		rc = -1;
 	if (st->run_dir[0] && rundir_unmount(st->run_dir) < 0)

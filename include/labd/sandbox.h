@@ -42,6 +42,15 @@ enum sandbox_net {
 	SANDBOX_NET_EGRESS, /* outbound through pasta, filtered by root's nftables rules */
 };
 
+/* How an egress sandbox's packets leave (docs/sandbox.md, "Network"): through pasta, a
+ * user-space process, or through a veth pair to the host, forwarded and masqueraded by
+ * root's nftables rules in the host's namespace. */
+#define SANDBOX_VETH_RANGE_DEFAULT "10.254.0.0/16"
+enum sandbox_net_path {
+	SANDBOX_NET_PASTA,
+	SANDBOX_NET_VETH,
+};
+
 /* Denied to SANDBOX_NET_EGRESS besides what always is (loopback, link-local, every
  * host address): the private ranges. */
 #define SANDBOX_NET_DENY_DEFAULT "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7"
@@ -77,6 +86,9 @@ struct sandbox_spec {
 	uint32_t max_connections;    /* concurrent connections, 0 = no bound */
 	const char *pasta_path;      /* default "/usr/bin/pasta" */
 	const char *nft_path;        /* default "/usr/sbin/nft" */
+	enum sandbox_net_path net_path; /* default SANDBOX_NET_PASTA */
+	const char *veth_range;      /* SANDBOX_NET_VETH: IPv4 network of the sandboxes' /30s
+				      * (default SANDBOX_VETH_RANGE_DEFAULT) */
 	unsigned gpus[SANDBOX_MAX_GPUS]; /* GPU minors to pass through (/dev/nvidiaN) */
 	unsigned n_gpus;
 	const char *dev_prefix;     /* where the nvidia nodes live (default "/dev") */
@@ -191,10 +203,16 @@ int sandbox_gc(const char *state_dir, bool all);
  * after a minute. */
 int sandbox_gc_unstarted(const char *state_dir);
 
+/* Veths, host tables and claims of the veth path ([network] path = veth) that gc would
+ * remove (their sandbox not running, their state dir gone, or no claim): counted only,
+ * for `labd doctor`. */
+int sandbox_veth_leftovers(const char *state_dir);
+
 /* For a running sandbox with egress: when its pasta is gone (its "<id>.net" cgroup
- * holds no process), starts a new one for the namespace, which keeps root's rules.
- * Of the spec only state_dir, cgroup_parent, net_dns, pasta_path and die_with_parent
- * are read.  0 when pasta runs (or the sandbox has no egress), 1 after a restart (a
+ * holds no process), starts a new one for the namespace, which keeps root's rules; on
+ * the veth path, when its veth or host table is gone, makes both again (and opens host
+ * interfaces that appeared since).  Of the spec only state_dir, cgroup_parent,
+ * net_dns, pasta_path, nft_path and die_with_parent are read.  0 when pasta runs (or the sandbox has no egress), 1 after a restart (a
  * warning is logged), -1 when the restart failed (logged).  Call only while the
  * sandbox runs: its teardown kills pasta on purpose. */
 int sandbox_net_check(const struct sandbox_spec *s, const struct sandbox_handle *h);

@@ -3,6 +3,7 @@
 #include "config/kinds.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -314,6 +315,41 @@ KIND_FN(parse_network)
 	return 0;
 }
 
+KIND_FN(parse_net_path)
+{
+	static const char *const words[] = {"pasta", "veth", NULL};
+	int i = word_index(value, words);
+
+	(void)cfg;
+	(void)k;
+	if (i < 0)
+		return -EINVAL;
+	*(unsigned *)field = (unsigned)i;
+	return 0;
+}
+
+/* [network] veth_range: one IPv4 network of at least 4 addresses (one /30 a sandbox). */
+KIND_FN(parse_veth_range)
+{
+	char addr[INET_ADDRSTRLEN];
+	struct in_addr bin;
+	const char *slash = strchr(value, '/');
+	char *end;
+	unsigned long bits;
+
+	(void)cfg;
+	if (strlen(value) >= k->size || !slash || (size_t)(slash - value) >= sizeof(addr) ||
+	    !isdigit((unsigned char)slash[1]))
+		return -EINVAL;
+	snprintf(addr, sizeof(addr), "%.*s", (int)(slash - value), value);
+	bits = strtoul(slash + 1, &end, 10);
+	if (*end || bits < 8 || bits > 30 || inet_pton(AF_INET, addr, &bin) != 1 ||
+	    (bits < 32 && (ntohl(bin.s_addr) & (0xffffffffu >> bits))))
+		return -EINVAL;
+	snprintf(field, k->size, "%s", value);
+	return 0;
+}
+
 /* One address or network of trusted_proxies. */
 static int add_proxy(const char *item, unsigned n, void *arg)
 {
@@ -477,6 +513,9 @@ static const struct kind {
 	[K_ORIGIN_URL] = {parse_origin_url, "must be an origin such as https://lab.example.org "
 					    "(scheme, host, optional port), or empty"},
 	[K_NETWORK] = {parse_network, "must be none or egress"},
+	[K_NET_PATH] = {parse_net_path, "must be pasta or veth"},
+	[K_VETH_RANGE] = {parse_veth_range, "must be one IPv4 network such as 10.254.0.0/16 "
+					    "(host bits zero, /8 to /30)"},
 	[K_ADDRESS] = {parse_address, "must be an IPv4 or IPv6 address (or empty)"},
 };
 

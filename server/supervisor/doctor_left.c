@@ -508,6 +508,11 @@ static int scan_once(const char *state_dir, bool labd_runs, bool fix)
 	if (fix && (n = sandbox_gc_unstarted(state_dir)) > 0) /* those just killed */
 		doctor_say(DOCTOR_FIXED, NULL, "tore down %d sandbox(es) killed above", n);
 	check_keepers(s);
+	if ((n = sandbox_veth_leftovers(state_dir)) > 0) { /* --fix: gc above removed them */
+		char count[16];
+		snprintf(count, sizeof(count), "%d", n);
+		left(s, "%s veth(s), host table(s) or claim(s) of sandboxes not running%s", count, "");
+	}
 	each_mount(state_dir, check_mount, s);
 	check_loops(s);
 	n = s->left;

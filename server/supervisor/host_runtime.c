@@ -124,9 +124,10 @@ static void check_net(struct host *h, struct runtime_box *x, long long now)
 	s.state_dir = host_state_dir(h);
 	s.net_dns = host_cfg(h)->net_dns;
 	s.pasta_path = host_cfg(h)->net_pasta;
+	s.nft_path = host_cfg(h)->net_nft;
 	int rc = sandbox_net_check(&s, &x->b.h);
 	if (rc != 0)
-		log_warn("runtime of %s: its network helper (pasta) ended and was %s", x->b.user,
+		log_warn("runtime of %s: its network path (pasta or veth) ended and was %s", x->b.user,
 			 rc == 1 ? "restarted" : "not restarted");
 }
 

@@ -205,6 +205,8 @@ void launch_fill_limits(const struct labd_config *cfg, const char *state_dir,
 	s->max_connections = cfg->net_max_connections;
 	s->pasta_path = cfg->net_pasta;
 	s->nft_path = cfg->net_nft;
+	s->net_path = cfg->net_path ? SANDBOX_NET_VETH : SANDBOX_NET_PASTA;
+	s->veth_range = cfg->net_veth_range;
 }
 
 static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *home, char *run_dir,

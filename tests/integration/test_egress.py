@@ -29,6 +29,11 @@ from labd_harness import (
 )
 from testnet import TestHost
 
+# The network path under test ([network] path): pasta by default; the same suite runs
+# on veth with LABD_EGRESS_PATH=veth (test_egress_veth.py covers what is veth's own).
+EGRESS_PATH = os.environ.get("LABD_EGRESS_PATH", "pasta")
+pasta_only = pytest.mark.skipif(EGRESS_PATH != "pasta", reason="pasta's own process")
+
 MAX_CONNECTIONS = 12
 RATE = 4 << 20  # bytes per second of the rate-limited plan
 BIG = 16 << 20  # bytes moved each way under it
@@ -133,7 +138,7 @@ def net():
         host.spawn(["python3", "-c", DNS_RESPONDER, host.addr])
         host.spawn(["python3", "-c", SINK, str(SINK_PORT)])
         listener = HostListener()
-        d = egress_daemon("egress", network={"dns": host.addr,
+        d = egress_daemon("egress", network={"dns": host.addr, "path": EGRESS_PATH,
                                              "max_connections": str(MAX_CONNECTIONS)})
         try:
             d.start()
@@ -281,6 +286,7 @@ def cgroups_of(pid):
         return {line.rstrip("\n").split(":", 2)[2] for line in fh if line.split(":", 2)[1] != "name=systemd"}
 
 
+@pasta_only
 def test_pasta_that_dies_is_restarted_and_logged(net, rt):
     sid, d = rt.sandbox_id(), net["d"]
     old = pasta_pids(d, sid)
@@ -303,6 +309,7 @@ def test_pasta_that_dies_is_restarted_and_logged(net, rt):
     assert got[f"{net['denied'].addr}:80"][0] == "ConnectionRefusedError", got
 
 
+@pasta_only
 def test_pasta_runs_in_the_sandboxs_cgroup_and_ends_with_the_runtime(net):
     """pasta works for the user, so the user's limits hold it (review finding 13): it
     runs in the sandbox's own cgroup, its start-up cgroup <id>.net is gone."""

@@ -99,6 +99,43 @@ static void test_ruleset(void **st)
 
 /* The namespace of exactly the process that started at the given time: a pid whose
  * start time differs (reused by another process) or that is gone lends nothing. */
+/* The host's side of a veth sandbox: every rule keyed by its interface, spoofed
+ * sources and non-IPv4 dropped, the host itself refused, DNS DNATed (and let into the
+ * host only for a loopback resolver), the denied lists and the sandboxes' range
+ * refused, nothing new into the sandbox, the sandbox's own address masqueraded. */
+static void test_veth_ruleset(void **st)
+{
+	static char out[EGRESS_RULESET_MAX];
+	struct egress_veth v = {"labd_veth_7", "lbv7", "10.254.0.30", "10.254.0.0/16", "127.0.0.53", true};
+	char why[160];
+
+	(void)st;
+	assert_int_equal(egress_veth_ruleset(&v, "198.19.0.0/16", 5, 1 << 20, out, sizeof(out), why,
+					     sizeof(why)), 0);
+	assert_non_null(strstr(out, "table inet labd_veth_7 {"));
+	assert_non_null(strstr(out, "iifname \"lbv7\" ip saddr != 10.254.0.30 drop"));
+	assert_non_null(strstr(out, "iifname \"lbv7\" meta nfproto != ipv4 drop"));
+	assert_non_null(strstr(out, "dnat ip to 127.0.0.53:53"));
+	assert_non_null(strstr(out, "ct original ip daddr 169.254.1.53 ip daddr 127.0.0.53 udp dport 53 accept"));
+	assert_non_null(strstr(out, "iifname \"lbv7\" goto deny"));
+	assert_non_null(strstr(out, "ip daddr 198.19.0.0/16 goto deny"));
+	assert_non_null(strstr(out, "ip daddr 10.254.0.0/16 goto deny"));
+	assert_non_null(strstr(out, "ip daddr 127.0.0.0/8 goto deny"));
+	assert_non_null(strstr(out, "ct count over 5 goto deny"));
+	assert_non_null(strstr(out, "oifname \"lbv7\" drop"));
+	assert_non_null(strstr(out, "ip saddr 10.254.0.30 oifname != \"lbv7\" masquerade"));
+	/* a resolver elsewhere: forwarded, never let into the host */
+	v.resolver = "198.18.3.2";
+	v.resolver_local = false;
+	assert_int_equal(egress_veth_ruleset(&v, "", 0, 0, out, sizeof(out), why, sizeof(why)), 0);
+	assert_null(strstr(out, "udp dport 53 accept\n\t\tiifname"));
+	assert_non_null(strstr(out, "ct original ip daddr 169.254.1.53 ip daddr 198.18.3.2 udp dport 53 accept"));
+	assert_null(strstr(out, "limit rate"));
+	assert_int_equal(egress_veth_ruleset(&v, "example.org", 0, 0, out, sizeof(out), why,
+					     sizeof(why)), -1);
+	assert_non_null(strstr(why, "example.org"));
+}
+
 static void test_open_netns(void **st)
 {
 	struct stat want, got;
@@ -134,6 +171,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cidr),
 		cmocka_unit_test(test_ruleset),
+		cmocka_unit_test(test_veth_ruleset),
 		cmocka_unit_test(test_open_netns),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -478,6 +478,8 @@ if wait_until 5 "the host listener on 127.0.0.1:$port" listening; then
 	expect "host 127.0.0.1 listener unreachable" ECONNREFUSED "$(probe connect $port)"
 	expect "host 127.0.0.1 listener unreachable with --net egress" ECONNREFUSED \
 		"$(box alice 7 --net egress -- "$PROBE" connect $port)"
+	expect "host 127.0.0.1 listener unreachable with --net egress on veth" ECONNREFUSED \
+		"$(box alice 7 --net egress --net-path veth -- "$PROBE" connect $port)"
 else
 	ko "host 127.0.0.1 listener unreachable" "listener up" "host listener did not start"
 fi
@@ -485,6 +487,11 @@ kill "$LISTENER" 2>/dev/null
 LISTENER=
 expect "only loopback inside" lo "$(box alice 7 -- ls /sys/class/net | squash)"
 expect "--net egress: pasta's eth0 and lo" "eth0 lo" "$(box alice 7 --net egress -- ls /sys/class/net | squash)"
+# the veth path: eth0 (IPv4 only), and its host table, veth and claim gone with the sandbox
+expect "--net-path veth: eth0 and lo, no IPv6" "eth0 lo 1" \
+	"$(box alice 7 --net egress --net-path veth -- sh -c 'ls /sys/class/net; cat /proc/sys/net/ipv6/conf/eth0/disable_ipv6' | squash)"
+expect "--net-path veth: nothing left on the host after the sandbox" "" \
+	"$(ls /run/labd-veth 2>/dev/null | grep -v uplinks | while read -r n; do grep -l "$STATE" "/run/labd-veth/$n" 2>/dev/null; done)"
 # --pasta PATH: the program started as pasta (bench/egress-bench.py's candidates), with
 # pasta's arguments; one that is not there fails the start
 printf '#!/bin/sh\necho "$@" >"%s"\nexec /usr/bin/pasta "$@"\n' "$WORK/pasta.args" >"$WORK/pasta.wrap"

@@ -311,7 +311,9 @@ static void test_network_keys(void **state)
 		"[quota]\nnetwork = yes\n",          "[quota]\negress_rate = fast\n",
 		"[quota]\negress_rate = 10\n",       "[network]\ndeny = 10.0.0.0/33\n",
 		"[network]\ndeny = example.org\n",   "[network]\ndns = 198.18.0.256\n",
-		"[network]\nmax_connections = -1\n",
+		"[network]\nmax_connections = -1\n",   "[network]\npath = tap\n",
+		"[network]\nveth_range = 10.254.0.1/16\n", "[network]\nveth_range = 10.254.0.0/31\n",
+		"[network]\nveth_range = fc00::/64\n",     "[network]\nveth_range = 10.254.0.0\n",
 	};
 	struct labd_config cfg;
 	char err[256];
@@ -323,6 +325,13 @@ static void test_network_keys(void **state)
 	assert_int_equal(cfg.net_max_connections, 512);
 	assert_string_equal(cfg.net_deny, "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7");
 	assert_string_equal(cfg.net_dns, "");
+	assert_int_equal(cfg.net_path, 0); /* pasta */
+	assert_string_equal(cfg.net_veth_range, "10.254.0.0/16");
+	load_text("[network]\npath = veth\nveth_range = 172.31.0.0/20\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(cfg.net_path, 1);
+	assert_string_equal(cfg.net_veth_range, "172.31.0.0/20");
+	config_defaults(&cfg, false);
 	load_text("[quota]\nnetwork = none\negress_rate = 10M\n[network]\ndeny = 198.19.0.0/16, "
 		  "fc00::/7\nmax_connections = 0\ndns = 198.18.3.2\npasta = /opt/pasta\n",
 		  &cfg, &rc, err, sizeof(err));
