@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from labd_harness import Daemon, mounts_under, teardown_daemon
+from labd_harness import Daemon, labd_binary, mounts_under, teardown_daemon
 
 LINE = re.compile(r"^(OK|WARN|FAIL|LEFT|FIXED) +\S")
 PREREQUISITES = ("kernel", "user namespaces", "cgroups", "loop devices", "mkfs.ext4",
@@ -100,6 +100,34 @@ def test_driver_libraries_only_on_ld_library_path_name_the_remedy(stopped):
     stopped.write_config()
     lines = report(doctor(stopped, env={"LD_LIBRARY_PATH": libs}))
     assert f"OK    GPU driver libraries: {libs}" in lines
+
+
+def test_veth_path_warns_of_a_firewall_that_drops_forwarding(stopped):
+    """[network] path = veth forwards through the host: a forward chain whose policy
+    drops (Docker, ufw, firewalld) would leave sandboxes without a network. Doctor is
+    run in a network namespace of the test's own, whose nftables it reads."""
+    ns = f"labd-doctor-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        def run(*args):
+            r = subprocess.run(["ip", "netns", "exec", ns, labd_binary(), "--config",
+                                stopped.config_path, "doctor"], capture_output=True, text=True,
+                               timeout=60, cwd=stopped.dir)
+            print(r.stdout, r.stderr)
+            return report(r)
+        lines = run()
+        assert not any("forwarding (veth path)" in ln for ln in lines)  # pasta: not asked
+        stopped.sections["network"] = {"path": "veth"}
+        stopped.write_config()
+        assert "OK    forwarding (veth path): no forward chain drops by default" in run()
+        subprocess.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], check=True, text=True,
+                       input="table inet fw {\n chain towards {\n  type filter hook forward"
+                             " priority 0; policy drop;\n }\n}\n")
+        warn = [ln for ln in run() if "forwarding (veth path)" in ln]
+        assert warn and warn[0].startswith("WARN") and "inet fw/towards" in warn[0], warn
+        assert "lbv+" in warn[0], warn  # the remedy
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
 
 
 def plant_leftovers(d):
