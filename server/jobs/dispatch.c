@@ -392,19 +392,11 @@ static bool is_held_back(const struct held_back *h, const struct job *j)
 	return false;
 }
 
-static bool is_excused(const struct excused *ex, int64_t user_id)
-{
-	for (size_t i = 0; i < ex->n; i++)
-		if (ex->user_id[i] == user_id)
-			return true;
-	return false;
-}
-
 /* The first waiting job of the fair order whose user is not excused, or 0. */
 static int64_t head_job(const struct queue_item *items, size_t n, const struct excused *ex)
 {
 	for (size_t i = 0; i < n; i++)
-		if (items[i].job_id && !is_excused(ex, items[i].user_id))
+		if (items[i].job_id && !queue_listed(ex->user_id, ex->n, items[i].user_id))
 			return items[i].job_id;
 	return 0;
 }

@@ -135,7 +135,7 @@ static int add_job(const struct job_waiting_gpu *w, void *ctx)
 	return 0;
 }
 
-static bool listed(const int64_t *ids, size_t n, int64_t id)
+bool queue_listed(const int64_t *ids, size_t n, int64_t id)
 {
 	for (size_t i = 0; i < n; i++)
 		if (ids[i] == id)
@@ -155,7 +155,7 @@ static int turn_of(const struct queue_item *items, size_t n, bool (*is)(const st
 	for (size_t i = 0; i < n; i++) {
 		if (is(&items[i], id))
 			return ahead + (items[i].gpus ? items[i].gpus : 1) <= n_free;
-		if (!items[i].job_id || !listed(excused, n_excused, items[i].user_id))
+		if (!items[i].job_id || !queue_listed(excused, n_excused, items[i].user_id))
 			ahead += items[i].gpus ? items[i].gpus : 1;
 	}
 	return 0;
@@ -203,7 +203,7 @@ int queue_excused(struct db *db, const struct labd_config *cfg, const struct que
 	size_t k = 0;
 
 	for (size_t i = 0; i < n && k < max; i++) {
-		if (!items[i].job_id || listed(excused, k, items[i].user_id))
+		if (!items[i].job_id || queue_listed(excused, k, items[i].user_id))
 			continue;
 		int rc = held_back(db, cfg, items[i].user_id, items[i].gpus);
 		if (rc < 0)

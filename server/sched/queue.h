@@ -14,6 +14,7 @@
 #ifndef LABD_SCHED_QUEUE_H
 #define LABD_SCHED_QUEUE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,9 @@ int queue_load(struct db *db, int64_t now, struct queue_item *items, size_t max)
 /* Entries a job's turn reads at most: every user's first turns come first
  * (store/jobs.h), so up to this many users wait in one fair order. */
 #define QUEUE_TURN_MAX 256
+
+/* Whether id is one of ids[0..n) (a list of excused users). Pure. */
+bool queue_listed(const int64_t *ids, size_t n, int64_t id);
 
 /* Whether the job job_id may take its GPUs now with n_free free: every entry
  * ahead of it in the fair order (items already ordered) could start too.

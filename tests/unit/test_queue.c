@@ -279,6 +279,26 @@ static void test_load_counts_open_entries_up_to_now(void **state)
 	assert_int_equal(it[1].gpu_s_24h, 60 + LEDGER_CLOSE_SLACK_S);
 }
 
+/* n GPU jobs of user waiting (Pending), created a second apart from created_at. */
+static void add_waiting_jobs(struct fixture *f, int64_t user, int n, int64_t created_at,
+			     int64_t max_wait_s)
+{
+	char name[16];
+
+	db_lock(f->db);
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "j%d", i);
+		assert_int_equal(db_exec(f->db,
+					 "INSERT INTO jobs (user_id, name, status, secondary, spec, kind,"
+					 " gpu_count, max_runtime_s, max_wait_s, grace_s, created_at)"
+					 " VALUES (?, ?, 'InProgress', 'Pending', '{}', 'gpu', 1, 60,"
+					 " ?, 1, ?)",
+					 "itii", user, name, max_wait_s, created_at + i),
+				 1);
+	}
+	db_unlock(f->db);
+}
+
 /* A pass reads a bounded number of waiting entries: ann's 70 GPU jobs, all
  * submitted before bob's one, must not hide bob's from a pass of 64 (the
  * fair order is taken among users' heads, not among the 64 oldest jobs). */
@@ -288,19 +308,8 @@ static void test_load_sees_every_users_head_job(void **state)
 	struct queue_item it[64];
 	int64_t now = 10 * 86400;
 
-	db_lock(f->db);
-	for (int i = 0; i < 71; i++) {
-		char name[16];
-		snprintf(name, sizeof(name), "j%d", i);
-		assert_int_equal(db_exec(f->db,
-					 "INSERT INTO jobs (user_id, name, status, secondary, spec, kind,"
-					 " gpu_count, max_runtime_s, max_wait_s, grace_s, created_at)"
-					 " VALUES (?, ?, 'InProgress', 'Pending', '{}', 'gpu', 1, 60,"
-					 " 3600, 1, ?)",
-					 "iti", i < 70 ? f->ann : f->bob, name, now - 100 + i),
-				 1);
-	}
-	db_unlock(f->db);
+	add_waiting_jobs(f, f->ann, 70, now - 100, 3600);
+	add_waiting_jobs(f, f->bob, 1, now - 30, 3600);
 	int n = queue_load(f->db, now, it, 64);
 	assert_int_equal(n, 64);
 	bool bob = false;
@@ -337,24 +346,6 @@ static void test_load_weighs_a_start_of_this_second(void **state)
 	assert_int_equal(it[1].gpu_s_24h, 1);
 }
 
-static void add_waiting_jobs(struct fixture *f, int64_t user, int n, int64_t created_at)
-{
-	char name[16];
-
-	db_lock(f->db);
-	for (int i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "j%d", i);
-		assert_int_equal(db_exec(f->db,
-					 "INSERT INTO jobs (user_id, name, status, secondary, spec, kind,"
-					 " gpu_count, max_runtime_s, max_wait_s, grace_s, created_at)"
-					 " VALUES (?, ?, 'InProgress', 'Pending', '{}', 'gpu', 1, 60,"
-					 " 100, 1, ?)",
-					 "iti", user, name, created_at + i),
-				 1);
-	}
-	db_unlock(f->db);
-}
-
 struct live_read {
 	int64_t user[8];
 	int n;
@@ -378,8 +369,8 @@ static void test_live_set_reads_users_in_turns(void **state)
 	struct live_read l = {.n = 0};
 	int64_t ids[1000], now = 10 * 86400;
 
-	add_waiting_jobs(f, f->ann, 600, now - 50);
-	add_waiting_jobs(f, f->bob, 2, now - 40);
+	add_waiting_jobs(f, f->ann, 600, now - 50, 100);
+	add_waiting_jobs(f, f->bob, 2, now - 40, 100);
 	db_lock(f->db);
 	assert_int_equal(db_exec(f->db, "UPDATE jobs SET secondary = 'Training'"
 					" WHERE id = 602", "", NULL), 1);
