@@ -9,6 +9,7 @@
 #include "web/cli.h"
 #include "config/config.h"
 #include "supervisor/doctor.h"
+#include "supervisor/netpath.h"
 #include "labd/log.h"
 #include "supervisor/supervisor.h"
 #include "supervisor/uidmap.h"
@@ -105,8 +106,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "labd: %s\n", err);
 			return 1;
 		}
-		return strcmp(argv[i], "doctor") == 0 ? doctor_main(&cfg, argc - i, argv + i)
-						       : backup_cli(&cfg, argc - i, argv + i);
+		if (strcmp(argv[i], "doctor") == 0) {
+			netpath_settle(&cfg); /* as the daemon would at its start */
+			return doctor_main(&cfg, argc - i, argv + i);
+		}
+		return backup_cli(&cfg, argc - i, argv + i);
 	}
 	if (i + 1 == argc && strcmp(argv[i], "routes") == 0)
 		return routes_print(stdout);
@@ -121,5 +125,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "labd: %s\n", err);
 		return 1;
 	}
+	netpath_settle(&cfg); /* before the web process is forked: it shows the path */
 	return supervisor_run(&cfg);
 }

@@ -7,6 +7,7 @@
 #include "labd/app.h"
 #include "auth/password.h"
 #include "config/config.h"
+#include "labd/sandbox.h"
 #include "labd/log.h"
 #include "store/audit.h"
 #include "auth/auth.h"
@@ -34,8 +35,15 @@ void api_health(struct http_request *req)
 	json_t *body = json_pack("{s:s,s:s,s:s}", "status", up ? "ok" : "degraded", "version",
 				 LABD_VERSION, "supervisor", up ? "ok" : "unreachable");
 
-	if (ident->kind != AUTH_NONE && ident->user.role == USER_ROLE_ADMIN)
+	if (ident->kind != AUTH_NONE && ident->user.role == USER_ROLE_ADMIN) {
+		const struct labd_config *cfg = http_app(req)->cfg;
 		json_object_set_new(body, "warnings", host_warnings(http_app(req)));
+		/* settled by root before this process was forked (supervisor/netpath.h) */
+		json_object_set_new(body, "network_path",
+				    json_pack("{s:s,s:s}", "path",
+					      cfg->net_path == SANDBOX_NET_VETH ? "veth" : "pasta",
+					      "why", cfg->net_path_why));
+	}
 	http_reply_json(req, up ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, body);
 }
 

@@ -113,7 +113,7 @@ static const struct config_key keys[] = {
 	KEY("network", "pasta", net_pasta, K_STRING, 1, 0, "/usr/bin/pasta"),
 	KEY("network", "nft", net_nft, K_STRING, 1, 0, "/usr/sbin/nft"),
 	KEY("network", "dns", net_dns, K_ADDRESS, 0, 0, ""),
-	KEY("network", "path", net_path, K_NET_PATH, 0, 0, "pasta"),
+	KEY("network", "path", net_path, K_NET_PATH, 0, 0, "auto"),
 	KEY("network", "veth_range", net_veth_range, K_VETH_RANGE, 0, 0, "10.254.0.0/16"),
 	KEY("gpu", "devices", gpu_devices, K_GPUS, 0, 255, ""),
 	KEY("gpu", "dev_prefix", dev_prefix, K_STRING, 1, 0, "/dev"),

@@ -16,6 +16,7 @@
 #define CONFIG_MAX_TRUSTED_PROXIES 16
 #define CONFIG_MAX_HIDDEN 16
 #define CONFIG_MAX_IMAGES 16
+#define CONFIG_NET_PATH_AUTO 2 /* [network] path = auto: netpath_settle picks veth or pasta */
 
 /* [images] NAME = FOLDER (config/images.h) */
 struct config_image {
@@ -124,7 +125,10 @@ struct labd_config {
 	char net_pasta[CONFIG_PATH_MAX];
 	char net_nft[CONFIG_PATH_MAX];
 	char net_dns[64];             /* resolver pasta forwards to; "" = the host's */
-	unsigned net_path;            /* enum sandbox_net_path: pasta or veth */
+	unsigned net_path;            /* enum sandbox_net_path: pasta or veth, or
+				       * CONFIG_NET_PATH_AUTO until netpath_settle */
+	char net_path_why[200];       /* netpath_settle: the path's reason, for the log,
+				       * the doctor and admins' /api/v1/health */
 	char net_veth_range[32];      /* veth: the sandboxes' addresses, one /30 each */
 	/* [gpu]: the inventory (gpu_devices) is final after config_load: the listed
 	 * devices, the nvidia<N> nodes under dev_prefix (devices = auto), or

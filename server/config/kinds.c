@@ -317,7 +317,7 @@ KIND_FN(parse_network)
 
 KIND_FN(parse_net_path)
 {
-	static const char *const words[] = {"pasta", "veth", NULL};
+	static const char *const words[] = {"pasta", "veth", "auto", NULL};
 	int i = word_index(value, words);
 
 	(void)cfg;
@@ -513,7 +513,7 @@ static const struct kind {
 	[K_ORIGIN_URL] = {parse_origin_url, "must be an origin such as https://lab.example.org "
 					    "(scheme, host, optional port), or empty"},
 	[K_NETWORK] = {parse_network, "must be none or egress"},
-	[K_NET_PATH] = {parse_net_path, "must be pasta or veth"},
+	[K_NET_PATH] = {parse_net_path, "must be auto, pasta or veth"},
 	[K_VETH_RANGE] = {parse_veth_range, "must be one IPv4 network such as 10.254.0.0/16 "
 					    "(host bits zero, /8 to /30)"},
 	[K_ADDRESS] = {parse_address, "must be an IPv4 or IPv6 address (or empty)"},

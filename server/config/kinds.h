@@ -34,7 +34,7 @@ enum config_kind {
 	K_DOMAIN,        /* a lowercase DNS name: labels of [a-z0-9-] joined by dots */
 	K_ORIGIN_URL,    /* http[s]://host[:port], nothing after, or empty */
 	K_NETWORK,       /* none or egress, stored as 0 or 1 */
-	K_NET_PATH,      /* pasta or veth, stored as 0 or 1 (enum sandbox_net_path) */
+	K_NET_PATH,      /* pasta, veth or auto, stored as 0, 1 (enum sandbox_net_path) or 2 */
 	K_VETH_RANGE,    /* one IPv4 network, /8 to /30, host bits zero */
 	K_ADDRESS,       /* an IPv4 or IPv6 address, or empty */
 	K_KINDS          /* the count, not a kind */

@@ -1,12 +1,12 @@
 /* doctor_host.c - the host's prerequisites for labd, each with a remedy:
  * the kernel, user namespaces, cgroups and their controllers, loop devices and
  * the ext4 tools of the homes, nft and pasta (egress), the GPUs and their driver
- * libraries when [gpu] lists any, and the state dir's free space. */
+ * libraries when [gpu] lists any, the network path egress takes, and the state
+ * dir's free space. */
 #include "supervisor/doctor.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +16,7 @@
 
 #include "config/config.h"
 #include "labd/sandbox.h"
+#include "supervisor/netpath.h"
 
 #define MIB (1024ull * 1024)
 
@@ -262,57 +263,27 @@ static void check_space(const char *state_dir)
 		say(DOCTOR_OK, NULL, "state dir space", detail);
 }
 
-/* The first chain on the forward hook whose policy drops, as "family table/chain",
- * into out; false when none (or nft cannot be asked). */
-static bool forward_dropped(const char *nft, char *out, size_t len)
+/* The path egress sandboxes take, settled as the daemon settles it (netpath.h).
+ * With [network] path = veth set, a firewall that drops forwarded packets (Docker
+ * sets a forward policy drop, ufw and firewalld do too) would leave every sandbox
+ * without a network, silently: named with its remedy. */
+static void check_network_path(const struct labd_config *cfg)
 {
-	char cmd[CONFIG_PATH_MAX + 32];
-	json_error_t e;
-	json_t *all, *item;
-	size_t i;
-	bool found = false;
-	FILE *f;
+	char why[200], detail[sizeof(cfg->net_path_why) + 16];
+	bool set_veth = cfg->net_path == SANDBOX_NET_VETH && strncmp(cfg->net_path_why, "auto", 4);
 
-	snprintf(cmd, sizeof(cmd), "'%s' -j list chains 2>/dev/null", nft);
-	if (strchr(nft, '\'') || !(f = popen(cmd, "r")))
-		return false;
-	all = json_loadf(f, 0, &e);
-	pclose(f);
-	json_array_foreach(json_object_get(all, "nftables"), i, item) {
-		json_t *c = json_object_get(item, "chain");
-		const char *hook = json_string_value(json_object_get(c, "hook"));
-		const char *policy = json_string_value(json_object_get(c, "policy"));
-		if (hook && policy && !strcmp(hook, "forward") && !strcmp(policy, "drop")) {
-			snprintf(out, len, "%s %s/%s",
-				 json_string_value(json_object_get(c, "family")) ?: "?",
-				 json_string_value(json_object_get(c, "table")) ?: "?",
-				 json_string_value(json_object_get(c, "name")) ?: "?");
-			found = true;
-			break;
-		}
-	}
-	json_decref(all);
-	return found;
-}
-
-/* [network] path = veth forwards the sandboxes' packets through the host: a
- * firewall whose forward chain drops by default (Docker sets it, ufw and
- * firewalld do too) leaves every sandbox without a network, silently. */
-static void check_forwarding(const struct labd_config *cfg)
-{
-	char chain[256], detail[320];
-
-	if (cfg->net_path != SANDBOX_NET_VETH)
+	snprintf(detail, sizeof(detail), "%s (%s)", netpath_name(cfg), cfg->net_path_why);
+	say(DOCTOR_OK, NULL, "network path", detail);
+	if (!set_veth)
 		return;
-	if (!forward_dropped(cfg->net_nft[0] ? cfg->net_nft : "nft", chain, sizeof(chain))) {
+	if (!netpath_host_blocked(cfg, why, sizeof(why))) {
 		say(DOCTOR_OK, NULL, "forwarding (veth path)", "no forward chain drops by default");
 		return;
 	}
-	snprintf(detail, sizeof(detail), "chain %s drops forwarded packets by default", chain);
 	say(DOCTOR_WARN,
 	    "accept forwarding from and to the lbv+ interfaces there (docs/security.md §8 "
-	    "\"On the veth path\"), or set [network] path = pasta",
-	    "forwarding (veth path)", detail);
+	    "\"On the veth path\"), or set [network] path = auto or pasta",
+	    "forwarding (veth path)", why);
 }
 
 enum doctor_level doctor_host(const struct labd_config *cfg)
@@ -328,7 +299,7 @@ enum doctor_level doctor_host(const struct labd_config *cfg)
 		   "apt-get install nftables (or set [network] nft)", "egress");
 	check_tool(cfg->net_pasta[0] ? cfg->net_pasta : "pasta", DOCTOR_WARN,
 		   "apt-get install passt (or set [network] pasta)", "egress");
-	check_forwarding(cfg);
+	check_network_path(cfg);
 	check_gpus(cfg);
 	check_space(cfg->state_dir);
 	return worst;

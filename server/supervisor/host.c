@@ -26,6 +26,7 @@
 #define ENDED_KEEP_S 3600        /* how long an ended sandbox stays listed */
 #define KILL_AGAIN_MS 1000       /* SIGKILL again until the pidfd says gone */
 #define TIMER_MAX_MS 60000       /* the loop wakes at least this often */
+#define NET_CHECK_EVERY_MS 2000  /* is each egress sandbox's pasta or veth still there */
 /* 256 sandboxes listed with reasons this long stay within PROTO_MAX_MESSAGE */
 #define LIST_REASON_MAX 96
 
@@ -484,6 +485,31 @@ static long long earlier(long long a, long long b)
 	return a >= 0 && (b < 0 || a < b) ? a : b;
 }
 
+/* The network watchdog of every running sandbox, a runtime's and a pool's alike:
+ * a dead pasta is restarted, a deleted veth or host table made again (loudly), as
+ * the network is the sandbox's only way out and it would be cut off silently. */
+static long long check_net(struct host *h, struct host_box *b, long long now)
+{
+	struct sandbox_spec s;
+	char name[LAUNCH_NAME_MAX + 64];
+	int rc;
+
+	if (now < b->net_check_at_ms)
+		return b->net_check_at_ms;
+	b->net_check_at_ms = now + NET_CHECK_EVERY_MS;
+	sandbox_spec_init(&s);
+	s.state_dir = h->state_dir;
+	s.net_dns = h->cfg->net_dns;
+	s.pasta_path = h->cfg->net_pasta;
+	s.nft_path = h->cfg->net_nft;
+	if ((rc = sandbox_net_check(&s, &b->h)) != 0) {
+		describe(b, name, sizeof(name));
+		log_warn("%s: its network path (pasta or veth) ended and was %s", name,
+			 rc == 1 ? "restarted" : "not restarted");
+	}
+	return b->net_check_at_ms;
+}
+
 /* Timers of one running or stopping sandbox; returns when it is next due. */
 static long long tick_box(struct host *h, struct host_box *b, long long now, int64_t wall)
 {
@@ -507,7 +533,7 @@ static long long tick_box(struct host *h, struct host_box *b, long long now, int
 	}
 	if (b->state != H_RUNNING)
 		return -1;
-	long long due = now + (b->deadline_s - wall) * 1000;
+	long long due = earlier(check_net(h, b, now), now + (b->deadline_s - wall) * 1000);
 	return earlier(b->purpose->tick ? b->purpose->tick(h, b, now, wall) : -1, due);
 }
 

@@ -48,6 +48,7 @@ struct host_box {
 	char cause[ENDCAUSE_CAUSE_MAX];
 	char reason[ENDCAUSE_REASON_MAX];
 	long long kill_at_ms; /* end of the grace, or the next SIGKILL */
+	long long net_check_at_ms; /* the network watchdog's next look (host.c) */
 };
 
 /* A purpose: what runs in its sandboxes. Hooks that a purpose does not need are NULL. */

@@ -16,7 +16,6 @@
 #include "supervisor/runkeeper.h"
 
 #define PROBE_EVERY_MS 5        /* readiness: the user is waiting on this */
-#define NET_CHECK_EVERY_MS 2000 /* is each egress runtime's pasta still there */
 
 static void close_output(struct runtime_box *x)
 {
@@ -111,27 +110,7 @@ static long long next_warning_ms(struct host *h, struct runtime_box *x, int64_t 
 	return due;
 }
 
-/* A running runtime's pasta, restarted (loudly) when it died: the network is the
- * runtime's only way out, and a dead pasta would leave it silently cut off. */
-static void check_net(struct host *h, struct runtime_box *x, long long now)
-{
-	struct sandbox_spec s;
-
-	if (now < x->net_check_at_ms)
-		return;
-	x->net_check_at_ms = now + NET_CHECK_EVERY_MS;
-	sandbox_spec_init(&s);
-	s.state_dir = host_state_dir(h);
-	s.net_dns = host_cfg(h)->net_dns;
-	s.pasta_path = host_cfg(h)->net_pasta;
-	s.nft_path = host_cfg(h)->net_nft;
-	int rc = sandbox_net_check(&s, &x->b.h);
-	if (rc != 0)
-		log_warn("runtime of %s: its network path (pasta or veth) ended and was %s", x->b.user,
-			 rc == 1 ? "restarted" : "not restarted");
-}
-
-/* A running runtime's probe, network and warnings (the host did its deadline). */
+/* A running runtime's probe and warnings (the host did its deadline and network). */
 static long long tick(struct host *h, struct host_box *b, long long now, int64_t wall)
 {
 	struct runtime_box *x = (struct runtime_box *)b;
@@ -150,10 +129,8 @@ static long long tick(struct host *h, struct host_box *b, long long now, int64_t
 		}
 		x->probe_at_ms = now + PROBE_EVERY_MS;
 	}
-	check_net(h, x, now);
 	send_warnings(h, x, wall);
-	long long due = b->ready ? next_warning_ms(h, x, wall, now) : x->probe_at_ms;
-	return due < x->net_check_at_ms ? due : x->net_check_at_ms;
+	return b->ready ? next_warning_ms(h, x, wall, now) : x->probe_at_ms;
 }
 
 static void forget(struct host_box *b)

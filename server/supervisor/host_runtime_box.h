@@ -14,7 +14,7 @@ struct runtime_box {
 	struct host_box b;
 	char kind[8];
 	long long runtime_id;
-	long long probe_at_ms, net_check_at_ms;
+	long long probe_at_ms;
 	unsigned warned; /* bit i: warn_before[i] was sent */
 	int out_fd;      /* Jupyter's output pipe, held until its keeper has it */
 	pid_t keeper;    /* the keeper's pid (runkeeper.h); 0 when none */

@@ -205,7 +205,7 @@ void launch_fill_limits(const struct labd_config *cfg, const char *state_dir,
 	s->max_connections = cfg->net_max_connections;
 	s->pasta_path = cfg->net_pasta;
 	s->nft_path = cfg->net_nft;
-	s->net_path = cfg->net_path ? SANDBOX_NET_VETH : SANDBOX_NET_PASTA;
+	s->net_path = cfg->net_path == SANDBOX_NET_VETH ? SANDBOX_NET_VETH : SANDBOX_NET_PASTA;
 	s->veth_range = cfg->net_veth_range;
 }
 

@@ -161,7 +161,7 @@ const char *startcheck_egress_missing(const struct labd_config *cfg)
 {
 	if (access(cfg->net_nft, X_OK) < 0)
 		return cfg->net_nft;
-	if (!cfg->net_path && access(cfg->net_pasta, X_OK) < 0) /* veth needs no pasta */
+	if (cfg->net_path != SANDBOX_NET_VETH && access(cfg->net_pasta, X_OK) < 0) /* veth needs none */
 		return cfg->net_pasta;
 	return NULL;
 }

@@ -22,6 +22,7 @@
 #include "supervisor/host.h"
 #include "supervisor/host_pool.h"
 #include "supervisor/host_runtime.h"
+#include "supervisor/netpath.h"
 #include "supervisor/startcheck.h"
 #include "supervisor/statedir.h"
 #include "supervisor/worker.h"
@@ -367,6 +368,7 @@ static int start_state(struct supervisor *s)
 		return -EIO;
 	images_log_missing(s->cfg); /* logged, not fatal: a start on one fails (image_missing) */
 	log_egress_missing(s->cfg);
+	log_info("sandbox network path: %s (%s)", netpath_name(s->cfg), s->cfg->net_path_why);
 	return 0;
 }
 

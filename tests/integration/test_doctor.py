@@ -116,7 +116,7 @@ def test_veth_path_warns_of_a_firewall_that_drops_forwarding(stopped):
             print(r.stdout, r.stderr)
             return report(r)
         lines = run()
-        assert not any("forwarding (veth path)" in ln for ln in lines)  # pasta: not asked
+        assert not any("forwarding (veth path)" in ln for ln in lines)  # auto: not asked
         stopped.sections["network"] = {"path": "veth"}
         stopped.write_config()
         assert "OK    forwarding (veth path): no forward chain drops by default" in run()
@@ -128,6 +128,72 @@ def test_veth_path_warns_of_a_firewall_that_drops_forwarding(stopped):
         assert "lbv+" in warn[0], warn  # the remedy
     finally:
         subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+# The host's nft, but listing its chains as a host with Docker (iptables-nft) has them.
+DOCKER_NFT = """#!/bin/sh
+if [ "$*" = "-j list chains" ]; then
+  echo '{"nftables": [{"chain": {"family": "ip", "table": "filter", "name": "FORWARD",\
+ "handle": 2, "type": "filter", "hook": "forward", "prio": 0, "policy": "drop"}}]}'
+  exit 0
+fi
+exec nft "$@"
+"""
+
+
+def network_path_line(lines):
+    found = [ln for ln in lines if ln.startswith("OK    network path: ")]
+    assert len(found) == 1, lines
+    return found[0]
+
+
+def health_network_path(d):
+    """The daemon's own answer, as doctor's line would say it; and the log's once."""
+    d.start(expect_admin_password=False)
+    try:
+        assert "network_path" not in d.client().get("/api/v1/health").json  # admins only
+        h = d.admin().get("/api/v1/health").json["network_path"]
+        said = [ln for ln in d.log().splitlines() if "sandbox network path:" in ln]
+        assert len(said) == 1 and said[0].endswith(f"{h['path']} ({h['why']})"), said
+        return f"OK    network path: {h['path']} ({h['why']})"
+    finally:
+        assert d.stop() == 0
+
+
+def test_auto_path_is_veth_where_the_host_forwards_else_pasta(stopped):
+    """[network] path = auto (the default) is settled once at the start: veth when no
+    forward chain drops and no firewalld runs, else pasta. Doctor in a network
+    namespace of the test's own (whose nftables it reads) shows both; the daemon
+    settles it as doctor does (its log says it once, admins' health names it), on
+    this host and on one whose nft lists Docker's forward chain."""
+    ns = f"labd-auto-{os.getpid()}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        def run():
+            r = subprocess.run(["ip", "netns", "exec", ns, labd_binary(), "--config",
+                                stopped.config_path, "doctor"], capture_output=True, text=True,
+                               timeout=60, cwd=stopped.dir)
+            print(r.stdout, r.stderr)
+            return report(r)
+        assert network_path_line(run()) == ("OK    network path: veth (auto: the host forwards "
+                                            "(no forward chain drops by default, no firewalld))")
+        subprocess.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], check=True, text=True,
+                       input="table inet fw {\n chain towards {\n  type filter hook forward"
+                             " priority 0; policy drop;\n }\n}\n")
+        assert network_path_line(run()) == ("OK    network path: pasta (auto: chain inet "
+                                            "fw/towards drops forwarded packets by default)")
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+    # this host, whichever path it gets: the daemon and doctor agree
+    assert health_network_path(stopped) == network_path_line(report(doctor(stopped)))
+    nft = os.path.join(stopped.dir, "docker-nft")
+    with open(nft, "w") as fh:
+        fh.write(DOCKER_NFT)
+    os.chmod(nft, 0o755)
+    stopped.sections["network"] = {"nft": nft}
+    stopped.write_config()
+    assert health_network_path(stopped) == ("OK    network path: pasta (auto: chain ip "
+                                            "filter/FORWARD drops forwarded packets by default)")
 
 
 def plant_leftovers(d):

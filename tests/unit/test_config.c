@@ -325,12 +325,18 @@ static void test_network_keys(void **state)
 	assert_int_equal(cfg.net_max_connections, 512);
 	assert_string_equal(cfg.net_deny, "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7");
 	assert_string_equal(cfg.net_dns, "");
-	assert_int_equal(cfg.net_path, 0); /* pasta */
+	assert_int_equal(cfg.net_path, CONFIG_NET_PATH_AUTO);
 	assert_string_equal(cfg.net_veth_range, "10.254.0.0/16");
 	load_text("[network]\npath = veth\nveth_range = 172.31.0.0/20\n", &cfg, &rc, err, sizeof(err));
 	assert_int_equal(rc, 0);
 	assert_int_equal(cfg.net_path, 1);
 	assert_string_equal(cfg.net_veth_range, "172.31.0.0/20");
+	load_text("[network]\npath = pasta\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(cfg.net_path, 0);
+	load_text("[network]\npath = slirp\n", &cfg, &rc, err, sizeof(err));
+	assert_int_not_equal(rc, 0);
+	assert_non_null(strstr(err, "must be auto, pasta or veth"));
 	config_defaults(&cfg, false);
 	load_text("[quota]\nnetwork = none\negress_rate = 10M\n[network]\ndeny = 198.19.0.0/16, "
 		  "fc00::/7\nmax_connections = 0\ndns = 198.18.3.2\npasta = /opt/pasta\n",
