@@ -2,7 +2,7 @@
 the veth path's own. The rules that hold on both paths are test_egress.py's (run it with
 LABD_EGRESS_PATH=veth for this path). Here: the host's side of the rules holds by
 itself (the namespace's ruleset flushed by root, a spoofed source), a sandbox never
-reaches another, the watchdog makes a deleted veth again, and the veth, the host's
+reaches another, the watchdog makes a deleted veth again (a runtime's and a job's), and the veth, the host's
 table and the claim go when the runtime stops, also after a restart of labd, and a
 claim of a sandbox that is gone is swept at start-up. Every address used belongs to a
 test host of testnet.py (198.18.0.0/15) or to this machine."""
@@ -14,7 +14,9 @@ import tempfile
 
 import pytest
 
+from jobs_lib import new_user, submit, wait_job
 from labd_harness import (
+    assert_status,
     egress_daemon,
     remember_sandboxes,
     SLOW,
@@ -88,8 +90,13 @@ def host_side(slot):
 def in_netns(rt, argv):
     """argv as root in the runtime's network namespace (what no user can do: the
     stand-in for a namespace whose own ruleset is lost or whose user is root)."""
-    pid = [p for p in os.listdir("/proc") if p.isdigit() and os.path.exists(f"/proc/{p}/cgroup")
-           and rt.sandbox_id() in open(f"/proc/{p}/cgroup").read()][0]
+    def cgroup(p):
+        try:  # a process of another sandbox may end while /proc is read
+            with open(f"/proc/{p}/cgroup") as fh:
+                return fh.read()
+        except OSError:
+            return ""
+    pid = [p for p in os.listdir("/proc") if p.isdigit() and rt.sandbox_id() in cgroup(p)][0]
     return subprocess.run(["nsenter", f"--net=/proc/{pid}/ns/net", *argv],
                           capture_output=True, text=True, check=True)
 
@@ -207,6 +214,40 @@ def test_watchdog_makes_a_deleted_veth_again(net, rt):
     got = probe(rt, [(net["host"].addr, 80), (net["denied"].addr, 80)])
     assert got[f"{net['host'].addr}:80"][0] == "connected", got
     assert got[f"{net['denied'].addr}:80"][0] == "ConnectionRefusedError", got
+
+
+def claims(d):
+    """{sandbox id: slot} of daemon d's claims."""
+    out = {}
+    for name in os.listdir(CLAIMS) if os.path.isdir(CLAIMS) else []:
+        if name.isdigit():
+            with open(os.path.join(CLAIMS, name)) as fh:
+                f = fh.read().split()
+            if len(f) == 4 and f[3] == d.state_dir:
+                out[f[0]] = int(name)
+    return out
+
+
+def test_watchdog_makes_a_job_sandboxs_deleted_veth_again(net):
+    """A job's sandbox (its pool) is under the runtimes' 2 s network watchdog too."""
+    d = net["d"]
+    before = claims(d)
+    user, c = new_user(d, "jv")
+    j = submit(c, ["/bin/sleep", "300"])
+    wait_job(c, j["id"], "InProgress", secondary="Training")
+    new = {sid: slot for sid, slot in claims(d).items() if sid not in before}
+    assert len(new) == 1, (before, claims(d))
+    (sid, slot), = new.items()
+
+    def said():
+        return sum(1 for ln in d.log().splitlines() if ln.find(f"pool ") >= 0
+                   and f"of {user}: its network path" in ln and "ended and was restarted" in ln)
+    subprocess.run(["ip", "link", "del", f"lbv{slot}"], check=True)
+    wait_until(lambda: host_side(slot) == (True, True) and said() == 1, 15 * SLOW,
+               lambda: f"the job's veth made again, and the log line\n{d.log_tail()}")
+    assert_status(c.post(f"/api/v1/jobs/{j['id']}/stop", json={"grace_s": 1}), 202)
+    wait_job(c, j["id"])
+    wait_until(lambda: sid not in claims(d), 20 * SLOW, "the job's veth gone with its pool")
 
 
 def test_restart_keeps_adopted_veth_sweeps_orphans_and_stop_removes(net, rt):
