@@ -13,6 +13,7 @@
 #include "jobs/live.h"
 #include "jobs/moves.h"
 #include "jobs/preempt.h"
+#include "jobs/reconcile.h"
 #include "jobs/spec.h"
 #include "labd/app.h"
 #include "labd/clock.h"
@@ -245,6 +246,7 @@ static enum dispatched start_cold(struct app *app, const struct job *j, int64_t 
 	gpus_alloc_unlock(app->gpus);
 	if (rc < 0)
 		return DISPATCH_HELD_HOST; /* the store: the next pass tries again */
+	jobs_reconcile_own_pool(p.id);
 	m.pool_id = p.id;
 	/* a retry is in Starting already: its transition says why; only the pool is new */
 	if ((j->secondary == JOB_STARTING ? jobs_set_pool(app->db, j->id, p.id)

@@ -74,20 +74,39 @@ static void missed_exit(struct app *app, const struct pool *p)
 	jobs_row_free(&j);
 }
 
-/* When this web process first asked for the backend's list: a start asked
- * before it that the list lacks was asked by a web process that died before
- * the supervisor heard it (a start the supervisor took is listed), so it is
- * lost at once rather than after the grace and the next full pass (~60 s
- * billed for nothing). */
-static int64_t reconcile_since_s;
+/* The first pool this web process asked for (0: none yet). Pool ids only grow
+ * (AUTOINCREMENT), so a starting row below it was asked for by a web process
+ * before this one, and the list lacking it means that start is gone: the
+ * supervisor never heard it, or ended it unfinished when labd stopped
+ * (keep_on_shutdown = false). It is lost at once rather than after the grace and
+ * the next full pass (~60 s in Starting, billed for nothing). By id, not by time:
+ * a restart within the second the pool was asked for (or a clock stepped back)
+ * would pass for a start of this process's own. */
+static int64_t first_own_pool;
+
+void jobs_reconcile_own_pool(int64_t id)
+{
+	int64_t none = 0;
+
+	__atomic_compare_exchange_n(&first_own_pool, &none, id, false, __ATOMIC_SEQ_CST,
+				    __ATOMIC_SEQ_CST);
+}
+
+/* A start this web process asked for, within the grace: the list may not have it yet. */
+static bool may_be_unlisted(const struct pool *p, int64_t now)
+{
+	int64_t own = __atomic_load_n(&first_own_pool, __ATOMIC_SEQ_CST);
+
+	return p->state == POOL_STARTING && now - p->created_at <= JOBS_START_GRACE_S && own &&
+	       p->id >= own;
+}
 
 static void reconcile_pool(struct app *app, const struct pool *p, const struct backend_sandbox *s,
 			   int64_t now)
 {
 	if (!s || strcmp(s->state, "ended") == 0) {
-		if (p->state == POOL_STARTING && now - p->created_at <= JOBS_START_GRACE_S &&
-		    p->created_at >= reconcile_since_s)
-			return; /* its start may not be listed yet */
+		if (may_be_unlisted(p, now))
+			return;
 		jobs_pool_lost(app, p, s && s->reason[0] ? s->reason : "the job's sandbox is gone");
 		return;
 	}
@@ -127,8 +146,6 @@ int jobs_reconcile(struct app *app)
 
 	if (!rows)
 		return -1;
-	if (!reconcile_since_s)
-		reconcile_since_s = now;
 	if (backend_list(app->backend, &list, &n) < 0)
 		goto out;
 	/* past ROWS_MAX live pools nothing is decided, rather than on part of them */

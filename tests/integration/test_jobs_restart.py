@@ -13,6 +13,8 @@ labd and a job with a retry left resumes from its checkpoint (attempt 2)."""
 
 import os
 import signal
+import sqlite3
+import time
 
 import pytest
 
@@ -175,3 +177,37 @@ def test_without_keep_on_shutdown_pools_end_and_jobs_retry(ed):
     # the retry's pool (keep_alive_s 0) goes: nothing is left for labd's next stop to keep
     wait_until(lambda: not sandbox_records(ed.state_dir), 20 * SLOW,
                lambda: f"the job's pool to end: {sandbox_records(ed.state_dir)}")
+
+
+def test_a_job_starting_when_labd_stops_moves_on_after_the_restart(ed):
+    """A job whose pool was still being built when labd stopped (keep_on_shutdown =
+    false ends the pool unfinished) leaves Starting at the restart's first
+    reconciliation, not at the next full one a minute later: the pool was asked for
+    by the web process before this one, so the list lacking it means its start is
+    gone. The build is held (LABD_FAULT_SLOW_START) so that the stop finds it
+    unfinished, and the pool's time is moved on a few seconds, as when labd comes
+    back within the second the pool was asked for (or the clock stepped back): the
+    reconciliation once took that for a start of the new process's own."""
+    name, c = new_user(ed, "js")
+    ed.env["LABD_FAULT_SLOW_START"] = f"{name}:6000"
+    assert ed.stop(30) == 0, ed.log_tail()
+    ed.start(expect_admin_password=False)
+    c.login(c.name, c.password)
+    j = submit(c, ["/bin/true"], max_retries=1)
+    wait_until(lambda: get_job(c, j["id"])["secondary_status"] == "Starting", 20 * SLOW,
+               "the job in Starting")
+    assert ed.stop(30) == 0, ed.log_tail()
+    del ed.env["LABD_FAULT_SLOW_START"]
+    db = sqlite3.connect(ed.db_file)
+    with db:
+        db.execute("UPDATE pools SET created_at = created_at + 5 WHERE job_id = ?", (j["id"],))
+    db.close()
+    ed.start(expect_admin_password=False)
+    t0 = time.monotonic()
+    c.login(c.name, c.password)
+    wait_until(lambda: get_job(c, j["id"])["attempt"] == 2, 60 * SLOW, "the retry")
+    took = time.monotonic() - t0
+    assert took < 30, f"the lost start was seen after {took:.1f} s\n{ed.log_tail()}"
+    j = wait_job(c, j["id"])
+    assert j["status"] == "Completed" and j["attempt"] == 2, j
+    assert "labd lost the job's sandbox" in ed.log(), ed.log_tail()
