@@ -158,6 +158,22 @@ static const char *csv_int(json_t *v, char out[24])
 	return out;
 }
 
+/* The columns of one entry that a job's billing adds (docs/jobs.md "Billing and
+ * quotas", "Preemptible capacity"): what it bills and at which rate. */
+static int me_csv_billing(struct buf *b, json_t *r)
+{
+	char job[24], pool[24];
+
+	/* sources and capacities are fixed words: nothing to quote */
+	return buf_addf(b, ",%s,%s,%s,%s,%.6g,%lld\r\n",
+			json_string_value(json_object_get(r, "source")),
+			csv_int(json_object_get(r, "job_id"), job),
+			csv_int(json_object_get(r, "pool_id"), pool),
+			json_string_value(json_object_get(r, "capacity")),
+			json_real_value(json_object_get(r, "rate")),
+			(long long)json_integer_value(json_object_get(r, "charged_s")));
+}
+
 static void me_csv(struct http_request *req, json_t *rows)
 {
 	char rt[24], end[24];
@@ -168,13 +184,13 @@ static void me_csv(struct http_request *req, json_t *rows)
 
 	buf_init(&b, CSV_MAX_BYTES);
 	rc = buf_addf(&b, "id,runtime_id,kind,gpus,plan,start_s,end_s,billable_s,"
-			  "seconds_in_window\r\n");
+			  "seconds_in_window,source,job_id,pool_id,capacity,rate,charged_s\r\n");
 	json_array_foreach(rows, i, r) {
 		if (rc < 0)
 			break;
 		/* gpus "0,1" is quoted; kinds and plan names carry no quotes. An
 		 * open entry's end_s (and an unknown runtime_id) is an empty field. */
-		rc = buf_addf(&b, "%lld,%s,%s,\"%s\",\"%s\",%lld,%s,%lld,%lld\r\n",
+		rc = buf_addf(&b, "%lld,%s,%s,\"%s\",\"%s\",%lld,%s,%lld,%lld",
 			      (long long)json_integer_value(json_object_get(r, "id")),
 			      csv_int(json_object_get(r, "runtime_id"), rt),
 			      json_string_value(json_object_get(r, "kind")),
@@ -184,6 +200,8 @@ static void me_csv(struct http_request *req, json_t *rows)
 			      csv_int(json_object_get(r, "end_s"), end),
 			      (long long)json_integer_value(json_object_get(r, "billable_s")),
 			      (long long)json_integer_value(json_object_get(r, "seconds_in_window")));
+		if (rc >= 0)
+			rc = me_csv_billing(&b, r);
 	}
 	if (rc < 0)
 		http_reply_internal(req);

@@ -146,6 +146,41 @@ def test_csv_matches_json(ud):
     assert [r["end_s"] for r in rows].count("") == 1  # the open entry
 
 
+def test_csv_carries_what_a_job_bills_at_its_rate(ud):
+    """A job's entries in CSV as in JSON: source, job and pool, capacity, the rate of
+    a preemptible attempt and the seconds it charges (docs/jobs.md "Preemptible
+    capacity"). Its own user, a window of its own (far from the others' entries)."""
+    name = unique_name("uc")
+    pw = f"{STRONG}-{name}"
+    assert_status(ud.admin().post("/api/v1/users", json={"name": name, "password": pw}), 201)
+    c = ud.client()
+    c.login(name, pw)
+    at = D + 300 * DAY
+    db = sqlite3.connect(ud.db_file, timeout=10)
+    try:
+        db.executemany(
+            "INSERT INTO ledger (user_id, user_name, kind, plan, start_at, end_at, billable_s,"
+            " end_reason, last_heartbeat, source, job_id, pool_id, capacity, rate)"
+            " VALUES (?, ?, ?, 'default', ?, ?, ?, 'done', ?, ?, ?, ?, ?, ?)",
+            [(user_id(ud, name), name, "gpu", at, at + 1001, 1001, at + 1001, "job", 41, 7,
+              "preemptible", 0.3),
+             (user_id(ud, name), name, "cpu", at + 2000, at + 2100, 100, at + 2100, "warm",
+              None, 8, "on-demand", 1.0)])
+        db.commit()
+    finally:
+        db.close()
+    q = f"/api/v1/me/usage?from={at}&to={at + DAY}"
+    j = c.get(q).json["entries"]
+    r = c.get(q, headers={"Accept": "text/csv"})
+    assert_status(r, 200)
+    rows = list(csv.DictReader(io.StringIO(r.text)))
+    assert [(x["source"], x["job_id"], x["pool_id"], x["capacity"], x["rate"], x["charged_s"])
+            for x in rows] == [("job", "41", "7", "preemptible", "0.3", "300"),
+                               ("warm", "", "8", "on-demand", "1", "100")], r.text
+    for x, e in zip(rows, j):
+        assert float(x["rate"]) == e["rate"] and int(x["charged_s"]) == e["charged_s"], (x, e)
+
+
 @pytest.mark.parametrize("query,field", [
     ("from=abc", "from"),
     ("from=-5", "from"),
