@@ -45,6 +45,9 @@ struct host {
 	void *own[HOST_PURPOSES_MAX];
 	int n_purposes;
 	bool listening; /* a web process said hello */
+	/* host_stop_all's reason ("" until then): a start the channel still brings
+	 * while the web process ends is stopped as soon as it is built */
+	char stopping_all[ENDCAUSE_REASON_MAX];
 	struct host_box *slot[HOST_SLOTS]; /* allocated by the purpose's box_size */
 };
 
@@ -301,6 +304,10 @@ static void on_started(struct host *h, struct host_box *b)
 		host_mark_ended(h, b);
 		return;
 	}
+	/* asked for after host_stop_all (the web process was still ending): a stop
+	 * while starting, as those before it got */
+	if (h->stopping_all[0] && !b->stop_pending)
+		host_stop(h, b, "requested", h->stopping_all);
 	b->state = H_RUNNING;
 	b->pidfd = (int)syscall(SYS_pidfd_open, b->h.pid, 0);
 	FAULT_POINT_STEP("host.started", b->purpose->name);
@@ -385,6 +392,8 @@ json_t *host_list(struct host *h, long long id)
 void host_stop_all(struct host *h, const char *reason)
 {
 	struct host_box *b;
+
+	snprintf(h->stopping_all, sizeof(h->stopping_all), "%s", reason);
 	for (int i = 0; (b = host_next(h, NULL, &i));)
 		host_stop(h, b, "requested", reason);
 }

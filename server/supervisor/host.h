@@ -127,7 +127,9 @@ void host_free(struct host *h);
 int host_tick(struct host *h); /* ms until the next timer, -1 none */
 int host_pollfds(struct host *h, struct pollfd *fds, int max);
 void host_on_events(struct host *h, const struct pollfd *fds, int n);
-/* Asks every sandbox to stop; host_live() counts down as they end. */
+/* Asks every sandbox to stop, and each one started from now on (a request the
+ * channel still brings while the web process ends) as soon as it is built;
+ * host_live() counts down as they end. */
 void host_stop_all(struct host *h, const char *reason);
 int host_live(const struct host *h);
 /* Shutdown with keep_on_shutdown; host_busy() counts the work under way. */

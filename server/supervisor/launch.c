@@ -234,9 +234,7 @@ static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *h
 	s->envp = envp;
 }
 
-/* Failure injection for tests: LABD_FAULT_SLOW_START=<user>:<ms> delays that
- * user's sandbox build, standing in for a slow mkfs or image step. */
-static void fault_slow_start(const char *user)
+void launch_fault_slow_start(const char *user)
 {
 	const char *f = getenv("LABD_FAULT_SLOW_START");
 	const char *colon = f ? strchr(f, ':') : NULL;
@@ -262,7 +260,7 @@ static int start_worker(void *arg, int fd)
 	struct sandbox_error err = {0};
 
 	close(j->log_rd);
-	fault_slow_start(j->rq->user);
+	launch_fault_slow_start(j->rq->user);
 	if (homes_adopt_named(j->state_dir, j->rq->user, j->rq->user_id) < 0)
 		snprintf(rep.error, sizeof(rep.error), "step home: the home named by user name could not move");
 	if (rep.error[0] || make_dirs(j, rep.error, sizeof(rep.error)) < 0)

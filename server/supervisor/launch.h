@@ -52,6 +52,11 @@ struct launch_report {
 void launch_fill_limits(const struct labd_config *cfg, const char *state_dir,
 			const struct launch_request *rq, struct sandbox_spec *s, char *home,
 			char *hidden);
+/* Failure injection for tests: LABD_FAULT_SLOW_START=<user>:<ms> delays that
+ * user's sandbox build (a runtime's or a pool's), standing in for a slow mkfs or
+ * image step. */
+void launch_fault_slow_start(const char *user);
+
 /* Forks a worker that builds and starts the sandbox; read its result with
  * launch_result once *fd is readable. *log_fd (owned by the caller,
  * non-blocking) reads Jupyter's stdout and stderr (handed to its keeper: runkeeper.h). 0 or a negative

@@ -189,7 +189,7 @@ def test_a_job_starting_when_labd_stops_moves_on_after_the_restart(ed):
     back within the second the pool was asked for (or the clock stepped back): the
     reconciliation once took that for a start of the new process's own."""
     name, c = new_user(ed, "js")
-    ed.env["LABD_FAULT_SLOW_START"] = f"{name}:6000"
+    ed.env["LABD_FAULT_SLOW_START"] = f"{name}:3000"
     assert ed.stop(30) == 0, ed.log_tail()
     ed.start(expect_admin_password=False)
     c.login(c.name, c.password)
@@ -197,6 +197,8 @@ def test_a_job_starting_when_labd_stops_moves_on_after_the_restart(ed):
     wait_until(lambda: get_job(c, j["id"])["secondary_status"] == "Starting", 20 * SLOW,
                "the job in Starting")
     assert ed.stop(30) == 0, ed.log_tail()
+    # the pool ended with labd, also when its start came in while labd was stopping
+    assert not sandbox_records(ed.state_dir), ed.log_tail()
     del ed.env["LABD_FAULT_SLOW_START"]
     db = sqlite3.connect(ed.db_file)
     with db:
