@@ -551,11 +551,37 @@ static void test_host_both_purposes(void **state)
 	assert_int_equal(stat(path, &st), -1);
 }
 
+/* labd stopping with [runtime] keep_on_shutdown = false: a pool_start the ending
+ * web process still sends after host_stop_all is built and then stopped at once,
+ * like the pools that were starting (the supervisor would otherwise wait out its
+ * give-up time and leave the pool running for the next one to adopt). Last: the
+ * host stays stopping. */
+static void test_a_start_while_stopping_all_is_stopped(void **state)
+{
+	json_t *e;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	host_stop_all(T.host, "labd is shutting down");
+	for (long long until = clock_ms() + 20000; host_live(T.host) && clock_ms() < until;)
+		turn(50);
+	assert_int_equal(host_live(T.host), 0);
+	json_array_clear(T.seen);
+	pool_start(90, 256LL << 20);
+	e = wait_pool("pool_ended", 90, 20000);
+	assert_string_equal(proto_str(e, "cause"), "requested");
+	assert_string_equal(proto_str(e, "reason"), "labd is shutting down");
+	json_decref(e);
+	assert_int_equal(host_live(T.host), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_host_both_purposes),
 		cmocka_unit_test(test_pool_and_jobs),
+		cmocka_unit_test(test_a_start_while_stopping_all_is_stopped),
 	};
 	return cmocka_run_group_tests_name("pools_live", tests, setup, teardown);
 }
