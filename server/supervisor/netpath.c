@@ -19,6 +19,13 @@ static const char *str(json_t *obj, const char *key)
 	return s ? s : "?";
 }
 
+/* Whether a chain of this family sees the veth path's packets: IPv4 only (ip6
+ * chains never do; bridge and netdev chains see no routed packet). */
+static bool sees_ipv4(const char *family)
+{
+	return !strcmp(family, "ip") || !strcmp(family, "inet");
+}
+
 /* The first chain that stops forwarding: firewalld's own table (its forward chain
  * accepts by policy and rejects what no zone allows in its rules), or a chain on
  * the forward hook whose policy drops. */
@@ -36,7 +43,8 @@ static bool chains_block(json_t *all, char *why, size_t len)
 				 "not allow", str(c, "family"));
 			return true;
 		}
-		if (hook && policy && !strcmp(hook, "forward") && !strcmp(policy, "drop")) {
+		if (hook && policy && !strcmp(hook, "forward") && !strcmp(policy, "drop") &&
+		    sees_ipv4(str(c, "family"))) {
 			snprintf(why, len, "chain %s %s/%s drops forwarded packets by default",
 				 str(c, "family"), str(c, "table"), str(c, "name"));
 			return true;

@@ -36,6 +36,9 @@ static void test_a_host_that_forwards(void **state)
 				     ", " CHAIN("ip", "labd_veth_3", "fwd", "forward", "accept")
 				     ", " CHAIN("inet", "filter", "input", "input", "drop")),
 			     "nat\nmangle\n", false, why));
+	/* IPv6's forward policy (Docker's ip6tables): the veth path is IPv4 only */
+	assert_false(blocked(RULESET(", " CHAIN("ip6", "filter", "FORWARD", "forward", "drop")),
+			     NULL, false, why));
 	/* a chain with no hook (a regular chain jumped to) has no policy of its own */
 	assert_false(blocked(RULESET(", {\"chain\": {\"family\": \"ip\", \"table\": \"filter\", "
 				     "\"name\": \"DOCKER-USER\", \"handle\": 9}}"),
