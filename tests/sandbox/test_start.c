@@ -197,17 +197,19 @@ static void home_loop_attr(const char *mnt, const char *rel, char *buf, size_t l
 
 /* A new home has 4 KiB ext4 blocks, also when small, and its loop device takes the
  * same logical block size with direct I/O on; an image of 1 KiB blocks (mkfs.ext4's
- * own choice below 512 MiB, what older releases made) still mounts, at 1 KiB. */
+ * own choice below 512 MiB, what older releases made) still mounts, at 1 KiB; a home
+ * mounted by an older release is adopted on its own device. */
 static void test_home_loop_block_size(void **st)
 {
 	const char *state = getenv("SANDBOX_TEST_STATE_DIR");
-	char img[256], old[256], cmd[600], key[HOME_KEY_MAX], mnt[512], buf[32];
+	char img[256], old[256], cmd[1200], key[HOME_KEY_MAX], mnt[512], buf[32];
 
 	(void)st;
 	if (!can_start())
 		skip();
 	snprintf(img, sizeof(img), "%s/blocks-new.img", state);
 	snprintf(old, sizeof(old), "%s/blocks-old.img", state);
+	unlink(img); /* a run before that failed half-way */
 	assert_int_equal(home_ensure(img, 32ull << 20, 0), 0);
 	home_key(990003, key, sizeof(key));
 	assert_int_equal(home_mount_ref(state, key, img, "holder-new"), 0);
@@ -224,6 +226,17 @@ static void test_home_loop_block_size(void **st)
 	home_loop_attr(mnt, "queue/logical_block_size", buf, sizeof(buf));
 	assert_string_equal(buf, "1024");
 	assert_int_equal(home_unref(state, key, "holder-old"), 0);
+	assert_false(home_mounted(state, key));
+
+	/* mounted by a release before (512-byte blocks, no direct I/O): adopted as it
+	 * is, never attached a second time */
+	snprintf(cmd, sizeof(cmd), "mount -o loop,nodev,nosuid %s %s", img, mnt);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(home_mount_ref(state, key, img, "holder-adopt"), 0);
+	home_loop_attr(mnt, "queue/logical_block_size", buf, sizeof(buf));
+	assert_string_equal(buf, "512");
+	assert_true(home_attached(img));
+	assert_int_equal(home_unref(state, key, "holder-adopt"), 0);
 	assert_false(home_mounted(state, key));
 	unlink(img);
 	unlink(old);
