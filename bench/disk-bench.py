@@ -9,13 +9,16 @@ end on the same file system (the one the homes' images live on).  Every job bypa
 the page cache (O_DIRECT: inside, the home's ext4 on the loop device; outside, the
 host's file system), except "write+fsync", a buffered write of a new file ended by
 fsync, the way a training script saves a checkpoint.  The sides take turns, job by
-job; the median of RUNS per side and job is shown.
+job; the median of RUNS per side and job is shown, with the CPU time each request cost
+(fio's own, plus the kernel worker threads' over the run: where the loop device submits
+a home's requests to its image file).
 
 Usage: disk-bench.py --workdir DIR [--summary FILE] [--size-mb 1024] [--seconds 8]
                      [--runs 3] [--only seq-write,...]
 """
 
 import argparse
+import glob
 import json
 import os
 import statistics
@@ -69,25 +72,54 @@ def side_argv(side, workdir, job, size_mb, seconds):
             "--mem", "4G", "--", *sh]
 
 
+def kernel_threads_ticks():
+    """{tid: CPU ticks so far} of the kernel's worker threads (kworker, ksoftirqd): where
+    the loop device submits the home's requests to its image file.  System-wide, so
+    other work on the host counts too; the host side's figure shows that floor."""
+    ticks = {}
+    for task in glob.glob("/proc/[0-9]*/task/[0-9]*"):
+        try:
+            with open(f"{task}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        comm, rest = st[st.index("(") + 1:st.rindex(")")], st[st.rindex(")") + 2:].split()
+        if comm.startswith(("kworker", "ksoftirqd")):
+            ticks[task] = int(rest[11]) + int(rest[12])  # utime, stime (fields 14, 15)
+    return ticks
+
+
+def kernel_threads_cpu_s(before, after):
+    """CPU seconds the worker threads spent between two snapshots (a thread that ended
+    in between is left out: never a negative figure)."""
+    return sum(t - before.get(tid, 0) for tid, t in after.items()) / os.sysconf("SC_CLK_TCK")
+
+
 def run_once(side, workdir, job, size_mb, seconds):
-    """MB/s or IOPS of one fio run."""
+    """(MB/s or IOPS, CPU µs per request: fio's own and the kernel's worker threads')
+    of one fio run."""
+    k0 = kernel_threads_ticks()
     r = subprocess.run(side_argv(side, workdir, job, size_mb, seconds), capture_output=True,
                        text=True, timeout=600)
+    k1 = kernel_threads_ticks()
     if r.returncode != 0:
         sys.exit(f"disk-bench: {side} {job} failed ({r.returncode}): {r.stderr.strip()[-400:]}")
     out = json.loads(r.stdout[r.stdout.index("{"):])
     j = out["jobs"][0]
     io = j["write"] if "write" in job else j["read"]
+    runtime_s = j["job_runtime"] / 1000.0
+    fio_cpu_s = (j["usr_cpu"] + j["sys_cpu"]) / 100.0 * runtime_s
+    cpu_us = (fio_cpu_s + kernel_threads_cpu_s(k0, k1)) * 1e6 / max(io["total_ios"], 1)
     if JOBS[job][1] == "IOPS":
-        return io["iops"]
+        return io["iops"], cpu_us
     # bytes over the whole job, fsync included (fio's bw leaves out end_fsync)
-    return io["io_bytes"] / (j["job_runtime"] / 1000.0) / 1e6
+    return io["io_bytes"] / runtime_s / 1e6, cpu_us
 
 
 def loop_dio(workdir):
     """Whether the home's loop device does direct I/O on its backing file ("on", "off"
-    or "?"), read from the host's sysfs while a sandbox holds the home (the device
-    detaches itself when the last mount goes)."""
+    or "?") and its logical block size, read from the host's sysfs while a sandbox
+    holds the home (the device detaches itself when the last mount goes)."""
     image = os.path.realpath(os.path.join(workdir, "homes", f"{USER}.img"))
     p = subprocess.Popen([labbox(), "run", "--user", USER, "--user-id", USER_ID,
                           "--state-dir", os.path.join(workdir, "state"), "--home-image", image,
@@ -104,6 +136,8 @@ def loop_dio(workdir):
                             continue
                     with open(f"/sys/block/{dev}/loop/dio") as f:
                         found = {"1": "on", "0": "off"}.get(f.read().strip(), "?")
+                    with open(f"/sys/block/{dev}/queue/logical_block_size") as f:
+                        found += f", {f.read().strip()}-byte blocks"
                 except OSError:
                     continue
             time.sleep(0.05)
@@ -135,13 +169,16 @@ def main():
     for d in ("state", "homes", "host"):
         os.makedirs(os.path.join(a.workdir, d), exist_ok=True)
     results = {(j, s): [] for j in jobs for s in ("home", "host")}
+    cpu = {(j, s): [] for j in jobs for s in ("home", "host")}
     dio = loop_dio(a.workdir)  # also creates the home (first use) before any timing
     try:
         for run in range(a.runs):
             for j in jobs:
                 # the sides take turns, the first side alternating by run
                 for side in (("home", "host") if run % 2 == 0 else ("host", "home")):
-                    results[(j, side)].append(run_once(side, a.workdir, j, a.size_mb, a.seconds))
+                    rate, cpu_us = run_once(side, a.workdir, j, a.size_mb, a.seconds)
+                    results[(j, side)].append(rate)
+                    cpu[(j, side)].append(cpu_us)
     finally:
         subprocess.run([labbox(), "gc", "--all", "--state-dir", os.path.join(a.workdir, "state")],
                        capture_output=True)
@@ -149,13 +186,18 @@ def main():
           f"{fs_of(os.path.join(a.workdir, 'homes'))}")
     print(f"host: {fs_of(os.path.join(a.workdir, 'host'))}; fio {a.size_mb} MiB files, random "
           f"jobs {a.seconds} s, median of {a.runs}")
-    print(f"{'job':<12} {'unit':>5} {'home':>9} {'host':>9} {'ratio':>7}")
+    print("cpu: µs of CPU per request (fio's own + the kernel's worker threads', "
+          "system-wide), home / host")
+    print(f"{'job':<12} {'unit':>5} {'home':>9} {'host':>9} {'ratio':>7} {'cpu home/host':>15}")
     rows = []
     for j in jobs:
         home = statistics.median(results[(j, "home")])
         host = statistics.median(results[(j, "host")])
+        cpu_home = statistics.median(cpu[(j, "home")])
+        cpu_host = statistics.median(cpu[(j, "host")])
         rows.append((j, JOBS[j][1], home, host))
-        print(f"{j:<12} {JOBS[j][1]:>5} {home:>9.0f} {host:>9.0f} {home / host:>6.2f}x")
+        print(f"{j:<12} {JOBS[j][1]:>5} {home:>9.0f} {host:>9.0f} {home / host:>6.2f}x "
+              f"{cpu_home:>7.1f} / {cpu_host:<6.1f}")
     if a.summary:
         with open(a.summary, "a") as fh:
             for j, unit, home, host in rows:

@@ -27,6 +27,7 @@
 
 #include "labd/log.h"
 #include "sandbox/fail.h"
+#include "sandbox/homeloop.h"
 
 #define PATH_LEN 4096
 
@@ -101,7 +102,9 @@ static int home_make_fs(const char *path, uint64_t size_bytes, uid_t owner)
 	snprintf(opts, sizeof(opts), "root_owner=%u:%u,lazy_itable_init=1,nodiscard", (unsigned)owner,
 		 (unsigned)owner);
 	snprintf(mkfs_path, sizeof(mkfs_path), "%s", tool("mkfs.ext4"));
-	const char *argv[] = {mkfs_path, "-q", "-F", "-m", "0", "-E", opts, "-L", "labd-home", path, NULL};
+	/* -b 4096: also below 512 MiB, where mkfs.ext4 would pick 1 KiB blocks; the loop
+	 * device takes the same block size (homeloop.c) */
+	const char *argv[] = {mkfs_path, "-q", "-F", "-b", "4096", "-m", "0", "-E", opts, "-L", "labd-home", path, NULL};
 	rc = run_helper(argv);
 	return rc == 0 ? 0 : fail_error("mkfs.ext4 %s failed (%d)", path, rc);
 }
@@ -285,19 +288,13 @@ static int loop_mount(const char *image, const char *mnt)
 			fail_errno("open %s", dev);
 			goto out;
 		}
-		memset(&cfg, 0, sizeof(cfg));
-		cfg.fd = (uint32_t)imgfd;
-		/* autoclear: the device detaches itself at the last umount, so a crash
-		 * between here and the mount cannot leak it once the fd is closed */
-		cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
-		snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", image);
+		home_loop_config(imgfd, image, &cfg);
 		if (ioctl(loopfd, LOOP_CONFIGURE, &cfg) == 0)
 			break;
-		if (errno == EINVAL) { /* no direct I/O on the backing file system */
-			cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
-			if (ioctl(loopfd, LOOP_CONFIGURE, &cfg) == 0)
-				break;
-		}
+		/* a kernel that refuses the block size or direct I/O */
+		if (errno == EINVAL && home_loop_config_plain(&cfg) == 0 &&
+		    ioctl(loopfd, LOOP_CONFIGURE, &cfg) == 0)
+			break;
 		close(loopfd);
 		loopfd = -1;
 		if (errno != EBUSY) {
@@ -309,6 +306,7 @@ static int loop_mount(const char *image, const char *mnt)
 		fail_error("loop: no free device");
 		goto out;
 	}
+	home_loop_report(dev, image);
 	if (mount(dev, mnt, "ext4", MS_NODEV | MS_NOSUID, "errors=remount-ro") < 0) {
 		fail_errno("mount %s on %s", dev, mnt);
 		goto out;

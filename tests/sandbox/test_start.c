@@ -17,6 +17,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "labd/sandbox.h"
@@ -175,6 +176,70 @@ static void test_home_mount_point_serves_one_image(void **st)
 	assert_int_equal(home_unref(state, "legacyname", "holder-old"), 0);
 	unlink(a);
 	unlink(b);
+}
+
+/* The first line of the attached home's loop device's sysfs file rel into buf. */
+static void home_loop_attr(const char *mnt, const char *rel, char *buf, size_t len)
+{
+	char path[256];
+	struct stat st;
+	FILE *f;
+
+	assert_int_equal(stat(mnt, &st), 0);
+	assert_int_equal(major(st.st_dev), 7); /* a loop device */
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/%s", major(st.st_dev),
+		 minor(st.st_dev), rel);
+	assert_non_null(f = fopen(path, "re"));
+	assert_non_null(fgets(buf, (int)len, f));
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* A new home has 4 KiB ext4 blocks, also when small, and its loop device takes the
+ * same logical block size with direct I/O on; an image of 1 KiB blocks (mkfs.ext4's
+ * own choice below 512 MiB, what older releases made) still mounts, at 1 KiB; a home
+ * mounted by an older release is adopted on its own device. */
+static void test_home_loop_block_size(void **st)
+{
+	const char *state = getenv("SANDBOX_TEST_STATE_DIR");
+	char img[256], old[256], cmd[1200], key[HOME_KEY_MAX], mnt[512], buf[32];
+
+	(void)st;
+	if (!can_start())
+		skip();
+	snprintf(img, sizeof(img), "%s/blocks-new.img", state);
+	snprintf(old, sizeof(old), "%s/blocks-old.img", state);
+	unlink(img); /* a run before that failed half-way */
+	assert_int_equal(home_ensure(img, 32ull << 20, 0), 0);
+	home_key(990003, key, sizeof(key));
+	assert_int_equal(home_mount_ref(state, key, img, "holder-new"), 0);
+	home_mount_path(state, key, mnt, sizeof(mnt));
+	home_loop_attr(mnt, "queue/logical_block_size", buf, sizeof(buf));
+	assert_string_equal(buf, "4096");
+	home_loop_attr(mnt, "loop/dio", buf, sizeof(buf));
+	assert_string_equal(buf, "1");
+	assert_int_equal(home_unref(state, key, "holder-new"), 0);
+
+	snprintf(cmd, sizeof(cmd), "truncate -s 32M %s && mkfs.ext4 -q -F -b 1024 %s", old, old);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(home_mount_ref(state, key, old, "holder-old"), 0);
+	home_loop_attr(mnt, "queue/logical_block_size", buf, sizeof(buf));
+	assert_string_equal(buf, "1024");
+	assert_int_equal(home_unref(state, key, "holder-old"), 0);
+	assert_false(home_mounted(state, key));
+
+	/* mounted by a release before (512-byte blocks, no direct I/O): adopted as it
+	 * is, never attached a second time */
+	snprintf(cmd, sizeof(cmd), "mount -o loop,nodev,nosuid %s %s", img, mnt);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(home_mount_ref(state, key, img, "holder-adopt"), 0);
+	home_loop_attr(mnt, "queue/logical_block_size", buf, sizeof(buf));
+	assert_string_equal(buf, "512");
+	assert_true(home_attached(img));
+	assert_int_equal(home_unref(state, key, "holder-adopt"), 0);
+	assert_false(home_mounted(state, key));
+	unlink(img);
+	unlink(old);
 }
 
 static void test_step_exec(void **st)
@@ -353,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_step_spec),
 		cmocka_unit_test(test_step_home),
 		cmocka_unit_test(test_home_mount_point_serves_one_image),
+		cmocka_unit_test(test_home_loop_block_size),
 		cmocka_unit_test(test_step_exec),
 		cmocka_unit_test(test_stdio_in_spec),
 		cmocka_unit_test(test_born_in_cgroups),
