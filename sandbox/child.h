@@ -10,7 +10,7 @@
 #include "labd/sandbox.h"
 #include "sandbox/timing.h"
 
-#define CHILD_MAX_DEVS 24
+#define CHILD_MAX_DEVS 64 /* 6 standard, 3 control, 3 per MIG instance */
 #define CHILD_MAX_ENV 64
 #define CHILD_MAX_BINDS (SANDBOX_MAX_RO_BINDS + SANDBOX_MAX_BINDS)
 

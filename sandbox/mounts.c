@@ -240,6 +240,12 @@ static int build_dev(const struct child_args *a, struct mount_fds *f, char *msg,
 	if (mount_tmpfs(NEWROOT "/dev", MS_NOSUID | MS_NOEXEC, "size=64k,nr_inodes=128,mode=0755", msg, len) < 0)
 		return -1;
 	for (unsigned i = 0; i < a->n_devs; i++) {
+		/* a MIG cap node lies in /dev/nvidia-caps, made with the first of them */
+		const char *slash = strchr(a->devs[i].name, '/');
+		snprintf(t, sizeof(t), NEWROOT "/dev/%.*s",
+			 slash ? (int)(slash - a->devs[i].name) : 0, a->devs[i].name);
+		if (slash && mkdir(t, 0755) < 0 && errno != EEXIST)
+			return failf(msg, len, "mkdir", t);
 		snprintf(t, sizeof(t), NEWROOT "/dev/%s", a->devs[i].name);
 		if (touch(t, msg, len) < 0 || attach(&f->devs[i], t) < 0)
 			return failf(msg, len, "bind device", t);

@@ -37,6 +37,7 @@ enum proto_kind {
 	PROTO_BOOL,
 	PROTO_INT_ARRAY, /* min..max = length; each element an integer >= 0 */
 	PROTO_LIST,      /* an array whose elements the reader checks */
+	PROTO_UUID_ARRAY, /* min..max = length; each element a device uuid (labd/gpucaps.h) */
 };
 
 struct proto_field {
