@@ -100,6 +100,7 @@ const struct proto_field proto_reply[] = {
 	{"size_bytes", PROTO_INT, 0, 1LL << 50, true}, /* home_usage */
 	{"applied", PROTO_STRING, 1, 16, true}, /* home_resize: online, next_start, unchanged */
 	{"image_hash", PROTO_STRING, 1, 80, true}, /* sandbox_start on an image: its hash */
+	{"ended", PROTO_INT, 0, PROTO_PIDS_MAX, true}, /* gpu_processes_end */
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_ready[] = {
@@ -159,6 +160,13 @@ const struct proto_field proto_job_shell[] = {
 };
 const struct proto_field proto_job_logs_remove[] = {
 	{"job_ids", PROTO_INT_ARRAY, 1, PROTO_JOB_LOGS_MAX, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_gpu_processes_end[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"runtime_id", PROTO_INT, 0, 1LL << 53, true},
+	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, true},
+	{"pids", PROTO_INT_ARRAY, 1, PROTO_PIDS_MAX, false},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_pool_ready[] = {
