@@ -284,7 +284,15 @@ static int add_cap(struct start *c, const struct gpudev *d, int ci)
 		snprintf(caps_dev, sizeof(caps_dev), "%s/nvidia-caps", s->dev_prefix);
 	snprintf(name, sizeof(name), "nvidia-cap%u", cap);
 	snprintf(inside, sizeof(inside), "nvidia-caps/%s", name);
-	return add_dev_at(c, caps_dev, name, inside, false);
+	if (add_dev_at(c, caps_dev, name, inside, false) < 0)
+		return -1;
+	struct child_args *a = &c->child;
+	a->caps_dir = s->caps_dir;
+	if (a->n_caps_files < sizeof(a->caps_files) / sizeof(a->caps_files[0]))
+		snprintf(a->caps_files[a->n_caps_files++], sizeof(a->caps_files[0]),
+			 ci < 0 ? "gpu%u/mig/gi%u/access" : "gpu%u/mig/gi%u/ci%d/access", d->minor,
+			 d->gi, ci);
+	return 0;
 }
 
 /* Each device's card node (a share and a whole card alike: time-slicing is the driver's
