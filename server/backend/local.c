@@ -610,8 +610,10 @@ static int local_gpu_processes_end(struct backend *b, const char *user, int64_t 
 
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(list, json_integer(pids[i]));
-	json_object_update_new(m, json_pack("{s:s,s:I,s:I,s:o}", "user", user, "runtime_id",
-					    (json_int_t)runtime_id, "pool_id", (json_int_t)pool_id,
+	/* the sandbox by one of its ids: the supervisor refuses both or neither */
+	json_object_update_new(m, json_pack("{s:s,s:I,s:o}", "user", user,
+					    runtime_id > 0 ? "runtime_id" : "pool_id",
+					    (json_int_t)(runtime_id > 0 ? runtime_id : pool_id),
 					    "pids", list));
 	rc = simple_call((struct local *)b, m, &reply, NULL, 0);
 	if (rc == 0)

@@ -386,10 +386,12 @@ static void mark(struct holders *hs, const char *text, int64_t runtime_id, int64
 		for (size_t i = 0; i < hs->n; i++) {
 			if (!gpudev_conflict(hs->h[i].id, id))
 				continue;
+			int64_t at = deadline > hs->now ? deadline : hs->now;
 			hs->h[i].runtime_id = runtime_id;
 			hs->h[i].job_pool_id = pool_id;
 			snprintf(hs->h[i].user, sizeof(hs->h[i].user), "%s", user);
-			hs->h[i].free_at = deadline > hs->now ? deadline : hs->now;
+			/* a whole card under several holders is free when the last lets go */
+			hs->h[i].free_at = at > hs->h[i].free_at ? at : hs->h[i].free_at;
 		}
 	}
 }
@@ -445,24 +447,46 @@ static bool of_kind(const struct gpu_info *d, const char *kind)
 	return d->kind == GPUDEV_MIG && !strcmp(d->profile, kind);
 }
 
+int gpus_holders_kind(struct db *db, struct gpus *g, const struct labd_config *cfg,
+		      const char *kind, int64_t now, struct gpu_hold *out, size_t max)
+{
+	static __thread struct gpu_info info[GPUS_DEVICES_MAX];
+	unsigned ids[GPUS_DEVICES_MAX] = {0};
+	size_t n = g ? gpus_snapshot(g, info, GPUS_DEVICES_MAX)
+		     : layout(cfg, NULL, 0, info, GPUS_DEVICES_MAX);
+	size_t k = 0;
+
+	for (size_t i = 0; i < n && k < max; i++)
+		if (!kind || of_kind(&info[i], kind))
+			ids[k++] = info[i].id;
+	return holds_of(db, ids, k, now, out);
+}
+
 int gpus_pick_free_kind(struct db *db, struct gpus *g, const struct labd_config *cfg,
 			const char *kind, unsigned want, unsigned *ids)
 {
-	static __thread struct gpu_info info[GPUS_DEVICES_MAX];
 	static __thread struct gpu_hold h[GPUS_DEVICES_MAX];
-	unsigned all[GPUS_DEVICES_MAX] = {0};
-	size_t n = g ? gpus_snapshot(g, info, GPUS_DEVICES_MAX)
-		     : layout(cfg, NULL, 0, info, GPUS_DEVICES_MAX);
+	int n = gpus_holders_kind(db, g, cfg, kind, 0, h, GPUS_DEVICES_MAX);
 	unsigned found = 0;
 
-	for (size_t i = 0; i < n; i++)
-		all[i] = info[i].id;
-	if (holds_of(db, all, n, 0, h) < 0)
-		return -EIO;
-	for (size_t i = 0; i < n && found < want; i++)
-		if (of_kind(&info[i], kind) && !gpus_hold_busy(&h[i]))
-			ids[found++] = info[i].id;
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n && found < want; i++)
+		if (!gpus_hold_busy(&h[i]))
+			ids[found++] = h[i].id;
 	return (int)found;
+}
+
+unsigned gpus_fraction_milli(struct gpus *g, const struct labd_config *cfg, unsigned id)
+{
+	static __thread struct gpu_info info[GPUS_DEVICES_MAX];
+	size_t n = g ? gpus_snapshot(g, info, GPUS_DEVICES_MAX)
+		     : layout(cfg, NULL, 0, info, GPUS_DEVICES_MAX);
+
+	for (size_t i = 0; i < n; i++)
+		if (info[i].id == id && info[i].fraction_milli > 0)
+			return info[i].fraction_milli;
+	return 1000;
 }
 
 int gpus_pick_free_n(struct db *db, const struct labd_config *cfg, unsigned want, char *out,

@@ -136,6 +136,13 @@ int gpus_pick_free_n(struct db *db, const struct labd_config *cfg, unsigned want
  * cfg alone (whole cards and shares). */
 int gpus_pick_free_kind(struct db *db, struct gpus *g, const struct labd_config *cfg,
 			const char *kind, unsigned want, unsigned *ids);
+/* One gpu_hold per device of kind (NULL: every device) into out (at most
+ * max), in pool order, from the live runtime and job sandbox rows: the count,
+ * or -EIO. NULL g: the devices of cfg alone. */
+int gpus_holders_kind(struct db *db, struct gpus *g, const struct labd_config *cfg,
+		      const char *kind, int64_t now, struct gpu_hold *out, size_t max);
+/* The fraction of its card (thousandths) the device id is; 1000 when unknown. */
+unsigned gpus_fraction_milli(struct gpus *g, const struct labd_config *cfg, unsigned id);
 /* Whether a device of g's pool has this id; its info into *out when not NULL. */
 bool gpus_find(struct gpus *g, unsigned id, struct gpu_info *out);
 /* Whether h is held by anyone. */
