@@ -44,7 +44,8 @@ static void base_info(const struct labd_config *cfg, struct gpu_info *out, size_
 				  : cfg->gpu_devices_auto ? GPU_SOURCE_DEVICE
 							  : GPU_SOURCE_CONFIG,
 			.memory_bytes = -1, .memory_used_bytes = -1,
-			.utilization_percent = -1, .temperature_c = -1};
+			.utilization_percent = -1, .temperature_c = -1,
+			.kind = GPUDEV_WHOLE, .profile = "whole", .fraction_milli = 1000};
 }
 
 /* One refresh: NVML's numbers into a fresh copy, then swapped in. */
@@ -224,4 +225,100 @@ int gpus_pick_free(struct db *db, const struct labd_config *cfg, unsigned *id)
 		}
 	}
 	return 0;
+}
+
+/* ---- devices by kind ---- */
+
+int gpus_devices(struct gpus *g, struct gpu_info *out, size_t max)
+{
+	return g ? (int)gpus_snapshot(g, out, max) : 0;
+}
+
+struct kind_holders {
+	struct gpu_hold *h;
+	size_t n;
+	int64_t now;
+};
+
+/* Marks the devices that the GPU ids text held (of a live row) blocks. */
+static void note_ids(struct kind_holders *hs, const char *held, int64_t runtime_id,
+		     int64_t pool_id, const char *user, int64_t deadline)
+{
+	char copy[RUNTIME_GPUS_MAX], *save = NULL;
+
+	snprintf(copy, sizeof(copy), "%s", held);
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		unsigned id = (unsigned)strtoul(t, NULL, 10);
+		for (size_t i = 0; i < hs->n; i++) {
+			if (!gpudev_conflict(hs->h[i].id, id))
+				continue;
+			hs->h[i].runtime_id = runtime_id;
+			hs->h[i].job_pool_id = pool_id;
+			snprintf(hs->h[i].user, sizeof(hs->h[i].user), "%s", user);
+			int64_t at = deadline > hs->now ? deadline : hs->now;
+			hs->h[i].free_at = at > hs->h[i].free_at ? at : hs->h[i].free_at;
+		}
+	}
+}
+
+static int note_kind_runtime(const struct runtime *r, void *ctx)
+{
+	note_ids(ctx, r->gpus, r->id, 0, r->user_name, r->deadline);
+	return 0;
+}
+
+static int note_kind_pool(const struct pool *p, void *ctx)
+{
+	note_ids(ctx, p->gpus, 0, p->id, p->user_name, p->deadline);
+	return 0;
+}
+
+int gpus_holders_kind(struct db *db, struct gpus *g, const struct labd_config *cfg,
+		      const char *kind, int64_t now, struct gpu_hold *out, size_t max)
+{
+	struct gpu_info devs[CONFIG_MAX_GPUS];
+	struct kind_holders hs = {out, 0, now};
+	size_t n;
+
+	if (g)
+		n = gpus_snapshot(g, devs, CONFIG_MAX_GPUS);
+	else
+		base_info(cfg, devs, &n);
+	for (size_t i = 0; i < n && hs.n < max; i++)
+		if (!kind || strcmp(devs[i].profile, kind) == 0)
+			out[hs.n++] = (struct gpu_hold){.id = devs[i].id, .free_at = now};
+	if (runtimes_each_live(db, note_kind_runtime, &hs) < 0 ||
+	    pools_each_live(db, note_kind_pool, &hs) < 0)
+		return -EIO;
+	return (int)hs.n;
+}
+
+int gpus_pick_free_kind(struct db *db, struct gpus *g, const struct labd_config *cfg,
+			const char *kind, unsigned want, unsigned *ids)
+{
+	struct gpu_hold h[CONFIG_MAX_GPUS];
+	int n = gpus_holders_kind(db, g, cfg, kind, 0, h, CONFIG_MAX_GPUS);
+	unsigned found = 0;
+
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n && found < want; i++)
+		if (!gpus_hold_busy(&h[i]))
+			ids[found++] = h[i].id;
+	return (int)found;
+}
+
+unsigned gpus_fraction_milli(struct gpus *g, const struct labd_config *cfg, unsigned id)
+{
+	struct gpu_info devs[CONFIG_MAX_GPUS];
+	size_t n;
+
+	if (g)
+		n = gpus_snapshot(g, devs, CONFIG_MAX_GPUS);
+	else
+		base_info(cfg, devs, &n);
+	for (size_t i = 0; i < n; i++)
+		if (devs[i].id == id && devs[i].fraction_milli > 0)
+			return devs[i].fraction_milli;
+	return 1000;
 }

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "labd/gpudev.h"
+
 struct db;
 struct labd_config;
 
@@ -32,6 +34,14 @@ struct gpu_info {
 	char name[GPU_NAME_MAX];                 /* "" when unknown */
 	int64_t memory_bytes, memory_used_bytes; /* -1 when unknown */
 	int utilization_percent, temperature_c;  /* -1 when unknown */
+	/* the device's kind (labd/gpudev.h; id is its device id), its profile
+	 * as plans name it ("whole", "share", a MIG profile "1g.18gb"), its
+	 * UUID ("" unknown) and the fraction of its card it is, in thousandths
+	 * (MIG: instance memory / card memory; share: 1000 / count; whole: 1000) */
+	enum gpudev_kind kind;
+	char profile[32];
+	char uuid[64];
+	unsigned fraction_milli;
 };
 
 /* Who holds a pool GPU now (runtime_id and job_pool_id 0: nobody) and when
@@ -74,6 +84,21 @@ int gpus_pick_free(struct db *db, const struct labd_config *cfg, unsigned *id);
  * bytes): the number free (all of want when enough), or -EIO. */
 int gpus_pick_free_n(struct db *db, const struct labd_config *cfg, unsigned want, char *out,
 		     size_t len);
+/* Devices by kind. The devices now (at most max), in pool order: the count. */
+int gpus_devices(struct gpus *g, struct gpu_info *out, size_t max);
+/* Up to want free devices of kind ("whole", "share" or a MIG profile; its
+ * profile) into ids, in pool order: the number found (all of want when
+ * enough free), or -EIO. A device is free when no live runtime or job
+ * sandbox holds it or a device it conflicts with (gpudev_conflict). */
+int gpus_pick_free_kind(struct db *db, struct gpus *g, const struct labd_config *cfg,
+			const char *kind, unsigned want, unsigned *ids);
+/* One gpu_hold per device of kind (NULL: every device) into out (at most
+ * max), from the live runtime and job sandbox rows: the count, or -EIO. */
+int gpus_holders_kind(struct db *db, struct gpus *g, const struct labd_config *cfg,
+		      const char *kind, int64_t now, struct gpu_hold *out, size_t max);
+/* The fraction of its card (thousandths) the device id is; 1000 when unknown. */
+unsigned gpus_fraction_milli(struct gpus *g, const struct labd_config *cfg, unsigned id);
+
 /* Whether h is held by anyone. */
 static inline int gpus_hold_busy(const struct gpu_hold *h)
 {

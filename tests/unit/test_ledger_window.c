@@ -7,16 +7,16 @@
 #include "store/ledger_window.h"
 
 static const struct ledger_span spans[] = {
-	{100, 200, RUNTIME_CPU, 0}, /* 100 s */
-	{150, 160, RUNTIME_GPU, 0}, /* 10 s, another kind */
-	{300, 350, RUNTIME_CPU, 0}, /* 50 s */
+	{100, 200, RUNTIME_CPU, 0, 0}, /* 100 s */
+	{150, 160, RUNTIME_GPU, 0, 0}, /* 10 s, another kind */
+	{300, 350, RUNTIME_CPU, 0, 0}, /* 50 s */
 };
 #define N (sizeof(spans) / sizeof(spans[0]))
 
 static void test_clip_edges(void **state)
 {
 	(void)state;
-	const struct ledger_span s = {100, 200, RUNTIME_CPU, 0};
+	const struct ledger_span s = {100, 200, RUNTIME_CPU, 0, 0};
 	assert_int_equal(ledger_clip_s(&s, 0, 1000), 100);  /* inside */
 	assert_int_equal(ledger_clip_s(&s, 100, 200), 100); /* exactly the window */
 	assert_int_equal(ledger_clip_s(&s, 150, 1000), 50); /* straddles from */
@@ -26,7 +26,7 @@ static void test_clip_edges(void **state)
 	assert_int_equal(ledger_clip_s(&s, 0, 100), 0);     /* ends at its start */
 	assert_int_equal(ledger_clip_s(&s, 199, 200), 1);   /* its last second */
 	assert_int_equal(ledger_clip_s(&s, 100, 101), 1);   /* its first second */
-	const struct ledger_span empty = {100, 100, RUNTIME_CPU, 0};
+	const struct ledger_span empty = {100, 100, RUNTIME_CPU, 0, 0};
 	assert_int_equal(ledger_clip_s(&empty, 0, 1000), 0);
 }
 
@@ -72,7 +72,7 @@ static void test_free_at(void **state)
 static void test_gpus_weigh(void **state)
 {
 	(void)state;
-	const struct ledger_span two = {100, 200, RUNTIME_GPU, 2}, one = {100, 200, RUNTIME_GPU, 1};
+	const struct ledger_span two = {100, 200, RUNTIME_GPU, 2, 0}, one = {100, 200, RUNTIME_GPU, 1, 0};
 	const struct ledger_span both[] = {two, one};
 	assert_int_equal(ledger_clip_s(&two, 0, 1000), 200);
 	assert_int_equal(ledger_clip_s(&two, 150, 160), 20);

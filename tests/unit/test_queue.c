@@ -96,7 +96,7 @@ static void test_estimates_follow_the_holders_and_lengths(void **state)
 		{.length_s = 100}, {.length_s = 50}, {.length_s = 10}, {.length_s = 10}};
 	/* two GPUs: one frees at 1000, the other at 1200 */
 	const int64_t free_at[] = {1200, 1000};
-	queue_estimate(it, 4, free_at, 2, 500);
+	queue_estimate(it, 4, NULL, free_at, 2, 500);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(it[i].position, i + 1);
 	assert_int_equal(it[0].estimate_at, 1000); /* the earlier GPU, then busy until 1100 */
@@ -105,17 +105,17 @@ static void test_estimates_follow_the_holders_and_lengths(void **state)
 	assert_int_equal(it[3].estimate_at, 1160);
 	/* a free GPU (or a deadline already past) means now */
 	const int64_t past[] = {400};
-	queue_estimate(it, 2, past, 1, 500);
+	queue_estimate(it, 2, NULL, past, 1, 500);
 	assert_int_equal(it[0].estimate_at, 500);
 	assert_int_equal(it[1].estimate_at, 600);
 	/* a 2-GPU job waits for both and holds both: who follows waits for its end */
 	struct queue_item two[3] = {{.length_s = 100, .gpus = 2}, {.length_s = 10}, {.length_s = 10, .gpus = 3}};
-	queue_estimate(two, 3, free_at, 2, 500);
+	queue_estimate(two, 3, NULL, free_at, 2, 500);
 	assert_int_equal(two[0].estimate_at, 1200); /* the later of the two */
 	assert_int_equal(two[1].estimate_at, 1300);
 	assert_int_equal(two[2].estimate_at, 0); /* more GPUs than the pool has */
 	/* no GPU at all: positions, no estimate */
-	queue_estimate(it, 2, NULL, 0, 500);
+	queue_estimate(it, 2, NULL, NULL, 0, 500);
 	assert_int_equal(it[1].position, 2);
 	assert_int_equal(it[0].estimate_at, 0);
 	assert_int_equal(it[1].estimate_at, 0);
@@ -144,7 +144,7 @@ static void test_rows_move_with_their_entry(void **state)
 	struct fixture *f = *state;
 	struct runtime r, again;
 
-	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, 1000, 4 * H, 1000 + 1800, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, "whole", 1000, 4 * H, 1000 + 1800, &r), 0);
 	assert_int_equal(r.state, RUNTIME_QUEUED);
 	assert_string_equal(runtimes_state_name(r.state), "queued");
 	assert_true(runtimes_state_live(r.state));
@@ -155,7 +155,7 @@ static void test_rows_move_with_their_entry(void **state)
 	assert_int_equal(runtimes_live(f->db, f->ann, &again), 1);
 	assert_int_equal(again.queue_position, 1);
 	/* one live runtime per user, queued included */
-	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, 1001, H, 2000, &again), DB_CONFLICT);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, "whole", 1001, H, 2000, &again), DB_CONFLICT);
 	assert_int_equal(runtimes_create(f->db, f->ann, RUNTIME_CPU, TOKEN, "", 1001, 2000, &again),
 			 DB_CONFLICT);
 	assert_int_equal(entries(f->db), 1);
@@ -166,8 +166,8 @@ static void test_rows_move_with_their_entry(void **state)
 	assert_int_equal(again.queue_position, 1);
 	assert_int_equal(again.queue_estimate_at, 5000);
 	/* taken: starting on GPU 0 with a fresh clock, no entry left */
-	assert_int_equal(gpu_queue_take(f->db, r.id, "0", 1500, 1500 + 4 * H), 1);
-	assert_int_equal(gpu_queue_take(f->db, r.id, "0", 1500, 1500 + 4 * H), 0);
+	assert_int_equal(gpu_queue_take(f->db, r.id, "0", 1000, 1500, 1500 + 4 * H), 1);
+	assert_int_equal(gpu_queue_take(f->db, r.id, "0", 1000, 1500, 1500 + 4 * H), 0);
 	assert_int_equal(runtimes_live(f->db, f->ann, &again), 1);
 	assert_int_equal(again.state, RUNTIME_STARTING);
 	assert_string_equal(again.gpus, "0");
@@ -211,8 +211,8 @@ static void test_load_reads_use_of_the_last_24h(void **state)
 				 now - H, now - H),
 			 3);
 	db_unlock(f->db);
-	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, now - 20, H, now + 100, &r), 0);
-	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, now - 10, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, "whole", now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, "whole", now - 10, H, now + 100, &r), 0);
 	assert_int_equal(queue_load(f->db, now, it, 4), 2);
 	assert_int_equal(it[0].user_id, f->ann); /* arrival order */
 	assert_int_equal(it[0].gpu_s_24h, 7200);
@@ -243,8 +243,8 @@ static void test_load_weighs_each_gpu(void **state)
 				 now - 3 * H, now - 3 * H / 2, now - 3 * H / 2),
 			 2);
 	db_unlock(f->db);
-	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, now - 20, H, now + 100, &r), 0);
-	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, now - 10, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, "whole", now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, "whole", now - 10, H, now + 100, &r), 0);
 	assert_int_equal(queue_load(f->db, now, it, 2), 2);
 	assert_int_equal(it[0].gpu_s_24h, 2 * 5400);
 	assert_int_equal(it[1].gpu_s_24h, 7200);
@@ -271,8 +271,8 @@ static void test_load_counts_open_entries_up_to_now(void **state)
 				 "iiiiii", f->ann, now - 4, now - 4, f->bob, now - H, now - H + 60),
 			 2);
 	db_unlock(f->db);
-	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, now - 20, H, now + 100, &r), 0);
-	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, now - 10, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, "whole", now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, "whole", now - 10, H, now + 100, &r), 0);
 	assert_int_equal(queue_load(f->db, now, it, 4), 2);
 	assert_int_equal(it[0].user_id, f->ann);
 	assert_int_equal(it[0].gpu_s_24h, 4); /* opened 4 s ago, no heartbeat yet */
@@ -338,8 +338,8 @@ static void test_load_weighs_a_start_of_this_second(void **state)
 				 "iii", f->ann, now, now),
 			 1);
 	db_unlock(f->db);
-	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, now - 20, H, now + 100, &r), 0);
-	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, now - 10, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, "whole", now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, "whole", now - 10, H, now + 100, &r), 0);
 	assert_int_equal(queue_load(f->db, now, it, 4), 2);
 	queue_order(it, 2);
 	assert_int_equal(it[0].user_id, f->bob);
@@ -455,9 +455,9 @@ static void test_migration_keeps_runtimes_and_their_sequence(void **state)
 	assert_int_equal(runtimes_live(db, 4, &r), 1);
 	assert_int_equal(r.id, 9);
 	assert_int_equal(r.state, RUNTIME_RUNNING);
-	assert_int_equal(gpu_queue_add(db, 4, TOKEN, 5, H, 50, &r), DB_CONFLICT);
+	assert_int_equal(gpu_queue_add(db, 4, TOKEN, "whole", 5, H, 50, &r), DB_CONFLICT);
 	assert_int_equal(runtimes_set_state(db, 9, RUNTIME_STOPPED, "done", 10), 1);
-	assert_int_equal(gpu_queue_add(db, 4, TOKEN, 5, H, 50, &r), 0);
+	assert_int_equal(gpu_queue_add(db, 4, TOKEN, "whole", 5, H, 50, &r), 0);
 	assert_int_equal(r.id, 13); /* past the old sequence */
 	db_close(db);
 }

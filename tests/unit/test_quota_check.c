@@ -17,8 +17,8 @@
 
 /* 4 h of gpu ending 2 h ago that started 6 h ago, 1 h of cpu a day ago */
 static const struct ledger_span spans[] = {
-	{NOW - 6 * 3600, NOW - 2 * 3600, RUNTIME_GPU, 1},
-	{NOW - DAY - 1800, NOW - DAY + 1800, RUNTIME_CPU, 0}, /* straddles the 24 h edge */
+	{NOW - 6 * 3600, NOW - 2 * 3600, RUNTIME_GPU, 1, 0},
+	{NOW - DAY - 1800, NOW - DAY + 1800, RUNTIME_CPU, 0, 0}, /* straddles the 24 h edge */
 };
 #define N (sizeof(spans) / sizeof(spans[0]))
 
