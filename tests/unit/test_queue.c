@@ -89,6 +89,64 @@ static void test_a_runtime_never_overtakes_a_job_ahead(void **state)
 	assert_false(queue_job_turn(it, 2, 7, 2, NULL, 0));
 }
 
+/* The queue is kept per kind of device: a share waits only behind shares, a
+ * 1g.18gb instance only behind 1g.18gb instances, a whole card only behind
+ * whole cards, whatever the order across kinds says. */
+static void test_each_kind_waits_apart(void **state)
+{
+	struct queue_item it[] = {
+		{.job_id = 7, .user_id = 1, .queued_at = 100, .gpus = 2},		   /* whole */
+		{.runtime_id = 3, .user_id = 2, .queued_at = 200, .kind = "share"},
+		{.job_id = 8, .user_id = 3, .queued_at = 300, .gpus = 1, .kind = "1g.18gb"},
+		{.runtime_id = 4, .user_id = 4, .queued_at = 400, .kind = "share"},
+		{.runtime_id = 5, .user_id = 5, .queued_at = 500, .kind = "whole"},
+	};
+	(void)state;
+
+	queue_order(it, 5);
+	assert_true(queue_is_kind(&it[0], "whole")); /* "" reads as whole */
+	assert_true(queue_is_kind(&it[4], NULL));
+	assert_false(queue_is_kind(&it[1], "whole"));
+	/* one share free: the first share's, though a 2-card job waits ahead of it */
+	assert_true(queue_runtime_turn(it, 5, 3, 1, NULL, 0));
+	assert_false(queue_runtime_turn(it, 5, 4, 1, NULL, 0)); /* behind runtime 3 */
+	assert_true(queue_runtime_turn(it, 5, 4, 2, NULL, 0));
+	/* one instance free: the 1g.18gb job's, ahead of it only other kinds */
+	assert_true(queue_job_turn(it, 5, 8, 1, NULL, 0));
+	assert_false(queue_job_turn(it, 5, 8, 0, NULL, 0));
+	/* whole cards: runtime 5 waits behind job 7's two cards, not behind shares */
+	assert_false(queue_runtime_turn(it, 5, 5, 2, NULL, 0));
+	assert_true(queue_runtime_turn(it, 5, 5, 3, NULL, 0));
+	int64_t excused[] = {1};
+	assert_true(queue_runtime_turn(it, 5, 5, 1, excused, 1));
+}
+
+/* Places and estimates count within a kind: two shares and a whole card
+ * waiting are share 1, share 2 and whole 1, each estimated on its own devices. */
+static void test_places_and_estimates_per_kind(void **state)
+{
+	struct queue_item it[] = {
+		{.runtime_id = 1, .length_s = 100, .kind = "share"},
+		{.runtime_id = 2, .length_s = 100},
+		{.runtime_id = 3, .length_s = 50, .kind = "share"},
+	};
+	const int64_t shares_free_at[] = {1000}, cards_free_at[] = {2000};
+	(void)state;
+
+	queue_estimate(it, 3, "share", shares_free_at, 1, 500);
+	assert_int_equal(it[0].position, 1);
+	assert_int_equal(it[2].position, 2);
+	assert_int_equal(it[1].position, 0); /* another kind: untouched */
+	assert_int_equal(it[0].estimate_at, 1000);
+	assert_int_equal(it[2].estimate_at, 1100); /* after the first share's 100 s */
+	queue_estimate(it, 3, "whole", cards_free_at, 1, 500);
+	assert_int_equal(it[1].position, 1);
+	assert_int_equal(it[1].estimate_at, 2000);
+	assert_int_equal(it[2].estimate_at, 1100); /* the shares' stay */
+	queue_estimate(it, 3, "1g.18gb", NULL, 0, 500); /* nobody waits for that kind */
+	assert_int_equal(it[0].position, 1);
+}
+
 static void test_estimates_follow_the_holders_and_lengths(void **state)
 {
 	(void)state;
@@ -321,6 +379,46 @@ static void test_load_sees_every_users_head_job(void **state)
 	assert_int_equal(it[1].user_id, f->ann);
 }
 
+/* The kind each entry waits for is read back from the store (a restart keeps
+ * each kind's queue), and GPU time is weighed as the ledger charges it: bob's
+ * 4 h on a quarter share weighs 1 h, less than ann's 2 h on a whole card. */
+static void test_load_reads_kinds_and_weighs_fractions(void **state)
+{
+	struct fixture *f = *state;
+	struct runtime r;
+	struct queue_item it[4];
+	int64_t now = 10 * 86400;
+
+	db_lock(f->db);
+	assert_int_equal(db_exec(f->db,
+				 "INSERT INTO ledger (user_id, user_name, kind, gpus, plan, start_at,"
+				 " end_at, billable_s, last_heartbeat, fraction_milli) VALUES"
+				 " (?, 'ann', 'gpu', '0', 'default', ?, ?, 7200, ?, 1000),"
+				 " (?, 'bob', 'gpu', '131328', 'default', ?, ?, 14400, ?, 250)",
+				 "iiiiiiii", f->ann, now - 3 * H, now - H, now - H, f->bob,
+				 now - 5 * H, now - H, now - H),
+			 2);
+	assert_int_equal(db_exec(f->db,
+				 "INSERT INTO jobs (user_id, name, status, secondary, spec, kind,"
+				 " gpu_count, max_runtime_s, max_wait_s, grace_s, created_at, gpu_kind)"
+				 " VALUES (?, 'mig', 'InProgress', 'Pending', '{}', 'gpu', 1, 60, 600,"
+				 " 1, ?, '1g.18gb')",
+				 "ii", f->ann, now - 5),
+			 1);
+	db_unlock(f->db);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, "whole", now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, "share", now - 10, H, now + 100, &r), 0);
+	assert_int_equal(queue_load(f->db, now, it, 4), 3);
+	assert_string_equal(it[0].kind, "whole");
+	assert_string_equal(it[1].kind, "share");
+	assert_string_equal(it[2].kind, "1g.18gb");
+	assert_int_equal(it[2].job_id > 0, 1);
+	assert_int_equal(it[0].gpu_s_24h, 7200);
+	assert_int_equal(it[1].gpu_s_24h, 14400 / 4);
+	queue_order(it, 3);
+	assert_int_equal(it[0].user_id, f->bob);
+}
+
 /* An entry opened this very second weighs a second, not nothing: the user
  * whose job just started goes behind one who waits with no use, so a pass
  * that starts several jobs does not give one user several in a row. */
@@ -469,6 +567,10 @@ int main(void)
 		cmocka_unit_test(test_jobs_take_their_turn),
 		cmocka_unit_test(test_a_runtime_never_overtakes_a_job_ahead),
 		cmocka_unit_test(test_estimates_follow_the_holders_and_lengths),
+		cmocka_unit_test(test_each_kind_waits_apart),
+		cmocka_unit_test(test_places_and_estimates_per_kind),
+		cmocka_unit_test_setup_teardown(test_load_reads_kinds_and_weighs_fractions, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_rows_move_with_their_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_counts_open_entries_up_to_now, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_sees_every_users_head_job, setup, teardown),
