@@ -14,6 +14,7 @@
 #include "jobs/retention.h"
 #include "store/audit.h"
 #include "store/db.h"
+#include "sched/gpus.h"
 #include "store/plans.h"
 
 /* ---- submit ---- */
@@ -51,6 +52,12 @@ static void job_limits(struct app *app, const struct quota_status *st, const cha
 		.image_ok = image_configured,
 		.image_ctx = (void *)app->cfg,
 	};
+}
+
+/* How many GPU devices of kind the lab has (docs/gpu.md), busy or not. */
+static int devices_of_kind(struct app *app, const char *kind)
+{
+	return (int)gpus_count_kind(app->gpus, app->cfg, kind);
 }
 
 static enum jobs_submit_result invalid(struct jobs_refusal *why, const char *field,
@@ -123,13 +130,19 @@ enum jobs_submit_result jobs_submit(struct app *app, int64_t user_id, const char
 	job_limits(app, &st, image, gpu_kind, &lim);
 	if (jobs_submit_check(body, &lim, &s, &why->err) < 0)
 		return JOBS_SUBMIT_INVALID;
-	if (s.gpu && app->cfg->n_gpu_devices < (unsigned)s.gpu_count) {
-		char message[120]; /* it could never start: refused, not queued */
-		snprintf(message, sizeof(message), "this lab has %u GPU%s; the job asks for %d",
-			 app->cfg->n_gpu_devices, app->cfg->n_gpu_devices == 1 ? "" : "s",
-			 s.gpu_count);
+	if (s.gpu && devices_of_kind(app, s.gpu_kind) < s.gpu_count) {
+		char message[160]; /* it could never start: refused, not queued */
+		int n = devices_of_kind(app, s.gpu_kind);
+		if (strcmp(s.gpu_kind, "whole") == 0)
+			snprintf(message, sizeof(message), "this lab has %d GPU%s; the job asks for %d",
+				 n, n == 1 ? "" : "s", s.gpu_count);
+		else
+			snprintf(message, sizeof(message),
+				 "this lab has %d GPU device%s of kind \"%s\"; the job asks for %d", n,
+				 n == 1 ? "" : "s", s.gpu_kind, s.gpu_count);
 		jobs_submit_release(&s);
-		return invalid(why, "gpu_count", message);
+		return invalid(why, n == 0 && strcmp(s.gpu_kind, "whole") != 0 ? "gpu_kind" : "gpu_count",
+			       message);
 	}
 	res = check_windows(&st, s.gpu, why);
 	why->concurrent_limit = st.eff.v[QL_CONCURRENT_JOBS];
@@ -172,8 +185,9 @@ enum jobs_submit_result jobs_submit_validate(struct app *app, int64_t user_id, j
 	job_limits(app, &st, image, gpu_kind, &lim);
 	if (jobs_submit_check(body, &lim, &s, &why->err) < 0)
 		return JOBS_SUBMIT_INVALID;
-	res = s.gpu && app->cfg->n_gpu_devices < (unsigned)s.gpu_count
-		      ? invalid(why, "gpu_count", "this lab has fewer GPUs than the job asks for")
+	res = s.gpu && devices_of_kind(app, s.gpu_kind) < s.gpu_count
+		      ? invalid(why, "gpu_count",
+				"this lab has fewer GPU devices of the job's kind than it asks for")
 		      : check_windows(&st, s.gpu, why);
 	jobs_submit_release(&s);
 	return res;

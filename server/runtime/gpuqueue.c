@@ -97,19 +97,15 @@ static int runtime_turn(struct app *app, int64_t now, int64_t runtime_id, struct
 /* Under the allocation lock: a queued row for the start, moved onto a free
  * GPU at once when it is its turn (1, *out), else left queued (0, *out);
  * DB_CONFLICT or -EIO. */
-static int start_or_queue(struct app *app, int64_t user_id, const char *token, int64_t now,
-			  int64_t length_s, struct runtime *out)
+static int start_or_queue(struct app *app, int64_t user_id, const char *token, const char *kind,
+			  int64_t now, int64_t length_s, struct runtime *out)
 {
 	static struct pass p; /* under the allocation lock */
-	char gpus[16], kind[PLAN_GPU_MAX];
+	char gpus[16];
 	unsigned id;
-	int rc;
+	int rc = gpu_queue_add(app->db, user_id, token, kind, now, length_s,
+			       now + app->cfg->gpu_queue_max_wait_s, out);
 
-	/* the kind of device the user's plan gives, fixed as it queues */
-	if (plans_user_gpu(app->db, user_id, kind, sizeof(kind)) < 0)
-		return -EIO;
-	rc = gpu_queue_add(app->db, user_id, token, kind, now, length_s,
-			   now + app->cfg->gpu_queue_max_wait_s, out);
 	if (rc != 0)
 		return rc == DB_CONFLICT ? DB_CONFLICT : -EIO;
 	rc = runtime_turn(app, now, out->id, &p, &id);
@@ -129,10 +125,18 @@ int gpuqueue_start(struct app *app, int64_t user_id, const char *user, const cha
 	int64_t now = time(NULL);
 	int rc;
 
+	char kind[PLAN_GPU_MAX];
+
 	if (app->cfg->n_gpu_devices == 0)
 		return -ENODEV;
+	/* the kind of device the user's plan gives, fixed as it queues */
+	if (plans_user_gpu(app->db, user_id, kind, sizeof(kind)) < 0)
+		return -EIO;
+	/* a kind the lab has no device of would wait for nothing: refused */
+	if (gpus_count_kind(app->gpus, app->cfg, kind) == 0)
+		return -ENXIO;
 	gpus_alloc_lock(app->gpus);
-	rc = start_or_queue(app, user_id, token, now, res->deadline_s - now, out);
+	rc = start_or_queue(app, user_id, token, kind, now, res->deadline_s - now, out);
 	gpus_alloc_unlock(app->gpus);
 	if (rc == DB_CONFLICT)
 		return -EEXIST;

@@ -308,6 +308,20 @@ int gpus_pick_free_kind(struct db *db, struct gpus *g, const struct labd_config 
 	return (int)found;
 }
 
+size_t gpus_count_kind(struct gpus *g, const struct labd_config *cfg, const char *kind)
+{
+	struct gpu_info devs[CONFIG_MAX_GPUS];
+	size_t n, k = 0;
+
+	if (g)
+		n = gpus_snapshot(g, devs, CONFIG_MAX_GPUS);
+	else
+		base_info(cfg, devs, &n);
+	for (size_t i = 0; i < n; i++)
+		k += strcmp(devs[i].profile, kind) == 0;
+	return k;
+}
+
 unsigned gpus_fraction_milli(struct gpus *g, const struct labd_config *cfg, unsigned id)
 {
 	struct gpu_info devs[CONFIG_MAX_GPUS];

@@ -96,6 +96,8 @@ int gpus_pick_free_kind(struct db *db, struct gpus *g, const struct labd_config 
  * max), from the live runtime and job sandbox rows: the count, or -EIO. */
 int gpus_holders_kind(struct db *db, struct gpus *g, const struct labd_config *cfg,
 		      const char *kind, int64_t now, struct gpu_hold *out, size_t max);
+/* How many devices of kind the pool has, busy or not. */
+size_t gpus_count_kind(struct gpus *g, const struct labd_config *cfg, const char *kind);
 /* The fraction of its card (thousandths) the device id is; 1000 when unknown. */
 unsigned gpus_fraction_milli(struct gpus *g, const struct labd_config *cfg, unsigned id);
 
