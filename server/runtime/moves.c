@@ -21,6 +21,7 @@
 #include "sched/queue.h"
 #include "store/audit.h"
 #include "store/gpu_queue.h"
+#include "store/plans.h"
 
 /* Entries looked at per replan; more wait for a later pass (in arrival order). */
 #define QUEUE_PASS_MAX 256
@@ -152,7 +153,17 @@ int runtime_check_quota(struct app *app, int64_t user_id, enum runtime_kind kind
 	plan_resources(&st, res);
 	if (plans_user_image(app->db, user_id, res->image, sizeof(res->image)) < 0)
 		return -EIO; /* never a silent start on the wrong root */
-	switch (quota_check_start(&st, kind, &res->deadline_s, refusal ? refusal : &ignored)) {
+	/* on a slice of a card each second charges its fraction (docs/gpu.md): the
+	 * windows' remainder lasts longer; the kind's largest fraction bounds it */
+	char gpu_kind[PLAN_GPU_MAX];
+	unsigned fraction = 1000;
+	if (kind == RUNTIME_GPU) {
+		if (plans_user_gpu(app->db, user_id, gpu_kind, sizeof(gpu_kind)) < 0)
+			return -EIO;
+		fraction = gpus_kind_fraction_milli(app->gpus, app->cfg, gpu_kind);
+	}
+	switch (quota_check_start_slice(&st, kind, fraction, &res->deadline_s,
+					refusal ? refusal : &ignored)) {
 	case QUOTA_START_EXCEEDED:
 		return -EDQUOT;
 	case QUOTA_START_NO_GPUS:

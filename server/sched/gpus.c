@@ -322,6 +322,23 @@ size_t gpus_count_kind(struct gpus *g, const struct labd_config *cfg, const char
 	return k;
 }
 
+unsigned gpus_kind_fraction_milli(struct gpus *g, const struct labd_config *cfg,
+				  const char *kind)
+{
+	struct gpu_info devs[CONFIG_MAX_GPUS];
+	unsigned most = 0;
+	size_t n;
+
+	if (g)
+		n = gpus_snapshot(g, devs, CONFIG_MAX_GPUS);
+	else
+		base_info(cfg, devs, &n);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(devs[i].profile, kind) == 0 && devs[i].fraction_milli > most)
+			most = devs[i].fraction_milli;
+	return most ? most : 1000;
+}
+
 unsigned gpus_fraction_milli(struct gpus *g, const struct labd_config *cfg, unsigned id)
 {
 	struct gpu_info devs[CONFIG_MAX_GPUS];

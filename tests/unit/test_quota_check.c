@@ -177,6 +177,18 @@ static void test_windows_charge_fractions(void **state)
 	st.eff.v[QL_GPUS_PER_RUNTIME] = 1;
 	assert_int_equal(quota_check_start(&st, RUNTIME_GPU, &deadline, &why), QUOTA_START_ALLOWED);
 	assert_int_equal(deadline, NOW + 3600);
+	/* the hour left lasts four on a quarter share, eight on an eighth */
+	assert_int_equal(quota_check_start_slice(&st, RUNTIME_GPU, 250, &deadline, &why),
+			 QUOTA_START_ALLOWED);
+	assert_int_equal(deadline, NOW + 4 * 3600);
+	quota_check_start_slice(&st, RUNTIME_GPU, 125, &deadline, &why);
+	assert_int_equal(deadline, NOW + 8 * 3600);
+	quota_check_start_slice(&st, RUNTIME_GPU, 0, &deadline, &why); /* a whole card */
+	assert_int_equal(deadline, NOW + 3600);
+	/* the plan's length still bounds it */
+	st.eff.v[QL_GPU_RUNTIME_MAX_S] = 2 * 3600;
+	quota_check_start_slice(&st, RUNTIME_GPU, 250, &deadline, &why);
+	assert_int_equal(deadline, NOW + 2 * 3600);
 }
 
 static void test_machine_caps(void **state)
