@@ -181,6 +181,8 @@ json_t *api_job_json(struct app *app, const struct job *j, bool full)
 
 	if (!out)
 		return NULL;
+	/* the kind of GPU device it runs on (docs/gpu.md); null for a CPU job */
+	json_object_set_new(out, "gpu_kind", j->gpu ? json_string(j->gpu_kind) : json_null());
 	struct pool p;
 	bool have = j->pool_id > 0 && pools_find(app->db, j->pool_id, &p) == 1;
 	json_object_set_new(out, "warm_pool", warm_json(j, have ? &p : NULL, now));

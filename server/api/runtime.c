@@ -10,6 +10,7 @@
 #include "config/config.h"
 #include "store/audit.h"
 #include "store/db.h"
+#include "store/plans.h"
 #include "http/http.h"
 #include "runtime/runtime.h"
 #include "labd/log.h"
@@ -80,6 +81,19 @@ json_t *api_runtime_reply(json_t *runtime)
 	return json_pack("{s:O,s:o}", "runtime", runtime, "session", runtime);
 }
 
+/* A GPU start whose plan gives a kind of device the lab has none of. */
+static void reply_no_kind(struct http_request *req, struct app *app, int64_t user_id)
+{
+	char kind[PLAN_GPU_MAX];
+
+	plans_user_gpu(app->db, user_id, kind, sizeof(kind));
+	http_reply_error(req, MHD_HTTP_CONFLICT, "no_gpu_available",
+			 "this lab has no GPU device of kind \"%s\" (your plan's gpu); ask an admin "
+			 "to change the plan or to make such devices (docs/gpu.md), or start a CPU "
+			 "runtime",
+			 kind);
+}
+
 void api_runtime_start(struct http_request *req)
 {
 	const struct auth_identity *ident = http_identity(req);
@@ -113,6 +127,9 @@ void api_runtime_start(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_CONFLICT, "no_gpu_available",
 				 "this lab has no GPU ([gpu] devices or stand_in); start a CPU "
 				 "runtime");
+		break;
+	case RUNTIME_START_NO_KIND:
+		reply_no_kind(req, app, ident->user.id);
 		break;
 	case RUNTIME_START_QUOTA:
 		api_reply_quota_exceeded(req, &refusal);
