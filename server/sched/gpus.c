@@ -477,6 +477,36 @@ int gpus_pick_free_kind(struct db *db, struct gpus *g, const struct labd_config 
 	return (int)found;
 }
 
+/* The devices now: g's snapshot, or without g those of cfg alone. */
+static size_t devices_now(struct gpus *g, const struct labd_config *cfg, struct gpu_info *out)
+{
+	return g ? gpus_snapshot(g, out, GPUS_DEVICES_MAX)
+		 : layout(cfg, NULL, 0, out, GPUS_DEVICES_MAX);
+}
+
+size_t gpus_count_kind(struct gpus *g, const struct labd_config *cfg, const char *kind)
+{
+	static __thread struct gpu_info info[GPUS_DEVICES_MAX];
+	size_t n = devices_now(g, cfg, info), k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		k += of_kind(&info[i], kind);
+	return k;
+}
+
+unsigned gpus_kind_fraction_milli(struct gpus *g, const struct labd_config *cfg,
+				  const char *kind)
+{
+	static __thread struct gpu_info info[GPUS_DEVICES_MAX];
+	size_t n = devices_now(g, cfg, info);
+	unsigned most = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (of_kind(&info[i], kind) && info[i].fraction_milli > most)
+			most = info[i].fraction_milli;
+	return most ? most : 1000;
+}
+
 unsigned gpus_fraction_milli(struct gpus *g, const struct labd_config *cfg, unsigned id)
 {
 	static __thread struct gpu_info info[GPUS_DEVICES_MAX];
