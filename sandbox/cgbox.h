@@ -40,7 +40,7 @@ struct cgbox_dev {
 	unsigned major, minor;
 };
 
-#define CGBOX_MAX_DEVS 48
+#define CGBOX_MAX_DEVS 72
 
 struct cgbox_limits {
 	uint64_t mem_bytes;  /* 0 = none */

@@ -10,7 +10,7 @@
 #include "labd/sandbox.h"
 #include "sandbox/timing.h"
 
-#define CHILD_MAX_DEVS 24
+#define CHILD_MAX_DEVS 64 /* 6 standard, 3 control, 3 per MIG instance */
 #define CHILD_MAX_ENV 64
 #define CHILD_MAX_BINDS (SANDBOX_MAX_RO_BINDS + SANDBOX_MAX_BINDS)
 
@@ -43,6 +43,11 @@ struct child_args {
 	struct child_dev devs[CHILD_MAX_DEVS];
 	unsigned n_devs;
 	bool gpu;
+	/* a MIG instance's capability files (its GPU and compute instance), relative to
+	 * caps_dir: copied into the driver's /proc copy inside, where CUDA looks for them */
+	const char *caps_dir;
+	char caps_files[SANDBOX_MAX_GPUS * 2][48];
+	unsigned n_caps_files;
 	uint64_t tmp_bytes, shm_bytes, nofile;
 	char *const *argv;
 	char *envp[CHILD_MAX_ENV + 1];

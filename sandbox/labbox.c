@@ -45,8 +45,11 @@ static void usage(FILE *f)
 	      "  --veth-range CIDR  egress on veth: the sandboxes' addresses (10.254.0.0/16)\n"
 	      "  --egress-rate SIZE egress: bytes per second each way (no limit)\n"
 	      "  --max-connections N  egress: concurrent connections (no bound)\n"
-	      "  --gpu LIST         GPU minors, e.g. 0 or 1,3\n"
+	      "  --gpu LIST         GPU devices: cards 0 or 1,3, a MIG instance 0/gi1/ci0, a share 0/share1\n"
+	      "  --gpu-uuid LIST    their uuids (MIG-..., GPU-...), one each: CUDA_VISIBLE_DEVICES\n"
 	      "  --dev-prefix DIR   where nvidia device nodes are (/dev)\n"
+	      "  --caps-dir DIR     the driver's MIG capability files (/proc/driver/nvidia/capabilities)\n"
+	      "  --caps-dev-dir DIR where the nvidia-cap<N> nodes are (DEV-PREFIX/nvidia-caps)\n"
 	      "  --driver-lib-dir DIR  host driver libraries, read-only at /run/nvidia/lib, on LD_LIBRARY_PATH\n"
 	      "  --image DIR        root file system (/), bound read-only\n"
 	      "  --run-dir DIR      host dir bound at /run/labd\n"
@@ -87,7 +90,7 @@ enum {
 	O_PIDS, O_TMP, O_SHM, O_NOFILE, O_IO_WEIGHT, O_IO_WBPS, O_NET, O_GPU, O_DEV_PREFIX, O_DRIVER,
 	O_IMAGE, O_RUN_DIR, O_STATE_DIR, O_CGROUP_PARENT, O_MASK, O_SHOW, O_ENV, O_CWD, O_KEEP, O_ALL, O_SIZE,
 	O_STDIN, O_STDOUT, O_STDERR, O_RO_BIND, O_BIND, O_NET_DENY, O_DNS, O_PASTA, O_NET_PATH, O_VETH_RANGE, O_EGRESS_RATE, O_MAX_CONN,
-	O_TIMINGS,
+	O_TIMINGS, O_GPU_UUID, O_CAPS_DIR, O_CAPS_DEV_DIR,
 };
 
 static const struct option opts[] = {
@@ -115,6 +118,9 @@ static const struct option opts[] = {
 	{"max-connections", required_argument, NULL, O_MAX_CONN},
 	{"gpu", required_argument, NULL, O_GPU},
 	{"dev-prefix", required_argument, NULL, O_DEV_PREFIX},
+	{"gpu-uuid", required_argument, NULL, O_GPU_UUID},
+	{"caps-dir", required_argument, NULL, O_CAPS_DIR},
+	{"caps-dev-dir", required_argument, NULL, O_CAPS_DEV_DIR},
 	{"driver-lib-dir", required_argument, NULL, O_DRIVER},
 	{"image", required_argument, NULL, O_IMAGE},
 	{"run-dir", required_argument, NULL, O_RUN_DIR},
@@ -285,6 +291,12 @@ static int parse(struct cli *c, int argc, char **argv)
 				return bad("gpu", optarg);
 			break;
 		case O_DEV_PREFIX: s->dev_prefix = optarg; break;
+		case O_GPU_UUID:
+			if (sandbox_parse_gpu_uuids(optarg, s) < 0)
+				return bad("gpu-uuid", optarg);
+			break;
+		case O_CAPS_DIR: s->caps_dir = optarg; break;
+		case O_CAPS_DEV_DIR: s->caps_dev_dir = optarg; break;
 		case O_DRIVER: s->driver_lib_dir = optarg; break;
 		case O_IMAGE: s->image = optarg; break;
 		case O_RUN_DIR: s->run_dir = optarg; break;

@@ -190,9 +190,57 @@ static int bind_ro_self(const char *path, char *msg, size_t len)
 	return 0;
 }
 
+/* Copies host file src to dst (created 0444); 0, or -1 with msg. */
+static int copy_small(const char *src, const char *dst, char *msg, size_t len)
+{
+	char buf[16384];
+	ssize_t n;
+	int in, out;
+
+	if ((in = open(src, O_RDONLY | O_CLOEXEC)) < 0)
+		return failf(msg, len, "open", src);
+	n = read(in, buf, sizeof(buf));
+	close(in);
+	if (n < 0)
+		return failf(msg, len, "read", src);
+	if ((out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444)) < 0)
+		return failf(msg, len, "create", dst);
+	if (write(out, buf, (size_t)n) != n) {
+		close(out);
+		return failf(msg, len, "write", dst);
+	}
+	close(out);
+	return 0;
+}
+
+/* The MIG instances' capability files under dir/capabilities, each folder made on the
+ * way (CUDA reads the cap node minor from them, as it does on the host). */
+static int fake_nvidia_caps(const struct child_args *a, const char *dir, char *msg, size_t len)
+{
+	char src[SANDBOX_PATH_MAX + 64], dst[256];
+
+	for (unsigned i = 0; i < a->n_caps_files; i++) {
+		const char *rel = a->caps_files[i];
+		snprintf(dst, sizeof(dst), "%s/capabilities", dir);
+		if (mkdir(dst, 0555) < 0 && errno != EEXIST)
+			return failf(msg, len, "mkdir", dst);
+		for (const char *slash = strchr(rel, '/'); slash; slash = strchr(slash + 1, '/')) {
+			snprintf(dst, sizeof(dst), "%s/capabilities/%.*s", dir, (int)(slash - rel), rel);
+			if (mkdir(dst, 0555) < 0 && errno != EEXIST)
+				return failf(msg, len, "mkdir", dst);
+		}
+		snprintf(src, sizeof(src), "%s/%s", a->caps_dir, rel);
+		snprintf(dst, sizeof(dst), "%s/capabilities/%s", dir, rel);
+		if (access(dst, F_OK) < 0 && copy_small(src, dst, msg, len) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* /proc/driver/nvidia with ModifyDeviceFiles: 0, so the driver never creates device
- * nodes inside (libnvidia-container nvc_mount.c does the same). */
-static int fake_nvidia_proc(char *msg, size_t len)
+ * nodes inside (libnvidia-container nvc_mount.c does the same), and the capability
+ * files of the MIG instances the sandbox holds, no other. */
+static int fake_nvidia_proc(const struct child_args *a, char *msg, size_t len)
 {
 	static const char *const files[] = {"params", "version", "registry"};
 	const char *dir = NEWROOT "/proc/driver/nvidia";
@@ -225,6 +273,8 @@ static int fake_nvidia_proc(char *msg, size_t len)
 		}
 		close(out);
 	}
+	if (fake_nvidia_caps(a, dir, msg, len) < 0)
+		return -1;
 	if (mount(NULL, dir, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return failf(msg, len, "remount read-only", dir);
 	return 0;
@@ -240,6 +290,12 @@ static int build_dev(const struct child_args *a, struct mount_fds *f, char *msg,
 	if (mount_tmpfs(NEWROOT "/dev", MS_NOSUID | MS_NOEXEC, "size=64k,nr_inodes=128,mode=0755", msg, len) < 0)
 		return -1;
 	for (unsigned i = 0; i < a->n_devs; i++) {
+		/* a MIG cap node lies in /dev/nvidia-caps, made with the first of them */
+		const char *slash = strchr(a->devs[i].name, '/');
+		snprintf(t, sizeof(t), NEWROOT "/dev/%.*s",
+			 slash ? (int)(slash - a->devs[i].name) : 0, a->devs[i].name);
+		if (slash && mkdir(t, 0755) < 0 && errno != EEXIST)
+			return failf(msg, len, "mkdir", t);
 		snprintf(t, sizeof(t), NEWROOT "/dev/%s", a->devs[i].name);
 		if (touch(t, msg, len) < 0 || attach(&f->devs[i], t) < 0)
 			return failf(msg, len, "bind device", t);
@@ -325,7 +381,7 @@ static int build_run(const struct child_args *a, struct mount_fds *f, char *msg,
 		    attach(&f->driver, NEWROOT SANDBOX_DRIVER_LIB_INSIDE) < 0)
 			return failf(msg, len, "bind driver libs on", NEWROOT SANDBOX_DRIVER_LIB_INSIDE);
 	}
-	if (a->gpu && fake_nvidia_proc(msg, len) < 0)
+	if (a->gpu && fake_nvidia_proc(a, msg, len) < 0)
 		return -1;
 	return 0;
 }

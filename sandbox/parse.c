@@ -7,31 +7,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "labd/gpucaps.h"
+#include "labd/gpudev.h"
+
 int sandbox_parse_gpus(const char *s, struct sandbox_spec *spec)
 {
-	const char *p = s;
+	char buf[SANDBOX_MAX_GPUS * GPUDEV_TEXT_MAX + 1], *save = NULL;
+	unsigned id;
+
+	if (!s || !*s || strlen(s) >= sizeof(buf) || s[strlen(s) - 1] == ',')
+		return -1;
+	memcpy(buf, s, strlen(s) + 1);
+	spec->n_gpus = 0;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (gpudev_parse(t, &id) < 0 || spec->n_gpus >= SANDBOX_MAX_GPUS)
+			return -1;
+		for (unsigned i = 0; i < spec->n_gpus; i++)
+			if (gpudev_conflict(spec->gpus[i], id))
+				return -1;
+		spec->gpus[spec->n_gpus++] = id;
+	}
+	return spec->n_gpus && !strstr(s, ",,") && s[0] != ',' ? 0 : -1;
+}
+
+int sandbox_parse_gpu_uuids(char *s, struct sandbox_spec *spec)
+{
+	char *save = NULL;
+	unsigned n = 0;
 
 	if (!s || !*s)
 		return -1;
-	spec->n_gpus = 0;
-	for (;;) {
-		unsigned v = 0, nd = 0;
-		while (isdigit((unsigned char)*p)) {
-			v = v * 10 + (unsigned)(*p++ - '0');
-			if (++nd > 3 || v > 255)
-				return -1;
-		}
-		if (nd == 0 || spec->n_gpus >= SANDBOX_MAX_GPUS)
+	for (char *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (n >= SANDBOX_MAX_GPUS || !gpucaps_uuid_ok(t))
 			return -1;
-		for (unsigned i = 0; i < spec->n_gpus; i++)
-			if (spec->gpus[i] == v)
-				return -1;
-		spec->gpus[spec->n_gpus++] = v;
-		if (*p == '\0')
-			return 0;
-		if (*p++ != ',')
-			return -1;
+		spec->gpu_uuids[n++] = t;
 	}
+	return n ? 0 : -1;
 }
 
 int sandbox_parse_net(const char *s, enum sandbox_net *out)

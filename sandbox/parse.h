@@ -7,8 +7,11 @@
 
 #include "labd/sandbox.h"
 
-/* "0", "1,3" -> GPU minors (each < 256, no duplicates) into spec->gpus. */
+/* "0", "1,3", "0/gi1/ci0,1/share2" -> GPU device ids (labd/gpudev.h: the text forms)
+ * into spec->gpus; none named twice nor with its card. */
 int sandbox_parse_gpus(const char *s, struct sandbox_spec *spec);
+/* "MIG-…,GPU-…" -> spec->gpu_uuids, split in s (which they point into). */
+int sandbox_parse_gpu_uuids(char *s, struct sandbox_spec *spec);
 /* "none" or "egress". */
 int sandbox_parse_net(const char *s, enum sandbox_net *out);
 /* Field `field` (as proc(5) numbers them, >= 3) of a /proc/<pid>/stat line, as an

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "labd/gpucaps.h"
+#include "labd/gpudev.h"
 #include "sandbox/fail.h"
 #include "sandbox/netveth.h"
 #include "labd/parse.h"
@@ -33,6 +35,7 @@ void sandbox_spec_init(struct sandbox_spec *s)
 	s->net_path = SANDBOX_NET_PASTA;
 	s->veth_range = SANDBOX_VETH_RANGE_DEFAULT;
 	s->dev_prefix = "/dev";
+	s->caps_dir = "/proc/driver/nvidia/capabilities";
 	s->image = "/";
 	s->state_dir = DEFAULT_STATE_DIR;
 	s->cgroup_parent = "labd";
@@ -125,6 +128,8 @@ static int check_paths(const struct sandbox_spec *s)
 {
 	if (!abs_path_ok(s->image) || !abs_path_ok(s->state_dir) || !abs_path_ok(s->dev_prefix))
 		return fail_error("image, state dir and device prefix must be absolute paths");
+	if (!abs_path_ok(s->caps_dir) || (s->caps_dev_dir && !abs_path_ok(s->caps_dev_dir)))
+		return fail_error("caps dir and caps device dir must be absolute paths");
 	if ((s->home_image && !abs_path_ok(s->home_image)) || (s->run_dir && !abs_path_ok(s->run_dir)) ||
 	    (s->driver_lib_dir && !abs_path_ok(s->driver_lib_dir)))
 		return fail_error("home image, run dir and driver dir must be absolute paths");
@@ -150,6 +155,18 @@ static int check_limits(const struct sandbox_spec *s)
 {
 	if (s->n_gpus > SANDBOX_MAX_GPUS)
 		return fail_error("too many gpus");
+	for (unsigned i = 0; i < s->n_gpus; i++) {
+		struct gpudev d;
+		if (!gpudev_decode(s->gpus[i], &d))
+			return fail_error("gpu %u is no device id", s->gpus[i]);
+		for (unsigned k = 0; k < i; k++)
+			if (gpudev_conflict(s->gpus[k], s->gpus[i]))
+				return fail_error("gpu %u is named twice (or with its card)",
+						  s->gpus[i]);
+		if ((s->gpu_uuids[i] != NULL) != (s->gpu_uuids[0] != NULL) ||
+		    (s->gpu_uuids[i] && !gpucaps_uuid_ok(s->gpu_uuids[i])))
+			return fail_error("gpu uuids: one per gpu, each GPU-… or MIG-…");
+	}
 	if (s->tmp_bytes < 4096 || s->nofile < 16 || s->nofile > (1u << 20))
 		return fail_error("tmp size or nofile out of range");
 	if (s->home_image && s->home_size_bytes < (16ull << 20))

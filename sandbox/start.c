@@ -39,6 +39,8 @@
 #include <unistd.h>
 
 #include "labd/fault.h"
+#include "labd/gpucaps.h"
+#include "labd/gpudev.h"
 #include "labd/log.h"
 #include "sandbox/cgbox.h"
 #include "sandbox/child.h"
@@ -225,13 +227,20 @@ static int step_masks(struct start *c)
 	return 0;
 }
 
-static int add_dev(struct start *c, const char *dir, const char *name, bool optional)
+/* The node dir/name, seen inside at /dev/<inside>: bound, and allowed by the device
+ * cgroup by its own major and minor (read here, never assumed). A node already added
+ * (a card two devices live on) is added once. */
+static int add_dev_at(struct start *c, const char *dir, const char *name, const char *inside,
+		      bool optional)
 {
 	struct child_args *a = &c->child;
 	struct cgbox_limits *lim = &c->lim;
 	char src[SANDBOX_PATH_MAX];
 	struct stat st;
 
+	for (unsigned i = 0; i < a->n_devs; i++)
+		if (strcmp(a->devs[i].name, inside) == 0)
+			return 0;
 	if (a->n_devs >= CHILD_MAX_DEVS || lim->n_devs >= CGBOX_MAX_DEVS)
 		return fail_error("too many devices");
 	snprintf(src, sizeof(src), "%s/%s", dir, name);
@@ -243,21 +252,66 @@ static int add_dev(struct start *c, const char *dir, const char *name, bool opti
 	if (!S_ISCHR(st.st_mode))
 		return fail_error("device %s: not a character device", src);
 	snprintf(a->devs[a->n_devs].src, sizeof(a->devs[0].src), "%s", src);
-	snprintf(a->devs[a->n_devs].name, sizeof(a->devs[0].name), "%s", name);
+	snprintf(a->devs[a->n_devs].name, sizeof(a->devs[0].name), "%s", inside);
 	a->n_devs++;
 	lim->devs[lim->n_devs++] = (struct cgbox_dev){'c', major(st.st_rdev), minor(st.st_rdev)};
 	return 0;
 }
 
+static int add_dev(struct start *c, const char *dir, const char *name, bool optional)
+{
+	return add_dev_at(c, dir, name, name, optional);
+}
+
+/* The cap node of card d's GPU instance (ci = GPUCAPS_CI_NONE) or compute instance, as
+ * the driver's capability file names it, at /dev/nvidia-caps/nvidia-cap<N> inside. */
+static int add_cap(struct start *c, const struct gpudev *d, int ci)
+{
+	const struct sandbox_spec *s = c->spec;
+	char caps_dev[SANDBOX_PATH_MAX], name[32], inside[64];
+	unsigned cap;
+	int rc;
+
+	if ((rc = gpucaps_minor(s->caps_dir, d->minor, d->gi, ci, &cap)) < 0) {
+		snprintf(name, sizeof(name), ci < 0 ? "%u/gi%u" : "%u/gi%u/ci%d", d->minor, d->gi,
+			 ci);
+		errno = -rc;
+		return fail_errno("MIG instance %s in %s", name, s->caps_dir);
+	}
+	if (s->caps_dev_dir)
+		snprintf(caps_dev, sizeof(caps_dev), "%s", s->caps_dev_dir);
+	else
+		snprintf(caps_dev, sizeof(caps_dev), "%s/nvidia-caps", s->dev_prefix);
+	snprintf(name, sizeof(name), "nvidia-cap%u", cap);
+	snprintf(inside, sizeof(inside), "nvidia-caps/%s", name);
+	if (add_dev_at(c, caps_dev, name, inside, false) < 0)
+		return -1;
+	struct child_args *a = &c->child;
+	a->caps_dir = s->caps_dir;
+	if (a->n_caps_files < sizeof(a->caps_files) / sizeof(a->caps_files[0]))
+		snprintf(a->caps_files[a->n_caps_files++], sizeof(a->caps_files[0]),
+			 ci < 0 ? "gpu%u/mig/gi%u/access" : "gpu%u/mig/gi%u/ci%d/access", d->minor,
+			 d->gi, ci);
+	return 0;
+}
+
+/* Each device's card node (a share and a whole card alike: time-slicing is the driver's
+ * default), a MIG instance's two cap nodes, then the driver's control nodes. */
 static int add_gpus(struct start *c)
 {
 	const struct sandbox_spec *s = c->spec;
 	char name[32];
+	struct gpudev d;
 
 	c->child.gpu = true;
 	for (unsigned i = 0; i < s->n_gpus; i++) {
-		snprintf(name, sizeof(name), "nvidia%u", s->gpus[i]);
+		if (!gpudev_decode(s->gpus[i], &d))
+			return fail_error("gpu %u is no device id", s->gpus[i]);
+		snprintf(name, sizeof(name), "nvidia%u", d.minor);
 		if (add_dev(c, s->dev_prefix, name, false) < 0)
+			return -1;
+		if (d.kind == GPUDEV_MIG &&
+		    (add_cap(c, &d, GPUCAPS_CI_NONE) < 0 || add_cap(c, &d, (int)d.ci) < 0))
 			return -1;
 	}
 	/* not nvidia-modeset: only displays need it */
@@ -299,16 +353,21 @@ static int env_add(struct start *c, unsigned *n, const char *kv)
 	return 0;
 }
 
-/* "name=" and the n_gpus numbers, comma-separated: the host's minors, or 0..n-1. */
-static int env_add_gpu_list(struct start *c, unsigned *n, const char *name, bool host)
+/* "name=" and one entry per device, comma-separated: the uuids (uuid = true), the
+ * host's device ids in their text form (host = true: "3", "3/gi1/ci0"), or 0..n-1. */
+static int env_add_gpu_list(struct start *c, unsigned *n, const char *name, bool host,
+			    bool uuid)
 {
 	const struct sandbox_spec *s = c->spec;
-	char kv[320];
+	char kv[SANDBOX_MAX_GPUS * (GPUCAPS_UUID_MAX + 1) + 32], text[GPUDEV_TEXT_MAX];
 	size_t off = (size_t)snprintf(kv, sizeof(kv), "%s=", name);
 
 	for (unsigned i = 0; i < s->n_gpus; i++) {
-		int w = snprintf(kv + off, sizeof(kv) - off, "%s%u", i ? "," : "",
-				 host ? s->gpus[i] : i);
+		gpudev_format(s->gpus[i], text, sizeof(text));
+		int w = uuid   ? snprintf(kv + off, sizeof(kv) - off, "%s%s", i ? "," : "",
+					  s->gpu_uuids[i])
+			: host ? snprintf(kv + off, sizeof(kv) - off, "%s%s", i ? "," : "", text)
+			       : snprintf(kv + off, sizeof(kv) - off, "%s%u", i ? "," : "", i);
 		if (w < 0 || (size_t)w >= sizeof(kv) - off)
 			return fail_error("gpu list too long");
 		off += (size_t)w;
@@ -319,12 +378,15 @@ static int env_add_gpu_list(struct start *c, unsigned *n, const char *name, bool
 /* The nodes inside keep their host names (/dev/nvidia2), but the driver
  * enumerates only the GPUs whose node a process can open: CUDA and NVML number
  * them 0..n-1 inside, so CUDA_VISIBLE_DEVICES counts from 0 (a host minor
- * there would name no device, or another one). NVIDIA_VISIBLE_DEVICES says
- * which host GPUs they are, as container runtimes set it. */
+ * there would name no device, or another one). A MIG instance is named by its
+ * uuid when the caller gives it (CUDA's one sure name for an instance), every
+ * device alike then. NVIDIA_VISIBLE_DEVICES says which host devices they are. */
 static int env_add_gpus(struct start *c, unsigned *n)
 {
-	if (env_add_gpu_list(c, n, "CUDA_VISIBLE_DEVICES", false) < 0 ||
-	    env_add_gpu_list(c, n, "NVIDIA_VISIBLE_DEVICES", true) < 0)
+	bool uuids = c->spec->gpu_uuids[0] != NULL;
+
+	if (env_add_gpu_list(c, n, "CUDA_VISIBLE_DEVICES", false, uuids) < 0 ||
+	    env_add_gpu_list(c, n, "NVIDIA_VISIBLE_DEVICES", true, false) < 0)
 		return -1;
 	return 0;
 }

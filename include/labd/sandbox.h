@@ -89,9 +89,20 @@ struct sandbox_spec {
 	enum sandbox_net_path net_path; /* default SANDBOX_NET_PASTA */
 	const char *veth_range;      /* SANDBOX_NET_VETH: IPv4 network of the sandboxes' /30s
 				      * (default SANDBOX_VETH_RANGE_DEFAULT) */
-	unsigned gpus[SANDBOX_MAX_GPUS]; /* GPU minors to pass through (/dev/nvidiaN) */
+	/* GPU device ids (labd/gpudev.h) to pass through: a whole card or a share gets
+	 * its /dev/nvidiaN; a MIG instance its card's node and the cap nodes of its GPU
+	 * and compute instance, read from caps_dir (labd/gpucaps.h); each with nvidiactl and
+	 * nvidia-uvm, and the device cgroup allows exactly those nodes */
+	unsigned gpus[SANDBOX_MAX_GPUS];
 	unsigned n_gpus;
+	/* parallel to gpus: each device's uuid ("MIG-…", "GPU-…"), set for all or none;
+	 * when set, CUDA_VISIBLE_DEVICES names them (else it counts 0..n-1) */
+	const char *gpu_uuids[SANDBOX_MAX_GPUS];
 	const char *dev_prefix;     /* where the nvidia nodes live (default "/dev") */
+	const char *caps_dir;       /* the driver's MIG capability files (default
+				     * "/proc/driver/nvidia/capabilities") */
+	const char *caps_dev_dir;   /* where the nvidia-cap<N> nodes are (NULL: "<dev_prefix>/
+				     * nvidia-caps"); bound inside at /dev/nvidia-caps */
 	const char *driver_lib_dir; /* host dir of libcuda/libnvidia-*, bound read-only at
 				     * SANDBOX_DRIVER_LIB_INSIDE and on LD_LIBRARY_PATH */
 
@@ -229,6 +240,10 @@ int sandbox_home_usage(const char *state_dir, uint32_t user_id, const char *user
  * resize2fs), offline otherwise; never shrinks. 0 or -1. */
 int sandbox_home_grow(const char *state_dir, uint32_t user_id, const char *user,
 		      const char *image, uint64_t size_bytes);
+
+/* SIGKILLs each of the n host pids that is a process of the running sandbox h (in its
+ * cgroups; never its init), and no other: how many were ended, or -1 when h is gone. */
+int sandbox_end_pids(const struct sandbox_handle *h, const pid_t *pids, unsigned n);
 
 /* What a running sandbox has used, from its cgroups (docs/sandbox.md, "Usage").
  * Each field is -1 when this host cannot say (io_wait_us on a pure cgroup v1 host). */

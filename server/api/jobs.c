@@ -187,6 +187,7 @@ json_t *api_job_json(struct app *app, const struct job *j, bool full)
 	bool have = j->pool_id > 0 && pools_find(app->db, j->pool_id, &p) == 1;
 	json_object_set_new(out, "warm_pool", warm_json(j, have ? &p : NULL, now));
 	json_object_set_new(out, "gpus", gpus_json(j, have ? &p : NULL));
+	api_gpu_notice_set(app, out, 0, j->id);
 	add_capacity(app, j, out, full, now);
 	if (!full)
 		return out; /* a list item: the row's own columns and two indexed reads */

@@ -170,8 +170,10 @@ void api_runtime_get(struct http_request *req)
 		http_reply_internal(req);
 		return;
 	}
-	http_reply_json(req, MHD_HTTP_OK,
-			api_runtime_reply(rc ? api_runtime_json(&r, app->cfg) : json_null()));
+	json_t *rt = rc ? api_runtime_json(&r, app->cfg) : json_null();
+	if (rc)
+		api_gpu_notice_set(app, rt, r.id, 0);
+	http_reply_json(req, MHD_HTTP_OK, api_runtime_reply(rt));
 }
 
 void api_runtime_stop(struct http_request *req)

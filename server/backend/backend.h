@@ -156,6 +156,9 @@ struct backend_ops {
 	int (*job_logs_remove)(struct backend *b, const int64_t *job_ids, size_t n);
 	int (*job_shell)(struct backend *b, const struct backend_shell *s, int *fd, char *err,
 			 size_t errlen);
+	/* NULL in a backend without GPU shares (-ENOSYS) */
+	int (*gpu_processes_end)(struct backend *b, const char *user, int64_t runtime_id,
+				 int64_t pool_id, const unsigned *pids, size_t n);
 };
 
 struct backend {
@@ -227,6 +230,15 @@ struct backend_shell {
  * negative errno with a message in err. */
 int backend_job_shell(struct backend *b, const struct backend_shell *s, int *fd, char *err,
 		      size_t errlen);
+
+/* Ends (SIGKILL) those of pids that run in the sandbox of runtime_id or
+ * pool_id (one of them > 0): a share over its GPU memory budget past the
+ * grace (runtime/gpubudget.h). Root checks each pid's cgroup; others are left
+ * alone. The number ended, -ENOENT when there is no such sandbox, -ETIMEDOUT,
+ * -ENOSYS, another negative errno. */
+#define BACKEND_GPU_PIDS_MAX 64
+int backend_gpu_processes_end(struct backend *b, const char *user, int64_t runtime_id,
+			      int64_t pool_id, const unsigned *pids, size_t n);
 
 #define BACKEND_WARNINGS_MAX 1024
 /* What the backend's host lacks for its limits (cgroup controllers), one sentence a

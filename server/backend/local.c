@@ -602,6 +602,26 @@ static int local_job_shell(struct backend *b, const struct backend_shell *s, int
 	return rc;
 }
 
+static int local_gpu_processes_end(struct backend *b, const char *user, int64_t runtime_id,
+				   int64_t pool_id, const unsigned *pids, size_t n)
+{
+	json_t *reply = NULL, *m = proto_msg("gpu_processes_end", -1), *list = json_array();
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(list, json_integer(pids[i]));
+	/* the sandbox by one of its ids: the supervisor refuses both or neither */
+	json_object_update_new(m, json_pack("{s:s,s:I,s:o}", "user", user,
+					    runtime_id > 0 ? "runtime_id" : "pool_id",
+					    (json_int_t)(runtime_id > 0 ? runtime_id : pool_id),
+					    "pids", list));
+	rc = simple_call((struct local *)b, m, &reply, NULL, 0);
+	if (rc == 0)
+		rc = (int)proto_int(reply, "ended");
+	json_decref(reply);
+	return rc;
+}
+
 static const struct backend_ops local_ops = {local_start,	 local_stop,
 					     local_list,	 local_ping,
 					     local_free,	 local_user_deleted,
@@ -609,7 +629,7 @@ static const struct backend_ops local_ops = {local_start,	 local_stop,
 					     local_home_resize,	 local_pool_start,
 					     local_pool_stop,	 local_job_run,
 					     local_job_stop,	 local_job_logs_remove,
-					     local_job_shell};
+					     local_job_shell,	 local_gpu_processes_end};
 
 /* At most BACKEND_WARNINGS_MAX bytes of the supervisor's strings, one a line. */
 static void keep_warnings(struct local *l, json_t *list)

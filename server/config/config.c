@@ -118,6 +118,10 @@ static const struct config_key keys[] = {
 	KEY("gpu", "devices", gpu_devices, K_GPUS, 0, 255, ""),
 	KEY("gpu", "dev_prefix", dev_prefix, K_STRING, 1, 0, "/dev"),
 	KEY("gpu", "driver_lib_dir", driver_lib_dir, K_STRING, 0, 0, ""),
+	KEY("gpu", "shares", gpu_shares, K_GPU_SHARES, 1, 64, ""),
+	KEY("gpu", "caps_dir", gpu_caps_dir, K_STRING, 1, 0, "/proc/driver/nvidia/capabilities"),
+	KEY("gpu", "caps_dev_dir", gpu_caps_dev_dir, K_STRING, 0, 0, ""),
+	KEY("gpu", "share_grace", gpu_share_grace_s, K_DURATION, 1, 86400, "30s"),
 	KEY("gpu", "stand_in", gpu_stand_in, K_UINT, 0, CONFIG_MAX_GPUS, "0"),
 	KEY("gpu", "nvml_library", nvml_library, K_STRING, 1, 0, "libnvidia-ml.so.1"),
 	KEY("gpu", "refresh", gpu_refresh_s, K_DURATION, 1, 3600, "5s"),
@@ -272,7 +276,37 @@ static int finish_gpus(struct labd_config *cfg, const char *path, char *err, siz
 		cfg->gpu_devices[i] = i;
 	if (cfg->gpu_stand_in)
 		cfg->n_gpu_devices = cfg->gpu_stand_in;
+	if (!cfg->gpu_caps_dev_dir[0] &&
+	    snprintf(cfg->gpu_caps_dev_dir, sizeof(cfg->gpu_caps_dev_dir), "%s/nvidia-caps",
+		     cfg->dev_prefix) >= (int)sizeof(cfg->gpu_caps_dev_dir)) {
+		snprintf(err, errlen, "%s: [gpu] dev_prefix is too long", path);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < cfg->n_gpu_shares; i++) {
+		if (!config_has_gpu(cfg, cfg->gpu_shares[i].minor)) {
+			snprintf(err, errlen, "%s: [gpu] shares names GPU %u, which is not in the "
+				 "inventory ([gpu] devices or stand_in)", path,
+				 cfg->gpu_shares[i].minor);
+			return -EINVAL;
+		}
+	}
 	return 0;
+}
+
+bool config_has_gpu(const struct labd_config *cfg, unsigned minor)
+{
+	for (unsigned i = 0; i < cfg->n_gpu_devices; i++)
+		if (cfg->gpu_devices[i] == minor)
+			return true;
+	return false;
+}
+
+const struct config_gpu_share *config_gpu_share(const struct labd_config *cfg, unsigned minor)
+{
+	for (unsigned i = 0; i < cfg->n_gpu_shares; i++)
+		if (cfg->gpu_shares[i].minor == minor)
+			return &cfg->gpu_shares[i];
+	return NULL;
 }
 
 struct load_state {

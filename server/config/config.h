@@ -17,6 +17,13 @@
 #define CONFIG_MAX_HIDDEN 16
 #define CONFIG_MAX_IMAGES 16
 
+/* [gpu] shares: one card handed out as time-sliced shares (gpudev.h), each with a GPU
+ * memory budget the web process watches */
+struct config_gpu_share {
+	unsigned minor, count;
+	int64_t memory_bytes;
+};
+
 /* [images] NAME = FOLDER (config/images.h) */
 struct config_image {
 	char name[33];
@@ -134,6 +141,15 @@ struct labd_config {
 	bool gpu_devices_auto;
 	unsigned gpu_stand_in;
 	char dev_prefix[CONFIG_PATH_MAX];
+	/* cards shared by time-slicing, each in the inventory, minors distinct */
+	struct config_gpu_share gpu_shares[CONFIG_MAX_GPUS];
+	unsigned n_gpu_shares;
+	/* where root reads the MIG instances that exist (<caps_dir>/gpu<M>/mig/gi<G>/access,
+	 * .../gi<G>/ci<C>/access: "DeviceFileMinor: <n>") and where the nvidia-cap<n> nodes
+	 * are ("" in the file = <dev_prefix>/nvidia-caps, filled by config_load) */
+	char gpu_caps_dir[CONFIG_PATH_MAX];
+	char gpu_caps_dev_dir[CONFIG_PATH_MAX];
+	int64_t gpu_share_grace_s; /* how long a share may stay over its memory budget */
 	/* host dir of libcuda/libnvidia-*, bound at /run/nvidia/lib for GPU runtimes on an
 	 * [images] image (the host's root has them in place); "" = none */
 	char driver_lib_dir[CONFIG_PATH_MAX];
@@ -198,5 +214,9 @@ void config_defaults(struct labd_config *cfg, bool demo);
 int config_load(struct labd_config *cfg, const char *path, char *err, size_t errlen);
 /* Splits "127.0.0.1:8080" / "[::1]:8080" into host and port; -EINVAL when malformed. */
 int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port);
+/* Whether GPU minor is in the inventory (gpu_devices). */
+bool config_has_gpu(const struct labd_config *cfg, unsigned minor);
+/* The [gpu] shares entry of card minor, or NULL: the card is not shared. */
+const struct config_gpu_share *config_gpu_share(const struct labd_config *cfg, unsigned minor);
 
 #endif

@@ -264,6 +264,40 @@ KIND_FN(parse_gpus)
 	return 0;
 }
 
+/* One MINOR:COUNT:SIZE of [gpu] shares: a card (distinct), its share count (1..the
+ * key's max) and each share's GPU memory budget (a size above zero). */
+static int add_gpu_share(const char *item, unsigned n, void *arg)
+{
+	struct item_ctx *c = arg;
+	char minor[8], count[8], size[24];
+	uint64_t m, k, bytes;
+
+	if (n == CONFIG_MAX_GPUS ||
+	    sscanf(item, "%7[0-9]:%7[0-9]:%23[0-9A-Za-z]", minor, count, size) != 3 ||
+	    strlen(minor) + strlen(count) + strlen(size) + 2 != strlen(item) ||
+	    parse_uint(minor, 0, 255, &m) < 0 || parse_uint(count, 1, c->k->max, &k) < 0 ||
+	    parse_size_bytes(size, &bytes) < 0 || bytes == 0 || bytes > INT64_MAX)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++)
+		if (c->cfg->gpu_shares[i].minor == m)
+			return -EINVAL;
+	c->cfg->gpu_shares[n] = (struct config_gpu_share){(unsigned)m, (unsigned)k,
+							  (int64_t)bytes};
+	return 0;
+}
+
+KIND_FN(parse_gpu_shares)
+{
+	struct item_ctx c = {k, cfg};
+
+	(void)field;
+	int n = for_each_item(value, add_gpu_share, &c);
+	if (n < 0)
+		return -EINVAL;
+	cfg->n_gpu_shares = (unsigned)n;
+	return 0;
+}
+
 /* value is one of the words of a NULL-ended list: its index, or -EINVAL. */
 static int word_index(const char *value, const char *const *words)
 {
@@ -498,6 +532,9 @@ static const struct kind {
 	[K_LOGLEVEL] = {parse_log_level, "must be debug, info, warn or error"},
 	[K_LISTEN] = {parse_listen, "must be ADDRESS:PORT, e.g. 127.0.0.1:8080 or [::1]:8080"},
 	[K_GPUS] = {parse_gpus, "must be auto or distinct GPU numbers such as 0,1 (or empty)"},
+	[K_GPU_SHARES] = {parse_gpu_shares,
+			  "must be distinct cards as GPU:SHARES:MEMORY such as 0:4:20G, 1:2:60G "
+			  "(1 to 64 shares, memory above 0), or empty"},
 	[K_JUPYTER] = {parse_jupyter, "must be auto, lab, notebook or server"},
 	[K_DELETED_HOME] = {parse_deleted_home, "must be archive or remove"},
 	[K_PROXIES] = {parse_proxies, "must be up to 16 addresses or networks such as 127.0.0.1, "

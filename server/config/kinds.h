@@ -24,6 +24,7 @@ enum config_kind {
 	K_LOGLEVEL,      /* debug, info, warn or error */
 	K_LISTEN,        /* ADDRESS:PORT */
 	K_GPUS,          /* auto, or comma-separated GPU minors */
+	K_GPU_SHARES,    /* comma-separated MINOR:COUNT:SIZE (count up to max) */
 	K_JUPYTER,       /* auto, lab, notebook or server */
 	K_DELETED_HOME,  /* archive or remove */
 	K_PROXIES,       /* comma-separated addresses or CIDR networks, parsed */

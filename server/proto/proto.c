@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "labd/boxshape.h"
+#include "labd/gpucaps.h"
 #include "labd/log.h"
 #include "labd/parse.h"
 
@@ -19,11 +20,14 @@
 /* The size of a sandbox (labd/boxshape.h), one fragment in both starts, sandbox_start
  * and pool_start: a runtime and a job pool are sized alike. gpus are checked again
  * root-side (configured, named once, not held); the sizes are capped at [runtime]'s
- * *_max; network is 0 loopback only or 1 egress, with its rate each way; image is a
+ * *_max; gpu_uuids, when sent, names each of gpus by its uuid in the same order (checked
+ * root-side against the kind of each device: MIG- for an instance, GPU- for a card or a
+ * share); network is 0 loopback only or 1 egress, with its rate each way; image is a
  * NAME of the supervisor's [images], absent = the host's root. An absent size is the
  * supervisor's default; an absent network, its [quota] default (startcheck.h). */
 #define BOX_SHAPE_FIELDS                                               \
 	{"gpus", PROTO_INT_ARRAY, 0, BOX_GPUS_MAX, false},                  \
+	{"gpu_uuids", PROTO_UUID_ARRAY, 1, BOX_GPUS_MAX, true},             \
 	{"memory_bytes", PROTO_INT, 1, 1LL << 50, true},                   \
 	{"cpus_milli", PROTO_INT, 1, 1LL << 30, true},                     \
 	{"home_size_bytes", PROTO_INT, 1, 1LL << 50, true},                \
@@ -96,6 +100,7 @@ const struct proto_field proto_reply[] = {
 	{"size_bytes", PROTO_INT, 0, 1LL << 50, true}, /* home_usage */
 	{"applied", PROTO_STRING, 1, 16, true}, /* home_resize: online, next_start, unchanged */
 	{"image_hash", PROTO_STRING, 1, 80, true}, /* sandbox_start on an image: its hash */
+	{"ended", PROTO_INT, 0, PROTO_PIDS_MAX, true}, /* gpu_processes_end */
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_ready[] = {
@@ -155,6 +160,13 @@ const struct proto_field proto_job_shell[] = {
 };
 const struct proto_field proto_job_logs_remove[] = {
 	{"job_ids", PROTO_INT_ARRAY, 1, PROTO_JOB_LOGS_MAX, false},
+	{NULL, 0, 0, 0, false},
+};
+const struct proto_field proto_gpu_processes_end[] = {
+	{"user", PROTO_NAME, 0, 0, false},
+	{"runtime_id", PROTO_INT, 0, 1LL << 53, true},
+	{"pool_id", PROTO_INT, 1, POOL_ID_MAX, true},
+	{"pids", PROTO_INT_ARRAY, 1, PROTO_PIDS_MAX, false},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_pool_ready[] = {
@@ -416,6 +428,16 @@ static const char *check_value(const struct proto_field *f, json_t *v)
 		return NULL;
 	case PROTO_LIST:
 		return json_is_array(v) ? NULL : "must be an array";
+	case PROTO_UUID_ARRAY:
+		if (!json_is_array(v))
+			return "must be an array";
+		if (!in((long long)json_array_size(v), f->min, f->max))
+			return "has a length out of bounds";
+		json_array_foreach(v, i, e) {
+			if (!gpucaps_uuid_ok(json_string_value(e)))
+				return "must hold device uuids (GPU-… or MIG-…)";
+		}
+		return NULL;
 	}
 	return "has an unknown kind";
 }

@@ -37,6 +37,7 @@ enum proto_kind {
 	PROTO_BOOL,
 	PROTO_INT_ARRAY, /* min..max = length; each element an integer >= 0 */
 	PROTO_LIST,      /* an array whose elements the reader checks */
+	PROTO_UUID_ARRAY, /* min..max = length; each element a device uuid (labd/gpucaps.h) */
 };
 
 struct proto_field {
@@ -70,6 +71,11 @@ extern const struct proto_field proto_job_shell[];
 /* the log files of jobs whose rows are gone: job_ids, each >= 0 */
 extern const struct proto_field proto_job_logs_remove[];
 #define PROTO_JOB_LOGS_MAX 256
+/* processes of one sandbox to end (a share over its GPU memory budget): user, one of
+ * runtime_id (0: the user's runtime) and pool_id, and the host pids; the ok reply
+ * carries "ended", how many of them root found in that sandbox and SIGKILLed */
+extern const struct proto_field proto_gpu_processes_end[];
+#define PROTO_PIDS_MAX 64
 /* job sandboxes: events */
 extern const struct proto_field proto_pool_ready[];
 extern const struct proto_field proto_pool_ended[];

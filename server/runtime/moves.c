@@ -210,9 +210,9 @@ void runtime_mark_ready(struct app *app, const struct runtime *r, const char *en
 static int replan_kind(struct app *app, struct queue_item *items, int n, const char *kind,
 		       int64_t now)
 {
-	struct gpu_hold holds[CONFIG_MAX_GPUS];
-	int64_t free_at[CONFIG_MAX_GPUS];
-	int g = gpus_holders_kind(app->db, app->gpus, app->cfg, kind, now, holds, CONFIG_MAX_GPUS);
+	struct gpu_hold holds[GPUS_DEVICES_MAX];
+	int64_t free_at[GPUS_DEVICES_MAX];
+	int g = gpus_holders_kind(app->db, app->gpus, app->cfg, kind, now, holds, GPUS_DEVICES_MAX);
 
 	if (g < 0)
 		return -EIO;

@@ -10,6 +10,7 @@
 #include "labd/log.h"
 #include "proto/proto.h"
 #include "supervisor/host.h"
+#include "supervisor/host_gpu.h"
 #include "supervisor/host_homes.h"
 #include "supervisor/host_pool.h"
 #include "supervisor/host_runtime.h"
@@ -83,6 +84,7 @@ static const struct {
 	{"job_stop", proto_job_stop, CH_READY, NULL, host_pool_job_stop},
 	{"job_logs_remove", proto_job_logs_remove, CH_READY, NULL, host_pool_logs_remove},
 	{"job_shell", proto_job_shell, CH_READY, NULL, host_shell_open},
+	{"gpu_processes_end", proto_gpu_processes_end, CH_READY, NULL, host_gpu_processes_end},
 };
 
 /* A row's handler; a channel without a host (unit tests of the table) refuses

@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "labd/clock.h"
 #include "labd/fault.h"
+#include "labd/gpudev.h"
 #include "labd/log.h"
 #include "labd/str.h"
 #include "proto/proto.h"
@@ -353,7 +354,7 @@ bool host_gpu_held(const struct host *h, unsigned gpu)
 		if (!b || !b->used || b->state == H_ENDED)
 			continue;
 		for (unsigned k = 0; k < b->n_gpus; k++)
-			if (b->gpus[k] == gpu)
+			if (gpudev_conflict(b->gpus[k], gpu))
 				return true;
 	}
 	return false;

@@ -136,8 +136,10 @@ int host_busy(const struct host *h);
 void host_set_listening(struct host *h, bool on);
 bool host_listening(const struct host *h);
 
-/* Whether a live sandbox of any purpose holds gpu (starting, running or still
- * being torn down): GPUs are held exclusively. */
+/* Whether a live sandbox of any purpose holds gpu (a device id) or one it conflicts
+ * with (starting, running, warm or still being torn down): a card, a MIG instance, a
+ * share is held by one sandbox at a time, and a whole card excludes everything on
+ * it (gpudev_conflict). */
 bool host_gpu_held(const struct host *h, unsigned gpu);
 /* sandbox_list: every box of every purpose (pool_id tells them apart). */
 json_t *host_list(struct host *h, long long id);

@@ -45,11 +45,12 @@ static bool gpu_held(const void *h, unsigned gpu)
 	return host_gpu_held(h, gpu);
 }
 
-static void fill_request(json_t *msg, const struct box_shape *shape, struct launch_request *rq)
+static void fill_request(json_t *msg, const struct startcheck_start *st,
+			 struct launch_request *rq)
 {
 	snprintf(rq->user, sizeof(rq->user), "%s", proto_str(msg, "user"));
 	rq->user_id = (uint32_t)proto_int(msg, "user_id");
-	startcheck_fill(shape, rq);
+	startcheck_fill(st, rq);
 }
 
 static json_t *refuse(long long id, const char *user, const char *code, const char *why)
@@ -93,7 +94,7 @@ json_t *host_pool_start(struct host *h, long long id, json_t *msg)
 		return refuse(id, user, "bad_uid", reason);
 	if (!(p = (struct pool_box *)host_claim(h, &host_pool, NULL)))
 		return proto_error(id, "busy", "too many pools");
-	fill_request(msg, &st.shape, &rq);
+	fill_request(msg, &st, &rq);
 	host_pool_box_init(p);
 	if ((rc = poollaunch_spawn(cfg, host_state_dir(h), &rq, proto_int(msg, "pool_id"),
 				   &p->b.worker, &p->b.worker_fd, &p->io)) < 0)

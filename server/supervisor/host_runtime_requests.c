@@ -47,13 +47,13 @@ static const char *pick_jupyter(const struct labd_config *cfg, const struct laun
 	return kind;
 }
 
-static void fill_request(json_t *msg, const struct box_shape *shape, const char *jupyter,
+static void fill_request(json_t *msg, const struct startcheck_start *st, const char *jupyter,
 			 struct launch_request *rq)
 {
 	snprintf(rq->user, sizeof(rq->user), "%s", proto_str(msg, "user"));
 	rq->user_id = (uint32_t)proto_int(msg, "user_id");
 	snprintf(rq->token, sizeof(rq->token), "%s", proto_str(msg, "token"));
-	startcheck_fill(shape, rq);
+	startcheck_fill(st, rq);
 	rq->jupyter = jupyter;
 }
 
@@ -105,7 +105,7 @@ json_t *host_runtime_start(struct host *h, long long id, json_t *msg)
 		log_error("refused sandbox_start for %s: %s", user, reason);
 		return proto_error(id, "bad_uid", reason);
 	}
-	fill_request(msg, &st.shape, jupyter, &rq);
+	fill_request(msg, &st, jupyter, &rq);
 	if (!(x = (struct runtime_box *)host_claim(h, &host_runtime, x ? &x->b : NULL)))
 		return proto_error(id, "busy", "too many sandboxes");
 	if ((rc = launch_spawn(cfg, host_state_dir(h), &rq, &x->b.worker, &x->b.worker_fd,

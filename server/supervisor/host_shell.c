@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "labd/gpudev.h"
 #include "labd/log.h"
 #include "labd/sandbox_shell.h"
 #include "proto/proto.h"
@@ -153,17 +154,21 @@ static int sandbox_env(const struct labd_config *cfg, const struct pool_box *p,
 {
 	static const char *const fixed[] = {"LANG=C.UTF-8", "LOGNAME=labd", "SHELL=/bin/sh",
 					    "TERM=xterm-256color"};
-	/* at most SANDBOX_MAX_GPUS minors of 10 digits and their commas */
-	char list[SANDBOX_MAX_GPUS * 11 + 1] = "", kv[sizeof(list) + 32];
-	size_t off = 0;
+	/* at most SANDBOX_MAX_GPUS device ids in their text form and their commas */
+	char list[SANDBOX_MAX_GPUS * GPUDEV_TEXT_MAX + 1] = "", index[SANDBOX_MAX_GPUS * 3 + 1] = "";
+	char kv[sizeof(list) + 32], text[GPUDEV_TEXT_MAX];
+	size_t off = 0, ioff = 0;
 	int rc = 0;
 
-	/* stand-in GPUs bind no device, and the sandbox names none (launch.c) */
-	for (unsigned i = 0; i < p->b.n_gpus && i < SANDBOX_MAX_GPUS && !cfg->gpu_stand_in; i++)
-		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%u", i ? "," : "",
-					p->b.gpus[i]);
+	/* stand-in GPUs bind no device, and the sandbox names none (launch.c); inside, CUDA
+	 * numbers the devices it can open from 0 (sandbox/start.c) */
+	for (unsigned i = 0; i < p->b.n_gpus && i < SANDBOX_MAX_GPUS && !cfg->gpu_stand_in; i++) {
+		gpudev_format(p->b.gpus[i], text, sizeof(text));
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? "," : "", text);
+		ioff += (size_t)snprintf(index + ioff, sizeof(index) - ioff, "%s%u", i ? "," : "", i);
+	}
 	if (off) {
-		snprintf(kv, sizeof(kv), "CUDA_VISIBLE_DEVICES=%s", list);
+		snprintf(kv, sizeof(kv), "CUDA_VISIBLE_DEVICES=%s", index);
 		rc = env_put(env, kv);
 		snprintf(kv, sizeof(kv), "NVIDIA_VISIBLE_DEVICES=%s", list);
 		rc = rc ? rc : env_put(env, kv);

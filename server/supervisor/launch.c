@@ -195,8 +195,12 @@ void launch_fill_limits(const struct labd_config *cfg, const char *state_dir,
 		s->driver_lib_dir = cfg->driver_lib_dir;
 	/* A stand-in GPU ([gpu] stand_in, tests and demos) has no device node to
 	 * bind: the supervisor still holds it exclusively (host.c). */
-	for (unsigned i = 0; i < rq->n_gpus && !cfg->gpu_stand_in; i++)
+	for (unsigned i = 0; i < rq->n_gpus && !cfg->gpu_stand_in; i++) {
+		s->gpu_uuids[s->n_gpus] = rq->gpu_uuids[i][0] ? rq->gpu_uuids[i] : NULL;
 		s->gpus[s->n_gpus++] = rq->gpus[i];
+	}
+	s->caps_dir = cfg->gpu_caps_dir;
+	s->caps_dev_dir = cfg->gpu_caps_dev_dir[0] ? cfg->gpu_caps_dev_dir : NULL;
 	s->die_with_parent = false; /* sandboxes outlive a supervisor restart */
 	s->net = rq->network ? SANDBOX_NET_EGRESS : SANDBOX_NET_NONE;
 	s->net_deny = cfg->net_deny;

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "config/config.h"
+#include "labd/gpucaps.h"
 #include "labd/sandbox.h"
 #include "supervisor/sizecap.h"
 
@@ -22,8 +23,10 @@ struct launch_request {
 	char user[LAUNCH_NAME_MAX + 1];
 	uint32_t user_id;
 	char token[65];
-	unsigned gpus[SANDBOX_MAX_GPUS];
+	unsigned gpus[SANDBOX_MAX_GPUS]; /* device ids (labd/gpudev.h) */
 	unsigned n_gpus;
+	/* each device's uuid when the start named them (CUDA_VISIBLE_DEVICES), else "" */
+	char gpu_uuids[SANDBOX_MAX_GPUS][GPUCAPS_UUID_MAX + 1];
 	const char *jupyter; /* "lab", "notebook" or "server" */
 	bool network;        /* egress ([network]); else loopback only */
 	uint64_t egress_bytes_per_s; /* each way, 0 = no limit */

@@ -9,6 +9,8 @@
 
 #include "config/capacity.h"
 #include "config/images.h"
+#include "labd/gpucaps.h"
+#include "labd/gpudev.h"
 #include "labd/sandbox.h"
 #include "proto/proto.h"
 #include "supervisor/sizecap.h"
@@ -60,6 +62,10 @@ void startcheck_read(const struct labd_config *cfg, json_t *msg, struct startche
 		if (sh->n_gpus < BOX_GPUS_MAX) /* proto.c bounds the array to as many */
 			sh->gpus[sh->n_gpus++] = (unsigned)json_integer_value(g);
 	}
+	json_array_foreach(json_object_get(msg, "gpu_uuids"), i, g) {
+		if (out->n_gpu_uuids < BOX_GPUS_MAX) /* each a uuid (proto.c) */
+			out->gpu_uuids[out->n_gpu_uuids++] = json_string_value(g);
+	}
 	sh->memory_bytes = opt_int(msg, "memory_bytes");
 	sh->cpus_milli = opt_int(msg, "cpus_milli");
 	sh->home_size_bytes = opt_int(msg, "home_size_bytes");
@@ -82,28 +88,83 @@ void startcheck_read(const struct labd_config *cfg, json_t *msg, struct startche
 	}
 }
 
-/* c, with why: text, and the GPU it is about when it names one (%u). */
+/* c, with why: text, and the GPU device it is about in its text form (%s). */
 static enum startcheck_code refuse(enum startcheck_code c, char *why, size_t len,
 				   const char *text, unsigned gpu)
 {
-	snprintf(why, len, text, gpu);
+	char dev[GPUDEV_TEXT_MAX];
+
+	gpudev_format(gpu, dev, sizeof(dev));
+	snprintf(why, len, text, dev);
 	return c;
 }
 
-static bool gpu_configured(const struct labd_config *cfg, unsigned g)
+/* Device id against root's own records: its card in [gpu] devices; a whole card
+ * neither shared nor split into MIG instances; a MIG instance's GPU and compute
+ * instance both in the driver's capability files; a share below its card's count. */
+static enum startcheck_code check_device(const struct labd_config *cfg, unsigned id, char *why,
+					 size_t len)
 {
-	for (unsigned i = 0; i < cfg->n_gpu_devices; i++)
-		if (cfg->gpu_devices[i] == g)
-			return true;
-	return false;
+	const struct config_gpu_share *share;
+	struct gpudev d;
+	unsigned cap;
+
+	if (!gpudev_decode(id, &d) || !config_has_gpu(cfg, d.minor))
+		return refuse(STARTCHECK_GPU_NOT_CONFIGURED, why, len,
+			      "gpu is not one of [gpu] devices (gpu %s)", id);
+	share = config_gpu_share(cfg, d.minor);
+	switch (d.kind) {
+	case GPUDEV_WHOLE:
+		if (share)
+			return refuse(STARTCHECK_GPU_NOT_CONFIGURED, why, len,
+				      "gpu %s is shared ([gpu] shares): ask for a share", id);
+		if (gpucaps_mig_used(cfg->gpu_caps_dir, d.minor))
+			return refuse(STARTCHECK_GPU_NOT_CONFIGURED, why, len,
+				      "gpu %s has MIG on: ask for an instance", id);
+		return STARTCHECK_OK;
+	case GPUDEV_MIG:
+		if (gpucaps_minor(cfg->gpu_caps_dir, d.minor, d.gi, GPUCAPS_CI_NONE, &cap) < 0 ||
+		    gpucaps_minor(cfg->gpu_caps_dir, d.minor, d.gi, (int)d.ci, &cap) < 0)
+			return refuse(STARTCHECK_GPU_NOT_CONFIGURED, why, len,
+				      "no MIG instance %s in [gpu] caps_dir", id);
+		return STARTCHECK_OK;
+	case GPUDEV_SHARE:
+		if (!share || d.share >= share->count)
+			return refuse(STARTCHECK_GPU_NOT_CONFIGURED, why, len,
+				      "no share %s in [gpu] shares", id);
+		return STARTCHECK_OK;
+	}
+	return refuse(STARTCHECK_GPU_NOT_CONFIGURED, why, len, "gpu %s is no device", id);
 }
 
-/* The kind against the GPUs (a runtime only), the deadline, then each GPU. */
+/* The uuids, when sent: one per device, MIG- for an instance and GPU- for a card. */
+static enum startcheck_code check_uuids(const struct startcheck_start *st, char *why, size_t len)
+{
+	const struct box_shape *sh = &st->shape;
+
+	if (!st->n_gpu_uuids)
+		return STARTCHECK_OK;
+	if (st->n_gpu_uuids != sh->n_gpus)
+		return refuse(STARTCHECK_BAD_REQUEST, why, len,
+			      "gpu_uuids must name each of gpus", 0);
+	for (unsigned i = 0; i < sh->n_gpus; i++) {
+		struct gpudev d;
+		const char *want = gpudev_decode(sh->gpus[i], &d) && d.kind == GPUDEV_MIG ? "MIG-"
+											 : "GPU-";
+		if (strncmp(st->gpu_uuids[i], want, 4) != 0)
+			return refuse(STARTCHECK_BAD_REQUEST, why, len,
+				      "gpu_uuids: gpu %s's uuid is of another kind", sh->gpus[i]);
+	}
+	return STARTCHECK_OK;
+}
+
+/* The kind against the GPUs (a runtime only), the deadline, then each GPU device. */
 static enum startcheck_code check_gpus(const struct labd_config *cfg,
 				       const struct startcheck_start *st, startcheck_held_fn held,
 				       const void *ctx, char *why, size_t len)
 {
 	const struct box_shape *sh = &st->shape;
+	enum startcheck_code c;
 
 	if (st->kind && strcmp(st->kind, "cpu") && strcmp(st->kind, "gpu"))
 		return refuse(STARTCHECK_BAD_REQUEST, why, len, "kind must be cpu or gpu", 0);
@@ -111,18 +172,19 @@ static enum startcheck_code check_gpus(const struct labd_config *cfg,
 		return refuse(STARTCHECK_BAD_REQUEST, why, len, "gpus do not match the kind", 0);
 	if (st->deadline_s <= time(NULL))
 		return refuse(STARTCHECK_PAST_DEADLINE, why, len, "deadline is in the past", 0);
+	if ((c = check_uuids(st, why, len)) != STARTCHECK_OK)
+		return c;
 	for (unsigned i = 0; i < sh->n_gpus; i++) {
-		if (!gpu_configured(cfg, sh->gpus[i]))
-			return refuse(STARTCHECK_GPU_NOT_CONFIGURED, why, len,
-				      "gpu is not one of [gpu] devices (gpu %u)", sh->gpus[i]);
+		if ((c = check_device(cfg, sh->gpus[i], why, len)) != STARTCHECK_OK)
+			return c;
 		for (unsigned k = 0; k < i; k++)
-			if (sh->gpus[k] == sh->gpus[i])
+			if (gpudev_conflict(sh->gpus[k], sh->gpus[i]))
 				return refuse(STARTCHECK_GPU_NAMED_TWICE, why, len,
-					      "gpu is named twice (gpu %u)", sh->gpus[i]);
+					      "gpu is named twice (gpu %s)", sh->gpus[i]);
 		/* exclusivity is root's to keep, whatever the web process believes */
 		if (held && held(ctx, sh->gpus[i]))
 			return refuse(STARTCHECK_GPU_BUSY, why, len,
-				      "gpu is held by another sandbox (gpu %u)", sh->gpus[i]);
+				      "gpu is held by another sandbox (gpu %s)", sh->gpus[i]);
 	}
 	return STARTCHECK_OK;
 }
@@ -212,10 +274,15 @@ enum startcheck_code startcheck_check(const struct labd_config *cfg,
 	return STARTCHECK_OK;
 }
 
-void startcheck_fill(const struct box_shape *shape, struct launch_request *rq)
+void startcheck_fill(const struct startcheck_start *st, struct launch_request *rq)
 {
+	const struct box_shape *shape = &st->shape;
+
 	rq->n_gpus = shape->n_gpus < SANDBOX_MAX_GPUS ? shape->n_gpus : SANDBOX_MAX_GPUS;
 	memcpy(rq->gpus, shape->gpus, rq->n_gpus * sizeof(rq->gpus[0]));
+	for (unsigned i = 0; i < rq->n_gpus; i++)
+		snprintf(rq->gpu_uuids[i], sizeof(rq->gpu_uuids[i]), "%s",
+			 i < st->n_gpu_uuids ? st->gpu_uuids[i] : "");
 	rq->network = shape->network;
 	rq->egress_bytes_per_s = shape->egress_bytes_per_s > 0 ? (uint64_t)shape->egress_bytes_per_s
 							       : 0;

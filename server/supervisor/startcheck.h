@@ -25,9 +25,14 @@ enum startcheck_code {
 	STARTCHECK_BAD_REQUEST,        /* a runtime's kind is not cpu or gpu, or its GPUs do
 					* not match it (gpu: at least one; cpu: none) */
 	STARTCHECK_PAST_DEADLINE,      /* the deadline is not in the future */
-	STARTCHECK_GPU_NOT_CONFIGURED, /* a GPU is not one of [gpu] devices */
-	STARTCHECK_GPU_NAMED_TWICE,    /* a GPU is asked for twice */
-	STARTCHECK_GPU_BUSY,           /* a GPU is held by a live sandbox or pool */
+	STARTCHECK_GPU_NOT_CONFIGURED, /* a GPU device is none of this host's: its card is not
+					* one of [gpu] devices, its MIG instance is not in
+					* [gpu] caps_dir, its share is past the card's count in
+					* [gpu] shares; or a whole card is asked for that is
+					* shared or has MIG instances */
+	STARTCHECK_GPU_NAMED_TWICE,    /* a GPU device is asked for twice (or with its card) */
+	STARTCHECK_GPU_BUSY,           /* a GPU device is held by a live sandbox or pool, or
+					* its card is (gpudev_conflict) */
 	STARTCHECK_ABOVE_MACHINE_CAP,  /* a size is above [runtime] *_max (sizecap.h) */
 	STARTCHECK_IMAGE_MISSING,      /* no such [images] NAME, or no labd-image.json */
 	STARTCHECK_IMAGE_UNSAFE,       /* the image's folder is not root's alone */
@@ -41,10 +46,14 @@ struct startcheck_start {
 	const char *kind; /* sandbox_start's "cpu" or "gpu"; NULL for a pool */
 	int64_t deadline_s;
 	struct box_shape shape;
+	/* the message's gpu_uuids, parallel to shape.gpus; n_gpu_uuids 0 when absent */
+	const char *gpu_uuids[BOX_GPUS_MAX];
+	unsigned n_gpu_uuids;
 	int live; /* the host's live sandboxes (host_live), set by the caller after the read */
 };
 
-/* Whether gpu is held now (by any sandbox or pool); ctx is the caller's. */
+/* Whether gpu (a device id) conflicts with one held now by any sandbox or pool
+ * (gpudev_conflict); ctx is the caller's. */
 typedef bool (*startcheck_held_fn)(const void *ctx, unsigned gpu);
 
 /* The reply's code for c: "past_deadline", "gpu_busy", ... (static text). */
@@ -75,8 +84,8 @@ enum startcheck_code startcheck_check(const struct labd_config *cfg,
  * configured), or NULL when both are there: an egress start needs both. */
 const char *startcheck_egress_missing(const struct labd_config *cfg);
 
-/* Copies the shape's GPUs, network and egress rate into rq (fill_request, both
- * kinds of start). */
-void startcheck_fill(const struct box_shape *shape, struct launch_request *rq);
+/* Copies the start's GPUs (and their uuids), network and egress rate into rq
+ * (fill_request, both kinds of start). */
+void startcheck_fill(const struct startcheck_start *st, struct launch_request *rq);
 
 #endif

@@ -28,6 +28,21 @@ static void test_gpus_net(void **st)
 	assert_int_equal(sandbox_parse_gpus("1,", &s), -1);
 	assert_int_equal(sandbox_parse_gpus("256", &s), -1);
 	assert_int_equal(sandbox_parse_gpus("a", &s), -1);
+	/* the device ids' text forms (labd/gpudev.h): a MIG instance, a share */
+	assert_int_equal(sandbox_parse_gpus("0/gi1/ci0,2/share3,0/gi2/ci0", &s), 0);
+	assert_int_equal(s.n_gpus, 3);
+	assert_int_equal(s.gpus[0], 0x10000u | 1u << 3);
+	assert_int_equal(s.gpus[1], 0x20000u | 2u << 8 | 3u);
+	assert_int_equal(sandbox_parse_gpus("0/gi1/ci0,0", &s), -1); /* with its card */
+	assert_int_equal(sandbox_parse_gpus("0/gi1/ci0,0/gi1/ci0", &s), -1);
+	assert_int_equal(sandbox_parse_gpus("0/gi1", &s), -1);
+	assert_int_equal(sandbox_parse_gpus(",0", &s), -1);
+	assert_int_equal(sandbox_parse_gpus("0,,1", &s), -1);
+	char uuids[] = "MIG-0a1b-2c3d,GPU-ffee", bad[] = "MIG-xyz";
+	assert_int_equal(sandbox_parse_gpu_uuids(uuids, &s), 0);
+	assert_string_equal(s.gpu_uuids[0], "MIG-0a1b-2c3d");
+	assert_string_equal(s.gpu_uuids[1], "GPU-ffee");
+	assert_int_equal(sandbox_parse_gpu_uuids(bad, &s), -1);
 	assert_int_equal(sandbox_parse_net("none", &n), 0);
 	assert_int_equal(n, SANDBOX_NET_NONE);
 	assert_int_equal(sandbox_parse_net("egress", &n), 0);

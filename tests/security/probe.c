@@ -285,6 +285,9 @@ int main(int argc, char **argv)
 	if (!strcmp(c, "mknod")) /* mknod PATH [fifo]: /dev/null's device, or a FIFO */
 		return res(mknod(a, (argc > 3 && !strcmp(argv[3], "fifo") ? S_IFIFO : S_IFCHR) | 0600,
 				 makedev(1, 3)));
+	if (!strcmp(c, "mknoddev") && argc > 4) /* mknoddev PATH MAJOR MINOR: a char device */
+		return res(mknod(a, S_IFCHR | 0600, makedev(strtoul(argv[3], NULL, 10),
+							    strtoul(argv[4], NULL, 10))));
 	if (!strcmp(c, "env")) { /* env NAME: its value, or "unset" */
 		const char *v = getenv(a);
 		puts(v ? v : "unset");

@@ -859,6 +859,67 @@ if [ -n "$cgmode" ]; then
 	fi
 	release gpu
 	wait "$gpubox"
+
+	echo "== MIG instance passthrough with stand-in capability nodes"
+	# A MIG compute instance is its card's node plus two capability nodes, its GPU
+	# instance's and its compute instance's, named by DeviceFileMinor in the driver's
+	# capability files ([gpu] caps_dir, stand-ins here). The sandbox of 0/gi1/ci0 gets
+	# nvidia-cap21 and nvidia-cap22; instance 0/gi2's nodes (30, 31) are absent inside,
+	# cannot be made there, and the device cgroup denies them even to a process that
+	# joins it from the host. The caps' major is one no driver holds (ENXIO once
+	# through), read by the sandbox with stat as a real host's dynamic one would be.
+	capmaj=$(awk '/^Character/ { c = 1; next } /^Block/ { c = 0 } c { print $1 }' /proc/devices |
+		sort -n | awk 'BEGIN { m = 500 } $1 == m { m++ } END { print m }')
+	C=$WORK/gpucaps
+	mkdir -p "$G/nvidia-caps" "$C/gpu0/mig/gi1/ci0" "$C/gpu0/mig/gi2/ci0"
+	for n in 21 22 30 31; do mknod "$G/nvidia-caps/nvidia-cap$n" c "$capmaj" "$n"; done
+	printf 'DeviceFileMinor: 21\nDeviceFileMode: 292\nDeviceFileModify: 1\n' >"$C/gpu0/mig/gi1/access"
+	printf 'DeviceFileMinor: 22\nDeviceFileMode: 292\nDeviceFileModify: 1\n' >"$C/gpu0/mig/gi1/ci0/access"
+	printf 'DeviceFileMinor: 30\n' >"$C/gpu0/mig/gi2/access"
+	printf 'DeviceFileMinor: 31\n' >"$C/gpu0/mig/gi2/ci0/access"
+	uuid=MIG-5d8e6f2a-0c1b-5e3d-9a7f-1234567890ab
+	mig() { box alice 7 --gpu 0/gi1/ci0 --gpu-uuid "$uuid" --dev-prefix "$G" --caps-dir "$C" "$@"; }
+	expect "MIG: the card, the control nodes and the caps folder inside" \
+		"nvidia-caps nvidia-uvm nvidia0 nvidiactl" "$(mig -- sh -c 'ls /dev | grep nvidia' | squash)"
+	expect "MIG: exactly its own two capability nodes" "nvidia-cap21 nvidia-cap22" \
+		"$(mig -- ls /dev/nvidia-caps | squash)"
+	expect "MIG: CUDA_VISIBLE_DEVICES names the instance's uuid, NVIDIA_VISIBLE_DEVICES the host's id" \
+		"$uuid 0/gi1/ci0" "$(mig -- sh -c 'echo $CUDA_VISIBLE_DEVICES $NVIDIA_VISIBLE_DEVICES')"
+	expect "control MIG: its own cap nodes and card pass the device cgroup (no driver: ENXIO)" \
+		"ENXIO ENXIO ENXIO" "$(mig -- sh -c "$PROBE open /dev/nvidia-caps/nvidia-cap21; $PROBE open /dev/nvidia-caps/nvidia-cap22; $PROBE open /dev/nvidia0" | squash)"
+	expect "MIG: the other instance's cap node is absent inside" ENOENT \
+		"$(mig -- "$PROBE" open /dev/nvidia-caps/nvidia-cap30)"
+	expect "MIG: mknod of the other instance's cap node is denied" EPERM \
+		"$(mig -- "$PROBE" mknoddev /tmp/cap30 "$capmaj" 30)"
+	expect "control MIG mknod: host root makes the same node" OK \
+		"$(hostroot "$PROBE" mknoddev /tmp/cap30 "$capmaj" 30 2>&1)"
+	expect "MIG: an instance that is not in caps_dir fails the start at step devices" "125 named" \
+		"$({ box alice 7 --gpu 0/gi3/ci0 --dev-prefix "$G" --caps-dir "$C" -- true; echo $?
+		grep -q 'step devices: MIG instance 0/gi3 in' "$LOG" && echo named; } | squash)"
+	gate mig
+	mig -- sh -c "echo ready; $(held mig)" >"$WORK/mig.out" &
+	migbox=$!
+	cg=
+	if wait_until 15 "the MIG sandbox" has_line "$WORK/mig.out" ready && init=$(box_init "$migbox"); then
+		if [ "$cgmode" = v2 ]; then
+			cg=/sys/fs/cgroup$(sed -n 's/^0:://p' "/proc/$init/cgroup")
+		else
+			cg=/sys/fs/cgroup/devices$(awk -F: '$2 ~ /(^|,)devices(,|$)/ { print $3 }' "/proc/$init/cgroup")
+		fi
+	fi
+	if [ -n "$cg" ] && [ -e "$cg/cgroup.procs" ] && [ "$cg" != /sys/fs/cgroup/ ] && [ "$cg" != /sys/fs/cgroup/devices/ ]; then
+		if [ "$cgmode" = v1 ]; then
+			expect "v1 devices.list allows cap 21 and 22, not 30 or 31" "c $capmaj:21 rw, c $capmaj:22 rw, 0" \
+				"$(grep -x "c $capmaj:21 rw" "$cg/devices.list"), $(grep -x "c $capmaj:22 rw" "$cg/devices.list"), $(grep -c "^c $capmaj:3[01] " "$cg/devices.list")"
+		fi
+		r=$(for n in 30 31 21 22; do sh -c "echo \$\$ > $cg/cgroup.procs && exec $PROBE open $G/nvidia-caps/nvidia-cap$n"; done | squash)
+		expect "the other instance's cap nodes denied by the device cgroup even if they appear ($cgmode)" \
+			"EPERM EPERM ENXIO ENXIO" "$r"
+	else
+		ko "the other instance's cap nodes denied by the device cgroup" "the sandbox's $cgmode cgroup" "${cg:-none found}"
+	fi
+	release mig
+	wait "$migbox"
 else
 	skip "GPU device cgroup" "no devices controller and no cgroup v2"
 fi

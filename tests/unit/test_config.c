@@ -199,6 +199,53 @@ static void test_gpu_keys(void **state)
 	assert_int_equal(rc, -EINVAL);
 }
 
+/* [gpu] shares, caps_dir, caps_dev_dir, share_grace: shares name cards of the inventory,
+ * each once, with a count and a memory budget; caps_dev_dir follows dev_prefix. */
+static void test_gpu_share_keys(void **state)
+{
+	static const char *const bad[] = {
+		"[gpu]\nstand_in = 2\nshares = 0:4\n",        "[gpu]\nstand_in = 2\nshares = 0:0:1G\n",
+		"[gpu]\nstand_in = 2\nshares = 0:65:1G\n",    "[gpu]\nstand_in = 2\nshares = 0:2:0\n",
+		"[gpu]\nstand_in = 2\nshares = 0:2:1G,0:3:1G\n", "[gpu]\nstand_in = 2\nshares = 0:2:1Gx:\n",
+		"[gpu]\nstand_in = 2\nshares = 2:2:1G\n",     "[gpu]\nshare_grace = 0\n",
+	};
+	struct labd_config cfg;
+	char err[512];
+	int rc;
+	(void)state;
+	config_defaults(&cfg, false);
+	assert_int_equal(cfg.n_gpu_shares, 0);
+	assert_int_equal(cfg.gpu_share_grace_s, 30);
+	assert_string_equal(cfg.gpu_caps_dir, "/proc/driver/nvidia/capabilities");
+	load_text("[gpu]\nstand_in = 2\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_string_equal(cfg.gpu_caps_dev_dir, "/dev/nvidia-caps");
+	load_text("[gpu]\nstand_in = 2\nshares = 1:4:20G, 0:2:512M\nshare_grace = 2m\n"
+		  "dev_prefix = /tmp/d\ncaps_dir = /tmp/caps\n",
+		  &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(cfg.n_gpu_shares, 2);
+	assert_int_equal(cfg.gpu_shares[0].minor, 1);
+	assert_int_equal(cfg.gpu_shares[0].count, 4);
+	assert_int_equal(cfg.gpu_shares[0].memory_bytes, 20LL << 30);
+	assert_int_equal(cfg.gpu_shares[1].memory_bytes, 512LL << 20);
+	assert_int_equal(cfg.gpu_share_grace_s, 120);
+	assert_string_equal(cfg.gpu_caps_dir, "/tmp/caps");
+	assert_string_equal(cfg.gpu_caps_dev_dir, "/tmp/d/nvidia-caps");
+	assert_ptr_equal(config_gpu_share(&cfg, 0), &cfg.gpu_shares[1]);
+	assert_null(config_gpu_share(&cfg, 2));
+	assert_true(config_has_gpu(&cfg, 1));
+	assert_false(config_has_gpu(&cfg, 2));
+	load_text("[gpu]\nstand_in = 1\ncaps_dev_dir = /x/caps\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_string_equal(cfg.gpu_caps_dev_dir, "/x/caps");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		load_text(bad[i], &cfg, &rc, err, sizeof(err));
+		assert_int_equal(rc, -EINVAL);
+		assert_true(strstr(err, "[gpu] shares") || strstr(err, "[gpu] share_grace"));
+	}
+}
+
 /* [quota]: the default plan's windows take a duration or "none" (-1). */
 /* [jobs] rules_*: the profiling rules' defaults, values and bounds. */
 static void test_jobs_rules_keys(void **state)
@@ -744,6 +791,7 @@ int main(void)
 		cmocka_unit_test(test_jobs_keys),
 		cmocka_unit_test(test_network_keys),
 		cmocka_unit_test(test_gpu_keys),
+		cmocka_unit_test(test_gpu_share_keys),
 		cmocka_unit_test(test_origin_keys),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_value_syntax),

@@ -47,14 +47,36 @@ static void make_image(const char *name, bool meta, mode_t mode)
 	assert_null(images_add(&T.cfg, name, folder));
 }
 
+/* The driver's capability files of card 3 under T.dir/caps ([gpu] caps_dir): GPU
+ * instance 1 with compute instance 0, GPU instance 2 without a compute instance. */
+static void make_caps(void)
+{
+	static const char *const dirs[] = {"caps", "caps/gpu3", "caps/gpu3/mig", "caps/gpu3/mig/gi1",
+					   "caps/gpu3/mig/gi1/ci0", "caps/gpu3/mig/gi2"};
+	char path[160], dir[64], file[128];
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%.63s/%s", T.dir, dirs[i]);
+		assert_int_equal(mkdir(path, 0755), 0);
+	}
+	snprintf(dir, sizeof(dir), "%.32s/caps/gpu3/mig/gi1", T.dir);
+	unit_write(dir, "access", "DeviceFileMinor: 21\nDeviceFileMode: 292\n", file);
+	snprintf(dir, sizeof(dir), "%.32s/caps/gpu3/mig/gi1/ci0", T.dir);
+	unit_write(dir, "access", "DeviceFileMinor: 22\n", file);
+	snprintf(dir, sizeof(dir), "%.32s/caps/gpu3/mig/gi2", T.dir);
+	unit_write(dir, "access", "DeviceFileMinor: 30\n", file);
+	snprintf(T.cfg.gpu_caps_dir, sizeof(T.cfg.gpu_caps_dir), "%.63s/caps", T.dir);
+}
+
 static int setup(void **state)
 {
 	(void)state;
 	memset(&T, 0, sizeof(T));
 	config_defaults(&T.cfg, false);
-	T.cfg.n_gpu_devices = 3; /* GPUs 0, 1 and 2; 2 is held */
-	for (unsigned i = 0; i < 3; i++)
+	T.cfg.n_gpu_devices = 5; /* GPUs 0, 1 and 2 (2 is held); 3 with MIG on; 4 shared */
+	for (unsigned i = 0; i < 5; i++)
 		T.cfg.gpu_devices[i] = i;
+	T.cfg.gpu_shares[T.cfg.n_gpu_shares++] = (struct config_gpu_share){4, 2, 1LL << 30};
 	T.cfg.memory_max_bytes = 8ULL << 30;
 	T.cfg.cpus_max_milli = 4000;
 	T.cfg.home_size_max_bytes = 100ULL << 30;
@@ -64,6 +86,7 @@ static int setup(void **state)
 	snprintf(T.cfg.net_nft, sizeof(T.cfg.net_nft), "/bin/sh");
 	snprintf(T.cfg.net_pasta, sizeof(T.cfg.net_pasta), "/bin/sh");
 	unit_tempdir(T.dir);
+	make_caps();
 	make_image("good", true, 0755);
 	make_image("nometa", false, 0755);
 	make_image("open", true, 0777);
@@ -215,6 +238,75 @@ static void test_accepted_start_fills_the_request(void **state)
 	}
 }
 
+/* GPU device ids against root's own records: a MIG instance must be in caps_dir (its GPU
+ * and its compute instance), a whole card with MIG instances or listed in [gpu] shares
+ * is refused, a share must be below its card's count; two devices of one card are
+ * asked for at once unless one is the card; uuids name each device by its kind. */
+static void test_device_ids(void **state)
+{
+	static const struct {
+		const char *shape;
+		enum startcheck_code want;
+		const char *says;
+	} rows[] = {
+		{"{\"gpus\":[66312]}", STARTCHECK_OK, NULL},                   /* 3/gi1/ci0 */
+		{"{\"gpus\":[66312],\"gpu_uuids\":[\"MIG-1a2b-3c4d\"]}", STARTCHECK_OK, NULL},
+		{"{\"gpus\":[66321]}", STARTCHECK_GPU_NOT_CONFIGURED, "no MIG instance 3/gi2/ci1"},
+		{"{\"gpus\":[66320]}", STARTCHECK_GPU_NOT_CONFIGURED, "no MIG instance 3/gi2/ci0"},
+		{"{\"gpus\":[65792]}", STARTCHECK_GPU_NOT_CONFIGURED, "no MIG instance 1/gi0/ci0"},
+		{"{\"gpus\":[3]}", STARTCHECK_GPU_NOT_CONFIGURED, "gpu 3 has MIG on"},
+		{"{\"gpus\":[4]}", STARTCHECK_GPU_NOT_CONFIGURED, "gpu 4 is shared"},
+		{"{\"gpus\":[132097]}", STARTCHECK_OK, NULL},                 /* 4/share1 */
+		{"{\"gpus\":[132098]}", STARTCHECK_GPU_NOT_CONFIGURED, "no share 4/share2"},
+		{"{\"gpus\":[131329]}", STARTCHECK_GPU_NOT_CONFIGURED, "no share 1/share1"},
+		{"{\"gpus\":[132096,132096]}", STARTCHECK_GPU_NAMED_TWICE, "4/share0"},
+		{"{\"gpus\":[132096,132097]}", STARTCHECK_OK, NULL},
+		{"{\"gpus\":[327680]}", STARTCHECK_GPU_NOT_CONFIGURED, "gpu ?"}, /* no kind */
+		{"{\"gpus\":[66312],\"gpu_uuids\":[\"GPU-1a2b\"]}", STARTCHECK_BAD_REQUEST,
+		 "of another kind"},
+		{"{\"gpus\":[0],\"gpu_uuids\":[\"MIG-1a2b\"]}", STARTCHECK_BAD_REQUEST, "another kind"},
+		{"{\"gpus\":[0,1],\"gpu_uuids\":[\"GPU-1a2b\"]}", STARTCHECK_BAD_REQUEST,
+		 "each of gpus"},
+	};
+	struct launch_request rq;
+	char why[200], hash[IMAGE_HASH_MAX];
+	(void)state;
+
+	for (enum purpose p = RUNTIME; p <= POOL; p++)
+		for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+			enum startcheck_code c =
+				run(p, time(NULL) + 60, "gpu", rows[i].shape, why, sizeof(why), &rq, hash);
+			if (c != rows[i].want || (rows[i].says && !strstr(why, rows[i].says)))
+				fail_msg("%s: code %d (%s), want %d (%s)", rows[i].shape, c, why,
+					 rows[i].want, rows[i].says ? rows[i].says : "");
+		}
+	/* the uuids reach the request, one per device */
+	json_t *m = start_msg(POOL, time(NULL) + 60, NULL,
+			      "{\"gpus\":[66312,132097],\"gpu_uuids\":[\"MIG-aa-bb\",\"GPU-cc\"]}");
+	struct startcheck_start st;
+	startcheck_read(&T.cfg, m, &st);
+	memset(&rq, 0, sizeof(rq));
+	startcheck_fill(&st, &rq);
+	assert_string_equal(rq.gpu_uuids[0], "MIG-aa-bb");
+	assert_string_equal(rq.gpu_uuids[1], "GPU-cc");
+	json_decref(m);
+	/* the protocol takes only uuids there */
+	static const char *const bad[] = {"[\"MIG-zz\"]", "[\"mig-aa\"]", "[\"MIG-\"]", "[1]", "[]",
+					  "\"MIG-aa\""};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char err[128], text[96];
+		snprintf(text, sizeof(text), "{\"gpus\":[66312],\"gpu_uuids\":%s}", bad[i]);
+		json_t *fields = json_loads(text, 0, NULL);
+		m = proto_msg("pool_start", 7);
+		json_object_update_new(m, json_pack("{s:s,s:i,s:i,s:i}", "user", "alice", "user_id", 3,
+						    "pool_id", 12, "deadline", 2000000000));
+		json_object_update_new(m, fields);
+		assert_int_equal(proto_check(m, proto_pool_start, true, err, sizeof(err)), -EPROTO);
+		assert_non_null(strstr(err, "gpu_uuids"));
+		json_decref(m);
+	}
+}
+
 /* Only a runtime has a kind, and its GPUs must match it. */
 /* The host-wide cap: a start while the host runs [runtime] max_sandboxes is refused,
  * one below it passes; 0 derives the cap from memory. */
@@ -333,7 +425,7 @@ static void test_shape_and_network_fallback(void **state)
 		else
 			assert_null(st.kind);
 		memset(&rq, 0, sizeof(rq));
-		startcheck_fill(&st.shape, &rq);
+		startcheck_fill(&st, &rq);
 		assert_true(rq.n_gpus == 2 && rq.gpus[0] == 1 && rq.gpus[1] == 0);
 		assert_true(rq.network && rq.egress_bytes_per_s == 1000000);
 		json_decref(m);
@@ -347,6 +439,7 @@ int main(void)
 		cmocka_unit_test(test_refusal_table_both_purposes),
 		cmocka_unit_test(test_accepted_start_fills_the_request),
 		cmocka_unit_test(test_runtime_kind),
+		cmocka_unit_test(test_device_ids),
 		cmocka_unit_test(test_host_full),
 		cmocka_unit_test(test_no_network_needs_no_egress_tools),
 		cmocka_unit_test(test_shape_and_network_fallback),
