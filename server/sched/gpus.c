@@ -477,12 +477,17 @@ int gpus_pick_free_kind(struct db *db, struct gpus *g, const struct labd_config 
 	return (int)found;
 }
 
+/* The devices now: g's snapshot, or without g those of cfg alone. */
+static size_t devices_now(struct gpus *g, const struct labd_config *cfg, struct gpu_info *out)
+{
+	return g ? gpus_snapshot(g, out, GPUS_DEVICES_MAX)
+		 : layout(cfg, NULL, 0, out, GPUS_DEVICES_MAX);
+}
+
 size_t gpus_count_kind(struct gpus *g, const struct labd_config *cfg, const char *kind)
 {
 	static __thread struct gpu_info info[GPUS_DEVICES_MAX];
-	size_t n = g ? gpus_snapshot(g, info, GPUS_DEVICES_MAX)
-		     : layout(cfg, NULL, 0, info, GPUS_DEVICES_MAX);
-	size_t k = 0;
+	size_t n = devices_now(g, cfg, info), k = 0;
 
 	for (size_t i = 0; i < n; i++)
 		k += of_kind(&info[i], kind);
@@ -493,8 +498,7 @@ unsigned gpus_kind_fraction_milli(struct gpus *g, const struct labd_config *cfg,
 				  const char *kind)
 {
 	static __thread struct gpu_info info[GPUS_DEVICES_MAX];
-	size_t n = g ? gpus_snapshot(g, info, GPUS_DEVICES_MAX)
-		     : layout(cfg, NULL, 0, info, GPUS_DEVICES_MAX);
+	size_t n = devices_now(g, cfg, info);
 	unsigned most = 0;
 
 	for (size_t i = 0; i < n; i++)

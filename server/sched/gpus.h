@@ -141,8 +141,7 @@ int gpus_pick_free_kind(struct db *db, struct gpus *g, const struct labd_config 
  * or -EIO. NULL g: the devices of cfg alone. */
 int gpus_holders_kind(struct db *db, struct gpus *g, const struct labd_config *cfg,
 		      const char *kind, int64_t now, struct gpu_hold *out, size_t max);
-/* How many devices of kind the pool has, busy or not. NULL g: the devices of
- * cfg alone. */
+/* How many devices of kind the pool has, busy or not. */
 size_t gpus_count_kind(struct gpus *g, const struct labd_config *cfg, const char *kind);
 /* The largest fraction of a card (thousandths) a device of kind is; 1000
  * when the pool has none. */

@@ -178,3 +178,67 @@ def test_metrics_per_device(gd):
     assert series[("labd_gpu_device_memory_used_bytes", "1/share2")] == \
         (("1", "share", "share"), 0), series
     assert sum(1 for k in series if k[0] == "labd_gpu_device_memory_bytes") == 11, series
+
+
+def sandbox_pid(user, marker):
+    """The host pid of the process in user's sandbox whose command line is marker."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{pid}/cgroup") as fh:
+                cgroup = fh.read()
+        except OSError:
+            continue
+        if cmd == marker and f"/labd/{user}-" in cgroup:
+            return int(pid)
+    return None
+
+
+def test_a_share_over_its_budget_is_warned_then_its_processes_ended(gd):
+    from jobs_lib import get_job, new_user, submit, wait_job
+    a = gd.admin()
+    plan = "share-plan"
+    assert a.post("/api/v1/plans", json={"name": plan, "gpu": "share"}).status == 201
+    name, c = new_user(gd, prefix="gsh", plan=plan)
+    # a process outside any sandbox with more than the budget: never counted, never ended
+    outside = subprocess.Popen(["sleep", "300"])
+    try:
+        j = submit(c, ["sleep", "617"], type="gpu", gpu_count=1)
+        j = wait_job(c, j["id"], statuses=("InProgress",), secondary="Training")
+        held = [g for g in devices(a) if g["state"] == "busy"]
+        assert [(g["device"], g["holder"]["user"]) for g in held] == [("1/share0", name)], held
+        pid = wait_until(lambda: sandbox_pid(name, b"sleep\x00617\x00"), 30 * SLOW,
+                         "the job's process")
+        # under its budget: nothing said
+        write_cards(gd.cards, [mig_card(SEVEN), shared_card(
+            [{"pid": pid, "bytes": 19 * GIB}, {"pid": outside.pid, "bytes": 30 * GIB}])])
+        share = wait_until(lambda: (lambda g: g if g["memory_used_bytes"] == 19 * GIB else None)(
+            devices(a)[7]), 10 * SLOW, "the share's use read")
+        assert "notice" not in share and get_job(c, j["id"])["gpu_notice"] is None, share
+        # over it: warned, then past the grace (3 s) its processes end
+        write_cards(gd.cards, [mig_card(SEVEN), shared_card(
+            [{"pid": pid, "bytes": 25 * GIB}, {"pid": outside.pid, "bytes": 30 * GIB}])])
+        warned = wait_until(lambda: get_job(c, j["id"])["gpu_notice"], 10 * SLOW,
+                            "the warning on the job")
+        assert warned.startswith("GPU memory over the share's budget: 25.0 GiB in use of "
+                                 "20.0 GiB; its GPU processes are ended at "), warned
+        mine = [g for g in devices(c) if g.get("you")]
+        assert len(mine) == 1 and mine[0]["notice"] == warned, mine
+        ended = wait_until(lambda: (lambda t: t if "were ended" in t else None)(
+            get_job(c, j["id"])["gpu_notice"] or ""), 15 * SLOW, "the processes ended")
+        assert ended.startswith("GPU memory over the share's budget for longer than 3s: its "
+                                "GPU processes were ended at "), ended
+        assert ended.endswith("(1 of them)"), ended
+        j = wait_job(c, j["id"])
+        assert j["status"] == "Failed", j
+        assert "were ended" in (j["gpu_notice"] or ""), j  # kept on the ended job's page
+        assert outside.poll() is None  # the process outside the sandbox lives
+        assert f"gpu_processes_end: 1 of 1 processes of {name}'s sandbox" in gd.log(), \
+            gd.log_tail()
+    finally:
+        outside.kill()
+        outside.wait()
+        write_cards(gd.cards, [mig_card(SEVEN, utilization=10), shared_card()])
