@@ -30,7 +30,7 @@ static pid_t find_below(pid_t pid, const char *name)
 	fclose(f);
 	for (char *save = NULL, *t = strtok_r(buf, " \n", &save); t && !found;
 	     t = strtok_r(NULL, " \n", &save)) {
-		pid_t k = (pid_t)atoi(t);
+		pid_t k = (pid_t)strtol(t, NULL, 10);
 		snprintf(path, sizeof(path), "/proc/%d/comm", (int)k);
 		if ((f = fopen(path, "r"))) {
 			if (fgets(comm, sizeof(comm), f) && strncmp(comm, name, strlen(name)) == 0)
