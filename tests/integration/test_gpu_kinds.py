@@ -30,7 +30,7 @@ import time
 import pytest
 
 from labd_harness import SLOW, assert_status, build_dir, wait_until
-from jobs_lib import jobs_daemon, new_user, submit, wait_job
+from jobs_lib import jobs_daemon, log_text, new_user, submit, wait_job
 
 CARD_MEMORY = 150754820096
 MIG_MEMORY = 19327352832
@@ -39,7 +39,7 @@ MIG_01 = 0x10000 | 0 << 8 | 1 << 3 | 0  # 0/gi1/ci0
 MIG_02 = 0x10000 | 0 << 8 | 2 << 3 | 0  # 0/gi2/ci0
 SHARE_10 = 0x20000 | 1 << 8 | 0        # 1/share0
 SHARE_11 = 0x20000 | 1 << 8 | 1        # 1/share1
-HOLD = ["/bin/sh", "-c", "exec sleep 300"]
+HOLD = ["/bin/sh", "-c", "echo cvd=$CUDA_VISIBLE_DEVICES; exec sleep 300"]
 
 
 def free_major():
@@ -151,6 +151,9 @@ def test_kinds_queues_restart_and_ledger(kd):
     # each plan's kind of device
     jm1 = hold(m1)
     assert jm1["gpus"] == [MIG_01] and jm1["gpu_kind"] == "1g.18gb", jm1
+    # CUDA is shown the instance by its uuid, as NVML names it
+    wait_until(lambda: "cvd=MIG-5d8e6f2a-0c1b-5e3d-9a7f-000000000001" in log_text(m1, jm1["id"]),
+               10 * SLOW, lambda: f"the instance's uuid in the log: {log_text(m1, jm1['id'])!r}")
     js1 = hold(s1)
     assert js1["gpus"] == [SHARE_10] and js1["gpu_kind"] == "share", js1
     jw1 = hold(w1)
