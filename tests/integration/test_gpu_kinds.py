@@ -180,6 +180,10 @@ def test_kinds_queues_restart_and_ledger(kd):
     for c in (rm, rw):
         wait_until(lambda c=c: queued_place(c) == 2, 10 * SLOW,
                    lambda c=c: f"place of {c.name}: {c.get('/api/v1/me/runtime').json}")
+    assert rm.get("/api/v1/me/runtime").json["runtime"]["queue"]["gpu_kind"] == "1g.18gb"
+    q = kd.admin().get("/api/v1/gpus").json["queue"]
+    assert [(e["gpu_kind"], e["position"], e["user"]) for e in q] == \
+        [("1g.18gb", 2, rm.name), ("whole", 2, rw.name)], q
 
     # a restart keeps every kind's queue and places
     rc = kd.stop(15)
