@@ -91,7 +91,9 @@ static int add_queued(const struct runtime *r, void *ctx)
 		return 0;
 	api_time(r->queued_at, queued);
 	api_time(r->queue_estimate_at, estimate);
-	e = json_pack("{s:i,s:s}", "position", r->queue_position, "queued_at", queued);
+	/* positions count within a kind of device (docs/gpu.md "The queue per kind") */
+	e = json_pack("{s:i,s:s,s:s}", "position", r->queue_position, "queued_at", queued,
+		      "gpu_kind", r->gpu_kind);
 	if (e && (mine || w->who->user.role == USER_ROLE_ADMIN)) {
 		json_object_set_new(e, "runtime_id", json_integer(r->id));
 		json_object_set_new(e, "user", json_string(r->user_name));
@@ -107,6 +109,11 @@ static int add_queued(const struct runtime *r, void *ctx)
 
 static int by_position(const void *a, const void *b)
 {
+	/* each kind of device has its own places: kind by kind */
+	int kind = strcmp(json_string_value(json_object_get(*(json_t *const *)a, "gpu_kind")),
+			  json_string_value(json_object_get(*(json_t *const *)b, "gpu_kind")));
+	if (kind)
+		return kind;
 	json_int_t pa = json_integer_value(json_object_get(*(json_t *const *)a, "position"));
 	json_int_t pb = json_integer_value(json_object_get(*(json_t *const *)b, "position"));
 	return (pa > pb) - (pa < pb);

@@ -17,7 +17,7 @@
 #include "store/runtimes.h"
 
 /* null, or while queued its place: {"position", "queued_at",
- * "estimate_at" (null when none), "expires_at"}. */
+ * "estimate_at" (null when none), "expires_at", "gpu_kind"}. */
 static json_t *queue_json(const struct runtime *r)
 {
 	char queued[21], estimate[21], expires[21];
@@ -27,10 +27,11 @@ static json_t *queue_json(const struct runtime *r)
 	api_time(r->queued_at, queued);
 	api_time(r->queue_estimate_at, estimate);
 	api_time(r->queue_expires_at, expires);
-	return json_pack("{s:i,s:s,s:o,s:s}", "position", r->queue_position, "queued_at", queued,
-			 "estimate_start_at",
+	/* the place is among the starts waiting for the same kind of device */
+	return json_pack("{s:i,s:s,s:o,s:s,s:s}", "position", r->queue_position, "queued_at",
+			 queued, "estimate_start_at",
 			 r->queue_estimate_at ? json_string(estimate) : json_null(), "expires_at",
-			 expires);
+			 expires, "gpu_kind", r->gpu_kind);
 }
 
 json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg)

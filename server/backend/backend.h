@@ -91,6 +91,9 @@ struct backend_start {
 	/* out: the image's content hash the backend started it on ("" for the host's
 	 * root), BACKEND_IMAGE_HASH_MAX bytes; NULL when the caller does not want it */
 	char *image_hash;
+	/* parallel to shape.gpus: each device's uuid ("MIG-…"), sent only when every
+	 * one has one (the sandbox's CUDA_VISIBLE_DEVICES names them); NULL: none */
+	const char *gpu_uuids[BOX_GPUS_MAX];
 };
 #define BACKEND_IMAGE_HASH_MAX 80
 
@@ -114,6 +117,7 @@ struct backend_pool_start {
 	int64_t deadline_s; /* epoch s: the supervisor ends the pool then, whatever runs */
 	struct box_shape shape; /* as backend_start's */
 	char *image_hash;       /* out, BACKEND_IMAGE_HASH_MAX bytes, may be NULL */
+	const char *gpu_uuids[BOX_GPUS_MAX]; /* as backend_start's */
 };
 
 /* A user's home as the backend sees it (storage quota). */

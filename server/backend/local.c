@@ -326,6 +326,25 @@ static void put_shape(json_t *m, const struct box_shape *sh)
 		json_object_set_new(m, "image", json_string(sh->image));
 }
 
+/* The devices' uuids into a start message (gpu_uuids, parallel to gpus), only when
+ * every device of sh has one: the supervisor takes all or none. */
+static void put_uuids(json_t *m, const struct box_shape *sh, const char *const *uuids)
+{
+	json_t *list = json_array();
+
+	for (unsigned i = 0; i < sh->n_gpus && i < BOX_GPUS_MAX; i++) {
+		if (!uuids[i] || !uuids[i][0]) {
+			json_decref(list);
+			return;
+		}
+		json_array_append_new(list, json_string(uuids[i]));
+	}
+	if (json_array_size(list) > 0)
+		json_object_set_new(m, "gpu_uuids", list);
+	else
+		json_decref(list);
+}
+
 /* Sends a start m (its own fields set; consumed) for a sandbox of shape sh and waits
  * for the reply (*reply, the caller's). image_hash (may be NULL) gets the hash of the
  * image the supervisor started it on, "" for the host's root or a refusal. */
@@ -352,6 +371,7 @@ static int local_start(struct backend *b, const struct backend_start *s, char *e
 					    "user_id", (json_int_t)s->user_id, "runtime_id",
 					    (json_int_t)s->runtime_id, "kind", s->kind, "token",
 					    s->token, "deadline", (json_int_t)s->deadline_s));
+	put_uuids(m, &s->shape, s->gpu_uuids);
 	rc = start_call((struct local *)b, m, &s->shape, s->image_hash, &reply, err, errlen);
 	endpoint[0] = '\0';
 	if (rc == 0)
@@ -498,6 +518,7 @@ static int local_pool_start(struct backend *b, const struct backend_pool_start *
 					    (json_int_t)s->user_id, "pool_id",
 					    (json_int_t)s->pool_id, "deadline",
 					    (json_int_t)s->deadline_s));
+	put_uuids(m, &s->shape, s->gpu_uuids);
 	rc = start_call((struct local *)b, m, &s->shape, s->image_hash, &reply, err, errlen);
 	json_decref(reply);
 	return rc;

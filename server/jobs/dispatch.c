@@ -228,10 +228,18 @@ static void ask_backend(struct app *app, const struct job *j, struct pool *p)
 	char err[200] = "", reason[JOB_REASON_MAX], copy[RUNTIME_GPUS_MAX], *save = NULL;
 	int rc;
 
+	static struct gpu_info devs[BOX_GPUS_MAX]; /* the jobs ticker's thread only */
+
 	snprintf(copy, sizeof(copy), "%s", p->gpus);
 	for (char *t = strtok_r(copy, ",", &save); t && s.shape.n_gpus < BOX_GPUS_MAX;
-	     t = strtok_r(NULL, ",", &save))
-		s.shape.gpus[s.shape.n_gpus++] = (unsigned)strtoul(t, NULL, 10);
+	     t = strtok_r(NULL, ",", &save)) {
+		unsigned id = (unsigned)strtoul(t, NULL, 10);
+		/* a MIG instance is named to CUDA by its uuid (docs/sandbox.md "GPUs") */
+		if (app->gpus && gpus_find(app->gpus, id, &devs[s.shape.n_gpus]) &&
+		    devs[s.shape.n_gpus].uuid[0])
+			s.gpu_uuids[s.shape.n_gpus] = devs[s.shape.n_gpus].uuid;
+		s.shape.gpus[s.shape.n_gpus++] = id;
+	}
 	FAULT_POINT("job.dispatch");
 	rc = backend_pool_start(app->backend, &s, err, sizeof(err));
 	if (rc == 0 || rc == -ETIMEDOUT) /* a timeout: the list will tell (reconcile.c) */

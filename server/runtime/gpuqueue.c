@@ -218,7 +218,7 @@ static void dispatch(struct app *app, int64_t now)
 	bool limits_ok;
 	char detail[RUNTIME_GPUS_MAX + 64];
 
-	for (unsigned started = 0; started < CONFIG_MAX_GPUS; started++) {
+	for (unsigned started = 0; started < GPUS_DEVICES_MAX; started++) {
 		gpus_alloc_lock(app->gpus);
 		int rc = take_head(app, now, &r, &res, &limits_ok);
 		gpus_alloc_unlock(app->gpus);

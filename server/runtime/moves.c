@@ -92,10 +92,16 @@ void runtime_ask_backend(struct app *app, struct runtime *r, const struct runtim
 	char hash[BACKEND_IMAGE_HASH_MAX];
 	int rc;
 
+	struct gpu_info dev;
+
 	s.shape.image = res->image;
 	s.shape.n_gpus = 0; /* the row's GPU, not the plan's count */
 	if (r->gpus[0])
 		s.shape.gpus[s.shape.n_gpus++] = (unsigned)strtoul(r->gpus, NULL, 10);
+	/* a MIG instance is named to CUDA by its uuid (docs/sandbox.md "GPUs") */
+	if (s.shape.n_gpus && app->gpus && gpus_find(app->gpus, s.shape.gpus[0], &dev) &&
+	    dev.uuid[0])
+		s.gpu_uuids[0] = dev.uuid;
 	s.image_hash = hash;
 	FAULT_POINT("runtime.start.send.before");
 	rc = backend_start(app->backend, &s, endpoint, err, sizeof(err));
@@ -210,9 +216,9 @@ void runtime_mark_ready(struct app *app, const struct runtime *r, const char *en
 static int replan_kind(struct app *app, struct queue_item *items, int n, const char *kind,
 		       int64_t now)
 {
-	struct gpu_hold holds[CONFIG_MAX_GPUS];
-	int64_t free_at[CONFIG_MAX_GPUS];
-	int g = gpus_holders_kind(app->db, app->gpus, app->cfg, kind, now, holds, CONFIG_MAX_GPUS);
+	struct gpu_hold holds[GPUS_DEVICES_MAX];
+	int64_t free_at[GPUS_DEVICES_MAX];
+	int g = gpus_holders_kind(app->db, app->gpus, app->cfg, kind, now, holds, GPUS_DEVICES_MAX);
 
 	if (g < 0)
 		return -EIO;

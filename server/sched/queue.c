@@ -36,7 +36,7 @@ void queue_order(struct queue_item *items, size_t n)
 		qsort(items, n, sizeof(*items), fair_cmp);
 }
 
-#define ESTIMATE_GPUS_MAX 64
+#define ESTIMATE_GPUS_MAX 128 /* sched/gpus.h GPUS_DEVICES_MAX */
 
 /* An entry of g GPUs (0 counts as 1) starts once its g earliest are free and holds
  * them all for length_s: its start, or 0 when the pool has fewer than g. */
