@@ -77,7 +77,14 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(BUILD)/libserver.a $(SANDBOX_LIB) $(
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
-tests: all $(UNIT_BINS) $(SANDBOX_TEST_BINS)
+# The stand-in NVML the GPU tests load through [gpu] nvml_library (tests/standin/).
+NVML_STANDIN := $(BUILD)/tests/standin/libnvml-standin.so
+$(NVML_STANDIN): tests/standin/nvml_standin.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -fPIC -shared -fvisibility=hidden -o $@ $< \
+		$(shell pkg-config --libs jansson)
+
+tests: all $(UNIT_BINS) $(SANDBOX_TEST_BINS) $(NVML_STANDIN)
 
 # One libFuzzer harness per parser of untrusted bytes (tests/fuzz/). Built in
 # build-fuzz by `make fuzz` and by the fuzz suite of `make test`.

@@ -10,6 +10,7 @@
 struct backend;
 struct db;
 struct gpus;
+struct gpubudget;
 struct labd_config;
 struct password_params;
 struct proxy_context;
@@ -38,6 +39,7 @@ struct app {
 	struct reconciler *reconciler; /* runtime timers and reconciliation */
 	struct jobs_runner *jobs;      /* the training jobs' thread (jobs/jobs.h); NULL: none */
 	struct gpus *gpus;             /* the GPU inventory (sched/gpus.h); NULL: none */
+	struct gpubudget *gpu_budget;  /* share budgets (runtime/gpubudget.h); NULL: no shares */
 	struct tuner *tuner;           /* the tuning jobs' thread (tuning/tuner.h); NULL: none */
 	int web_root_fd; /* O_PATH directory fd of cfg->web_root */
 	/* policies derived from cfg by web/, borrowed for the process lifetime */

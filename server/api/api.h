@@ -230,6 +230,10 @@ json_t *api_course_ends_json(struct http_request *req, int64_t user_id);
 void api_audit_list(struct http_request *req);
 /* gpus.c: the GPU pool and its queue (admins see holders) */
 void api_gpus(struct http_request *req);
+void api_gpus_rescan(struct http_request *req);
+/* Sets "gpu_notice" on a runtime (runtime_id) or job (job_id) object: what the
+ * share budget watcher says of the share it holds (runtime/gpubudget.h), or null. */
+void api_gpu_notice_set(struct app *app, json_t *obj, int64_t runtime_id, int64_t job_id);
 /* usage.c: the usage ledger, the caller's own and (admins) everyone's */
 void api_usage_me(struct http_request *req);
 void api_usage_all(struct http_request *req);

@@ -181,10 +181,13 @@ json_t *api_job_json(struct app *app, const struct job *j, bool full)
 
 	if (!out)
 		return NULL;
+	/* the kind of GPU device it runs on (docs/gpu.md); null for a CPU job */
+	json_object_set_new(out, "gpu_kind", j->gpu ? json_string(j->gpu_kind) : json_null());
 	struct pool p;
 	bool have = j->pool_id > 0 && pools_find(app->db, j->pool_id, &p) == 1;
 	json_object_set_new(out, "warm_pool", warm_json(j, have ? &p : NULL, now));
 	json_object_set_new(out, "gpus", gpus_json(j, have ? &p : NULL));
+	api_gpu_notice_set(app, out, 0, j->id);
 	add_capacity(app, j, out, full, now);
 	if (!full)
 		return out; /* a list item: the row's own columns and two indexed reads */

@@ -19,9 +19,10 @@ static json_t *plan_json(const struct plan *p)
 
 	api_time(p->created_at, created);
 	api_time(p->updated_at, updated);
-	return json_pack("{s:s,s:o,s:s,s:f,s:s,s:s}", "name", p->name, "limits",
+	return json_pack("{s:s,s:o,s:s,s:f,s:s,s:s,s:s}", "name", p->name, "limits",
 			 api_limits_json(&p->limits), "image", p->image, "preemptible_rate",
-			 p->preemptible_rate, "created_at", created, "updated_at", updated);
+			 p->preemptible_rate, "gpu", p->gpu, "created_at", created, "updated_at",
+			 updated);
 }
 
 static int append_plan(const struct plan *p, void *ctx)
@@ -43,7 +44,7 @@ void api_plans_list(struct http_request *req)
 }
 
 static void audit_plan(struct http_request *req, const char *action, const char *name,
-		       const struct quota_limits *limits, const char *image)
+		       const struct quota_limits *limits, const char *image, const char *gpu)
 {
 	char text[1024] = "";
 	size_t used;
@@ -53,6 +54,9 @@ static void audit_plan(struct http_request *req, const char *action, const char 
 	used = strlen(text);
 	if (limits && image && image[0]) /* a plan's image is part of what it gives */
 		snprintf(text + used, sizeof(text) - used, "%simage=%s", used ? " " : "", image);
+	used = strlen(text);
+	if (limits && gpu && strcmp(gpu, PLAN_GPU_WHOLE) != 0) /* so is a kind of GPU device */
+		snprintf(text + used, sizeof(text) - used, "%sgpu=%s", used ? " " : "", gpu);
 	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name, action, name,
 		      http_address(req), limits ? text : NULL) < 0)
 		log_error("audit: %s of %s not recorded", action, name);
@@ -93,6 +97,37 @@ static int read_rate(struct http_request *req, json_t *body, double *out)
 	return 1;
 }
 
+/* The body's "gpu": 1 with *out set, 0 when absent, or -1 with the reply set.
+ * The kind of GPU device the plan's GPU runtimes and jobs get. */
+static int read_gpu(struct http_request *req, json_t *body, const char **out)
+{
+	json_t *v = json_object_get(body, "gpu");
+
+	if (!v)
+		return 0;
+	if (!json_is_string(v) || !plans_gpu_ok(json_string_value(v))) {
+		http_reply_error(req, MHD_HTTP_BAD_REQUEST, "bad_field",
+				 "field \"gpu\" must be " PLAN_GPU_RULE
+				 " (the kind of GPU device the plan's GPU runtimes and jobs get)");
+		return -1;
+	}
+	*out = json_string_value(v);
+	return 1;
+}
+
+/* Stores the kind read (NULL: none) and re-reads the plan. 0 or -1. */
+static int apply_gpu(struct http_request *req, const char *gpu, struct plan *p)
+{
+	if (!gpu)
+		return 0;
+	if (plans_set_gpu(http_app(req)->db, p->name, gpu) != QUOTA_OK ||
+	    plans_find(http_app(req)->db, p->name, p) != 1) {
+		http_reply_internal(req);
+		return -1;
+	}
+	return 0;
+}
+
 /* Stores the rate read (has: read_rate's answer) and re-reads the plan. 0 or -1. */
 static int apply_rate(struct http_request *req, int has, double rate, struct plan *p)
 {
@@ -108,10 +143,11 @@ static int apply_rate(struct http_request *req, int has, double rate, struct pla
 
 void api_plans_create(struct http_request *req)
 {
-	static const char *const fields[] = {"name", "limits", "image", "preemptible_rate", NULL};
+	static const char *const fields[] = {"name", "limits", "image", "preemptible_rate", "gpu",
+					     NULL};
 	double rate = 0;
 	int has_rate = 0;
-	const char *name = NULL, *image = "";
+	const char *name = NULL, *image = "", *gpu = NULL;
 	struct quota_limits limits;
 	struct plan p;
 	json_t *body = api_body(req, fields);
@@ -126,7 +162,7 @@ void api_plans_create(struct http_request *req)
 		goto out;
 	}
 	if (api_limits_read(req, body, "limits", &limits) < 0 || read_image(req, body, &image) < 0 ||
-	    (has_rate = read_rate(req, body, &rate)) < 0)
+	    (has_rate = read_rate(req, body, &rate)) < 0 || read_gpu(req, body, &gpu) < 0)
 		goto out;
 	rc = plans_create(http_app(req)->db, name, &limits, image, time(NULL), &p);
 	if (rc == QUOTA_CONFLICT)
@@ -134,9 +170,9 @@ void api_plans_create(struct http_request *req)
 				 name);
 	else if (rc != QUOTA_OK)
 		http_reply_internal(req);
-	if (rc != QUOTA_OK || apply_rate(req, has_rate, rate, &p) < 0)
+	if (rc != QUOTA_OK || apply_rate(req, has_rate, rate, &p) < 0 || apply_gpu(req, gpu, &p) < 0)
 		goto out;
-	audit_plan(req, "plan.create", name, &limits, image);
+	audit_plan(req, "plan.create", name, &limits, image, p.gpu);
 	http_reply_json(req, MHD_HTTP_CREATED, json_pack("{s:o}", "plan", plan_json(&p)));
 out:
 	json_decref(body);
@@ -159,8 +195,8 @@ void api_plans_get(struct http_request *req)
 
 void api_plans_put(struct http_request *req)
 {
-	static const char *const fields[] = {"limits", "image", "preemptible_rate", NULL};
-	const char *image = NULL;
+	static const char *const fields[] = {"limits", "image", "preemptible_rate", "gpu", NULL};
+	const char *image = NULL, *gpu = NULL;
 	double rate = 0;
 	int has_rate = 0;
 	struct quota_limits limits;
@@ -179,7 +215,8 @@ void api_plans_put(struct http_request *req)
 		goto out;
 	}
 	if (api_limits_read(req, body, "limits", &limits) < 0 || read_image(req, body, &image) < 0 ||
-	    (has_rate = read_rate(req, body, &rate)) < 0 || api_storage_snapshot(req, &snap) < 0)
+	    (has_rate = read_rate(req, body, &rate)) < 0 || read_gpu(req, body, &gpu) < 0 ||
+	    api_storage_snapshot(req, &snap) < 0)
 		goto out;
 	rc = plans_update(http_app(req)->db, p.name, &limits, image ? image : p.image, time(NULL));
 	if (rc != QUOTA_OK) {
@@ -196,9 +233,9 @@ void api_plans_put(struct http_request *req)
 		http_reply_internal(req);
 		goto out;
 	}
-	if (apply_rate(req, has_rate, rate, &p) < 0)
+	if (apply_rate(req, has_rate, rate, &p) < 0 || apply_gpu(req, gpu, &p) < 0)
 		goto out;
-	audit_plan(req, "plan.update", p.name, &limits, p.image);
+	audit_plan(req, "plan.update", p.name, &limits, p.image, p.gpu);
 	api_storage_apply_all(req, &snap);
 	http_reply_json(req, MHD_HTTP_OK, json_pack("{s:o}", "plan", plan_json(&p)));
 out:
@@ -225,6 +262,6 @@ void api_plans_delete(struct http_request *req)
 		http_reply_internal(req);
 	if (rc != QUOTA_OK)
 		return;
-	audit_plan(req, "plan.delete", p.name, NULL, NULL);
+	audit_plan(req, "plan.delete", p.name, NULL, NULL, NULL);
 	http_reply_empty(req, MHD_HTTP_NO_CONTENT);
 }

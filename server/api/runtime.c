@@ -10,13 +10,14 @@
 #include "config/config.h"
 #include "store/audit.h"
 #include "store/db.h"
+#include "store/plans.h"
 #include "http/http.h"
 #include "runtime/runtime.h"
 #include "labd/log.h"
 #include "store/runtimes.h"
 
 /* null, or while queued its place: {"position", "queued_at",
- * "estimate_at" (null when none), "expires_at"}. */
+ * "estimate_at" (null when none), "expires_at", "gpu_kind"}. */
 static json_t *queue_json(const struct runtime *r)
 {
 	char queued[21], estimate[21], expires[21];
@@ -26,10 +27,11 @@ static json_t *queue_json(const struct runtime *r)
 	api_time(r->queued_at, queued);
 	api_time(r->queue_estimate_at, estimate);
 	api_time(r->queue_expires_at, expires);
-	return json_pack("{s:i,s:s,s:o,s:s}", "position", r->queue_position, "queued_at", queued,
-			 "estimate_start_at",
+	/* the place is among the starts waiting for the same kind of device */
+	return json_pack("{s:i,s:s,s:o,s:s,s:s}", "position", r->queue_position, "queued_at",
+			 queued, "estimate_start_at",
 			 r->queue_estimate_at ? json_string(estimate) : json_null(), "expires_at",
-			 expires);
+			 expires, "gpu_kind", r->gpu_kind);
 }
 
 json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg)
@@ -80,6 +82,19 @@ json_t *api_runtime_reply(json_t *runtime)
 	return json_pack("{s:O,s:o}", "runtime", runtime, "session", runtime);
 }
 
+/* A GPU start whose plan gives a kind of device the lab has none of. */
+static void reply_no_kind(struct http_request *req, struct app *app, int64_t user_id)
+{
+	char kind[PLAN_GPU_MAX];
+
+	plans_user_gpu(app->db, user_id, kind, sizeof(kind));
+	http_reply_error(req, MHD_HTTP_CONFLICT, "no_gpu_available",
+			 "this lab has no GPU device of kind \"%s\" (your plan's gpu); ask an admin "
+			 "to change the plan or to make such devices (docs/gpu.md), or start a CPU "
+			 "runtime",
+			 kind);
+}
+
 void api_runtime_start(struct http_request *req)
 {
 	const struct auth_identity *ident = http_identity(req);
@@ -113,6 +128,9 @@ void api_runtime_start(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_CONFLICT, "no_gpu_available",
 				 "this lab has no GPU ([gpu] devices or stand_in); start a CPU "
 				 "runtime");
+		break;
+	case RUNTIME_START_NO_KIND:
+		reply_no_kind(req, app, ident->user.id);
 		break;
 	case RUNTIME_START_QUOTA:
 		api_reply_quota_exceeded(req, &refusal);
@@ -153,8 +171,10 @@ void api_runtime_get(struct http_request *req)
 		http_reply_internal(req);
 		return;
 	}
-	http_reply_json(req, MHD_HTTP_OK,
-			api_runtime_reply(rc ? api_runtime_json(&r, app->cfg) : json_null()));
+	json_t *rt = rc ? api_runtime_json(&r, app->cfg) : json_null();
+	if (rc)
+		api_gpu_notice_set(app, rt, r.id, 0);
+	http_reply_json(req, MHD_HTTP_OK, api_runtime_reply(rt));
 }
 
 void api_runtime_stop(struct http_request *req)

@@ -18,8 +18,11 @@ static void on_change(void *ctx, const void *row)
 	struct stream_follow *sf = ctx;
 	const struct runtime *r = row;
 
-	stream_follow_json(sf, "runtime",
-			   api_runtime_reply(r ? api_runtime_json(r, sf->app->cfg) : json_null()));
+	json_t *rt = r ? api_runtime_json(r, sf->app->cfg) : json_null();
+
+	if (r)
+		api_gpu_notice_set(sf->app, rt, r->id, 0);
+	stream_follow_json(sf, "runtime", api_runtime_reply(rt));
 }
 
 void api_runtime_events(struct http_request *req)

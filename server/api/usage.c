@@ -133,10 +133,13 @@ static int add_me_row(const struct ledger_entry *e, void *ctx)
 			  e->end_at ? json_string(e->end_reason) : json_null()));
 	/* a training job's attempt or warm period (docs/jobs.md "Billing and quotas") */
 	json_object_update_new(json_array_get(m->rows, json_array_size(m->rows) - 1),
-			       json_pack("{s:s,s:o,s:o,s:s,s:f,s:I}", "source", e->source, "job_id",
+			       json_pack("{s:s,s:o,s:o,s:s,s:f,s:I,s:I}", "source", e->source, "job_id",
 					 or_null(e->job_id), "pool_id", or_null(e->pool_id),
 					 "capacity", e->capacity, "rate", e->rate, "charged_s",
-					 (json_int_t)(e->billable_s * e->rate + 0.5)));
+					 (json_int_t)(e->billable_s * e->rate + 0.5),
+					 /* a GPU slice's share of its card (docs/gpu.md) */
+					 "gpu_fraction_milli",
+					 (json_int_t)(e->kind == RUNTIME_GPU ? e->fraction_milli : 1000)));
 	return 0;
 }
 
@@ -184,13 +187,14 @@ static void me_csv(struct http_request *req, json_t *rows)
 
 	buf_init(&b, CSV_MAX_BYTES);
 	rc = buf_addf(&b, "id,runtime_id,kind,gpus,plan,start_s,end_s,billable_s,"
-			  "seconds_in_window,source,job_id,pool_id,capacity,rate,charged_s\r\n");
+			  "seconds_in_window,gpu_fraction_milli,source,job_id,pool_id,capacity,rate,"
+			  "charged_s\r\n");
 	json_array_foreach(rows, i, r) {
 		if (rc < 0)
 			break;
 		/* gpus "0,1" is quoted; kinds and plan names carry no quotes. An
 		 * open entry's end_s (and an unknown runtime_id) is an empty field. */
-		rc = buf_addf(&b, "%lld,%s,%s,\"%s\",\"%s\",%lld,%s,%lld,%lld",
+		rc = buf_addf(&b, "%lld,%s,%s,\"%s\",\"%s\",%lld,%s,%lld,%lld,%lld",
 			      (long long)json_integer_value(json_object_get(r, "id")),
 			      csv_int(json_object_get(r, "runtime_id"), rt),
 			      json_string_value(json_object_get(r, "kind")),
@@ -199,7 +203,8 @@ static void me_csv(struct http_request *req, json_t *rows)
 			      (long long)json_integer_value(json_object_get(r, "start_s")),
 			      csv_int(json_object_get(r, "end_s"), end),
 			      (long long)json_integer_value(json_object_get(r, "billable_s")),
-			      (long long)json_integer_value(json_object_get(r, "seconds_in_window")));
+			      (long long)json_integer_value(json_object_get(r, "seconds_in_window")),
+			      (long long)json_integer_value(json_object_get(r, "gpu_fraction_milli")));
 		if (rc >= 0)
 			rc = me_csv_billing(&b, r);
 	}

@@ -94,3 +94,15 @@ int backend_job_shell(struct backend *b, const struct backend_shell *s, int *fd,
 		err[0] = '\0';
 	return b->ops->job_shell ? b->ops->job_shell(b, s, fd, err, errlen) : -ENOSYS;
 }
+
+int backend_gpu_processes_end(struct backend *b, const char *user, int64_t runtime_id,
+			      int64_t pool_id, const unsigned *pids, size_t n)
+{
+	if (!b)
+		return -ENOSYS;
+	if (n > BACKEND_GPU_PIDS_MAX)
+		n = BACKEND_GPU_PIDS_MAX;
+	return b->ops->gpu_processes_end
+		       ? b->ops->gpu_processes_end(b, user, runtime_id, pool_id, pids, n)
+		       : -ENOSYS;
+}

@@ -91,6 +91,9 @@ struct backend_start {
 	/* out: the image's content hash the backend started it on ("" for the host's
 	 * root), BACKEND_IMAGE_HASH_MAX bytes; NULL when the caller does not want it */
 	char *image_hash;
+	/* parallel to shape.gpus: each device's uuid ("MIG-…"), sent only when every
+	 * one has one (the sandbox's CUDA_VISIBLE_DEVICES names them); NULL: none */
+	const char *gpu_uuids[BOX_GPUS_MAX];
 };
 #define BACKEND_IMAGE_HASH_MAX 80
 
@@ -114,6 +117,7 @@ struct backend_pool_start {
 	int64_t deadline_s; /* epoch s: the supervisor ends the pool then, whatever runs */
 	struct box_shape shape; /* as backend_start's */
 	char *image_hash;       /* out, BACKEND_IMAGE_HASH_MAX bytes, may be NULL */
+	const char *gpu_uuids[BOX_GPUS_MAX]; /* as backend_start's */
 };
 
 /* A user's home as the backend sees it (storage quota). */
@@ -156,6 +160,9 @@ struct backend_ops {
 	int (*job_logs_remove)(struct backend *b, const int64_t *job_ids, size_t n);
 	int (*job_shell)(struct backend *b, const struct backend_shell *s, int *fd, char *err,
 			 size_t errlen);
+	/* NULL in a backend without GPU shares (-ENOSYS) */
+	int (*gpu_processes_end)(struct backend *b, const char *user, int64_t runtime_id,
+				 int64_t pool_id, const unsigned *pids, size_t n);
 };
 
 struct backend {
@@ -227,6 +234,15 @@ struct backend_shell {
  * negative errno with a message in err. */
 int backend_job_shell(struct backend *b, const struct backend_shell *s, int *fd, char *err,
 		      size_t errlen);
+
+/* Ends (SIGKILL) those of pids that run in the sandbox of runtime_id or
+ * pool_id (one of them > 0): a share over its GPU memory budget past the
+ * grace (runtime/gpubudget.h). Root checks each pid's cgroup; others are left
+ * alone. The number ended, -ENOENT when there is no such sandbox, -ETIMEDOUT,
+ * -ENOSYS, another negative errno. */
+#define BACKEND_GPU_PIDS_MAX 64
+int backend_gpu_processes_end(struct backend *b, const char *user, int64_t runtime_id,
+			      int64_t pool_id, const unsigned *pids, size_t n);
 
 #define BACKEND_WARNINGS_MAX 1024
 /* What the backend's host lacks for its limits (cgroup controllers), one sentence a

@@ -326,6 +326,25 @@ static void put_shape(json_t *m, const struct box_shape *sh)
 		json_object_set_new(m, "image", json_string(sh->image));
 }
 
+/* The devices' uuids into a start message (gpu_uuids, parallel to gpus), only when
+ * every device of sh has one: the supervisor takes all or none. */
+static void put_uuids(json_t *m, const struct box_shape *sh, const char *const *uuids)
+{
+	json_t *list = json_array();
+
+	for (unsigned i = 0; i < sh->n_gpus && i < BOX_GPUS_MAX; i++) {
+		if (!uuids[i] || !uuids[i][0]) {
+			json_decref(list);
+			return;
+		}
+		json_array_append_new(list, json_string(uuids[i]));
+	}
+	if (json_array_size(list) > 0)
+		json_object_set_new(m, "gpu_uuids", list);
+	else
+		json_decref(list);
+}
+
 /* Sends a start m (its own fields set; consumed) for a sandbox of shape sh and waits
  * for the reply (*reply, the caller's). image_hash (may be NULL) gets the hash of the
  * image the supervisor started it on, "" for the host's root or a refusal. */
@@ -352,6 +371,7 @@ static int local_start(struct backend *b, const struct backend_start *s, char *e
 					    "user_id", (json_int_t)s->user_id, "runtime_id",
 					    (json_int_t)s->runtime_id, "kind", s->kind, "token",
 					    s->token, "deadline", (json_int_t)s->deadline_s));
+	put_uuids(m, &s->shape, s->gpu_uuids);
 	rc = start_call((struct local *)b, m, &s->shape, s->image_hash, &reply, err, errlen);
 	endpoint[0] = '\0';
 	if (rc == 0)
@@ -498,6 +518,7 @@ static int local_pool_start(struct backend *b, const struct backend_pool_start *
 					    (json_int_t)s->user_id, "pool_id",
 					    (json_int_t)s->pool_id, "deadline",
 					    (json_int_t)s->deadline_s));
+	put_uuids(m, &s->shape, s->gpu_uuids);
 	rc = start_call((struct local *)b, m, &s->shape, s->image_hash, &reply, err, errlen);
 	json_decref(reply);
 	return rc;
@@ -602,6 +623,26 @@ static int local_job_shell(struct backend *b, const struct backend_shell *s, int
 	return rc;
 }
 
+static int local_gpu_processes_end(struct backend *b, const char *user, int64_t runtime_id,
+				   int64_t pool_id, const unsigned *pids, size_t n)
+{
+	json_t *reply = NULL, *m = proto_msg("gpu_processes_end", -1), *list = json_array();
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(list, json_integer(pids[i]));
+	/* the sandbox by one of its ids: the supervisor refuses both or neither */
+	json_object_update_new(m, json_pack("{s:s,s:I,s:o}", "user", user,
+					    runtime_id > 0 ? "runtime_id" : "pool_id",
+					    (json_int_t)(runtime_id > 0 ? runtime_id : pool_id),
+					    "pids", list));
+	rc = simple_call((struct local *)b, m, &reply, NULL, 0);
+	if (rc == 0)
+		rc = (int)proto_int(reply, "ended");
+	json_decref(reply);
+	return rc;
+}
+
 static const struct backend_ops local_ops = {local_start,	 local_stop,
 					     local_list,	 local_ping,
 					     local_free,	 local_user_deleted,
@@ -609,7 +650,7 @@ static const struct backend_ops local_ops = {local_start,	 local_stop,
 					     local_home_resize,	 local_pool_start,
 					     local_pool_stop,	 local_job_run,
 					     local_job_stop,	 local_job_logs_remove,
-					     local_job_shell};
+					     local_job_shell,	 local_gpu_processes_end};
 
 /* At most BACKEND_WARNINGS_MAX bytes of the supervisor's strings, one a line. */
 static void keep_warnings(struct local *l, json_t *list)

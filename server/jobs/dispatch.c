@@ -64,7 +64,8 @@ static struct box_shape job_size(const struct job *j)
 static struct pool_shape shape_of(const struct job *j)
 {
 	return (struct pool_shape){.user_id = j->user_id, .gpu = j->gpu,
-				   .gpu_count = j->gpu_count, .size = job_size(j)};
+				   .gpu_count = j->gpu_count, .gpu_kind = j->gpu_kind,
+				   .size = job_size(j)};
 }
 
 #define WAITING_MASK ((1u << JOB_PENDING) | (1u << JOB_STARTING))
@@ -136,13 +137,42 @@ struct excused {
 	size_t n;
 };
 
-/* Whether a GPU job may take its GPUs now: the fair order of GPU runtimes
- * and jobs (sched/queue.h), and enough free. Caller holds the GPU lock. */
+/* How many of items[0..n) wait for devices of kind. */
+static int waiting_of_kind(const struct queue_item *items, int n, const char *kind)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		k += queue_is_kind(&items[i], kind);
+	return k;
+}
+
+/* ids[0..n) as the "a,b" text of a pool row into out (len bytes). */
+static void ids_text(const unsigned *ids, int n, char *out, size_t len)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < n && used < len; i++) {
+		int w = snprintf(out + used, len - used, "%s%u", i ? "," : "", ids[i]);
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+}
+
+/* Whether a GPU job may take its devices now: the fair order of GPU runtimes
+ * and jobs waiting for its kind of device (sched/queue.h), and enough of that
+ * kind free; then the ids into gpus and the fraction of a card each is into
+ * *fraction_milli. Caller holds the GPU lock. */
 static bool gpu_turn(struct app *app, const struct job *j, int64_t now,
-		     const struct excused *ex, char *gpus, size_t len)
+		     const struct excused *ex, char *gpus, size_t len, unsigned *fraction_milli)
 {
 	static struct queue_item items[QUEUE_TURN_MAX]; /* the jobs ticker's thread only */
-	int free_n = gpus_pick_free_n(app->db, app->cfg, QUEUE_TURN_MAX, gpus, len), n;
+	static unsigned ids[QUEUE_TURN_MAX];		/* the same */
+	int free_n = gpus_pick_free_kind(app->db, app->gpus, app->cfg, j->gpu_kind,
+					 QUEUE_TURN_MAX, ids),
+	    n;
 
 	if (free_n < j->gpu_count)
 		return false; /* not enough free whatever the order: the order is not read */
@@ -151,13 +181,14 @@ static bool gpu_turn(struct app *app, const struct job *j, int64_t now,
 	if (n < 0)
 		return false;
 	queue_order(items, (size_t)n);
-	/* a preemptible job is not in the queue: it takes GPUs nobody waits for */
-	if (j->preemptible ? n > 0
+	/* a preemptible job is not in the queue: it takes devices nobody waits for */
+	if (j->preemptible ? waiting_of_kind(items, n, j->gpu_kind) > 0
 			   : !queue_job_turn(items, (size_t)n, j->id, (unsigned)free_n, ex->user_id,
 					     ex->n))
 		return false;
-	return gpus_pick_free_n(app->db, app->cfg, (unsigned)j->gpu_count, gpus, len) ==
-	       j->gpu_count;
+	ids_text(ids, j->gpu_count, gpus, len);
+	*fraction_milli = gpus_fraction_milli(app->gpus, app->cfg, ids[0]);
+	return true;
 }
 
 /* The pool's hard end: the job's whole run, its grace and the longest
@@ -198,10 +229,18 @@ static void ask_backend(struct app *app, const struct job *j, struct pool *p)
 	char err[200] = "", reason[JOB_REASON_MAX], copy[RUNTIME_GPUS_MAX], *save = NULL;
 	int rc;
 
+	static struct gpu_info devs[BOX_GPUS_MAX]; /* the jobs ticker's thread only */
+
 	snprintf(copy, sizeof(copy), "%s", p->gpus);
 	for (char *t = strtok_r(copy, ",", &save); t && s.shape.n_gpus < BOX_GPUS_MAX;
-	     t = strtok_r(NULL, ",", &save))
-		s.shape.gpus[s.shape.n_gpus++] = (unsigned)strtoul(t, NULL, 10);
+	     t = strtok_r(NULL, ",", &save)) {
+		unsigned id = (unsigned)strtoul(t, NULL, 10);
+		/* a MIG instance is named to CUDA by its uuid (docs/sandbox.md "GPUs") */
+		if (app->gpus && gpus_find(app->gpus, id, &devs[s.shape.n_gpus]) &&
+		    devs[s.shape.n_gpus].uuid[0])
+			s.gpu_uuids[s.shape.n_gpus] = devs[s.shape.n_gpus].uuid;
+		s.shape.gpus[s.shape.n_gpus++] = id;
+	}
 	FAULT_POINT("job.dispatch");
 	rc = backend_pool_start(app->backend, &s, err, sizeof(err));
 	if (rc == 0 || rc == -ETIMEDOUT) /* a timeout: the list will tell (reconcile.c) */
@@ -238,7 +277,7 @@ static enum dispatched start_cold(struct app *app, const struct job *j, int64_t 
 	int rc;
 
 	gpus_alloc_lock(app->gpus);
-	if (j->gpu && !gpu_turn(app, j, now, ex, gpus, sizeof(gpus))) {
+	if (j->gpu && !gpu_turn(app, j, now, ex, gpus, sizeof(gpus), &shape.gpu_fraction_milli)) {
 		gpus_alloc_unlock(app->gpus);
 		return DISPATCH_HELD_HOST; /* waits in the fair order */
 	}
@@ -394,48 +433,72 @@ static bool is_held_back(const struct held_back *h, const struct job *j)
 	return false;
 }
 
-/* The first waiting job of the fair order whose user is not excused, or 0. */
-static int64_t head_job(const struct queue_item *items, size_t n, const struct excused *ex)
+/* The first waiting job of kind in the fair order whose user is not excused,
+ * or 0. */
+static int64_t head_job(const struct queue_item *items, size_t n, const struct excused *ex,
+			const char *kind)
 {
 	for (size_t i = 0; i < n; i++)
-		if (items[i].job_id && !queue_listed(ex->user_id, ex->n, items[i].user_id))
+		if (items[i].job_id && queue_is_kind(&items[i], kind) &&
+		    !queue_listed(ex->user_id, ex->n, items[i].user_id))
 			return items[i].job_id;
 	return 0;
 }
 
-/* New pools for GPU jobs, always the head of the fair order first (read
- * again after each start, which weighs in it), while GPUs are free. A head
- * its own user's caps hold back is passed over (its user excused for this
- * pass); a head that waits for GPUs or its turn (a runtime ahead) holds
- * everyone behind it: the order is strict. */
-static void fill_gpus(struct app *app)
+/* The jobs ticker's thread only: the queue read by the fill, and whom it excuses. */
+static struct queue_item fill_items[QUEUE_TURN_MAX];
+static struct excused fill_ex;
+
+/* New pools for GPU jobs waiting for devices of kind, always the head of
+ * that kind's fair order first (read again after each start, which weighs in
+ * it), while devices of the kind are free. A head its own user's caps hold
+ * back is passed over (its user excused for this pass); a head that waits
+ * for devices or its turn (a runtime ahead) holds everyone of its kind behind
+ * it: the order is strict, and each kind's is its own. */
+static void fill_kind(struct app *app, const char *kind)
 {
-	static struct queue_item items[QUEUE_TURN_MAX]; /* the jobs ticker's thread only */
-	static struct excused ex;			/* the same */
-	char gpus[RUNTIME_GPUS_MAX];
 	enum dispatched d = DISPATCH_DONE;
+	unsigned id_free;
 	struct job j;
 	int64_t now;
 	int n;
 
-	ex.n = 0;
-	while (d != DISPATCH_HELD_HOST && ex.n < QUEUE_TURN_MAX &&
-	       gpus_pick_free_n(app->db, app->cfg, 1, gpus, sizeof(gpus)) > 0) {
+	while (d != DISPATCH_HELD_HOST && fill_ex.n < QUEUE_TURN_MAX &&
+	       gpus_pick_free_kind(app->db, app->gpus, app->cfg, kind, 1, &id_free) > 0) {
 		/* the clock now, not the pass's start: the starts of this second
 		 * (ledger entries begun at now) must weigh in the order */
 		now = time(NULL);
-		n = queue_load(app->db, now, items, QUEUE_TURN_MAX);
+		n = queue_load(app->db, now, fill_items, QUEUE_TURN_MAX);
 		if (n <= 0)
 			return;
-		queue_order(items, (size_t)n);
-		int64_t id = head_job(items, (size_t)n, &ex);
+		queue_order(fill_items, (size_t)n);
+		int64_t id = head_job(fill_items, (size_t)n, &fill_ex, kind);
 		if (!id || jobs_find(app->db, id, &j) != 1)
 			return;
-		d = waiting(&j) ? dispatch_one(app, &j, now, true, &ex) : DISPATCH_HELD_HOST;
+		d = waiting(&j) ? dispatch_one(app, &j, now, true, &fill_ex) : DISPATCH_HELD_HOST;
 		if (d == DISPATCH_HELD_USER)
-			ex.user_id[ex.n++] = j.user_id;
+			fill_ex.user_id[fill_ex.n++] = j.user_id;
 		jobs_row_free(&j);
 	}
+}
+
+/* Each kind of device some job waits for gets its own fill. */
+static void fill_gpus(struct app *app)
+{
+	char kinds[QUEUE_TURN_MAX][QUEUE_KIND_MAX];
+	int n = queue_load(app->db, time(NULL), fill_items, QUEUE_TURN_MAX), n_kinds = 0;
+
+	fill_ex.n = 0;
+	for (int i = 0; i < n; i++) {
+		const char *kind = fill_items[i].kind[0] ? fill_items[i].kind : "whole";
+		bool seen = false;
+		for (int k = 0; k < n_kinds && !seen; k++)
+			seen = strcmp(kinds[k], kind) == 0;
+		if (!seen && fill_items[i].job_id)
+			snprintf(kinds[n_kinds++], QUEUE_KIND_MAX, "%s", kind);
+	}
+	for (int k = 0; k < n_kinds; k++)
+		fill_kind(app, kinds[k]);
 }
 
 void jobs_dispatch(struct app *app, const struct jobs_live *live)

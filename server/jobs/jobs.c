@@ -14,6 +14,7 @@
 #include "jobs/retention.h"
 #include "store/audit.h"
 #include "store/db.h"
+#include "sched/gpus.h"
 #include "store/plans.h"
 
 /* ---- submit ---- */
@@ -35,7 +36,7 @@ static int64_t limit_or(int64_t v, int64_t none)
 
 /* The user's limits for a job from their quota status. */
 static void job_limits(struct app *app, const struct quota_status *st, const char *image,
-		       struct jobs_limits *lim)
+		       const char *gpu_kind, struct jobs_limits *lim)
 {
 	const int64_t *v = st->eff.v;
 
@@ -45,11 +46,18 @@ static void job_limits(struct app *app, const struct quota_status *st, const cha
 		.memory_bytes = limit_or(v[QL_MEMORY_BYTES], 0),
 		.cpus_milli = limit_or(v[QL_CPUS_MILLI], 0),
 		.image = image,
+		.gpu_kind = gpu_kind,
 		.keep_alive_max_s = app->cfg->jobs_keep_alive_max_s,
 		.max_wait_default_s = app->cfg->jobs_max_wait_default_s,
 		.image_ok = image_configured,
 		.image_ctx = (void *)app->cfg,
 	};
+}
+
+/* How many GPU devices of kind the lab has (docs/gpu.md), busy or not. */
+static int devices_of_kind(struct app *app, const char *kind)
+{
+	return (int)gpus_count_kind(app->gpus, app->cfg, kind);
 }
 
 static enum jobs_submit_result invalid(struct jobs_refusal *why, const char *field,
@@ -84,7 +92,8 @@ static enum jobs_submit_result insert(struct app *app, int64_t user_id,
 	char *spec = json_dumps(s->spec, JSON_COMPACT);
 	struct job_new n = {
 		.user_id = user_id, .name = s->name, .spec = spec, .gpu = s->gpu,
-		.gpu_count = s->gpu_count, .image = s->image, .memory_bytes = s->memory_bytes,
+		.gpu_count = s->gpu_count, .gpu_kind = s->gpu_kind, .image = s->image,
+		.memory_bytes = s->memory_bytes,
 		.cpus_milli = s->cpus_milli, .network = network, .max_retries = s->max_retries,
 		.preemptible = s->preemptible,
 		.max_runtime_s = s->max_runtime_s, .max_wait_s = s->max_wait_s,
@@ -109,24 +118,31 @@ enum jobs_submit_result jobs_submit(struct app *app, int64_t user_id, const char
 	struct quota_status st;
 	struct jobs_limits lim;
 	struct jobs_submit s;
-	char image[PLAN_IMAGE_MAX + 1];
+	char image[PLAN_IMAGE_MAX + 1], gpu_kind[PLAN_GPU_MAX];
 	enum jobs_submit_result res;
 	int64_t now = time(NULL);
 
 	memset(why, 0, sizeof(*why));
 	if (quota_status_read(app->db, app->cfg, user_id, now, &st) < 0 ||
-	    plans_user_image(app->db, user_id, image, sizeof(image)) < 0)
+	    plans_user_image(app->db, user_id, image, sizeof(image)) < 0 ||
+	    plans_user_gpu(app->db, user_id, gpu_kind, sizeof(gpu_kind)) < 0)
 		return JOBS_SUBMIT_ERROR; /* never a job nobody can bound */
-	job_limits(app, &st, image, &lim);
+	job_limits(app, &st, image, gpu_kind, &lim);
 	if (jobs_submit_check(body, &lim, &s, &why->err) < 0)
 		return JOBS_SUBMIT_INVALID;
-	if (s.gpu && app->cfg->n_gpu_devices < (unsigned)s.gpu_count) {
-		char message[120]; /* it could never start: refused, not queued */
-		snprintf(message, sizeof(message), "this lab has %u GPU%s; the job asks for %d",
-			 app->cfg->n_gpu_devices, app->cfg->n_gpu_devices == 1 ? "" : "s",
-			 s.gpu_count);
+	if (s.gpu && devices_of_kind(app, s.gpu_kind) < s.gpu_count) {
+		char message[160]; /* it could never start: refused, not queued */
+		int n = devices_of_kind(app, s.gpu_kind);
+		if (strcmp(s.gpu_kind, "whole") == 0)
+			snprintf(message, sizeof(message), "this lab has %d GPU%s; the job asks for %d",
+				 n, n == 1 ? "" : "s", s.gpu_count);
+		else
+			snprintf(message, sizeof(message),
+				 "this lab has %d GPU device%s of kind \"%s\"; the job asks for %d", n,
+				 n == 1 ? "" : "s", s.gpu_kind, s.gpu_count);
 		jobs_submit_release(&s);
-		return invalid(why, "gpu_count", message);
+		return invalid(why, n == 0 && strcmp(s.gpu_kind, "whole") != 0 ? "gpu_kind" : "gpu_count",
+			       message);
 	}
 	res = check_windows(&st, s.gpu, why);
 	why->concurrent_limit = st.eff.v[QL_CONCURRENT_JOBS];
@@ -158,18 +174,20 @@ enum jobs_submit_result jobs_submit_validate(struct app *app, int64_t user_id, j
 	struct quota_status st;
 	struct jobs_limits lim;
 	struct jobs_submit s;
-	char image[PLAN_IMAGE_MAX + 1];
+	char image[PLAN_IMAGE_MAX + 1], gpu_kind[PLAN_GPU_MAX];
 	enum jobs_submit_result res;
 
 	memset(why, 0, sizeof(*why));
 	if (quota_status_read(app->db, app->cfg, user_id, time(NULL), &st) < 0 ||
-	    plans_user_image(app->db, user_id, image, sizeof(image)) < 0)
+	    plans_user_image(app->db, user_id, image, sizeof(image)) < 0 ||
+	    plans_user_gpu(app->db, user_id, gpu_kind, sizeof(gpu_kind)) < 0)
 		return JOBS_SUBMIT_ERROR;
-	job_limits(app, &st, image, &lim);
+	job_limits(app, &st, image, gpu_kind, &lim);
 	if (jobs_submit_check(body, &lim, &s, &why->err) < 0)
 		return JOBS_SUBMIT_INVALID;
-	res = s.gpu && app->cfg->n_gpu_devices < (unsigned)s.gpu_count
-		      ? invalid(why, "gpu_count", "this lab has fewer GPUs than the job asks for")
+	res = s.gpu && devices_of_kind(app, s.gpu_kind) < s.gpu_count
+		      ? invalid(why, "gpu_count",
+				"this lab has fewer GPU devices of the job's kind than it asks for")
 		      : check_windows(&st, s.gpu, why);
 	jobs_submit_release(&s);
 	return res;

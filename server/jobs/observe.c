@@ -521,7 +521,7 @@ static long long extract_pass(void *arg)
 /* What NVML read of the GPUs the job's pool holds. */
 static void gpu_reading(struct app *app, int64_t pool_id, double *percent, int64_t *memory)
 {
-	struct gpu_info info[CONFIG_MAX_GPUS];
+	struct gpu_info info[GPUS_DEVICES_MAX];
 	struct pool p;
 	size_t n;
 
@@ -529,7 +529,7 @@ static void gpu_reading(struct app *app, int64_t pool_id, double *percent, int64
 	*memory = -1;
 	if (!app->gpus || pools_find(app->db, pool_id, &p) != 1)
 		return;
-	n = gpus_snapshot(app->gpus, info, CONFIG_MAX_GPUS);
+	n = gpus_snapshot(app->gpus, info, GPUS_DEVICES_MAX);
 	observe_gpu_reading(info, n, p.gpus, percent, memory);
 }
 

@@ -15,12 +15,14 @@
 #include "jobs/script.h"
 #include "proto/jobspec.h"
 #include "proto/proto.h"
+#include "store/plans.h"
 
 const char *const jobs_submit_fields[] = {
 	"name",		"command",	 "working_dir",	  "environment",  "hyperparameters",
 	"input_channels", "output_path", "checkpoint_path", "type",	  "gpu_count",
 	"image",	"max_runtime_s", "max_wait_s",	  "keep_alive_s", "max_retries",
-	"metric_definitions", "memory_bytes", "cpus_milli", "script", "rules", "capacity", NULL,
+	"metric_definitions", "memory_bytes", "cpus_milli", "script", "rules", "capacity",
+	"gpu_kind", NULL,
 };
 
 /* Sets *err and returns -1. */
@@ -386,6 +388,36 @@ static int check_metrics(json_t *body, json_t *spec, struct jobs_submit_error *e
 	return 0;
 }
 
+/* gpu_kind: what a GPU job asks within its plan's kind (store/plans.h), the
+ * plan's when absent; a CPU job asks none. Into spec and out->gpu_kind. */
+static int check_gpu_kind(json_t *body, const struct jobs_limits *lim, json_t *spec,
+			  struct jobs_submit *out, struct jobs_submit_error *err)
+{
+	const char *plan = lim->gpu_kind && lim->gpu_kind[0] ? lim->gpu_kind : PLAN_GPU_WHOLE;
+	const char *kind = plan;
+
+	if (get_string(body, "gpu_kind", &kind, err) < 0)
+		return -1;
+	if (!out->gpu) {
+		if (json_object_get(body, "gpu_kind"))
+			return fail(err, "gpu_kind", "field \"gpu_kind\" is for a job of type \"gpu\"");
+		return 0;
+	}
+	if (!plans_gpu_ok(kind))
+		return fail(err, "gpu_kind", "field \"gpu_kind\" must be " PLAN_GPU_RULE);
+	if (!plans_gpu_allows(plan, kind))
+		return fail(err, "gpu_kind",
+			    "your plan gives GPU devices of kind \"%s\"; a job may ask for %s, "
+			    "not \"%.20s\"",
+			    plan,
+			    strcmp(plan, PLAN_GPU_SHARE) == 0 ? "\"share\" only"
+							       : "that kind or a smaller MIG profile",
+			    kind);
+	json_object_set_new(spec, "gpu_kind", json_string(kind));
+	out->gpu_kind = json_string_value(json_object_get(spec, "gpu_kind"));
+	return 0;
+}
+
 /* type, gpu_count, image, memory_bytes, cpus_milli. */
 static int check_resources(json_t *body, const struct jobs_limits *lim, json_t *spec,
 			   struct jobs_submit *out, struct jobs_submit_error *err)
@@ -405,7 +437,7 @@ static int check_resources(json_t *body, const struct jobs_limits *lim, json_t *
 		     : get_int(body, "gpu_count", 0, 0, 0, &gpus, err) < 0)
 		return -1;
 	out->gpu_count = (int)gpus;
-	if (get_string(body, "image", &image, err) < 0)
+	if (check_gpu_kind(body, lim, spec, out, err) < 0 || get_string(body, "image", &image, err) < 0)
 		return -1;
 	if (json_object_get(body, "image") && strcmp(image, lim->image ? lim->image : "") != 0 &&
 	    !(lim->image_ok && image[0] && lim->image_ok(image, lim->image_ctx)))

@@ -38,6 +38,7 @@ struct jobs_limits {
 	int64_t memory_bytes;         /* the plan's memory: default and cap */
 	int64_t cpus_milli;           /* the plan's cpus: default and cap */
 	const char *image;            /* the plan's image, "" = the host's root */
+	const char *gpu_kind;         /* the plan's kind of GPU device; NULL = "whole" */
 	int64_t keep_alive_max_s;     /* [jobs] keep_alive_max */
 	int64_t max_wait_default_s;   /* [jobs] max_wait_default */
 	/* whether an image name is one of [images]; NULL = only the plan's */
@@ -49,6 +50,7 @@ struct jobs_limits {
 struct jobs_submit {
 	json_t *spec; /* owned: release with jobs_submit_release */
 	const char *name, *image; /* borrowed from spec */
+	const char *gpu_kind;     /* a GPU job's kind of device (borrowed); NULL for cpu */
 	bool gpu;
 	int gpu_count, max_retries;
 	int64_t memory_bytes, cpus_milli;

@@ -24,6 +24,7 @@
 #include "sched/queue.h"
 #include "store/db.h"
 #include "store/gpu_queue.h"
+#include "store/plans.h"
 
 /* Entries looked at per pass; more wait for a later pass (in arrival order). */
 #define QUEUE_PASS_MAX 256
@@ -35,62 +36,74 @@ struct pass {
 	int n, n_excused;
 	const struct queue_item *runtime; /* the one whose turn was read */
 };
+#define EXCUSED_UNREAD (-2) /* n_excused before the excused users are read */
 
-/* The entry of the runtime runtime_id (0: the first runtime in the order). */
-static const struct queue_item *find_runtime(const struct pass *p, int64_t runtime_id)
+/* Whether the queued runtime it may take a device of its kind now: one is
+ * free (the first into *id) and it is its turn among the entries waiting for
+ * that kind. 1, 0, or -EIO. */
+static int may_start(struct app *app, struct pass *p, const struct queue_item *it, unsigned *id)
 {
-	for (int i = 0; i < p->n; i++)
-		if (p->items[i].runtime_id &&
-		    (!runtime_id || p->items[i].runtime_id == runtime_id))
-			return &p->items[i];
-	return NULL;
+	static unsigned ids[QUEUE_PASS_MAX]; /* under the allocation lock */
+	int free_n = gpus_pick_free_kind(app->db, app->gpus, app->cfg,
+					 it->kind[0] ? it->kind : "whole", QUEUE_PASS_MAX, ids);
+
+	if (free_n <= 0)
+		return free_n < 0 ? -EIO : 0;
+	*id = ids[0];
+	if (p->n_excused == EXCUSED_UNREAD) /* read once a device is free: a pass costs little */
+		p->n_excused = queue_excused(app->db, app->cfg, p->items, (size_t)p->n,
+					     p->excused, QUEUE_PASS_MAX);
+	if (p->n_excused < 0)
+		return -EIO;
+	return queue_runtime_turn(p->items, (size_t)p->n, it->runtime_id, (unsigned)free_n,
+				  p->excused, (size_t)p->n_excused);
 }
 
 /* Under the allocation lock: whether the queued runtime runtime_id (0: the
- * first in the order; p->runtime its entry) may take a GPU now (1, its id in
- * *id): its turn in the fair order of runtimes and GPU jobs (a GPU job ahead
- * of it waits for GPUs it must not take, docs/api.md "GPUs and the queue"),
- * a free GPU, and room under the host's cap. 0 when not, or -EIO. */
+ * first in the order that may; p->runtime its entry) may take a device now
+ * (1, its id in *id): a free device of its kind, its turn in the fair order of
+ * runtimes and GPU jobs waiting for that kind (a GPU job ahead of it waits for
+ * devices it must not take, docs/api.md "GPUs and the queue"), and room under
+ * the host's cap. 0 when not, or -EIO. */
 static int runtime_turn(struct app *app, int64_t now, int64_t runtime_id, struct pass *p,
 			unsigned *id)
 {
-	char free_ids[RUNTIME_GPUS_MAX];
-	int free_n, live;
+	int rc = 0, live;
 	unsigned cap;
 
+	p->runtime = NULL;
 	p->n = queue_load(app->db, now, p->items, QUEUE_PASS_MAX);
 	if (p->n < 0)
 		return -EIO;
 	queue_order(p->items, (size_t)p->n);
-	if (!(p->runtime = find_runtime(p, runtime_id)))
-		return 0;
-	free_n = gpus_pick_free_n(app->db, app->cfg, QUEUE_PASS_MAX, free_ids, sizeof(free_ids));
-	if (free_n <= 0)
-		return free_n < 0 ? -EIO : 0;
-	p->n_excused = queue_excused(app->db, app->cfg, p->items, (size_t)p->n, p->excused,
-				     QUEUE_PASS_MAX);
-	if (p->n_excused < 0)
-		return -EIO;
-	if (!queue_runtime_turn(p->items, (size_t)p->n, p->runtime->runtime_id, (unsigned)free_n,
-				p->excused, (size_t)p->n_excused))
-		return 0;
+	p->n_excused = EXCUSED_UNREAD;
+	for (int i = 0; i < p->n && rc == 0; i++) {
+		const struct queue_item *it = &p->items[i];
+		if (!it->runtime_id || (runtime_id && it->runtime_id != runtime_id))
+			continue;
+		rc = may_start(app, p, it, id);
+		if (rc == 1)
+			p->runtime = it;
+	}
+	if (rc <= 0)
+		return rc;
 	/* a start the host cap holds (preemptible pools fill it: jobs/preempt.c
 	 * frees one) waits here, not in the supervisor's refusal */
 	if (!caps_host_has_room(app->db, app->cfg, &live, &cap))
 		return live < 0 ? -EIO : 0;
-	return gpus_pick_free(app->db, app->cfg, id);
+	return 1;
 }
 
 /* Under the allocation lock: a queued row for the start, moved onto a free
  * GPU at once when it is its turn (1, *out), else left queued (0, *out);
  * DB_CONFLICT or -EIO. */
-static int start_or_queue(struct app *app, int64_t user_id, const char *token, int64_t now,
-			  int64_t length_s, struct runtime *out)
+static int start_or_queue(struct app *app, int64_t user_id, const char *token, const char *kind,
+			  int64_t now, int64_t length_s, struct runtime *out)
 {
 	static struct pass p; /* under the allocation lock */
-	unsigned id;
 	char gpus[16];
-	int rc = gpu_queue_add(app->db, user_id, token, now, length_s,
+	unsigned id;
+	int rc = gpu_queue_add(app->db, user_id, token, kind, now, length_s,
 			       now + app->cfg->gpu_queue_max_wait_s, out);
 
 	if (rc != 0)
@@ -99,7 +112,8 @@ static int start_or_queue(struct app *app, int64_t user_id, const char *token, i
 	if (rc <= 0)
 		return rc;
 	snprintf(gpus, sizeof(gpus), "%u", id);
-	rc = gpu_queue_take(app->db, out->id, gpus, now, now + length_s);
+	rc = gpu_queue_take(app->db, out->id, gpus, gpus_fraction_milli(app->gpus, app->cfg, id),
+			    now, now + length_s);
 	if (rc < 0)
 		return -EIO;
 	return runtimes_latest(app->db, user_id, out) == 1 ? rc : -EIO;
@@ -111,10 +125,18 @@ int gpuqueue_start(struct app *app, int64_t user_id, const char *user, const cha
 	int64_t now = time(NULL);
 	int rc;
 
+	char kind[PLAN_GPU_MAX];
+
 	if (app->cfg->n_gpu_devices == 0)
 		return -ENODEV;
+	/* the kind of device the user's plan gives, fixed as it queues */
+	if (plans_user_gpu(app->db, user_id, kind, sizeof(kind)) < 0)
+		return -EIO;
+	/* a kind the lab has no device of would wait for nothing: refused */
+	if (gpus_count_kind(app->gpus, app->cfg, kind) == 0)
+		return -ENXIO;
 	gpus_alloc_lock(app->gpus);
-	rc = start_or_queue(app, user_id, token, now, res->deadline_s - now, out);
+	rc = start_or_queue(app, user_id, token, kind, now, res->deadline_s - now, out);
 	gpus_alloc_unlock(app->gpus);
 	if (rc == DB_CONFLICT)
 		return -EEXIST;
@@ -180,7 +202,8 @@ static int take_head(struct app *app, int64_t now, struct runtime *r,
 	*limits_ok = runtime_resources_read(app, head->user_id, RUNTIME_GPU, now, res) == 0;
 	if (!*limits_ok)
 		res->deadline_s = now + QUOTA_MIN_START_S;
-	rc = gpu_queue_take(app->db, head->runtime_id, gpus, now, res->deadline_s);
+	rc = gpu_queue_take(app->db, head->runtime_id, gpus,
+			    gpus_fraction_milli(app->gpus, app->cfg, id), now, res->deadline_s);
 	if (rc <= 0 || runtimes_latest(app->db, head->user_id, r) != 1)
 		return rc < 0 ? rc : 0;
 	r->queued_at = head->queued_at;
@@ -195,7 +218,7 @@ static void dispatch(struct app *app, int64_t now)
 	bool limits_ok;
 	char detail[RUNTIME_GPUS_MAX + 64];
 
-	for (unsigned started = 0; started < CONFIG_MAX_GPUS; started++) {
+	for (unsigned started = 0; started < GPUS_DEVICES_MAX; started++) {
 		gpus_alloc_lock(app->gpus);
 		int rc = take_head(app, now, &r, &res, &limits_ok);
 		gpus_alloc_unlock(app->gpus);

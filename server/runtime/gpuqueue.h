@@ -12,8 +12,9 @@ struct runtime_resources;
 /* A GPU start of the user's: a free GPU at once when it is its turn in the
  * fair order (everything ahead of it could start too) and the host's cap has
  * room, else a queued row (its place computed before this returns). 0 with *out (the row
- * after the backend's answer); -ENODEV when the lab has no GPU, -EEXIST when
- * the user has a live runtime, -EIO. */
+ * after the backend's answer); -ENODEV when the lab has no GPU, -ENXIO when
+ * it has no device of the kind the user's plan gives (docs/gpu.md), -EEXIST
+ * when the user has a live runtime, -EIO. */
 int gpuqueue_start(struct app *app, int64_t user_id, const char *user, const char *address,
 		   const char *token, const struct runtime_resources *res, struct runtime *out);
 /* One pass of the queue, from the reconciler (it calls the backend): fails

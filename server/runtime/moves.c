@@ -2,6 +2,7 @@
 #include "runtime/moves.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "sched/queue.h"
 #include "store/audit.h"
 #include "store/gpu_queue.h"
+#include "store/plans.h"
 
 /* Entries looked at per replan; more wait for a later pass (in arrival order). */
 #define QUEUE_PASS_MAX 256
@@ -90,10 +92,16 @@ void runtime_ask_backend(struct app *app, struct runtime *r, const struct runtim
 	char hash[BACKEND_IMAGE_HASH_MAX];
 	int rc;
 
+	struct gpu_info dev;
+
 	s.shape.image = res->image;
 	s.shape.n_gpus = 0; /* the row's GPU, not the plan's count */
 	if (r->gpus[0])
 		s.shape.gpus[s.shape.n_gpus++] = (unsigned)strtoul(r->gpus, NULL, 10);
+	/* a MIG instance is named to CUDA by its uuid (docs/sandbox.md "GPUs") */
+	if (s.shape.n_gpus && app->gpus && gpus_find(app->gpus, s.shape.gpus[0], &dev) &&
+	    dev.uuid[0])
+		s.gpu_uuids[0] = dev.uuid;
 	s.image_hash = hash;
 	FAULT_POINT("runtime.start.send.before");
 	rc = backend_start(app->backend, &s, endpoint, err, sizeof(err));
@@ -151,7 +159,17 @@ int runtime_check_quota(struct app *app, int64_t user_id, enum runtime_kind kind
 	plan_resources(&st, res);
 	if (plans_user_image(app->db, user_id, res->image, sizeof(res->image)) < 0)
 		return -EIO; /* never a silent start on the wrong root */
-	switch (quota_check_start(&st, kind, &res->deadline_s, refusal ? refusal : &ignored)) {
+	/* on a slice of a card each second charges its fraction (docs/gpu.md): the
+	 * windows' remainder lasts longer; the kind's largest fraction bounds it */
+	char gpu_kind[PLAN_GPU_MAX];
+	unsigned fraction = 1000;
+	if (kind == RUNTIME_GPU) {
+		if (plans_user_gpu(app->db, user_id, gpu_kind, sizeof(gpu_kind)) < 0)
+			return -EIO;
+		fraction = gpus_kind_fraction_milli(app->gpus, app->cfg, gpu_kind);
+	}
+	switch (quota_check_start_slice(&st, kind, fraction, &res->deadline_s,
+					refusal ? refusal : &ignored)) {
 	case QUOTA_START_EXCEEDED:
 		return -EDQUOT;
 	case QUOTA_START_NO_GPUS:
@@ -193,24 +211,54 @@ void runtime_mark_ready(struct app *app, const struct runtime *r, const char *en
 	}
 }
 
+/* Places and estimates of the entries waiting for devices of kind (items in
+ * order), from when each device of that kind frees. 0 or -EIO. */
+static int replan_kind(struct app *app, struct queue_item *items, int n, const char *kind,
+		       int64_t now)
+{
+	struct gpu_hold holds[GPUS_DEVICES_MAX];
+	int64_t free_at[GPUS_DEVICES_MAX];
+	int g = gpus_holders_kind(app->db, app->gpus, app->cfg, kind, now, holds, GPUS_DEVICES_MAX);
+
+	if (g < 0)
+		return -EIO;
+	for (int i = 0; i < g; i++)
+		free_at[i] = holds[i].free_at;
+	queue_estimate(items, (size_t)n, kind, free_at, (size_t)g, now);
+	return 0;
+}
+
+/* Each kind of device waited for gets its own places and estimates. 0 or -EIO. */
+static int replan_kinds(struct app *app, struct queue_item *items, int n, int64_t now)
+{
+	for (int i = 0; i < n; i++) {
+		const char *kind = items[i].kind[0] ? items[i].kind : "whole";
+		bool first = true;
+		for (int k = 0; k < i && first; k++)
+			first = !queue_is_kind(&items[k], kind);
+		if (first && replan_kind(app, items, n, kind, now) < 0)
+			return -EIO;
+	}
+	return 0;
+}
+
 void runtime_queue_replan(struct app *app)
 {
 	struct queue_item items[QUEUE_PASS_MAX];
 	struct gpu_hold holds[CONFIG_MAX_GPUS];
-	int64_t free_at[CONFIG_MAX_GPUS], now = time(NULL), allocated = 0;
+	int64_t now = time(NULL), allocated = 0;
 	int n, g;
 
 	gpus_alloc_lock(app->gpus);
 	n = queue_load(app->db, now, items, QUEUE_PASS_MAX);
 	g = gpus_holders(app->db, app->cfg, now, holds);
 	if (n >= 0 && g >= 0) {
-		for (int i = 0; i < g; i++) {
-			free_at[i] = holds[i].free_at;
+		for (int i = 0; i < g; i++)
 			allocated += gpus_hold_busy(&holds[i]);
-		}
 		queue_order(items, (size_t)n);
-		queue_estimate(items, (size_t)n, free_at, (size_t)g, now);
-		for (int i = 0; i < n; i++)
+		/* on a store error no place is written: the next pass places them */
+		bool placed = replan_kinds(app, items, n, now) == 0;
+		for (int i = 0; placed && i < n; i++)
 			if (items[i].runtime_id && gpu_queue_set_place(app->db, items[i].runtime_id, items[i].position,
 						items[i].estimate_at) == 1)
 				runtime_moved(app, items[i].user_id);

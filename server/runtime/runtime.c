@@ -43,6 +43,8 @@ static enum runtime_start_result gpu_start(struct app *app, int64_t user_id, con
 		return RUNTIME_START_OK;
 	case -ENODEV:
 		return RUNTIME_START_NO_GPU;
+	case -ENXIO:
+		return RUNTIME_START_NO_KIND;
 	case -EEXIST:
 		return RUNTIME_START_EXISTS;
 	default:

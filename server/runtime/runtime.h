@@ -34,6 +34,7 @@ enum runtime_start_result {
 	RUNTIME_START_OK,      /* *out is the new row (starting, queued for a GPU, or failed if refused) */
 	RUNTIME_START_EXISTS,  /* the user has a live runtime */
 	RUNTIME_START_NO_GPU,  /* the lab has no GPU at all */
+	RUNTIME_START_NO_KIND, /* the lab has no GPU device of the kind the user's plan gives */
 	RUNTIME_START_ERROR,   /* store or token failure */
 	RUNTIME_START_QUOTA,   /* a rolling window of the kind is used up: *refusal */
 	RUNTIME_START_NO_GPUS_ALLOWED, /* the user's gpus_per_runtime is 0 */

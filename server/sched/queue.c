@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "config/config.h"
 #include "sched/caps.h"
@@ -34,7 +36,7 @@ void queue_order(struct queue_item *items, size_t n)
 		qsort(items, n, sizeof(*items), fair_cmp);
 }
 
-#define ESTIMATE_GPUS_MAX 64
+#define ESTIMATE_GPUS_MAX 128 /* sched/gpus.h GPUS_DEVICES_MAX */
 
 /* An entry of g GPUs (0 counts as 1) starts once its g earliest are free and holds
  * them all for length_s: its start, or 0 when the pool has fewer than g. */
@@ -61,17 +63,28 @@ static int64_t take_earliest(int64_t *t, size_t n, unsigned g, int64_t length_s)
 	return start;
 }
 
-void queue_estimate(struct queue_item *items, size_t n, const int64_t *free_at, size_t n_gpus,
-		    int64_t now)
+bool queue_is_kind(const struct queue_item *item, const char *kind)
+{
+	const char *a = item->kind[0] ? item->kind : "whole";
+	const char *b = kind && kind[0] ? kind : "whole";
+
+	return strcmp(a, b) == 0;
+}
+
+void queue_estimate(struct queue_item *items, size_t n, const char *kind, const int64_t *free_at,
+		    size_t n_gpus, int64_t now)
 {
 	int64_t t[ESTIMATE_GPUS_MAX];
+	int place = 0;
 
 	if (n_gpus > ESTIMATE_GPUS_MAX)
 		n_gpus = ESTIMATE_GPUS_MAX;
 	for (size_t g = 0; g < n_gpus; g++)
 		t[g] = free_at[g] > now ? free_at[g] : now;
 	for (size_t i = 0; i < n; i++) {
-		items[i].position = (int)i + 1;
+		if (kind && !queue_is_kind(&items[i], kind))
+			continue;
+		items[i].position = ++place;
 		items[i].estimate_at = 0;
 		if (n_gpus > 0)
 			items[i].estimate_at = take_earliest(t, n_gpus, items[i].gpus,
@@ -116,9 +129,11 @@ static int add_entry(const struct gpu_queue_entry *e, void *ctx)
 
 	if (l->n == l->max)
 		return 1; /* stop: the rest wait for the next pass */
-	l->items[l->n++] = (struct queue_item){
+	l->items[l->n] = (struct queue_item){
 		.runtime_id = e->runtime_id, .user_id = e->user_id, .queued_at = e->queued_at,
 		.expires_at = e->expires_at, .length_s = e->length_s, .gpus = 1};
+	snprintf(l->items[l->n].kind, sizeof(l->items[l->n].kind), "%s", e->gpu_kind);
+	l->n++;
 	return 0;
 }
 
@@ -128,10 +143,12 @@ static int add_job(const struct job_waiting_gpu *w, void *ctx)
 
 	if (l->n == l->max)
 		return 1;
-	l->items[l->n++] = (struct queue_item){
+	l->items[l->n] = (struct queue_item){
 		.job_id = w->job_id, .user_id = w->user_id, .queued_at = w->created_at,
 		.expires_at = w->expires_at, .length_s = w->length_s,
 		.gpus = (unsigned)w->gpu_count};
+	snprintf(l->items[l->n].kind, sizeof(l->items[l->n].kind), "%s", w->gpu_kind);
+	l->n++;
 	return 0;
 }
 
@@ -144,21 +161,25 @@ bool queue_listed(const int64_t *ids, size_t n, int64_t id)
 }
 
 /* Whether the entry that is(items[i], id) names may take its GPUs with
- * n_free free: everything ahead of it (but the excused users' jobs) could
- * start too. */
+ * n_free of its kind free: everything of its kind ahead of it (but the
+ * excused users' jobs) could start too. */
 static int turn_of(const struct queue_item *items, size_t n, bool (*is)(const struct queue_item *,
 									int64_t),
 		   int64_t id, unsigned n_free, const int64_t *excused, size_t n_excused)
 {
+	const struct queue_item *me = NULL;
 	unsigned ahead = 0;
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !me; i++)
 		if (is(&items[i], id))
-			return ahead + (items[i].gpus ? items[i].gpus : 1) <= n_free;
-		if (!items[i].job_id || !queue_listed(excused, n_excused, items[i].user_id))
-			ahead += items[i].gpus ? items[i].gpus : 1;
-	}
-	return 0;
+			me = &items[i];
+	if (!me)
+		return 0;
+	for (const struct queue_item *it = items; it < me; it++)
+		if (queue_is_kind(it, me->kind) &&
+		    (!it->job_id || !queue_listed(excused, n_excused, it->user_id)))
+			ahead += it->gpus ? it->gpus : 1;
+	return ahead + (me->gpus ? me->gpus : 1) <= n_free;
 }
 
 static bool is_job(const struct queue_item *it, int64_t id)

@@ -108,6 +108,23 @@ static bool frees_later(const struct quota_window *a, const struct quota_window 
 enum quota_start_verdict quota_check_start(const struct quota_status *st, enum runtime_kind kind,
 					   int64_t *deadline_s, struct quota_window *refusal)
 {
+	return quota_check_start_slice(st, kind, 1000, deadline_s, refusal);
+}
+
+/* Wall seconds that remaining_s charged seconds last on a device of fraction_milli. */
+static int64_t wall_s(int64_t remaining_s, enum runtime_kind kind, unsigned fraction_milli)
+{
+	if (kind != RUNTIME_GPU || fraction_milli == 0 || fraction_milli >= 1000)
+		return remaining_s;
+	if (remaining_s > QUOTA_LONGEST_RUNTIME_S)
+		return QUOTA_LONGEST_RUNTIME_S;
+	return remaining_s * 1000 / fraction_milli;
+}
+
+enum quota_start_verdict quota_check_start_slice(const struct quota_status *st,
+						 enum runtime_kind kind, unsigned fraction_milli,
+						 int64_t *deadline_s, struct quota_window *refusal)
+{
 	enum quota_limit max_limit = kind == RUNTIME_GPU ? QL_GPU_RUNTIME_MAX_S : QL_CPU_RUNTIME_MAX_S;
 	int64_t length_s = st->eff.v[max_limit], window_s;
 	const struct quota_window *worst = NULL;
@@ -124,8 +141,8 @@ enum quota_start_verdict quota_check_start(const struct quota_status *st, enum r
 			continue;
 		if (quota_window_used_up(w) && (!worst || frees_later(w, worst)))
 			worst = w;
-		if (w->remaining_s < length_s)
-			length_s = w->remaining_s;
+		if (wall_s(w->remaining_s, kind, fraction_milli) < length_s)
+			length_s = wall_s(w->remaining_s, kind, fraction_milli);
 	}
 	if (worst) {
 		*refusal = *worst;

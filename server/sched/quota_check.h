@@ -76,6 +76,13 @@ enum quota_start_verdict {
  * never does first). */
 enum quota_start_verdict quota_check_start(const struct quota_status *st, enum runtime_kind kind,
 					   int64_t *deadline_s, struct quota_window *refusal);
+/* The same for a GPU start on a device that is fraction_milli thousandths of
+ * a card (docs/gpu.md: a slice charges that fraction of each second): what
+ * remains of a GPU window lasts 1000 / fraction_milli times as long in wall
+ * seconds. fraction_milli 0 or above 1000 reads as 1000. Pure. */
+enum quota_start_verdict quota_check_start_slice(const struct quota_status *st,
+						 enum runtime_kind kind, unsigned fraction_milli,
+						 int64_t *deadline_s, struct quota_window *refusal);
 /* How many GPUs one runtime of this user holds (gpus_per_runtime; unlimited counts as
  * 64). B's GPU picking takes this many. */
 unsigned quota_gpus_per_runtime(const struct quota_status *st);

@@ -12,8 +12,8 @@
  * between sees a place that does not exist. */
 #define PROVISIONAL_PLACE "(SELECT count(*) + 1 FROM gpu_queue)"
 
-int gpu_queue_add(struct db *db, int64_t user_id, const char *token, int64_t now,
-		  int64_t length_s, int64_t expires_at, struct runtime *out)
+int gpu_queue_add(struct db *db, int64_t user_id, const char *token, const char *gpu_kind,
+		  int64_t now, int64_t length_s, int64_t expires_at, struct runtime *out)
 {
 	int rc;
 	int64_t id = 0;
@@ -25,8 +25,8 @@ int gpu_queue_add(struct db *db, int64_t user_id, const char *token, int64_t now
 	}
 	rc = db_exec(db,
 		     "INSERT INTO runtimes (user_id, kind, state, token, gpus, created_at, deadline,"
-		     " last_activity) VALUES (?, 'gpu', 'queued', ?, '', ?, ?, ?)",
-		     "itiii", user_id, token, now, now + length_s, now);
+		     " last_activity, gpu_kind) VALUES (?, 'gpu', 'queued', ?, '', ?, ?, ?, ?)",
+		     "itiiit", user_id, token, now, now + length_s, now, gpu_kind);
 	if (rc == 1) {
 		id = db_last_id(db);
 		rc = db_exec(db, "INSERT INTO gpu_queue (runtime_id, queued_at, expires_at, position)"
@@ -62,6 +62,7 @@ static int entry_from_row(sqlite3_stmt *st, void *arg)
 	};
 
 	snprintf(e.user_name, sizeof(e.user_name), "%s", (const char *)sqlite3_column_text(st, 2));
+	snprintf(e.gpu_kind, sizeof(e.gpu_kind), "%s", (const char *)sqlite3_column_text(st, 8));
 	return w->fn(&e, w->ctx);
 }
 
@@ -71,7 +72,7 @@ int gpu_queue_each(struct db *db, int (*fn)(const struct gpu_queue_entry *e, voi
 	struct entry_walk w = {fn, ctx};
 	int rc = db_each(db,
 			 "SELECT q.runtime_id, r.user_id, u.name, q.queued_at, q.expires_at,"
-			 " r.deadline - r.created_at, q.position, q.estimate_at"
+			 " r.deadline - r.created_at, q.position, q.estimate_at, r.gpu_kind"
 			 " FROM gpu_queue q JOIN runtimes r ON r.id = q.runtime_id"
 			 " JOIN users u ON u.id = r.user_id WHERE r.state = 'queued'"
 			 " ORDER BY q.queued_at, q.runtime_id",
@@ -103,8 +104,8 @@ static int move_row(struct db *db, int moved, int entry_rc)
 	return db_commit(db) < 0 ? -EIO : moved > 0;
 }
 
-int gpu_queue_take(struct db *db, int64_t runtime_id, const char *gpus, int64_t now,
-		   int64_t deadline)
+int gpu_queue_take(struct db *db, int64_t runtime_id, const char *gpus, unsigned fraction_milli,
+		   int64_t now, int64_t deadline)
 {
 	int moved, rc = 0;
 
@@ -114,9 +115,10 @@ int gpu_queue_take(struct db *db, int64_t runtime_id, const char *gpus, int64_t 
 		return -EIO;
 	}
 	moved = db_exec(db,
-			"UPDATE runtimes SET state = 'starting', gpus = ?, created_at = ?,"
-			" deadline = ?, last_activity = ? WHERE id = ? AND state = 'queued'",
-			"tiiii", gpus, now, deadline, now, runtime_id);
+			"UPDATE runtimes SET state = 'starting', gpus = ?, gpu_fraction_milli = ?,"
+			" created_at = ?, deadline = ?, last_activity = ? WHERE id = ?"
+			" AND state = 'queued'",
+			"tiiiii", gpus, (int64_t)fraction_milli, now, deadline, now, runtime_id);
 	if (moved > 0)
 		rc = db_exec(db, "DELETE FROM gpu_queue WHERE runtime_id = ?", "i", runtime_id);
 	rc = move_row(db, moved, rc);

@@ -63,7 +63,7 @@ static bool billed(enum job_secondary s)
 	" coalesce(j.exit_code, -1), j.failure_reason, j.memory_bytes, j.cpus_milli, j.network,"   \
 	" j.run_sent, j.grace_s, j.training_ms, j.warm_status, j.warm_from, j.warm_to,"            \
 	" j.warm_until, j.warm_reason, j.reused_by,"                                               \
-	" j.capacity, j.preempting, j.preempt_at_ms, j.preemptions"                                \
+	" j.capacity, j.preempting, j.preempt_at_ms, j.preemptions, j.gpu_kind"                    \
 	" FROM jobs j JOIN users u ON u.id = j.user_id"
 #define JOB_COLUMNS JOB_COLUMNS_WITH("j.spec")
 #define LIVE "j.status IN ('InProgress', 'Stopping')"
@@ -119,6 +119,7 @@ static void job_from_row(sqlite3_stmt *st, struct job *j)
 	copy_text(j->preempting, sizeof(j->preempting), st, c++);
 	j->preempt_at_ms = sqlite3_column_int64(st, c++);
 	j->preemptions = sqlite3_column_int(st, c++);
+	copy_text(j->gpu_kind, sizeof(j->gpu_kind), st, c++);
 }
 
 /* A db_row_fn copying the row into out with its own spec. */
@@ -271,13 +272,15 @@ int jobs_create(struct db *db, const struct job_new *n, struct job *out)
 	rc = db_exec(db,
 		     "INSERT INTO jobs (user_id, name, status, secondary, spec, kind, gpu_count,"
 		     " image, memory_bytes, cpus_milli, network, max_retries, max_runtime_s,"
-		     " max_wait_s, keep_alive_s, grace_s, created_at, capacity)"
-		     " VALUES (?, ?, 'InProgress', 'Pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		     "itttitiiiiiiiiit", n->user_id, n->name, n->spec, n->gpu ? "gpu" : "cpu",
+		     " max_wait_s, keep_alive_s, grace_s, created_at, capacity, gpu_kind)"
+		     " VALUES (?, ?, 'InProgress', 'Pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+		     " ?)",
+		     "itttitiiiiiiiiitt", n->user_id, n->name, n->spec, n->gpu ? "gpu" : "cpu",
 		     (int64_t)n->gpu_count, n->image ? n->image : "", n->memory_bytes,
 		     n->cpus_milli, (int64_t)n->network, (int64_t)n->max_retries, n->max_runtime_s,
 		     n->max_wait_s, n->keep_alive_s, n->grace_s, n->now_ms / 1000,
-		     n->preemptible ? "preemptible" : "on-demand");
+		     n->preemptible ? "preemptible" : "on-demand",
+		     n->gpu_kind && n->gpu_kind[0] ? n->gpu_kind : "whole");
 	id = db_last_id(db);
 	if (rc != 1 || add_transition(db, id, JOB_PENDING, n->now_ms, "queued") < 0 ||
 	    db_exec(db, "INSERT INTO job_storage (job_id, user_id, spec_bytes) VALUES (?, ?, ?)",
@@ -318,10 +321,11 @@ static int ledger_open_job(struct db *db, int64_t id, int64_t now)
 	/* a preemptible entry bills its plan's fraction of each second */
 	return db_exec(db,
 		       "INSERT INTO ledger (job_id, pool_id, source, user_id, user_name, kind, gpus,"
-		       " plan, start_at, last_heartbeat, capacity, rate)"
+		       " plan, start_at, last_heartbeat, capacity, rate, fraction_milli)"
 		       " SELECT j.id, j.pool_id, 'job', j.user_id, u.name, j.kind,"
 		       " coalesce((SELECT gpus FROM pools WHERE id = j.pool_id), ''), ?, ?, ?,"
-		       " j.capacity, CASE j.capacity WHEN 'preemptible' THEN ? ELSE 1 END"
+		       " j.capacity, CASE j.capacity WHEN 'preemptible' THEN ? ELSE 1 END,"
+		       " coalesce((SELECT gpu_fraction_milli FROM pools WHERE id = j.pool_id), 1000)"
 		       " FROM jobs j JOIN users u ON u.id = j.user_id WHERE j.id = ?",
 		       "tiidi", plan, now, now, ledger_preemptible_rate_of(db, user_id), id) == 1
 		       ? 0
@@ -490,6 +494,8 @@ static int waiting_row(sqlite3_stmt *st, void *arg)
 		.created_at = sqlite3_column_int64(st, 2),
 		.expires_at = sqlite3_column_int64(st, 2) + sqlite3_column_int64(st, 3),
 		.length_s = sqlite3_column_int64(st, 4), .gpu_count = sqlite3_column_int(st, 5)};
+
+	copy_text(j.gpu_kind, sizeof(j.gpu_kind), st, 6);
 	return w->fn(&j, w->ctx);
 }
 
@@ -502,7 +508,7 @@ int jobs_each_waiting_gpu(struct db *db, int (*fn)(const struct job_waiting_gpu 
 	 * head, so the fair order is taken among users, not among the N oldest
 	 * jobs (which could all be one user's). */
 	return db_each(db,
-		       "SELECT id, user_id, created_at, max_wait_s, max_runtime_s, gpu_count FROM"
+		       "SELECT id, user_id, created_at, max_wait_s, max_runtime_s, gpu_count, gpu_kind FROM"
 		       " (SELECT *, row_number() OVER (PARTITION BY user_id ORDER BY id) AS turn"
 		       " FROM jobs WHERE kind = 'gpu' AND capacity = 'on-demand'"
 		       " AND status = 'InProgress' AND (secondary ="

@@ -77,6 +77,8 @@ struct job {
 	char preempting[JOB_WAITING_MAX];
 	int64_t preempt_at_ms;
 	int preemptions;
+	/* the kind of GPU device it runs on (schema 20; store/plans.h) */
+	char gpu_kind[16];
 };
 
 /* What a new job is made of (jobs_create). */
@@ -86,6 +88,7 @@ struct job_new {
 	const char *spec; /* normalised JSON text */
 	bool gpu;
 	int gpu_count;
+	const char *gpu_kind; /* a GPU job's kind of device; NULL = "whole" */
 	const char *image;
 	int64_t memory_bytes, cpus_milli;
 	bool network;
@@ -150,6 +153,7 @@ int jobs_set_pool(struct db *db, int64_t id, int64_t pool_id);
 struct job_waiting_gpu {
 	int64_t job_id, user_id, created_at, expires_at, length_s;
 	int gpu_count;
+	char gpu_kind[16];
 };
 /* Calls fn for each waiting GPU job, oldest first. 0 or -1. */
 int jobs_each_waiting_gpu(struct db *db, int (*fn)(const struct job_waiting_gpu *w, void *ctx),

@@ -84,8 +84,9 @@ int ledger_open_runtime(struct db *db, int64_t runtime_id, int64_t now)
 	/* OR IGNORE: a runtime is billed once, even if it were marked running twice */
 	int rc = db_exec(db,
 			 "INSERT OR IGNORE INTO ledger (runtime_id, user_id, user_name, kind, gpus,"
-			 " plan, start_at, last_heartbeat)"
-			 " SELECT r.id, r.user_id, u.name, r.kind, r.gpus, ?, ?, ?"
+			 " plan, start_at, last_heartbeat, fraction_milli)"
+			 " SELECT r.id, r.user_id, u.name, r.kind, r.gpus, ?, ?, ?,"
+			 " r.gpu_fraction_milli"
 			 " FROM runtimes r JOIN users u ON u.id = r.user_id WHERE r.id = ?",
 			 "tiii", plan, now, now, runtime_id);
 	return rc < 0 ? -EIO : 0;
@@ -148,9 +149,10 @@ int ledger_open_warm(struct db *db, int64_t pool_id, int64_t now)
 	ledger_plan_of(db, user_id, plan);
 	int rc = db_exec(db,
 			 "INSERT INTO ledger (pool_id, job_id, source, user_id, user_name, kind, gpus,"
-			 " plan, start_at, last_heartbeat)"
+			 " plan, start_at, last_heartbeat, fraction_milli)"
 			 " SELECT p.id, p.last_job_id, 'warm', p.user_id, u.name,"
-			 " CASE WHEN p.gpu THEN 'gpu' ELSE 'cpu' END, p.gpus, ?, ?, ?"
+			 " CASE WHEN p.gpu THEN 'gpu' ELSE 'cpu' END, p.gpus, ?, ?, ?,"
+			 " p.gpu_fraction_milli"
 			 " FROM pools p JOIN users u ON u.id = p.user_id WHERE p.id = ?"
 			 " AND NOT EXISTS (SELECT 1 FROM ledger WHERE source = 'warm' AND pool_id = p.id"
 			 " AND end_at IS NULL)",
@@ -241,6 +243,7 @@ static int ledger_row(sqlite3_stmt *st, void *arg)
 	e.pool_id = sqlite3_column_int64(st, 14);
 	copy_text(e.capacity, sizeof(e.capacity), st, 15);
 	e.rate = sqlite3_column_double(st, 16);
+	e.fraction_milli = (unsigned)sqlite3_column_int(st, 17);
 	return w->fn(&e, w->ctx);
 }
 
@@ -252,7 +255,8 @@ int ledger_each(struct db *db, int64_t user_id, int64_t from_s, int64_t to_s,
 	int rc = db_each(db,
 			 "SELECT id, coalesce(runtime_id, 0), user_id, user_name, kind, gpus, plan,"
 			 " start_at, coalesce(end_at, 0), billable_s, end_reason, last_heartbeat,"
-			 " source, coalesce(job_id, 0), coalesce(pool_id, 0), capacity, rate"
+			 " source, coalesce(job_id, 0), coalesce(pool_id, 0), capacity, rate,"
+			 " fraction_milli"
 			 " FROM ledger WHERE (? = 0 OR user_id = ?) AND start_at < ?"
 			 " AND coalesce(end_at, last_heartbeat) > ? ORDER BY start_at, id",
 			 "iiii", ledger_row, &w, user_id, user_id, to_s, from_s);
@@ -264,6 +268,7 @@ void ledger_entry_span(const struct ledger_entry *e, struct ledger_span *out)
 	out->start_s = e->start_at;
 	out->end_s = e->end_at ? e->end_at : e->last_heartbeat;
 	out->kind = e->kind;
+	out->fraction_milli = e->fraction_milli;
 	out->gpus = e->kind == RUNTIME_GPU && e->gpus[0]; /* "1,2": one, and one per comma */
 	for (const char *c = e->gpus; out->gpus && *c; c++)
 		out->gpus += *c == ',';

@@ -40,6 +40,9 @@ struct ledger_entry {
 	 * billable second it charges (1 unless preemptible) */
 	char capacity[12];
 	double rate;
+	/* schema 20: the fraction of its card each GPU of the entry is, in
+	 * thousandths (1000: a whole card; ledger_window.h) */
+	unsigned fraction_milli;
 };
 
 /* The plan name stored on a new entry for user_id: their own plan, else their

@@ -480,6 +480,21 @@ static const char *const migrations[] = {
 	 "  status INTEGER NOT NULL,"
 	 "  error TEXT NOT NULL,"
 	 "  PRIMARY KEY (delivery_id, attempt));"),
+	/* 20: shared GPUs (docs/gpu.md "Sharing one card"). A plan's kind of GPU
+	 * device ('whole', 'share' or a MIG profile such as '1g.18gb'); the kind
+	 * a runtime, a job and a job sandbox were given (a job's: what it asked
+	 * within its plan, fixed at submit, so the queue keeps each kind apart
+	 * across a restart) and the fraction of a card each of their devices is
+	 * (thousandths: a MIG instance's memory over its card's, 1/count for a
+	 * share, 1000 for a whole card), copied onto the ledger entry as it
+	 * opens: its GPU seconds are charged times that fraction. */
+	("ALTER TABLE plans ADD COLUMN gpu TEXT NOT NULL DEFAULT 'whole';"
+	 "ALTER TABLE runtimes ADD COLUMN gpu_kind TEXT NOT NULL DEFAULT 'whole';"
+	 "ALTER TABLE runtimes ADD COLUMN gpu_fraction_milli INTEGER NOT NULL DEFAULT 1000;"
+	 "ALTER TABLE jobs ADD COLUMN gpu_kind TEXT NOT NULL DEFAULT 'whole';"
+	 "ALTER TABLE pools ADD COLUMN gpu_kind TEXT NOT NULL DEFAULT 'whole';"
+	 "ALTER TABLE pools ADD COLUMN gpu_fraction_milli INTEGER NOT NULL DEFAULT 1000;"
+	 "ALTER TABLE ledger ADD COLUMN fraction_milli INTEGER NOT NULL DEFAULT 1000;"),
 };
 
 int migrations_count(void)

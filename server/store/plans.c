@@ -1,13 +1,14 @@
 /* plans.c - the plans table; see plans.h. */
 #include "store/plans.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "labd/log.h"
 #include "store/db.h"
 
-#define PLAN_COLUMNS "id, name, limits, created_at, updated_at, image, preemptible_rate"
+#define PLAN_COLUMNS "id, name, limits, created_at, updated_at, image, preemptible_rate, gpu"
 
 static int plan_from_row(sqlite3_stmt *st, void *out)
 {
@@ -23,7 +24,54 @@ static int plan_from_row(sqlite3_stmt *st, void *out)
 	p->updated_at = sqlite3_column_int64(st, 4);
 	snprintf(p->image, sizeof(p->image), "%s", (const char *)sqlite3_column_text(st, 5));
 	p->preemptible_rate = sqlite3_column_double(st, 6);
+	snprintf(p->gpu, sizeof(p->gpu), "%s", (const char *)sqlite3_column_text(st, 7));
 	return 0;
+}
+
+/* Reads the digits at *s (1 to max_digits of them, no leading zero) into
+ * *out and moves *s past them. False when there are none. */
+static bool read_count(const char **s, int max_digits, unsigned *out)
+{
+	int n = 0;
+
+	if (**s < '1' || **s > '9')
+		return false;
+	*out = 0;
+	while (isdigit((unsigned char)**s) && n < max_digits) {
+		*out = *out * 10 + (unsigned)(**s - '0');
+		(*s)++;
+		n++;
+	}
+	return !isdigit((unsigned char)**s);
+}
+
+/* A MIG profile "<n>g.<m>gb": true with its slices and GB. */
+static bool mig_profile(const char *kind, unsigned *slices, unsigned *gb)
+{
+	const char *s = kind;
+
+	if (!read_count(&s, 1, slices) || strncmp(s, "g.", 2) != 0)
+		return false;
+	s += 2;
+	return read_count(&s, 4, gb) && strcmp(s, "gb") == 0;
+}
+
+bool plans_gpu_ok(const char *kind)
+{
+	unsigned slices, gb;
+
+	return strcmp(kind, PLAN_GPU_WHOLE) == 0 || strcmp(kind, PLAN_GPU_SHARE) == 0 ||
+	       mig_profile(kind, &slices, &gb);
+}
+
+bool plans_gpu_allows(const char *plan_kind, const char *asked)
+{
+	unsigned ps, pg, as, ag;
+
+	if (strcmp(plan_kind, asked) == 0 || strcmp(plan_kind, PLAN_GPU_WHOLE) == 0)
+		return plans_gpu_ok(asked);
+	return mig_profile(plan_kind, &ps, &pg) && mig_profile(asked, &as, &ag) && as <= ps &&
+	       ag <= pg;
 }
 
 int plans_find(struct db *db, const char *name, struct plan *out)
@@ -98,6 +146,47 @@ enum quota_change_result plans_update(struct db *db, const char *name,
 	return rc < 0 ? QUOTA_ERROR : rc == 0 ? QUOTA_NOT_FOUND : QUOTA_OK;
 }
 
+/* Where a one-text answer goes. */
+struct text_ctx {
+	char *out;
+	size_t len;
+};
+
+static int text_row(sqlite3_stmt *st, void *arg)
+{
+	struct text_ctx *c = arg;
+	snprintf(c->out, c->len, "%s", (const char *)sqlite3_column_text(st, 0));
+	return 0;
+}
+
+enum quota_change_result plans_set_gpu(struct db *db, const char *name, const char *gpu)
+{
+	db_lock(db);
+	int rc = db_exec(db, "UPDATE plans SET gpu = ? WHERE name = ?", "tt", gpu, name);
+	db_unlock(db);
+	return rc < 0 ? QUOTA_ERROR : rc == 0 ? QUOTA_NOT_FOUND : QUOTA_OK;
+}
+
+int plans_user_gpu(struct db *db, int64_t user_id, char *out, size_t len)
+{
+	struct text_ctx c = {out, len};
+	int rc;
+
+	snprintf(out, len, PLAN_GPU_WHOLE);
+	/* the plan store/ledger.c's ledger_plan_of names, in the same order */
+	rc = db_one(db,
+		    "SELECT COALESCE("
+		    " (SELECT p.gpu FROM user_quotas q JOIN plans p ON p.id = q.plan_id"
+		    "  WHERE q.user_id = ?1),"
+		    " (SELECT p.gpu FROM group_members m JOIN groups g ON g.id = m.group_id"
+		    "  JOIN plans p ON p.id = g.plan_id WHERE m.user_id = ?1 ORDER BY g.name LIMIT 1),"
+		    " '" PLAN_GPU_WHOLE "')",
+		    "i", text_row, &c, user_id);
+	if (rc < 0)
+		snprintf(out, len, PLAN_GPU_WHOLE);
+	return rc < 0 ? -1 : 0;
+}
+
 enum quota_change_result plans_set_preemptible_rate(struct db *db, const char *name,
 						    double rate)
 {
@@ -108,21 +197,9 @@ enum quota_change_result plans_set_preemptible_rate(struct db *db, const char *n
 	return rc < 0 ? QUOTA_ERROR : rc == 0 ? QUOTA_NOT_FOUND : QUOTA_OK;
 }
 
-struct image_ctx {
-	char *out;
-	size_t len;
-};
-
-static int image_row(sqlite3_stmt *st, void *arg)
-{
-	struct image_ctx *c = arg;
-	snprintf(c->out, c->len, "%s", (const char *)sqlite3_column_text(st, 0));
-	return 0;
-}
-
 int plans_user_image(struct db *db, int64_t user_id, char *out, size_t len)
 {
-	struct image_ctx c = {out, len};
+	struct text_ctx c = {out, len};
 	int rc;
 
 	out[0] = '\0';
@@ -132,7 +209,7 @@ int plans_user_image(struct db *db, int64_t user_id, char *out, size_t len)
 		    " UNION ALL SELECT p.image, 1, g.name FROM group_members m"
 		    " JOIN groups g ON g.id = m.group_id JOIN plans p ON p.id = g.plan_id"
 		    " WHERE m.user_id = ?1 AND p.image != '') ORDER BY rank, via LIMIT 1",
-		    "i", image_row, &c, user_id);
+		    "i", text_row, &c, user_id);
 	return rc < 0 ? -1 : 0;
 }
 

@@ -2,6 +2,8 @@
 #ifndef LABD_PLANS_H
 #define LABD_PLANS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "store/quota.h"
@@ -9,6 +11,13 @@
 struct db;
 
 #define PLAN_IMAGE_MAX 32 /* config/images.h IMAGE_NAME_MAX */
+/* A kind of GPU device (schema 20): "whole" (a whole card), "share" (a
+ * time-sliced share of a card, [gpu] shares) or a MIG profile "<n>g.<m>gb"
+ * (an instance of n compute slices and m GB, such as "1g.18gb"). */
+#define PLAN_GPU_MAX 16
+#define PLAN_GPU_WHOLE "whole"
+#define PLAN_GPU_SHARE "share"
+#define PLAN_GPU_RULE "\"whole\", \"share\" or a MIG profile <n>g.<m>gb such as \"1g.18gb\""
 
 struct plan {
 	int64_t id;
@@ -18,7 +27,17 @@ struct plan {
 	int64_t created_at, updated_at;
 	/* the fraction of a preemptible job's second billed (0 to 1; schema 18) */
 	double preemptible_rate;
+	/* the kind of GPU device its GPU runtimes and jobs get (schema 20) */
+	char gpu[PLAN_GPU_MAX];
 };
+
+/* Whether kind is a kind of GPU device a plan may name (PLAN_GPU_RULE). Pure. */
+bool plans_gpu_ok(const char *kind);
+/* Whether a plan giving plan_kind lets a job ask for asked (both valid): the
+ * same kind; anything on a "whole" plan (a slice is less than a card); on a
+ * MIG plan a profile no larger in compute slices and in memory. A "share" plan
+ * allows only shares: it bounds its users to a time slice. Pure. */
+bool plans_gpu_allows(const char *plan_kind, const char *asked);
 
 /* Lookups: 1 found, 0 not, -1 error. */
 int plans_find(struct db *db, const char *name, struct plan *out);
@@ -33,6 +52,13 @@ enum quota_change_result plans_create(struct db *db, const char *name,
 enum quota_change_result plans_update(struct db *db, const char *name,
 				      const struct quota_limits *limits, const char *image,
 				      int64_t now);
+/* Sets a plan's kind of GPU device (plans_gpu_ok, checked by the caller):
+ * QUOTA_OK, QUOTA_NOT_FOUND or QUOTA_ERROR. */
+enum quota_change_result plans_set_gpu(struct db *db, const char *name, const char *gpu);
+/* The kind of GPU device a user's GPU runtimes and jobs get: that of the plan
+ * the ledger names for them (their own plan, else their first group's by
+ * name), else "whole". Into out (PLAN_GPU_MAX bytes). 0 or -1 (out "whole"). */
+int plans_user_gpu(struct db *db, int64_t user_id, char *out, size_t len);
 /* Sets a plan's preemptible_rate (0 to 1, checked by the caller):
  * QUOTA_OK, QUOTA_NOT_FOUND or QUOTA_ERROR. */
 enum quota_change_result plans_set_preemptible_rate(struct db *db, const char *name,

@@ -14,7 +14,7 @@ const char *pools_state_name(enum pool_state s) { return state_names[s]; }
 #define POOL_COLUMNS                                                                               \
 	"p.id, p.user_id, u.name, p.state, p.gpu, p.gpus, p.gpu_count, p.image, p.memory_bytes,"   \
 	" p.cpus_milli, p.network, p.ready, p.created_at, p.deadline, p.available_until,"          \
-	" p.ended_at, p.job_id, p.last_job_id, p.end_reason"                                       \
+	" p.ended_at, p.job_id, p.last_job_id, p.end_reason, p.gpu_kind"                           \
 	" FROM pools p JOIN users u ON u.id = p.user_id"
 
 static void copy_text(char *dst, size_t len, sqlite3_stmt *st, int col)
@@ -51,7 +51,13 @@ static int pool_from_row(sqlite3_stmt *st, void *out)
 	p->job_id = sqlite3_column_int64(st, c++);
 	p->last_job_id = sqlite3_column_int64(st, c++);
 	copy_text(p->end_reason, sizeof(p->end_reason), st, c++);
+	copy_text(p->gpu_kind, sizeof(p->gpu_kind), st, c++);
 	return 0;
+}
+
+static const char *gpu_kind_of(const struct pool_shape *shape)
+{
+	return shape->gpu_kind && shape->gpu_kind[0] ? shape->gpu_kind : "whole";
 }
 
 int pools_create(struct db *db, const struct pool_shape *shape, const char *gpus, int64_t job_id,
@@ -62,13 +68,14 @@ int pools_create(struct db *db, const struct pool_shape *shape, const char *gpus
 	db_lock(db);
 	int rc = db_exec(db,
 			 "INSERT INTO pools (user_id, state, gpu, gpus, gpu_count, image, memory_bytes,"
-			 " cpus_milli, network, created_at, deadline, job_id)"
-			 " VALUES (?, 'starting', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-			 "iititiiiiii", shape->user_id, (int64_t)shape->gpu, gpus,
+			 " cpus_milli, network, created_at, deadline, job_id, gpu_kind,"
+			 " gpu_fraction_milli)"
+			 " VALUES (?, 'starting', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			 "iititiiiiiiti", shape->user_id, (int64_t)shape->gpu, gpus,
 			 (int64_t)shape->gpu_count, shape->size.image ? shape->size.image : "",
 			 shape->size.memory_bytes, shape->size.cpus_milli, (int64_t)shape->size.network,
-			 now, deadline,
-			 job_id);
+			 now, deadline, job_id, gpu_kind_of(shape),
+			 (int64_t)(shape->gpu_fraction_milli ? shape->gpu_fraction_milli : 1000));
 	id = db_last_id(db);
 	db_unlock(db);
 	if (rc != 1)
@@ -89,12 +96,12 @@ int pools_find_available(struct db *db, const struct pool_shape *shape, int64_t 
 			"SELECT " POOL_COLUMNS " WHERE p.state = 'available' AND p.user_id = ?"
 			" AND p.gpu = ? AND p.gpu_count = ? AND p.image = ? AND p.memory_bytes = ?"
 			" AND p.cpus_milli = ? AND p.network = ? AND p.deadline > ?"
-			" AND p.available_until > ? ORDER BY p.available_until, p.id LIMIT 1",
-			"iiitiiiii", pool_from_row, out, shape->user_id, (int64_t)shape->gpu,
+			" AND p.available_until > ? AND p.gpu_kind = ?"
+			" ORDER BY p.available_until, p.id LIMIT 1",
+			"iiitiiiiit", pool_from_row, out, shape->user_id, (int64_t)shape->gpu,
 			(int64_t)shape->gpu_count, shape->size.image ? shape->size.image : "",
 			shape->size.memory_bytes, shape->size.cpus_milli, (int64_t)shape->size.network,
-			not_before,
-			now);
+			not_before, now, gpu_kind_of(shape));
 	return rc < 0 ? -1 : rc;
 }
 

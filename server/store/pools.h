@@ -35,6 +35,7 @@ struct pool {
 	int64_t job_id;      /* the job it runs (or is about to), 0 when none */
 	int64_t last_job_id; /* the job it ran last */
 	char end_reason[JOB_REASON_MAX];
+	char gpu_kind[16]; /* the kind of its GPU devices (schema 20) */
 };
 
 /* What a job needs of a pool: a pool is reused only for the same. */
@@ -42,6 +43,11 @@ struct pool_shape {
 	int64_t user_id;
 	bool gpu;
 	int gpu_count;
+	/* the kind of GPU device (NULL: "whole"; a warm pool matches on it) and,
+	 * for a new pool, the fraction of its card each device is (thousandths,
+	 * 0: 1000), what its ledger entries charge */
+	const char *gpu_kind;
+	unsigned gpu_fraction_milli;
 	/* the sandbox's size, as the backend and the supervisor speak of it; a warm
 	 * pool matches on image, memory_bytes, cpus_milli and network (its GPU
 	 * minors are the row's, not part of the match) */

@@ -36,7 +36,8 @@ int runtimes_kind_parse(const char *text, enum runtime_kind *out)
 	"r.id, r.user_id, u.name, r.kind, r.state, coalesce(r.reason, ''), r.token, r.gpus,"      \
 	" r.created_at, coalesce(r.ready_at, 0), r.deadline, coalesce(r.ended_at, 0),"           \
 	" r.last_activity, r.endpoint, coalesce(q.queued_at, 0), coalesce(q.expires_at, 0),"      \
-	" coalesce(q.estimate_at, 0), coalesce(q.position, 0), r.image, r.image_hash"   \
+	" coalesce(q.estimate_at, 0), coalesce(q.position, 0), r.image, r.image_hash,"  \
+	" r.gpu_kind"                                                                              \
 	" FROM runtimes r JOIN users u ON u.id = r.user_id"                                       \
 	" LEFT JOIN gpu_queue q ON q.runtime_id = r.id"
 #define LIVE "r.state IN ('queued', 'starting', 'running', 'stopping')"
@@ -75,6 +76,7 @@ static int runtime_from_row(sqlite3_stmt *st, void *out)
 	r->queue_position = sqlite3_column_int(st, 17);
 	copy_text(r->image, sizeof(r->image), st, 18);
 	copy_text(r->image_hash, sizeof(r->image_hash), st, 19);
+	copy_text(r->gpu_kind, sizeof(r->gpu_kind), st, 20);
 	return 0;
 }
 

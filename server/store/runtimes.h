@@ -44,6 +44,7 @@ struct runtime {
 	int queue_position;
 	char image[RUNTIME_IMAGE_MAX];      /* [images] name it ran on; "" = the host's root */
 	char image_hash[RUNTIME_IMAGE_MAX]; /* "sha256:..." from its labd-image.json, or "" */
+	char gpu_kind[16]; /* the kind of GPU device it waits for or holds (schema 20) */
 };
 
 const char *runtimes_kind_name(enum runtime_kind k);

@@ -36,6 +36,8 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/me/runtime/open", ROUTE_USER, ROUTE_API, api_runtime_open_get,
 	 SCOPE_RUNTIMES},
 	{"GET", "/api/v1/gpus", ROUTE_USER, ROUTE_API, api_gpus, SCOPE_READ_GPUS},
+	{"POST", "/api/v1/gpus/rescan", ROUTE_ADMIN, ROUTE_API, api_gpus_rescan,
+	 SCOPE_ADMIN_RUNTIMES},
 	{"GET", "/api/v1/images", ROUTE_USER, ROUTE_API, api_images_list, SCOPE_RUNTIMES},
 	/* training jobs and their warm pools (docs/jobs.md) */
 	{"POST", "/api/v1/jobs", ROUTE_USER, ROUTE_API, api_jobs_submit, SCOPE_JOBS},

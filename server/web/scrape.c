@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -102,32 +103,93 @@ static int render_runtimes(struct buf *b, struct http_request *req)
 	return rc;
 }
 
-/* Each GPU's utilisation as NVML last read it (sched/gpus.h: a snapshot,
- * never NVML on a scrape); GPUs without a reading have no sample, and the
- * family is left out when none has one. */
+/* One family of per-device samples: value(g) < 0 means no reading (no
+ * sample); the family is left out when no device has one. Labels: the card,
+ * the device's text id, its kind and profile. */
+static int render_device_family(struct buf *b, const struct gpu_info *g, size_t n,
+				const char *name, const char *help, double (*value)(const struct gpu_info *))
+{
+	static const char *const kinds[] = {"whole", "mig", "share"};
+	bool any = false;
+	char card[12], device[GPUDEV_TEXT_MAX];
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++)
+		any = any || value(&g[i]) >= 0;
+	if (any)
+		rc = metrics_render_family(b, name, "gauge", help);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (value(&g[i]) < 0)
+			continue;
+		snprintf(card, sizeof(card), "%u", g[i].card);
+		gpudev_format(g[i].id, device, sizeof(device));
+		struct metrics_label l[] = {{"card", card}, {"device", device},
+					    {"kind", kinds[g[i].kind]}, {"profile", g[i].profile}};
+		rc = metrics_render_sample(b, name, l, 4, value(&g[i]));
+	}
+	return rc;
+}
+
+static double utilization(const struct gpu_info *g)
+{
+	return g->utilization_percent < 0 ? -1 : g->utilization_percent / 100.0;
+}
+
+static double memory_total(const struct gpu_info *g)
+{
+	return (double)g->memory_bytes;
+}
+
+static double memory_used(const struct gpu_info *g)
+{
+	return (double)g->memory_used_bytes;
+}
+
+/* Each GPU device's utilisation and memory as NVML last read it
+ * (sched/gpus.h: a snapshot, never NVML on a scrape); devices without a
+ * reading have no sample. labd_gpu_utilization_ratio{gpu} stays, for whole
+ * cards, as before devices had kinds. */
 static int render_gpus(struct buf *b, struct http_request *req)
 {
-	struct gpu_info g[CONFIG_MAX_GPUS];
+	struct gpu_info *g = calloc(GPUS_DEVICES_MAX, sizeof(*g));
 	struct app *app = http_app(req);
-	size_t n = app->gpus ? gpus_snapshot(app->gpus, g, CONFIG_MAX_GPUS) : 0;
+	size_t n = app->gpus && g ? gpus_snapshot(app->gpus, g, GPUS_DEVICES_MAX) : 0;
+	bool short_of_memory = app->gpus && !g;
 	bool any = false;
 	char id[12];
 	int rc = 0;
 
 	for (size_t i = 0; i < n; i++)
-		any = any || g[i].utilization_percent >= 0;
+		any = any || (g[i].kind == GPUDEV_WHOLE && g[i].utilization_percent >= 0);
 	if (any)
 		rc = metrics_render_family(b, "labd_gpu_utilization_ratio", "gauge",
 					   "GPU busy time over NVML's last sample period (0-1).");
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		if (g[i].utilization_percent < 0)
+		if (g[i].kind != GPUDEV_WHOLE || g[i].utilization_percent < 0)
 			continue;
 		snprintf(id, sizeof(id), "%u", g[i].id);
 		struct metrics_label l[] = {{"gpu", id}};
 		rc = metrics_render_sample(b, "labd_gpu_utilization_ratio", l, 1,
 					   g[i].utilization_percent / 100.0);
 	}
-	return rc;
+	if (rc == 0)
+		rc = render_device_family(
+			b, g, n, "labd_gpu_device_utilization_ratio",
+			"Busy time of each GPU device (whole card, MIG instance, share: its card's) "
+			"over NVML's last sample period (0-1).",
+			utilization);
+	if (rc == 0)
+		rc = render_device_family(
+			b, g, n, "labd_gpu_device_memory_bytes",
+			"GPU memory of each device: a card's, a MIG instance's own, a share's budget.",
+			memory_total);
+	if (rc == 0)
+		rc = render_device_family(
+			b, g, n, "labd_gpu_device_memory_used_bytes",
+			"GPU memory in use on each device (a share: what its holder's processes use).",
+			memory_used);
+	free(g);
+	return short_of_memory ? -ENOMEM : rc;
 }
 
 static void reply_exposition(struct http_request *req, const struct buf *b)

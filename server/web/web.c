@@ -33,6 +33,7 @@
 #include "jobs/jobs.h"
 #include "jobs/observe.h"
 #include "jobs/watch.h"
+#include "runtime/gpubudget.h"
 #include "runtime/poke.h"
 #include "runtime/reconcile.h"
 #include "runtime/runtime.h"
@@ -339,6 +340,19 @@ static void stop_backend(struct web *w)
 	backend_free(w->app.backend);
 }
 
+/* The share budget watcher asks the backend to end processes: after it,
+ * stopped before it. */
+static int start_gpu_budget(struct web *w)
+{
+	return gpubudget_start(&w->app, &w->app.gpu_budget) < 0 ? -1 : 0;
+}
+
+static void stop_gpu_budget(struct web *w)
+{
+	gpubudget_stop(&w->app, w->app.gpu_budget);
+	w->app.gpu_budget = NULL;
+}
+
 static int start_reconciler(struct web *w)
 {
 	return reconcile_start(&w->app, &w->app.reconciler);
@@ -486,6 +500,7 @@ static const struct part {
 	{"gpus", start_gpus, stop_gpus},
 	{"observe", start_observe, stop_observe},
 	{"backend", start_backend, stop_backend},
+	{"gpu budgets", start_gpu_budget, stop_gpu_budget},
 	{"http", start_http, stop_http},
 	/* the tickers last, so that they stop first: nothing is dispatched
 	 * while the supervisor ends sandboxes on a shutdown */

@@ -57,6 +57,11 @@ test('admin creates a plan, a user and a group with the plan, by keyboard', T, a
   await page.locator('#plan-limit-egress_bytes_per_s').fill('50M');
   await page.locator('#plan-limit-cpus_milli').fill('0.5'); // CPUs as [runtime] cpus takes them
   await page.getByLabel('Preemptible rate (0 to 1)').fill('0.25');
+  // a kind of GPU device that is none is refused in the form, naming the field
+  await page.getByLabel('GPU device').fill('18gb');
+  await page.locator('#plan-save').click();
+  await page.locator('#plans-error').filter({ hasText: 'GPU device must be' }).waitFor();
+  await page.getByLabel('GPU device').fill('1g.18gb');
   await page.locator('#plan-save').click();
   await rowOf(page, '#plans', PLAN).filter({ hasText: 'GPU time per 24 h: 2 h' }).waitFor();
   const plan = await api(admin, 'GET', `/plans/${PLAN}`);
@@ -68,6 +73,8 @@ test('admin creates a plan, a user and a group with the plan, by keyboard', T, a
   assert.equal(plan.body.plan.limits.egress_bytes_per_s, 50 * 1024 ** 2);
   assert.equal(plan.body.plan.preemptible_rate, 0.25);
   await rowOf(page, '#plans', PLAN).filter({ hasText: 'preemptible rate: 0.25' }).waitFor();
+  assert.equal(plan.body.plan.gpu, '1g.18gb');
+  await rowOf(page, '#plans', PLAN).filter({ hasText: 'GPU device: 1g.18gb' }).waitFor();
 
   await page.locator('#new-name').fill(USER);
   await page.locator('#new-password').fill(USER_PW);

@@ -33,7 +33,7 @@ from labd_harness import (
 )
 from test_runtime_events import EventStream, cookie_headers
 
-QUEUE_KEYS = {"position", "queued_at", "estimate_start_at", "expires_at"}
+QUEUE_KEYS = {"position", "queued_at", "estimate_start_at", "expires_at", "gpu_kind"}
 
 
 @pytest.fixture(scope="module")
@@ -222,9 +222,10 @@ def test_gpus_api_hides_holders_and_others_queue_details(gd):
         assert "holder" not in g and g["state"] == "busy", g
         mine, theirs = j["queue"]
         assert mine == {"position": 1, "queued_at": qb["queue"]["queued_at"],
-                        "runtime_id": qb["id"], "user": b.name,
+                        "runtime_id": qb["id"], "user": b.name, "gpu_kind": "whole",
                         "estimate_start_at": held["deadline"], "you": True}, mine
-        assert theirs == {"position": 2, "queued_at": qc["queue"]["queued_at"]}, theirs
+        assert theirs == {"position": 2, "queued_at": qc["queue"]["queued_at"],
+                          "gpu_kind": "whole"}, theirs
         assert "you" not in admin.get("/api/v1/gpus").json["queue"][1]
         # anonymous: no
         assert gd.client().get("/api/v1/gpus").status == 401

@@ -55,7 +55,9 @@ def test_plan_lifecycle_and_audit(admin):
     assert_status(r, 201)
     p = r.json["plan"]
     assert p["name"] == name and p["limits"] == limits, p
-    assert set(p) == {"name", "limits", "image", "preemptible_rate", "created_at", "updated_at"}, p
+    assert set(p) == {"name", "limits", "image", "preemptible_rate", "gpu", "created_at",
+                      "updated_at"}, p
+    assert p["gpu"] == "whole", p  # the default kind of GPU device (docs/gpu.md)
     assert p["image"] == "", p  # the host's root (test_images.py sets one)
     assert p["preemptible_rate"] == 0.3, p  # the default (docs/jobs.md "Preemptible capacity")
     assert admin.get(f"/api/v1/plans/{name}").json == {"plan": p}
@@ -98,6 +100,9 @@ def test_plan_lifecycle_and_audit(admin):
     ({"name": "ok", "limits": {"gpu_s_per_24h": "lots"}}, "limits.gpu_s_per_24h"),
     ({"name": "ok", "limits": {"gpu_s_per_24h": 1.5}}, "limits.gpu_s_per_24h"),
     ({"name": "ok", "extra": 1}, "extra"),
+    ({"name": "ok", "gpu": "mig"}, "gpu"),
+    ({"name": "ok", "gpu": "1g.18gb+me"}, "gpu"),
+    ({"name": "ok", "gpu": 1}, "gpu"),
 ])
 def test_plan_create_bad_input(admin, body, field):
     before = admin.get("/api/v1/plans").json
@@ -113,6 +118,28 @@ def test_plan_conflicts_and_bad_put(admin, plan):
                  400, "bad_field", field="limits.storage_bytes")
     assert admin.get(f"/api/v1/plans/{plan}").json == before
     assert_error(admin.put("/api/v1/plans/nosuchplan", json={"limits": {}}), 404, "not_found")
+
+
+def test_plan_gpu_kind(admin, plan):
+    """A plan's kind of GPU device: set on create and on a PUT, kept by a PUT
+    without it, refused (nothing changed) when it is no kind, audited."""
+    name = unique_name("pl")
+    r = admin.post("/api/v1/plans", json={"name": name, "gpu": "1g.18gb"})
+    assert_status(r, 201)
+    assert r.json["plan"]["gpu"] == "1g.18gb", r.json
+    r = admin.put(f"/api/v1/plans/{name}", json={"limits": {}})
+    assert r.json["plan"]["gpu"] == "1g.18gb", r.json  # kept when absent
+    r = admin.put(f"/api/v1/plans/{name}", json={"limits": {}, "gpu": "share"})
+    assert r.json["plan"]["gpu"] == "share", r.json
+    before = admin.get(f"/api/v1/plans/{name}").json
+    e = assert_error(admin.put(f"/api/v1/plans/{name}", json={"limits": {"gpu_s_per_24h": 5},
+                                                              "gpu": "18gb"}),
+                     400, "bad_field", field="gpu")
+    assert "1g.18gb" in e["message"], e
+    assert admin.get(f"/api/v1/plans/{name}").json == before
+    detail = audit_entries(admin, "plan.update", name)[0]["detail"]
+    assert "gpu=share" in detail, detail
+    assert_status(admin.delete(f"/api/v1/plans/{name}"), 204)
 
 
 def test_plan_in_use_is_not_deleted(admin, new_user, plan, group):

@@ -26,6 +26,23 @@ static const struct jobs_limits limits = {
 	.image_ok = image_known,
 };
 
+/* Checks text under lim; returns the field named ("" when it passed). */
+static const char *check_under(const char *text, const struct jobs_limits *lim,
+			       struct jobs_submit *out)
+{
+	static struct jobs_submit_error err;
+	json_error_t jerr;
+	json_t *body = json_loads(text, 0, &jerr);
+
+	assert_non_null(body);
+	int rc = jobs_submit_check(body, lim, out, &err);
+	json_decref(body);
+	if (rc == 0)
+		return "";
+	assert_true(err.message[0] != '\0');
+	return err.field;
+}
+
 /* Checks text; returns the field named ("" when it passed). */
 static const char *check(const char *text, struct jobs_submit *out)
 {
@@ -63,6 +80,52 @@ static void test_defaults(void **state)
 	assert_string_equal(json_string_value(json_object_get(s.spec, "working_dir")), "");
 	assert_true(json_is_object(json_object_get(s.spec, "environment")));
 	assert_true(json_is_array(json_object_get(s.spec, "metric_definitions")));
+	jobs_submit_release(&s);
+}
+
+/* gpu_kind: a GPU job gets its plan's kind of device unless it asks for one
+ * its plan allows (the same, or a smaller MIG profile; anything on a whole-card
+ * plan); a CPU job asks none. */
+static void test_gpu_kind(void **state)
+{
+	struct jobs_limits mig = limits, share = limits;
+	struct jobs_submit s;
+	(void)state;
+
+	mig.gpu_kind = "3g.71gb";
+	share.gpu_kind = "share";
+	assert_string_equal(check("{\"name\":\"a\",\"command\":[\"sh\"],\"type\":\"gpu\"}", &s), "");
+	assert_string_equal(s.gpu_kind, "whole"); /* no plan kind: a whole card */
+	assert_string_equal(json_string_value(json_object_get(s.spec, "gpu_kind")), "whole");
+	jobs_submit_release(&s);
+	assert_string_equal(check("{\"name\":\"a\",\"command\":[\"sh\"],\"type\":\"gpu\","
+				  "\"gpu_kind\":\"1g.18gb\"}", &s), "");
+	assert_string_equal(s.gpu_kind, "1g.18gb");
+	jobs_submit_release(&s);
+	assert_string_equal(check_under("{\"name\":\"a\",\"command\":[\"sh\"],\"type\":\"gpu\"}",
+					&mig, &s), "");
+	assert_string_equal(s.gpu_kind, "3g.71gb"); /* the plan's */
+	jobs_submit_release(&s);
+	assert_string_equal(check_under("{\"name\":\"a\",\"command\":[\"sh\"],\"type\":\"gpu\","
+					"\"gpu_kind\":\"2g.35gb\"}", &mig, &s), "");
+	assert_string_equal(s.gpu_kind, "2g.35gb");
+	jobs_submit_release(&s);
+	/* more than the plan gives, another kind, not a kind, a CPU job asking */
+	assert_string_equal(check_under("{\"name\":\"a\",\"command\":[\"sh\"],\"type\":\"gpu\","
+					"\"gpu_kind\":\"7g.141gb\"}", &mig, &s), "gpu_kind");
+	assert_string_equal(check_under("{\"name\":\"a\",\"command\":[\"sh\"],\"type\":\"gpu\","
+					"\"gpu_kind\":\"whole\"}", &mig, &s), "gpu_kind");
+	assert_string_equal(check_under("{\"name\":\"a\",\"command\":[\"sh\"],\"type\":\"gpu\","
+					"\"gpu_kind\":\"1g.18gb\"}", &share, &s), "gpu_kind");
+	assert_string_equal(check("{\"name\":\"a\",\"command\":[\"sh\"],\"type\":\"gpu\","
+				  "\"gpu_kind\":\"big\"}", &s), "gpu_kind");
+	assert_string_equal(check("{\"name\":\"a\",\"command\":[\"sh\"],\"type\":\"gpu\","
+				  "\"gpu_kind\":7}", &s), "gpu_kind");
+	assert_string_equal(check("{\"name\":\"a\",\"command\":[\"sh\"],\"gpu_kind\":\"share\"}",
+				  &s), "gpu_kind");
+	assert_string_equal(check("{\"name\":\"a\",\"command\":[\"sh\"]}", &s), "");
+	assert_null(s.gpu_kind); /* a CPU job has none */
+	assert_null(json_object_get(s.spec, "gpu_kind"));
 	jobs_submit_release(&s);
 }
 
@@ -329,6 +392,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_capacity),
+		cmocka_unit_test(test_gpu_kind),
 		cmocka_unit_test(test_full_request),
 		cmocka_unit_test(test_each_bad_field_named),
 		cmocka_unit_test(test_bounds),

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "store/db.h"
+#include "store/gpu_queue.h"
 #include "store/ledger.h"
 #include "store/ledger_window.h"
 #include "store/runtimes.h"
@@ -205,11 +206,41 @@ static void test_each_overlaps_window(void **state)
 	assert_int_equal(entries(f->db, f->uid + 1, 0, 3000).n, 0);
 }
 
+/* An entry keeps the fraction of a card its devices are (schema 20): a
+ * runtime started on a quarter share through the queue opens an entry of
+ * 250 thousandths, charged a quarter of each GPU-second; a whole card's
+ * and a CPU runtime's are 1000. */
+static void test_entry_keeps_its_fraction(void **state)
+{
+	struct fixture *f = *state;
+	struct runtime r;
+	struct ledger_span span;
+
+	assert_int_equal(gpu_queue_add(f->db, f->uid, "tok", "share", 1000, 3600, 5000, &r), 0);
+	assert_int_equal(gpu_queue_take(f->db, r.id, "131328", 250, 1000, 4600), 1);
+	assert_int_equal(runtimes_set_state(f->db, r.id, RUNTIME_RUNNING, NULL, 1000), 1);
+	assert_int_equal(ledger_heartbeat(f->db, 1400), 1);
+	assert_int_equal(runtimes_set_state(f->db, r.id, RUNTIME_STOPPED, "done", 1400), 1);
+	running_runtime(f, RUNTIME_GPU, "0", 2000);
+	assert_int_equal(ledger_heartbeat(f->db, 2400), 1);
+	struct seen s = entries(f->db, f->uid, 0, 3000);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.e[0].fraction_milli, 250);
+	assert_string_equal(s.e[0].gpus, "131328");
+	ledger_entry_span(&s.e[0], &span);
+	assert_int_equal(span.fraction_milli, 250);
+	assert_int_equal(ledger_clip_s(&span, 0, 3000), 100); /* 400 s on a quarter */
+	assert_int_equal(s.e[1].fraction_milli, 1000);
+	ledger_entry_span(&s.e[1], &span);
+	assert_int_equal(ledger_clip_s(&span, 0, 3000), 400);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_opens_when_running_closes_when_ended, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_entry_keeps_its_fraction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_heartbeat_and_close_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recover_closes_entries_of_dead_runtimes, setup,
 						teardown),

@@ -7,16 +7,16 @@
 #include "store/ledger_window.h"
 
 static const struct ledger_span spans[] = {
-	{100, 200, RUNTIME_CPU, 0}, /* 100 s */
-	{150, 160, RUNTIME_GPU, 0}, /* 10 s, another kind */
-	{300, 350, RUNTIME_CPU, 0}, /* 50 s */
+	{100, 200, RUNTIME_CPU, 0, 0}, /* 100 s */
+	{150, 160, RUNTIME_GPU, 0, 0}, /* 10 s, another kind */
+	{300, 350, RUNTIME_CPU, 0, 0}, /* 50 s */
 };
 #define N (sizeof(spans) / sizeof(spans[0]))
 
 static void test_clip_edges(void **state)
 {
 	(void)state;
-	const struct ledger_span s = {100, 200, RUNTIME_CPU, 0};
+	const struct ledger_span s = {100, 200, RUNTIME_CPU, 0, 0};
 	assert_int_equal(ledger_clip_s(&s, 0, 1000), 100);  /* inside */
 	assert_int_equal(ledger_clip_s(&s, 100, 200), 100); /* exactly the window */
 	assert_int_equal(ledger_clip_s(&s, 150, 1000), 50); /* straddles from */
@@ -26,7 +26,7 @@ static void test_clip_edges(void **state)
 	assert_int_equal(ledger_clip_s(&s, 0, 100), 0);     /* ends at its start */
 	assert_int_equal(ledger_clip_s(&s, 199, 200), 1);   /* its last second */
 	assert_int_equal(ledger_clip_s(&s, 100, 101), 1);   /* its first second */
-	const struct ledger_span empty = {100, 100, RUNTIME_CPU, 0};
+	const struct ledger_span empty = {100, 100, RUNTIME_CPU, 0, 0};
 	assert_int_equal(ledger_clip_s(&empty, 0, 1000), 0);
 }
 
@@ -72,7 +72,7 @@ static void test_free_at(void **state)
 static void test_gpus_weigh(void **state)
 {
 	(void)state;
-	const struct ledger_span two = {100, 200, RUNTIME_GPU, 2}, one = {100, 200, RUNTIME_GPU, 1};
+	const struct ledger_span two = {100, 200, RUNTIME_GPU, 2, 0}, one = {100, 200, RUNTIME_GPU, 1, 0};
 	const struct ledger_span both[] = {two, one};
 	assert_int_equal(ledger_clip_s(&two, 0, 1000), 200);
 	assert_int_equal(ledger_clip_s(&two, 150, 160), 20);
@@ -82,11 +82,41 @@ static void test_gpus_weigh(void **state)
 	assert_int_equal(ledger_window_free_at(both, 2, RUNTIME_GPU, 1000, 300, 10, 400), 1104);
 }
 
+/* A GPU span of a slice counts its fraction of a card (thousandths), rounded
+ * down per span: a quarter share's 100 s on one device is 25 card-seconds, a
+ * 1g.18gb instance (18/141 of an H200 is 127) 12 of 100; a CPU span ignores
+ * the field; 0 and 1000 are a whole card. */
+static void test_fraction_weighs(void **state)
+{
+	(void)state;
+	const struct ledger_span share = {100, 200, RUNTIME_GPU, 1, 250},
+				 mig = {100, 200, RUNTIME_GPU, 1, 127},
+				 two = {100, 200, RUNTIME_GPU, 2, 250},
+				 whole = {100, 200, RUNTIME_GPU, 1, 1000},
+				 unset = {100, 200, RUNTIME_GPU, 1, 0},
+				 cpu = {100, 200, RUNTIME_CPU, 0, 250};
+	const struct ledger_span all[] = {share, mig, whole};
+	assert_int_equal(ledger_clip_s(&share, 0, 1000), 25);
+	assert_int_equal(ledger_clip_s(&share, 150, 1000), 12); /* 50 s * 0.25, down */
+	assert_int_equal(ledger_clip_s(&mig, 0, 1000), 12);
+	assert_int_equal(ledger_clip_s(&two, 0, 1000), 50);
+	assert_int_equal(ledger_clip_s(&whole, 0, 1000), 100);
+	assert_int_equal(ledger_clip_s(&unset, 0, 1000), 100);
+	assert_int_equal(ledger_clip_s(&cpu, 0, 1000), 100);
+	assert_int_equal(ledger_window_sum_s(all, 3, RUNTIME_GPU, 0, 1000), 25 + 12 + 100);
+	/* a 30 s limit: the share's 25 and 5 more fit now */
+	assert_int_equal(ledger_window_free_at(&share, 1, RUNTIME_GPU, 1000, 30, 5, 400), 400);
+	/* 10 need the share's charge down to 20: 83 wall seconds left in the
+	 * window charge 20 (20.75, rounded down), 84 charge 21 */
+	assert_int_equal(ledger_window_free_at(&share, 1, RUNTIME_GPU, 1000, 30, 10, 400), 1117);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clip_edges),
 		cmocka_unit_test(test_gpus_weigh),
+		cmocka_unit_test(test_fraction_weighs),
 		cmocka_unit_test(test_sum_by_kind_and_window),
 		cmocka_unit_test(test_free_at),
 	};

@@ -89,6 +89,64 @@ static void test_a_runtime_never_overtakes_a_job_ahead(void **state)
 	assert_false(queue_job_turn(it, 2, 7, 2, NULL, 0));
 }
 
+/* The queue is kept per kind of device: a share waits only behind shares, a
+ * 1g.18gb instance only behind 1g.18gb instances, a whole card only behind
+ * whole cards, whatever the order across kinds says. */
+static void test_each_kind_waits_apart(void **state)
+{
+	struct queue_item it[] = {
+		{.job_id = 7, .user_id = 1, .queued_at = 100, .gpus = 2},		   /* whole */
+		{.runtime_id = 3, .user_id = 2, .queued_at = 200, .kind = "share"},
+		{.job_id = 8, .user_id = 3, .queued_at = 300, .gpus = 1, .kind = "1g.18gb"},
+		{.runtime_id = 4, .user_id = 4, .queued_at = 400, .kind = "share"},
+		{.runtime_id = 5, .user_id = 5, .queued_at = 500, .kind = "whole"},
+	};
+	(void)state;
+
+	queue_order(it, 5);
+	assert_true(queue_is_kind(&it[0], "whole")); /* "" reads as whole */
+	assert_true(queue_is_kind(&it[4], NULL));
+	assert_false(queue_is_kind(&it[1], "whole"));
+	/* one share free: the first share's, though a 2-card job waits ahead of it */
+	assert_true(queue_runtime_turn(it, 5, 3, 1, NULL, 0));
+	assert_false(queue_runtime_turn(it, 5, 4, 1, NULL, 0)); /* behind runtime 3 */
+	assert_true(queue_runtime_turn(it, 5, 4, 2, NULL, 0));
+	/* one instance free: the 1g.18gb job's, ahead of it only other kinds */
+	assert_true(queue_job_turn(it, 5, 8, 1, NULL, 0));
+	assert_false(queue_job_turn(it, 5, 8, 0, NULL, 0));
+	/* whole cards: runtime 5 waits behind job 7's two cards, not behind shares */
+	assert_false(queue_runtime_turn(it, 5, 5, 2, NULL, 0));
+	assert_true(queue_runtime_turn(it, 5, 5, 3, NULL, 0));
+	int64_t excused[] = {1};
+	assert_true(queue_runtime_turn(it, 5, 5, 1, excused, 1));
+}
+
+/* Places and estimates count within a kind: two shares and a whole card
+ * waiting are share 1, share 2 and whole 1, each estimated on its own devices. */
+static void test_places_and_estimates_per_kind(void **state)
+{
+	struct queue_item it[] = {
+		{.runtime_id = 1, .length_s = 100, .kind = "share"},
+		{.runtime_id = 2, .length_s = 100},
+		{.runtime_id = 3, .length_s = 50, .kind = "share"},
+	};
+	const int64_t shares_free_at[] = {1000}, cards_free_at[] = {2000};
+	(void)state;
+
+	queue_estimate(it, 3, "share", shares_free_at, 1, 500);
+	assert_int_equal(it[0].position, 1);
+	assert_int_equal(it[2].position, 2);
+	assert_int_equal(it[1].position, 0); /* another kind: untouched */
+	assert_int_equal(it[0].estimate_at, 1000);
+	assert_int_equal(it[2].estimate_at, 1100); /* after the first share's 100 s */
+	queue_estimate(it, 3, "whole", cards_free_at, 1, 500);
+	assert_int_equal(it[1].position, 1);
+	assert_int_equal(it[1].estimate_at, 2000);
+	assert_int_equal(it[2].estimate_at, 1100); /* the shares' stay */
+	queue_estimate(it, 3, "1g.18gb", NULL, 0, 500); /* nobody waits for that kind */
+	assert_int_equal(it[0].position, 1);
+}
+
 static void test_estimates_follow_the_holders_and_lengths(void **state)
 {
 	(void)state;
@@ -96,7 +154,7 @@ static void test_estimates_follow_the_holders_and_lengths(void **state)
 		{.length_s = 100}, {.length_s = 50}, {.length_s = 10}, {.length_s = 10}};
 	/* two GPUs: one frees at 1000, the other at 1200 */
 	const int64_t free_at[] = {1200, 1000};
-	queue_estimate(it, 4, free_at, 2, 500);
+	queue_estimate(it, 4, NULL, free_at, 2, 500);
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(it[i].position, i + 1);
 	assert_int_equal(it[0].estimate_at, 1000); /* the earlier GPU, then busy until 1100 */
@@ -105,17 +163,17 @@ static void test_estimates_follow_the_holders_and_lengths(void **state)
 	assert_int_equal(it[3].estimate_at, 1160);
 	/* a free GPU (or a deadline already past) means now */
 	const int64_t past[] = {400};
-	queue_estimate(it, 2, past, 1, 500);
+	queue_estimate(it, 2, NULL, past, 1, 500);
 	assert_int_equal(it[0].estimate_at, 500);
 	assert_int_equal(it[1].estimate_at, 600);
 	/* a 2-GPU job waits for both and holds both: who follows waits for its end */
 	struct queue_item two[3] = {{.length_s = 100, .gpus = 2}, {.length_s = 10}, {.length_s = 10, .gpus = 3}};
-	queue_estimate(two, 3, free_at, 2, 500);
+	queue_estimate(two, 3, NULL, free_at, 2, 500);
 	assert_int_equal(two[0].estimate_at, 1200); /* the later of the two */
 	assert_int_equal(two[1].estimate_at, 1300);
 	assert_int_equal(two[2].estimate_at, 0); /* more GPUs than the pool has */
 	/* no GPU at all: positions, no estimate */
-	queue_estimate(it, 2, NULL, 0, 500);
+	queue_estimate(it, 2, NULL, NULL, 0, 500);
 	assert_int_equal(it[1].position, 2);
 	assert_int_equal(it[0].estimate_at, 0);
 	assert_int_equal(it[1].estimate_at, 0);
@@ -144,7 +202,7 @@ static void test_rows_move_with_their_entry(void **state)
 	struct fixture *f = *state;
 	struct runtime r, again;
 
-	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, 1000, 4 * H, 1000 + 1800, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, "whole", 1000, 4 * H, 1000 + 1800, &r), 0);
 	assert_int_equal(r.state, RUNTIME_QUEUED);
 	assert_string_equal(runtimes_state_name(r.state), "queued");
 	assert_true(runtimes_state_live(r.state));
@@ -155,7 +213,7 @@ static void test_rows_move_with_their_entry(void **state)
 	assert_int_equal(runtimes_live(f->db, f->ann, &again), 1);
 	assert_int_equal(again.queue_position, 1);
 	/* one live runtime per user, queued included */
-	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, 1001, H, 2000, &again), DB_CONFLICT);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, "whole", 1001, H, 2000, &again), DB_CONFLICT);
 	assert_int_equal(runtimes_create(f->db, f->ann, RUNTIME_CPU, TOKEN, "", 1001, 2000, &again),
 			 DB_CONFLICT);
 	assert_int_equal(entries(f->db), 1);
@@ -166,8 +224,8 @@ static void test_rows_move_with_their_entry(void **state)
 	assert_int_equal(again.queue_position, 1);
 	assert_int_equal(again.queue_estimate_at, 5000);
 	/* taken: starting on GPU 0 with a fresh clock, no entry left */
-	assert_int_equal(gpu_queue_take(f->db, r.id, "0", 1500, 1500 + 4 * H), 1);
-	assert_int_equal(gpu_queue_take(f->db, r.id, "0", 1500, 1500 + 4 * H), 0);
+	assert_int_equal(gpu_queue_take(f->db, r.id, "0", 1000, 1500, 1500 + 4 * H), 1);
+	assert_int_equal(gpu_queue_take(f->db, r.id, "0", 1000, 1500, 1500 + 4 * H), 0);
 	assert_int_equal(runtimes_live(f->db, f->ann, &again), 1);
 	assert_int_equal(again.state, RUNTIME_STARTING);
 	assert_string_equal(again.gpus, "0");
@@ -211,8 +269,8 @@ static void test_load_reads_use_of_the_last_24h(void **state)
 				 now - H, now - H),
 			 3);
 	db_unlock(f->db);
-	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, now - 20, H, now + 100, &r), 0);
-	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, now - 10, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, "whole", now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, "whole", now - 10, H, now + 100, &r), 0);
 	assert_int_equal(queue_load(f->db, now, it, 4), 2);
 	assert_int_equal(it[0].user_id, f->ann); /* arrival order */
 	assert_int_equal(it[0].gpu_s_24h, 7200);
@@ -243,8 +301,8 @@ static void test_load_weighs_each_gpu(void **state)
 				 now - 3 * H, now - 3 * H / 2, now - 3 * H / 2),
 			 2);
 	db_unlock(f->db);
-	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, now - 20, H, now + 100, &r), 0);
-	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, now - 10, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, "whole", now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, "whole", now - 10, H, now + 100, &r), 0);
 	assert_int_equal(queue_load(f->db, now, it, 2), 2);
 	assert_int_equal(it[0].gpu_s_24h, 2 * 5400);
 	assert_int_equal(it[1].gpu_s_24h, 7200);
@@ -271,8 +329,8 @@ static void test_load_counts_open_entries_up_to_now(void **state)
 				 "iiiiii", f->ann, now - 4, now - 4, f->bob, now - H, now - H + 60),
 			 2);
 	db_unlock(f->db);
-	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, now - 20, H, now + 100, &r), 0);
-	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, now - 10, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, "whole", now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, "whole", now - 10, H, now + 100, &r), 0);
 	assert_int_equal(queue_load(f->db, now, it, 4), 2);
 	assert_int_equal(it[0].user_id, f->ann);
 	assert_int_equal(it[0].gpu_s_24h, 4); /* opened 4 s ago, no heartbeat yet */
@@ -321,6 +379,46 @@ static void test_load_sees_every_users_head_job(void **state)
 	assert_int_equal(it[1].user_id, f->ann);
 }
 
+/* The kind each entry waits for is read back from the store (a restart keeps
+ * each kind's queue), and GPU time is weighed as the ledger charges it: bob's
+ * 4 h on a quarter share weighs 1 h, less than ann's 2 h on a whole card. */
+static void test_load_reads_kinds_and_weighs_fractions(void **state)
+{
+	struct fixture *f = *state;
+	struct runtime r;
+	struct queue_item it[4];
+	int64_t now = 10 * 86400;
+
+	db_lock(f->db);
+	assert_int_equal(db_exec(f->db,
+				 "INSERT INTO ledger (user_id, user_name, kind, gpus, plan, start_at,"
+				 " end_at, billable_s, last_heartbeat, fraction_milli) VALUES"
+				 " (?, 'ann', 'gpu', '0', 'default', ?, ?, 7200, ?, 1000),"
+				 " (?, 'bob', 'gpu', '131328', 'default', ?, ?, 14400, ?, 250)",
+				 "iiiiiiii", f->ann, now - 3 * H, now - H, now - H, f->bob,
+				 now - 5 * H, now - H, now - H),
+			 2);
+	assert_int_equal(db_exec(f->db,
+				 "INSERT INTO jobs (user_id, name, status, secondary, spec, kind,"
+				 " gpu_count, max_runtime_s, max_wait_s, grace_s, created_at, gpu_kind)"
+				 " VALUES (?, 'mig', 'InProgress', 'Pending', '{}', 'gpu', 1, 60, 600,"
+				 " 1, ?, '1g.18gb')",
+				 "ii", f->ann, now - 5),
+			 1);
+	db_unlock(f->db);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, "whole", now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, "share", now - 10, H, now + 100, &r), 0);
+	assert_int_equal(queue_load(f->db, now, it, 4), 3);
+	assert_string_equal(it[0].kind, "whole");
+	assert_string_equal(it[1].kind, "share");
+	assert_string_equal(it[2].kind, "1g.18gb");
+	assert_int_equal(it[2].job_id > 0, 1);
+	assert_int_equal(it[0].gpu_s_24h, 7200);
+	assert_int_equal(it[1].gpu_s_24h, 14400 / 4);
+	queue_order(it, 3);
+	assert_int_equal(it[0].user_id, f->bob);
+}
+
 /* An entry opened this very second weighs a second, not nothing: the user
  * whose job just started goes behind one who waits with no use, so a pass
  * that starts several jobs does not give one user several in a row. */
@@ -338,8 +436,8 @@ static void test_load_weighs_a_start_of_this_second(void **state)
 				 "iii", f->ann, now, now),
 			 1);
 	db_unlock(f->db);
-	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, now - 20, H, now + 100, &r), 0);
-	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, now - 10, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->ann, TOKEN, "whole", now - 20, H, now + 100, &r), 0);
+	assert_int_equal(gpu_queue_add(f->db, f->bob, TOKEN, "whole", now - 10, H, now + 100, &r), 0);
 	assert_int_equal(queue_load(f->db, now, it, 4), 2);
 	queue_order(it, 2);
 	assert_int_equal(it[0].user_id, f->bob);
@@ -455,9 +553,9 @@ static void test_migration_keeps_runtimes_and_their_sequence(void **state)
 	assert_int_equal(runtimes_live(db, 4, &r), 1);
 	assert_int_equal(r.id, 9);
 	assert_int_equal(r.state, RUNTIME_RUNNING);
-	assert_int_equal(gpu_queue_add(db, 4, TOKEN, 5, H, 50, &r), DB_CONFLICT);
+	assert_int_equal(gpu_queue_add(db, 4, TOKEN, "whole", 5, H, 50, &r), DB_CONFLICT);
 	assert_int_equal(runtimes_set_state(db, 9, RUNTIME_STOPPED, "done", 10), 1);
-	assert_int_equal(gpu_queue_add(db, 4, TOKEN, 5, H, 50, &r), 0);
+	assert_int_equal(gpu_queue_add(db, 4, TOKEN, "whole", 5, H, 50, &r), 0);
 	assert_int_equal(r.id, 13); /* past the old sequence */
 	db_close(db);
 }
@@ -469,6 +567,10 @@ int main(void)
 		cmocka_unit_test(test_jobs_take_their_turn),
 		cmocka_unit_test(test_a_runtime_never_overtakes_a_job_ahead),
 		cmocka_unit_test(test_estimates_follow_the_holders_and_lengths),
+		cmocka_unit_test(test_each_kind_waits_apart),
+		cmocka_unit_test(test_places_and_estimates_per_kind),
+		cmocka_unit_test_setup_teardown(test_load_reads_kinds_and_weighs_fractions, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_rows_move_with_their_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_counts_open_entries_up_to_now, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load_sees_every_users_head_job, setup, teardown),

@@ -17,8 +17,8 @@
 
 /* 4 h of gpu ending 2 h ago that started 6 h ago, 1 h of cpu a day ago */
 static const struct ledger_span spans[] = {
-	{NOW - 6 * 3600, NOW - 2 * 3600, RUNTIME_GPU, 1},
-	{NOW - DAY - 1800, NOW - DAY + 1800, RUNTIME_CPU, 0}, /* straddles the 24 h edge */
+	{NOW - 6 * 3600, NOW - 2 * 3600, RUNTIME_GPU, 1, 0},
+	{NOW - DAY - 1800, NOW - DAY + 1800, RUNTIME_CPU, 0, 0}, /* straddles the 24 h edge */
 };
 #define N (sizeof(spans) / sizeof(spans[0]))
 
@@ -147,6 +147,50 @@ static void test_start_verdict_and_deadline(void **state)
 	assert_int_equal(deadline, NOW + QUOTA_LONGEST_RUNTIME_S);
 }
 
+/* GPU windows count a slice's fraction of a card (docs/gpu.md): the same 4 h
+ * on a quarter share use 1 h of a 2 h window, so a start is allowed with 1 h
+ * left; on a 1g.18gb instance (127 thousandths) 30 min (1828.8 s, down). */
+static void test_windows_charge_fractions(void **state)
+{
+	(void)state;
+	const struct ledger_span share[] = {{NOW - 6 * 3600, NOW - 2 * 3600, RUNTIME_GPU, 1, 250}},
+				 mig[] = {{NOW - 6 * 3600, NOW - 2 * 3600, RUNTIME_GPU, 1, 127}};
+	struct quota_status st = {.now_s = NOW};
+	struct quota_window why;
+	int64_t deadline = 0;
+
+	assert_int_equal(quota_window_eval(share, 1, QL_GPU_S_PER_24H, 2 * 3600, NOW, &st.win[2]), 0);
+	assert_int_equal(st.win[2].used_s, 3600);
+	assert_int_equal(st.win[2].remaining_s, 3600);
+	assert_false(quota_window_used_up(&st.win[2]));
+	assert_int_equal(quota_window_eval(mig, 1, QL_GPU_S_PER_24H, 2 * 3600, NOW, &st.win[2]), 0);
+	assert_int_equal(st.win[2].used_s, 1828);
+	/* a whole card's 4 h would have used the 2 h window up */
+	for (int i = 0; i < QUOTA_WINDOWS; i++) {
+		st.eff.v[quota_window_limits[i]] = quota_window_limits[i] == QL_GPU_S_PER_24H
+							  ? 2 * 3600
+							  : QUOTA_UNLIMITED;
+		quota_window_eval(share, 1, quota_window_limits[i], st.eff.v[quota_window_limits[i]],
+				  NOW, &st.win[i]);
+	}
+	st.eff.v[QL_GPU_RUNTIME_MAX_S] = QUOTA_UNLIMITED;
+	st.eff.v[QL_GPUS_PER_RUNTIME] = 1;
+	assert_int_equal(quota_check_start(&st, RUNTIME_GPU, &deadline, &why), QUOTA_START_ALLOWED);
+	assert_int_equal(deadline, NOW + 3600);
+	/* the hour left lasts four on a quarter share, eight on an eighth */
+	assert_int_equal(quota_check_start_slice(&st, RUNTIME_GPU, 250, &deadline, &why),
+			 QUOTA_START_ALLOWED);
+	assert_int_equal(deadline, NOW + 4 * 3600);
+	quota_check_start_slice(&st, RUNTIME_GPU, 125, &deadline, &why);
+	assert_int_equal(deadline, NOW + 8 * 3600);
+	quota_check_start_slice(&st, RUNTIME_GPU, 0, &deadline, &why); /* a whole card */
+	assert_int_equal(deadline, NOW + 3600);
+	/* the plan's length still bounds it */
+	st.eff.v[QL_GPU_RUNTIME_MAX_S] = 2 * 3600;
+	quota_check_start_slice(&st, RUNTIME_GPU, 250, &deadline, &why);
+	assert_int_equal(deadline, NOW + 2 * 3600);
+}
+
 static void test_machine_caps(void **state)
 {
 	(void)state;
@@ -185,6 +229,7 @@ int main(void)
 		cmocka_unit_test(test_window_use_and_edges),
 		cmocka_unit_test(test_used_up_is_under_a_minute),
 		cmocka_unit_test(test_start_verdict_and_deadline),
+		cmocka_unit_test(test_windows_charge_fractions),
 		cmocka_unit_test(test_machine_caps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -167,6 +167,62 @@ static void test_plans_user_image(void **state)
 	assert_string_equal(image, "ml"); /* an own plan without one: the groups' */
 }
 
+/* A plan's kind of GPU device (schema 20): "whole" by default, "share" or a
+ * MIG profile <n>g.<m>gb; a job may ask within it; a user's follows the plan
+ * the ledger names (own plan, else the first group's by name). */
+static void test_plans_gpu(void **state)
+{
+	struct fixture *f = *state;
+	struct quota_limits none;
+	struct plan p;
+	sqlite3 *raw;
+	char kind[PLAN_GPU_MAX];
+	int64_t alice = make_user(f->db, "alice", USER_ROLE_USER);
+
+	const char *good[] = {"whole", "share", "1g.18gb", "7g.141gb", "3g.71gb", "1g.10gb"};
+	const char *bad[] = {"", "Whole", "mig", "0g.18gb", "1g.0gb", "10g.18gb", "1g.18GB",
+			     "1g.18gb+me", "1g18gb", "g.18gb", "1g.gb", "1g.01gb", "1g.18gbx",
+			     "1g.18888gb"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_true(plans_gpu_ok(good[i]));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_false(plans_gpu_ok(bad[i]));
+	assert_true(plans_gpu_allows("whole", "1g.18gb"));
+	assert_true(plans_gpu_allows("whole", "share"));
+	assert_true(plans_gpu_allows("3g.71gb", "1g.18gb"));
+	assert_true(plans_gpu_allows("3g.71gb", "3g.71gb"));
+	assert_false(plans_gpu_allows("3g.71gb", "4g.71gb"));
+	assert_false(plans_gpu_allows("2g.35gb", "1g.71gb"));
+	assert_false(plans_gpu_allows("3g.71gb", "whole"));
+	assert_false(plans_gpu_allows("3g.71gb", "share"));
+	assert_false(plans_gpu_allows("share", "1g.18gb"));
+	assert_true(plans_gpu_allows("share", "share"));
+	assert_false(plans_gpu_allows("whole", "nonsense"));
+
+	quota_limits_clear(&none);
+	assert_int_equal(plans_create(f->db, "class", &none, "", 1, &p), QUOTA_OK);
+	assert_string_equal(p.gpu, "whole");
+	assert_int_equal(plans_set_gpu(f->db, "class", "1g.18gb"), QUOTA_OK);
+	assert_int_equal(plans_set_gpu(f->db, "nope", "share"), QUOTA_NOT_FOUND);
+	assert_int_equal(plans_find(f->db, "class", &p), 1);
+	assert_string_equal(p.gpu, "1g.18gb");
+	assert_int_equal(plans_create(f->db, "lab", &none, "", 1, &p), QUOTA_OK);
+	assert_int_equal(plans_set_gpu(f->db, "lab", "share"), QUOTA_OK);
+	assert_int_equal(plans_user_gpu(f->db, alice, kind, sizeof(kind)), 0);
+	assert_string_equal(kind, "whole"); /* no plan */
+	assert_int_equal(sqlite3_open(f->path, &raw), SQLITE_OK);
+	exec_raw(raw, "INSERT INTO groups (id, name, plan_id, created_at) VALUES"
+		      " (1, 'zz', (SELECT id FROM plans WHERE name = 'class'), 1),"
+		      " (2, 'aa', (SELECT id FROM plans WHERE name = 'lab'), 1);"
+		      "INSERT INTO group_members (group_id, user_id) VALUES (1, 1), (2, 1);");
+	sqlite3_close(raw);
+	assert_int_equal(plans_user_gpu(f->db, alice, kind, sizeof(kind)), 0);
+	assert_string_equal(kind, "share"); /* group aa: the first by name */
+	assert_int_equal(user_quotas_set(f->db, alice, true, "class", NULL, 2), QUOTA_OK);
+	assert_int_equal(plans_user_gpu(f->db, alice, kind, sizeof(kind)), 0);
+	assert_string_equal(kind, "1g.18gb"); /* the own plan first */
+}
+
 static void test_users_crud_and_conflict(void **state)
 {
 	struct fixture *f = *state;
@@ -533,6 +589,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_user_ids_never_reused_after_migration, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_plans_user_image, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_plans_gpu, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_users_crud_and_conflict, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_last_admin_is_protected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sessions, setup, teardown),

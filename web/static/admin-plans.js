@@ -55,7 +55,7 @@
         L.el("tr", { dataset: { name: p.name } }, [
           L.el("td", null, [p.name]),
           L.el("td", { className: "small" }, [summary(p.limits || {}) + (p.image ? "; image: " + p.image : "") +
-            "; preemptible rate: " + p.preemptible_rate]),
+            "; preemptible rate: " + p.preemptible_rate + "; GPU device: " + (p.gpu || "whole")]),
           L.el("td", null, [
             L.el("div", { className: "actions" }, [button("edit", "Edit", p), button("delete", "Delete", p, "danger")]),
           ]),
@@ -88,6 +88,7 @@
     $("plan-name").value = p ? p.name : "";
     $("plan-image").value = p && p.image ? p.image : "";
     $("plan-preemptible-rate").value = p ? String(p.preemptible_rate) : "0.3";
+    $("plan-gpu").value = p && p.gpu ? p.gpu : "whole";
     $("plan-name").readOnly = !!p;
     renderFields(p ? p.limits || {} : {});
     $("plan-save").textContent = p ? "Save plan" : "Create plan";
@@ -114,7 +115,13 @@
     }
     var image = $("plan-image").value;
     var rate = Number($("plan-preemptible-rate").value);
-    var body = { limits: limits, image: image, preemptible_rate: rate };
+    var gpu = $("plan-gpu").value.trim();
+    if (!/^(whole|share|[1-9]g\.[1-9][0-9]{0,3}gb)$/.test(gpu)) {
+      note.fail(new Error('GPU device must be "whole", "share" or a MIG profile such as "1g.18gb".'));
+      $("plan-gpu").focus();
+      return;
+    }
+    var body = { limits: limits, image: image, preemptible_rate: rate, gpu: gpu };
     if (!editing) body.name = name;
     var work = editing
       ? L.api("PUT", "/plans/" + encodeURIComponent(name), body)

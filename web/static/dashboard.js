@@ -165,6 +165,7 @@
     current: undefined, /* the runtime; undefined: not loaded yet; null: none */
     endsAt: 0, /* local clock (ms) when seconds_left reaches 0, for the countdown */
     tickTimer: null,
+    noticeTimer: null, /* reads a running GPU runtime's budget notice */
     inFlight: false, /* a start/stop request is being sent */
     loading: false,
     loadFailed: false, /* #runtime-error shows a failed poll, cleared by the next good one */
@@ -174,6 +175,7 @@
 
   var EVENTS_URL = "/api/v1/me/runtime/events";
   var SLOW_POLL_MS = 60000; /* while the event stream is open */
+  var GPU_NOTICE_MS = 10000; /* a running GPU runtime's budget notice */
   var EVENTS_RETRY_MS = 30000; /* after the server refused the stream (its Retry-After) */
 
   function pad2(n) {
@@ -287,6 +289,7 @@
       if (s === null) summary.appendChild(document.createTextNode(" — start one to work in Jupyter."));
       $("runtime-facts").hidden = true;
       L.showMessage("runtime-reason", "");
+      L.showMessage("runtime-gpu-notice", "");
       updateButtons();
       tick();
       return;
@@ -312,6 +315,8 @@
 
     var reason = (state === "failed" || state === "stopped") && s.reason ? String(s.reason) : "";
     L.showMessage("runtime-reason", reason ? (state === "failed" ? "Why: " : "Reason: ") + reason : "");
+    /* a share of a card over its GPU memory budget, or its processes ended for it */
+    L.showMessage("runtime-gpu-notice", s.gpu_notice ? String(s.gpu_notice) : "");
 
     updateButtons();
     tick();
@@ -348,6 +353,14 @@
     } else if (rt.tickTimer) {
       clearInterval(rt.tickTimer);
       rt.tickTimer = null;
+    }
+    /* A GPU runtime's budget notice changes without a change of state (no event):
+     * read it every GPU_NOTICE_MS while one runs. */
+    var gpuLive = !!(rt.current && rt.current.state === "running" && rt.current.type === "gpu");
+    if (gpuLive && !rt.noticeTimer) rt.noticeTimer = setInterval(loadRuntime, GPU_NOTICE_MS);
+    else if (!gpuLive && rt.noticeTimer) {
+      clearInterval(rt.noticeTimer);
+      rt.noticeTimer = null;
     }
   }
 

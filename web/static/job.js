@@ -181,6 +181,8 @@
     setText("job-attempt", (job.attempt || 1) + " of " + ((job.max_retries || 0) + 1));
     setText("job-exit", job.exit_code);
     L.showMessage("job-failure", job.failure_reason ? "Why it failed: " + job.failure_reason : "");
+    /* a share of a card over its GPU memory budget, or its processes ended for it */
+    L.showMessage("job-gpu-notice", job.gpu_notice ? String(job.gpu_notice) : "");
     /* the reason is usually in the last lines the command wrote (text, never markup) */
     $("job-failure-tail").hidden = !job.failure_tail;
     $("job-failure-tail-text").textContent = job.failure_tail || "";
