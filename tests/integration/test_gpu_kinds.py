@@ -161,6 +161,16 @@ def test_kinds_queues_restart_and_ledger(kd):
     # a job asks within its plan only: a share plan gives no instance
     r = submit(s2, HOLD, expect=None, type="gpu", gpu_kind="1g.18gb")
     assert r.status == 400 and r.json["error"]["field"] == "gpu_kind", r.json
+    # a kind the lab has no device of is refused, not queued for ever
+    r = submit(w2, HOLD, expect=None, type="gpu", gpu_kind="3g.71gb")
+    assert r.status == 400 and r.json["error"]["field"] == "gpu_kind", r.json
+    assert '0 GPU devices of kind "3g.71gb"' in r.json["error"]["message"], r.json
+    assert_status(kd.admin().post("/api/v1/plans", json={"name": "big", "gpu": "3g.71gb"}), 201)
+    _, big = new_user(kd, "kbg", plan="big")
+    r = big.post("/api/v1/me/runtime", json={"type": "gpu"})
+    assert r.status == 409 and r.json["error"]["code"] == "no_gpu_available", r.json
+    assert '"3g.71gb"' in r.json["error"]["message"], r.json
+    assert big.get("/api/v1/me/runtime").json["runtime"] is None  # nothing made or queued
 
     # the whole card is busy: w2 waits; m2 (later) and s2 start on their kinds
     jw2 = submit(w2, HOLD, type="gpu")
