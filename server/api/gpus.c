@@ -151,17 +151,20 @@ void api_gpus(struct http_request *req)
 {
 	const struct auth_identity *who = http_identity(req);
 	struct app *app = http_app(req);
-	static __thread struct gpu_info info[GPUS_DEVICES_MAX];
-	static __thread struct gpu_hold holds[GPUS_DEVICES_MAX];
-	size_t n = app->gpus ? gpus_snapshot(app->gpus, info, GPUS_DEVICES_MAX) : 0;
-	int held = app->gpus ? gpus_device_holders(app->db, app->gpus, time(NULL), holds,
-						   GPUS_DEVICES_MAX)
-			     : 0;
+	struct gpu_info *info = calloc(GPUS_DEVICES_MAX, sizeof(*info));
+	struct gpu_hold *holds = calloc(GPUS_DEVICES_MAX, sizeof(*holds));
+	size_t n = app->gpus && info ? gpus_snapshot(app->gpus, info, GPUS_DEVICES_MAX) : 0;
+	int held = !holds ? -ENOMEM
+		   : app->gpus ? gpus_device_holders(app->db, app->gpus, time(NULL), holds,
+						     GPUS_DEVICES_MAX)
+			       : 0;
 	json_t *gpus = json_array(), *queue = queue_json(app, who);
 
-	if (held < 0 || !gpus || !queue) {
+	if (!info || held < 0 || !gpus || !queue) {
 		json_decref(gpus);
 		json_decref(queue);
+		free(info);
+		free(holds);
 		http_reply_internal(req);
 		return;
 	}
@@ -171,6 +174,8 @@ void api_gpus(struct http_request *req)
 			h = holds[k].id == info[i].id ? &holds[k] : NULL;
 		json_array_append_new(gpus, gpu_json(app, &info[i], h, who));
 	}
+	free(info);
+	free(holds);
 	http_reply_json(req, MHD_HTTP_OK,
 			json_pack("{s:o,s:I,s:o}", "gpus", gpus, "queue_length",
 				  (json_int_t)json_array_size(queue), "queue", queue));

@@ -28,8 +28,11 @@ struct gpus {
 	size_t n;
 	struct gpu_process procs[GPUS_PROCESSES_MAX];
 	size_t n_procs;
-	pthread_mutex_t scan; /* one NVML reading at a time (the thread, a rescan); guards cards */
+	pthread_mutex_t scan; /* one NVML reading at a time (the thread, a rescan); guards cards,
+				 fresh and fresh_procs */
 	struct nvml_card cards[CONFIG_MAX_GPUS];
+	struct gpu_info fresh[GPUS_DEVICES_MAX];       /* a reading being made */
+	struct gpu_process fresh_procs[GPUS_PROCESSES_MAX];
 	pthread_mutex_t hook; /* guards on_refresh: held while it runs */
 	void (*on_refresh)(void *ctx);
 	void *on_refresh_ctx;
@@ -200,8 +203,8 @@ static size_t processes_of(const struct nvml_card *cards, size_t n_cards, struct
  * watcher last recorded as used. */
 static void refresh(struct gpus *g, bool rescan)
 {
-	static struct gpu_info fresh[GPUS_DEVICES_MAX]; /* under g->scan; too big for a stack */
-	static struct gpu_process procs[GPUS_PROCESSES_MAX];
+	struct gpu_info *fresh = g->fresh; /* under g->scan */
+	struct gpu_process *procs = g->fresh_procs;
 	size_t n, n_cards, n_procs;
 
 	pthread_mutex_lock(&g->scan);
@@ -426,16 +429,16 @@ int gpus_holders(struct db *db, const struct labd_config *cfg, int64_t now, stru
 	return holds_of(db, cfg->gpu_devices, cfg->n_gpu_devices, now, out);
 }
 
-int gpus_device_holders(struct db *db, struct gpus *g, int64_t now, struct gpu_hold *out,
-			size_t max)
+/* The devices now, in a fresh array the caller frees: g's snapshot, or without
+ * g those of cfg alone. NULL (and *n 0) when memory is short. */
+static struct gpu_info *devices_now(struct gpus *g, const struct labd_config *cfg, size_t *n)
 {
-	static __thread struct gpu_info info[GPUS_DEVICES_MAX];
-	unsigned ids[GPUS_DEVICES_MAX] = {0};
-	size_t n = gpus_snapshot(g, info, max < GPUS_DEVICES_MAX ? max : GPUS_DEVICES_MAX);
+	struct gpu_info *info = calloc(GPUS_DEVICES_MAX, sizeof(*info));
 
-	for (size_t i = 0; i < n; i++)
-		ids[i] = info[i].id;
-	return holds_of(db, ids, n, now, out);
+	*n = !info ? 0
+	     : g   ? gpus_snapshot(g, info, GPUS_DEVICES_MAX)
+		   : layout(cfg, NULL, 0, info, GPUS_DEVICES_MAX);
+	return info;
 }
 
 static bool of_kind(const struct gpu_info *d, const char *kind)
@@ -450,73 +453,75 @@ static bool of_kind(const struct gpu_info *d, const char *kind)
 int gpus_holders_kind(struct db *db, struct gpus *g, const struct labd_config *cfg,
 		      const char *kind, int64_t now, struct gpu_hold *out, size_t max)
 {
-	static __thread struct gpu_info info[GPUS_DEVICES_MAX];
 	unsigned ids[GPUS_DEVICES_MAX] = {0};
-	size_t n = g ? gpus_snapshot(g, info, GPUS_DEVICES_MAX)
-		     : layout(cfg, NULL, 0, info, GPUS_DEVICES_MAX);
-	size_t k = 0;
+	size_t n, k = 0;
+	struct gpu_info *info = devices_now(g, cfg, &n);
 
+	if (!info)
+		return -EIO;
 	for (size_t i = 0; i < n && k < max; i++)
 		if (!kind || of_kind(&info[i], kind))
 			ids[k++] = info[i].id;
+	free(info);
 	return holds_of(db, ids, k, now, out);
+}
+
+int gpus_device_holders(struct db *db, struct gpus *g, int64_t now, struct gpu_hold *out,
+			size_t max)
+{
+	return gpus_holders_kind(db, g, g->cfg, NULL, now, out, max);
 }
 
 int gpus_pick_free_kind(struct db *db, struct gpus *g, const struct labd_config *cfg,
 			const char *kind, unsigned want, unsigned *ids)
 {
-	static __thread struct gpu_hold h[GPUS_DEVICES_MAX];
-	int n = gpus_holders_kind(db, g, cfg, kind, 0, h, GPUS_DEVICES_MAX);
+	struct gpu_hold *h = calloc(GPUS_DEVICES_MAX, sizeof(*h));
+	int n = h ? gpus_holders_kind(db, g, cfg, kind, 0, h, GPUS_DEVICES_MAX) : -EIO;
 	unsigned found = 0;
 
-	if (n < 0)
-		return n;
 	for (int i = 0; i < n && found < want; i++)
 		if (!gpus_hold_busy(&h[i]))
 			ids[found++] = h[i].id;
-	return (int)found;
-}
-
-/* The devices now: g's snapshot, or without g those of cfg alone. */
-static size_t devices_now(struct gpus *g, const struct labd_config *cfg, struct gpu_info *out)
-{
-	return g ? gpus_snapshot(g, out, GPUS_DEVICES_MAX)
-		 : layout(cfg, NULL, 0, out, GPUS_DEVICES_MAX);
+	free(h);
+	return n < 0 ? n : (int)found;
 }
 
 size_t gpus_count_kind(struct gpus *g, const struct labd_config *cfg, const char *kind)
 {
-	static __thread struct gpu_info info[GPUS_DEVICES_MAX];
-	size_t n = devices_now(g, cfg, info), k = 0;
+	size_t n, k = 0;
+	struct gpu_info *info = devices_now(g, cfg, &n);
 
 	for (size_t i = 0; i < n; i++)
 		k += of_kind(&info[i], kind);
+	free(info);
 	return k;
 }
 
 unsigned gpus_kind_fraction_milli(struct gpus *g, const struct labd_config *cfg,
 				  const char *kind)
 {
-	static __thread struct gpu_info info[GPUS_DEVICES_MAX];
-	size_t n = devices_now(g, cfg, info);
+	size_t n;
+	struct gpu_info *info = devices_now(g, cfg, &n);
 	unsigned most = 0;
 
 	for (size_t i = 0; i < n; i++)
 		if (of_kind(&info[i], kind) && info[i].fraction_milli > most)
 			most = info[i].fraction_milli;
+	free(info);
 	return most ? most : 1000;
 }
 
 unsigned gpus_fraction_milli(struct gpus *g, const struct labd_config *cfg, unsigned id)
 {
-	static __thread struct gpu_info info[GPUS_DEVICES_MAX];
-	size_t n = g ? gpus_snapshot(g, info, GPUS_DEVICES_MAX)
-		     : layout(cfg, NULL, 0, info, GPUS_DEVICES_MAX);
+	size_t n;
+	struct gpu_info *info = devices_now(g, cfg, &n);
+	unsigned f = 1000;
 
 	for (size_t i = 0; i < n; i++)
 		if (info[i].id == id && info[i].fraction_milli > 0)
-			return info[i].fraction_milli;
-	return 1000;
+			f = info[i].fraction_milli;
+	free(info);
+	return f;
 }
 
 int gpus_pick_free_n(struct db *db, const struct labd_config *cfg, unsigned want, char *out,

@@ -158,27 +158,11 @@ static int read_mig(struct nvml *n, nvml_device mig, struct nvml_mig *out)
 	return 0;
 }
 
-/* MIG mode and, when on, the card's MIG devices. */
-static void read_migs(struct nvml *n, nvml_device dev, struct nvml_card *c)
-{
-	unsigned current = 0, pending = 0, max = 0;
-	nvml_device mig;
-
-	if (!n->mig_mode || n->mig_mode(dev, &current, &pending) != 0 || current != 1)
-		return;
-	c->mig = true;
-	if (n->mig_max(dev, &max) != 0)
-		return;
-	/* indices without a device answer NOT_FOUND: the devices need not be packed */
-	for (unsigned i = 0; i < max && c->n_mig < NVML_MIG_MAX; i++)
-		if (n->mig_by_index(dev, i, &mig) == 0 &&
-		    read_mig(n, mig, &c->mig_devices[c->n_mig]) == 0)
-			c->n_mig++;
-}
-
-/* The card's compute processes (with MIG on, those of every instance, each
- * with its gi/ci). More than NVML_PROCESSES_MAX: the first ones only. */
-static void read_processes(struct nvml *n, nvml_device dev, struct nvml_card *c)
+/* The compute processes of dev (a card, or one of its MIG devices: gi/ci
+ * given) appended to c's. More than NVML_PROCESSES_MAX on a card: the first
+ * ones only. */
+static void read_processes(struct nvml *n, nvml_device dev, bool mig, unsigned gi, unsigned ci,
+			   struct nvml_card *c)
 {
 	struct nvml_process_info info[NVML_PROCESSES_MAX];
 	unsigned count = NVML_PROCESSES_MAX;
@@ -191,12 +175,39 @@ static void read_processes(struct nvml *n, nvml_device dev, struct nvml_card *c)
 		count = NVML_PROCESSES_MAX;
 	else if (rc != 0)
 		return;
-	for (unsigned i = 0; i < count && i < NVML_PROCESSES_MAX; i++)
+	for (unsigned i = 0; i < count && i < NVML_PROCESSES_MAX; i++) {
+		if (c->n_processes == NVML_PROCESSES_MAX)
+			return;
 		c->processes[c->n_processes++] = (struct nvml_process){
-			.pid = info[i].pid, .gi = info[i].gpu_instance_id,
-			.ci = info[i].compute_instance_id,
+			.pid = info[i].pid,
+			.gi = mig ? gi : NVML_NO_INSTANCE,
+			.ci = mig ? ci : NVML_NO_INSTANCE,
 			.bytes = info[i].used_gpu_memory == ~0ULL ? -1
 								   : (int64_t)info[i].used_gpu_memory};
+	}
+}
+
+/* MIG mode and, when on, the card's MIG devices. */
+static void read_migs(struct nvml *n, nvml_device dev, struct nvml_card *c)
+{
+	unsigned current = 0, pending = 0, max = 0;
+	nvml_device mig;
+
+	if (!n->mig_mode || n->mig_mode(dev, &current, &pending) != 0 || current != 1)
+		return;
+	c->mig = true;
+	if (n->mig_max(dev, &max) != 0)
+		return;
+	/* indices without a device answer NOT_FOUND: the devices need not be packed */
+	for (unsigned i = 0; i < max && c->n_mig < NVML_MIG_MAX; i++) {
+		struct nvml_mig *m = &c->mig_devices[c->n_mig];
+		if (n->mig_by_index(dev, i, &mig) != 0 || read_mig(n, mig, m) != 0)
+			continue;
+		c->n_mig++;
+		/* per instance: the card's own list of a MIG card needs privileges the
+		 * web process has not */
+		read_processes(n, mig, true, m->gi, m->ci, c);
+	}
 }
 
 static int read_card(struct nvml *n, unsigned index, struct nvml_card *c)
@@ -215,7 +226,8 @@ static int read_card(struct nvml *n, unsigned index, struct nvml_card *c)
 	if (n->temperature(dev, NVML_TEMPERATURE_GPU, &temp) == 0)
 		c->temperature_c = (int)temp;
 	read_migs(n, dev, c);
-	read_processes(n, dev, c);
+	if (!c->mig)
+		read_processes(n, dev, false, 0, 0, c);
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -150,9 +151,10 @@ static double memory_used(const struct gpu_info *g)
  * cards, as before devices had kinds. */
 static int render_gpus(struct buf *b, struct http_request *req)
 {
-	static __thread struct gpu_info g[GPUS_DEVICES_MAX];
+	struct gpu_info *g = calloc(GPUS_DEVICES_MAX, sizeof(*g));
 	struct app *app = http_app(req);
-	size_t n = app->gpus ? gpus_snapshot(app->gpus, g, GPUS_DEVICES_MAX) : 0;
+	size_t n = app->gpus && g ? gpus_snapshot(app->gpus, g, GPUS_DEVICES_MAX) : 0;
+	bool short_of_memory = app->gpus && !g;
 	bool any = false;
 	char id[12];
 	int rc = 0;
@@ -186,7 +188,8 @@ static int render_gpus(struct buf *b, struct http_request *req)
 			b, g, n, "labd_gpu_device_memory_used_bytes",
 			"GPU memory in use on each device (a share: what its holder's processes use).",
 			memory_used);
-	return rc;
+	free(g);
+	return short_of_memory ? -ENOMEM : rc;
 }
 
 static void reply_exposition(struct http_request *req, const struct buf *b)

@@ -130,15 +130,21 @@ memory = 2G
 idle_timeout = 0
 cpu_limit = 20m
 EOF
+    # @REPO@ and @BUILD@ in a file's .ini and .env: this checkout and its build folder
+    # (the stand-in NVML of gpu_devices.ini lives there)
+    local build_abs
+    case "$BUILD" in /*) build_abs=$BUILD ;; *) build_abs=$repo/$BUILD ;; esac
     if [ -n "$extra" ]; then
-        { echo "; from $extra"; cat "$extra"; } >>"$dir/labd.ini"
+        { echo "; from $extra"; sed -e "s|@REPO@|$repo|g" -e "s|@BUILD@|$build_abs|g" "$extra"; } \
+            >>"$dir/labd.ini"
     fi
     DAEMON_URL="http://127.0.0.1:$port"
     # A test file's NAME.env (KEY=VALUE lines, e.g. a LABD_FAULT_* injection) goes into
     # its daemon's environment.
     local envs=()
     if [ -n "$extra" ] && [ -f "${extra%.ini}.env" ]; then
-        mapfile -t envs < <(grep -E '^[A-Z_][A-Z0-9_]*=' "${extra%.ini}.env")
+        mapfile -t envs < <(grep -E '^[A-Z_][A-Z0-9_]*=' "${extra%.ini}.env" |
+            sed -e "s|@REPO@|$repo|g" -e "s|@BUILD@|$build_abs|g")
     fi
     # Own session and process group, so a stuck daemon can be killed with its children.
     env "${envs[@]}" setsid "$labd_bin" --config "$dir/labd.ini" >"$dir/labd.log" 2>&1 </dev/null &

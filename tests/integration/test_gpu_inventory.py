@@ -13,7 +13,8 @@ test changes the readings (and the MIG layout) while labd runs.
   profile, and promtool accepts it;
 - a share whose holder's processes use more GPU memory than its budget gets a warning,
   and past [gpu] share_grace those processes are ended (root checks each pid's cgroup),
-  said on the job's page (the job's JSON)."""
+  said on the job's page (the job's JSON) and, for a runtime, on the dashboard (GET
+  /api/v1/me/runtime); a process outside any sandbox is never counted nor ended."""
 
 import json
 import os
@@ -241,4 +242,50 @@ def test_a_share_over_its_budget_is_warned_then_its_processes_ended(gd):
     finally:
         outside.kill()
         outside.wait()
+        write_cards(gd.cards, [mig_card(SEVEN, utilization=10), shared_card()])
+
+
+def jupyter_pid(user):
+    """The host pid of the Jupyter server in user's runtime sandbox."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{pid}/cgroup") as fh:
+                cgroup = fh.read()
+        except OSError:
+            continue
+        if b"jupyter" in cmd and f"/labd/{user}-" in cgroup:
+            return int(pid)
+    return None
+
+
+def test_a_runtime_on_a_share_hears_of_its_budget_on_the_dashboard(gd):
+    from jobs_lib import new_user
+    from labd_harness import start_runtime, wait_runtime
+    a = gd.admin()
+    plan = "share-rt-plan"
+    assert a.post("/api/v1/plans", json={"name": plan, "gpu": "share"}).status == 201
+    name, c = new_user(gd, prefix="gsr", plan=plan)
+    try:
+        _, rt = start_runtime(c, "gpu")
+        assert len(rt["gpus"]) == 1 and rt["gpus"][0] >> 16 == 2, rt  # a share's id
+        assert rt["gpu_notice"] is None, rt
+        pid = wait_until(lambda: jupyter_pid(name), 30 * SLOW, "the runtime's Jupyter")
+        write_cards(gd.cards, [mig_card(SEVEN), shared_card([{"pid": pid, "bytes": 21 * GIB}])])
+        warned = wait_until(lambda: c.get("/api/v1/me/runtime").json["runtime"]["gpu_notice"],
+                            10 * SLOW, "the warning on the dashboard's runtime")
+        assert warned.startswith("GPU memory over the share's budget: 21.0 GiB in use of "
+                                 "20.0 GiB"), warned
+        ended = wait_until(lambda: (lambda t: t if "were ended" in t else None)(
+            c.get("/api/v1/me/runtime").json["runtime"]["gpu_notice"] or ""), 15 * SLOW,
+            "the processes ended, said on the dashboard")
+        assert ended.endswith("(1 of them)"), ended
+        # its Jupyter was the process: the runtime ends, and the notice stays with it
+        gone = wait_runtime(c, ("stopped", "failed"), timeout=30 * SLOW)
+        assert "were ended" in (gone["gpu_notice"] or ""), gone
+    finally:
+        c.delete("/api/v1/me/runtime")
         write_cards(gd.cards, [mig_card(SEVEN, utilization=10), shared_card()])

@@ -119,6 +119,7 @@ def test_every_documented_operation_is_called(daemon, admin, new_user):
     assert_status(c.get("/api/v1/me/quota"), 200)
     assert_status(c.get("/api/v1/me/usage"), 200)
     c.get("/api/v1/gpus")
+    assert_status(a.post("/api/v1/gpus/rescan", json={}), 200)  # no NVML here: the config's
     assert_status(a.get("/api/v1/users"), 200)
     assert_status(a.get(f"/api/v1/users/{name}"), 200)
     assert_status(a.patch(f"/api/v1/users/{name}", json={"disabled": False}), 200)
