@@ -12,6 +12,7 @@
 #include "config/capacity.h"
 #include "config/config.h"
 #include "config/images.h"
+#include "labd/gpucaps.h"
 #include "proto/proto.h"
 #include "supervisor/startcheck.h"
 
@@ -280,6 +281,27 @@ static void test_device_ids(void **state)
 				fail_msg("%s: code %d (%s), want %d (%s)", rows[i].shape, c, why,
 					 rows[i].want, rows[i].says ? rows[i].says : "");
 		}
+	/* the capability files as the driver writes them: the DeviceFileMinor line, not the
+	 * first number; a file without one is no grant */
+	unsigned cap = 0;
+	char dir[64], file[128];
+	assert_int_equal(gpucaps_minor(T.cfg.gpu_caps_dir, 3, 1, GPUCAPS_CI_NONE, &cap), 0);
+	assert_int_equal(cap, 21);
+	assert_int_equal(gpucaps_minor(T.cfg.gpu_caps_dir, 3, 1, 0, &cap), 0);
+	assert_int_equal(cap, 22);
+	assert_int_equal(gpucaps_minor(T.cfg.gpu_caps_dir, 3, 2, 0, &cap), -ENOENT);
+	assert_int_equal(gpucaps_minor(T.cfg.gpu_caps_dir, 0, 1, 0, &cap), -ENOENT);
+	snprintf(dir, sizeof(dir), "%.32s/caps/gpu3/mig/gi1", T.dir);
+	unit_write(dir, "access", "DeviceFileMode: 292\nDeviceFileMinor:x\n", file);
+	assert_int_equal(gpucaps_minor(T.cfg.gpu_caps_dir, 3, 1, GPUCAPS_CI_NONE, &cap), -EINVAL);
+	assert_int_equal(run(POOL, time(NULL) + 60, NULL, "{\"gpus\":[66312]}", why, sizeof(why), &rq,
+			     hash),
+			 STARTCHECK_GPU_NOT_CONFIGURED);
+	unit_write(dir, "access", "DeviceFileMinor: 21\nDeviceFileMode: 292\n", file);
+	assert_true(gpucaps_mig_used(T.cfg.gpu_caps_dir, 3));
+	assert_false(gpucaps_mig_used(T.cfg.gpu_caps_dir, 0));
+	assert_true(gpucaps_uuid_ok("GPU-4f1c-AB") && !gpucaps_uuid_ok("GPU-") &&
+		    !gpucaps_uuid_ok("NVD-12") && !gpucaps_uuid_ok(NULL));
 	/* the uuids reach the request, one per device */
 	json_t *m = start_msg(POOL, time(NULL) + 60, NULL,
 			      "{\"gpus\":[66312,132097],\"gpu_uuids\":[\"MIG-aa-bb\",\"GPU-cc\"]}");
