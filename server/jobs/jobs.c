@@ -85,6 +85,31 @@ static enum jobs_submit_result check_windows(const struct quota_status *st, bool
 	return JOBS_SUBMIT_OK;
 }
 
+/* The refusal of a GPU job asking for more devices of its kind than the lab has. */
+static enum jobs_submit_result too_few_devices(struct app *app, const struct jobs_submit *s,
+					       struct jobs_refusal *why)
+{
+	char message[160];
+	int n = devices_of_kind(app, s->gpu_kind);
+	bool whole = strcmp(s->gpu_kind, "whole") == 0;
+
+	if (whole && (unsigned)n == app->cfg->n_gpu_devices)
+		snprintf(message, sizeof(message), "this lab has %d GPU%s; the job asks for %d", n,
+			 n == 1 ? "" : "s", s->gpu_count);
+	else if (whole) /* the other cards are sliced */
+		snprintf(message, sizeof(message),
+			 "this lab has %d whole GPU%s (its other cards are MIG instances or shares); "
+			 "the job asks for %d",
+			 n, n == 1 ? "" : "s", s->gpu_count);
+	else
+		snprintf(message, sizeof(message),
+			 "this lab has %d GPU device%s of kind \"%s\"; the job asks for %d", n,
+			 n == 1 ? "" : "s", s->gpu_kind, s->gpu_count);
+	/* none of the kind at all: the kind is what is wrong, not the count */
+	return invalid(why, n == 0 && app->cfg->n_gpu_devices > 0 ? "gpu_kind" : "gpu_count",
+		       message);
+}
+
 static enum jobs_submit_result insert(struct app *app, int64_t user_id,
 				      const struct jobs_submit *s, bool network, int64_t max_live,
 				      int64_t max_stored_bytes, struct job *out)
@@ -131,18 +156,9 @@ enum jobs_submit_result jobs_submit(struct app *app, int64_t user_id, const char
 	if (jobs_submit_check(body, &lim, &s, &why->err) < 0)
 		return JOBS_SUBMIT_INVALID;
 	if (s.gpu && devices_of_kind(app, s.gpu_kind) < s.gpu_count) {
-		char message[160]; /* it could never start: refused, not queued */
-		int n = devices_of_kind(app, s.gpu_kind);
-		if (strcmp(s.gpu_kind, "whole") == 0)
-			snprintf(message, sizeof(message), "this lab has %d GPU%s; the job asks for %d",
-				 n, n == 1 ? "" : "s", s.gpu_count);
-		else
-			snprintf(message, sizeof(message),
-				 "this lab has %d GPU device%s of kind \"%s\"; the job asks for %d", n,
-				 n == 1 ? "" : "s", s.gpu_kind, s.gpu_count);
+		res = too_few_devices(app, &s, why); /* it could never start: refused, not queued */
 		jobs_submit_release(&s);
-		return invalid(why, n == 0 && strcmp(s.gpu_kind, "whole") != 0 ? "gpu_kind" : "gpu_count",
-			       message);
+		return res;
 	}
 	res = check_windows(&st, s.gpu, why);
 	why->concurrent_limit = st.eff.v[QL_CONCURRENT_JOBS];
@@ -186,8 +202,7 @@ enum jobs_submit_result jobs_submit_validate(struct app *app, int64_t user_id, j
 	if (jobs_submit_check(body, &lim, &s, &why->err) < 0)
 		return JOBS_SUBMIT_INVALID;
 	res = s.gpu && devices_of_kind(app, s.gpu_kind) < s.gpu_count
-		      ? invalid(why, "gpu_count",
-				"this lab has fewer GPU devices of the job's kind than it asks for")
+		      ? too_few_devices(app, &s, why)
 		      : check_windows(&st, s.gpu, why);
 	jobs_submit_release(&s);
 	return res;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "backend/backend.h"
@@ -119,31 +120,56 @@ static void say_gpu_waiting(struct app *app, const struct queue_item *items, int
 		snprintf(out, len, "a GPU runtime of %s%s", name, more);
 }
 
-/* GPU runtimes and on-demand GPU jobs wait (the fair queue, which holds no
- * preemptible job): as many preemptible GPU jobs are preempted as the GPUs
- * free and those already being freed fall short of what waits. */
-static void gpu_demand(struct app *app, struct victims *vs, int64_t now)
+/* GPU runtimes and on-demand GPU jobs waiting for devices of kind (items,
+ * in the fair order, of that kind only): as many preemptible GPU jobs on
+ * devices of that kind are preempted as the devices free and those already
+ * being freed fall short of what waits. A job on another kind of device
+ * frees nothing they could use (docs/gpu.md "The queue per kind"). */
+static void kind_demand(struct app *app, struct victims *vs, const struct queue_item *items,
+			int n, const char *kind)
 {
-	struct queue_item items[QUEUE_LOOK_MAX];
-	char ids[RUNTIME_GPUS_MAX], waiting[JOB_WAITING_MAX];
-	int n = queue_load(app->db, now, items, QUEUE_LOOK_MAX);
-	int free_n, want = 0, coming = 0;
+	unsigned ids[QUEUE_LOOK_MAX];
+	char waiting[JOB_WAITING_MAX];
+	int free_n = gpus_pick_free_kind(app->db, app->gpus, app->cfg, kind, QUEUE_LOOK_MAX, ids);
+	int want = 0, coming = 0;
 
-	if (n <= 0)
-		return;
-	free_n = gpus_pick_free_n(app->db, app->cfg, QUEUE_LOOK_MAX, ids, sizeof(ids));
 	if (free_n < 0)
 		return;
-	queue_order(items, (size_t)n);
 	for (int i = 0; i < n; i++)
 		want += (int)items[i].gpus;
 	for (int i = 0; i < vs->n; i++)
-		coming += vs->v[i].preempting ? vs->v[i].gpu_count : 0;
+		if (vs->v[i].preempting && strcmp(vs->v[i].gpu_kind, kind) == 0)
+			coming += vs->v[i].gpu_count;
 	say_gpu_waiting(app, items, n, waiting, sizeof(waiting));
 	for (int i = 0; i < vs->n && free_n + coming < want; i++)
 		if (!vs->v[i].preempting && vs->v[i].gpu_count > 0 &&
-		    preempt(app, &vs->v[i], waiting))
+		    strcmp(vs->v[i].gpu_kind, kind) == 0 && preempt(app, &vs->v[i], waiting))
 			coming += vs->v[i].gpu_count;
+}
+
+/* GPU runtimes and on-demand GPU jobs wait (the fair queue, which holds no
+ * preemptible job): each kind of device waited for is weighed on its own. */
+static void gpu_demand(struct app *app, struct victims *vs, int64_t now)
+{
+	struct queue_item items[QUEUE_LOOK_MAX], of_kind[QUEUE_LOOK_MAX];
+	int n = queue_load(app->db, now, items, QUEUE_LOOK_MAX);
+
+	if (n <= 0)
+		return;
+	queue_order(items, (size_t)n);
+	for (int i = 0; i < n; i++) {
+		const char *kind = items[i].kind[0] ? items[i].kind : "whole";
+		int k = 0;
+		bool first = true;
+		for (int j = 0; j < i && first; j++)
+			first = !queue_is_kind(&items[j], kind);
+		if (!first)
+			continue;
+		for (int j = i; j < n; j++)
+			if (queue_is_kind(&items[j], kind))
+				of_kind[k++] = items[j];
+		kind_demand(app, vs, of_kind, k, kind);
+	}
 }
 
 /* Whether the pool id still holds its sandbox in the store: a preempted
@@ -166,9 +192,10 @@ static void host_demand(struct app *app, struct victims *vs, int64_t now)
 	static struct queue_item items[QUEUE_TURN_MAX]; /* the jobs ticker's thread only */
 	static int64_t excused[QUEUE_TURN_MAX];		/* the same */
 	static int64_t last_pool;			/* the same: the last victim's */
-	char ids[RUNTIME_GPUS_MAX], waiting[JOB_WAITING_MAX], name[40];
+	static unsigned ids[QUEUE_TURN_MAX]; /* the same */
+	char waiting[JOB_WAITING_MAX], name[40];
 	const struct queue_item *head = NULL;
-	int n, free_n, n_excused, live;
+	int n, free_n = 0, n_excused, live;
 	unsigned cap;
 
 	if (caps_host_has_room(app->db, app->cfg, &live, &cap) || live < 0)
@@ -184,7 +211,10 @@ static void host_demand(struct app *app, struct victims *vs, int64_t now)
 	queue_order(items, (size_t)n);
 	for (int i = 0; i < n && !head; i++)
 		head = items[i].runtime_id ? &items[i] : NULL;
-	free_n = gpus_pick_free_n(app->db, app->cfg, QUEUE_TURN_MAX, ids, sizeof(ids));
+	if (head) /* free devices of the kind it waits for */
+		free_n = gpus_pick_free_kind(app->db, app->gpus, app->cfg,
+					     head->kind[0] ? head->kind : "whole", QUEUE_TURN_MAX,
+					     ids);
 	n_excused = queue_excused(app->db, app->cfg, items, (size_t)n, excused, QUEUE_TURN_MAX);
 	if (!head || free_n <= 0 || n_excused < 0 ||
 	    !queue_runtime_turn(items, (size_t)n, head->runtime_id, (unsigned)free_n, excused,

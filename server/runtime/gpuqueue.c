@@ -59,6 +59,17 @@ static int may_start(struct app *app, struct pass *p, const struct queue_item *i
 				  p->excused, (size_t)p->n_excused);
 }
 
+/* Whether a runtime before items[i] in the order waits for the same kind of
+ * device: it was asked first, and what held it holds items[i] too (no device
+ * of the kind free, or entries ahead that the free ones cannot all serve). */
+static bool kind_tried(const struct pass *p, int i)
+{
+	for (int k = 0; k < i; k++)
+		if (p->items[k].runtime_id && queue_is_kind(&p->items[k], p->items[i].kind))
+			return true;
+	return false;
+}
+
 /* Under the allocation lock: whether the queued runtime runtime_id (0: the
  * first in the order that may; p->runtime its entry) may take a device now
  * (1, its id in *id): a free device of its kind, its turn in the fair order of
@@ -79,8 +90,9 @@ static int runtime_turn(struct app *app, int64_t now, int64_t runtime_id, struct
 	p->n_excused = EXCUSED_UNREAD;
 	for (int i = 0; i < p->n && rc == 0; i++) {
 		const struct queue_item *it = &p->items[i];
-		if (!it->runtime_id || (runtime_id && it->runtime_id != runtime_id))
-			continue;
+		if (!it->runtime_id || (runtime_id && it->runtime_id != runtime_id) ||
+		    (!runtime_id && kind_tried(p, i)))
+			continue; /* the first runtime of a kind that may not go: nor may the rest */
 		rc = may_start(app, p, it, id);
 		if (rc == 1)
 			p->runtime = it;

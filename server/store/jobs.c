@@ -643,6 +643,7 @@ static int preemptible_row(sqlite3_stmt *st, void *arg)
 		.preempting = sqlite3_column_int(st, 8) != 0};
 
 	copy_text(v.user_name, sizeof(v.user_name), st, 5);
+	copy_text(v.gpu_kind, sizeof(v.gpu_kind), st, 9);
 	return w->fn(&v, w->ctx);
 }
 
@@ -653,7 +654,7 @@ int jobs_each_preemptible(struct db *db, int (*fn)(const struct job_on_pool *v, 
 	int rc = db_each(db,
 			 "SELECT j.id, j.user_id, j.pool_id, j.grace_s, j.preempt_at_ms, u.name,"
 			 " CASE j.kind WHEN 'gpu' THEN j.gpu_count ELSE 0 END, j.run_sent,"
-			 " j.preempting <> '' FROM jobs j JOIN users u ON u.id = j.user_id"
+			 " j.preempting <> '', j.gpu_kind FROM jobs j JOIN users u ON u.id = j.user_id"
 			 " WHERE j.capacity = 'preemptible' AND j.status = 'InProgress'"
 			 " AND j.secondary IN ('Starting', 'Downloading', 'Training')"
 			 " AND j.pool_id > 0 ORDER BY j.id DESC",

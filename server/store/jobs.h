@@ -204,6 +204,7 @@ struct job_on_pool {
 	char user_name[33];
 	int gpu_count;           /* 0 for a cpu job */
 	bool run_sent, preempting;
+	char gpu_kind[16];       /* the kind of its GPU devices (schema 20) */
 };
 /* Calls fn for each InProgress preemptible job that has a pool, newest
  * first (the one that lost least work first). The count or -1. */

@@ -61,6 +61,7 @@ test('the console shows the GPU held by alice, bob in the queue, and both runtim
   assert.match(await gpu.locator('.holder').textContent(), new RegExp(ALICE));
   const q = adminPage.locator('#gpu-queue tbody tr[data-position="1"]');
   await q.filter({ hasText: BOB }).waitFor();
+  assert.equal((await q.locator('.kind').textContent()).trim(), 'whole'); // the queue's kind of device
   assert.match(await adminPage.locator('#queue-length').textContent(), /1 waiting/);
   await adminPage.locator(`#runtimes tbody tr[data-user="${ALICE}"]`, { hasText: 'running' }).waitFor();
   await adminPage.locator(`#runtimes tbody tr[data-user="${BOB}"]`, { hasText: 'queued (position 1)' }).waitFor();

@@ -14,6 +14,7 @@ GPU training jobs hold their devices (a sandbox each, `sleep`):
   that frees goes to the next 1g.18gb job, not to the whole-card job that waited
   longer;
 - a restart of labd keeps every kind's queue and places (the kinds are stored);
+- a waiting share job never preempts a preemptible job on a whole card;
 - the ledger charges each entry its device's fraction of a card exactly: 128
   thousandths for a 1g.18gb instance (its memory over the card's), 500 for one of two
   shares, 1000 for a whole card, in the usage view, its CSV and the quota window."""
@@ -136,6 +137,14 @@ def stop(c, job_id):
     return wait_job(c, job_id)
 
 
+def stop_all(pairs):
+    """Stops every (client, job) at once, then waits for each to end."""
+    for c, j in pairs:
+        assert_status(c.post(f"/api/v1/jobs/{j['id']}/stop", json={"grace_s": 1}), 202)
+    for c, j in pairs:
+        wait_job(c, j["id"])
+
+
 def queued_place(c):
     rt = c.get("/api/v1/me/runtime").json["runtime"]
     assert rt["state"] == "queued", rt
@@ -161,6 +170,16 @@ def test_kinds_queues_restart_and_ledger(kd):
     # a job asks within its plan only: a share plan gives no instance
     r = submit(s2, HOLD, expect=None, type="gpu", gpu_kind="1g.18gb")
     assert r.status == 400 and r.json["error"]["field"] == "gpu_kind", r.json
+    # a kind the lab has no device of is refused, not queued for ever
+    r = submit(w2, HOLD, expect=None, type="gpu", gpu_kind="3g.71gb")
+    assert r.status == 400 and r.json["error"]["field"] == "gpu_kind", r.json
+    assert '0 GPU devices of kind "3g.71gb"' in r.json["error"]["message"], r.json
+    assert_status(kd.admin().post("/api/v1/plans", json={"name": "big", "gpu": "3g.71gb"}), 201)
+    _, big = new_user(kd, "kbg", plan="big")
+    r = big.post("/api/v1/me/runtime", json={"type": "gpu"})
+    assert r.status == 409 and r.json["error"]["code"] == "no_gpu_available", r.json
+    assert '"3g.71gb"' in r.json["error"]["message"], r.json
+    assert big.get("/api/v1/me/runtime").json["runtime"] is None  # nothing made or queued
 
     # the whole card is busy: w2 waits; m2 (later) and s2 start on their kinds
     jw2 = submit(w2, HOLD, type="gpu")
@@ -208,8 +227,21 @@ def test_kinds_queues_restart_and_ledger(kd):
     stop(w1, jw1["id"])
     assert training(w2, jw2["id"])["gpus"] == [2]
 
-    for c, j in ((m2, jm2), (m3, jm3), (s1, js1), (s2, js2), (w2, jw2)):
-        stop(c, j["id"])
+    stop_all(((m2, jm2), (m3, jm3), (s1, js1), (s2, js2), (w2, jw2)))
+
+    # preemption per kind: a share job waiting never preempts a preemptible job on a
+    # whole card (it frees nothing a share job could use); a share that frees is its
+    pw = submit(w1, HOLD, type="gpu", capacity="preemptible")
+    assert training(w1, pw["id"])["gpus"] == [2]
+    h1, h2 = hold(s1), hold(s2)
+    _, s3 = new_user(kd, "ks3", plan="shr")
+    j3 = submit(s3, HOLD, type="gpu")
+    pending_for(s3, j3["id"], 2)
+    p = w1.get(f"/api/v1/jobs/{pw['id']}").json
+    assert p["secondary_status"] == "Training" and p["preemptions"] == 0, p
+    stop(s1, h1["id"])
+    assert training(s3, j3["id"])["gpus"] == [SHARE_10]
+    stop_all(((s2, h2), (s3, j3), (w1, pw)))
 
     # the ledger: each entry its device's fraction of a card, exactly
     for c, milli in ((m1, MIG_MILLI), (s1, 500), (w1, 1000), (m3, MIG_MILLI)):

@@ -68,13 +68,14 @@
     tbody.textContent = "";
     $("queue-length").textContent = queue.length + " waiting";
     if (!queue.length) {
-      tbody.appendChild(L.el("tr", null, [L.el("td", { colSpan: 5, className: "empty" }, ["Nobody is waiting."])]));
+      tbody.appendChild(L.el("tr", null, [L.el("td", { colSpan: 6, className: "empty" }, ["Nobody is waiting."])]));
       return;
     }
     queue.forEach(function (q) {
       tbody.appendChild(
         L.el("tr", { dataset: { position: String(q.position) } }, [
           L.el("td", null, [String(q.position)]),
+          L.el("td", { className: "kind" }, [q.gpu_kind || "whole"]),
           L.el("td", null, [q.user || "—"]),
           L.el("td", null, [orDash(q.runtime_id)]),
           L.el("td", null, [L.formatTime(q.queued_at)]),

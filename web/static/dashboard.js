@@ -329,7 +329,10 @@
     setRow("runtime-queue-row", !!q);
     $("runtime-started-row").querySelector("dt").textContent = q ? "Queued" : "Started";
     if (!q) return;
-    $("runtime-queue-position").textContent = "Position " + q.position + " in the GPU queue";
+    /* each kind of device has its own queue (a plan's gpu): a slice's says which */
+    $("runtime-queue-position").textContent = "Position " + q.position +
+      (q.gpu_kind && q.gpu_kind !== "whole" ? " in the queue for " + q.gpu_kind + " GPU devices"
+                                            : " in the GPU queue");
     var parts = ["waiting since " + L.formatTime(q.queued_at)];
     parts.push(q.estimate_start_at ? "estimated start " + L.formatTime(q.estimate_start_at) : "no estimate yet");
     if (q.expires_at) parts.push("gives up at " + L.formatTime(q.expires_at));
