@@ -12,6 +12,7 @@
 #include "supervisor/node.h"
 #include "labd/log.h"
 #include "proto/link.h"
+#include "runtime/endpoint.h"
 #include "supervisor/supervisor.h"
 #include "supervisor/uidmap.h"
 #include "web/routes.h"
@@ -51,6 +52,8 @@ static int load_slurm_secret(struct labd_config *cfg)
 	memcpy(cfg->link_secret, secret.bytes, secret.len);
 	cfg->link_secret_len = secret.len;
 	link_secret_clear(&secret);
+	/* the proxy and the Jupyter client sign their data lines with it */
+	endpoint_set_secret(cfg->link_secret, cfg->link_secret_len);
 	return 0;
 }
 
