@@ -24,7 +24,11 @@
 static void process_setup(const struct labd_config *cfg)
 {
 	enum log_level level;
+	sigset_t all;
 
+	/* the supervisor's mask (its signalfd's) came with the fork: SIGTERM ends a link */
+	sigfillset(&all);
+	sigprocmask(SIG_UNBLOCK, &all, NULL);
 	log_set_tag("labd-link");
 	prctl(PR_SET_NAME, "labd-link", 0, 0, 0);
 	if (log_level_parse(cfg->log_level, &level) == 0)
