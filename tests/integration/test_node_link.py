@@ -92,6 +92,7 @@ class Node:
         with open(self.config, "w") as fh:
             fh.write(f"[server]\nstate_dir = {self.state_dir}\n\n"
                      f"[gpu]\nstand_in = {gpus}\n\n"
+                     "[runtime]\nkeep_on_shutdown = false\n\n"
                      f"[node]\nname = {name}\nhead = 127.0.0.1:{head_port}\n"
                      f"secret_file = {self.secret_file}\n"
                      f"data_listen = 127.0.0.1:{self.data_port}\n")
@@ -133,7 +134,8 @@ SECRET = os.urandom(48)
 
 @pytest.fixture(scope="module")
 def linked():
-    """A head stand-in and one node linked to it, its hello read."""
+    """A head stand-in and one node linked to it: the node's hello read, the channel's
+    own hello answered."""
     d = tempfile.mkdtemp(prefix="labd-it-head-")
     secret_file = os.path.join(d, "secret")
     with open(secret_file, "wb") as fh:
@@ -143,6 +145,9 @@ def linked():
     node = Node("n1", head.port, SECRET).start()
     try:
         hello = head.read(20)
+        # the supervisor's own channel, unchanged: hello first, then requests
+        r = head.request({"v": 2, "type": "hello", "id": 1, "version": hello["version"]})
+        assert r["ok"] is True, r
         yield head, node, hello
     finally:
         node.cleanup()
@@ -157,9 +162,6 @@ def test_hello_and_ping_through_the_link(linked):
     assert hello["data"] == f"127.0.0.1:{node.data_port}"
     assert hello["gpus"] == [0, 1]
     assert hello["cpus"] >= 1 and hello["memory_bytes"] > 0
-    # the supervisor's own channel, unchanged: hello first, then requests
-    r = head.request({"v": 2, "type": "hello", "id": 1, "version": hello["version"]})
-    assert r["ok"] is True, r
     assert head.request({"v": 2, "type": "ping", "id": 2})["ok"] is True
     r = head.request({"v": 2, "type": "sandbox_list", "id": 3})
     assert r["ok"] is True and r["sandboxes"] == [], r
@@ -326,3 +328,53 @@ def test_data_port_refuses_a_planted_link(runtime_socket):
     target = os.path.join(node.state_dir, "runtimes", "alice", "run", "jupyter.sock")
     os.symlink(target, os.path.join(run, "jupyter.sock"))
     assert exchange(node, data_line("runtimes/bob/run/jupyter.sock") + b"x\n") == b""
+
+
+def sandbox_cgroups(parent):
+    """The cgroups below parent (in any hierarchy) that hold processes."""
+    found = []
+    for root in ["/sys/fs/cgroup"] + [os.path.join("/sys/fs/cgroup", d)
+                                      for d in os.listdir("/sys/fs/cgroup")]:
+        base = os.path.join(root, parent)
+        if not os.path.isdir(base):
+            continue
+        for child in os.listdir(base):
+            procs = os.path.join(base, child, "cgroup.procs")
+            try:
+                with open(procs) as fh:
+                    if fh.read().strip():
+                        found.append(os.path.join(base, child))
+            except OSError:
+                pass
+    return found
+
+
+def test_a_runtime_on_the_node_through_link_and_data_port(linked):
+    """The head's start crosses the link; the node builds a real sandbox under its own
+    cgroup parent (labd-n1); the head reaches its Jupyter through the data port."""
+    head, node, _ = linked
+    user, token = "carol", "k" * 43
+    r = head.request({"v": 2, "id": 50, "type": "sandbox_start", "user": user, "user_id": 7,
+                      "runtime_id": 4242, "kind": "cpu", "token": token,
+                      "deadline": int(time.time()) + 3600, "gpus": []}, timeout=60)
+    assert r["ok"] is True, r
+    deadline = time.monotonic() + 120 * SLOW
+    while True:
+        m = head.read(max(1, deadline - time.monotonic()))
+        if m.get("type") == "sandbox_ready":
+            break
+        assert m.get("type") != "sandbox_ended", m
+    assert m["endpoint"] == f"unix:runtimes/{user}/run/jupyter.sock"
+    assert sandbox_cgroups("labd-n1"), "the sandbox is not under the cgroup parent labd-n1"
+    path = m["endpoint"][len("unix:"):]
+    req = (f"GET /user/{user}/api/status HTTP/1.1\r\nHost: node\r\n"
+           f"Authorization: token {token}\r\nConnection: close\r\n\r\n").encode()
+    got = exchange(node, data_line(path) + req)
+    assert got.startswith(b"HTTP/1.1 200"), got[:200]
+    r = head.request({"v": 2, "id": 51, "type": "sandbox_stop", "user": user, "runtime_id": 4242,
+                      "reason": "test"}, timeout=60)
+    assert r["ok"] is True, r
+    while True:
+        m = head.read(max(1, deadline - time.monotonic()))
+        if m.get("type") == "sandbox_ended":
+            break
