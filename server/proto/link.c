@@ -571,7 +571,7 @@ int link_hello_check(json_t *hello, const char *expect_name, char *err, size_t e
 
 /* ---- the relay ---- */
 
-struct relay {
+struct link_relay_state {
 	struct link_conn *c;
 	int seq_fd, stop_fd;
 	/* a frame read from TLS, not yet sent on seq_fd (its body in c->in) */
@@ -607,7 +607,7 @@ static int drop_fd(struct link_conn *c, size_t len, int fd)
 
 /* One message from seq_fd into the out buffer (received in place, behind the room
  * for its head). 0 taken, 1 nothing there, 2 EOF, or a negative errno. */
-static int take_seq(struct relay *r)
+static int take_seq(struct link_relay_state *r)
 {
 	struct link_conn *c = r->c;
 	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
@@ -650,7 +650,7 @@ static int take_seq(struct relay *r)
 }
 
 /* Sends the pending frame on seq_fd. 0 sent, 1 would block, or a negative errno. */
-static int give_seq(struct relay *r)
+static int give_seq(struct link_relay_state *r)
 {
 	ssize_t n = send(r->seq_fd, r->c->in + HEAD_BYTES, r->pending_len, MSG_DONTWAIT | MSG_NOSIGNAL);
 
@@ -665,7 +665,7 @@ static int give_seq(struct relay *r)
 
 /* Does all that can be done without waiting. 0 to wait, 2 when a side closed, or a
  * negative errno. */
-static int relay_step(struct relay *r)
+static int relay_step(struct link_relay_state *r)
 {
 	bool progress = true;
 	int rc;
@@ -704,7 +704,7 @@ static int relay_step(struct relay *r)
 
 int link_relay(struct link_conn *c, int seq_fd, int stop_fd)
 {
-	struct relay r = {.c = c, .seq_fd = seq_fd, .stop_fd = stop_fd};
+	struct link_relay_state r = {.c = c, .seq_fd = seq_fd, .stop_fd = stop_fd};
 	int rc;
 
 	for (;;) {
