@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
@@ -145,6 +147,22 @@ void link_ctx_free(struct link_ctx *ctx)
 
 /* ---- connections ---- */
 
+/* A peer that vanished without a FIN or RST (a node powered off, a partition) must
+ * end the link within about a minute, not never: the node then dials again, and the
+ * head lets the node's entry go. Keepalive probes after 30 s idle, 10 s apart, 3 lost;
+ * data unacknowledged for 60 s ends it too. */
+static void set_liveness(int fd)
+{
+	int on = 1, idle_s = 30, interval_s = 10, count = 3, unacked_ms = 60000;
+
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof(interval_s));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked_ms, sizeof(unacked_ms));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)); /* small frames, answered at once */
+}
+
 static struct link_conn *conn_new(struct link_ctx *ctx, int fd)
 {
 	struct link_conn *c = calloc(1, sizeof(*c));
@@ -161,6 +179,7 @@ static struct link_conn *conn_new(struct link_ctx *ctx, int fd)
 		return NULL;
 	}
 	SSL_set_app_data(c->ssl, c);
+	set_liveness(fd);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	return c;
 }
