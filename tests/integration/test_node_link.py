@@ -353,7 +353,8 @@ def sandbox_cgroups(parent):
 
 def test_a_runtime_on_the_node_through_link_and_data_port(linked):
     """The head's start crosses the link; the node builds a real sandbox under its own
-    cgroup parent (labd-n1); the head reaches its Jupyter through the data port."""
+    cgroup parent (labd-n1); the head reaches its Jupyter through the data port; a killed
+    link leaves it running and listed."""
     head, node, _ = linked
     user, token = "carol", "k" * 43
     r = head.request({"v": 2, "id": 50, "type": "sandbox_start", "user": user, "user_id": 7,
@@ -371,6 +372,15 @@ def test_a_runtime_on_the_node_through_link_and_data_port(linked):
     path = m["endpoint"][len("unix:"):]
     req = (f"GET /user/{user}/api/status HTTP/1.1\r\nHost: node\r\n"
            f"Authorization: token {token}\r\nConnection: close\r\n\r\n").encode()
+    got = exchange(node, data_line(path) + req)
+    assert got.startswith(b"HTTP/1.1 200"), got[:200]
+    # a dead link is a web restart to the sandbox: it keeps running, the new link lists it
+    os.kill(wait_until(node.link_pid, 10 * SLOW, "the link process"), signal.SIGKILL)
+    while "type" not in (m := head.read(20)):
+        pass  # {"closed": ...}, then the new link's hello
+    assert head.request({"v": 2, "type": "hello", "id": 60, "version": m["version"]})["ok"]
+    r = head.request({"v": 2, "type": "sandbox_list", "id": 61})
+    assert [b["user"] for b in r["sandboxes"]] == [user], r
     got = exchange(node, data_line(path) + req)
     assert got.startswith(b"HTTP/1.1 200"), got[:200]
     r = head.request({"v": 2, "id": 51, "type": "sandbox_stop", "user": user, "runtime_id": 4242,
