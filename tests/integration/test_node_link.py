@@ -101,9 +101,12 @@ class Node:
         self.log_path = os.path.join(self.dir, "node.log")
         self.proc = None
 
-    def start(self):
+    def start(self, command_first=False):
+        """command_first: `labd node --config FILE` (else `labd --config FILE node`)."""
+        argv = ([labd_binary(), "node", "--config", self.config] if command_first
+                else [labd_binary(), "--config", self.config, "node"])
         with open(self.log_path, "wb") as logf:
-            self.proc = subprocess.Popen([labd_binary(), "--config", self.config, "node"],
+            self.proc = subprocess.Popen(argv,
                                          stdin=subprocess.DEVNULL, stdout=logf,
                                          stderr=subprocess.STDOUT, start_new_session=True)
         return self
@@ -205,7 +208,7 @@ def test_wrong_key_is_refused_and_two_nodes_share_a_machine(linked):
         fh.write(os.urandom(48))
     os.chmod(secret_file, 0o600)
     head2 = Head(secret_file)
-    n2 = Node("n2", head2.port, SECRET).start()  # not head2's key
+    n2 = Node("n2", head2.port, SECRET).start(command_first=True)  # not head2's key
     try:
         assert head2.read(20) == {"refused": 13}  # EACCES: the handshake failed
         wait_until(lambda: "the head refused the key" in n2.log(), 10 * SLOW,
