@@ -393,3 +393,38 @@ def test_a_runtime_on_the_node_through_link_and_data_port(linked):
         m = head.read(max(1, deadline - time.monotonic()))
         if m.get("type") == "sandbox_ended":
             break
+
+
+def test_bad_node_config_stops_at_start():
+    """Each refusal names its key and changes nothing (no state dir is made)."""
+    n = Node("n3", 1, SECRET)
+    try:
+        cases = [
+            (lambda: os.chmod(n.secret_file, 0o644), "open to others"),
+            (lambda: short_secret(n), "must hold 32 to 512 bytes"),
+            (lambda: rewrite(n, "data_listen", "0.0.0.0:7001"), "[node] data_listen"),
+            (lambda: rewrite(n, "name", "bad name"), "[node] name"),
+        ]
+        for spoil, said in cases:
+            spoil()
+            p = subprocess.run([labd_binary(), "node", "--config", n.config],
+                               capture_output=True, timeout=30)
+            assert p.returncode == 1, p
+            assert said in p.stderr.decode(), p.stderr
+            assert not os.path.exists(n.state_dir)
+    finally:
+        n.cleanup()
+
+
+def short_secret(node):
+    with open(node.secret_file, "wb") as fh:
+        fh.write(b"short")
+    os.chmod(node.secret_file, 0o600)
+
+
+def rewrite(node, key, value):
+    with open(node.config) as fh:
+        lines = [f"{key} = {value}" if ln.startswith(f"{key} = ") else ln
+                 for ln in fh.read().splitlines()]
+    with open(node.config, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
