@@ -101,6 +101,8 @@ const struct proto_field proto_reply[] = {
 	{"applied", PROTO_STRING, 1, 16, true}, /* home_resize: online, next_start, unchanged */
 	{"image_hash", PROTO_STRING, 1, 80, true}, /* sandbox_start on an image: its hash */
 	{"ended", PROTO_INT, 0, PROTO_PIDS_MAX, true}, /* gpu_processes_end */
+	/* a node's link (link.h) could not carry the descriptor beside this reply */
+	{"fd_dropped", PROTO_BOOL, 0, 0, true},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_ready[] = {

@@ -18,6 +18,7 @@
 #include "labd/log.h"
 #include "labd/str.h"
 #include "proto/proto.h"
+#include "supervisor/launch.h"
 #include "supervisor/record.h"
 #include "supervisor/runkeeper.h"
 #include "supervisor/uidmap.h"
@@ -509,6 +510,7 @@ static long long check_net(struct host *h, struct host_box *b, long long now)
 	b->net_check_at_ms = now + NET_CHECK_EVERY_MS;
 	sandbox_spec_init(&s);
 	s.state_dir = h->state_dir;
+	s.cgroup_parent = launch_cgroup_parent(h->cfg);
 	s.net_dns = h->cfg->net_dns;
 	s.pasta_path = h->cfg->net_pasta;
 	s.nft_path = h->cfg->net_nft;
