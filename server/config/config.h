@@ -189,6 +189,17 @@ struct labd_config {
 	int64_t webhooks_retry_base_ms;     /* the first retry's wait; doubled each time */
 	int64_t webhooks_timeout_s;         /* one attempt, connect to answer */
 	unsigned webhooks_quota_low_percent; /* quota.low past this share of a window */
+	/* [backend]: what runs the sandboxes (docs/slurm.md) */
+	char backend_kind[8]; /* local or slurm */
+	/* [slurm]: the Slurm backend (backend/slurm.c) */
+	char slurm_listen[128];                   /* the node links' listener, ADDRESS:PORT */
+	char slurm_secret_file[CONFIG_PATH_MAX];  /* the links' shared secret */
+	int64_t slurm_poll_interval_ms;           /* one squeue per this */
+	int64_t slurm_time_grace_s;               /* Slurm's --time beyond labd's deadline */
+	int64_t slurm_timeout_s;                  /* one call of a Slurm tool */
+	char slurm_partition[64];                 /* "" = Slurm's default partition */
+	char slurm_sbatch[CONFIG_PATH_MAX], slurm_squeue[CONFIG_PATH_MAX];
+	char slurm_scontrol[CONFIG_PATH_MAX], slurm_scancel[CONFIG_PATH_MAX];
 };
 
 /* Fills *cfg with the defaults; demo = the `labd --demo` defaults (./var, ./web). */
