@@ -80,8 +80,8 @@ int link_accept(struct link_ctx *ctx, int fd, json_t **hello, struct link_conn *
 
 /* The first frame the node sends:
  *   {"type":"node_hello","name":N,"data":"HOST:PORT","gpus":[minor,...],
- *    "cpus":C,"memory_bytes":M}
- * gpus: the node's GPU device minors in gres.conf order (index i of Slurm's
+ *    "cpus":C,"memory_bytes":M[,"version":V]}
+ * version: the node's labd version (optional). gpus: the node's GPU device minors in gres.conf order (index i of Slurm's
  * GRES IDX is gpus[i]); cpus >= 1; memory_bytes >= 1. 0 or -EPROTO with the reason
  * in err. expect_name: the PSK identity it must equal (NULL: not checked). */
 int link_hello_check(json_t *hello, const char *expect_name, char *err, size_t errlen);
@@ -92,6 +92,8 @@ int link_hello_check(json_t *hello, const char *expect_name, char *err, size_t e
  * 0 or over LINK_FRAME_MAX, not a JSON object), another negative errno. */
 int link_frame_write(struct link_conn *c, json_t *msg);
 int link_frame_read(struct link_conn *c, json_t **out);
+/* Writes len raw bytes (no framing): what tests of the peer's framing send. */
+int link_write_bytes(struct link_conn *c, const void *bytes, size_t len);
 
 /* Relays until either side closes or fails: each SOCK_SEQPACKET message read from
  * seq_fd becomes one frame on c, each frame from c one message on seq_fd. A message
