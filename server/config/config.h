@@ -200,6 +200,10 @@ struct labd_config {
 	char slurm_partition[64];                 /* "" = Slurm's default partition */
 	char slurm_sbatch[CONFIG_PATH_MAX], slurm_squeue[CONFIG_PATH_MAX];
 	char slurm_scontrol[CONFIG_PATH_MAX], slurm_scancel[CONFIG_PATH_MAX];
+	/* the secret's bytes, read as root at start (main.c: [node] or [slurm]
+	 * secret_file) and inherited by the forked web or link process; not a key */
+	unsigned char link_secret[512];
+	size_t link_secret_len;
 };
 
 /* Fills *cfg with the defaults; demo = the `labd --demo` defaults (./var, ./web). */
