@@ -316,7 +316,8 @@ static void test_runtime_on_a_node(void **state)
 
 	/* the node failed in Slurm: the end with its cause, the sandbox stopped there */
 	write_file("queue", "100|labd-rt-5|NODE_FAIL|NodeDown|n1|2026-12-04T23:10:00|alice\n", 0644);
-	unlink(strcat(strcpy(err, dir), "/away"));
+	snprintf(err, sizeof(err), "%s/away", dir);
+	unlink(err);
 	assert_true(wait_count(&ends, 1));
 	assert_string_equal(end_cause, "gone");
 	assert_string_equal(end_reason, "the node n1 failed");

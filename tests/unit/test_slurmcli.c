@@ -205,15 +205,14 @@ static void test_submit_argv(void **state)
 {
 	const char *argv[SLURMCLI_SUBMIT_ARGS];
 	char store[SLURMCLI_SUBMIT_STORE], joined[1024] = "";
+	size_t used = 0;
 	struct slurm_submit s = {.pool = false, .id = 5, .user = "alice", .memory_mb = 2048,
 				 .cpus = 2, .gpus = 1, .seconds = 3601, .partition = "gpu"};
 	(void)state;
 
 	slurmcli_submit_argv("/usr/bin/sbatch", &s, argv, store);
-	for (size_t i = 0; argv[i]; i++) {
-		strcat(joined, argv[i]);
-		strcat(joined, " ");
-	}
+	for (size_t i = 0; argv[i]; i++)
+		used += (size_t)snprintf(joined + used, sizeof(joined) - used, "%s ", argv[i]);
 	assert_string_equal(joined, "/usr/bin/sbatch --parsable --job-name=labd-rt-5 "
 				    "--comment=alice --mem=2048M --cpus-per-task=2 --gres=gpu:1 "
 				    "--time=61 --nodes=1 --ntasks=1 --no-requeue "
