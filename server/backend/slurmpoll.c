@@ -270,12 +270,12 @@ static int node_start(struct slurm *s, struct holder *h, struct node *nd,
 		struct backend_pool_start ps = {.user = h->user, .user_id = h->user_id,
 						.pool_id = h->id, .deadline_s = h->deadline_s,
 						.shape = *sh};
-		return backend_pool_start(node_backend(nd), &ps, err, errlen);
+		return backend_pool_start(nodes_backend(nd), &ps, err, errlen);
 	}
 	struct backend_start st = {.user = h->user, .user_id = h->user_id, .runtime_id = h->id,
 				   .kind = h->kind, .token = h->token,
 				   .deadline_s = h->deadline_s, .shape = *sh};
-	return backend_start(node_backend(nd), &st, endpoint, err, errlen);
+	return backend_start(nodes_backend(nd), &st, endpoint, err, errlen);
 }
 
 static void start_one(struct slurm *s, struct holder *h)
@@ -346,9 +346,9 @@ static void stop_on_node(struct slurm *s, struct holder *h, const char *reason)
 	if (!nd)
 		return;
 	if (h->pool)
-		backend_pool_stop(node_backend(nd), h->user, h->id, reason);
+		backend_pool_stop(nodes_backend(nd), h->user, h->id, reason);
 	else
-		backend_stop(node_backend(nd), h->user, h->id, reason);
+		backend_stop(nodes_backend(nd), h->user, h->id, reason);
 	nodes_release(nd);
 }
 
@@ -359,7 +359,7 @@ static int node_holds(struct node *nd, bool pool, int64_t id)
 	size_t n = 0;
 	int found = 0;
 
-	if (backend_list(node_backend(nd), &l, &n) < 0)
+	if (backend_list(nodes_backend(nd), &l, &n) < 0)
 		return -1;
 	for (size_t i = 0; i < n && !found; i++)
 		found = pool ? l[i].pool_id == id : (l[i].pool_id == 0 && l[i].runtime_id == id);

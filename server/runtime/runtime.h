@@ -82,7 +82,9 @@ void runtime_events_init(struct backend_events *ev, struct app *app);
  * estimate, epoch s or 0). 0, or -ENOENT when it does not wait there. */
 int runtime_backend_queue(struct app *app, int64_t runtime_id, char *text, size_t len,
 			  int64_t *estimate_at);
-/* The Unix socket of a "unix:" endpoint into out; -1 for other endpoints. */
+/* Where the proxy and the Jupyter client connect: the Unix socket of a "unix:"
+ * endpoint, or a node's whole "tcp:HOST:PORT/PATH" endpoint (endpoint.h) into out;
+ * -1 for other endpoints. */
 int runtime_socket_path(const struct runtime *r, char *out, size_t len);
 
 #endif

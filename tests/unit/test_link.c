@@ -8,12 +8,15 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "labd/clock.h"
 #include "proto/link.h"
+#include "runtime/endpoint.h"
 
 static struct link_secret key_a, key_b;
 
@@ -426,7 +429,142 @@ static void test_names(void **state)
 	assert_null(link_ctx_client(&key_a, "bad name"));
 }
 
-int main(void)
+/* The proxy's side: a tcp: endpoint connects and writes a line the node accepts for
+ * the endpoint's path; malformed targets and a missing secret are refused. */
+static void test_endpoint_tcp(void **state)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sin);
+	struct link_nonces *seen = link_nonces_new(4);
+	char target[128], line[LINK_DATA_LINE_MAX + 1], path[256];
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	(void)state;
+
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sin, &len), 0);
+	snprintf(target, sizeof(target), "tcp:127.0.0.1:%u/" PATH_OK, ntohs(sin.sin_port));
+	assert_int_equal(endpoint_connect_tcp(target, 1000, false), -ENOKEY);
+	endpoint_set_secret(key_a.bytes, key_a.len);
+	assert_true(endpoint_is_tcp(target));
+	assert_false(endpoint_is_tcp("unix:runtimes/a/run/jupyter.sock"));
+	assert_int_equal(endpoint_connect_tcp("tcp:127.0.0.1:1", 1000, false), -EINVAL);
+	assert_int_equal(endpoint_connect_tcp("tcp:127.0.0.1/x", 1000, false), -EINVAL);
+	assert_int_equal(endpoint_connect_tcp("tcp:node1:7001/x", 1000, false), -EINVAL); /* numeric only */
+	int fd = endpoint_connect_tcp(target, 1000, false);
+	assert_true(fd >= 0);
+	int peer = accept(lfd, NULL, NULL);
+	ssize_t n = recv(peer, line, sizeof(line) - 1, 0);
+	assert_true(n > 0);
+	line[n] = '\0';
+	assert_int_equal(link_data_line_check(&key_a, seen, line, clock_wall_ms(), path, sizeof(path)), 0);
+	assert_string_equal(path, PATH_OK);
+	close(fd);
+	close(peer);
+	close(lfd);
+	link_nonces_free(seen);
+}
+
+/* ---- the head stand-in of tests/integration/test_node_link.py ----
+ *
+ * test_link --head SECRET_FILE: listens on 127.0.0.1 (port printed first as
+ * {"port":N}), then for each node in turn: prints its hello (or {"refused":errno}),
+ * relays lines of stdin to it as frames and its frames to stdout as lines, and prints
+ * {"closed":rc} when the link ends. */
+
+static void *relay_main(void *arg)
+{
+	struct relay_arg *r = arg;
+	r->rc = link_relay(r->c, r->seq_fd, -1);
+	close(r->seq_fd);
+	return NULL;
+}
+
+static void say(json_t *v)
+{
+	char *text = json_dumps(v, JSON_COMPACT);
+	printf("%s\n", text);
+	fflush(stdout);
+	free(text);
+	json_decref(v);
+}
+
+/* Lines from stdin to seq until the relay's end closes; seq's messages to stdout. */
+static void pump(int seq)
+{
+	static char line[70000], msg[70000];
+	size_t have = 0;
+
+	for (;;) {
+		struct pollfd p[2] = {{.fd = 0, .events = POLLIN}, {.fd = seq, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0)
+			return;
+		if (p[1].revents) {
+			ssize_t n = recv(seq, msg, sizeof(msg) - 1, 0);
+			if (n <= 0)
+				return;
+			msg[n] = '\0';
+			printf("%s\n", msg);
+			fflush(stdout);
+		}
+		if (p[0].revents) {
+			ssize_t n = read(0, line + have, sizeof(line) - have);
+			if (n <= 0)
+				_exit(0); /* the test is gone */
+			have += (size_t)n;
+			char *nl;
+			while ((nl = memchr(line, '\n', have))) {
+				send(seq, line, (size_t)(nl - line), MSG_NOSIGNAL);
+				have -= (size_t)(nl + 1 - line);
+				memmove(line, nl + 1, have);
+			}
+		}
+	}
+}
+
+static int head_stand_in(const char *secret_file)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sin);
+	struct link_secret secret;
+	char err[300];
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (link_secret_read(secret_file, &secret, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	struct link_ctx *ctx = link_ctx_server(&secret);
+	if (lfd < 0 || !ctx || bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+	    listen(lfd, 8) < 0 || getsockname(lfd, (struct sockaddr *)&sin, &len) < 0)
+		return 1;
+	say(json_pack("{s:i}", "port", ntohs(sin.sin_port)));
+	for (;;) {
+		json_t *hello = NULL;
+		struct link_conn *c = NULL;
+		int fd = accept(lfd, NULL, NULL), sv[2];
+		if (fd < 0)
+			continue;
+		int rc = link_accept(ctx, fd, &hello, &c);
+		if (rc < 0) {
+			say(json_pack("{s:i}", "refused", -rc));
+			continue;
+		}
+		say(hello);
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+			return 1;
+		struct relay_arg r = {.c = c, .seq_fd = sv[0]};
+		pthread_t t;
+		pthread_create(&t, NULL, relay_main, &r);
+		pump(sv[1]);
+		close(sv[1]);
+		pthread_join(t, NULL);
+		link_conn_free(c);
+		say(json_pack("{s:i}", "closed", r.rc));
+	}
+}
+
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hello_and_frames),
@@ -440,9 +578,12 @@ int main(void)
 		cmocka_unit_test(test_nonce_cache_full),
 		cmocka_unit_test(test_data_path),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_endpoint_tcp),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
+	if (argc == 3 && strcmp(argv[1], "--head") == 0)
+		return head_stand_in(argv[2]);
 	fill_secret(&key_a, 1);
 	fill_secret(&key_b, 2);
 	return cmocka_run_group_tests(tests, NULL, NULL);
