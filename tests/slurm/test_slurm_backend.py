@@ -5,7 +5,7 @@ cancels the job when the runtime is stopped, and finds a submit whose answer was
 (the controller away) by its name instead of submitting twice.
 
 These cases need no node-side labd: they stop each runtime before its node's start
-would be due. The runtime reaching JupyterLab on a node is the end-to-end suite's."""
+would be due. The runtime reaching JupyterLab on a node is test_slurm_runtime.py's."""
 
 import os
 import subprocess
@@ -125,3 +125,4 @@ def test_submit_while_the_controller_is_away_is_found_by_name(cluster, head):
     assert c.delete("/api/v1/me/runtime").status == 202
     wait_until(lambda: squeue(cluster, name)[0][1] in ("CANCELLED", "COMPLETED"), 15,
                lambda: f"the job cancelled: {squeue(cluster, name)}\n{head.log_tail()}")
+
