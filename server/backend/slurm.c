@@ -588,6 +588,7 @@ struct backend *backend_slurm_new(const struct labd_config *cfg, const struct ba
 					cfg->slurm_scancel, (int)(cfg->slurm_timeout_s * 1000)};
 	pthread_mutex_init(&s->lock, NULL);
 	init_wake(&s->wake);
+	s->poked = true; /* the first pass at once: jobs of a previous process are adopted */
 	hooks.web = &s->ev;
 	hooks.ctx = s;
 	/* root read it before the fork (main.c) */

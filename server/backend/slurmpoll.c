@@ -466,6 +466,10 @@ static void pass(struct slurm *s)
 	}
 }
 
+/* With no holder there is nothing to follow: a pass now and then still cancels a job
+ * of labd's name that nothing holds (a start whose process died), and a start pokes. */
+#define IDLE_POLL_MS 60000
+
 void *slurm_poll_loop(void *arg)
 {
 	struct slurm *s = arg;
@@ -473,7 +477,8 @@ void *slurm_poll_loop(void *arg)
 
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
-		clock_deadline(&until, (long long)s->cfg->slurm_poll_interval_ms);
+		clock_deadline(&until, s->holders ? (long long)s->cfg->slurm_poll_interval_ms
+						  : IDLE_POLL_MS);
 		while (!s->poked && !s->stopping)
 			if (pthread_cond_timedwait(&s->wake, &s->lock, &until) == ETIMEDOUT)
 				break;

@@ -364,12 +364,15 @@ static void test_runtime_on_a_node(void **state)
 	st.user = "bob";
 	st.runtime_id = 6;
 	st.shape.n_gpus = 0;
-	write_file("queue", "100|labd-rt-6|PENDING|Priority|n/a|N/A|bob\n", 0644);
+	write_file("queue", "100|labd-rt-6|PENDING|Priority|n/a|N/A|bob\n"
+			    "300|labd-rt-9|PENDING|Priority|n/a|N/A|carol\n", 0644);
 	assert_int_equal(backend_start(b, &st, endpoint, err, sizeof(err)), 0);
 	for (long long until = clock_ms() + WAIT_MS;
 	     backend_slurm_queue(b, 6, text, sizeof(text), &estimate) != 0 ||
 	     strcmp(text, "waiting in Slurm behind jobs of higher priority");)
 		assert_true(clock_ms() < until);
+	/* a job of labd's name that nothing holds (a start whose process died) is cancelled */
+	assert_true(wait_file_has("scancel.log", "300"));
 	assert_int_equal(backend_stop(b, "bob", 6, "stopped by bob"), 0);
 	assert_true(wait_count(&ends, 2));
 	assert_int_equal(end_id, 6);
@@ -377,9 +380,6 @@ static void test_runtime_on_a_node(void **state)
 	assert_string_equal(end_reason, "stopped by bob");
 	assert_true(wait_file_has("scancel.log", "100"));
 
-	/* a job of labd's name that nothing holds (a start whose process died) is cancelled */
-	write_file("queue", "300|labd-rt-9|PENDING|Priority|n/a|N/A|carol\n", 0644);
-	assert_true(wait_file_has("scancel.log", "300"));
 
 	/* a job pool: held by labd-pool-<id>, built on its node, its jobs sent there; Slurm's
 	 * time limit ends it */
