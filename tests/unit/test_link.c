@@ -239,7 +239,7 @@ static void test_relay(void **state)
 	struct head h;
 	json_t *hello = hello_of("gpu-06"), *got = NULL, *msg = json_pack("{s:s,s:i,s:b}", "type", "reply", "id", 9, "ok", 1);
 	int sv[2], p[2];
-	char buf[256], cbuf[CMSG_SPACE(sizeof(int))];
+	char buf[256], cbuf[CMSG_SPACE(sizeof(int))] = {0};
 	pthread_t t;
 	(void)state;
 
