@@ -108,8 +108,10 @@ static void on_ready(void *ctx, const char *node, const char *user, int64_t runt
 	char data[sizeof(k->info.data)] = "", tcp[BACKEND_ENDPOINT_MAX];
 
 	pthread_mutex_lock(&s->lock);
-	if ((h = slurm_find(s, false, runtime_id)))
+	if ((h = slurm_find(s, false, runtime_id))) {
 		h->ready = true;
+		h->phase = H_ON_NODE; /* its ready may come before the start's reply is read */
+	}
 	if ((k = slurm_known(s, node)))
 		snprintf(data, sizeof(data), "%s", k->info.data);
 	pthread_mutex_unlock(&s->lock);
@@ -139,8 +141,10 @@ static void on_pool_ready(void *ctx, const char *node, const char *user, int64_t
 	(void)node;
 	pthread_mutex_lock(&s->lock);
 	struct holder *h = slurm_find(s, true, pool_id);
-	if (h)
+	if (h) {
 		h->ready = true;
+		h->phase = H_ON_NODE;
+	}
 	pthread_mutex_unlock(&s->lock);
 	if (s->ev.pool_ready)
 		s->ev.pool_ready(s->ev.ctx, user, pool_id);
