@@ -111,6 +111,8 @@ static void on_ready(void *ctx, const char *node, const char *user, int64_t runt
 	if ((h = slurm_find(s, false, runtime_id))) {
 		h->ready = true;
 		h->phase = H_ON_NODE; /* its ready may come before the start's reply is read */
+		if (!h->placed_at)
+			h->placed_at = (int64_t)time(NULL);
 	}
 	if ((k = slurm_known(s, node)))
 		snprintf(data, sizeof(data), "%s", k->info.data);
@@ -558,6 +560,24 @@ int backend_slurm_queue(struct backend *b, int64_t runtime_id, char *text, size_
 			snprintf(text, textlen, "%s", h->job_id ? "starting on its Slurm node"
 							       : "being submitted to Slurm");
 		}
+		rc = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int backend_slurm_placed_at(struct backend *b, int64_t runtime_id, int64_t *at)
+{
+	struct slurm *s = (struct slurm *)b;
+	int rc = -ENOENT;
+
+	*at = 0;
+	if (!b || b->ops != &slurm_ops)
+		return -ENOENT;
+	pthread_mutex_lock(&s->lock);
+	struct holder *h = slurm_find(s, false, runtime_id);
+	if (h && !h->end_passed) {
+		*at = h->placed_at;
 		rc = 0;
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -330,6 +330,9 @@ static void test_runtime_on_a_node(void **state)
 	     backend_slurm_queue(b, 5, text, sizeof(text), &estimate) != 0 || estimate == 0;)
 		assert_true(clock_ms() < until);
 	assert_string_equal(text, "waiting in Slurm for free resources");
+	int64_t placed;
+	assert_int_equal(backend_slurm_placed_at(b, 5, &placed), 0);
+	assert_int_equal(placed, 0); /* its start clock has not begun */
 	assert_int_equal(backend_list(b, &list, &n), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(list[0].state, "starting");
@@ -341,6 +344,8 @@ static void test_runtime_on_a_node(void **state)
 	assert_string_equal(node_start_gpus, "[7]");
 	assert_string_equal(ready_endpoint, "tcp:198.18.0.2:9000/runtimes/alice/run/jupyter.sock");
 	assert_int_equal(backend_slurm_queue(b, 5, text, sizeof(text), &estimate), -ENOENT);
+	assert_int_equal(backend_slurm_placed_at(b, 5, &placed), 0);
+	assert_true(placed >= time(NULL) - 60 && placed <= time(NULL));
 	assert_int_equal(backend_list(b, &list, &n), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(list[0].state, "running");
