@@ -471,6 +471,59 @@ static int slurm_job_logs_remove(struct backend *b, const int64_t *job_ids, size
 	return rc;
 }
 
+/* ---- homes: image files on storage every node shares ---- */
+
+/* The node that holds the user's runtime, else any connected node (each sees the
+ * shared homes folder); held, or NULL when none is connected. */
+static struct node *home_node(struct slurm *s, const char *user)
+{
+	char node[LINK_NAME_MAX + 1] = "";
+	struct node *all[SLURM_NODES_MAX], *nd = NULL;
+	size_t k;
+
+	pthread_mutex_lock(&s->lock);
+	for (struct holder *h = s->holders; h; h = h->next)
+		if (!h->pool && h->phase == H_ON_NODE && !strcmp(h->user, user))
+			snprintf(node, sizeof(node), "%s", h->node);
+	pthread_mutex_unlock(&s->lock);
+	if (node[0] && (nd = nodes_hold(s->nodes, node, NULL)))
+		return nd;
+	k = nodes_hold_all(s->nodes, all, SLURM_NODES_MAX);
+	for (size_t i = 0; i < k; i++) {
+		if (!nd)
+			nd = all[i];
+		else
+			nodes_release(all[i]);
+	}
+	return nd;
+}
+
+static int slurm_home_usage(struct backend *b, const char *user, int64_t user_id,
+			    struct backend_home *out)
+{
+	struct node *nd = home_node((struct slurm *)b, user);
+	int rc;
+
+	if (!nd)
+		return -ENOTCONN;
+	rc = backend_home_usage(nodes_backend(nd), user, user_id, out);
+	nodes_release(nd);
+	return rc;
+}
+
+static int slurm_home_resize(struct backend *b, const char *user, int64_t user_id,
+			     int64_t size_bytes, enum backend_home_applied *applied)
+{
+	struct node *nd = home_node((struct slurm *)b, user);
+	int rc;
+
+	if (!nd)
+		return -ENOTCONN;
+	rc = backend_home_resize(nodes_backend(nd), user, user_id, size_bytes, applied);
+	nodes_release(nd);
+	return rc;
+}
+
 static int slurm_job_shell(struct backend *b, const struct backend_shell *sh, int *fd,
 			   char *err, size_t errlen)
 {
@@ -533,6 +586,8 @@ static const struct backend_ops slurm_ops = {
 	.ping = slurm_ping,
 	.free = slurm_free,
 	.user_deleted = slurm_user_deleted,
+	.home_usage = slurm_home_usage,
+	.home_resize = slurm_home_resize,
 	.pool_start = slurm_pool_start,
 	.pool_stop = slurm_pool_stop,
 	.job_run = slurm_job_run,
