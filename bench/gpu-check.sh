@@ -11,12 +11,15 @@
 #      jupyter_env, made by deploy/install-deps.sh) is there, or why not;
 #   5. a GPU job through a restart of labd (bench/gpu-restart.py);
 #   6. a job with two GPUs: torchrun with NCCL, one process per GPU (bench/gpu-multi.py),
-#      where the machine has two or more GPUs (otherwise one line says it was skipped).
+#      where the machine has two or more GPUs (otherwise one line says it was skipped);
+#   7. MIG, read only: each card's MIG mode and instances, the devices labd hands out,
+#      and where the owner enabled MIG a job on an instance (bench/gpu-mig.py; never
+#      changes MIG settings).
 # Root only.  Exits 1 when a step that could run failed.
 # Env: BUILD (build), GPU_JOB_PYTHON (a python whose torch has CUDA), GPU_CHECK_QUOTA
 # (more [quota] lines for every labd here, e.g. "network = none" on a host without
 # pasta or nft), GPU_JOB_SECONDS (20), GPU_JOB_WARMUP (5), GPU_CHECK_ONLY=host (steps
-# 1 and 2 only), GPU_CHECK_ONLY=multi (step 6 only).
+# 1 and 2 only), GPU_CHECK_ONLY=multi (step 6 only), GPU_CHECK_ONLY=mig (step 7 only).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
@@ -42,6 +45,15 @@ multi() {
 }
 if [ "${GPU_CHECK_ONLY:-}" = multi ]; then
 	multi
+	exit $failed
+fi
+# step 7: MIG instances (read only)
+mig() {
+	echo "## 7. MIG (read only)"
+	GPU_MIG_QUOTA=${GPU_CHECK_QUOTA:-} /usr/bin/python3 bench/gpu-mig.py || failed=1
+}
+if [ "${GPU_CHECK_ONLY:-}" = mig ]; then
+	mig
 	exit $failed
 fi
 
@@ -93,6 +105,7 @@ echo "## 5. a GPU job through a restart of labd"
 /usr/bin/python3 bench/gpu-restart.py || failed=1
 
 multi
+mig
 
 echo "gpu-check: $([ $failed -eq 0 ] && echo 'every step that could run passed' || echo 'a step FAILED')"
 exit $failed
