@@ -14,6 +14,7 @@ test changes the readings (and the MIG layout) while labd runs.
 - a share whose holder's processes use more GPU memory than its budget gets a warning,
   and past [gpu] share_grace those processes are ended (root checks each pid's cgroup),
   after a restart of labd as before it (the job kept, its processes found anew),
+  and the job's samples read the share: the card's utilisation, its own processes' memory,
   said on the job's page (the job's JSON) and, for a runtime, on the dashboard (GET
   /api/v1/me/runtime); a process outside any sandbox is never counted nor ended."""
 
@@ -221,6 +222,12 @@ def test_a_share_over_its_budget_is_warned_then_its_processes_ended(gd):
         share = wait_until(lambda: (lambda g: g if g["memory_used_bytes"] == 19 * GIB else None)(
             devices(a)[7]), 10 * SLOW, "the share's use read")
         assert "notice" not in share and get_job(c, j["id"])["gpu_notice"] is None, share
+        # the job's samples read its share: the card's utilisation (time-slicing shares
+        # it), and of memory what its own processes use (19 GiB), not the card's 49
+        last = wait_until(lambda: (lambda s: s and s[-1]["gpu_memory_bytes"] == 19 * GIB and s[-1])(
+            c.get(f"/api/v1/jobs/{j['id']}/samples").json["samples"]), 10 * SLOW,
+            lambda: c.get(f"/api/v1/jobs/{j['id']}/samples").json["samples"][-3:])
+        assert last["gpu_percent"] == 64, last
         # a restart of labd: the watcher keeps nothing in memory that it needs, it
         # finds the job's processes by their cgroup at each reading, so it still
         # enforces the budget on the job the new web process adopted
