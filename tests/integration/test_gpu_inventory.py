@@ -27,8 +27,8 @@ import time
 
 import pytest
 
-from labd_harness import SLOW, build_dir, make_user, runtime_daemon, teardown_runtime_daemon, \
-    wait_until
+from labd_harness import SLOW, audit_entries, build_dir, make_user, runtime_daemon, \
+    teardown_runtime_daemon, wait_until
 
 GIB = 1024 ** 3
 CARD_MEMORY = 150754820096
@@ -258,6 +258,11 @@ def test_a_share_over_its_budget_is_warned_then_its_processes_ended(gd):
         assert outside.poll() is None  # the process outside the sandbox lives
         assert f"gpu_processes_end: 1 of 1 processes of {name}'s sandbox" in gd.log(), \
             gd.log_tail()
+        # the ending outlives the notice (memory only): the audit log keeps it
+        audit = audit_entries(a, "gpu.share_ended", name)
+        assert len(audit) == 1 and audit[0]["actor"] is None, audit
+        assert audit[0]["detail"].startswith("share 1/share0: GPU memory over the share's "
+                                             "budget for longer than 3s"), audit
     finally:
         outside.kill()
         outside.wait()
