@@ -147,6 +147,9 @@ static int waiting_of_kind(const struct queue_item *items, int n, const char *ki
 	return k;
 }
 
+_Static_assert(RUNTIME_GPUS_MAX >= BOX_GPUS_MAX * 7 + 1,
+	       "a pool row's text holds a sandbox's most device ids of 6 digits each");
+
 /* ids[0..n) as the "a,b" text of a pool row into out (len bytes). */
 static void ids_text(const unsigned *ids, int n, char *out, size_t len)
 {

@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "labd/app.h"
 #include "labd/log.h"
+#include "runtime/moves.h"
 #include "sched/gpus.h"
 #include "store/pools.h"
 
@@ -239,6 +240,12 @@ static void end_processes(struct gpubudget *b, struct reading *r, int64_t now)
 			 "processes were ended at %s (%d of them)",
 			 (long long)b->app->cfg->gpu_share_grace_s, at, rc);
 		log_warn("gpus: %s's share %u: %s", e.user, e.id, text);
+		/* the notice lives in memory (a restart forgets it, and one grace after
+		 * it a share still over is ended anew); the audit log keeps the ending */
+		char dev[GPUDEV_TEXT_MAX], detail[GPUBUDGET_TEXT_MAX + 64];
+		gpudev_format(e.id, dev, sizeof(dev));
+		snprintf(detail, sizeof(detail), "share %s: %s", dev, text);
+		runtime_audit(b->app, now, NULL, "gpu.share_ended", e.user, NULL, detail);
 		pthread_mutex_lock(&b->lock);
 		for (size_t k = 0; k < b->n; k++)
 			if (b->entries[k].id == e.id && b->entries[k].runtime_id == e.runtime_id &&

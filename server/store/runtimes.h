@@ -21,7 +21,10 @@ enum runtime_state {
 #define RUNTIME_STATES 6
 
 #define RUNTIME_TOKEN_LEN 43
-#define RUNTIME_GPUS_MAX 64 /* "0,1,2" */
+/* The device ids a row holds as text, "0,65544": room for a sandbox's most
+ * (BOX_GPUS_MAX, 16) of the longest ids (6 digits, labd/gpudev.h) with their
+ * commas; 64 bytes cut a sandbox of 16 MIG instances short. */
+#define RUNTIME_GPUS_MAX 128
 #define RUNTIME_REASON_MAX 160
 #define RUNTIME_ENDPOINT_MAX 200
 #define RUNTIME_IMAGE_MAX 80 /* an image name or "sha256:" + 64 hex digits */

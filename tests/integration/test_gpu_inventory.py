@@ -13,6 +13,8 @@ test changes the readings (and the MIG layout) while labd runs.
   profile, and promtool accepts it;
 - a share whose holder's processes use more GPU memory than its budget gets a warning,
   and past [gpu] share_grace those processes are ended (root checks each pid's cgroup),
+  after a restart of labd as before it (the job kept, its processes found anew),
+  and the job's samples read the share: the card's utilisation, its own processes' memory,
   said on the job's page (the job's JSON) and, for a runtime, on the dashboard (GET
   /api/v1/me/runtime); a process outside any sandbox is never counted nor ended."""
 
@@ -25,8 +27,8 @@ import time
 
 import pytest
 
-from labd_harness import SLOW, build_dir, make_user, runtime_daemon, teardown_runtime_daemon, \
-    wait_until
+from labd_harness import SLOW, audit_entries, build_dir, make_user, runtime_daemon, \
+    teardown_runtime_daemon, wait_until
 
 GIB = 1024 ** 3
 CARD_MEMORY = 150754820096
@@ -78,6 +80,7 @@ def gd():
     d = runtime_daemon("gpu-inventory",
                        gpu={"devices": "0,1", "shares": "1:4:20G", "refresh": "1s",
                             "share_grace": "3s", "nvml_library": standin_library()},
+                       runtime={"keep_on_shutdown": "true"},  # a restart keeps the jobs
                        sections={"quota": {"concurrent_jobs": "4"}})
     nodes = os.path.join(d.dir, "gpudev")
     make_nodes(nodes)
@@ -219,6 +222,22 @@ def test_a_share_over_its_budget_is_warned_then_its_processes_ended(gd):
         share = wait_until(lambda: (lambda g: g if g["memory_used_bytes"] == 19 * GIB else None)(
             devices(a)[7]), 10 * SLOW, "the share's use read")
         assert "notice" not in share and get_job(c, j["id"])["gpu_notice"] is None, share
+        # the job's samples read its share: the card's utilisation (time-slicing shares
+        # it), and of memory what its own processes use (19 GiB), not the card's 49
+        last = wait_until(lambda: (lambda s: s and s[-1]["gpu_memory_bytes"] == 19 * GIB and s[-1])(
+            c.get(f"/api/v1/jobs/{j['id']}/samples").json["samples"]), 10 * SLOW,
+            lambda: c.get(f"/api/v1/jobs/{j['id']}/samples").json["samples"][-3:])
+        assert last["gpu_percent"] == 64, last
+        # a restart of labd: the watcher keeps nothing in memory that it needs, it
+        # finds the job's processes by their cgroup at each reading, so it still
+        # enforces the budget on the job the new web process adopted
+        rc = gd.stop(15)
+        assert rc == 0, f"labd exit status {rc}\n" + gd.log_tail()
+        gd.start(expect_admin_password=False)
+        wait_until(lambda: c.get(f"/api/v1/jobs/{j['id']}").status == 200, 10 * SLOW,
+                   "labd back")
+        assert get_job(c, j["id"])["secondary_status"] == "Training"
+        assert sandbox_pid(name, b"sleep\x00617\x00") == pid  # the same process
         # over it: warned, then past the grace (3 s) its processes end
         write_cards(gd.cards, [mig_card(SEVEN), shared_card(
             [{"pid": pid, "bytes": 25 * GIB}, {"pid": outside.pid, "bytes": 30 * GIB}])])
@@ -239,6 +258,11 @@ def test_a_share_over_its_budget_is_warned_then_its_processes_ended(gd):
         assert outside.poll() is None  # the process outside the sandbox lives
         assert f"gpu_processes_end: 1 of 1 processes of {name}'s sandbox" in gd.log(), \
             gd.log_tail()
+        # the ending outlives the notice (memory only): the audit log keeps it
+        audit = audit_entries(a, "gpu.share_ended", name)
+        assert len(audit) == 1 and audit[0]["actor"] is None, audit
+        assert audit[0]["detail"].startswith("share 1/share0: GPU memory over the share's "
+                                             "budget for longer than 3s"), audit
     finally:
         outside.kill()
         outside.wait()
