@@ -128,6 +128,10 @@ json_t *api_runtime_reply(json_t *runtime);
  * "slurm": {"reason": words, "estimate_start_at": time or null} added to j (an
  * api_runtime_json object); elsewhere j is left as it is. Returns j. */
 json_t *api_runtime_slurm(json_t *j, const struct runtime *r, struct app *app);
+/* The one view every runtime answer gives (start, get, stop, the event stream, the
+ * admin's list): api_runtime_json, Slurm's wait when there is one, and "gpu_notice"
+ * (a share over its memory budget, or null). Caller owns the reference. */
+json_t *api_runtime_view(struct app *app, const struct runtime *r);
 /* quota.c: limits as JSON ({name: integer | "unlimited"}, set ones only) */
 struct quota_limits;
 json_t *api_limits_json(const struct quota_limits *l);

@@ -91,6 +91,14 @@ json_t *api_runtime_slurm(json_t *j, const struct runtime *r, struct app *app)
 	return j;
 }
 
+json_t *api_runtime_view(struct app *app, const struct runtime *r)
+{
+	json_t *j = api_runtime_slurm(api_runtime_json(r, app->cfg), r, app);
+
+	api_gpu_notice_set(app, j, r->id, 0);
+	return j;
+}
+
 json_t *api_runtime_reply(json_t *runtime)
 {
 	return json_pack("{s:O,s:o}", "runtime", runtime, "session", runtime);
@@ -132,7 +140,7 @@ void api_runtime_start(struct http_request *req)
 			      &refusal)) {
 	case RUNTIME_START_OK:
 		http_reply_json(req, MHD_HTTP_ACCEPTED,
-				api_runtime_reply(api_runtime_json(&r, app->cfg)));
+				api_runtime_reply(api_runtime_view(app, &r)));
 		break;
 	case RUNTIME_START_EXISTS:
 		http_reply_error(req, MHD_HTTP_CONFLICT, "runtime_exists",
@@ -185,9 +193,7 @@ void api_runtime_get(struct http_request *req)
 		http_reply_internal(req);
 		return;
 	}
-	json_t *rt = rc ? api_runtime_slurm(api_runtime_json(&r, app->cfg), &r, app) : json_null();
-	if (rc)
-		api_gpu_notice_set(app, rt, r.id, 0);
+	json_t *rt = rc ? api_runtime_view(app, &r) : json_null();
 	http_reply_json(req, MHD_HTTP_OK, api_runtime_reply(rt));
 }
 
@@ -217,7 +223,7 @@ void api_runtime_stop(struct http_request *req)
 		log_error("audit: runtime.stop of %s not recorded", ident->user.name);
 	runtimes_latest(app->db, ident->user.id, &r);
 	http_reply_json(req, MHD_HTTP_ACCEPTED,
-			api_runtime_reply(api_runtime_json(&r, app->cfg)));
+			api_runtime_reply(api_runtime_view(app, &r)));
 }
 
 /* The runtime API lived at /api/v1/me/session until it was named for what it

@@ -18,11 +18,8 @@ static void on_change(void *ctx, const void *row)
 	struct stream_follow *sf = ctx;
 	const struct runtime *r = row;
 
-	json_t *rt = r ? api_runtime_slurm(api_runtime_json(r, sf->app->cfg), r, sf->app)
-		       : json_null();
+	json_t *rt = r ? api_runtime_view(sf->app, r) : json_null();
 
-	if (r)
-		api_gpu_notice_set(sf->app, rt, r->id, 0);
 	stream_follow_json(sf, "runtime", api_runtime_reply(rt));
 }
 

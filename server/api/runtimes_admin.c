@@ -22,9 +22,9 @@
 _Static_assert(RUNTIME_REASON_CARRIED_BYTES < RUNTIME_REASON_MAX, "the reason fits a runtime row");
 
 /* A runtime object of the list: the owner's view plus whose it is. */
-static json_t *admin_runtime_json(const struct runtime *r, const struct labd_config *cfg)
+static json_t *admin_runtime_json(const struct runtime *r, struct app *app)
 {
-	json_t *o = api_runtime_json(r, cfg);
+	json_t *o = api_runtime_view(app, r);
 
 	json_object_set_new(o, "user", json_string(r->user_name));
 	return o;
@@ -32,21 +32,21 @@ static json_t *admin_runtime_json(const struct runtime *r, const struct labd_con
 
 struct runtime_list {
 	json_t *list;
-	const struct labd_config *cfg;
+	struct app *app;
 };
 
 static int append_runtime(const struct runtime *r, void *ctx)
 {
 	struct runtime_list *l = ctx;
 
-	json_array_append_new(l->list, admin_runtime_json(r, l->cfg));
+	json_array_append_new(l->list, admin_runtime_json(r, l->app));
 	return 0;
 }
 
 void api_runtimes_list(struct http_request *req)
 {
 	struct app *app = http_app(req);
-	struct runtime_list l = {json_array(), app->cfg};
+	struct runtime_list l = {json_array(), app};
 
 	if (runtimes_each_live(app->db, append_runtime, &l) < 0) {
 		json_decref(l.list);
@@ -168,7 +168,7 @@ void api_runtimes_stop(struct http_request *req)
 		goto out;
 	}
 	http_reply_json(req, MHD_HTTP_ACCEPTED,
-			api_runtime_reply(admin_runtime_json(&r, app->cfg)));
+			api_runtime_reply(admin_runtime_json(&r, app)));
 out:
 	json_decref(body);
 }

@@ -28,7 +28,8 @@ from labd_harness import (
 PATH = "/api/v1/me/runtime/events"
 PER_USER = 8
 RUNTIME_KEYS = {"id", "type", "state", "reason", "started_at", "ready_at", "deadline", "queue",
-                "seconds_left", "ended_at", "gpus", "url", "warn_before", "image", "image_hash"}
+                "seconds_left", "ended_at", "gpus", "url", "warn_before", "image", "image_hash",
+                "gpu_notice"}
 
 
 class EventStream:
