@@ -9,7 +9,10 @@
 #include "web/cli.h"
 #include "config/config.h"
 #include "supervisor/doctor.h"
+#include "supervisor/node.h"
 #include "labd/log.h"
+#include "proto/link.h"
+#include "runtime/endpoint.h"
 #include "supervisor/supervisor.h"
 #include "supervisor/uidmap.h"
 #include "web/routes.h"
@@ -35,6 +38,39 @@ static int absolute_state_dir(struct labd_config *cfg)
 	return 0;
 }
 
+/* [slurm] secret_file, the head's copy of the nodes' secret: read as root, kept in
+ * cfg for the web process (the link listener, the data lines of the proxy). */
+static int load_slurm_secret(struct labd_config *cfg)
+{
+	struct link_secret secret;
+	char err[300];
+
+	if (!cfg->slurm_secret_file[0])
+		return 0;
+	if (link_secret_read(cfg->slurm_secret_file, &secret, err, sizeof(err)) < 0)
+		return log_error("[slurm] secret_file: %s", err);
+	memcpy(cfg->link_secret, secret.bytes, secret.len);
+	cfg->link_secret_len = secret.len;
+	link_secret_clear(&secret);
+	/* the proxy and the Jupyter client sign their data lines with it */
+	endpoint_set_secret(cfg->link_secret, cfg->link_secret_len);
+	return 0;
+}
+
+/* `labd node`: the [node] keys checked and its secret read as root, the uid base
+ * settled as the daemon settles it, then the supervisor with the link. */
+static int run_node(struct labd_config *cfg)
+{
+	char err[1024];
+
+	if (node_prepare(cfg, err, sizeof(err)) < 0 ||
+	    uidmap_settle_base(cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "labd: %s\n", err);
+		return 1;
+	}
+	return supervisor_run_node(cfg);
+}
+
 static int usage(FILE *to)
 {
 	fprintf(to, "usage: labd [--config FILE] [--demo]        run the daemon\n"
@@ -53,6 +89,9 @@ static int usage(FILE *to)
 		    "       labd [--config FILE] restore-home USER --from IMAGE [--reown]\n"
 		    "            swap one user's home (their sandboxes stopped; the old image\n"
 		    "            is kept in the archive); --reown: another user id's home\n"
+		    "       labd --config FILE node\n"
+		    "            a Slurm compute node: sandboxes as the daemon runs them, linked\n"
+		    "            to the head ([node] in FILE) instead of serving HTTP\n"
 		    "       labd --version\n"
 		    "--demo keeps state in ./var, serves ./web and listens on 127.0.0.1:8080;\n"
 		    "without --demo or --config, " DEFAULT_CONFIG " is read.\n");
@@ -110,11 +149,13 @@ int main(int argc, char **argv)
 	}
 	if (i + 1 == argc && strcmp(argv[i], "routes") == 0)
 		return routes_print(stdout);
+	if (i + 1 == argc && strcmp(argv[i], "node") == 0)
+		return run_node(&cfg);
 	if (i < argc)
 		return usage(stderr);
 	/* Read as root, once: every web process the supervisor forks inherits it,
 	 * and a bad file stops labd here rather than in a web restart loop. */
-	if (scrape_load_token(&cfg) < 0 || oidc_load(&cfg) < 0)
+	if (scrape_load_token(&cfg) < 0 || oidc_load(&cfg) < 0 || load_slurm_secret(&cfg) < 0)
 		return 1;
 	/* before the supervisor and the web process read it: both use the same base */
 	if (uidmap_settle_base(&cfg, err, sizeof(err)) < 0) {

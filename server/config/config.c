@@ -124,6 +124,14 @@ static const struct config_key keys[] = {
 	KEY("gpu", "nvml_library", nvml_library, K_STRING, 1, 0, "libnvidia-ml.so.1"),
 	KEY("gpu", "refresh", gpu_refresh_s, K_DURATION, 1, 3600, "5s"),
 	KEY("gpu", "queue_max_wait", gpu_queue_max_wait_s, K_DURATION, 1, 30 * 86400, "30m"),
+	/* a Slurm compute node (`labd node`, docs/slurm.md "Nodes") */
+	KEY("node", "name", node_name, K_STRING, 0, 0, ""),
+	KEY("node", "head", node_head, K_STRING, 0, 0, ""),
+	KEY("node", "secret_file", node_secret_file, K_STRING, 0, 0, ""),
+	KEY("node", "data_listen", node_data_listen, K_STRING, 0, 0, ""),
+	KEY("node", "data_max_connections", node_data_max_connections, K_UINT, 1, 65536, "1024"),
+	KEY("node", "cgroup_parent", node_cgroup_parent, K_STRING, 0, 0, ""),
+	KEY("slurm", "secret_file", slurm_secret_file, K_STRING, 0, 0, ""),
 	KEY("metrics", "scrape_token_file", scrape_token_file, K_STRING, 0, 0, ""),
 	/* single sign-on with an OpenID Provider (docs/auth.md); issuer "" = off */
 	KEY("oidc", "issuer", oidc_issuer, K_STRING, 0, 0, ""),

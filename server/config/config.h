@@ -173,6 +173,20 @@ struct labd_config {
 	int64_t oidc_clock_skew_s;                  /* tolerated on exp and iat */
 	int64_t oidc_keys_refetch_s;                /* an unknown key id refetches at most this often */
 	int64_t oidc_cache_s;                       /* discovery and keys are fetched again after */
+	/* [node]: this labd as a Slurm compute node (`labd node`, docs/slurm.md "Nodes") */
+	char node_name[65];                     /* its PSK identity and Slurm node name */
+	char node_head[256];                    /* HOST:PORT of the head's link listener */
+	char node_secret_file[CONFIG_PATH_MAX]; /* the link's shared secret, read as root */
+	char node_data_listen[128];             /* ADDRESS:PORT of the data port */
+	unsigned node_data_max_connections;
+	char node_cgroup_parent[72];            /* the sandboxes' cgroups; "" = labd-<name> */
+	/* [slurm] secret_file: the head's copy of the same secret (the proxy's data lines,
+	 * the link listener) */
+	char slurm_secret_file[CONFIG_PATH_MAX];
+	/* the secret's bytes, read as root at start (main.c: [node] or [slurm]
+	 * secret_file) and inherited by the forked web or link process; not a key */
+	unsigned char link_secret[512];
+	size_t link_secret_len;
 	/* [metrics] */
 	char scrape_token_file[CONFIG_PATH_MAX]; /* bearer token for GET /metrics; "" = none */
 	/* [jobs] rules_*: the profiling rules' thresholds (docs/jobs.md "Profiling rules") */

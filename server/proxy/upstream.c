@@ -12,6 +12,7 @@
 
 #include "labd/log.h"
 #include "labd/str.h"
+#include "runtime/endpoint.h"
 
 #define IDLE_SLOTS 64 /* idle connections kept per thread */
 
@@ -88,6 +89,14 @@ static int connect_new(const char *path, uid_t peer_uid)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd;
 
+	/* A runtime on a Slurm node: its data port checks the line and the peer's uid
+	 * (there is no SO_PEERCRED across a network). The connect is waited for, up to
+	 * UPSTREAM_TCP_CONNECT_MS, since the line must be written first: on a cluster's
+	 * network that is well under a millisecond, or a refusal at once. */
+	if (endpoint_is_tcp(path)) {
+		fd = endpoint_connect_tcp(path, UPSTREAM_TCP_CONNECT_MS, true);
+		return fd < 0 ? -1 : fd;
+	}
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return log_error("upstream socket path too long: %s", path);
 	memcpy(sa.sun_path, path, strlen(path) + 1);

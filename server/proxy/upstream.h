@@ -1,4 +1,5 @@
-/* upstream.h - keep-alive connections to Jupyter's Unix sockets.
+/* upstream.h - keep-alive connections to Jupyter's Unix sockets, or to a Slurm node's
+ * data port for a "tcp:HOST:PORT/PATH" target (runtime/endpoint.h).
  * Connections are non-blocking; idle ones are kept per socket path so a
  * page load does not pay a connect per asset. Each thread keeps its own:
  * a connection is only ever reused by the thread that made it (the worker
@@ -9,7 +10,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#define UPSTREAM_PATH_MAX 108 /* sun_path */
+#define UPSTREAM_PATH_MAX 200 /* a tcp: endpoint (RUNTIME_ENDPOINT_MAX); sun_path is 108 */
+#define UPSTREAM_TCP_CONNECT_MS 2000
 
 /* Returns a non-blocking fd for path (kept idle, or new: connected or still
  * connecting, never waited for), or -1 (a full backlog is -1 at once).

@@ -1,5 +1,6 @@
 /* jupyter.c - see jupyter.h. */
 #include "runtime/jupyter.h"
+#include "runtime/endpoint.h"
 
 #include "labd/clock.h"
 
@@ -16,6 +17,8 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#define JUPYTER_TCP_CONNECT_MS 2000 /* a node's data port (endpoint.h) */
 
 struct response {
 	char *body;
@@ -79,6 +82,10 @@ static int connect_runtime(const char *socket_path, uid_t peer_uid)
 	struct stat st;
 	int pfd, fd = -1;
 
+	if (endpoint_is_tcp(socket_path)) { /* a node's: its data port checks the peer */
+		fd = endpoint_connect_tcp(socket_path, JUPYTER_TCP_CONNECT_MS, true);
+		return fd < 0 ? -1 : fd;
+	}
 	pfd = open(socket_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (pfd < 0)
 		return -1;

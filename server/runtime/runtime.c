@@ -16,6 +16,7 @@
 #include "labd/log.h"
 #include "labd/str.h"
 #include "metrics/labd.h"
+#include "runtime/endpoint.h"
 #include "runtime/gpuqueue.h"
 #include "runtime/moves.h"
 #include "runtime/poke.h"
@@ -28,6 +29,10 @@
 
 int runtime_socket_path(const struct runtime *r, char *out, size_t len)
 {
+	/* a node's runtime: the whole endpoint, which upstream.c and jupyter.c reach
+	 * through endpoint.h */
+	if (endpoint_is_tcp(r->endpoint))
+		return str_copy(out, len, r->endpoint) < 0 ? -1 : 0;
 	if (strncmp(r->endpoint, "unix:", 5) != 0)
 		return -1;
 	return str_copy(out, len, r->endpoint + 5) < 0 ? -1 : 0;

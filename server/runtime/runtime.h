@@ -77,7 +77,9 @@ const char *runtime_backend_warnings(struct app *app);
 
 /* The events a backend delivers, bound to app (runtime_events_init). */
 void runtime_events_init(struct backend_events *ev, struct app *app);
-/* The Unix socket of a "unix:" endpoint into out; -1 for other endpoints. */
+/* Where the proxy and the Jupyter client connect: the Unix socket of a "unix:"
+ * endpoint, or a node's whole "tcp:HOST:PORT/PATH" endpoint (endpoint.h) into out;
+ * -1 for other endpoints. */
 int runtime_socket_path(const struct runtime *r, char *out, size_t len);
 
 #endif

@@ -122,6 +122,7 @@ static void check_net(struct host *h, struct runtime_box *x, long long now)
 	x->net_check_at_ms = now + NET_CHECK_EVERY_MS;
 	sandbox_spec_init(&s);
 	s.state_dir = host_state_dir(h);
+	s.cgroup_parent = launch_cgroup_parent(host_cfg(h));
 	s.net_dns = host_cfg(h)->net_dns;
 	s.pasta_path = host_cfg(h)->net_pasta;
 	s.nft_path = host_cfg(h)->net_nft;

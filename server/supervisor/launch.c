@@ -31,6 +31,11 @@ void launch_run_dir(const char *state_dir, const char *user, char *out, size_t l
 	snprintf(out, len, "%s/runtimes/%s/run", state_dir, user);
 }
 
+const char *launch_cgroup_parent(const struct labd_config *cfg)
+{
+	return cfg->node_cgroup_parent[0] ? cfg->node_cgroup_parent : "labd";
+}
+
 void launch_endpoint(const char *user, char *out, size_t len)
 {
 	snprintf(out, len, "unix:runtimes/%s/run/jupyter.sock", user);
@@ -183,6 +188,7 @@ void launch_fill_limits(const struct labd_config *cfg, const char *state_dir,
 	s->tmp_bytes = cfg->tmp_bytes;
 	s->image = rq->root;
 	s->state_dir = state_dir;
+	s->cgroup_parent = launch_cgroup_parent(cfg);
 	s->dev_prefix = cfg->dev_prefix;
 	fill_hidden(cfg, s, hidden, CONFIG_PATH_MAX);
 	/* hidden_paths are places of the host; an image is not the host, and its /opt

@@ -71,6 +71,11 @@ int launch_teardown(struct sandbox_handle *h, pid_t *pid, int *fd);
  * and must be a socket owned by the sandbox's uid. */
 int launch_probe(const char *run_dir, uid_t owner);
 
+/* The cgroup (under each hierarchy) sandboxes go in: "labd", or on a node its
+ * [node] cgroup_parent (node_prepare fills labd-<name>), so two nodes on one machine
+ * never touch each other's. */
+const char *launch_cgroup_parent(const struct labd_config *cfg);
+
 /* The runtime dirs of user: runtimes/<user> and the run dir bound at /run/labd. */
 void launch_run_dir(const char *state_dir, const char *user, char *out, size_t len);
 /* The labd user's group, which owns runtimes/ and the Jupyter logs: labd-web

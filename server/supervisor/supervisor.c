@@ -22,6 +22,7 @@
 #include "supervisor/host.h"
 #include "supervisor/host_pool.h"
 #include "supervisor/host_runtime.h"
+#include "supervisor/node.h"
 #include "supervisor/startcheck.h"
 #include "supervisor/statedir.h"
 #include "supervisor/worker.h"
@@ -39,8 +40,13 @@ struct supervisor {
 	const struct labd_config *cfg;
 	struct privdrop_user user;
 	int listen_fd, web_root_fd, signal_fd;
+	/* `labd node`: the child is the link (node.h), not labd-web; no HTTP listener or
+	 * web root, the data port's socket instead */
+	bool node;
+	int data_fd;
+	const char *child_name; /* "web process" or "link process", for the log */
 	pid_t child;
-	struct channel *channel; /* to the web process, NULL when none */
+	struct channel *channel; /* to the web (or link) process, NULL when none */
 	long long child_started_ms, restart_at_ms, stop_deadline_ms;
 	int backoff_ms;
 	int stopping;
@@ -147,6 +153,11 @@ static void spawn_web(struct supervisor *s)
 	if (pid == 0) {
 		/* The web process inherits nothing of the supervisor's but what it
 		 * needs: no sandbox pidfds, status pipes or the signalfd. */
+		if (s->node) {
+			int keep[] = {sv[1], s->data_fd};
+			close_fds_except(keep, 2);
+			node_link_main(s->cfg, &s->user, sv[1], s->data_fd);
+		}
 		int keep[] = {s->listen_fd, sv[1], s->web_root_fd};
 		close_fds_except(keep, 3);
 		web_main(s->cfg, &s->user, s->listen_fd, sv[1], s->web_root_fd);
@@ -155,7 +166,7 @@ static void spawn_web(struct supervisor *s)
 	s->child = pid;
 	s->channel = channel_new(sv[0], s->host);
 	s->child_started_ms = clock_ms();
-	log_info("started web process %d", (int)pid);
+	log_info("started %s %d", s->child_name, (int)pid);
 }
 
 static void close_channel(struct supervisor *s)
@@ -195,12 +206,12 @@ static void emit_event_fd(void *ctx, json_t *event, int fd)
 	channel_emit_fd(s->channel, event, fd);
 }
 
-static void describe_exit(pid_t pid, int status)
+static void describe_exit(const struct supervisor *s, pid_t pid, int status)
 {
 	if (WIFEXITED(status))
-		log_info("web process %d exited with status %d", (int)pid, WEXITSTATUS(status));
+		log_info("%s %d exited with status %d", s->child_name, (int)pid, WEXITSTATUS(status));
 	else if (WIFSIGNALED(status))
-		log_warn("web process %d was killed by signal %d", (int)pid, WTERMSIG(status));
+		log_warn("%s %d was killed by signal %d", s->child_name, (int)pid, WTERMSIG(status));
 }
 
 static void reap_children(struct supervisor *s)
@@ -214,7 +225,7 @@ static void reap_children(struct supervisor *s)
 		worker_reaped(pid);
 		if (pid != s->child)
 			continue;
-		describe_exit(pid, status);
+		describe_exit(s, pid, status);
 		s->child = 0;
 		close_channel(s);
 		if (s->stopping)
@@ -224,7 +235,7 @@ static void reap_children(struct supervisor *s)
 				: s->backoff_ms * 2 > RESTART_MAX_MS ? RESTART_MAX_MS
 								      : s->backoff_ms * 2;
 		s->restart_at_ms = clock_ms() + s->backoff_ms;
-		log_warn("restarting the web process in %d ms", s->backoff_ms);
+		log_warn("restarting the %s in %d ms", s->child_name, s->backoff_ms);
 	}
 }
 
@@ -311,7 +322,7 @@ static void run_loop(struct supervisor *s)
 			on_channel_readable(s);
 		host_on_events(s->host, fds + 2, n);
 		if (s->stopping && s->child > 0 && clock_ms() >= s->stop_deadline_ms) {
-			log_warn("web process %d did not stop in time: killing it", (int)s->child);
+			log_warn("%s %d did not stop in time: killing it", s->child_name, (int)s->child);
 			kill(s->child, SIGKILL);
 			s->stop_deadline_ms = clock_ms() + 1000;
 		}
@@ -389,26 +400,38 @@ static void stop_host(struct supervisor *s)
 
 static int start_web_root(struct supervisor *s)
 {
+	if (s->node)
+		return 0;
 	s->web_root_fd = open(s->cfg->web_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	return s->web_root_fd < 0 ? log_errno("open web root %s", s->cfg->web_root), -errno : 0;
 }
 
 static void stop_web_root(struct supervisor *s)
 {
-	close(s->web_root_fd);
+	if (s->web_root_fd >= 0)
+		close(s->web_root_fd);
 	s->web_root_fd = -1;
 }
 
+/* The HTTP listener, or on a node the data port: bound by root, so a restarted link
+ * serves the same socket without a gap. */
 static int start_listener(struct supervisor *s)
 {
+	if (s->node) {
+		s->data_fd = bind_listener(s->cfg->node_data_listen);
+		return s->data_fd < 0 ? -EADDRNOTAVAIL : 0;
+	}
 	s->listen_fd = bind_listener(s->cfg->listen);
 	return s->listen_fd < 0 ? -EADDRNOTAVAIL : 0;
 }
 
 static void stop_listener(struct supervisor *s)
 {
-	close(s->listen_fd);
-	s->listen_fd = -1;
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	if (s->data_fd >= 0)
+		close(s->data_fd);
+	s->listen_fd = s->data_fd = -1;
 }
 
 static int start_signals(struct supervisor *s)
@@ -451,10 +474,11 @@ static void stop_parts(struct supervisor *s, size_t started)
 			parts[started].stop(s);
 }
 
-int supervisor_run(const struct labd_config *cfg)
+static int run(const struct labd_config *cfg, bool node)
 {
-	struct supervisor s = {.cfg = cfg, .backoff_ms = RESTART_MIN_MS,
-			       .listen_fd = -1, .web_root_fd = -1, .signal_fd = -1};
+	struct supervisor s = {.cfg = cfg, .backoff_ms = RESTART_MIN_MS, .node = node,
+			       .child_name = node ? "link process" : "web process",
+			       .listen_fd = -1, .web_root_fd = -1, .signal_fd = -1, .data_fd = -1};
 	size_t i;
 
 	log_set_tag("labd");
@@ -465,9 +489,25 @@ int supervisor_run(const struct labd_config *cfg)
 			stop_parts(&s, i);
 			return 1;
 		}
-	print_listening(cfg);
+	if (node) {
+		printf("labd %s: node %s, data port %s, linking to %s\n", LABD_VERSION,
+		       cfg->node_name, cfg->node_data_listen, cfg->node_head);
+		fflush(stdout);
+	} else {
+		print_listening(cfg);
+	}
 	run_loop(&s);
 	log_info("stopped");
 	stop_parts(&s, N_PARTS);
 	return 0;
+}
+
+int supervisor_run(const struct labd_config *cfg)
+{
+	return run(cfg, false);
+}
+
+int supervisor_run_node(const struct labd_config *cfg)
+{
+	return run(cfg, true);
 }

@@ -8,5 +8,8 @@ struct labd_config;
 
 /* Runs until SIGTERM/SIGINT; returns the process exit status (0 on a clean stop). */
 int supervisor_run(const struct labd_config *cfg);
+/* The same for `labd node` (supervisor/node.h): the link process instead of labd-web,
+ * the data port instead of the HTTP listener; cfg prepared by node_prepare. */
+int supervisor_run_node(const struct labd_config *cfg);
 
 #endif

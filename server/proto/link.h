@@ -1,0 +1,135 @@
+/* link.h - the link between a node's labd and the head's labd-web (docs/slurm.md).
+ *
+ * Folder rule: proto/ includes only common/ (include/labd/), jansson and OpenSSL.
+ *
+ * Three things, all keyed by one shared secret (a file of 32..512 random bytes, the
+ * same on the head and every node):
+ *  - the stream: TLS 1.3 with an external pre-shared key (OpenSSL's PSK callbacks; the
+ *    PSK identity is the node's name, the key is the secret's bytes, the cipher suite
+ *    TLS_AES_128_GCM_SHA256 with an (EC)DHE exchange, so a later leak of the secret does
+ *    not open recorded sessions). No certificates.
+ *  - the framing on that stream: a 4-byte big-endian length, then one JSON object of
+ *    at most LINK_FRAME_MAX bytes (the supervisor protocol's messages, unchanged).
+ *  - the data line that opens every connection to a node's data port:
+ *      "LABD-DATA1 <path> <unix_ms> <nonce: 32 hex> <hmac: 64 hex>\n"
+ *    hmac = HMAC-SHA256(secret, "<path> <unix_ms> <nonce>"); accepted when
+ *    |now - unix_ms| <= LINK_DATA_SKEW_MS and the nonce was not seen in the last
+ *    LINK_NONCE_KEEP_MS (struct link_nonces).
+ *
+ * All calls are blocking unless said; none keeps global state beyond OpenSSL's. */
+#ifndef LABD_LINK_H
+#define LABD_LINK_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define LINK_SECRET_MIN 32
+#define LINK_SECRET_MAX 512 /* OpenSSL's PSK_MAX_PSK_LEN */
+#define LINK_FRAME_MAX 65536 /* = PROTO_MAX_MESSAGE */
+#define LINK_NAME_MAX 64     /* a node's name: [A-Za-z0-9][A-Za-z0-9._-]{0,63} */
+#define LINK_DATA_LINE_MAX 512
+#define LINK_DATA_SKEW_MS 30000
+#define LINK_NONCE_KEEP_MS 60000
+#define LINK_HANDSHAKE_MS 10000 /* link_accept and link_dial give up past this */
+
+/* The shared secret, read once by root. Embedded; link_secret_clear wipes it. */
+struct link_secret {
+	unsigned char bytes[LINK_SECRET_MAX];
+	size_t len;
+};
+/* Reads path (a regular file, not readable or writable by others than its owner and
+ * group, 32..512 bytes, used as they are). 0, -EINVAL (size) / -EPERM (mode) with
+ * the reason in err, or the open's negative errno. */
+int link_secret_read(const char *path, struct link_secret *out, char *err, size_t errlen);
+void link_secret_clear(struct link_secret *s);
+
+/* Whether name is a node name (see LINK_NAME_MAX). */
+bool link_name_ok(const char *name);
+
+/* ---- TLS ---- */
+
+/* A TLS context for one side. Caller frees with link_ctx_free. The secret is copied. */
+struct link_ctx;
+/* The node's side: it presents identity name (link_name_ok). NULL on error (logged). */
+struct link_ctx *link_ctx_client(const struct link_secret *secret, const char *name);
+/* The head's side: any identity that link_name_ok accepts, with the one secret. */
+struct link_ctx *link_ctx_server(const struct link_secret *secret);
+void link_ctx_free(struct link_ctx *ctx);
+
+/* One TLS connection; owns its socket. Caller frees with link_conn_free (closes it). */
+struct link_conn;
+void link_conn_free(struct link_conn *c);
+/* The peer's PSK identity (the server's view) or the own name (the client's). */
+const char *link_conn_name(const struct link_conn *c);
+/* The connection's socket, for poll (its readiness alone does not mean a frame is
+ * there: TLS may hold bytes already read; link_relay knows). */
+int link_conn_fd(const struct link_conn *c);
+
+/* The node's side: connects to "HOST:PORT" (numeric IPv4/IPv6 or a name) and
+ * handshakes, within LINK_HANDSHAKE_MS. 0 with *out, or a negative errno
+ * (-ECONNREFUSED, -ETIMEDOUT, -EACCES for a handshake refused: wrong key). */
+int link_dial(struct link_ctx *ctx, const char *hostport, struct link_conn **out);
+
+/* The head's side, for one accepted socket fd (taken: closed on failure too):
+ * handshakes, reads the first frame and checks it is a node_hello whose name is the
+ * PSK identity (link_hello_check), all within LINK_HANDSHAKE_MS. 0 with *hello (the
+ * caller's, json_decref) and *out, or a negative errno: -EACCES (handshake refused:
+ * wrong key or identity), -EPROTO (bad hello; reason logged), -ETIMEDOUT. */
+int link_accept(struct link_ctx *ctx, int fd, json_t **hello, struct link_conn **out);
+
+/* The first frame the node sends:
+ *   {"type":"node_hello","name":N,"data":"HOST:PORT","gpus":[minor,...],
+ *    "cpus":C,"memory_bytes":M[,"version":V]}
+ * version: the node's labd version (optional). gpus: the node's GPU device minors in gres.conf order (index i of Slurm's
+ * GRES IDX is gpus[i]); cpus >= 1; memory_bytes >= 1. 0 or -EPROTO with the reason
+ * in err. expect_name: the PSK identity it must equal (NULL: not checked). */
+int link_hello_check(json_t *hello, const char *expect_name, char *err, size_t errlen);
+
+/* Framing over a connection (blocking; for the hello and tests; link_relay does its
+ * own non-blocking framing). write: 0 or negative errno (-EMSGSIZE over the bound).
+ * read: 0 with *out (caller's), 1 on orderly close, -EPROTO for a bad frame (length
+ * 0 or over LINK_FRAME_MAX, not a JSON object), another negative errno. */
+int link_frame_write(struct link_conn *c, json_t *msg);
+int link_frame_read(struct link_conn *c, json_t **out);
+/* Writes len raw bytes (no framing): what tests of the peer's framing send. */
+int link_write_bytes(struct link_conn *c, const void *bytes, size_t len);
+
+/* Relays until either side closes or fails: each SOCK_SEQPACKET message read from
+ * seq_fd becomes one frame on c, each frame from c one message on seq_fd. A message
+ * that arrives on seq_fd with a descriptor (SCM_RIGHTS: job_shell's pty) has the
+ * descriptor closed and goes on with "fd_dropped":true added. stop_fd (-1: none):
+ * readable = return at once (an eventfd or pipe the caller writes to end the relay;
+ * shutdown(seq_fd) from the other end works as well). Does not free c or close
+ * seq_fd. 0 when a side closed in order or stop_fd fired, -EPROTO for a bad frame,
+ * another negative errno on error. */
+int link_relay(struct link_conn *c, int seq_fd, int stop_fd);
+
+/* ---- the data line ---- */
+
+/* Makes the line for path (no spaces or control bytes, <= 200 bytes) at now_ms with
+ * a fresh random nonce into out (LINK_DATA_LINE_MAX, '\n'-terminated, NUL after it).
+ * Returns its length, or a negative errno. */
+int link_data_line_make(const struct link_secret *secret, const char *path, long long now_ms,
+			char *out, size_t outlen);
+
+/* Nonces seen in the last LINK_NONCE_KEEP_MS, at most cap of them (a full cache
+ * refuses new lines: -EBUSY, rather than forget one early). Not thread-safe: the
+ * caller serialises. Caller frees with link_nonces_free. */
+struct link_nonces;
+struct link_nonces *link_nonces_new(size_t cap);
+void link_nonces_free(struct link_nonces *n);
+
+/* Checks one line (without or with its '\n'; NUL-terminated) at now_ms: format, time
+ * within LINK_DATA_SKEW_MS, HMAC, nonce not seen (and then remembers it). 0 with the
+ * path copied into path (pathlen >= 201), or -EPROTO (format), -ETIME (stale),
+ * -EACCES (bad HMAC), -EALREADY (replayed nonce), -EBUSY (cache full). A refused line
+ * leaves the cache as it was. */
+int link_data_line_check(const struct link_secret *secret, struct link_nonces *seen,
+			 const char *line, long long now_ms, char *path, size_t pathlen);
+
+/* Whether path is "runtimes/<user name>/run/jupyter.sock" (the only data path a node
+ * serves; user name as proto's PROTO_NAME). */
+bool link_data_path_ok(const char *path);
+
+#endif

@@ -1,0 +1,313 @@
+/* link_data.c - the link's secret, node names, the data line and its nonce cache;
+ * see link.h. */
+#include "proto/link.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "labd/crypto.h"
+#include "labd/parse.h"
+
+#define DATA_MAGIC "LABD-DATA1"
+#define DATA_PATH_MAX 200
+#define NONCE_BYTES 16
+#define MAC_BYTES 32
+#define UNIX_MS_DIGITS_MAX 15
+
+/* ---- the secret ---- */
+
+int link_secret_read(const char *path, struct link_secret *out, char *err, size_t errlen)
+{
+	struct stat st;
+	ssize_t n;
+	int fd, rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return rc;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s is not a regular file", path);
+		rc = -EINVAL;
+	} else if (st.st_mode & 0007) {
+		/* anyone who reads it can join as a node or open any runtime */
+		snprintf(err, errlen, "%s is open to others (mode %03o): chmod o-rwx it", path,
+			 (unsigned)(st.st_mode & 0777));
+		rc = -EPERM;
+	} else if ((n = read(fd, out->bytes, sizeof(out->bytes))) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+	} else if (n < LINK_SECRET_MIN || st.st_size > LINK_SECRET_MAX) {
+		snprintf(err, errlen, "%s must hold %d to %d bytes (it has %lld): make it with "
+			 "head -c 64 /dev/urandom", path, LINK_SECRET_MIN, LINK_SECRET_MAX,
+			 (long long)st.st_size);
+		rc = -EINVAL;
+	} else {
+		out->len = (size_t)n;
+	}
+	close(fd);
+	if (rc < 0)
+		link_secret_clear(out);
+	return rc;
+}
+
+void link_secret_clear(struct link_secret *s)
+{
+	OPENSSL_cleanse(s, sizeof(*s));
+}
+
+bool link_name_ok(const char *name)
+{
+	size_t len = name ? strlen(name) : 0;
+
+	if (len == 0 || len > LINK_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char ch = name[i];
+		bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			     (ch >= '0' && ch <= '9');
+		if (!alnum && (i == 0 || (ch != '.' && ch != '_' && ch != '-')))
+			return false;
+	}
+	return true;
+}
+
+/* ---- the data line ---- */
+
+static void to_hex(const unsigned char *in, size_t len, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+/* Lowercase hex of exactly 2*len characters into out; false otherwise. */
+static bool from_hex(const char *in, size_t in_len, unsigned char *out, size_t len)
+{
+	if (in_len != 2 * len)
+		return false;
+	for (size_t i = 0; i < in_len; i++) {
+		char ch = in[i];
+		int v = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+		if (v < 0)
+			return false;
+		if (i % 2 == 0)
+			out[i / 2] = (unsigned char)(v << 4);
+		else
+			out[i / 2] |= (unsigned char)v;
+	}
+	return true;
+}
+
+static bool path_chars_ok(const char *path, size_t len)
+{
+	if (len == 0 || len > DATA_PATH_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (path[i] <= ' ' || path[i] > '~')
+			return false;
+	return true;
+}
+
+/* HMAC-SHA256(secret, "<path> <unix_ms> <nonce hex>") into mac. */
+static int data_mac(const struct link_secret *secret, const char *path, size_t path_len,
+		    long long unix_ms, const char *nonce_hex, unsigned char mac[MAC_BYTES])
+{
+	char text[DATA_PATH_MAX + 64];
+	unsigned mac_len = 0;
+	int n = snprintf(text, sizeof(text), "%.*s %lld %s", (int)path_len, path, unix_ms,
+			 nonce_hex);
+
+	if (n < 0 || n >= (int)sizeof(text))
+		return -EINVAL;
+	if (!HMAC(EVP_sha256(), secret->bytes, (int)secret->len, (const unsigned char *)text,
+		  (size_t)n, mac, &mac_len) || mac_len != MAC_BYTES)
+		return -EIO;
+	return 0;
+}
+
+int link_data_line_make(const struct link_secret *secret, const char *path, long long now_ms,
+			char *out, size_t outlen)
+{
+	unsigned char nonce[NONCE_BYTES], mac[MAC_BYTES];
+	char nonce_hex[2 * NONCE_BYTES + 1], mac_hex[2 * MAC_BYTES + 1];
+	int rc, n;
+
+	if (!path_chars_ok(path, strlen(path)) || now_ms < 0)
+		return -EINVAL;
+	if (crypto_random(nonce, sizeof(nonce)) < 0)
+		return -EIO;
+	to_hex(nonce, sizeof(nonce), nonce_hex);
+	if ((rc = data_mac(secret, path, strlen(path), now_ms, nonce_hex, mac)) < 0)
+		return rc;
+	to_hex(mac, sizeof(mac), mac_hex);
+	n = snprintf(out, outlen, DATA_MAGIC " %s %lld %s %s\n", path, now_ms, nonce_hex, mac_hex);
+	return n < 0 || (size_t)n >= outlen ? -ENOSPC : n;
+}
+
+/* ---- the nonce cache: a ring in the order nonces were seen, so the expired ones
+ * are always at its head ---- */
+
+struct seen_nonce {
+	unsigned char nonce[NONCE_BYTES];
+	long long expires_ms;
+};
+
+struct link_nonces {
+	size_t cap, head, count;
+	struct seen_nonce ring[];
+};
+
+struct link_nonces *link_nonces_new(size_t cap)
+{
+	struct link_nonces *n;
+
+	if (cap == 0)
+		return NULL;
+	n = calloc(1, sizeof(*n) + cap * sizeof(n->ring[0]));
+	if (n)
+		n->cap = cap;
+	return n;
+}
+
+void link_nonces_free(struct link_nonces *n)
+{
+	free(n);
+}
+
+static void nonces_expire(struct link_nonces *n, long long now_ms)
+{
+	while (n->count && n->ring[n->head].expires_ms <= now_ms) {
+		n->head = (n->head + 1) % n->cap;
+		n->count--;
+	}
+}
+
+static bool nonces_has(const struct link_nonces *n, const unsigned char *nonce)
+{
+	for (size_t i = 0; i < n->count; i++)
+		if (memcmp(n->ring[(n->head + i) % n->cap].nonce, nonce, NONCE_BYTES) == 0)
+			return true;
+	return false;
+}
+
+static void nonces_add(struct link_nonces *n, const unsigned char *nonce, long long now_ms)
+{
+	struct seen_nonce *e = &n->ring[(n->head + n->count) % n->cap];
+
+	memcpy(e->nonce, nonce, NONCE_BYTES);
+	/* expiries stay in ring order as long as now_ms does not go back; a clock that
+	 * does only keeps an entry longer than needed */
+	e->expires_ms = now_ms + LINK_NONCE_KEEP_MS;
+	n->count++;
+}
+
+/* The line cut at its spaces: exactly five words, the last ended by an optional
+ * '\n' and the end of the text. */
+struct data_words {
+	const char *w[5];
+	size_t len[5];
+};
+
+static int split_line(const char *line, struct data_words *d)
+{
+	const char *p = line;
+	size_t total = strnlen(line, LINK_DATA_LINE_MAX + 1);
+
+	if (total > LINK_DATA_LINE_MAX)
+		return -EPROTO;
+	for (int i = 0; i < 5; i++) {
+		d->w[i] = p;
+		while (*p && *p != ' ' && *p != '\n')
+			p++;
+		d->len[i] = (size_t)(p - d->w[i]);
+		if (d->len[i] == 0)
+			return -EPROTO;
+		if (i < 4) {
+			if (*p != ' ')
+				return -EPROTO;
+			p++;
+		}
+	}
+	if (*p == '\n')
+		p++;
+	return *p ? -EPROTO : 0;
+}
+
+static bool parse_ms(const char *s, size_t len, long long *out)
+{
+	long long v = 0;
+
+	if (len == 0 || len > UNIX_MS_DIGITS_MAX || (len > 1 && s[0] == '0'))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return true;
+}
+
+int link_data_line_check(const struct link_secret *secret, struct link_nonces *seen,
+			 const char *line, long long now_ms, char *path, size_t pathlen)
+{
+	unsigned char nonce[NONCE_BYTES], mac[MAC_BYTES], want[MAC_BYTES];
+	char nonce_hex[2 * NONCE_BYTES + 1];
+	struct data_words d;
+	long long unix_ms;
+	int rc;
+
+	if (split_line(line, &d) < 0 || d.len[0] != strlen(DATA_MAGIC) ||
+	    memcmp(d.w[0], DATA_MAGIC, d.len[0]) != 0 || !path_chars_ok(d.w[1], d.len[1]) ||
+	    d.len[1] >= pathlen || !parse_ms(d.w[2], d.len[2], &unix_ms) ||
+	    !from_hex(d.w[3], d.len[3], nonce, sizeof(nonce)) ||
+	    !from_hex(d.w[4], d.len[4], mac, sizeof(mac)))
+		return -EPROTO;
+	if (unix_ms > now_ms + LINK_DATA_SKEW_MS || unix_ms < now_ms - LINK_DATA_SKEW_MS)
+		return -ETIME;
+	memcpy(nonce_hex, d.w[3], d.len[3]);
+	nonce_hex[d.len[3]] = '\0';
+	if ((rc = data_mac(secret, d.w[1], d.len[1], unix_ms, nonce_hex, want)) < 0)
+		return rc;
+	if (!crypto_equal(mac, want, sizeof(mac)))
+		return -EACCES;
+	nonces_expire(seen, now_ms);
+	if (nonces_has(seen, nonce))
+		return -EALREADY;
+	if (seen->count == seen->cap)
+		return -EBUSY;
+	nonces_add(seen, nonce, now_ms);
+	memcpy(path, d.w[1], d.len[1]);
+	path[d.len[1]] = '\0';
+	return 0;
+}
+
+bool link_data_path_ok(const char *path)
+{
+	static const char prefix[] = "runtimes/", suffix[] = "/run/jupyter.sock";
+	char user[PARSE_USER_NAME_MAX + 1];
+	size_t len = strlen(path), pre = sizeof(prefix) - 1, suf = sizeof(suffix) - 1;
+
+	if (len <= pre + suf || strncmp(path, prefix, pre) != 0 ||
+	    strcmp(path + len - suf, suffix) != 0 || len - pre - suf > PARSE_USER_NAME_MAX)
+		return false;
+	memcpy(user, path + pre, len - pre - suf);
+	user[len - pre - suf] = '\0';
+	return parse_user_name_ok(user);
+}

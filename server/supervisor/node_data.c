@@ -1,0 +1,266 @@
+/* node_data.c - the data port; see node_data.h.
+ *
+ * A thread per connection, blocking I/O with poll: at most data_max_connections of
+ * them, each with a small stack, and the relay is two copies through one buffer each
+ * way (the bytes are a browser's HTTP and WebSocket traffic, not bulk data). */
+#include "supervisor/node_data.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "labd/clock.h"
+#include "labd/log.h"
+#include "proto/link.h"
+
+#define NONCES_MAX 65536 /* lines a minute; more are refused (-EBUSY) */
+#define RELAY_BUF 16384
+#define THREAD_STACK (256 * 1024)
+#define REFUSAL_LOG_MS 60000
+
+static struct {
+	int listen_fd;
+	unsigned max_connections;
+	atomic_uint live;
+	struct link_secret secret;
+	pthread_mutex_t lock; /* the nonces and the refusal log */
+	struct link_nonces *nonces;
+	long long refusal_logged_ms;
+	unsigned refusals_quiet;
+} data = {.lock = PTHREAD_MUTEX_INITIALIZER, .refusal_logged_ms = -REFUSAL_LOG_MS};
+
+/* A refusal, logged once a minute with the count of those not logged. */
+static void refused(const char *why, const char *detail)
+{
+	long long now = clock_ms();
+
+	pthread_mutex_lock(&data.lock);
+	if (now - data.refusal_logged_ms >= REFUSAL_LOG_MS) {
+		log_warn("data port: refused a connection: %s%s%s (and %u more since the last "
+			 "such line)", why, detail[0] ? ": " : "", detail, data.refusals_quiet);
+		data.refusal_logged_ms = now;
+		data.refusals_quiet = 0;
+	} else {
+		data.refusals_quiet++;
+	}
+	pthread_mutex_unlock(&data.lock);
+}
+
+/* Reads the line up to and with its '\n', never a byte past it (those are the
+ * HTTP stream's). 0, or -1 on timeout, EOF, or a line over the bound. */
+static int read_line(int fd, char *line, size_t len)
+{
+	long long deadline_ms = clock_ms() + NODE_DATA_LINE_MS;
+	size_t have = 0;
+
+	while (have + 1 < len) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		long long left = deadline_ms - clock_ms();
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			return -1;
+		ssize_t n = recv(fd, line + have, len - 1 - have, MSG_PEEK);
+		if (n <= 0)
+			return -1;
+		char *nl = memchr(line + have, '\n', (size_t)n);
+		size_t take = nl ? (size_t)(nl - (line + have)) + 1 : (size_t)n;
+		if (recv(fd, line + have, take, 0) != (ssize_t)take)
+			return -1;
+		have += take;
+		if (nl) {
+			line[have] = '\0';
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Connects to path (runtimes/<user>/run/jupyter.sock, relative to the state dir)
+ * without following a link the user could plant: the run dir is the sandbox's own
+ * tmpfs, owned by its uid; the socket must be that uid's, reached through its opened
+ * inode, and the peer must be that uid too. The connected fd, or -1. */
+static int connect_runtime(const char *path)
+{
+	char dir[256], via[64];
+	const char *slash = strrchr(path, '/');
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct stat dst, sst;
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	int dfd = -1, sfd = -1, fd = -1;
+
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if ((dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    fstat(dfd, &dst) < 0 || dst.st_uid == 0 || dst.st_uid == geteuid())
+		goto fail;
+	if ((sfd = openat(dfd, slash + 1, O_PATH | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    fstat(sfd, &sst) < 0 || !S_ISSOCK(sst.st_mode) || sst.st_uid != dst.st_uid)
+		goto fail;
+	snprintf(via, sizeof(via), "/proc/self/fd/%d", sfd);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", via);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != dst.st_uid)
+		goto fail;
+	close(sfd);
+	close(dfd);
+	return fd;
+fail:
+	if (fd >= 0)
+		close(fd);
+	if (sfd >= 0)
+		close(sfd);
+	if (dfd >= 0)
+		close(dfd);
+	return -1;
+}
+
+/* Checks the line; 0 with the runtime's socket connected into *out, or -1 (refused
+ * and logged). */
+static int admit(int tcp, int *out)
+{
+	char line[LINK_DATA_LINE_MAX + 1], path[256];
+	int rc;
+
+	if (read_line(tcp, line, sizeof(line)) < 0) {
+		refused("no data line", "");
+		return -1;
+	}
+	pthread_mutex_lock(&data.lock);
+	rc = link_data_line_check(&data.secret, data.nonces, line, clock_wall_ms(), path, sizeof(path));
+	pthread_mutex_unlock(&data.lock);
+	if (rc < 0) {
+		refused(rc == -EACCES	  ? "bad HMAC (another secret?)"
+			: rc == -ETIME	  ? "stale line (clocks more than 30 s apart?)"
+			: rc == -EALREADY ? "replayed line"
+			: rc == -EBUSY	  ? "too many lines this minute"
+					  : "malformed line",
+			"");
+		return -1;
+	}
+	if (!link_data_path_ok(path)) {
+		refused("not a runtime's socket", path);
+		return -1;
+	}
+	if ((*out = connect_runtime(path)) < 0) {
+		refused("no runtime answers at", path);
+		return -1;
+	}
+	return 0;
+}
+
+/* Copies both ways until both directions ended; an EOF one way is passed on as a
+ * half-close, an error ends both. */
+static void relay(int a, int b)
+{
+	char *buf = malloc(2 * RELAY_BUF);
+	int fds[2] = {a, b};
+	bool open_in[2] = {true, true};
+
+	if (!buf)
+		return;
+	while (open_in[0] || open_in[1]) {
+		struct pollfd p[2] = {{.fd = open_in[0] ? a : -1, .events = POLLIN},
+				      {.fd = open_in[1] ? b : -1, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (int i = 0; i < 2; i++) {
+			if (!open_in[i] || !p[i].revents)
+				continue;
+			char *chunk = buf + i * RELAY_BUF;
+			ssize_t n = read(fds[i], chunk, RELAY_BUF);
+			if (n <= 0) {
+				if (n < 0 && errno == EINTR)
+					continue;
+				open_in[i] = false;
+				shutdown(fds[1 - i], SHUT_WR);
+				if (n < 0)
+					goto out;
+				continue;
+			}
+			for (ssize_t off = 0; off < n;) {
+				ssize_t w = send(fds[1 - i], chunk + off, (size_t)(n - off), MSG_NOSIGNAL);
+				if (w < 0 && errno == EINTR)
+					continue;
+				if (w <= 0)
+					goto out;
+				off += w;
+			}
+		}
+	}
+out:
+	free(buf);
+}
+
+static void *serve_one(void *arg)
+{
+	int tcp = (int)(intptr_t)arg, unix_fd = -1;
+
+	if (admit(tcp, &unix_fd) == 0) {
+		relay(tcp, unix_fd);
+		close(unix_fd);
+	}
+	close(tcp);
+	atomic_fetch_sub(&data.live, 1);
+	return NULL;
+}
+
+static void *accept_loop(void *arg)
+{
+	pthread_attr_t attr;
+
+	(void)arg;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, THREAD_STACK);
+	for (;;) {
+		int fd = accept4(data.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		pthread_t t;
+		if (fd < 0) {
+			if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
+				usleep(100 * 1000); /* out of fds: a moment, then again */
+			continue;
+		}
+		if (atomic_fetch_add(&data.live, 1) >= data.max_connections) {
+			atomic_fetch_sub(&data.live, 1);
+			refused("too many connections", "");
+			close(fd);
+			continue;
+		}
+		/* a head that vanished without a FIN must not hold a slot for ever */
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &(int){1}, sizeof(int));
+		if (pthread_create(&t, &attr, serve_one, (void *)(intptr_t)fd) != 0) {
+			atomic_fetch_sub(&data.live, 1);
+			close(fd);
+		}
+	}
+	return NULL;
+}
+
+int node_data_start(int listen_fd, const struct link_secret *secret, unsigned max_connections)
+{
+	pthread_t t;
+
+	data.listen_fd = listen_fd;
+	data.max_connections = max_connections ? max_connections : 1;
+	data.secret = *secret;
+	if (!(data.nonces = link_nonces_new(NONCES_MAX)))
+		return log_error("data port: out of memory");
+	/* blocking accepts on this thread */
+	fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) & ~O_NONBLOCK);
+	if (pthread_create(&t, NULL, accept_loop, NULL) != 0)
+		return log_error("data port: cannot start its thread");
+	pthread_detach(t);
+	return 0;
+}
