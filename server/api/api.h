@@ -124,6 +124,10 @@ json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg)
  * object or null). "session" carries the same value for one release, for
  * clients of the API before the runtime had its own name (docs/api.md). */
 json_t *api_runtime_reply(json_t *runtime);
+/* On a Slurm backend, a starting runtime that waits for its allocation gets
+ * "slurm": {"reason": words, "estimate_start_at": time or null} added to j (an
+ * api_runtime_json object); elsewhere j is left as it is. Returns j. */
+json_t *api_runtime_slurm(json_t *j, const struct runtime *r, struct app *app);
 /* quota.c: limits as JSON ({name: integer | "unlimited"}, set ones only) */
 struct quota_limits;
 json_t *api_limits_json(const struct quota_limits *l);

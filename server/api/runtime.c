@@ -75,6 +75,20 @@ json_t *api_runtime_json(const struct runtime *r, const struct labd_config *cfg)
 	return j;
 }
 
+json_t *api_runtime_slurm(json_t *j, const struct runtime *r, struct app *app)
+{
+	char text[160], estimate[21];
+	int64_t at;
+
+	if (!j || !r || r->state != RUNTIME_STARTING ||
+	    runtime_backend_queue(app, r->id, text, sizeof(text), &at) < 0)
+		return j;
+	api_time(at, estimate);
+	json_object_set_new(j, "slurm", json_pack("{s:s,s:o}", "reason", text, "estimate_start_at",
+						  at ? json_string(estimate) : json_null()));
+	return j;
+}
+
 json_t *api_runtime_reply(json_t *runtime)
 {
 	return json_pack("{s:O,s:o}", "runtime", runtime, "session", runtime);
@@ -154,7 +168,9 @@ void api_runtime_get(struct http_request *req)
 		return;
 	}
 	http_reply_json(req, MHD_HTTP_OK,
-			api_runtime_reply(rc ? api_runtime_json(&r, app->cfg) : json_null()));
+			api_runtime_reply(rc ? api_runtime_slurm(api_runtime_json(&r, app->cfg), &r,
+								 app)
+					     : json_null()));
 }
 
 void api_runtime_stop(struct http_request *req)

@@ -19,7 +19,9 @@ static void on_change(void *ctx, const void *row)
 	const struct runtime *r = row;
 
 	stream_follow_json(sf, "runtime",
-			   api_runtime_reply(r ? api_runtime_json(r, sf->app->cfg) : json_null()));
+			   api_runtime_reply(r ? api_runtime_slurm(api_runtime_json(r, sf->app->cfg),
+								   r, sf->app)
+					       : json_null()));
 }
 
 void api_runtime_events(struct http_request *req)

@@ -131,7 +131,6 @@ static const struct config_key keys[] = {
 	KEY("node", "data_listen", node_data_listen, K_STRING, 0, 0, ""),
 	KEY("node", "data_max_connections", node_data_max_connections, K_UINT, 1, 65536, "1024"),
 	KEY("node", "cgroup_parent", node_cgroup_parent, K_STRING, 0, 0, ""),
-	KEY("slurm", "secret_file", slurm_secret_file, K_STRING, 0, 0, ""),
 	KEY("metrics", "scrape_token_file", scrape_token_file, K_STRING, 0, 0, ""),
 	/* single sign-on with an OpenID Provider (docs/auth.md); issuer "" = off */
 	KEY("oidc", "issuer", oidc_issuer, K_STRING, 0, 0, ""),
@@ -181,6 +180,18 @@ static const struct config_key keys[] = {
 	KEY("webhooks", "retry_base", webhooks_retry_base_ms, K_DURATION_MS, 100, 3600000, "10s"),
 	KEY("webhooks", "timeout", webhooks_timeout_s, K_DURATION, 1, 60, "10s"),
 	KEY("webhooks", "quota_low", webhooks_quota_low_percent, K_UINT, 1, 100, "90"),
+	/* runtimes and pools on a Slurm cluster (docs/slurm.md) */
+	KEY("backend", "kind", backend_kind, K_STRING, 1, 0, "local"),
+	KEY("slurm", "listen", slurm_listen, K_STRING, 0, 0, ""),
+	KEY("slurm", "secret_file", slurm_secret_file, K_STRING, 0, 0, ""),
+	KEY("slurm", "poll_interval", slurm_poll_interval_ms, K_DURATION_MS, 100, 60000, "1s"),
+	KEY("slurm", "time_grace", slurm_time_grace_s, K_DURATION, 0, 86400, "5m"),
+	KEY("slurm", "timeout", slurm_timeout_s, K_DURATION, 1, 600, "30s"),
+	KEY("slurm", "partition", slurm_partition, K_STRING, 0, 0, ""),
+	KEY("slurm", "sbatch", slurm_sbatch, K_STRING, 1, 0, "/usr/bin/sbatch"),
+	KEY("slurm", "squeue", slurm_squeue, K_STRING, 1, 0, "/usr/bin/squeue"),
+	KEY("slurm", "scontrol", slurm_scontrol, K_STRING, 1, 0, "/usr/bin/scontrol"),
+	KEY("slurm", "scancel", slurm_scancel, K_STRING, 1, 0, "/usr/bin/scancel"),
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -285,6 +296,42 @@ static int finish_gpus(struct labd_config *cfg, const char *path, char *err, siz
 	return 0;
 }
 
+/* [backend] kind and what the Slurm backend needs: its listener, its secret, absolute
+ * tool paths (the web process runs them without a search path). */
+static int check_backend(const struct labd_config *cfg, const char *path, char *err,
+			 size_t errlen)
+{
+	const char *const tools[] = {cfg->slurm_sbatch, cfg->slurm_squeue, cfg->slurm_scontrol,
+				     cfg->slurm_scancel};
+	static const char *const names[] = {"sbatch", "squeue", "scontrol", "scancel"};
+	char host[64];
+	unsigned port;
+
+	if (strcmp(cfg->backend_kind, "local") && strcmp(cfg->backend_kind, "slurm")) {
+		snprintf(err, errlen, "%s: [backend] kind: must be local or slurm", path);
+		return -1;
+	}
+	if (strcmp(cfg->backend_kind, "slurm"))
+		return 0;
+	if (config_split_listen(cfg->slurm_listen, host, sizeof(host), &port) < 0) {
+		snprintf(err, errlen, "%s: [slurm] listen: must be ADDRESS:PORT with [backend] "
+			 "kind = slurm", path);
+		return -1;
+	}
+	if (cfg->slurm_secret_file[0] != '/') {
+		snprintf(err, errlen, "%s: [slurm] secret_file: must be an absolute path with "
+			 "[backend] kind = slurm", path);
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
+		if (tools[i][0] != '/') {
+			snprintf(err, errlen, "%s: [slurm] %s: must be an absolute path", path,
+				 names[i]);
+			return -1;
+		}
+	return 0;
+}
+
 struct load_state {
 	struct labd_config *cfg;
 	const char *path;
@@ -383,5 +430,7 @@ int config_load(struct labd_config *cfg, const char *path, char *err, size_t err
 			 path);
 		return -EINVAL;
 	}
+	if (check_backend(cfg, path, err, errlen) < 0)
+		return -EINVAL;
 	return finish_gpus(cfg, path, err, errlen);
 }

@@ -180,13 +180,6 @@ struct labd_config {
 	char node_data_listen[128];             /* ADDRESS:PORT of the data port */
 	unsigned node_data_max_connections;
 	char node_cgroup_parent[72];            /* the sandboxes' cgroups; "" = labd-<name> */
-	/* [slurm] secret_file: the head's copy of the same secret (the proxy's data lines,
-	 * the link listener) */
-	char slurm_secret_file[CONFIG_PATH_MAX];
-	/* the secret's bytes, read as root at start (main.c: [node] or [slurm]
-	 * secret_file) and inherited by the forked web or link process; not a key */
-	unsigned char link_secret[512];
-	size_t link_secret_len;
 	/* [metrics] */
 	char scrape_token_file[CONFIG_PATH_MAX]; /* bearer token for GET /metrics; "" = none */
 	/* [jobs] rules_*: the profiling rules' thresholds (docs/jobs.md "Profiling rules") */
@@ -207,6 +200,21 @@ struct labd_config {
 	int64_t webhooks_retry_base_ms;     /* the first retry's wait; doubled each time */
 	int64_t webhooks_timeout_s;         /* one attempt, connect to answer */
 	unsigned webhooks_quota_low_percent; /* quota.low past this share of a window */
+	/* [backend]: what runs the sandboxes (docs/slurm.md) */
+	char backend_kind[8]; /* local or slurm */
+	/* [slurm]: the Slurm backend (backend/slurm.c) */
+	char slurm_listen[128];                   /* the node links' listener, ADDRESS:PORT */
+	char slurm_secret_file[CONFIG_PATH_MAX];  /* the links' shared secret */
+	int64_t slurm_poll_interval_ms;           /* one squeue per this */
+	int64_t slurm_time_grace_s;               /* Slurm's --time beyond labd's deadline */
+	int64_t slurm_timeout_s;                  /* one call of a Slurm tool */
+	char slurm_partition[64];                 /* "" = Slurm's default partition */
+	char slurm_sbatch[CONFIG_PATH_MAX], slurm_squeue[CONFIG_PATH_MAX];
+	char slurm_scontrol[CONFIG_PATH_MAX], slurm_scancel[CONFIG_PATH_MAX];
+	/* the secret's bytes, read as root at start (main.c: [node] or [slurm]
+	 * secret_file) and inherited by the forked web or link process; not a key */
+	unsigned char link_secret[512];
+	size_t link_secret_len;
 };
 
 /* Fills *cfg with the defaults; demo = the `labd --demo` defaults (./var, ./web). */

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "backend/slurm.h"
 #include "config/config.h"
 #include "labd/app.h"
 #include "labd/buf.h"
@@ -248,4 +249,10 @@ void runtime_events_init(struct backend_events *ev, struct app *app)
 {
 	*ev = (struct backend_events){.connected = on_connected, .ready = on_ready,
 				      .ended = on_ended, .warning = on_warning, .ctx = app};
+}
+
+int runtime_backend_queue(struct app *app, int64_t runtime_id, char *text, size_t len,
+			  int64_t *estimate_at)
+{
+	return backend_slurm_queue(app->backend, runtime_id, text, len, estimate_at);
 }

@@ -77,6 +77,11 @@ const char *runtime_backend_warnings(struct app *app);
 
 /* The events a backend delivers, bound to app (runtime_events_init). */
 void runtime_events_init(struct backend_events *ev, struct app *app);
+/* Why a starting runtime still waits, when its backend's scheduler says so (Slurm:
+ * the pending reason in words into text, BACKEND_QUEUE_TEXT_MAX, and its start
+ * estimate, epoch s or 0). 0, or -ENOENT when it does not wait there. */
+int runtime_backend_queue(struct app *app, int64_t runtime_id, char *text, size_t len,
+			  int64_t *estimate_at);
 /* Where the proxy and the Jupyter client connect: the Unix socket of a "unix:"
  * endpoint, or a node's whole "tcp:HOST:PORT/PATH" endpoint (endpoint.h) into out;
  * -1 for other endpoints. */

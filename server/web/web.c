@@ -28,6 +28,7 @@
 #include "web/dbwatch.h"
 #include "web/routes.h"
 #include "backend/backend.h"
+#include "backend/slurm.h"
 #include "labd/log.h"
 #include "labd/parse.h"
 #include "jobs/jobs.h"
@@ -330,7 +331,12 @@ static int start_backend(struct web *w)
 	runtime_events_init(&w->events, &w->app);
 	jobs_events_init(&w->events, &w->app);
 	w->events.connected = on_connected;
-	w->app.backend = backend_local_new(w->supervisor_fd, &w->events);
+	/* [backend] kind = slurm: sandboxes on the cluster's nodes; this host's own
+	 * supervisor still restarts this process but hosts none */
+	if (strcmp(w->app.cfg->backend_kind, "slurm") == 0)
+		w->app.backend = backend_slurm_new(w->app.cfg, &w->events);
+	else
+		w->app.backend = backend_local_new(w->supervisor_fd, &w->events);
 	return w->app.backend ? 0 : -1;
 }
 

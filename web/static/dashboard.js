@@ -321,8 +321,16 @@
    * expires (the runtime's "queue" object). */
   function renderQueue(s) {
     var q = s && s.state === "queued" ? s.queue : null;
-    setRow("runtime-queue-row", !!q);
+    /* on a Slurm cluster a starting runtime may wait for its allocation there */
+    var sq = s && s.state === "starting" ? s.slurm : null;
+    setRow("runtime-queue-row", !!(q || sq));
     $("runtime-started-row").querySelector("dt").textContent = q ? "Queued" : "Started";
+    if (sq) {
+      $("runtime-queue-position").textContent = sq.reason;
+      $("runtime-queue-detail").textContent = sq.estimate_start_at
+        ? "Slurm estimates the start at " + L.formatTime(sq.estimate_start_at) : "no estimate from Slurm yet";
+      return;
+    }
     if (!q) return;
     $("runtime-queue-position").textContent = "Position " + q.position + " in the GPU queue";
     var parts = ["waiting since " + L.formatTime(q.queued_at)];

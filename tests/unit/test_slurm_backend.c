@@ -1,0 +1,368 @@
+/* Unit tests: the Slurm backend (backend/slurm.h) end to end against stand-ins: Slurm's
+ * four tools are shell scripts that answer from files the test writes (so the
+ * controller can be away, a job pending, running or failed at will), and a node is a
+ * thread that dials the backend's listener over the real TLS-PSK link (proto/link.h),
+ * says node_hello and answers the supervisor protocol as a node's supervisor would.
+ * Covered: submit with the allocation's sizes, the pending reason and estimate, the
+ * start on the allocated node with Slurm's GRES index mapped through the hello, the
+ * endpoint rewritten to the node's data port, the controller away (nothing changes),
+ * NODE_FAIL (the end with its cause, the node's sandbox stopped), a stop while queued
+ * (scancel, the end "requested"), a stray job cancelled, job_shell refused. */
+#include "unit.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend/slurm.h"
+#include "config/config.h"
+#include "labd/clock.h"
+#include "proto/link.h"
+#include "proto/proto.h"
+
+#define TOKEN "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ" /* 43 characters */
+#define WAIT_MS 8000
+
+static char dir[64];
+static struct labd_config cfg;
+
+/* ---- what the backend told the web process ---- */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int connected, readies, ends;
+static char ready_endpoint[200], end_cause[20], end_reason[200];
+static int64_t end_id;
+
+static void ev_connected(void *ctx)
+{
+	(void)ctx;
+	pthread_mutex_lock(&lock);
+	connected++;
+	pthread_mutex_unlock(&lock);
+}
+
+static void ev_ready(void *ctx, const char *user, int64_t id, const char *endpoint)
+{
+	(void)ctx;
+	(void)user;
+	(void)id;
+	pthread_mutex_lock(&lock);
+	readies++;
+	snprintf(ready_endpoint, sizeof(ready_endpoint), "%s", endpoint);
+	pthread_mutex_unlock(&lock);
+}
+
+static void ev_ended(void *ctx, const char *user, int64_t id, const char *cause, bool failed,
+		     const char *reason)
+{
+	(void)ctx;
+	(void)user;
+	(void)failed;
+	pthread_mutex_lock(&lock);
+	ends++;
+	end_id = id;
+	snprintf(end_cause, sizeof(end_cause), "%s", cause);
+	snprintf(end_reason, sizeof(end_reason), "%s", reason);
+	pthread_mutex_unlock(&lock);
+}
+
+static int counter(int *c)
+{
+	pthread_mutex_lock(&lock);
+	int v = *c;
+	pthread_mutex_unlock(&lock);
+	return v;
+}
+
+static bool wait_count(int *c, int want)
+{
+	for (long long until = clock_ms() + WAIT_MS; clock_ms() < until; usleep(20000))
+		if (counter(c) >= want)
+			return true;
+	return false;
+}
+
+/* ---- the stand-in tools ---- */
+
+static void write_file(const char *name, const char *text, mode_t mode)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+static bool file_has(const char *name, const char *text)
+{
+	char path[128], buf[4096] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (!(f = fopen(path, "r")))
+		return false;
+	buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
+	fclose(f);
+	return strstr(buf, text) != NULL;
+}
+
+static bool wait_file_has(const char *name, const char *text)
+{
+	for (long long until = clock_ms() + WAIT_MS; clock_ms() < until; usleep(20000))
+		if (file_has(name, text))
+			return true;
+	return false;
+}
+
+static void make_tools(void)
+{
+	char script[512];
+
+	snprintf(script, sizeof(script),
+		 "#!/bin/sh\necho \"$@\" >> %s/sbatch.log\necho '100;labdtest'\n", dir);
+	write_file("sbatch", script, 0755);
+	snprintf(script, sizeof(script),
+		 "#!/bin/sh\nif [ -e %s/away ]; then echo 'squeue: error: Unable to contact slurm "
+		 "controller (connect failure)' >&2; exit 1; fi\ncat %s/queue\n", dir, dir);
+	write_file("squeue", script, 0755);
+	snprintf(script, sizeof(script), "#!/bin/sh\necho 'JobId=100 JobState=RUNNING "
+		 "JOB_GRES=gpu:1 Nodes=n1 CPU_IDs=0 Mem=1024 GRES=gpu:1(IDX:1) Features=(null)'\n");
+	write_file("scontrol", script, 0755);
+	snprintf(script, sizeof(script), "#!/bin/sh\necho \"$1\" >> %s/scancel.log\n", dir);
+	write_file("scancel", script, 0755);
+	write_file("queue", "", 0644);
+}
+
+/* ---- the stand-in node ---- */
+static int node_starts, node_stops;
+static char node_start_gpus[64];
+static bool node_has_alice;
+
+static void reply(struct link_conn *c, json_t *req, json_t *fields)
+{
+	json_t *r = proto_ok(json_integer_value(json_object_get(req, "id")));
+
+	if (fields)
+		json_object_update_new(r, fields);
+	assert_int_equal(link_frame_write(c, r), 0);
+	json_decref(r);
+}
+
+static void answer(struct link_conn *c, json_t *m)
+{
+	const char *type = json_string_value(json_object_get(m, "type"));
+
+	if (!strcmp(type, "hello")) {
+		reply(c, m, json_pack("{s:[]}", "warnings"));
+	} else if (!strcmp(type, "sandbox_start")) {
+		char *g = json_dumps(json_object_get(m, "gpus"), JSON_COMPACT);
+		pthread_mutex_lock(&lock);
+		snprintf(node_start_gpus, sizeof(node_start_gpus), "%s", g);
+		node_starts++;
+		node_has_alice = true;
+		pthread_mutex_unlock(&lock);
+		free(g);
+		reply(c, m, NULL);
+		json_t *ev = proto_msg("sandbox_ready", -1);
+		json_object_update_new(ev, json_pack("{s:s,s:I,s:s}", "user", "alice", "runtime_id",
+						     (json_int_t)5, "endpoint",
+						     "unix:runtimes/alice/run/jupyter.sock"));
+		assert_int_equal(link_frame_write(c, ev), 0);
+		json_decref(ev);
+	} else if (!strcmp(type, "sandbox_list")) {
+		pthread_mutex_lock(&lock);
+		bool has = node_has_alice;
+		pthread_mutex_unlock(&lock);
+		reply(c, m, json_pack("{s:o}", "sandboxes",
+				      has ? json_pack("[{s:s,s:i,s:s,s:b}]", "user", "alice",
+						      "runtime_id", 5, "state", "running", "ready",
+						      1)
+					  : json_array()));
+	} else if (!strcmp(type, "sandbox_stop")) {
+		pthread_mutex_lock(&lock);
+		node_stops++;
+		node_has_alice = false;
+		pthread_mutex_unlock(&lock);
+		reply(c, m, NULL);
+	} else {
+		reply(c, m, NULL);
+	}
+}
+
+static void *node_thread(void *arg)
+{
+	struct link_secret secret = {.len = 32};
+	struct link_ctx *ctx;
+	struct link_conn *c = NULL;
+	json_t *m;
+
+	(void)arg;
+	memset(secret.bytes, 7, 32);
+	ctx = link_ctx_client(&secret, "n1");
+	for (int i = 0; i < 100 && link_dial(ctx, cfg.slurm_listen, &c) < 0; i++)
+		usleep(50000);
+	if (!c)
+		return NULL;
+	m = json_pack("{s:s,s:s,s:s,s:[i,i],s:i,s:I}", "type", "node_hello", "name", "n1", "data",
+		      "198.18.0.2:9000", "gpus", 4, 7, "cpus", 8, "memory_bytes",
+		      (json_int_t)(16LL << 30));
+	link_frame_write(c, m);
+	json_decref(m);
+	while (link_frame_read(c, &m) == 0) {
+		answer(c, m);
+		json_decref(m);
+	}
+	link_conn_free(c);
+	link_ctx_free(ctx);
+	return NULL;
+}
+
+/* ---- the test ---- */
+
+static unsigned free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, len), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+static void set_up(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/test_slurm_backend.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	make_tools();
+	config_defaults(&cfg, false);
+	snprintf(cfg.backend_kind, sizeof(cfg.backend_kind), "slurm");
+	snprintf(cfg.slurm_listen, sizeof(cfg.slurm_listen), "127.0.0.1:%u", free_port());
+	snprintf(cfg.slurm_sbatch, sizeof(cfg.slurm_sbatch), "%s/sbatch", dir);
+	snprintf(cfg.slurm_squeue, sizeof(cfg.slurm_squeue), "%s/squeue", dir);
+	snprintf(cfg.slurm_scontrol, sizeof(cfg.slurm_scontrol), "%s/scontrol", dir);
+	snprintf(cfg.slurm_scancel, sizeof(cfg.slurm_scancel), "%s/scancel", dir);
+	cfg.slurm_poll_interval_ms = 100;
+	cfg.slurm_timeout_s = 5;
+	memset(cfg.link_secret, 7, 32);
+	cfg.link_secret_len = 32;
+}
+
+static void test_runtime_on_a_node(void **state)
+{
+	struct backend_events ev = {.connected = ev_connected, .ready = ev_ready,
+				    .ended = ev_ended};
+	struct backend_start st = {.user = "alice", .user_id = 3, .runtime_id = 5, .kind = "gpu",
+				   .token = TOKEN, .deadline_s = time(NULL) + 3600,
+				   .shape = {.n_gpus = 1, .gpus = {0}, .memory_bytes = 2LL << 30,
+					     .cpus_milli = 1500}};
+	char endpoint[BACKEND_ENDPOINT_MAX], err[160], text[BACKEND_QUEUE_TEXT_MAX];
+	struct backend_sandbox *list;
+	struct backend *b;
+	pthread_t node;
+	int64_t estimate;
+	size_t n;
+	(void)state;
+
+	set_up();
+	b = backend_slurm_new(&cfg, &ev);
+	assert_non_null(b);
+	assert_int_equal(pthread_create(&node, NULL, node_thread, NULL), 0);
+	assert_true(wait_count(&connected, 2)); /* the backend, then the node's link */
+
+	/* taken at once; sbatch runs on the poll thread with the allocation's sizes */
+	write_file("queue", "100|labd-rt-5|PENDING|Resources|n/a|2026-12-04T23:10:00|alice\n", 0644);
+	assert_int_equal(backend_start(b, &st, endpoint, err, sizeof(err)), 0);
+	assert_string_equal(endpoint, "");
+	assert_int_equal(backend_start(b, &st, endpoint, err, sizeof(err)), -EEXIST);
+	assert_true(wait_file_has("sbatch.log", "--job-name=labd-rt-5 --comment=alice "
+						"--mem=2048M --cpus-per-task=2 --gres=gpu:1 --time=65"));
+	/* pending: Slurm's reason and estimate, and the list says starting */
+	for (long long until = clock_ms() + WAIT_MS;
+	     backend_slurm_queue(b, 5, text, sizeof(text), &estimate) != 0 || estimate == 0;)
+		assert_true(clock_ms() < until);
+	assert_string_equal(text, "waiting in Slurm for free resources");
+	assert_int_equal(backend_list(b, &list, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(list[0].state, "starting");
+	free(list);
+
+	/* running on n1 with GRES index 1: the node starts it on its GPU minor 7 */
+	write_file("queue", "100|labd-rt-5|RUNNING|None|n1|2026-12-04T23:10:00|alice\n", 0644);
+	assert_true(wait_count(&readies, 1));
+	assert_string_equal(node_start_gpus, "[7]");
+	assert_string_equal(ready_endpoint, "tcp:198.18.0.2:9000/runtimes/alice/run/jupyter.sock");
+	assert_int_equal(backend_slurm_queue(b, 5, text, sizeof(text), &estimate), -ENOENT);
+	assert_int_equal(backend_list(b, &list, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(list[0].state, "running");
+	free(list);
+
+	/* the controller away: unknown, nothing ends */
+	write_file("away", "", 0644);
+	usleep(500 * 1000);
+	assert_int_equal(counter(&ends), 0);
+
+	/* the node failed in Slurm: the end with its cause, the sandbox stopped there */
+	write_file("queue", "100|labd-rt-5|NODE_FAIL|NodeDown|n1|2026-12-04T23:10:00|alice\n", 0644);
+	snprintf(err, sizeof(err), "%s/away", dir);
+	unlink(err);
+	assert_true(wait_count(&ends, 1));
+	assert_string_equal(end_cause, "gone");
+	assert_string_equal(end_reason, "the node n1 failed");
+	assert_int_equal(counter(&node_stops), 1);
+
+	/* a stop while queued: scancel, and the end is the stop's */
+	st.user = "bob";
+	st.runtime_id = 6;
+	st.shape.n_gpus = 0;
+	write_file("queue", "100|labd-rt-6|PENDING|Priority|n/a|N/A|bob\n", 0644);
+	assert_int_equal(backend_start(b, &st, endpoint, err, sizeof(err)), 0);
+	for (long long until = clock_ms() + WAIT_MS;
+	     backend_slurm_queue(b, 6, text, sizeof(text), &estimate) != 0 ||
+	     strcmp(text, "waiting in Slurm behind jobs of higher priority");)
+		assert_true(clock_ms() < until);
+	assert_int_equal(backend_stop(b, "bob", 6, "stopped by bob"), 0);
+	assert_true(wait_count(&ends, 2));
+	assert_int_equal(end_id, 6);
+	assert_string_equal(end_cause, "requested");
+	assert_string_equal(end_reason, "stopped by bob");
+	assert_true(wait_file_has("scancel.log", "100"));
+
+	/* a job of labd's name that nothing holds (a start whose process died) is cancelled */
+	write_file("queue", "300|labd-rt-9|PENDING|Priority|n/a|N/A|carol\n", 0644);
+	assert_true(wait_file_has("scancel.log", "300"));
+
+	/* a shell into a job does not cross the link yet */
+	struct backend_shell sh = {.user = "alice", .pool_id = 1, .job_id = 1, .cols = 80,
+				   .rows = 24};
+	int fd;
+	assert_int_equal(backend_job_shell(b, &sh, &fd, err, sizeof(err)), -ENOSYS);
+	assert_int_equal(fd, -1);
+
+	backend_free(b);
+	pthread_join(node, NULL);
+	assert_int_equal(counter(&node_starts), 1);
+	char rm[128];
+	snprintf(rm, sizeof(rm), "rm -rf %s", dir);
+	assert_int_equal(system(rm), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_runtime_on_a_node),
+	};
+	return cmocka_run_group_tests_name("slurm_backend", tests, NULL, NULL);
+}
