@@ -67,7 +67,7 @@ def _ip(*args, check=True):
     return r
 
 
-def _free_tcp_port(addr="127.0.0.1"):
+def _free_tcp_port(addr="0.0.0.0"):
     with socket.socket() as s:
         s.bind((addr, 0))
         return s.getsockname()[1]
@@ -181,7 +181,16 @@ class Cluster:
         self._make_gpus()
         self._write_config()
         self._start_munged()
-        self._start_slurmctld()
+        for attempt in range(3):
+            try:
+                self._start_slurmctld()
+                break
+            except RuntimeError as e:
+                # the free port was taken between the probe and slurmctld's bind
+                if "Address already in use" not in str(e) or attempt == 2:
+                    raise
+                self.ctld_port = _free_tcp_port()
+                self._write_config()
         for n in self.nodes:
             self.start_node(n.short)
         self.wait_nodes_idle()
