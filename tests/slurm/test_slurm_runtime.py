@@ -166,6 +166,11 @@ def test_a_dead_node_ends_its_runtime_and_the_home_is_never_mounted_twice(lab):
     assert lab.nodes[dead].node.name in (ended["reason"] or ""), ended
     assert "fail" in ended["reason"], ended
     print(f"\nrun ended {took:.1f} s after its node died: {ended['reason']}")
+    # billed to the end labd recorded, with that reason
+    e = next(x for x in usage(u) if x["runtime_id"] == ended["id"])
+    ready, end = parse_api_time(ended["ready_at"]), parse_api_time(ended["ended_at"])
+    assert (e["end_s"], e["billable_s"], e["end_reason"]) == \
+        (end, end - ready, ended["reason"]), (e, ended)
     assert len(lab.nodes[dead].home_mounts()) == 1
 
     # Slurm places the next start on the other node: the home is still held there
