@@ -107,8 +107,10 @@ int slurmcli_parse_squeue_line(const char *line, struct slurm_job *out)
 		return -EINVAL;
 	if (slurmcli_name_parse(f[1], &out->pool, &out->id) < 0)
 		return 1;
+	/* the reason is Slurm's free text, some longer than labd keeps ("Nodes required
+	 * for job are DOWN, DRAINED or reserved ..."): cut, never a line not understood */
+	snprintf(out->reason, sizeof(out->reason), "%s", f[3]);
 	if (copy_field(f[2], out->state, sizeof(out->state)) < 0 || !out->state[0] ||
-	    copy_field(f[3], out->reason, sizeof(out->reason)) < 0 ||
 	    copy_host(f[4], out->host, sizeof(out->host)) < 0 ||
 	    slurmcli_parse_time(f[5], &out->start_at) < 0 ||
 	    copy_user(f[6], out->user, sizeof(out->user)) < 0)

@@ -389,7 +389,15 @@ class Cluster:
 
     def restart_slurmctld(self):
         """SIGTERM and start again with its saved state (running jobs stay)."""
+        self.stop_slurmctld()
+        self.start_slurmctld()
+
+    def stop_slurmctld(self):
+        """SIGTERM, waited for: clients then fail ("Unable to contact slurm controller")."""
         self._stop(self.slurmctld)
+
+    def start_slurmctld(self):
+        """Starts it again on its saved state (after stop_slurmctld)."""
         self.slurmctld = subprocess.Popen(
             ["slurmctld", "-D", "-i", "-f", self.conf],
             env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -6,6 +6,7 @@ with the Slurm backend and a `labd node` on each Slurm node (labd_slurm.py).
   unmounted; the ledger entry and the quota's use are exact to the second;
 - a job and its warm pool run on a node as a Slurm job of their own, the next job reuses
   the pool;
+- slurmctld restarted right after a start request: the start goes on, one Slurm job;
 - a node that dies: its runtime ends with the node named; a start that Slurm places on
   the other node while the dead node still holds the home is refused with the reason
   (never mounted twice); once the node has let go, the user starts on the other node
@@ -144,6 +145,26 @@ def test_a_job_and_its_warm_pool_run_on_a_node(lab):
     assert u.delete(f"/api/v1/warm-pools/{wp['id']}").status == 204
     wait_until(lambda: lab.slurm_jobs()[pool_name][0][1] in ("CANCELLED", "COMPLETED"),
                30 * SLOW, "the pool's Slurm job to end")
+
+
+def test_the_controller_restarted_mid_start(lab):
+    """slurmctld is away when the start request comes and back with its state a moment
+    later: the start goes on (a refused or unanswered submit is retried or reconciled by
+    the job's name), exactly one Slurm job holds the runtime."""
+    u = lab.user("sc")
+    lab.cluster.stop_slurmctld()
+    try:
+        first = start(u)
+        time.sleep(2)  # the backend's submit meets no controller
+        assert u.get("/api/v1/me/runtime").json["runtime"]["state"] == "starting"
+    finally:
+        lab.cluster.start_slurmctld()
+    rt = wait_runtime(u, "running", timeout=START)
+    assert rt["id"] == first["id"]
+    jobs = lab.slurm_jobs().get(f"labd-rt-{rt['id']}", [])
+    assert [s for _, s, _ in jobs].count("RUNNING") == 1, jobs
+    assert u.get(f"/user/{u.user}/api/status").status == 200
+    assert stop(u)["state"] == "stopped"
 
 
 def test_a_dead_node_ends_its_runtime_and_the_home_is_never_mounted_twice(lab):

@@ -67,6 +67,12 @@ static void test_squeue_lines(void **state)
 						    &j), 0);
 	assert_int_equal(j.start_at, 0);
 	assert_string_equal(j.user, "");
+	/* a reason longer than labd keeps (seen after slurmctld restarted): cut, understood */
+	assert_int_equal(slurmcli_parse_squeue_line(
+				 "1|labd-rt-1|PENDING|Nodes required for job are DOWN, DRAINED or "
+				 "reserved for jobs in higher priority partitions|n/a|N/A|", &j), 0);
+	assert_int_equal(strncmp(j.reason, "Nodes required for job are DOWN", 31), 0);
+	assert_int_equal(strlen(j.reason), SLURM_REASON_MAX - 1);
 	/* not labd's: some other job of the same account */
 	assert_int_equal(slurmcli_parse_squeue_line("3|wrap|RUNNING|None|vm|N/A|", &j), 1);
 	/* malformed: a '|' in a name, fields missing, a bad id, a bad time, a bad user */
