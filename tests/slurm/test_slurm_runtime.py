@@ -6,6 +6,8 @@ with the Slurm backend and a `labd node` on each Slurm node (labd_slurm.py).
   unmounted; the ledger entry and the quota's use are exact to the second;
 - a job and its warm pool run on a node as a Slurm job of their own, the next job reuses
   the pool;
+- a GPU runtime sees exactly the device Slurm allocated on its node (GRES index mapped
+  through the node's gres.conf order to the device's minor);
 - slurmctld restarted right after a start request: the start goes on, one Slurm job;
 - a node that dies: its runtime ends with the node named; a start that Slurm places on
   the other node while the dead node still holds the home is refused with the reason
@@ -32,7 +34,9 @@ def lab():
     c = Cluster()
     c.start()
     try:
-        with LabOnSlurm(c) as lab:
+        # the head's GPU count: the cluster's (its queue admits GPU starts; which GPU
+        # is Slurm's choice, on the node)
+        with LabOnSlurm(c, head_sections={"gpu": {"stand_in": "4"}}) as lab:
             yield lab
     finally:
         c.close()
@@ -145,6 +149,36 @@ def test_a_job_and_its_warm_pool_run_on_a_node(lab):
     assert u.delete(f"/api/v1/warm-pools/{wp['id']}").status == 204
     wait_until(lambda: lab.slurm_jobs()[pool_name][0][1] in ("CANCELLED", "COMPLETED"),
                30 * SLOW, "the pool's Slurm job to end")
+
+
+def test_a_gpu_runtime_gets_the_device_slurm_allocated(lab):
+    # another Slurm user holds both of n1's GPUs: labd's runtime goes to n2, where
+    # Slurm's GRES index 0 is the device of minor 2, not 0
+    n1, n2 = lab.nodes["n1"].node, lab.nodes["n2"].node
+    other = lab.cluster.sbatch("--mem=20M", "--gres=gpu:2", "-w", n1.name, "--wrap", "sleep 300")
+    lab.cluster.wait_state(other, "RUNNING")
+    u = lab.user("sg")
+    try:
+        r = u.post("/api/v1/me/runtime", json={"type": "gpu"})
+        assert r.status == 202, r
+        rt = wait_runtime(u, "running", timeout=START)
+    finally:
+        lab.cluster.scancel(other)
+    jid, state, host = lab.runtime_job(rt["id"])
+    node = lab.nodes[lab.node_short(host)].node
+    assert node.name == n2.name, host
+    gres = lab.cluster.job(jid)["GRES"]  # gpu:1(IDX:i): i in the node's gres.conf order
+    idx = int(gres.split("IDX:")[1].rstrip(")"))
+    minor = int(node.gpus[idx].rsplit("nvidia", 1)[1])
+    kid, ws = open_kernel_channel(lab.head, u)
+    try:
+        seen, _, _ = jupyter_execute(
+            ws, "import os; ' '.join(sorted(d for d in os.listdir('/dev') if d[6:].isdigit() "
+                "and d.startswith('nvidia')))")
+    finally:
+        ws.close()
+    assert seen == repr(f"nvidia{minor}"), (seen, gres, node.name)
+    assert stop(u)["state"] == "stopped"
 
 
 def test_the_controller_restarted_mid_start(lab):
