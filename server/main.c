@@ -89,7 +89,7 @@ static int usage(FILE *to)
 		    "       labd [--config FILE] restore-home USER --from IMAGE [--reown]\n"
 		    "            swap one user's home (their sandboxes stopped; the old image\n"
 		    "            is kept in the archive); --reown: another user id's home\n"
-		    "       labd --config FILE node\n"
+		    "       labd --config FILE node   (or labd node --config FILE)\n"
 		    "            a Slurm compute node: sandboxes as the daemon runs them, linked\n"
 		    "            to the head ([node] in FILE) instead of serving HTTP\n"
 		    "       labd --version\n"
@@ -107,7 +107,10 @@ int main(int argc, char **argv)
 	enum log_level level;
 	int i;
 
-	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+	/* `labd node --config FILE` as well as `labd --config FILE node` */
+	bool node = argc > 1 && strcmp(argv[1], "node") == 0;
+
+	for (i = node ? 2 : 1; i < argc && argv[i][0] == '-'; i++) {
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
 			config_path = argv[++i];
 		else if (strcmp(argv[i], "--demo") == 0)
@@ -135,6 +138,10 @@ int main(int argc, char **argv)
 			cfg.user);
 		return 1;
 	}
+	if (node)
+		return i == argc ? run_node(&cfg) : usage(stderr);
+	if (i + 1 == argc && strcmp(argv[i], "node") == 0)
+		return run_node(&cfg);
 	if (i < argc && strcmp(argv[i], "user") == 0)
 		return cli_user(&cfg, argc - i, argv + i);
 	if (i < argc && (strcmp(argv[i], "doctor") == 0 || backup_is_command(argv[i]))) {
@@ -149,8 +156,6 @@ int main(int argc, char **argv)
 	}
 	if (i + 1 == argc && strcmp(argv[i], "routes") == 0)
 		return routes_print(stdout);
-	if (i + 1 == argc && strcmp(argv[i], "node") == 0)
-		return run_node(&cfg);
 	if (i < argc)
 		return usage(stderr);
 	/* Read as root, once: every web process the supervisor forks inherits it,

@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
@@ -145,6 +147,22 @@ void link_ctx_free(struct link_ctx *ctx)
 
 /* ---- connections ---- */
 
+/* A peer that vanished without a FIN or RST (a node powered off, a partition) must
+ * end the link within about a minute, not never: the node then dials again, and the
+ * head lets the node's entry go. Keepalive probes after 30 s idle, 10 s apart, 3 lost;
+ * data unacknowledged for 60 s ends it too. */
+static void set_liveness(int fd)
+{
+	int on = 1, idle_s = 30, interval_s = 10, count = 3, unacked_ms = 60000;
+
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof(interval_s));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked_ms, sizeof(unacked_ms));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)); /* small frames, answered at once */
+}
+
 static struct link_conn *conn_new(struct link_ctx *ctx, int fd)
 {
 	struct link_conn *c = calloc(1, sizeof(*c));
@@ -161,6 +179,7 @@ static struct link_conn *conn_new(struct link_ctx *ctx, int fd)
 		return NULL;
 	}
 	SSL_set_app_data(c->ssl, c);
+	set_liveness(fd);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	return c;
 }
@@ -571,7 +590,7 @@ int link_hello_check(json_t *hello, const char *expect_name, char *err, size_t e
 
 /* ---- the relay ---- */
 
-struct relay {
+struct link_relay_state {
 	struct link_conn *c;
 	int seq_fd, stop_fd;
 	/* a frame read from TLS, not yet sent on seq_fd (its body in c->in) */
@@ -607,7 +626,7 @@ static int drop_fd(struct link_conn *c, size_t len, int fd)
 
 /* One message from seq_fd into the out buffer (received in place, behind the room
  * for its head). 0 taken, 1 nothing there, 2 EOF, or a negative errno. */
-static int take_seq(struct relay *r)
+static int take_seq(struct link_relay_state *r)
 {
 	struct link_conn *c = r->c;
 	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
@@ -650,7 +669,7 @@ static int take_seq(struct relay *r)
 }
 
 /* Sends the pending frame on seq_fd. 0 sent, 1 would block, or a negative errno. */
-static int give_seq(struct relay *r)
+static int give_seq(struct link_relay_state *r)
 {
 	ssize_t n = send(r->seq_fd, r->c->in + HEAD_BYTES, r->pending_len, MSG_DONTWAIT | MSG_NOSIGNAL);
 
@@ -665,7 +684,7 @@ static int give_seq(struct relay *r)
 
 /* Does all that can be done without waiting. 0 to wait, 2 when a side closed, or a
  * negative errno. */
-static int relay_step(struct relay *r)
+static int relay_step(struct link_relay_state *r)
 {
 	bool progress = true;
 	int rc;
@@ -704,7 +723,7 @@ static int relay_step(struct relay *r)
 
 int link_relay(struct link_conn *c, int seq_fd, int stop_fd)
 {
-	struct relay r = {.c = c, .seq_fd = seq_fd, .stop_fd = stop_fd};
+	struct link_relay_state r = {.c = c, .seq_fd = seq_fd, .stop_fd = stop_fd};
 	int rc;
 
 	for (;;) {

@@ -16,6 +16,14 @@
  *    |now - unix_ms| <= LINK_DATA_SKEW_MS and the nonce was not seen in the last
  *    LINK_NONCE_KEEP_MS (struct link_nonces).
  *
+ * Where the secret is: root reads it at start into cfg->link_secret / link_secret_len
+ * ([node] secret_file in `labd node`, [slurm] secret_file on the head, main.c); the
+ * forked link or web process inherits the bytes.
+ *
+ * A reply relayed with "fd_dropped":true (job_shell's: its pty cannot cross) passes
+ * proto_reply's check (the field is listed there, optional); the head answers the
+ * request as not possible on a node.
+ *
  * All calls are blocking unless said; none keeps global state beyond OpenSSL's. */
 #ifndef LABD_LINK_H
 #define LABD_LINK_H

@@ -96,6 +96,8 @@ const struct proto_field proto_reply[] = {
 	{"size_bytes", PROTO_INT, 0, 1LL << 50, true}, /* home_usage */
 	{"applied", PROTO_STRING, 1, 16, true}, /* home_resize: online, next_start, unchanged */
 	{"image_hash", PROTO_STRING, 1, 80, true}, /* sandbox_start on an image: its hash */
+	/* a node's link (link.h) could not carry the descriptor beside this reply */
+	{"fd_dropped", PROTO_BOOL, 0, 0, true},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_ready[] = {

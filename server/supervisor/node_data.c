@@ -1,8 +1,10 @@
 /* node_data.c - the data port; see node_data.h.
  *
  * A thread per connection, blocking I/O with poll: at most data_max_connections of
- * them, each with a small stack, and the relay is two copies through one buffer each
- * way (the bytes are a browser's HTTP and WebSocket traffic, not bulk data). */
+ * them, each with a small stack, and the relay copies through one 64 KiB buffer each way
+ * (128 KiB a connection: 128 MiB at the default bound of 1024). Measured with
+ * bench/node-link.py over loopback: 16 KiB buffers gave 349 MiB/s for one stream, 64 KiB
+ * 839 MiB/s (the Unix socket alone: 2.5-3.3 GiB/s); more than a cluster link carries. */
 #include "supervisor/node_data.h"
 
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -23,7 +26,7 @@
 #include "proto/link.h"
 
 #define NONCES_MAX 65536 /* lines a minute; more are refused (-EBUSY) */
-#define RELAY_BUF 16384
+#define RELAY_BUF 65536
 #define THREAD_STACK (256 * 1024)
 #define REFUSAL_LOG_MS 60000
 
@@ -248,6 +251,23 @@ static void *accept_loop(void *arg)
 	return NULL;
 }
 
+/* Two descriptors a connection (its TCP socket and the runtime's) beside the link's
+ * own: the soft limit (often 1024) is raised to the hard one, and the bound is said
+ * when even that is too low. */
+static void raise_nofile(unsigned max_connections)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur < 2ull * max_connections + 64)
+		log_warn("data port: the open-file limit %llu is too low for [node] "
+			 "data_max_connections = %u (each takes two)",
+			 (unsigned long long)rl.rlim_cur, max_connections);
+}
+
 int node_data_start(int listen_fd, const struct link_secret *secret, unsigned max_connections)
 {
 	pthread_t t;
@@ -255,6 +275,7 @@ int node_data_start(int listen_fd, const struct link_secret *secret, unsigned ma
 	data.listen_fd = listen_fd;
 	data.max_connections = max_connections ? max_connections : 1;
 	data.secret = *secret;
+	raise_nofile(data.max_connections);
 	if (!(data.nonces = link_nonces_new(NONCES_MAX)))
 		return log_error("data port: out of memory");
 	/* blocking accepts on this thread */

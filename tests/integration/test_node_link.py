@@ -29,6 +29,8 @@ import pytest
 from labd_harness import (SLOW, build_dir, free_port, labd_binary, pid_alive, proc_children,
                           proc_comm, proc_status, wait_until)
 
+# run as a sandbox's uid: an interpreter any uid may execute (not one under /root)
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 SANDBOX_UID = 3999001  # stands for a sandbox's host uid: neither root nor labd
 OTHER_UID = 3999002
 
@@ -99,9 +101,12 @@ class Node:
         self.log_path = os.path.join(self.dir, "node.log")
         self.proc = None
 
-    def start(self):
+    def start(self, command_first=False):
+        """command_first: `labd node --config FILE` (else `labd --config FILE node`)."""
+        argv = ([labd_binary(), "node", "--config", self.config] if command_first
+                else [labd_binary(), "--config", self.config, "node"])
         with open(self.log_path, "wb") as logf:
-            self.proc = subprocess.Popen([labd_binary(), "--config", self.config, "node"],
+            self.proc = subprocess.Popen(argv,
                                          stdin=subprocess.DEVNULL, stdout=logf,
                                          stderr=subprocess.STDOUT, start_new_session=True)
         return self
@@ -203,7 +208,7 @@ def test_wrong_key_is_refused_and_two_nodes_share_a_machine(linked):
         fh.write(os.urandom(48))
     os.chmod(secret_file, 0o600)
     head2 = Head(secret_file)
-    n2 = Node("n2", head2.port, SECRET).start()  # not head2's key
+    n2 = Node("n2", head2.port, SECRET).start(command_first=True)  # not head2's key
     try:
         assert head2.read(20) == {"refused": 13}  # EACCES: the handshake failed
         wait_until(lambda: "the head refused the key" in n2.log(), 10 * SLOW,
@@ -253,7 +258,7 @@ def serve_socket(run_dir, uid):
         os.chdir(run_dir)  # as root: the state dir above is closed to the uid
         os.setgid(uid)
         os.setuid(uid)
-    p = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, "jupyter.sock"],
+    p = subprocess.Popen([PYTHON, "-c", ECHO_SERVER, "jupyter.sock"],
                          stdout=subprocess.PIPE, preexec_fn=drop)
     assert p.stdout.readline() == b"ready\n"
     return p
@@ -351,7 +356,8 @@ def sandbox_cgroups(parent):
 
 def test_a_runtime_on_the_node_through_link_and_data_port(linked):
     """The head's start crosses the link; the node builds a real sandbox under its own
-    cgroup parent (labd-n1); the head reaches its Jupyter through the data port."""
+    cgroup parent (labd-n1); the head reaches its Jupyter through the data port; a killed
+    link leaves it running and listed."""
     head, node, _ = linked
     user, token = "carol", "k" * 43
     r = head.request({"v": 2, "id": 50, "type": "sandbox_start", "user": user, "user_id": 7,
@@ -371,6 +377,15 @@ def test_a_runtime_on_the_node_through_link_and_data_port(linked):
            f"Authorization: token {token}\r\nConnection: close\r\n\r\n").encode()
     got = exchange(node, data_line(path) + req)
     assert got.startswith(b"HTTP/1.1 200"), got[:200]
+    # a dead link is a web restart to the sandbox: it keeps running, the new link lists it
+    os.kill(wait_until(node.link_pid, 10 * SLOW, "the link process"), signal.SIGKILL)
+    while "type" not in (m := head.read(20)):
+        pass  # {"closed": ...}, then the new link's hello
+    assert head.request({"v": 2, "type": "hello", "id": 60, "version": m["version"]})["ok"]
+    r = head.request({"v": 2, "type": "sandbox_list", "id": 61})
+    assert [b["user"] for b in r["sandboxes"]] == [user], r
+    got = exchange(node, data_line(path) + req)
+    assert got.startswith(b"HTTP/1.1 200"), got[:200]
     r = head.request({"v": 2, "id": 51, "type": "sandbox_stop", "user": user, "runtime_id": 4242,
                       "reason": "test"}, timeout=60)
     assert r["ok"] is True, r
@@ -378,3 +393,38 @@ def test_a_runtime_on_the_node_through_link_and_data_port(linked):
         m = head.read(max(1, deadline - time.monotonic()))
         if m.get("type") == "sandbox_ended":
             break
+
+
+def test_bad_node_config_stops_at_start():
+    """Each refusal names its key and changes nothing (no state dir is made)."""
+    n = Node("n3", 1, SECRET)
+    try:
+        cases = [
+            (lambda: os.chmod(n.secret_file, 0o644), "open to others"),
+            (lambda: short_secret(n), "must hold 32 to 512 bytes"),
+            (lambda: rewrite(n, "data_listen", "0.0.0.0:7001"), "[node] data_listen"),
+            (lambda: rewrite(n, "name", "bad name"), "[node] name"),
+        ]
+        for spoil, said in cases:
+            spoil()
+            p = subprocess.run([labd_binary(), "node", "--config", n.config],
+                               capture_output=True, timeout=30)
+            assert p.returncode == 1, p
+            assert said in p.stderr.decode(), p.stderr
+            assert not os.path.exists(n.state_dir)
+    finally:
+        n.cleanup()
+
+
+def short_secret(node):
+    with open(node.secret_file, "wb") as fh:
+        fh.write(b"short")
+    os.chmod(node.secret_file, 0o600)
+
+
+def rewrite(node, key, value):
+    with open(node.config) as fh:
+        lines = [f"{key} = {value}" if ln.startswith(f"{key} = ") else ln
+                 for ln in fh.read().splitlines()]
+    with open(node.config, "w") as fh:
+        fh.write("\n".join(lines) + "\n")

@@ -14,7 +14,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "labd/clock.h"
 #include "proto/link.h"
+#include "runtime/endpoint.h"
 
 static struct link_secret key_a, key_b;
 
@@ -237,7 +239,7 @@ static void test_relay(void **state)
 	struct head h;
 	json_t *hello = hello_of("gpu-06"), *got = NULL, *msg = json_pack("{s:s,s:i,s:b}", "type", "reply", "id", 9, "ok", 1);
 	int sv[2], p[2];
-	char buf[256], cbuf[CMSG_SPACE(sizeof(int))];
+	char buf[256], cbuf[CMSG_SPACE(sizeof(int))] = {0};
 	pthread_t t;
 	(void)state;
 
@@ -427,6 +429,42 @@ static void test_names(void **state)
 	assert_null(link_ctx_client(&key_a, "bad name"));
 }
 
+/* The proxy's side: a tcp: endpoint connects and writes a line the node accepts for
+ * the endpoint's path; malformed targets and a missing secret are refused. */
+static void test_endpoint_tcp(void **state)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sin);
+	struct link_nonces *seen = link_nonces_new(4);
+	char target[128], line[LINK_DATA_LINE_MAX + 1], path[256];
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	(void)state;
+
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sin, &len), 0);
+	snprintf(target, sizeof(target), "tcp:127.0.0.1:%u/" PATH_OK, ntohs(sin.sin_port));
+	assert_int_equal(endpoint_connect_tcp(target, 1000, false), -ENOKEY);
+	endpoint_set_secret(key_a.bytes, key_a.len);
+	assert_true(endpoint_is_tcp(target));
+	assert_false(endpoint_is_tcp("unix:runtimes/a/run/jupyter.sock"));
+	assert_int_equal(endpoint_connect_tcp("tcp:127.0.0.1:1", 1000, false), -EINVAL);
+	assert_int_equal(endpoint_connect_tcp("tcp:127.0.0.1/x", 1000, false), -EINVAL);
+	assert_int_equal(endpoint_connect_tcp("tcp:node1:7001/x", 1000, false), -EINVAL); /* numeric only */
+	int fd = endpoint_connect_tcp(target, 1000, false);
+	assert_true(fd >= 0);
+	int peer = accept(lfd, NULL, NULL);
+	ssize_t n = recv(peer, line, sizeof(line) - 1, 0);
+	assert_true(n > 0);
+	line[n] = '\0';
+	assert_int_equal(link_data_line_check(&key_a, seen, line, clock_wall_ms(), path, sizeof(path)), 0);
+	assert_string_equal(path, PATH_OK);
+	close(fd);
+	close(peer);
+	close(lfd);
+	link_nonces_free(seen);
+}
+
 /* ---- the head stand-in of tests/integration/test_node_link.py ----
  *
  * test_link --head SECRET_FILE: listens on 127.0.0.1 (port printed first as
@@ -540,6 +578,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_nonce_cache_full),
 		cmocka_unit_test(test_data_path),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_endpoint_tcp),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
