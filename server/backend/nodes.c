@@ -132,19 +132,24 @@ static void node_free(struct node *nd)
 	free(nd);
 }
 
-void nodes_release(struct node *nd)
+/* Lets go of k references at once; the last frees nd. */
+static void release_refs(struct node *nd, int k)
 {
-	struct nodes *n;
+	struct nodes *n = nd->owner;
 	bool last;
 
-	if (!nd)
-		return;
-	n = nd->owner;
 	pthread_mutex_lock(&n->lock);
-	last = --nd->refs == 0;
+	nd->refs -= k;
+	last = nd->refs == 0;
 	pthread_mutex_unlock(&n->lock);
 	if (last)
 		node_free(nd);
+}
+
+void nodes_release(struct node *nd)
+{
+	if (nd)
+		release_refs(nd, 1);
 }
 
 /* Takes nd out of the table if it is there (the lock held); the table's reference
@@ -227,12 +232,12 @@ size_t nodes_hold_all(struct nodes *n, struct node **out, size_t max)
 	return k;
 }
 
-struct backend *node_backend(struct node *nd)
+struct backend *nodes_backend(struct node *nd)
 {
 	return nd->backend;
 }
 
-const char *node_name(const struct node *nd)
+const char *nodes_name(const struct node *nd)
 {
 	return nd->info.name;
 }
@@ -320,52 +325,54 @@ struct conn_arg {
 	int fd;
 };
 
-static void *conn_thread(void *arg)
+/* One accepted connection, from handshake to the link's end. */
+static void serve_link(struct nodes *n, int fd)
 {
-	struct conn_arg *ca = arg;
-	struct nodes *n = ca->n;
 	struct node *nd = calloc(1, sizeof(*nd));
 	json_t *hello = NULL;
 	pthread_t relay;
-	int rc;
 
-	rc = nd ? link_accept(n->ctx, ca->fd, &hello, &nd->conn) : -ENOMEM;
-	free(ca);
-	if (rc == 0) {
-		nd->owner = n;
-		nd->seq_fd = -1;
-		nd->refs = 1; /* this thread's */
-		read_hello(hello, &nd->info);
-		json_decref(hello);
-		rc = bring_up(n, nd, &relay);
-		nd = rc == 0 ? nd : NULL;
+	if (!nd) {
+		close(fd);
+		return;
 	}
-	if (rc == 0 && enlist(n, nd) < 0) {
+	nd->owner = n;
+	nd->seq_fd = -1;
+	nd->refs = 1; /* this thread's */
+	if (link_accept(n->ctx, fd, &hello, &nd->conn) < 0) {
+		free(nd);
+		return;
+	}
+	read_hello(hello, &nd->info);
+	json_decref(hello);
+	if (bring_up(n, nd, &relay) < 0)
+		return; /* nd is gone with it */
+	if (enlist(n, nd) < 0) {
 		log_error("node %s refused: more than %d nodes", nd->info.name, NODES_MAX);
 		shutdown(nd->seq_fd, SHUT_RDWR);
-		rc = -ENOSPC;
-	}
-	if (rc == 0) {
+	} else {
 		log_info("node %s is up (data %s, %zu GPUs)", nd->info.name, nd->info.data,
 			 nd->info.n_gpus);
 		if (n->hooks.up)
 			n->hooks.up(n->hooks.ctx, &nd->info);
-	} else if (nd && !nd->conn) {
-		free(nd);
-		nd = NULL;
 	}
-	if (nd) {
-		pthread_join(relay, NULL);
-		pthread_mutex_lock(&n->lock);
-		bool was_listed = unlist(n, nd);
-		pthread_mutex_unlock(&n->lock);
-		if (was_listed) {
-			if (n->hooks.down)
-				n->hooks.down(n->hooks.ctx, nd->info.name);
-			nodes_release(nd); /* the table's */
-		}
-		nodes_release(nd); /* this thread's */
-	}
+	pthread_join(relay, NULL);
+	pthread_mutex_lock(&n->lock);
+	bool was_listed = unlist(n, nd);
+	pthread_mutex_unlock(&n->lock);
+	if (was_listed && n->hooks.down)
+		n->hooks.down(n->hooks.ctx, nd->info.name);
+	release_refs(nd, was_listed ? 2 : 1); /* this thread's, and the table's if it held one */
+}
+
+static void *conn_thread(void *arg)
+{
+	struct conn_arg *ca = arg;
+	struct nodes *n = ca->n;
+	int fd = ca->fd;
+
+	free(ca);
+	serve_link(n, fd);
 	pthread_mutex_lock(&n->lock);
 	n->links--;
 	pthread_cond_broadcast(&n->idle);

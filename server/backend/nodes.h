@@ -63,8 +63,8 @@ struct node *nodes_hold(struct nodes *n, const char *name, struct node_info *inf
 size_t nodes_hold_all(struct nodes *n, struct node **out, size_t max);
 void nodes_release(struct node *node);
 /* The node's local backend (valid while held) and its name. */
-struct backend *node_backend(struct node *node);
-const char *node_name(const struct node *node);
+struct backend *nodes_backend(struct node *node);
+const char *nodes_name(const struct node *node);
 
 /* The endpoint a node's ready event names ("unix:runtimes/<user>/run/jupyter.sock",
  * relative to its state dir), as the head reaches it through the node's data port:

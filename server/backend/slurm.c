@@ -257,7 +257,7 @@ static int stop_anywhere(struct slurm *s, bool pool, const char *user, int64_t i
 	int rc = -ENOENT;
 
 	for (size_t i = 0; i < n; i++) {
-		struct backend *nb = node_backend(all[i]);
+		struct backend *nb = nodes_backend(all[i]);
 		if (rc != 0 && (pool ? backend_pool_stop(nb, user, id, reason)
 				     : backend_stop(nb, user, id, reason)) == 0)
 			rc = 0;
@@ -292,8 +292,8 @@ static int stop_holder(struct slurm *s, bool pool, const char *user, int64_t id,
 		struct node *nd = nodes_hold(s->nodes, node, NULL);
 		int rc = -ENOTCONN;
 		if (nd) {
-			rc = pool ? backend_pool_stop(node_backend(nd), user, found_id, reason)
-				  : backend_stop(node_backend(nd), user, found_id, reason);
+			rc = pool ? backend_pool_stop(nodes_backend(nd), user, found_id, reason)
+				  : backend_stop(nodes_backend(nd), user, found_id, reason);
 			nodes_release(nd);
 		}
 		if (rc == -ENOENT) {
@@ -334,7 +334,7 @@ static int append_node(struct node *nd, struct backend_sandbox **out, size_t *n,
 {
 	struct backend_sandbox *l = NULL;
 	size_t k = 0;
-	int rc = backend_list(node_backend(nd), &l, &k);
+	int rc = backend_list(nodes_backend(nd), &l, &k);
 
 	if (rc == 0 && *n + k > *cap) {
 		size_t want = (*n + k) * 2 + 16;
@@ -380,7 +380,7 @@ static int slurm_list(struct backend *b, struct backend_sandbox **out, size_t *n
 	for (size_t i = 0; i < k; i++) {
 		/* a node that does not answer is as one whose link is down */
 		if (append_node(all[i], out, n, &cap) == 0)
-			snprintf(up[n_up++], sizeof(up[0]), "%s", node_name(all[i]));
+			snprintf(up[n_up++], sizeof(up[0]), "%s", nodes_name(all[i]));
 		nodes_release(all[i]);
 	}
 	pthread_mutex_lock(&s->lock);
@@ -429,7 +429,7 @@ static int slurm_job_run(struct backend *b, const char *user, int64_t pool_id, i
 		snprintf(err, errlen, "pool %lld runs on no connected node", (long long)pool_id);
 		return -ENOENT;
 	}
-	rc = backend_job_run(node_backend(nd), user, pool_id, job_id, spec_json, err, errlen);
+	rc = backend_job_run(nodes_backend(nd), user, pool_id, job_id, spec_json, err, errlen);
 	nodes_release(nd);
 	return rc;
 }
@@ -442,7 +442,7 @@ static int slurm_job_stop(struct backend *b, const char *user, int64_t pool_id, 
 
 	if (!nd)
 		return -ENOENT;
-	rc = backend_job_stop(node_backend(nd), user, pool_id, job_id, grace_s);
+	rc = backend_job_stop(nodes_backend(nd), user, pool_id, job_id, grace_s);
 	nodes_release(nd);
 	return rc;
 }
@@ -457,7 +457,7 @@ static int slurm_job_logs_remove(struct backend *b, const int64_t *job_ids, size
 	int rc = 0;
 
 	for (size_t i = 0; i < k; i++) {
-		int r = backend_job_logs_remove(node_backend(all[i]), job_ids, n);
+		int r = backend_job_logs_remove(nodes_backend(all[i]), job_ids, n);
 		if (r < 0)
 			rc = r;
 		nodes_release(all[i]);
@@ -484,7 +484,7 @@ static int slurm_user_deleted(struct backend *b, const char *user, int64_t user_
 
 	slurm_stop(b, user, 0, "the user was deleted");
 	for (size_t i = 0; i < k; i++) {
-		int r = backend_user_deleted(node_backend(all[i]), user, user_id);
+		int r = backend_user_deleted(nodes_backend(all[i]), user, user_id);
 		if (r < 0)
 			rc = r;
 		nodes_release(all[i]);
@@ -588,17 +588,13 @@ struct backend *backend_slurm_new(const struct labd_config *cfg, const struct ba
 					cfg->slurm_scancel, (int)(cfg->slurm_timeout_s * 1000)};
 	pthread_mutex_init(&s->lock, NULL);
 	init_wake(&s->wake);
+	s->poked = true; /* the first pass at once: jobs of a previous process are adopted */
 	hooks.web = &s->ev;
 	hooks.ctx = s;
-	char why[160];
-
+	/* root read it before the fork (main.c) */
 	if (secret.len > sizeof(secret.bytes))
 		secret.len = 0;
 	memcpy(secret.bytes, cfg->link_secret, secret.len);
-	/* root read it before the fork; else the file must be readable by this user */
-	if (secret.len == 0 && link_secret_read(cfg->slurm_secret_file, &secret, why,
-						sizeof(why)) < 0)
-		log_error("[slurm] secret_file: %s", why);
 	s->nodes = secret.len >= LINK_SECRET_MIN ? nodes_new(cfg->slurm_listen, &secret, &hooks)
 						 : NULL;
 	link_secret_clear(&secret);

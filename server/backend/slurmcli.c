@@ -211,6 +211,9 @@ static int parse_queue(char *text, struct slurm_job **jobs, size_t *n)
 		int rc = slurmcli_parse_squeue_line(line, &j);
 		if (rc < 0)
 			log_warn("squeue: a line not understood: %.120s", line);
+		/* a job of labd's that was not read must not read as gone */
+		if (rc < 0 && strstr(line, "|labd-"))
+			return -EAGAIN;
 		if (rc != 0)
 			continue;
 		if (*n == cap) {
@@ -240,7 +243,7 @@ int slurmcli_queue(const struct slurm_tools *t, struct slurm_job **jobs, size_t 
 	snprintf(user, sizeof(user), "--user=%u", (unsigned)getuid());
 	switch (run_verdict(t, argv, out, QUEUE_OUT_MAX, e, sizeof(e))) {
 	case SLURM_ANSWERED:
-		rc = parse_queue(out, jobs, n);
+		rc = parse_queue(out, jobs, n); /* -EAGAIN: a line of labd's not understood */
 		break;
 	case SLURM_REFUSED:
 		log_warn("squeue failed: %.200s", e);

@@ -52,6 +52,7 @@ struct holder {
 	bool node_lost;  /* its node's supervisor does not hold it (a stop found none) */
 	bool slurm_ended; /* Slurm ended it (sstate final) or no longer knows it (gone) */
 	bool gone;
+	bool verified;    /* adopted: its node's list holds it */
 	char sstate[SLURM_STATE_MAX], sreason[SLURM_REASON_MAX];
 	int64_t start_at;
 };

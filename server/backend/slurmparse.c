@@ -55,6 +55,17 @@ static int copy_field(const char *field, char *out, size_t outlen)
 	return 0;
 }
 
+/* A reason may be a sentence ("Nodes required for job are DOWN, DRAINED or reserved
+ * for jobs in higher priority partitions"): its start is enough. */
+static int copy_cut(const char *field, char *out, size_t outlen)
+{
+	size_t len = strlen(field) < outlen - 1 ? strlen(field) : outlen - 1;
+
+	memcpy(out, field, len);
+	out[len] = '\0';
+	return 0;
+}
+
 /* "n/a", "(null)" and "None" are Slurm's words for no host. */
 static int copy_host(const char *field, char *out, size_t outlen)
 {
@@ -107,10 +118,8 @@ int slurmcli_parse_squeue_line(const char *line, struct slurm_job *out)
 		return -EINVAL;
 	if (slurmcli_name_parse(f[1], &out->pool, &out->id) < 0)
 		return 1;
-	/* the reason is Slurm's free text, some longer than labd keeps ("Nodes required
-	 * for job are DOWN, DRAINED or reserved ..."): cut, never a line not understood */
-	snprintf(out->reason, sizeof(out->reason), "%s", f[3]);
 	if (copy_field(f[2], out->state, sizeof(out->state)) < 0 || !out->state[0] ||
+	    copy_cut(f[3], out->reason, sizeof(out->reason)) < 0 ||
 	    copy_host(f[4], out->host, sizeof(out->host)) < 0 ||
 	    slurmcli_parse_time(f[5], &out->start_at) < 0 ||
 	    copy_user(f[6], out->user, sizeof(out->user)) < 0)

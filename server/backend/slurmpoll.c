@@ -110,6 +110,8 @@ static void submit_one(struct slurm *s, struct holder *h)
 		snprintf(reason, sizeof(reason), "could not start: Slurm refused: %s", err);
 		pthread_mutex_lock(&s->lock);
 		h->end_passed = true;
+		/* a refusal may still have made the job: the next squeue cancels it */
+		h->submit_lost = true;
 		pthread_mutex_unlock(&s->lock);
 		slurm_pass_end(s, h, "start_failed", true, reason);
 	}
@@ -268,12 +270,12 @@ static int node_start(struct slurm *s, struct holder *h, struct node *nd,
 		struct backend_pool_start ps = {.user = h->user, .user_id = h->user_id,
 						.pool_id = h->id, .deadline_s = h->deadline_s,
 						.shape = *sh};
-		return backend_pool_start(node_backend(nd), &ps, err, errlen);
+		return backend_pool_start(nodes_backend(nd), &ps, err, errlen);
 	}
 	struct backend_start st = {.user = h->user, .user_id = h->user_id, .runtime_id = h->id,
 				   .kind = h->kind, .token = h->token,
 				   .deadline_s = h->deadline_s, .shape = *sh};
-	return backend_start(node_backend(nd), &st, endpoint, err, errlen);
+	return backend_start(nodes_backend(nd), &st, endpoint, err, errlen);
 }
 
 static void start_one(struct slurm *s, struct holder *h)
@@ -344,10 +346,57 @@ static void stop_on_node(struct slurm *s, struct holder *h, const char *reason)
 	if (!nd)
 		return;
 	if (h->pool)
-		backend_pool_stop(node_backend(nd), h->user, h->id, reason);
+		backend_pool_stop(nodes_backend(nd), h->user, h->id, reason);
 	else
-		backend_stop(node_backend(nd), h->user, h->id, reason);
+		backend_stop(nodes_backend(nd), h->user, h->id, reason);
 	nodes_release(nd);
+}
+
+/* Whether the node's list holds (pool, id): 1, 0, or -1 when it did not answer. */
+static int node_holds(struct node *nd, bool pool, int64_t id)
+{
+	struct backend_sandbox *l = NULL;
+	size_t n = 0;
+	int found = 0;
+
+	if (backend_list(nodes_backend(nd), &l, &n) < 0)
+		return -1;
+	for (size_t i = 0; i < n && !found; i++)
+		found = pool ? l[i].pool_id == id : (l[i].pool_id == 0 && l[i].runtime_id == id);
+	free(l);
+	return found;
+}
+
+/* A job adopted after a restart: its node must hold its sandbox once the node's link
+ * is up (else the start never reached it: cancel it); a node that stays away longer
+ * than NODE_WAIT_MS leaves it to Slurm's end. true when it is done. */
+static bool verify_adopted(struct slurm *s, struct holder *h, const struct holder *c)
+{
+	struct node *nd = nodes_hold(s->nodes, c->node, NULL);
+	int held = nd ? node_holds(nd, c->pool, c->id) : -1;
+	long long now = clock_ms();
+	int rc = 0;
+
+	if (nd)
+		nodes_release(nd);
+	if (!h->node_wait_ms)
+		h->node_wait_ms = now;
+	if (held == 1) {
+		pthread_mutex_lock(&s->lock);
+		h->verified = true;
+		pthread_mutex_unlock(&s->lock);
+		return false;
+	}
+	if (held < 0 && now - h->node_wait_ms <= NODE_WAIT_MS)
+		return false;
+	log_warn("cancelling Slurm job %lld: node %s does not hold %s %lld", (long long)c->job_id,
+		 c->node, c->pool ? "pool" : "runtime", (long long)c->id);
+	cancel_job(s, c->job_id, &rc);
+	pthread_mutex_lock(&s->lock);
+	h->end_passed = true;
+	pthread_mutex_unlock(&s->lock);
+	slurm_pass_end(s, h, "gone", true, "its node does not hold its sandbox");
+	return rc == 0;
 }
 
 /* What is left of one holder after the pass; true when it is done (removed). */
@@ -361,10 +410,14 @@ static bool finish_one(struct slurm *s, struct holder *h)
 	c = *h;
 	pthread_mutex_unlock(&s->lock);
 	if (c.end_passed) {
+		if (c.submit_lost)
+			return false; /* the next answer names its job, or says there is none */
 		if (c.job_id && !c.slurm_ended)
 			cancel_job(s, c.job_id, &rc);
 		return rc == 0;
 	}
+	if (!c.have_request && c.phase == H_ON_NODE && !c.verified)
+		return verify_adopted(s, h, &c);
 	if (c.slurm_ended) {
 		if (c.gone)
 			end = (struct slurm_end){.cause = "gone", .failed = true};
@@ -413,6 +466,10 @@ static void pass(struct slurm *s)
 	}
 }
 
+/* With no holder there is nothing to follow: a pass now and then still cancels a job
+ * of labd's name that nothing holds (a start whose process died), and a start pokes. */
+#define IDLE_POLL_MS 60000
+
 void *slurm_poll_loop(void *arg)
 {
 	struct slurm *s = arg;
@@ -420,7 +477,8 @@ void *slurm_poll_loop(void *arg)
 
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
-		clock_deadline(&until, (long long)s->cfg->slurm_poll_interval_ms);
+		clock_deadline(&until, s->holders ? (long long)s->cfg->slurm_poll_interval_ms
+						  : IDLE_POLL_MS);
 		while (!s->poked && !s->stopping)
 			if (pthread_cond_timedwait(&s->wake, &s->lock, &until) == ETIMEDOUT)
 				break;

@@ -28,14 +28,14 @@
 #include "proto/proto.h"
 
 #define TOKEN "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ" /* 43 characters */
-#define WAIT_MS 8000
+#define WAIT_MS 20000
 
 static char dir[64];
 static struct labd_config cfg;
 
 /* ---- what the backend told the web process ---- */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int connected, readies, ends;
+static int connected, readies, ends, pools_ready, pools_ended;
 static char ready_endpoint[200], end_cause[20], end_reason[200];
 static int64_t end_id;
 
@@ -67,6 +67,30 @@ static void ev_ended(void *ctx, const char *user, int64_t id, const char *cause,
 	pthread_mutex_lock(&lock);
 	ends++;
 	end_id = id;
+	snprintf(end_cause, sizeof(end_cause), "%s", cause);
+	snprintf(end_reason, sizeof(end_reason), "%s", reason);
+	pthread_mutex_unlock(&lock);
+}
+
+static void ev_pool_ready(void *ctx, const char *user, int64_t pool_id)
+{
+	(void)ctx;
+	(void)user;
+	(void)pool_id;
+	pthread_mutex_lock(&lock);
+	pools_ready++;
+	pthread_mutex_unlock(&lock);
+}
+
+static void ev_pool_ended(void *ctx, const char *user, int64_t pool_id, const char *cause,
+			  bool failed, const char *reason)
+{
+	(void)ctx;
+	(void)user;
+	(void)pool_id;
+	(void)failed;
+	pthread_mutex_lock(&lock);
+	pools_ended++;
 	snprintf(end_cause, sizeof(end_cause), "%s", cause);
 	snprintf(end_reason, sizeof(end_reason), "%s", reason);
 	pthread_mutex_unlock(&lock);
@@ -144,7 +168,7 @@ static void make_tools(void)
 }
 
 /* ---- the stand-in node ---- */
-static int node_starts, node_stops;
+static int node_starts, node_stops, node_job_runs;
 static char node_start_gpus[64];
 static bool node_has_alice;
 
@@ -179,6 +203,18 @@ static void answer(struct link_conn *c, json_t *m)
 						     "unix:runtimes/alice/run/jupyter.sock"));
 		assert_int_equal(link_frame_write(c, ev), 0);
 		json_decref(ev);
+	} else if (!strcmp(type, "pool_start")) {
+		reply(c, m, NULL);
+		json_t *ev = proto_msg("pool_ready", -1);
+		json_object_update_new(ev, json_pack("{s:s,s:O}", "user", "dana", "pool_id",
+						     json_object_get(m, "pool_id")));
+		assert_int_equal(link_frame_write(c, ev), 0);
+		json_decref(ev);
+	} else if (!strcmp(type, "job_run")) {
+		pthread_mutex_lock(&lock);
+		node_job_runs++;
+		pthread_mutex_unlock(&lock);
+		reply(c, m, NULL);
 	} else if (!strcmp(type, "sandbox_list")) {
 		pthread_mutex_lock(&lock);
 		bool has = node_has_alice;
@@ -262,7 +298,8 @@ static void set_up(void)
 static void test_runtime_on_a_node(void **state)
 {
 	struct backend_events ev = {.connected = ev_connected, .ready = ev_ready,
-				    .ended = ev_ended};
+				    .ended = ev_ended, .pool_ready = ev_pool_ready,
+				    .pool_ended = ev_pool_ended};
 	struct backend_start st = {.user = "alice", .user_id = 3, .runtime_id = 5, .kind = "gpu",
 				   .token = TOKEN, .deadline_s = time(NULL) + 3600,
 				   .shape = {.n_gpus = 1, .gpus = {0}, .memory_bytes = 2LL << 30,
@@ -327,12 +364,15 @@ static void test_runtime_on_a_node(void **state)
 	st.user = "bob";
 	st.runtime_id = 6;
 	st.shape.n_gpus = 0;
-	write_file("queue", "100|labd-rt-6|PENDING|Priority|n/a|N/A|bob\n", 0644);
+	write_file("queue", "100|labd-rt-6|PENDING|Priority|n/a|N/A|bob\n"
+			    "300|labd-rt-9|PENDING|Priority|n/a|N/A|carol\n", 0644);
 	assert_int_equal(backend_start(b, &st, endpoint, err, sizeof(err)), 0);
 	for (long long until = clock_ms() + WAIT_MS;
 	     backend_slurm_queue(b, 6, text, sizeof(text), &estimate) != 0 ||
 	     strcmp(text, "waiting in Slurm behind jobs of higher priority");)
 		assert_true(clock_ms() < until);
+	/* a job of labd's name that nothing holds (a start whose process died) is cancelled */
+	assert_true(wait_file_has("scancel.log", "300"));
 	assert_int_equal(backend_stop(b, "bob", 6, "stopped by bob"), 0);
 	assert_true(wait_count(&ends, 2));
 	assert_int_equal(end_id, 6);
@@ -340,9 +380,23 @@ static void test_runtime_on_a_node(void **state)
 	assert_string_equal(end_reason, "stopped by bob");
 	assert_true(wait_file_has("scancel.log", "100"));
 
-	/* a job of labd's name that nothing holds (a start whose process died) is cancelled */
-	write_file("queue", "300|labd-rt-9|PENDING|Priority|n/a|N/A|carol\n", 0644);
-	assert_true(wait_file_has("scancel.log", "300"));
+
+	/* a job pool: held by labd-pool-<id>, built on its node, its jobs sent there; Slurm's
+	 * time limit ends it */
+	struct backend_pool_start ps = {.user = "dana", .user_id = 4, .pool_id = 8,
+					.deadline_s = time(NULL) + 600,
+					.shape = {.memory_bytes = 1LL << 30, .cpus_milli = 1000}};
+	write_file("queue", "100|labd-pool-8|RUNNING|None|n1|N/A|dana\n", 0644);
+	assert_int_equal(backend_job_run(b, "dana", 8, 1, "{}", err, sizeof(err)), -ENOENT);
+	assert_int_equal(backend_pool_start(b, &ps, err, sizeof(err)), 0);
+	assert_true(wait_file_has("sbatch.log", "--job-name=labd-pool-8 --comment=dana "
+						"--mem=1024M --cpus-per-task=1"));
+	assert_true(wait_count(&pools_ready, 1));
+	assert_int_equal(backend_job_run(b, "dana", 8, 1, "{}", err, sizeof(err)), 0);
+	assert_int_equal(counter(&node_job_runs), 1);
+	write_file("queue", "100|labd-pool-8|TIMEOUT|TimeLimit|n1|N/A|dana\n", 0644);
+	assert_true(wait_count(&pools_ended, 1));
+	assert_string_equal(end_cause, "time_limit");
 
 	/* a shell into a job does not cross the link yet */
 	struct backend_shell sh = {.user = "alice", .pool_id = 1, .job_id = 1, .cols = 80,
