@@ -3,7 +3,8 @@ with the Slurm backend and a `labd node` on each Slurm node (labd_slurm.py).
 
 - a runtime is a Slurm job on a node, JupyterLab answers through the head's proxy (the
   data port, a kernel over a WebSocket); stopped, its Slurm job ends and the home is
-  unmounted; the ledger entry and the quota's use are exact to the second;
+  unmounted; the ledger entry and the quota's use are exact to the second; the user
+  deleted, a node archives the image in the shared folder;
 - a job and its warm pool run on a node as a Slurm job of their own, the next job reuses
   the pool;
 - a GPU runtime sees exactly the device Slurm allocated on its node (GRES index mapped
@@ -117,6 +118,12 @@ def test_runtime_runs_on_a_node_and_jupyterlab_answers_through_the_proxy(lab):
     assert (e["start_s"], e["end_s"], e["billable_s"]) == (ready, ended, ended - ready), (e, stopped)
     q = u.get("/api/v1/me/quota").json
     assert q["used"]["cpu_s_per_24h"] == e["billable_s"], (q, e)
+    # the user deleted: a node archives the image beside the shared ones
+    assert lab.admin().delete(f"/api/v1/users/{u.user}").status == 204
+    archive = os.path.join(lab.homes, "archive")
+    wait_until(lambda: images[0] not in os.listdir(lab.homes) and os.path.isdir(archive) and
+               any(f.startswith(images[0][:-4] + "-" + u.user) for f in os.listdir(archive)),
+               20 * SLOW, "the deleted user's image in the shared archive")
 
 
 def test_a_job_and_its_warm_pool_run_on_a_node(lab):
