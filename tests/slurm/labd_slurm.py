@@ -148,17 +148,31 @@ class LabdNode:
                          key=len, reverse=True):
             subprocess.run(["umount", "-l", mp], capture_output=True)
 
-    def cleanup(self):
-        self.stop()
-        self.die()
+    def _cgroup_dirs(self):
+        found = []
         for ctrl in os.listdir("/sys/fs/cgroup"):
             top = os.path.join("/sys/fs/cgroup", ctrl, self.cgroup_parent())
             if os.path.isdir(top) and not os.path.islink(os.path.join("/sys/fs/cgroup", ctrl)):
-                for root, dirs, _ in os.walk(top, topdown=False):
-                    try:
-                        os.rmdir(root)
-                    except OSError:
-                        pass
+                found += [root for root, _, _ in os.walk(top, topdown=False)]
+        return found
+
+    def cleanup(self):
+        self.stop()
+        self.die()
+        # the killed processes leave their cgroups a moment later: rmdir until none is left
+        deadline = time.monotonic() + 15
+        while self._cgroup_dirs() and time.monotonic() < deadline:
+            for pid in self.sandbox_pids():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for d in self._cgroup_dirs():
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass
+            time.sleep(0.1)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
