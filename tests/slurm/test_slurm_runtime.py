@@ -30,17 +30,40 @@ from labd_harness import (SLOW, jupyter_execute, open_kernel_channel, parse_api_
 START = 90 * SLOW
 
 
+def leftovers(dirs, cgroups):
+    """Mounts, loop devices and cgroups the module's nodes left behind."""
+    left = []
+    with open("/proc/self/mountinfo") as f:
+        left += [ln.split()[4] for ln in f if any(d in ln.split()[4] for d in dirs)]
+    for dev in os.listdir("/sys/block"):
+        try:
+            with open(f"/sys/block/{dev}/loop/backing_file") as f:
+                backing = f.read().strip()
+        except OSError:
+            continue
+        left += [f"/dev/{dev}: {backing}" for d in dirs if backing.startswith(d)]
+    for ctrl in os.listdir("/sys/fs/cgroup"):
+        left += [f"{ctrl}/{cg}" for cg in cgroups
+                 if os.path.isdir(os.path.join("/sys/fs/cgroup", ctrl, cg))]
+    return left
+
+
 @pytest.fixture(scope="module")
 def lab():
     c = Cluster()
     c.start()
+    dirs, cgroups = [c.dir], []
     try:
         # the head's GPU count: the cluster's (its queue admits GPU starts; which GPU
         # is Slurm's choice, on the node)
         with LabOnSlurm(c, head_sections={"gpu": {"stand_in": "4"}}) as lab:
+            dirs += [n.dir for n in lab.nodes.values()]
+            cgroups += [n.cgroup_parent() for n in lab.nodes.values()]
             yield lab
     finally:
         c.close()
+    # torn down completely, also after a dead node: no mount, loop device or cgroup left
+    assert leftovers(dirs, cgroups) == []
 
 
 def start(u):
