@@ -108,8 +108,12 @@ static void on_ready(void *ctx, const char *node, const char *user, int64_t runt
 	char data[sizeof(k->info.data)] = "", tcp[BACKEND_ENDPOINT_MAX];
 
 	pthread_mutex_lock(&s->lock);
-	if ((h = slurm_find(s, false, runtime_id)))
+	if ((h = slurm_find(s, false, runtime_id))) {
 		h->ready = true;
+		h->phase = H_ON_NODE; /* its ready may come before the start's reply is read */
+		if (!h->placed_at)
+			h->placed_at = (int64_t)time(NULL);
+	}
 	if ((k = slurm_known(s, node)))
 		snprintf(data, sizeof(data), "%s", k->info.data);
 	pthread_mutex_unlock(&s->lock);
@@ -139,8 +143,10 @@ static void on_pool_ready(void *ctx, const char *node, const char *user, int64_t
 	(void)node;
 	pthread_mutex_lock(&s->lock);
 	struct holder *h = slurm_find(s, true, pool_id);
-	if (h)
+	if (h) {
 		h->ready = true;
+		h->phase = H_ON_NODE;
+	}
 	pthread_mutex_unlock(&s->lock);
 	if (s->ev.pool_ready)
 		s->ev.pool_ready(s->ev.ctx, user, pool_id);
@@ -465,6 +471,59 @@ static int slurm_job_logs_remove(struct backend *b, const int64_t *job_ids, size
 	return rc;
 }
 
+/* ---- homes: image files on storage every node shares ---- */
+
+/* The node that holds the user's runtime, else any connected node (each sees the
+ * shared homes folder); held, or NULL when none is connected. */
+static struct node *home_node(struct slurm *s, const char *user)
+{
+	char node[LINK_NAME_MAX + 1] = "";
+	struct node *all[SLURM_NODES_MAX], *nd = NULL;
+	size_t k;
+
+	pthread_mutex_lock(&s->lock);
+	for (struct holder *h = s->holders; h; h = h->next)
+		if (!h->pool && h->phase == H_ON_NODE && !strcmp(h->user, user))
+			snprintf(node, sizeof(node), "%s", h->node);
+	pthread_mutex_unlock(&s->lock);
+	if (node[0] && (nd = nodes_hold(s->nodes, node, NULL)))
+		return nd;
+	k = nodes_hold_all(s->nodes, all, SLURM_NODES_MAX);
+	for (size_t i = 0; i < k; i++) {
+		if (!nd)
+			nd = all[i];
+		else
+			nodes_release(all[i]);
+	}
+	return nd;
+}
+
+static int slurm_home_usage(struct backend *b, const char *user, int64_t user_id,
+			    struct backend_home *out)
+{
+	struct node *nd = home_node((struct slurm *)b, user);
+	int rc;
+
+	if (!nd)
+		return -ENOTCONN;
+	rc = backend_home_usage(nodes_backend(nd), user, user_id, out);
+	nodes_release(nd);
+	return rc;
+}
+
+static int slurm_home_resize(struct backend *b, const char *user, int64_t user_id,
+			     int64_t size_bytes, enum backend_home_applied *applied)
+{
+	struct node *nd = home_node((struct slurm *)b, user);
+	int rc;
+
+	if (!nd)
+		return -ENOTCONN;
+	rc = backend_home_resize(nodes_backend(nd), user, user_id, size_bytes, applied);
+	nodes_release(nd);
+	return rc;
+}
+
 static int slurm_job_shell(struct backend *b, const struct backend_shell *sh, int *fd,
 			   char *err, size_t errlen)
 {
@@ -527,6 +586,8 @@ static const struct backend_ops slurm_ops = {
 	.ping = slurm_ping,
 	.free = slurm_free,
 	.user_deleted = slurm_user_deleted,
+	.home_usage = slurm_home_usage,
+	.home_resize = slurm_home_resize,
 	.pool_start = slurm_pool_start,
 	.pool_stop = slurm_pool_stop,
 	.job_run = slurm_job_run,
@@ -554,6 +615,24 @@ int backend_slurm_queue(struct backend *b, int64_t runtime_id, char *text, size_
 			snprintf(text, textlen, "%s", h->job_id ? "starting on its Slurm node"
 							       : "being submitted to Slurm");
 		}
+		rc = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int backend_slurm_placed_at(struct backend *b, int64_t runtime_id, int64_t *at)
+{
+	struct slurm *s = (struct slurm *)b;
+	int rc = -ENOENT;
+
+	*at = 0;
+	if (!b || b->ops != &slurm_ops)
+		return -ENOENT;
+	pthread_mutex_lock(&s->lock);
+	struct holder *h = slurm_find(s, false, runtime_id);
+	if (h && !h->end_passed) {
+		*at = h->placed_at;
 		rc = 0;
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -21,4 +21,9 @@ struct backend *backend_slurm_new(const struct labd_config *cfg, const struct ba
 int backend_slurm_queue(struct backend *b, int64_t runtime_id, char *text, size_t textlen,
 			int64_t *estimate_at);
 
+/* When the runtime's node took its start (epoch s; 0 while it still waits for its
+ * allocation or its node): the start timeout counts from then. 0, or -ENOENT when
+ * this backend does not hold it (or b is not this backend). */
+int backend_slurm_placed_at(struct backend *b, int64_t runtime_id, int64_t *at);
+
 #endif

@@ -132,17 +132,26 @@ static enum slurm_verdict run_verdict(const struct slurm_tools *t, const char *c
 	return slurmcli_classify(status, rc == -ETIMEDOUT, err);
 }
 
-/* Appends text to store (at *used) and returns where it went. */
-static const char *keep(char *store, size_t *used, const char *fmt, long long v, const char *s)
+/* "<option><text>" / "<option><number><unit>" appended to store (at *used); returns
+ * where it went ("" when it did not fit). */
+static const char *keep(char *store, size_t *used, const char *option, const char *text)
 {
 	char *at = store + *used;
-	int n = s ? snprintf(at, SLURMCLI_SUBMIT_STORE - *used, fmt, s)
-		  : snprintf(at, SLURMCLI_SUBMIT_STORE - *used, fmt, v);
+	int n = snprintf(at, SLURMCLI_SUBMIT_STORE - *used, "%s%s", option, text);
 
 	if (n < 0 || (size_t)n >= SLURMCLI_SUBMIT_STORE - *used)
 		n = 0, *at = '\0';
 	*used += (size_t)n + 1;
 	return at;
+}
+
+static const char *keep_num(char *store, size_t *used, const char *option, long long v,
+			    const char *unit)
+{
+	char text[40];
+
+	snprintf(text, sizeof(text), "%lld%s", v, unit);
+	return keep(store, used, option, text);
 }
 
 void slurmcli_submit_argv(const char *sbatch, const struct slurm_submit *s, const char **argv,
@@ -156,22 +165,22 @@ void slurmcli_submit_argv(const char *sbatch, const struct slurm_submit *s, cons
 	slurmcli_name(s->pool, s->id, name, sizeof(name));
 	argv[a++] = sbatch;
 	argv[a++] = "--parsable";
-	argv[a++] = keep(store, &used, "--job-name=%s", 0, name);
-	argv[a++] = keep(store, &used, "--comment=%s", 0, s->user);
-	argv[a++] = keep(store, &used, "--mem=%lldM", s->memory_mb, NULL);
-	argv[a++] = keep(store, &used, "--cpus-per-task=%lld", s->cpus, NULL);
+	argv[a++] = keep(store, &used, "--job-name=", name);
+	argv[a++] = keep(store, &used, "--comment=", s->user);
+	argv[a++] = keep_num(store, &used, "--mem=", s->memory_mb, "M");
+	argv[a++] = keep_num(store, &used, "--cpus-per-task=", s->cpus, "");
 	if (s->gpus)
-		argv[a++] = keep(store, &used, "--gres=gpu:%lld", s->gpus, NULL);
-	argv[a++] = keep(store, &used, "--time=%lld", minutes < 1 ? 1 : minutes, NULL);
+		argv[a++] = keep_num(store, &used, "--gres=gpu:", s->gpus, "");
+	argv[a++] = keep_num(store, &used, "--time=", minutes < 1 ? 1 : minutes, "");
 	argv[a++] = "--nodes=1";
 	argv[a++] = "--ntasks=1";
 	argv[a++] = "--no-requeue";
 	argv[a++] = "--output=/dev/null";
 	argv[a++] = "--chdir=/";
 	if (s->partition && s->partition[0])
-		argv[a++] = keep(store, &used, "--partition=%s", 0, s->partition);
+		argv[a++] = keep(store, &used, "--partition=", s->partition);
 	argv[a++] = "--wrap";
-	argv[a++] = keep(store, &used, "exec sleep %lld", s->seconds > 0 ? s->seconds : 1, NULL);
+	argv[a++] = keep_num(store, &used, "exec sleep ", s->seconds > 0 ? s->seconds : 1, "");
 	argv[a] = NULL;
 }
 

@@ -55,6 +55,7 @@ struct holder {
 	bool verified;    /* adopted: its node's list holds it */
 	char sstate[SLURM_STATE_MAX], sreason[SLURM_REASON_MAX];
 	int64_t start_at;
+	int64_t placed_at; /* epoch s when its node took the start, 0 before */
 };
 
 /* A node as its last hello described it (kept after its link ends). */

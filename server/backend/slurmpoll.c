@@ -316,6 +316,8 @@ static void start_one(struct slurm *s, struct holder *h)
 	if (rc == 0 || rc == -ETIMEDOUT) { /* a lost reply: the node's list tells */
 		pthread_mutex_lock(&s->lock);
 		h->phase = H_ON_NODE;
+		if (!h->placed_at)
+			h->placed_at = (int64_t)time(NULL);
 		pthread_mutex_unlock(&s->lock);
 		return;
 	}

@@ -72,6 +72,7 @@ struct due {
 	bool live; /* any live row at all */
 	int64_t now, next; /* next: epoch second of the next start timeout or cull; 0 none */
 	const struct labd_config *cfg;
+	struct app *app;
 };
 
 static void due_at(struct due *d, int64_t at)
@@ -87,7 +88,12 @@ static int collect_due(const struct runtime *r, void *ctx)
 	 * start slower than idle_timeout is not idleness); last_activity lags by
 	 * up to the touch interval: never cull early */
 	int64_t since = r->last_activity > r->ready_at ? r->last_activity : r->ready_at;
-	int64_t late_at = r->created_at + d->cfg->start_timeout_s + 1;
+	int64_t begun = r->created_at, placed;
+	/* a start that waits for a Slurm allocation has not begun yet */
+	if (r->state == RUNTIME_STARTING &&
+	    runtime_backend_placed_at(d->app, r->id, &placed) == 0)
+		begun = placed ? placed : d->now;
+	int64_t late_at = begun + d->cfg->start_timeout_s + 1;
 	int64_t idle_at = since + d->cfg->idle_timeout_s + RUNTIME_TOUCH_INTERVAL_S;
 	bool start_late = r->state == RUNTIME_STARTING && d->now >= late_at;
 	bool cull = r->state == RUNTIME_RUNNING && d->cfg->idle_timeout_s > 0;
@@ -140,7 +146,7 @@ static void cull_if_idle(struct app *app, const struct runtime *r, int64_t now)
  * (0: none). A row acted on is looked at again on the next pass. */
 static bool timers(struct app *app, int64_t *next)
 {
-	struct due d = {.now = time(NULL), .cfg = app->cfg};
+	struct due d = {.now = time(NULL), .cfg = app->cfg, .app = app};
 
 	if (runtimes_each_live(app->db, collect_due, &d) < 0) {
 		*next = d.now + 1; /* the store will answer again: not a reason to sleep */

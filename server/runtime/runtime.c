@@ -256,3 +256,8 @@ int runtime_backend_queue(struct app *app, int64_t runtime_id, char *text, size_
 {
 	return backend_slurm_queue(app->backend, runtime_id, text, len, estimate_at);
 }
+
+int runtime_backend_placed_at(struct app *app, int64_t runtime_id, int64_t *at)
+{
+	return backend_slurm_placed_at(app->backend, runtime_id, at);
+}

@@ -82,6 +82,10 @@ void runtime_events_init(struct backend_events *ev, struct app *app);
  * estimate, epoch s or 0). 0, or -ENOENT when it does not wait there. */
 int runtime_backend_queue(struct app *app, int64_t runtime_id, char *text, size_t len,
 			  int64_t *estimate_at);
+/* When the backend placed a starting runtime where it runs (Slurm: its node took
+ * the start; epoch s, 0 while it waits): 0, or -ENOENT where starts are placed at
+ * once (the local backend). */
+int runtime_backend_placed_at(struct app *app, int64_t runtime_id, int64_t *at);
 /* Where the proxy and the Jupyter client connect: the Unix socket of a "unix:"
  * endpoint, or a node's whole "tcp:HOST:PORT/PATH" endpoint (endpoint.h) into out;
  * -1 for other endpoints. */

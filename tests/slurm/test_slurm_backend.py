@@ -38,7 +38,8 @@ def head(cluster):
         "slurm": {"listen": f"{cluster.head_addr}:{free_port()}",
                   "secret_file": os.path.join(cluster.dir, "labd.secret"),
                   "poll_interval": "200ms", "time_grace": "1m", "timeout": "3s"},
-        "runtime": {"memory": "256M", "cpus": "1", "start_timeout": "10m"},
+        # short: a start that waits in Slurm's queue must not count against it
+        "runtime": {"memory": "256M", "cpus": "1", "start_timeout": "4s"},
     }, env={"SLURM_CONF": cluster.conf})
     secret = d.sections["slurm"]["secret_file"]
     with open(secret, "wb") as fh:
@@ -96,6 +97,10 @@ def test_pending_reason_reaches_the_runtime(cluster, head):
         assert rt["state"] == "starting"
         jobs = squeue(cluster, f"labd-rt-{rid}")
         assert [j[1] for j in jobs] == ["PENDING"], jobs
+        # longer than [runtime] start_timeout in Slurm's queue: still starting
+        time.sleep(6)
+        rt = runtime(c)
+        assert rt["state"] == "starting" and rt["slurm"], rt
         c.delete("/api/v1/me/runtime")
         wait_until(lambda: squeue(cluster, f"labd-rt-{rid}")[0][1] == "CANCELLED", 15,
                    "the pending job cancelled")

@@ -381,6 +381,44 @@ static void test_origin_keys(void **state)
 	}
 }
 
+/* [backend] kind and what the Slurm backend needs with it. */
+static void test_backend_keys(void **state)
+{
+	struct labd_config cfg;
+	char err[256];
+	int rc;
+	(void)state;
+	config_defaults(&cfg, false);
+	assert_string_equal(cfg.backend_kind, "local");
+	assert_int_equal(cfg.slurm_poll_interval_ms, 1000);
+	assert_int_equal(cfg.slurm_time_grace_s, 300);
+	load_text("[backend]\nkind = slurm\n[slurm]\nlisten = 10.0.0.1:7443\n"
+		  "secret_file = /etc/labd/link.key\npoll_interval = 250ms\npartition = gpu\n",
+		  &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_string_equal(cfg.slurm_listen, "10.0.0.1:7443");
+	assert_int_equal(cfg.slurm_poll_interval_ms, 250);
+	assert_string_equal(cfg.slurm_partition, "gpu");
+	const struct {
+		const char *text, *names;
+	} bad[] = {
+		{"[backend]\nkind = k8s\n", "[backend] kind"},
+		{"[backend]\nkind = slurm\n[slurm]\nsecret_file = /k\n", "[slurm] listen"},
+		{"[backend]\nkind = slurm\n[slurm]\nlisten = 10.0.0.1:7443\n", "[slurm] secret_file"},
+		{"[backend]\nkind = slurm\n[slurm]\nlisten = 10.0.0.1:7443\nsecret_file = /k\n"
+		 "squeue = squeue\n", "[slurm] squeue"},
+		{"[slurm]\npoll_interval = 10ms\n", "[slurm] poll_interval"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		load_text(bad[i].text, &cfg, &rc, err, sizeof(err));
+		assert_int_equal(rc, -EINVAL);
+		assert_non_null(strstr(err, bad[i].names));
+	}
+	/* a local lab reads none of [slurm]'s requirements */
+	load_text("[backend]\nkind = local\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+}
+
 static void test_missing_file(void **state)
 {
 	struct labd_config cfg;
@@ -745,6 +783,7 @@ int main(void)
 		cmocka_unit_test(test_network_keys),
 		cmocka_unit_test(test_gpu_keys),
 		cmocka_unit_test(test_origin_keys),
+		cmocka_unit_test(test_backend_keys),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_value_syntax),
 		cmocka_unit_test(test_deploy_example_loads),

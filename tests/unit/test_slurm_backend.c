@@ -168,7 +168,7 @@ static void make_tools(void)
 }
 
 /* ---- the stand-in node ---- */
-static int node_starts, node_stops, node_job_runs;
+static int node_starts, node_stops, node_job_runs, node_home_usages;
 static char node_start_gpus[64];
 static bool node_has_alice;
 
@@ -210,6 +210,12 @@ static void answer(struct link_conn *c, json_t *m)
 						     json_object_get(m, "pool_id")));
 		assert_int_equal(link_frame_write(c, ev), 0);
 		json_decref(ev);
+	} else if (!strcmp(type, "home_usage")) {
+		pthread_mutex_lock(&lock);
+		node_home_usages++;
+		pthread_mutex_unlock(&lock);
+		reply(c, m, json_pack("{s:b,s:b,s:i,s:i}", "exists", 1, "mounted", 1, "used_bytes",
+				      4096, "size_bytes", 1 << 20));
 	} else if (!strcmp(type, "job_run")) {
 		pthread_mutex_lock(&lock);
 		node_job_runs++;
@@ -330,6 +336,9 @@ static void test_runtime_on_a_node(void **state)
 	     backend_slurm_queue(b, 5, text, sizeof(text), &estimate) != 0 || estimate == 0;)
 		assert_true(clock_ms() < until);
 	assert_string_equal(text, "waiting in Slurm for free resources");
+	int64_t placed;
+	assert_int_equal(backend_slurm_placed_at(b, 5, &placed), 0);
+	assert_int_equal(placed, 0); /* its start clock has not begun */
 	assert_int_equal(backend_list(b, &list, &n), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(list[0].state, "starting");
@@ -341,10 +350,18 @@ static void test_runtime_on_a_node(void **state)
 	assert_string_equal(node_start_gpus, "[7]");
 	assert_string_equal(ready_endpoint, "tcp:198.18.0.2:9000/runtimes/alice/run/jupyter.sock");
 	assert_int_equal(backend_slurm_queue(b, 5, text, sizeof(text), &estimate), -ENOENT);
+	assert_int_equal(backend_slurm_placed_at(b, 5, &placed), 0);
+	assert_true(placed >= time(NULL) - 60 && placed <= time(NULL));
 	assert_int_equal(backend_list(b, &list, &n), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(list[0].state, "running");
 	free(list);
+
+	/* a home's use is asked of the node that holds the user's runtime */
+	struct backend_home home;
+	assert_int_equal(backend_home_usage(b, "alice", 3, &home), 0);
+	assert_int_equal(counter(&node_home_usages), 1);
+	assert_true(home.exists && home.mounted && home.used_bytes == 4096);
 
 	/* the controller away: unknown, nothing ends */
 	write_file("away", "", 0644);
