@@ -74,6 +74,7 @@ struct start {
 	char img_dir[SANDBOX_PATH_MAX];
 	int sync_p[2], err_p[2], status_p[2]; /* -1 when closed */
 	int filter_fd; /* memfd of the seccomp program (step_filter), -1 when closed */
+	int null_fd;   /* /dev/null for the child's SANDBOX_FD_NULL slots, -1 when closed */
 	struct cgbox_birth birth; /* the cgroups the child is cloned into (cgbox.h) */
 	bool into_taken;          /* clone3 placed it in birth.into_fd's cgroup */
 	pid_t pid;
@@ -506,6 +507,24 @@ static pid_t clone_child(struct start *c)
 	return (pid_t)syscall(SYS_clone, ns | SIGCHLD, NULL, NULL, NULL, NULL);
 }
 
+/* /dev/null for the child's stdio slots that ask for it, opened here before the clone:
+ * the child is born in its cgroups and step_limits writes the v1 devices list while the
+ * child still sets up (deny "a" first, then each allow), so an open of /dev/null in the
+ * child could fall between the two and fail with EPERM on a loaded host. */
+static int open_null(struct start *c)
+{
+	struct child_args *a = &c->child;
+
+	for (int i = 0; i < 3; i++) {
+		if (a->stdio[i] != SANDBOX_FD_NULL)
+			continue;
+		if (c->null_fd < 0 && (c->null_fd = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+			return fail_errno("open /dev/null");
+		a->stdio[i] = c->null_fd;
+	}
+	return 0;
+}
+
 /* The child is born in its cgroups (cgbox_birth_enter): no process move, whose
  * first one after a quiet moment waits out an RCU grace period. */
 static int step_clone(struct start *c)
@@ -525,7 +544,7 @@ static int step_clone(struct start *c)
 	c->child.err_fd = c->err_p[1];
 	c->child.status_fd = c->status_p[1];
 	c->child.filter_fd = c->filter_fd;
-	if (clone_root(c) < 0)
+	if (open_null(c) < 0 || clone_root(c) < 0)
 		return -1;
 	if (cgbox_birth_enter(lo, c->spec->cgroup_parent, c->h->id, &c->birth) < 0) {
 		close(c->child.root_fd);
@@ -794,7 +813,7 @@ int sandbox_start_err(const struct sandbox_spec *spec, struct sandbox_handle *h,
 	c->h = h;
 	for (int i = 0; i < 2; i++)
 		c->sync_p[i] = c->err_p[i] = c->status_p[i] = -1;
-	c->filter_fd = -1;
+	c->filter_fd = c->null_fd = -1;
 	c->birth.into_fd = -1;
 	rc = run_steps(c, err);
 	if (rc < 0) {
@@ -811,6 +830,7 @@ int sandbox_start_err(const struct sandbox_spec *spec, struct sandbox_handle *h,
 		close_fd(&c->status_p[i]);
 	}
 	close_fd(&c->filter_fd);
+	close_fd(&c->null_fd);
 	free(c);
 	return rc;
 }
