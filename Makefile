@@ -50,7 +50,7 @@ FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
 
 .PHONY: all deps run test check check-asan check-tsan check-layers tests clean install fmt lint bench test-image \
-	fuzz fuzz-bins faults analyze
+	fuzz fuzz-bins faults analyze test-slurm
 .SECONDARY:
 
 all: $(BUILD)/labd
@@ -117,6 +117,14 @@ test: deps
 	@BUILD=$(BUILD) bash tests/run.sh
 
 check: test
+
+# labd on Slurm (tests/slurm/): a private cluster of the suite's own (munged, slurmctld,
+# two slurmd in network namespaces of their own, stand-in GPUs), the shared homes'
+# single-writer guard and the Slurm backend end to end. Apart from make test, which is
+# at its time budget; CI runs it after make test (.ci/run).
+test-slurm: deps
+	@$(MAKE) --no-print-directory tests
+	@BUILD=$(BUILD) bash tests/slurm/run.sh
 
 # The full runtime image (the ML set and PyTorch CPU; docs/operations.md), built once and
 # cached like the small one of make test, and a runtime on it that imports the ML set.

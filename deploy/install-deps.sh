@@ -52,11 +52,15 @@ packages=(
   python3-torch
   # the disk benchmark: a runtime's home against the host's disk (bench/disk-bench.py)
   fio
+  # the Slurm tests' private cluster (tests/slurm/: munged, slurmctld, two slurmd) and
+  # the Slurm backend's client tools (sbatch, squeue, scontrol, scancel) on a head
+  slurmctld slurmd slurm-client munge
 )
 
 # What only the tests, fuzzing and benchmarks use (left out by --server).
 test_only=(clang libclang-rt-14-dev libcmocka-dev python3-pytest python3-pytest-xdist
-  python3-jsonschema python3-yaml chromium debootstrap prometheus python3-torch bubblewrap fio)
+  python3-jsonschema python3-yaml chromium debootstrap prometheus python3-torch bubblewrap fio
+  slurmctld slurmd slurm-client munge)
 if $server_only; then
   keep=()
   for p in "${packages[@]}"; do
@@ -117,9 +121,15 @@ if [ "${#missing[@]}" -gt 0 ]; then
   fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  # Nor enabled for the next boot, when it was installed here only for promtool.
-  if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
-    systemctl disable prometheus >/dev/null 2>&1 || true
+  # Nor enabled for the next boot, when it was installed here only for promtool, or
+  # for the Slurm tests, which start their own private munged, slurmctld and slurmd
+  # from a temp dir (a site's own Slurm is configured by its admin, docs/slurm.md).
+  # (systemctl disable works offline too: on a machine booted without systemd it
+  # removes the links the packages made.)
+  if command -v systemctl >/dev/null 2>&1; then
+    for unit in prometheus munge slurmctld slurmd; do
+      [[ " ${missing[*]} " != *" $unit "* ]] || systemctl disable "$unit" >/dev/null 2>&1 || true
+    done
   fi
 fi
 

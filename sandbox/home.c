@@ -28,6 +28,7 @@
 #include "labd/log.h"
 #include "sandbox/fail.h"
 #include "sandbox/homeloop.h"
+#include "sandbox/homeguard.h"
 
 #define PATH_LEN 4096
 
@@ -257,6 +258,8 @@ static int loop_mount(const char *image, const char *mnt)
 	 * same device, which shares its superblock; a second loop device on the
 	 * same image would be a second ext4 instance on one file: corruption. */
 	for (int wait = 0; attached_loop(image, dev, sizeof(dev)) == 0; wait++) {
+		if (homeguard_reuse(image, mnt, dev) < 0)
+			return -1;
 		log_warn("home %s is still attached to %s: reusing it", image, dev);
 		if (mount(dev, mnt, "ext4", MS_NODEV | MS_NOSUID, "errors=remount-ro") == 0)
 			return 0;
@@ -271,6 +274,11 @@ static int loop_mount(const char *image, const char *mnt)
 	imgfd = open(image, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (imgfd < 0)
 		return fail_errno("open %s", image);
+	/* on the fd the loop device keeps: held while it is attached (homeguard.h) */
+	if (homeguard_lock(imgfd, image) < 0) {
+		close(imgfd);
+		return -1;
+	}
 	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 	if (ctl < 0) {
 		fail_errno("open /dev/loop-control");
@@ -311,6 +319,7 @@ static int loop_mount(const char *image, const char *mnt)
 		fail_errno("mount %s on %s", dev, mnt);
 		goto out;
 	}
+	homeguard_note(mnt, dev);
 	rc = 0;
 out:
 	if (loopfd >= 0)
@@ -560,6 +569,9 @@ int home_grow(const char *state_dir, const char *key, const char *image, uint64_
 		goto out;
 	}
 	home_mount_path(state_dir, key, mnt, sizeof(mnt));
+	/* not mounted here: only while no one else has it mounted (homeguard.h) */
+	if (!is_mounted(mnt, NULL) && homeguard_lock(fd, image) < 0)
+		goto out;
 	/* the same size: done, unless the file grew and its file system did not
 	 * (online growth refused): then the offline resize below catches up */
 	if (new_size_bytes == (uint64_t)st.st_size && (is_mounted(mnt, NULL) || fs_fills(image, &st))) {
@@ -728,4 +740,14 @@ bool home_attached(const char *image)
 	char dev[64];
 
 	return attached_loop(image, dev, sizeof(dev)) == 0;
+}
+
+int home_run_helper(const char *const argv[])
+{
+	return run_helper(argv);
+}
+
+const char *home_tool(const char *name)
+{
+	return tool(name);
 }

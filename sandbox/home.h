@@ -63,5 +63,9 @@ bool home_mounted(const char *state_dir, const char *key);
 int home_usage(const char *state_dir, const char *key, const char *image, struct home_usage *u);
 /* Runs e2fsck -fn on an unmounted image; 0 when clean, -1 otherwise. */
 int home_fsck(const char *image);
+/* For homeguard.c: a host helper by absolute path with a clean environment (its exit
+ * status, or -1), and the absolute path of one (static buffer). */
+int home_run_helper(const char *const argv[]);
+const char *home_tool(const char *name);
 
 #endif

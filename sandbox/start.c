@@ -47,6 +47,7 @@
 #include "sandbox/egress.h"
 #include "sandbox/fail.h"
 #include "sandbox/home.h"
+#include "sandbox/homeguard.h"
 #include "sandbox/rundir.h"
 #include "sandbox/secfilter.h"
 #include "sandbox/state.h"
@@ -192,6 +193,7 @@ static int step_home(struct start *c)
 	bool attached = home_mounted(s->state_dir, key) || home_attached(s->home_image);
 
 	if (home_ensure(s->home_image, s->home_size_bytes, c->host_uid) < 0 ||
+	    (s->home_mmp && homeguard_mmp(s->home_image, attached) < 0) ||
 	    grow_to_spec(s, key, false, attached) < 0 ||
 	    home_mount_ref(s->state_dir, key, s->home_image, c->h->id) < 0 ||
 	    (attached && grow_to_spec(s, key, true, true) < 0))

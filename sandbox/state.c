@@ -153,10 +153,12 @@ static int state_dir_of_file(const char *path, char *buf, size_t size)
 }
 
 static bool confined;
+static char images[SANDBOX_PATH_MAX];
 
-void sandbox_state_confine(void)
+void sandbox_state_confine(const char *images_dir)
 {
 	confined = true;
+	snprintf(images, sizeof(images), "%s", images_dir);
 }
 
 /* A state file names host paths that root later unmounts and removes: each
@@ -170,7 +172,8 @@ static int check_paths(const char *path, const struct sandbox_state *st)
 		return 0;
 	if (state_dir_of_file(path, dir, sizeof(dir)) < 0)
 		return fail_error("state file %s is not in a sandboxes/ directory", path);
-	if (st->home_image[0] && !sandbox_state_path_under(dir, st->home_image))
+	if (st->home_image[0] && !sandbox_state_path_under(dir, st->home_image) &&
+	    !sandbox_state_path_under(images, st->home_image))
 		return fail_error("state file %s: home_image %s is outside %s: refused", path,
 				  st->home_image, dir);
 	if (st->run_dir[0] && !sandbox_state_path_under(dir, st->run_dir))

@@ -37,8 +37,9 @@ int sandbox_state_parse(const char *text, size_t len, struct sandbox_state *st);
 int sandbox_state_save(const char *state_dir, const struct sandbox_state *st);
 /* From now on this process refuses state files whose home_image or run_dir
  * lies outside the state dir they are in (labd's supervisor, which puts
- * everything there; labbox run may take a --run-dir anywhere). */
-void sandbox_state_confine(void);
+ * everything there; labbox run may take a --run-dir anywhere), a home_image
+ * under images_dir excepted ([storage] home_images: shared storage; "" = none). */
+void sandbox_state_confine(const char *images_dir);
 /* Reads the state file at path (at most 64 KiB; once confined, it must be
  * <state_dir>/sandboxes/<file> and name no path outside that state dir).
  * 0 or -1 (logged). */

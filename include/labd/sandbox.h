@@ -67,6 +67,7 @@ struct sandbox_spec {
 
 	const char *home_image; /* sparse ext4 image, created on first use; NULL: no home */
 	uint64_t home_size_bytes; /* for creation (default 15 GiB) */
+	bool home_mmp; /* give the image ext4 multiple-mount protection (shared homes) */
 
 	uint64_t mem_bytes;  /* memory limit, 0 = none */
 	uint32_t cpu_milli;  /* CPU quota in thousandths of a CPU (2000 = 2 CPUs), 0 = none */

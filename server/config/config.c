@@ -115,6 +115,8 @@ static const struct config_key keys[] = {
 	KEY("network", "dns", net_dns, K_ADDRESS, 0, 0, ""),
 	KEY("network", "path", net_path, K_NET_PATH, 0, 0, "auto"),
 	KEY("network", "veth_range", net_veth_range, K_VETH_RANGE, 0, 0, "10.254.0.0/16"),
+	KEY("storage", "home_images", home_images, K_DIR, 0, 0, ""),
+	KEY("storage", "mmp", home_mmp, K_BOOL, 0, 0, "false"),
 	KEY("gpu", "devices", gpu_devices, K_GPUS, 0, 255, ""),
 	KEY("gpu", "dev_prefix", dev_prefix, K_STRING, 1, 0, "/dev"),
 	KEY("gpu", "driver_lib_dir", driver_lib_dir, K_STRING, 0, 0, ""),

@@ -137,6 +137,10 @@ struct labd_config {
 	char net_path_why[200];       /* netpath_settle: the path's reason, for the log,
 				       * the doctor and admins' /api/v1/health */
 	char net_veth_range[32];      /* veth: the sandboxes' addresses, one /30 each */
+	/* [storage]: where home images live ("" = <state_dir>/homes; a shared folder on
+	 * the nodes of a cluster) and whether they carry ext4 multiple-mount protection */
+	char home_images[CONFIG_PATH_MAX];
+	bool home_mmp;
 	/* [gpu]: the inventory (gpu_devices) is final after config_load: the listed
 	 * devices, the nvidia<N> nodes under dev_prefix (devices = auto), or
 	 * 0..stand_in-1 (stand-ins: no device node, for tests and demos) */

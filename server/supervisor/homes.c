@@ -13,19 +13,51 @@
 #include "config/config.h"
 #include "labd/log.h"
 
-void homes_image_path(const char *state_dir, long long user_id, char *out, size_t len)
+void homes_dir(const struct labd_config *cfg, const char *state_dir, char *out, size_t len)
 {
-	snprintf(out, len, "%s/homes/%lld.img", state_dir, user_id);
+	if (cfg && cfg->home_images[0])
+		snprintf(out, len, "%s", cfg->home_images);
+	else
+		snprintf(out, len, "%s/homes", state_dir);
 }
 
-static int open_sub(const char *state_dir, const char *sub)
+void homes_image_path(const struct labd_config *cfg, const char *state_dir, long long user_id,
+		      char *out, size_t len)
+{
+	char dir[CONFIG_PATH_MAX + 16];
+
+	homes_dir(cfg, state_dir, dir, sizeof(dir));
+	snprintf(out, len, "%s/%lld.img", dir, user_id);
+}
+
+static int open_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? log_errno("open %s", path) : fd;
+}
+
+static int open_homes(const struct labd_config *cfg, const char *state_dir)
 {
 	char path[CONFIG_PATH_MAX + 16];
-	int fd;
 
-	snprintf(path, sizeof(path), "%s/%s", state_dir, sub);
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	return fd < 0 ? log_errno("open %s", path) : fd;
+	homes_dir(cfg, state_dir, path, sizeof(path));
+	return open_path(path);
+}
+
+/* Archived images stay beside the live ones (a rename, never a copy): <state>/archive,
+ * or <home_images>/archive (made here) when the images live elsewhere. */
+static int open_archive(const struct labd_config *cfg, const char *state_dir)
+{
+	char path[CONFIG_PATH_MAX + 16];
+
+	if (cfg && cfg->home_images[0]) {
+		snprintf(path, sizeof(path), "%s/archive", cfg->home_images);
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return log_errno("mkdir %s", path);
+	} else {
+		snprintf(path, sizeof(path), "%s/archive", state_dir);
+	}
+	return open_path(path);
 }
 
 /* Whether name under dfd is a regular file (not a link, not a directory). */
@@ -38,10 +70,11 @@ static int regular_at(int dfd, const char *name)
 	return S_ISREG(st.st_mode) ? 1 : -EINVAL;
 }
 
-int homes_adopt_named(const char *state_dir, const char *user, long long user_id)
+int homes_adopt_named(const struct labd_config *cfg, const char *state_dir, const char *user,
+		      long long user_id)
 {
 	char by_id[32], by_name[64];
-	int dfd = open_sub(state_dir, "homes"), rc = 0;
+	int dfd = open_homes(cfg, state_dir), rc = 0;
 
 	if (dfd < 0)
 		return -EIO;
@@ -83,7 +116,7 @@ int homes_retire(const struct labd_config *cfg, const char *state_dir, const cha
 		 long long user_id)
 {
 	char by_id[32], by_name[64];
-	int hfd = open_sub(state_dir, "homes"), afd = open_sub(state_dir, "archive"), rc = 0;
+	int hfd = open_homes(cfg, state_dir), afd = open_archive(cfg, state_dir), rc = 0;
 
 	if (hfd < 0 || afd < 0) {
 		rc = -EIO;
@@ -103,9 +136,10 @@ out:
 	return rc < 0 ? -EIO : 0;
 }
 
-int homes_sweep(const char *state_dir, int64_t retention_s, int64_t now_s)
+int homes_sweep(const struct labd_config *cfg, const char *state_dir, int64_t retention_s,
+		int64_t now_s)
 {
-	int afd = open_sub(state_dir, "archive"), removed = 0;
+	int afd = open_archive(cfg, state_dir), removed = 0;
 	struct dirent *e;
 	struct stat st;
 	DIR *d;

@@ -16,7 +16,7 @@
 #include "supervisor/launch.h"
 #include "supervisor/worker.h"
 
-json_t *homesize_usage(const char *state_dir, long long id, const char *user, long long user_id)
+json_t *homesize_usage(const struct labd_config *cfg, const char *state_dir, long long id, const char *user, long long user_id)
 {
 	char image[LAUNCH_PATH_MAX];
 	uint64_t used;
@@ -24,7 +24,7 @@ json_t *homesize_usage(const char *state_dir, long long id, const char *user, lo
 	struct stat st;
 	json_t *r;
 
-	homes_image_path(state_dir, user_id, image, sizeof(image));
+	homes_image_path(cfg, state_dir, user_id, image, sizeof(image));
 	r = proto_ok(id);
 	if (lstat(image, &st) < 0 || !S_ISREG(st.st_mode)) {
 		/* no home yet: made at the first start */
@@ -97,7 +97,7 @@ json_t *homesize_resize(const struct labd_config *cfg, const char *state_dir, lo
 	if ((uint64_t)size_bytes > cap.home_size_bytes)
 		return proto_error(id, "above_machine_cap",
 				   "size_bytes is above the machine cap ([runtime] home_size_max)");
-	homes_image_path(state_dir, user_id, image, sizeof(image));
+	homes_image_path(cfg, state_dir, user_id, image, sizeof(image));
 	r = proto_ok(id);
 	if (lstat(image, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)size_bytes <= (uint64_t)st.st_size) {
 		json_object_set_new(r, "applied", json_string("unchanged"));

@@ -11,7 +11,7 @@ struct labd_config;
 /* home_usage {user, user_id}: the reply carries exists, mounted, used_bytes
  * and size_bytes (statfs of the mounted home, else the image's superblock).
  * Fast: no helper runs. */
-json_t *homesize_usage(const char *state_dir, long long id, const char *user, long long user_id);
+json_t *homesize_usage(const struct labd_config *cfg, const char *state_dir, long long id, const char *user, long long user_id);
 /* home_resize {user, user_id, size_bytes}: an unmounted or missing home is
  * grown or made at its next start (reply "next_start"); a size at or below
  * the image's is "unchanged". A mounted one is grown online in a forked

@@ -70,7 +70,7 @@ json_t *host_homes_usage(struct host *h, long long id, json_t *msg)
 
 	if (home_pair_refused(h, msg, why, sizeof(why)))
 		return proto_error(id, "bad_uid", why);
-	return homesize_usage(host_state_dir(h), id, proto_str(msg, "user"),
+	return homesize_usage(host_cfg(h), host_state_dir(h), id, proto_str(msg, "user"),
 			      proto_int(msg, "user_id"));
 }
 
@@ -195,7 +195,7 @@ long long host_homes_tick(struct host *h, struct host_homes *hh, long long now, 
 	long long retire_at = retire_ended(h, hh, now);
 
 	if (now >= hh->sweep_at_ms) {
-		homes_sweep(host_state_dir(h), host_cfg(h)->archive_retention_s, wall);
+		homes_sweep(host_cfg(h), host_state_dir(h), host_cfg(h)->archive_retention_s, wall);
 		hh->sweep_at_ms = now + SWEEP_EVERY_MS;
 	}
 	return retire_at >= 0 && retire_at < hh->sweep_at_ms ? retire_at : hh->sweep_at_ms;

@@ -178,7 +178,8 @@ void launch_fill_limits(const struct labd_config *cfg, const char *state_dir,
 	s->user = rq->user;
 	s->user_id = rq->user_id;
 	s->uid_base = cfg->uid_base;
-	homes_image_path(state_dir, rq->user_id, home, LAUNCH_PATH_MAX);
+	homes_image_path(cfg, state_dir, rq->user_id, home, LAUNCH_PATH_MAX);
+	s->home_mmp = cfg->home_mmp;
 	s->home_image = home;
 	s->home_size_bytes = rq->sizes.home_size_bytes;
 	s->mem_bytes = rq->sizes.memory_bytes;
@@ -271,7 +272,7 @@ static int start_worker(void *arg, int fd)
 
 	close(j->log_rd);
 	launch_fault_slow_start(j->rq->user);
-	if (homes_adopt_named(j->state_dir, j->rq->user, j->rq->user_id) < 0)
+	if (homes_adopt_named(j->cfg, j->state_dir, j->rq->user, j->rq->user_id) < 0)
 		snprintf(rep.error, sizeof(rep.error), "step home: the home named by user name could not move");
 	if (rep.error[0] || make_dirs(j, rep.error, sizeof(rep.error)) < 0)
 		return worker_send(fd, &rep, sizeof(rep), -1) < 0 ? 2 : 1;

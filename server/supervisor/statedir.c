@@ -52,7 +52,7 @@ static int prepare_one(int dfd, const char *state_dir, size_t i, gid_t labd_gid)
 	return 0;
 }
 
-int statedir_prepare(const char *state_dir, gid_t labd_gid)
+int statedir_prepare(const char *state_dir, const char *home_images, gid_t labd_gid)
 {
 	int dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int rc = 0;
@@ -60,7 +60,7 @@ int statedir_prepare(const char *state_dir, gid_t labd_gid)
 	if (dfd < 0)
 		return log_errno("open %s", state_dir);
 	/* every sandbox this process builds keeps its paths in here */
-	sandbox_state_confine();
+	sandbox_state_confine(home_images);
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && rc == 0; i++)
 		rc = prepare_one(dfd, state_dir, i, labd_gid);
 	close(dfd);

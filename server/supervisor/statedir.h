@@ -12,8 +12,10 @@
 
 /* Creates and verifies homes/, runtimes/, boxes/, sandboxes/ and archive/
  * under state_dir (which privdrop_prepare_state_dir made root's); runtimes/
- * gets group labd_gid. 0, or -1 (logged, naming the directory). */
-int statedir_prepare(const char *state_dir, gid_t labd_gid);
+ * gets group labd_gid. From then on sandbox state files may name paths under
+ * state_dir only, or a home image under home_images ([storage]; "" = none).
+ * 0, or -1 (logged, naming the directory). */
+int statedir_prepare(const char *state_dir, const char *home_images, gid_t labd_gid);
 
 /* The supervisor's claim on the state dir, <state>/labd.lock: one labd per state dir,
  * and `labd doctor --fix` repairs only while none runs. statedir_lock returns the
