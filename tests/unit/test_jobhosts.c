@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "backend/slurmcli.h"
 #include "jobs/submit.h"
 #include "proto/jobhosts.h"
 #include "proto/jobspec.h"
@@ -223,6 +224,34 @@ static void test_submit_instance_count(void **state)
 		json_decref(b[i]);
 }
 
+static bool argv_has(const char *const *argv, const char *arg)
+{
+	for (; *argv; argv++)
+		if (strcmp(*argv, arg) == 0)
+			return true;
+	return false;
+}
+
+/* A pool of a job on N hosts is one Slurm job over N nodes, one task each. */
+static void test_submit_nodes(void **state)
+{
+	struct slurm_submit sub = {.pool = true, .id = 5, .user = "alice", .memory_mb = 512,
+				   .cpus = 1, .seconds = 600, .nodes = 2};
+	const char *argv[SLURMCLI_SUBMIT_ARGS];
+	char store[SLURMCLI_SUBMIT_STORE];
+	(void)state;
+
+	slurmcli_submit_argv("/usr/bin/sbatch", &sub, argv, store);
+	assert_true(argv_has(argv, "--nodes=2"));
+	assert_true(argv_has(argv, "--ntasks-per-node=1"));
+	assert_false(argv_has(argv, "--ntasks=1"));
+	sub.nodes = 0;
+	slurmcli_submit_argv("/usr/bin/sbatch", &sub, argv, store);
+	assert_true(argv_has(argv, "--nodes=1"));
+	assert_true(argv_has(argv, "--ntasks=1"));
+	assert_false(argv_has(argv, "--ntasks-per-node=1"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +262,7 @@ int main(void)
 		cmocka_unit_test(test_in_job_spec),
 		cmocka_unit_test(test_job_environment),
 		cmocka_unit_test(test_submit_instance_count),
+		cmocka_unit_test(test_submit_nodes),
 	};
 	return cmocka_run_group_tests_name("jobhosts", tests, NULL, NULL);
 }
