@@ -141,6 +141,9 @@ def test_runtime_runs_on_a_node_and_jupyterlab_answers_through_the_proxy(lab):
     assert (e["start_s"], e["end_s"], e["billable_s"]) == (ready, ended, ended - ready), (e, stopped)
     q = u.get("/api/v1/me/quota").json
     assert q["used"]["cpu_s_per_24h"] == e["billable_s"], (q, e)
+    # the storage use is the node's answer about the shared image (the file written on
+    # the node is in it)
+    assert q["storage"]["used_bytes"] and q["storage"]["used_bytes"] > 0, q
     # the user deleted: a node archives the image beside the shared ones
     assert lab.admin().delete(f"/api/v1/users/{u.user}").status == 204
     archive = os.path.join(lab.homes, "archive")
