@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/slurmcli.h"
+#include "backend/slurmhosts.h"
 #include "jobs/submit.h"
 #include "proto/jobhosts.h"
 #include "proto/jobspec.h"
@@ -252,6 +253,56 @@ static void test_submit_nodes(void **state)
 	assert_false(argv_has(argv, "--ntasks-per-node=1"));
 }
 
+/* Slurm's host lists, in Slurm's order: the first is algo-1. */
+static void test_host_lists(void **state)
+{
+	char names[8][LINK_NAME_MAX + 1];
+	size_t n;
+	(void)state;
+
+	assert_int_equal(slurmhosts_expand("s1x0n[1-2]", names, 8, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(names[0], "s1x0n1");
+	assert_string_equal(names[1], "s1x0n2");
+	assert_int_equal(slurmhosts_expand("n[08-10,3],gpu05,r[1]a", names, 8, &n), 0);
+	assert_int_equal(n, 6);
+	assert_string_equal(names[0], "n08");
+	assert_string_equal(names[2], "n10");
+	assert_string_equal(names[3], "n3");
+	assert_string_equal(names[4], "gpu05");
+	assert_string_equal(names[5], "r1a");
+	assert_int_equal(slurmhosts_expand("n[1-9]", names, 8, &n), -E2BIG);
+	static const char *const bad[] = {"",	    "n[",     "n[]",   "n[2-1]", "n[1,]",
+					  "n[1-]",  "n[a]",   "a,,b",  "n]1[",   "r[1]n[2]",
+					  "n[1-2]]", "bad/name", "n[1-200000]"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(slurmhosts_expand(bad[i], names, 8, &n), -EINVAL);
+}
+
+/* Each node's job spec: the same but for "hosts", and its supervisor reads it. */
+static void test_spec_per_host(void **state)
+{
+	const char *spec = "{\"name\":\"t\",\"argv\":[\"true\"],\"max_runtime_s\":9,"
+			   "\"output_path\":\"o\",\"checkpoint_path\":\"c\"}";
+	struct jobspec js;
+	char err[200] = "", *out;
+	(void)state;
+
+	assert_int_equal(slurmhosts_spec(spec, 2, 2, "198.18.0.2", 29400, &out), 0);
+	assert_int_equal(jobspec_parse(out, &js, err, sizeof(err)), 0);
+	assert_int_equal(js.hosts.current, 2);
+	assert_int_equal(js.hosts.count, 2);
+	assert_string_equal(js.hosts.master_addr, "198.18.0.2");
+	assert_int_equal(js.hosts.master_port, 29400);
+	assert_string_equal(js.argv[0], "true");
+	jobspec_free(&js);
+	free(out);
+	assert_int_equal(slurmhosts_spec(spec, 3, 2, "198.18.0.2", 29400, &out), -EINVAL);
+	assert_null(out);
+	assert_int_equal(slurmhosts_spec(spec, 1, 2, "node-1", 29400, &out), -EINVAL);
+	assert_int_equal(slurmhosts_spec("[1]", 1, 2, "198.18.0.2", 29400, &out), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -263,6 +314,8 @@ int main(void)
 		cmocka_unit_test(test_job_environment),
 		cmocka_unit_test(test_submit_instance_count),
 		cmocka_unit_test(test_submit_nodes),
+		cmocka_unit_test(test_host_lists),
+		cmocka_unit_test(test_spec_per_host),
 	};
 	return cmocka_run_group_tests_name("jobhosts", tests, NULL, NULL);
 }
