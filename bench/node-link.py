@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""node-link.py - what the Slurm node link costs (docs/slurm-node.md), as root, on one
+"""node-link.py - what the Slurm node link costs (docs/slurm.md, "Nodes"), as root, on one
 machine over loopback: a real `labd node` and the head stand-in of the tests
 (build/tests/test_link --head).
 

@@ -118,6 +118,9 @@ struct backend_pool_start {
 	struct box_shape shape; /* as backend_start's */
 	char *image_hash;       /* out, BACKEND_IMAGE_HASH_MAX bytes, may be NULL */
 	const char *gpu_uuids[BOX_GPUS_MAX]; /* as backend_start's */
+	/* hosts of one job across nodes (its instance_count; docs/jobs.md "Several
+	 * hosts"): 0 or 1 = one sandbox; more only on a backend of several machines */
+	int instances;
 };
 
 /* A user's home as the backend sees it (storage quota). */

@@ -234,6 +234,7 @@ static int slurm_pool_start(struct backend *b, const struct backend_pool_start *
 			    size_t errlen)
 {
 	struct slurm *s = (struct slurm *)b;
+	struct holder *h;
 	int rc = 0;
 
 	if (ps->image_hash)
@@ -243,9 +244,11 @@ static int slurm_pool_start(struct backend *b, const struct backend_pool_start *
 	pthread_mutex_lock(&s->lock);
 	if (slurm_find(s, true, ps->pool_id))
 		rc = -EEXIST;
-	else if (!new_holder(s, true, ps->pool_id, ps->user, ps->user_id, ps->deadline_s,
-			     &ps->shape))
+	else if (!(h = new_holder(s, true, ps->pool_id, ps->user, ps->user_id, ps->deadline_s,
+				  &ps->shape)))
 		rc = -ENOMEM;
+	else
+		h->instances = ps->instances > 1 ? ps->instances : 1;
 	pthread_mutex_unlock(&s->lock);
 	if (rc == 0)
 		slurm_poke(s);

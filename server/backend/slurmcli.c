@@ -172,8 +172,13 @@ void slurmcli_submit_argv(const char *sbatch, const struct slurm_submit *s, cons
 	if (s->gpus)
 		argv[a++] = keep_num(store, &used, "--gres=gpu:", s->gpus, "");
 	argv[a++] = keep_num(store, &used, "--time=", minutes < 1 ? 1 : minutes, "");
-	argv[a++] = "--nodes=1";
-	argv[a++] = "--ntasks=1";
+	if (s->nodes > 1) { /* a job on several hosts: one sandbox per node */
+		argv[a++] = keep_num(store, &used, "--nodes=", s->nodes, "");
+		argv[a++] = "--ntasks-per-node=1";
+	} else {
+		argv[a++] = "--nodes=1";
+		argv[a++] = "--ntasks=1";
+	}
 	argv[a++] = "--no-requeue";
 	argv[a++] = "--output=/dev/null";
 	argv[a++] = "--chdir=/";

@@ -106,6 +106,7 @@ struct slurm_submit {
 	unsigned gpus;       /* 0: none */
 	int64_t seconds;     /* the job sleeps this long (to labd's deadline + grace) */
 	const char *partition; /* "" or NULL: Slurm's default */
+	unsigned nodes;        /* 0 or 1: one node; N: N nodes, one task on each */
 };
 
 /* The argv of the submission into argv (at least SLURMCLI_SUBMIT_ARGS slots; texts in

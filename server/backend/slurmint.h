@@ -42,6 +42,7 @@ struct holder {
 	char token[SLURM_TOKEN_MAX];
 	int64_t deadline_s;
 	struct box_shape shape;
+	int instances; /* a pool of a job on several hosts: its node count; else 1 */
 	char image[SLURM_IMAGE_MAX];
 	char node[LINK_NAME_MAX + 1];
 	long long node_wait_ms; /* when it began to wait for its node's link, 0 */

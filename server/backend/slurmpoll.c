@@ -73,6 +73,7 @@ static void fill_submit(const struct slurm *s, const struct holder *h, struct sl
 		.gpus = h->shape.n_gpus,
 		.seconds = (left > 0 ? left : 0) + cfg->slurm_time_grace_s,
 		.partition = cfg->slurm_partition,
+		.nodes = h->instances > 1 ? (unsigned)h->instances : 1,
 	};
 	if (sub->seconds < 60)
 		sub->seconds = 60;
@@ -295,6 +296,12 @@ static void start_one(struct slurm *s, struct holder *h)
 	pthread_mutex_unlock(&s->lock);
 	if (!due)
 		return;
+	if (h->instances > 1) { /* its N nodes are held; the sandboxes on them are not built */
+		snprintf(err, sizeof(err), "a job on %d hosts: Slurm gave the nodes, but this labd "
+			 "does not start a job's sandbox on several nodes yet", h->instances);
+		fail_start(s, h, err);
+		return;
+	}
 	nd = nodes_hold(s->nodes, h->node, &info);
 	if (!nd) {
 		long long now = clock_ms();

@@ -192,6 +192,7 @@ static const struct config_key keys[] = {
 	KEY("slurm", "time_grace", slurm_time_grace_s, K_DURATION, 0, 86400, "5m"),
 	KEY("slurm", "timeout", slurm_timeout_s, K_DURATION, 1, 600, "30s"),
 	KEY("slurm", "partition", slurm_partition, K_STRING, 0, 0, ""),
+	KEY("slurm", "max_instances", slurm_max_instances, K_UINT, 1, 64, "8"),
 	KEY("slurm", "sbatch", slurm_sbatch, K_STRING, 1, 0, "/usr/bin/sbatch"),
 	KEY("slurm", "squeue", slurm_squeue, K_STRING, 1, 0, "/usr/bin/squeue"),
 	KEY("slurm", "scontrol", slurm_scontrol, K_STRING, 1, 0, "/usr/bin/scontrol"),

@@ -229,6 +229,7 @@ struct labd_config {
 	int64_t slurm_time_grace_s;               /* Slurm's --time beyond labd's deadline */
 	int64_t slurm_timeout_s;                  /* one call of a Slurm tool */
 	char slurm_partition[64];                 /* "" = Slurm's default partition */
+	unsigned slurm_max_instances;             /* a job's largest instance_count */
 	char slurm_sbatch[CONFIG_PATH_MAX], slurm_squeue[CONFIG_PATH_MAX];
 	char slurm_scontrol[CONFIG_PATH_MAX], slurm_scancel[CONFIG_PATH_MAX];
 	/* the secret's bytes, read as root at start (main.c: [node] or [slurm]

@@ -10,6 +10,7 @@
 #include "config/config.h"
 #include "backend/backend.h"
 #include "jobs/dispatch.h"
+#include "jobs/hosts.h"
 #include "jobs/live.h"
 #include "jobs/moves.h"
 #include "jobs/preempt.h"
@@ -228,7 +229,8 @@ static void ask_backend(struct app *app, const struct job *j, struct pool *p)
 {
 	struct backend_pool_start s = {
 		.user = j->user_name, .user_id = j->user_id, .pool_id = p->id,
-		.deadline_s = p->deadline, .shape = job_size(j)};
+		.deadline_s = p->deadline, .shape = job_size(j),
+		.instances = jobs_instance_count(j)};
 	char err[200] = "", reason[JOB_REASON_MAX], copy[RUNTIME_GPUS_MAX], *save = NULL;
 	int rc;
 
@@ -402,7 +404,9 @@ static enum dispatched dispatch_one(struct app *app, const struct job *j, int64_
 		return DISPATCH_DONE; /* ended, or waits on the store */
 	if (!jobs_preempt_may_start(app, j))
 		return DISPATCH_DONE; /* a preemptible job holds back nobody */
-	if (pools_find_available(app->db, &shape, need_until, now, &p) == 1 &&
+	/* a job on several hosts takes no warm pool: a pool is one host's sandbox */
+	if (jobs_instance_count(j) == 1 &&
+	    pools_find_available(app->db, &shape, need_until, now, &p) == 1 &&
 	    take_warm(app, j, &p, now))
 		return DISPATCH_DONE;
 	release_unmatched(app, j);

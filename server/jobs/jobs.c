@@ -49,6 +49,9 @@ static void job_limits(struct app *app, const struct quota_status *st, const cha
 		.gpu_kind = gpu_kind,
 		.keep_alive_max_s = app->cfg->jobs_keep_alive_max_s,
 		.max_wait_default_s = app->cfg->jobs_max_wait_default_s,
+		.instances_max = strcmp(app->cfg->backend_kind, "slurm") == 0
+					 ? (int64_t)app->cfg->slurm_max_instances
+					 : 1,
 		.image_ok = image_configured,
 		.image_ctx = (void *)app->cfg,
 	};

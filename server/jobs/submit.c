@@ -22,7 +22,7 @@ const char *const jobs_submit_fields[] = {
 	"input_channels", "output_path", "checkpoint_path", "type",	  "gpu_count",
 	"image",	"max_runtime_s", "max_wait_s",	  "keep_alive_s", "max_retries",
 	"metric_definitions", "memory_bytes", "cpus_milli", "script", "rules", "capacity",
-	"gpu_kind", NULL,
+	"gpu_kind", "instance_count", NULL,
 };
 
 /* Sets *err and returns -1. */
@@ -455,6 +455,24 @@ static int check_resources(json_t *body, const struct jobs_limits *lim, json_t *
 	return 0;
 }
 
+/* instance_count: how many hosts run the job together (docs/jobs.md "Several
+ * hosts"); more than one only where the backend has several machines. */
+static int check_instances(json_t *body, const struct jobs_limits *lim, json_t *spec,
+			   struct jobs_submit *out, struct jobs_submit_error *err)
+{
+	int64_t max = lim->instances_max > 1 ? lim->instances_max : 1;
+	json_t *v = json_object_get(body, "instance_count");
+
+	if (v && max == 1 && json_is_integer(v) && json_integer_value(v) > 1)
+		return fail(err, "instance_count",
+			    "field \"instance_count\" must be 1 here: this server runs jobs on one "
+			    "machine (several hosts need [backend] kind = slurm)");
+	if (get_int(body, "instance_count", 1, max, 1, &out->instance_count, err) < 0)
+		return -1;
+	json_object_set_new(spec, "instance_count", json_integer(out->instance_count));
+	return 0;
+}
+
 /* max_runtime_s, max_wait_s, keep_alive_s, max_retries. */
 static int check_times(json_t *body, const struct jobs_limits *lim, json_t *spec,
 		       struct jobs_submit *out, struct jobs_submit_error *err)
@@ -614,6 +632,7 @@ int jobs_submit_check(json_t *body, const struct jobs_limits *lim, struct jobs_s
 	    check_paths(body, json_string_value(json_object_get(spec, "name")), spec, err) < 0 ||
 	    check_environment(body, spec, err) < 0 || check_hyperparameters(body, spec, err) < 0 ||
 	    check_channels(body, spec, err) < 0 || check_resources(body, lim, spec, out, err) < 0 ||
+	    check_instances(body, lim, spec, out, err) < 0 ||
 	    check_times(body, lim, spec, out, err) < 0 || check_capacity(body, spec, out, err) < 0 ||
 	    check_metrics(body, spec, err) < 0 || observe_spec_check(body, spec, err) < 0 ||
 	    check_runs(spec, out, err) < 0) {

@@ -41,6 +41,7 @@ struct jobs_limits {
 	const char *gpu_kind;         /* the plan's kind of GPU device; NULL = "whole" */
 	int64_t keep_alive_max_s;     /* [jobs] keep_alive_max */
 	int64_t max_wait_default_s;   /* [jobs] max_wait_default */
+	int64_t instances_max;        /* [slurm] max_instances on Slurm; 0 or 1 = one host */
 	/* whether an image name is one of [images]; NULL = only the plan's */
 	bool (*image_ok)(const char *name, void *ctx);
 	void *image_ctx;
@@ -55,6 +56,7 @@ struct jobs_submit {
 	int gpu_count, max_retries;
 	int64_t memory_bytes, cpus_milli;
 	int64_t max_runtime_s, max_wait_s, keep_alive_s;
+	int64_t instance_count; /* hosts that run it together, 1 = one sandbox */
 	bool preemptible; /* capacity "preemptible" */
 };
 

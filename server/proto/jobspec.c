@@ -12,7 +12,7 @@
 static const char *const known_keys[] = {
 	"name",	       "argv",		  "env",	   "cwd",	  "hyperparameters",
 	"channels",    "output_path",	  "checkpoint_path", "max_runtime_s", "grace_s",
-	"log_max_bytes", "gpus",	  "cpus",	   NULL,
+	"log_max_bytes", "gpus",	  "cpus",	   "hosts",	  NULL,
 };
 
 static int bad(char *err, size_t errlen, const char *field, const char *why)
@@ -246,7 +246,8 @@ static int read_all(json_t *root, struct jobspec *s, char *err, size_t errlen)
 	    (rc = get_int(root, "log_max_bytes", 4096, JOBSPEC_LOG_MAX_BYTES, false,
 			  &s->log_max_bytes, err, errlen)) ||
 	    (rc = get_int(root, "gpus", 0, JOBSPEC_GPUS_MAX, false, &s->gpus, err, errlen)) ||
-	    (rc = get_int(root, "cpus", 0, JOBSPEC_CPUS_MAX, false, &s->cpus, err, errlen)))
+	    (rc = get_int(root, "cpus", 0, JOBSPEC_CPUS_MAX, false, &s->cpus, err, errlen)) ||
+	    (rc = jobhosts_parse(json_object_get(root, "hosts"), &s->hosts, err, errlen)))
 		return rc;
 	/* absent: the caller's default (a grace of 0 is a real choice) */
 	if (!json_object_get(root, "grace_s"))
@@ -263,6 +264,7 @@ int jobspec_parse(const char *text, struct jobspec *out, char *err, size_t errle
 	int rc;
 
 	memset(out, 0, sizeof(*out));
+	jobhosts_single(&out->hosts);
 	out->cwd = out->output_path = out->checkpoint_path = "";
 	if (strlen(text) > PROTO_JOB_SPEC_MAX)
 		return bad(err, errlen, "spec", "is longer than 48 KiB");

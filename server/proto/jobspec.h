@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/jobhosts.h"
+
 #define JOBSPEC_ARGV_MAX 64
 #define JOBSPEC_ARG_MAX_BYTES 4096
 #define JOBSPEC_ENV_MAX 64
@@ -45,6 +47,7 @@ struct jobspec {
 	size_t n_channels;
 	const char *output_path, *checkpoint_path;
 	int64_t max_runtime_s, grace_s, log_max_bytes, gpus, cpus;
+	struct jobhosts hosts; /* one host (algo-1) unless the spec says several */
 };
 
 /* Parses and checks text. 0, or -EINVAL with err saying which field and why

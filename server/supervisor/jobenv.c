@@ -112,6 +112,18 @@ static int add_hyperparameters(const struct jobspec *s, struct jobenv *e)
 	return rc;
 }
 
+/* SM_CURRENT_HOST, SM_HOSTS and, on several hosts, the rendezvous (jobhosts.h). */
+static int add_hosts(const struct jobspec *s, struct jobenv *e)
+{
+	char lines[JOBHOSTS_ENV_MAX][JOBHOSTS_ENV_LEN];
+	size_t n;
+	int rc = jobhosts_env(&s->hosts, lines, &n);
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = add(e, "%s", lines[i]);
+	return rc;
+}
+
 static int add_labd(const struct jobspec *s, long long job_id, const char *user, int64_t ncpus,
 		    struct jobenv *e)
 {
@@ -131,7 +143,7 @@ static int add_labd(const struct jobspec *s, long long job_id, const char *user,
 	    (rc = add(e, "SM_OUTPUT_DATA_DIR=" ML "/output/data")) ||
 	    (rc = add(e, "SM_INPUT_DIR=" ML "/input")) ||
 	    (rc = add(e, "SM_INPUT_CONFIG_DIR=" ML "/input/config")) ||
-	    (rc = add(e, "SM_CURRENT_HOST=algo-1")) || (rc = add(e, "SM_HOSTS=[\"algo-1\"]")) ||
+	    (rc = add_hosts(s, e)) ||
 	    (rc = add(e, "SM_NUM_GPUS=%lld", (long long)s->gpus)) ||
 	    (rc = add(e, "SM_NUM_CPUS=%lld", (long long)(s->cpus > 0 ? s->cpus : ncpus))))
 		return rc;

@@ -192,7 +192,7 @@ static int write_config(const struct job_ctx *c)
 		       s->hyperparameters ? json_incref(s->hyperparameters) : json_object()) < 0 ||
 	    write_file(dir, "inputdataconfig.json", data) < 0 ||
 	    write_file(dir, "resourceconfig.json",
-		       json_pack("{s:s,s:[s]}", "current_host", "algo-1", "hosts", "algo-1")) < 0)
+		       jobhosts_resourceconfig(&s->hosts)) < 0)
 		return -1;
 	return 0;
 }

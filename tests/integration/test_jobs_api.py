@@ -102,6 +102,8 @@ BAD = [
     ({"memory_bytes": 1024}, "memory_bytes"),
     ({"cpus_milli": 1}, "cpus_milli"),
     ({"script": "echo both"}, "script"),  # command and script: one of them
+    ({"instance_count": 2}, "instance_count"),  # one machine: one host
+    ({"instance_count": 0}, "instance_count"),
     # each word within bounds, the whole over the 48 KiB the job runner takes
     ({"command": ["true"] + ["x" * 4000] * 13}, "command"),
 ]

@@ -105,7 +105,8 @@ def test_two_gpu_job_waits_binds_two_and_torchrun_runs_one_process_each(md):
     lines = log.splitlines()
     assert lines[0].split() == ["nvidia-uvm", "nvidia1", "nvidia2", "nvidiactl"], log
     assert "cvd=0,1 nvd=1,2 sm=2 hosts=[\"algo-1\"] host=algo-1" in lines, log
-    assert '{"current_host":"algo-1","hosts":["algo-1"]}' in lines, log
+    assert ('{"current_host":"algo-1","hosts":["algo-1"],'
+            '"network_interface_name":"eth0"}') in lines, log
     ranks = sorted(re.findall(r"rank=\d .*?node=(?:True|False)", log))
     assert ranks == ["rank=0 local_rank=0 world=2 sum=3 cuda_index=0 node=True",
                      "rank=1 local_rank=1 world=2 sum=3 cuda_index=1 node=True"], log

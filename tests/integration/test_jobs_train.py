@@ -122,7 +122,8 @@ def test_layout_and_environment_inside_the_job(trainer):
     assert j["status"] == "Completed", f"{j}\n{out}"
     lines = out.splitlines()
     assert json.loads(lines[0]) == {"lr": 0.5, "tag": "x"}, out
-    assert json.loads(lines[1]) == {"current_host": "algo-1", "hosts": ["algo-1"]}, out
+    assert json.loads(lines[1]) == {"current_host": "algo-1", "hosts": ["algo-1"],
+                                    "network_interface_name": "eth0"}, out
     assert json.loads(lines[2])["train"]["TrainingInputMode"] == "File", out
     assert "channel-ro" in out, out
     for want in ("model=/opt/ml/model/", "out=/opt/ml/output/data", "ch=/opt/ml/input/data/train",
