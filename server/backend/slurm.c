@@ -353,7 +353,7 @@ static int append_node(struct node *nd, struct backend_sandbox **out, size_t *n,
 		else
 			*out = more, *cap = want;
 	}
-	if (rc == 0) {
+	if (rc == 0 && k > 0) {
 		memcpy(*out + *n, l, k * sizeof(*l));
 		*n += k;
 	}
