@@ -422,27 +422,14 @@ static void *accept_loop(void *arg)
 /* A listening TCP socket on "ADDRESS:PORT" (numeric). */
 static int listen_on(const char *address)
 {
-	char host[64];
-	unsigned port;
-	struct sockaddr_storage ss = {0};
-	struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+	struct sockaddr_storage ss;
 	socklen_t len;
-	int fd, one = 1;
+	int fd, one = 1, rc = config_listen_sockaddr(address, &ss, &len);
 
-	if (config_split_listen(address, host, sizeof(host), &port) < 0)
+	if (rc == -EINVAL)
 		return log_error("[slurm] listen: bad address %s", address);
-	if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
-		in4->sin_family = AF_INET;
-		in4->sin_port = htons((uint16_t)port);
-		len = sizeof(*in4);
-	} else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons((uint16_t)port);
-		len = sizeof(*in6);
-	} else {
-		return log_error("[slurm] listen: %s is not a numeric IP address", host);
-	}
+	if (rc < 0)
+		return log_error("[slurm] listen: %s is not a numeric IP address", address);
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return log_errno("socket");

@@ -3,6 +3,7 @@
  * names every key (test_config checks). The kinds' parsers are in kinds.c. */
 #include "config/config.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <ini.h>
@@ -246,6 +247,30 @@ int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned
 	memcpy(host, hstart, (size_t)(hend - hstart));
 	host[hend - hstart] = '\0';
 	*port = (unsigned)p;
+	return 0;
+}
+
+int config_listen_sockaddr(const char *listen, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	char host[64];
+	unsigned port;
+
+	memset(ss, 0, sizeof(*ss));
+	if (config_split_listen(listen, host, sizeof(host), &port) < 0)
+		return -EINVAL;
+	if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+		in4->sin_family = AF_INET;
+		in4->sin_port = htons((uint16_t)port);
+		*len = sizeof(*in4);
+	} else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*in6);
+	} else {
+		return -EAFNOSUPPORT;
+	}
 	return 0;
 }
 

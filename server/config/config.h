@@ -4,6 +4,7 @@
 #define LABD_CONFIG_H
 
 #include <stdbool.h>
+#include <sys/socket.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -245,6 +246,10 @@ void config_defaults(struct labd_config *cfg, bool demo);
 int config_load(struct labd_config *cfg, const char *path, char *err, size_t errlen);
 /* Splits "127.0.0.1:8080" / "[::1]:8080" into host and port; -EINVAL when malformed. */
 int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned *port);
+/* The socket address of a numeric listen address ("127.0.0.1:8080", "[::1]:8080") into
+ * *ss and *len: 0, -EINVAL when malformed, -EAFNOSUPPORT when the host is no numeric IP
+ * address. */
+int config_listen_sockaddr(const char *listen, struct sockaddr_storage *ss, socklen_t *len);
 /* Whether GPU minor is in the inventory (gpu_devices). */
 bool config_has_gpu(const struct labd_config *cfg, unsigned minor);
 /* The [gpu] shares entry of card minor, or NULL: the card is not shared. */
