@@ -24,11 +24,12 @@ import io
 import json
 import os
 import shutil
-import stat
 import tempfile
 import time
 
 import pytest
+
+from gpu_standin import add_instance, card_nodes, free_major
 
 from labd_harness import SLOW, assert_status, build_dir, wait_until
 from jobs_lib import jobs_daemon, log_text, new_user, submit, wait_job
@@ -43,36 +44,14 @@ SHARE_11 = 0x20000 | 1 << 8 | 1        # 1/share1
 HOLD = ["/bin/sh", "-c", "echo cvd=$CUDA_VISIBLE_DEVICES; exec sleep 300"]
 
 
-def free_major():
-    """A character major no driver holds (the capability nodes' stand-in)."""
-    used = set()
-    with open("/proc/devices") as fh:
-        for line in fh:
-            if line.startswith("Block"):
-                break
-            if line.strip() and line.split()[0].isdigit():
-                used.add(int(line.split()[0]))
-    return next(m for m in range(500, 512) if m not in used)
-
-
 def make_host(base):
     """Three cards' nodes, the driver's control nodes, two MIG instances' capability
     files and nodes; the stand-in NVML's cards. Returns (dev_prefix, caps_dir, cards)."""
     nodes, caps = os.path.join(base, "dev"), os.path.join(base, "caps")
-    os.makedirs(os.path.join(nodes, "nvidia-caps"))
-    for name, major, minor in (("nvidia0", 195, 0), ("nvidia1", 195, 1), ("nvidia2", 195, 2),
-                               ("nvidiactl", 195, 255), ("nvidia-uvm", 235, 0)):
-        os.mknod(os.path.join(nodes, name), 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+    card_nodes(nodes, (0, 1, 2))
     capmaj = free_major()
     for gi, (gi_minor, ci_minor) in ((1, (21, 22)), (2, (30, 31))):
-        d = os.path.join(caps, "gpu0", "mig", f"gi{gi}")
-        os.makedirs(os.path.join(d, "ci0"))
-        for path, minor in ((os.path.join(d, "access"), gi_minor),
-                            (os.path.join(d, "ci0", "access"), ci_minor)):
-            with open(path, "w") as fh:
-                fh.write(f"DeviceFileMinor: {minor}\nDeviceFileMode: 292\nDeviceFileModify: 1\n")
-            os.mknod(os.path.join(nodes, "nvidia-caps", f"nvidia-cap{minor}"),
-                     0o444 | stat.S_IFCHR, os.makedev(capmaj, minor))
+        add_instance(caps, 0, gi, 0, gi_minor, ci_minor, nodes, capmaj)
     card = {"name": "NVIDIA H200", "memory_total": CARD_MEMORY, "memory_used": 0,
             "utilization": 0, "temperature": 30}
     mig = [{"gi": gi, "ci": 0, "profile": "1g.18gb", "memory_total": MIG_MEMORY,

@@ -16,10 +16,11 @@ training jobs hold their devices (a sandbox each, `sleep`):
 import json
 import os
 import shutil
-import stat
 import tempfile
 
 import pytest
+
+from gpu_standin import add_instance, card_nodes, free_major
 
 from labd_harness import SLOW, assert_status, build_dir, wait_until
 from jobs_lib import get_job, jobs_daemon, new_user, submit, wait_job
@@ -30,18 +31,6 @@ MIG_MEMORY = 19327352832
 CARDS, GIS = (0, 1, 2), range(1, 8)
 IDS = [0x10000 | m << 8 | gi << 3 for m in CARDS for gi in GIS]  # m/gi<gi>/ci0, pool order
 HOLD = ["/bin/sh", "-c", "exec sleep 300"]
-
-
-def free_major():
-    """A character major no driver holds (the capability nodes' stand-in)."""
-    used = set()
-    with open("/proc/devices") as fh:
-        for line in fh:
-            if line.startswith("Block"):
-                break
-            if line.strip() and line.split()[0].isdigit():
-                used.add(int(line.split()[0]))
-    return next(m for m in range(500, 512) if m not in used)
 
 
 def mig_card(minor, used=None):
@@ -69,23 +58,12 @@ def make_host(base):
     """Three cards' nodes, the driver's control nodes, 21 instances' capability files
     and nodes. Returns (dev_prefix, caps_dir)."""
     nodes, caps = os.path.join(base, "dev"), os.path.join(base, "caps")
-    os.makedirs(os.path.join(nodes, "nvidia-caps"))
-    for name, major, minor in (("nvidia0", 195, 0), ("nvidia1", 195, 1), ("nvidia2", 195, 2),
-                               ("nvidiactl", 195, 255), ("nvidia-uvm", 235, 0)):
-        os.mknod(os.path.join(nodes, name), 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+    card_nodes(nodes, CARDS)
     capmaj = free_major()
     for m in CARDS:
         for gi in GIS:
-            d = os.path.join(caps, f"gpu{m}", "mig", f"gi{gi}")
-            os.makedirs(os.path.join(d, "ci0"))
             gi_minor = 100 * m + 2 * gi
-            for path, minor in ((os.path.join(d, "access"), gi_minor),
-                                (os.path.join(d, "ci0", "access"), gi_minor + 1)):
-                with open(path, "w") as fh:
-                    fh.write(f"DeviceFileMinor: {minor}\nDeviceFileMode: 292\n"
-                             "DeviceFileModify: 1\n")
-                os.mknod(os.path.join(nodes, "nvidia-caps", f"nvidia-cap{minor}"),
-                         0o444 | stat.S_IFCHR, os.makedev(capmaj, minor))
+            add_instance(caps, m, gi, 0, gi_minor, gi_minor + 1, nodes, capmaj)
     return nodes, caps
 
 

@@ -20,11 +20,12 @@ test hook LABD_FAULT_BAD_MESSAGE, as test_root_trust.py does):
 import json
 import os
 import signal
-import stat
 import subprocess
 import time
 
 import pytest
+
+from gpu_standin import add_instance, cap_node, card_nodes, free_major
 
 from labd_harness import SLOW, runtime_daemon, sandbox_records, teardown_runtime_daemon, \
     wait_until, web_process
@@ -34,38 +35,6 @@ MIG_01 = 0x10000 | 0 << 8 | 1 << 3 | 0  # 0/gi1/ci0
 MIG_02 = 0x10000 | 0 << 8 | 2 << 3 | 0  # 0/gi2/ci0
 MIG_21 = 0x10000 | 2 << 8 | 1 << 3 | 0  # 2/gi1/ci0
 SHARE_10 = 0x20000 | 1 << 8 | 0        # 1/share0
-
-
-def free_major():
-    """A character major no driver holds: an open through the device cgroup is ENXIO."""
-    used = set()
-    with open("/proc/devices") as fh:
-        for line in fh:
-            if line.startswith("Block"):
-                break
-            if line.strip() and line.split()[0].isdigit():
-                used.add(int(line.split()[0]))
-    return next(m for m in range(500, 512) if m not in used)
-
-
-def make_nodes(base, capmaj):
-    os.makedirs(os.path.join(base, "nvidia-caps"))
-    for name, major, minor in (("nvidia0", 195, 0), ("nvidia1", 195, 1), ("nvidia2", 195, 2),
-                               ("nvidiactl", 195, 255), ("nvidia-uvm", 235, 0)):
-        os.mknod(os.path.join(base, name), 0o666 | stat.S_IFCHR, os.makedev(major, minor))
-    for n in (21, 22, 30, 31, 40, 41):
-        os.mknod(os.path.join(base, "nvidia-caps", f"nvidia-cap{n}"), 0o444 | stat.S_IFCHR,
-                 os.makedev(capmaj, n))
-
-
-def add_instance(caps, card, gi, ci, gi_minor, ci_minor):
-    """The driver's access files of one compute instance and its GPU instance."""
-    d = os.path.join(caps, f"gpu{card}", "mig", f"gi{gi}")
-    os.makedirs(os.path.join(d, f"ci{ci}"), exist_ok=True)
-    with open(os.path.join(d, "access"), "w") as fh:
-        fh.write(f"DeviceFileMinor: {gi_minor}\nDeviceFileMode: 292\nDeviceFileModify: 1\n")
-    with open(os.path.join(d, f"ci{ci}", "access"), "w") as fh:
-        fh.write(f"DeviceFileMinor: {ci_minor}\nDeviceFileMode: 292\nDeviceFileModify: 1\n")
 
 
 def pool_start(msg_id, user, gpus, uuids=None):
@@ -97,7 +66,9 @@ def mig(tmp_path_factory):
     base = tmp_path_factory.mktemp("migdev")
     nodes, caps = str(base / "dev"), str(base / "caps")
     capmaj = free_major()
-    make_nodes(nodes, capmaj)
+    card_nodes(nodes, (0, 1, 2))
+    for n in (21, 22, 30, 31, 40, 41):
+        cap_node(nodes, capmaj, n)
     add_instance(caps, 0, 1, 0, 21, 22)
     add_instance(caps, 0, 2, 0, 30, 31)
     os.chmod(base, 0o755)
