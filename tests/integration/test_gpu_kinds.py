@@ -30,7 +30,6 @@ import time
 import pytest
 
 from gpu_standin import add_instance, card_nodes, free_major
-
 from labd_harness import SLOW, assert_status, build_dir, wait_until
 from jobs_lib import jobs_daemon, log_text, new_user, submit, wait_job
 

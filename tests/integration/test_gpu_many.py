@@ -21,7 +21,6 @@ import tempfile
 import pytest
 
 from gpu_standin import add_instance, card_nodes, free_major
-
 from labd_harness import SLOW, assert_status, build_dir, wait_until
 from jobs_lib import get_job, jobs_daemon, new_user, submit, wait_job
 

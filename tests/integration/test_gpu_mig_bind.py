@@ -26,7 +26,6 @@ import time
 import pytest
 
 from gpu_standin import add_instance, cap_node, card_nodes, free_major
-
 from labd_harness import SLOW, runtime_daemon, sandbox_records, teardown_runtime_daemon, \
     wait_until, web_process
 
