@@ -121,6 +121,12 @@ struct backend_pool_start {
 	/* hosts of one job across nodes (its instance_count; docs/jobs.md "Several
 	 * hosts"): 0 or 1 = one sandbox; more only on a backend of several machines */
 	int instances;
+	/* one host of such a job on a node (docs/slurm.md "Jobs on several nodes"): its
+	 * address on the cluster network ("peer0" in the sandbox), the other hosts'
+	 * addresses (comma-separated), and no home of the user's (hosts 2..N); NULL,
+	 * NULL, false for any other pool */
+	const char *peer_addr, *peers;
+	bool scratch_home;
 };
 
 /* A user's home as the backend sees it (storage quota). */

@@ -519,6 +519,11 @@ static int local_pool_start(struct backend *b, const struct backend_pool_start *
 					    (json_int_t)s->pool_id, "deadline",
 					    (json_int_t)s->deadline_s));
 	put_uuids(m, &s->shape, s->gpu_uuids);
+	if (s->peer_addr && s->peers)
+		json_object_update_new(m, json_pack("{s:s,s:s}", "peer_addr", s->peer_addr,
+						    "peers", s->peers));
+	if (s->scratch_home)
+		json_object_set_new(m, "scratch_home", json_true());
 	rc = start_call((struct local *)b, m, &s->shape, s->image_hash, &reply, err, errlen);
 	json_decref(reply);
 	return rc;

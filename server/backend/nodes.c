@@ -97,28 +97,37 @@ static void ev_warning(void *ctx, const char *user, int64_t runtime_id, int64_t 
 static void ev_job_phase(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
 			 const char *phase, int64_t at_ms)
 {
-	const struct backend_events *w = ((struct node *)ctx)->owner->hooks.web;
+	struct node *nd = ctx;
+	const struct nodes_hooks *h = &nd->owner->hooks;
 
-	if (w->job_phase)
-		w->job_phase(w->ctx, user, pool_id, job_id, phase, at_ms);
+	if (h->job_phase)
+		h->job_phase(h->ctx, nd->info.name, user, pool_id, job_id, phase, at_ms);
+	else if (h->web->job_phase)
+		h->web->job_phase(h->web->ctx, user, pool_id, job_id, phase, at_ms);
 }
 
 static void ev_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
 			  const struct backend_job_exit *x)
 {
-	const struct backend_events *w = ((struct node *)ctx)->owner->hooks.web;
+	struct node *nd = ctx;
+	const struct nodes_hooks *h = &nd->owner->hooks;
 
-	if (w->job_exited)
-		w->job_exited(w->ctx, user, pool_id, job_id, x);
+	if (h->job_exited)
+		h->job_exited(h->ctx, nd->info.name, user, pool_id, job_id, x);
+	else if (h->web->job_exited)
+		h->web->job_exited(h->web->ctx, user, pool_id, job_id, x);
 }
 
 static void ev_job_sample(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
 			  const struct backend_job_sample *s)
 {
-	const struct backend_events *w = ((struct node *)ctx)->owner->hooks.web;
+	struct node *nd = ctx;
+	const struct nodes_hooks *h = &nd->owner->hooks;
 
-	if (w->job_sample)
-		w->job_sample(w->ctx, user, pool_id, job_id, s);
+	if (h->job_sample)
+		h->job_sample(h->ctx, nd->info.name, user, pool_id, job_id, s);
+	else if (h->web->job_sample)
+		h->web->job_sample(h->web->ctx, user, pool_id, job_id, s);
 }
 
 /* ---- the table ---- */

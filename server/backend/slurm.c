@@ -162,6 +162,37 @@ static void on_pool_ended(void *ctx, const char *node, const char *user, int64_t
 		s->ev.pool_ended(s->ev.ctx, user, pool_id, cause, failed, reason);
 }
 
+/* A job's events: passed on as they are (one host per job). */
+static void on_job_phase(void *ctx, const char *node, const char *user, int64_t pool_id,
+			 int64_t job_id, const char *phase, int64_t at_ms)
+{
+	struct slurm *s = ctx;
+
+	(void)node;
+	if (s->ev.job_phase)
+		s->ev.job_phase(s->ev.ctx, user, pool_id, job_id, phase, at_ms);
+}
+
+static void on_job_exited(void *ctx, const char *node, const char *user, int64_t pool_id,
+			  int64_t job_id, const struct backend_job_exit *x)
+{
+	struct slurm *s = ctx;
+
+	(void)node;
+	if (s->ev.job_exited)
+		s->ev.job_exited(s->ev.ctx, user, pool_id, job_id, x);
+}
+
+static void on_job_sample(void *ctx, const char *node, const char *user, int64_t pool_id,
+			  int64_t job_id, const struct backend_job_sample *sample)
+{
+	struct slurm *s = ctx;
+
+	(void)node;
+	if (s->ev.job_sample)
+		s->ev.job_sample(s->ev.ctx, user, pool_id, job_id, sample);
+}
+
 /* ---- starts and stops ---- */
 
 /* A new holder for a start (under the lock). */
@@ -659,6 +690,7 @@ struct backend *backend_slurm_new(const struct labd_config *cfg, const struct ba
 	struct nodes_hooks hooks = {
 		.up = on_up, .down = on_down, .ready = on_ready, .ended = on_ended,
 		.pool_ready = on_pool_ready, .pool_ended = on_pool_ended,
+		.job_phase = on_job_phase, .job_exited = on_job_exited, .job_sample = on_job_sample,
 	};
 
 	if (!s)
