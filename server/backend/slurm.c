@@ -162,6 +162,8 @@ static void on_pool_ended(void *ctx, const char *node, const char *user, int64_t
 		s->ev.pool_ended(s->ev.ctx, user, pool_id, cause, failed, reason);
 }
 
+static void set_running_job(struct slurm *s, int64_t pool_id, int64_t was, int64_t job_id);
+
 /* A job's events: passed on as they are (one host per job). */
 static void on_job_phase(void *ctx, const char *node, const char *user, int64_t pool_id,
 			 int64_t job_id, const char *phase, int64_t at_ms)
@@ -173,12 +175,13 @@ static void on_job_phase(void *ctx, const char *node, const char *user, int64_t 
 		s->ev.job_phase(s->ev.ctx, user, pool_id, job_id, phase, at_ms);
 }
 
+/* The job's log is whole on the head before the web marks the job ended. */
 static void on_job_exited(void *ctx, const char *node, const char *user, int64_t pool_id,
 			  int64_t job_id, const struct backend_job_exit *x)
 {
 	struct slurm *s = ctx;
 
-	(void)node;
+	slurm_pull_log(s, node, pool_id, job_id, true);
 	if (s->ev.job_exited)
 		s->ev.job_exited(s->ev.ctx, user, pool_id, job_id, x);
 }
@@ -189,6 +192,8 @@ static void on_job_sample(void *ctx, const char *node, const char *user, int64_t
 	struct slurm *s = ctx;
 
 	(void)node;
+	/* a job that runs since before a web restart: its log is pulled from now on */
+	set_running_job(s, pool_id, 0, job_id);
 	if (s->ev.job_sample)
 		s->ev.job_sample(s->ev.ctx, user, pool_id, job_id, sample);
 }
@@ -459,6 +464,33 @@ static struct node *pool_node(struct slurm *s, int64_t pool_id)
 	return node[0] ? nodes_hold(s->nodes, node, NULL) : NULL;
 }
 
+/* The pool's running job becomes job_id when it was was (0: whatever it was). */
+static void set_running_job(struct slurm *s, int64_t pool_id, int64_t was, int64_t job_id)
+{
+	pthread_mutex_lock(&s->lock);
+	struct holder *h = slurm_find(s, true, pool_id);
+	if (h && (was == 0 || h->running_job == was))
+		h->running_job = job_id;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void slurm_pull_log(struct slurm *s, const char *node, int64_t pool_id, int64_t job_id,
+		    bool final)
+{
+	char data[sizeof(((struct node_info *)0)->data)] = "";
+
+	pthread_mutex_lock(&s->lock);
+	struct known_node *k = slurm_known(s, node);
+	if (k)
+		snprintf(data, sizeof(data), "%s", k->info.data);
+	pthread_mutex_unlock(&s->lock);
+	if (data[0] && slurmlogs_pull(s->logs, data, job_id, 1, 1, final) < 0 && final)
+		log_warn("job %lld's log: the rest of it could not be read from its node",
+			 (long long)job_id);
+	if (final)
+		set_running_job(s, pool_id, job_id, 0);
+}
+
 static int slurm_job_run(struct backend *b, const char *user, int64_t pool_id, int64_t job_id,
 			 const char *spec_json, char *err, size_t errlen)
 {
@@ -469,8 +501,12 @@ static int slurm_job_run(struct backend *b, const char *user, int64_t pool_id, i
 		snprintf(err, errlen, "pool %lld runs on no connected node", (long long)pool_id);
 		return -ENOENT;
 	}
+	/* before the run: its exit may come before the call returns */
+	set_running_job((struct slurm *)b, pool_id, 0, job_id);
 	rc = backend_job_run(nodes_backend(nd), user, pool_id, job_id, spec_json, err, errlen);
 	nodes_release(nd);
+	if (rc < 0)
+		set_running_job((struct slurm *)b, pool_id, job_id, 0);
 	return rc;
 }
 
@@ -495,6 +531,9 @@ static int slurm_job_logs_remove(struct backend *b, const int64_t *job_ids, size
 	struct node *all[SLURM_NODES_MAX];
 	size_t k = nodes_hold_all(s->nodes, all, SLURM_NODES_MAX);
 	int rc = 0;
+
+	for (size_t i = 0; i < n; i++) /* the head's copies */
+		slurmlogs_forget(s->logs, job_ids[i]);
 
 	for (size_t i = 0; i < k; i++) {
 		int r = backend_job_logs_remove(nodes_backend(all[i]), job_ids, n);
@@ -603,6 +642,7 @@ static void slurm_free(struct backend *b)
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->poller, NULL);
 	nodes_free(s->nodes); /* its events end before the holders go */
+	slurmlogs_free(s->logs);
 	while (s->holders) {
 		struct holder *h = s->holders;
 		s->holders = h->next;
@@ -709,14 +749,16 @@ struct backend *backend_slurm_new(const struct labd_config *cfg, const struct ba
 	if (secret.len > sizeof(secret.bytes))
 		secret.len = 0;
 	memcpy(secret.bytes, cfg->link_secret, secret.len);
+	s->logs = slurmlogs_new(cfg->state_dir, &secret);
 	s->nodes = secret.len >= LINK_SECRET_MIN ? nodes_new(cfg->slurm_listen, &secret, &hooks)
 						 : NULL;
 	link_secret_clear(&secret);
-	if (!s->nodes || pthread_create(&s->poller, NULL, slurm_poll_loop, s) != 0) {
+	if (!s->logs || !s->nodes || pthread_create(&s->poller, NULL, slurm_poll_loop, s) != 0) {
 		if (!s->nodes)
 			log_error("the Slurm backend cannot listen for nodes (%s; a secret of %zu "
 				  "bytes)", cfg->slurm_listen, cfg->link_secret_len);
 		nodes_free(s->nodes);
+		slurmlogs_free(s->logs);
 		pthread_cond_destroy(&s->wake);
 		pthread_mutex_destroy(&s->lock);
 		free(s);

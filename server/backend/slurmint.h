@@ -16,6 +16,7 @@
 #include "backend/backend.h"
 #include "backend/nodes.h"
 #include "backend/slurmcli.h"
+#include "backend/slurmlogs.h"
 #include "config/config.h"
 
 #define SLURM_TOKEN_MAX 128
@@ -57,6 +58,7 @@ struct holder {
 	char sstate[SLURM_STATE_MAX], sreason[SLURM_REASON_MAX];
 	int64_t start_at;
 	int64_t placed_at; /* epoch s when its node took the start, 0 before */
+	int64_t running_job; /* a pool's job that runs (its log is pulled), 0 when none */
 };
 
 /* A node as its last hello described it (kept after its link ends). */
@@ -76,6 +78,7 @@ struct slurm {
 	bool poked, stopping;
 	pthread_t poller;
 	struct holder *holders;
+	struct slurmlogs *logs; /* the jobs' logs pulled from their nodes */
 	struct known_node known[SLURM_NODES_MAX];
 	size_t n_known;
 	/* jobs labd cancelled lately: squeue may show them running a moment longer,
@@ -93,6 +96,12 @@ void slurm_poke(struct slurm *s);
 /* Passes a holder's end to the web process (no lock held). */
 void slurm_pass_end(struct slurm *s, const struct holder *h, const char *cause, bool failed,
 		    const char *reason);
+
+/* Pulls what is new of job_id's log from node (final: the whole rest, then forgets its
+ * offset and the pool's running job); nothing when the node was never seen. No lock
+ * held. */
+void slurm_pull_log(struct slurm *s, const char *node, int64_t pool_id, int64_t job_id,
+		    bool final);
 
 /* The poll thread (slurmpoll.c). */
 void *slurm_poll_loop(void *arg);

@@ -456,6 +456,19 @@ static bool finish_one(struct slurm *s, struct holder *h)
 	return false;
 }
 
+/* What is new of the log of a pool's running job. */
+static void pull_log(struct slurm *s, struct holder *h)
+{
+	char node[LINK_NAME_MAX + 1];
+
+	pthread_mutex_lock(&s->lock);
+	int64_t job_id = h->pool && h->phase == H_ON_NODE && !h->end_passed ? h->running_job : 0;
+	snprintf(node, sizeof(node), "%s", h->node);
+	pthread_mutex_unlock(&s->lock);
+	if (job_id)
+		slurm_pull_log(s, node, h->id, job_id, false);
+}
+
 static void pass(struct slurm *s)
 {
 	struct slurm_job *jobs = NULL;
@@ -468,6 +481,8 @@ static void pass(struct slurm *s)
 	free(jobs);
 	for (struct holder *h = next_of(s, NULL); h; h = next_of(s, h))
 		start_one(s, h);
+	for (struct holder *h = next_of(s, NULL); h; h = next_of(s, h))
+		pull_log(s, h);
 	for (struct holder *h = next_of(s, NULL), *next; h; h = next) {
 		next = next_of(s, h);
 		if (finish_one(s, h))

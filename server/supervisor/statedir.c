@@ -23,8 +23,12 @@ static const struct {
 
 /* One directory: made if missing, then checked through an fd opened without
  * following links, so what is checked is what gets chowned. */
-static int prepare_one(int dfd, const char *state_dir, size_t i, gid_t labd_gid)
+static int prepare_one(int dfd, const char *state_dir, size_t i, gid_t labd_gid,
+		       bool web_writes_joblogs)
 {
+	/* on a Slurm head labd-web writes the job logs it pulls from the nodes, and no
+	 * job of this host's writes there */
+	mode_t mode = web_writes_joblogs && !strcmp(dirs[i].name, "joblogs") ? 0770 : dirs[i].mode;
 	struct stat st;
 	int fd;
 
@@ -44,7 +48,7 @@ static int prepare_one(int dfd, const char *state_dir, size_t i, gid_t labd_gid)
 	if (fd < 0)
 		return log_errno("open %s/%s", state_dir, dirs[i].name);
 	if (fchown(fd, 0, dirs[i].labd_group ? labd_gid : 0) < 0 ||
-	    fchmod(fd, dirs[i].mode) < 0) {
+	    fchmod(fd, mode) < 0) {
 		close(fd);
 		return log_errno("chown %s/%s", state_dir, dirs[i].name);
 	}
@@ -52,7 +56,8 @@ static int prepare_one(int dfd, const char *state_dir, size_t i, gid_t labd_gid)
 	return 0;
 }
 
-int statedir_prepare(const char *state_dir, const char *home_images, gid_t labd_gid)
+int statedir_prepare(const char *state_dir, const char *home_images, gid_t labd_gid,
+		     bool web_writes_joblogs)
 {
 	int dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int rc = 0;
@@ -62,7 +67,7 @@ int statedir_prepare(const char *state_dir, const char *home_images, gid_t labd_
 	/* every sandbox this process builds keeps its paths in here */
 	sandbox_state_confine(home_images);
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && rc == 0; i++)
-		rc = prepare_one(dfd, state_dir, i, labd_gid);
+		rc = prepare_one(dfd, state_dir, i, labd_gid, web_writes_joblogs);
 	close(dfd);
 	return rc;
 }

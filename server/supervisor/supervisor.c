@@ -361,7 +361,8 @@ static int start_state(struct supervisor *s)
 {
 	if (privdrop_lookup(s->cfg->user, &s->user) < 0 ||
 	    privdrop_prepare_state_dir(s->cfg->state_dir, &s->user) < 0 ||
-	    statedir_prepare(s->cfg->state_dir, s->cfg->home_images, s->user.gid) < 0 ||
+	    statedir_prepare(s->cfg->state_dir, s->cfg->home_images, s->user.gid,
+			     !s->node && !strcmp(s->cfg->backend_kind, "slurm")) < 0 ||
 	    statedir_lock(s->cfg->state_dir) < 0)
 		return -EIO;
 	images_log_missing(s->cfg); /* logged, not fatal: a start on one fails (image_missing) */
