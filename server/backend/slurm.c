@@ -484,9 +484,10 @@ void slurm_pull_log(struct slurm *s, const char *node, int64_t pool_id, int64_t 
 	if (k)
 		snprintf(data, sizeof(data), "%s", k->info.data);
 	pthread_mutex_unlock(&s->lock);
-	if (data[0] && slurmlogs_pull(s->logs, data, job_id, 1, 1, final) < 0 && final)
-		log_warn("job %lld's log: the rest of it could not be read from its node",
-			 (long long)job_id);
+	int rc = data[0] ? slurmlogs_pull(s->logs, data, job_id, 1, 1, final) : 0;
+	if (rc < 0 && final)
+		log_warn("job %lld's log: its rest could not be taken from node %s: %s",
+			 (long long)job_id, node, strerror(-rc));
 	if (final)
 		set_running_job(s, pool_id, job_id, 0);
 }

@@ -14,11 +14,10 @@
  * under state_dir (which privdrop_prepare_state_dir made root's); runtimes/
  * gets group labd_gid. From then on sandbox state files may name paths under
  * state_dir only, or a home image under home_images ([storage]; "" = none).
- * web_writes_joblogs (a Slurm head: labd-web writes the logs it pulls from the
- * nodes there) makes joblogs/ root:labd 0770 instead of 0750.
+ * joblogs/ gets joblogs_mode (joblog.h's joblog_dir_mode: 0770 on a Slurm head).
  * 0, or -1 (logged, naming the directory). */
 int statedir_prepare(const char *state_dir, const char *home_images, gid_t labd_gid,
-		     bool web_writes_joblogs);
+		     mode_t joblogs_mode);
 
 /* The supervisor's claim on the state dir, <state>/labd.lock: one labd per state dir,
  * and `labd doctor --fix` repairs only while none runs. statedir_lock returns the
