@@ -481,7 +481,7 @@ void slurm_pull_log(struct slurm *s, const char *node, int64_t pool_id, int64_t 
 
 	pthread_mutex_lock(&s->lock);
 	struct known_node *k = slurm_known(s, node);
-	if (k)
+	if (k && k->up) /* a node whose link is down would cost each pass the connect's wait */
 		snprintf(data, sizeof(data), "%s", k->info.data);
 	pthread_mutex_unlock(&s->lock);
 	int rc = data[0] ? slurmlogs_pull(s->logs, data, job_id, 1, 1, final) : 0;
