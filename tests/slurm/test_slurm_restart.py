@@ -2,6 +2,8 @@
 and started again between steps, as an upgrade does, while runtimes and a warm pool
 run on the Slurm nodes.
 
+- a browser (real Chromium) logs in on the head's dashboard, starts a runtime that Slurm
+  places on a node, runs a notebook cell in JupyterLab through the head's proxy;
 - the head restarted (SIGTERM, the same config and state): the runtime is still
   running on the same node in the same Slurm job (no second one), JupyterLab answers
   through the head's proxy and a kernel's variable is still set; the ledger bills the
@@ -14,6 +16,8 @@ run on the Slurm nodes.
 One cluster and one lab for the module; each test ends what it started.
 """
 
+import os
+import subprocess
 import time
 
 import pytest
@@ -24,6 +28,7 @@ from labd_harness import (KERNEL_V1, SLOW, WebSocket, jupyter_execute, open_kern
                           parse_api_time, wait_runtime, ws_cookie_headers)
 
 START = 90 * SLOW
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +111,27 @@ def restart_head(lab, away_s=0.0, meanwhile=None):
 def jupyter_answers(u):
     r = u.get(f"/user/{u.user}/api/status")
     return r.status == 200 and "started" in r.json
+
+
+def test_a_browser_runs_a_notebook_cell_on_a_slurm_node(lab):
+    """Real Chromium (tests/e2e's, driven by lab_browser.mjs): the dashboard through the
+    head, a runtime that Slurm places on a node, JupyterLab through the head's proxy, a
+    notebook cell's output; stopped from the dashboard, its Slurm job ends."""
+    env = dict(os.environ, LABD_URL=f"http://127.0.0.1:{lab.head.port}",
+               LABD_ADMIN_PASSWORD=lab.head.admin_password,
+               LABD_E2E_ARTIFACTS=os.environ.get("LABD_E2E_ARTIFACTS",
+                                                 "/tmp/labd-e2e-artifacts"))
+    r = subprocess.run(["node", os.path.join(HERE, "lab_browser.mjs")], env=env,
+                       capture_output=True, text=True, timeout=600 * SLOW)
+    print(r.stdout, r.stderr)
+    assert r.returncode == 0 and r.stdout.splitlines()[-1:] == ["ok"], \
+        f"{r.stdout}\n{r.stderr}\n{lab.head.log_tail()}\n" + \
+        "\n".join(f"--- {s}\n{n.log()[-1500:]}" for s, n in lab.nodes.items())
+    rid = int(next(ln.split()[1] for ln in r.stdout.splitlines() if ln.startswith("runtime ")))
+    jid, state, host = lab.runtime_job(rid)
+    assert lab.node_short(host) in lab.nodes, (jid, state, host)
+    wait_until(lambda: lab.runtime_job(rid)[1] in ("CANCELLED", "COMPLETED"), 20 * SLOW,
+               "the runtime's Slurm job to end")
 
 
 def test_the_head_restarts_with_a_runtime_and_a_warm_pool_on_the_nodes(lab):
