@@ -191,7 +191,7 @@ static void adopt_ended(struct slurm *s, const struct slurm_job *j)
  * second job of a name submitted twice. */
 static void adopt(struct slurm *s, const struct slurm_job *jobs, size_t n, bool first)
 {
-	int64_t cancel[64];
+	int64_t cancel[64] = {0}; /* zeroed: gcc's analyzer loses count of nc across the loop */
 	size_t nc = 0;
 
 	pthread_mutex_lock(&s->lock);
