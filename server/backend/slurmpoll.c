@@ -525,8 +525,10 @@ void *slurm_poll_loop(void *arg)
 
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
-		clock_deadline(&until, s->holders ? (long long)s->cfg->slurm_poll_interval_ms
-						  : IDLE_POLL_MS);
+		/* before the first answer, what a previous process left waits for it */
+		clock_deadline(&until, s->holders || !s->queue_seen
+					       ? (long long)s->cfg->slurm_poll_interval_ms
+					       : IDLE_POLL_MS);
 		while (!s->poked && !s->stopping)
 			if (pthread_cond_timedwait(&s->wake, &s->lock, &until) == ETIMEDOUT)
 				break;
