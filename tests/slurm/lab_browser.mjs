@@ -17,6 +17,21 @@ import {
 
 const step = (name, page, fn) => runStep('slurm-lab', name, page, fn);
 
+// Chromium fails the requests in flight with ERR_NETWORK_CHANGED when an interface of the
+// machine comes or goes (other tests make veths and namespaces meanwhile): a step that
+// failed while that happened is run once more, from a fresh load.
+let networkChanges = 0;
+async function stepOnce(name, page, fn) {
+  const seen = networkChanges;
+  try {
+    return await step(name, page, fn);
+  } catch (err) {
+    if (networkChanges === seen) throw err;
+    console.error(`${name}: the machine's network changed under the browser; once more`);
+    return step(name, page, fn);
+  }
+}
+
 async function main() {
   const browser = await launchChromium();
   try {
@@ -26,7 +41,11 @@ async function main() {
     context.on('page', (p) => {
       p.on('dialog', (d) => d.accept().catch(() => {}));
       // a request the browser saw fail (the proxy's path to the node): named on stderr
-      p.on('requestfailed', (req) => console.error(`request failed: ${req.method()} ${req.url()}: ${req.failure()?.errorText}`));
+      p.on('requestfailed', (req) => {
+        const why = req.failure()?.errorText || '';
+        if (why.includes('ERR_NETWORK_CHANGED')) networkChanges++;
+        console.error(`request failed: ${req.method()} ${req.url()}: ${why}`);
+      });
     });
     const page = await context.newPage();
 
@@ -42,7 +61,7 @@ async function main() {
     });
 
     const name = `slurm-${Date.now().toString(36)}.ipynb`;
-    await step('open a new notebook', lab, async () => {
+    await step('create a notebook', lab, async () => {
       const r = await labFetch(lab, 'PUT', `api/contents/${encodeURIComponent(name)}`, {
         type: 'notebook',
         format: 'json',
@@ -54,13 +73,13 @@ async function main() {
         },
       });
       assert.equal(r.status, 201, `PUT api/contents/${name}: ${r.text}`);
+    });
+
+    await stepOnce('open the notebook, run print(6*7) and see 42', lab, async () => {
       const res = await lab.goto(`${JUPYTER}lab/tree/${encodeURIComponent(name)}`);
       assert.equal(res.status(), 200, 'the notebook page loads');
       await waitLab(lab);
       await notebookPanel(lab).locator('.jp-Cell.jp-CodeCell').first().waitFor({ timeout: 60_000 });
-    });
-
-    await step('run print(6*7) and see 42', lab, async () => {
       const out = await runFirstCell(lab, 'print(6*7)');
       assert.equal((await out.innerText()).trim(), '42');
     });
