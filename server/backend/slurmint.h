@@ -85,6 +85,9 @@ struct slurm {
 	 * and they must not be adopted again (the poll thread's alone) */
 	int64_t cancelled[64];
 	unsigned n_cancelled;
+	/* a squeue answer was applied since this process started: until then the
+	 * holders of a previous process are not adopted yet and the list is not told */
+	bool queue_seen;
 };
 
 /* Under s->lock: the holder of (pool, id), NULL when none. */

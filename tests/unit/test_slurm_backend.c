@@ -7,7 +7,9 @@
  * start on the allocated node with Slurm's GRES index mapped through the hello, the
  * endpoint rewritten to the node's data port, the controller away (nothing changes),
  * NODE_FAIL (the end with its cause, the node's sandbox stopped), a stop while queued
- * (scancel, the end "requested"), a stray job cancelled, job_shell refused. */
+ * (scancel, the end "requested"), a stray job cancelled, job_shell refused; after a
+ * restart, the list waits for Slurm's first answer, a running job is adopted and one that
+ * ended meanwhile passes its end on. */
 #include "unit.h"
 
 #include <arpa/inet.h>
@@ -231,9 +233,11 @@ static void answer(struct link_conn *c, json_t *m)
 						      1)
 					  : json_array()));
 	} else if (!strcmp(type, "sandbox_stop")) {
+		const char *user = json_string_value(json_object_get(m, "user"));
 		pthread_mutex_lock(&lock);
 		node_stops++;
-		node_has_alice = false;
+		if (!user || !strcmp(user, "alice"))
+			node_has_alice = false;
 		pthread_mutex_unlock(&lock);
 		reply(c, m, NULL);
 	} else {
@@ -430,10 +434,65 @@ static void test_runtime_on_a_node(void **state)
 	assert_int_equal(system(rm), 0);
 }
 
+/* The head restarted: until Slurm's first answer the list decides nothing; then a
+ * running job of labd's name is adopted (its node holds the sandbox: not cancelled) and
+ * one that ended while no labd watched passes Slurm's end on. */
+static void test_a_restart_adopts_and_passes_ends(void **state)
+{
+	struct backend_events ev = {.connected = ev_connected, .ready = ev_ready,
+				    .ended = ev_ended, .pool_ready = ev_pool_ready,
+				    .pool_ended = ev_pool_ended};
+	struct backend_sandbox *list;
+	struct backend *b;
+	pthread_t node;
+	char path[128];
+	size_t n;
+	(void)state;
+
+	set_up();
+	write_file("away", "", 0644);
+	write_file("queue", "100|labd-rt-5|RUNNING|None|n1|N/A|alice\n"
+			    "101|labd-rt-8|CANCELLED|None|n1|N/A|fred\n", 0644);
+	pthread_mutex_lock(&lock);
+	node_has_alice = true;
+	int connected0 = connected, ends0 = ends;
+	pthread_mutex_unlock(&lock);
+	b = backend_slurm_new(&cfg, &ev);
+	assert_non_null(b);
+	assert_int_equal(pthread_create(&node, NULL, node_thread, NULL), 0);
+	assert_true(wait_count(&connected, connected0 + 1)); /* the node's link */
+	/* no answer from Slurm yet: nothing is decided on the list */
+	assert_int_equal(backend_list(b, &list, &n), -EAGAIN);
+	assert_int_equal(counter(&ends), ends0);
+
+	snprintf(path, sizeof(path), "%s/away", dir);
+	unlink(path);
+	assert_true(wait_count(&connected, connected0 + 2)); /* the first answer */
+	assert_true(wait_count(&ends, ends0 + 1));
+	assert_int_equal(end_id, 8);
+	assert_string_equal(end_cause, "requested");
+	assert_string_equal(end_reason, "cancelled in Slurm");
+	assert_int_equal(backend_list(b, &list, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(list[0].runtime_id, 5);
+	assert_string_equal(list[0].state, "running");
+	free(list);
+	usleep(500 * 1000); /* passes enough to verify the adopted job with its node */
+	assert_false(file_has("scancel.log", "100"));
+	assert_int_equal(counter(&ends), ends0 + 1); /* the ended job's end passed once */
+
+	backend_free(b);
+	pthread_join(node, NULL);
+	char rm[128];
+	snprintf(rm, sizeof(rm), "rm -rf %s", dir);
+	assert_int_equal(system(rm), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runtime_on_a_node),
+		cmocka_unit_test(test_a_restart_adopts_and_passes_ends),
 	};
 	return cmocka_run_group_tests_name("slurm_backend", tests, NULL, NULL);
 }
