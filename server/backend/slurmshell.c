@@ -2,10 +2,13 @@
 #include "backend/slurmshell.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -102,6 +105,9 @@ int slurm_shell_open(struct slurm *s, const struct backend_shell *sh, int *fd, c
 		snprintf(err, errlen, "cannot reach the data port of node %s: %s", node, strerror(-rc));
 		return rc;
 	}
+	/* keystrokes go out as typed; a node that vanished is found out */
+	setsockopt(rc, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
+	setsockopt(rc, SOL_SOCKET, SO_KEEPALIVE, &(int){1}, sizeof(int));
 	if (!remember(rc, info.data, token))
 		log_warn("job %lld: its shell cannot be resized (too many shells open)",
 			 (long long)sh->job_id);

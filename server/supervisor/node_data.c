@@ -9,6 +9,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -249,6 +251,7 @@ static void serve_shell(int tcp, const char *token, int cols, int rows)
 		return;
 	}
 	log_info("data port: a job shell's terminal was claimed");
+	setsockopt(tcp, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int)); /* echo as typed */
 	splice_shell(tcp, pty);
 	link_shells_done(data.shells, token);
 	close(pty); /* the shell's session gets SIGHUP */
