@@ -128,8 +128,9 @@ int link_shells_keep(struct link_shells *t, int fd, long long now_ms, char *toke
 /* The terminal kept under token, once: its fd (the claimer's to close after
  * link_shells_done), or -ENOENT (unknown, claimed already, or expired). */
 int link_shells_claim(struct link_shells *t, const char *token, long long now_ms);
-/* Sets the claimed terminal's size (TIOCSWINSZ: the shell gets SIGWINCH). 0, -ENOENT
- * (no claimed terminal under token), or the ioctl's negative errno. */
+/* Sets the size of the terminal under token, waiting or claimed (TIOCSWINSZ: the shell
+ * gets SIGWINCH). 0, -EINVAL (a size outside 1..1000), -ENOENT (none under token), or
+ * the ioctl's negative errno. */
 int link_shells_resize(struct link_shells *t, const char *token, int cols, int rows);
 /* The claimer of token is done: the entry goes (the caller closes the fd after). */
 void link_shells_done(struct link_shells *t, const char *token);
@@ -186,7 +187,7 @@ bool link_data_joblog_ok(const char *path, int64_t *job_id, int64_t *offset);
 int link_data_joblog_path(int64_t job_id, int64_t offset, char *out, size_t outlen);
 
 /* Whether path is "shell/<token>" (the claim of a kept terminal: *cols = *rows = 0) or
- * "shell/<token>@<cols>x<rows>" (a resize of a claimed one, each 1..1000, decimal
+ * "shell/<token>@<cols>x<rows>" (a resize of that terminal, each 1..1000, decimal
  * without leading zeros); token (LINK_SHELL_TOKEN_HEX lowercase hex) into token
  * (LINK_SHELL_TOKEN_HEX + 1 bytes) when it is. */
 bool link_data_shell_ok(const char *path, char *token, int *cols, int *rows);

@@ -61,14 +61,14 @@ static void expire_locked(struct link_shells *t, long long now_ms, int *n)
 	}
 }
 
-/* The entry under token (claimed or not as asked), or NULL; under lock. */
-static struct kept *find_locked(struct link_shells *t, const char *token, bool claimed)
+/* The entry under token, claimed or not as asked (any: either), or NULL; under lock. */
+static struct kept *find_locked(struct link_shells *t, const char *token, bool claimed, bool any)
 {
 	if (!token || strlen(token) != LINK_SHELL_TOKEN_HEX)
 		return NULL;
 	for (int i = 0; i < LINK_SHELLS_MAX; i++) {
 		struct kept *e = &t->k[i];
-		if (e->used && e->claimed == claimed &&
+		if (e->used && (any || e->claimed == claimed) &&
 		    crypto_equal(e->token, token, LINK_SHELL_TOKEN_HEX))
 			return e;
 	}
@@ -116,7 +116,7 @@ int link_shells_claim(struct link_shells *t, const char *token, long long now_ms
 
 	pthread_mutex_lock(&t->lock);
 	expire_locked(t, now_ms, &n);
-	if ((e = find_locked(t, token, false))) {
+	if ((e = find_locked(t, token, false, false))) {
 		e->claimed = true;
 		fd = e->fd;
 	}
@@ -132,9 +132,11 @@ int link_shells_resize(struct link_shells *t, const char *token, int cols, int r
 
 	if (cols < 1 || cols > 1000 || rows < 1 || rows > 1000)
 		return -EINVAL;
-	/* under the lock: the claimer closes the fd only after link_shells_done */
+	/* under the lock: the claimer closes the fd only after link_shells_done, and
+	 * expiry under it too. A terminal still waiting takes its size as well: the
+	 * head's resize may overtake the data port's reading of its claim. */
 	pthread_mutex_lock(&t->lock);
-	if ((e = find_locked(t, token, true)))
+	if ((e = find_locked(t, token, false, true)))
 		rc = ioctl(e->fd, TIOCSWINSZ, &ws) < 0 ? -errno : 0;
 	pthread_mutex_unlock(&t->lock);
 	return rc;
@@ -145,7 +147,7 @@ void link_shells_done(struct link_shells *t, const char *token)
 	struct kept *e;
 
 	pthread_mutex_lock(&t->lock);
-	if ((e = find_locked(t, token, true)))
+	if ((e = find_locked(t, token, true, false)))
 		memset(e, 0, sizeof(*e));
 	pthread_mutex_unlock(&t->lock);
 }

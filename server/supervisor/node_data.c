@@ -235,8 +235,8 @@ static void splice_shell(int tcp, int pty)
 }
 
 /* A job shell's path: the claim of a kept terminal (spliced with the connection until
- * either ends), or a resize of a claimed one (then the close says it is done). The
- * token is not logged. */
+ * either ends), or a resize of one (then the close says it is done). The token is not
+ * logged. */
 static void serve_shell(int tcp, const char *token, int cols, int rows)
 {
 	int pty;

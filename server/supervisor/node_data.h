@@ -10,7 +10,7 @@
  * (nothing when the log is missing or shorter). A good line for a job shell
  * (link_data_shell_ok) claims the terminal the link keeps under its token, once, and
  * splices it with the connection until either ends; or, with "@<cols>x<rows>", sets
- * the size of a claimed one and closes. Anything else is closed, logged at most once a
+ * the size of the terminal kept under that token and closes. Anything else is closed, logged at most once a
  * minute. */
 #ifndef LABD_SUPERVISOR_NODE_DATA_H
 #define LABD_SUPERVISOR_NODE_DATA_H
