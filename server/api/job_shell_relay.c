@@ -26,6 +26,7 @@
 
 #include "labd/app.h"
 #include "labd/clock.h"
+#include "jobs/shell.h"
 #include "labd/log.h"
 #include "store/audit.h"
 
@@ -239,7 +240,12 @@ static void on_control(struct job_shell *s, const unsigned char *p, size_t n)
 	if (type && strcmp(type, "resize") == 0 && cols >= 1 && cols <= 1000 && rows >= 1 &&
 	    rows <= 1000) {
 		struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
-		ioctl(s->pty, TIOCSWINSZ, &ws); /* the kernel tells the shell (SIGWINCH) */
+		/* the kernel tells the shell (SIGWINCH); a shell on another host is a
+		 * connection, not a terminal: its backend sets the size there */
+		if (ioctl(s->pty, TIOCSWINSZ, &ws) < 0 && errno == ENOTTY &&
+		    jobs_shell_resize(s->app, s->pty, (int)cols, (int)rows) < 0)
+			log_warn("job %lld: its shell's terminal was not resized",
+				 (long long)s->who.job_id);
 	}
 	json_decref(m);
 }

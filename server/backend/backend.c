@@ -95,6 +95,13 @@ int backend_job_shell(struct backend *b, const struct backend_shell *s, int *fd,
 	return b->ops->job_shell ? b->ops->job_shell(b, s, fd, err, errlen) : -ENOSYS;
 }
 
+int backend_job_shell_resize(struct backend *b, int fd, int cols, int rows)
+{
+	if (!b || fd < 0 || cols < 1 || cols > 1000 || rows < 1 || rows > 1000)
+		return -EINVAL;
+	return b->ops->job_shell_resize ? b->ops->job_shell_resize(b, fd, cols, rows) : -ENOSYS;
+}
+
 int backend_gpu_processes_end(struct backend *b, const char *user, int64_t runtime_id,
 			      int64_t pool_id, const unsigned *pids, size_t n)
 {

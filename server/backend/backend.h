@@ -172,6 +172,8 @@ struct backend_ops {
 	/* NULL in a backend without GPU shares (-ENOSYS) */
 	int (*gpu_processes_end)(struct backend *b, const char *user, int64_t runtime_id,
 				 int64_t pool_id, const unsigned *pids, size_t n);
+	/* NULL where job_shell's fd is the pty itself (resized with TIOCSWINSZ) */
+	int (*job_shell_resize)(struct backend *b, int fd, int cols, int rows);
 };
 
 struct backend {
@@ -243,6 +245,10 @@ struct backend_shell {
  * negative errno with a message in err. */
 int backend_job_shell(struct backend *b, const struct backend_shell *s, int *fd, char *err,
 		      size_t errlen);
+/* Resizes the terminal behind fd, a job_shell fd that is not the pty itself (ENOTTY:
+ * a shell on a Slurm node, whose fd is a connection to the node's data port). 0,
+ * -ENOENT (fd is none of the backend's shells), -ENOSYS, another negative errno. */
+int backend_job_shell_resize(struct backend *b, int fd, int cols, int rows);
 
 /* Ends (SIGKILL) those of pids that run in the sandbox of runtime_id or
  * pool_id (one of them > 0): a share over its GPU memory budget past the
@@ -262,6 +268,12 @@ void backend_free(struct backend *b);
 /* Failure injection for tests: sends text to the supervisor as it is, as a
  * compromised web process could. 0 or a negative errno. */
 int backend_local_send_raw(struct backend *b, const char *text);
+
+/* job_shell to a supervisor behind a node's link (backend/nodes.h), which keeps the
+ * terminal: 0 with the link's one-time token (link.h's link_shells) in token
+ * (LINK_SHELL_TOKEN_HEX + 1 bytes), or as backend_job_shell fails. */
+int backend_local_job_shell_token(struct backend *b, const struct backend_shell *s, char *token,
+				  size_t toklen, char *err, size_t errlen);
 
 /* The local backend: takes fd (the supervisor socketpair), says hello and
  * delivers events to ev (copied) from its reader thread. NULL on failure. */

@@ -598,19 +598,25 @@ static int local_job_logs_remove(struct backend *b, const int64_t *job_ids, size
 	return rc;
 }
 
-static int local_job_shell(struct backend *b, const struct backend_shell *s, int *fd,
-			   char *err, size_t errlen)
+/* job_shell: 0 with the terminal in *fd, or (through a node's link, which keeps it)
+ * with its token in token; else as local_job_shell says. */
+static int shell_call(struct local *l, const struct backend_shell *s, int *fd, char *token,
+		      size_t toklen, char *err, size_t errlen)
 {
 	json_t *reply = NULL, *m = proto_msg("job_shell", -1);
+	const char *kept;
 	int rc;
 
 	*fd = -1;
 	json_object_update_new(m, json_pack("{s:s,s:I,s:I,s:I,s:I}", "user", s->user, "pool_id",
 					    (json_int_t)s->pool_id, "job_id", (json_int_t)s->job_id,
 					    "cols", (json_int_t)s->cols, "rows", (json_int_t)s->rows));
-	if ((rc = call_fd((struct local *)b, m, &reply, fd)) < 0)
+	if ((rc = call_fd(l, m, &reply, fd)) < 0)
 		return rc;
-	if (proto_bool(reply, "ok") && *fd >= 0) {
+	kept = json_string_value(json_object_get(reply, "shell_token"));
+	if (proto_bool(reply, "ok") && (*fd >= 0 || (token && kept))) {
+		if (*fd < 0)
+			snprintf(token, toklen, "%s", kept);
 		json_decref(reply);
 		return 0;
 	}
@@ -626,6 +632,28 @@ static int local_job_shell(struct backend *b, const struct backend_shell *s, int
 							     : -EIO;
 	json_decref(reply);
 	return rc;
+}
+
+static int local_job_shell(struct backend *b, const struct backend_shell *s, int *fd,
+			   char *err, size_t errlen)
+{
+	return shell_call((struct local *)b, s, fd, NULL, 0, err, errlen);
+}
+
+int backend_local_job_shell_token(struct backend *b, const struct backend_shell *s, char *token,
+				  size_t toklen, char *err, size_t errlen)
+{
+	int fd = -1, rc;
+
+	token[0] = '\0';
+	if ((rc = shell_call((struct local *)b, s, &fd, token, toklen, err, errlen)) < 0)
+		return rc;
+	if (fd >= 0) { /* a supervisor on this host: not what the caller can use */
+		close(fd);
+		snprintf(err, errlen, "the terminal came as a descriptor, not kept by a link");
+		return -EIO;
+	}
+	return 0;
 }
 
 static int local_gpu_processes_end(struct backend *b, const char *user, int64_t runtime_id,
@@ -655,7 +683,8 @@ static const struct backend_ops local_ops = {local_start,	 local_stop,
 					     local_home_resize,	 local_pool_start,
 					     local_pool_stop,	 local_job_run,
 					     local_job_stop,	 local_job_logs_remove,
-					     local_job_shell,	 local_gpu_processes_end};
+					     local_job_shell,	 local_gpu_processes_end,
+					     NULL};
 
 /* At most BACKEND_WARNINGS_MAX bytes of the supervisor's strings, one a line. */
 static void keep_warnings(struct local *l, json_t *list)

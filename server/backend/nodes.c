@@ -281,7 +281,7 @@ static void *relay_thread(void *arg)
 	struct relay_arg *ra = arg;
 	struct nodes *n = ra->n;
 	struct node *nd = ra->nd;
-	int rc = link_relay(nd->conn, nd->seq_fd, n->stop_fd);
+	int rc = link_relay(nd->conn, nd->seq_fd, n->stop_fd, NULL);
 
 	free(ra);
 	if (rc < 0)

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "backend/slurmint.h"
+#include "backend/slurmshell.h"
 #include "labd/log.h"
 
 struct holder *slurm_find(struct slurm *s, bool pool, int64_t id)
@@ -604,14 +605,11 @@ static int slurm_home_resize(struct backend *b, const char *user, int64_t user_i
 	return rc;
 }
 
+/* Through the node's data port (slurmshell.h): the fd is a TCP connection. */
 static int slurm_job_shell(struct backend *b, const struct backend_shell *sh, int *fd,
 			   char *err, size_t errlen)
 {
-	(void)b;
-	(void)sh;
-	*fd = -1;
-	snprintf(err, errlen, "a shell into a job is not on Slurm nodes yet");
-	return -ENOSYS;
+	return slurm_shell_open((struct slurm *)b, sh, fd, err, errlen);
 }
 
 static int slurm_user_deleted(struct backend *b, const char *user, int64_t user_id)
@@ -675,6 +673,7 @@ static const struct backend_ops slurm_ops = {
 	.job_stop = slurm_job_stop,
 	.job_logs_remove = slurm_job_logs_remove,
 	.job_shell = slurm_job_shell,
+	.job_shell_resize = slurm_job_shell_resize,
 };
 
 int backend_slurm_queue(struct backend *b, int64_t runtime_id, char *text, size_t textlen,

@@ -25,3 +25,8 @@ int jobs_shell_open(struct app *app, const struct job *j, int cols, int rows, in
 		return -ENOENT;
 	return backend_job_shell(app->backend, &s, fd, err, errlen);
 }
+
+int jobs_shell_resize(struct app *app, int fd, int cols, int rows)
+{
+	return backend_job_shell_resize(app->backend, fd, cols, rows);
+}

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -593,6 +594,7 @@ int link_hello_check(json_t *hello, const char *expect_name, char *err, size_t e
 struct link_relay_state {
 	struct link_conn *c;
 	int seq_fd, stop_fd;
+	struct link_shells *shells; /* where a job shell's terminal waits; NULL: closed */
 	/* a frame read from TLS, not yet sent on seq_fd (its body in c->in) */
 	size_t pending_len;
 	bool pending;
@@ -609,16 +611,30 @@ static void put_head(unsigned char *out, size_t len)
 }
 
 /* A message that came with a descriptor (its body already in the out buffer): the
- * descriptor cannot cross a network, so it is closed and the message says so. */
-static int drop_fd(struct link_conn *c, size_t len, int fd)
+ * descriptor cannot cross a network. A pty master (job_shell's: TIOCGPTN answers only
+ * on a master) is kept in shells for the head to claim through the data port; any
+ * other is closed. The message says which. */
+static int drop_fd(struct link_relay_state *r, size_t len, int fd)
 {
+	struct link_conn *c = r->c;
+	char token[LINK_SHELL_TOKEN_HEX + 1];
+	unsigned pty_number;
 	json_t *msg;
 	int rc;
 
-	close(fd);
-	if ((rc = frame_decode(c->out + HEAD_BYTES, len, &msg)) < 0)
+	if ((rc = frame_decode(c->out + HEAD_BYTES, len, &msg)) < 0) {
+		close(fd);
 		return rc;
-	json_object_set_new(msg, "fd_dropped", json_true());
+	}
+	bool pty = r->shells && ioctl(fd, TIOCGPTN, &pty_number) == 0;
+	/* link_shells_keep takes the fd, closed when it has no room */
+	if (pty && link_shells_keep(r->shells, fd, clock_ms(), token) == 0) {
+		json_object_set_new(msg, "shell_token", json_string(token));
+	} else {
+		if (!pty)
+			close(fd);
+		json_object_set_new(msg, "fd_dropped", json_true());
+	}
 	rc = frame_encode(c, msg);
 	json_decref(msg);
 	return rc;
@@ -661,7 +677,7 @@ static int take_seq(struct link_relay_state *r)
 		return -EMSGSIZE;
 	}
 	if (fd >= 0)
-		return drop_fd(c, (size_t)n, fd);
+		return drop_fd(r, (size_t)n, fd);
 	put_head(c->out, (size_t)n);
 	c->out_len = HEAD_BYTES + (size_t)n;
 	c->out_off = 0;
@@ -721,9 +737,9 @@ static int relay_step(struct link_relay_state *r)
 	return 0;
 }
 
-int link_relay(struct link_conn *c, int seq_fd, int stop_fd)
+int link_relay(struct link_conn *c, int seq_fd, int stop_fd, struct link_shells *shells)
 {
-	struct link_relay_state r = {.c = c, .seq_fd = seq_fd, .stop_fd = stop_fd};
+	struct link_relay_state r = {.c = c, .seq_fd = seq_fd, .stop_fd = stop_fd, .shells = shells};
 	int rc;
 
 	for (;;) {

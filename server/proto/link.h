@@ -20,9 +20,11 @@
  * ([node] secret_file in `labd node`, [slurm] secret_file on the head, main.c); the
  * forked link or web process inherits the bytes.
  *
- * A reply relayed with "fd_dropped":true (job_shell's: its pty cannot cross) passes
- * proto_reply's check (the field is listed there, optional); the head answers the
- * request as not possible on a node.
+ * A descriptor cannot cross the link. A job_shell reply's pty master stays with the
+ * node's link process under a one-time token (struct link_shells) and the reply carries
+ * "shell_token" instead; the head claims the terminal through the data port
+ * ("shell/<token>"). Any other descriptor is closed and its reply marked
+ * "fd_dropped":true. Both fields are proto_reply's (optional).
  *
  * All calls are blocking unless said; none keeps global state beyond OpenSSL's. */
 #ifndef LABD_LINK_H
@@ -104,15 +106,50 @@ int link_frame_read(struct link_conn *c, json_t **out);
 /* Writes len raw bytes (no framing): what tests of the peer's framing send. */
 int link_write_bytes(struct link_conn *c, const void *bytes, size_t len);
 
+/* ---- job shells kept by a node's link ---- */
+
+#define LINK_SHELL_TOKEN_BYTES 16 /* 128 random bits */
+#define LINK_SHELL_TOKEN_HEX (2 * LINK_SHELL_TOKEN_BYTES)
+#define LINK_SHELL_CLAIM_MS 5000 /* an unclaimed terminal is closed after this */
+#define LINK_SHELLS_MAX 128      /* = the supervisor's live shells (HOST_SHELLS_LIVE_MAX) */
+
+/* The pty masters a node's link holds for the head: each kept under a fresh random
+ * token, claimed once (the data port then splices the terminal with the head's
+ * connection), closed when not claimed within LINK_SHELL_CLAIM_MS. A claimed one stays
+ * listed, for resizes, until its claimer says it is done. Thread-safe (the relay keeps,
+ * the data port's threads claim, resize and expire). Times are the caller's clock_ms. */
+struct link_shells;
+struct link_shells *link_shells_new(void);
+/* Closes every terminal not claimed; the claimed ones are their claimers'. */
+void link_shells_free(struct link_shells *t);
+/* Keeps fd (taken: closed on failure too) under a fresh token, written as
+ * LINK_SHELL_TOKEN_HEX lowercase hex and a NUL into token. 0, -EBUSY (full), -EIO. */
+int link_shells_keep(struct link_shells *t, int fd, long long now_ms, char *token);
+/* The terminal kept under token, once: its fd (the claimer's to close after
+ * link_shells_done), or -ENOENT (unknown, claimed already, or expired). */
+int link_shells_claim(struct link_shells *t, const char *token, long long now_ms);
+/* Sets the size of the terminal under token, waiting or claimed (TIOCSWINSZ: the shell
+ * gets SIGWINCH). 0, -EINVAL (a size outside 1..1000), -ENOENT (none under token), or
+ * the ioctl's negative errno. */
+int link_shells_resize(struct link_shells *t, const char *token, int cols, int rows);
+/* The claimer of token is done: the entry goes (the caller closes the fd after). */
+void link_shells_done(struct link_shells *t, const char *token);
+/* Closes the terminals whose claim time passed; how many. */
+int link_shells_expire(struct link_shells *t, long long now_ms);
+/* How many terminals wait for their claim (tests). */
+int link_shells_waiting(struct link_shells *t);
+
 /* Relays until either side closes or fails: each SOCK_SEQPACKET message read from
  * seq_fd becomes one frame on c, each frame from c one message on seq_fd. A message
- * that arrives on seq_fd with a descriptor (SCM_RIGHTS: job_shell's pty) has the
- * descriptor closed and goes on with "fd_dropped":true added. stop_fd (-1: none):
+ * that arrives on seq_fd with a descriptor (SCM_RIGHTS) goes on without it: a pty
+ * master (job_shell's) is kept in shells under a token and the message gets
+ * "shell_token":T; any other descriptor (or one shells has no room for, or shells
+ * NULL) is closed and the message gets "fd_dropped":true. stop_fd (-1: none):
  * readable = return at once (an eventfd or pipe the caller writes to end the relay;
  * shutdown(seq_fd) from the other end works as well). Does not free c or close
  * seq_fd. 0 when a side closed in order or stop_fd fired, -EPROTO for a bad frame,
  * another negative errno on error. */
-int link_relay(struct link_conn *c, int seq_fd, int stop_fd);
+int link_relay(struct link_conn *c, int seq_fd, int stop_fd, struct link_shells *shells);
 
 /* ---- the data line ---- */
 
@@ -148,6 +185,14 @@ bool link_data_joblog_ok(const char *path, int64_t *job_id, int64_t *offset);
 /* That path for job_id and offset into out. 0, -EINVAL (id < 1, offset < 0) or
  * -ENOSPC. */
 int link_data_joblog_path(int64_t job_id, int64_t offset, char *out, size_t outlen);
+
+/* Whether path is "shell/<token>" (the claim of a kept terminal: *cols = *rows = 0) or
+ * "shell/<token>@<cols>x<rows>" (a resize of that terminal, each 1..1000, decimal
+ * without leading zeros); token (LINK_SHELL_TOKEN_HEX lowercase hex) into token
+ * (LINK_SHELL_TOKEN_HEX + 1 bytes) when it is. */
+bool link_data_shell_ok(const char *path, char *token, int *cols, int *rows);
+/* That path for token (cols = rows = 0: the claim) into out. 0, -EINVAL or -ENOSPC. */
+int link_data_shell_path(const char *token, int cols, int rows, char *out, size_t outlen);
 
 /* Connects to a node's data port at hostport ("HOST:PORT", numeric; "[V6]:PORT")
  * within timeout_ms and writes the data line for path signed with secret: what the

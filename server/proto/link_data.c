@@ -361,6 +361,56 @@ int link_data_joblog_path(int64_t job_id, int64_t offset, char *out, size_t outl
 	return n < 0 || (size_t)n >= outlen ? -ENOSPC : 0;
 }
 
+/* A count 1..1000 in decimal without leading zeros, spanning [s, end). */
+static bool size_ok(const char *s, const char *end, int *out)
+{
+	int64_t v;
+
+	if (!decimal_ok(s, end, &v) || v < 1 || v > 1000)
+		return false;
+	*out = (int)v;
+	return true;
+}
+
+bool link_data_shell_ok(const char *path, char *token, int *cols, int *rows)
+{
+	static const char prefix[] = "shell/";
+	size_t pre = sizeof(prefix) - 1, len = strlen(path);
+	const char *t = path + pre, *end = path + len, *x;
+	int c = 0, r = 0;
+
+	if (len < pre + LINK_SHELL_TOKEN_HEX || strncmp(path, prefix, pre) != 0)
+		return false;
+	for (int i = 0; i < LINK_SHELL_TOKEN_HEX; i++)
+		if (!((t[i] >= '0' && t[i] <= '9') || (t[i] >= 'a' && t[i] <= 'f')))
+			return false;
+	if (t + LINK_SHELL_TOKEN_HEX != end) { /* "@<cols>x<rows>" */
+		const char *at = t + LINK_SHELL_TOKEN_HEX;
+		if (*at != '@' || !(x = memchr(at, 'x', (size_t)(end - at))) ||
+		    !size_ok(at + 1, x, &c) || !size_ok(x + 1, end, &r))
+			return false;
+	}
+	memcpy(token, t, LINK_SHELL_TOKEN_HEX);
+	token[LINK_SHELL_TOKEN_HEX] = '\0';
+	*cols = c;
+	*rows = r;
+	return true;
+}
+
+int link_data_shell_path(const char *token, int cols, int rows, char *out, size_t outlen)
+{
+	char check[LINK_SHELL_TOKEN_HEX + 1];
+	int n, c, r;
+
+	if (cols || rows)
+		n = snprintf(out, outlen, "shell/%s@%dx%d", token, cols, rows);
+	else
+		n = snprintf(out, outlen, "shell/%s", token);
+	if (n < 0 || (size_t)n >= outlen)
+		return -ENOSPC;
+	return link_data_shell_ok(out, check, &c, &r) ? 0 : -EINVAL;
+}
+
 /* "HOST:PORT" or "[V6]:PORT" into host and port; -EINVAL when malformed. */
 static int split_host_port(const char *hostport, char *host, size_t hostlen, char *port,
 			   size_t portlen)

@@ -103,6 +103,8 @@ const struct proto_field proto_reply[] = {
 	{"ended", PROTO_INT, 0, PROTO_PIDS_MAX, true}, /* gpu_processes_end */
 	/* a node's link (link.h) could not carry the descriptor beside this reply */
 	{"fd_dropped", PROTO_BOOL, 0, 0, true},
+	/* job_shell through a node's link: the terminal waits there under this token */
+	{"shell_token", PROTO_STRING, 32, 32, true},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_sandbox_ready[] = {

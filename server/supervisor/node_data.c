@@ -9,6 +9,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,6 +32,7 @@
 #define RELAY_BUF 65536
 #define THREAD_STACK (256 * 1024)
 #define REFUSAL_LOG_MS 60000
+#define EXPIRE_MS 500 /* how often unclaimed terminals are looked at */
 
 static struct {
 	int listen_fd;
@@ -38,6 +41,7 @@ static struct {
 	struct link_secret secret;
 	pthread_mutex_t lock; /* the nonces and the refusal log */
 	struct link_nonces *nonces;
+	struct link_shells *shells; /* job shells' terminals the link keeps for the head */
 	long long refusal_logged_ms;
 	unsigned refusals_quiet;
 } data = {.lock = PTHREAD_MUTEX_INITIALIZER, .refusal_logged_ms = -REFUSAL_LOG_MS};
@@ -180,13 +184,87 @@ static void send_joblog(int tcp, const char *path, int64_t job_id, int64_t offse
 		close(dfd);
 }
 
-/* Checks the line and serves a job log's path at once; 0 with the runtime's socket
- * connected into *out (-1 after a job log), or -1 (refused and logged). */
+/* Copies between the head's connection and a job shell's terminal, non-blocking, one
+ * chunk in flight each way (a shell that floods waits for the head; keystrokes wait
+ * for the shell), until either side ends: then both do (the master's close hangs the
+ * shell up). */
+static void splice_shell(int tcp, int pty)
+{
+	struct {
+		int from, to;
+		char buf[4096];
+		size_t off, len;
+	} d[2] = {{.from = tcp, .to = pty}, {.from = pty, .to = tcp}};
+
+	fcntl(tcp, F_SETFL, fcntl(tcp, F_GETFL) | O_NONBLOCK);
+	fcntl(pty, F_SETFL, fcntl(pty, F_GETFL) | O_NONBLOCK);
+	for (;;) {
+		struct pollfd p[2] = {{.fd = tcp}, {.fd = pty}};
+		for (int i = 0; i < 2; i++) /* p[0] is tcp, d[0] reads it */
+			if (d[i].len)
+				p[1 - i].events |= POLLOUT;
+			else
+				p[i].events |= POLLIN;
+		for (int i = 0; i < 2; i++) /* a side asked for nothing must not wake us */
+			if (!p[i].events)
+				p[i].fd = -1;
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		for (int i = 0; i < 2; i++) {
+			ssize_t n;
+			if (!d[i].len && p[i].revents) {
+				n = read(d[i].from, d[i].buf, sizeof(d[i].buf));
+				if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+					return; /* EOF, or EIO: the shell and all its children left */
+				d[i].len = n > 0 ? (size_t)n : 0;
+				d[i].off = 0;
+			} else if (d[i].len && p[1 - i].revents) {
+				n = d[i].to == tcp ? send(tcp, d[i].buf + d[i].off, d[i].len - d[i].off,
+							  MSG_NOSIGNAL)
+						   : write(pty, d[i].buf + d[i].off, d[i].len - d[i].off);
+				if (n < 0 && errno != EAGAIN && errno != EINTR)
+					return;
+				if (n > 0 && (d[i].off += (size_t)n) == d[i].len)
+					d[i].len = 0;
+			}
+		}
+	}
+}
+
+/* A job shell's path: the claim of a kept terminal (spliced with the connection until
+ * either ends), or a resize of one (then the close says it is done). The token is not
+ * logged. */
+static void serve_shell(int tcp, const char *token, int cols, int rows)
+{
+	int pty;
+
+	if (cols) {
+		if (link_shells_resize(data.shells, token, cols, rows) < 0)
+			refused("no terminal to resize under that token", "");
+		return;
+	}
+	if ((pty = link_shells_claim(data.shells, token, clock_ms())) < 0) {
+		refused("no terminal waits under that token (claimed already, or expired)", "");
+		return;
+	}
+	log_info("data port: a job shell's terminal was claimed");
+	setsockopt(tcp, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int)); /* echo as typed */
+	splice_shell(tcp, pty);
+	link_shells_done(data.shells, token);
+	close(pty); /* the shell's session gets SIGHUP */
+}
+
+/* Checks the line and serves a job log's or a job shell's path at once; 0 with the
+ * runtime's socket connected into *out (-1 after the others), or -1 (refused and
+ * logged). */
 static int admit(int tcp, int *out)
 {
-	char line[LINK_DATA_LINE_MAX + 1], path[256];
+	char line[LINK_DATA_LINE_MAX + 1], path[256], token[LINK_SHELL_TOKEN_HEX + 1];
 	int64_t job_id, offset;
-	int rc;
+	int rc, cols, rows;
 
 	*out = -1;
 	if (read_line(tcp, line, sizeof(line)) < 0) {
@@ -209,8 +287,12 @@ static int admit(int tcp, int *out)
 		send_joblog(tcp, path, job_id, offset);
 		return 0;
 	}
+	if (link_data_shell_ok(path, token, &cols, &rows)) {
+		serve_shell(tcp, token, cols, rows);
+		return 0;
+	}
 	if (!link_data_path_ok(path)) {
-		refused("neither a runtime's socket nor a job log", path);
+		refused("neither a runtime's socket, a job log nor a job shell", path);
 		return -1;
 	}
 	if ((*out = connect_runtime(path)) < 0) {
@@ -288,8 +370,14 @@ static void *accept_loop(void *arg)
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, THREAD_STACK);
 	for (;;) {
-		int fd = accept4(data.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		struct pollfd lp = {.fd = data.listen_fd, .events = POLLIN};
 		pthread_t t;
+		/* between connections, the terminals nobody claimed in time are closed */
+		link_shells_expire(data.shells, clock_ms());
+		if (poll(&lp, 1, EXPIRE_MS) <= 0)
+			continue;
+		/* blocking: an accepted socket does not inherit the listener's O_NONBLOCK */
+		int fd = accept4(data.listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
 				usleep(100 * 1000); /* out of fds: a moment, then again */
@@ -328,18 +416,20 @@ static void raise_nofile(unsigned max_connections)
 			 (unsigned long long)rl.rlim_cur, max_connections);
 }
 
-int node_data_start(int listen_fd, const struct link_secret *secret, unsigned max_connections)
+int node_data_start(int listen_fd, const struct link_secret *secret, unsigned max_connections,
+		    struct link_shells *shells)
 {
 	pthread_t t;
 
 	data.listen_fd = listen_fd;
+	data.shells = shells;
 	data.max_connections = max_connections ? max_connections : 1;
 	data.secret = *secret;
 	raise_nofile(data.max_connections);
 	if (!(data.nonces = link_nonces_new(NONCES_MAX)))
 		return log_error("data port: out of memory");
-	/* blocking accepts on this thread */
-	fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) & ~O_NONBLOCK);
+	/* polled with a timeout on this thread (the expiry of unclaimed terminals) */
+	fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
 	if (pthread_create(&t, NULL, accept_loop, NULL) != 0)
 		return log_error("data port: cannot start its thread");
 	pthread_detach(t);

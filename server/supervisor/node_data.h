@@ -7,21 +7,27 @@
  * state dir (the process's working directory), both ways, half-closes passed on. A
  * good line for a job log (link_data_joblog_ok: "joblogs/<id>.log@<offset>") is
  * answered with the log's bytes from offset to its current end, then the close
- * (nothing when the log is missing or shorter). Anything else is closed, logged at
- * most once a minute. */
+ * (nothing when the log is missing or shorter). A good line for a job shell
+ * (link_data_shell_ok) claims the terminal the link keeps under its token, once, and
+ * splices it with the connection until either ends; or, with "@<cols>x<rows>", sets
+ * the size of the terminal kept under that token and closes. Anything else is closed, logged at most once a
+ * minute. */
 #ifndef LABD_SUPERVISOR_NODE_DATA_H
 #define LABD_SUPERVISOR_NODE_DATA_H
 
 #include <stddef.h>
 
 struct link_secret;
+struct link_shells;
 
 #define NODE_DATA_LINE_MS 10000 /* the line must be there within this */
 #define NODE_DATA_SEND_MS 30000 /* a job log's send gives up when the head reads nothing this long */
 
 /* Starts serving listen_fd (a bound, listening TCP socket) on a thread of its own,
  * one more thread per connection, at most max_connections at once. The secret is
- * copied. 0, or -1 (logged). */
-int node_data_start(int listen_fd, const struct link_secret *secret, unsigned max_connections);
+ * copied. shells: the terminals the link keeps (link_relay's), claimed here and
+ * closed here once their claim time passed. 0, or -1 (logged). */
+int node_data_start(int listen_fd, const struct link_secret *secret, unsigned max_connections,
+		    struct link_shells *shells);
 
 #endif

@@ -74,6 +74,7 @@ _Noreturn void node_link_main(const struct labd_config *cfg, const struct privdr
 			      int channel_fd, int data_fd)
 {
 	struct link_secret secret = {.len = cfg->link_secret_len};
+	struct link_shells *shells;
 	struct link_ctx *ctx;
 	struct link_conn *c;
 	json_t *hello;
@@ -89,7 +90,8 @@ _Noreturn void node_link_main(const struct labd_config *cfg, const struct privdr
 		log_errno("chdir %s", cfg->state_dir);
 		_exit(1);
 	}
-	if (node_data_start(data_fd, &secret, cfg->node_data_max_connections) < 0)
+	if (!(shells = link_shells_new()) ||
+	    node_data_start(data_fd, &secret, cfg->node_data_max_connections, shells) < 0)
 		_exit(1);
 	if (!(ctx = link_ctx_client(&secret, cfg->node_name)))
 		_exit(1);
@@ -100,7 +102,7 @@ _Noreturn void node_link_main(const struct labd_config *cfg, const struct privdr
 	json_decref(hello);
 	if (rc == 0) {
 		log_info("linked to the head at %s as node %s", cfg->node_head, cfg->node_name);
-		rc = link_relay(c, channel_fd, -1);
+		rc = link_relay(c, channel_fd, -1, shells);
 	}
 	if (rc < 0)
 		log_warn("the link to the head ended: %s", strerror(-rc));

@@ -8,7 +8,9 @@ a node with another key is refused and says so; two nodes run side by side with 
 own state dirs and cgroup parents; the data port splices a good data line to the
 runtime's socket and refuses a replayed, stale, forged or misdirected one, and a socket
 reached through a planted link; it serves a job log from an offset and never a planted
-link in its place. The data lines here are made in Python, so the format
+link in its place; a job shell's terminal waits in the link under a one-time token,
+is claimed once through the data port (typed into, resized), and is closed when
+nobody claims it in time. The data lines here are made in Python, so the format
 is checked against a second implementation of docs/slurm.md's definition."""
 
 import hashlib
@@ -443,6 +445,93 @@ def test_a_runtime_on_the_node_through_link_and_data_port(linked):
         m = head.read(max(1, deadline - time.monotonic()))
         if m.get("type") == "sandbox_ended":
             break
+
+
+def request_until(head, msg, done, timeout, refuse=("pool_ended", "job_exited")):
+    """Sends msg; reads until its reply and an event for which done(event) holds (in
+    either order); returns the reply. An event of a type in refuse fails."""
+    head.send(msg)
+    reply, seen, deadline = None, False, time.monotonic() + timeout * SLOW
+    while reply is None or not seen:
+        m = head.read(max(1, deadline - time.monotonic()))
+        if m.get("type") == "reply" and m.get("id") == msg["id"]:
+            assert m["ok"] is True, m
+            reply = m
+        elif done(m):
+            seen = True
+        else:
+            assert m.get("type") not in refuse, m
+    return reply
+
+
+def link_ptys(node):
+    """The pty masters the node's link process holds."""
+    fd_dir = f"/proc/{node.link_pid()}/fd"
+    found = 0
+    for fd in os.listdir(fd_dir):
+        try:
+            found += os.readlink(os.path.join(fd_dir, fd)).endswith("ptmx")
+        except OSError:
+            pass
+    return found
+
+
+def read_until(sock, marker, timeout=15):
+    out, deadline = b"", time.monotonic() + timeout * SLOW
+    while marker not in out:
+        assert time.monotonic() < deadline, f"no {marker!r} in {out[-500:]!r}"
+        r, _, _ = select.select([sock], [], [], max(0.1, deadline - time.monotonic()))
+        if r:
+            chunk = sock.recv(4096)
+            assert chunk, f"closed before {marker!r}: {out[-500:]!r}"
+            out += chunk
+    return out
+
+
+def test_a_job_shell_crosses_the_data_port(linked):
+    """job_shell's reply carries a token instead of the pty (which cannot cross); the
+    terminal is claimed once through the data port, takes keystrokes and a resize; a
+    second claim is refused; a token nobody claims is closed after its few seconds."""
+    head, node, _ = linked
+    user, pool = "dave", 8801
+    spec = {"name": "shell-on-node", "argv": ["/bin/sh", "-c", "exec sleep 300"],
+            "output_path": "out", "checkpoint_path": "ckpt", "max_runtime_s": 600}
+    request_until(head, {"v": 2, "id": 70, "type": "pool_start", "user": user, "user_id": 9,
+                         "pool_id": pool, "deadline": int(time.time()) + 3600, "gpus": []},
+                  lambda m: m.get("type") == "pool_ready", 120)
+    request_until(head, {"v": 2, "id": 71, "type": "job_run", "user": user, "pool_id": pool,
+                         "job_id": 5, "spec": json.dumps(spec)},
+                  lambda m: m.get("type") == "job_phase" and m.get("phase") == "training", 60)
+    shell = {"v": 2, "type": "job_shell", "user": user, "pool_id": pool, "job_id": 5,
+             "cols": 80, "rows": 24}
+    try:
+        r = head.request(dict(shell, id=72), timeout=30)
+        assert r["ok"] is True and "fd_dropped" not in r, r
+        token = r["shell_token"]
+        assert len(token) == 32 and int(token, 16) >= 0, r
+        assert link_ptys(node) == 1
+        with socket.create_connection(("127.0.0.1", node.data_port), timeout=10 * SLOW) as s:
+            s.sendall(data_line(f"shell/{token}") + b"echo $((6*7))\n")
+            assert b"42" in read_until(s, b"42")
+            # the claim was the one: the same token again is closed at once
+            assert exchange(node, data_line(f"shell/{token}") + b"echo no\n") == b""
+            # a resize is its own signed line; the node closes it once the size is set
+            assert exchange(node, data_line(f"shell/{token}@101x31")) == b""
+            s.sendall(b"stty size\n")
+            assert b"31 101" in read_until(s, b"31 101")
+        wait_until(lambda: link_ptys(node) == 0, 10 * SLOW, "the claimed terminal's close")
+        assert exchange(node, data_line(f"shell/{token}") + b"echo no\n") == b""
+        # nobody claims this one: closed after the claim time, and refused then
+        r = head.request(dict(shell, id=73), timeout=30)
+        token, kept_at = r["shell_token"], time.monotonic()
+        assert link_ptys(node) == 1
+        wait_until(lambda: link_ptys(node) == 0, 15 * SLOW, "the unclaimed terminal's close")
+        assert time.monotonic() - kept_at >= 4, "closed before its claim time"
+        assert exchange(node, data_line(f"shell/{token}") + b"echo no\n") == b""
+    finally:
+        request_until(head, {"v": 2, "id": 74, "type": "pool_stop", "user": user,
+                             "pool_id": pool, "reason": "test"},
+                      lambda m: m.get("type") == "pool_ended", 60, refuse=())
 
 
 def test_bad_node_config_stops_at_start():

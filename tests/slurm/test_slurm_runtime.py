@@ -7,6 +7,8 @@ with the Slurm backend and a `labd node` on each Slurm node (labd_slurm.py).
   deleted, a node archives the image in the shared folder;
 - a job and its warm pool run on a node as a Slurm job of their own, the next job reuses
   the pool;
+- a shell into a job on a node: the terminal's WebSocket on the head crosses to the node's
+  data port, takes keystrokes and a resize;
 - a GPU runtime sees exactly the device Slurm allocated on its node (GRES index mapped
   through the node's gres.conf order to the device's minor);
 - slurmctld restarted right after a start request: the start goes on, one Slurm job;
@@ -16,7 +18,9 @@ with the Slurm backend and a `labd node` on each Slurm node (labd_slurm.py).
   with the same home.
 """
 
+import json
 import os
+import re
 import subprocess
 import time
 
@@ -24,8 +28,8 @@ import pytest
 
 from cluster import Cluster, wait_until
 from labd_slurm import LabOnSlurm
-from labd_harness import (SLOW, jupyter_execute, open_kernel_channel, parse_api_time,
-                          wait_runtime)
+from labd_harness import (SLOW, WebSocket, jupyter_execute, open_kernel_channel,
+                          parse_api_time, wait_runtime)
 
 START = 90 * SLOW
 
@@ -195,6 +199,45 @@ def test_a_job_and_its_warm_pool_run_on_a_node(lab):
     assert u.delete(f"/api/v1/warm-pools/{wp['id']}").status == 204
     wait_until(lambda: lab.slurm_jobs()[pool_name][0][1] in ("CANCELLED", "COMPLETED"),
                30 * SLOW, "the pool's Slurm job to end")
+
+
+def shell_run(ws, command, timeout=15 * SLOW):
+    """Types command and an end marker its echo cannot match; the output up to it."""
+    ws.send_binary((command + "; echo END-$((40+2))\n").encode())
+    out, deadline = b"", time.monotonic() + timeout
+    while b"END-42" not in out:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no end marker after {command!r}: {out[-2000:]!r}"
+        op, data = ws.recv(timeout=left)
+        assert op == 0x2, (op, data)
+        out += data
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace").replace("\r", ""))
+
+
+def test_a_shell_into_a_job_on_a_node(lab):
+    """The job's terminal WebSocket on the head reaches the pty on the node (the data
+    port, a one-time token); keystrokes and a resize cross."""
+    u = lab.user("sh")
+    r = u.post("/api/v1/jobs", json={"name": "shell-on-slurm",
+                                     "command": ["/bin/sh", "-c", "exec sleep 300"]})
+    assert r.status == 201, r
+    jid = r.json["id"]
+    wait_until(lambda: u.get(f"/api/v1/jobs/{jid}").json["secondary_status"] == "Training",
+               START, "the job to train on its node")
+    r = u.post("/api/v1/me/tokens", json={"name": "shell", "password": u.password,
+                                          "scopes": ["jobs"]})
+    assert r.status == 201, r
+    ws = WebSocket(lab.head.port, f"/api/v1/jobs/{jid}/shell?cols=80&rows=24",
+                   headers={"Authorization": f"Bearer {r.json['token']}"}).expect_open()
+    try:
+        assert "\n42\n" in shell_run(ws, "echo $((6*7))")
+        ws.send_text(json.dumps({"type": "resize", "cols": 91, "rows": 33}))
+        assert "33 91" in shell_run(ws, "stty size")
+    finally:
+        ws.close()
+    assert u.post(f"/api/v1/jobs/{jid}/stop", json={}).status == 202
+    wait_until(lambda: u.get(f"/api/v1/jobs/{jid}").json["status"] in ("Stopped", "Failed"),
+               30 * SLOW, "the job to stop")
 
 
 def test_a_gpu_runtime_gets_the_device_slurm_allocated(lab):

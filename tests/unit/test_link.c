@@ -1,8 +1,10 @@
 /* Unit tests: the node link (proto/link.h) over real loopback TCP and real TLS:
  * a good handshake, hello and relay (a descriptor dropped and flagged), a wrong key
  * refused on both sides, bad frames refused; the secret file's checks; the data
- * line: good, wrong key, stale, replayed, malformed, a full nonce cache; the one
- * data path a node serves. */
+ * line: good, wrong key, stale, replayed, malformed, a full nonce cache; the
+ * data paths a node serves; the job shells' terminals a node's link keeps (a pty
+ * master kept under a token by the relay, claimed once, resized until done,
+ * closed when its claim time passes). */
 #include "unit.h"
 
 #include <arpa/inet.h>
@@ -11,8 +13,12 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <termios.h>
 
 #include "labd/clock.h"
 #include "proto/link.h"
@@ -222,12 +228,13 @@ static void test_bad_frames(void **state)
 struct relay_arg {
 	struct link_conn *c;
 	int seq_fd, rc;
+	struct link_shells *shells; /* NULL: every descriptor is dropped */
 };
 
 static void *relay_thread(void *arg)
 {
 	struct relay_arg *r = arg;
-	r->rc = link_relay(r->c, r->seq_fd, -1);
+	r->rc = link_relay(r->c, r->seq_fd, -1, r->shells);
 	return NULL;
 }
 
@@ -504,6 +511,219 @@ static void test_endpoint_tcp(void **state)
 	link_nonces_free(seen);
 }
 
+/* ---- job shells ---- */
+
+/* A pty master as sandbox_shell makes one (the slave opened by nobody). */
+static int pty_master(void)
+{
+	int fd = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	assert_int_equal(grantpt(fd), 0);
+	assert_int_equal(unlockpt(fd), 0);
+	return fd;
+}
+
+static bool fd_open(int fd)
+{
+	return fcntl(fd, F_GETFD) >= 0;
+}
+
+static void test_data_shell_path(void **state)
+{
+	static const char tok[] = "0123456789abcdef0123456789abcdef";
+	static const char *const bad[] = {
+		"shell/", "shell/0123456789abcdef0123456789abcde",  /* 31 */
+		"shell/0123456789abcdef0123456789abcdef0",           /* 33 */
+		"shell/0123456789ABCDEF0123456789abcdef",            /* upper case */
+		"shell/0123456789abcdef0123456789abcdeg",
+		"shells/0123456789abcdef0123456789abcdef", "Shell/0123456789abcdef0123456789abcdef",
+		"/shell/0123456789abcdef0123456789abcdef",
+		"shell/0123456789abcdef0123456789abcdef@", "shell/0123456789abcdef0123456789abcdef@80",
+		"shell/0123456789abcdef0123456789abcdef@80x", "shell/0123456789abcdef0123456789abcdef@x24",
+		"shell/0123456789abcdef0123456789abcdef@0x24", "shell/0123456789abcdef0123456789abcdef@80x0",
+		"shell/0123456789abcdef0123456789abcdef@1001x24",
+		"shell/0123456789abcdef0123456789abcdef@080x24",
+		"shell/0123456789abcdef0123456789abcdef@80x24x1",
+		"shell/0123456789abcdef0123456789abcdef@-80x24",
+		"shell/0123456789abcdef0123456789abcdef/80x24",
+		"runtimes/alice/run/jupyter.sock", "joblogs/1.log@0",
+	};
+	char token[LINK_SHELL_TOKEN_HEX + 1], path[128];
+	int cols = -1, rows = -1;
+	(void)state;
+
+	assert_true(link_data_shell_ok("shell/0123456789abcdef0123456789abcdef", token, &cols, &rows));
+	assert_string_equal(token, tok);
+	assert_int_equal(cols, 0);
+	assert_int_equal(rows, 0);
+	assert_true(link_data_shell_ok("shell/0123456789abcdef0123456789abcdef@1000x1", token, &cols,
+				       &rows));
+	assert_int_equal(cols, 1000);
+	assert_int_equal(rows, 1);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (link_data_shell_ok(bad[i], token, &cols, &rows))
+			fail_msg("accepted %s", bad[i]);
+	/* the other paths' checks do not take a shell's */
+	assert_false(link_data_path_ok("shell/0123456789abcdef0123456789abcdef"));
+	assert_int_equal(link_data_shell_path(tok, 0, 0, path, sizeof(path)), 0);
+	assert_string_equal(path, "shell/0123456789abcdef0123456789abcdef");
+	assert_int_equal(link_data_shell_path(tok, 132, 43, path, sizeof(path)), 0);
+	assert_string_equal(path, "shell/0123456789abcdef0123456789abcdef@132x43");
+	assert_int_equal(link_data_shell_path("../x", 0, 0, path, sizeof(path)), -EINVAL);
+	assert_int_equal(link_data_shell_path(tok, 0, 24, path, sizeof(path)), -EINVAL);
+	assert_int_equal(link_data_shell_path(tok, 80, 24, path, 20), -ENOSPC);
+}
+
+/* Claimed once; a second claim and a wrong token are refused; a terminal resizes
+ * from its keeping until its claimer is done. */
+static void test_shells_claim_once(void **state)
+{
+	struct link_shells *t = link_shells_new();
+	char token[LINK_SHELL_TOKEN_HEX + 1], other[LINK_SHELL_TOKEN_HEX + 1];
+	struct winsize ws;
+	int m = pty_master(), p[2];
+	(void)state;
+
+	assert_non_null(t);
+	assert_int_equal(link_shells_keep(t, m, 1000, token), 0);
+	assert_int_equal(strlen(token), LINK_SHELL_TOKEN_HEX);
+	assert_int_equal(strspn(token, "0123456789abcdef"), LINK_SHELL_TOKEN_HEX);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(link_shells_keep(t, p[0], 1000, other), 0);
+	assert_string_not_equal(token, other); /* random, not a counter */
+	assert_int_equal(link_shells_waiting(t), 2);
+	/* a resize may come before the claim is read: it holds */
+	assert_int_equal(link_shells_resize(t, token, 100, 30), 0);
+	assert_int_equal(ioctl(m, TIOCGWINSZ, &ws), 0);
+	assert_int_equal(ws.ws_col, 100);
+	other[0] = other[0] == 'a' ? 'b' : 'a';
+	assert_int_equal(link_shells_claim(t, other, 1001), -ENOENT);
+	assert_int_equal(link_shells_claim(t, "short", 1001), -ENOENT);
+	assert_int_equal(link_shells_claim(t, token, 1001), m);
+	assert_int_equal(link_shells_claim(t, token, 1002), -ENOENT);
+	assert_int_equal(link_shells_waiting(t), 1);
+	assert_int_equal(link_shells_resize(t, token, 132, 43), 0);
+	assert_int_equal(ioctl(m, TIOCGWINSZ, &ws), 0);
+	assert_int_equal(ws.ws_col, 132);
+	assert_int_equal(ws.ws_row, 43);
+	assert_int_equal(link_shells_resize(t, token, 0, 43), -EINVAL);
+	link_shells_done(t, token);
+	assert_true(fd_open(m)); /* the claimer's to close */
+	assert_int_equal(link_shells_resize(t, token, 80, 24), -ENOENT);
+	close(m);
+	link_shells_free(t); /* closes the pipe's end nobody claimed */
+	assert_int_equal(write(p[1], "x", 1), -1);
+	assert_int_equal(errno, EPIPE);
+	close(p[1]);
+}
+
+/* An unclaimed terminal is closed once its claim time passed, not before; a claimed
+ * one never is; a full table refuses (and closes) one more. */
+static void test_shells_expire(void **state)
+{
+	struct link_shells *t = link_shells_new();
+	char token[LINK_SHELL_TOKEN_HEX + 1], kept[LINK_SHELL_TOKEN_HEX + 1];
+	int a[2], b[2], fds[LINK_SHELLS_MAX];
+	(void)state;
+
+	assert_int_equal(pipe(a), 0);
+	assert_int_equal(pipe(b), 0);
+	assert_int_equal(link_shells_keep(t, a[0], 0, token), 0);
+	assert_int_equal(link_shells_keep(t, b[0], 0, kept), 0);
+	assert_int_equal(link_shells_claim(t, kept, 10), b[0]);
+	assert_int_equal(link_shells_expire(t, LINK_SHELL_CLAIM_MS - 1), 0);
+	assert_true(fd_open(a[0]));
+	assert_int_equal(link_shells_expire(t, LINK_SHELL_CLAIM_MS), 1);
+	assert_int_equal(write(a[1], "x", 1), -1); /* its read end is gone */
+	assert_int_equal(errno, EPIPE);
+	assert_int_equal(link_shells_claim(t, token, LINK_SHELL_CLAIM_MS), -ENOENT);
+	assert_true(fd_open(b[0])); /* claimed: the claimer's */
+	/* a claim after the time, with no sweep between, is refused too */
+	assert_int_equal(pipe(a), 0);
+	assert_int_equal(link_shells_keep(t, a[0], 100, token), 0);
+	assert_int_equal(link_shells_claim(t, token, 100 + LINK_SHELL_CLAIM_MS), -ENOENT);
+	close(a[1]);
+	/* full: the one more is closed and refused */
+	for (int i = 0; i < LINK_SHELLS_MAX - 1; i++) {
+		fds[i] = dup(b[1]);
+		assert_int_equal(link_shells_keep(t, fds[i], 200, token), 0);
+	}
+	fds[LINK_SHELLS_MAX - 1] = dup(b[1]);
+	assert_int_equal(link_shells_keep(t, fds[LINK_SHELLS_MAX - 1], 200, token), -EBUSY);
+	assert_false(fd_open(fds[LINK_SHELLS_MAX - 1]));
+	assert_int_equal(link_shells_waiting(t), LINK_SHELLS_MAX - 1);
+	link_shells_done(t, kept);
+	close(b[0]);
+	link_shells_free(t);
+	assert_false(fd_open(fds[0]));
+	close(b[1]);
+}
+
+/* The relay keeps a pty master under a token and says so in the message; any other
+ * descriptor is still dropped and flagged. */
+static void test_relay_keeps_a_shell(void **state)
+{
+	struct head h;
+	json_t *hello = hello_of("gpu-07"), *got = NULL;
+	const char *text = "{\"type\":\"reply\",\"id\":3,\"ok\":true}";
+	struct link_shells *t = link_shells_new();
+	int sv[2], p[2], m = pty_master(), fds[2];
+	unsigned ptn;
+	pthread_t th;
+	(void)state;
+
+	head_start(&h, &key_a);
+	struct link_conn *node = node_dial(&h, &key_a, "gpu-07", hello);
+	head_join(&h);
+	assert_int_equal(h.rc, 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	struct relay_arg r = {.c = node, .seq_fd = sv[1], .shells = t};
+	assert_int_equal(pthread_create(&th, NULL, relay_thread, &r), 0);
+	assert_int_equal(pipe(p), 0);
+	fds[0] = m;
+	fds[1] = p[0];
+	for (int i = 0; i < 2; i++) {
+		char cbuf[CMSG_SPACE(sizeof(int))] = {0};
+		struct iovec iov = {.iov_base = (void *)text, .iov_len = strlen(text)};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+				    .msg_controllen = sizeof(cbuf)};
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fds[i], sizeof(int));
+		assert_int_equal(sendmsg(sv[0], &mh, 0), (ssize_t)strlen(text));
+		close(fds[i]);
+	}
+	assert_int_equal(link_frame_read(h.conn, &got), 0);
+	const char *token = json_string_value(json_object_get(got, "shell_token"));
+	assert_non_null(token);
+	assert_int_equal(strlen(token), LINK_SHELL_TOKEN_HEX);
+	assert_null(json_object_get(got, "fd_dropped"));
+	int kept = link_shells_claim(t, token, clock_ms());
+	assert_true(kept >= 0);
+	assert_int_equal(ioctl(kept, TIOCGPTN, &ptn), 0); /* the very master */
+	json_decref(got);
+	assert_int_equal(link_frame_read(h.conn, &got), 0);
+	assert_true(json_is_true(json_object_get(got, "fd_dropped")));
+	assert_null(json_object_get(got, "shell_token"));
+	json_decref(got);
+	assert_int_equal(write(p[1], "x", 1), -1); /* the pipe's end was closed */
+	assert_int_equal(errno, EPIPE);
+	close(p[1]);
+	close(sv[0]);
+	pthread_join(th, NULL);
+	assert_int_equal(r.rc, 0);
+	close(sv[1]);
+	link_shells_done(t, token);
+	close(kept);
+	link_shells_free(t);
+	link_conn_free(node);
+	head_free(&h);
+	json_decref(hello);
+}
+
 /* ---- the head stand-in of tests/integration/test_node_link.py ----
  *
  * test_link --head SECRET_FILE: listens on 127.0.0.1 (port printed first as
@@ -514,7 +734,7 @@ static void test_endpoint_tcp(void **state)
 static void *relay_main(void *arg)
 {
 	struct relay_arg *r = arg;
-	r->rc = link_relay(r->c, r->seq_fd, -1);
+	r->rc = link_relay(r->c, r->seq_fd, -1, r->shells);
 	close(r->seq_fd);
 	return NULL;
 }
@@ -619,6 +839,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_data_joblog_path),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_endpoint_tcp),
+		cmocka_unit_test(test_data_shell_path),
+		cmocka_unit_test(test_shells_claim_once),
+		cmocka_unit_test(test_shells_expire),
+		cmocka_unit_test(test_relay_keeps_a_shell),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

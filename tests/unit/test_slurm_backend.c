@@ -419,11 +419,12 @@ static void test_runtime_on_a_node(void **state)
 	assert_true(wait_count(&pools_ended, 1));
 	assert_string_equal(end_cause, "time_limit");
 
-	/* a shell into a job does not cross the link yet */
+	/* a shell into a job whose pool runs on no node now (the crossing itself:
+	 * tests/integration/test_node_link.py, tests/slurm/test_slurm_runtime.py) */
 	struct backend_shell sh = {.user = "alice", .pool_id = 1, .job_id = 1, .cols = 80,
 				   .rows = 24};
 	int fd;
-	assert_int_equal(backend_job_shell(b, &sh, &fd, err, sizeof(err)), -ENOSYS);
+	assert_int_equal(backend_job_shell(b, &sh, &fd, err, sizeof(err)), -ENOENT);
 	assert_int_equal(fd, -1);
 
 	backend_free(b);
