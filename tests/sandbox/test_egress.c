@@ -46,8 +46,8 @@ static void test_ruleset(void **st)
 {
 	char out[EGRESS_RULESET_MAX], why[128];
 	(void)st;
-	assert_int_equal(egress_ruleset("198.19.0.0/16, 10.0.0.0/8", "192.0.2.2/32,fd00::2/128", NULL, 12,
-					4 << 20, out, sizeof(out), why, sizeof(why)),
+	assert_int_equal(egress_ruleset("198.19.0.0/16, 10.0.0.0/8", "192.0.2.2/32,fd00::2/128", NULL,
+					12, 4 << 20, out, sizeof(out), why, sizeof(why)),
 			 0);
 	/* lo first, then the DNS forward address, then the denied */
 	const char *lo = strstr(out, "oifname \"lo\" accept");
@@ -91,8 +91,8 @@ static void test_ruleset(void **st)
 	assert_null(strstr(out, "limit rate"));
 
 	/* anything but addresses never reaches nft */
-	assert_int_equal(egress_ruleset("10.0.0.0/8 } flush ruleset", "", NULL, 0, 0, out, sizeof(out), why,
-					sizeof(why)),
+	assert_int_equal(egress_ruleset("10.0.0.0/8 } flush ruleset", "", NULL, 0, 0, out, sizeof(out),
+					why, sizeof(why)),
 			 -1);
 	assert_non_null(strstr(why, "}"));
 	/* and a ruleset that does not fit is an error, not a cut */
@@ -111,7 +111,8 @@ static void test_peer_rules(void **st)
 	assert_int_equal(egress_ruleset("10.0.0.0/8", "", "peer0", 0, 4194304, out, sizeof(out), why,
 					sizeof(why)),
 			 0);
-	const char *o = strstr(out, "oifname \"peer0\" accept"), *i = strstr(out, "iifname \"peer0\" accept");
+	const char *o = strstr(out, "oifname \"peer0\" accept");
+	const char *i = strstr(out, "iifname \"peer0\" accept");
 	assert_non_null(o);
 	assert_non_null(i);
 	assert_true(o < strstr(out, "ip daddr 10.0.0.0/8 goto deny"));
@@ -142,7 +143,8 @@ static void test_peer_rules(void **st)
 	}
 	char many[1200] = "";
 	for (int k = 0; k < 64; k++)
-		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%s10.2.0.%d", k ? "," : "", k + 1);
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%s10.2.0.%d",
+			 k ? "," : "", k + 1);
 	assert_int_equal(sandbox_peers_check("10.1.0.1", many, why, sizeof(why)), -1);
 	assert_non_null(strstr(why, "more than 63"));
 	*strrchr(many, ',') = '\0'; /* 63 */
