@@ -629,6 +629,17 @@ static void test_scratch_home_pool(void **state)
 		json_decref(r);
 	}
 
+	/* good peers reach the sandbox's spec: here data_listen's address is loopback,
+	 * no cluster network's, and the sandbox refuses it */
+	r = scratch_start(62, "\"peer_addr\":\"10.9.0.1\",\"peers\":\"10.9.0.2\"");
+	if (!proto_bool(r, "ok"))
+		fail_msg("pool_start with peers: %s", proto_str(r, "message"));
+	json_decref(r);
+	m = wait_pool("pool_ended", 62, 30000);
+	if (!strstr(proto_str(m, "reason"), "peer interface: the parent's address 127.0.0.1"))
+		fail_msg("pool 62 ended: %s", proto_str(m, "reason"));
+	json_decref(m);
+
 	r = scratch_start(61, "\"scratch_home\":true");
 	if (!proto_bool(r, "ok"))
 		fail_msg("pool_start: %s", proto_str(r, "message"));
