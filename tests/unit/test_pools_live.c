@@ -594,7 +594,8 @@ static json_t *scratch_job(long long pool_id, long long job_id, const char *scri
  * start with a peer network or a scratch home, the peers checked strictly; the
  * scratch home is the user's own empty folder (its working dir made), a job writes
  * there and to /opt/ml/model, and no home image is ever made; a job with input
- * channels is refused naming inputs; nothing is left once the pool ends. */
+ * channels is refused naming inputs; a restarted supervisor adopts the pool as it
+ * was; nothing is left once the pool ends. */
 static void test_scratch_home_pool(void **state)
 {
 	char path[256], *text;
@@ -675,6 +676,25 @@ static void test_scratch_home_pool(void **state)
 	assert_int_equal(stat(path, &st), -1);
 	snprintf(path, sizeof(path), "%s/homes/%d", T.dir, SCRATCH_USER_ID);
 	assert_int_equal(stat(path, &st), -1);
+
+	/* a restarted supervisor adopts the pool with its scratch home: still there, and
+	 * still no inputs */
+	restart();
+	hello();
+	json_array_clear(T.seen);
+	r = scratch_job(61, 603, "true", true);
+	assert_false(proto_bool(r, "ok"));
+	assert_non_null(strstr(proto_str(r, "message"), "inputs"));
+	json_decref(r);
+	r = scratch_job(61, 604, "cat $HOME/note.txt", false);
+	if (!proto_bool(r, "ok"))
+		fail_msg("job_run after the restart: %s", proto_str(r, "message"));
+	json_decref(r);
+	m = take("job_exited", NULL, NULL, 30000);
+	assert_int_equal(proto_int(m, "code"), 0);
+	json_decref(m);
+	snprintf(path, sizeof(path), "%s/joblogs/604.log", T.dir);
+	assert_non_null(strstr(slurp(path), "kept\n"));
 
 	json_decref(request(json_pack("{s:s,s:s,s:I,s:s}", "type", "pool_stop", "user",
 				      SCRATCH_USER, "pool_id", (json_int_t)61, "reason", "done")));
