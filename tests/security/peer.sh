@@ -77,9 +77,12 @@ print("accepted", accepted, flush=True)
 EOF
 
 # listen_in NS PORT: a plain listener on a host of the bridge, for as long as the case
-listen_in() { peer_ns "$1" python3 -c 'import socket,sys
+# (a minute at most: killing $! may reach only a wrapper of python3), never holding the
+# suite's output open
+listen_in() { peer_ns "$1" python3 -c 'import signal,socket,sys
+signal.alarm(60)
 s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(8)
-while True: s.accept()[0].close()' "$2" & }
+while True: s.accept()[0].close()' "$2" </dev/null >/dev/null 2>&1 & }
 
 peer_cases() {
 	local abox bbox pids="" r
