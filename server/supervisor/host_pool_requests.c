@@ -1,6 +1,7 @@
 /* host_pool_requests.c - a pool's start and stop, a job's run and stop, and
  * the removal of gone jobs' logs, as the web process asks them; see
  * host_pool.h. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -53,6 +54,7 @@ static const char *check_peers(const struct labd_config *cfg, json_t *msg,
 			       struct launch_request *rq, char *why, size_t len)
 {
 	const char *addr = proto_str(msg, "peer_addr"), *peers = proto_str(msg, "peers");
+	struct in_addr via;
 	unsigned port;
 
 	if (!addr[0] && !peers[0] && !proto_bool(msg, "scratch_home"))
@@ -68,8 +70,10 @@ static const char *check_peers(const struct labd_config *cfg, json_t *msg,
 	if (sandbox_peers_check(addr, peers, why, len) < 0)
 		return why;
 	if (config_split_listen(cfg->node_data_listen, rq->peer_via, sizeof(rq->peer_via),
-				&port) < 0)
-		return "[node] data_listen: no address";
+				&port) < 0 ||
+	    inet_pton(AF_INET, rq->peer_via, &via) != 1)
+		return "peer_addr: [node] data_listen names no IPv4 address (the cluster "
+		       "interface's)";
 	snprintf(rq->peer_addr, sizeof(rq->peer_addr), "%s", addr);
 	snprintf(rq->peers, sizeof(rq->peers), "%s", peers);
 	return NULL;
