@@ -19,6 +19,7 @@
 #include "runtime/gpuqueue.h"
 #include "runtime/moves.h"
 #include "runtime/poke.h"
+#include "runtime/reconcile.h"
 #include "sched/caps.h"
 #include "sched/gpus.h"
 #include "sched/queue.h"
@@ -154,6 +155,7 @@ int gpuqueue_start(struct app *app, int64_t user_id, const char *user, const cha
 		return -EEXIST;
 	if (rc < 0)
 		return -EIO;
+	reconcile_own_runtime(out->id);
 	runtime_audit(app, now, user, "runtime.start", user, address, rc == 1 ? "gpu" : "gpu (queued)");
 	if (rc == 1) {
 		runtime_moved(app, user_id);

@@ -52,10 +52,34 @@ static long long mono_at(int64_t at)
 
 static int reconcile_all(struct app *app);
 
-/* When this web process began reconciling: a start from before then was asked by a
- * web process that died, and its request died with that process's channel, so a
- * sandbox the list lacks will never come (no grace to wait out). */
-static int64_t reconcile_since_s;
+/* A start in flight for this long before a missing sandbox counts. */
+#define START_GRACE_S 10
+
+/* The first runtime this web process made (0: none yet). Row ids are taken above
+ * every row there is, so a starting row below it was asked for by a web process
+ * before this one: a sandbox the list lacks will never come (its request died with
+ * that process's channel, or the supervisor ended it unfinished when labd stopped),
+ * and there is no grace to wait out. By id, not by the clock: a restart within the
+ * second the start was asked for would pass for a start of this process's own and
+ * wait for the next full pass (minutes in Starting, billed for nothing). */
+static int64_t first_own_runtime;
+
+void reconcile_own_runtime(int64_t id)
+{
+	int64_t none = 0;
+
+	__atomic_compare_exchange_n(&first_own_runtime, &none, id, false, __ATOMIC_SEQ_CST,
+				    __ATOMIC_SEQ_CST);
+}
+
+/* A start this web process asked for, within the grace: the list may not have it yet. */
+static bool may_be_unlisted(const struct runtime *r, int64_t now)
+{
+	int64_t own = __atomic_load_n(&first_own_runtime, __ATOMIC_SEQ_CST);
+
+	return r->state == RUNTIME_STARTING && now - r->created_at <= START_GRACE_S && own &&
+	       r->id >= own;
+}
 
 static long long earlier(long long a, long long b)
 {
@@ -245,7 +269,6 @@ int reconcile_start(struct app *app, struct reconciler **out)
 		log_warn("ledger: closed %d entries at their last heartbeat", closed);
 	run->app = app;
 	run->last_full = time(NULL);
-	reconcile_since_s = run->last_full;
 	run->handle.wanted = true; /* the channel may have come up before the ticker */
 	if (ticker_start("reconcile", pass, run, &t) < 0) {
 		free(run);
@@ -268,8 +291,6 @@ void reconcile_stop(struct reconciler *rc)
 
 /* ---- total reconciliation ---- */
 
-/* A start in flight for this long before a missing sandbox counts. */
-#define START_GRACE_S 10
 
 /* The live rows, copied out of the walk (the backend is not called under the
  * store's lock), in one bounded buffer: past ROWS_MAX live runtimes nothing is
@@ -320,8 +341,7 @@ static void reconcile_row(struct app *app, const struct runtime *r, const struct
 	if (r->state == RUNTIME_QUEUED)
 		return; /* no sandbox until it leaves the queue (gpuqueue_tick) */
 	if (!s || !same_runtime(s, r)) {
-		if (r->state != RUNTIME_STARTING || now - r->created_at > START_GRACE_S ||
-		    r->created_at < reconcile_since_s)
+		if (!may_be_unlisted(r, now))
 			runtime_end(app, r, true, "the runtime's sandbox is gone");
 		return;
 	}

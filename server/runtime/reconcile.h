@@ -11,8 +11,14 @@
 #ifndef LABD_RECONCILE_H
 #define LABD_RECONCILE_H
 
+#include <stdint.h>
+
 struct app;
 struct reconciler;
+
+/* Runtime id was made by this web process (runtime.c, at each new row): its start
+ * gets the reconciliation's grace; a start asked before this process's first does not. */
+void reconcile_own_runtime(int64_t id);
 
 /* Starts the ticker and sets *out (atomically: it may be app->reconciler,
  * read by running threads); 0 or -1. The app must outlive reconcile_stop(). */

@@ -21,6 +21,7 @@
 #include "runtime/gpuqueue.h"
 #include "runtime/moves.h"
 #include "runtime/poke.h"
+#include "runtime/reconcile.h"
 #include "sched/caps.h"
 #include "store/audit.h"
 #include "store/db.h"
@@ -122,6 +123,7 @@ enum runtime_start_result runtime_start(struct app *app, int64_t user_id, const 
 		return RUNTIME_START_EXISTS;
 	if (rc < 0)
 		return RUNTIME_START_ERROR;
+	reconcile_own_runtime(out->id);
 	runtime_moved(app, user_id);
 	runtime_audit(app, now, user, "runtime.start", user, address, runtimes_kind_name(kind));
 	runtime_ask_backend(app, out, &res);

@@ -213,3 +213,37 @@ def test_a_job_starting_when_labd_stops_moves_on_after_the_restart(ed):
     j = wait_job(c, j["id"])
     assert j["status"] == "Completed" and j["attempt"] == 2, j
     assert "labd lost the job's sandbox" in ed.log(), ed.log_tail()
+
+
+def test_a_runtime_starting_when_labd_stops_ends_at_the_restart(ed):
+    """The same for a runtime: its sandbox still being built when labd stopped
+    (keep_on_shutdown = false ends it unfinished), and its row's time moved on a few
+    seconds as when labd comes back within the second the start was asked for. The
+    new process's first reconciliation ends it (the start was asked for before this
+    process's first runtime, told by id); it once took it for a start of its own and
+    left it in Starting until the start timeout."""
+    name, c = new_user(ed, "jr")
+    ed.env["LABD_FAULT_SLOW_START"] = f"{name}:3000"
+    assert ed.stop(30) == 0, ed.log_tail()
+    ed.start(expect_admin_password=False)
+    c.login(c.name, c.password)
+    assert_status(c.post("/api/v1/me/runtime", json={"type": "cpu"}), 202)
+    assert c.get("/api/v1/me/runtime").json["runtime"]["state"] == "starting"
+    assert ed.stop(30) == 0, ed.log_tail()
+    assert not sandbox_records(ed.state_dir), ed.log_tail()
+    del ed.env["LABD_FAULT_SLOW_START"]
+    db = sqlite3.connect(ed.db_file)
+    with db:
+        db.execute("UPDATE runtimes SET created_at = created_at + 5 WHERE state = 'starting'")
+    db.close()
+    ed.start(expect_admin_password=False)
+    t0 = time.monotonic()
+    c.login(c.name, c.password)
+    rt = wait_until(lambda: (lambda r: r if r and r["state"] in ("stopped", "failed") else None)(
+        c.get("/api/v1/me/runtime").json["runtime"]), 60 * SLOW, "the lost start to end")
+    took = time.monotonic() - t0
+    assert took < 30, f"the lost start was seen after {took:.1f} s\n{ed.log_tail()}"
+    assert rt["state"] == "failed" and "sandbox is gone" in rt["reason"], rt
+    # the user starts again at once
+    assert_status(c.post("/api/v1/me/runtime", json={"type": "cpu"}), 202)
+    c.delete("/api/v1/me/runtime")
