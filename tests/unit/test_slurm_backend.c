@@ -325,7 +325,7 @@ static void test_runtime_on_a_node(void **state)
 	assert_true(wait_count(&connected, 2)); /* the backend, then the node's link */
 
 	/* taken at once; sbatch runs on the poll thread with the allocation's sizes */
-	write_file("queue", "100|labd-rt-5|PENDING|Resources|n/a|2026-12-04T23:10:00|alice\n", 0644);
+	write_file("queue", "100|labd-rt-5|PENDING|Resources|n/a|2026-12-04T23:10:00|alice|n/a\n", 0644);
 	assert_int_equal(backend_start(b, &st, endpoint, err, sizeof(err)), 0);
 	assert_string_equal(endpoint, "");
 	assert_int_equal(backend_start(b, &st, endpoint, err, sizeof(err)), -EEXIST);
@@ -345,7 +345,7 @@ static void test_runtime_on_a_node(void **state)
 	free(list);
 
 	/* running on n1 with GRES index 1: the node starts it on its GPU minor 7 */
-	write_file("queue", "100|labd-rt-5|RUNNING|None|n1|2026-12-04T23:10:00|alice\n", 0644);
+	write_file("queue", "100|labd-rt-5|RUNNING|None|n1|2026-12-04T23:10:00|alice|n1\n", 0644);
 	assert_true(wait_count(&readies, 1));
 	assert_string_equal(node_start_gpus, "[7]");
 	assert_string_equal(ready_endpoint, "tcp:198.18.0.2:9000/runtimes/alice/run/jupyter.sock");
@@ -369,7 +369,7 @@ static void test_runtime_on_a_node(void **state)
 	assert_int_equal(counter(&ends), 0);
 
 	/* the node failed in Slurm: the end with its cause, the sandbox stopped there */
-	write_file("queue", "100|labd-rt-5|NODE_FAIL|NodeDown|n1|2026-12-04T23:10:00|alice\n", 0644);
+	write_file("queue", "100|labd-rt-5|NODE_FAIL|NodeDown|n1|2026-12-04T23:10:00|alice|n1\n", 0644);
 	snprintf(err, sizeof(err), "%s/away", dir);
 	unlink(err);
 	assert_true(wait_count(&ends, 1));
@@ -381,8 +381,8 @@ static void test_runtime_on_a_node(void **state)
 	st.user = "bob";
 	st.runtime_id = 6;
 	st.shape.n_gpus = 0;
-	write_file("queue", "100|labd-rt-6|PENDING|Priority|n/a|N/A|bob\n"
-			    "300|labd-rt-9|PENDING|Priority|n/a|N/A|carol\n", 0644);
+	write_file("queue", "100|labd-rt-6|PENDING|Priority|n/a|N/A|bob|n/a\n"
+			    "300|labd-rt-9|PENDING|Priority|n/a|N/A|carol|\n", 0644);
 	assert_int_equal(backend_start(b, &st, endpoint, err, sizeof(err)), 0);
 	for (long long until = clock_ms() + WAIT_MS;
 	     backend_slurm_queue(b, 6, text, sizeof(text), &estimate) != 0 ||
@@ -403,7 +403,7 @@ static void test_runtime_on_a_node(void **state)
 	struct backend_pool_start ps = {.user = "dana", .user_id = 4, .pool_id = 8,
 					.deadline_s = time(NULL) + 600,
 					.shape = {.memory_bytes = 1LL << 30, .cpus_milli = 1000}};
-	write_file("queue", "100|labd-pool-8|RUNNING|None|n1|N/A|dana\n", 0644);
+	write_file("queue", "100|labd-pool-8|RUNNING|None|n1|N/A|dana|n1\n", 0644);
 	assert_int_equal(backend_job_run(b, "dana", 8, 1, "{}", err, sizeof(err)), -ENOENT);
 	assert_int_equal(backend_pool_start(b, &ps, err, sizeof(err)), 0);
 	assert_true(wait_file_has("sbatch.log", "--job-name=labd-pool-8 --comment=dana "
@@ -411,7 +411,7 @@ static void test_runtime_on_a_node(void **state)
 	assert_true(wait_count(&pools_ready, 1));
 	assert_int_equal(backend_job_run(b, "dana", 8, 1, "{}", err, sizeof(err)), 0);
 	assert_int_equal(counter(&node_job_runs), 1);
-	write_file("queue", "100|labd-pool-8|TIMEOUT|TimeLimit|n1|N/A|dana\n", 0644);
+	write_file("queue", "100|labd-pool-8|TIMEOUT|TimeLimit|n1|N/A|dana|n1\n", 0644);
 	assert_true(wait_count(&pools_ended, 1));
 	assert_string_equal(end_cause, "time_limit");
 
