@@ -96,6 +96,29 @@ static void ev_pool_ended(void *ctx, const char *user, int64_t pool_id, const ch
 	pthread_mutex_unlock(&lock);
 }
 
+static int job_phases, job_exits, last_exit_code;
+static char last_exit_kind[16];
+
+static void ev_job_phase(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
+			 const char *phase, int64_t at_ms)
+{
+	(void)ctx, (void)user, (void)pool_id, (void)job_id, (void)phase, (void)at_ms;
+	pthread_mutex_lock(&lock);
+	job_phases++;
+	pthread_mutex_unlock(&lock);
+}
+
+static void ev_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
+			  const struct backend_job_exit *x)
+{
+	(void)ctx, (void)user, (void)pool_id, (void)job_id;
+	pthread_mutex_lock(&lock);
+	job_exits++;
+	last_exit_code = x->code;
+	snprintf(last_exit_kind, sizeof(last_exit_kind), "%s", x->kind);
+	pthread_mutex_unlock(&lock);
+}
+
 static int counter(int *c)
 {
 	pthread_mutex_lock(&lock);
@@ -182,10 +205,103 @@ static void reply(struct link_conn *c, json_t *req, json_t *fields)
 	json_decref(r);
 }
 
-static void answer(struct link_conn *c, json_t *m)
+/* What each of the two nodes (n1, n2) saw of pool 9, a pool on both. */
+#define TWO_POOL 9
+struct seen {
+	char peer_addr[20], peers[40];
+	bool scratch_home;
+	int current, job_stops, pool_stops;
+	char master_addr[20], interface[16];
+	int64_t stop_grace;
+};
+static struct seen seen[2];
+
+static void send_event(struct link_conn *c, const char *type, json_t *fields)
+{
+	json_t *ev = proto_msg(type, -1);
+
+	json_object_update_new(ev, fields);
+	assert_int_equal(link_frame_write(c, ev), 0);
+	json_decref(ev);
+}
+
+static void job_exit(struct link_conn *c, int64_t job, const char *kind, int code)
+{
+	send_event(c, "job_exited",
+		   json_pack("{s:s,s:i,s:I,s:s,s:i,s:i,s:i,s:s,s:s,s:b}", "user", "erin", "pool_id",
+			     TWO_POOL, "job_id", (json_int_t)job, "kind", kind, "code", code, "signal", 0,
+			     "at_ms", 1000, "reason", "", "failure", "", "home_full", 0));
+}
+
+/* Pool 9 on node k (0: n1, 1: n2). Job 1: n2's command exits 3 at once, n1's runs
+ * until stopped; job 2: both exit 0 (n2 first); job 3: n2's sandbox ends. Each
+ * node says its phase: only n1's may reach the web. */
+static void answer_two(struct link_conn *c, json_t *m, const char *type, int k)
+{
+	struct seen *me = &seen[k];
+	json_int_t job = json_integer_value(json_object_get(m, "job_id"));
+
+	reply(c, m, NULL);
+	pthread_mutex_lock(&lock);
+	if (!strcmp(type, "pool_start")) {
+		snprintf(me->peer_addr, sizeof(me->peer_addr), "%s",
+			 json_string_value(json_object_get(m, "peer_addr")));
+		snprintf(me->peers, sizeof(me->peers), "%s",
+			 json_string_value(json_object_get(m, "peers")));
+		me->scratch_home = json_is_true(json_object_get(m, "scratch_home"));
+	} else if (!strcmp(type, "job_run")) {
+		json_t *spec = json_loads(json_string_value(json_object_get(m, "spec")), 0, NULL);
+		json_t *hosts = json_object_get(spec, "hosts");
+		me->current = (int)json_integer_value(json_object_get(hosts, "current"));
+		snprintf(me->master_addr, sizeof(me->master_addr), "%s",
+			 json_string_value(json_object_get(hosts, "master_addr")));
+		snprintf(me->interface, sizeof(me->interface), "%s",
+			 json_string_value(json_object_get(hosts, "interface")));
+		json_decref(spec);
+	} else if (!strcmp(type, "job_stop")) {
+		me->job_stops++;
+		me->stop_grace = json_integer_value(json_object_get(m, "grace_s"));
+	} else if (!strcmp(type, "pool_stop")) {
+		me->pool_stops++;
+	}
+	pthread_mutex_unlock(&lock);
+	if (!strcmp(type, "pool_start"))
+		send_event(c, "pool_ready", json_pack("{s:s,s:i}", "user", "erin", "pool_id",
+						      TWO_POOL));
+	if (!strcmp(type, "job_run")) {
+		send_event(c, "job_phase", json_pack("{s:s,s:i,s:I,s:s,s:i}", "user", "erin",
+						     "pool_id", TWO_POOL, "job_id", job, "phase",
+						     "training", "at_ms", 1000));
+		if (k == 1 && job == 1)
+			job_exit(c, job, "exited", 3);
+		if (k == 1 && job == 2)
+			job_exit(c, job, "exited", 0);
+		if (k == 0 && job == 2) {
+			usleep(200 * 1000); /* after n2's */
+			job_exit(c, job, "exited", 0);
+		}
+		if (k == 1 && job == 3)
+			send_event(c, "pool_ended",
+				   json_pack("{s:s,s:i,s:s,s:b,s:s}", "user", "erin", "pool_id",
+					     TWO_POOL, "cause", "oom", "failed", 1, "reason",
+					     "out of memory"));
+	}
+	if (!strcmp(type, "job_stop"))
+		job_exit(c, job, "stopped", 0);
+	if (!strcmp(type, "pool_stop"))
+		send_event(c, "pool_ended", json_pack("{s:s,s:i,s:s,s:b,s:s}", "user", "erin",
+						      "pool_id", TWO_POOL, "cause", "requested",
+						      "failed", 0, "reason", "stopped"));
+}
+
+static void answer(struct link_conn *c, json_t *m, int k)
 {
 	const char *type = json_string_value(json_object_get(m, "type"));
 
+	if (json_integer_value(json_object_get(m, "pool_id")) == TWO_POOL) {
+		answer_two(c, m, type, k);
+		return;
+	}
 	if (!strcmp(type, "hello")) {
 		reply(c, m, json_pack("{s:[]}", "warnings"));
 	} else if (!strcmp(type, "sandbox_start")) {
@@ -246,22 +362,23 @@ static void *node_thread(void *arg)
 	struct link_secret secret = {.len = 32};
 	struct link_ctx *ctx;
 	struct link_conn *c = NULL;
+	const char *name = arg;
+	int k = !strcmp(name, "n2");
 	json_t *m;
 
-	(void)arg;
 	memset(secret.bytes, 7, 32);
-	ctx = link_ctx_client(&secret, "n1");
+	ctx = link_ctx_client(&secret, name);
 	for (int i = 0; i < 100 && link_dial(ctx, cfg.slurm_listen, &c) < 0; i++)
 		usleep(50000);
 	if (!c)
 		return NULL;
-	m = json_pack("{s:s,s:s,s:s,s:[i,i],s:i,s:I}", "type", "node_hello", "name", "n1", "data",
-		      "198.18.0.2:9000", "gpus", 4, 7, "cpus", 8, "memory_bytes",
-		      (json_int_t)(16LL << 30));
+	m = json_pack("{s:s,s:s,s:s,s:[i,i],s:i,s:I}", "type", "node_hello", "name", name, "data",
+		      k ? "198.18.0.3:9000" : "198.18.0.2:9000", "gpus", 4, 7, "cpus", 8,
+		      "memory_bytes", (json_int_t)(16LL << 30));
 	link_frame_write(c, m);
 	json_decref(m);
 	while (link_frame_read(c, &m) == 0) {
-		answer(c, m);
+		answer(c, m, k);
 		json_decref(m);
 	}
 	link_conn_free(c);
@@ -321,7 +438,7 @@ static void test_runtime_on_a_node(void **state)
 	set_up();
 	b = backend_slurm_new(&cfg, &ev);
 	assert_non_null(b);
-	assert_int_equal(pthread_create(&node, NULL, node_thread, NULL), 0);
+	assert_int_equal(pthread_create(&node, NULL, node_thread, "n1"), 0);
 	assert_true(wait_count(&connected, 2)); /* the backend, then the node's link */
 
 	/* taken at once; sbatch runs on the poll thread with the allocation's sizes */
@@ -430,10 +547,109 @@ static void test_runtime_on_a_node(void **state)
 	assert_int_equal(system(rm), 0);
 }
 
+static int seen_int(int *field)
+{
+	return counter(field);
+}
+
+/* A pool of a job on two nodes (docs/slurm.md "Jobs on several nodes"). */
+static void test_pool_on_two_nodes(void **state)
+{
+	struct backend_events ev = {.connected = ev_connected, .pool_ready = ev_pool_ready,
+				    .pool_ended = ev_pool_ended, .job_phase = ev_job_phase,
+				    .job_exited = ev_job_exited};
+	struct backend_pool_start ps = {.user = "erin", .user_id = 5, .pool_id = TWO_POOL,
+					.deadline_s = time(NULL) + 600, .instances = 2,
+					.shape = {.memory_bytes = 1LL << 30, .cpus_milli = 1000}};
+	const char *spec = "{\"name\":\"t\",\"argv\":[\"true\"],\"grace_s\":7,"
+			   "\"channels\":[{\"name\":\"train\",\"path\":\"d\"}]}";
+	char err[160];
+	struct backend *b;
+	pthread_t n1, n2;
+	(void)state;
+
+	set_up();
+	snprintf(cfg.slurm_job_addresses, sizeof(cfg.slurm_job_addresses), "198.18.5.0/29");
+	pthread_mutex_lock(&lock);
+	connected = pools_ready = pools_ended = job_phases = job_exits = 0;
+	memset(seen, 0, sizeof(seen));
+	pthread_mutex_unlock(&lock);
+	b = backend_slurm_new(&cfg, &ev);
+	assert_non_null(b);
+	assert_int_equal(pthread_create(&n1, NULL, node_thread, "n1"), 0);
+	assert_int_equal(pthread_create(&n2, NULL, node_thread, "n2"), 0);
+	assert_true(wait_count(&connected, 3));
+
+	/* one Slurm job over two nodes, its hosts' addresses named in its comment; running
+	 * on n1 and n2: the pool started on both, ready once */
+	write_file("queue", "100|labd-pool-9|RUNNING|None|n1|N/A|erin:198.18.5.1:2|n[1-2]\n",
+		   0644);
+	assert_int_equal(backend_pool_start(b, &ps, err, sizeof(err)), 0);
+	assert_true(wait_file_has("sbatch.log", "--job-name=labd-pool-9 "
+						"--comment=erin:198.18.5.1:2 "));
+	assert_true(wait_file_has("sbatch.log", "--nodes=2 --ntasks-per-node=1"));
+	assert_true(wait_count(&pools_ready, 1));
+	pthread_mutex_lock(&lock);
+	assert_string_equal(seen[0].peer_addr, "198.18.5.1");
+	assert_string_equal(seen[0].peers, "198.18.5.2");
+	assert_false(seen[0].scratch_home);
+	assert_string_equal(seen[1].peer_addr, "198.18.5.2");
+	assert_string_equal(seen[1].peers, "198.18.5.1");
+	assert_true(seen[1].scratch_home);
+	pthread_mutex_unlock(&lock);
+	usleep(300 * 1000);
+	assert_int_equal(counter(&pools_ready), 1);
+
+	/* job 1: each host its spec; n2 fails: passed on at once, n1's stopped with the
+	 * job's grace, its "stopped" not passed on; only algo-1's phase reaches the web */
+	assert_int_equal(backend_job_run(b, "erin", TWO_POOL, 1, spec, err, sizeof(err)), 0);
+	assert_true(wait_count(&job_exits, 1));
+	assert_int_equal(last_exit_code, 3);
+	assert_true(wait_count(&seen[0].job_stops, 1));
+	usleep(300 * 1000);
+	pthread_mutex_lock(&lock);
+	assert_int_equal(job_exits, 1);
+	assert_int_equal(job_phases, 1);
+	assert_int_equal(seen[0].current, 1);
+	assert_int_equal(seen[1].current, 2);
+	assert_string_equal(seen[1].master_addr, "198.18.5.1");
+	assert_string_equal(seen[1].interface, "peer0");
+	assert_int_equal(seen[0].stop_grace, 7);
+	assert_int_equal(seen[1].job_stops, 0);
+	pthread_mutex_unlock(&lock);
+
+	/* job 2: both exit 0: one exit, when the last host's came */
+	assert_int_equal(backend_job_run(b, "erin", TWO_POOL, 2, spec, err, sizeof(err)), 0);
+	assert_true(wait_count(&job_exits, 2));
+	assert_int_equal(last_exit_code, 0);
+	assert_string_equal(last_exit_kind, "exited");
+	usleep(300 * 1000);
+	assert_int_equal(counter(&job_exits), 2);
+	assert_int_equal(seen_int(&seen[0].job_stops), 1);
+
+	/* job 3: n2's sandbox ends: the pool ends once, n1's is stopped, Slurm's job
+	 * cancelled */
+	assert_int_equal(backend_job_run(b, "erin", TWO_POOL, 3, spec, err, sizeof(err)), 0);
+	assert_true(wait_count(&pools_ended, 1));
+	assert_string_equal(end_cause, "oom");
+	assert_true(wait_count(&seen[0].pool_stops, 1));
+	assert_true(wait_file_has("scancel.log", "100"));
+	usleep(300 * 1000);
+	assert_int_equal(counter(&pools_ended), 1);
+
+	backend_free(b);
+	pthread_join(n1, NULL);
+	pthread_join(n2, NULL);
+	char rm[128];
+	snprintf(rm, sizeof(rm), "rm -rf %s", dir);
+	assert_int_equal(system(rm), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runtime_on_a_node),
+		cmocka_unit_test(test_pool_on_two_nodes),
 	};
 	return cmocka_run_group_tests_name("slurm_backend", tests, NULL, NULL);
 }
