@@ -287,8 +287,10 @@ static void on_job_exited(void *ctx, const char *node, const char *user, int64_t
 	pthread_mutex_unlock(&s->lock);
 	if (!pass) /* a host not of the pool's, or an end already counted */
 		return;
-	if (data[0] && s->logs)
-		slurmlogs_pull(s->logs, data, job_id, k + 1, n, true);
+	int rc = data[0] && s->logs ? slurmlogs_pull(s->logs, data, job_id, k + 1, n, true) : 0;
+	if (rc < 0)
+		log_warn("job %lld's log: its rest could not be taken from node %s: %s",
+			 (long long)job_id, node, strerror(-rc));
 	if (several) {
 		pthread_mutex_lock(&s->lock);
 		h = slurm_find(s, true, pool_id);
@@ -313,6 +315,12 @@ static void on_job_sample(void *ctx, const char *node, const char *user, int64_t
 {
 	struct slurm *s = ctx;
 
+	/* a job that runs since before a web restart: its log is pulled from now on */
+	pthread_mutex_lock(&s->lock);
+	struct holder *h = slurm_find(s, true, pool_id);
+	if (h && !h->run_job)
+		h->run_job = job_id;
+	pthread_mutex_unlock(&s->lock);
 	if (from_first_host(s, node, pool_id) && s->ev.job_sample)
 		s->ev.job_sample(s->ev.ctx, user, pool_id, job_id, sample);
 }
@@ -733,6 +741,8 @@ static int slurm_job_logs_remove(struct backend *b, const int64_t *job_ids, size
 	size_t k = nodes_hold_all(s->nodes, all, SLURM_NODES_MAX);
 	int rc = 0;
 
+	for (size_t i = 0; i < n; i++) /* the head's copies */
+		slurmlogs_forget(s->logs, job_ids[i]);
 	for (size_t i = 0; i < k; i++) {
 		int r = backend_job_logs_remove(nodes_backend(all[i]), job_ids, n);
 		if (r < 0)

@@ -1,32 +1,408 @@
-/* slurmlogs.c - stand-in until the head pulls the nodes' job logs: nothing is pulled. */
+/* slurmlogs.c - see slurmlogs.h.
+ *
+ * One source per (job, host): the bytes taken from that host's log so far (its offset
+ * on the node) and, with several hosts, the partial last line held back. A pull marks
+ * its source busy and does its network and file work unlocked, so a slow node holds up
+ * only the pulls of its own (job, host); a second pull of the same source waits for
+ * the first (no byte is taken twice).
+ *
+ * After a web restart a source starts from what the head has: with one host the head's
+ * file is the node's bytes as they were (no prefix), so its size is the offset; with
+ * several, each host's offset is kept in the sidecar <id>.log.hosts (one fixed record
+ * a host, written after each append: a crash between the two repeats at most one
+ * pull's lines, never loses them). The offset kept excludes the held partial line,
+ * which the next process reads again. */
 #include "backend/slurmlogs.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-struct slurmlogs {
-	int unused;
+#include "labd/clock.h"
+#include "labd/log.h"
+
+#define CONNECT_MS 2000
+#define PULL_MS 10000	      /* one pull reads no longer: the next one goes on */
+#define CHUNK_BYTES 65536
+#define RECORD_BYTES 21	      /* a sidecar record: 20 digits and '\n' */
+#define PREFIX_MAX 24	      /* "[algo-64] " */
+
+struct source {
+	int64_t job_id;
+	int host;
+	int64_t offset; /* bytes taken from the host's log, the held ones with them */
+	struct slurmlogs_buf held;
+	bool busy;
 };
 
-struct slurmlogs *slurmlogs_new(const char *state_dir, const struct link_secret *secret)
+struct slurmlogs {
+	char dir[PATH_MAX]; /* <state_dir>/joblogs */
+	struct link_secret secret;
+	pthread_mutex_t lock;
+	pthread_cond_t idle; /* a source stopped being busy */
+	struct source **v;
+	size_t n, cap;
+};
+
+/* ---- the pure part: lines of several hosts ---- */
+
+static int buf_add(struct slurmlogs_buf *b, const char *bytes, size_t len)
 {
-	(void)state_dir;
-	(void)secret;
-	return calloc(1, sizeof(struct slurmlogs));
+	if (b->len + len > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + len)
+			cap *= 2;
+		char *p = realloc(b->data, cap);
+		if (!p)
+			return -ENOMEM;
+		b->data = p;
+		b->cap = cap;
+	}
+	memcpy(b->data + b->len, bytes, len);
+	b->len += len;
+	return 0;
 }
 
-void slurmlogs_free(struct slurmlogs *l)
+void slurmlogs_buf_free(struct slurmlogs_buf *b)
 {
-	free(l);
+	free(b->data);
+	*b = (struct slurmlogs_buf){0};
+}
+
+/* One prefixed line of line_len bytes, its newline added. */
+static int add_line(struct slurmlogs_buf *out, const char *prefix, const char *line,
+		    size_t line_len)
+{
+	if (buf_add(out, prefix, strlen(prefix)) < 0 || buf_add(out, line, line_len) < 0)
+		return -ENOMEM;
+	return buf_add(out, "\n", 1);
+}
+
+int slurmlogs_prefix(int host, struct slurmlogs_buf *held, const char *in, size_t len, bool final,
+		     struct slurmlogs_buf *out)
+{
+	char prefix[PREFIX_MAX];
+	struct slurmlogs_buf all = {0}, rest = {0};
+	size_t start = 0;
+	int rc = 0;
+
+	snprintf(prefix, sizeof(prefix), "[algo-%d] ", host);
+	if ((held->len && buf_add(&all, held->data, held->len) < 0) ||
+	    (len && buf_add(&all, in, len) < 0)) {
+		slurmlogs_buf_free(&all);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < all.len && rc == 0; i++) {
+		/* a line longer than the bound is cut there: a writer without newlines must
+		 * not grow the held bytes for ever */
+		if (all.data[i] == '\n' || i + 1 - start >= SLURMLOGS_LINE_MAX) {
+			size_t end = all.data[i] == '\n' ? i : i + 1;
+			rc = add_line(out, prefix, all.data + start, end - start);
+			start = i + 1;
+		}
+	}
+	if (rc == 0 && start < all.len)
+		rc = final ? add_line(out, prefix, all.data + start, all.len - start)
+			   : buf_add(&rest, all.data + start, all.len - start);
+	slurmlogs_buf_free(&all);
+	if (rc < 0) {
+		slurmlogs_buf_free(&rest);
+		return rc;
+	}
+	slurmlogs_buf_free(held);
+	*held = rest;
+	return 0;
+}
+
+/* ---- the head's files ---- */
+
+static int open_dir(const struct slurmlogs *l)
+{
+	int fd = open(l->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* The job's log (or its sidecar) in the head's joblogs/, a regular file opened
+ * without following a link. The fd or a negative errno. */
+static int open_file(int dfd, int64_t job_id, const char *suffix, int flags)
+{
+	char name[48];
+	struct stat st;
+	int fd;
+
+	snprintf(name, sizeof(name), "%" PRId64 ".log%s", job_id, suffix);
+	if ((fd = openat(dfd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0640)) < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+static int write_all(int fd, const char *bytes, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(fd, bytes, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		bytes += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Where a source starts after a restart (or its first pull): see the top. */
+static int64_t recovered_offset(int dfd, int64_t job_id, int host, int hosts)
+{
+	char rec[RECORD_BYTES + 1] = {0};
+	struct stat st;
+	int fd = open_file(dfd, job_id, hosts > 1 ? ".hosts" : "", O_RDONLY);
+	int64_t off = 0;
+
+	if (fd < 0)
+		return 0;
+	if (hosts == 1)
+		off = fstat(fd, &st) == 0 ? st.st_size : 0;
+	else if (pread(fd, rec, RECORD_BYTES, (off_t)(host - 1) * RECORD_BYTES) == RECORD_BYTES)
+		off = strtoll(rec, NULL, 10);
+	close(fd);
+	return off > 0 ? off : 0;
+}
+
+static void keep_offset(int dfd, const struct source *src)
+{
+	char rec[RECORD_BYTES + 1];
+	int fd = open_file(dfd, src->job_id, ".hosts", O_WRONLY | O_CREAT);
+
+	if (fd < 0)
+		return;
+	snprintf(rec, sizeof(rec), "%020" PRId64 "\n", src->offset - (int64_t)src->held.len);
+	if (pwrite(fd, rec, RECORD_BYTES, (off_t)(src->host - 1) * RECORD_BYTES) != RECORD_BYTES)
+		log_warn("job %" PRId64 "'s log: cannot keep host %d's offset: %s", src->job_id,
+			 src->host, strerror(errno));
+	close(fd);
+}
+
+/* Appends one chunk taken from the host to the head's log; the source's offset and
+ * held line move only when it was written. */
+static int take(int dfd, struct source *src, int hosts, const char *bytes, size_t len, bool final)
+{
+	struct slurmlogs_buf out = {0}, held = {0};
+	int fd, rc;
+
+	if (hosts > 1 && ((src->held.len && buf_add(&held, src->held.data, src->held.len) < 0) ||
+			  slurmlogs_prefix(src->host, &held, bytes, len, final, &out) < 0)) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((fd = open_file(dfd, src->job_id, "", O_WRONLY | O_APPEND | O_CREAT)) < 0) {
+		rc = fd;
+		goto out;
+	}
+	rc = hosts > 1 ? write_all(fd, out.data, out.len) : write_all(fd, bytes, len);
+	close(fd);
+	if (rc == 0) {
+		src->offset += (int64_t)len;
+		if (hosts > 1) {
+			slurmlogs_buf_free(&src->held);
+			src->held = held;
+			held = (struct slurmlogs_buf){0};
+			keep_offset(dfd, src);
+		}
+	}
+out:
+	slurmlogs_buf_free(&out);
+	slurmlogs_buf_free(&held);
+	return rc;
+}
+
+/* ---- the pull ---- */
+
+/* Reads what the node sends for the source's offset until it closes; each chunk
+ * appended as it comes. 0, or a negative errno. */
+static int fetch(struct slurmlogs *l, int dfd, struct source *src, const char *data, int hosts)
+{
+	char path[64], *chunk = malloc(CHUNK_BYTES);
+	long long deadline_ms = clock_ms() + PULL_MS;
+	int fd = -1, rc;
+
+	if (!chunk)
+		return -ENOMEM;
+	if ((rc = link_data_joblog_path(src->job_id, src->offset, path, sizeof(path))) < 0 ||
+	    (rc = fd = link_data_connect(&l->secret, data, path, CONNECT_MS)) < 0)
+		goto out;
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		long long left = deadline_ms - clock_ms();
+		if (left <= 0 || poll(&p, 1, (int)left) == 0) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		ssize_t n = read(fd, chunk, CHUNK_BYTES);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : 0;
+			break;
+		}
+		if ((rc = take(dfd, src, hosts, chunk, (size_t)n, false)) < 0)
+			break;
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	free(chunk);
+	return rc;
+}
+
+/* Under the lock: the source of (job_id, host), made when missing; NULL when out of
+ * memory. */
+static struct source *source_get(struct slurmlogs *l, int64_t job_id, int host, bool *made)
+{
+	*made = false;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i]->job_id == job_id && l->v[i]->host == host)
+			return l->v[i];
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 16;
+		struct source **v = realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		l->v = v;
+		l->cap = cap;
+	}
+	struct source *src = calloc(1, sizeof(*src));
+	if (!src)
+		return NULL;
+	src->job_id = job_id;
+	src->host = host;
+	l->v[l->n++] = src;
+	*made = true;
+	return src;
+}
+
+/* Under the lock: drops sources of job_id (host 0: all of its hosts). */
+static void source_drop(struct slurmlogs *l, int64_t job_id, int host)
+{
+	for (size_t i = 0; i < l->n;) {
+		struct source *src = l->v[i];
+		if (src->job_id == job_id && (host == 0 || src->host == host)) {
+			slurmlogs_buf_free(&src->held);
+			free(src);
+			l->v[i] = l->v[--l->n];
+		} else {
+			i++;
+		}
+	}
 }
 
 int slurmlogs_pull(struct slurmlogs *l, const char *data, int64_t job_id, int host, int hosts,
 		   bool final)
 {
-	(void)l, (void)data, (void)job_id, (void)host, (void)hosts, (void)final;
-	return 0;
+	struct source *src;
+	bool made;
+	int dfd, rc;
+
+	if (!l || !data || !data[0] || job_id < 1 || hosts < 1 || hosts > SLURMLOGS_HOSTS_MAX ||
+	    host < 1 || host > hosts)
+		return -EINVAL;
+	if ((dfd = open_dir(l)) < 0)
+		return dfd;
+	pthread_mutex_lock(&l->lock);
+	for (;;) {
+		if (!(src = source_get(l, job_id, host, &made))) {
+			pthread_mutex_unlock(&l->lock);
+			close(dfd);
+			return -ENOMEM;
+		}
+		if (!src->busy)
+			break;
+		pthread_cond_wait(&l->idle, &l->lock);
+	}
+	src->busy = true;
+	pthread_mutex_unlock(&l->lock);
+
+	if (made)
+		src->offset = recovered_offset(dfd, job_id, host, hosts);
+	rc = fetch(l, dfd, src, data, hosts);
+	if (final && hosts > 1 && src->held.len) {
+		int r = take(dfd, src, hosts, "", 0, true);
+		rc = rc < 0 ? rc : r;
+	}
+	close(dfd);
+
+	pthread_mutex_lock(&l->lock);
+	src->busy = false;
+	if (final) /* the host's job ended: nothing more comes */
+		source_drop(l, job_id, host);
+	pthread_cond_broadcast(&l->idle);
+	pthread_mutex_unlock(&l->lock);
+	return rc;
 }
 
 void slurmlogs_forget(struct slurmlogs *l, int64_t job_id)
 {
-	(void)l, (void)job_id;
+	char name[48];
+	int dfd;
+	bool busy;
+
+	if (!l || job_id < 1)
+		return;
+	pthread_mutex_lock(&l->lock);
+	do { /* a pull in flight would write the file again */
+		busy = false;
+		for (size_t i = 0; i < l->n; i++)
+			busy |= l->v[i]->job_id == job_id && l->v[i]->busy;
+		if (busy)
+			pthread_cond_wait(&l->idle, &l->lock);
+	} while (busy);
+	source_drop(l, job_id, 0);
+	if ((dfd = open_dir(l)) >= 0) {
+		snprintf(name, sizeof(name), "%" PRId64 ".log", job_id);
+		if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+			log_warn("cannot remove %s/%s: %s", l->dir, name, strerror(errno));
+		snprintf(name, sizeof(name), "%" PRId64 ".log.hosts", job_id);
+		unlinkat(dfd, name, 0);
+		close(dfd);
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+struct slurmlogs *slurmlogs_new(const char *state_dir, const struct link_secret *secret)
+{
+	struct slurmlogs *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	snprintf(l->dir, sizeof(l->dir), "%s/joblogs", state_dir);
+	l->secret = *secret;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->idle, NULL);
+	return l;
+}
+
+void slurmlogs_free(struct slurmlogs *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->n; i++) {
+		slurmlogs_buf_free(&l->v[i]->held);
+		free(l->v[i]);
+	}
+	free(l->v);
+	link_secret_clear(&l->secret);
+	pthread_cond_destroy(&l->idle);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
 }

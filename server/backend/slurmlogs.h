@@ -4,14 +4,26 @@
  * (path "joblogs/<id>.log@<offset>") and appends them to its own
  * <state_dir>/joblogs/<id>.log, which the web reads as on one machine.
  *
- * Thread-safe: the poll thread and the nodes' reader threads both pull. */
+ * Thread-safe: the poll thread and the nodes' reader threads both pull; two pulls of one
+ * (job, host) run one after the other.
+ *
+ * After a web restart a (job, host) starts from what the head already has: with one
+ * host the head's log is the node's bytes unchanged, so its size is the offset; with
+ * several, the offset of each host is kept in a sidecar <state_dir>/joblogs/<id>.log.hosts
+ * (a fixed 21-byte decimal record a host, written after each append, removed with the
+ * log). A crash between an append and its record repeats that pull's lines once; none
+ * is lost. A partial line held back is not in the offset kept: it is read again. */
 #ifndef LABD_SLURMLOGS_H
 #define LABD_SLURMLOGS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "proto/link.h"
+
+#define SLURMLOGS_HOSTS_MAX 64	  /* hosts of one job */
+#define SLURMLOGS_LINE_MAX 65536 /* a longer line of one of several hosts is cut */
 
 struct slurmlogs;
 
@@ -26,7 +38,22 @@ void slurmlogs_free(struct slurmlogs *l);
  * pull catches up). */
 int slurmlogs_pull(struct slurmlogs *l, const char *data, int64_t job_id, int host, int hosts,
 		   bool final);
-/* Forgets everything about job_id (its log removed). */
+/* Forgets everything about job_id: its offsets, the head's log and its sidecar (waits
+ * for a pull of it in flight). */
 void slurmlogs_forget(struct slurmlogs *l, int64_t job_id);
+
+/* ---- the pure step of several hosts (unit-tested) ---- */
+
+struct slurmlogs_buf {
+	char *data;
+	size_t len, cap;
+};
+void slurmlogs_buf_free(struct slurmlogs_buf *b);
+/* Appends to out every complete line of held's bytes followed by in's, each prefixed
+ * "[algo-<host>] " (a line of SLURMLOGS_LINE_MAX bytes without its end is cut there);
+ * what follows the last newline becomes held, or, when final, is written as a line of
+ * its own with a newline. 0, or -ENOMEM (held as it was). */
+int slurmlogs_prefix(int host, struct slurmlogs_buf *held, const char *in, size_t len, bool final,
+		     struct slurmlogs_buf *out);
 
 #endif

@@ -31,6 +31,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define LINK_SECRET_MIN 32
 #define LINK_SECRET_MAX 512 /* OpenSSL's PSK_MAX_PSK_LEN */
@@ -136,8 +137,24 @@ void link_nonces_free(struct link_nonces *n);
 int link_data_line_check(const struct link_secret *secret, struct link_nonces *seen,
 			 const char *line, long long now_ms, char *path, size_t pathlen);
 
-/* Whether path is "runtimes/<user name>/run/jupyter.sock" (the only data path a node
- * serves; user name as proto's PROTO_NAME). */
+/* Whether path is "runtimes/<user name>/run/jupyter.sock" (a runtime's socket, the
+ * path a runtime's endpoint names; user name as proto's PROTO_NAME). */
 bool link_data_path_ok(const char *path);
+
+/* Whether path is "joblogs/<id>.log@<offset>" (the other data path a node serves: its
+ * job log's bytes from offset on; id >= 1 and offset >= 0, decimal without sign or
+ * leading zeros, at most INT64_MAX); the two into *job_id and *offset when it is. */
+bool link_data_joblog_ok(const char *path, int64_t *job_id, int64_t *offset);
+/* That path for job_id and offset into out. 0, -EINVAL (id < 1, offset < 0) or
+ * -ENOSPC. */
+int link_data_joblog_path(int64_t job_id, int64_t offset, char *out, size_t outlen);
+
+/* Connects to a node's data port at hostport ("HOST:PORT", numeric; "[V6]:PORT")
+ * within timeout_ms and writes the data line for path signed with secret: what the
+ * proxy does for a runtime and the head for a job log. The connected socket
+ * (non-blocking), or a negative errno: -EINVAL for a malformed hostport or path,
+ * -ENOKEY for a secret of 0 bytes, -ETIMEDOUT, the connect's. */
+int link_data_connect(const struct link_secret *secret, const char *hostport, const char *path,
+		      int timeout_ms);
 
 #endif

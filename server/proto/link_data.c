@@ -4,15 +4,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "labd/clock.h"
 #include "labd/crypto.h"
 #include "labd/parse.h"
 
@@ -310,4 +315,125 @@ bool link_data_path_ok(const char *path)
 	memcpy(user, path + pre, len - pre - suf);
 	user[len - pre - suf] = '\0';
 	return parse_user_name_ok(user);
+}
+
+/* A decimal without sign or leading zeros, 0..INT64_MAX, spanning [s, end). */
+static bool decimal_ok(const char *s, const char *end, int64_t *out)
+{
+	uint64_t v = 0;
+
+	if (end <= s || end - s > 19 || (s[0] == '0' && end - s > 1))
+		return false;
+	for (const char *c = s; c < end; c++) {
+		if (*c < '0' || *c > '9')
+			return false;
+		v = v * 10 + (uint64_t)(*c - '0');
+	}
+	if (v > INT64_MAX)
+		return false;
+	*out = (int64_t)v;
+	return true;
+}
+
+bool link_data_joblog_ok(const char *path, int64_t *job_id, int64_t *offset)
+{
+	static const char prefix[] = "joblogs/", suffix[] = ".log@";
+	size_t pre = sizeof(prefix) - 1;
+	const char *at = strstr(path, suffix);
+	int64_t id, off;
+
+	if (strncmp(path, prefix, pre) != 0 || !at ||
+	    !decimal_ok(path + pre, at, &id) || id < 1 ||
+	    !decimal_ok(at + sizeof(suffix) - 1, path + strlen(path), &off))
+		return false;
+	*job_id = id;
+	*offset = off;
+	return true;
+}
+
+int link_data_joblog_path(int64_t job_id, int64_t offset, char *out, size_t outlen)
+{
+	int n;
+
+	if (job_id < 1 || offset < 0)
+		return -EINVAL;
+	n = snprintf(out, outlen, "joblogs/%" PRId64 ".log@%" PRId64, job_id, offset);
+	return n < 0 || (size_t)n >= outlen ? -ENOSPC : 0;
+}
+
+/* "HOST:PORT" or "[V6]:PORT" into host and port; -EINVAL when malformed. */
+static int split_host_port(const char *hostport, char *host, size_t hostlen, char *port,
+			   size_t portlen)
+{
+	const char *colon = strrchr(hostport, ':');
+	size_t hl;
+
+	if (!colon || colon == hostport || !colon[1] || strlen(colon + 1) >= portlen)
+		return -EINVAL;
+	hl = (size_t)(colon - hostport);
+	if (hostport[0] == '[') {
+		if (hl < 3 || colon[-1] != ']')
+			return -EINVAL;
+		hostport++;
+		hl -= 2;
+	}
+	if (hl >= hostlen)
+		return -EINVAL;
+	snprintf(host, hostlen, "%.*s", (int)hl, hostport);
+	snprintf(port, portlen, "%s", colon + 1);
+	return 0;
+}
+
+/* A connected non-blocking TCP socket to host:port by deadline_ms, or a negative
+ * errno. Numeric only: a name lookup would block a proxy worker for as long as DNS
+ * likes. */
+static int connect_numeric(const char *host, const char *port, long long deadline_ms)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV};
+	struct addrinfo *res = NULL;
+	int fd, rc = 0, soerr = 0;
+	socklen_t len = sizeof(soerr);
+
+	if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
+		return -EINVAL;
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+	} else if (connect(fd, res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS) {
+		rc = -errno;
+	} else {
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		long long left = deadline_ms - clock_ms();
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			rc = -ETIMEDOUT;
+		else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0 || soerr)
+			rc = soerr ? -soerr : -errno;
+	}
+	freeaddrinfo(res);
+	if (rc < 0 && fd >= 0)
+		close(fd);
+	return rc < 0 ? rc : fd;
+}
+
+int link_data_connect(const struct link_secret *secret, const char *hostport, const char *path,
+		      int timeout_ms)
+{
+	char host[64], port[8], line[LINK_DATA_LINE_MAX];
+	int fd, n;
+
+	if (split_host_port(hostport, host, sizeof(host), port, sizeof(port)) < 0)
+		return -EINVAL;
+	if (secret->len == 0)
+		return -ENOKEY;
+	if ((n = link_data_line_make(secret, path, clock_wall_ms(), line, sizeof(line))) < 0)
+		return n;
+	if ((fd = connect_numeric(host, port, clock_ms() + timeout_ms)) < 0)
+		return fd;
+	/* a fresh connection's send buffer takes the whole line at once */
+	if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n) {
+		int rc = errno ? -errno : -EIO;
+		close(fd);
+		return rc;
+	}
+	return fd;
 }

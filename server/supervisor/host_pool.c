@@ -222,7 +222,8 @@ static void *init(struct host *h)
 {
 	struct pool_own *po;
 
-	if (joblog_prepare_dir(host_state_dir(h), launch_labd_gid(host_cfg(h))) < 0)
+	if (joblog_prepare_dir(host_state_dir(h), launch_labd_gid(host_cfg(h)),
+			       joblog_dir_mode(host_cfg(h)->backend_kind)) < 0)
 		log_warn("cannot prepare %s/joblogs", host_state_dir(h));
 	if (!(po = calloc(1, sizeof(*po))) || !(po->shells = host_shells_new())) {
 		free(po);

@@ -16,20 +16,25 @@ void joblog_path(const char *state_dir, long long job_id, char *out, size_t len)
 	snprintf(out, len, "%s/joblogs/%lld.log", state_dir, job_id);
 }
 
-int joblog_prepare_dir(const char *state_dir, gid_t gid)
+mode_t joblog_dir_mode(const char *backend_kind)
+{
+	return strcmp(backend_kind, "slurm") == 0 ? 0770 : 0750;
+}
+
+int joblog_prepare_dir(const char *state_dir, gid_t gid, mode_t mode)
 {
 	char dir[JOBLOG_PATH_MAX];
 	struct stat st;
 
 	snprintf(dir, sizeof(dir), "%s/joblogs", state_dir);
-	if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+	if (mkdir(dir, mode) < 0 && errno != EEXIST)
 		return -errno;
 	/* never follow a link planted where the dir should be */
 	if (lstat(dir, &st) < 0)
 		return -errno;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
-	if (chown(dir, 0, gid) < 0 || chmod(dir, 0750) < 0)
+	if (chown(dir, 0, gid) < 0 || chmod(dir, mode) < 0)
 		return -errno;
 	return 0;
 }

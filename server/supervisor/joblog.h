@@ -28,8 +28,12 @@ struct joblog {
 
 /* <state_dir>/joblogs/<job_id>.log */
 void joblog_path(const char *state_dir, long long job_id, char *out, size_t len);
-/* Makes joblogs/ (root:gid 0750) when missing and fixes its owner and mode. 0 or -errno. */
-int joblog_prepare_dir(const char *state_dir, gid_t gid);
+/* joblogs/'s mode: 0750 (root writes, labd-web reads), or 0770 on a Slurm head
+ * ([backend] kind = slurm), where labd-web writes the logs it pulls from the nodes
+ * and no job of this host's writes (docs/slurm.md "Job logs"). */
+mode_t joblog_dir_mode(const char *backend_kind);
+/* Makes joblogs/ (root:gid, mode) when missing and fixes its owner and mode. 0 or -errno. */
+int joblog_prepare_dir(const char *state_dir, gid_t gid, mode_t mode);
 /* Opens (creating root:gid 0640) the job's log for appending; its current size
  * counts against max_bytes. 0 or -errno (l->fd stays -1). */
 int joblog_open(struct joblog *l, const char *state_dir, long long job_id, uint64_t max_bytes,

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -126,13 +127,68 @@ fail:
 	return -1;
 }
 
-/* Checks the line; 0 with the runtime's socket connected into *out, or -1 (refused
- * and logged). */
+/* Writes all of buf to fd; 0, or -1 (the head went, or stopped reading). */
+static int send_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = send(fd, buf, len, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		buf += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Sends job_id's log (joblogs/<id>.log under the state dir, this process's cwd) from
+ * offset to its end as it is now, then returns (the caller closes). The log is the
+ * node supervisor's (root:labd 0640 in its root:labd 0750 folder): opened without
+ * following a link, and only a regular file is read. A missing log, or an offset at
+ * or past its end, sends nothing; the file's own cap bounds what is sent. */
+static void send_joblog(int tcp, const char *path, int64_t job_id, int64_t offset)
+{
+	char name[32], *buf = NULL;
+	struct stat st;
+	int dfd, fd = -1;
+
+	snprintf(name, sizeof(name), "%lld.log", (long long)job_id);
+	if ((dfd = open("joblogs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
+		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			refused("cannot open the job log", path);
+	} else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		refused("not a regular file", path);
+	} else if ((buf = malloc(RELAY_BUF))) {
+		/* a head that stopped reading must not hold the thread for ever */
+		setsockopt(tcp, SOL_SOCKET, SO_SNDTIMEO,
+			   &(struct timeval){.tv_sec = NODE_DATA_SEND_MS / 1000}, sizeof(struct timeval));
+		for (off_t off = offset; off < st.st_size;) {
+			size_t want = st.st_size - off < RELAY_BUF ? (size_t)(st.st_size - off) : RELAY_BUF;
+			ssize_t n = pread(fd, buf, want, off);
+			if (n <= 0 || send_all(tcp, buf, (size_t)n) < 0)
+				break;
+			off += n;
+		}
+	}
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+}
+
+/* Checks the line and serves a job log's path at once; 0 with the runtime's socket
+ * connected into *out (-1 after a job log), or -1 (refused and logged). */
 static int admit(int tcp, int *out)
 {
 	char line[LINK_DATA_LINE_MAX + 1], path[256];
+	int64_t job_id, offset;
 	int rc;
 
+	*out = -1;
 	if (read_line(tcp, line, sizeof(line)) < 0) {
 		refused("no data line", "");
 		return -1;
@@ -149,8 +205,12 @@ static int admit(int tcp, int *out)
 			"");
 		return -1;
 	}
+	if (link_data_joblog_ok(path, &job_id, &offset)) {
+		send_joblog(tcp, path, job_id, offset);
+		return 0;
+	}
 	if (!link_data_path_ok(path)) {
-		refused("not a runtime's socket", path);
+		refused("neither a runtime's socket nor a job log", path);
 		return -1;
 	}
 	if ((*out = connect_runtime(path)) < 0) {
@@ -210,7 +270,7 @@ static void *serve_one(void *arg)
 {
 	int tcp = (int)(intptr_t)arg, unix_fd = -1;
 
-	if (admit(tcp, &unix_fd) == 0) {
+	if (admit(tcp, &unix_fd) == 0 && unix_fd >= 0) {
 		relay(tcp, unix_fd);
 		close(unix_fd);
 	}

@@ -18,13 +18,15 @@ static const struct {
 } dirs[] = {
 	{"homes", 0700, false},	    {"runtimes", 0710, true}, {"boxes", 0700, false},
 	{"sandboxes", 0700, false}, {"archive", 0700, false}, {"pools", 0700, false},
-	{"joblogs", 0750, true},    {"keepers", 0700, false}, /* keeper.h's sockets */
+	{"joblogs", 0750, true}, /* the mode statedir_prepare is given */    {"keepers", 0700, false}, /* keeper.h's sockets */
 };
 
 /* One directory: made if missing, then checked through an fd opened without
  * following links, so what is checked is what gets chowned. */
-static int prepare_one(int dfd, const char *state_dir, size_t i, gid_t labd_gid)
+static int prepare_one(int dfd, const char *state_dir, size_t i, gid_t labd_gid,
+		       mode_t joblogs_mode)
 {
+	mode_t mode = !strcmp(dirs[i].name, "joblogs") ? joblogs_mode : dirs[i].mode;
 	struct stat st;
 	int fd;
 
@@ -44,7 +46,7 @@ static int prepare_one(int dfd, const char *state_dir, size_t i, gid_t labd_gid)
 	if (fd < 0)
 		return log_errno("open %s/%s", state_dir, dirs[i].name);
 	if (fchown(fd, 0, dirs[i].labd_group ? labd_gid : 0) < 0 ||
-	    fchmod(fd, dirs[i].mode) < 0) {
+	    fchmod(fd, mode) < 0) {
 		close(fd);
 		return log_errno("chown %s/%s", state_dir, dirs[i].name);
 	}
@@ -52,7 +54,8 @@ static int prepare_one(int dfd, const char *state_dir, size_t i, gid_t labd_gid)
 	return 0;
 }
 
-int statedir_prepare(const char *state_dir, const char *home_images, gid_t labd_gid)
+int statedir_prepare(const char *state_dir, const char *home_images, gid_t labd_gid,
+		     mode_t joblogs_mode)
 {
 	int dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	int rc = 0;
@@ -62,7 +65,7 @@ int statedir_prepare(const char *state_dir, const char *home_images, gid_t labd_
 	/* every sandbox this process builds keeps its paths in here */
 	sandbox_state_confine(home_images);
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && rc == 0; i++)
-		rc = prepare_one(dfd, state_dir, i, labd_gid);
+		rc = prepare_one(dfd, state_dir, i, labd_gid, joblogs_mode);
 	close(dfd);
 	return rc;
 }

@@ -14,8 +14,10 @@
  * under state_dir (which privdrop_prepare_state_dir made root's); runtimes/
  * gets group labd_gid. From then on sandbox state files may name paths under
  * state_dir only, or a home image under home_images ([storage]; "" = none).
+ * joblogs/ gets joblogs_mode (joblog.h's joblog_dir_mode: 0770 on a Slurm head).
  * 0, or -1 (logged, naming the directory). */
-int statedir_prepare(const char *state_dir, const char *home_images, gid_t labd_gid);
+int statedir_prepare(const char *state_dir, const char *home_images, gid_t labd_gid,
+		     mode_t joblogs_mode);
 
 /* The supervisor's claim on the state dir, <state>/labd.lock: one labd per state dir,
  * and `labd doctor --fix` repairs only while none runs. statedir_lock returns the

@@ -23,6 +23,7 @@
 #include "supervisor/host_pool.h"
 #include "supervisor/host_runtime.h"
 #include "supervisor/netpath.h"
+#include "supervisor/joblog.h"
 #include "supervisor/node.h"
 #include "supervisor/startcheck.h"
 #include "supervisor/statedir.h"
@@ -361,7 +362,8 @@ static int start_state(struct supervisor *s)
 {
 	if (privdrop_lookup(s->cfg->user, &s->user) < 0 ||
 	    privdrop_prepare_state_dir(s->cfg->state_dir, &s->user) < 0 ||
-	    statedir_prepare(s->cfg->state_dir, s->cfg->home_images, s->user.gid) < 0 ||
+	    statedir_prepare(s->cfg->state_dir, s->cfg->home_images, s->user.gid,
+			     joblog_dir_mode(s->cfg->backend_kind)) < 0 ||
 	    statedir_lock(s->cfg->state_dir) < 0)
 		return -EIO;
 	images_log_missing(s->cfg); /* logged, not fatal: a start on one fails (image_missing) */

@@ -7,7 +7,8 @@ answers labd-web; a killed link is restarted and dials again; the link runs unpr
 a node with another key is refused and says so; two nodes run side by side with their
 own state dirs and cgroup parents; the data port splices a good data line to the
 runtime's socket and refuses a replayed, stale, forged or misdirected one, and a socket
-reached through a planted link. The data lines here are made in Python, so the format
+reached through a planted link; it serves a job log from an offset and never a planted
+link in its place. The data lines here are made in Python, so the format
 is checked against a second implementation of docs/slurm.md's definition."""
 
 import hashlib
@@ -333,6 +334,55 @@ def test_data_port_refuses_a_planted_link(runtime_socket):
     target = os.path.join(node.state_dir, "runtimes", "alice", "run", "jupyter.sock")
     os.symlink(target, os.path.join(run, "jupyter.sock"))
     assert exchange(node, data_line("runtimes/bob/run/jupyter.sock") + b"x\n") == b""
+
+
+def plant_job_log(node, job_id, data):
+    """A job log as the node's supervisor writes it (joblog.c): root:labd 0640 in its
+    root:labd 0750 joblogs/; the data port reads it as labd."""
+    joblogs = os.path.join(node.state_dir, "joblogs")
+    st = os.stat(joblogs)
+    assert (st.st_uid, st.st_mode & 0o777) == (0, 0o750)
+    path = os.path.join(joblogs, f"{job_id}.log")
+    with open(path, "wb") as fh:
+        fh.write(data)
+    os.chown(path, 0, st.st_gid)
+    os.chmod(path, 0o640)
+    return path
+
+
+def test_data_port_serves_a_job_log_from_an_offset(linked):
+    """The head's pull (docs/slurm.md "Job logs"): the bytes from the offset to the end,
+    then the close; nothing for a missing log or an offset at or past its end."""
+    _, node, _ = linked
+    text = b"epoch 1 loss 0.9\nepoch 2 loss 0.5\nran\n"
+    plant_job_log(node, 41, text)
+    assert exchange(node, data_line("joblogs/41.log@0")) == text
+    assert exchange(node, data_line("joblogs/41.log@17")) == text[17:]
+    assert exchange(node, data_line(f"joblogs/41.log@{len(text)}")) == b""
+    assert exchange(node, data_line(f"joblogs/41.log@{len(text) + 100}")) == b""
+    assert exchange(node, data_line("joblogs/42.log@0")) == b""  # no such log
+    for bad in ("joblogs/41.log", "joblogs/0.log@0", "joblogs/41.log@-1",
+                "joblogs/../joblogs/41.log@0", "joblogs/041.log@0"):
+        assert exchange(node, data_line(bad)) == b"", bad
+    # the line is checked as the runtime's: a replay gets nothing
+    line = data_line("joblogs/41.log@0")
+    assert exchange(node, line) == text
+    assert exchange(node, line) == b""
+
+
+def test_data_port_does_not_follow_a_planted_job_log(linked):
+    """A link (or anything not a regular file) where a job log goes is not read, even
+    when what it points at is readable to the data port."""
+    _, node, _ = linked
+    target = os.path.join(node.dir, "not-a-log")
+    with open(target, "wb") as fh:
+        fh.write(b"not for the head\n")
+    os.chmod(target, 0o644)
+    joblogs = os.path.join(node.state_dir, "joblogs")
+    os.symlink(target, os.path.join(joblogs, "43.log"))
+    assert exchange(node, data_line("joblogs/43.log@0")) == b""
+    os.mkfifo(os.path.join(joblogs, "44.log"), 0o644)
+    assert exchange(node, data_line("joblogs/44.log@0")) == b""
 
 
 def sandbox_cgroups(parent):

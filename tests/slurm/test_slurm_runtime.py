@@ -178,6 +178,11 @@ def test_a_job_and_its_warm_pool_run_on_a_node(lab):
     assert second["status"] == "Completed", second
     assert second["warm_pool"]["reused"] is True and second["warm_pool"]["id"] == wp["id"], second
     assert lab.slurm_jobs()[pool_name] == [(pjid, "RUNNING", phost)]
+    # each job's log is on the head, whole by the time the job reads as ended (pulled
+    # from its node's data port; docs/slurm.md "Job logs")
+    for jid in (job["id"], r.json["id"]):
+        log = u.get(f"/api/v1/jobs/{jid}/logs")
+        assert log.status == 200 and b"ran\n" in log.body, (jid, log)
     # released: the pool's Slurm job ends too
     assert u.delete(f"/api/v1/warm-pools/{wp['id']}").status == 204
     wait_until(lambda: lab.slurm_jobs()[pool_name][0][1] in ("CANCELLED", "COMPLETED"),

@@ -34,8 +34,13 @@ static void test_modes_and_append(void **state)
 	struct stat st;
 	(void)state;
 	unit_tempdir(dir);
-	assert_int_equal(joblog_prepare_dir(dir, 4242), 0);
+	assert_int_equal(joblog_dir_mode("local"), 0750);
+	assert_int_equal(joblog_dir_mode("slurm"), 0770); /* a head: labd-web writes there */
+	assert_int_equal(joblog_prepare_dir(dir, 4242, 0770), 0);
 	snprintf(path, sizeof(path), "%s/joblogs", dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0770);
+	assert_int_equal(joblog_prepare_dir(dir, 4242, joblog_dir_mode("local")), 0);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0750);
 	assert_int_equal(st.st_uid, 0);
@@ -64,7 +69,7 @@ static void test_cap(void **state)
 	struct joblog l;
 	(void)state;
 	unit_tempdir(dir);
-	assert_int_equal(joblog_prepare_dir(dir, 0), 0);
+	assert_int_equal(joblog_prepare_dir(dir, 0, 0750), 0);
 	assert_int_equal(joblog_open(&l, dir, 5, 20, 0), 0);
 	joblog_append(&l, "0123456789\n", 11);
 	joblog_append(&l, "abcdefghijklmnop\n", 17); /* crosses the cap mid-line */
@@ -102,7 +107,7 @@ static void test_refuses_symlink(void **state)
 	struct joblog l;
 	(void)state;
 	unit_tempdir(dir);
-	assert_int_equal(joblog_prepare_dir(dir, 0), 0);
+	assert_int_equal(joblog_prepare_dir(dir, 0, 0750), 0);
 	joblog_path(dir, 9, path, sizeof(path));
 	assert_int_equal(symlink("/etc/passwd", path), 0);
 	assert_true(joblog_open(&l, dir, 9, 100, 0) < 0);

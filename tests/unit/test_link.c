@@ -415,6 +415,45 @@ static void test_data_path(void **state)
 	assert_false(link_data_path_ok("/runtimes/alice/run/jupyter.sock"));
 	assert_false(link_data_path_ok("runtimes/alice/run/other.sock"));
 	assert_false(link_data_path_ok("db/labd.db"));
+	assert_false(link_data_path_ok("joblogs/1.log@0")); /* never a runtime's endpoint */
+}
+
+/* A job log's path: "joblogs/<id>.log@<offset>", id >= 1, offset >= 0, both plain
+ * decimals; nothing else names a file there. */
+static void test_data_joblog_path(void **state)
+{
+	int64_t id = -1, off = -1;
+	char path[64];
+	static const char *const bad[] = {
+		"joblogs/0.log@0",	  "joblogs/-1.log@0",	   "joblogs/1.log@-1",
+		"joblogs/1.log@",	  "joblogs/1.log",	   "joblogs/.log@0",
+		"joblogs/01.log@0",	  "joblogs/1.log@01",	   "joblogs/1.log@1x",
+		"joblogs/+1.log@0",	  "joblogs/../1.log@0",	   "joblogs/../../etc/passwd.log@0",
+		"joblogs/1/../2.log@0",	  "joblogs//1.log@0",	   "/joblogs/1.log@0",
+		"runtimes/1.log@0",	  "joblogs/1.txt@0",	   "joblogs/1.log@0@0",
+		"joblogs/9223372036854775808.log@0", "joblogs/1.log@9223372036854775808",
+		"joblogs/1.log.hosts@0",
+	};
+	(void)state;
+
+	assert_true(link_data_joblog_ok("joblogs/1.log@0", &id, &off));
+	assert_int_equal(id, 1);
+	assert_int_equal(off, 0);
+	assert_true(link_data_joblog_ok("joblogs/9223372036854775807.log@123456", &id, &off));
+	assert_true(id == INT64_MAX);
+	assert_int_equal(off, 123456);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		id = off = -1;
+		if (link_data_joblog_ok(bad[i], &id, &off))
+			fail_msg("accepted %s", bad[i]);
+		assert_int_equal(id, -1);
+	}
+	assert_int_equal(link_data_joblog_path(42, 7, path, sizeof(path)), 0);
+	assert_string_equal(path, "joblogs/42.log@7");
+	assert_true(link_data_joblog_ok(path, &id, &off));
+	assert_int_equal(link_data_joblog_path(0, 7, path, sizeof(path)), -EINVAL);
+	assert_int_equal(link_data_joblog_path(1, -1, path, sizeof(path)), -EINVAL);
+	assert_int_equal(link_data_joblog_path(1, 0, path, 8), -ENOSPC);
 }
 
 static void test_names(void **state)
@@ -577,6 +616,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_data_line_malformed),
 		cmocka_unit_test(test_nonce_cache_full),
 		cmocka_unit_test(test_data_path),
+		cmocka_unit_test(test_data_joblog_path),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_endpoint_tcp),
 	};

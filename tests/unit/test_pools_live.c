@@ -230,7 +230,7 @@ static int setup(void **state)
 	snprintf(T.cfg.state_dir, sizeof(T.cfg.state_dir), "%s", T.dir);
 	T.cfg.home_size_bytes = 256ULL << 20;
 	T.cfg.jobs_sample_interval_ms = 200;
-	assert_int_equal(statedir_prepare(T.dir, "", 0), 0);
+	assert_int_equal(statedir_prepare(T.dir, "", 0, 0750), 0);
 	T.host = host_new(&T.cfg, T.dir, purposes, 2, emit, NULL);
 	assert_non_null(T.host);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
