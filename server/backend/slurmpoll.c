@@ -407,15 +407,17 @@ static int make_hosts(struct holder *h, char *why, size_t whylen)
 			 h->nodelist, h->instances);
 		return -EINVAL;
 	}
-	if (!(h->hosts = calloc(n, sizeof(*h->hosts)))) {
+	struct holder_host *hosts = calloc(n, sizeof(*hosts));
+	if (!hosts) {
 		snprintf(why, whylen, "out of memory");
 		return -EINVAL;
 	}
 	for (size_t k = 0; k < n; k++) {
-		snprintf(h->hosts[k].node, sizeof(h->hosts[k].node), "%.*s", LINK_NAME_MAX, names[k]);
-		slurmaddrs_text(h->peer_first + (uint32_t)k, h->hosts[k].addr);
+		snprintf(hosts[k].node, sizeof(hosts[k].node), "%.*s", LINK_NAME_MAX, names[k]);
+		slurmaddrs_text(h->peer_first + (uint32_t)k, hosts[k].addr);
 	}
-	snprintf(h->node, sizeof(h->node), "%s", names[0]);
+	h->hosts = hosts; /* freed with the holder (remove_holder) */
+	snprintf(h->node, sizeof(h->node), "%.*s", LINK_NAME_MAX, names[0]);
 	return 0;
 }
 
