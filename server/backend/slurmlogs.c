@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "labd/buf.h"
 #include "labd/clock.h"
 #include "labd/log.h"
 
@@ -34,12 +35,14 @@
 #define CHUNK_BYTES 65536
 #define RECORD_BYTES 21	      /* a sidecar record: 20 digits and '\n' */
 #define PREFIX_MAX 24	      /* "[algo-64] " */
+/* a chunk's lines with their prefixes: at worst every byte a line */
+#define OUT_MAX (SLURMLOGS_LINE_MAX + (size_t)CHUNK_BYTES * (PREFIX_MAX + 1))
 
 struct source {
 	int64_t job_id;
 	int host;
 	int64_t offset; /* bytes taken from the host's log, the held ones with them */
-	struct slurmlogs_buf held;
+	struct buf held; /* slurmlogs_held_init */
 	bool busy;
 };
 
@@ -54,51 +57,34 @@ struct slurmlogs {
 
 /* ---- the pure part: lines of several hosts ---- */
 
-static int buf_add(struct slurmlogs_buf *b, const char *bytes, size_t len)
+void slurmlogs_held_init(struct buf *held)
 {
-	if (b->len + len > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + len)
-			cap *= 2;
-		char *p = realloc(b->data, cap);
-		if (!p)
-			return -ENOMEM;
-		b->data = p;
-		b->cap = cap;
-	}
-	memcpy(b->data + b->len, bytes, len);
-	b->len += len;
-	return 0;
-}
-
-void slurmlogs_buf_free(struct slurmlogs_buf *b)
-{
-	free(b->data);
-	*b = (struct slurmlogs_buf){0};
+	buf_init(held, SLURMLOGS_LINE_MAX);
 }
 
 /* One prefixed line of line_len bytes, its newline added. */
-static int add_line(struct slurmlogs_buf *out, const char *prefix, const char *line,
-		    size_t line_len)
+static int add_line(struct buf *out, const char *prefix, const char *line, size_t line_len)
 {
-	if (buf_add(out, prefix, strlen(prefix)) < 0 || buf_add(out, line, line_len) < 0)
-		return -ENOMEM;
+	int rc;
+
+	if ((rc = buf_add(out, prefix, strlen(prefix))) < 0 || (rc = buf_add(out, line, line_len)) < 0)
+		return rc;
 	return buf_add(out, "\n", 1);
 }
 
-int slurmlogs_prefix(int host, struct slurmlogs_buf *held, const char *in, size_t len, bool final,
-		     struct slurmlogs_buf *out)
+int slurmlogs_prefix(int host, struct buf *held, const char *in, size_t len, bool final,
+		     struct buf *out)
 {
 	char prefix[PREFIX_MAX];
-	struct slurmlogs_buf all = {0}, rest = {0};
+	struct buf all;
 	size_t start = 0;
-	int rc = 0;
+	int rc;
 
 	snprintf(prefix, sizeof(prefix), "[algo-%d] ", host);
-	if ((held->len && buf_add(&all, held->data, held->len) < 0) ||
-	    (len && buf_add(&all, in, len) < 0)) {
-		slurmlogs_buf_free(&all);
-		return -ENOMEM;
+	buf_init(&all, held->len + len);
+	if ((rc = buf_add(&all, held->data, held->len)) < 0 || (rc = buf_add(&all, in, len)) < 0) {
+		buf_release(&all);
+		return rc;
 	}
 	for (size_t i = 0; i < all.len && rc == 0; i++) {
 		/* a line longer than the bound is cut there: a writer without newlines must
@@ -109,17 +95,15 @@ int slurmlogs_prefix(int host, struct slurmlogs_buf *held, const char *in, size_
 			start = i + 1;
 		}
 	}
-	if (rc == 0 && start < all.len)
-		rc = final ? add_line(out, prefix, all.data + start, all.len - start)
-			   : buf_add(&rest, all.data + start, all.len - start);
-	slurmlogs_buf_free(&all);
-	if (rc < 0) {
-		slurmlogs_buf_free(&rest);
-		return rc;
+	if (rc == 0 && final && start < all.len)
+		rc = add_line(out, prefix, all.data + start, all.len - start);
+	if (rc == 0) {
+		buf_clear(held);
+		if (!final && start < all.len)
+			rc = buf_add(held, all.data + start, all.len - start); /* < the bound: fits */
 	}
-	slurmlogs_buf_free(held);
-	*held = rest;
-	return 0;
+	buf_release(&all);
+	return rc;
 }
 
 /* ---- the head's files ---- */
@@ -198,14 +182,14 @@ static void keep_offset(int dfd, const struct source *src)
  * held line move only when it was written. */
 static int take(int dfd, struct source *src, int hosts, const char *bytes, size_t len, bool final)
 {
-	struct slurmlogs_buf out = {0}, held = {0};
-	int fd, rc;
+	struct buf out, held;
+	int fd, rc = 0;
 
-	if (hosts > 1 && ((src->held.len && buf_add(&held, src->held.data, src->held.len) < 0) ||
-			  slurmlogs_prefix(src->host, &held, bytes, len, final, &out) < 0)) {
-		rc = -ENOMEM;
+	buf_init(&out, OUT_MAX);
+	slurmlogs_held_init(&held);
+	if (hosts > 1 && ((rc = buf_add(&held, src->held.data, src->held.len)) < 0 ||
+			  (rc = slurmlogs_prefix(src->host, &held, bytes, len, final, &out)) < 0))
 		goto out;
-	}
 	if ((fd = open_file(dfd, src->job_id, "", O_WRONLY | O_APPEND | O_CREAT)) < 0) {
 		rc = fd;
 		goto out;
@@ -215,15 +199,15 @@ static int take(int dfd, struct source *src, int hosts, const char *bytes, size_
 	if (rc == 0) {
 		src->offset += (int64_t)len;
 		if (hosts > 1) {
-			slurmlogs_buf_free(&src->held);
+			struct buf was = src->held;
 			src->held = held;
-			held = (struct slurmlogs_buf){0};
+			held = was; /* released below */
 			keep_offset(dfd, src);
 		}
 	}
 out:
-	slurmlogs_buf_free(&out);
-	slurmlogs_buf_free(&held);
+	buf_release(&out);
+	buf_release(&held);
 	return rc;
 }
 
@@ -287,6 +271,7 @@ static struct source *source_get(struct slurmlogs *l, int64_t job_id, int host, 
 		return NULL;
 	src->job_id = job_id;
 	src->host = host;
+	slurmlogs_held_init(&src->held);
 	l->v[l->n++] = src;
 	*made = true;
 	return src;
@@ -298,7 +283,7 @@ static void source_drop(struct slurmlogs *l, int64_t job_id, int host)
 	for (size_t i = 0; i < l->n;) {
 		struct source *src = l->v[i];
 		if (src->job_id == job_id && (host == 0 || src->host == host)) {
-			slurmlogs_buf_free(&src->held);
+			buf_release(&src->held);
 			free(src);
 			l->v[i] = l->v[--l->n];
 		} else {
@@ -397,7 +382,7 @@ void slurmlogs_free(struct slurmlogs *l)
 	if (!l)
 		return;
 	for (size_t i = 0; i < l->n; i++) {
-		slurmlogs_buf_free(&l->v[i]->held);
+		buf_release(&l->v[i]->held);
 		free(l->v[i]);
 	}
 	free(l->v);

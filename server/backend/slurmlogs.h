@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "labd/buf.h"
 #include "proto/link.h"
 
 #define SLURMLOGS_HOSTS_MAX 64	  /* hosts of one job */
@@ -44,16 +45,13 @@ void slurmlogs_forget(struct slurmlogs *l, int64_t job_id);
 
 /* ---- the pure step of several hosts (unit-tested) ---- */
 
-struct slurmlogs_buf {
-	char *data;
-	size_t len, cap;
-};
-void slurmlogs_buf_free(struct slurmlogs_buf *b);
+/* An empty held line (a struct buf bounded by SLURMLOGS_LINE_MAX). */
+void slurmlogs_held_init(struct buf *held);
 /* Appends to out every complete line of held's bytes followed by in's, each prefixed
  * "[algo-<host>] " (a line of SLURMLOGS_LINE_MAX bytes without its end is cut there);
  * what follows the last newline becomes held, or, when final, is written as a line of
- * its own with a newline. 0, or -ENOMEM (held as it was). */
-int slurmlogs_prefix(int host, struct slurmlogs_buf *held, const char *in, size_t len, bool final,
-		     struct slurmlogs_buf *out);
+ * its own with a newline. 0, or a negative errno (buf_add's; held as it was). */
+int slurmlogs_prefix(int host, struct buf *held, const char *in, size_t len, bool final,
+		     struct buf *out);
 
 #endif

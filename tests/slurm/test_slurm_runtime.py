@@ -183,6 +183,14 @@ def test_a_job_and_its_warm_pool_run_on_a_node(lab):
     for jid in (job["id"], r.json["id"]):
         log = u.get(f"/api/v1/jobs/{jid}/logs")
         assert log.status == 200 and b"ran\n" in log.body, (jid, log)
+    # the head's copy is labd-web's in a folder it may write (root:labd 0770), and goes
+    # with its job
+    head_log = os.path.join(lab.head.state_dir, "joblogs", f"{job['id']}.log")
+    st, dst = os.stat(head_log), os.stat(os.path.dirname(head_log))
+    assert (st.st_uid != 0, st.st_mode & 0o777, dst.st_uid, dst.st_mode & 0o777) == \
+        (True, 0o640, 0, 0o770)
+    assert u.delete(f"/api/v1/jobs/{job['id']}").status == 204
+    wait_until(lambda: not os.path.exists(head_log), 10 * SLOW, "the head's copy to go")
     # released: the pool's Slurm job ends too
     assert u.delete(f"/api/v1/warm-pools/{wp['id']}").status == 204
     wait_until(lambda: lab.slurm_jobs()[pool_name][0][1] in ("CANCELLED", "COMPLETED"),

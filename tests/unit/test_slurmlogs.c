@@ -26,22 +26,24 @@ static struct link_secret key = {.len = 32};
 
 /* ---- the pure step ---- */
 
-static char *prefixed(int host, struct slurmlogs_buf *held, const char *in, bool final)
+static char *prefixed(int host, struct buf *held, const char *in, bool final)
 {
 	static char text[4096];
-	struct slurmlogs_buf out = {0};
+	struct buf out;
 
+	buf_init(&out, sizeof(text) - 1);
 	assert_int_equal(slurmlogs_prefix(host, held, in, strlen(in), final, &out), 0);
-	snprintf(text, sizeof(text), "%.*s", (int)out.len, out.data ? out.data : "");
-	slurmlogs_buf_free(&out);
+	snprintf(text, sizeof(text), "%s", buf_str(&out));
+	buf_release(&out);
 	return text;
 }
 
 static void test_prefix_lines(void **state)
 {
-	struct slurmlogs_buf held = {0};
+	struct buf held;
 	(void)state;
 
+	slurmlogs_held_init(&held);
 	assert_string_equal(prefixed(1, &held, "a\nb\n", false), "[algo-1] a\n[algo-1] b\n");
 	assert_int_equal(held.len, 0);
 	/* a partial line waits for its end, across calls */
@@ -55,24 +57,27 @@ static void test_prefix_lines(void **state)
 	assert_string_equal(prefixed(2, &held, "", true), "");
 	/* an empty line is a line too */
 	assert_string_equal(prefixed(12, &held, "\n", false), "[algo-12] \n");
-	slurmlogs_buf_free(&held);
+	buf_release(&held);
 }
 
 static void test_prefix_long_line(void **state)
 {
-	struct slurmlogs_buf held = {0}, out = {0};
+	struct buf held, out;
 	size_t len = SLURMLOGS_LINE_MAX + 10;
 	char *in = malloc(len);
 	(void)state;
 
+	assert_non_null(in);
+	slurmlogs_held_init(&held);
+	buf_init(&out, 2 * len);
 	memset(in, 'z', len);
 	assert_int_equal(slurmlogs_prefix(1, &held, in, len, false, &out), 0);
 	/* cut at the bound, the rest held */
 	assert_int_equal(out.len, strlen("[algo-1] ") + SLURMLOGS_LINE_MAX + 1);
 	assert_int_equal(held.len, 10);
 	free(in);
-	slurmlogs_buf_free(&out);
-	slurmlogs_buf_free(&held);
+	buf_release(&out);
+	buf_release(&held);
 }
 
 /* ---- stand-in data ports ---- */
