@@ -211,6 +211,7 @@ struct seen {
 	char peer_addr[20], peers[40];
 	bool scratch_home;
 	int current, job_stops, pool_stops;
+	bool live; /* its sandbox of pool 9 runs: the node's list holds it */
 	char master_addr[20], interface[16];
 	int64_t stop_grace;
 };
@@ -249,6 +250,7 @@ static void answer_two(struct link_conn *c, json_t *m, const char *type, int k)
 		snprintf(me->peers, sizeof(me->peers), "%s",
 			 json_string_value(json_object_get(m, "peers")));
 		me->scratch_home = json_is_true(json_object_get(m, "scratch_home"));
+		me->live = true;
 	} else if (!strcmp(type, "job_run")) {
 		json_t *spec = json_loads(json_string_value(json_object_get(m, "spec")), 0, NULL);
 		json_t *hosts = json_object_get(spec, "hosts");
@@ -263,7 +265,10 @@ static void answer_two(struct link_conn *c, json_t *m, const char *type, int k)
 		me->stop_grace = json_integer_value(json_object_get(m, "grace_s"));
 	} else if (!strcmp(type, "pool_stop")) {
 		me->pool_stops++;
+		me->live = false;
 	}
+	if (!strcmp(type, "job_run") && k == 1 && job == 3)
+		me->live = false; /* its sandbox ends (below) */
 	pthread_mutex_unlock(&lock);
 	if (!strcmp(type, "pool_start"))
 		send_event(c, "pool_ready", json_pack("{s:s,s:i}", "user", "erin", "pool_id",
@@ -339,13 +344,16 @@ static void answer(struct link_conn *c, json_t *m, int k)
 		reply(c, m, NULL);
 	} else if (!strcmp(type, "sandbox_list")) {
 		pthread_mutex_lock(&lock);
-		bool has = node_has_alice;
+		bool has = node_has_alice, pool = seen[k].live;
 		pthread_mutex_unlock(&lock);
-		reply(c, m, json_pack("{s:o}", "sandboxes",
-				      has ? json_pack("[{s:s,s:i,s:s,s:b}]", "user", "alice",
-						      "runtime_id", 5, "state", "running", "ready",
-						      1)
-					  : json_array()));
+		json_t *l = has ? json_pack("[{s:s,s:i,s:s,s:b}]", "user", "alice", "runtime_id", 5,
+					    "state", "running", "ready", 1)
+				: json_array();
+		if (pool)
+			json_array_append_new(l, json_pack("{s:s,s:i,s:i,s:s,s:b}", "user", "erin",
+							   "runtime_id", 0, "pool_id", TWO_POOL,
+							   "state", "running", "ready", 1));
+		reply(c, m, json_pack("{s:o}", "sandboxes", l));
 	} else if (!strcmp(type, "sandbox_stop")) {
 		pthread_mutex_lock(&lock);
 		node_stops++;
@@ -357,21 +365,26 @@ static void answer(struct link_conn *c, json_t *m, int k)
 	}
 }
 
-static void *node_thread(void *arg)
+/* Whether the stand-in nodes stop (else a node whose link ended dials again, as a
+ * node does when the head's labd-web restarts). */
+static bool nodes_done;
+
+/* One link of node name (k: its index) until it ends. false when none was made. */
+static bool node_link(const char *name, int k)
 {
 	struct link_secret secret = {.len = 32};
 	struct link_ctx *ctx;
 	struct link_conn *c = NULL;
-	const char *name = arg;
-	int k = !strcmp(name, "n2");
 	json_t *m;
 
 	memset(secret.bytes, 7, 32);
 	ctx = link_ctx_client(&secret, name);
 	for (int i = 0; i < 100 && link_dial(ctx, cfg.slurm_listen, &c) < 0; i++)
 		usleep(50000);
-	if (!c)
-		return NULL;
+	if (!c) {
+		link_ctx_free(ctx);
+		return false;
+	}
 	m = json_pack("{s:s,s:s,s:s,s:[i,i],s:i,s:I}", "type", "node_hello", "name", name, "data",
 		      k ? "198.18.0.3:9000" : "198.18.0.2:9000", "gpus", 4, 7, "cpus", 8,
 		      "memory_bytes", (json_int_t)(16LL << 30));
@@ -383,6 +396,16 @@ static void *node_thread(void *arg)
 	}
 	link_conn_free(c);
 	link_ctx_free(ctx);
+	return true;
+}
+
+static void *node_thread(void *arg)
+{
+	const char *name = arg;
+
+	while (node_link(name, !strcmp(name, "n2")) && !__atomic_load_n(&nodes_done,
+									 __ATOMIC_SEQ_CST))
+		;
 	return NULL;
 }
 
@@ -539,6 +562,7 @@ static void test_runtime_on_a_node(void **state)
 	assert_int_equal(backend_job_shell(b, &sh, &fd, err, sizeof(err)), -ENOSYS);
 	assert_int_equal(fd, -1);
 
+	__atomic_store_n(&nodes_done, true, __ATOMIC_SEQ_CST);
 	backend_free(b);
 	pthread_join(node, NULL);
 	assert_int_equal(counter(&node_starts), 1);
@@ -574,6 +598,7 @@ static void test_pool_on_two_nodes(void **state)
 	connected = pools_ready = pools_ended = job_phases = job_exits = 0;
 	memset(seen, 0, sizeof(seen));
 	pthread_mutex_unlock(&lock);
+	__atomic_store_n(&nodes_done, false, __ATOMIC_SEQ_CST);
 	b = backend_slurm_new(&cfg, &ev);
 	assert_non_null(b);
 	assert_int_equal(pthread_create(&n1, NULL, node_thread, "n1"), 0);
@@ -627,16 +652,44 @@ static void test_pool_on_two_nodes(void **state)
 	assert_int_equal(counter(&job_exits), 2);
 	assert_int_equal(seen_int(&seen[0].job_stops), 1);
 
+	/* labd-web restarts: the pool is adopted with both hosts (the node list, the
+	 * comment's addresses) once both nodes' lists hold it; the web sees one sandbox */
+	backend_free(b);
+	pthread_mutex_lock(&lock);
+	connected = 0;
+	pthread_mutex_unlock(&lock);
+	b = backend_slurm_new(&cfg, &ev);
+	assert_non_null(b);
+	assert_true(wait_count(&connected, 3));
+	struct backend_sandbox *list = NULL;
+	size_t n = 0;
+	for (long long until = clock_ms() + WAIT_MS;; usleep(50000)) {
+		free(list);
+		assert_int_equal(backend_list(b, &list, &n), 0);
+		if (n == 1 && list[0].pool_id == TWO_POOL && !strcmp(list[0].state, "running"))
+			break;
+		assert_true(clock_ms() < until);
+	}
+	free(list);
+	/* its addresses are taken: another pool on two nodes gets the next run */
+	struct backend_pool_start other = ps;
+	other.pool_id = 10;
+	assert_int_equal(backend_pool_start(b, &other, err, sizeof(err)), 0);
+	assert_true(wait_file_has("sbatch.log", "--job-name=labd-pool-10 "
+						"--comment=erin:198.18.5.3:2 "));
+	assert_true(wait_count(&pools_ended, 1)); /* Slurm has no job of it: gone */
+
 	/* job 3: n2's sandbox ends: the pool ends once, n1's is stopped, Slurm's job
 	 * cancelled */
 	assert_int_equal(backend_job_run(b, "erin", TWO_POOL, 3, spec, err, sizeof(err)), 0);
-	assert_true(wait_count(&pools_ended, 1));
+	assert_true(wait_count(&pools_ended, 2));
 	assert_string_equal(end_cause, "oom");
 	assert_true(wait_count(&seen[0].pool_stops, 1));
 	assert_true(wait_file_has("scancel.log", "100"));
 	usleep(300 * 1000);
-	assert_int_equal(counter(&pools_ended), 1);
+	assert_int_equal(counter(&pools_ended), 2);
 
+	__atomic_store_n(&nodes_done, true, __ATOMIC_SEQ_CST);
 	backend_free(b);
 	pthread_join(n1, NULL);
 	pthread_join(n2, NULL);
