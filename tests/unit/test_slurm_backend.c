@@ -7,7 +7,10 @@
  * start on the allocated node with Slurm's GRES index mapped through the hello, the
  * endpoint rewritten to the node's data port, the controller away (nothing changes),
  * NODE_FAIL (the end with its cause, the node's sandbox stopped), a stop while queued
- * (scancel, the end "requested"), a stray job cancelled, job_shell refused. */
+ * (scancel, the end "requested"), a stray job cancelled, job_shell refused; a pool
+ * of a job on two stand-in nodes (its peer addresses, each host's start and spec, one
+ * ready, algo-1's phases, the first failure passed on and the other host stopped, one
+ * end) adopted again with both hosts after labd-web restarts. */
 #include "unit.h"
 
 #include <arpa/inet.h>
