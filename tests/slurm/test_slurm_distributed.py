@@ -107,9 +107,12 @@ def test_a_two_node_gloo_job_completes(lab):
     log = job_log(u, jid)
     assert "[algo-1] rank 0 of 2: sum 3 via peer0\n" in log, log
     assert "[algo-2] rank 1 of 2: sum 3 via peer0\n" in log, log
-    # one Slurm job held both nodes
-    pools = pool_jobs(lab)
-    assert [(c, n) for v in pools.values() for _, c, n in v if c == 2], pools
+    # one Slurm job held both nodes; once labd let it go (a COMPLETING job lists only
+    # the nodes still completing), Slurm shows both were given to it
+    pools = wait_until(lambda: (lambda p: p if p and all(
+        s in ("CANCELLED", "COMPLETED") for v in p.values() for s, _, _ in v) else None)(
+            pool_jobs(lab)), 30 * SLOW, "the pool's Slurm job to end")
+    assert [count for v in pools.values() for _, count, _ in v] == [2], pools
     # two hosts: each second is charged twice
     assert job["billable_s"] >= 1, job
     assert job["charged_s"] == 2 * job["billable_s"], job
