@@ -25,15 +25,17 @@ extern const char egress_always_denied[];
 /* Canonical "address/bits" for one item "ADDRESS" or "ADDRESS/BITS" (host bits
  * cleared) in out, *v6 set; -1 when malformed.  Pure. */
 int egress_cidr(const char *item, char *out, size_t len, bool *v6);
-/* The nft script for one sandbox: outbound through lo free; to the DNS forward address
+/* The nft script for one sandbox: outbound through lo free (and through peer_ifname,
+ * when not NULL: the peer interface, filtered by its own table, netpeer.h); to the DNS forward address
  * UDP 53 only; every CIDR of the comma-separated lists deny and host_addrs rejected
  * (TCP reset, else ICMP admin-prohibited); max_connections concurrent connections
  * (0 = no bound); rate_bytes_per_s each way (0 = none).  0, or -1 with the bad item in
  * why.  Pure. */
 /* The policer's token bucket for a rate: an eighth of a second of it, at least 64 KiB. */
 uint64_t egress_burst_bytes(uint64_t rate_bytes_per_s);
-int egress_ruleset(const char *deny, const char *host_addrs, uint32_t max_connections,
-		   uint64_t rate_bytes_per_s, char *out, size_t len, char *why, size_t whylen);
+int egress_ruleset(const char *deny, const char *host_addrs, const char *peer_ifname,
+		   uint32_t max_connections, uint64_t rate_bytes_per_s, char *out, size_t len,
+		   char *why, size_t whylen);
 /* The host's side of one veth sandbox (netveth.c). */
 struct egress_veth {
 	const char *table;        /* nft table, inet family: "labd_veth_<slot>" */

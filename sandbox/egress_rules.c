@@ -154,8 +154,9 @@ static void put_rate(struct text *t, uint64_t rate_bytes_per_s)
 	    (unsigned long long)rate_bytes_per_s, (unsigned long long)burst);
 }
 
-int egress_ruleset(const char *deny, const char *host_addrs, uint32_t max_connections,
-		   uint64_t rate_bytes_per_s, char *out, size_t len, char *why, size_t whylen)
+int egress_ruleset(const char *deny, const char *host_addrs, const char *peer_ifname,
+		   uint32_t max_connections, uint64_t rate_bytes_per_s, char *out, size_t len,
+		   char *why, size_t whylen)
 {
 	struct text t = {out, len, 0, false};
 
@@ -168,7 +169,13 @@ int egress_ruleset(const char *deny, const char *host_addrs, uint32_t max_connec
 		"\tchain output {\n"
 		"\t\ttype filter hook output priority 0; policy accept;\n"
 		/* the namespace's own loopback: kernels talk to Jupyter over TCP on it */
-		"\t\toifname \"lo\" accept\n"
+		"\t\toifname \"lo\" accept\n");
+	/* the peer interface is root's table labd_peer's alone (netpeer.c): its peers are
+	 * cluster addresses the deny list holds, and its traffic is neither egress nor
+	 * counted against egress's connections and rate */
+	if (peer_ifname)
+		put(&t, "\t\toifname \"%s\" accept\n", peer_ifname);
+	put(&t,
 		/* pasta maps UDP only (--dns-forward) */
 		"\t\tip daddr " EGRESS_DNS_ADDR " udp dport 53 accept\n");
 	if (put_denied(&t, egress_always_denied, why, whylen) < 0 ||
@@ -182,6 +189,8 @@ int egress_ruleset(const char *deny, const char *host_addrs, uint32_t max_connec
 		"\tchain input {\n"
 		"\t\ttype filter hook input priority 0; policy accept;\n"
 		"\t\tiifname \"lo\" accept\n");
+	if (peer_ifname)
+		put(&t, "\t\tiifname \"%s\" accept\n", peer_ifname);
 	if (rate_bytes_per_s)
 		put_rate(&t, rate_bytes_per_s);
 	put(&t, "\t}\n}\n");

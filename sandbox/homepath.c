@@ -22,6 +22,7 @@
 
 #include "labd/log.h"
 #include "sandbox/home.h"
+#include "sandbox/homescratch.h"
 #include "sandbox/resolve.h"
 #include "sandbox/state.h"
 
@@ -67,11 +68,20 @@ static int home_state(const struct sandbox_handle *h, struct sandbox_state *st)
 {
 	if (sandbox_state_load(h->state_path, st) < 0)
 		return -1;
-	if (!st->home_image[0]) {
+	if (!st->home_image[0] && !st->scratch_home) {
 		errno = ENOENT;
 		return -1;
 	}
 	return 0;
+}
+
+/* Where the home of the sandbox st records is mounted on the host: its scratch
+ * home's tmpfs, or its image's mount. */
+static int mount_path(const char *state_dir, const struct sandbox_state *st, char *buf,
+		      size_t len)
+{
+	return st->scratch_home ? homescratch_path(state_dir, st->id, buf, len)
+				: home_mount_path(state_dir, st->home_key, buf, len);
 }
 
 int sandbox_home_mount_path(const char *state_dir, const struct sandbox_handle *h, char *buf,
@@ -81,7 +91,7 @@ int sandbox_home_mount_path(const char *state_dir, const struct sandbox_handle *
 
 	if (home_state(h, &st) < 0)
 		return -1;
-	if (home_mount_path(state_dir, st.home_key, buf, len) < 0) {
+	if (mount_path(state_dir, &st, buf, len) < 0) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
@@ -97,7 +107,7 @@ static int open_home_root(const char *state_dir, const struct sandbox_state *sst
 	struct stat st, up;
 	int fd;
 
-	if (home_mount_path(state_dir, sst->home_key, mnt, sizeof(mnt)) < 0)
+	if (mount_path(state_dir, sst, mnt, sizeof(mnt)) < 0)
 		return errf(err, "home of %s: path too long", sst->user);
 	fd = open(mnt, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)

@@ -45,6 +45,10 @@ static void usage(FILE *f)
 	      "  --veth-range CIDR  egress on veth: the sandboxes' addresses (10.254.0.0/16)\n"
 	      "  --egress-rate SIZE egress: bytes per second each way (no limit)\n"
 	      "  --max-connections N  egress: concurrent connections (no bound)\n"
+	      "  --peer-addr ADDR   the peer interface peer0 (any net): its IPv4 address\n"
+	      "  --peers LIST       the only addresses peer0 reaches and hears (a,b,c)\n"
+	      "  --peer-via ADDR    peer0's parent: the host interface holding ADDR\n"
+	      "  --scratch-home     /home/USER an empty tmpfs that ends with the sandbox\n"
 	      "  --gpu LIST         GPU devices: cards 0 or 1,3, a MIG instance 0/gi1/ci0, a share 0/share1\n"
 	      "  --gpu-uuid LIST    their uuids (MIG-..., GPU-...), one each: CUDA_VISIBLE_DEVICES\n"
 	      "  --dev-prefix DIR   where nvidia device nodes are (/dev)\n"
@@ -90,7 +94,8 @@ enum {
 	O_PIDS, O_TMP, O_SHM, O_NOFILE, O_IO_WEIGHT, O_IO_WBPS, O_NET, O_GPU, O_DEV_PREFIX, O_DRIVER,
 	O_IMAGE, O_RUN_DIR, O_STATE_DIR, O_CGROUP_PARENT, O_MASK, O_SHOW, O_ENV, O_CWD, O_KEEP, O_ALL, O_SIZE,
 	O_STDIN, O_STDOUT, O_STDERR, O_RO_BIND, O_BIND, O_NET_DENY, O_DNS, O_PASTA, O_NET_PATH, O_VETH_RANGE, O_EGRESS_RATE, O_MAX_CONN,
-	O_TIMINGS, O_GPU_UUID, O_CAPS_DIR, O_CAPS_DEV_DIR,
+	O_TIMINGS, O_GPU_UUID, O_CAPS_DIR, O_CAPS_DEV_DIR, O_PEER_ADDR, O_PEERS, O_PEER_VIA,
+	O_SCRATCH_HOME,
 };
 
 static const struct option opts[] = {
@@ -116,6 +121,10 @@ static const struct option opts[] = {
 	{"veth-range", required_argument, NULL, O_VETH_RANGE},
 	{"egress-rate", required_argument, NULL, O_EGRESS_RATE},
 	{"max-connections", required_argument, NULL, O_MAX_CONN},
+	{"peer-addr", required_argument, NULL, O_PEER_ADDR},
+	{"peers", required_argument, NULL, O_PEERS},
+	{"peer-via", required_argument, NULL, O_PEER_VIA},
+	{"scratch-home", no_argument, NULL, O_SCRATCH_HOME},
 	{"gpu", required_argument, NULL, O_GPU},
 	{"dev-prefix", required_argument, NULL, O_DEV_PREFIX},
 	{"gpu-uuid", required_argument, NULL, O_GPU_UUID},
@@ -277,6 +286,10 @@ static int parse(struct cli *c, int argc, char **argv)
 			s->net_path = optarg[0] == 'v' ? SANDBOX_NET_VETH : SANDBOX_NET_PASTA;
 			break;
 		case O_VETH_RANGE: s->veth_range = optarg; break;
+		case O_PEER_ADDR: s->peer_addr = optarg; break;
+		case O_PEERS: s->peers = optarg; break;
+		case O_PEER_VIA: s->peer_via = optarg; break;
+		case O_SCRATCH_HOME: s->scratch_home = true; break;
 		case O_EGRESS_RATE:
 			if (parse_size_bytes(optarg, &s->egress_bytes_per_s) < 0)
 				return bad("egress-rate", optarg);

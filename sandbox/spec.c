@@ -9,6 +9,7 @@
 #include "labd/gpucaps.h"
 #include "labd/gpudev.h"
 #include "sandbox/fail.h"
+#include "sandbox/netpeer.h"
 #include "sandbox/netveth.h"
 #include "labd/parse.h"
 #include "sandbox/parse.h"
@@ -205,6 +206,12 @@ int sandbox_spec_check(const struct sandbox_spec *s)
 		return fail_error("bad veth range: %.64s", s->veth_range ? s->veth_range : "");
 	if (s->net_dns && s->net_dns[0] && !dns_ok(s->net_dns))
 		return fail_error("bad dns address: %.64s", s->net_dns);
+	if (netpeer_spec_check(s) < 0)
+		return -1;
+	if (s->peers && !abs_path_ok(s->nft_path))
+		return fail_error("nft must be an absolute path");
+	if (s->scratch_home && s->home_image)
+		return fail_error("a scratch home and a home image: one or the other");
 	if (check_paths(s) < 0 || check_limits(s) < 0 || check_stdio(s) < 0)
 		return -1;
 	return 0;

@@ -45,9 +45,11 @@
 #include "sandbox/cgbox.h"
 #include "sandbox/child.h"
 #include "sandbox/egress.h"
+#include "sandbox/netpeer.h"
 #include "sandbox/fail.h"
 #include "sandbox/home.h"
 #include "sandbox/homeguard.h"
+#include "sandbox/homescratch.h"
 #include "sandbox/rundir.h"
 #include "sandbox/secfilter.h"
 #include "sandbox/state.h"
@@ -134,6 +136,7 @@ static int step_state(struct start *c)
 		snprintf(st->home_image, sizeof(st->home_image), "%s", s->home_image);
 		home_key(s->user_id, st->home_key, sizeof(st->home_key));
 	}
+	st->scratch_home = s->scratch_home;
 	if (s->run_dir)
 		snprintf(st->run_dir, sizeof(st->run_dir), "%s", s->run_dir);
 	if (sandbox_state_path(s->state_dir, c->h->id, c->h->state_path, sizeof(c->h->state_path)) < 0)
@@ -189,6 +192,14 @@ static int step_home(struct start *c)
 	const struct sandbox_spec *s = c->spec;
 	const char *key = c->st.home_key;
 
+	if (s->scratch_home) /* a tmpfs of the sandbox's own, bounded like its memory */
+		return homescratch_make(s->state_dir, c->h->id,
+					s->mem_bytes ? s->mem_bytes : s->home_size_bytes,
+					c->host_uid) < 0 ||
+				       homescratch_path(s->state_dir, c->h->id, c->child.home_src,
+							sizeof(c->child.home_src)) < 0
+			       ? -1
+			       : 0;
 	if (!s->home_image)
 		return 0;
 	bool attached = home_mounted(s->state_dir, key) || home_attached(s->home_image);
@@ -615,9 +626,10 @@ static int step_network(struct start *c)
 {
 	const struct sandbox_spec *s = c->spec;
 
-	if (s->net != SANDBOX_NET_EGRESS)
-		return 0;
-	return egress_start(s, c->h->id, c->pid, c->st.start_time_ticks);
+	if (s->net == SANDBOX_NET_EGRESS && egress_start(s, c->h->id, c->pid, c->st.start_time_ticks) < 0)
+		return -1;
+	/* the peer interface, with either network (netpeer.c) */
+	return netpeer_start(s, c->pid, c->st.start_time_ticks);
 }
 
 /* The state file learns init's pid and start time: adopt and gc can find it now. */

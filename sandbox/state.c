@@ -19,9 +19,10 @@ int sandbox_state_format(const struct sandbox_state *st, char *buf, size_t size)
 {
 	int n = snprintf(buf, size,
 			 "version=1\nid=%s\nuser=%s\npid=%d\nstart_time=%" PRIu64
-			 "\nhome_image=%s\nhome_key=%s\nrun_dir=%s\ncgroup_parent=%s\n",
+			 "\nhome_image=%s\nhome_key=%s\nrun_dir=%s\ncgroup_parent=%s\n%s",
 			 st->id, st->user, (int)st->pid, st->start_time_ticks, st->home_image,
-			 st->home_key, st->run_dir, st->cgroup_parent);
+			 st->home_key, st->run_dir, st->cgroup_parent,
+			 st->scratch_home ? "scratch_home=1\n" : "");
 	if (n < 0 || (size_t)n >= size)
 		return -1;
 	return n;
@@ -97,6 +98,9 @@ int sandbox_state_parse(const char *text, size_t len, struct sandbox_state *st)
 			rc = set_str(st->home_key, sizeof(st->home_key), v, vlen);
 		} else if (KEY("run_dir")) {
 			rc = set_str(st->run_dir, sizeof(st->run_dir), v, vlen);
+		} else if (KEY("scratch_home")) {
+			rc = vlen == 1 && v[0] == '1' ? 0 : -1;
+			st->scratch_home = true;
 		} else if (KEY("cgroup_parent")) {
 			rc = set_str(st->cgroup_parent, sizeof(st->cgroup_parent), v, vlen);
 		}

@@ -24,6 +24,8 @@ struct sandbox_state {
 	 * a state file without it (the release before) mounted it by user name */
 	char home_key[64];
 	char run_dir[SANDBOX_PATH_MAX];    /* "" when none */
+	bool scratch_home; /* a tmpfs home (homescratch.h), with no home_image; file key
+			    * "scratch_home=1", absent when false */
 	char cgroup_parent[256];
 };
 

@@ -15,6 +15,7 @@
 #include "sandbox/egress.h"
 #include "sandbox/netveth.h"
 #include "sandbox/home.h"
+#include "sandbox/homescratch.h"
 #include "sandbox/rundir.h"
 
 /* Removes a directory tree without following any symlink: the run dir was writable
@@ -88,6 +89,8 @@ int teardown_sandbox(const char *state_dir, const struct sandbox_state *st)
 	egress_files_remove(state_dir, st->id);
 	netveth_remove(state_dir, st->id); /* its veth went with the namespace; the host's table not */
 	if (st->home_image[0] && home_unref(state_dir, st->home_key, st->id) < 0)
+		rc = -1;
+	if (st->scratch_home && homescratch_remove(state_dir, st->id) < 0)
 		rc = -1;
 	if (st->run_dir[0] && rundir_unmount(st->run_dir) < 0)
 		rc = log_errno("unmount run dir %s", st->run_dir);

@@ -90,6 +90,17 @@ struct sandbox_spec {
 	enum sandbox_net_path net_path; /* default SANDBOX_NET_PASTA */
 	const char *veth_range;      /* SANDBOX_NET_VETH: IPv4 network of the sandboxes' /30s
 				      * (default SANDBOX_VETH_RANGE_DEFAULT) */
+	/* The peer interface (docs/sandbox.md, "Network"), with either net: "peer0", an
+	 * ipvlan (L2) slave of the host interface that holds the address peer_via, with
+	 * address peer_addr and that interface's prefix length; root's rules inside let
+	 * only the peers (comma-separated IPv4, sandbox_peers_check) through it, both
+	 * ways.  All three NULL: no peer interface. */
+	const char *peer_addr;
+	const char *peers;
+	const char *peer_via;
+	/* No home image: /home/<user> is an empty tmpfs owned by the user (at most
+	 * mem_bytes, else home_size_bytes), which ends with the sandbox. */
+	bool scratch_home;
 	/* GPU device ids (labd/gpudev.h) to pass through: a whole card or a share gets
 	 * its /dev/nvidiaN; a MIG instance its card's node and the cap nodes of its GPU
 	 * and compute instance, read from caps_dir (labd/gpucaps.h); each with nvidiactl and
@@ -182,6 +193,15 @@ extern const char *const sandbox_default_hidden[];
 void sandbox_spec_init(struct sandbox_spec *spec);
 /* Checks names, ranges and paths; 0 or -1 with a logged reason. */
 int sandbox_spec_check(const struct sandbox_spec *spec);
+
+/* The peer interface's name inside, and the most peers one sandbox may have. */
+#define SANDBOX_PEER_IFNAME "peer0"
+#define SANDBOX_PEERS_MAX 63
+/* Checks a peer set strictly: addr one dotted-quad IPv4 address, peers 1 to
+ * SANDBOX_PEERS_MAX of them comma-separated (no blanks), none named twice, addr not
+ * among them, none of them 0.0.0.0, loopback, multicast or broadcast.  Pure.  0, or -1
+ * with a sentence naming the field ("peer_addr", "peers") in why. */
+int sandbox_peers_check(const char *addr, const char *peers, char *why, size_t whylen);
 
 /* Builds and starts the sandbox in named steps (docs/sandbox.md, "Start-up steps"); on
  * success *h is filled and the command runs.  On failure everything taken is released

@@ -238,6 +238,9 @@ struct labd_config {
 	 * secret_file) and inherited by the forked web or link process; not a key */
 	unsigned char link_secret[512];
 	size_t link_secret_len;
+	/* running as `labd node` (node_prepare sets it): a pool start may carry a peer
+	 * network and a scratch home; not a key */
+	bool node_mode;
 };
 
 /* Fills *cfg with the defaults; demo = the `labd --demo` defaults (./var, ./web). */

@@ -135,6 +135,12 @@ const struct proto_field proto_pool_start[] = {
 	/* a hard cap: the pool ends then, whatever runs in it */
 	{"deadline", PROTO_INT, 1, TIME_MAX, false},
 	BOX_SHAPE_FIELDS,
+	/* one host of a job on several nodes (docs/slurm.md): its address on the cluster
+	 * network, the other hosts' ("a,b,c"), and whether its home is a scratch folder;
+	 * checked strictly root-side (sandbox_peers_check), only on `labd node` */
+	{"peer_addr", PROTO_STRING, 7, 15, true},
+	{"peers", PROTO_STRING, 7, 1023, true},
+	{"scratch_home", PROTO_BOOL, 0, 0, true},
 	{NULL, 0, 0, 0, false},
 };
 const struct proto_field proto_pool_stop[] = {

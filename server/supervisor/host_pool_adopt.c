@@ -71,6 +71,8 @@ void host_pool_record_fields(const struct host_box *b, json_t *j)
 	json_object_set_new(j, "pool_id", json_integer(p->pool_id));
 	json_object_set_new(j, "job_id", json_integer(p->job.job_id));
 	json_object_set_new(j, "cpus_milli", json_integer(p->cpus_milli));
+	if (p->scratch_home)
+		json_object_set_new(j, "scratch_home", json_true());
 	json_object_set_new(j, "ready", json_boolean(b->ready));
 	if (b->cause[0]) /* killed: a new supervisor finishes the end */
 		json_object_set_new(j, "ending",
@@ -130,6 +132,7 @@ static void adopt_one(struct host *h, json_t *j)
 	p->pool_id = json_integer_value(json_object_get(j, "pool_id"));
 	p->user_id = (uint32_t)json_integer_value(json_object_get(j, "user_id"));
 	p->cpus_milli = (uint32_t)json_integer_value(json_object_get(j, "cpus_milli"));
+	p->scratch_home = json_is_true(json_object_get(j, "scratch_home"));
 	p->b.ready = json_is_true(json_object_get(j, "ready"));
 	keeper_sock_path(host_state_dir(h), id, p->keeper_sock, sizeof(p->keeper_sock));
 	adopted = sandbox_adopt(host_state_dir(h), id, &p->b.h) == 0;

@@ -45,6 +45,36 @@ static bool gpu_held(const void *h, unsigned gpu)
 	return host_gpu_held(h, gpu);
 }
 
+/* A host of a job on several nodes (peer_addr, peers, scratch_home): only on `labd
+ * node`, where [node] data_listen names the node's own address on the cluster
+ * network, the parent of the peer interface; the addresses checked strictly.  NULL
+ * when fine (rq's peer fields filled), else why. */
+static const char *check_peers(const struct labd_config *cfg, json_t *msg,
+			       struct launch_request *rq, char *why, size_t len)
+{
+	const char *addr = proto_str(msg, "peer_addr"), *peers = proto_str(msg, "peers");
+	unsigned port;
+
+	if (!addr[0] && !peers[0] && !proto_bool(msg, "scratch_home"))
+		return NULL;
+	if (!cfg->node_mode)
+		return "peer_addr, peers and scratch_home: only a node (labd node) runs a host "
+		       "of a job on several nodes";
+	if (!addr[0] != !peers[0])
+		return "peer_addr and peers: both or neither";
+	rq->scratch_home = proto_bool(msg, "scratch_home");
+	if (!addr[0])
+		return NULL;
+	if (sandbox_peers_check(addr, peers, why, len) < 0)
+		return why;
+	if (config_split_listen(cfg->node_data_listen, rq->peer_via, sizeof(rq->peer_via),
+				&port) < 0)
+		return "[node] data_listen: no address";
+	snprintf(rq->peer_addr, sizeof(rq->peer_addr), "%s", addr);
+	snprintf(rq->peers, sizeof(rq->peers), "%s", peers);
+	return NULL;
+}
+
 static void fill_request(json_t *msg, const struct startcheck_start *st,
 			 struct launch_request *rq)
 {
@@ -84,6 +114,8 @@ json_t *host_pool_start(struct host *h, long long id, json_t *msg)
 
 	if (why)
 		return refuse(id, user, code, why);
+	if ((why = check_peers(cfg, msg, &rq, reason, sizeof(reason))))
+		return refuse(id, user, "bad_request", why);
 	startcheck_read(cfg, msg, &st);
 	st.live = host_live(h);
 	c = startcheck_check(cfg, &st, gpu_held, h, &rq, hash, reason, sizeof(reason));
@@ -108,6 +140,7 @@ json_t *host_pool_start(struct host *h, long long id, json_t *msg)
 	p->b.deadline_s = proto_int(msg, "deadline");
 	p->b.n_gpus = rq.n_gpus;
 	p->cpus_milli = rq.sizes.cpus_milli;
+	p->scratch_home = rq.scratch_home;
 	memcpy(p->b.gpus, rq.gpus, sizeof(p->b.gpus));
 	log_info("building pool %lld of %s (worker %d)", p->pool_id, user, (int)p->b.worker);
 	FAULT_POINT("job.pool.start");

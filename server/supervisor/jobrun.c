@@ -220,9 +220,10 @@ static int stage_worker(void *arg, int fd)
 
 	if (c->redo) /* what the previous supervisor's worker mounted goes first */
 		eject_all(c);
-	/* a missing working dir fails the job before anything runs */
-	if (sandbox_home_open_beneath(c->state_dir, &c->p->b.h, s->cwd, false, c->p->b.host_uid,
-				      &dfd, &err) < 0)
+	/* a missing working dir fails the job before anything runs; a scratch home
+	 * starts empty, and gets it made */
+	if (sandbox_home_open_beneath(c->state_dir, &c->p->b.h, s->cwd, c->p->scratch_home,
+				      c->p->b.host_uid, &dfd, &err) < 0)
 		return stage_fail(fd, "stage_failed: working dir %.80s: %.100s",
 				  s->cwd[0] ? s->cwd : "(home)", err.message);
 	close(dfd);
@@ -366,6 +367,15 @@ json_t *jobrun_run(struct host *ps, struct pool_box *p, long long id, json_t *ms
 	if (jobspec_parse(proto_str(msg, "spec"), &j->spec, err, sizeof(err)) < 0) {
 		log_error("refused job_run in pool %lld of %s: %s", p->pool_id, p->b.user, err);
 		return proto_error(id, "bad_spec", err);
+	}
+	if (p->scratch_home && j->spec.n_channels) {
+		jobrun_clear(p);
+		log_error("refused job_run in pool %lld of %s: input channels on a scratch home",
+			  p->pool_id, p->b.user);
+		return proto_error(id, "bad_spec",
+				   "inputs: this host's home is a scratch folder (a host of a job "
+				   "on several nodes other than the first): no input channels are "
+				   "staged here");
 	}
 	j->job_id = proto_int(msg, "job_id");
 	if (!(j->spec_text = strdup(proto_str(msg, "spec")))) {

@@ -218,6 +218,15 @@ void launch_fill_limits(const struct labd_config *cfg, const char *state_dir,
 	s->nft_path = cfg->net_nft;
 	s->net_path = cfg->net_path == SANDBOX_NET_VETH ? SANDBOX_NET_VETH : SANDBOX_NET_PASTA;
 	s->veth_range = cfg->net_veth_range;
+	if (rq->peers[0]) {
+		s->peer_addr = rq->peer_addr;
+		s->peers = rq->peers;
+		s->peer_via = rq->peer_via;
+	}
+	if (rq->scratch_home) { /* no home image: a tmpfs that ends with the sandbox */
+		s->home_image = NULL;
+		s->scratch_home = true;
+	}
 }
 
 static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *home, char *run_dir,

@@ -35,6 +35,13 @@ struct launch_request {
 	 * image name (from_image), else [runtime] image */
 	char root[CONFIG_PATH_MAX];
 	bool from_image;
+	/* a pool's host of a job on several nodes (docs/slurm.md): the peer interface
+	 * (peer_addr, peers, and peer_via the node's own address on the cluster network,
+	 * the host part of [node] data_listen; all "" for none) and a scratch home */
+	char peer_addr[16];
+	char peers[1024];
+	char peer_via[64];
+	bool scratch_home;
 };
 
 /* What a start worker reports (launch_result reads it): the handle, or why it

@@ -56,6 +56,7 @@ int node_prepare(struct labd_config *cfg, char *err, size_t errlen)
 	memcpy(cfg->link_secret, secret.bytes, secret.len);
 	cfg->link_secret_len = secret.len;
 	link_secret_clear(&secret);
+	cfg->node_mode = true;
 	return 0;
 }
 

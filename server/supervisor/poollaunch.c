@@ -150,7 +150,8 @@ static int start_worker(void *arg, int fd)
 	for (int i = 0; i < 3; i++)
 		close(j->parent_fds[i]);
 	launch_fault_slow_start(j->rq->user);
-	if (homes_adopt_named(j->cfg, j->state_dir, j->rq->user, j->rq->user_id) < 0)
+	if (!j->rq->scratch_home &&
+	    homes_adopt_named(j->cfg, j->state_dir, j->rq->user, j->rq->user_id) < 0)
 		snprintf(rep.error, sizeof(rep.error), "step home: the home named by user name could not move");
 	else if ((rc = poollaunch_make_ml(j->state_dir, j->pool_id)) < 0)
 		snprintf(rep.error, sizeof(rep.error), "step pool dir: %s", strerror(-rc));

@@ -44,7 +44,7 @@ static void test_ruleset(void **st)
 {
 	char out[EGRESS_RULESET_MAX], why[128];
 	(void)st;
-	assert_int_equal(egress_ruleset("198.19.0.0/16, 10.0.0.0/8", "192.0.2.2/32,fd00::2/128", 12,
+	assert_int_equal(egress_ruleset("198.19.0.0/16, 10.0.0.0/8", "192.0.2.2/32,fd00::2/128", NULL, 12,
 					4 << 20, out, sizeof(out), why, sizeof(why)),
 			 0);
 	/* lo first, then the DNS forward address, then the denied */
@@ -84,17 +84,17 @@ static void test_ruleset(void **st)
 	assert_non_null(strstr(out, "reject with tcp reset"));
 
 	/* no bound and no rate: no such rules */
-	assert_int_equal(egress_ruleset("", "", 0, 0, out, sizeof(out), why, sizeof(why)), 0);
+	assert_int_equal(egress_ruleset("", "", NULL, 0, 0, out, sizeof(out), why, sizeof(why)), 0);
 	assert_null(strstr(out, "ct count"));
 	assert_null(strstr(out, "limit rate"));
 
 	/* anything but addresses never reaches nft */
-	assert_int_equal(egress_ruleset("10.0.0.0/8 } flush ruleset", "", 0, 0, out, sizeof(out), why,
+	assert_int_equal(egress_ruleset("10.0.0.0/8 } flush ruleset", "", NULL, 0, 0, out, sizeof(out), why,
 					sizeof(why)),
 			 -1);
 	assert_non_null(strstr(why, "}"));
 	/* and a ruleset that does not fit is an error, not a cut */
-	assert_int_equal(egress_ruleset("10.0.0.0/8", "", 0, 0, out, 200, why, sizeof(why)), -1);
+	assert_int_equal(egress_ruleset("10.0.0.0/8", "", NULL, 0, 0, out, 200, why, sizeof(why)), -1);
 }
 
 /* The namespace of exactly the process that started at the given time: a pid whose

@@ -72,6 +72,7 @@ LOG=$WORK/log
 LISTENER=
 cleanup() {
 	[ -n "$LISTENER" ] && kill "$LISTENER" 2>/dev/null
+	declare -F peer_cleanup >/dev/null && peer_cleanup
 	jobs -p | xargs -r kill -9 2>/dev/null
 	wait 2>/dev/null
 	"$LABBOX" gc --all --state-dir "$STATE" >/dev/null 2>&1
@@ -923,6 +924,11 @@ if [ -n "$cgmode" ]; then
 else
 	skip "GPU device cgroup" "no devices controller and no cgroup v2"
 fi
+
+# the peer interface and the scratch home (peer.sh)
+. "$ROOT/tests/security/peer.sh"
+peer_cases
+scratch_cases
 
 # test_start starts sandboxes of its own: in this suite's state dir and cgroups
 export SANDBOX_TEST_STATE_DIR=$STATE SANDBOX_TEST_CGROUP_PARENT=$CGP

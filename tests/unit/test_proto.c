@@ -206,6 +206,21 @@ static void test_pool_job_requests(void **state)
 			       proto_pool_start, true),
 			 0);
 
+	/* a host of a job on several nodes: its peer address, its peers, a scratch home */
+	const char *peer = "{\"v\":2,\"id\":1,\"type\":\"pool_start\",\"user\":\"a\",\"user_id\":2,"
+			   "\"pool_id\":7,\"deadline\":2000000000,\"gpus\":[],"
+			   "\"peer_addr\":\"10.1.0.193\",\"peers\":\"10.1.0.194,10.1.0.195\","
+			   "\"scratch_home\":true}";
+	const char *const ps[][2] = {
+		{"\"10.1.0.193\"", "\"1.2.3\""},		  /* shorter than 7 */
+		{"\"10.1.0.193\"", "\"100.100.100.1000\""}, /* longer than 15 */
+		{"\"10.1.0.194,10.1.0.195\"", "\"\""},	  /* empty */
+		{"\"10.1.0.194,10.1.0.195\"", "[\"10.1.0.194\"]"},
+		{"true}", "\"yes\"}"},
+		{"\"scratch_home\"", "\"scratch\""},
+	};
+	refuse_each(peer, ps, sizeof(ps) / sizeof(ps[0]), proto_pool_start, true);
+
 	const char *stop = "{\"v\":2,\"id\":1,\"type\":\"pool_stop\",\"user\":\"a\",\"pool_id\":3,"
 			   "\"reason\":\"released\"}";
 	const char *const ss[][2] = {{"\"pool_id\":3", "\"pool_id\":-3"}, {",\"reason\":\"released\"", ""}};
