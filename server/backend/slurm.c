@@ -16,6 +16,7 @@
 
 #include "backend/slurmhosts.h"
 #include "backend/slurmint.h"
+#include "labd/clock.h"
 #include "labd/log.h"
 #include "proto/jobhosts.h"
 
@@ -454,6 +455,23 @@ static int holder_nodes(const struct holder *h, char names[][LINK_NAME_MAX + 1])
 	return n;
 }
 
+/* Under the lock: whether a pool stop waits. After one host of a job on several
+ * failed, the others' commands are being stopped with the job's grace; a pool stop
+ * (the web lets the pool go once the job is over) would end them without it, so the
+ * poll thread stops the pool once they ended or the grace passed (finish_one). */
+static bool grace_first(struct holder *h)
+{
+	bool running = false;
+
+	for (int k = 0; h->hosts && k < h->instances; k++)
+		running = running || (!h->hosts[k].exited && !h->hosts[k].ended);
+	if (!h->pool || !h->hosts || !h->exit_passed || !running)
+		return false;
+	if (!h->stop_wait_until_ms)
+		h->stop_wait_until_ms = clock_ms() + (h->run_grace_s + 5) * 1000;
+	return true;
+}
+
 static int stop_holder(struct slurm *s, bool pool, const char *user, int64_t id,
 		       const char *reason)
 {
@@ -469,7 +487,7 @@ static int stop_holder(struct slurm *s, bool pool, const char *user, int64_t id,
 	if (h) {
 		h->stop_asked = true;
 		snprintf(h->stop_reason, sizeof(h->stop_reason), "%s", reason);
-		if (h->phase == H_ON_NODE)
+		if (h->phase == H_ON_NODE && !grace_first(h))
 			n_nodes = holder_nodes(h, nodes);
 		found_id = h->id;
 	}

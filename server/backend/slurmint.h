@@ -94,6 +94,8 @@ struct holder {
 	int64_t run_grace_s;               /* the running job's grace_s */
 	bool exit_passed;                  /* the running job's job_exited went to the web */
 	bool stop_others;                  /* its job is to be stopped where it still runs */
+	/* a pool stop that waits for those hosts' jobs to end (their grace), until then */
+	long long stop_wait_until_ms;
 	bool have_exit;                    /* exit holds algo-1's */
 	struct holder_exit exit;
 };

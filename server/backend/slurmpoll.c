@@ -633,6 +633,22 @@ static bool verify_adopted(struct slurm *s, struct holder *h, const struct holde
 	return rc == 0;
 }
 
+/* A pool stop that waited for its hosts' jobs (slurm.c, grace_first): due once each
+ * host's job or sandbox ended, or the job's grace passed. */
+static bool stop_waited(struct slurm *s, struct holder *h, long long until_ms)
+{
+	bool running = false, due;
+
+	pthread_mutex_lock(&s->lock);
+	for (int k = 0; h->hosts && k < h->instances; k++)
+		running = running || (!h->hosts[k].exited && !h->hosts[k].ended);
+	due = !running || clock_ms() >= until_ms;
+	if (due)
+		h->stop_wait_until_ms = 0;
+	pthread_mutex_unlock(&s->lock);
+	return due;
+}
+
 /* What is left of one holder after the pass; true when it is done (removed). */
 static bool finish_one(struct slurm *s, struct holder *h)
 {
@@ -654,6 +670,8 @@ static bool finish_one(struct slurm *s, struct holder *h)
 	}
 	if (!c.have_request && c.phase == H_ON_NODE && !c.verified)
 		return verify_adopted(s, h, &c);
+	if (c.stop_wait_until_ms && stop_waited(s, h, c.stop_wait_until_ms))
+		stop_on_node(s, h, c.stop_reason);
 	if (c.slurm_ended) {
 		if (c.gone)
 			end = (struct slurm_end){.cause = "gone", .failed = true};
