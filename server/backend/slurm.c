@@ -48,7 +48,8 @@ void slurm_node_data(struct slurm *s, const char *node, char *out, size_t outlen
 {
 	struct known_node *k = slurm_known(s, node);
 
-	snprintf(out, outlen, "%s", k ? k->info.data : "");
+	/* a node whose link is down would cost each pull the connect's wait */
+	snprintf(out, outlen, "%s", k && k->up ? k->info.data : "");
 }
 
 void slurm_poke(struct slurm *s)

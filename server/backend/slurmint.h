@@ -140,7 +140,8 @@ void slurm_pass_end(struct slurm *s, const struct holder *h, const char *cause, 
 
 /* Under s->lock: the index of node among h's hosts, -1 when none. */
 int slurm_host_of(const struct holder *h, const char *node);
-/* Under s->lock: the node's data port ("HOST:PORT") into out, "" when unknown. */
+/* Under s->lock: the node's data port ("HOST:PORT") into out, "" when unknown or its
+ * link is down. */
 void slurm_node_data(struct slurm *s, const char *node, char *out, size_t outlen);
 
 /* The poll thread (slurmpoll.c). */
