@@ -305,8 +305,8 @@ static int install_rules(const struct sandbox_spec *s, pid_t pid)
 	snprintf(deny, sizeof(deny), "%s%s%s",
 		 s->net_path == SANDBOX_NET_VETH ? s->veth_range : "",
 		 s->net_path == SANDBOX_NET_VETH ? "," : "", s->net_deny ? s->net_deny : "");
-	if (egress_ruleset(deny, host, s->peers ? SANDBOX_PEER_IFNAME : NULL, s->max_connections, s->egress_bytes_per_s, rules,
-			   sizeof(rules), why, sizeof(why)) < 0)
+	if (egress_ruleset(deny, host, s->peers ? SANDBOX_PEER_IFNAME : NULL, s->max_connections,
+			   s->egress_bytes_per_s, rules, sizeof(rules), why, sizeof(why)) < 0)
 		return fail_error("network deny list: %s", why);
 	return run_nft(s->nft_path, pid, rules,
 		       s->egress_bytes_per_s ? egress_burst_bytes(s->egress_bytes_per_s) : 0);

@@ -105,7 +105,7 @@ int netpeer_spec_check(const struct sandbox_spec *s)
 		return fail_error("peer interface: %s", why);
 	if (!ipv4_ok(s->peer_via, strlen(s->peer_via), &via) || special(via))
 		return fail_error("peer interface: the parent's address %.32s is not an IPv4 "
-				  "address", s->peer_via);
+				  "unicast address (loopback, multicast?)", s->peer_via);
 	return 0;
 }
 

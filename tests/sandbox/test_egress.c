@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "sandbox/egress.h"
+#include "sandbox/netpeer.h"
 #include "sandbox/state.h"
 
 static void test_cidr(void **st)
@@ -44,8 +46,8 @@ static void test_ruleset(void **st)
 {
 	char out[EGRESS_RULESET_MAX], why[128];
 	(void)st;
-	assert_int_equal(egress_ruleset("198.19.0.0/16, 10.0.0.0/8", "192.0.2.2/32,fd00::2/128", NULL, 12,
-					4 << 20, out, sizeof(out), why, sizeof(why)),
+	assert_int_equal(egress_ruleset("198.19.0.0/16, 10.0.0.0/8", "192.0.2.2/32,fd00::2/128", NULL,
+					12, 4 << 20, out, sizeof(out), why, sizeof(why)),
 			 0);
 	/* lo first, then the DNS forward address, then the denied */
 	const char *lo = strstr(out, "oifname \"lo\" accept");
@@ -89,12 +91,64 @@ static void test_ruleset(void **st)
 	assert_null(strstr(out, "limit rate"));
 
 	/* anything but addresses never reaches nft */
-	assert_int_equal(egress_ruleset("10.0.0.0/8 } flush ruleset", "", NULL, 0, 0, out, sizeof(out), why,
-					sizeof(why)),
+	assert_int_equal(egress_ruleset("10.0.0.0/8 } flush ruleset", "", NULL, 0, 0, out, sizeof(out),
+					why, sizeof(why)),
 			 -1);
 	assert_non_null(strstr(why, "}"));
 	/* and a ruleset that does not fit is an error, not a cut */
 	assert_int_equal(egress_ruleset("10.0.0.0/8", "", NULL, 0, 0, out, 200, why, sizeof(why)), -1);
+}
+
+/* The peer interface: egress's table lets peer0 alone (its own table filters it),
+ * before the deny list and outside the rate; labd_peer drops all but the peers on it,
+ * both ways; a peer set is checked strictly. */
+static void test_peer_rules(void **st)
+{
+	static char out[EGRESS_RULESET_MAX];
+	char why[160];
+
+	(void)st;
+	assert_int_equal(egress_ruleset("10.0.0.0/8", "", "peer0", 0, 4194304, out, sizeof(out), why,
+					sizeof(why)),
+			 0);
+	const char *o = strstr(out, "oifname \"peer0\" accept");
+	const char *i = strstr(out, "iifname \"peer0\" accept");
+	assert_non_null(o);
+	assert_non_null(i);
+	assert_true(o < strstr(out, "ip daddr 10.0.0.0/8 goto deny"));
+	assert_true(i < strstr(i, "limit rate"));
+	assert_int_equal(egress_ruleset("", "", NULL, 0, 0, out, sizeof(out), why, sizeof(why)), 0);
+	assert_null(strstr(out, "peer0"));
+
+	assert_int_equal(netpeer_ruleset("10.1.0.2,10.1.0.3", out, sizeof(out)), 0);
+	assert_non_null(strstr(out, "iifname \"peer0\" ip saddr != { 10.1.0.2,10.1.0.3 } drop"));
+	assert_non_null(strstr(out, "oifname \"peer0\" ip daddr != { 10.1.0.2,10.1.0.3 } drop"));
+	assert_non_null(strstr(out, "iifname \"peer0\" meta nfproto != ipv4 drop"));
+	assert_int_equal(netpeer_ruleset("10.1.0.2", out, 64), -1);
+
+	assert_int_equal(sandbox_peers_check("10.1.0.1", "10.1.0.2,10.1.0.3", why, sizeof(why)), 0);
+	static const char *const bad[][3] = {
+		{"10.1.0.1", "10.1.0.1", "peers: holds peer_addr"},
+		{"10.1.0.1", "10.1.0.2,10.1.0.2", "named twice"},
+		{"10.1.0.1", "10.1.0.2,", "peers:"},
+		{"10.1.0.1", "10.1.0.2;flush ruleset", "peers:"},
+		{"10.1.0.1", "224.0.0.1", "peers:"},
+		{"10.1.0.1", "", "peers: empty"},
+		{"127.0.0.1", "10.1.0.2", "peer_addr"},
+		{"10.1.0.1/24", "10.1.0.2", "peer_addr"},
+	};
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		assert_int_equal(sandbox_peers_check(bad[k][0], bad[k][1], why, sizeof(why)), -1);
+		assert_non_null(strstr(why, bad[k][2]));
+	}
+	char many[1200] = "";
+	for (int k = 0; k < 64; k++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%s10.2.0.%d",
+			 k ? "," : "", k + 1);
+	assert_int_equal(sandbox_peers_check("10.1.0.1", many, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "more than 63"));
+	*strrchr(many, ',') = '\0'; /* 63 */
+	assert_int_equal(sandbox_peers_check("10.1.0.1", many, why, sizeof(why)), 0);
 }
 
 /* The namespace of exactly the process that started at the given time: a pid whose
@@ -172,6 +226,7 @@ int main(void)
 		cmocka_unit_test(test_cidr),
 		cmocka_unit_test(test_ruleset),
 		cmocka_unit_test(test_veth_ruleset),
+		cmocka_unit_test(test_peer_rules),
 		cmocka_unit_test(test_open_netns),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

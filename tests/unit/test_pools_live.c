@@ -8,6 +8,7 @@
  * POOLS_RUNS, default 20). */
 #include "unit.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -551,6 +552,166 @@ static void test_host_both_purposes(void **state)
 	assert_int_equal(stat(path, &st), -1);
 }
 
+#define SCRATCH_USER "scratchtest"
+#define SCRATCH_USER_ID 4243
+
+/* A pool start as a host of a job on several nodes sends it (docs/slurm.md), with
+ * extra fields (a JSON object's text without braces); the reply. */
+static json_t *scratch_start(long long pool_id, const char *extra)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text),
+		 "{\"type\":\"pool_start\",\"user\":\"" SCRATCH_USER "\",\"user_id\":%d,"
+		 "\"pool_id\":%lld,\"deadline\":%lld,\"gpus\":[],\"memory_bytes\":%lld,"
+		 "\"network\":0%s%s}",
+		 SCRATCH_USER_ID, pool_id, (long long)time(NULL) + 600, 256LL << 20,
+		 extra[0] ? "," : "", extra);
+	json_t *msg = json_loads(text, 0, NULL);
+	assert_non_null(msg);
+	return request(msg);
+}
+
+static json_t *scratch_job(long long pool_id, long long job_id, const char *script,
+			   bool channels)
+{
+	json_t *spec = json_pack("{s:s,s:[s,s,s],s:s,s:s,s:s,s:i}", "name", "scratch", "argv",
+				 "sh", "-c", script, "cwd", "work", "output_path", "out",
+				 "checkpoint_path", "out/ckpt", "max_runtime_s", 60);
+	if (channels)
+		json_object_set_new(spec, "channels",
+				    json_pack("[{s:s,s:s}]", "name", "train", "path", "data"));
+	char *text = json_dumps(spec, JSON_COMPACT);
+	json_t *r = request(json_pack("{s:s,s:s,s:I,s:I,s:s}", "type", "job_run", "user",
+				      SCRATCH_USER, "pool_id", (json_int_t)pool_id, "job_id",
+				      (json_int_t)job_id, "spec", text));
+	free(text);
+	json_decref(spec);
+	return r;
+}
+
+/* A host of a job on several nodes other than the first: only a node takes a pool
+ * start with a peer network or a scratch home, the peers checked strictly; the
+ * scratch home is the user's own empty folder (its working dir made), a job writes
+ * there and to /opt/ml/model, and no home image is ever made; a job with input
+ * channels is refused naming inputs; a restarted supervisor adopts the pool as it
+ * was; nothing is left once the pool ends. */
+static void test_scratch_home_pool(void **state)
+{
+	char path[256], *text;
+	struct stat st;
+	json_t *r, *m;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	r = scratch_start(60, "\"scratch_home\":true");
+	assert_false(proto_bool(r, "ok"));
+	assert_string_equal(proto_str(r, "code"), "bad_request");
+	assert_non_null(strstr(proto_str(r, "message"), "only a node"));
+	json_decref(r);
+
+	T.cfg.node_mode = true;
+	snprintf(T.cfg.node_data_listen, sizeof(T.cfg.node_data_listen), "127.0.0.1:7001");
+	static const char *const bad[][2] = {
+		{"\"peer_addr\":\"10.9.0.1\",\"peers\":\"10.9.0.1\"", "holds peer_addr"},
+		{"\"peer_addr\":\"10.9.0.1\",\"peers\":\"10.9.0.2,10.9.0.2\"", "named twice"},
+		{"\"peer_addr\":\"10.9.0.1\",\"peers\":\"10.9.0.2, 10.9.0.3\"", "10.9.0.3"},
+		{"\"peer_addr\":\"10.9.0.1\",\"peers\":\"10.9.0.2,127.0.0.1\"", "127.0.0.1"},
+		{"\"peer_addr\":\"10.9.0.300\",\"peers\":\"10.9.0.2\"", "peer_addr"},
+		{"\"peers\":\"10.9.0.2\"", "both or neither"},
+		{"\"peer_addr\":\"10.9.0.1\"", "both or neither"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = scratch_start(60, bad[i][0]);
+		assert_false(proto_bool(r, "ok"));
+		if (!strstr(proto_str(r, "message"), bad[i][1]))
+			fail_msg("%s: %s", bad[i][0], proto_str(r, "message"));
+		json_decref(r);
+	}
+
+	/* good peers reach the sandbox's spec: here data_listen's address is loopback,
+	 * no cluster network's, and the sandbox refuses it */
+	r = scratch_start(62, "\"peer_addr\":\"10.9.0.1\",\"peers\":\"10.9.0.2\"");
+	if (!proto_bool(r, "ok"))
+		fail_msg("pool_start with peers: %s", proto_str(r, "message"));
+	json_decref(r);
+	m = wait_pool("pool_ended", 62, 30000);
+	if (!strstr(proto_str(m, "reason"), "peer interface: the parent's address 127.0.0.1"))
+		fail_msg("pool 62 ended: %s", proto_str(m, "reason"));
+	json_decref(m);
+
+	r = scratch_start(61, "\"scratch_home\":true");
+	if (!proto_bool(r, "ok"))
+		fail_msg("pool_start: %s", proto_str(r, "message"));
+	json_decref(r);
+	json_decref(wait_pool("pool_ready", 61, 30000));
+	json_array_clear(T.seen);
+	r = scratch_job(61, 601, "true", true);
+	assert_false(proto_bool(r, "ok"));
+	assert_string_equal(proto_str(r, "code"), "bad_spec");
+	assert_non_null(strstr(proto_str(r, "message"), "inputs"));
+	json_decref(r);
+
+	r = scratch_job(61, 602,
+			"pwd; stat -c 'home %u %a' $HOME; echo kept > $HOME/note.txt; "
+			"cat $HOME/note.txt; echo model > /opt/ml/model/m.txt; "
+			"df --output=fstype $HOME | tail -1",
+			false);
+	if (!proto_bool(r, "ok"))
+		fail_msg("job_run: %s", proto_str(r, "message"));
+	json_decref(r);
+	m = take("job_exited", NULL, NULL, 30000);
+	assert_string_equal(proto_str(m, "kind"), "exited");
+	assert_int_equal(proto_int(m, "code"), 0);
+	json_decref(m);
+	snprintf(path, sizeof(path), "%s/joblogs/602.log", T.dir);
+	text = slurp(path);
+	assert_non_null(strstr(text, "/home/" SCRATCH_USER "/work\n"));
+	assert_non_null(strstr(text, "home 1000 700\n"));
+	assert_non_null(strstr(text, "kept\n"));
+	assert_non_null(strstr(text, "tmpfs\n"));
+	/* no home image, and nothing of the job in a home's mount */
+	snprintf(path, sizeof(path), "%s/homes/%d.img", T.dir, SCRATCH_USER_ID);
+	assert_int_equal(stat(path, &st), -1);
+	snprintf(path, sizeof(path), "%s/homes/%d", T.dir, SCRATCH_USER_ID);
+	assert_int_equal(stat(path, &st), -1);
+
+	/* a restarted supervisor adopts the pool with its scratch home: still there, and
+	 * still no inputs */
+	restart();
+	hello();
+	json_array_clear(T.seen);
+	r = scratch_job(61, 603, "true", true);
+	assert_false(proto_bool(r, "ok"));
+	assert_non_null(strstr(proto_str(r, "message"), "inputs"));
+	json_decref(r);
+	r = scratch_job(61, 604, "cat $HOME/note.txt", false);
+	if (!proto_bool(r, "ok"))
+		fail_msg("job_run after the restart: %s", proto_str(r, "message"));
+	json_decref(r);
+	m = take("job_exited", NULL, NULL, 30000);
+	assert_int_equal(proto_int(m, "code"), 0);
+	json_decref(m);
+	snprintf(path, sizeof(path), "%s/joblogs/604.log", T.dir);
+	assert_non_null(strstr(slurp(path), "kept\n"));
+
+	json_decref(request(json_pack("{s:s,s:s,s:I,s:s}", "type", "pool_stop", "user",
+				      SCRATCH_USER, "pool_id", (json_int_t)61, "reason", "done")));
+	json_decref(wait_pool("pool_ended", 61, 20000));
+	for (long long until = clock_ms() + 10000; host_live(T.host) && clock_ms() < until;)
+		turn(50);
+	snprintf(path, sizeof(path), "%s/scratch", T.dir);
+	DIR *d = opendir(path);
+	int left = 0;
+	for (struct dirent *e; d && (e = readdir(d));)
+		left += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	assert_int_equal(left, 0);
+	T.cfg.node_mode = false;
+}
+
 /* labd stopping with [runtime] keep_on_shutdown = false: a pool_start the ending
  * web process still sends after host_stop_all is built and then stopped at once,
  * like the pools that were starting (the supervisor would otherwise wait out its
@@ -581,6 +742,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_host_both_purposes),
 		cmocka_unit_test(test_pool_and_jobs),
+		cmocka_unit_test(test_scratch_home_pool),
 		cmocka_unit_test(test_a_start_while_stopping_all_is_stopped),
 	};
 	return cmocka_run_group_tests_name("pools_live", tests, setup, teardown);
