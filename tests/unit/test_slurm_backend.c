@@ -433,6 +433,9 @@ static void set_up(void)
 	make_tools();
 	config_defaults(&cfg, false);
 	snprintf(cfg.backend_kind, sizeof(cfg.backend_kind), "slurm");
+	/* the head's job logs: a folder of the test's that has no joblogs/, so no pull
+	 * reaches for the stand-in nodes' data ports */
+	snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s", dir);
 	snprintf(cfg.slurm_listen, sizeof(cfg.slurm_listen), "127.0.0.1:%u", free_port());
 	snprintf(cfg.slurm_sbatch, sizeof(cfg.slurm_sbatch), "%s/sbatch", dir);
 	snprintf(cfg.slurm_squeue, sizeof(cfg.slurm_squeue), "%s/squeue", dir);
