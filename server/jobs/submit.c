@@ -473,6 +473,10 @@ static int check_instances(json_t *body, const struct jobs_limits *lim, json_t *
 			    "set, and the hosts of a job on several nodes need addresses from it");
 	if (get_int(body, "instance_count", 1, max, 1, &out->instance_count, err) < 0)
 		return -1;
+	if (out->instance_count > 1 && out->gpu_count > 0) /* docs/slurm.md "Not built yet" */
+		return fail(err, "instance_count",
+			    "field \"instance_count\" must be 1 for a GPU job: jobs on several "
+			    "hosts run on CPUs only so far");
 	json_object_set_new(spec, "instance_count", json_integer(out->instance_count));
 	return 0;
 }

@@ -171,6 +171,10 @@ static void test_instances(void **state)
 					"\"instance_count\":3}", &slurm, &s), "");
 	assert_int_equal(s.instance_count, 3);
 	jobs_submit_release(&s);
+	/* on CPUs only so far */
+	assert_string_equal(check_under("{\"name\":\"a\",\"command\":[\"sh\"],\"type\":\"gpu\","
+					"\"gpu_count\":1,\"instance_count\":2}", &slurm, &s),
+			    "instance_count");
 	no_addresses = slurm;
 	no_addresses.instances_no_addresses = true;
 	json_t *body = json_loads("{\"name\":\"a\",\"command\":[\"sh\"],\"instance_count\":2}",
