@@ -598,12 +598,18 @@ static int slurm_list(struct backend *b, struct backend_sandbox **out, size_t *n
 {
 	struct slurm *s = (struct slurm *)b;
 	struct node *all[SLURM_NODES_MAX];
-	size_t k = nodes_hold_all(s->nodes, all, SLURM_NODES_MAX), cap = 0;
+	size_t k, cap = 0;
 	char up[SLURM_NODES_MAX][LINK_NAME_MAX + 1];
 	size_t n_up = 0;
 
 	*out = NULL;
 	*n = 0;
+	pthread_mutex_lock(&s->lock);
+	bool seen = s->queue_seen;
+	pthread_mutex_unlock(&s->lock);
+	if (!seen) /* what ran before a restart is adopted with the first answer */
+		return -EAGAIN;
+	k = nodes_hold_all(s->nodes, all, SLURM_NODES_MAX);
 	for (size_t i = 0; i < k; i++) {
 		size_t before = *n;
 		/* a node that does not answer is as one whose link is down */
@@ -995,9 +1001,8 @@ struct backend *backend_slurm_new(const struct labd_config *cfg, const struct ba
 		free(s);
 		return NULL;
 	}
+	/* the list answers (ev.connected) once the first squeue adopted what runs */
 	log_info("the Slurm backend is up: squeue every %lld ms",
 		 (long long)cfg->slurm_poll_interval_ms);
-	if (s->ev.connected)
-		s->ev.connected(s->ev.ctx);
 	return &s->base;
 }

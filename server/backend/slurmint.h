@@ -123,7 +123,9 @@ struct slurm {
 	 * and they must not be adopted again (the poll thread's alone) */
 	int64_t cancelled[64];
 	unsigned n_cancelled;
-	bool queue_read; /* one squeue was applied: adopted pools took their addresses back */
+	/* a squeue answer was applied since this process started: until then the
+	 * holders of a previous process are not adopted yet and the list is not told */
+	bool queue_seen;
 	struct slurmaddrs addrs; /* [slurm] job_addresses (under lock) */
 	struct slurmlogs *logs;  /* the jobs' logs pulled to the head */
 };

@@ -91,7 +91,7 @@ static bool take_addresses(struct slurm *s, struct holder *h, int *rc)
 {
 	uint32_t first;
 
-	if (!s->queue_read)
+	if (!s->queue_seen)
 		return false;
 	*rc = slurmaddrs_take(&s->addrs, h->id, (unsigned)h->instances, &first);
 	if (*rc == -ENOSPC && !h->node_wait_ms) {
@@ -229,13 +229,37 @@ static void adopt_hosts(struct slurm *s, struct holder *h, const struct slurm_jo
 	snprintf(h->node, sizeof(h->node), "%s", names[0]);
 }
 
+/* Under the lock, on the first answer after a start: a job of labd's name that
+ * ended while no labd watched (cancelled, failed, its node lost) and that no later
+ * job of the same name replaced. Its end is passed on as Slurm's (the web process
+ * ignores it for a runtime or pool already ended); its sandbox, if its node still
+ * runs one, is then a stray that the node's next list shows. */
+static void adopt_ended(struct slurm *s, const struct slurm_job *j)
+{
+	struct holder *h;
+
+	if (!j->user[0] || !(h = calloc(1, sizeof(*h))))
+		return;
+	h->pool = j->pool;
+	h->id = j->id;
+	h->job_id = j->job_id;
+	h->phase = H_ON_NODE;
+	h->verified = h->slurm_ended = true;
+	snprintf(h->user, sizeof(h->user), "%s", j->user);
+	snprintf(h->node, sizeof(h->node), "%s", j->host);
+	snprintf(h->sstate, sizeof(h->sstate), "%s", j->state);
+	snprintf(h->sreason, sizeof(h->sreason), "%s", j->reason);
+	h->next = s->holders;
+	s->holders = h;
+}
+
 /* Jobs of labd's name that no holder accounts for: a running one whose user the
  * comment names is adopted (this process restarted; its node's list decides), any
  * other is cancelled (its start's request died with the old process). Also the
  * second job of a name submitted twice. */
-static void adopt(struct slurm *s, const struct slurm_job *jobs, size_t n)
+static void adopt(struct slurm *s, const struct slurm_job *jobs, size_t n, bool first)
 {
-	int64_t cancel[64];
+	int64_t cancel[64] = {0}; /* zeroed: gcc's analyzer loses count of nc across the loop */
 	size_t nc = 0;
 
 	pthread_mutex_lock(&s->lock);
@@ -243,6 +267,9 @@ static void adopt(struct slurm *s, const struct slurm_job *jobs, size_t n)
 		const struct slurm_job *j = &jobs[i];
 		struct holder *h = slurm_find(s, j->pool, j->id);
 		enum slurm_phase ph = slurmcli_phase(j->state);
+		if (first && !h && (ph == SLURM_PHASE_ENDED || ph == SLURM_PHASE_ENDING) &&
+		    job_of(jobs, n, j->pool, j->id, 0) == j)
+			adopt_ended(s, j);
 		if (ph == SLURM_PHASE_ENDED || ph == SLURM_PHASE_ENDING ||
 		    recently_cancelled(s, j->job_id))
 			continue;
@@ -275,17 +302,14 @@ static void adopt(struct slurm *s, const struct slurm_job *jobs, size_t n)
 	}
 }
 
-static void apply_queue(struct slurm *s, const struct slurm_job *jobs, size_t n)
+static void apply_queue(struct slurm *s, const struct slurm_job *jobs, size_t n, bool first)
 {
 	pthread_mutex_lock(&s->lock);
 	for (struct holder *h = s->holders; h; h = h->next)
 		if (!h->slurm_ended)
 			match_one(h, job_of(jobs, n, h->pool, h->id, h->job_id));
 	pthread_mutex_unlock(&s->lock);
-	adopt(s, jobs, n);
-	pthread_mutex_lock(&s->lock);
-	s->queue_read = true;
-	pthread_mutex_unlock(&s->lock);
+	adopt(s, jobs, n, first);
 }
 
 /* ---- starting on the node ---- */
@@ -751,11 +775,16 @@ static void pass(struct slurm *s)
 {
 	struct slurm_job *jobs = NULL;
 	size_t n = 0;
+	bool first = false;
 
 	for (struct holder *h = next_of(s, NULL); h; h = next_of(s, h))
 		submit_one(s, h);
-	if (slurmcli_queue(&s->tools, &jobs, &n) == 0)
-		apply_queue(s, jobs, n);
+	if (slurmcli_queue(&s->tools, &jobs, &n) == 0) {
+		pthread_mutex_lock(&s->lock);
+		first = !s->queue_seen;
+		pthread_mutex_unlock(&s->lock);
+		apply_queue(s, jobs, n, first);
+	}
 	free(jobs);
 	for (struct holder *h = next_of(s, NULL); h; h = next_of(s, h))
 		start_one(s, h);
@@ -766,6 +795,13 @@ static void pass(struct slurm *s)
 		next = next_of(s, h);
 		if (finish_one(s, h))
 			remove_holder(s, h);
+	}
+	if (first) { /* what ran before is adopted and what ended passed on: reconcile */
+		pthread_mutex_lock(&s->lock);
+		s->queue_seen = true;
+		pthread_mutex_unlock(&s->lock);
+		if (s->ev.connected)
+			s->ev.connected(s->ev.ctx);
 	}
 }
 
@@ -780,8 +816,10 @@ void *slurm_poll_loop(void *arg)
 
 	for (;;) {
 		pthread_mutex_lock(&s->lock);
-		clock_deadline(&until, s->holders ? (long long)s->cfg->slurm_poll_interval_ms
-						  : IDLE_POLL_MS);
+		/* before the first answer, what a previous process left waits for it */
+		clock_deadline(&until, s->holders || !s->queue_seen
+					       ? (long long)s->cfg->slurm_poll_interval_ms
+					       : IDLE_POLL_MS);
 		while (!s->poked && !s->stopping)
 			if (pthread_cond_timedwait(&s->wake, &s->lock, &until) == ETIMEDOUT)
 				break;

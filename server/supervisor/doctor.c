@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "supervisor/node.h"
 #include "supervisor/statedir.h"
 
 void doctor_say(enum doctor_level level, const char *remedy, const char *fmt, ...)
@@ -31,6 +32,7 @@ static int usage(void)
 int doctor_main(const struct labd_config *cfg, int argc, char **argv)
 {
 	bool fix = argc == 2 && strcmp(argv[1], "--fix") == 0;
+	char cgroup_parent[sizeof(cfg->node_cgroup_parent)];
 	pid_t holder;
 	int left;
 
@@ -47,7 +49,8 @@ int doctor_main(const struct labd_config *cfg, int argc, char **argv)
 	printf("labd doctor: state dir %s, labd %s\n", cfg->state_dir,
 	       holder > 0 ? "running" : "not running");
 	enum doctor_level worst = doctor_host(cfg);
-	left = doctor_leftovers(cfg->state_dir, holder > 0, fix);
+	node_cgroup_parent(cfg, cgroup_parent, sizeof(cgroup_parent));
+	left = doctor_leftovers(cfg->state_dir, cgroup_parent, holder > 0, fix);
 	if (left == 0)
 		doctor_say(DOCTOR_OK, NULL, "leftovers: none");
 	fflush(stdout);

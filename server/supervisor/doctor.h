@@ -25,7 +25,10 @@ void doctor_say(enum doctor_level level, const char *remedy, const char *fmt, ..
 enum doctor_level doctor_host(const struct labd_config *cfg);
 
 /* What a crash left under state_dir (labd_runs: a starting sandbox is not one);
- * with fix, removes it first. The number of leftovers that remain. */
-int doctor_leftovers(const char *state_dir, bool labd_runs, bool fix);
+ * with fix, removes it first. A sandbox's cgroups are looked for under the parent its
+ * state file names, else under cgroup_parent ("labd", or a node's labd-<name>). The
+ * number of leftovers that remain. */
+int doctor_leftovers(const char *state_dir, const char *cgroup_parent, bool labd_runs,
+		     bool fix);
 
 #endif

@@ -32,13 +32,13 @@
 #define LEFT_REMEDY "labd doctor --fix (with labd stopped)"
 
 struct box {
-	char id[128], user[64], home_key[64], run_dir[LEFT_PATH_MAX];
+	char id[128], user[64], home_key[64], run_dir[LEFT_PATH_MAX], cgroup_parent[72];
 	long pid;
 	bool live, recorded; /* recorded: a record (boxes/, pools/) names it */
 };
 
 struct scan {
-	const char *state_dir;
+	const char *state_dir, *cgroup_parent;
 	bool labd_runs, fix;
 	struct box boxes[LEFT_BOXES_MAX];
 	int n_boxes, left;
@@ -109,6 +109,8 @@ static void read_state(struct scan *s, const char *path)
 			str_copy(b->home_key, sizeof(b->home_key), line + 9);
 		else if (strncmp(line, "run_dir=", 8) == 0)
 			str_copy(b->run_dir, sizeof(b->run_dir), line + 8);
+		else if (strncmp(line, "cgroup_parent=", 14) == 0)
+			str_copy(b->cgroup_parent, sizeof(b->cgroup_parent), line + 14);
 		else if (strncmp(line, "pid=", 4) == 0)
 			pid = strtol(line + 4, NULL, 10);
 	}
@@ -316,7 +318,7 @@ static void check_loops(struct scan *s)
 
 struct cg_ctx {
 	struct scan *s;
-	const char *name;
+	const char *parent, *name;
 	struct stat seen[16]; /* a hierarchy mounted twice is looked at once */
 	int n_seen;
 };
@@ -335,7 +337,7 @@ static bool seen_before(struct cg_ctx *c, const char *dir)
 	return false;
 }
 
-/* <hierarchy>/labd/<name> in one cgroup hierarchy: its processes, then itself. */
+/* <hierarchy>/<parent>/<name> in one cgroup hierarchy: its processes, then itself. */
 static void check_cgroup(void *ctx, const char *mp, const char *src)
 {
 	struct cg_ctx *c = ctx;
@@ -345,7 +347,7 @@ static void check_cgroup(void *ctx, const char *mp, const char *src)
 	(void)src;
 	if (strncmp(mp, "/sys/fs/cgroup", 14) != 0)
 		return;
-	snprintf(dir, sizeof(dir), "%s/labd/%s", mp, c->name);
+	snprintf(dir, sizeof(dir), "%s/%s/%s", mp, c->parent, c->name);
 	if (seen_before(c, dir))
 		return;
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
@@ -368,14 +370,15 @@ static void check_cgroup(void *ctx, const char *mp, const char *src)
 		doctor_say(DOCTOR_FIXED, NULL, "removed the cgroup %s", dir);
 }
 
-/* The cgroups (the sandbox's and its pasta's "<id>.net") and the pasta of a
- * sandbox that is not live. */
-static void check_gone(struct scan *s, const char *id)
+/* The cgroups (the sandbox's and its pasta's "<id>.net", under parent) and the pasta
+ * of a sandbox that is not live. */
+static void check_gone(struct scan *s, const char *parent, const char *id)
 {
 	char net[160], path[LEFT_PATH_MAX + 256], line[32], comm[32];
 	FILE *f;
 
-	struct cg_ctx box = {.s = s, .name = id}, pasta = {.s = s, .name = net};
+	struct cg_ctx box = {.s = s, .parent = parent, .name = id},
+		      pasta = {.s = s, .parent = parent, .name = net};
 
 	snprintf(net, sizeof(net), "%s.net", id);
 	each_mount("/sys/fs/cgroup", check_cgroup, &box);
@@ -413,7 +416,7 @@ static void check_record(struct scan *s, const char *path)
 			s->boxes[i].recorded = true;
 	if (id && !live_box(s, id)) {
 		if (!known_box(s, id)) /* else looked at with its state file */
-			check_gone(s, id);
+			check_gone(s, s->cgroup_parent, id);
 		remove_left(s, path, "the record", id);
 	}
 	json_decref(j);
@@ -486,7 +489,7 @@ static void check_unrecorded(struct scan *s)
 	}
 }
 
-static int scan_once(const char *state_dir, bool labd_runs, bool fix)
+static int scan_once(const char *state_dir, const char *cgroup_parent, bool labd_runs, bool fix)
 {
 	struct scan *s = calloc(1, sizeof(*s));
 	int n;
@@ -494,14 +497,17 @@ static int scan_once(const char *state_dir, bool labd_runs, bool fix)
 	if (!s)
 		return log_error("doctor: out of memory"), 1;
 	s->state_dir = state_dir;
+	s->cgroup_parent = cgroup_parent;
 	s->labd_runs = labd_runs;
 	s->fix = fix;
 	if (fix && (n = sandbox_gc_unstarted(state_dir)) > 0)
 		doctor_say(DOCTOR_FIXED, NULL, "tore down %d sandbox(es) whose init was gone", n);
 	read_states(s);
 	for (int i = 0; i < s->n_boxes; i++)
-		if (!s->boxes[i].live)
-			check_gone(s, s->boxes[i].id);
+		if (!s->boxes[i].live) /* a state file of an older release names no parent */
+			check_gone(s, s->boxes[i].cgroup_parent[0] ? s->boxes[i].cgroup_parent
+								    : cgroup_parent,
+				   s->boxes[i].id);
 	check_records(s, "boxes", NULL);
 	check_records(s, "pools", "record.json");
 	check_unrecorded(s);
@@ -520,9 +526,10 @@ static int scan_once(const char *state_dir, bool labd_runs, bool fix)
 	return n;
 }
 
-int doctor_leftovers(const char *state_dir, bool labd_runs, bool fix)
+int doctor_leftovers(const char *state_dir, const char *cgroup_parent, bool labd_runs,
+		     bool fix)
 {
 	if (fix)
-		scan_once(state_dir, labd_runs, true);
-	return scan_once(state_dir, labd_runs, false);
+		scan_once(state_dir, cgroup_parent, labd_runs, true);
+	return scan_once(state_dir, cgroup_parent, labd_runs, false);
 }

@@ -43,8 +43,7 @@ int node_prepare(struct labd_config *cfg, char *err, size_t errlen)
 		return bad(err, errlen, "[node] data_listen: required, ADDRESS:PORT with the node's "
 					"own numeric address (not 0.0.0.0 or ::)");
 	if (!cfg->node_cgroup_parent[0])
-		snprintf(cfg->node_cgroup_parent, sizeof(cfg->node_cgroup_parent), "labd-%s",
-			 cfg->node_name);
+		node_cgroup_parent(cfg, cfg->node_cgroup_parent, sizeof(cfg->node_cgroup_parent));
 	if (strchr(cfg->node_cgroup_parent, '/') || cfg->node_cgroup_parent[0] == '.')
 		return bad(err, errlen, "[node] cgroup_parent: one name, without / or a leading .");
 	if (!cfg->node_secret_file[0])
@@ -58,6 +57,16 @@ int node_prepare(struct labd_config *cfg, char *err, size_t errlen)
 	link_secret_clear(&secret);
 	cfg->node_mode = true;
 	return 0;
+}
+
+void node_cgroup_parent(const struct labd_config *cfg, char *out, size_t len)
+{
+	if (cfg->node_cgroup_parent[0] && out != cfg->node_cgroup_parent)
+		snprintf(out, len, "%s", cfg->node_cgroup_parent);
+	else if (cfg->node_name[0])
+		snprintf(out, len, "labd-%s", cfg->node_name);
+	else
+		snprintf(out, len, "labd");
 }
 
 json_t *node_hello(const struct labd_config *cfg)

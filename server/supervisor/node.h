@@ -19,6 +19,11 @@
  * cfg->link_secret. 0, or -1 with the reason in err. */
 int node_prepare(struct labd_config *cfg, char *err, size_t errlen);
 
+/* The sandboxes' cgroup parent that `labd node` with cfg uses, for a command that runs
+ * without node_prepare (labd doctor): [node] cgroup_parent, else labd-<name> with a
+ * [node] name, else "labd" (a host that is no node). */
+void node_cgroup_parent(const struct labd_config *cfg, char *out, size_t len);
+
 /* The hello the link sends first (link_hello_check's fields); the caller owns it. */
 json_t *node_hello(const struct labd_config *cfg);
 

@@ -268,3 +268,42 @@ def test_leftovers_are_listed_and_fixed_only_while_labd_is_stopped(stopped):
     assert not any(os.path.exists(cg) for cg in cgroups)
     r = doctor(d)
     assert r.returncode == 0 and "OK    leftovers: none" in r.stdout, r.stdout
+
+
+def test_a_nodes_leftover_cgroups_are_looked_for_under_its_own_parent(stopped):
+    """With a `labd node` config (docs/slurm.md), the sandboxes' cgroups live under
+    labd-<name>: a crashed sandbox's (its state file names the parent) and one only a
+    record names (the config's parent) are both reported there, and --fix removes them."""
+    d = stopped
+    d.sections["node"] = {"name": "dn1"}
+    d.write_config()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    with open(os.path.join(d.state_dir, "sandboxes", f"{SANDBOX_ID}.state"), "w") as fh:
+        fh.write(f"version=1\nid={SANDBOX_ID}\nuser=ghost\npid={dead.pid}\nstart_time=1\n"
+                 f"home_image=\nrun_dir=\ncgroup_parent=labd-dn1\n")
+    with open(os.path.join(d.state_dir, "boxes", "ghost.json"), "w") as fh:
+        json.dump({"user": "ghost", "id": SANDBOX_ID, "purpose": "runtime"}, fh)
+    recorded = "ghost2-0123456789ab"
+    with open(os.path.join(d.state_dir, "boxes", "ghost2.json"), "w") as fh:
+        json.dump({"user": "ghost2", "id": recorded, "purpose": "runtime"}, fh)
+    base = next(b for b in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")
+                if os.path.isdir(os.path.join(b, "labd")))
+    parent = os.path.join(base, "labd-dn1")
+    made_parent = not os.path.isdir(parent)
+    cgroups = [os.path.join(parent, SANDBOX_ID), os.path.join(parent, recorded)]
+    os.makedirs(cgroups[0])
+    os.mkdir(cgroups[1])
+    try:
+        r = doctor(d)
+        text = "\n".join(ln for ln in report(r) if ln.startswith("LEFT"))
+        assert r.returncode == 1
+        for cg in cgroups:
+            assert f"cgroup {cg}" in text, r.stdout
+        r = doctor(d, "--fix")
+        assert r.returncode == 0 and "OK    leftovers: none" in r.stdout, r.stdout
+        assert not any(os.path.exists(cg) for cg in cgroups)
+    finally:
+        for cg in cgroups + ([parent] if made_parent else []):
+            if os.path.isdir(cg):
+                os.rmdir(cg)
