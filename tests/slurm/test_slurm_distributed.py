@@ -14,6 +14,7 @@ hosts' peer addresses (peer0 in each sandbox).
   still running, is stopped (its TERM handler's line reaches the log).
 """
 
+import glob
 import subprocess
 
 import pytest
@@ -28,7 +29,9 @@ PYTHON = "/usr/bin/python3"  # the host's, with python3-torch; the sandbox sees 
 GLOO = r"""
 import os, torch, torch.distributed as dist
 rank, world = int(os.environ["NODE_RANK"]), int(os.environ["NNODES"])
+print(f"rank {rank} joins {os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}", flush=True)
 dist.init_process_group("gloo", rank=rank, world_size=world)
+print(f"rank {rank} joined", flush=True)
 t = torch.tensor([rank + 1.0])
 dist.all_reduce(t)
 print(f"rank {rank} of {world}: sum {int(t.item())} via {os.environ['GLOO_SOCKET_IFNAME']}",
@@ -77,10 +80,33 @@ def job_log(u, jid):
     return r.body.decode()
 
 
+def node_logs(lab, jid):
+    """The job's log as each node wrote it (its own state dir)."""
+    out = ""
+    for short, n in lab.nodes.items():
+        for path in glob.glob(f"{n.dir}/**/joblogs/{jid}.log", recursive=True):
+            with open(path, errors="replace") as fh:
+                out += f"\n--- {short}: {path}\n{fh.read()[-2000:]}"
+    return out
+
+
+def peer_state(lab):
+    """peer0, the neighbours and the addresses as each node's sandboxes see them."""
+    out = ""
+    for short, n in lab.nodes.items():
+        for pid in sorted(n.sandbox_pids())[:1]:
+            for argv in (["ip", "-br", "addr"], ["ip", "neigh"], ["ip", "-s", "link", "show",
+                                                                  "peer0"]):
+                r = subprocess.run(["nsenter", "-t", str(pid), "-n", *argv],
+                                   capture_output=True, text=True)
+                out += f"\n--- {short} sandbox {pid}: {' '.join(argv)}\n{r.stdout}{r.stderr}"
+    return out
+
+
 def failure(lab, u, jid):
     return (f"job {jid}: {u.get(f'/api/v1/jobs/{jid}').json}\n--- its log\n"
             + u.get(f"/api/v1/jobs/{jid}/logs").body.decode(errors="replace")
-            + "\n--- head\n"
+            + node_logs(lab, jid) + peer_state(lab) + "\n--- head\n"
             + lab.head.log_tail(60) + "".join(f"\n--- {s}\n{n.log()[-3000:]}"
                                              for s, n in lab.nodes.items()))
 
