@@ -12,9 +12,14 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
+#include "backend/slurmhosts.h"
 #include "backend/slurmint.h"
 #include "backend/slurmshell.h"
+#include "labd/clock.h"
 #include "labd/log.h"
+#include "proto/jobhosts.h"
 
 struct holder *slurm_find(struct slurm *s, bool pool, int64_t id)
 {
@@ -30,6 +35,22 @@ struct known_node *slurm_known(struct slurm *s, const char *name)
 		if (!strcmp(s->known[i].info.name, name))
 			return &s->known[i];
 	return NULL;
+}
+
+int slurm_host_of(const struct holder *h, const char *node)
+{
+	for (int k = 0; h->hosts && k < h->instances; k++)
+		if (!strcmp(h->hosts[k].node, node))
+			return k;
+	return -1;
+}
+
+void slurm_node_data(struct slurm *s, const char *node, char *out, size_t outlen)
+{
+	struct known_node *k = slurm_known(s, node);
+
+	/* a node whose link is down would cost each pull the connect's wait */
+	snprintf(out, outlen, "%s", k && k->up ? k->info.data : "");
 }
 
 void slurm_poke(struct slurm *s)
@@ -137,52 +158,157 @@ static void on_ended(void *ctx, const char *node, const char *user, int64_t runt
 		s->ev.ended(s->ev.ctx, user, runtime_id, cause, failed, reason);
 }
 
+/* A pool is ready when its sandbox is: on several hosts, when every host's is. */
 static void on_pool_ready(void *ctx, const char *node, const char *user, int64_t pool_id)
 {
 	struct slurm *s = ctx;
+	bool pass = true;
 
-	(void)node;
 	pthread_mutex_lock(&s->lock);
 	struct holder *h = slurm_find(s, true, pool_id);
-	if (h) {
+	if (h && h->hosts) {
+		int k = slurm_host_of(h, node);
+		if (k >= 0)
+			h->hosts[k].ready = true;
+		for (int i = 0; i < h->instances; i++)
+			pass = pass && h->hosts[i].ready;
+		pass = pass && !h->ready; /* once */
+	}
+	if (h && pass) {
 		h->ready = true;
 		h->phase = H_ON_NODE;
 	}
 	pthread_mutex_unlock(&s->lock);
-	if (s->ev.pool_ready)
+	if (pass && s->ev.pool_ready)
 		s->ev.pool_ready(s->ev.ctx, user, pool_id);
 }
 
+/* On several hosts the first sandbox's end is the pool's: the poll thread stops the
+ * others (finish_one), and theirs are not passed on. */
 static void on_pool_ended(void *ctx, const char *node, const char *user, int64_t pool_id,
 			  const char *cause, bool failed, const char *reason)
 {
 	struct slurm *s = ctx;
 
-	(void)node;
+	pthread_mutex_lock(&s->lock);
+	struct holder *h = slurm_find(s, true, pool_id);
+	int k = h ? slurm_host_of(h, node) : -1;
+	if (k >= 0)
+		h->hosts[k].ended = true;
+	pthread_mutex_unlock(&s->lock);
 	if (node_ended(s, true, pool_id) && s->ev.pool_ended)
 		s->ev.pool_ended(s->ev.ctx, user, pool_id, cause, failed, reason);
 }
 
-static void set_running_job(struct slurm *s, int64_t pool_id, int64_t was, int64_t job_id);
+/* Whether a job's phase or sample from node is the job's: on several hosts only
+ * algo-1's are (its metrics and phases stand for the job). */
+static bool from_first_host(struct slurm *s, const char *node, int64_t pool_id)
+{
+	bool first = true;
 
-/* A job's events: passed on as they are (one host per job). */
+	pthread_mutex_lock(&s->lock);
+	struct holder *h = slurm_find(s, true, pool_id);
+	if (h && h->hosts)
+		first = !strcmp(h->hosts[0].node, node);
+	pthread_mutex_unlock(&s->lock);
+	return first;
+}
+
 static void on_job_phase(void *ctx, const char *node, const char *user, int64_t pool_id,
 			 int64_t job_id, const char *phase, int64_t at_ms)
 {
 	struct slurm *s = ctx;
 
-	(void)node;
-	if (s->ev.job_phase)
+	if (from_first_host(s, node, pool_id) && s->ev.job_phase)
 		s->ev.job_phase(s->ev.ctx, user, pool_id, job_id, phase, at_ms);
 }
 
-/* The job's log is whole on the head before the web marks the job ended. */
+static void keep_exit(struct holder_exit *e, const struct backend_job_exit *x)
+{
+	snprintf(e->kind, sizeof(e->kind), "%s", x->kind ? x->kind : "exited");
+	e->code = x->code;
+	e->signal = x->signal;
+	e->at_ms = x->at_ms;
+	snprintf(e->reason, sizeof(e->reason), "%s", x->reason ? x->reason : "");
+	snprintf(e->failure, sizeof(e->failure), "%s", x->failure ? x->failure : "");
+	e->home_full = x->home_full;
+}
+
+/* One host's end of the job of a pool on several hosts (under the lock): what to pass
+ * on into *out. The first failure at once (the others are stopped with the job's
+ * grace); when every host exited 0, algo-1's exit. false: nothing (yet). */
+static bool host_exited(struct holder *h, int k, const struct backend_job_exit *x,
+			struct holder_exit *out)
+{
+	bool ok = x->kind && !strcmp(x->kind, "exited") && x->code == 0, all = true;
+
+	h->hosts[k].exited = true;
+	if (k == 0) {
+		keep_exit(&h->exit, x);
+		h->have_exit = true;
+	}
+	if (h->exit_passed)
+		return false;
+	if (!ok) {
+		keep_exit(out, x);
+		h->exit_passed = h->stop_others = true;
+		return true;
+	}
+	for (int i = 0; i < h->instances; i++)
+		all = all && h->hosts[i].exited;
+	if (!all || !h->have_exit)
+		return false;
+	*out = h->exit;
+	h->exit_passed = true;
+	return true;
+}
+
+/* A job's end: its log's last bytes are pulled from the node first, so the log is
+ * whole when the web reads it as ended. */
 static void on_job_exited(void *ctx, const char *node, const char *user, int64_t pool_id,
 			  int64_t job_id, const struct backend_job_exit *x)
 {
 	struct slurm *s = ctx;
+	char data[128] = "";
+	struct holder_exit e;
+	bool several = false, pass = true;
+	int k = 0, n = 1;
 
-	slurm_pull_log(s, node, pool_id, job_id, true);
+	pthread_mutex_lock(&s->lock);
+	struct holder *h = slurm_find(s, true, pool_id);
+	slurm_node_data(s, node, data, sizeof(data));
+	if (h && h->hosts) {
+		several = true;
+		n = h->instances;
+		k = slurm_host_of(h, node);
+		if (h->run_job == 0)
+			h->run_job = job_id; /* adopted after a restart */
+		pass = k >= 0 && h->run_job == job_id && !h->hosts[k].exited;
+	} else if (h && h->run_job == job_id) {
+		h->run_job = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (!pass) /* a host not of the pool's, or an end already counted */
+		return;
+	int rc = data[0] && s->logs ? slurmlogs_pull(s->logs, data, job_id, k + 1, n, true) : 0;
+	if (rc < 0)
+		log_warn("job %lld's log: its rest could not be taken from node %s: %s",
+			 (long long)job_id, node, strerror(-rc));
+	if (several) {
+		pthread_mutex_lock(&s->lock);
+		h = slurm_find(s, true, pool_id);
+		pass = h && h->hosts && h->run_job == job_id && host_exited(h, k, x, &e);
+		pthread_mutex_unlock(&s->lock);
+		if (!pass)
+			return;
+		slurm_poke(s); /* the other hosts' jobs are stopped on the poll thread */
+		struct backend_job_exit out = {.kind = e.kind, .code = e.code, .signal = e.signal,
+					       .at_ms = e.at_ms, .reason = e.reason,
+					       .failure = e.failure, .home_full = e.home_full};
+		if (s->ev.job_exited)
+			s->ev.job_exited(s->ev.ctx, user, pool_id, job_id, &out);
+		return;
+	}
 	if (s->ev.job_exited)
 		s->ev.job_exited(s->ev.ctx, user, pool_id, job_id, x);
 }
@@ -192,10 +318,13 @@ static void on_job_sample(void *ctx, const char *node, const char *user, int64_t
 {
 	struct slurm *s = ctx;
 
-	(void)node;
 	/* a job that runs since before a web restart: its log is pulled from now on */
-	set_running_job(s, pool_id, 0, job_id);
-	if (s->ev.job_sample)
+	pthread_mutex_lock(&s->lock);
+	struct holder *h = slurm_find(s, true, pool_id);
+	if (h && !h->run_job)
+		h->run_job = job_id;
+	pthread_mutex_unlock(&s->lock);
+	if (from_first_host(s, node, pool_id) && s->ev.job_sample)
 		s->ev.job_sample(s->ev.ctx, user, pool_id, job_id, sample);
 }
 
@@ -312,13 +441,46 @@ static int stop_anywhere(struct slurm *s, bool pool, const char *user, int64_t i
 	return rc;
 }
 
+/* The nodes a started holder runs on (under the lock): its node, or each host's whose
+ * sandbox did not end. How many into names. */
+static int holder_nodes(const struct holder *h, char names[][LINK_NAME_MAX + 1])
+{
+	int n = 0;
+
+	if (!h->hosts) {
+		snprintf(names[0], LINK_NAME_MAX + 1, "%s", h->node);
+		return 1;
+	}
+	for (int k = 0; k < h->instances; k++)
+		if (!h->hosts[k].ended)
+			snprintf(names[n++], LINK_NAME_MAX + 1, "%s", h->hosts[k].node);
+	return n;
+}
+
+/* Under the lock: whether a pool stop waits. After one host of a job on several
+ * failed, the others' commands are being stopped with the job's grace; a pool stop
+ * (the web lets the pool go once the job is over) would end them without it, so the
+ * poll thread stops the pool once they ended or the grace passed (finish_one). */
+static bool grace_first(struct holder *h)
+{
+	bool running = false;
+
+	for (int k = 0; h->hosts && k < h->instances; k++)
+		running = running || (!h->hosts[k].exited && !h->hosts[k].ended);
+	if (!h->pool || !h->hosts || !h->exit_passed || !running)
+		return false;
+	if (!h->stop_wait_until_ms)
+		h->stop_wait_until_ms = clock_ms() + (h->run_grace_s + 5) * 1000;
+	return true;
+}
+
 static int stop_holder(struct slurm *s, bool pool, const char *user, int64_t id,
 		       const char *reason)
 {
 	struct holder *h;
-	char node[LINK_NAME_MAX + 1] = "";
+	char nodes[JOBHOSTS_MAX][LINK_NAME_MAX + 1];
 	int64_t found_id = id;
-	bool on_node = false;
+	int n_nodes = 0, lost = 0;
 
 	pthread_mutex_lock(&s->lock);
 	for (h = s->holders; h; h = h->next)
@@ -327,27 +489,28 @@ static int stop_holder(struct slurm *s, bool pool, const char *user, int64_t id,
 	if (h) {
 		h->stop_asked = true;
 		snprintf(h->stop_reason, sizeof(h->stop_reason), "%s", reason);
-		on_node = h->phase == H_ON_NODE;
-		snprintf(node, sizeof(node), "%s", h->node);
+		if (h->phase == H_ON_NODE && !grace_first(h))
+			n_nodes = holder_nodes(h, nodes);
 		found_id = h->id;
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (!h)
 		return stop_anywhere(s, pool, user, id, reason);
-	if (on_node) {
-		struct node *nd = nodes_hold(s->nodes, node, NULL);
+	for (int i = 0; i < n_nodes; i++) {
+		struct node *nd = nodes_hold(s->nodes, nodes[i], NULL);
 		int rc = -ENOTCONN;
 		if (nd) {
 			rc = pool ? backend_pool_stop(nodes_backend(nd), user, found_id, reason)
 				  : backend_stop(nodes_backend(nd), user, found_id, reason);
 			nodes_release(nd);
 		}
-		if (rc == -ENOENT) {
-			pthread_mutex_lock(&s->lock);
-			if ((h = slurm_find(s, pool, found_id)))
-				h->node_lost = true;
-			pthread_mutex_unlock(&s->lock);
-		}
+		lost += rc == -ENOENT;
+	}
+	if (n_nodes > 0 && lost == n_nodes) {
+		pthread_mutex_lock(&s->lock);
+		if ((h = slurm_find(s, pool, found_id)))
+			h->node_lost = true;
+		pthread_mutex_unlock(&s->lock);
 	}
 	slurm_poke(s);
 	return 0;
@@ -413,6 +576,25 @@ static void holder_entry(const struct holder *h, struct backend_sandbox *e)
 		 h->phase == H_ON_NODE && h->ready ? "running" : "starting");
 }
 
+/* A pool on several hosts is one sandbox to the web: algo-1's stands for it (the
+ * others' ends show as the pool's through on_pool_ended). Drops from l[0..n) the
+ * entries of such pools that node is not algo-1 of; how many are left. */
+static size_t only_first_hosts(struct slurm *s, const char *node, struct backend_sandbox *l,
+			       size_t n)
+{
+	size_t kept = 0;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct holder *h = l[i].pool_id ? slurm_find(s, true, l[i].pool_id) : NULL;
+		if (h && h->hosts && strcmp(h->hosts[0].node, node))
+			continue;
+		l[kept++] = l[i];
+	}
+	pthread_mutex_unlock(&s->lock);
+	return kept;
+}
+
 static int slurm_list(struct backend *b, struct backend_sandbox **out, size_t *n)
 {
 	struct slurm *s = (struct slurm *)b;
@@ -430,9 +612,11 @@ static int slurm_list(struct backend *b, struct backend_sandbox **out, size_t *n
 		return -EAGAIN;
 	k = nodes_hold_all(s->nodes, all, SLURM_NODES_MAX);
 	for (size_t i = 0; i < k; i++) {
+		size_t before = *n;
 		/* a node that does not answer is as one whose link is down */
 		if (append_node(all[i], out, n, &cap) == 0)
 			snprintf(up[n_up++], sizeof(up[0]), "%s", nodes_name(all[i]));
+		*n = before + only_first_hosts(s, nodes_name(all[i]), *out + before, *n - before);
 		nodes_release(all[i]);
 	}
 	pthread_mutex_lock(&s->lock);
@@ -457,77 +641,120 @@ static int slurm_list(struct backend *b, struct backend_sandbox **out, size_t *n
 	return 0;
 }
 
-/* ---- jobs in a pool: to the node holding it ---- */
+/* ---- jobs in a pool: to the node holding it, or to each of its hosts ---- */
 
-static struct node *pool_node(struct slurm *s, int64_t pool_id)
+/* The nodes of a started pool into names (algo-1 first), its job now set to job_id
+ * (0: left as it is) with grace_s. How many; 0 when it runs on no node. */
+static int pool_nodes(struct slurm *s, int64_t pool_id, int64_t job_id, int64_t grace_s,
+		      char names[][LINK_NAME_MAX + 1], char (*addr0)[SLURMADDRS_TEXT_MAX])
 {
-	char node[LINK_NAME_MAX + 1] = "";
+	int n = 0;
 
 	pthread_mutex_lock(&s->lock);
 	struct holder *h = slurm_find(s, true, pool_id);
-	if (h && h->phase == H_ON_NODE)
-		snprintf(node, sizeof(node), "%s", h->node);
+	if (h && h->phase == H_ON_NODE && h->hosts) {
+		for (n = 0; n < h->instances; n++)
+			snprintf(names[n], LINK_NAME_MAX + 1, "%s", h->hosts[n].node);
+		snprintf(*addr0, SLURMADDRS_TEXT_MAX, "%s", h->hosts[0].addr);
+	} else if (h && h->phase == H_ON_NODE) {
+		snprintf(names[n++], LINK_NAME_MAX + 1, "%s", h->node);
+	}
+	if (n && job_id) {
+		h->run_job = job_id;
+		h->run_grace_s = grace_s;
+		h->exit_passed = h->stop_others = h->have_exit = false;
+		for (int k = 0; h->hosts && k < h->instances; k++)
+			h->hosts[k].exited = false;
+	}
 	pthread_mutex_unlock(&s->lock);
-	return node[0] ? nodes_hold(s->nodes, node, NULL) : NULL;
+	return n;
 }
 
-/* The pool's running job becomes job_id when it was was (0: whatever it was). */
-static void set_running_job(struct slurm *s, int64_t pool_id, int64_t was, int64_t job_id)
+/* The job's grace_s from its spec (the supervisor's default when absent). */
+static int64_t spec_grace(const char *spec_json)
 {
-	pthread_mutex_lock(&s->lock);
-	struct holder *h = slurm_find(s, true, pool_id);
-	if (h && (was == 0 || h->running_job == was))
-		h->running_job = job_id;
-	pthread_mutex_unlock(&s->lock);
+	json_t *root = json_loads(spec_json, 0, NULL);
+	json_t *g = json_object_get(root, "grace_s");
+	int64_t grace = json_is_integer(g) ? (int64_t)json_integer_value(g) : 30;
+
+	json_decref(root);
+	return grace;
 }
 
-void slurm_pull_log(struct slurm *s, const char *node, int64_t pool_id, int64_t job_id,
-		    bool final)
+/* job_run to one node: host k (0-based) of n, or the spec as it is for one host. */
+static int run_on(struct slurm *s, const char *node, const char *user, int64_t pool_id,
+		  int64_t job_id, const char *spec_json, int k, int n, const char *addr0,
+		  char *err, size_t errlen)
 {
-	char data[sizeof(((struct node_info *)0)->data)] = "";
+	struct node *nd = nodes_hold(s->nodes, node, NULL);
+	char *spec = NULL;
+	int rc;
 
-	pthread_mutex_lock(&s->lock);
-	struct known_node *k = slurm_known(s, node);
-	if (k && k->up) /* a node whose link is down would cost each pass the connect's wait */
-		snprintf(data, sizeof(data), "%s", k->info.data);
-	pthread_mutex_unlock(&s->lock);
-	int rc = data[0] ? slurmlogs_pull(s->logs, data, job_id, 1, 1, final) : 0;
-	if (rc < 0 && final)
-		log_warn("job %lld's log: its rest could not be taken from node %s: %s",
-			 (long long)job_id, node, strerror(-rc));
-	if (final)
-		set_running_job(s, pool_id, job_id, 0);
+	if (!nd) {
+		snprintf(err, errlen, "pool %lld: node %s is not connected", (long long)pool_id,
+			 node);
+		return -ENOENT;
+	}
+	rc = n > 1 ? slurmhosts_spec(spec_json, k + 1, n, addr0, SLURM_MASTER_PORT, &spec) : 0;
+	if (rc < 0)
+		snprintf(err, errlen, "the job spec is not a JSON object");
+	else
+		rc = backend_job_run(nodes_backend(nd), user, pool_id, job_id,
+				     spec ? spec : spec_json, err, errlen);
+	free(spec);
+	nodes_release(nd);
+	return rc;
 }
 
 static int slurm_job_run(struct backend *b, const char *user, int64_t pool_id, int64_t job_id,
 			 const char *spec_json, char *err, size_t errlen)
 {
-	struct node *nd = pool_node((struct slurm *)b, pool_id);
-	int rc;
+	struct slurm *s = (struct slurm *)b;
+	char names[JOBHOSTS_MAX][LINK_NAME_MAX + 1], addr0[SLURMADDRS_TEXT_MAX] = "";
+	int n = pool_nodes(s, pool_id, job_id, spec_grace(spec_json), names, &addr0), k, rc = 0;
 
-	if (!nd) {
+	if (n == 0) {
 		snprintf(err, errlen, "pool %lld runs on no connected node", (long long)pool_id);
 		return -ENOENT;
 	}
-	/* before the run: its exit may come before the call returns */
-	set_running_job((struct slurm *)b, pool_id, 0, job_id);
-	rc = backend_job_run(nodes_backend(nd), user, pool_id, job_id, spec_json, err, errlen);
-	nodes_release(nd);
-	if (rc < 0)
-		set_running_job((struct slurm *)b, pool_id, job_id, 0);
+	for (k = 0; k < n && rc == 0; k++)
+		rc = run_on(s, names[k], user, pool_id, job_id, spec_json, k, n, addr0, err,
+			    errlen);
+	if (rc == 0)
+		return 0;
+	/* not taken everywhere: not run at all (the hosts that took it are stopped, and
+	 * their ends are not the job's) */
+	pthread_mutex_lock(&s->lock);
+	struct holder *h = slurm_find(s, true, pool_id);
+	if (h && h->run_job == job_id)
+		h->run_job = 0;
+	pthread_mutex_unlock(&s->lock);
+	for (int i = 0; i < k - 1; i++) {
+		struct node *nd = nodes_hold(s->nodes, names[i], NULL);
+		if (nd) {
+			backend_job_stop(nodes_backend(nd), user, pool_id, job_id, 0);
+			nodes_release(nd);
+		}
+	}
 	return rc;
 }
 
 static int slurm_job_stop(struct backend *b, const char *user, int64_t pool_id, int64_t job_id,
 			  int64_t grace_s)
 {
-	struct node *nd = pool_node((struct slurm *)b, pool_id);
-	int rc;
+	struct slurm *s = (struct slurm *)b;
+	char names[JOBHOSTS_MAX][LINK_NAME_MAX + 1], addr0[SLURMADDRS_TEXT_MAX];
+	int n = pool_nodes(s, pool_id, 0, 0, names, &addr0), rc = -ENOENT;
 
-	if (!nd)
-		return -ENOENT;
-	rc = backend_job_stop(nodes_backend(nd), user, pool_id, job_id, grace_s);
-	nodes_release(nd);
+	for (int k = 0; k < n; k++) {
+		struct node *nd = nodes_hold(s->nodes, names[k], NULL);
+		int r = nd ? backend_job_stop(nodes_backend(nd), user, pool_id, job_id, grace_s)
+			   : -ENOENT;
+		if (nd)
+			nodes_release(nd);
+		if (r == 0 || rc == -ENOENT)
+			rc = r;
+	}
 	return rc;
 }
 
@@ -542,7 +769,6 @@ static int slurm_job_logs_remove(struct backend *b, const int64_t *job_ids, size
 
 	for (size_t i = 0; i < n; i++) /* the head's copies */
 		slurmlogs_forget(s->logs, job_ids[i]);
-
 	for (size_t i = 0; i < k; i++) {
 		int r = backend_job_logs_remove(nodes_backend(all[i]), job_ids, n);
 		if (r < 0)
@@ -647,12 +873,13 @@ static void slurm_free(struct backend *b)
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->poller, NULL);
 	nodes_free(s->nodes); /* its events end before the holders go */
-	slurmlogs_free(s->logs);
 	while (s->holders) {
 		struct holder *h = s->holders;
 		s->holders = h->next;
+		free(h->hosts);
 		free(h);
 	}
+	slurmlogs_free(s->logs);
 	pthread_cond_destroy(&s->wake);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -746,6 +973,9 @@ struct backend *backend_slurm_new(const struct labd_config *cfg, const struct ba
 	s->ev = *ev;
 	s->tools = (struct slurm_tools){cfg->slurm_sbatch, cfg->slurm_squeue, cfg->slurm_scontrol,
 					cfg->slurm_scancel, (int)(cfg->slurm_timeout_s * 1000)};
+	if (slurmaddrs_init(&s->addrs, cfg->slurm_job_addresses) < 0)
+		log_error("[slurm] job_addresses %s is not a network: no job runs on several nodes",
+			  cfg->slurm_job_addresses);
 	pthread_mutex_init(&s->lock, NULL);
 	init_wake(&s->wake);
 	s->poked = true; /* the first pass at once: jobs of a previous process are adopted */
@@ -759,7 +989,7 @@ struct backend *backend_slurm_new(const struct labd_config *cfg, const struct ba
 	s->nodes = secret.len >= LINK_SECRET_MIN ? nodes_new(cfg->slurm_listen, &secret, &hooks)
 						 : NULL;
 	link_secret_clear(&secret);
-	if (!s->logs || !s->nodes || pthread_create(&s->poller, NULL, slurm_poll_loop, s) != 0) {
+	if (!s->nodes || !s->logs || pthread_create(&s->poller, NULL, slurm_poll_loop, s) != 0) {
 		if (!s->nodes)
 			log_error("the Slurm backend cannot listen for nodes (%s; a secret of %zu "
 				  "bytes)", cfg->slurm_listen, cfg->link_secret_len);

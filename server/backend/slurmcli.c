@@ -158,15 +158,22 @@ void slurmcli_submit_argv(const char *sbatch, const struct slurm_submit *s, cons
 			  char *store)
 {
 	size_t used = 0, a = 0;
-	char name[40];
+	char name[40], comment[SLURM_USER_MAX + 24];
 	/* Slurm's --time is in whole minutes; the sleep ends the job on labd's clock */
 	long long minutes = (s->seconds + 59) / 60;
 
 	slurmcli_name(s->pool, s->id, name, sizeof(name));
+	/* the user's name, and the hosts' peer addresses that a restarted head takes back */
+	if (s->peer_n)
+		snprintf(comment, sizeof(comment), "%s:%u.%u.%u.%u:%u", s->user, s->peer_first >> 24,
+			 (s->peer_first >> 16) & 255, (s->peer_first >> 8) & 255,
+			 s->peer_first & 255, s->peer_n);
+	else
+		snprintf(comment, sizeof(comment), "%s", s->user);
 	argv[a++] = sbatch;
 	argv[a++] = "--parsable";
 	argv[a++] = keep(store, &used, "--job-name=", name);
-	argv[a++] = keep(store, &used, "--comment=", s->user);
+	argv[a++] = keep(store, &used, "--comment=", comment);
 	argv[a++] = keep_num(store, &used, "--mem=", s->memory_mb, "M");
 	argv[a++] = keep_num(store, &used, "--cpus-per-task=", s->cpus, "");
 	if (s->gpus)

@@ -17,11 +17,13 @@
 #define SLURM_REASON_MAX 64
 #define SLURM_HOST_MAX 64
 #define SLURM_USER_MAX 33
+#define SLURM_NODELIST_MAX 256 /* an allocation's node list as Slurm prints it ("n[1-3]") */
 #define SLURM_TEXT_MAX 160 /* a cause's reason or a pending text */
 #define SLURM_JOB_GPUS_MAX 16
 /* the squeue format the parser reads: id, name, state, reason, batch host, start
- * (expected start while pending), comment (the user's name) */
-#define SLURM_SQUEUE_FORMAT "%i|%j|%T|%r|%B|%S|%k"
+ * (expected start while pending), comment (the user's name, and for a job on several
+ * nodes its hosts' peer addresses: "<user>:<first address>:<count>"), node list */
+#define SLURM_SQUEUE_FORMAT "%i|%j|%T|%r|%B|%S|%k|%N"
 
 /* Where the tools are and how long one call may take. */
 struct slurm_tools {
@@ -46,6 +48,9 @@ struct slurm_job {
 	char state[SLURM_STATE_MAX];
 	char reason[SLURM_REASON_MAX];
 	char host[SLURM_HOST_MAX]; /* the batch host, "" until it runs */
+	char nodes[SLURM_NODELIST_MAX]; /* the allocation's node list, "" until it runs */
+	uint32_t peer_first;       /* from the comment: the hosts' first peer address */
+	unsigned peer_n;           /* (host order) and their count; 0 for one host */
 	int64_t start_at;          /* epoch s: start, or Slurm's estimate while pending; 0 */
 };
 
@@ -107,6 +112,8 @@ struct slurm_submit {
 	int64_t seconds;     /* the job sleeps this long (to labd's deadline + grace) */
 	const char *partition; /* "" or NULL: Slurm's default */
 	unsigned nodes;        /* 0 or 1: one node; N: N nodes, one task on each */
+	uint32_t peer_first;   /* N nodes: the hosts' peer addresses (host order), */
+	unsigned peer_n;       /* named in the comment; 0: none */
 };
 
 /* The argv of the submission into argv (at least SLURMCLI_SUBMIT_ARGS slots; texts in

@@ -15,13 +15,39 @@
 
 #include "backend/backend.h"
 #include "backend/nodes.h"
+#include "backend/slurmaddrs.h"
 #include "backend/slurmcli.h"
 #include "backend/slurmlogs.h"
 #include "config/config.h"
+#include "proto/jobhosts.h"
 
 #define SLURM_TOKEN_MAX 128
 #define SLURM_IMAGE_MAX 64
 #define SLURM_NODES_MAX 256
+
+/* The rendezvous port on algo-1's peer address (MASTER_PORT): each host's sandbox
+ * has a network namespace and an address of its own, so one fixed port is free. */
+#define SLURM_MASTER_PORT 29500
+
+/* One host of a pool of a job on several nodes (docs/slurm.md "Jobs on several
+ * nodes"): hosts[0] is algo-1. */
+struct holder_host {
+	char node[LINK_NAME_MAX + 1];
+	char addr[SLURMADDRS_TEXT_MAX]; /* its peer address */
+	bool ready;                     /* its node said pool_ready */
+	bool ended;                     /* its sandbox ended (pool_ended) */
+	bool exited;                    /* the running job's command ended there */
+};
+
+/* algo-1's job_exited, kept until every host's command ended with 0. */
+struct holder_exit {
+	char kind[16];
+	int code, signal;
+	int64_t at_ms;
+	char reason[BACKEND_REASON_MAX];
+	char failure[1100];
+	bool home_full;
+};
 
 enum holder_phase {
 	H_SUBMIT,  /* to be submitted (or a submit whose answer was lost: found by name) */
@@ -58,7 +84,20 @@ struct holder {
 	char sstate[SLURM_STATE_MAX], sreason[SLURM_REASON_MAX];
 	int64_t start_at;
 	int64_t placed_at; /* epoch s when its node took the start, 0 before */
-	int64_t running_job; /* a pool's job that runs (its log is pulled), 0 when none */
+	/* a pool's job now (job_run), whose log the poll thread pulls; 0: none */
+	int64_t run_job;
+	/* ---- a pool of a job on several hosts (instances > 1) ---- */
+	uint32_t peer_first; /* its hosts' peer addresses, a run of instances (host order); */
+	unsigned peer_n;     /* 0 until taken */
+	char nodelist[SLURM_NODELIST_MAX]; /* the allocation's NodeList */
+	struct holder_host *hosts;         /* instances of them once started; else NULL */
+	int64_t run_grace_s;               /* the running job's grace_s */
+	bool exit_passed;                  /* the running job's job_exited went to the web */
+	bool stop_others;                  /* its job is to be stopped where it still runs */
+	/* a pool stop that waits for those hosts' jobs to end (their grace), until then */
+	long long stop_wait_until_ms;
+	bool have_exit;                    /* exit holds algo-1's */
+	struct holder_exit exit;
 };
 
 /* A node as its last hello described it (kept after its link ends). */
@@ -78,7 +117,6 @@ struct slurm {
 	bool poked, stopping;
 	pthread_t poller;
 	struct holder *holders;
-	struct slurmlogs *logs; /* the jobs' logs pulled from their nodes */
 	struct known_node known[SLURM_NODES_MAX];
 	size_t n_known;
 	/* jobs labd cancelled lately: squeue may show them running a moment longer,
@@ -88,6 +126,8 @@ struct slurm {
 	/* a squeue answer was applied since this process started: until then the
 	 * holders of a previous process are not adopted yet and the list is not told */
 	bool queue_seen;
+	struct slurmaddrs addrs; /* [slurm] job_addresses (under lock) */
+	struct slurmlogs *logs;  /* the jobs' logs pulled to the head */
 };
 
 /* Under s->lock: the holder of (pool, id), NULL when none. */
@@ -100,11 +140,11 @@ void slurm_poke(struct slurm *s);
 void slurm_pass_end(struct slurm *s, const struct holder *h, const char *cause, bool failed,
 		    const char *reason);
 
-/* Pulls what is new of job_id's log from node (final: the whole rest, then forgets its
- * offset and the pool's running job); nothing when the node was never seen. No lock
- * held. */
-void slurm_pull_log(struct slurm *s, const char *node, int64_t pool_id, int64_t job_id,
-		    bool final);
+/* Under s->lock: the index of node among h's hosts, -1 when none. */
+int slurm_host_of(const struct holder *h, const char *node);
+/* Under s->lock: the node's data port ("HOST:PORT") into out, "" when unknown or its
+ * link is down. */
+void slurm_node_data(struct slurm *s, const char *node, char *out, size_t outlen);
 
 /* The poll thread (slurmpoll.c). */
 void *slurm_poll_loop(void *arg);

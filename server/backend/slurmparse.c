@@ -2,6 +2,7 @@
  * (22.05, research notes §2), read into labd's terms. No I/O here. */
 #include "backend/slurmcli.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +11,7 @@
 
 #define NAME_RT "labd-rt-"
 #define NAME_POOL "labd-pool-"
-#define SQUEUE_FIELDS 7
+#define SQUEUE_FIELDS 8
 
 /* A decimal id >= 1 that fills text: no sign, no leading zero, no overflow. */
 static int parse_id(const char *text, int64_t *id)
@@ -74,15 +75,52 @@ static int copy_host(const char *field, char *out, size_t outlen)
 	return copy_field(field, out, outlen);
 }
 
-/* The user's name from the comment; Slurm prints "(null)" for none. */
-static int copy_user(const char *field, char *out, size_t outlen)
+/* The peer addresses of the comment's tail, "<first address>:<count>". */
+static int parse_peers(const char *text, struct slurm_job *out)
 {
-	if (!strcmp(field, "(null)") || !strcmp(field, "N/A"))
-		field = "";
+	char addr[16];
+	const char *colon = strchr(text, ':');
+	struct in_addr in;
+	char *end;
+	long n;
+
+	if (!colon || (size_t)(colon - text) >= sizeof(addr))
+		return -EINVAL;
+	memcpy(addr, text, (size_t)(colon - text));
+	addr[colon - text] = '\0';
+	errno = 0;
+	n = strtol(colon + 1, &end, 10);
+	if (inet_pton(AF_INET, addr, &in) != 1 || errno || *end || colon[1] < '1' ||
+	    colon[1] > '9' || n > 64)
+		return -EINVAL;
+	out->peer_first = ntohl(in.s_addr);
+	out->peer_n = (unsigned)n;
+	return 0;
+}
+
+/* The user's part: labd's user names only. */
+static int copy_user_name(const char *field, char *out, size_t outlen)
+{
 	for (const char *p = field; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || strchr("._-", *p)))
 			return -EINVAL;
 	return copy_field(field, out, outlen);
+}
+
+/* The comment: the user's name, and for a job on several nodes the peer addresses
+ * after it (field is changed); Slurm prints "(null)" for none. */
+static int copy_comment(char *field, struct slurm_job *out)
+{
+	char *colon = strchr(field, ':');
+
+	if (!strcmp(field, "(null)") || !strcmp(field, "N/A"))
+		field[0] = '\0';
+	if (colon) {
+		*colon = '\0';
+		if (parse_peers(colon + 1, out) < 0)
+			return -EINVAL;
+	}
+	return copy_user_name(field, out->user, sizeof(out->user));
 }
 
 /* Splits line at '|' into exactly n fields (line is changed). */
@@ -122,7 +160,7 @@ int slurmcli_parse_squeue_line(const char *line, struct slurm_job *out)
 	    copy_cut(f[3], out->reason, sizeof(out->reason)) < 0 ||
 	    copy_host(f[4], out->host, sizeof(out->host)) < 0 ||
 	    slurmcli_parse_time(f[5], &out->start_at) < 0 ||
-	    copy_user(f[6], out->user, sizeof(out->user)) < 0)
+	    copy_comment(f[6], out) < 0 || copy_host(f[7], out->nodes, sizeof(out->nodes)) < 0)
 		return -EINVAL;
 	return 0;
 }

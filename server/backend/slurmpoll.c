@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/slurmhosts.h"
 #include "backend/slurmint.h"
 #include "labd/clock.h"
 #include "labd/log.h"
@@ -35,7 +36,10 @@ static void remove_holder(struct slurm *s, struct holder *h)
 			*pp = h->next;
 			break;
 		}
+	if (h->peer_n)
+		slurmaddrs_release(&s->addrs, h->id);
 	pthread_mutex_unlock(&s->lock);
+	free(h->hosts);
 	free(h);
 }
 
@@ -74,9 +78,33 @@ static void fill_submit(const struct slurm *s, const struct holder *h, struct sl
 		.seconds = (left > 0 ? left : 0) + cfg->slurm_time_grace_s,
 		.partition = cfg->slurm_partition,
 		.nodes = h->instances > 1 ? (unsigned)h->instances : 1,
+		.peer_first = h->peer_first, .peer_n = h->peer_n,
 	};
 	if (sub->seconds < 60)
 		sub->seconds = 60;
+}
+
+/* Under the lock: the peer addresses of a pool on several hosts, taken before its
+ * submit (the Slurm job's comment names them). Not before one squeue was read, so
+ * adopted pools have taken theirs back; none free: it waits. true when taken. */
+static bool take_addresses(struct slurm *s, struct holder *h, int *rc)
+{
+	uint32_t first;
+
+	if (!s->queue_seen)
+		return false;
+	*rc = slurmaddrs_take(&s->addrs, h->id, (unsigned)h->instances, &first);
+	if (*rc == -ENOSPC && !h->node_wait_ms) {
+		h->node_wait_ms = clock_ms(); /* said once */
+		log_warn("pool %lld waits for %d free addresses of [slurm] job_addresses",
+			 (long long)h->id, h->instances);
+	}
+	if (*rc < 0)
+		return false;
+	h->peer_first = first;
+	h->peer_n = (unsigned)h->instances;
+	h->node_wait_ms = 0;
+	return true;
 }
 
 static void submit_one(struct slurm *s, struct holder *h)
@@ -84,12 +112,20 @@ static void submit_one(struct slurm *s, struct holder *h)
 	struct slurm_submit sub;
 	char err[SLURM_TEXT_MAX], reason[SLURM_TEXT_MAX + 40];
 	int64_t job_id = 0;
-	int rc;
+	int rc = 0;
 
 	pthread_mutex_lock(&s->lock);
 	bool due = h->phase == H_SUBMIT && !h->submit_lost && !h->stop_asked && !h->end_passed;
+	if (due && h->instances > 1 && !h->peer_n)
+		due = take_addresses(s, h, &rc);
+	if (rc == -EINVAL)
+		h->end_passed = true; /* before any submit: no Slurm job to cancel */
 	fill_submit(s, h, &sub);
 	pthread_mutex_unlock(&s->lock);
+	if (rc == -EINVAL)
+		slurm_pass_end(s, h, "start_failed", true,
+			       "could not start: [slurm] job_addresses has no run of that many "
+			       "addresses for a job on several nodes");
 	if (!due)
 		return;
 	rc = slurmcli_submit(&s->tools, &sub, &job_id, err, sizeof(err));
@@ -157,8 +193,40 @@ static void match_one(struct holder *h, const struct slurm_job *j)
 	h->start_at = j->start_at;
 	if (j->host[0] && !h->node[0])
 		snprintf(h->node, sizeof(h->node), "%s", j->host);
+	if (j->nodes[0] && !h->nodelist[0])
+		snprintf(h->nodelist, sizeof(h->nodelist), "%s", j->nodes);
 	if (slurmcli_phase(j->state) == SLURM_PHASE_ENDED)
 		h->slurm_ended = true;
+}
+
+/* Under the lock: the hosts of an adopted pool on several nodes, from its node list,
+ * and their peer addresses (the job's comment) taken back. */
+static void adopt_hosts(struct slurm *s, struct holder *h, const struct slurm_job *j)
+{
+	char names[JOBHOSTS_MAX][LINK_NAME_MAX + 1];
+	size_t n = 0;
+
+	h->instances = 1;
+	if (!j->pool || j->peer_n < 2)
+		return;
+	if (slurmhosts_expand(j->nodes, names, JOBHOSTS_MAX, &n) < 0 || n != j->peer_n ||
+	    !(h->hosts = calloc(n, sizeof(*h->hosts)))) {
+		log_warn("Slurm job %lld: its node list %s does not match its %u hosts",
+			 (long long)j->job_id, j->nodes, j->peer_n);
+		return; /* verify_adopted finds it on its batch host alone */
+	}
+	h->instances = (int)n;
+	h->peer_first = j->peer_first;
+	h->peer_n = j->peer_n;
+	if (slurmaddrs_mark(&s->addrs, h->id, j->peer_first, j->peer_n) < 0)
+		log_warn("pool %lld: its peer addresses are not free in [slurm] job_addresses "
+			 "(changed since it started?)", (long long)h->id);
+	snprintf(h->nodelist, sizeof(h->nodelist), "%s", j->nodes);
+	for (size_t k = 0; k < n; k++) {
+		snprintf(h->hosts[k].node, sizeof(h->hosts[k].node), "%.*s", LINK_NAME_MAX, names[k]);
+		slurmaddrs_text(j->peer_first + (uint32_t)k, h->hosts[k].addr);
+	}
+	snprintf(h->node, sizeof(h->node), "%s", names[0]);
 }
 
 /* Under the lock, on the first answer after a start: a job of labd's name that
@@ -216,6 +284,7 @@ static void adopt(struct slurm *s, const struct slurm_job *jobs, size_t n, bool 
 			snprintf(h->user, sizeof(h->user), "%s", j->user);
 			snprintf(h->node, sizeof(h->node), "%s", j->host);
 			snprintf(h->sstate, sizeof(h->sstate), "%s", j->state);
+			adopt_hosts(s, h, j);
 			h->next = s->holders;
 			s->holders = h;
 			log_info("adopted Slurm job %lld (%s %lld of %s on %s)", (long long)j->job_id,
@@ -306,6 +375,132 @@ static int node_start(struct slurm *s, struct holder *h, struct node *nd,
 	return backend_start(nodes_backend(nd), &st, endpoint, err, errlen);
 }
 
+/* Whether a start has waited too long for a node's link (counting from now on the
+ * first call); fails it then. */
+static bool node_waited_out(struct slurm *s, struct holder *h, const char *node)
+{
+	char err[SLURM_TEXT_MAX];
+	long long now = clock_ms();
+
+	if (!h->node_wait_ms)
+		h->node_wait_ms = now;
+	if (now - h->node_wait_ms <= NODE_WAIT_MS)
+		return false;
+	snprintf(err, sizeof(err), "Slurm placed it on node %s, whose labd is not connected",
+		 node);
+	fail_start(s, h, err);
+	return true;
+}
+
+/* Stops the pool's sandbox on the first n of its hosts (a start that failed part way). */
+static void stop_hosts(struct slurm *s, const struct holder *h, int n, const char *reason)
+{
+	for (int k = 0; k < n; k++) {
+		struct node *nd = nodes_hold(s->nodes, h->hosts[k].node, NULL);
+		if (nd) {
+			backend_pool_stop(nodes_backend(nd), h->user, h->id, reason);
+			nodes_release(nd);
+		}
+	}
+}
+
+/* The other hosts' peer addresses for host k: "a,b,c". */
+static void peers_of(const struct holder *h, int k, char *out, size_t outlen)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < h->instances && used < outlen; i++)
+		if (i != k)
+			used += (size_t)snprintf(out + used, outlen - used, "%s%s", used ? "," : "",
+						 h->hosts[i].addr);
+}
+
+/* Under the lock: the hosts of a pool on several nodes from its node list (algo-1
+ * first) with their peer addresses. 0, or -EINVAL with why. */
+static int make_hosts(struct holder *h, char *why, size_t whylen)
+{
+	char names[JOBHOSTS_MAX][LINK_NAME_MAX + 1];
+	size_t n = 0;
+
+	if (h->hosts)
+		return 0;
+	if (slurmhosts_expand(h->nodelist, names, JOBHOSTS_MAX, &n) < 0 ||
+	    n != (size_t)h->instances || h->peer_n != n) {
+		snprintf(why, whylen, "Slurm gave the nodes %.60s for a job on %d hosts",
+			 h->nodelist, h->instances);
+		return -EINVAL;
+	}
+	struct holder_host *hosts = calloc(n, sizeof(*hosts));
+	if (!hosts) {
+		snprintf(why, whylen, "out of memory");
+		return -EINVAL;
+	}
+	for (size_t k = 0; k < n; k++) {
+		snprintf(hosts[k].node, sizeof(hosts[k].node), "%.*s", LINK_NAME_MAX, names[k]);
+		slurmaddrs_text(h->peer_first + (uint32_t)k, hosts[k].addr);
+	}
+	h->hosts = hosts; /* freed with the holder (remove_holder) */
+	snprintf(h->node, sizeof(h->node), "%.*s", LINK_NAME_MAX, names[0]);
+	return 0;
+}
+
+/* The same pool started on each of its nodes (docs/slurm.md "Jobs on several nodes"):
+ * host k gets its peer address, the others' as its peers, and, past algo-1, a
+ * scratch home (the user's home has one writer: algo-1). Every node must be connected
+ * first; a start one node refuses fails the pool, and the others are stopped. */
+static void start_hosts(struct slurm *s, struct holder *h, const struct box_shape *sh)
+{
+	char err[SLURM_TEXT_MAX] = "", peers[JOBHOSTS_MAX * SLURMADDRS_TEXT_MAX];
+	int rc, k;
+
+	pthread_mutex_lock(&s->lock);
+	rc = make_hosts(h, err, sizeof(err));
+	pthread_mutex_unlock(&s->lock);
+	if (rc < 0) {
+		fail_start(s, h, err);
+		return;
+	}
+	for (k = 0; k < h->instances; k++) {
+		struct node *nd = nodes_hold(s->nodes, h->hosts[k].node, NULL);
+		if (!nd) {
+			node_waited_out(s, h, h->hosts[k].node);
+			return;
+		}
+		nodes_release(nd);
+	}
+	if (sh->n_gpus) { /* Slurm's GRES index per node is not read yet */
+		fail_start(s, h, "a job on several nodes with GPUs is not supported on Slurm yet");
+		return;
+	}
+	for (k = 0, rc = 0; k < h->instances && rc == 0; k++) {
+		struct node *nd = nodes_hold(s->nodes, h->hosts[k].node, NULL);
+		peers_of(h, k, peers, sizeof(peers));
+		struct backend_pool_start ps = {.user = h->user, .user_id = h->user_id,
+						.pool_id = h->id, .deadline_s = h->deadline_s,
+						.shape = *sh, .instances = h->instances,
+						.peer_addr = h->hosts[k].addr, .peers = peers,
+						.scratch_home = k > 0};
+		rc = nd ? backend_pool_start(nodes_backend(nd), &ps, err, sizeof(err)) : -ENOTCONN;
+		if (nd)
+			nodes_release(nd);
+		if (rc == -ETIMEDOUT)
+			rc = 0; /* a lost reply: its list or its events tell */
+		if (rc < 0 && !err[0])
+			snprintf(err, sizeof(err), "node %s: %s", h->hosts[k].node, strerror(-rc));
+	}
+	if (rc < 0) {
+		stop_hosts(s, h, k - 1, "the job's start failed on another host");
+		fail_start(s, h, err);
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	h->phase = H_ON_NODE;
+	if (!h->placed_at)
+		h->placed_at = (int64_t)time(NULL);
+	pthread_mutex_unlock(&s->lock);
+}
+
 static void start_one(struct slurm *s, struct holder *h)
 {
 	struct node_info info;
@@ -323,10 +518,8 @@ static void start_one(struct slurm *s, struct holder *h)
 	pthread_mutex_unlock(&s->lock);
 	if (!due)
 		return;
-	if (h->instances > 1) { /* its N nodes are held; the sandboxes on them are not built */
-		snprintf(err, sizeof(err), "a job on %d hosts: Slurm gave the nodes, but this labd "
-			 "does not start a job's sandbox on several nodes yet", h->instances);
-		fail_start(s, h, err);
+	if (h->instances > 1) {
+		start_hosts(s, h, &sh);
 		return;
 	}
 	nd = nodes_hold(s->nodes, h->node, &info);
@@ -374,18 +567,30 @@ static bool node_up(struct slurm *s, const char *name)
 	return up;
 }
 
-/* Stops the holder's sandbox on its node, when its link is up (best effort). */
+/* Stops the holder's sandbox on its node, or on each of its hosts whose sandbox did
+ * not end, where the link is up (best effort). */
 static void stop_on_node(struct slurm *s, struct holder *h, const char *reason)
 {
-	struct node *nd = h->node[0] ? nodes_hold(s->nodes, h->node, NULL) : NULL;
+	char names[JOBHOSTS_MAX][LINK_NAME_MAX + 1];
+	int n = 0;
 
-	if (!nd)
-		return;
-	if (h->pool)
-		backend_pool_stop(nodes_backend(nd), h->user, h->id, reason);
-	else
-		backend_stop(nodes_backend(nd), h->user, h->id, reason);
-	nodes_release(nd);
+	pthread_mutex_lock(&s->lock);
+	for (int k = 0; h->hosts && k < h->instances; k++)
+		if (!h->hosts[k].ended)
+			snprintf(names[n++], sizeof(names[0]), "%s", h->hosts[k].node);
+	if (!h->hosts && h->node[0])
+		snprintf(names[n++], sizeof(names[0]), "%s", h->node);
+	pthread_mutex_unlock(&s->lock);
+	for (int k = 0; k < n; k++) {
+		struct node *nd = nodes_hold(s->nodes, names[k], NULL);
+		if (!nd)
+			continue;
+		if (h->pool)
+			backend_pool_stop(nodes_backend(nd), h->user, h->id, reason);
+		else
+			backend_stop(nodes_backend(nd), h->user, h->id, reason);
+		nodes_release(nd);
+	}
 }
 
 /* Whether the node's list holds (pool, id): 1, 0, or -1 when it did not answer. */
@@ -403,36 +608,69 @@ static int node_holds(struct node *nd, bool pool, int64_t id)
 	return found;
 }
 
-/* A job adopted after a restart: its node must hold its sandbox once the node's link
- * is up (else the start never reached it: cancel it); a node that stays away longer
- * than NODE_WAIT_MS leaves it to Slurm's end. true when it is done. */
+/* A job adopted after a restart: its node (each of its hosts' nodes) must hold its
+ * sandbox once the node's link is up (else the start never reached it: cancel it); a
+ * node that stays away longer than NODE_WAIT_MS leaves it to Slurm's end. true when
+ * it is done. */
 static bool verify_adopted(struct slurm *s, struct holder *h, const struct holder *c)
 {
-	struct node *nd = nodes_hold(s->nodes, c->node, NULL);
-	int held = nd ? node_holds(nd, c->pool, c->id) : -1;
+	char names[JOBHOSTS_MAX][LINK_NAME_MAX + 1];
+	int n = 1, held = 1;
 	long long now = clock_ms();
 	int rc = 0;
 
-	if (nd)
-		nodes_release(nd);
+	pthread_mutex_lock(&s->lock);
+	if (h->hosts)
+		for (n = 0; n < h->instances; n++)
+			snprintf(names[n], sizeof(names[0]), "%s", h->hosts[n].node);
+	else
+		snprintf(names[0], sizeof(names[0]), "%s", c->node);
+	pthread_mutex_unlock(&s->lock);
+	for (int k = 0; k < n && held != 0; k++) {
+		struct node *nd = nodes_hold(s->nodes, names[k], NULL);
+		int one = nd ? node_holds(nd, c->pool, c->id) : -1;
+		if (nd)
+			nodes_release(nd);
+		held = one == 0 ? 0 : one < 0 ? -1 : held;
+	}
 	if (!h->node_wait_ms)
 		h->node_wait_ms = now;
 	if (held == 1) {
 		pthread_mutex_lock(&s->lock);
-		h->verified = true;
+		h->verified = h->ready = true;
+		for (int k = 0; h->hosts && k < h->instances; k++)
+			h->hosts[k].ready = true;
 		pthread_mutex_unlock(&s->lock);
 		return false;
 	}
 	if (held < 0 && now - h->node_wait_ms <= NODE_WAIT_MS)
 		return false;
-	log_warn("cancelling Slurm job %lld: node %s does not hold %s %lld", (long long)c->job_id,
-		 c->node, c->pool ? "pool" : "runtime", (long long)c->id);
+	log_warn("cancelling Slurm job %lld: a node of %s does not hold %s %lld",
+		 (long long)c->job_id, c->nodelist[0] ? c->nodelist : c->node,
+		 c->pool ? "pool" : "runtime", (long long)c->id);
+	stop_on_node(s, h, "its sandbox is not on every node of its allocation");
 	cancel_job(s, c->job_id, &rc);
 	pthread_mutex_lock(&s->lock);
 	h->end_passed = true;
 	pthread_mutex_unlock(&s->lock);
 	slurm_pass_end(s, h, "gone", true, "its node does not hold its sandbox");
 	return rc == 0;
+}
+
+/* A pool stop that waited for its hosts' jobs (slurm.c, grace_first): due once each
+ * host's job or sandbox ended, or the job's grace passed. */
+static bool stop_waited(struct slurm *s, struct holder *h, long long until_ms)
+{
+	bool running = false, due;
+
+	pthread_mutex_lock(&s->lock);
+	for (int k = 0; h->hosts && k < h->instances; k++)
+		running = running || (!h->hosts[k].exited && !h->hosts[k].ended);
+	due = !running || clock_ms() >= until_ms;
+	if (due)
+		h->stop_wait_until_ms = 0;
+	pthread_mutex_unlock(&s->lock);
+	return due;
 }
 
 /* What is left of one holder after the pass; true when it is done (removed). */
@@ -448,12 +686,16 @@ static bool finish_one(struct slurm *s, struct holder *h)
 	if (c.end_passed) {
 		if (c.submit_lost)
 			return false; /* the next answer names its job, or says there is none */
+		if (c.hosts && c.phase == H_ON_NODE) /* one host's end is the pool's */
+			stop_on_node(s, h, "another host of the job's sandbox ended");
 		if (c.job_id && !c.slurm_ended)
 			cancel_job(s, c.job_id, &rc);
 		return rc == 0;
 	}
 	if (!c.have_request && c.phase == H_ON_NODE && !c.verified)
 		return verify_adopted(s, h, &c);
+	if (c.stop_wait_until_ms && stop_waited(s, h, c.stop_wait_until_ms))
+		stop_on_node(s, h, c.stop_reason);
 	if (c.slurm_ended) {
 		if (c.gone)
 			end = (struct slurm_end){.cause = "gone", .failed = true};
@@ -483,17 +725,50 @@ static bool finish_one(struct slurm *s, struct holder *h)
 	return false;
 }
 
-/* What is new of the log of a pool's running job. */
-static void pull_log(struct slurm *s, struct holder *h)
+/* ---- the jobs in pools: their logs, and a failed host's job ended everywhere ---- */
+
+/* One holder's running job: where its command still runs, the log's new bytes are
+ * pulled to the head, and after one host's failure the job is stopped there with its
+ * grace (the failure was passed on: on_job_exited). */
+static void follow_job(struct slurm *s, struct holder *h)
 {
-	char node[LINK_NAME_MAX + 1];
+	char names[JOBHOSTS_MAX][LINK_NAME_MAX + 1], data[JOBHOSTS_MAX][128];
+	int hostno[JOBHOSTS_MAX], n = 0, count = 1;
+	int64_t job, grace;
+	bool stop;
 
 	pthread_mutex_lock(&s->lock);
-	int64_t job_id = h->pool && h->phase == H_ON_NODE && !h->end_passed ? h->running_job : 0;
-	snprintf(node, sizeof(node), "%s", h->node);
+	job = h->phase == H_ON_NODE && !h->end_passed ? h->run_job : 0;
+	stop = job && h->stop_others;
+	h->stop_others = false;
+	grace = h->run_grace_s;
+	if (job && h->hosts) {
+		count = h->instances;
+		for (int k = 0; k < h->instances; k++)
+			if (!h->hosts[k].exited) {
+				hostno[n] = k + 1;
+				snprintf(names[n], sizeof(names[0]), "%s", h->hosts[k].node);
+				slurm_node_data(s, names[n], data[n], sizeof(data[0]));
+				n++;
+			}
+	} else if (job) {
+		hostno[n] = 1;
+		snprintf(names[n], sizeof(names[0]), "%s", h->node);
+		slurm_node_data(s, names[n], data[n], sizeof(data[0]));
+		n++;
+	}
 	pthread_mutex_unlock(&s->lock);
-	if (job_id)
-		slurm_pull_log(s, node, h->id, job_id, false);
+	for (int i = 0; i < n; i++) {
+		if (data[i][0] && s->logs)
+			slurmlogs_pull(s->logs, data[i], job, hostno[i], count, false);
+		if (!stop)
+			continue;
+		struct node *nd = nodes_hold(s->nodes, names[i], NULL);
+		if (nd) {
+			backend_job_stop(nodes_backend(nd), h->user, h->id, job, grace);
+			nodes_release(nd);
+		}
+	}
 }
 
 static void pass(struct slurm *s)
@@ -514,7 +789,8 @@ static void pass(struct slurm *s)
 	for (struct holder *h = next_of(s, NULL); h; h = next_of(s, h))
 		start_one(s, h);
 	for (struct holder *h = next_of(s, NULL); h; h = next_of(s, h))
-		pull_log(s, h);
+		if (h->pool)
+			follow_job(s, h);
 	for (struct holder *h = next_of(s, NULL), *next; h; h = next) {
 		next = next_of(s, h);
 		if (finish_one(s, h))

@@ -194,6 +194,7 @@ static const struct config_key keys[] = {
 	KEY("slurm", "timeout", slurm_timeout_s, K_DURATION, 1, 600, "30s"),
 	KEY("slurm", "partition", slurm_partition, K_STRING, 0, 0, ""),
 	KEY("slurm", "max_instances", slurm_max_instances, K_UINT, 1, 64, "8"),
+	KEY("slurm", "job_addresses", slurm_job_addresses, K_STRING, 0, 0, ""),
 	KEY("slurm", "sbatch", slurm_sbatch, K_STRING, 1, 0, "/usr/bin/sbatch"),
 	KEY("slurm", "squeue", slurm_squeue, K_STRING, 1, 0, "/usr/bin/squeue"),
 	KEY("slurm", "scontrol", slurm_scontrol, K_STRING, 1, 0, "/usr/bin/scontrol"),
@@ -247,6 +248,21 @@ int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned
 	memcpy(host, hstart, (size_t)(hend - hstart));
 	host[hend - hstart] = '\0';
 	*port = (unsigned)p;
+	return 0;
+}
+
+int config_cidr4(const char *cidr, uint32_t *first, unsigned *count)
+{
+	struct cidr c;
+	uint32_t net;
+
+	if (!strchr(cidr, '/') || cidr_parse(cidr, &c) < 0 || c.family != AF_INET ||
+	    c.prefix_bits < CONFIG_CIDR4_PREFIX_MIN || c.prefix_bits > 30)
+		return -EINVAL;
+	memcpy(&net, c.addr, 4);
+	/* the network's own address and its broadcast address are no host's */
+	*first = ntohl(net) + 1;
+	*count = (1u << (32 - c.prefix_bits)) - 2;
 	return 0;
 }
 
@@ -365,7 +381,8 @@ static int check_backend(const struct labd_config *cfg, const char *path, char *
 				     cfg->slurm_scancel};
 	static const char *const names[] = {"sbatch", "squeue", "scontrol", "scancel"};
 	char host[64];
-	unsigned port;
+	unsigned port, count;
+	uint32_t first;
 
 	if (strcmp(cfg->backend_kind, "local") && strcmp(cfg->backend_kind, "slurm")) {
 		snprintf(err, errlen, "%s: [backend] kind: must be local or slurm", path);
@@ -381,6 +398,12 @@ static int check_backend(const struct labd_config *cfg, const char *path, char *
 	if (cfg->slurm_secret_file[0] != '/') {
 		snprintf(err, errlen, "%s: [slurm] secret_file: must be an absolute path with "
 			 "[backend] kind = slurm", path);
+		return -1;
+	}
+	if (cfg->slurm_job_addresses[0] && config_cidr4(cfg->slurm_job_addresses, &first, &count)) {
+		snprintf(err, errlen, "%s: [slurm] job_addresses: must be an IPv4 network "
+			 "ADDRESS/PREFIX, the prefix from %d to 30", path,
+			 CONFIG_CIDR4_PREFIX_MIN);
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)

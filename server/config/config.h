@@ -231,6 +231,7 @@ struct labd_config {
 	int64_t slurm_timeout_s;                  /* one call of a Slurm tool */
 	char slurm_partition[64];                 /* "" = Slurm's default partition */
 	unsigned slurm_max_instances;             /* a job's largest instance_count */
+	char slurm_job_addresses[48];             /* CIDR the hosts' peer addresses come from */
 	char slurm_sbatch[CONFIG_PATH_MAX], slurm_squeue[CONFIG_PATH_MAX];
 	char slurm_scontrol[CONFIG_PATH_MAX], slurm_scancel[CONFIG_PATH_MAX];
 	/* the secret's bytes, read as root at start (main.c: [node] or [slurm]
@@ -252,6 +253,11 @@ int config_split_listen(const char *listen, char *host, size_t hostlen, unsigned
 /* The socket address of a numeric listen address ("127.0.0.1:8080", "[::1]:8080") into
  * *ss and *len: 0, -EINVAL when malformed, -EAFNOSUPPORT when the host is no numeric IP
  * address. */
+/* An IPv4 network "A.B.C.D/P" (P from CONFIG_CIDR4_PREFIX_MIN to 30; host bits ignored):
+ * its first host address (host order) and how many host addresses it has (without
+ * the network's and the broadcast address). 0 or -EINVAL. */
+#define CONFIG_CIDR4_PREFIX_MIN 20
+int config_cidr4(const char *cidr, uint32_t *first, unsigned *count);
 int config_listen_sockaddr(const char *listen, struct sockaddr_storage *ss, socklen_t *len);
 /* Whether GPU minor is in the inventory (gpu_devices). */
 bool config_has_gpu(const struct labd_config *cfg, unsigned minor);

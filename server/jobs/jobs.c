@@ -52,6 +52,8 @@ static void job_limits(struct app *app, const struct quota_status *st, const cha
 		.instances_max = strcmp(app->cfg->backend_kind, "slurm") == 0
 					 ? (int64_t)app->cfg->slurm_max_instances
 					 : 1,
+		.instances_no_addresses = strcmp(app->cfg->backend_kind, "slurm") == 0 &&
+					  !app->cfg->slurm_job_addresses[0],
 		.image_ok = image_configured,
 		.image_ctx = (void *)app->cfg,
 	};

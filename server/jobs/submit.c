@@ -467,8 +467,16 @@ static int check_instances(json_t *body, const struct jobs_limits *lim, json_t *
 		return fail(err, "instance_count",
 			    "field \"instance_count\" must be 1 here: this server runs jobs on one "
 			    "machine (several hosts need [backend] kind = slurm)");
+	if (v && lim->instances_no_addresses && json_is_integer(v) && json_integer_value(v) > 1)
+		return fail(err, "instance_count",
+			    "field \"instance_count\" must be 1 here: [slurm] job_addresses is not "
+			    "set, and the hosts of a job on several nodes need addresses from it");
 	if (get_int(body, "instance_count", 1, max, 1, &out->instance_count, err) < 0)
 		return -1;
+	if (out->instance_count > 1 && out->gpu_count > 0) /* docs/slurm.md "Not built yet" */
+		return fail(err, "instance_count",
+			    "field \"instance_count\" must be 1 for a GPU job: jobs on several "
+			    "hosts run on CPUs only so far");
 	json_object_set_new(spec, "instance_count", json_integer(out->instance_count));
 	return 0;
 }

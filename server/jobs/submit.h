@@ -42,6 +42,7 @@ struct jobs_limits {
 	int64_t keep_alive_max_s;     /* [jobs] keep_alive_max */
 	int64_t max_wait_default_s;   /* [jobs] max_wait_default */
 	int64_t instances_max;        /* [slurm] max_instances on Slurm; 0 or 1 = one host */
+	bool instances_no_addresses;  /* on Slurm, but [slurm] job_addresses is not set */
 	/* whether an image name is one of [images]; NULL = only the plan's */
 	bool (*image_ok)(const char *name, void *ctx);
 	void *image_ctx;

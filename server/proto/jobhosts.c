@@ -140,6 +140,8 @@ int jobhosts_env(const struct jobhosts *h, char out[JOBHOSTS_ENV_MAX][JOBHOSTS_E
 	snprintf(out[(*n)++], JOBHOSTS_ENV_LEN, "MASTER_PORT=%d", h->master_port);
 	snprintf(out[(*n)++], JOBHOSTS_ENV_LEN, "NNODES=%d", h->count);
 	snprintf(out[(*n)++], JOBHOSTS_ENV_LEN, "NODE_RANK=%d", h->current - 1);
+	snprintf(out[(*n)++], JOBHOSTS_ENV_LEN, "GLOO_SOCKET_IFNAME=%s", h->interface);
+	snprintf(out[(*n)++], JOBHOSTS_ENV_LEN, "NCCL_SOCKET_IFNAME=%s", h->interface);
 	return 0;
 }
 

@@ -16,7 +16,7 @@
 #define JOBHOSTS_MAX 64        /* [slurm] max_instances' bound */
 #define JOBHOSTS_ADDR_MAX 46   /* an IPv4 or IPv6 address as text, with its NUL */
 #define JOBHOSTS_IFNAME_MAX 16 /* IFNAMSIZ */
-#define JOBHOSTS_ENV_MAX 7     /* entries jobhosts_env makes at most */
+#define JOBHOSTS_ENV_MAX 9     /* entries jobhosts_env makes at most */
 #define JOBHOSTS_ENV_LEN 1024  /* one entry: SM_HOSTS of 64 hosts fits */
 
 struct jobhosts {
@@ -36,7 +36,10 @@ json_t *jobhosts_json(const struct jobhosts *h);
 /* The environment entries ("NAME=value") for h into out[0..*n). One host:
  * SM_CURRENT_HOST, SM_HOSTS, SM_NETWORK_INTERFACE_NAME; several add
  * MASTER_ADDR, MASTER_PORT, NNODES and NODE_RANK (torchrun's --nnodes,
- * --node_rank, --master_addr, --master_port). 0, or -ENAMETOOLONG. */
+ * --node_rank, --master_addr, --master_port), and GLOO_SOCKET_IFNAME and
+ * NCCL_SOCKET_IFNAME, the interface (the collective libraries' traffic between
+ * hosts takes the hosts' network, not the sandbox's default route). 0, or
+ * -ENAMETOOLONG. */
 int jobhosts_env(const struct jobhosts *h, char out[JOBHOSTS_ENV_MAX][JOBHOSTS_ENV_LEN],
 		 size_t *n);
 /* resourceconfig.json: {"current_host","hosts","network_interface_name"}

@@ -1,14 +1,20 @@
 """A training job on several hosts (docs/jobs.md "Several hosts", docs/slurm.md "Jobs on
 several nodes") on the private cluster (cluster.py) with labd on it (labd_slurm.py).
 
+The head keeps [slurm] job_addresses, a part of the cluster's /24 no node uses, for the
+hosts' peer addresses (peer0 in each sandbox).
+
 - `instance_count` above `[slurm] max_instances` is refused at submit, naming the field;
-- a job with `instance_count` 2 is one Slurm job over both nodes (`--nodes=2
-  --ntasks-per-node=1`): Slurm allocates two nodes to `labd-pool-<id>`;
-- this build does not yet build the job's sandboxes on several nodes: the start fails
-  with that reason (the job Failed, the allocation cancelled, no sandbox on any node)
-  rather than running on one host as if it were the whole job.
+- a two-node CPU job with torch's gloo completes: one Slurm job over both nodes, each
+  rank joins the process group through the environment labd sets (MASTER_ADDR,
+  MASTER_PORT, NODE_RANK, NNODES, GLOO_SOCKET_IFNAME), an all_reduce sums both ranks'
+  numbers; the job's one log holds each host's lines with its prefix; the ledger
+  charges two seconds for each of its seconds;
+- a two-node job whose rank 1 exits 3 is Failed with that code, and algo-1's command,
+  still running, is stopped (its TERM handler's line reaches the log).
 """
 
+import glob
 import subprocess
 
 import pytest
@@ -17,7 +23,26 @@ from cluster import Cluster, wait_until
 from labd_slurm import LabOnSlurm
 from labd_harness import SLOW
 
-START = 90 * SLOW
+START = 120 * SLOW
+PYTHON = "/usr/bin/python3"  # the host's, with python3-torch; the sandbox sees /usr
+
+GLOO = r"""
+import os, torch, torch.distributed as dist
+rank, world = int(os.environ["NODE_RANK"]), int(os.environ["NNODES"])
+print(f"rank {rank} joins {os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}", flush=True)
+dist.init_process_group("gloo", rank=rank, world_size=world)
+print(f"rank {rank} joined", flush=True)
+t = torch.tensor([rank + 1.0])
+dist.all_reduce(t)
+print(f"rank {rank} of {world}: sum {int(t.item())} via {os.environ['GLOO_SOCKET_IFNAME']}",
+      flush=True)
+dist.destroy_process_group()
+"""
+
+# rank 1 fails at once; rank 0 runs until labd stops it, and says so
+FAILS = ('trap \'echo "rank $NODE_RANK stopped"; exit 143\' TERM; '
+         'if [ "$NODE_RANK" = 1 ]; then echo "rank 1 fails"; exit 3; fi; '
+         'echo "rank 0 waits"; sleep 300 & wait')
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +50,8 @@ def lab():
     c = Cluster()
     c.start()
     try:
-        with LabOnSlurm(c, head_sections={"slurm": {"max_instances": "2"}}) as lab:
+        with LabOnSlurm(c, head_sections={"slurm": {
+                "max_instances": "2", "job_addresses": f"{c.subnet}.192/26"}}) as lab:
             yield lab
     finally:
         c.close()
@@ -43,6 +69,48 @@ def pool_jobs(lab):
     return out
 
 
+def ended(u, jid):
+    j = u.get(f"/api/v1/jobs/{jid}").json
+    return j if j["status"] in ("Completed", "Failed", "Stopped") else None
+
+
+def job_log(u, jid):
+    r = u.get(f"/api/v1/jobs/{jid}/logs")
+    assert r.status == 200, r
+    return r.body.decode()
+
+
+def node_logs(lab, jid):
+    """The job's log as each node wrote it (its own state dir)."""
+    out = ""
+    for short, n in lab.nodes.items():
+        for path in glob.glob(f"{n.dir}/**/joblogs/{jid}.log", recursive=True):
+            with open(path, errors="replace") as fh:
+                out += f"\n--- {short}: {path}\n{fh.read()[-2000:]}"
+    return out
+
+
+def peer_state(lab):
+    """peer0, the neighbours and the addresses as each node's sandboxes see them."""
+    out = ""
+    for short, n in lab.nodes.items():
+        for pid in sorted(n.sandbox_pids())[:1]:
+            for argv in (["ip", "-br", "addr"], ["ip", "neigh"], ["ip", "-s", "link", "show",
+                                                                  "peer0"]):
+                r = subprocess.run(["nsenter", "-t", str(pid), "-n", *argv],
+                                   capture_output=True, text=True)
+                out += f"\n--- {short} sandbox {pid}: {' '.join(argv)}\n{r.stdout}{r.stderr}"
+    return out
+
+
+def failure(lab, u, jid):
+    return (f"job {jid}: {u.get(f'/api/v1/jobs/{jid}').json}\n--- its log\n"
+            + u.get(f"/api/v1/jobs/{jid}/logs").body.decode(errors="replace")
+            + node_logs(lab, jid) + peer_state(lab) + "\n--- head\n"
+            + lab.head.log_tail(60) + "".join(f"\n--- {s}\n{n.log()[-3000:]}"
+                                             for s, n in lab.nodes.items()))
+
+
 def test_instance_count_above_the_limit_is_refused(lab):
     u = lab.user("sd")
     r = u.post("/api/v1/jobs", json={"name": "too-many", "command": ["true"],
@@ -50,30 +118,53 @@ def test_instance_count_above_the_limit_is_refused(lab):
     assert r.status == 400, r
     assert r.json["error"]["field"] == "instance_count", r.json
     assert "from 1 to 2" in r.json["error"]["message"], r.json
-    assert pool_jobs(lab) == {}
 
 
-def test_two_instances_get_two_nodes_from_one_slurm_job(lab):
+def test_a_two_node_gloo_job_completes(lab):
+    # torch's files read once here (the sandboxes share the host's page cache): a cold
+    # import on a loaded machine takes minutes, which is not what this test measures
+    subprocess.run([PYTHON, "-c", "import torch.distributed"], check=True, timeout=600)
     u = lab.user("sd")
-    r = u.post("/api/v1/jobs", json={"name": "two-hosts", "command": ["true"],
+    r = u.post("/api/v1/jobs", json={"name": "gloo", "command": [PYTHON, "-c", GLOO],
                                      "instance_count": 2, "max_retries": 0})
     assert r.status == 201, r
+    jid = r.json["id"]
+    try:
+        job = wait_until(lambda: ended(u, jid), START, "the two-host job to end")
+    except AssertionError:
+        raise AssertionError(failure(lab, u, jid))
+    assert job["status"] == "Completed", failure(lab, u, jid)
+    # both ranks took part (1 + 2), each over peer0, and the one log has both hosts
+    log = job_log(u, jid)
+    assert "[algo-1] rank 0 of 2: sum 3 via peer0\n" in log, log
+    assert "[algo-2] rank 1 of 2: sum 3 via peer0\n" in log, log
+    # one Slurm job held both nodes; once labd let it go (a COMPLETING job lists only
+    # the nodes still completing), Slurm shows both were given to it
+    pools = wait_until(lambda: (lambda p: p if p and all(
+        s in ("CANCELLED", "COMPLETED") for v in p.values() for s, _, _ in v) else None)(
+            pool_jobs(lab)), 30 * SLOW, "the pool's Slurm job to end")
+    assert [count for v in pools.values() for _, count, _ in v] == [2], pools
+    # two hosts: each second is charged twice
+    assert job["billable_s"] >= 1, job
+    assert job["charged_s"] == 2 * job["billable_s"], job
 
-    def ended():
-        j = u.get(f"/api/v1/jobs/{r.json['id']}").json
-        return j if j["status"] in ("Completed", "Failed", "Stopped") else None
 
-    job = wait_until(ended, START, "the two-host job to end")
-    assert job["status"] == "Failed", job
-    assert "several nodes" in (job["failure_reason"] or ""), job
-    # labd let the allocation go; once it has (a COMPLETING job lists only the nodes
-    # still completing), Slurm shows both nodes were given to the one job
-    pools = wait_until(lambda: (lambda p: p if all(s in ("CANCELLED", "COMPLETED")
-                                                   for v in p.values() for s, _, _ in v)
-                                else None)(pool_jobs(lab)),
-                       30 * SLOW, "the pool's Slurm job to end")
-    assert len(pools) == 1, pools
-    (name, [(state, count, nodes)]), = pools.items()
-    assert count == 2, pools
-    for n in lab.nodes.values():
-        assert n.sandbox_pids() == set(), n.log()[-2000:]
+def test_a_failed_rank_fails_the_job_and_stops_the_other(lab):
+    u = lab.user("sd")
+    r = u.post("/api/v1/jobs", json={"name": "rank-fails", "command": ["sh", "-c", FAILS],
+                                     "instance_count": 2, "max_retries": 0})
+    assert r.status == 201, r
+    jid = r.json["id"]
+    try:
+        job = wait_until(lambda: ended(u, jid), START, "the failing two-host job to end")
+    except AssertionError:
+        raise AssertionError(failure(lab, u, jid))
+    assert job["status"] == "Failed", failure(lab, u, jid)
+    assert job["exit_code"] == 3, job
+    # algo-1's command was still running: it was stopped, and its last words are in the
+    # log (pulled whole when its own end came)
+    wait_until(lambda: "[algo-1] rank 0 stopped\n" in job_log(u, jid), 60 * SLOW,
+               "algo-1's job to be stopped")
+    log = job_log(u, jid)
+    assert "[algo-2] rank 1 fails\n" in log, log
+    assert "[algo-1] rank 0 waits\n" in log, log

@@ -452,6 +452,19 @@ static void test_backend_keys(void **state)
 	assert_string_equal(cfg.slurm_listen, "10.0.0.1:7443");
 	assert_int_equal(cfg.slurm_poll_interval_ms, 250);
 	assert_string_equal(cfg.slurm_partition, "gpu");
+	assert_string_equal(cfg.slurm_job_addresses, "");
+	load_text("[backend]\nkind = slurm\n[slurm]\nlisten = 10.0.0.1:7443\n"
+		  "secret_file = /k\njob_addresses = 10.1.0.192/26\n", &cfg, &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	uint32_t first;
+	unsigned count;
+	assert_int_equal(config_cidr4(cfg.slurm_job_addresses, &first, &count), 0);
+	assert_int_equal(first, (10u << 24) | (1u << 16) | 193u);
+	assert_int_equal(count, 62);
+	assert_int_equal(config_cidr4("10.1.0.0/19", &first, &count), -EINVAL);
+	assert_int_equal(config_cidr4("10.1.0.0/31", &first, &count), -EINVAL);
+	assert_int_equal(config_cidr4("10.1.0.1", &first, &count), -EINVAL);
+	assert_int_equal(config_cidr4("fd00::/120", &first, &count), -EINVAL);
 	const struct {
 		const char *text, *names;
 	} bad[] = {
@@ -461,6 +474,8 @@ static void test_backend_keys(void **state)
 		{"[backend]\nkind = slurm\n[slurm]\nlisten = 10.0.0.1:7443\nsecret_file = /k\n"
 		 "squeue = squeue\n", "[slurm] squeue"},
 		{"[slurm]\npoll_interval = 10ms\n", "[slurm] poll_interval"},
+		{"[backend]\nkind = slurm\n[slurm]\nlisten = 10.0.0.1:7443\nsecret_file = /k\n"
+		 "job_addresses = 10.1.0.0/8\n", "[slurm] job_addresses"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		load_text(bad[i].text, &cfg, &rc, err, sizeof(err));

@@ -56,13 +56,16 @@ static void test_second_of_three(void **state)
 
 	assert_int_equal(jobhosts_parse(v, &h, err, sizeof(err)), 0);
 	assert_int_equal(jobhosts_env(&h, env, &n), 0);
-	assert_int_equal(n, 7);
+	assert_int_equal(n, 9);
 	assert_string_equal(env[0], "SM_CURRENT_HOST=algo-2");
 	assert_string_equal(env[1], "SM_HOSTS=[\"algo-1\",\"algo-2\",\"algo-3\"]");
 	assert_string_equal(env[3], "MASTER_ADDR=198.18.0.2");
 	assert_string_equal(env[4], "MASTER_PORT=29400");
 	assert_string_equal(env[5], "NNODES=3");
 	assert_string_equal(env[6], "NODE_RANK=1");
+	/* gloo and NCCL take the hosts' interface */
+	assert_string_equal(env[7], "GLOO_SOCKET_IFNAME=eth0");
+	assert_string_equal(env[8], "NCCL_SOCKET_IFNAME=eth0");
 	rc = jobhosts_resourceconfig(&h);
 	text = json_dumps(rc, JSON_COMPACT | JSON_SORT_KEYS);
 	assert_string_equal(text, "{\"current_host\":\"algo-2\",\"hosts\":[\"algo-1\",\"algo-2\","
@@ -299,6 +302,21 @@ static void test_spec_per_host(void **state)
 	free(out);
 	assert_int_equal(slurmhosts_spec(spec, 3, 2, "198.18.0.2", 29400, &out), -EINVAL);
 	assert_null(out);
+	/* the hosts' network is peer0; input channels only on algo-1, which has the home */
+	const char *with_channels = "{\"name\":\"t\",\"argv\":[\"true\"],\"max_runtime_s\":9,"
+				    "\"output_path\":\"o\",\"checkpoint_path\":\"c\","
+				    "\"channels\":[{\"name\":\"train\",\"path\":\"data\"}]}";
+	assert_int_equal(slurmhosts_spec(with_channels, 1, 2, "198.18.0.2", 29500, &out), 0);
+	assert_int_equal(jobspec_parse(out, &js, err, sizeof(err)), 0);
+	assert_string_equal(js.hosts.interface, "peer0");
+	assert_int_equal(js.n_channels, 1);
+	jobspec_free(&js);
+	free(out);
+	assert_int_equal(slurmhosts_spec(with_channels, 2, 2, "198.18.0.2", 29500, &out), 0);
+	assert_int_equal(jobspec_parse(out, &js, err, sizeof(err)), 0);
+	assert_int_equal(js.n_channels, 0);
+	jobspec_free(&js);
+	free(out);
 	assert_int_equal(slurmhosts_spec(spec, 1, 2, "node-1", 29400, &out), -EINVAL);
 	assert_int_equal(slurmhosts_spec("[1]", 1, 2, "198.18.0.2", 29400, &out), -EINVAL);
 }

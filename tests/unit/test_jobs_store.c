@@ -230,6 +230,30 @@ static void test_preemption_requeues_and_bills_one_download(void **state)
 	jobs_row_free(&od);
 }
 
+/* A job on two hosts runs two sandboxes: each of its seconds bills two. */
+static void test_several_hosts_bill_each(void **state)
+{
+	struct fixture *f = *state;
+	struct job_new n = {.user_id = f->uid, .name = "two", .spec = "{\"instance_count\":2}",
+			    .image = "", .max_runtime_s = 60, .max_wait_s = 60, .grace_s = 5,
+			    .now_ms = 999000, .max_live = -1};
+	struct job j, one;
+
+	assert_int_equal(jobs_create(f->db, &n, &j), 0);
+	move(f, j.id, JOB_STARTING, 1000);
+	move(f, j.id, JOB_TRAINING, 1004);
+	move(f, j.id, JOB_S_COMPLETED, 1010);
+	assert_int_equal(jobs_billable_s(f->db, j.id, 2000), 10);
+	assert_int_equal(jobs_charged_s(f->db, j.id, 2000), 20);
+	/* one host, as before */
+	assert_int_equal(create(f, "one", -1, 999000, &one), 0);
+	move(f, one.id, JOB_STARTING, 1000);
+	move(f, one.id, JOB_S_COMPLETED, 1010);
+	assert_int_equal(jobs_charged_s(f->db, one.id, 2000), 10);
+	jobs_row_free(&j);
+	jobs_row_free(&one);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -238,6 +262,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_retry_opens_a_new_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_preemption_requeues_and_bills_one_download,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_several_hosts_bill_each, setup, teardown),
 	};
 	return cmocka_run_group_tests_name("jobs_store", tests, NULL, NULL);
 }

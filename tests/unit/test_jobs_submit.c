@@ -158,6 +158,36 @@ static void test_capacity(void **state)
 			    "max_wait_s");
 }
 
+/* instance_count on Slurm: up to max_instances, and only with [slurm] job_addresses. */
+static void test_instances(void **state)
+{
+	struct jobs_limits slurm = limits, no_addresses;
+	struct jobs_submit s;
+	static struct jobs_submit_error err;
+	(void)state;
+
+	slurm.instances_max = 4;
+	assert_string_equal(check_under("{\"name\":\"a\",\"command\":[\"sh\"],"
+					"\"instance_count\":3}", &slurm, &s), "");
+	assert_int_equal(s.instance_count, 3);
+	jobs_submit_release(&s);
+	/* on CPUs only so far */
+	assert_string_equal(check_under("{\"name\":\"a\",\"command\":[\"sh\"],\"type\":\"gpu\","
+					"\"gpu_count\":1,\"instance_count\":2}", &slurm, &s),
+			    "instance_count");
+	no_addresses = slurm;
+	no_addresses.instances_no_addresses = true;
+	json_t *body = json_loads("{\"name\":\"a\",\"command\":[\"sh\"],\"instance_count\":2}",
+				  0, NULL);
+	assert_int_equal(jobs_submit_check(body, &no_addresses, &s, &err), -1);
+	assert_string_equal(err.field, "instance_count");
+	assert_non_null(strstr(err.message, "[slurm] job_addresses is not set"));
+	json_decref(body);
+	assert_string_equal(check_under("{\"name\":\"a\",\"command\":[\"sh\"],"
+					"\"instance_count\":1}", &no_addresses, &s), "");
+	jobs_submit_release(&s);
+}
+
 static void test_full_request(void **state)
 {
 	struct jobs_submit s;
@@ -399,6 +429,7 @@ int main(void)
 		cmocka_unit_test(test_accepted_specs_run),
 		cmocka_unit_test(test_script_pieces),
 		cmocka_unit_test(test_failure_tail),
+		cmocka_unit_test(test_instances),
 	};
 	return cmocka_run_group_tests_name("jobs_submit", tests, NULL, NULL);
 }

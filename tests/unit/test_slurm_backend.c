@@ -9,7 +9,10 @@
  * NODE_FAIL (the end with its cause, the node's sandbox stopped), a stop while queued
  * (scancel, the end "requested"), a stray job cancelled, job_shell refused; after a
  * restart, the list waits for Slurm's first answer, a running job is adopted and one that
- * ended meanwhile passes its end on. */
+ * ended meanwhile passes its end on; a pool of a job on two stand-in nodes (its peer
+ * addresses, each host's start and spec, one ready, algo-1's phases, the first failure
+ * passed on and the other host stopped, one end) adopted again with both hosts after
+ * labd-web restarts. */
 #include "unit.h"
 
 #include <arpa/inet.h>
@@ -95,6 +98,29 @@ static void ev_pool_ended(void *ctx, const char *user, int64_t pool_id, const ch
 	pools_ended++;
 	snprintf(end_cause, sizeof(end_cause), "%s", cause);
 	snprintf(end_reason, sizeof(end_reason), "%s", reason);
+	pthread_mutex_unlock(&lock);
+}
+
+static int job_phases, job_exits, last_exit_code;
+static char last_exit_kind[16];
+
+static void ev_job_phase(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
+			 const char *phase, int64_t at_ms)
+{
+	(void)ctx, (void)user, (void)pool_id, (void)job_id, (void)phase, (void)at_ms;
+	pthread_mutex_lock(&lock);
+	job_phases++;
+	pthread_mutex_unlock(&lock);
+}
+
+static void ev_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
+			  const struct backend_job_exit *x)
+{
+	(void)ctx, (void)user, (void)pool_id, (void)job_id;
+	pthread_mutex_lock(&lock);
+	job_exits++;
+	last_exit_code = x->code;
+	snprintf(last_exit_kind, sizeof(last_exit_kind), "%s", x->kind);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -184,10 +210,108 @@ static void reply(struct link_conn *c, json_t *req, json_t *fields)
 	json_decref(r);
 }
 
-static void answer(struct link_conn *c, json_t *m)
+/* What each of the two nodes (n1, n2) saw of pool 9, a pool on both. */
+#define TWO_POOL 9
+struct seen {
+	char peer_addr[20], peers[40];
+	bool scratch_home;
+	int current, job_stops, pool_stops;
+	bool live; /* its sandbox of pool 9 runs: the node's list holds it */
+	char master_addr[20], interface[16];
+	int64_t stop_grace;
+};
+static struct seen seen[2];
+
+static void send_event(struct link_conn *c, const char *type, json_t *fields)
+{
+	json_t *ev = proto_msg(type, -1);
+
+	json_object_update_new(ev, fields);
+	assert_int_equal(link_frame_write(c, ev), 0);
+	json_decref(ev);
+}
+
+static void job_exit(struct link_conn *c, int64_t job, const char *kind, int code)
+{
+	send_event(c, "job_exited",
+		   json_pack("{s:s,s:i,s:I,s:s,s:i,s:i,s:i,s:s,s:s,s:b}", "user", "erin", "pool_id",
+			     TWO_POOL, "job_id", (json_int_t)job, "kind", kind, "code", code, "signal", 0,
+			     "at_ms", 1000, "reason", "", "failure", "", "home_full", 0));
+}
+
+/* Pool 9 on node k (0: n1, 1: n2). Job 1: n2's command exits 3 at once, n1's runs
+ * until stopped; job 2: both exit 0 (n2 first); job 3: n2's sandbox ends. Each
+ * node says its phase: only n1's may reach the web. */
+static void answer_two(struct link_conn *c, json_t *m, const char *type, int k)
+{
+	struct seen *me = &seen[k];
+	json_int_t job = json_integer_value(json_object_get(m, "job_id"));
+
+	reply(c, m, NULL);
+	pthread_mutex_lock(&lock);
+	if (!strcmp(type, "pool_start")) {
+		snprintf(me->peer_addr, sizeof(me->peer_addr), "%s",
+			 json_string_value(json_object_get(m, "peer_addr")));
+		snprintf(me->peers, sizeof(me->peers), "%s",
+			 json_string_value(json_object_get(m, "peers")));
+		me->scratch_home = json_is_true(json_object_get(m, "scratch_home"));
+		me->live = true;
+	} else if (!strcmp(type, "job_run")) {
+		json_t *spec = json_loads(json_string_value(json_object_get(m, "spec")), 0, NULL);
+		json_t *hosts = json_object_get(spec, "hosts");
+		me->current = (int)json_integer_value(json_object_get(hosts, "current"));
+		snprintf(me->master_addr, sizeof(me->master_addr), "%s",
+			 json_string_value(json_object_get(hosts, "master_addr")));
+		snprintf(me->interface, sizeof(me->interface), "%s",
+			 json_string_value(json_object_get(hosts, "interface")));
+		json_decref(spec);
+	} else if (!strcmp(type, "job_stop")) {
+		me->job_stops++;
+		me->stop_grace = json_integer_value(json_object_get(m, "grace_s"));
+	} else if (!strcmp(type, "pool_stop")) {
+		me->pool_stops++;
+		me->live = false;
+	}
+	if (!strcmp(type, "job_run") && k == 1 && job == 3)
+		me->live = false; /* its sandbox ends (below) */
+	pthread_mutex_unlock(&lock);
+	if (!strcmp(type, "pool_start"))
+		send_event(c, "pool_ready", json_pack("{s:s,s:i}", "user", "erin", "pool_id",
+						      TWO_POOL));
+	if (!strcmp(type, "job_run")) {
+		send_event(c, "job_phase", json_pack("{s:s,s:i,s:I,s:s,s:i}", "user", "erin",
+						     "pool_id", TWO_POOL, "job_id", job, "phase",
+						     "training", "at_ms", 1000));
+		if (k == 1 && job == 1)
+			job_exit(c, job, "exited", 3);
+		if (k == 1 && job == 2)
+			job_exit(c, job, "exited", 0);
+		if (k == 0 && job == 2) {
+			usleep(200 * 1000); /* after n2's */
+			job_exit(c, job, "exited", 0);
+		}
+		if (k == 1 && job == 3)
+			send_event(c, "pool_ended",
+				   json_pack("{s:s,s:i,s:s,s:b,s:s}", "user", "erin", "pool_id",
+					     TWO_POOL, "cause", "oom", "failed", 1, "reason",
+					     "out of memory"));
+	}
+	if (!strcmp(type, "job_stop"))
+		job_exit(c, job, "stopped", 0);
+	if (!strcmp(type, "pool_stop"))
+		send_event(c, "pool_ended", json_pack("{s:s,s:i,s:s,s:b,s:s}", "user", "erin",
+						      "pool_id", TWO_POOL, "cause", "requested",
+						      "failed", 0, "reason", "stopped"));
+}
+
+static void answer(struct link_conn *c, json_t *m, int k)
 {
 	const char *type = json_string_value(json_object_get(m, "type"));
 
+	if (json_integer_value(json_object_get(m, "pool_id")) == TWO_POOL) {
+		answer_two(c, m, type, k);
+		return;
+	}
 	if (!strcmp(type, "hello")) {
 		reply(c, m, json_pack("{s:[]}", "warnings"));
 	} else if (!strcmp(type, "sandbox_start")) {
@@ -225,13 +349,16 @@ static void answer(struct link_conn *c, json_t *m)
 		reply(c, m, NULL);
 	} else if (!strcmp(type, "sandbox_list")) {
 		pthread_mutex_lock(&lock);
-		bool has = node_has_alice;
+		bool has = node_has_alice, pool = seen[k].live;
 		pthread_mutex_unlock(&lock);
-		reply(c, m, json_pack("{s:o}", "sandboxes",
-				      has ? json_pack("[{s:s,s:i,s:s,s:b}]", "user", "alice",
-						      "runtime_id", 5, "state", "running", "ready",
-						      1)
-					  : json_array()));
+		json_t *l = has ? json_pack("[{s:s,s:i,s:s,s:b}]", "user", "alice", "runtime_id", 5,
+					    "state", "running", "ready", 1)
+				: json_array();
+		if (pool)
+			json_array_append_new(l, json_pack("{s:s,s:i,s:i,s:s,s:b}", "user", "erin",
+							   "runtime_id", 0, "pool_id", TWO_POOL,
+							   "state", "running", "ready", 1));
+		reply(c, m, json_pack("{s:o}", "sandboxes", l));
 	} else if (!strcmp(type, "sandbox_stop")) {
 		const char *user = json_string_value(json_object_get(m, "user"));
 		pthread_mutex_lock(&lock);
@@ -245,31 +372,47 @@ static void answer(struct link_conn *c, json_t *m)
 	}
 }
 
-static void *node_thread(void *arg)
+/* Whether the stand-in nodes stop (else a node whose link ended dials again, as a
+ * node does when the head's labd-web restarts). */
+static bool nodes_done;
+
+/* One link of node name (k: its index) until it ends. false when none was made. */
+static bool node_link(const char *name, int k)
 {
 	struct link_secret secret = {.len = 32};
 	struct link_ctx *ctx;
 	struct link_conn *c = NULL;
 	json_t *m;
 
-	(void)arg;
 	memset(secret.bytes, 7, 32);
-	ctx = link_ctx_client(&secret, "n1");
+	ctx = link_ctx_client(&secret, name);
 	for (int i = 0; i < 100 && link_dial(ctx, cfg.slurm_listen, &c) < 0; i++)
 		usleep(50000);
-	if (!c)
-		return NULL;
-	m = json_pack("{s:s,s:s,s:s,s:[i,i],s:i,s:I}", "type", "node_hello", "name", "n1", "data",
-		      "198.18.0.2:9000", "gpus", 4, 7, "cpus", 8, "memory_bytes",
-		      (json_int_t)(16LL << 30));
+	if (!c) {
+		link_ctx_free(ctx);
+		return false;
+	}
+	m = json_pack("{s:s,s:s,s:s,s:[i,i],s:i,s:I}", "type", "node_hello", "name", name, "data",
+		      k ? "198.18.0.3:9000" : "198.18.0.2:9000", "gpus", 4, 7, "cpus", 8,
+		      "memory_bytes", (json_int_t)(16LL << 30));
 	link_frame_write(c, m);
 	json_decref(m);
 	while (link_frame_read(c, &m) == 0) {
-		answer(c, m);
+		answer(c, m, k);
 		json_decref(m);
 	}
 	link_conn_free(c);
 	link_ctx_free(ctx);
+	return true;
+}
+
+static void *node_thread(void *arg)
+{
+	const char *name = arg;
+
+	while (node_link(name, !strcmp(name, "n2")) && !__atomic_load_n(&nodes_done,
+									 __ATOMIC_SEQ_CST))
+		;
 	return NULL;
 }
 
@@ -294,6 +437,9 @@ static void set_up(void)
 	make_tools();
 	config_defaults(&cfg, false);
 	snprintf(cfg.backend_kind, sizeof(cfg.backend_kind), "slurm");
+	/* the head's job logs: a folder of the test's that has no joblogs/, so no pull
+	 * reaches for the stand-in nodes' data ports */
+	snprintf(cfg.state_dir, sizeof(cfg.state_dir), "%s", dir);
 	snprintf(cfg.slurm_listen, sizeof(cfg.slurm_listen), "127.0.0.1:%u", free_port());
 	snprintf(cfg.slurm_sbatch, sizeof(cfg.slurm_sbatch), "%s/sbatch", dir);
 	snprintf(cfg.slurm_squeue, sizeof(cfg.slurm_squeue), "%s/squeue", dir);
@@ -325,11 +471,11 @@ static void test_runtime_on_a_node(void **state)
 	set_up();
 	b = backend_slurm_new(&cfg, &ev);
 	assert_non_null(b);
-	assert_int_equal(pthread_create(&node, NULL, node_thread, NULL), 0);
+	assert_int_equal(pthread_create(&node, NULL, node_thread, "n1"), 0);
 	assert_true(wait_count(&connected, 2)); /* the backend, then the node's link */
 
 	/* taken at once; sbatch runs on the poll thread with the allocation's sizes */
-	write_file("queue", "100|labd-rt-5|PENDING|Resources|n/a|2026-12-04T23:10:00|alice\n", 0644);
+	write_file("queue", "100|labd-rt-5|PENDING|Resources|n/a|2026-12-04T23:10:00|alice|n/a\n", 0644);
 	assert_int_equal(backend_start(b, &st, endpoint, err, sizeof(err)), 0);
 	assert_string_equal(endpoint, "");
 	assert_int_equal(backend_start(b, &st, endpoint, err, sizeof(err)), -EEXIST);
@@ -349,7 +495,7 @@ static void test_runtime_on_a_node(void **state)
 	free(list);
 
 	/* running on n1 with GRES index 1: the node starts it on its GPU minor 7 */
-	write_file("queue", "100|labd-rt-5|RUNNING|None|n1|2026-12-04T23:10:00|alice\n", 0644);
+	write_file("queue", "100|labd-rt-5|RUNNING|None|n1|2026-12-04T23:10:00|alice|n1\n", 0644);
 	assert_true(wait_count(&readies, 1));
 	assert_string_equal(node_start_gpus, "[7]");
 	assert_string_equal(ready_endpoint, "tcp:198.18.0.2:9000/runtimes/alice/run/jupyter.sock");
@@ -373,7 +519,7 @@ static void test_runtime_on_a_node(void **state)
 	assert_int_equal(counter(&ends), 0);
 
 	/* the node failed in Slurm: the end with its cause, the sandbox stopped there */
-	write_file("queue", "100|labd-rt-5|NODE_FAIL|NodeDown|n1|2026-12-04T23:10:00|alice\n", 0644);
+	write_file("queue", "100|labd-rt-5|NODE_FAIL|NodeDown|n1|2026-12-04T23:10:00|alice|n1\n", 0644);
 	snprintf(err, sizeof(err), "%s/away", dir);
 	unlink(err);
 	assert_true(wait_count(&ends, 1));
@@ -385,8 +531,8 @@ static void test_runtime_on_a_node(void **state)
 	st.user = "bob";
 	st.runtime_id = 6;
 	st.shape.n_gpus = 0;
-	write_file("queue", "100|labd-rt-6|PENDING|Priority|n/a|N/A|bob\n"
-			    "300|labd-rt-9|PENDING|Priority|n/a|N/A|carol\n", 0644);
+	write_file("queue", "100|labd-rt-6|PENDING|Priority|n/a|N/A|bob|n/a\n"
+			    "300|labd-rt-9|PENDING|Priority|n/a|N/A|carol|\n", 0644);
 	assert_int_equal(backend_start(b, &st, endpoint, err, sizeof(err)), 0);
 	for (long long until = clock_ms() + WAIT_MS;
 	     backend_slurm_queue(b, 6, text, sizeof(text), &estimate) != 0 ||
@@ -407,7 +553,7 @@ static void test_runtime_on_a_node(void **state)
 	struct backend_pool_start ps = {.user = "dana", .user_id = 4, .pool_id = 8,
 					.deadline_s = time(NULL) + 600,
 					.shape = {.memory_bytes = 1LL << 30, .cpus_milli = 1000}};
-	write_file("queue", "100|labd-pool-8|RUNNING|None|n1|N/A|dana\n", 0644);
+	write_file("queue", "100|labd-pool-8|RUNNING|None|n1|N/A|dana|n1\n", 0644);
 	assert_int_equal(backend_job_run(b, "dana", 8, 1, "{}", err, sizeof(err)), -ENOENT);
 	assert_int_equal(backend_pool_start(b, &ps, err, sizeof(err)), 0);
 	assert_true(wait_file_has("sbatch.log", "--job-name=labd-pool-8 --comment=dana "
@@ -415,7 +561,7 @@ static void test_runtime_on_a_node(void **state)
 	assert_true(wait_count(&pools_ready, 1));
 	assert_int_equal(backend_job_run(b, "dana", 8, 1, "{}", err, sizeof(err)), 0);
 	assert_int_equal(counter(&node_job_runs), 1);
-	write_file("queue", "100|labd-pool-8|TIMEOUT|TimeLimit|n1|N/A|dana\n", 0644);
+	write_file("queue", "100|labd-pool-8|TIMEOUT|TimeLimit|n1|N/A|dana|n1\n", 0644);
 	assert_true(wait_count(&pools_ended, 1));
 	assert_string_equal(end_cause, "time_limit");
 
@@ -427,9 +573,140 @@ static void test_runtime_on_a_node(void **state)
 	assert_int_equal(backend_job_shell(b, &sh, &fd, err, sizeof(err)), -ENOENT);
 	assert_int_equal(fd, -1);
 
+	__atomic_store_n(&nodes_done, true, __ATOMIC_SEQ_CST);
 	backend_free(b);
 	pthread_join(node, NULL);
 	assert_int_equal(counter(&node_starts), 1);
+	char rm[128];
+	snprintf(rm, sizeof(rm), "rm -rf %s", dir);
+	assert_int_equal(system(rm), 0);
+}
+
+static int seen_int(int *field)
+{
+	return counter(field);
+}
+
+/* A pool of a job on two nodes (docs/slurm.md "Jobs on several nodes"). */
+static void test_pool_on_two_nodes(void **state)
+{
+	struct backend_events ev = {.connected = ev_connected, .pool_ready = ev_pool_ready,
+				    .pool_ended = ev_pool_ended, .job_phase = ev_job_phase,
+				    .job_exited = ev_job_exited};
+	struct backend_pool_start ps = {.user = "erin", .user_id = 5, .pool_id = TWO_POOL,
+					.deadline_s = time(NULL) + 600, .instances = 2,
+					.shape = {.memory_bytes = 1LL << 30, .cpus_milli = 1000}};
+	const char *spec = "{\"name\":\"t\",\"argv\":[\"true\"],\"grace_s\":7,"
+			   "\"channels\":[{\"name\":\"train\",\"path\":\"d\"}]}";
+	char err[160];
+	struct backend *b;
+	pthread_t n1, n2;
+	(void)state;
+
+	set_up();
+	snprintf(cfg.slurm_job_addresses, sizeof(cfg.slurm_job_addresses), "198.18.5.0/29");
+	pthread_mutex_lock(&lock);
+	connected = pools_ready = pools_ended = job_phases = job_exits = 0;
+	memset(seen, 0, sizeof(seen));
+	pthread_mutex_unlock(&lock);
+	__atomic_store_n(&nodes_done, false, __ATOMIC_SEQ_CST);
+	b = backend_slurm_new(&cfg, &ev);
+	assert_non_null(b);
+	assert_int_equal(pthread_create(&n1, NULL, node_thread, "n1"), 0);
+	assert_int_equal(pthread_create(&n2, NULL, node_thread, "n2"), 0);
+	assert_true(wait_count(&connected, 3));
+
+	/* one Slurm job over two nodes, its hosts' addresses named in its comment; running
+	 * on n1 and n2: the pool started on both, ready once */
+	write_file("queue", "100|labd-pool-9|RUNNING|None|n1|N/A|erin:198.18.5.1:2|n[1-2]\n",
+		   0644);
+	assert_int_equal(backend_pool_start(b, &ps, err, sizeof(err)), 0);
+	assert_true(wait_file_has("sbatch.log", "--job-name=labd-pool-9 "
+						"--comment=erin:198.18.5.1:2 "));
+	assert_true(wait_file_has("sbatch.log", "--nodes=2 --ntasks-per-node=1"));
+	assert_true(wait_count(&pools_ready, 1));
+	pthread_mutex_lock(&lock);
+	assert_string_equal(seen[0].peer_addr, "198.18.5.1");
+	assert_string_equal(seen[0].peers, "198.18.5.2");
+	assert_false(seen[0].scratch_home);
+	assert_string_equal(seen[1].peer_addr, "198.18.5.2");
+	assert_string_equal(seen[1].peers, "198.18.5.1");
+	assert_true(seen[1].scratch_home);
+	pthread_mutex_unlock(&lock);
+	usleep(300 * 1000);
+	assert_int_equal(counter(&pools_ready), 1);
+
+	/* job 1: each host its spec; n2 fails: passed on at once, n1's stopped with the
+	 * job's grace, its "stopped" not passed on; only algo-1's phase reaches the web */
+	assert_int_equal(backend_job_run(b, "erin", TWO_POOL, 1, spec, err, sizeof(err)), 0);
+	assert_true(wait_count(&job_exits, 1));
+	assert_int_equal(last_exit_code, 3);
+	assert_true(wait_count(&seen[0].job_stops, 1));
+	usleep(300 * 1000);
+	pthread_mutex_lock(&lock);
+	assert_int_equal(job_exits, 1);
+	assert_int_equal(job_phases, 1);
+	assert_int_equal(seen[0].current, 1);
+	assert_int_equal(seen[1].current, 2);
+	assert_string_equal(seen[1].master_addr, "198.18.5.1");
+	assert_string_equal(seen[1].interface, "peer0");
+	assert_int_equal(seen[0].stop_grace, 7);
+	assert_int_equal(seen[1].job_stops, 0);
+	pthread_mutex_unlock(&lock);
+
+	/* job 2: both exit 0: one exit, when the last host's came */
+	assert_int_equal(backend_job_run(b, "erin", TWO_POOL, 2, spec, err, sizeof(err)), 0);
+	assert_true(wait_count(&job_exits, 2));
+	assert_int_equal(last_exit_code, 0);
+	assert_string_equal(last_exit_kind, "exited");
+	usleep(300 * 1000);
+	assert_int_equal(counter(&job_exits), 2);
+	assert_int_equal(seen_int(&seen[0].job_stops), 1);
+
+	/* labd-web restarts: the pool is adopted with both hosts (the node list, the
+	 * comment's addresses) once both nodes' lists hold it; the web sees one sandbox */
+	backend_free(b);
+	pthread_mutex_lock(&lock);
+	connected = 0;
+	pthread_mutex_unlock(&lock);
+	b = backend_slurm_new(&cfg, &ev);
+	assert_non_null(b);
+	assert_true(wait_count(&connected, 3));
+	struct backend_sandbox *list = NULL;
+	size_t n = 0;
+	for (long long until = clock_ms() + WAIT_MS;; usleep(50000)) {
+		free(list);
+		list = NULL;
+		int rc = backend_list(b, &list, &n); /* -EAGAIN until Slurm's first answer */
+		assert_true(rc == 0 || rc == -EAGAIN);
+		if (rc == 0 && n == 1 && list[0].pool_id == TWO_POOL &&
+		    !strcmp(list[0].state, "running"))
+			break;
+		assert_true(clock_ms() < until);
+	}
+	free(list);
+	/* its addresses are taken: another pool on two nodes gets the next run */
+	struct backend_pool_start other = ps;
+	other.pool_id = 10;
+	assert_int_equal(backend_pool_start(b, &other, err, sizeof(err)), 0);
+	assert_true(wait_file_has("sbatch.log", "--job-name=labd-pool-10 "
+						"--comment=erin:198.18.5.3:2 "));
+	assert_true(wait_count(&pools_ended, 1)); /* Slurm has no job of it: gone */
+
+	/* job 3: n2's sandbox ends: the pool ends once, n1's is stopped, Slurm's job
+	 * cancelled */
+	assert_int_equal(backend_job_run(b, "erin", TWO_POOL, 3, spec, err, sizeof(err)), 0);
+	assert_true(wait_count(&pools_ended, 2));
+	assert_string_equal(end_cause, "oom");
+	assert_true(wait_count(&seen[0].pool_stops, 1));
+	assert_true(wait_file_has("scancel.log", "100"));
+	usleep(300 * 1000);
+	assert_int_equal(counter(&pools_ended), 2);
+
+	__atomic_store_n(&nodes_done, true, __ATOMIC_SEQ_CST);
+	backend_free(b);
+	pthread_join(n1, NULL);
+	pthread_join(n2, NULL);
 	char rm[128];
 	snprintf(rm, sizeof(rm), "rm -rf %s", dir);
 	assert_int_equal(system(rm), 0);
@@ -452,15 +729,16 @@ static void test_a_restart_adopts_and_passes_ends(void **state)
 
 	set_up();
 	write_file("away", "", 0644);
-	write_file("queue", "100|labd-rt-5|RUNNING|None|n1|N/A|alice\n"
-			    "101|labd-rt-8|CANCELLED|None|n1|N/A|fred\n", 0644);
+	write_file("queue", "100|labd-rt-5|RUNNING|None|n1|N/A|alice|n1\n"
+			    "101|labd-rt-8|CANCELLED|None|n1|N/A|fred|n1\n", 0644);
 	pthread_mutex_lock(&lock);
 	node_has_alice = true;
 	int connected0 = connected, ends0 = ends;
 	pthread_mutex_unlock(&lock);
 	b = backend_slurm_new(&cfg, &ev);
 	assert_non_null(b);
-	assert_int_equal(pthread_create(&node, NULL, node_thread, NULL), 0);
+	__atomic_store_n(&nodes_done, false, __ATOMIC_SEQ_CST);
+	assert_int_equal(pthread_create(&node, NULL, node_thread, "n1"), 0);
 	assert_true(wait_count(&connected, connected0 + 1)); /* the node's link */
 	/* no answer from Slurm yet: nothing is decided on the list */
 	assert_int_equal(backend_list(b, &list, &n), -EAGAIN);
@@ -482,6 +760,7 @@ static void test_a_restart_adopts_and_passes_ends(void **state)
 	assert_false(file_has("scancel.log", "100"));
 	assert_int_equal(counter(&ends), ends0 + 1); /* the ended job's end passed once */
 
+	__atomic_store_n(&nodes_done, true, __ATOMIC_SEQ_CST);
 	backend_free(b);
 	pthread_join(node, NULL);
 	char rm[128];
@@ -493,6 +772,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runtime_on_a_node),
+		cmocka_unit_test(test_pool_on_two_nodes),
 		cmocka_unit_test(test_a_restart_adopts_and_passes_ends),
 	};
 	return cmocka_run_group_tests_name("slurm_backend", tests, NULL, NULL);

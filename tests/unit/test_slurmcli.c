@@ -47,7 +47,7 @@ static void test_squeue_lines(void **state)
 
 	/* pending behind busy GPUs, with Slurm's start estimate */
 	assert_int_equal(slurmcli_parse_squeue_line(
-				 "14|labd-rt-5|PENDING|Resources|n/a|2026-12-04T23:10:00|alice\n", &j),
+				 "14|labd-rt-5|PENDING|Resources|n/a|2026-12-04T23:10:00|alice|\n", &j),
 			 0);
 	assert_int_equal(j.job_id, 14);
 	assert_false(j.pool);
@@ -59,32 +59,50 @@ static void test_squeue_lines(void **state)
 	assert_int_equal(j.start_at, (int64_t)mktime(&tm));
 	/* running on a node; the host is the batch host */
 	assert_int_equal(slurmcli_parse_squeue_line(
-				 "9|labd-pool-3|RUNNING|None|n2|2026-12-04T22:00:01|bob", &j), 0);
+				 "9|labd-pool-3|RUNNING|None|n2|2026-12-04T22:00:01|bob|n2", &j), 0);
 	assert_true(j.pool);
 	assert_string_equal(j.host, "n2");
+	assert_string_equal(j.nodes, "n2");
+	assert_int_equal(j.peer_n, 0);
+	/* a job on several nodes: its node list, and its hosts' peer addresses */
+	assert_int_equal(slurmcli_parse_squeue_line("9|labd-pool-3|RUNNING|None|n1|N/A|"
+						    "bob:10.1.0.193:2|n[1-2]", &j), 0);
+	assert_string_equal(j.user, "bob");
+	assert_string_equal(j.nodes, "n[1-2]");
+	assert_int_equal(j.peer_first, (10u << 24) | (1u << 16) | 193u);
+	assert_int_equal(j.peer_n, 2);
+	static const char *const bad_peers[] = {"bob:10.1.0.193", "bob:10.1.0.193:0",
+						"bob:10.1.0.193:65", "bob:10.1.0:2", "bob:x:2",
+						"bob:10.1.0.193:2x"};
+	for (size_t i = 0; i < sizeof(bad_peers) / sizeof(bad_peers[0]); i++) {
+		char line[128];
+		snprintf(line, sizeof(line), "9|labd-pool-3|RUNNING|None|n1|N/A|%s|n[1-2]",
+			 bad_peers[i]);
+		assert_int_equal(slurmcli_parse_squeue_line(line, &j), -EINVAL);
+	}
 	/* no estimate, no comment */
-	assert_int_equal(slurmcli_parse_squeue_line("2|labd-rt-1|PENDING|Priority|n/a|N/A|(null)",
+	assert_int_equal(slurmcli_parse_squeue_line("2|labd-rt-1|PENDING|Priority|n/a|N/A|(null)|",
 						    &j), 0);
 	assert_int_equal(j.start_at, 0);
 	assert_string_equal(j.user, "");
 	/* a reason that is a sentence is cut, not refused (22.05 prints these) */
 	assert_int_equal(slurmcli_parse_squeue_line(
 				 "5|labd-rt-3|PENDING|Nodes required for job are DOWN, DRAINED or "
-				 "reserved for jobs in higher priority partitions|n/a|N/A|", &j), 0);
+				 "reserved for jobs in higher priority partitions|n/a|N/A||", &j), 0);
 	assert_int_equal(strncmp(j.reason, "Nodes required for job are DOWN", 31), 0);
 	/* not labd's: some other job of the same account */
-	assert_int_equal(slurmcli_parse_squeue_line("3|wrap|RUNNING|None|vm|N/A|", &j), 1);
+	assert_int_equal(slurmcli_parse_squeue_line("3|wrap|RUNNING|None|vm|N/A||vm", &j), 1);
 	/* malformed: a '|' in a name, fields missing, a bad id, a bad time, a bad user */
 	assert_int_equal(slurmcli_parse_squeue_line("3|labd-rt-1|x|RUNNING|None|vm|N/A|", &j),
 			 -EINVAL);
 	assert_int_equal(slurmcli_parse_squeue_line("3|labd-rt-1|RUNNING", &j), -EINVAL);
-	assert_int_equal(slurmcli_parse_squeue_line("x|labd-rt-1|RUNNING|None|vm|N/A|", &j),
+	assert_int_equal(slurmcli_parse_squeue_line("x|labd-rt-1|RUNNING|None|vm|N/A||vm", &j),
 			 -EINVAL);
-	assert_int_equal(slurmcli_parse_squeue_line("3|labd-rt-1|RUNNING|None|vm|soon|", &j),
+	assert_int_equal(slurmcli_parse_squeue_line("3|labd-rt-1|RUNNING|None|vm|soon||vm", &j),
 			 -EINVAL);
-	assert_int_equal(slurmcli_parse_squeue_line("3|labd-rt-1|RUNNING|None|vm|N/A|Ev il", &j),
+	assert_int_equal(slurmcli_parse_squeue_line("3|labd-rt-1|RUNNING|None|vm|N/A|Ev il|vm", &j),
 			 -EINVAL);
-	assert_int_equal(slurmcli_parse_squeue_line("3|labd-rt-1||None|vm|N/A|a", &j), -EINVAL);
+	assert_int_equal(slurmcli_parse_squeue_line("3|labd-rt-1||None|vm|N/A|a|vm", &j), -EINVAL);
 }
 
 static void test_sbatch_output(void **state)
@@ -233,6 +251,12 @@ static void test_submit_argv(void **state)
 		assert_null(strstr(argv[i], "--partition"));
 	}
 	assert_string_equal(argv[2], "--job-name=labd-pool-5");
+	/* on several nodes the comment names the hosts' peer addresses */
+	s.nodes = 2;
+	s.peer_first = (10u << 24) | (1u << 16) | 193u;
+	s.peer_n = 2;
+	slurmcli_submit_argv("sbatch", &s, argv, store);
+	assert_string_equal(argv[3], "--comment=alice:10.1.0.193:2");
 }
 
 /* A stand-in tool: a script in a temporary folder. */
@@ -260,16 +284,16 @@ static void test_runner_and_queue(void **state)
 	snprintf(tool, sizeof(tool), "%s/squeue", dir);
 	t.squeue = t.scancel = t.scontrol = t.sbatch = tool;
 	/* an answer: two of labd's jobs among another one */
-	write_tool(tool, "echo '4|labd-rt-2|RUNNING|None|n1|2026-12-04T22:00:00|alice'\n"
-			 "echo '5|wrap|RUNNING|None|n1|N/A|'\n"
-			 "echo '6|labd-pool-9|PENDING|Priority|n/a|N/A|bob'");
+	write_tool(tool, "echo '4|labd-rt-2|RUNNING|None|n1|2026-12-04T22:00:00|alice|n1'\n"
+			 "echo '5|wrap|RUNNING|None|n1|N/A||n1'\n"
+			 "echo '6|labd-pool-9|PENDING|Priority|n/a|N/A|bob|'");
 	assert_int_equal(slurmcli_queue(&t, &jobs, &n), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(jobs[0].job_id, 4);
 	assert_string_equal(jobs[1].user, "bob");
 	free(jobs);
 	/* a line of labd's that is not understood: unknown, never "gone" */
-	write_tool(tool, "echo '4|labd-rt-2|RUNNING|None|n1|soon|alice'");
+	write_tool(tool, "echo '4|labd-rt-2|RUNNING|None|n1|soon|alice|n1'");
 	assert_int_equal(slurmcli_queue(&t, &jobs, &n), -EAGAIN);
 	/* the controller away: unknown, never "no jobs" */
 	write_tool(tool, "echo 'squeue: error: Unable to contact slurm controller (connect "
