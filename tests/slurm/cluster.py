@@ -12,9 +12,14 @@ files. Processes:
 - munged as user munge (`--socket`, `--key-file`, ...); slurm.conf names its socket
   (AuthInfo=socket=...), so every client and daemon here talks to it only;
 - slurmctld -D in the host's network namespace, listening on the head address
-  (198.18.N.1 on a bridge of the cluster's own);
+  (198.18.N.1, the host's end of a veth pair into the cluster's switch);
 - one `slurmd -D -N <node>` per node, each in its own network namespace joined to the
-  bridge by a veth pair (198.18.N.2, .3, ...), as separate machines would be. Debian
+  switch by a veth pair (198.18.N.2, .3, ...), as separate machines would be.
+  The switch is a bridge in a network namespace of its own: what the nodes send one
+  another (the peers of a job on several nodes) is bridged there, never through the
+  host's firewall, which this machine's bridge netfilter
+  (net.bridge.bridge-nf-call-iptables) would apply to a bridge in the host's namespace
+  and which other tests change while they run. Debian
   builds slurmd with multiple-slurmd, so two run on one host; each has its own spool,
   pid and log file (%n) and its cgroup prefix is /slurm_<node>.
 
@@ -132,6 +137,8 @@ class Cluster:
         self.subnet = None
         self.head_addr = None
         self.bridge = f"s{self.tag}br"
+        self.switch = f"s{self.tag}sw"   # the bridge's own network namespace
+        self.head_if = f"s{self.tag}hd"  # the host's end, with the head address
         self.gpus_per_node = gpus_per_node
         self.cpus = cpus or os.cpu_count() or 1
         self.memory_mb = memory_mb or 2048
@@ -208,10 +215,8 @@ class Cluster:
         for ns in self._made_netns:
             _ip("netns", "del", ns, check=False)
         self._made_netns = []
-        for n in self.nodes:
-            _ip("link", "del", n.host_if, check=False)
-        if self._bridge_made:
-            _ip("link", "del", self.bridge, check=False)
+        if self._bridge_made:  # the switch's namespace went above: its ends with it
+            _ip("link", "del", self.head_if, check=False)
             self._bridge_made = False
         if self.dir:
             shutil.rmtree(self.dir, ignore_errors=True)  # the device nodes with it
@@ -266,20 +271,30 @@ class Cluster:
     # ------------------------------------------------------------------ the pieces
 
     def _make_network(self):
-        _ip("link", "add", self.bridge, "type", "bridge")
+        sw = self.switch
+        _ip("netns", "add", sw)
+        self._made_netns.append(sw)
+        _ip("-n", sw, "link", "add", self.bridge, "type", "bridge")
+        _ip("-n", sw, "link", "set", self.bridge, "up")
         self._bridge_made = True
-        _ip("addr", "add", f"{self.head_addr}/24", "dev", self.bridge)
-        _ip("link", "set", self.bridge, "up")
+        self._plug(self.head_if, f"s{self.tag}hp")
+        _ip("addr", "add", f"{self.head_addr}/24", "dev", self.head_if)
+        _ip("link", "set", self.head_if, "up")
         for n in self.nodes:
             _ip("netns", "add", n.netns)
             self._made_netns.append(n.netns)
-            _ip("link", "add", n.host_if, "type", "veth", "peer", "name", n.ns_if)
+            self._plug(n.ns_if, n.host_if)
             _ip("link", "set", n.ns_if, "netns", n.netns)
-            _ip("link", "set", n.host_if, "master", self.bridge)
-            _ip("link", "set", n.host_if, "up")
             _ip("-n", n.netns, "addr", "add", f"{n.addr}/24", "dev", n.ns_if)
             _ip("-n", n.netns, "link", "set", n.ns_if, "up")
             _ip("-n", n.netns, "link", "set", "lo", "up")
+
+    def _plug(self, end, port):
+        """A veth pair: end stays here, port becomes a port of the switch's bridge."""
+        _ip("link", "add", end, "type", "veth", "peer", "name", port)
+        _ip("link", "set", port, "netns", self.switch)
+        _ip("-n", self.switch, "link", "set", port, "master", self.bridge)
+        _ip("-n", self.switch, "link", "set", port, "up")
 
     def _make_gpus(self):
         for n in self.nodes:
