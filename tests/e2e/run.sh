@@ -14,6 +14,12 @@
 # adds that file's settings (a fast lockout, say, that must not throttle the others); if
 # that daemon does not start, that file alone fails. Each file gets LABD_URL,
 # LABD_ADMIN_PASSWORD and LABD_STATE_DIR (where its daemon keeps the database).
+#
+# The files of the shared daemon run one after the other; the files with a daemon of
+# their own share nothing with them and run, one after the other too, beside them
+# (E2E_LANES=1: every file in one row). Most of a file's time is spent waiting (a
+# runtime starting, a page polling), so two rows take about half the time of one.
+# Each file's TAP output is printed whole once it has ended.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,6 +32,7 @@ CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 tmp=""
 daemon_pid=""
 file_daemon_pid=""
+lane_pid=""
 
 # stop_daemon PID: SIGTERM, then SIGKILL to its process group after 10 s.
 stop_daemon() {
@@ -44,6 +51,17 @@ stop_daemon() {
         fi
     fi
     wait "$pid" 2>/dev/null
+    forget_daemon "$pid"
+}
+
+# forget_daemon PID: its pid file goes (cleanup must never signal a pid reused since).
+forget_daemon() {
+    local pidfile
+    [ -n "$tmp" ] || return 0
+    for pidfile in "$tmp"/*/daemon.pid; do
+        [ -f "$pidfile" ] && [ "$(cat "$pidfile")" = "$1" ] && rm -f "$pidfile"
+    done
+    return 0
 }
 
 show_logs() {
@@ -57,7 +75,15 @@ show_logs() {
 }
 
 cleanup() {
+    local pidfile
+    [ -n "$lane_pid" ] && kill "$lane_pid" 2>/dev/null && wait "$lane_pid" 2>/dev/null
     stop_daemon "$file_daemon_pid"
+    # the other row's file daemon (start_daemon leaves each daemon's pid in its folder)
+    if [ -n "$tmp" ]; then
+        for pidfile in "$tmp"/*/daemon.pid; do
+            [ -f "$pidfile" ] && stop_daemon "$(cat "$pidfile")"
+        done
+    fi
     stop_daemon "$daemon_pid"
     [ -n "$tmp" ] && rm -rf "$tmp"
 }
@@ -108,7 +134,7 @@ daemon_failed() {
 # below plus EXTRA_INI's settings; sets DAEMON_PID, DAEMON_URL, DAEMON_PW and DAEMON_STATE;
 # returns non-zero when a file's own daemon did not come up.
 start_daemon() {
-    local name=$1 extra=${2:-} dir="$tmp/$1" port code="" up=""
+    local name=$1 extra=${2:-} dir="$tmp/$1" port code="" up="" st
     mkdir -p "$dir" && chmod 0755 "$dir"
     port="$(node -e '
 const s = require("net").createServer();
@@ -149,10 +175,13 @@ EOF
     # Own session and process group, so a stuck daemon can be killed with its children.
     env "${envs[@]}" setsid "$labd_bin" --config "$dir/labd.ini" >"$dir/labd.log" 2>&1 </dev/null &
     DAEMON_PID=$!
+    echo "$DAEMON_PID" >"$dir/daemon.pid"
     for _ in $(seq 1 100); do
         if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
             wait "$DAEMON_PID" 2>/dev/null
-            daemon_failed "$name" "labd ($name) exited during start-up (status $?)"
+            st=$?
+            forget_daemon "$DAEMON_PID"
+            daemon_failed "$name" "labd ($name) exited during start-up (status $st)"
             return 1
         fi
         code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$DAEMON_URL/api/v1/health" 2>/dev/null)"
@@ -198,28 +227,31 @@ fi
 [ "${#files[@]}" -gt 0 ] || setup_failed "no *.test.mjs files in $here"
 
 echo "e2e: labd is up at $url (pid $daemon_pid); running the browser tests: ${files[*]}"
-passed=0
-failed=0
-skipped=0
-for f in "${files[@]}"; do
-    out="$tmp/node-test.$f.out"
-    f_url=$url f_pw=$admin_pw f_state=$state
-    ini="$here/${f%.test.mjs}.ini"
+
+# run_file FILE: runs one test file (with its own daemon when it has an .ini) and
+# leaves "PASSED FAILED SKIPPED" in $tmp/counts.FILE and its TAP output in
+# $tmp/node-test.FILE.out, printed whole when it ends (a lock keeps the two rows'
+# outputs apart).
+run_file() {
+    local f=$1 out="$tmp/node-test.$1.out" f_url=$url f_pw=$admin_pw f_state=$state
+    local ini="$here/${1%.test.mjs}.ini" p n c s=0 node_rc title reason
     if [ -f "$ini" ]; then
-        if ! start_daemon "${f%.test.mjs}" "$ini"; then
-            echo "e2e: $f not run: its own labd did not start" >&2
-            failed=$((failed + 1))
-            continue
+        if ! start_daemon "${f%.test.mjs}" "$ini" >"$out" 2>&1; then
+            echo "e2e: $f not run: its own labd did not start" >>"$out"
+            echo "0 1 0" >"$tmp/counts.$f"
+            flock "$tmp/print.lock" cat "$out"
+            return
         fi
         file_daemon_pid=$DAEMON_PID f_url=$DAEMON_URL f_pw=$DAEMON_PW f_state=$DAEMON_STATE
-        echo "e2e: $f gets its own labd at $f_url (pid $file_daemon_pid, settings from $(basename "$ini"))"
+        echo "e2e: $f gets its own labd at $f_url (pid $file_daemon_pid, settings from $(basename "$ini"))" >"$out"
+    else
+        : >"$out"
     fi
-    # Feed the tests through tee so the TAP stream is shown as it comes and kept for the summary.
     (cd "$repo" && LABD_URL="$f_url" LABD_ADMIN_PASSWORD="$f_pw" LABD_STATE_DIR="$f_state" CHROMIUM="$CHROMIUM" \
-        timeout "${E2E_TIMEOUT:-1500}" node --test --test-reporter=tap "tests/e2e/$f") 2>&1 | tee "$out"
-    node_rc=${PIPESTATUS[0]}
+        timeout "${E2E_TIMEOUT:-1500}" node --test --test-reporter=tap "tests/e2e/$f") >>"$out" 2>&1
+    node_rc=$?
     if [ -n "$file_daemon_pid" ]; then
-        stop_daemon "$file_daemon_pid"
+        stop_daemon "$file_daemon_pid" >>"$out" 2>&1
         file_daemon_pid=""
     fi
     p="$(sed -nE 's/^# pass ([0-9]+)$/\1/p' "$out" | tail -n 1)"
@@ -229,20 +261,44 @@ for f in "${files[@]}"; do
     n=$((${n:-0} + ${c:-0}))
     # A crashed or timed-out runner with no failure counted is still a failure.
     if [ "$node_rc" -ne 0 ] && [ "$n" -eq 0 ]; then
-        echo "e2e: node --test $f exited with status $node_rc" >&2
+        echo "e2e: node --test $f exited with status $node_rc" >>"$out"
         n=1
     fi
     # Skipped tests, by name: "ok N - <title> # SKIP <reason>"
     while IFS=$'\t' read -r title reason; do
         [ -n "$title" ] || continue
-        if skip_verdict e2e "$f/$title" "${reason:-no reason given}"; then
-            skipped=$((skipped + 1))
+        if skip_verdict e2e "$f/$title" "${reason:-no reason given}" >>"$out" 2>&1; then
+            s=$((s + 1))
         else
             n=$((n + 1))
         fi
     done < <(sed -nE 's/^ *ok [0-9]+ - (.*) # SKIP ?(.*)$/\1\t\2/p' "$out")
-    passed=$((passed + p))
-    failed=$((failed + n))
+    echo "$p $n $s" >"$tmp/counts.$f"
+    flock "$tmp/print.lock" cat "$out"
+}
+
+shared=() own=()
+for f in "${files[@]}"; do
+    if [ -f "$here/${f%.test.mjs}.ini" ] && [ "${E2E_LANES:-2}" -gt 1 ]; then own+=("$f"); else shared+=("$f"); fi
+done
+if [ "${#own[@]}" -gt 0 ]; then
+    (for f in "${own[@]}"; do run_file "$f"; done) &
+    lane_pid=$!
+fi
+for f in "${shared[@]}"; do run_file "$f"; done
+[ -n "$lane_pid" ] && wait "$lane_pid"
+lane_pid=""
+
+passed=0
+failed=0
+skipped=0
+for f in "${files[@]}"; do
+    if read -r p n s 2>/dev/null <"$tmp/counts.$f"; then
+        passed=$((passed + p)) failed=$((failed + n)) skipped=$((skipped + s))
+    else
+        echo "e2e: $f left no result" >&2
+        failed=$((failed + 1))
+    fi
 done
 
 stop_daemon "$daemon_pid"

@@ -1028,8 +1028,9 @@ def wait_loops_released(state_dir, timeout=20):
     return loops, (mount_holders(state_dir) if loops else [])
 
 
-def runtime_leftovers(state_dir, seen_pids=(), seen_ids=()):
-    """Human-readable list of what a stopped daemon left behind."""
+def runtime_leftovers(state_dir, seen_pids=(), seen_ids=(), loop_wait=20):
+    """Human-readable list of what a stopped daemon left behind (waiting up to
+    loop_wait s for its homes' loop devices to detach)."""
     left = []
     for f, kv in sandbox_records(state_dir):
         left.append(f"sandbox state file {f} (id {kv.get('id')}, pid {kv.get('pid')})")
@@ -1042,7 +1043,7 @@ def runtime_leftovers(state_dir, seen_pids=(), seen_ids=()):
     for pid, i in processes_in_cgroups([f"{i}.net" for i in seen_ids]):
         left.append(f"pasta {pid} still in the cgroup {i}")
     left += [f"mount {m}" for m in mounts_under(state_dir)]
-    loops, holders = wait_loops_released(state_dir) if not left else \
+    loops, holders = wait_loops_released(state_dir, loop_wait) if not left else \
         (loops_under(state_dir), mount_holders(state_dir))
     if loops and holders:
         # Only namespaces outside this daemon (its own sandbox processes are
@@ -1109,8 +1110,11 @@ def teardown_runtime_daemon(d, stop_timeout=30):
                             capture_output=True, text=True, timeout=60)
         if gc.returncode != 0:
             errors.append(f"labbox gc --all failed ({gc.returncode}): {gc.stderr.strip()}")
+        # loop devices that other mount namespaces still held above (noted, not
+        # this daemon's leak) are not waited for a second time
+        held = loops_under(d.state_dir) and mount_holders(d.state_dir)
         left = runtime_leftovers(d.state_dir, getattr(d, "sandbox_pids", ()),
-                                 getattr(d, "sandbox_ids", ()))
+                                 getattr(d, "sandbox_ids", ()), loop_wait=0 if held else 20)
         if left:
             d.keep_dir = True  # never rmtree through a mounted home
             errors.append(f"still left after labbox gc --all ({d.dir} kept):\n  " +

@@ -36,9 +36,15 @@ EXPECTED_BASE = 28993 * 65536  # the first multiple of 65536 above HIGH_RANGE + 
 SUBUID = f"alice:100000:65536\nbob:165536:65536\nhigh:{HIGH_RANGE}:65536\n"
 
 # labd in its own mount namespace, its /opt a read-only tmpfs holding only a vendor's
-# stack: what a GPU server shows when /opt is not hidden (no /opt/labd, no /opt/ml)
+# stack: what a GPU server shows when /opt is not hidden (no /opt/labd, no /opt/ml).
+# That namespace starts as a copy of every mount of the host, the homes of the labd
+# daemons of other test files included (loop devices, major 7): their copies are
+# detached at once, or they would keep those homes' loop devices attached as long
+# as this daemon and its sandboxes run.
 WRAPPER = """#!/bin/sh
 exec unshare -m --propagation private -- sh -c '
+awk "\\$3 ~ /^7:/ {{ print \\$5 }}" /proc/self/mountinfo | while read -r m; do
+  umount -l "$m" 2>/dev/null; done
 mount -t tmpfs -o mode=755,size=1m labd-test-opt /opt &&
 mkdir /opt/vendor && echo vendor-stack-here > /opt/vendor/marker &&
 mount -o remount,ro /opt && exec "$0" "$@"' {labd} "$@"

@@ -5,6 +5,10 @@ lasts seconds.  The GPU rules (LowGPUUtilization, CPUBottleneck, GPUMemoryIncrea
 need GPU samples, which a CPU-only machine (or [gpu] stand_in devices) cannot give:
 they are proven by the unit tests of the rules (docs/jobs.md says so)."""
 
+import glob
+import os
+import uuid
+
 import pytest
 
 from jobs_lib import (
@@ -21,9 +25,14 @@ from jobs_lib import (
 from labd_harness import SLOW, wait_until
 
 MEM = 256 << 20
+# the I/O job's gate (jobs_scripts/rules.py): opened once its writes are throttled
+GATE = f"gate-{uuid.uuid4().hex}"
+# its writes to its home, each 4 KiB with an fsync: at this rate an fsync waits about
+# 0.1 s for its turn on the device, however long the writer itself waited for a CPU
+IO_WRITE_BYTES_PER_S = 32 << 10
 JOBS = {
     # rule: (mode, seconds, extra submit fields)
-    "IOBottleneck": ("io", 5, {}),
+    "IOBottleneck": ("io", 5, {"hyperparameters": {"gate": GATE}}),
     "MemoryNearLimit": ("memory", 3, {"memory_bytes": MEM, "hyperparameters": {"limit_bytes": MEM}}),
     "NoLogOutput": ("quiet", 6, {}),
     "SlowInitialization": ("slowinit", 6, {}),
@@ -56,6 +65,74 @@ def rd(runtime_daemon_factory):
         "rules_io_wait": "20"})
 
 
+def gated_job_pid():
+    """The pid of the I/O job waiting at GATE (its environment names the gate,
+    SM_HPS), or None."""
+    for env in glob.glob("/proc/[0-9]*/environ"):
+        pid = env.split("/")[2]
+        try:
+            with open(env, "rb") as fh:
+                if GATE.encode() not in fh.read():
+                    continue
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"rules.py\0io\0" in fh.read():
+                    return int(pid)
+        except OSError:
+            continue
+    return None
+
+
+def cgroup_knob_dirs(pid):
+    """{hierarchy: cgroup dir} of pid: "blkio" (v1) and "unified" (v2)."""
+    mounts = {}
+    with open("/proc/self/mountinfo") as fh:
+        for line in fh:
+            f = line.split()
+            fs, opts = f[f.index("-") + 1], f[-1].split(",")
+            if fs == "cgroup2":
+                mounts.setdefault("unified", f[4])
+            elif fs == "cgroup" and "blkio" in opts:
+                mounts.setdefault("blkio", f[4])
+    out = {}
+    with open(f"/proc/{pid}/cgroup") as fh:
+        for line in fh:
+            _, ctls, path = line.rstrip("\n").split(":", 2)
+            key = "unified" if ctls == "" else "blkio" if "blkio" in ctls.split(",") else None
+            if key in mounts:
+                out[key] = mounts[key] + path
+    return out
+
+
+def throttle_and_open_gate():
+    """Limits the gated I/O job's writes to its home's loop device to
+    IO_WRITE_BYTES_PER_S, with the cgroup knob the sandbox library writes for that
+    limit (sandbox/cgbox.c: v1 blkio.throttle.write_bps_device, v2 io.max wbps=),
+    then opens its gate: every fsync of the job waits on the device, so that the I/O
+    pressure it is judged on cannot fall below the threshold because a loaded host
+    left the job waiting for a CPU instead."""
+    pid = wait_until(gated_job_pid, 60 * SLOW, "the I/O job to wait at its gate")
+    out = f"/proc/{pid}/root/opt/ml/output"
+    st = os.stat(out)
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    assert os.major(st.st_dev) == 7, f"the job's output folder is not on its home ({dev})"
+    dirs = cgroup_knob_dirs(pid)
+    done = []
+    # the job's own cgroup, or its sandbox's (one above) when only that has the knob
+    for key, knob, line in (("blkio", "blkio.throttle.write_bps_device", f"{dev} {IO_WRITE_BYTES_PER_S}"),
+                            ("unified", "io.max", f"{dev} wbps={IO_WRITE_BYTES_PER_S}")):
+        d = dirs.get(key)
+        if d and not os.path.exists(os.path.join(d, knob)):
+            d = os.path.dirname(d)
+        if d and os.path.exists(os.path.join(d, knob)):
+            with open(os.path.join(d, knob), "w") as fh:
+                fh.write(line)
+            done.append(f"{d}/{knob}")
+    assert done, f"no write limit could be set on the I/O job's cgroups {dirs}"
+    with open(os.path.join(out, GATE), "w"):
+        pass
+    return done
+
+
 @pytest.fixture(scope="module")
 def ran(rd):
     """All the rule jobs at once (one user, concurrent_jobs raised); waits for the
@@ -66,6 +143,7 @@ def ran(rd):
     for rule, (mode, secs, extra) in JOBS.items():
         ids[rule] = submit(c, [PY, "code/rules.py", mode, str(secs)], name=f"rule-{mode}",
                            **extra)["id"]
+    print(f"\nthe I/O job's writes limited through {throttle_and_open_gate()}")
 
     def quiet_finding_while_running():
         j = get_job(c, ids["NoLogOutput"])

@@ -78,17 +78,25 @@ class TestHost:
     def run_ip(self, *args):
         return _ip("-n", self.netns, *args)
 
+    def _enter(self, argv):
+        """argv in the test host's network namespace and the host's mount namespace
+        (nsenter, not `ip netns exec`: that one unshares a mount namespace, a copy of
+        every mount there is at that moment, the homes of the labd daemons running
+        side by side included, and holds their loop devices attached for as long as
+        the command runs)."""
+        return ["nsenter", f"--net=/run/netns/{self.netns}", "--", *argv]
+
     def run(self, argv, **kw):
         """Runs argv inside the test host and waits (subprocess.run arguments)."""
         kw.setdefault("capture_output", True)
         kw.setdefault("text", True)
-        return subprocess.run(["ip", "netns", "exec", self.netns, *argv], **kw)
+        return subprocess.run(self._enter(argv), **kw)
 
     def spawn(self, argv, **kw):
         """Starts argv inside the test host; stopped by close()."""
         kw.setdefault("stdout", subprocess.DEVNULL)
         kw.setdefault("stderr", subprocess.DEVNULL)
-        p = subprocess.Popen(["ip", "netns", "exec", self.netns, *argv], **kw)
+        p = subprocess.Popen(self._enter(argv), **kw)
         self.procs.append(p)
         return p
 

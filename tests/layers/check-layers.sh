@@ -29,22 +29,27 @@ ROOT=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${2:-${BUILD:-build}}
 cd "$ROOT" || exit 2
 
+# Each function below sets a variable rather than printing (no subshell per call: the
+# tree has hundreds of files and over a thousand includes, and this runs at every
+# make check-layers and at each planted case of tests/layers/run.sh).
+
+# rank LAYER: its rank into r (-1: not a layer).
 rank() {
 	case $1 in
-	common) echo 0 ;;
-	config | proto | sandbox | metrics) echo 1 ;;
-	store) echo 2 ;;
-	http) echo 3 ;;
-	auth) echo 4 ;;
-	sched) echo 5 ;;
-	backend | notify) echo 6 ;;
-	runtime | jobs) echo 7 ;;
-	tuning) echo 8 ;;
-	proxy | api) echo 9 ;;
-	web) echo 10 ;;
-	supervisor) echo 11 ;;
-	main) echo 12 ;;
-	*) echo -1 ;;
+	common) r=0 ;;
+	config | proto | sandbox | metrics) r=1 ;;
+	store) r=2 ;;
+	http) r=3 ;;
+	auth) r=4 ;;
+	sched) r=5 ;;
+	backend | notify) r=6 ;;
+	runtime | jobs) r=7 ;;
+	tuning) r=8 ;;
+	proxy | api) r=9 ;;
+	web) r=10 ;;
+	supervisor) r=11 ;;
+	main) r=12 ;;
+	*) r=-1 ;;
 	esac
 }
 
@@ -52,53 +57,63 @@ root_side() {
 	case $1 in common | config | proto | sandbox | supervisor) return 0 ;; *) return 1 ;; esac
 }
 
-# The layer a source file lives in.
+# The layer a source file lives in, into part.
 part_of_file() {
 	case $1 in
-	common/* | include/labd/*) echo common ;;
-	sandbox/*) echo sandbox ;;
-	server/main.c) echo main ;;
-	server/*/*) p=${1#server/}; echo "${p%%/*}" ;;
-	*) echo unknown ;;
+	common/* | include/labd/*) part=common ;;
+	sandbox/*) part=sandbox ;;
+	server/main.c) part=main ;;
+	server/*/*) part=${1#server/}; part=${part%%/*} ;;
+	*) part=unknown ;;
 	esac
 }
 
-# The layer an include names ("labd/x.h", "sandbox/x.h", "store/x.h", "x.h").
+# The layer an include names ("labd/x.h", "sandbox/x.h", "store/x.h", "x.h"), into part.
 part_of_include() {
 	case $1 in
-	labd/*) echo common ;;
-	*/*) p=${1%%/*}; [ -d "server/$p" ] && echo "$p" || { [ "$p" = sandbox ] && echo sandbox || echo unknown; } ;;
-	*) echo self ;;
+	labd/*) part=common ;;
+	*/*) part=${1%%/*}; [ -d "server/$part" ] || { [ "$part" = sandbox ] || part=unknown; } ;;
+	*) part=self ;;
 	esac
 }
 
 bad=0
-while IFS= read -r f; do
-	from=$(part_of_file "$f")
-	rf=$(rank "$from")
-	if [ "$rf" -lt 0 ]; then
+mapfile -t files < <(find common include/labd sandbox server -name '*.[ch]' | sort)
+for f in "${files[@]}"; do
+	part_of_file "$f"
+	rank "$part"
+	if [ "$r" -lt 0 ]; then
 		echo "layers: $f: folder not in the layer order (add it to $0 and docs/architecture.md)"
 		bad=1
-		continue
 	fi
-	while IFS=: read -r line inc; do
-		to=$(part_of_include "$inc")
-		[ "$to" = self ] || [ "$to" = "$from" ] && continue
-		rt=$(rank "$to")
-		if root_side "$from" && ! root_side "$to" &&
-		   ! { [ "$from" = supervisor ] && [ "$inc" = web/web.h ]; }; then
-			echo "layers: $f:$line: root-side $from includes \"$inc\" from $to"
-			bad=1
-		elif [ "$rt" -lt 0 ]; then
-			echo "layers: $f:$line: includes \"$inc\" from no known layer"
-			bad=1
-		elif [ "$rt" -ge "$rf" ]; then
-			echo "layers: $f:$line: $from (layer $rf) includes \"$inc\" from $to (layer $rt)"
-			bad=1
-		fi
-	done < <(grep -noE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]+"' "$f" |
-		 sed -E 's/^([0-9]+):.*"([^"]+)"/\1:\2/')
-done < <(find common include/labd sandbox server -name '*.[ch]' | sort)
+done
+# every include of every file at once: "FILE:LINE:#include "INC"", in the files' order
+include_re='^([^:]+):([0-9]+):.*"([^"]+)"$'
+while IFS= read -r hit; do
+	[[ $hit =~ $include_re ]] || continue
+	f=${BASH_REMATCH[1]} line=${BASH_REMATCH[2]} inc=${BASH_REMATCH[3]}
+	part_of_file "$f"
+	from=$part
+	rank "$from"
+	rf=$r
+	[ "$rf" -lt 0 ] && continue # said above
+	part_of_include "$inc"
+	to=$part
+	[ "$to" = self ] || [ "$to" = "$from" ] && continue
+	rank "$to"
+	rt=$r
+	if root_side "$from" && ! root_side "$to" &&
+	   ! { [ "$from" = supervisor ] && [ "$inc" = web/web.h ]; }; then
+		echo "layers: $f:$line: root-side $from includes \"$inc\" from $to"
+		bad=1
+	elif [ "$rt" -lt 0 ]; then
+		echo "layers: $f:$line: includes \"$inc\" from no known layer"
+		bad=1
+	elif [ "$rt" -ge "$rf" ]; then
+		echo "layers: $f:$line: $from (layer $rf) includes \"$inc\" from $to (layer $rt)"
+		bad=1
+	fi
+done < <(grep -HnoE '^[[:space:]]*#[[:space:]]*include[[:space:]]+"[^"]+"' "${files[@]}")
 
 # Root-side objects: no store, HTTP or auth symbols, directly.
 forbidden='^(sqlite3_|MHD_|db_|users_|sessions_|tokens_|audit_|throttle_|runtimes_|jobs_|migrations_|http_|auth_|api_|routes_|proxy_|gate_|upstream_|wsrelay_|waker_|password_)'

@@ -29,12 +29,19 @@ dups() { # stdin "NAME PLACE" pairs: "KIND NAME PLACES" for a NAME with two or m
 		END { for (x in n) if (n[x] > 1) print k " " x p[x] }' | sort
 }
 
+# (each finder runs one grep or one nm over all its files: no program per file, as this
+# runs at every make lint and at each planted case of tests/lint/run.sh)
 find_guards() {
+	local h
+	local -a headers=()
 	for h in $(sources common include sandbox server); do
-		case $h in *.h) ;; *) continue ;; esac
-		g=$(grep -m1 -E '^#[[:space:]]*ifndef[[:space:]]+[A-Za-z_]' "$h" | awk '{print $2}')
-		[ -n "$g" ] && echo "$g $h"
-	done | dups guard
+		case $h in *.h) headers+=("$h") ;; esac
+	done
+	[ ${#headers[@]} -gt 0 ] || return 0
+	# -m1: each header's first #ifndef, "HEADER:#ifndef GUARD ..."
+	grep -m1 -HE '^#[[:space:]]*ifndef[[:space:]]+[A-Za-z_]' "${headers[@]}" |
+		awk '{ i = index($0, ":"); split(substr($0, i + 1), w); if (w[2] != "") print w[2], substr($0, 1, i - 1) }' |
+		dups guard
 }
 
 S='[[:space:]]'
@@ -50,22 +57,27 @@ find_tags() {
 }
 
 find_prefixes() {
-	local o d b
+	local o b
+	local -a objs=()
 	for o in $(find "$BUILD"/{common,sandbox,server} -name '*.o' 2>/dev/null | sort); do
-		d=${o#"$BUILD"/}
-		d=${d%/*}
-		[ "$d" = server ] && continue # main.c: the program, no module
-		# an object left in BUILD by a file since renamed or removed is no module
 		b=${o#"$BUILD"/}
+		[ "${b%/*}" = server ] && continue # main.c: the program, no module
+		# an object left in BUILD by a file since renamed or removed is no module
 		[ -e "$ROOT/${b%.o}.c" ] || continue
-		b=${o##*/}
-		b=${b%.o}
-		nm -g --defined-only "$o" | awk -v d="$d" -v b="$b" '$2 == "T" {
-			n = $3
-			if (index(n, b "_") == 1) print b, d
-			else if (index(n, "_") > 1) print substr(n, 1, index(n, "_") - 1), d
-		}'
-	done | dups prefix
+		objs+=("$o")
+	done
+	[ ${#objs[@]} -gt 0 ] || return 0
+	# -A: each symbol line is "OBJECT:ADDRESS T NAME"; the folder and the object's name
+	# from OBJECT
+	nm -A -g --defined-only "${objs[@]}" | awk -v build="$BUILD/" '$2 == "T" {
+		o = $1; sub(/:[^:]*$/, "", o)
+		if (index(o, build) == 1) o = substr(o, length(build) + 1)
+		d = o; sub(/\/[^\/]*$/, "", d)
+		b = o; sub(/^.*\//, "", b); sub(/\.o$/, "", b)
+		n = $3
+		if (index(n, b "_") == 1) print b, d
+		else if (index(n, "_") > 1) print substr(n, 1, index(n, "_") - 1), d
+	}' | dups prefix
 }
 
 find_periods() {
