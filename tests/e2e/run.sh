@@ -277,9 +277,14 @@ run_file() {
     flock "$tmp/print.lock" cat "$out"
 }
 
-shared=() own=()
+# A file that adds or removes network interfaces on the machine (a line
+# "// e2e: alone" in it) runs after both rows: Chromium aborts the requests it has
+# in flight (ERR_NETWORK_CHANGED) when the machine's interfaces change.
+shared=() own=() alone=()
 for f in "${files[@]}"; do
-    if [ -f "$here/${f%.test.mjs}.ini" ] && [ "${E2E_LANES:-2}" -gt 1 ]; then own+=("$f"); else shared+=("$f"); fi
+    if [ "${E2E_LANES:-2}" -gt 1 ] && grep -q '^// e2e: alone' "$here/$f"; then alone+=("$f")
+    elif [ -f "$here/${f%.test.mjs}.ini" ] && [ "${E2E_LANES:-2}" -gt 1 ]; then own+=("$f")
+    else shared+=("$f"); fi
 done
 if [ "${#own[@]}" -gt 0 ]; then
     (for f in "${own[@]}"; do run_file "$f"; done) &
@@ -288,6 +293,7 @@ fi
 for f in "${shared[@]}"; do run_file "$f"; done
 [ -n "$lane_pid" ] && wait "$lane_pid"
 lane_pid=""
+for f in "${alone[@]}"; do run_file "$f"; done
 
 passed=0
 failed=0

@@ -4,6 +4,7 @@
 // the form and creates nothing. The receiver is a test host in a network namespace with an
 // address of 198.18.0.0/15 (as tests/integration/testnet.py makes them); nothing else is
 // ever addressed.
+// e2e: alone (its test host's veth pair changes the machine's interfaces: tests/e2e/run.sh)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
