@@ -322,12 +322,13 @@ static int ledger_open_job(struct db *db, int64_t id, int64_t now)
 	 * (its instance_count) runs N sandboxes alike, and each second bills N */
 	return db_exec(db,
 		       "INSERT INTO ledger (job_id, pool_id, source, user_id, user_name, kind, gpus,"
-		       " plan, start_at, last_heartbeat, capacity, rate, fraction_milli)"
+		       " plan, start_at, last_heartbeat, capacity, rate, fraction_milli, hosts)"
 		       " SELECT j.id, j.pool_id, 'job', j.user_id, u.name, j.kind,"
 		       " coalesce((SELECT gpus FROM pools WHERE id = j.pool_id), ''), ?, ?, ?,"
 		       " j.capacity, CASE j.capacity WHEN 'preemptible' THEN ? ELSE 1 END"
 		       " * max(1, coalesce(json_extract(j.spec, '$.instance_count'), 1)),"
-		       " coalesce((SELECT gpu_fraction_milli FROM pools WHERE id = j.pool_id), 1000)"
+		       " coalesce((SELECT gpu_fraction_milli FROM pools WHERE id = j.pool_id), 1000),"
+		       " max(1, coalesce(json_extract(j.spec, '$.instance_count'), 1))"
 		       " FROM jobs j JOIN users u ON u.id = j.user_id WHERE j.id = ?",
 		       "tiidi", plan, now, now, ledger_preemptible_rate_of(db, user_id), id) == 1
 		       ? 0

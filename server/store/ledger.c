@@ -244,6 +244,7 @@ static int ledger_row(sqlite3_stmt *st, void *arg)
 	copy_text(e.capacity, sizeof(e.capacity), st, 15);
 	e.rate = sqlite3_column_double(st, 16);
 	e.fraction_milli = (unsigned)sqlite3_column_int(st, 17);
+	e.hosts = (unsigned)sqlite3_column_int(st, 18);
 	return w->fn(&e, w->ctx);
 }
 
@@ -256,7 +257,7 @@ int ledger_each(struct db *db, int64_t user_id, int64_t from_s, int64_t to_s,
 			 "SELECT id, coalesce(runtime_id, 0), user_id, user_name, kind, gpus, plan,"
 			 " start_at, coalesce(end_at, 0), billable_s, end_reason, last_heartbeat,"
 			 " source, coalesce(job_id, 0), coalesce(pool_id, 0), capacity, rate,"
-			 " fraction_milli"
+			 " fraction_milli, hosts"
 			 " FROM ledger WHERE (? = 0 OR user_id = ?) AND start_at < ?"
 			 " AND coalesce(end_at, last_heartbeat) > ? ORDER BY start_at, id",
 			 "iiii", ledger_row, &w, user_id, user_id, to_s, from_s);
@@ -269,6 +270,7 @@ void ledger_entry_span(const struct ledger_entry *e, struct ledger_span *out)
 	out->end_s = e->end_at ? e->end_at : e->last_heartbeat;
 	out->kind = e->kind;
 	out->fraction_milli = e->fraction_milli;
+	out->hosts = e->hosts;
 	out->gpus = e->kind == RUNTIME_GPU && e->gpus[0]; /* "1,2": one, and one per comma */
 	for (const char *c = e->gpus; out->gpus && *c; c++)
 		out->gpus += *c == ',';

@@ -43,6 +43,9 @@ struct ledger_entry {
 	/* schema 20: the fraction of its card each GPU of the entry is, in
 	 * thousandths (1000: a whole card; ledger_window.h) */
 	unsigned fraction_milli;
+	/* schema 21: how many sandboxes ran its seconds at once (a job's
+	 * instance_count; 1 for the rest) */
+	unsigned hosts;
 };
 
 /* The plan name stored on a new entry for user_id: their own plan, else their

@@ -8,7 +8,8 @@ int64_t ledger_clip_s(const struct ledger_span *s, int64_t from_s, int64_t to_s)
 	int64_t a = s->start_s > from_s ? s->start_s : from_s;
 	int64_t b = s->end_s < to_s ? s->end_s : to_s;
 
-	int64_t seconds = b > a ? (b - a) * (s->gpus > 1 ? s->gpus : 1) : 0;
+	int64_t seconds = b > a ? (b - a) * (s->gpus > 1 ? s->gpus : 1) * (s->hosts > 1 ? s->hosts : 1)
+				: 0;
 
 	if (s->kind != RUNTIME_GPU || s->fraction_milli == 0 || s->fraction_milli >= 1000)
 		return seconds;

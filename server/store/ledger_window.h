@@ -22,9 +22,10 @@ struct ledger_span {
 	enum runtime_kind kind;
 	unsigned gpus;
 	unsigned fraction_milli;
+	unsigned hosts; /* sandboxes at once (a job on several hosts); 0 reads as 1 */
 };
 
-/* Seconds of span inside [from_s, to_s), times its GPUs and, for a GPU span,
+/* Seconds of span inside [from_s, to_s), times its hosts, its GPUs and, for a GPU span,
  * its fraction (rounded down: a slice is never charged more than it held):
  * 0 when they do not overlap. */
 int64_t ledger_clip_s(const struct ledger_span *s, int64_t from_s, int64_t to_s);

@@ -495,6 +495,12 @@ static const char *const migrations[] = {
 	 "ALTER TABLE pools ADD COLUMN gpu_kind TEXT NOT NULL DEFAULT 'whole';"
 	 "ALTER TABLE pools ADD COLUMN gpu_fraction_milli INTEGER NOT NULL DEFAULT 1000;"
 	 "ALTER TABLE ledger ADD COLUMN fraction_milli INTEGER NOT NULL DEFAULT 1000;"),
+	/* 21: jobs on several hosts (docs/jobs.md "Several hosts"). The number of
+	 * sandboxes an entry's seconds ran in at once (a job's instance_count, 1 for
+	 * everything else), kept on the entry as it opens: the quota windows count
+	 * each second that many times, as the rate bills it, also once the job's row
+	 * is gone. */
+	("ALTER TABLE ledger ADD COLUMN hosts INTEGER NOT NULL DEFAULT 1;"),
 };
 
 int migrations_count(void)

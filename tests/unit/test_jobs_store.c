@@ -8,6 +8,7 @@
 #include "store/db.h"
 #include "store/jobs.h"
 #include "store/ledger.h"
+#include "store/ledger_window.h"
 #include "store/pools.h"
 #include "store/users.h"
 
@@ -231,6 +232,20 @@ static void test_preemption_requeues_and_bills_one_download(void **state)
 }
 
 /* A job on two hosts runs two sandboxes: each of its seconds bills two. */
+/* The job's entry's seconds in a quota window: each counted once per host. */
+static int window_of_job(const struct ledger_entry *e, void *ctx)
+{
+	int64_t *got = ctx;
+	struct ledger_span span;
+
+	if (e->job_id == got[0]) {
+		ledger_entry_span(e, &span);
+		got[1] = e->hosts;
+		got[2] = ledger_clip_s(&span, 0, 5000);
+	}
+	return 0;
+}
+
 static void test_several_hosts_bill_each(void **state)
 {
 	struct fixture *f = *state;
@@ -245,6 +260,11 @@ static void test_several_hosts_bill_each(void **state)
 	move(f, j.id, JOB_S_COMPLETED, 1010);
 	assert_int_equal(jobs_billable_s(f->db, j.id, 2000), 10);
 	assert_int_equal(jobs_charged_s(f->db, j.id, 2000), 20);
+	/* the quota windows count it as the bill does (schema 21's hosts) */
+	int64_t got[3] = {j.id, 0, 0};
+	assert_true(ledger_each(f->db, f->uid, 0, 5000, window_of_job, got) >= 0);
+	assert_int_equal(got[1], 2);
+	assert_int_equal(got[2], 20); /* 2 x its 10 billed seconds, as charged */
 	/* one host, as before */
 	assert_int_equal(create(f, "one", -1, 999000, &one), 0);
 	move(f, one.id, JOB_STARTING, 1000);

@@ -7,16 +7,16 @@
 #include "store/ledger_window.h"
 
 static const struct ledger_span spans[] = {
-	{100, 200, RUNTIME_CPU, 0, 0}, /* 100 s */
-	{150, 160, RUNTIME_GPU, 0, 0}, /* 10 s, another kind */
-	{300, 350, RUNTIME_CPU, 0, 0}, /* 50 s */
+	{100, 200, RUNTIME_CPU, 0, 0, 0}, /* 100 s */
+	{150, 160, RUNTIME_GPU, 0, 0, 0}, /* 10 s, another kind */
+	{300, 350, RUNTIME_CPU, 0, 0, 0}, /* 50 s */
 };
 #define N (sizeof(spans) / sizeof(spans[0]))
 
 static void test_clip_edges(void **state)
 {
 	(void)state;
-	const struct ledger_span s = {100, 200, RUNTIME_CPU, 0, 0};
+	const struct ledger_span s = {100, 200, RUNTIME_CPU, 0, 0, 0};
 	assert_int_equal(ledger_clip_s(&s, 0, 1000), 100);  /* inside */
 	assert_int_equal(ledger_clip_s(&s, 100, 200), 100); /* exactly the window */
 	assert_int_equal(ledger_clip_s(&s, 150, 1000), 50); /* straddles from */
@@ -26,7 +26,7 @@ static void test_clip_edges(void **state)
 	assert_int_equal(ledger_clip_s(&s, 0, 100), 0);     /* ends at its start */
 	assert_int_equal(ledger_clip_s(&s, 199, 200), 1);   /* its last second */
 	assert_int_equal(ledger_clip_s(&s, 100, 101), 1);   /* its first second */
-	const struct ledger_span empty = {100, 100, RUNTIME_CPU, 0, 0};
+	const struct ledger_span empty = {100, 100, RUNTIME_CPU, 0, 0, 0};
 	assert_int_equal(ledger_clip_s(&empty, 0, 1000), 0);
 }
 
@@ -72,7 +72,7 @@ static void test_free_at(void **state)
 static void test_gpus_weigh(void **state)
 {
 	(void)state;
-	const struct ledger_span two = {100, 200, RUNTIME_GPU, 2, 0}, one = {100, 200, RUNTIME_GPU, 1, 0};
+	const struct ledger_span two = {100, 200, RUNTIME_GPU, 2, 0, 0}, one = {100, 200, RUNTIME_GPU, 1, 0, 0};
 	const struct ledger_span both[] = {two, one};
 	assert_int_equal(ledger_clip_s(&two, 0, 1000), 200);
 	assert_int_equal(ledger_clip_s(&two, 150, 160), 20);
@@ -82,6 +82,22 @@ static void test_gpus_weigh(void **state)
 	assert_int_equal(ledger_window_free_at(both, 2, RUNTIME_GPU, 1000, 300, 10, 400), 1104);
 }
 
+/* A job on several hosts (schema 21) counts each second once per host, in the
+ * quota windows as in the bill; with its GPUs too; 0 and 1 are one host. */
+static void test_hosts_weigh(void **state)
+{
+	(void)state;
+	const struct ledger_span two = {100, 200, RUNTIME_CPU, 0, 0, 2},
+				 one = {100, 200, RUNTIME_CPU, 0, 0, 1},
+				 gpus = {100, 200, RUNTIME_GPU, 2, 1000, 3};
+	const struct ledger_span both[] = {two, one};
+	assert_int_equal(ledger_clip_s(&two, 0, 1000), 200);
+	assert_int_equal(ledger_clip_s(&two, 150, 160), 20);
+	assert_int_equal(ledger_clip_s(&one, 0, 1000), 100);
+	assert_int_equal(ledger_clip_s(&gpus, 0, 1000), 600);
+	assert_int_equal(ledger_window_sum_s(both, 2, RUNTIME_CPU, 0, 1000), 300);
+}
+
 /* A GPU span of a slice counts its fraction of a card (thousandths), rounded
  * down per span: a quarter share's 100 s on one device is 25 card-seconds, a
  * 1g.18gb instance (18/141 of an H200 is 127) 12 of 100; a CPU span ignores
@@ -89,12 +105,12 @@ static void test_gpus_weigh(void **state)
 static void test_fraction_weighs(void **state)
 {
 	(void)state;
-	const struct ledger_span share = {100, 200, RUNTIME_GPU, 1, 250},
-				 mig = {100, 200, RUNTIME_GPU, 1, 127},
-				 two = {100, 200, RUNTIME_GPU, 2, 250},
-				 whole = {100, 200, RUNTIME_GPU, 1, 1000},
-				 unset = {100, 200, RUNTIME_GPU, 1, 0},
-				 cpu = {100, 200, RUNTIME_CPU, 0, 250};
+	const struct ledger_span share = {100, 200, RUNTIME_GPU, 1, 250, 0},
+				 mig = {100, 200, RUNTIME_GPU, 1, 127, 0},
+				 two = {100, 200, RUNTIME_GPU, 2, 250, 0},
+				 whole = {100, 200, RUNTIME_GPU, 1, 1000, 0},
+				 unset = {100, 200, RUNTIME_GPU, 1, 0, 0},
+				 cpu = {100, 200, RUNTIME_CPU, 0, 250, 0};
 	const struct ledger_span all[] = {share, mig, whole};
 	assert_int_equal(ledger_clip_s(&share, 0, 1000), 25);
 	assert_int_equal(ledger_clip_s(&share, 150, 1000), 12); /* 50 s * 0.25, down */
@@ -116,6 +132,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clip_edges),
 		cmocka_unit_test(test_gpus_weigh),
+		cmocka_unit_test(test_hosts_weigh),
 		cmocka_unit_test(test_fraction_weighs),
 		cmocka_unit_test(test_sum_by_kind_and_window),
 		cmocka_unit_test(test_free_at),

@@ -17,8 +17,8 @@
 
 /* 4 h of gpu ending 2 h ago that started 6 h ago, 1 h of cpu a day ago */
 static const struct ledger_span spans[] = {
-	{NOW - 6 * 3600, NOW - 2 * 3600, RUNTIME_GPU, 1, 0},
-	{NOW - DAY - 1800, NOW - DAY + 1800, RUNTIME_CPU, 0, 0}, /* straddles the 24 h edge */
+	{NOW - 6 * 3600, NOW - 2 * 3600, RUNTIME_GPU, 1, 0, 0},
+	{NOW - DAY - 1800, NOW - DAY + 1800, RUNTIME_CPU, 0, 0, 0}, /* straddles the 24 h edge */
 };
 #define N (sizeof(spans) / sizeof(spans[0]))
 
@@ -153,8 +153,8 @@ static void test_start_verdict_and_deadline(void **state)
 static void test_windows_charge_fractions(void **state)
 {
 	(void)state;
-	const struct ledger_span share[] = {{NOW - 6 * 3600, NOW - 2 * 3600, RUNTIME_GPU, 1, 250}},
-				 mig[] = {{NOW - 6 * 3600, NOW - 2 * 3600, RUNTIME_GPU, 1, 127}};
+	const struct ledger_span share[] = {{NOW - 6 * 3600, NOW - 2 * 3600, RUNTIME_GPU, 1, 250, 0}},
+				 mig[] = {{NOW - 6 * 3600, NOW - 2 * 3600, RUNTIME_GPU, 1, 127, 0}};
 	struct quota_status st = {.now_s = NOW};
 	struct quota_window why;
 	int64_t deadline = 0;
