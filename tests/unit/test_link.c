@@ -697,9 +697,11 @@ static void test_relay_keeps_a_shell(void **state)
 		close(fds[i]);
 	}
 	assert_int_equal(link_frame_read(h.conn, &got), 0);
-	const char *token = json_string_value(json_object_get(got, "shell_token"));
-	assert_non_null(token);
-	assert_int_equal(strlen(token), LINK_SHELL_TOKEN_HEX);
+	const char *got_token = json_string_value(json_object_get(got, "shell_token"));
+	char token[LINK_SHELL_TOKEN_HEX + 1];
+	assert_non_null(got_token);
+	assert_int_equal(strlen(got_token), LINK_SHELL_TOKEN_HEX);
+	memcpy(token, got_token, sizeof(token)); /* got goes before the token's last use */
 	assert_null(json_object_get(got, "fd_dropped"));
 	int kept = link_shells_claim(t, token, clock_ms());
 	assert_true(kept >= 0);
