@@ -41,11 +41,11 @@
 #include "sandbox/fail.h"
 #include "sandbox/netveth.h"
 #include "sandbox/state.h"
+#include "sandbox/tool.h"
 
 #define PASTA_MEM_BYTES (512ull << 20)
 #define PASTA_PIDS 16
 #define PASTA_READY_MS 10000
-#define NFT_ERR_MAX 400
 
 static void sleep_ms(long ms)
 {
@@ -206,16 +206,6 @@ int egress_open_netns(pid_t pid, uint64_t start_ticks, int *out)
 	return 0;
 }
 
-static int wait_child(pid_t c, int *status)
-{
-	pid_t r;
-
-	do
-		r = waitpid(c, status, 0);
-	while (r < 0 && errno == EINTR);
-	return r == c ? 0 : -1;
-}
-
 /* With a rate: caps the namespace's TCP receive buffers at the policer's burst. A
  * download is policed after pasta took the data, and this pasta resends a whole
  * window at once after a loss; a window larger than the bucket is dropped again and
@@ -238,60 +228,29 @@ static int cap_receive_window(uint64_t window_bytes)
 /* nft -f - run as root inside pid's network namespace, the ruleset on a socket (a
  * write to an nft that died is EPIPE, not a SIGPIPE killing the caller); with
  * window_bytes, the receive window capped there too (cap_receive_window). */
+/* In the sandbox's namespace before nft: the receive window capped. */
+static int cap_window(void *arg)
+{
+	if (cap_receive_window(*(const uint64_t *)arg) == 0)
+		return 0;
+	dprintf(2, "cannot cap tcp_rmem: %s", strerror(errno)); /* into the message */
+	return -1;
+}
+
 static int run_nft(const char *nft, pid_t pid, const char *rules, uint64_t window_bytes)
 {
-	char ns[64], err[NFT_ERR_MAX];
-	int sv[2], nsfd, status;
-	size_t got = 0, len = strlen(rules);
-	ssize_t n;
-	pid_t c;
+	char ns[64];
+	char *argv[] = {(char *)nft, "-f", "-", NULL};
+	struct tool_run t = {.argv = argv, .input = rules, .fd3 = -1,
+			     .prepare = window_bytes ? cap_window : NULL, .arg = &window_bytes};
+	int rc;
 
 	snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)pid);
-	if ((nsfd = open(ns, O_RDONLY | O_CLOEXEC)) < 0)
+	if ((t.nsfd = open(ns, O_RDONLY | O_CLOEXEC)) < 0)
 		return fail_errno("open %s", ns);
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		close(nsfd);
-		return fail_errno("socketpair");
-	}
-	if ((c = fork()) < 0) {
-		close(nsfd);
-		close(sv[0]);
-		close(sv[1]);
-		return fail_errno("fork nft");
-	}
-	if (c == 0) {
-		if (setns(nsfd, CLONE_NEWNET) < 0 || dup2(sv[1], 0) < 0 || dup2(sv[1], 1) < 0 ||
-		    dup2(sv[1], 2) < 0)
-			_exit(126);
-		if (window_bytes && cap_receive_window(window_bytes) < 0) {
-			dprintf(2, "cannot cap tcp_rmem: %s", strerror(errno));
-			_exit(125);
-		}
-		close_from(3);
-		execl(nft, "nft", "-f", "-", (char *)NULL);
-		_exit(127);
-	}
-	close(nsfd);
-	close(sv[1]);
-	if (send(sv[0], rules, len, MSG_NOSIGNAL) != (ssize_t)len)
-		fail_errno("send the ruleset to nft");
-	shutdown(sv[0], SHUT_WR);
-	while ((n = read(sv[0], err + got, sizeof(err) - 1 - got)) > 0 || (n < 0 && errno == EINTR))
-		if (n > 0 && (got += (size_t)n) == sizeof(err) - 1)
-			break;
-	err[got] = '\0';
-	close(sv[0]);
-	if (wait_child(c, &status) < 0)
-		return fail_errno("wait for nft");
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		for (char *p = err; *p; p++)
-			if (*p == '\n')
-				*p = ' ';
-		return fail_error("nft %s: exit status %d%s%s", nft,
-				  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-				  got ? ": " : "", err);
-	}
-	return 0;
+	rc = tool_run(&t);
+	close(t.nsfd);
+	return rc;
 }
 
 static int install_rules(const struct sandbox_spec *s, pid_t pid)

@@ -35,6 +35,7 @@
 
 #include "sandbox/egress.h"
 #include "sandbox/fail.h"
+#include "sandbox/tool.h"
 
 #define ERR_MAX 400
 
@@ -161,50 +162,10 @@ static int find_parent(const char *via, char *ifname, size_t len, unsigned *bits
  * into the failure message, unless quiet (a try with a fallback).  0 or -1. */
 static int run_tool(char *const argv[], const char *input, int nsfd, bool inside, bool quiet)
 {
-	char err[ERR_MAX];
-	int sv[2], status;
-	size_t got = 0, len = strlen(input);
-	ssize_t n;
-	pid_t c;
+	struct tool_run t = {.argv = argv, .input = input, .nsfd = inside ? nsfd : -1,
+			     .fd3 = nsfd, .quiet = quiet};
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return fail_errno("socketpair");
-	if ((c = fork()) < 0) {
-		close(sv[0]);
-		close(sv[1]);
-		return fail_errno("fork %s", argv[0]);
-	}
-	if (c == 0) {
-		if ((inside && setns(nsfd, CLONE_NEWNET) < 0) || dup2(sv[1], 0) < 0 ||
-		    dup2(sv[1], 1) < 0 || dup2(sv[1], 2) < 0 ||
-		    (nsfd == 3 ? fcntl(3, F_SETFD, 0) : dup2(nsfd, 3)) < 0 ||
-		    syscall(SYS_close_range, 4, ~0U, 0) < 0)
-			_exit(126);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(sv[1]);
-	if (send(sv[0], input, len, MSG_NOSIGNAL) != (ssize_t)len)
-		fail_errno("send input to %s", argv[0]);
-	shutdown(sv[0], SHUT_WR);
-	while ((n = read(sv[0], err + got, sizeof(err) - 1 - got)) > 0 || (n < 0 && errno == EINTR))
-		if (n > 0 && (got += (size_t)n) == sizeof(err) - 1)
-			break;
-	err[got] = '\0';
-	close(sv[0]);
-	while (waitpid(c, &status, 0) < 0)
-		if (errno != EINTR)
-			return fail_errno("wait for %s", argv[0]);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;
-	if (quiet)
-		return -1;
-	for (char *p = err; *p; p++)
-		if (*p == '\n')
-			*p = ' ';
-	return fail_error("%s %s: exit status %d%s%s", argv[0], argv[1] ? argv[1] : "",
-			  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-			  got ? ": " : "", err);
+	return tool_run(&t);
 }
 
 static const char *ip_tool(void)

@@ -39,6 +39,7 @@
 #include "labd/log.h"
 #include "sandbox/egress.h"
 #include "sandbox/fail.h"
+#include "sandbox/tool.h"
 
 #define VETH_PREFIX "lbv"
 #define TABLE_PREFIX "labd_veth_"
@@ -106,61 +107,24 @@ static int sysctl_if(const char *family, const char *ifname, const char *key, co
 	return write_text(path, value);
 }
 
+/* In a sandbox's namespace before its tool: IPv6 off on eth0 (the veth path is IPv4). */
+static int ipv6_off(void *arg)
+{
+	(void)arg;
+	return access("/proc/sys/net/ipv6", F_OK) == 0 ? sysctl_if("ipv6", "eth0", "disable_ipv6", "1")
+						       : 0;
+}
+
 /* Runs argv[0] as root with input on its stdin; with nsfd, in that network namespace
  * (and IPv6 off on eth0 there first); with fd3, that descriptor as its fd 3 (for
  * "/proc/self/fd/3").  What it printed goes into the failure message, unless quiet
  * (a removal of what may be gone already).  0 or -1. */
 static int run_tool(char *const argv[], const char *input, int nsfd, int fd3, bool quiet)
 {
-	char err[ERR_MAX];
-	int sv[2], status;
-	size_t got = 0, len = input ? strlen(input) : 0;
-	ssize_t n;
-	pid_t c;
+	struct tool_run t = {.argv = argv, .input = input, .nsfd = nsfd, .fd3 = fd3,
+			     .prepare = nsfd >= 0 ? ipv6_off : NULL, .quiet = quiet};
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return fail_errno("socketpair");
-	if ((c = fork()) < 0) {
-		close(sv[0]);
-		close(sv[1]);
-		return fail_errno("fork %s", argv[0]);
-	}
-	if (c == 0) {
-		if (nsfd >= 0 && (setns(nsfd, CLONE_NEWNET) < 0 ||
-				  (access("/proc/sys/net/ipv6", F_OK) == 0 &&
-				   sysctl_if("ipv6", "eth0", "disable_ipv6", "1") < 0)))
-			_exit(126);
-		if (dup2(sv[1], 0) < 0 || dup2(sv[1], 1) < 0 || dup2(sv[1], 2) < 0 ||
-		    (fd3 >= 0 && (fd3 == 3 ? fcntl(3, F_SETFD, 0) : dup2(fd3, 3)) < 0))
-			_exit(126);
-		if (syscall(SYS_close_range, fd3 >= 0 ? 4 : 3, ~0U, 0) < 0)
-			_exit(126);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(sv[1]);
-	if (len && send(sv[0], input, len, MSG_NOSIGNAL) != (ssize_t)len)
-		fail_errno("send input to %s", argv[0]);
-	shutdown(sv[0], SHUT_WR);
-	while ((n = read(sv[0], err + got, sizeof(err) - 1 - got)) > 0 || (n < 0 && errno == EINTR))
-		if (n > 0 && (got += (size_t)n) == sizeof(err) - 1)
-			break;
-	err[got] = '\0';
-	close(sv[0]);
-	while (waitpid(c, &status, 0) < 0)
-		if (errno != EINTR)
-			return fail_errno("wait for %s", argv[0]);
-	if (quiet && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
-		return -1;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		for (char *p = err; *p; p++)
-			if (*p == '\n')
-				*p = ' ';
-		return fail_error("%s %s: exit status %d%s%s", argv[0], argv[1] ? argv[1] : "",
-				  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-				  got ? ": " : "", err);
-	}
-	return 0;
+	return tool_run(&t);
 }
 
 static int nft_script(const char *nft, const char *script, bool quiet)
