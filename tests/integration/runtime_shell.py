@@ -5,6 +5,7 @@ with the user's own cookies, so they run as the user, in the sandbox, in the hom
 
 import json
 import os
+import re
 import time
 
 from labd_harness import SLOW, WebSocket, jupyter_execute, make_user, ws_cookie_headers  # noqa: F401 (make_user: for the tests)
@@ -112,3 +113,18 @@ def terminal_run(d, c, command, timeout=60 * SLOW):
     assert status == "0", f"terminal: {command!r} exited {status}: {before[-2000:]!r}"
     # drop the echoed command line: output starts after its first line break
     return before.split("\n", 1)[1] if "\n" in before else before
+
+
+def job_shell_run(ws, command, timeout=15 * SLOW):
+    """Types command into a job's shell WebSocket, then an end marker the echo cannot
+    match; returns the output up to the marker, without the terminal's control
+    sequences (bash's bracketed paste mode)."""
+    ws.send_binary((command + "; echo END-$((40+2))\n").encode())
+    out, deadline = b"", time.monotonic() + timeout
+    while b"END-42" not in out:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no end marker after {command!r}: {out[-2000:]!r}"
+        op, data = ws.recv(timeout=left)
+        assert op == 0x2, (op, data)
+        out += data
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace").replace("\r", ""))

@@ -16,6 +16,7 @@ import pytest
 from jobs_lib import get_job, jobs_daemon, new_user, submit, wait_job
 from labd_harness import SLOW, STRONG, WebSocket, WebSocketClosed, assert_error, \
     assert_status, unique_name, wait_until
+from runtime_shell import job_shell_run
 
 # the job keeps its environment where its shell can compare it with its own
 SLEEPER = ["/bin/sh", "-c", "env | sort > /tmp/job.env; echo shell-test-job; exec sleep 300"]
@@ -49,21 +50,6 @@ def shell(d, job_id, tok, **kw):
                      headers={"Authorization": f"Bearer {tok}"}, **kw)
 
 
-def run(ws, command, timeout=15 * SLOW):
-    """Types command, then an end marker the echo cannot match; returns the output
-    up to the marker."""
-    ws.send_binary((command + "; echo END-$((40+2))\n").encode())
-    out, deadline = b"", time.monotonic() + timeout
-    while b"END-42" not in out:
-        left = deadline - time.monotonic()
-        assert left > 0, f"no end marker after {command!r}: {out[-2000:]!r}"
-        op, data = ws.recv(timeout=left)
-        assert op == 0x2, (op, data)
-        out += data
-    # without the terminal's control sequences (bash's bracketed paste mode)
-    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace").replace("\r", ""))
-
-
 def pools_settled(d):
     """Every pool labd began killing in this run has ended (a stop of the daemon,
     which keeps pools, must not catch one half torn down)."""
@@ -92,7 +78,7 @@ def test_shell_is_in_the_job_sandbox_as_the_user(sd, owner):
     j = training(owner)
     ws = shell(sd, j["id"], owner.tok).expect_open()
     try:
-        out = run(ws, "id -u; id -G; ps -e -o pid=,args=; "
+        out = job_shell_run(ws, "id -u; id -G; ps -e -o pid=,args=; "
                       "tr '\\0' ' ' </proc/1/cmdline; echo; "
                       "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status; "
                       "echo job=$LABD_JOB_ID term=$TERM; stty size")
@@ -115,7 +101,7 @@ def test_shell_is_in_the_job_sandbox_as_the_user(sd, owner):
     # the job's environment, entry for entry (but what a shell sets for itself)
     ws = shell(sd, j["id"], owner.tok).expect_open()
     try:
-        out = run(ws, "cat /tmp/job.env; echo =====; env | sort")
+        out = job_shell_run(ws, "cat /tmp/job.env; echo =====; env | sort")
     finally:
         ws.close()
     # no echoed command (the terminal may echo it twice: once as typed ahead, once
@@ -143,11 +129,11 @@ def test_resize_and_refusals(sd, owner):
     ws = shell(sd, j["id"], owner.tok).expect_open()
     try:
         ws.send_text(json.dumps({"type": "resize", "cols": 91, "rows": 33}))
-        assert "33 91" in run(ws, "stty size")
+        assert "33 91" in job_shell_run(ws, "stty size")
         # a flood of output comes through whole, at the relay's rate (1 MiB/s after a
         # 256 KiB burst): 3 MB take about 2.6 s
         t0 = time.monotonic()
-        out = run(ws, "head -c 3000000 /dev/zero | tr '\\0' x; echo", timeout=30 * SLOW)
+        out = job_shell_run(ws, "head -c 3000000 /dev/zero | tr '\\0' x; echo", timeout=30 * SLOW)
         took = time.monotonic() - t0
         assert out.count("x") >= 3000000, len(out)
         assert took >= 2.2, f"3 MB in {took:.2f} s: faster than the rate"
@@ -188,7 +174,7 @@ def test_resize_and_refusals(sd, owner):
     # revoking the token that opened a shell closes it (1008)
     t = token(owner, ["jobs"], whole=True)
     ws = shell(sd, j["id"], t["token"]).expect_open()
-    run(ws, "true")
+    job_shell_run(ws, "true")
     assert_status(owner.delete(f"/api/v1/me/tokens/{t['id']}"), 204)
     with pytest.raises(WebSocketClosed) as closed:
         while True:
@@ -203,7 +189,7 @@ def test_resize_and_refusals(sd, owner):
 def test_shell_closes_when_the_job_ends(sd, owner):
     j = training(owner)
     ws = shell(sd, j["id"], owner.tok).expect_open()
-    run(ws, "sleep 1000 & true")  # a child of the shell holds the terminal too
+    job_shell_run(ws, "sleep 1000 & true")  # a child of the shell holds the terminal too
     assert_status(owner.post(f"/api/v1/jobs/{j['id']}/stop", json={}), 202)
     t0 = time.monotonic()
     with pytest.raises(WebSocketClosed):
@@ -236,7 +222,7 @@ def test_shell_after_a_restart(sd, owner):
     j = training(owner)
     wait_until(lambda: pools_settled(sd), 30 * SLOW, "the earlier tests' pools to end")
     before = shell(sd, j["id"], owner.tok).expect_open()
-    run(before, "true")
+    job_shell_run(before, "true")
     assert sd.stop(15) == 0, sd.log_tail()
     # the stop closed the shell open then (going away), its close audited first
     with pytest.raises(WebSocketClosed) as closed:
@@ -250,7 +236,7 @@ def test_shell_after_a_restart(sd, owner):
     j = wait_job(owner, j["id"], statuses=("InProgress",), secondary="Training")
     ws = shell(sd, j["id"], owner.tok).expect_open()
     try:
-        out = run(ws, "ps -e -o args=")
+        out = job_shell_run(ws, "ps -e -o args=")
         assert "sleep 300" in out, out
     finally:
         ws.close()

@@ -25,7 +25,8 @@ import pytest
 from cluster import Cluster, wait_until
 from labd_slurm import LabOnSlurm
 from labd_harness import (KERNEL_V1, SLOW, WebSocket, jupyter_execute, open_kernel_channel,
-                          parse_api_time, wait_runtime, ws_cookie_headers)
+                          parse_api_time, stop_runtime, wait_runtime, ws_cookie_headers)
+from jobs_lib import usage_entries
 
 START = 90 * SLOW
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -55,19 +56,6 @@ def start(u):
     r = u.post("/api/v1/me/runtime", json={"type": "cpu"})
     assert r.status == 202, r
     return wait_runtime(u, "running", timeout=START)
-
-
-def stop(u):
-    r = u.delete("/api/v1/me/runtime")
-    assert r.status in (202, 404), r
-    return wait_runtime(u, ("stopped", "failed"), timeout=60 * SLOW)
-
-
-def usage(u):
-    now = int(time.time())
-    r = u.get(f"/api/v1/me/usage?from={now - 86400}&to={now + 3600}")
-    assert r.status == 200, r
-    return r.json["entries"]
 
 
 def kernel_channel(lab, u, kid):
@@ -181,11 +169,11 @@ def test_the_head_restarts_with_a_runtime_and_a_warm_pool_on_the_nodes(lab):
     assert lab.slurm_jobs()[pool_name] == pool_jobs, (lab.slurm_jobs(), pool_jobs)
 
     # stopped: the Slurm job ends; one ledger entry from ready to end, the restart in it
-    stopped = stop(u)
+    stopped = stop_runtime(u, 60 * SLOW)
     assert stopped["state"] == "stopped", stopped
     wait_until(lambda: lab.runtime_job(rt["id"])[1] in ("CANCELLED", "COMPLETED"), 20 * SLOW,
                "the runtime's Slurm job to end")
-    es = usage(u)
+    es = usage_entries(u)
     assert len(es) == 1, es
     ready, end = parse_api_time(stopped["ready_at"]), parse_api_time(stopped["ended_at"])
     assert (es[0]["start_s"], es[0]["end_s"], es[0]["billable_s"]) == \
@@ -216,7 +204,7 @@ def test_a_node_restarts_under_its_runtime(lab):
     assert wait_runtime(u, "running")["id"] == rt["id"]
     assert read_x(lab, u, kid) == "42"
     assert lab.slurm_jobs()[f"labd-rt-{rt['id']}"] == [held], lab.slurm_jobs()
-    assert stop(u)["state"] == "stopped"
+    assert stop_runtime(u, 60 * SLOW)["state"] == "stopped"
     wait_until(lambda: lab.runtime_job(rt["id"])[1] in ("CANCELLED", "COMPLETED"), 20 * SLOW,
                "the runtime's Slurm job to end")
 
@@ -238,5 +226,5 @@ def test_a_runtime_whose_slurm_job_ended_while_the_head_was_away_ends(lab):
     assert "Slurm" in (ended["reason"] or ""), ended
     print(f"\nended after the restart: {ended['state']}: {ended['reason']}")
     wait_until(lambda: node.home_mounts() == [], 20 * SLOW, "the home to be unmounted")
-    e = next(x for x in usage(u) if x["runtime_id"] == rt["id"])
+    e = next(x for x in usage_entries(u) if x["runtime_id"] == rt["id"])
     assert e["end_s"] == parse_api_time(ended["ended_at"]), (e, ended)

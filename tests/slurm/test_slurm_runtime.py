@@ -20,7 +20,6 @@ with the Slurm backend and a `labd node` on each Slurm node (labd_slurm.py).
 
 import json
 import os
-import re
 import subprocess
 import time
 
@@ -28,8 +27,10 @@ import pytest
 
 from cluster import Cluster, wait_until
 from labd_slurm import LabOnSlurm
-from labd_harness import (SLOW, WebSocket, jupyter_execute, open_kernel_channel,
-                          parse_api_time, wait_runtime)
+from labd_harness import (SLOW, WebSocket, jupyter_execute, open_kernel_channel, parse_api_time,
+                          stop_runtime, wait_runtime)
+from runtime_shell import job_shell_run
+from jobs_lib import usage_entries
 
 START = 90 * SLOW
 
@@ -76,19 +77,6 @@ def start(u):
     return r.json["runtime"]
 
 
-def stop(u):
-    r = u.delete("/api/v1/me/runtime")
-    assert r.status in (202, 404), r
-    return wait_runtime(u, ("stopped", "failed"), timeout=60 * SLOW)
-
-
-def usage(u):
-    now = int(time.time())
-    r = u.get(f"/api/v1/me/usage?from={now - 86400}&to={now + 3600}")
-    assert r.status == 200, r
-    return r.json["entries"]
-
-
 def image_has_mmp(path):
     with open(path, "rb") as f:
         f.seek(1024 + 0x60)
@@ -131,14 +119,14 @@ def test_runtime_runs_on_a_node_and_jupyterlab_answers_through_the_proxy(lab):
     assert len(lab.nodes[short].home_mounts()) == 1
     assert lab.nodes[other].home_mounts() == []
 
-    stopped = stop(u)
+    stopped = stop_runtime(u, 60 * SLOW)
     assert stopped["state"] == "stopped", stopped
     wait_until(lambda: lab.runtime_job(rt["id"])[1] in ("CANCELLED", "COMPLETED"), 20 * SLOW,
                "the runtime's Slurm job to end")
     wait_until(lambda: lab.nodes[short].home_mounts() == [], 20 * SLOW,
                "the home to be unmounted on the node")
     # the ledger bills ready to end, to the second; the quota counts the same seconds
-    es = usage(u)
+    es = usage_entries(u)
     assert len(es) == 1, es
     e = es[0]
     ready, ended = parse_api_time(stopped["ready_at"]), parse_api_time(stopped["ended_at"])
@@ -201,19 +189,6 @@ def test_a_job_and_its_warm_pool_run_on_a_node(lab):
                30 * SLOW, "the pool's Slurm job to end")
 
 
-def shell_run(ws, command, timeout=15 * SLOW):
-    """Types command and an end marker its echo cannot match; the output up to it."""
-    ws.send_binary((command + "; echo END-$((40+2))\n").encode())
-    out, deadline = b"", time.monotonic() + timeout
-    while b"END-42" not in out:
-        left = deadline - time.monotonic()
-        assert left > 0, f"no end marker after {command!r}: {out[-2000:]!r}"
-        op, data = ws.recv(timeout=left)
-        assert op == 0x2, (op, data)
-        out += data
-    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode("utf-8", "replace").replace("\r", ""))
-
-
 def test_a_shell_into_a_job_on_a_node(lab):
     """The job's terminal WebSocket on the head reaches the pty on the node (the data
     port, a one-time token); keystrokes and a resize cross."""
@@ -230,9 +205,9 @@ def test_a_shell_into_a_job_on_a_node(lab):
     ws = WebSocket(lab.head.port, f"/api/v1/jobs/{jid}/shell?cols=80&rows=24",
                    headers={"Authorization": f"Bearer {r.json['token']}"}).expect_open()
     try:
-        assert "\n42\n" in shell_run(ws, "echo $((6*7))")
+        assert "\n42\n" in job_shell_run(ws, "echo $((6*7))")
         ws.send_text(json.dumps({"type": "resize", "cols": 91, "rows": 33}))
-        assert "33 91" in shell_run(ws, "stty size")
+        assert "33 91" in job_shell_run(ws, "stty size")
     finally:
         ws.close()
     assert u.post(f"/api/v1/jobs/{jid}/stop", json={}).status == 202
@@ -267,7 +242,7 @@ def test_a_gpu_runtime_gets_the_device_slurm_allocated(lab):
     finally:
         ws.close()
     assert seen == repr(f"nvidia{minor}"), (seen, gres, node.name)
-    assert stop(u)["state"] == "stopped"
+    assert stop_runtime(u, 60 * SLOW)["state"] == "stopped"
 
 
 def test_the_controller_restarted_mid_start(lab):
@@ -287,7 +262,7 @@ def test_the_controller_restarted_mid_start(lab):
     jobs = lab.slurm_jobs().get(f"labd-rt-{rt['id']}", [])
     assert [s for _, s, _ in jobs].count("RUNNING") == 1, jobs
     assert u.get(f"/user/{u.user}/api/status").status == 200
-    assert stop(u)["state"] == "stopped"
+    assert stop_runtime(u, 60 * SLOW)["state"] == "stopped"
 
 
 def test_a_dead_node_ends_its_runtime_and_the_home_is_never_mounted_twice(lab):
@@ -311,7 +286,7 @@ def test_a_dead_node_ends_its_runtime_and_the_home_is_never_mounted_twice(lab):
     assert "fail" in ended["reason"], ended
     print(f"\nrun ended {took:.1f} s after its node died: {ended['reason']}")
     # billed to the end labd recorded, with that reason
-    e = next(x for x in usage(u) if x["runtime_id"] == ended["id"])
+    e = next(x for x in usage_entries(u) if x["runtime_id"] == ended["id"])
     ready, end = parse_api_time(ended["ready_at"]), parse_api_time(ended["ended_at"])
     assert (e["end_s"], e["billable_s"], e["end_reason"]) == \
         (end, end - ready, ended["reason"]), (e, ended)
@@ -335,4 +310,4 @@ def test_a_dead_node_ends_its_runtime_and_the_home_is_never_mounted_twice(lab):
     r = u.get(f"/user/{u.user}/api/contents/notes.txt")
     assert r.status == 200 and r.json["content"] == "written on " + dead, r
     assert len(lab.nodes[alive].home_mounts()) == 1
-    assert stop(u)["state"] == "stopped"
+    assert stop_runtime(u, 60 * SLOW)["state"] == "stopped"
