@@ -104,8 +104,6 @@ static struct link_conn *node_dial(struct head *h, const struct link_secret *key
 	link_ctx_free(ctx); /* the connection does not need its context any more */
 	if (rc == 0 && hello)
 		assert_int_equal(link_frame_write(c, hello), 0);
-	if (rc < 0)
-		h->rc = rc; /* seen by the caller through c == NULL */
 	return c;
 }
 

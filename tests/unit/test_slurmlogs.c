@@ -124,6 +124,23 @@ static void *fake_serve(void *arg)
 	return NULL;
 }
 
+/* What the fake node last served, read under its lock (its thread writes it). */
+static int64_t seen_offset(struct fake_node *n)
+{
+	pthread_mutex_lock(&n->lock);
+	int64_t v = n->last_offset;
+	pthread_mutex_unlock(&n->lock);
+	return v;
+}
+
+static int seen_served(struct fake_node *n)
+{
+	pthread_mutex_lock(&n->lock);
+	int v = (int)n->served;
+	pthread_mutex_unlock(&n->lock);
+	return v;
+}
+
 static void fake_start(struct fake_node *n, int64_t job_id)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -213,7 +230,7 @@ static void test_pull_one_host(void **st)
 	assert_string_equal(head_log(7, ""), "epoch 1\npartial");
 	fake_write(&n, " line\nepoch 2\n");
 	assert_int_equal(slurmlogs_pull(l, n.addr, 7, 1, 1, false), 0);
-	assert_int_equal(n.last_offset, 15);
+	assert_int_equal(seen_offset(&n), 15);
 	assert_string_equal(head_log(7, ""), "epoch 1\npartial line\nepoch 2\n");
 	slurmlogs_free(l);
 
@@ -221,7 +238,7 @@ static void test_pull_one_host(void **st)
 	l = slurmlogs_new(state, &key);
 	fake_write(&n, "ran\n");
 	assert_int_equal(slurmlogs_pull(l, n.addr, 7, 1, 1, true), 0);
-	assert_int_equal(n.last_offset, 29);
+	assert_int_equal(seen_offset(&n), 29);
 	assert_string_equal(head_log(7, ""), "epoch 1\npartial line\nepoch 2\nran\n");
 	assert_null(head_log(7, ".hosts")); /* one host keeps no sidecar */
 
@@ -249,7 +266,7 @@ static void test_pull_two_hosts(void **st)
 	fake_write(&a, "3\n");
 	fake_write(&b, "bye");
 	assert_int_equal(slurmlogs_pull(l, a.addr, 9, 1, 2, false), 0);
-	assert_int_equal(a.last_offset, 11);
+	assert_int_equal(seen_offset(&a), 11);
 	assert_string_equal(head_log(9, ""),
 			    "[algo-1] rank 0\n[algo-2] rank 1\n[algo-1] sum=3\n");
 	slurmlogs_free(l);
@@ -257,11 +274,11 @@ static void test_pull_two_hosts(void **st)
 	/* the web restarted while host 2's "bye" was held: it is read again */
 	l = slurmlogs_new(state, &key);
 	assert_int_equal(slurmlogs_pull(l, b.addr, 9, 2, 2, true), 0);
-	assert_int_equal(b.last_offset, 7);
+	assert_int_equal(seen_offset(&b), 7);
 	assert_string_equal(head_log(9, ""),
 			    "[algo-1] rank 0\n[algo-2] rank 1\n[algo-1] sum=3\n[algo-2] bye\n");
 	assert_int_equal(slurmlogs_pull(l, a.addr, 9, 1, 2, true), 0);
-	assert_int_equal(a.last_offset, 13);
+	assert_int_equal(seen_offset(&a), 13);
 	assert_non_null(head_log(9, ".hosts"));
 
 	slurmlogs_forget(l, 9);
@@ -298,7 +315,7 @@ static void test_pull_unreachable(void **st)
 	fake_write(&n, "hello\n");
 	assert_int_equal(slurmlogs_pull(l, n.addr, 5, 1, 1, false), 0);
 	assert_string_equal(head_log(5, ""), "hello\n");
-	assert_int_equal(n.served, 1);
+	assert_int_equal(seen_served(&n), 1);
 	slurmlogs_free(l);
 	fake_stop(&n);
 }
