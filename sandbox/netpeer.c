@@ -168,16 +168,6 @@ static int run_tool(char *const argv[], const char *input, int nsfd, bool inside
 	return tool_run(&t);
 }
 
-static const char *ip_tool(void)
-{
-	static const char *const where[] = {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"};
-
-	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++)
-		if (access(where[i], X_OK) == 0)
-			return where[i];
-	return where[0];
-}
-
 /* The table first (no packet passes peer0 before it holds), then the link, made in
  * the host's namespace on the parent and born in the sandbox's, its address, up. */
 static int build(const struct sandbox_spec *s, int nsfd, const char *parent, unsigned bits)
@@ -185,7 +175,7 @@ static int build(const struct sandbox_spec *s, int nsfd, const char *parent, uns
 	static char rules[NETPEER_RULESET_MAX], script[NETPEER_RULESET_MAX];
 	size_t used;
 	char *nft[] = {(char *)s->nft_path, "-f", "-", NULL};
-	char *ip[] = {(char *)ip_tool(), "-batch", "-", NULL};
+	char *ip[] = {(char *)tool_ip_path(), "-batch", "-", NULL};
 
 	if (netpeer_ruleset(s->peers, rules, sizeof(rules)) < 0)
 		return fail_error("peer interface: too many peers for the ruleset");

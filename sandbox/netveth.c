@@ -78,16 +78,6 @@ int netveth_range_parse(const char *range, uint32_t *base, unsigned *slots)
 	return 0;
 }
 
-static const char *ip_tool(void)
-{
-	static const char *const where[] = {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"};
-
-	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++)
-		if (access(where[i], X_OK) == 0)
-			return where[i];
-	return where[0];
-}
-
 static int write_text(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -136,7 +126,7 @@ static int nft_script(const char *nft, const char *script, bool quiet)
 
 static int ip_batch(const char *script, int nsfd, int fd3, bool quiet)
 {
-	char *argv[] = {(char *)ip_tool(), "-batch", "-", NULL};
+	char *argv[] = {(char *)tool_ip_path(), "-batch", "-", NULL};
 
 	return run_tool(argv, script, nsfd, fd3, quiet);
 }

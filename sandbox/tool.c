@@ -81,3 +81,13 @@ int tool_run(const struct tool_run *t)
 			  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
 			  got ? ": " : "", out);
 }
+
+const char *tool_ip_path(void)
+{
+	static const char *const where[] = {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"};
+
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++)
+		if (access(where[i], X_OK) == 0)
+			return where[i];
+	return where[0];
+}

@@ -22,5 +22,8 @@ struct tool_run {
  * message naming the tool, its first argument, its exit status and what it
  * printed, unless quiet). */
 int tool_run(const struct tool_run *t);
+/* iproute2's ip where Debian and others put it (the first path when none is there:
+ * the run then fails naming it). */
+const char *tool_ip_path(void);
 
 #endif
