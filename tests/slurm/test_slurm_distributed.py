@@ -120,19 +120,25 @@ def test_instance_count_above_the_limit_is_refused(lab):
     assert "from 1 to 2" in r.json["error"]["message"], r.json
 
 
+def run_on_two(lab, u, name, command):
+    """Submits command as a job on two hosts and waits for its end: (id, job); a
+    timeout shows each node's log and peer0 (failure())."""
+    r = u.post("/api/v1/jobs", json={"name": name, "command": command,
+                                     "instance_count": 2, "max_retries": 0})
+    assert r.status == 201, r
+    jid = r.json["id"]
+    try:
+        return jid, wait_until(lambda: ended(u, jid), START, f"the two-host job {name} to end")
+    except AssertionError:
+        raise AssertionError(failure(lab, u, jid))
+
+
 def test_a_two_node_gloo_job_completes(lab):
     # torch's files read once here (the sandboxes share the host's page cache): a cold
     # import on a loaded machine takes minutes, which is not what this test measures
     subprocess.run([PYTHON, "-c", "import torch.distributed"], check=True, timeout=600)
     u = lab.user("sd")
-    r = u.post("/api/v1/jobs", json={"name": "gloo", "command": [PYTHON, "-c", GLOO],
-                                     "instance_count": 2, "max_retries": 0})
-    assert r.status == 201, r
-    jid = r.json["id"]
-    try:
-        job = wait_until(lambda: ended(u, jid), START, "the two-host job to end")
-    except AssertionError:
-        raise AssertionError(failure(lab, u, jid))
+    jid, job = run_on_two(lab, u, "gloo", [PYTHON, "-c", GLOO])
     assert job["status"] == "Completed", failure(lab, u, jid)
     # both ranks took part (1 + 2), each over peer0, and the one log has both hosts
     log = job_log(u, jid)
@@ -151,14 +157,7 @@ def test_a_two_node_gloo_job_completes(lab):
 
 def test_a_failed_rank_fails_the_job_and_stops_the_other(lab):
     u = lab.user("sd")
-    r = u.post("/api/v1/jobs", json={"name": "rank-fails", "command": ["sh", "-c", FAILS],
-                                     "instance_count": 2, "max_retries": 0})
-    assert r.status == 201, r
-    jid = r.json["id"]
-    try:
-        job = wait_until(lambda: ended(u, jid), START, "the failing two-host job to end")
-    except AssertionError:
-        raise AssertionError(failure(lab, u, jid))
+    jid, job = run_on_two(lab, u, "rank-fails", ["sh", "-c", FAILS])
     assert job["status"] == "Failed", failure(lab, u, jid)
     assert job["exit_code"] == 3, job
     # algo-1's command was still running: it was stopped, and its last words are in the
