@@ -199,34 +199,58 @@ static void match_one(struct holder *h, const struct slurm_job *j)
 		h->slurm_ended = true;
 }
 
-/* Under the lock: the hosts of an adopted pool on several nodes, from its node list,
- * and their peer addresses (the job's comment) taken back. */
-static void adopt_hosts(struct slurm *s, struct holder *h, const struct slurm_job *j)
+/* Under the lock: the hosts of a pool on several nodes from its node list (algo-1
+ * first) with their peer addresses. 0, or -EINVAL with why. */
+static int make_hosts(struct holder *h, char *why, size_t whylen)
 {
 	char names[JOBHOSTS_MAX][LINK_NAME_MAX + 1];
 	size_t n = 0;
 
+	if (h->hosts)
+		return 0;
+	if (slurmhosts_expand(h->nodelist, names, JOBHOSTS_MAX, &n) < 0 ||
+	    n != (size_t)h->instances || h->peer_n != n) {
+		snprintf(why, whylen, "Slurm gave the nodes %.60s for a job on %d hosts",
+			 h->nodelist, h->instances);
+		return -EINVAL;
+	}
+	struct holder_host *hosts = calloc(n, sizeof(*hosts));
+	if (!hosts) {
+		snprintf(why, whylen, "out of memory");
+		return -EINVAL;
+	}
+	for (size_t k = 0; k < n; k++) {
+		snprintf(hosts[k].node, sizeof(hosts[k].node), "%.*s", LINK_NAME_MAX, names[k]);
+		slurmaddrs_text(h->peer_first + (uint32_t)k, hosts[k].addr);
+	}
+	h->hosts = hosts; /* freed with the holder (remove_holder) */
+	snprintf(h->node, sizeof(h->node), "%.*s", LINK_NAME_MAX, names[0]);
+	return 0;
+}
+
+/* Under the lock: the hosts of an adopted pool on several nodes, from its node list,
+ * and their peer addresses (the job's comment) taken back. */
+static void adopt_hosts(struct slurm *s, struct holder *h, const struct slurm_job *j)
+{
+	char why[SLURM_TEXT_MAX];
+
 	h->instances = 1;
 	if (!j->pool || j->peer_n < 2)
 		return;
-	if (slurmhosts_expand(j->nodes, names, JOBHOSTS_MAX, &n) < 0 || n != j->peer_n ||
-	    !(h->hosts = calloc(n, sizeof(*h->hosts)))) {
-		log_warn("Slurm job %lld: its node list %s does not match its %u hosts",
-			 (long long)j->job_id, j->nodes, j->peer_n);
-		return; /* verify_adopted finds it on its batch host alone */
-	}
-	h->instances = (int)n;
+	snprintf(h->nodelist, sizeof(h->nodelist), "%s", j->nodes);
+	h->instances = (int)j->peer_n;
 	h->peer_first = j->peer_first;
 	h->peer_n = j->peer_n;
+	if (make_hosts(h, why, sizeof(why)) < 0) {
+		log_warn("Slurm job %lld: %s", (long long)j->job_id, why);
+		h->instances = 1; /* verify_adopted finds it on its batch host alone */
+		h->peer_first = h->peer_n = 0;
+		h->nodelist[0] = '\0';
+		return;
+	}
 	if (slurmaddrs_mark(&s->addrs, h->id, j->peer_first, j->peer_n) < 0)
 		log_warn("pool %lld: its peer addresses are not free in [slurm] job_addresses "
 			 "(changed since it started?)", (long long)h->id);
-	snprintf(h->nodelist, sizeof(h->nodelist), "%s", j->nodes);
-	for (size_t k = 0; k < n; k++) {
-		snprintf(h->hosts[k].node, sizeof(h->hosts[k].node), "%.*s", LINK_NAME_MAX, names[k]);
-		slurmaddrs_text(j->peer_first + (uint32_t)k, h->hosts[k].addr);
-	}
-	snprintf(h->node, sizeof(h->node), "%s", names[0]);
 }
 
 /* Under the lock, on the first answer after a start: a job of labd's name that
@@ -414,35 +438,6 @@ static void peers_of(const struct holder *h, int k, char *out, size_t outlen)
 		if (i != k)
 			used += (size_t)snprintf(out + used, outlen - used, "%s%s", used ? "," : "",
 						 h->hosts[i].addr);
-}
-
-/* Under the lock: the hosts of a pool on several nodes from its node list (algo-1
- * first) with their peer addresses. 0, or -EINVAL with why. */
-static int make_hosts(struct holder *h, char *why, size_t whylen)
-{
-	char names[JOBHOSTS_MAX][LINK_NAME_MAX + 1];
-	size_t n = 0;
-
-	if (h->hosts)
-		return 0;
-	if (slurmhosts_expand(h->nodelist, names, JOBHOSTS_MAX, &n) < 0 ||
-	    n != (size_t)h->instances || h->peer_n != n) {
-		snprintf(why, whylen, "Slurm gave the nodes %.60s for a job on %d hosts",
-			 h->nodelist, h->instances);
-		return -EINVAL;
-	}
-	struct holder_host *hosts = calloc(n, sizeof(*hosts));
-	if (!hosts) {
-		snprintf(why, whylen, "out of memory");
-		return -EINVAL;
-	}
-	for (size_t k = 0; k < n; k++) {
-		snprintf(hosts[k].node, sizeof(hosts[k].node), "%.*s", LINK_NAME_MAX, names[k]);
-		slurmaddrs_text(h->peer_first + (uint32_t)k, hosts[k].addr);
-	}
-	h->hosts = hosts; /* freed with the holder (remove_holder) */
-	snprintf(h->node, sizeof(h->node), "%.*s", LINK_NAME_MAX, names[0]);
-	return 0;
 }
 
 /* The same pool started on each of its nodes (docs/slurm.md "Jobs on several nodes"):
