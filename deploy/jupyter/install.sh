@@ -10,6 +10,10 @@
 # interrupted build is redone next time. Runtimes bind the env read-only:
 # rebuilding under running ones breaks their Jupyter, so stop them first.
 #
+# labd's own files in the env (its contents manager, labd_contents.py, and the
+# config that selects it) are put in place on every run, build or not: they
+# are small and a changed one must reach an env that is otherwise current.
+#
 # usage: install.sh [ENV_DIR]   (default /opt/labd/jupyter), as root
 set -euo pipefail
 
@@ -19,7 +23,26 @@ req=$here/requirements.txt
 stamp=$env_dir/.labd-requirements.sha256
 want=$(sha256sum "$req" | cut -d' ' -f1)
 
+# Copies a file only when it differs, as a new file renamed into place, so a
+# Jupyter starting meanwhile reads the old or the new one, never half of one.
+put() {
+  [ -f "$2" ] && cmp -s "$1" "$2" && return 0
+  mkdir -p "$(dirname "$2")"
+  install -m 0644 "$1" "$2.new.$$"
+  mv -f "$2.new.$$" "$2"
+}
+
+labd_files() {
+  local site
+  site=$("$env_dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  put "$here/labd_contents.py" "$site/labd_contents.py"
+  put "$here/jupyter_server_config.json" "$env_dir/etc/jupyter/jupyter_server_config.json"
+  "$env_dir/bin/python" -c 'import labd_contents' # fails loudly
+}
+
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$env_dir/bin/jupyter-lab" ]; then
+  umask 022
+  labd_files
   exit 0
 fi
 
@@ -46,6 +69,7 @@ fi
 PIP_DISABLE_PIP_VERSION_CHECK=1 "$env_dir/bin/pip" install --quiet --no-input --no-deps \
   --ignore-installed -r "$req"
 "$env_dir/bin/python" -c 'import jupyterlab, ipykernel, jupyterlab_git' # fails loudly
+labd_files
 [ -z "$old" ] || rm -rf "$old"
 echo "$want" >"$stamp"
 echo "jupyter env: ready ($("$env_dir/bin/jupyter-lab" --version))"

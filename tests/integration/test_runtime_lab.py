@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import socket
 import time
 
@@ -234,6 +235,49 @@ def test_large_upload_in_chunks(ld, owner):
     assert len(got) == len(data) and hashlib.sha256(got).digest() == hashlib.sha256(data).digest(), \
         f"{len(got)} bytes back of {len(data)}"
     assert r.json["size"] == len(data), r.json["size"]
+
+
+# ---------------------------------------------------------------- listings
+
+
+# Renames one file in ~/flip back and forth for a few seconds, a few hundred
+# times a second (an editor or a script saving under new names, not a tight
+# loop that no listing could ever beat), then writes how many renames it made.
+# Run detached, so sh() returns at once.
+RENAMER = (
+    "import os, time\n"
+    "a, b, n = 'flip/a.ipynb', 'flip/b.ipynb', 0\n"
+    "end = time.monotonic() + {secs}\n"
+    "while time.monotonic() < end:\n"
+    "    os.rename(a, b); time.sleep(0.002); os.rename(b, a); time.sleep(0.002); n += 2\n"
+    "open('flip-renames', 'w').write(str(n))\n"
+)
+
+
+def test_a_listing_survives_a_rename_in_it(ld, owner):
+    """Jupyter Server builds a listing from the names it read a moment before:
+    a file renamed in between made the whole directory a 404, which JupyterLab
+    shows as a "Directory not found" dialog over the page (saving a new notebook
+    under a name renames it while the file browser refreshes). labd's env lists
+    again; a directory that is really gone is still a 404."""
+    secs = 4
+    sh(ld, owner, "rm -rf flip flip-renames; mkdir flip; : >flip/a.ipynb; "
+       f"setsid python3 -c {shlex.quote(RENAMER.format(secs=secs))} </dev/null >/dev/null 2>&1 &")
+    statuses = {}
+    end = time.monotonic() + secs * SLOW
+    while time.monotonic() < end:
+        r = owner.get(user_path(owner, "api/contents/flip?content=1"))
+        statuses[r.status] = statuses.get(r.status, 0) + 1
+        if r.status == 200:
+            names = [e["name"] for e in r.json["content"]]
+            assert len(names) <= 1 and set(names) <= {"a.ipynb", "b.ipynb"}, names
+    renames = sh(ld, owner, "for _ in $(seq 50); do [ -s flip-renames ] && break; sleep 0.2; done; "
+                 "cat flip-renames")
+    assert int(renames) > 100 * secs, f"the renamer ran: {renames} renames"
+    assert statuses.get(200, 0) > 50 and set(statuses) == {200}, \
+        f"listings of a folder with a file being renamed, by status: {statuses}"
+    r = owner.get(user_path(owner, "api/contents/flip-gone?content=1"))
+    assert_status(r, 404)
 
 
 # ---------------------------------------------------------------- workspaces, settings

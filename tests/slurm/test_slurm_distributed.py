@@ -10,6 +10,8 @@ hosts' peer addresses (peer0 in each sandbox).
   MASTER_PORT, NODE_RANK, NNODES, GLOO_SOCKET_IFNAME), an all_reduce sums both ranks'
   numbers; the job's one log holds each host's lines with its prefix; the ledger
   charges two seconds for each of its seconds;
+- the same through torchrun's static rendezvous: each host's worker knows its host from
+  SM_CURRENT_HOST and resourceconfig.json;
 - a two-node job whose rank 1 exits 3 is Failed with that code, and algo-1's command,
   still running, is stopped (its TERM handler's line reaches the log).
 """
@@ -38,6 +40,27 @@ print(f"rank {rank} of {world}: sum {int(t.item())} via {os.environ['GLOO_SOCKET
       flush=True)
 dist.destroy_process_group()
 """
+
+# torchrun's own rendezvous (static, at MASTER_ADDR:MASTER_PORT) starts one worker per
+# host; each worker joins through what torchrun hands it, and says which host it is by
+# the managed training conventions. Debian's torch 1.13 needs the --redirects/--tee
+# mappings (docs/jobs.md "Several GPUs").
+DDP = r"""
+import json, os, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+t = torch.tensor([rank + 1.0])
+dist.all_reduce(t)
+with open("/opt/ml/input/config/resourceconfig.json") as fh:
+    rc = json.load(fh)
+print(f"worker {rank} of {world} on {os.environ['SM_CURRENT_HOST']} "
+      f"({rc['current_host']} of {','.join(rc['hosts'])}): sum {int(t.item())}", flush=True)
+dist.destroy_process_group()
+"""
+TORCHRUN = ("cat >/tmp/ddp.py <<'EOF'\n" + DDP + "EOF\n"
+            "exec torchrun --nnodes=$NNODES --node_rank=$NODE_RANK --nproc_per_node=1 "
+            "--master_addr=$MASTER_ADDR --master_port=$MASTER_PORT "
+            "--redirects 9:1 --tee 9:1 /tmp/ddp.py")
 
 # rank 1 fails at once; rank 0 runs until labd stops it, and says so
 FAILS = ('trap \'echo "rank $NODE_RANK stopped"; exit 143\' TERM; '
@@ -153,6 +176,17 @@ def test_a_two_node_gloo_job_completes(lab):
     # two hosts: each second is charged twice
     assert job["billable_s"] >= 1, job
     assert job["charged_s"] == 2 * job["billable_s"], job
+
+
+def test_a_two_node_torchrun_job_completes(lab):
+    subprocess.run([PYTHON, "-c", "import torch.distributed.run"], check=True, timeout=600)
+    u = lab.user("sd")
+    jid, job = run_on_two(lab, u, "torchrun", ["sh", "-c", TORCHRUN])
+    assert job["status"] == "Completed", failure(lab, u, jid)
+    log = job_log(u, jid)
+    for k in (1, 2):
+        line = f"[algo-{k}] worker {k - 1} of 2 on algo-{k} (algo-{k} of algo-1,algo-2): sum 3\n"
+        assert line in log, log
 
 
 def test_a_failed_rank_fails_the_job_and_stops_the_other(lab):
