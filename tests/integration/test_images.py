@@ -162,10 +162,14 @@ def test_runtime_on_image(imd, admin, meta):
     code = ("import os, sys, jupyterlab\n"
             "print(open('/labd-image.json').read().count(%r))\n"
             "print(os.path.exists('/usr/bin/gcc'), os.path.exists(%r))\n"
-            "print(sys.prefix, jupyterlab.__version__)\n") % (meta["hash"], REPO)
+            "print(sys.prefix, jupyterlab.__version__)\n"
+            "import labd_contents\n"
+            "print(open(sys.prefix + '/etc/jupyter/jupyter_server_config.json').read().count("
+            "'labd_contents.ListingContentsManager'))\n") % (meta["hash"], REPO)
     out, msgs = run_in_kernel(imd, c, code)
     # the image's own marker, none of the host's compiler or checkout, the image's env
-    assert out == f"1\nFalse False\n/opt/labd/jupyter 4.6.6\n", (out, msgs)
+    # with labd's contents manager (deploy/jupyter/labd_contents.py) chosen
+    assert out == f"1\nFalse False\n/opt/labd/jupyter 4.6.6\n1\n", (out, msgs)
     # the admin's list of live runtimes shows it too
     live = {x["user"]: x for x in admin.get("/api/v1/runtimes").json["runtimes"]}
     assert live[c.user]["image_hash"] == meta["hash"], live[c.user]
