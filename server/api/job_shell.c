@@ -18,6 +18,7 @@
 #include "api/job_shell_relay.h"
 #include "auth/auth.h"
 #include "http/http.h"
+#include "jobs/hosts.h"
 #include "jobs/shell.h"
 #include "labd/app.h"
 #include "labd/log.h"
@@ -92,24 +93,45 @@ bad:
 	return false;
 }
 
-/* The job, its owner's and training; false with the reply set. */
+/* The job, its owner's and training; false with the reply set (and j freed). */
 static bool job_ok(struct http_request *req, struct job *j)
 {
 	const struct auth_identity *ident = http_identity(req);
 
 	if (api_path_job(req, j) < 0)
 		return false;
-	if (j->user_id != ident->user.id) {
+	if (j->user_id != ident->user.id)
 		http_reply_error(req, MHD_HTTP_FORBIDDEN, "forbidden",
 				 "only the job's owner may open a shell into it");
-		return false;
-	}
-	if (!jobs_shell_possible(j)) {
+	else if (!jobs_shell_possible(j))
 		http_reply_error(req, MHD_HTTP_CONFLICT, "job_not_running",
 				 "job %lld is not running its command now", (long long)j->id);
-		return false;
+	else
+		return true;
+	jobs_row_free(j);
+	return false;
+}
+
+/* ?host=algo-K: one of the job's hosts (algo-1 when absent); false with the reply set. */
+static bool host_ok(struct http_request *req, const struct job *j, int *host)
+{
+	const char *h = http_query(req, "host");
+	int n = jobs_instance_count(j);
+	uint64_t v;
+
+	*host = 1;
+	if (!h)
+		return true;
+	if (strncmp(h, "algo-", 5) == 0 && parse_uint(h + 5, 1, (uint64_t)n, &v) == 0) {
+		*host = (int)v;
+		return true;
 	}
-	return true;
+	if (n == 1)
+		api_reply_field(req, "host", "job %lld runs on one host, algo-1", (long long)j->id);
+	else
+		api_reply_field(req, "host", "job %lld runs on the hosts algo-1 to algo-%d",
+				(long long)j->id, n);
+	return false;
 }
 
 static void reply_open_failed(struct http_request *req, const struct job *j, int rc,
@@ -130,11 +152,11 @@ static void reply_open_failed(struct http_request *req, const struct job *j, int
 /* Starts the shell into s's reservation and sets the 101 reply; false with an
  * error reply set (the reservation is the caller's to cancel). */
 static bool open_shell(struct http_request *req, const struct job *j, uint64_t shell,
-		       const char *accept, int cols, int rows)
+		       const char *accept, int host, int cols, int rows)
 {
 	struct MHD_Response *resp;
-	char err[256] = "", detail[160];
-	int fd, rc = jobs_shell_open(http_app(req), j, cols, rows, &fd, err, sizeof(err));
+	char err[256] = "", detail[160], where[24] = "";
+	int fd, rc = jobs_shell_open(http_app(req), j, host, cols, rows, &fd, err, sizeof(err));
 
 	if (rc < 0) {
 		reply_open_failed(req, j, rc, err);
@@ -145,7 +167,9 @@ static bool open_shell(struct http_request *req, const struct job *j, uint64_t s
 		http_reply_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "busy", "labd is stopping");
 		return false;
 	}
-	snprintf(detail, sizeof(detail), "job %lld (%s)", (long long)j->id, j->name);
+	if (jobs_instance_count(j) > 1)
+		snprintf(where, sizeof(where), " on algo-%d", host);
+	snprintf(detail, sizeof(detail), "job %lld (%s)%s", (long long)j->id, j->name, where);
 	if (audit_add(http_app(req)->db, time(NULL), http_identity(req)->user.name,
 		      "job.shell.open", j->user_name, http_address(req), detail) < 0) {
 		http_reply_internal(req); /* not opened without its audit entry */
@@ -170,7 +194,7 @@ void api_job_shell(struct http_request *req)
 	uint64_t shell;
 	char accept[64];
 	struct job j;
-	int cols, rows;
+	int cols, rows, host;
 
 	if (!handshake_ok(req, accept) || !size_ok(req, &cols, &rows))
 		return;
@@ -180,6 +204,10 @@ void api_job_shell(struct http_request *req)
 	}
 	if (!job_ok(req, &j))
 		return;
+	if (!host_ok(req, &j, &host)) {
+		jobs_row_free(&j);
+		return;
+	}
 	snprintf(who.actor, sizeof(who.actor), "%s", ident->user.name);
 	snprintf(who.address, sizeof(who.address), "%s", http_address(req));
 	who.job_id = j.id;
@@ -192,7 +220,7 @@ void api_job_shell(struct http_request *req)
 		http_reply_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_shells",
 				 "at most %d shells per job (%d on this server) are open at once",
 				 JOB_SHELLS_PER_JOB, JOB_SHELLS_MAX);
-	} else if (!open_shell(req, &j, shell, accept, cols, rows)) {
+	} else if (!open_shell(req, &j, shell, accept, host, cols, rows)) {
 		job_shell_relay_cancel(shell);
 	} else {
 		log_info("job %lld: shell opened by %s", (long long)j.id, ident->user.name);

@@ -238,10 +238,11 @@ struct backend_shell {
 	const char *user;
 	int64_t pool_id, job_id;
 	int cols, rows; /* 1..1000 */
+	int host;	/* which of a job's hosts, algo-<host>: 1.. its hosts (0 is 1 too) */
 };
-/* Starts a shell beside the job's command, as the user, in its sandbox; *fd is
- * the pty's master (the caller's). 0, -ENOENT when that job does not train
- * there (any more), -EBUSY (too many starting), -ETIMEDOUT, -ENOSYS, another
+/* Starts a shell beside the job's command, as the user, in its sandbox (host
+ * s->host's, for a job on several hosts); *fd is the pty's master (the caller's).
+ * 0, -ENOENT when that job does not train there (any more, or on no such host), -EBUSY (too many starting), -ETIMEDOUT, -ENOSYS, another
  * negative errno with a message in err. */
 int backend_job_shell(struct backend *b, const struct backend_shell *s, int *fd, char *err,
 		      size_t errlen);

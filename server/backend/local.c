@@ -637,6 +637,11 @@ static int shell_call(struct local *l, const struct backend_shell *s, int *fd, c
 static int local_job_shell(struct backend *b, const struct backend_shell *s, int *fd,
 			   char *err, size_t errlen)
 {
+	if (s->host > 1) { /* one machine runs jobs on one host */
+		snprintf(err, errlen, "the job runs on one host, algo-1");
+		*fd = -1;
+		return -ENOENT;
+	}
 	return shell_call((struct local *)b, s, fd, NULL, 0, err, errlen);
 }
 

@@ -69,6 +69,16 @@ static void secret_of(const struct slurm *s, struct link_secret *out)
 	memcpy(out->bytes, s->cfg->link_secret, out->len);
 }
 
+/* The node of the holder's host algo-<host> (1 or 0: the holder's own, algo-1's), or ""
+ * when the job has no such host or its sandbox there ended. Under s->lock. */
+static void host_node(const struct holder *h, int host, char *node, size_t len)
+{
+	if (host <= 1)
+		snprintf(node, len, "%s", h->node);
+	else if (h->hosts && host <= h->instances && !h->hosts[host - 1].ended)
+		snprintf(node, len, "%s", h->hosts[host - 1].node);
+}
+
 int slurm_shell_open(struct slurm *s, const struct backend_shell *sh, int *fd, char *err,
 		     size_t errlen)
 {
@@ -83,10 +93,13 @@ int slurm_shell_open(struct slurm *s, const struct backend_shell *sh, int *fd, c
 	pthread_mutex_lock(&s->lock);
 	h = slurm_find(s, true, sh->pool_id);
 	if (h && h->phase == H_ON_NODE && !h->end_passed && !strcmp(h->user, sh->user))
-		snprintf(node, sizeof(node), "%s", h->node);
+		host_node(h, sh->host, node, sizeof(node));
 	pthread_mutex_unlock(&s->lock);
 	if (!node[0]) {
-		snprintf(err, errlen, "the job's sandbox does not run on a node now");
+		if (sh->host > 1)
+			snprintf(err, errlen, "the job's sandbox does not run on algo-%d now", sh->host);
+		else
+			snprintf(err, errlen, "the job's sandbox does not run on a node now");
 		return -ENOENT;
 	}
 	if (!(nd = nodes_hold(s->nodes, node, &info))) {

@@ -11,14 +11,15 @@ bool jobs_shell_possible(const struct job *j)
 	return j->status == JOB_IN_PROGRESS && j->secondary == JOB_TRAINING && j->pool_id > 0;
 }
 
-int jobs_shell_open(struct app *app, const struct job *j, int cols, int rows, int *fd,
-		    char *err, size_t errlen)
+int jobs_shell_open(struct app *app, const struct job *j, int host, int cols, int rows,
+		    int *fd, char *err, size_t errlen)
 {
 	struct backend_shell s = {.user = j->user_name,
 				  .pool_id = j->pool_id,
 				  .job_id = j->id,
 				  .cols = cols,
-				  .rows = rows};
+				  .rows = rows,
+				  .host = host};
 
 	*fd = -1;
 	if (!jobs_shell_possible(j))

@@ -14,12 +14,12 @@ struct app;
 
 /* Whether j's command runs now (InProgress, Training, on a pool). */
 bool jobs_shell_possible(const struct job *j);
-/* Starts a shell into j (its owner's) with a terminal of cols x rows (1..1000):
- * 0 with *fd the pty's master (the caller's), -ENOENT when the job is not
- * training (any more), -EBUSY, -ETIMEDOUT, or another negative errno with a
- * message in err. */
-int jobs_shell_open(struct app *app, const struct job *j, int cols, int rows, int *fd,
-		    char *err, size_t errlen);
+/* Starts a shell into j (its owner's) on its host algo-<host> (1..its
+ * instance_count) with a terminal of cols x rows (1..1000): 0 with *fd the pty's
+ * master (the caller's), -ENOENT when the job is not training (any more, or not on
+ * that host), -EBUSY, -ETIMEDOUT, or another negative errno with a message in err. */
+int jobs_shell_open(struct app *app, const struct job *j, int host, int cols, int rows,
+		    int *fd, char *err, size_t errlen);
 /* Resizes the terminal behind a jobs_shell_open fd that is no terminal itself (its
  * TIOCSWINSZ said ENOTTY): the backend sets the size where the pty is. 0 or a
  * negative errno. */

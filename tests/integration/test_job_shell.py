@@ -45,8 +45,9 @@ def training(c, command=SLEEPER):
     return wait_job(c, j["id"], statuses=("InProgress",), secondary="Training")
 
 
-def shell(d, job_id, tok, **kw):
-    return WebSocket(d.port, f"/api/v1/jobs/{job_id}/shell?cols=200&rows=50",
+def shell(d, job_id, tok, host=None, **kw):
+    where = "" if host is None else f"&host={host}"
+    return WebSocket(d.port, f"/api/v1/jobs/{job_id}/shell?cols=200&rows=50{where}",
                      headers={"Authorization": f"Bearer {tok}"}, **kw)
 
 
@@ -158,6 +159,17 @@ def test_resize_and_refusals(sd, owner):
     assert shell(sd, j["id"], token(stranger, ["jobs"])).status == 404
     assert_error(owner.get(f"/api/v1/jobs/{j['id']}/shell"), 426, "websocket_required")
     assert shell(sd, 999999, owner.tok).status == 404
+    # one machine runs a job on one host: algo-1 is it, any other is refused, naming host
+    ws = shell(sd, j["id"], owner.tok, host="algo-1").expect_open()
+    try:
+        assert "\nalgo-1\n" in job_shell_run(ws, "echo $SM_CURRENT_HOST")
+    finally:
+        ws.close()
+    for bad in ("algo-2", "algo-0", "1", ""):
+        ws = shell(sd, j["id"], owner.tok, host=bad)
+        assert ws.status == 400, (bad, ws.raw_head)
+        assert b'"field":"host"' in ws.buf.replace(b" ", b""), (bad, ws.buf)
+        ws.sock.close()
     # a cookie session from another site's page
     _, ck = new_user(sd, "sc")
     jar = "; ".join(f"{k}={v}" for k, v in ck.cookies.items())

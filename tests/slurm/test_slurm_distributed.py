@@ -12,18 +12,22 @@ hosts' peer addresses (peer0 in each sandbox).
   charges two seconds for each of its seconds;
 - the same through torchrun's static rendezvous: each host's worker knows its host from
   SM_CURRENT_HOST and resourceconfig.json;
+- a shell into each host of a running two-node job (`?host=algo-K`) is in that host's
+  sandbox; a host the job does not have is refused, naming `host`;
 - a two-node job whose rank 1 exits 3 is Failed with that code, and algo-1's command,
   still running, is stopped (its TERM handler's line reaches the log).
 """
 
 import glob
+import json
 import subprocess
 
 import pytest
 
 from cluster import Cluster, wait_until
 from labd_slurm import LabOnSlurm
-from labd_harness import SLOW
+from labd_harness import SLOW, WebSocket
+from runtime_shell import job_shell_run
 
 START = 120 * SLOW
 PYTHON = "/usr/bin/python3"  # the host's, with python3-torch; the sandbox sees /usr
@@ -201,3 +205,52 @@ def test_a_failed_rank_fails_the_job_and_stops_the_other(lab):
     log = job_log(u, jid)
     assert "[algo-2] rank 1 fails\n" in log, log
     assert "[algo-1] rank 0 waits\n" in log, log
+
+
+def shell(lab, u, jid, host):
+    token = u.post("/api/v1/me/tokens", json={"name": f"shell-{host}", "password": u.password,
+                                              "scopes": ["jobs"]})
+    assert token.status == 201, token
+    return WebSocket(lab.head.port, f"/api/v1/jobs/{jid}/shell?host={host}",
+                     headers={"Authorization": f"Bearer {token.json['token']}"})
+
+
+def refused_body(ws, status):
+    """The JSON body of a refused WebSocket handshake with that status."""
+    try:
+        assert ws.status == status, ws.raw_head
+        want = int(ws.header("Content-Length") or 0)
+        while len(ws.buf) < want:
+            more = ws.sock.recv(65536)
+            assert more, ws.buf
+            ws.buf += more
+        return json.loads(ws.buf[:want])
+    finally:
+        ws.sock.close()
+
+
+def test_a_shell_opens_on_each_host(lab):
+    u = lab.user("sd")
+    r = u.post("/api/v1/jobs", json={"name": "two-shells", "instance_count": 2,
+                                     "command": ["sh", "-c", "exec sleep 300"]})
+    assert r.status == 201, r
+    jid = r.json["id"]
+    try:
+        wait_until(lambda: u.get(f"/api/v1/jobs/{jid}").json["secondary_status"] == "Training",
+                   START, "the two-host job to train")
+        for k in (1, 2):
+            ws = shell(lab, u, jid, f"algo-{k}").expect_open()
+            try:
+                out = job_shell_run(ws, 'echo "on $SM_CURRENT_HOST: $(cat ~/.h 2>/dev/null)"; '
+                                        f"echo {k} >~/.h")
+                # each host's own sandbox: its name, and its own home (algo-2's is scratch)
+                assert f"\non algo-{k}: \n" in out, out
+            finally:
+                ws.close()
+        for bad in ("algo-3", "algo-0", "n1", "algo-"):
+            body = refused_body(shell(lab, u, jid, bad), 400)
+            assert body["error"]["field"] == "host", (bad, body)
+            assert "algo-1 to algo-2" in body["error"]["message"], body
+    finally:
+        assert u.post(f"/api/v1/jobs/{jid}/stop", json={}).status == 202
+        wait_until(lambda: ended(u, jid), 60 * SLOW, "the two-host job to stop")
