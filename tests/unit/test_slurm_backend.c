@@ -142,17 +142,21 @@ static bool wait_count(int *c, int want)
 
 /* ---- the stand-in tools ---- */
 
+/* Written aside and renamed into place: a squeue that reads the queue meanwhile sees
+ * the old answer or the new one, never an empty file (a job gone). */
 static void write_file(const char *name, const char *text, mode_t mode)
 {
-	char path[128];
+	char path[128], tmp[140];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
 	assert_non_null(f);
 	fputs(text, f);
 	fclose(f);
-	assert_int_equal(chmod(path, mode), 0);
+	assert_int_equal(chmod(tmp, mode), 0);
+	assert_int_equal(rename(tmp, path), 0);
 }
 
 static bool file_has(const char *name, const char *text)
@@ -180,8 +184,11 @@ static void make_tools(void)
 {
 	char script[512];
 
+	/* queue.next, when a test left one, is what Slurm lists once the job is submitted */
 	snprintf(script, sizeof(script),
-		 "#!/bin/sh\necho \"$@\" >> %s/sbatch.log\necho '100;labdtest'\n", dir);
+		 "#!/bin/sh\necho \"$@\" >> %s/sbatch.log\n"
+		 "if [ -e %s/queue.next ]; then mv %s/queue.next %s/queue; fi\n"
+		 "echo '100;labdtest'\n", dir, dir, dir, dir);
 	write_file("sbatch", script, 0755);
 	snprintf(script, sizeof(script),
 		 "#!/bin/sh\nif [ -e %s/away ]; then echo 'squeue: error: Unable to contact slurm "
@@ -617,8 +624,9 @@ static void test_pool_on_two_nodes(void **state)
 	assert_true(wait_count(&connected, 3));
 
 	/* one Slurm job over two nodes, its hosts' addresses named in its comment; running
-	 * on n1 and n2: the pool started on both, ready once */
-	write_file("queue", "100|labd-pool-9|RUNNING|None|n1|N/A|erin:198.18.5.1:2|n[1-2]\n",
+	 * on n1 and n2: the pool started on both, ready once. Slurm lists it only once
+	 * it was submitted (a slow poll pass must not meet it first) */
+	write_file("queue.next", "100|labd-pool-9|RUNNING|None|n1|N/A|erin:198.18.5.1:2|n[1-2]\n",
 		   0644);
 	assert_int_equal(backend_pool_start(b, &ps, err, sizeof(err)), 0);
 	assert_true(wait_file_has("sbatch.log", "--job-name=labd-pool-9 "
