@@ -334,14 +334,8 @@ static void relay(int a, int b)
 					goto out;
 				continue;
 			}
-			for (ssize_t off = 0; off < n;) {
-				ssize_t w = send(fds[1 - i], chunk + off, (size_t)(n - off), MSG_NOSIGNAL);
-				if (w < 0 && errno == EINTR)
-					continue;
-				if (w <= 0)
-					goto out;
-				off += w;
-			}
+			if (send_all(fds[1 - i], chunk, (size_t)n) < 0)
+				goto out;
 		}
 	}
 out:
