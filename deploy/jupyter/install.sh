@@ -15,8 +15,15 @@
 # are small and a changed one must reach an env that is otherwise current.
 #
 # usage: install.sh [ENV_DIR]   (default /opt/labd/jupyter), as root
+#        install.sh --labd-files ENV_DIR   only labd's own files, into an env
+#                                          made elsewhere (deploy/image/build)
 set -euo pipefail
 
+files_only=0
+if [ "${1:-}" = --labd-files ]; then
+  files_only=1
+  shift
+fi
 env_dir=${1:-/opt/labd/jupyter}
 here=$(cd "$(dirname "$0")" && pwd)
 req=$here/requirements.txt
@@ -32,17 +39,26 @@ put() {
   mv -f "$2.new.$$" "$2"
 }
 
+# The venv's one site-packages, found without running its Python (an image's env
+# runs only inside the image).
 labd_files() {
   local site
-  site=$("$env_dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  site=$(echo "$env_dir"/lib/python3*/site-packages)
+  [ -d "$site" ] || { echo "jupyter env: no single site-packages in $env_dir/lib" >&2; exit 1; }
   put "$here/labd_contents.py" "$site/labd_contents.py"
   put "$here/jupyter_server_config.json" "$env_dir/etc/jupyter/jupyter_server_config.json"
-  "$env_dir/bin/python" -c 'import labd_contents' # fails loudly
 }
+
+if [ "$files_only" = 1 ]; then
+  umask 022
+  labd_files
+  exit 0
+fi
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$env_dir/bin/jupyter-lab" ]; then
   umask 022
   labd_files
+  "$env_dir/bin/python" -c 'import labd_contents' # fails loudly
   exit 0
 fi
 
@@ -68,8 +84,8 @@ fi
 # pin with another version.
 PIP_DISABLE_PIP_VERSION_CHECK=1 "$env_dir/bin/pip" install --quiet --no-input --no-deps \
   --ignore-installed -r "$req"
-"$env_dir/bin/python" -c 'import jupyterlab, ipykernel, jupyterlab_git' # fails loudly
 labd_files
+"$env_dir/bin/python" -c 'import jupyterlab, ipykernel, jupyterlab_git, labd_contents' # fails loudly
 [ -z "$old" ] || rm -rf "$old"
 echo "$want" >"$stamp"
 echo "jupyter env: ready ($("$env_dir/bin/jupyter-lab" --version))"
