@@ -959,7 +959,7 @@ static void init_wake(pthread_cond_t *c)
 struct backend *backend_slurm_new(const struct labd_config *cfg, const struct backend_events *ev)
 {
 	struct slurm *s = calloc(1, sizeof(*s));
-	struct link_secret secret = {.len = cfg->link_secret_len};
+	struct link_secret secret;
 	struct nodes_hooks hooks = {
 		.up = on_up, .down = on_down, .ready = on_ready, .ended = on_ended,
 		.pool_ready = on_pool_ready, .pool_ended = on_pool_ended,
@@ -981,10 +981,7 @@ struct backend *backend_slurm_new(const struct labd_config *cfg, const struct ba
 	s->poked = true; /* the first pass at once: jobs of a previous process are adopted */
 	hooks.web = &s->ev;
 	hooks.ctx = s;
-	/* root read it before the fork (main.c) */
-	if (secret.len > sizeof(secret.bytes))
-		secret.len = 0;
-	memcpy(secret.bytes, cfg->link_secret, secret.len);
+	link_secret_set(&secret, cfg->link_secret, cfg->link_secret_len); /* root read it (main.c) */
 	s->logs = slurmlogs_new(cfg->state_dir, &secret);
 	s->nodes = secret.len >= LINK_SECRET_MIN ? nodes_new(cfg->slurm_listen, &secret, &hooks)
 						 : NULL;

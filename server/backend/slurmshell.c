@@ -63,12 +63,6 @@ static bool remember(int fd, const char *data, const char *token)
 	return free_slot >= 0;
 }
 
-static void secret_of(const struct slurm *s, struct link_secret *out)
-{
-	out->len = s->cfg->link_secret_len <= sizeof(out->bytes) ? s->cfg->link_secret_len : 0;
-	memcpy(out->bytes, s->cfg->link_secret, out->len);
-}
-
 /* The node of the holder's host algo-<host> (1 or 0: the holder's own, algo-1's), or ""
  * when the job has no such host or its sandbox there ended. Under s->lock. */
 static void host_node(const struct holder *h, int host, char *node, size_t len)
@@ -110,7 +104,7 @@ int slurm_shell_open(struct slurm *s, const struct backend_shell *sh, int *fd, c
 	nodes_release(nd);
 	if (rc < 0)
 		return rc;
-	secret_of(s, &secret);
+	link_secret_set(&secret, s->cfg->link_secret, s->cfg->link_secret_len);
 	if ((rc = link_data_shell_path(token, 0, 0, path, sizeof(path))) == 0)
 		rc = link_data_connect(&secret, info.data, path, CONNECT_MS);
 	link_secret_clear(&secret);
@@ -149,6 +143,7 @@ static int answered(int c)
 
 int slurm_job_shell_resize(struct backend *b, int fd, int cols, int rows)
 {
+	const struct labd_config *cfg = ((struct slurm *)b)->cfg;
 	char data[128] = "", token[LINK_SHELL_TOKEN_HEX + 1] = "", path[256];
 	struct link_secret secret;
 	int rc;
@@ -164,7 +159,7 @@ int slurm_job_shell_resize(struct backend *b, int fd, int cols, int rows)
 		return -ENOENT;
 	if ((rc = link_data_shell_path(token, cols, rows, path, sizeof(path))) < 0)
 		return rc;
-	secret_of((struct slurm *)b, &secret);
+	link_secret_set(&secret, cfg->link_secret, cfg->link_secret_len);
 	rc = link_data_connect(&secret, data, path, CONNECT_MS);
 	link_secret_clear(&secret);
 	if (rc < 0)

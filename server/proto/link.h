@@ -54,6 +54,9 @@ struct link_secret {
  * the reason in err, or the open's negative errno. */
 int link_secret_read(const char *path, struct link_secret *out, char *err, size_t errlen);
 void link_secret_clear(struct link_secret *s);
+/* *out holds bytes (the copy root made in cfg->link_secret); none (len 0) when len is
+ * past LINK_SECRET_MAX. */
+void link_secret_set(struct link_secret *out, const unsigned char *bytes, size_t len);
 
 /* Whether name is a node name (see LINK_NAME_MAX). */
 bool link_name_ok(const char *name);

@@ -72,6 +72,15 @@ void link_secret_clear(struct link_secret *s)
 	OPENSSL_cleanse(s, sizeof(*s));
 }
 
+void link_secret_set(struct link_secret *out, const unsigned char *bytes, size_t len)
+{
+	link_secret_clear(out);
+	if (len > sizeof(out->bytes))
+		return;
+	memcpy(out->bytes, bytes, len);
+	out->len = len;
+}
+
 bool link_name_ok(const char *name)
 {
 	size_t len = name ? strlen(name) : 0;

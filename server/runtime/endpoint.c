@@ -13,11 +13,7 @@ static struct link_secret secret; /* set once before threads; len 0 = none */
 
 void endpoint_set_secret(const unsigned char *bytes, size_t len)
 {
-	link_secret_clear(&secret);
-	if (len > sizeof(secret.bytes))
-		return;
-	memcpy(secret.bytes, bytes, len);
-	secret.len = len;
+	link_secret_set(&secret, bytes, len);
 }
 
 bool endpoint_is_tcp(const char *target)

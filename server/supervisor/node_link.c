@@ -73,7 +73,7 @@ static struct link_conn *dial_head(const struct labd_config *cfg, struct link_ct
 _Noreturn void node_link_main(const struct labd_config *cfg, const struct privdrop_user *u,
 			      int channel_fd, int data_fd)
 {
-	struct link_secret secret = {.len = cfg->link_secret_len};
+	struct link_secret secret;
 	struct link_shells *shells;
 	struct link_ctx *ctx;
 	struct link_conn *c;
@@ -81,7 +81,7 @@ _Noreturn void node_link_main(const struct labd_config *cfg, const struct privdr
 	int rc;
 
 	process_setup(cfg);
-	memcpy(secret.bytes, cfg->link_secret, cfg->link_secret_len);
+	link_secret_set(&secret, cfg->link_secret, cfg->link_secret_len);
 	if (privdrop_to(u) < 0)
 		_exit(1);
 	/* after the drop: a change of credentials clears it */
