@@ -182,6 +182,24 @@ export async function labFetch(page, method, path, body) {
   );
 }
 
+/* Creates an empty Python 3 notebook `name` in the home through the contents API. */
+export async function createNotebook(page, name) {
+  const r = await labFetch(page, 'PUT', `api/contents/${encodeURIComponent(name)}`, {
+    type: 'notebook',
+    format: 'json',
+    content: {
+      cells: [],
+      metadata: {
+        kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' },
+        language_info: { name: 'python' },
+      },
+      nbformat: 4,
+      nbformat_minor: 5,
+    },
+  });
+  assert.equal(r.status, 201, `PUT api/contents/${name}: ${r.text}`);
+}
+
 /* The saved notebook (contents API), or null. */
 export async function savedNotebook(page, name) {
   const r = await labFetch(page, 'GET', `api/contents/${encodeURIComponent(name)}?content=1`);

@@ -15,7 +15,7 @@ import {
   BASE, ADMIN_PW, USER, JUPYTER, STOP_TIMEOUT, START_TIMEOUT,
   step as runStep, formLogin as labdLogin, api, apiSession, stopRuntimeByApi, waitState,
   startFromDashboard as startRuntime, stopFromDashboard, openLabTab, waitLab, labFetch,
-  notebookPanel, runFirstCell, notebookSaved, sleep,
+  notebookPanel, runFirstCell, notebookSaved, sleep, createNotebook,
 } from './lab-lib.mjs';
 
 const step = (name, page, fn) => runStep('runtime', name, page, fn);
@@ -212,22 +212,7 @@ test('start a CPU runtime, run print(6*7) in JupyterLab, stop, start again: the 
   const name = `labd-e2e-${Date.now().toString(36)}.ipynb`;
   shared.notebook = name;
 
-  await step('create a Python 3 notebook (contents API)', tree, async () => {
-    const r = await labFetch(tree, 'PUT', `api/contents/${encodeURIComponent(name)}`, {
-      type: 'notebook',
-      format: 'json',
-      content: {
-        cells: [],
-        metadata: {
-          kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' },
-          language_info: { name: 'python' },
-        },
-        nbformat: 4,
-        nbformat_minor: 5,
-      },
-    });
-    assert.equal(r.status, 201, `PUT api/contents/${name}: ${r.text}`);
-  });
+  await step('create a Python 3 notebook (contents API)', tree, () => createNotebook(tree, name));
 
   const nbPage = tree;
   await step('open the notebook and wait for its kernel', nbPage, async () => {

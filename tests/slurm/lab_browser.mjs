@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { launchChromium } from '../e2e/browser.mjs';
 import {
   BASE, ADMIN_PW, USER, JUPYTER, step as runStep, formLogin, api, apiSession,
-  stopRuntimeByApi, startFromDashboard, stopFromDashboard, openLabTab, waitLab, labFetch,
+  stopRuntimeByApi, startFromDashboard, stopFromDashboard, openLabTab, waitLab, createNotebook,
   notebookPanel, runFirstCell,
 } from '../e2e/lab-lib.mjs';
 
@@ -61,19 +61,7 @@ async function main() {
     });
 
     const name = `slurm-${Date.now().toString(36)}.ipynb`;
-    await step('create a notebook', lab, async () => {
-      const r = await labFetch(lab, 'PUT', `api/contents/${encodeURIComponent(name)}`, {
-        type: 'notebook',
-        format: 'json',
-        content: {
-          cells: [],
-          metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
-          nbformat: 4,
-          nbformat_minor: 5,
-        },
-      });
-      assert.equal(r.status, 201, `PUT api/contents/${name}: ${r.text}`);
-    });
+    await step('create a notebook', lab, () => createNotebook(lab, name));
 
     await stepOnce('open the notebook, run print(6*7) and see 42', lab, async () => {
       const res = await lab.goto(`${JUPYTER}lab/tree/${encodeURIComponent(name)}`);
