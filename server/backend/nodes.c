@@ -102,8 +102,6 @@ static void ev_job_phase(void *ctx, const char *user, int64_t pool_id, int64_t j
 
 	if (h->job_phase)
 		h->job_phase(h->ctx, nd->info.name, user, pool_id, job_id, phase, at_ms);
-	else if (h->web->job_phase)
-		h->web->job_phase(h->web->ctx, user, pool_id, job_id, phase, at_ms);
 }
 
 static void ev_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
@@ -114,8 +112,6 @@ static void ev_job_exited(void *ctx, const char *user, int64_t pool_id, int64_t 
 
 	if (h->job_exited)
 		h->job_exited(h->ctx, nd->info.name, user, pool_id, job_id, x);
-	else if (h->web->job_exited)
-		h->web->job_exited(h->web->ctx, user, pool_id, job_id, x);
 }
 
 static void ev_job_sample(void *ctx, const char *user, int64_t pool_id, int64_t job_id,
@@ -126,8 +122,6 @@ static void ev_job_sample(void *ctx, const char *user, int64_t pool_id, int64_t 
 
 	if (h->job_sample)
 		h->job_sample(h->ctx, nd->info.name, user, pool_id, job_id, s);
-	else if (h->web->job_sample)
-		h->web->job_sample(h->web->ctx, user, pool_id, job_id, s);
 }
 
 /* ---- the table ---- */

@@ -44,14 +44,14 @@ struct nodes_hooks {
 	void (*pool_ready)(void *ctx, const char *node, const char *user, int64_t pool_id);
 	void (*pool_ended)(void *ctx, const char *node, const char *user, int64_t pool_id,
 			   const char *cause, bool failed, const char *reason);
-	/* a job's events with the node's name first; NULL: passed on to web as they are */
+	/* a job's events, with the node's name first */
 	void (*job_phase)(void *ctx, const char *node, const char *user, int64_t pool_id,
 			  int64_t job_id, const char *phase, int64_t at_ms);
 	void (*job_exited)(void *ctx, const char *node, const char *user, int64_t pool_id,
 			   int64_t job_id, const struct backend_job_exit *x);
 	void (*job_sample)(void *ctx, const char *node, const char *user, int64_t pool_id,
 			   int64_t job_id, const struct backend_job_sample *s);
-	/* passed on as they are: the web's own events (warning, and job_* above when NULL) */
+	/* passed on as they are: the web's own events (warning) */
 	const struct backend_events *web;
 	void *ctx;
 };

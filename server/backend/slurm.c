@@ -243,10 +243,8 @@ static bool host_exited(struct holder *h, int k, const struct backend_job_exit *
 	bool ok = x->kind && !strcmp(x->kind, "exited") && x->code == 0, all = true;
 
 	h->hosts[k].exited = true;
-	if (k == 0) {
+	if (k == 0)
 		keep_exit(&h->exit, x);
-		h->have_exit = true;
-	}
 	if (h->exit_passed)
 		return false;
 	if (!ok) {
@@ -256,7 +254,7 @@ static bool host_exited(struct holder *h, int k, const struct backend_job_exit *
 	}
 	for (int i = 0; i < h->instances; i++)
 		all = all && h->hosts[i].exited;
-	if (!all || !h->have_exit)
+	if (!all) /* algo-1's among them: h->exit is kept */
 		return false;
 	*out = h->exit;
 	h->exit_passed = true;
@@ -441,20 +439,44 @@ static int stop_anywhere(struct slurm *s, bool pool, const char *user, int64_t i
 	return rc;
 }
 
-/* The nodes a started holder runs on (under the lock): its node, or each host's whose
- * sandbox did not end. How many into names. */
-static int holder_nodes(const struct holder *h, char names[][LINK_NAME_MAX + 1])
+int slurm_holder_nodes(const struct holder *h, char names[][LINK_NAME_MAX + 1])
 {
 	int n = 0;
 
 	if (!h->hosts) {
-		snprintf(names[0], LINK_NAME_MAX + 1, "%s", h->node);
-		return 1;
+		if (h->node[0])
+			snprintf(names[n++], LINK_NAME_MAX + 1, "%s", h->node);
+		return n;
 	}
 	for (int k = 0; k < h->instances; k++)
 		if (!h->hosts[k].ended)
 			snprintf(names[n++], LINK_NAME_MAX + 1, "%s", h->hosts[k].node);
 	return n;
+}
+
+bool slurm_hosts_running(const struct holder *h)
+{
+	for (int k = 0; h->hosts && k < h->instances; k++)
+		if (!h->hosts[k].exited && !h->hosts[k].ended)
+			return true;
+	return false;
+}
+
+int slurm_stop_on(struct slurm *s, bool pool, const char *user, int64_t id,
+		  char names[][LINK_NAME_MAX + 1], int n, const char *reason)
+{
+	int lost = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct node *nd = nodes_hold(s->nodes, names[i], NULL);
+		if (!nd)
+			continue;
+		int rc = pool ? backend_pool_stop(nodes_backend(nd), user, id, reason)
+			      : backend_stop(nodes_backend(nd), user, id, reason);
+		nodes_release(nd);
+		lost += rc == -ENOENT;
+	}
+	return lost;
 }
 
 /* Under the lock: whether a pool stop waits. After one host of a job on several
@@ -463,11 +485,7 @@ static int holder_nodes(const struct holder *h, char names[][LINK_NAME_MAX + 1])
  * poll thread stops the pool once they ended or the grace passed (finish_one). */
 static bool grace_first(struct holder *h)
 {
-	bool running = false;
-
-	for (int k = 0; h->hosts && k < h->instances; k++)
-		running = running || (!h->hosts[k].exited && !h->hosts[k].ended);
-	if (!h->pool || !h->hosts || !h->exit_passed || !running)
+	if (!h->pool || !h->hosts || !h->exit_passed || !slurm_hosts_running(h))
 		return false;
 	if (!h->stop_wait_until_ms)
 		h->stop_wait_until_ms = clock_ms() + (h->run_grace_s + 5) * 1000;
@@ -490,22 +508,13 @@ static int stop_holder(struct slurm *s, bool pool, const char *user, int64_t id,
 		h->stop_asked = true;
 		snprintf(h->stop_reason, sizeof(h->stop_reason), "%s", reason);
 		if (h->phase == H_ON_NODE && !grace_first(h))
-			n_nodes = holder_nodes(h, nodes);
+			n_nodes = slurm_holder_nodes(h, nodes);
 		found_id = h->id;
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (!h)
 		return stop_anywhere(s, pool, user, id, reason);
-	for (int i = 0; i < n_nodes; i++) {
-		struct node *nd = nodes_hold(s->nodes, nodes[i], NULL);
-		int rc = -ENOTCONN;
-		if (nd) {
-			rc = pool ? backend_pool_stop(nodes_backend(nd), user, found_id, reason)
-				  : backend_stop(nodes_backend(nd), user, found_id, reason);
-			nodes_release(nd);
-		}
-		lost += rc == -ENOENT;
-	}
+	lost = slurm_stop_on(s, pool, user, found_id, nodes, n_nodes, reason);
 	if (n_nodes > 0 && lost == n_nodes) {
 		pthread_mutex_lock(&s->lock);
 		if ((h = slurm_find(s, pool, found_id)))
@@ -662,7 +671,7 @@ static int pool_nodes(struct slurm *s, int64_t pool_id, int64_t job_id, int64_t 
 	if (n && job_id) {
 		h->run_job = job_id;
 		h->run_grace_s = grace_s;
-		h->exit_passed = h->stop_others = h->have_exit = false;
+		h->exit_passed = h->stop_others = false;
 		for (int k = 0; h->hosts && k < h->instances; k++)
 			h->hosts[k].exited = false;
 	}

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "backend/slurmaddrs.h"
 #include "labd/clock.h"
 #include "labd/log.h"
 
@@ -158,17 +159,16 @@ void slurmcli_submit_argv(const char *sbatch, const struct slurm_submit *s, cons
 			  char *store)
 {
 	size_t used = 0, a = 0;
-	char name[40], comment[SLURM_USER_MAX + 24];
+	char name[40], comment[SLURM_USER_MAX + 24], first[SLURMADDRS_TEXT_MAX];
 	/* Slurm's --time is in whole minutes; the sleep ends the job on labd's clock */
 	long long minutes = (s->seconds + 59) / 60;
 
 	slurmcli_name(s->pool, s->id, name, sizeof(name));
 	/* the user's name, and the hosts' peer addresses that a restarted head takes back */
-	if (s->peer_n)
-		snprintf(comment, sizeof(comment), "%s:%u.%u.%u.%u:%u", s->user, s->peer_first >> 24,
-			 (s->peer_first >> 16) & 255, (s->peer_first >> 8) & 255,
-			 s->peer_first & 255, s->peer_n);
-	else
+	if (s->peer_n) {
+		slurmaddrs_text(s->peer_first, first);
+		snprintf(comment, sizeof(comment), "%s:%s:%u", s->user, first, s->peer_n);
+	} else
 		snprintf(comment, sizeof(comment), "%s", s->user);
 	argv[a++] = sbatch;
 	argv[a++] = "--parsable";

@@ -96,8 +96,7 @@ struct holder {
 	bool stop_others;                  /* its job is to be stopped where it still runs */
 	/* a pool stop that waits for those hosts' jobs to end (their grace), until then */
 	long long stop_wait_until_ms;
-	bool have_exit;                    /* exit holds algo-1's */
-	struct holder_exit exit;
+	struct holder_exit exit; /* algo-1's, once hosts[0].exited */
 };
 
 /* A node as its last hello described it (kept after its link ends). */
@@ -142,6 +141,16 @@ void slurm_pass_end(struct slurm *s, const struct holder *h, const char *cause, 
 
 /* Under s->lock: the index of node among h's hosts, -1 when none. */
 int slurm_host_of(const struct holder *h, const char *node);
+/* Under s->lock: the nodes a started holder runs on, into names: its node, or each
+ * host's whose sandbox did not end. How many. */
+int slurm_holder_nodes(const struct holder *h, char names[][LINK_NAME_MAX + 1]);
+/* Under s->lock: whether a host of h (a pool on several hosts) still runs the job's
+ * command in its sandbox. */
+bool slurm_hosts_running(const struct holder *h);
+/* Stops the runtime or pool (user, id) on each of the n named nodes whose link is up
+ * (no lock held). How many said they hold no such sandbox (-ENOENT). */
+int slurm_stop_on(struct slurm *s, bool pool, const char *user, int64_t id,
+		  char names[][LINK_NAME_MAX + 1], int n, const char *reason);
 /* Under s->lock: the node's data port ("HOST:PORT") into out, "" when unknown or its
  * link is down. */
 void slurm_node_data(struct slurm *s, const char *node, char *out, size_t outlen);

@@ -419,13 +419,11 @@ static bool node_waited_out(struct slurm *s, struct holder *h, const char *node)
 /* Stops the pool's sandbox on the first n of its hosts (a start that failed part way). */
 static void stop_hosts(struct slurm *s, const struct holder *h, int n, const char *reason)
 {
-	for (int k = 0; k < n; k++) {
-		struct node *nd = nodes_hold(s->nodes, h->hosts[k].node, NULL);
-		if (nd) {
-			backend_pool_stop(nodes_backend(nd), h->user, h->id, reason);
-			nodes_release(nd);
-		}
-	}
+	char names[JOBHOSTS_MAX][LINK_NAME_MAX + 1];
+
+	for (int k = 0; k < n; k++)
+		snprintf(names[k], sizeof(names[0]), "%s", h->hosts[k].node);
+	slurm_stop_on(s, true, h->user, h->id, names, n, reason);
 }
 
 /* The other hosts' peer addresses for host k: "a,b,c". */
@@ -567,25 +565,12 @@ static bool node_up(struct slurm *s, const char *name)
 static void stop_on_node(struct slurm *s, struct holder *h, const char *reason)
 {
 	char names[JOBHOSTS_MAX][LINK_NAME_MAX + 1];
-	int n = 0;
+	int n;
 
 	pthread_mutex_lock(&s->lock);
-	for (int k = 0; h->hosts && k < h->instances; k++)
-		if (!h->hosts[k].ended)
-			snprintf(names[n++], sizeof(names[0]), "%s", h->hosts[k].node);
-	if (!h->hosts && h->node[0])
-		snprintf(names[n++], sizeof(names[0]), "%s", h->node);
+	n = slurm_holder_nodes(h, names);
 	pthread_mutex_unlock(&s->lock);
-	for (int k = 0; k < n; k++) {
-		struct node *nd = nodes_hold(s->nodes, names[k], NULL);
-		if (!nd)
-			continue;
-		if (h->pool)
-			backend_pool_stop(nodes_backend(nd), h->user, h->id, reason);
-		else
-			backend_stop(nodes_backend(nd), h->user, h->id, reason);
-		nodes_release(nd);
-	}
+	slurm_stop_on(s, h->pool, h->user, h->id, names, n, reason);
 }
 
 /* Whether the node's list holds (pool, id): 1, 0, or -1 when it did not answer. */
@@ -656,12 +641,10 @@ static bool verify_adopted(struct slurm *s, struct holder *h, const struct holde
  * host's job or sandbox ended, or the job's grace passed. */
 static bool stop_waited(struct slurm *s, struct holder *h, long long until_ms)
 {
-	bool running = false, due;
+	bool due;
 
 	pthread_mutex_lock(&s->lock);
-	for (int k = 0; h->hosts && k < h->instances; k++)
-		running = running || (!h->hosts[k].exited && !h->hosts[k].ended);
-	due = !running || clock_ms() >= until_ms;
+	due = !slurm_hosts_running(h) || clock_ms() >= until_ms;
 	if (due)
 		h->stop_wait_until_ms = 0;
 	pthread_mutex_unlock(&s->lock);
