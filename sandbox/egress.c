@@ -53,13 +53,6 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-static void close_from(int first)
-{
-	if (syscall(SYS_close_range, first, ~0U, 0) < 0)
-		for (int fd = first; fd < 65536; fd++)
-			close(fd);
-}
-
 int egress_host_addrs(char *out, size_t len)
 {
 	struct ifaddrs *all, *a;
@@ -317,7 +310,7 @@ static _Noreturn void exec_pasta(const struct sandbox_spec *s, const char *cgrou
 	if (!lo || cgbox_attach(lo, s->cgroup_parent, cgroup, getpid()) < 0 || null < 0 ||
 	    log < 0 || dup2(null, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
 		_exit(125);
-	close_from(4);
+	tool_close_from(4);
 	setsid();
 	if (upstream[0] && (unshare(CLONE_NEWNS) < 0 ||
 			    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||

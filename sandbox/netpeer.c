@@ -23,21 +23,17 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sandbox/egress.h"
 #include "sandbox/fail.h"
 #include "sandbox/tool.h"
 
-#define ERR_MAX 400
 
 /* One dotted quad, as inet_pton takes it; *out in network order. */
 static bool ipv4_ok(const char *text, size_t len, struct in_addr *out)

@@ -24,15 +24,12 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,7 +45,6 @@
  * (tests run several) claims its slots in this one directory, which goes at reboot with
  * the veths themselves. */
 #define VETH_DIR "/run/labd-veth"
-#define ERR_MAX 400
 #define SCRIPT_MAX 16384
 
 struct slot {

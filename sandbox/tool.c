@@ -14,6 +14,13 @@
 
 #define OUT_MAX 400 /* what a failing tool printed, in its message */
 
+void tool_close_from(int first)
+{
+	if (syscall(SYS_close_range, first, ~0U, 0) < 0)
+		for (int fd = first; fd < 65536; fd++)
+			close(fd);
+}
+
 /* The child: joins the namespace, takes the socket as stdio, is prepared, keeps only
  * fd 3 when asked, and becomes the tool. */
 static _Noreturn void child(const struct tool_run *t, int io)
@@ -25,9 +32,7 @@ static _Noreturn void child(const struct tool_run *t, int io)
 		_exit(125);
 	if (t->fd3 >= 0 && (t->fd3 == 3 ? fcntl(3, F_SETFD, 0) : dup2(t->fd3, 3)) < 0)
 		_exit(126);
-	if (syscall(SYS_close_range, t->fd3 >= 0 ? 4 : 3, ~0U, 0) < 0)
-		for (int fd = t->fd3 >= 0 ? 4 : 3; fd < 65536; fd++)
-			close(fd);
+	tool_close_from(t->fd3 >= 0 ? 4 : 3);
 	execv(t->argv[0], t->argv);
 	_exit(127);
 }

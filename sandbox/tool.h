@@ -1,6 +1,6 @@
 /* tool.h - a host tool (ip, nft) run by root for a sandbox's network: its input fed
  * on stdin, what it prints kept for the failure message. Internal to sandbox/
- * (netveth.c, netpeer.c, egress.c). */
+ * (netveth.c, netpeer.c, egress.c, which also starts pasta with tool_close_from). */
 #ifndef LABD_SANDBOX_TOOL_H
 #define LABD_SANDBOX_TOOL_H
 
@@ -22,6 +22,8 @@ struct tool_run {
  * message naming the tool, its first argument, its exit status and what it
  * printed, unless quiet). */
 int tool_run(const struct tool_run *t);
+/* Closes every descriptor from first on (in a child before its exec). */
+void tool_close_from(int first);
 /* iproute2's ip where Debian and others put it (the first path when none is there:
  * the run then fails naming it). */
 const char *tool_ip_path(void);
