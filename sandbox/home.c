@@ -254,7 +254,7 @@ static int loop_mount(const char *image, const char *mnt)
 	/* Still attached: a sandbox started while this home was mounted holds a
 	 * copy of the mount in its namespace (one of the release before, whose
 	 * homes were not under an unbindable bind, or one whose detach of the
-	 * old root has not finished yet: seal_home_dir). Mount that
+	 * old root has not finished yet: home_seal_dir). Mount that
 	 * same device, which shares its superblock; a second loop device on the
 	 * same image would be a second ext4 instance on one file: corruption. */
 	for (int wait = 0; attached_loop(image, dev, sizeof(dev)) == 0; wait++) {
@@ -366,7 +366,7 @@ static int mount_root(const char *dir)
  * stays bindable, for its user's sandboxes (a clone of that one mount). The
  * lock and refs files are the same inodes through the bind. A bind already
  * there (a crash, a sandbox adopted) is reused. */
-static int seal_home_dir(const char *dir)
+int home_seal_dir(const char *dir)
 {
 	int root = mount_root(dir);
 
@@ -454,7 +454,7 @@ int home_mount_ref(const char *state_dir, const char *key, const char *image, co
 	}
 	if (!is_mounted(mnt, NULL)) {
 		home_dir_path(state_dir, key, dir, sizeof(dir));
-		if (seal_home_dir(dir) < 0)
+		if (home_seal_dir(dir) < 0)
 			goto out;
 		if (loop_mount(image, mnt) < 0) {
 			if (count_refs(state_dir, key) == 0)

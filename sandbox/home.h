@@ -39,6 +39,10 @@ void home_key_find(const char *state_dir, uint32_t user_id, const char *user,
 		   const char *image, char *key, size_t size);
 /* Mount point of the home keyed key: <state_dir>/homes/<key>/mnt (into buf). */
 int home_mount_path(const char *state_dir, const char *key, char *buf, size_t size);
+/* dir becomes an unbindable bind of itself (kept when it already is one), so no other
+ * sandbox's recursive clone of the root takes along what is mounted inside: a home's
+ * directory, or a scratch home's (homescratch.h). 0, or -1 with a failure message. */
+int home_seal_dir(const char *dir);
 /* Mounts the image (loop, ext4, nodev,nosuid) at key's mount point if not yet
  * mounted and adds holder's reference; 0 or -1.  holder is a single path component
  * (the sandbox id).  A mount point that holds another image is refused while

@@ -11,6 +11,7 @@
 #include "labd/log.h"
 #include "labd/sandbox.h"
 #include "sandbox/fail.h"
+#include "sandbox/home.h"
 
 static int dir_path(const char *state_dir, const char *id, char *buf, size_t size)
 {
@@ -47,12 +48,11 @@ int homescratch_make(const char *state_dir, const char *id, uint64_t size_bytes,
 		return -1;
 	snprintf(opts, sizeof(opts), "size=%llu,mode=0700,uid=%u,gid=%u",
 		 (unsigned long long)size_bytes, (unsigned)owner, (unsigned)owner);
-	if (mount(dir, dir, NULL, MS_BIND, NULL) < 0) {
-		fail_errno("bind %s on itself", dir);
+	if (home_seal_dir(dir) < 0) {
 		rmdir(dir);
 		return -1;
 	}
-	if (mount(NULL, dir, NULL, MS_UNBINDABLE, NULL) < 0 || mkdir(mnt, 0700) < 0 ||
+	if (mkdir(mnt, 0700) < 0 ||
 	    mount("labd-scratch", mnt, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
 		fail_errno("scratch home at %s", mnt);
 		homescratch_remove(state_dir, id);
