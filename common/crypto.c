@@ -115,17 +115,23 @@ void crypto_sha256(const void *data, size_t len, unsigned char out[32])
 	memcpy(out, md, 32);
 }
 
-void crypto_sha256_hex(const char *text, char out[65])
+void crypto_hex(const unsigned char *in, size_t len, char *out)
 {
 	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = hex[in[i] >> 4];
+		out[2 * i + 1] = hex[in[i] & 15];
+	}
+	out[2 * len] = '\0';
+}
+
+void crypto_sha256_hex(const char *text, char out[65])
+{
 	unsigned char md[32];
 
 	crypto_sha256(text, strlen(text), md);
-	for (unsigned i = 0; i < 32; i++) {
-		out[2 * i] = hex[md[i] >> 4];
-		out[2 * i + 1] = hex[md[i] & 15];
-	}
-	out[64] = '\0';
+	crypto_hex(md, sizeof(md), out);
 }
 
 bool crypto_equal(const void *a, const void *b, size_t len)

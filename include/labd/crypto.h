@@ -12,6 +12,8 @@ int crypto_random(void *buf, size_t len);
 int crypto_random_token(char *out, size_t outlen, size_t bytes);
 /* SHA-256 of len bytes into out[32]. */
 void crypto_sha256(const void *data, size_t len, unsigned char out[32]);
+/* len bytes as 2*len lowercase hex digits + NUL into out. */
+void crypto_hex(const unsigned char *in, size_t len, char *out);
 /* SHA-256 of text as 64 lowercase hex digits + NUL into out[65]. */
 void crypto_sha256_hex(const char *text, char out[65]);
 /* Unpadded base64url of len bytes into out; -1 if outlen is too small. */

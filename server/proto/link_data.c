@@ -99,17 +99,6 @@ bool link_name_ok(const char *name)
 
 /* ---- the data line ---- */
 
-static void to_hex(const unsigned char *in, size_t len, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < len; i++) {
-		out[2 * i] = digits[in[i] >> 4];
-		out[2 * i + 1] = digits[in[i] & 15];
-	}
-	out[2 * len] = '\0';
-}
-
 /* Lowercase hex of exactly 2*len characters into out; false otherwise. */
 static bool from_hex(const char *in, size_t in_len, unsigned char *out, size_t len)
 {
@@ -166,10 +155,10 @@ int link_data_line_make(const struct link_secret *secret, const char *path, long
 		return -EINVAL;
 	if (crypto_random(nonce, sizeof(nonce)) < 0)
 		return -EIO;
-	to_hex(nonce, sizeof(nonce), nonce_hex);
+	crypto_hex(nonce, sizeof(nonce), nonce_hex);
 	if ((rc = data_mac(secret, path, strlen(path), now_ms, nonce_hex, mac)) < 0)
 		return rc;
-	to_hex(mac, sizeof(mac), mac_hex);
+	crypto_hex(mac, sizeof(mac), mac_hex);
 	n = snprintf(out, outlen, DATA_MAGIC " %s %lld %s %s\n", path, now_ms, nonce_hex, mac_hex);
 	return n < 0 || (size_t)n >= outlen ? -ENOSPC : n;
 }
@@ -263,17 +252,30 @@ static int split_line(const char *line, struct data_words *d)
 	return *p ? -EPROTO : 0;
 }
 
+/* A decimal without sign or leading zeros, 0..INT64_MAX, spanning [s, end). */
+static bool decimal_ok(const char *s, const char *end, int64_t *out)
+{
+	uint64_t v = 0;
+
+	if (end <= s || end - s > 19 || (s[0] == '0' && end - s > 1))
+		return false;
+	for (const char *c = s; c < end; c++) {
+		if (*c < '0' || *c > '9')
+			return false;
+		v = v * 10 + (uint64_t)(*c - '0');
+	}
+	if (v > INT64_MAX)
+		return false;
+	*out = (int64_t)v;
+	return true;
+}
+
 static bool parse_ms(const char *s, size_t len, long long *out)
 {
-	long long v = 0;
+	int64_t v;
 
-	if (len == 0 || len > UNIX_MS_DIGITS_MAX || (len > 1 && s[0] == '0'))
+	if (len > UNIX_MS_DIGITS_MAX || !decimal_ok(s, s + len, &v))
 		return false;
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		v = v * 10 + (s[i] - '0');
-	}
 	*out = v;
 	return true;
 }
@@ -324,24 +326,6 @@ bool link_data_path_ok(const char *path)
 	memcpy(user, path + pre, len - pre - suf);
 	user[len - pre - suf] = '\0';
 	return parse_user_name_ok(user);
-}
-
-/* A decimal without sign or leading zeros, 0..INT64_MAX, spanning [s, end). */
-static bool decimal_ok(const char *s, const char *end, int64_t *out)
-{
-	uint64_t v = 0;
-
-	if (end <= s || end - s > 19 || (s[0] == '0' && end - s > 1))
-		return false;
-	for (const char *c = s; c < end; c++) {
-		if (*c < '0' || *c > '9')
-			return false;
-		v = v * 10 + (uint64_t)(*c - '0');
-	}
-	if (v > INT64_MAX)
-		return false;
-	*out = (int64_t)v;
-	return true;
 }
 
 bool link_data_joblog_ok(const char *path, int64_t *job_id, int64_t *offset)

@@ -77,7 +77,6 @@ static struct kept *find_locked(struct link_shells *t, const char *token, bool c
 
 int link_shells_keep(struct link_shells *t, int fd, long long now_ms, char *token)
 {
-	static const char digits[] = "0123456789abcdef";
 	unsigned char raw[LINK_SHELL_TOKEN_BYTES];
 	struct kept *e = NULL;
 	int n = 0;
@@ -86,11 +85,7 @@ int link_shells_keep(struct link_shells *t, int fd, long long now_ms, char *toke
 		close(fd);
 		return -EIO;
 	}
-	for (size_t i = 0; i < sizeof(raw); i++) {
-		token[2 * i] = digits[raw[i] >> 4];
-		token[2 * i + 1] = digits[raw[i] & 15];
-	}
-	token[LINK_SHELL_TOKEN_HEX] = '\0';
+	crypto_hex(raw, sizeof(raw), token); /* LINK_SHELL_TOKEN_HEX digits */
 	pthread_mutex_lock(&t->lock);
 	expire_locked(t, now_ms, &n);
 	for (int i = 0; i < LINK_SHELLS_MAX && !e; i++)
