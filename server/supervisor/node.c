@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "proto/link.h"
+#include "supervisor/launch.h"
 
 static int bad(char *err, size_t errlen, const char *what)
 {
@@ -61,12 +62,10 @@ int node_prepare(struct labd_config *cfg, char *err, size_t errlen)
 
 void node_cgroup_parent(const struct labd_config *cfg, char *out, size_t len)
 {
-	if (cfg->node_cgroup_parent[0] && out != cfg->node_cgroup_parent)
-		snprintf(out, len, "%s", cfg->node_cgroup_parent);
-	else if (cfg->node_name[0])
+	if (!cfg->node_cgroup_parent[0] && cfg->node_name[0])
 		snprintf(out, len, "labd-%s", cfg->node_name);
-	else
-		snprintf(out, len, "labd");
+	else /* out is never the setting itself then: node_prepare fills it only when empty */
+		snprintf(out, len, "%s", launch_cgroup_parent(cfg));
 }
 
 json_t *node_hello(const struct labd_config *cfg)
