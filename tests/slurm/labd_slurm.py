@@ -233,6 +233,16 @@ class LabOnSlurm:
                     up.discard(short)
         return up
 
+    def restart_head(self, away_s=0.0, meanwhile=None):
+        """SIGTERM the head (as an upgrade does), optionally act while it is away, start
+        it again on the same config and state and wait for the nodes' links."""
+        assert self.head.stop(20) == 0, self.head.log_tail()
+        if meanwhile:
+            meanwhile()
+        time.sleep(away_s)
+        self.head.start(expect_admin_password=False)
+        self.wait_nodes_linked()
+
     def wait_nodes_linked(self, timeout=30):
         def check():
             for n in self.nodes.values():

@@ -13,13 +13,15 @@ hosts' peer addresses (peer0 in each sandbox).
 - the same through torchrun's static rendezvous: each host's worker knows its host from
   SM_CURRENT_HOST and resourceconfig.json;
 - a shell into each host of a running two-node job (`?host=algo-K`) is in that host's
-  sandbox; a host the job does not have is refused, naming `host`;
+  sandbox, also after a restart of the head; a host the job does not have is refused,
+  naming `host`;
 - a two-node job whose rank 1 exits 3 is Failed with that code, and algo-1's command,
   still running, is stopped (its TERM handler's line reaches the log).
 """
 
 import glob
 import json
+import os
 import subprocess
 
 import pytest
@@ -208,7 +210,8 @@ def test_a_failed_rank_fails_the_job_and_stops_the_other(lab):
 
 
 def shell(lab, u, jid, host):
-    token = u.post("/api/v1/me/tokens", json={"name": f"shell-{host}", "password": u.password,
+    token = u.post("/api/v1/me/tokens", json={"name": f"shell-{host}-{os.urandom(3).hex()}",
+                                              "password": u.password,
                                               "scopes": ["jobs"]})
     assert token.status == 201, token
     return WebSocket(lab.head.port, f"/api/v1/jobs/{jid}/shell?host={host}",
@@ -247,6 +250,15 @@ def test_a_shell_opens_on_each_host(lab):
                 assert f"\non algo-{k}: \n" in out, out
             finally:
                 ws.close()
+        # a head restarted under the running job (an upgrade) takes its hosts back: the
+        # shell on algo-2 reaches the same sandbox, which kept what was written there
+        lab.restart_head()
+        ws = shell(lab, u, jid, "algo-2").expect_open()
+        try:
+            out = job_shell_run(ws, 'echo "on $SM_CURRENT_HOST: $(cat ~/.h)"')
+            assert "\non algo-2: 2\n" in out, out
+        finally:
+            ws.close()
         for bad in ("algo-3", "algo-0", "n1", "algo-"):
             body = refused_body(shell(lab, u, jid, bad), 400)
             assert body["error"]["field"] == "host", (bad, body)

@@ -18,7 +18,6 @@ One cluster and one lab for the module; each test ends what it started.
 
 import os
 import subprocess
-import time
 
 import pytest
 
@@ -85,17 +84,6 @@ def read_x(lab, u, kid):
     return result
 
 
-def restart_head(lab, away_s=0.0, meanwhile=None):
-    """SIGTERM the head (as an upgrade does), optionally act while it is away, start
-    it again on the same config and state and wait for the nodes' links."""
-    assert lab.head.stop(20) == 0, lab.head.log_tail()
-    if meanwhile:
-        meanwhile()
-    time.sleep(away_s)
-    lab.head.start(expect_admin_password=False)
-    lab.wait_nodes_linked()
-
-
 def jupyter_answers(u):
     r = u.get(f"/user/{u.user}/api/status")
     return r.status == 200 and "started" in r.json
@@ -148,7 +136,7 @@ def test_the_head_restarts_with_a_runtime_and_a_warm_pool_on_the_nodes(lab):
     pool_name, pool_jobs = next(iter(pools.items()))
 
     # away for a few seconds: a ledger that lost them would show a gap
-    restart_head(lab, away_s=3)
+    lab.restart_head(away_s=3)
 
     # the same runtime on the same node in the same Slurm job, reachable again
     again = wait_runtime(u, "running", timeout=30 * SLOW)
@@ -220,7 +208,7 @@ def test_a_runtime_whose_slurm_job_ended_while_the_head_was_away_ends(lab):
         wait_until(lambda: lab.runtime_job(rt["id"])[1] in ("CANCELLED", "COMPLETED"),
                    20 * SLOW, "the cancelled job to end in Slurm")
 
-    restart_head(lab, meanwhile=cancel)
+    lab.restart_head(meanwhile=cancel)
     ended = wait_runtime(u, ("stopped", "failed"), timeout=30 * SLOW)
     assert ended["id"] == rt["id"], ended
     assert "Slurm" in (ended["reason"] or ""), ended
