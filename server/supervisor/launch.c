@@ -230,7 +230,7 @@ void launch_fill_limits(const struct labd_config *cfg, const char *state_dir,
 }
 
 static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *home, char *run_dir,
-		      char *argv[16], char bufs[][256], char *envp[3], char env[2][LAUNCH_ENV_MAX],
+		      char *argv[16], char bufs[][256], char *envp[4], char env[2][LAUNCH_ENV_MAX],
 		      char *hidden)
 {
 	const struct labd_config *cfg = j->cfg;
@@ -250,7 +250,12 @@ static void fill_spec(const struct start_job *j, struct sandbox_spec *s, char *h
 	launch_path_env(j->rq->user, jenv, env[1], LAUNCH_ENV_MAX);
 	envp[0] = env[0];
 	envp[1] = env[1];
-	envp[2] = NULL;
+	/* A terminal's bash adds each command to ~/.bash_history as it runs it. Jupyter's
+	 * shutdown gives its terminals about 0.3 s between SIGHUP and SIGKILL, too short for
+	 * the history bash writes at its exit on a loaded machine: what a user typed is kept
+	 * all the same. (A ~/.bashrc of the user's own may set it otherwise.) */
+	envp[2] = "PROMPT_COMMAND=history -a";
+	envp[3] = NULL;
 	s->envp = envp;
 }
 
@@ -275,7 +280,7 @@ static int start_worker(void *arg, int fd)
 	struct launch_report rep = {0};
 	char home[LAUNCH_PATH_MAX], run_dir[LAUNCH_PATH_MAX], bufs[16][256], env[2][LAUNCH_ENV_MAX];
 	char hidden[CONFIG_PATH_MAX];
-	char *argv[16], *envp[3];
+	char *argv[16], *envp[4];
 	struct sandbox_spec spec;
 	struct sandbox_error err = {0};
 

@@ -145,6 +145,15 @@ def test_terminal_runs_a_command_and_resizes(ld, owner):
         m = term.until(r"path-(\S+)-end")
         assert m.group(1).startswith(f"/home/{owner.user}/.local/bin:/opt/labd/jupyter/bin:"), \
             m.group(1)
+        # each command is in ~/.bash_history as soon as it ran, the shell still open: a
+        # stop that kills the shell before it writes its history at exit loses nothing
+        marker = f"hist-{os.urandom(3).hex()}"
+        ws.send_json(["stdin", f"echo {marker}-do''ne\r"])
+        term.until(f"{marker}-done")
+        deadline = time.monotonic() + 5 * SLOW  # the prompt comes after the output
+        while f"echo {marker}-do''ne" not in (hist := sh(ld, owner, "cat ~/.bash_history || :")):
+            assert time.monotonic() < deadline, f"not in ~/.bash_history: {hist[-500:]!r}"
+            time.sleep(0.2)
     finally:
         ws.close()
     r = owner.delete(user_path(owner, f"api/terminals/{name}"))
