@@ -47,6 +47,31 @@ export async function step(file, name, page, fn) {
   }
 }
 
+/* Chromium fails the requests in flight with ERR_NETWORK_CHANGED when an interface of the
+ * machine comes or goes (a runtime's veth, another test's namespaces): the machine's doing,
+ * not labd's, and no user's browser on another machine sees it. Pages given to
+ * countNetworkChanges count them; stepOnce runs a step that failed while one happened once
+ * more, after `again` (a fresh load). */
+let networkChanges = 0;
+
+export function countNetworkChanges(page) {
+  page.on('requestfailed', (req) => {
+    if ((req.failure()?.errorText || '').includes('ERR_NETWORK_CHANGED')) networkChanges++;
+  });
+}
+
+export async function stepOnce(file, name, page, fn, again = async () => {}) {
+  const seen = networkChanges;
+  try {
+    return await step(file, name, page, fn);
+  } catch (err) {
+    if (networkChanges === seen) throw err;
+    console.error(`# ${name}: the machine's network changed under the browser; once more`);
+    await again();
+    return step(file, name, page, fn);
+  }
+}
+
 /* ---- labd: login, API --------------------------------------------------------------- */
 
 const isPath = (path) => (url) => url.pathname === path;

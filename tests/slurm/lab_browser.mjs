@@ -10,27 +10,14 @@
 import assert from 'node:assert/strict';
 import { launchChromium } from '../e2e/browser.mjs';
 import {
-  BASE, ADMIN_PW, USER, JUPYTER, step as runStep, formLogin, api, apiSession,
+  BASE, ADMIN_PW, USER, JUPYTER, step as runStep, stepOnce as runStepOnce, countNetworkChanges, formLogin, api, apiSession,
   stopRuntimeByApi, startFromDashboard, stopFromDashboard, openLabTab, waitLab, createNotebook,
   notebookPanel, runFirstCell,
 } from '../e2e/lab-lib.mjs';
 
 const step = (name, page, fn) => runStep('slurm-lab', name, page, fn);
 
-// Chromium fails the requests in flight with ERR_NETWORK_CHANGED when an interface of the
-// machine comes or goes (other tests make veths and namespaces meanwhile): a step that
-// failed while that happened is run once more, from a fresh load.
-let networkChanges = 0;
-async function stepOnce(name, page, fn) {
-  const seen = networkChanges;
-  try {
-    return await step(name, page, fn);
-  } catch (err) {
-    if (networkChanges === seen) throw err;
-    console.error(`${name}: the machine's network changed under the browser; once more`);
-    return step(name, page, fn);
-  }
-}
+const stepOnce = (name, page, fn) => runStepOnce('slurm-lab', name, page, fn);
 
 async function main() {
   const browser = await launchChromium();
@@ -41,10 +28,9 @@ async function main() {
     context.on('page', (p) => {
       p.on('dialog', (d) => d.accept().catch(() => {}));
       // a request the browser saw fail (the proxy's path to the node): named on stderr
+      countNetworkChanges(p);
       p.on('requestfailed', (req) => {
-        const why = req.failure()?.errorText || '';
-        if (why.includes('ERR_NETWORK_CHANGED')) networkChanges++;
-        console.error(`request failed: ${req.method()} ${req.url()}: ${why}`);
+        console.error(`request failed: ${req.method()} ${req.url()}: ${req.failure()?.errorText || ''}`);
       });
     });
     const page = await context.newPage();
