@@ -138,17 +138,17 @@ const char *password_policy_error(const char *password, unsigned min_length)
 
 /* The hashing slots: one process-wide gate (the web process hashes only for
  * requests), a mutex and a condition variable rather than a semaphore so that
- * waiters can be counted against the worker limit. */
+ * waiters can be counted and bounded. */
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t freed;
 	bool bounded;
-	unsigned slots, busy_max; /* busy: hashing + waiting workers */
+	unsigned slots, waiting_max;
 	unsigned hashing, waiting;
 	int64_t wait_ms;
 } gate = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-void password_slots_init(unsigned slots, unsigned workers, int64_t wait_ms)
+void password_slots_init(unsigned slots, unsigned waiting_max, int64_t wait_ms)
 {
 	pthread_condattr_t attr;
 
@@ -156,8 +156,8 @@ void password_slots_init(unsigned slots, unsigned workers, int64_t wait_ms)
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&gate.freed, &attr);
 	pthread_condattr_destroy(&attr);
-	gate.busy_max = workers > 1 ? workers - 1 : 1;
-	gate.slots = slots == 0 ? 1 : slots > gate.busy_max ? gate.busy_max : slots;
+	gate.slots = slots == 0 ? 1 : slots;
+	gate.waiting_max = waiting_max;
 	gate.wait_ms = wait_ms;
 	gate.bounded = true;
 }
@@ -177,14 +177,14 @@ int password_slot_acquire(void)
 		deadline.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&gate.lock);
-	if (gate.hashing + gate.waiting >= gate.busy_max && gate.hashing >= gate.slots) {
-		rc = -EBUSY; /* waiting here would take the last free worker */
+	if (gate.hashing >= gate.slots && gate.waiting >= gate.waiting_max) {
+		rc = -EBUSY; /* the queue is full: a turn would come too late */
 		goto out;
 	}
 	gate.waiting++;
 	bool waits = gate.hashing >= gate.slots;
 	if (waits)
-		workers_blocking(true); /* as for the hash itself: new connections go elsewhere */
+		workers_blocking(true); /* on a worker (no thread was free): as for a hash */
 	while (gate.hashing >= gate.slots && rc == 0)
 		if (pthread_cond_timedwait(&gate.freed, &gate.lock, &deadline) == ETIMEDOUT)
 			rc = gate.hashing >= gate.slots ? -EBUSY : 0;

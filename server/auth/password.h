@@ -27,12 +27,12 @@ bool password_verify(const char *password, const char *stored);
 /* Verifies against a fixed dummy hash so that a login for an unknown user takes
  * as long as one for a known user. Always false. */
 bool password_verify_dummy(const char *password, const struct password_params *params);
-/* Hashing with bounded concurrency, so a flood of logins cannot occupy every
- * HTTP worker: at most `slots` hashes run at once, and a caller waits at most
- * wait_ms for one to free while the workers that hash or wait stay below
- * `workers` (one worker is always left for everything else). Before this is
- * called (the CLI) hashing is unbounded. Call once, before the workers start. */
-void password_slots_init(unsigned slots, unsigned workers, int64_t wait_ms);
+/* Hashing with bounded concurrency, so a flood of logins cannot take every
+ * CPU: at most `slots` hashes run at once, and a caller waits at most wait_ms
+ * for one to free, behind at most waiting_max others (beyond that it would
+ * wait in vain: -EBUSY at once). Before this is called (the CLI) hashing is
+ * unbounded. Call once, before the workers start. */
+void password_slots_init(unsigned slots, unsigned waiting_max, int64_t wait_ms);
 /* Takes a hashing slot: 0, or -EBUSY when none freed in time (answer 503).
  * Pair with password_slot_release. */
 int password_slot_acquire(void);

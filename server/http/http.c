@@ -19,6 +19,7 @@
 #include "labd/log.h"
 #include "http/framing.h"
 #include "http/guard.h"
+#include "http/offload.h"
 #include "http/workers.h"
 #include "http/forwarded.h"
 #include "store/db.h"
@@ -36,6 +37,9 @@ struct http_request {
 	const struct http_handler *handler; /* the one serving this request */
 	void *stream; /* a streaming handler's state; freed by its release */
 	bool from_upstream;        /* the reply is Jupyter's, with its own headers */
+	/* http_run_detached's handler, and whether it has set the reply */
+	void (*detached)(struct http_request *req);
+	atomic_bool detached_done;
 	struct buf body; /* at most body_max bytes; body.data is NULL when none came */
 	size_t body_max; /* max_body, or max_unauthenticated_body before authentication */
 	bool body_too_large;
@@ -513,12 +517,35 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
+	if (req->detached) /* called again once its thread resumed the connection */
+		return atomic_load(&req->detached_done) ? queue_reply(req) : MHD_YES;
 	guard_set_deadline(conn, 0); /* the body is in; the reply is ours to send */
 	if (req->body_too_large)
 		reply_too_large(req);
 	else
 		req->handler->on_request(req);
-	return queue_reply(req);
+	/* suspended: the reply is queued when libmicrohttpd calls again */
+	return req->detached ? MHD_YES : queue_reply(req);
+}
+
+static void detached_main(void *arg)
+{
+	struct http_request *req = arg;
+
+	req->detached(req);
+	atomic_store(&req->detached_done, true);
+	workers_resume(req->conn);
+}
+
+void http_run_detached(struct http_request *req, void (*fn)(struct http_request *req))
+{
+	/* Suspended before the thread starts, which may resume it at once;
+	 * libmicrohttpd neither reads nor times out a suspended connection, so
+	 * the request stays the thread's until it resumes. */
+	req->detached = fn;
+	MHD_suspend_connection(req->conn);
+	if (offload_run(detached_main, req) < 0)
+		detached_main(req); /* at the cap or shutting down: here, as before */
 }
 
 /* Called before the request is parsed: keeps the URI exactly as sent (the

@@ -91,6 +91,13 @@ bool http_is_state_changing(const struct http_request *req);
 /* True when the request's Content-Type media type equals type (parameters ignored). */
 bool http_content_type_is(struct http_request *req, const char *type);
 
+/* From a buffered handler: runs fn, which sets the reply, on a thread of its
+ * own (http/offload.h) while the connection waits suspended, so that work
+ * that blocks for long (a password hash, a call to the identity provider)
+ * does not hold up the other connections of this worker. The handler then
+ * returns without a reply. Should no thread start, fn runs at once. */
+void http_run_detached(struct http_request *req, void (*fn)(struct http_request *req));
+
 /* Replies. Each replaces any reply set before. */
 void http_reply_json(struct http_request *req, unsigned status, json_t *body); /* steals body */
 void http_reply_error(struct http_request *req, unsigned status, const char *code,

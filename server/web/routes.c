@@ -276,6 +276,36 @@ void routes_dispatch(struct http_request *req)
 	routes_serve(req);
 }
 
+/* Handlers that block for tens of ms or more: they hash a password (scrypt),
+ * or may call the identity provider. They run off the worker thread
+ * (http_run_detached), so that the worker's other connections, kept-alive
+ * ones included, do not wait behind them. */
+static bool blocks(const struct route *r)
+{
+	static void (*const slow[])(struct http_request *req) = {
+		api_login,	  pages_login_post, api_me_password,  api_tokens_create,
+		api_users_create, api_users_import, pages_oidc_login, pages_oidc_callback,
+		pages_oidc_logout,
+	};
+
+	for (size_t i = 0; i < sizeof(slow) / sizeof(slow[0]); i++)
+		if (r->handler == slow[i])
+			return true;
+	return false;
+}
+
+static void log_request(struct http_request *req)
+{
+	log_debug("%s %s %s -> %u", http_address(req), http_method(req), http_path(req),
+		  http_status(req));
+}
+
+static void run_logged(struct http_request *req)
+{
+	http_match(req)->route->handler(req);
+	log_request(req);
+}
+
 /* labd's own origin: static files, then the route table. */
 static void routes_serve(struct http_request *req)
 {
@@ -305,9 +335,12 @@ static void routes_serve(struct http_request *req)
 				 match->allow);
 		return;
 	}
-	if (gate(req, match->route))
-		match->route->handler(req);
-	log_debug("%s %s %s -> %u", http_address(req), http_method(req), path, http_status(req));
+	if (!gate(req, match->route))
+		log_request(req);
+	else if (blocks(match->route))
+		http_run_detached(req, run_logged);
+	else
+		run_logged(req);
 }
 
 static const char *access_name(enum route_access a)

@@ -22,6 +22,7 @@
 #include "store/audit.h"
 #include "store/db.h"
 #include "http/http.h"
+#include "http/offload.h"
 #include "http/stream.h"
 #include "proxy/gate.h"
 #include "proxy/proxy.h"
@@ -68,9 +69,11 @@
 /* A training job's status streams (GET /jobs/{id}/events): per user and in all. */
 #define JOB_EVENT_STREAMS_PER_USER 16
 #define JOB_EVENT_STREAMS_MAX 1024
-/* How long a login may wait for a hashing slot before 503: a user retries a
- * refused login, but a worker held while waiting serves nobody else. */
+/* How long a login may wait for a hashing slot before 503, and how many may
+ * wait for each slot: a user retries a refused login, and a turn further back
+ * would come after the wait anyway. */
 #define HASH_QUEUE_WAIT_MS 500
+#define HASH_QUEUE_PER_SLOT 2
 
 /* The policies the app points at, derived from the configuration. */
 struct policies {
@@ -80,16 +83,16 @@ struct policies {
 	struct proxy_context proxy;
 };
 
-/* At most CPUs - 1 scrypt hashes at once (hash_concurrency overrides), and
- * never on every HTTP worker (password.h). */
+/* At most CPUs - 1 scrypt hashes at once (hash_concurrency overrides), on
+ * threads of their own (routes.c), each slot with at most HASH_QUEUE_PER_SLOT
+ * logins waiting for it (password.h). */
 static void init_hash_slots(const struct labd_config *cfg)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned cpus = n > 0 ? (unsigned)n : 1;
-	unsigned workers = cfg->threads ? cfg->threads : cpus;
 	unsigned slots = cfg->hash_concurrency ? cfg->hash_concurrency : cpus > 1 ? cpus - 1 : 1;
 
-	password_slots_init(slots, workers, HASH_QUEUE_WAIT_MS);
+	password_slots_init(slots, slots * HASH_QUEUE_PER_SLOT, HASH_QUEUE_WAIT_MS);
 }
 
 static void init_policies(struct app *app, struct policies *p, const struct labd_config *cfg)
@@ -475,6 +478,7 @@ static int start_http(struct web *w)
 static void stop_http(struct web *w)
 {
 	__atomic_store_n(&w->app.on_runtime_ended, NULL, __ATOMIC_SEQ_CST);
+	offload_drain(); /* their connections must be resumed before the daemons stop */
 	http_streams_close_all(w->app.streams);
 	wsrelay_stop(w->app.proxy->relay);
 	job_shell_relay_stop_all();

@@ -2,6 +2,8 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include "labd/clock.h"
 #include "labd/crypto.h"
@@ -106,13 +108,25 @@ static void test_crypto_helpers(void **state)
 	assert_false(crypto_equal("abc", "abd", 3));
 }
 
-/* Hashing slots: never every worker, and a bounded wait (runs last: the gate is
- * process-wide and stays bounded afterwards). */
+static void *take_and_release(void *arg)
+{
+	int *rc = arg;
+
+	*rc = password_slot_acquire();
+	if (*rc == 0)
+		password_slot_release();
+	return NULL;
+}
+
+/* Hashing slots: bounded hashes, a bounded queue and a bounded wait (runs
+ * last: the gate is process-wide and stays bounded afterwards). */
 static void test_hash_slots(void **state)
 {
+	pthread_t t;
+	int waiter = 1;
 	(void)state;
-	/* two workers: one slot and no waiting, the other worker stays free */
-	password_slots_init(4, 2, 1000);
+	/* one slot and no queue: a second caller is refused at once */
+	password_slots_init(1, 0, 1000);
 	assert_int_equal(password_slot_acquire(), 0);
 	long long t0 = clock_ms();
 	assert_int_equal(password_slot_acquire(), -EBUSY);
@@ -120,15 +134,25 @@ static void test_hash_slots(void **state)
 	password_slot_release();
 	assert_int_equal(password_slot_acquire(), 0);
 	password_slot_release();
-	/* four workers, one slot: a second caller waits, then gives up */
+	/* one slot, room to wait: a second caller waits, then gives up */
 	password_slots_init(1, 4, 100);
 	assert_int_equal(password_slot_acquire(), 0);
 	t0 = clock_ms();
 	assert_int_equal(password_slot_acquire(), -EBUSY);
 	assert_true(clock_ms() - t0 >= 90);
 	password_slot_release();
+	/* one place in the queue: while a waiter holds it a third caller is
+	 * refused at once; the waiter gets the slot when it frees */
+	password_slots_init(1, 1, 5000);
 	assert_int_equal(password_slot_acquire(), 0);
+	assert_int_equal(pthread_create(&t, NULL, take_and_release, &waiter), 0);
+	usleep(100 * 1000);
+	t0 = clock_ms();
+	assert_int_equal(password_slot_acquire(), -EBUSY);
+	assert_true(clock_ms() - t0 < 500);
 	password_slot_release();
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(waiter, 0);
 }
 
 int main(void)
