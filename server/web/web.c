@@ -73,7 +73,7 @@
  * wait for each slot: a user retries a refused login, and a turn further back
  * would come after the wait anyway. */
 #define HASH_QUEUE_WAIT_MS 500
-#define HASH_QUEUE_PER_SLOT 2
+#define HASH_QUEUE_PER_SLOT 8
 
 /* The policies the app points at, derived from the configuration. */
 struct policies {
