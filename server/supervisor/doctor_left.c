@@ -162,19 +162,26 @@ static bool known_box(const struct scan *s, const char *id)
 	return false;
 }
 
-/* A mount a live sandbox uses: its user's home, the unbindable bind of the
- * home's directory that holds it (sandbox/home.c), or its run dir. */
+/* Whether mp is the home mount under state_dir/kind/key or the unbindable bind
+ * of its directory that holds it (sandbox/home.c, sandbox/homescratch.c). */
+static bool home_mount(const struct scan *s, const char *mp, const char *kind, const char *key)
+{
+	char dir[LEFT_PATH_MAX + 160], home[LEFT_PATH_MAX + 192];
+
+	snprintf(dir, sizeof(dir), "%s/%s/%s", s->state_dir, kind, key);
+	snprintf(home, sizeof(home), "%s/mnt", dir);
+	return strcmp(mp, dir) == 0 || strcmp(mp, home) == 0;
+}
+
+/* A mount a live sandbox uses: its user's home, or the scratch home a job's host past
+ * the first has instead (named by the sandbox), or its run dir. */
 static bool mount_in_use(const struct scan *s, const char *mp)
 {
-	char dir[LEFT_PATH_MAX + 128], home[LEFT_PATH_MAX + 160];
-
 	for (int i = 0; i < s->n_boxes; i++) {
 		const struct box *b = &s->boxes[i];
 		if (!b->live)
 			continue;
-		snprintf(dir, sizeof(dir), "%s/homes/%s", s->state_dir, b->home_key);
-		snprintf(home, sizeof(home), "%s/mnt", dir);
-		if (strcmp(mp, dir) == 0 || strcmp(mp, home) == 0 ||
+		if (home_mount(s, mp, "homes", b->home_key) || home_mount(s, mp, "scratch", b->id) ||
 		    (b->run_dir[0] && strcmp(mp, b->run_dir) == 0))
 			return true;
 	}

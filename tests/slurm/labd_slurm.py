@@ -77,6 +77,13 @@ class LabdNode:
                 start_new_session=True)
         return self
 
+    def doctor(self):
+        """`labd --config node.ini doctor` on this node, as an admin would run it: (exit
+        status, output)."""
+        r = subprocess.run([labd_binary(), "--config", self.config, "doctor"],
+                           capture_output=True, text=True, timeout=60)
+        return r.returncode, r.stdout + r.stderr
+
     def log(self):
         try:
             with open(self.log_path, "rb") as fh:

@@ -250,6 +250,11 @@ def test_a_shell_opens_on_each_host(lab):
                 assert f"\non algo-{k}: \n" in out, out
             finally:
                 ws.close()
+        # neither node's doctor takes the running hosts' homes (algo-2's scratch home
+        # included) for a crash's leftovers
+        for n in lab.nodes.values():
+            rc, out = n.doctor()
+            assert rc == 0 and "LEFT" not in out, f"{n.node.name}: {rc}\n{out}"
         # a head restarted under the running job (an upgrade) takes its hosts back: the
         # shell on algo-2 reaches the same sandbox, which kept what was written there
         lab.restart_head()
@@ -266,3 +271,6 @@ def test_a_shell_opens_on_each_host(lab):
     finally:
         assert u.post(f"/api/v1/jobs/{jid}/stop", json={}).status == 202
         wait_until(lambda: ended(u, jid), 60 * SLOW, "the two-host job to stop")
+    # and the job's end left nothing on them
+    for n in lab.nodes.values():
+        wait_until(lambda: n.doctor()[0] == 0, 30 * SLOW, f"{n.node.name}'s doctor to be clean")
