@@ -118,6 +118,9 @@ def test_runtime_runs_on_a_node_and_jupyterlab_answers_through_the_proxy(lab):
     assert image_has_mmp(os.path.join(lab.homes, images[0]))
     assert len(lab.nodes[short].home_mounts()) == 1
     assert lab.nodes[other].home_mounts() == []
+    # the node's doctor takes the running runtime's home, cgroups and run dir for its own
+    rc, out = lab.nodes[short].doctor()
+    assert rc == 0 and "LEFT" not in out, f"{host}: {rc}\n{out}"
 
     stopped = stop_runtime(u, 60 * SLOW)
     assert stopped["state"] == "stopped", stopped
