@@ -173,6 +173,9 @@ def test_a_job_and_its_warm_pool_run_on_a_node(lab):
     assert second["status"] == "Completed", second
     assert second["warm_pool"]["reused"] is True and second["warm_pool"]["id"] == wp["id"], second
     assert lab.slurm_jobs()[pool_name] == [(pjid, "RUNNING", phost)]
+    # the warm pool between jobs is the node's own, not a crash's leftover
+    rc, out = lab.nodes[lab.node_short(phost)].doctor()
+    assert rc == 0 and "LEFT" not in out, f"{phost}: {rc}\n{out}"
     # each job's log is on the head, whole by the time the job reads as ended (pulled
     # from its node's data port; docs/slurm.md "Job logs")
     for jid in (job["id"], r.json["id"]):
