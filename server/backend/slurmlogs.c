@@ -6,12 +6,17 @@
  * only the pulls of its own (job, host); a second pull of the same source waits for
  * the first (no byte is taken twice).
  *
- * After a web restart a source starts from what the head has: with one host the head's
- * file is the node's bytes as they were (no prefix), so its size is the offset; with
- * several, each host's offset is kept in the sidecar <id>.log.hosts (one fixed record
- * a host, written after each append: a crash between the two repeats at most one
- * pull's lines, never loses them). The offset kept excludes the held partial line,
- * which the next process reads again. */
+ * Each host's offset is kept in the sidecar <id>.log.hosts (one fixed record a host,
+ * written after each append: a crash between the two repeats at most one pull's lines,
+ * never loses them), so that a source made again (a web restart, a retry's first pull)
+ * starts from what the head has. The offset kept excludes the held partial line, which
+ * the next process reads again. A one-host log of an older release has no sidecar: the
+ * head's file is the node's bytes as they were (no prefix), so its size is the offset.
+ *
+ * An offset counts on one node's log. The sidecar <id>.log.nodes keeps that node's data
+ * address a host (a fixed record too): a retry that Slurm placed on another node starts
+ * that node's log from its beginning, where the offset taken on the first node would
+ * have skipped as many of its bytes. */
 #include "backend/slurmlogs.h"
 
 #include <errno.h>
@@ -33,7 +38,8 @@
 #define CONNECT_MS 2000
 #define PULL_MS 10000	      /* one pull reads no longer: the next one goes on */
 #define CHUNK_BYTES 65536
-#define RECORD_BYTES 21	      /* a sidecar record: 20 digits and '\n' */
+#define RECORD_BYTES 21	      /* an offset record: 20 digits and '\n' */
+#define NODE_BYTES 128	      /* a node record: its data address, NULs after it */
 #define PREFIX_MAX 24	      /* "[algo-64] " */
 /* a chunk's lines with their prefixes: at worst every byte a line */
 #define OUT_MAX (SLURMLOGS_LINE_MAX + (size_t)CHUNK_BYTES * (PREFIX_MAX + 1))
@@ -42,6 +48,7 @@ struct source {
 	int64_t job_id;
 	int host;
 	int64_t offset; /* bytes taken from the host's log, the held ones with them */
+	char node[NODE_BYTES]; /* the data address of the node whose log that is; "" unknown */
 	struct buf held; /* slurmlogs_held_init */
 	bool busy;
 };
@@ -146,36 +153,64 @@ static int write_all(int fd, const char *bytes, size_t len)
 	return 0;
 }
 
-/* Where a source starts after a restart (or its first pull): see the top. */
-static int64_t recovered_offset(int dfd, int64_t job_id, int host, int hosts)
+/* Host's record of the job's sidecar into rec[size]; false when there is none. */
+static bool read_record(int dfd, int64_t job_id, const char *suffix, int host, char *rec,
+			size_t size)
 {
-	char rec[RECORD_BYTES + 1] = {0};
-	struct stat st;
-	int fd = open_file(dfd, job_id, hosts > 1 ? ".hosts" : "", O_RDONLY);
-	int64_t off = 0;
+	int fd = open_file(dfd, job_id, suffix, O_RDONLY);
+	bool ok;
 
 	if (fd < 0)
-		return 0;
-	if (hosts == 1)
-		off = fstat(fd, &st) == 0 ? st.st_size : 0;
-	else if (pread(fd, rec, RECORD_BYTES, (off_t)(host - 1) * RECORD_BYTES) == RECORD_BYTES)
-		off = strtoll(rec, NULL, 10);
+		return false;
+	ok = pread(fd, rec, size, (off_t)(host - 1) * (off_t)size) == (ssize_t)size;
 	close(fd);
-	return off > 0 ? off : 0;
+	return ok;
+}
+
+static void write_record(int dfd, const struct source *src, const char *suffix,
+			 const char *rec, size_t size)
+{
+	int fd = open_file(dfd, src->job_id, suffix, O_WRONLY | O_CREAT);
+
+	if (fd < 0 || pwrite(fd, rec, size, (off_t)(src->host - 1) * (off_t)size) != (ssize_t)size)
+		log_warn("job %" PRId64 "'s log: cannot keep host %d's place (%s): %s",
+			 src->job_id, src->host, suffix, strerror(fd < 0 ? -fd : errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Where a source made again starts, and on which node's log: see the top. */
+static void recover(int dfd, struct source *src, int hosts)
+{
+	char rec[RECORD_BYTES + 1] = {0}, node[NODE_BYTES];
+	struct stat st;
+	int fd;
+
+	src->offset = 0;
+	if (read_record(dfd, src->job_id, ".hosts", src->host, rec, RECORD_BYTES)) {
+		src->offset = strtoll(rec, NULL, 10);
+	} else if (hosts == 1 && (fd = open_file(dfd, src->job_id, "", O_RDONLY)) >= 0) {
+		src->offset = fstat(fd, &st) == 0 ? st.st_size : 0;
+		close(fd);
+	}
+	if (src->offset < 0)
+		src->offset = 0;
+	if (read_record(dfd, src->job_id, ".nodes", src->host, node, NODE_BYTES) &&
+	    memchr(node, '\0', NODE_BYTES))
+		memcpy(src->node, node, NODE_BYTES);
 }
 
 static void keep_offset(int dfd, const struct source *src)
 {
 	char rec[RECORD_BYTES + 1];
-	int fd = open_file(dfd, src->job_id, ".hosts", O_WRONLY | O_CREAT);
 
-	if (fd < 0)
-		return;
 	snprintf(rec, sizeof(rec), "%020" PRId64 "\n", src->offset - (int64_t)src->held.len);
-	if (pwrite(fd, rec, RECORD_BYTES, (off_t)(src->host - 1) * RECORD_BYTES) != RECORD_BYTES)
-		log_warn("job %" PRId64 "'s log: cannot keep host %d's offset: %s", src->job_id,
-			 src->host, strerror(errno));
-	close(fd);
+	write_record(dfd, src, ".hosts", rec, RECORD_BYTES);
+}
+
+static void keep_node(int dfd, const struct source *src)
+{
+	write_record(dfd, src, ".nodes", src->node, NODE_BYTES);
 }
 
 /* Appends one chunk taken from the host to the head's log; the source's offset and
@@ -202,8 +237,8 @@ static int take(int dfd, struct source *src, int hosts, const char *bytes, size_
 			struct buf was = src->held;
 			src->held = held;
 			held = was; /* released below */
-			keep_offset(dfd, src);
 		}
+		keep_offset(dfd, src);
 	}
 out:
 	buf_release(&out);
@@ -248,6 +283,29 @@ out:
 		close(fd);
 	free(chunk);
 	return rc;
+}
+
+/* The source's offset counts on data's log from here: on another node's log than the
+ * one it was taken from (a retry placed elsewhere) it starts at 0, and a partial line
+ * held from the old log is written as it is. An address too long for its record is not
+ * kept (the next source made takes the offset as it stands). */
+static void follow_node(int dfd, struct source *src, const char *data, int hosts)
+{
+	if (strcmp(src->node, data) == 0)
+		return;
+	if (src->node[0]) {
+		log_info("job %" PRId64 "'s log: host %d now runs on %s (was %s): its log is read "
+			 "from the start", src->job_id, src->host, data, src->node);
+		if (hosts > 1 && src->held.len && take(dfd, src, hosts, "", 0, true) < 0)
+			buf_clear(&src->held);
+		src->offset = 0;
+		keep_offset(dfd, src);
+	}
+	memset(src->node, 0, sizeof(src->node));
+	if (strlen(data) < sizeof(src->node)) {
+		memcpy(src->node, data, strlen(data));
+		keep_node(dfd, src);
+	}
 }
 
 /* Under the lock: the source of (job_id, host), made when missing; NULL when out of
@@ -319,7 +377,8 @@ int slurmlogs_pull(struct slurmlogs *l, const char *data, int64_t job_id, int ho
 	pthread_mutex_unlock(&l->lock);
 
 	if (made)
-		src->offset = recovered_offset(dfd, job_id, host, hosts);
+		recover(dfd, src, hosts);
+	follow_node(dfd, src, data, hosts);
 	rc = fetch(l, dfd, src, data, hosts);
 	if (final && hosts > 1 && src->held.len) {
 		int r = take(dfd, src, hosts, "", 0, true);
@@ -358,6 +417,8 @@ void slurmlogs_forget(struct slurmlogs *l, int64_t job_id)
 		if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
 			log_warn("cannot remove %s/%s: %s", l->dir, name, strerror(errno));
 		snprintf(name, sizeof(name), "%" PRId64 ".log.hosts", job_id);
+		unlinkat(dfd, name, 0);
+		snprintf(name, sizeof(name), "%" PRId64 ".log.nodes", job_id);
 		unlinkat(dfd, name, 0);
 		close(dfd);
 	}

@@ -7,12 +7,15 @@
  * Thread-safe: the poll thread and the nodes' reader threads both pull; two pulls of one
  * (job, host) run one after the other.
  *
- * After a web restart a (job, host) starts from what the head already has: with one
- * host the head's log is the node's bytes unchanged, so its size is the offset; with
- * several, the offset of each host is kept in a sidecar <state_dir>/joblogs/<id>.log.hosts
- * (a fixed 21-byte decimal record a host, written after each append, removed with the
- * log). A crash between an append and its record repeats that pull's lines once; none
- * is lost. A partial line held back is not in the offset kept: it is read again. */
+ * After a web restart, or at a retry's first pull, a (job, host) starts from what the
+ * head already has: the offset of each host is kept in a sidecar
+ * <state_dir>/joblogs/<id>.log.hosts (a fixed 21-byte decimal record a host, written
+ * after each append, removed with the log; a one-host log of an older release has none,
+ * and its size is the offset). A crash between an append and its record repeats that
+ * pull's lines once; none is lost. A partial line held back is not in the offset kept:
+ * it is read again. The data address of the node that offset counts on is kept beside
+ * it (<id>.log.nodes, a fixed 128-byte record a host): a retry placed on another node
+ * reads that node's log from its start. */
 #ifndef LABD_SLURMLOGS_H
 #define LABD_SLURMLOGS_H
 

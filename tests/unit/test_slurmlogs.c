@@ -240,7 +240,8 @@ static void test_pull_one_host(void **st)
 	assert_int_equal(slurmlogs_pull(l, n.addr, 7, 1, 1, true), 0);
 	assert_int_equal(seen_offset(&n), 29);
 	assert_string_equal(head_log(7, ""), "epoch 1\npartial line\nepoch 2\nran\n");
-	assert_null(head_log(7, ".hosts")); /* one host keeps no sidecar */
+	assert_non_null(head_log(7, ".hosts"));
+	assert_string_equal(head_log(7, ".nodes"), n.addr); /* NULs after it */
 
 	slurmlogs_forget(l, 7);
 	assert_null(head_log(7, ""));
@@ -287,6 +288,79 @@ static void test_pull_two_hosts(void **st)
 	slurmlogs_free(l);
 	fake_stop(&a);
 	fake_stop(&b);
+}
+
+/* A retry that Slurm placed on another node: that node's log is read from its start
+ * (the offset taken on the first node would skip its first bytes), and goes on from its
+ * own offset after a web restart; back on the first node, its log is read again from the
+ * start (its earlier bytes twice rather than any lost). */
+static void test_pull_retry_on_another_node(void **st)
+{
+	struct fake_node a, b;
+	struct slurmlogs *l = slurmlogs_new(state, &key);
+	(void)st;
+
+	fake_start(&a, 11);
+	fake_start(&b, 11);
+	fake_write(&a, "attempt 1 on a\n");
+	assert_int_equal(slurmlogs_pull(l, a.addr, 11, 1, 1, true), 0);
+	fake_write(&b, "attempt 2 on b\n");
+	assert_int_equal(slurmlogs_pull(l, b.addr, 11, 1, 1, false), 0);
+	assert_int_equal(seen_offset(&b), 0);
+	assert_string_equal(head_log(11, ""), "attempt 1 on a\nattempt 2 on b\n");
+	slurmlogs_free(l);
+
+	/* the web restarted: b's own offset, not the head's size */
+	l = slurmlogs_new(state, &key);
+	fake_write(&b, "epoch 2\n");
+	assert_int_equal(slurmlogs_pull(l, b.addr, 11, 1, 1, true), 0);
+	assert_int_equal(seen_offset(&b), 15);
+	assert_string_equal(head_log(11, ""), "attempt 1 on a\nattempt 2 on b\nepoch 2\n");
+
+	slurmlogs_forget(l, 11);
+	assert_null(head_log(11, ".nodes"));
+	fake_stop(&a);
+	fake_stop(&b);
+
+	/* two hosts: host 2 moves, and its held partial line is written as it was */
+	fake_start(&a, 12);
+	fake_start(&b, 12);
+	fake_write(&a, "rank 1 partial");
+	assert_int_equal(slurmlogs_pull(l, a.addr, 12, 2, 2, false), 0);
+	const char *held = head_log(12, "");
+	assert_true(!held || !*held); /* the partial line is held */
+	fake_write(&b, "rank 1 again\n");
+	assert_int_equal(slurmlogs_pull(l, b.addr, 12, 2, 2, false), 0);
+	assert_int_equal(seen_offset(&b), 0);
+	assert_string_equal(head_log(12, ""), "[algo-2] rank 1 partial\n[algo-2] rank 1 again\n");
+	slurmlogs_forget(l, 12);
+	assert_null(head_log(12, ".nodes"));
+	slurmlogs_free(l);
+	fake_stop(&a);
+	fake_stop(&b);
+}
+
+/* A one-host log of an older release (no sidecar): its size is the offset. */
+static void test_pull_log_without_sidecar(void **st)
+{
+	struct fake_node n;
+	struct slurmlogs *l;
+	char path[128];
+	FILE *f;
+	(void)st;
+
+	snprintf(path, sizeof(path), "%s/joblogs/13.log", state);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("before\n", f);
+	fclose(f);
+	fake_start(&n, 13);
+	fake_write(&n, "before\nafter\n");
+	l = slurmlogs_new(state, &key);
+	assert_int_equal(slurmlogs_pull(l, n.addr, 13, 1, 1, true), 0);
+	assert_int_equal(seen_offset(&n), 7);
+	assert_string_equal(head_log(13, ""), "before\nafter\n");
+	slurmlogs_free(l);
+	fake_stop(&n);
 }
 
 /* A node that does not answer: an error, nothing written, and the next pull catches
@@ -346,6 +420,10 @@ int main(void)
 		cmocka_unit_test(test_prefix_long_line),
 		cmocka_unit_test_setup_teardown(test_pull_one_host, make_state, remove_state),
 		cmocka_unit_test_setup_teardown(test_pull_two_hosts, make_state, remove_state),
+		cmocka_unit_test_setup_teardown(test_pull_retry_on_another_node, make_state,
+						remove_state),
+		cmocka_unit_test_setup_teardown(test_pull_log_without_sidecar, make_state,
+						remove_state),
 		cmocka_unit_test_setup_teardown(test_pull_unreachable, make_state, remove_state),
 		cmocka_unit_test_setup_teardown(test_pull_refuses_link, make_state, remove_state),
 	};
