@@ -28,6 +28,7 @@
 #include "labd/clock.h"
 #include "jobs/shell.h"
 #include "labd/log.h"
+#include "labd/thread.h"
 #include "store/audit.h"
 
 #define FRAME_MAX (16 * 1024)          /* a client frame's payload */
@@ -551,9 +552,7 @@ void job_shell_relay_stop_all(void)
 void job_shell_relay_attach(uint64_t id, int sock, struct MHD_UpgradeResponseHandle *urh,
 			    const char *extra, size_t n_extra)
 {
-	pthread_attr_t attr;
 	struct job_shell *s;
-	pthread_t t;
 	int rc;
 
 	pthread_mutex_lock(&lock);
@@ -574,12 +573,7 @@ void job_shell_relay_attach(uint64_t id, int sock, struct MHD_UpgradeResponseHan
 		n_extra = 0; /* never: a client that sent more before the 101 is cut short */
 	memcpy(s->in, extra, n_extra);
 	s->in_len = n_extra;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
-	rc = pthread_create(&t, &attr, relay_main, s);
-	pthread_attr_destroy(&attr);
-	if (rc != 0) {
+	if ((rc = thread_detached(relay_main, s, 256 * 1024)) != 0) {
 		log_error("job %lld: no thread for its shell: %s", (long long)s->who.job_id,
 			  strerror(rc));
 		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);

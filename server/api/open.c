@@ -19,6 +19,7 @@
 #include "http/static.h"
 #include "labd/app.h"
 #include "labd/log.h"
+#include "labd/thread.h"
 #include "runtime/gitopen.h"
 #include "runtime/runtime.h"
 #include "store/audit.h"
@@ -153,8 +154,6 @@ static struct open_slot *slot_for(int64_t user_id)
 static int start_slot(struct open_slot *s, const struct user *u, const char *repo,
 		      const char *path, const char *socket_path, const char *token, uid_t peer_uid)
 {
-	pthread_attr_t attr;
-	pthread_t thread;
 	int rc;
 
 	memset(s, 0, sizeof(*s));
@@ -167,11 +166,7 @@ static int start_slot(struct open_slot *s, const struct user *u, const char *rep
 	snprintf(s->socket_path, sizeof(s->socket_path), "%s", socket_path);
 	snprintf(s->token, sizeof(s->token), "%s", token);
 	s->peer_uid = peer_uid;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&thread, &attr, open_thread, s);
-	pthread_attr_destroy(&attr);
-	if (rc != 0) {
+	if ((rc = thread_detached(open_thread, s, 0)) != 0) {
 		memset(s, 0, sizeof(*s));
 		return -1;
 	}

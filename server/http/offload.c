@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "labd/log.h"
+#include "labd/thread.h"
 
 static struct {
 	pthread_mutex_t lock;
@@ -52,8 +53,6 @@ static bool reserve(void)
 int offload_run(void (*fn)(void *arg), void *arg)
 {
 	struct offloaded *w;
-	pthread_attr_t attr;
-	pthread_t t;
 	int rc;
 
 	if (!reserve())
@@ -63,11 +62,7 @@ int offload_run(void (*fn)(void *arg), void *arg)
 		return -1;
 	}
 	*w = (struct offloaded){fn, arg};
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&t, &attr, work_main, w);
-	pthread_attr_destroy(&attr);
-	if (rc != 0) {
+	if ((rc = thread_detached(work_main, w, 0)) != 0) {
 		log_warn("offload: no thread (%d): the work runs on the worker", rc);
 		free(w);
 		finished();

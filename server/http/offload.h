@@ -9,9 +9,7 @@
 #ifndef LABD_OFFLOAD_H
 #define LABD_OFFLOAD_H
 
-#ifndef OFFLOAD_MAX
 #define OFFLOAD_MAX 128
-#endif
 
 /* Runs fn(arg) on a new detached thread: 0, or -1 when OFFLOAD_MAX run
  * already, offload_drain has begun or no thread could start (the caller
