@@ -40,6 +40,8 @@
 #define CHUNK_BYTES 65536
 #define RECORD_BYTES 21	      /* an offset record: 20 digits and '\n' */
 #define NODE_BYTES 128	      /* a node record: its data address, NULs after it */
+/* beside <id>.log: each host's offset, and the node whose log it counts on */
+static const char *const sidecars[] = {".hosts", ".nodes"};
 #define PREFIX_MAX 24	      /* "[algo-64] " */
 /* a chunk's lines with their prefixes: at worst every byte a line */
 #define OUT_MAX (SLURMLOGS_LINE_MAX + (size_t)CHUNK_BYTES * (PREFIX_MAX + 1))
@@ -416,10 +418,10 @@ void slurmlogs_forget(struct slurmlogs *l, int64_t job_id)
 		snprintf(name, sizeof(name), "%" PRId64 ".log", job_id);
 		if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
 			log_warn("cannot remove %s/%s: %s", l->dir, name, strerror(errno));
-		snprintf(name, sizeof(name), "%" PRId64 ".log.hosts", job_id);
-		unlinkat(dfd, name, 0);
-		snprintf(name, sizeof(name), "%" PRId64 ".log.nodes", job_id);
-		unlinkat(dfd, name, 0);
+		for (size_t i = 0; i < sizeof(sidecars) / sizeof(sidecars[0]); i++) {
+			snprintf(name, sizeof(name), "%" PRId64 ".log%s", job_id, sidecars[i]);
+			unlinkat(dfd, name, 0);
+		}
 		close(dfd);
 	}
 	pthread_mutex_unlock(&l->lock);

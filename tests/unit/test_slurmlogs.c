@@ -317,6 +317,13 @@ static void test_pull_retry_on_another_node(void **st)
 	assert_int_equal(seen_offset(&b), 15);
 	assert_string_equal(head_log(11, ""), "attempt 1 on a\nattempt 2 on b\nepoch 2\n");
 
+	/* back on a: its log again from the start */
+	fake_write(&a, "attempt 3 on a\n");
+	assert_int_equal(slurmlogs_pull(l, a.addr, 11, 1, 1, true), 0);
+	assert_int_equal(seen_offset(&a), 0);
+	assert_string_equal(head_log(11, ""), "attempt 1 on a\nattempt 2 on b\nepoch 2\n"
+					      "attempt 1 on a\nattempt 3 on a\n");
+
 	slurmlogs_forget(l, 11);
 	assert_null(head_log(11, ".nodes"));
 	fake_stop(&a);
