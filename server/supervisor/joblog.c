@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "labd/log.h"
+#include "supervisor/readable.h"
 
 void joblog_path(const char *state_dir, long long job_id, char *out, size_t len)
 {
@@ -56,14 +57,12 @@ int joblog_open(struct joblog *l, const char *state_dir, long long job_id, uint6
 	l->fd = -1;
 	l->max_bytes = max_bytes;
 	joblog_path(state_dir, job_id, l->path, sizeof(l->path));
-	fd = open(l->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (fd < 0)
-		return log_errno("open %s", l->path);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fchown(fd, 0, gid) < 0 ||
-	    fchmod(fd, 0640) < 0) {
-		int rc = -errno ?: -EINVAL;
-		close(fd);
-		log_error("job log %s: not a regular file of root's", l->path);
+	fd = readable_open_append(l->path, gid, 0640);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int rc = fd < 0 ? fd : -errno;
+		if (fd >= 0)
+			close(fd);
+		log_error("job log %s: %s", l->path, strerror(-rc));
 		return rc;
 	}
 	l->fd = fd;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "labd/log.h"
+#include "supervisor/readable.h"
 
 void runlog_init_empty(struct runlog *l)
 {
@@ -39,12 +40,11 @@ void runlog_release(struct runlog *l)
 static int open_out(struct runlog *l)
 {
 	struct stat st;
+	int fd = readable_open_append(l->path, l->gid, 0640);
 
-	l->out_fd = open(l->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
-	if (l->out_fd < 0)
-		return -errno;
-	if (fchown(l->out_fd, 0, l->gid) < 0)
-		log_warn("chown %s: %s", l->path, strerror(errno));
+	if (fd < 0)
+		return fd;
+	l->out_fd = fd;
 	l->size_bytes = fstat(l->out_fd, &st) == 0 ? (uint64_t)st.st_size : 0;
 	return 0;
 }

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <grp.h>
 
 #include "supervisor/joblog.h"
 
@@ -60,6 +62,63 @@ static void test_modes_and_append(void **state)
 	joblog_close(&l);
 	slurp(path, buf, sizeof(buf));
 	assert_string_equal(buf, "epoch 1 loss 0.9\nepoch 2 loss 0.5\n");
+	unit_rmdir(dir);
+}
+
+/* As labd-web (another uid in the log's group), opens path read-only until told
+ * to stop on fd `stop`; writes to `out` how many opens were refused. */
+static void reader(const char *path, int stop, int out)
+{
+	char c;
+	int refused = 0;
+
+	if (setgid(4242) < 0 || setgroups(0, NULL) < 0 || setuid(4243) < 0)
+		_exit(2);
+	fcntl(stop, F_SETFL, O_NONBLOCK);
+	while (read(stop, &c, 1) < 0) {
+		int fd = open(path, O_RDONLY);
+		if (fd >= 0)
+			close(fd);
+		else if (errno == EACCES)
+			refused++;
+	}
+	_exit(write(out, &refused, sizeof(refused)) == sizeof(refused) ? 0 : 3);
+}
+
+/* labd-web polls a job's log while the supervisor creates it: no open of its may
+ * fail (the plain open-then-chown left a moment where the file was root:root,
+ * and the log page answered 500). */
+static void test_a_reader_never_sees_it_root_only(void **state)
+{
+	char dir[64], path[256];
+	int stop[2], out[2], refused = -1, status;
+	struct joblog l;
+	pid_t pid;
+	(void)state;
+	unit_tempdir(dir);
+	assert_int_equal(chmod(dir, 0755), 0);
+	assert_int_equal(joblog_prepare_dir(dir, 4242, 0750), 0);
+	joblog_path(dir, 9, path, sizeof(path));
+	assert_int_equal(pipe(stop), 0);
+	assert_int_equal(pipe(out), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		reader(path, stop[0], out[1]);
+	for (int i = 0; i < 3000; i++) {
+		assert_int_equal(joblog_open(&l, dir, 9, 1 << 20, 4242), 0);
+		joblog_close(&l);
+		assert_int_equal(unlink(path), 0);
+	}
+	assert_int_equal(write(stop[1], "x", 1), 1);
+	assert_int_equal(read(out[0], &refused, sizeof(refused)), sizeof(refused));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(status, 0);
+	assert_int_equal(refused, 0);
+	for (int i = 0; i < 2; i++) {
+		close(stop[i]);
+		close(out[i]);
+	}
 	unit_rmdir(dir);
 }
 
@@ -200,6 +259,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_modes_and_append),
+		cmocka_unit_test(test_a_reader_never_sees_it_root_only),
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_refuses_symlink),
 		cmocka_unit_test(test_copy_out_replaces_what_the_user_left),
