@@ -3,11 +3,12 @@ name and per client address, with a delay that doubles up to a cap and never bec
 lockout; an attacker hammering a name does not delay its owner on another address;
 X-Forwarded-For counts only from [server] trusted_proxies; the password change is
 throttled like a login; hashing has bounded concurrency so a login flood leaves
-/api/v1/health answering.  Each group runs on a daemon of its own.
+/api/v1/health answering, and a stop during logins waits for their hashes.  Each group runs on a daemon of its own.
 
 X-Forwarded-For values are header text from 198.18.0.0/15; no traffic goes there."""
 
 import http.client
+import json
 import threading
 import time
 
@@ -345,6 +346,55 @@ def test_login_flood_keeps_health(flood):
     assert max(latencies) < 0.5, f"health took {max(latencies):.2f} s during the flood: {latencies}"
     assert 503 in statuses, f"no login was refused busy: {sorted(set(statuses))}"
     assert 200 in statuses, f"no login succeeded during the flood: {sorted(set(statuses))}"
+
+
+@pytest.fixture(scope="module")
+def draining(daemon_factory):
+    # as flood's: a login's hash takes about a second, on a thread of its own
+    return daemon_factory("draining", server={"threads": "2"},
+                          auth={"scrypt_n": "262144", "hash_concurrency": "1"})
+
+
+def test_a_stop_during_logins_waits_for_them_and_exits_cleanly(draining):
+    """labd stopped (SIGTERM) while logins hash on their own threads: it waits for
+    them (offload_drain) and exits 0 within its usual time; every client gets an
+    answer or a closed connection, none hangs; the next start logs in."""
+    d = draining
+    _, [(name, pw)] = make_users(d, 1, "dr")
+    outcomes, lock = [], threading.Lock()
+
+    def login(i):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", d.port, timeout=20,
+                                           source_address=(f"127.39.0.{i + 1}", 0))
+            c.request("POST", "/api/v1/login",
+                      body=json.dumps({"username": name, "password": pw}),
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            r.read()
+            got = r.status
+        except (OSError, http.client.HTTPException) as e:
+            got = type(e).__name__  # closed by the stop: an answer too
+        with lock:
+            outcomes.append(got)
+
+    threads = [threading.Thread(target=login, args=(i,), daemon=True) for i in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)  # the first hash is under way, the others wait or were refused
+    t0 = time.monotonic()
+    rc = d.stop()
+    took = time.monotonic() - t0
+    for t in threads:
+        t.join(25)
+    assert rc == 0, f"labd exited with {rc} when stopped during logins\n" + d.log_tail()
+    assert took < 8, f"the stop took {took:.1f} s"
+    assert len(outcomes) == 3, f"a login never got an answer: {outcomes}"
+    assert all(o in (200, 503) or isinstance(o, str) for o in outcomes), outcomes
+    assert "sanitizer" not in d.log().lower(), d.log_tail()
+    d.start(expect_admin_password=False)
+    r = login_from(d, "127.39.1.1", name, pw)
+    assert_status(r, 200)
 
 
 @pytest.fixture(scope="module")
