@@ -3,7 +3,8 @@ name and per client address, with a delay that doubles up to a cap and never bec
 lockout; an attacker hammering a name does not delay its owner on another address;
 X-Forwarded-For counts only from [server] trusted_proxies; the password change is
 throttled like a login; hashing has bounded concurrency so a login flood leaves
-/api/v1/health answering, and a stop during logins waits for their hashes.  Each group runs on a daemon of its own.
+/api/v1/health answering, and a stop during logins waits for their hashes.  Each
+group runs on a daemon of its own.
 
 X-Forwarded-For values are header text from 198.18.0.0/15; no traffic goes there."""
 
