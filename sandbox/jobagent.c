@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "sandbox/jobagent.h"
+#include "sandbox/jobshare.h"
 
 extern char **environ;
 
@@ -107,6 +108,81 @@ static char **merge_env(char **add)
 	return env;
 }
 
+/* The value of name in env (NULL when absent); its entry is taken out of env, so the
+ * command never sees the agent's own instructions. */
+static char *take_env(char **env, const char *name)
+{
+	size_t k = strlen(name), i;
+	char *v = NULL;
+
+	for (i = 0; env[i]; i++)
+		if (strncmp(env[i], name, k) == 0 && env[i][k] == '=') {
+			v = env[i] + k + 1;
+			break;
+		}
+	for (; v && env[i]; i++)
+		env[i] = env[i + 1];
+	return v;
+}
+
+/* The failure of the folders' copy, as the job's failure (its message is the
+ * job's failure reason) and in its log; the command does not run. */
+static _Noreturn void share_failed(const char *what, const char *why)
+{
+	char msg[JOBAGENT_TEXT_MAX];
+	int fd, n = snprintf(msg, sizeof(msg), "%s: %s", what, why);
+
+	if ((fd = open(JOBAGENT_FAILURE_PATH, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		       0644)) >= 0) {
+		if (write(fd, msg, (size_t)n) < 0) {
+		}
+		close(fd);
+	}
+	fprintf(stderr, "labd: %s\n", msg);
+	_exit(1);
+}
+
+/* A job on several hosts (LABD_SHARE, jobshare.h): algo-1 sends its working folder
+ * and input channels to the others before its command starts; each other host
+ * fetches them first. "serve <peers> <addr> <port>" or "fetch <addr> <port>"; the
+ * folders one per line in LABD_SHARE_DIRS. */
+static void share_folders(char **env, int *report)
+{
+	char *how = take_env(env, "LABD_SHARE"), *list = take_env(env, "LABD_SHARE_DIRS");
+	char *roots[JOBSHARE_MAX_ROOTS], addr[64], err[512], *save = NULL;
+	struct jobshare_count n;
+	size_t n_roots = 0;
+	int peers = 0, port = 0, rc;
+
+	if (!how || !list || !list[0])
+		return;
+	/* the copy may take minutes: the agent is told "started" now (EOF on the report
+	 * pipe) and stays free for a stop meanwhile */
+	close(*report);
+	*report = -1;
+	for (char *r = strtok_r(list, "\n", &save); r && n_roots < JOBSHARE_MAX_ROOTS;
+	     r = strtok_r(NULL, "\n", &save))
+		roots[n_roots++] = r;
+	if (sscanf(how, "serve %d %63s %d", &peers, addr, &port) == 3) {
+		fprintf(stderr, "labd: sending the job's folders to %d other host%s\n", peers,
+			peers == 1 ? "" : "s");
+		rc = jobshare_serve(addr, port, peers, roots, n_roots, JOBSHARE_WAIT_S, &n, err,
+				    sizeof(err));
+		if (rc < 0)
+			share_failed("the job's folders were not sent to every host", err);
+		fprintf(stderr, "labd: sent %llu files (%llu bytes) to each\n",
+			(unsigned long long)n.files, (unsigned long long)n.bytes);
+	} else if (sscanf(how, "fetch %63s %d", addr, &port) == 2) {
+		rc = jobshare_fetch(addr, port, roots, n_roots, JOBSHARE_WAIT_S, &n, err, sizeof(err));
+		if (rc < 0)
+			share_failed("the job's folders could not be fetched from algo-1", err);
+		fprintf(stderr, "labd: fetched %llu files (%llu bytes) from algo-1\n",
+			(unsigned long long)n.files, (unsigned long long)n.bytes);
+	} else {
+		share_failed("LABD_SHARE", "malformed");
+	}
+}
+
 /* The child's side: own session, output into the pipe, exec; a failure goes back on
  * report (close-on-exec: EOF there means the exec worked). */
 static _Noreturn void exec_job(const struct jobagent_cmd *c, char **env, int out, int report)
@@ -122,14 +198,20 @@ static _Noreturn void exec_job(const struct jobagent_cmd *c, char **env, int out
 	if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 ||
 	    dup2(out, STDERR_FILENO) < 0) {
 		snprintf(msg, sizeof(msg), "stdio: %s", strerror(errno));
-	} else if (c->cwd[0] && chdir(c->cwd) < 0) {
-		snprintf(msg, sizeof(msg), "working directory %s: %s", c->cwd, strerror(errno));
 	} else {
-		environ = env;
-		execvp(c->argv[0], c->argv);
-		snprintf(msg, sizeof(msg), "exec %s: %s", c->argv[0], strerror(errno));
+		share_folders(env, &report);
+		if (c->cwd[0] && chdir(c->cwd) < 0) {
+			snprintf(msg, sizeof(msg), "working directory %s: %s", c->cwd,
+				 strerror(errno));
+		} else {
+			environ = env;
+			execvp(c->argv[0], c->argv);
+			snprintf(msg, sizeof(msg), "exec %s: %s", c->argv[0], strerror(errno));
+		}
 	}
-	if (write(report, msg, strlen(msg)) < 0)
+	if (report < 0) /* said "started" already (a copy came first): the log says why */
+		fprintf(stderr, "labd: %s\n", msg);
+	else if (write(report, msg, strlen(msg)) < 0)
 		_exit(127);
 	_exit(127);
 }

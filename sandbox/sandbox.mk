@@ -25,7 +25,7 @@ $(BUILD)/agent/%.o: sandbox/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(JOBAGENT_CFLAGS) -c $< -o $@
 
-$(JOBAGENT): $(BUILD)/agent/jobagent.o $(BUILD)/agent/jobproto.o
+$(JOBAGENT): $(BUILD)/agent/jobagent.o $(BUILD)/agent/jobproto.o $(BUILD)/agent/jobshare.o
 	@mkdir -p $(dir $@)
 	$(CC) -static -o $@ $^
 

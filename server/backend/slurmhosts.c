@@ -124,9 +124,8 @@ int slurmhosts_spec(const char *spec, int current, int count, const char *master
 	v = jobhosts_json(&h);
 	/* what the node will read back must pass its own reader */
 	if (json_is_object(root) && v && jobhosts_parse(v, &h, err, sizeof(err)) == 0) {
+		/* channels too: a host past algo-1 fetches them from algo-1 (jobshare.h) */
 		json_object_set(root, "hosts", v);
-		if (current > 1) /* staged only where the user's home is (algo-1) */
-			json_object_del(root, "channels");
 		*out = json_dumps(root, JSON_COMPACT);
 		rc = *out ? 0 : -ENOMEM;
 	}

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sandbox/jobshare.h"
 #include "supervisor/launch.h"
 
 #define ML "/opt/ml"
@@ -124,6 +125,33 @@ static int add_hosts(const struct jobspec *s, struct jobenv *e)
 	return rc;
 }
 
+int jobenv_add_share(const struct jobspec *s, const char *user, struct jobenv *e)
+{
+	char dirs[JOBSPEC_PATH_MAX_BYTES + 64 + JOBSPEC_CHANNELS_MAX * 96] = "";
+	size_t n = 0;
+	int rc;
+
+	/* room made for both at the cost of the last entries, which the bound drops first
+	 * anyway: the copy matters more than one more hyperparameter */
+	while (e->n > 0 && e->n + 3 > JOBENV_MAX) {
+		free(e->entries[--e->n]);
+		e->entries[e->n] = NULL;
+	}
+	if (s->hosts.count > 1 && s->cwd[0])
+		n += (size_t)snprintf(dirs, sizeof(dirs), "/home/%s/%s\n", user, s->cwd);
+	for (size_t i = 0; s->hosts.count > 1 && i < s->n_channels && n < sizeof(dirs); i++)
+		n += (size_t)snprintf(dirs + n, sizeof(dirs) - n, ML "/input/data/%s\n",
+				      s->channels[i].name);
+	if (!dirs[0] || n >= sizeof(dirs))
+		rc = add(e, "LABD_SHARE=none");
+	else if (s->hosts.current == 1)
+		rc = add(e, "LABD_SHARE=serve %d %s %d", s->hosts.count - 1, s->hosts.master_addr,
+			 JOBSHARE_PORT);
+	else
+		rc = add(e, "LABD_SHARE=fetch %s %d", s->hosts.master_addr, JOBSHARE_PORT);
+	return rc ? rc : add(e, "LABD_SHARE_DIRS=%s", n < sizeof(dirs) ? dirs : "");
+}
+
 static int add_labd(const struct jobspec *s, long long job_id, const char *user, int64_t ncpus,
 		    struct jobenv *e)
 {
@@ -159,8 +187,9 @@ int jobenv_build(const struct jobspec *s, long long job_id, const char *user, in
 
 	memset(e, 0, sizeof(*e));
 	rc = add_labd(s, job_id, user, ncpus, e);
+	/* LABD_SHARE*: the agent's, never the job's (jobenv_add_share) */
 	for (size_t i = 0; rc == 0 && i < s->n_env; i++)
-		if (!has_key(e, s->env_keys[i]))
+		if (!has_key(e, s->env_keys[i]) && strncmp(s->env_keys[i], "LABD_SHARE", 10) != 0)
 			rc = add(e, "%s=%s", s->env_keys[i], s->env_values[i]);
 	if (rc < 0)
 		jobenv_free(e);

@@ -227,10 +227,14 @@ static int stage_worker(void *arg, int fd)
 		return stage_fail(fd, "stage_failed: working dir %.80s: %.100s",
 				  s->cwd[0] ? s->cwd : "(home)", err.message);
 	close(dfd);
+	/* a scratch home's channel folders start empty and writable: its agent fills them
+	 * from algo-1's before the command runs (sandbox/jobshare.h) */
 	for (size_t i = 0; i < s->n_channels; i++) {
+		bool scratch = c->p->scratch_home;
 		snprintf(inside, sizeof(inside), ML_INSIDE "/input/data/%s", s->channels[i].name);
 		if (channel_dir(c, s->channels[i].name) < 0 ||
-		    mount_home_dir(c, s->channels[i].path, false, inside, true, why, sizeof(why)) < 0)
+		    mount_home_dir(c, s->channels[i].path, scratch, inside, !scratch, why,
+				   sizeof(why)) < 0)
 			return stage_fail(fd, "stage_failed: input channel %.64s: %.120s",
 					  s->channels[i].name, why);
 	}
@@ -368,14 +372,13 @@ json_t *jobrun_run(struct host *ps, struct pool_box *p, long long id, json_t *ms
 		log_error("refused job_run in pool %lld of %s: %s", p->pool_id, p->b.user, err);
 		return proto_error(id, "bad_spec", err);
 	}
-	if (p->scratch_home && j->spec.n_channels) {
+	if (p->scratch_home && j->spec.n_channels && j->spec.hosts.current < 2) {
 		jobrun_clear(p);
 		log_error("refused job_run in pool %lld of %s: input channels on a scratch home",
 			  p->pool_id, p->b.user);
 		return proto_error(id, "bad_spec",
-				   "inputs: this host's home is a scratch folder (a host of a job "
-				   "on several nodes other than the first): no input channels are "
-				   "staged here");
+				   "inputs: this host's home is a scratch folder, and only a host "
+				   "past algo-1 fetches its channels from algo-1");
 	}
 	j->job_id = proto_int(msg, "job_id");
 	if (!(j->spec_text = strdup(proto_str(msg, "spec")))) {
@@ -452,6 +455,7 @@ static void start_command(struct host *ps, struct pool_box *p)
 	snprintf(cwd, sizeof(cwd), "/home/%s%s%s", p->b.user, j->spec.cwd[0] ? "/" : "",
 		 j->spec.cwd);
 	if (jobenv_build(&j->spec, j->job_id, p->b.user, ncpus, &env) < 0 ||
+	    jobenv_add_share(&j->spec, p->b.user, &env) < 0 ||
 	    agentio_format_run((char *const *)j->spec.argv, env.entries, cwd, &text, &len) < 0) {
 		jobenv_free(&env);
 		set_exit(j, "stage_failed", 0, 0, "stage_failed: out of memory");

@@ -378,6 +378,35 @@ static void test_term_failure_and_errors(void **st)
 	agent_stop(&b, 0);
 }
 
+/* The copy instructions of a job on several hosts (LABD_SHARE, sandbox/jobshare.h)
+ * never reach the command; one the agent cannot follow fails the job with the
+ * reason, as the job's failure and in its log. */
+static void test_share_instructions(void **st)
+{
+	struct sandbox_spec s;
+	struct agent_box b;
+	struct jobagent_status js;
+	char *none[] = {"LABD_SHARE=none", "LABD_SHARE_DIRS=", NULL};
+	char *bad[] = {"LABD_SHARE=bogus", "LABD_SHARE_DIRS=/opt/ml/output\n", NULL};
+
+	(void)st;
+	if (!boxsh_can_start())
+		skip();
+	agent_spec(&s);
+	assert_int_equal(agent_start(&b, &s), 0);
+	next_status(&b, &js);
+	run_job(&b, "env | grep -c LABD_SHARE; echo checked", none, &js);
+	log_until(&b, "0\nchecked\n");
+	assert_int_equal(js.wait_status, 0);
+	run_job(&b, "echo must-not-run", bad, &js);
+	assert_true(WIFEXITED(js.wait_status));
+	assert_int_equal(WEXITSTATUS(js.wait_status), 1);
+	assert_string_equal(js.text, "LABD_SHARE: malformed");
+	log_until(&b, "labd: LABD_SHARE: malformed\n");
+	assert_null(strstr(b.log_buf, "must-not-run"));
+	agent_stop(&b, 0);
+}
+
 /* An image with nothing but mount points: the static agent runs there, bound under
  * the image's hidden /opt.  (Its only possible job would be the agent itself, whose
  * kill(-1) at the end would reach the outer agent too: a start error is enough.) */
@@ -419,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_utf8_clean),
 		cmocka_unit_test(test_two_jobs_nothing_survives),
 		cmocka_unit_test(test_term_failure_and_errors),
+		cmocka_unit_test(test_share_instructions),
 		cmocka_unit_test(test_agent_in_bare_image),
 	};
 	return cmocka_run_group_tests(tests, live_setup, NULL);

@@ -15,6 +15,8 @@ hosts' peer addresses (peer0 in each sandbox).
 - a shell into each host of a running two-node job (`?host=algo-K`) is in that host's
   sandbox, also after a restart of the head; a host the job does not have is refused,
   naming `host`;
+- the working folder and the input channels, in the home that only algo-1 mounts, reach
+  algo-2 before the command: the same script runs on the same data on both;
 - a two-node job whose rank 1 exits 3 is Failed with that code, and algo-1's command,
   still running, is stopped (its TERM handler's line reaches the log).
 """
@@ -149,11 +151,11 @@ def test_instance_count_above_the_limit_is_refused(lab):
     assert "from 1 to 2" in r.json["error"]["message"], r.json
 
 
-def run_on_two(lab, u, name, command):
+def run_on_two(lab, u, name, command, **fields):
     """Submits command as a job on two hosts and waits for its end: (id, job); a
     timeout shows each node's log and peer0 (failure())."""
     r = u.post("/api/v1/jobs", json={"name": name, "command": command,
-                                     "instance_count": 2, "max_retries": 0})
+                                     "instance_count": 2, "max_retries": 0, **fields})
     assert r.status == 201, r
     jid = r.json["id"]
     try:
@@ -182,6 +184,37 @@ def test_a_two_node_gloo_job_completes(lab):
     # two hosts: each second is charged twice
     assert job["billable_s"] >= 1, job
     assert job["charged_s"] == 2 * job["billable_s"], job
+
+
+# written into the home by a one-host job, then run from it on both hosts
+TRAIN = (
+    "import os, sys\n"
+    "sys.path.insert(0, '.')\n"
+    "from pkg.mod import V\n"
+    "data = open(os.environ['SM_CHANNEL_TRAIN'] + '/part/x.txt').read().strip()\n"
+    "print(os.environ['SM_CURRENT_HOST'], 'runs train.py: data', data, 'V', V, flush=True)\n")
+WRITE = ("mkdir -p ddp/pkg data/train/part && cat > ddp/train.py <<'EOF'\n" + TRAIN + "EOF\n"
+         "echo 'V = 7' > ddp/pkg/mod.py && echo 42 > data/train/part/x.txt")
+
+
+def test_the_working_folder_and_inputs_reach_every_host(lab):
+    """Only algo-1 mounts the home: before the command starts, it sends the working
+    folder and the input channels to algo-2, which runs the same script on the same
+    data (docs/jobs.md "Several hosts")."""
+    u = lab.user("sd")
+    r = u.post("/api/v1/jobs", json={"name": "write", "command": ["sh", "-c", WRITE]})
+    assert r.status == 201, r
+    wid = r.json["id"]
+    job = wait_until(lambda: ended(u, wid), START, "the job that writes the files")
+    assert job["status"] == "Completed", failure(lab, u, wid)
+    jid, job = run_on_two(lab, u, "shared", [PYTHON, "train.py"], working_dir="ddp",
+                          input_channels=[{"name": "train", "path": "data/train"}])
+    assert job["status"] == "Completed", failure(lab, u, jid)
+    log = job_log(u, jid)
+    for k in (1, 2):
+        assert f"[algo-{k}] algo-{k} runs train.py: data 42 V 7\n" in log, log
+    assert "[algo-1] labd: sent 3 files (" in log, log
+    assert "[algo-2] labd: fetched 3 files (" in log, log
 
 
 def test_a_two_node_torchrun_job_completes(lab):

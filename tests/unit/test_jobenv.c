@@ -62,10 +62,53 @@ static void test_names(void **state)
 	jobspec_free(&s);
 }
 
+/* A job on several hosts: the agent's copy instructions (sandbox/jobshare.h), which a
+ * job's own environment cannot set; one host gets "none". */
+static void test_share(void **state)
+{
+	const char *base = "{\"name\":\"ddp\",\"argv\":[\"python3\"],\"cwd\":\"proj/ddp\","
+			   "\"env\":{\"LABD_SHARE\":\"serve 9 1.2.3.4 1\"},"
+			   "\"channels\":[{\"name\":\"train\",\"path\":\"d/t\"},{\"name\":"
+			   "\"val\",\"path\":\"d/v\"}],\"max_runtime_s\":5,\"output_path\":\"o\",\"checkpoint_path\":\"c\"%s}";
+	const char *hosts[] = {"", ",\"hosts\":{\"current\":1,\"count\":3,\"master_addr\":"
+				   "\"198.18.5.1\",\"master_port\":29500,\"interface\":\"peer0\"}",
+			       ",\"hosts\":{\"current\":3,\"count\":3,\"master_addr\":"
+			       "\"198.18.5.1\",\"master_port\":29500,\"interface\":\"peer0\"}"};
+	const char *want[] = {"none", "serve 2 198.18.5.1 29400", "fetch 198.18.5.1 29400"};
+	char text[1024], err[200];
+	struct jobspec s;
+	struct jobenv e;
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(text, sizeof(text), base, hosts[i]);
+		if (jobspec_parse(text, &s, err, sizeof(err)) < 0)
+			fail_msg("%s", err);
+		assert_int_equal(jobenv_build(&s, 42, "alice", 3, &e), 0);
+		assert_string_equal(get(&e, "LABD_SHARE"), ""); /* the job's own is left out */
+		assert_int_equal(jobenv_add_share(&s, "alice", &e), 0);
+		assert_string_equal(get(&e, "LABD_SHARE"), want[i]);
+		assert_string_equal(get(&e, "LABD_SHARE_DIRS"),
+				    i == 0 ? "" : "/home/alice/proj/ddp\n/opt/ml/input/data/train\n"
+						 "/opt/ml/input/data/val\n");
+		jobenv_free(&e);
+		jobspec_free(&s);
+	}
+	/* the home itself is not sent (it is what a scratch home replaces) */
+	snprintf(text, sizeof(text), "{\"name\":\"ddp\",\"argv\":[\"true\"],\"max_runtime_s\":5,\"output_path\":\"o\",\"checkpoint_path\":\"c\"%s}",
+		 hosts[1]);
+	assert_int_equal(jobspec_parse(text, &s, err, sizeof(err)), 0);
+	assert_int_equal(jobenv_build(&s, 42, "alice", 3, &e), 0);
+	assert_int_equal(jobenv_add_share(&s, "alice", &e), 0);
+	assert_string_equal(get(&e, "LABD_SHARE"), "none");
+	jobenv_free(&e);
+	jobspec_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_share),
 	};
 	return cmocka_run_group_tests_name("jobenv", tests, NULL, NULL);
 }

@@ -302,7 +302,8 @@ static void test_spec_per_host(void **state)
 	free(out);
 	assert_int_equal(slurmhosts_spec(spec, 3, 2, "198.18.0.2", 29400, &out), -EINVAL);
 	assert_null(out);
-	/* the hosts' network is peer0; input channels only on algo-1, which has the home */
+	/* the hosts' network is peer0; every host gets the input channels (algo-1 mounts
+	 * them from the home, the others fetch them from algo-1) */
 	const char *with_channels = "{\"name\":\"t\",\"argv\":[\"true\"],\"max_runtime_s\":9,"
 				    "\"output_path\":\"o\",\"checkpoint_path\":\"c\","
 				    "\"channels\":[{\"name\":\"train\",\"path\":\"data\"}]}";
@@ -314,7 +315,7 @@ static void test_spec_per_host(void **state)
 	free(out);
 	assert_int_equal(slurmhosts_spec(with_channels, 2, 2, "198.18.0.2", 29500, &out), 0);
 	assert_int_equal(jobspec_parse(out, &js, err, sizeof(err)), 0);
-	assert_int_equal(js.n_channels, 0);
+	assert_int_equal(js.n_channels, 1);
 	jobspec_free(&js);
 	free(out);
 	assert_int_equal(slurmhosts_spec(spec, 1, 2, "node-1", 29400, &out), -EINVAL);

@@ -223,6 +223,7 @@ struct seen {
 	char peer_addr[20], peers[40];
 	bool scratch_home;
 	int current, job_stops, pool_stops;
+	size_t channels; /* in its job's spec: every host gets them (algo-2 fetches them) */
 	bool live; /* its sandbox of pool 9 runs: the node's list holds it */
 	char master_addr[20], interface[16];
 	int64_t stop_grace;
@@ -271,6 +272,7 @@ static void answer_two(struct link_conn *c, json_t *m, const char *type, int k)
 			 json_string_value(json_object_get(hosts, "master_addr")));
 		snprintf(me->interface, sizeof(me->interface), "%s",
 			 json_string_value(json_object_get(hosts, "interface")));
+		me->channels = json_array_size(json_object_get(spec, "channels"));
 		json_decref(spec);
 	} else if (!strcmp(type, "job_stop")) {
 		me->job_stops++;
@@ -658,6 +660,8 @@ static void test_pool_on_two_nodes(void **state)
 	assert_int_equal(seen[1].current, 2);
 	assert_string_equal(seen[1].master_addr, "198.18.5.1");
 	assert_string_equal(seen[1].interface, "peer0");
+	assert_int_equal(seen[0].channels, 1);
+	assert_int_equal(seen[1].channels, 1);
 	assert_int_equal(seen[0].stop_grace, 7);
 	assert_int_equal(seen[1].job_stops, 0);
 	pthread_mutex_unlock(&lock);
