@@ -147,7 +147,7 @@ static int copy_folder(struct backup *b, const char *sub, const char *suffix, bo
 	DIR *d;
 
 	snprintf(dst, sizeof(dst), "%s/%s", b->dir, sub);
-	if (mkdir(dst, 0700) < 0)
+	if (mkdir(dst, 0700) < 0 && errno != EEXIST) /* there: an earlier suffix's pass */
 		return log_errno("mkdir %s", dst);
 	snprintf(src, sizeof(src), "%s/%s", b->cfg->state_dir, sub);
 	if (!(d = opendir(src)))
@@ -167,6 +167,19 @@ static int copy_folder(struct backup *b, const char *sub, const char *suffix, bo
 	}
 	closedir(d);
 	return rc;
+}
+
+/* The job logs, and a Slurm head's offsets beside them (docs/slurm.md "Job logs")
+ * copied first: an offset is then never past the copied log's end, so a restored
+ * head goes on pulling from it and loses no line (one pulled meanwhile may be in the
+ * log twice). */
+static int copy_joblogs(struct backup *b)
+{
+	return copy_folder(b, "joblogs", ".log.hosts", false) < 0 ||
+			       copy_folder(b, "joblogs", ".log.nodes", false) < 0 ||
+			       copy_folder(b, "joblogs", ".log", false) < 0
+		       ? -1
+		       : 0;
 }
 
 static int copy_store(struct backup *b, int *schema)
@@ -260,7 +273,7 @@ static int cmd_backup(const struct labd_config *cfg, const char *dir, unsigned f
 		goto out;
 	if (copy_store(&b, &schema) < 0 || copy_uids(&b) < 0 ||
 	    copy_folder(&b, "homes", ".img", true) < 0 ||
-	    copy_folder(&b, "joblogs", ".log", false) < 0 || write_manifest(&b, schema) < 0)
+	    copy_joblogs(&b) < 0 || write_manifest(&b, schema) < 0)
 		goto out;
 	printf("backup of %s written to %s (%zu files)\n", cfg->state_dir, dir,
 	       json_array_size(b.files));

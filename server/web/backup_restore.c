@@ -27,16 +27,18 @@
 #include "sandbox/home.h"
 #include "store/db.h"
 
-/* Who owns a restored file: the web process's store, its readable job logs,
- * root's everything else (statedir.c and privdrop.c make the same at start). */
-static void set_owner(const char *rel, const char *path, const struct privdrop_user *u)
+/* Who owns a restored file: the web process's store, its readable job logs (its
+ * own on a Slurm head, where it writes the copies it pulls: docs/slurm.md "Job
+ * logs"), root's everything else (statedir.c and privdrop.c make the same at start). */
+static void set_owner(const char *rel, const char *path, const struct privdrop_user *u,
+		      bool head)
 {
 	int rc = 0;
 
 	if (strncmp(rel, "db/", 3) == 0)
 		rc = chown(path, u->uid, u->gid);
 	else if (strncmp(rel, "joblogs/", 8) == 0)
-		rc = chown(path, 0, u->gid) < 0 ? -1 : chmod(path, 0640);
+		rc = chown(path, head ? u->uid : 0, u->gid) < 0 ? -1 : chmod(path, 0640);
 	if (rc < 0)
 		log_errno("chown %s", path);
 }
@@ -101,7 +103,7 @@ static int make_folder(const char *to, const char *rel, struct restored *r)
 }
 
 static int copy_all(const char *from, const char *to, json_t *files, const struct privdrop_user *u,
-		    struct restored *r)
+		    bool head, struct restored *r)
 {
 	char src[BACKUP_PATH_MAX], dst[BACKUP_PATH_MAX];
 	json_t *f;
@@ -116,7 +118,7 @@ static int copy_all(const char *from, const char *to, json_t *files, const struc
 		if (backup_copy_file(src, dst) < 0)
 			return -1;
 		r->copied = i + 1;
-		set_owner(rel, dst, u);
+		set_owner(rel, dst, u, head);
 		printf("restored %s\n", rel);
 	}
 	return 0;
@@ -147,7 +149,7 @@ static int cmd_restore(const struct labd_config *cfg, const char *from, const ch
 	if ((made = new_state_dir(to)) < 0)
 		goto out;
 	r.made_dir = made == 1;
-	if (copy_all(from, to, files, &u, &r) < 0) {
+	if (copy_all(from, to, files, &u, strcmp(cfg->backend_kind, "slurm") == 0, &r) < 0) {
 		remove_restored(to, files, &r);
 		log_error("restore failed: what it had written to %s is removed again", to);
 		goto out;

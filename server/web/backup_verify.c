@@ -15,13 +15,17 @@
 #include "labd/parse.h"
 
 /* "db/labd.db", "uids.json", "homes/<id>.img", "homes/<user name>.img" (the old
- * layout's) or "joblogs/<id>.log". */
+ * layout's), "joblogs/<id>.log" or a Slurm head's "joblogs/<id>.log.hosts" and
+ * "joblogs/<id>.log.nodes". */
 static bool layout_path(const char *p)
 {
 	static const struct {
 		const char *dir, *suffix;
 		bool names_too;
-	} keyed[] = {{"homes/", ".img", true}, {"joblogs/", ".log", false}};
+	} keyed[] = {{"homes/", ".img", true},
+		     {"joblogs/", ".log", false},
+		     {"joblogs/", ".log.hosts", false},
+		     {"joblogs/", ".log.nodes", false}};
 	char key[64];
 
 	if (strcmp(p, BACKUP_DB) == 0 || strcmp(p, "uids.json") == 0)

@@ -18,7 +18,9 @@ hosts' peer addresses (peer0 in each sandbox).
 - the working folder and the input channels, in the home that only algo-1 mounts, reach
   algo-2 before the command: the same script runs on the same data on both;
 - a two-node job whose rank 1 exits 3 is Failed with that code, and algo-1's command,
-  still running, is stopped (its TERM handler's line reaches the log).
+  still running, is stopped (its TERM handler's line reaches the log);
+- a head backed up while a job prints and restored into a new state dir goes on with that
+  job, and the job's log on it has every line.
 """
 
 import glob
@@ -307,3 +309,37 @@ def test_a_shell_opens_on_each_host(lab):
     # and the job's end left nothing on them
     for n in lab.nodes.values():
         wait_until(lambda: n.doctor()[0] == 0, 30 * SLOW, f"{n.node.name}'s doctor to be clean")
+
+
+def test_a_restored_head_goes_on_with_a_running_jobs_log(lab):
+    """The head backed up while a job prints, stopped, its state dir restored from that
+    backup (as onto a new machine) and started: the job runs on, and the head's log of
+    it has every line, none lost across the restore (docs/slurm.md "Job logs"). Last in
+    this module: the head runs on its restored state from here."""
+    u = lab.user("rs")
+    n = 40
+    cmd = ["sh", "-c", f"i=0; while [ $i -lt {n} ]; do echo line=$i; i=$((i+1)); "
+                       "sleep 0.25; done"]
+    r = u.post("/api/v1/jobs", json={"name": "restored", "command": cmd})
+    assert r.status == 201, r
+    jid = r.json["id"]
+    wait_until(lambda: "line=3\n" in job_log(u, jid), START, "the job's first lines on the head")
+    out = os.path.join(lab.dir, "head-backup")
+    r = lab.head.run_cli("backup", out)
+    assert r.returncode == 0, f"backup: {r.stdout}\n{r.stderr}"
+    state = lab.head.state_dir
+
+    def restore():
+        os.rename(state, state + ".lost")
+        r = lab.head.run_cli("restore", out, "--state-dir", state)
+        assert r.returncode == 0, f"restore: {r.stdout}\n{r.stderr}"
+
+    lab.restart_head(meanwhile=restore)
+    job = wait_until(lambda: ended(u, jid), START, "the job to end on the restored head")
+    assert job["status"] == "Completed", failure(lab, u, jid)
+    lines = [ln for ln in job_log(u, jid).splitlines() if ln.startswith("line=")]
+    # a line pulled between the copies of the offset and of the log may be there twice
+    assert sorted(set(lines), key=lambda ln: int(ln[5:])) == [f"line={i}" for i in range(n)], \
+        lines
+    # the restored copy is labd-web's, which goes on writing it
+    assert os.stat(os.path.join(state, "joblogs", f"{jid}.log")).st_uid != 0
