@@ -265,7 +265,7 @@ int jobshare_serve(const char *addr, int port, int peers, char *const roots[], s
 		do
 			ready = poll(&p, 1, ms_left(&deadline));
 		while (ready < 0 && errno == EINTR);
-		if (ready <= 0) {
+		if (ready <= 0 || ms_left(&deadline) == 0) { /* also: accept failing until then */
 			rc = fail(err, errlen, "%d of %d hosts did not come for the job's folders "
 					       "within %d s", peers - served, peers, timeout_s);
 			break;
