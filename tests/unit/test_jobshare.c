@@ -41,6 +41,13 @@ static void put(const char *dir, const char *name, const char *text, size_t len,
 	close(fd);
 }
 
+/* dir/name into buf (a test's own short paths) */
+static const char *at(char *buf, size_t len, const char *dir, const char *name)
+{
+	snprintf(buf, len, "%s/%s", dir, name);
+	return buf;
+}
+
 static void same(const char *a, const char *b, const char *name)
 {
 	char pa[512], pb[512], da[200000], db[200000];
@@ -95,12 +102,12 @@ static void test_two_hosts_get_both_folders(void **state)
 		big[i] = (char)(i * 7 + i / 251);
 	put(src, "train.py", "print(6*7)\n", 11, 0644);
 	put(src, "empty", "", 0, 0600);
-	assert_int_equal(mkdir(strcat(strcpy(err, src), "/sub"), 0755), 0);
-	assert_int_equal(mkdir(strcat(strcpy(err, src), "/sub/deeper"), 0750), 0);
+	assert_int_equal(mkdir(at(err, sizeof(err), src, "sub"), 0755), 0);
+	assert_int_equal(mkdir(at(err, sizeof(err), src, "sub/deeper"), 0750), 0);
 	put(src, "sub/deeper/run.sh", "#!/bin/sh\n", 10, 0755);
 	put(chan, "x.bin", big, sizeof(big), 0640);
-	assert_int_equal(symlink("/etc/passwd", strcat(strcpy(err, src), "/link")), 0);
-	assert_int_equal(mkfifo(strcat(strcpy(err, src), "/fifo"), 0600), 0);
+	assert_int_equal(symlink("/etc/passwd", at(err, sizeof(err), src, "link")), 0);
+	assert_int_equal(mkfifo(at(err, sizeof(err), src, "fifo"), 0600), 0);
 	from[0] = src;
 	from[1] = chan;
 	pid = fork();
