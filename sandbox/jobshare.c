@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -241,25 +243,76 @@ static int send_roots(int fd, char *const roots[], size_t n, struct jobshare_cou
 	return rc < 0 ? -1 : send_all(&s, "E 0 0 0 0\n", 10);
 }
 
+/* What a sending child reports on the shared pipe: one write, under PIPE_BUF, so the
+ * children's reports never mix. */
+struct report {
+	int ok;
+	struct jobshare_count count;
+	char err[256];
+};
+
+/* One host's copy, in a child of its own: the hosts are served at once. */
+static pid_t serve_one(int lfd, int cfd, int out, char *const roots[], size_t n)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct report r = {0};
+		close(lfd);
+		io_timeouts(cfd);
+		r.ok = send_roots(cfd, roots, n, &r.count, r.err, sizeof(r.err)) == 0;
+		close(cfd);
+		_exit(write(out, &r, sizeof(r)) == (ssize_t)sizeof(r) && r.ok ? 0 : 1);
+	}
+	close(cfd);
+	return pid;
+}
+
+/* Every child's report read and every child reaped; 0 when all sent everything. */
+static int collect(int in, pid_t *kids, int n_kids, struct jobshare_count *sent, char *err,
+		   size_t errlen)
+{
+	struct report r;
+	int rc = 0, status;
+
+	for (int i = 0; i < n_kids; i++) {
+		if (read(in, &r, sizeof(r)) != (ssize_t)sizeof(r)) {
+			r.ok = 0;
+			snprintf(r.err, sizeof(r.err), "a sender ended without a word");
+		}
+		if (r.ok)
+			*sent = r.count; /* each host gets the same */
+		else if (rc == 0)
+			rc = fail(err, errlen, "%s", r.err);
+	}
+	for (int i = 0; i < n_kids; i++)
+		while (waitpid(kids[i], &status, 0) < 0 && errno == EINTR) {
+		}
+	return rc;
+}
+
 int jobshare_serve(const char *addr, int port, int peers, char *const roots[], size_t n,
 		   int timeout_s, struct jobshare_count *sent, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = address(addr, port, &ss);
 	struct timespec deadline;
-	int lfd, one = 1, rc = 0;
+	pid_t kids[JOBSHARE_MAX_HOSTS];
+	int lfd = -1, one = 1, rc = 0, n_kids = 0, rep[2] = {-1, -1};
 
 	memset(sent, 0, sizeof(*sent));
-	if (!sl)
-		return fail(err, errlen, "%s is not an address", addr);
+	if (!sl || peers < 1 || peers > JOBSHARE_MAX_HOSTS)
+		return fail(err, errlen, "%s is not an address, or %d hosts are too many", addr,
+			    peers);
 	lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(lfd, (struct sockaddr *)&ss, sl) < 0 || listen(lfd, 16) < 0) {
+	    bind(lfd, (struct sockaddr *)&ss, sl) < 0 || listen(lfd, 16) < 0 ||
+	    pipe2(rep, O_CLOEXEC) < 0) {
 		rc = fail(err, errlen, "listening on %s port %d: %s", addr, port, strerror(errno));
 		goto out;
 	}
 	deadline_in(&deadline, timeout_s);
-	for (int served = 0; served < peers && rc == 0; served++) {
+	while (n_kids < peers) {
 		struct pollfd p = {lfd, POLLIN, 0};
 		int cfd, ready;
 		do
@@ -267,18 +320,31 @@ int jobshare_serve(const char *addr, int port, int peers, char *const roots[], s
 		while (ready < 0 && errno == EINTR);
 		if (ready <= 0 || ms_left(&deadline) == 0) { /* also: accept failing until then */
 			rc = fail(err, errlen, "%d of %d hosts did not come for the job's folders "
-					       "within %d s", peers - served, peers, timeout_s);
+					       "within %d s", peers - n_kids, peers, timeout_s);
 			break;
 		}
-		if ((cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0) {
-			served--;
+		if ((cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0)
 			continue;
+		if ((kids[n_kids] = serve_one(lfd, cfd, rep[1], roots, n)) < 0) {
+			rc = fail(err, errlen, "fork: %s", strerror(errno));
+			break;
 		}
-		io_timeouts(cfd);
-		rc = send_roots(cfd, roots, n, sent, err, errlen);
-		close(cfd);
+		n_kids++;
+	}
+	close(rep[1]);
+	rep[1] = -1;
+	if (rc < 0) { /* the job fails: the copies under way end now */
+		char ignored[8];
+		for (int i = 0; i < n_kids; i++)
+			kill(kids[i], SIGKILL);
+		collect(rep[0], kids, n_kids, sent, ignored, sizeof(ignored));
+	} else {
+		rc = collect(rep[0], kids, n_kids, sent, err, errlen);
 	}
 out:
+	for (int i = 0; i < 2; i++)
+		if (rep[i] >= 0)
+			close(rep[i]);
 	if (lfd >= 0)
 		close(lfd);
 	return rc;

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #define JOBSHARE_PORT 29400   /* on algo-1's peer address; torchrun's is 29500 */
+#define JOBSHARE_MAX_HOSTS 63 /* peers of algo-1: a job has at most 64 hosts */
 #define JOBSHARE_MAX_ROOTS 64 /* the working folder and the channels (at most 63) */
 #define JOBSHARE_PATH_MAX 4095
 #define JOBSHARE_DEPTH_MAX 64
@@ -29,8 +30,8 @@ struct jobshare_count {
 };
 
 /* algo-1: listens on addr:port and sends roots[0..n) to each of `peers`
- * connections, one after the other; the peers must all have come within timeout_s.
- * 0, or -1 with err set. */
+ * connections, each in a child of its own (all at once); the peers must all have
+ * come within timeout_s. *sent is what each got. 0, or -1 with err set. */
 int jobshare_serve(const char *addr, int port, int peers, char *const roots[], size_t n,
 		   int timeout_s, struct jobshare_count *sent, char *err, size_t errlen);
 /* Another host: connects to addr:port (retried while refused, until timeout_s) and

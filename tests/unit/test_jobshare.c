@@ -113,9 +113,10 @@ static void test_two_hosts_get_both_folders(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		_exit(jobshare_serve("127.0.0.1", port, 2, from, 2, 20, &sent, err, sizeof(err)) == 0
-			      ? 0
-			      : 1);
+		_exit(jobshare_serve("127.0.0.1", port, 2, from, 2, 20, &sent, err, sizeof(err)) == 0 &&
+			      sent.files == 4 /* what each host got */
+		      ? 0
+		      : 1);
 	for (int h = 0; h < 2; h++) {
 		for (int r = 0; r < 2; r++) {
 			unit_tempdir(dst[h][r]);
@@ -146,6 +147,52 @@ static void test_two_hosts_get_both_folders(void **state)
 	for (int h = 0; h < 2; h++)
 		for (int r = 0; r < 2; r++)
 			unit_rmdir(dst[h][r]);
+}
+
+/* Hosts are served at once: one that does not read holds up no other. */
+static void test_a_slow_host_holds_up_no_other(void **state)
+{
+	static char big[8 << 20];
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	char src[64], dst[64], err[256], buf[65536], *from[1] = {src}, *to[1] = {dst};
+	struct jobshare_count sent, got;
+	int port = free_port(), slow, status;
+	size_t drained = 0;
+	ssize_t r;
+	pid_t pid;
+	(void)state;
+
+	unit_tempdir(src);
+	unit_tempdir(dst);
+	put(src, "big.bin", big, sizeof(big), 0644);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(jobshare_serve("127.0.0.1", port, 2, from, 1, 20, &sent, err, sizeof(err)) == 0
+			      ? 0
+			      : 1);
+	/* the first host connects and reads nothing (its socket buffers fill) */
+	sa.sin_port = htons((uint16_t)port);
+	for (int i = 0; i < 100; i++) {
+		slow = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(slow, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			break;
+		close(slow);
+		slow = -1;
+		usleep(20 * 1000);
+	}
+	assert_true(slow >= 0);
+	if (jobshare_fetch("127.0.0.1", port, to, 1, 20, &got, err, sizeof(err)) < 0)
+		fail_msg("the second host waited for the first: %s", err);
+	assert_int_equal(got.bytes, sizeof(big));
+	while ((r = read(slow, buf, sizeof(buf))) > 0)
+		drained += (size_t)r;
+	close(slow);
+	assert_true(drained > sizeof(big));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(status, 0);
+	unit_rmdir(src);
+	unit_rmdir(dst);
 }
 
 /* A stream that names a path out of its folder: refused, nothing written there. */
@@ -205,6 +252,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_two_hosts_get_both_folders),
+		cmocka_unit_test(test_a_slow_host_holds_up_no_other),
 		cmocka_unit_test(test_a_path_out_of_the_folder_is_refused),
 		cmocka_unit_test(test_waits_end_with_the_reason),
 	};
