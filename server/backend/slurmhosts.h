@@ -20,10 +20,10 @@ int slurmhosts_expand(const char *list, char names[][LINK_NAME_MAX + 1], size_t 
 #define SLURMHOSTS_IFNAME "peer0"
 
 /* The job spec for host current of count (1-based): spec with its "hosts"
- * member set (proto/jobhosts.h; the interface SLURMHOSTS_IFNAME) and, for hosts
- * 2..count, no input channels (those hosts have no home to stage them from), a
- * new text in *out (free()). 0, -EINVAL (spec not a JSON object, or the hosts out
- * of bounds), -ENOMEM. */
+ * member set (proto/jobhosts.h; the interface SLURMHOSTS_IFNAME), the input
+ * channels kept for every host (hosts 2..count fetch them from algo-1:
+ * sandbox/jobshare.h), a new text in *out (free()). 0, -EINVAL (spec not a JSON
+ * object, or the hosts out of bounds), -ENOMEM. */
 int slurmhosts_spec(const char *spec, int current, int count, const char *master_addr,
 		    int master_port, char **out);
 

@@ -61,8 +61,9 @@ struct pool_box {
 	uint32_t user_id;
 	long long pool_id;
 	uint32_t cpus_milli; /* the pool's CPU limit (SM_NUM_CPUS when the spec names none) */
-	bool scratch_home; /* a host of a job on several nodes with a scratch home: its jobs
-			    * have no input channels (nothing to stage them from) */
+	bool scratch_home; /* a host of a job on several nodes with a scratch home: its
+			    * channels' folders start empty, and its agent fetches them
+			    * from algo-1 (sandbox/jobshare.h) */
 	struct pool_pipes io; /* out_fd is the keeper's once it runs */
 	char keeper_sock[LAUNCH_PATH_MAX];
 	char status_buf[AGENTIO_LINE_MAX + AGENTIO_FAILURE_MAX + 64];
