@@ -113,12 +113,27 @@ test('admin overrides the user\'s GPU quota; the console shows where each limit 
   assert.ok(await page.locator(`#quota-group-${GROUP}`).isChecked(), 'the user\'s group is ticked');
 
   await page.locator('#quota-ov-gpu_s_per_24h').fill('30m');
+  // The save makes the groups panel reload, and that reload makes this editor refresh.
+  // Held back here, it comes after the save's message, as it may on a loaded machine:
+  // the message must stay (a refresh once cleared it, and the save seemed to hang).
+  let groupsReloaded;
+  const reloaded = new Promise((resolve) => { groupsReloaded = resolve; });
+  await page.route('**/api/v1/groups', async (route) => {
+    await new Promise((r) => setTimeout(r, 1000));
+    await route.continue();
+    groupsReloaded();
+  });
   await page.locator('#quota-save').click();
   // The save is three calls and a reload; on a loaded CI box that can pass 15 s. Wait for
   // its message or its error, and say which.
   const said = page.locator(`#quota-message:has-text("Quota of ${USER} saved."), #quota-error:not(:empty)`);
   await said.first().waitFor({ timeout: 45_000 });
   assert.equal(await page.locator('#quota-error').textContent().then((t) => (t || '').trim()), '');
+  await reloaded;
+  await page.unroute('**/api/v1/groups');
+  await page.locator('#quota-limits tr[data-limit="gpu_s_per_24h"] .effective', { hasText: '30 min' }).waitFor();
+  assert.equal((await page.locator('#quota-message').textContent()).trim(), `Quota of ${USER} saved.`,
+    'the save\'s message outlived the refresh that the groups panel set off');
   await gpu.filter({ hasText: 'override' }).waitFor();
   assert.equal((await gpu.locator('.effective').textContent()).trim(), '30 min');
   const q = await api(admin, 'GET', `/users/${USER}/quota`);

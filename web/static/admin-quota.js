@@ -74,8 +74,11 @@
     $("quota-form").dataset.user = q.user;
   }
 
-  function load(name) {
-    note.clear();
+  /* keep: a refresh because another panel changed something; what this panel said
+   * (its "saved", its error) stays. A save's own group changes reload the groups
+   * panel, whose reload comes back here: clearing then wiped the save's message. */
+  function load(name, keep) {
+    if (!keep) note.clear();
     return L.api("GET", "/users/" + encodeURIComponent(name) + "/quota").then(render);
   }
 
@@ -151,7 +154,7 @@
     if (what.plans) known.plans = what.plans;
     if (what.groups) known.groups = what.groups;
     /* A plan or group change shows in the open editor at once. */
-    if ((what.plans || what.groups) && current && !$("quota-form").hidden) load(current.user).catch(note.fail);
+    if ((what.plans || what.groups) && current && !$("quota-form").hidden) load(current.user, true).catch(note.fail);
   });
 
   A.ready.then(function () {
