@@ -283,9 +283,20 @@ static void agent_spec(struct sandbox_spec *s)
 	s->binds[s->n_binds++] = (struct sandbox_bind){outdir, "/opt/ml/output", false};
 }
 
-static void test_two_jobs_nothing_survives(void **st)
+/* The agent in its sandbox, /opt/ml/output bound, and its "ready" read. */
+static void agent_up(struct agent_box *b)
 {
 	struct sandbox_spec s;
+	struct jobagent_status js;
+
+	agent_spec(&s);
+	assert_int_equal(agent_start(b, &s), 0);
+	next_status(b, &js);
+	assert_int_equal(js.kind, JOBAGENT_READY);
+}
+
+static void test_two_jobs_nothing_survives(void **st)
+{
 	struct agent_box b;
 	struct jobagent_status js;
 	char *env[] = {"FOO=bar", "HOME=/home/agent/elsewhere", NULL};
@@ -293,10 +304,7 @@ static void test_two_jobs_nothing_survives(void **st)
 	(void)st;
 	if (!boxsh_can_start())
 		skip();
-	agent_spec(&s);
-	assert_int_equal(agent_start(&b, &s), 0);
-	next_status(&b, &js);
-	assert_int_equal(js.kind, JOBAGENT_READY);
+	agent_up(&b);
 	/* job 1 leaves a background child and a daemon (own session, reparented) */
 	run_job(&b, "sleep 1000 & echo $! > /opt/ml/output/pid1; (setsid sleep 999 &); "
 		    "echo one-out; echo one-err >&2; exit 3", NULL, &js);
@@ -314,7 +322,6 @@ static void test_two_jobs_nothing_survives(void **st)
 
 static void test_term_failure_and_errors(void **st)
 {
-	struct sandbox_spec s;
 	struct agent_box b;
 	struct jobagent_status js;
 	char *nocmd[] = {"/no/such", NULL}, *t[] = {"true", NULL};
@@ -325,9 +332,7 @@ static void test_term_failure_and_errors(void **st)
 	(void)st;
 	if (!boxsh_can_start())
 		skip();
-	agent_spec(&s);
-	assert_int_equal(agent_start(&b, &s), 0);
-	next_status(&b, &js);
+	agent_up(&b);
 	send_run(&b, "", nocmd, NULL);
 	next_status(&b, &js);
 	assert_int_equal(js.kind, JOBAGENT_ERROR);
@@ -383,7 +388,6 @@ static void test_term_failure_and_errors(void **st)
  * reason, as the job's failure and in its log. */
 static void test_share_instructions(void **st)
 {
-	struct sandbox_spec s;
 	struct agent_box b;
 	struct jobagent_status js;
 	char *none[] = {"LABD_SHARE=none", "LABD_SHARE_DIRS=", NULL};
@@ -392,9 +396,7 @@ static void test_share_instructions(void **st)
 	(void)st;
 	if (!boxsh_can_start())
 		skip();
-	agent_spec(&s);
-	assert_int_equal(agent_start(&b, &s), 0);
-	next_status(&b, &js);
+	agent_up(&b);
 	run_job(&b, "env | grep -c LABD_SHARE; echo checked", none, &js);
 	log_until(&b, "0\nchecked\n");
 	assert_int_equal(js.wait_status, 0);
