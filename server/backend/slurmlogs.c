@@ -41,7 +41,7 @@
 #define RECORD_BYTES 21	      /* an offset record: 20 digits and '\n' */
 #define NODE_BYTES 128	      /* a node record: its data address, NULs after it */
 /* beside <id>.log: each host's offset, and the node whose log it counts on */
-static const char *const sidecars[] = {".hosts", ".nodes"};
+static const char *const sidecars[] = {SLURMLOGS_OFFSETS, SLURMLOGS_NODES};
 #define PREFIX_MAX 24	      /* "[algo-64] " */
 /* a chunk's lines with their prefixes: at worst every byte a line */
 #define OUT_MAX (SLURMLOGS_LINE_MAX + (size_t)CHUNK_BYTES * (PREFIX_MAX + 1))
@@ -189,7 +189,7 @@ static void recover(int dfd, struct source *src, int hosts)
 	int fd;
 
 	src->offset = 0;
-	if (read_record(dfd, src->job_id, ".hosts", src->host, rec, RECORD_BYTES)) {
+	if (read_record(dfd, src->job_id, SLURMLOGS_OFFSETS, src->host, rec, RECORD_BYTES)) {
 		src->offset = strtoll(rec, NULL, 10);
 	} else if (hosts == 1 && (fd = open_file(dfd, src->job_id, "", O_RDONLY)) >= 0) {
 		src->offset = fstat(fd, &st) == 0 ? st.st_size : 0;
@@ -197,7 +197,7 @@ static void recover(int dfd, struct source *src, int hosts)
 	}
 	if (src->offset < 0)
 		src->offset = 0;
-	if (read_record(dfd, src->job_id, ".nodes", src->host, node, NODE_BYTES) &&
+	if (read_record(dfd, src->job_id, SLURMLOGS_NODES, src->host, node, NODE_BYTES) &&
 	    memchr(node, '\0', NODE_BYTES))
 		memcpy(src->node, node, NODE_BYTES);
 }
@@ -207,12 +207,12 @@ static void keep_offset(int dfd, const struct source *src)
 	char rec[RECORD_BYTES + 1];
 
 	snprintf(rec, sizeof(rec), "%020" PRId64 "\n", src->offset - (int64_t)src->held.len);
-	write_record(dfd, src, ".hosts", rec, RECORD_BYTES);
+	write_record(dfd, src, SLURMLOGS_OFFSETS, rec, RECORD_BYTES);
 }
 
 static void keep_node(int dfd, const struct source *src)
 {
-	write_record(dfd, src, ".nodes", src->node, NODE_BYTES);
+	write_record(dfd, src, SLURMLOGS_NODES, src->node, NODE_BYTES);
 }
 
 /* Appends one chunk taken from the host to the head's log; the source's offset and

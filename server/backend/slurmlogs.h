@@ -19,6 +19,11 @@
 #ifndef LABD_SLURMLOGS_H
 #define LABD_SLURMLOGS_H
 
+/* The sidecars' names after "<id>.log": each host's offset, and the node it counts on.
+ * Backups copy them too (web/backup.c). */
+#define SLURMLOGS_OFFSETS ".hosts"
+#define SLURMLOGS_NODES ".nodes"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

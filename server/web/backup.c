@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/slurmlogs.h"
 #include "config/config.h"
 #include "labd/log.h"
 #include "labd/parse.h"
@@ -175,8 +176,8 @@ static int copy_folder(struct backup *b, const char *sub, const char *suffix, bo
  * log twice). */
 static int copy_joblogs(struct backup *b)
 {
-	return copy_folder(b, "joblogs", ".log.hosts", false) < 0 ||
-			       copy_folder(b, "joblogs", ".log.nodes", false) < 0 ||
+	return copy_folder(b, "joblogs", ".log" SLURMLOGS_OFFSETS, false) < 0 ||
+			       copy_folder(b, "joblogs", ".log" SLURMLOGS_NODES, false) < 0 ||
 			       copy_folder(b, "joblogs", ".log", false) < 0
 		       ? -1
 		       : 0;

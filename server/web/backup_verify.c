@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/slurmlogs.h"
 #include "labd/log.h"
 #include "labd/parse.h"
 
@@ -24,8 +25,8 @@ static bool layout_path(const char *p)
 		bool names_too;
 	} keyed[] = {{"homes/", ".img", true},
 		     {"joblogs/", ".log", false},
-		     {"joblogs/", ".log.hosts", false},
-		     {"joblogs/", ".log.nodes", false}};
+		     {"joblogs/", ".log" SLURMLOGS_OFFSETS, false},
+		     {"joblogs/", ".log" SLURMLOGS_NODES, false}};
 	char key[64];
 
 	if (strcmp(p, BACKUP_DB) == 0 || strcmp(p, "uids.json") == 0)
