@@ -539,8 +539,10 @@ int jobshare_fetch(const char *addr, int port, char *const roots[], size_t n, in
 		rc = -1;
 		goto out;
 	}
-	while ((rc = take_record(&r, n, &rec, err, errlen)) == 0 && rec.kind != 'E')
-		rc = put_record(&r, dfd[rec.root], &rec, got, err, errlen);
+	/* a record that cannot be written ends the copy with its reason */
+	while ((rc = take_record(&r, n, &rec, err, errlen)) == 0 && rec.kind != 'E' &&
+	       (rc = put_record(&r, dfd[rec.root], &rec, got, err, errlen)) == 0) {
+	}
 	close(r.fd);
 out:
 	while (opened > 0)

@@ -1,7 +1,8 @@
 /* Unit tests: the copy of a job's folders from algo-1 to the other hosts
  * (sandbox/jobshare.c), over loopback: files, folders and modes arrive in each
- * host's folders; links, FIFOs are left out; a record whose path climbs out is
- * refused and writes nothing; no listener, or a host that never comes, fails in
+ * host's folders; links, FIFOs are left out; a host whose scratch home fills
+ * fails with the reason; a record whose path climbs out is refused and writes
+ * nothing; no listener, or a host that never comes, fails in
  * time with the reason. */
 #include "unit.h"
 
@@ -9,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -195,6 +197,38 @@ static void test_a_slow_host_holds_up_no_other(void **state)
 	unit_rmdir(dst);
 }
 
+/* A folder bigger than the host's scratch home (a tmpfs of the job's memory): the fetch
+ * fails, naming the file and the full file system. */
+static void test_a_full_scratch_home_fails_with_the_reason(void **state)
+{
+	static char big[256 << 10];
+	char src[64], dst[64], err[256], *from[1] = {src}, *to[1] = {dst};
+	struct jobshare_count sent, got;
+	int port = free_port(), status;
+	pid_t pid;
+	(void)state;
+
+	unit_tempdir(src);
+	unit_tempdir(dst);
+	assert_int_equal(mount("tmpfs", dst, "tmpfs", 0, "size=64k"), 0);
+	put(src, "data.bin", big, sizeof(big), 0644);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(jobshare_serve("127.0.0.1", port, 1, from, 1, 20, &sent, err, sizeof(err)) == 0
+			      ? 0
+			      : 1);
+	int rc = jobshare_fetch("127.0.0.1", port, to, 1, 20, &got, err, sizeof(err));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(umount(dst), 0); /* before the checks: a failed one leaves no mount */
+	assert_int_equal(rc, -1);
+	if (!strstr(err, "writing data.bin: No space left on device"))
+		fail_msg("%s", err);
+	(void)status; /* algo-1's send may have fit in the socket's buffers: either way */
+	unit_rmdir(src);
+	unit_rmdir(dst);
+}
+
 /* A stream that names a path out of its folder: refused, nothing written there. */
 static void test_a_path_out_of_the_folder_is_refused(void **state)
 {
@@ -253,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_two_hosts_get_both_folders),
 		cmocka_unit_test(test_a_slow_host_holds_up_no_other),
+		cmocka_unit_test(test_a_full_scratch_home_fails_with_the_reason),
 		cmocka_unit_test(test_a_path_out_of_the_folder_is_refused),
 		cmocka_unit_test(test_waits_end_with_the_reason),
 	};
