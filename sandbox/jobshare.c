@@ -323,8 +323,10 @@ int jobshare_serve(const char *addr, int port, int peers, char *const roots[], s
 					       "within %d s", peers - n_kids, peers, timeout_s);
 			break;
 		}
-		if ((cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0)
+		if ((cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0) {
+			usleep(100 * 1000); /* out of fds, say: not a busy loop until the deadline */
 			continue;
+		}
 		if ((kids[n_kids] = serve_one(lfd, cfd, rep[1], roots, n)) < 0) {
 			rc = fail(err, errlen, "fork: %s", strerror(errno));
 			break;
